@@ -1,0 +1,210 @@
+"""The per-seat observation: what one seat may know, as named pieces over one flat vector.
+
+One implementation serves the env, the agents and the trainer.  Everything is seat-relative:
+relative seat ``k`` of an observer at seat ``s`` is seat ``(s + k) % 4`` -- 0 self, 1 left
+opponent (plays next), 2 partner, 3 right opponent (played last).
+
+| piece             | offset | size | meaning                                                              |
+|-------------------|-------:|-----:|----------------------------------------------------------------------|
+| `hand`            |      0 |   28 | 1 for each tile in the observer's hand (tile index order)            |
+| `played_by`       |     28 |  112 | 4 x 28: tile played this round by relative seat 0 (self), 1, 2, 3    |
+| `slot_open`       |    140 |    4 | slot (west, east, north, south) is a legal place to play             |
+| `slot_number`     |    144 |   28 | 4 x 7 one-hot: the open number at each slot                          |
+| `slot_double`     |    172 |    4 | the outer tile at the slot is a double (counts both halves)          |
+| `branch_started`  |    176 |    4 | a tile has been played on the branch (north/south only)              |
+| `slot_counted`    |    180 |    4 | what the slot adds to the end sum, / 12 (R5)                         |
+| `spinner`         |    184 |    8 | [spinner played, one-hot of its number (7)]                          |
+| `end_sum`         |    192 |    6 | [end sum / 36, one-hot of end sum mod 5 (5)]                         |
+| `tile_counts`     |    198 |    4 | tiles in hand of relative seat 0..3, / 7                             |
+| `voids`           |    202 |   21 | 3 x 7: numbers relative seats 1..3 showed they lack by knocking      |
+| `unseen`          |    223 |    7 | per number: tiles showing it not in own hand and not played, / 7     |
+| `scores`          |    230 |    3 | [ours / target, theirs / target, target / 1000]                      |
+| `turn`            |    233 |    4 | one-hot: relative seat to move                                       |
+| `opening`         |    237 |    1 | no tile placed yet this round (any tile may open)                    |
+
+Total size ``OBS_SIZE = 238``.  Hidden tiles of other seats never enter the vector.
+:func:`decode` turns a vector back into a :class:`SeatView`, so agents that want structure
+(search, heuristics) work from exactly the same information as a network.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .rules import Match, end_sum, legal_actions
+from .tiles import (
+    NUM_ACTIONS,
+    NUM_NUMBERS,
+    NUM_TILES,
+    TILE_NUMBERS_NP,
+    WITH_NUMBER,
+)
+
+OBS_VERSION = 1
+#: (name, size) in vector order: the layout above.
+PIECES: tuple[tuple[str, int], ...] = (
+    ("hand", 28), ("played_by", 112), ("slot_open", 4), ("slot_number", 28),
+    ("slot_double", 4), ("branch_started", 4), ("slot_counted", 4), ("spinner", 8),
+    ("end_sum", 6), ("tile_counts", 4), ("voids", 21), ("unseen", 7), ("scores", 3),
+    ("turn", 4), ("opening", 1),
+)
+OFFSETS: dict[str, slice] = {}
+_offset = 0
+for _name, _size in PIECES:
+    OFFSETS[_name] = slice(_offset, _offset + _size)
+    _offset += _size
+OBS_SIZE = _offset
+
+_BITS = 1 << np.arange(NUM_TILES, dtype=np.int64)
+_SLOT_OPEN = OFFSETS["slot_open"].start
+_SLOT_NUMBER = OFFSETS["slot_number"].start
+_SLOT_DOUBLE = OFFSETS["slot_double"].start
+_BRANCH = OFFSETS["branch_started"].start
+_COUNTED = OFFSETS["slot_counted"].start
+_SPINNER = OFFSETS["spinner"].start
+_END_SUM = OFFSETS["end_sum"].start
+_COUNTS = OFFSETS["tile_counts"].start
+_VOIDS = OFFSETS["voids"].start
+_UNSEEN = OFFSETS["unseen"].start
+_SCORES = OFFSETS["scores"].start
+_TURN = OFFSETS["turn"].start
+_OPENING = OFFSETS["opening"].start
+_VOID_BITS = 1 << np.arange(NUM_NUMBERS, dtype=np.int64)
+
+
+def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Observation vector (float32, ``OBS_SIZE``) of ``seat`` (see the module table)."""
+    if out is None:
+        out = np.zeros(OBS_SIZE, dtype=np.float32)
+    else:
+        out.fill(0.0)
+    played_by = match.played_by
+    hand = match.hands[seat]
+    masks = np.array([hand, played_by[seat], played_by[(seat + 1) & 3],
+                      played_by[(seat + 2) & 3], played_by[(seat + 3) & 3]], dtype=np.int64)
+    bits = (masks[:, None] & _BITS) != 0
+    out[:140] = bits.reshape(-1)
+    ends, end_double, started = match.ends, match.end_double, match.branch_started
+    for slot in range(4):
+        number = ends[slot]
+        if number >= 0:
+            out[_SLOT_OPEN + slot] = 1.0
+            out[_SLOT_NUMBER + 7 * slot + number] = 1.0
+            if end_double[slot]:
+                out[_SLOT_DOUBLE + slot] = 1.0
+            if slot < 2 or started[slot]:
+                out[_COUNTED + slot] = (2 * number if end_double[slot] else number) / 12.0
+        if started[slot]:
+            out[_BRANCH + slot] = 1.0
+    if match.spinner >= 0:
+        out[_SPINNER] = 1.0
+        out[_SPINNER + 1 + match.spinner] = 1.0
+        if end_double[0] and end_double[1] and ends[0] == ends[1] == match.spinner:
+            out[_COUNTED + 1] = 0.0  # the opening spinner counts once (R5)
+    total = end_sum(ends, end_double, started) if match.placements else 0
+    out[_END_SUM] = total / 36.0
+    out[_END_SUM + 1 + total % 5] = 1.0
+    counts = bits[1:].sum(axis=1)  # tiles played per relative seat
+    out[_COUNTS:_COUNTS + 4] = (7 - counts) / 7.0
+    voids = match.voids
+    void_rows = np.array([voids[(seat + 1) & 3], voids[(seat + 2) & 3], voids[(seat + 3) & 3]],
+                         dtype=np.int64)
+    out[_VOIDS:_VOIDS + 21] = ((void_rows[:, None] & _VOID_BITS) != 0).reshape(-1)
+    seen = bits[0] | bits[1:].any(axis=0)
+    out[_UNSEEN:_UNSEEN + 7] = (7.0 - seen @ TILE_NUMBERS_NP) / 7.0
+    target = match.target
+    team = seat & 1
+    out[_SCORES] = match.scores[team] / target
+    out[_SCORES + 1] = match.scores[team ^ 1] / target
+    out[_SCORES + 2] = target / 1000.0
+    if match.turn >= 0:
+        out[_TURN + ((match.turn - seat) & 3)] = 1.0
+    if match.placements == 0:
+        out[_OPENING] = 1.0
+    return out
+
+
+def action_mask(match: Match, seat: int) -> np.ndarray:
+    """int8 mask over the 113 actions: the legal set if ``seat`` is on turn, else all zeros."""
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    if seat == match.turn and not match.over:
+        mask[legal_actions(match)] = 1
+    return mask
+
+
+@dataclass(frozen=True)
+class SeatView:
+    """One seat's knowledge, decoded from an observation vector.  Relative seats as above."""
+
+    hand: int                       # tile bitmask
+    played_by: tuple[int, int, int, int]  # tile bitmasks per relative seat
+    ends: tuple[int, int, int, int]       # open number per slot, -1 if not open
+    end_double: tuple[bool, bool, bool, bool]
+    branch_started: tuple[bool, bool, bool, bool]
+    spinner: int                    # -1 if none yet
+    tile_counts: tuple[int, int, int, int]
+    voids: tuple[int, int, int, int]      # 7-bit number sets per relative seat (self = 0)
+    scores: tuple[int, int]         # (ours, theirs)
+    target: int
+    turn: int                       # relative seat to move
+    opening: bool
+
+    @property
+    def played(self) -> int:
+        return self.played_by[0] | self.played_by[1] | self.played_by[2] | self.played_by[3]
+
+    @property
+    def unseen(self) -> int:
+        """Tiles held by the other three seats (bitmask)."""
+        return ((1 << NUM_TILES) - 1) & ~self.played & ~self.hand
+
+    @property
+    def end_sum(self) -> int:
+        return 0 if self.opening else end_sum(self.ends, self.end_double, self.branch_started)
+
+    def matching(self) -> int:
+        mask = 0
+        for number in self.ends:
+            if number >= 0:
+                mask |= WITH_NUMBER[number]
+        return mask
+
+
+def _bits_to_mask(bits: np.ndarray) -> int:
+    return int(np.dot(bits.astype(np.int64) != 0, _BITS[: len(bits)]))
+
+
+def decode(obs: np.ndarray) -> SeatView:
+    """Inverse of :func:`encode` for everything a seat knows (structure for rule-based agents)."""
+    obs = np.asarray(obs)
+    if obs.shape != (OBS_SIZE,):
+        raise ValueError(f"observation must have shape ({OBS_SIZE},), got {obs.shape}")
+    hand = _bits_to_mask(obs[0:28])
+    played = obs[28:140].reshape(4, 28)
+    played_by = tuple(_bits_to_mask(row) for row in played)
+    ends, end_double, started = [], [], []
+    for slot in range(4):
+        if obs[_SLOT_OPEN + slot] > 0.5:
+            ends.append(int(np.argmax(obs[_SLOT_NUMBER + 7 * slot: _SLOT_NUMBER + 7 * slot + 7])))
+        else:
+            ends.append(-1)
+        end_double.append(bool(obs[_SLOT_DOUBLE + slot] > 0.5))
+        started.append(bool(obs[_BRANCH + slot] > 0.5))
+    spinner = int(np.argmax(obs[_SPINNER + 1:_SPINNER + 8])) if obs[_SPINNER] > 0.5 else -1
+    counts = tuple(int(round(c * 7)) for c in obs[_COUNTS:_COUNTS + 4])
+    void_bits = obs[_VOIDS:_VOIDS + 21].reshape(3, 7)
+    voids = (0,) + tuple(int(np.dot(row > 0.5, _VOID_BITS)) for row in void_bits)
+    target = int(round(obs[_SCORES + 2] * 1000))
+    scores = (int(round(obs[_SCORES] * target)), int(round(obs[_SCORES + 1] * target)))
+    turn = int(np.argmax(obs[_TURN:_TURN + 4]))
+    return SeatView(hand, played_by, tuple(ends), tuple(end_double), tuple(started), spinner,
+                    counts, voids, scores, target, turn, bool(obs[_OPENING] > 0.5))
+
+
+def view(obs: np.ndarray, piece: str) -> np.ndarray:
+    """The named piece of an observation vector (a view, reshaped where it is a table)."""
+    part = np.asarray(obs)[..., OFFSETS[piece]]
+    shapes = {"played_by": (4, 28), "slot_number": (4, 7), "voids": (3, 7)}
+    return part.reshape(part.shape[:-1] + shapes[piece]) if piece in shapes else part

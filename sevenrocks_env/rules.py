@@ -1,0 +1,402 @@
+"""The rules of Seven Rocks (``shared/RULES.md`` R1-R8) as small explicit state and pure functions.
+
+The whole match lives in one mutable :class:`Match` made of ints and bitmasks (hands are 28-bit
+tile sets, see :mod:`sevenrocks_env.tiles`).  ``legal_actions``/``apply_action`` are the only ways
+to move it forward; scoring and deductions are pure functions tests can call directly.
+
+Layout, per slot (west, east, north, south):
+
+* ``ends[slot]``: the open number there, or ``-1`` when the slot is not a legal place to play
+  (north/south before the spinner is internal, R4);
+* ``end_double[slot]``: the outer tile at that end is a double, so it counts both halves (R5);
+* ``branch_started[slot]``: for north/south, a tile has been played there (R5: an unopened
+  branch counts 0).
+
+``spinner`` is the number of the first double of the round or ``-1`` (R4).  While the spinner
+still has an unfilled straight continuation it is the outer tile of the west and/or east end
+(an ordinary double of the same number cannot exist), and the branches are closed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tiles import (
+    ALL_TILES,
+    EAST,
+    KNOCK,
+    NORTH,
+    NUM_SEATS,
+    NUM_TILES,
+    OTHER_HALF,
+    SOUTH,
+    TILE_HIGH,
+    TILE_IS_DOUBLE,
+    TILE_LOW,
+    TILE_PIPS,
+    WEST,
+    WITH_NUMBER,
+    pips_of,
+)
+
+DEFAULT_TARGET = 250  # R8
+#: ``Round.result`` values (R7, R8).
+DOMINO, BLOCKED, WON = "domino", "blocked", "won"
+
+
+def team_of(seat: int) -> int:
+    """Partnership of a seat: seats 0 and 2 are team 0, seats 1 and 3 team 1 (R1)."""
+    return seat & 1
+
+
+def partner_of(seat: int) -> int:
+    """The seat opposite (R1)."""
+    return (seat + 2) & 3
+
+
+def next_seat(seat: int) -> int:
+    """Play is clockwise 0 -> 1 -> 2 -> 3 -> 0 (R1)."""
+    return (seat + 1) & 3
+
+
+def end_sum(ends, end_double, branch_started) -> int:
+    """Sum of the counted ends of a layout (R5).
+
+    Ordinary outer ends count their number, doubles at an outer end both halves; an unopened
+    branch counts 0.  An opening spinner with both straight sides open is one tile and counts
+    its pips once.
+    """
+    total = 0
+    for slot in (WEST, EAST):
+        number = ends[slot]
+        if number >= 0:
+            total += 2 * number if end_double[slot] else number
+    for slot in (NORTH, SOUTH):
+        if branch_started[slot]:
+            number = ends[slot]
+            total += 2 * number if end_double[slot] else number
+    if end_double[WEST] and end_double[EAST] and ends[WEST] == ends[EAST] >= 0:
+        total -= 2 * ends[WEST]  # the opening spinner, seen from both sides, counts once
+    return total
+
+
+def placement_points(total: int) -> int:
+    """Points for a placement whose end sum is ``total``: the sum if positive and divisible by 5 (R5)."""
+    return total if total > 0 and total % 5 == 0 else 0
+
+
+def round_to_five(pips: int) -> int:
+    """Round a pip count to the nearest multiple of 5: remainder 1-2 down, 3-4 up (R7)."""
+    return (pips + 2) // 5 * 5
+
+
+def deduction(hand: int) -> int:
+    """What a remaining hand (bitmask) costs its partnership at round end (R7)."""
+    return round_to_five(pips_of(hand))
+
+
+def deal(seed: int, round_index: int) -> tuple[list[int], int]:
+    """Round ``round_index``'s deal and drawn opener, a function of ``(seed, round_index)`` only (R1, R2).
+
+    Returns four 7-tile hands as bitmasks and a uniformly drawn seat (a fair draw where ties are
+    re-drawn makes every seat equally likely).
+    """
+    rng = np.random.default_rng([seed, round_index])
+    order = rng.permutation(NUM_TILES).tolist()
+    hands = []
+    for seat in range(NUM_SEATS):
+        mask = 0
+        for t in order[7 * seat: 7 * seat + 7]:
+            mask |= 1 << t
+        hands.append(mask)
+    return hands, int(rng.integers(NUM_SEATS))
+
+
+class Round:
+    """Log of one round: how it was dealt, what was played, how it ended (the record's source)."""
+
+    __slots__ = ("opener", "hands", "moves", "result", "finisher", "deductions", "scores")
+
+    def __init__(self, opener: int, hands: list[int]):
+        self.opener = opener
+        self.hands = list(hands)  # as dealt
+        self.moves: list[tuple[int, int, int, int]] = []  # (seat, action, end_sum, points)
+        self.result: str | None = None
+        self.finisher: int | None = None
+        self.deductions = [0, 0, 0, 0]
+        self.scores: list[int] | None = None
+
+
+class Match:
+    """A match in progress: the current round's layout and hands plus both partnerships' scores.
+
+    Build one with :meth:`new` (deals from a seed) or :meth:`from_deal` (given hands, for
+    records and tests).  ``history`` is a list of :class:`Round` unless ``keep_history=False``.
+    """
+
+    __slots__ = (
+        "seed", "target", "max_rounds", "scores", "winner", "truncated", "round_index",
+        "hands", "played", "played_by", "ends", "end_double", "branch_started", "spinner",
+        "turn", "opener", "placements", "voids", "last_end_sum", "history",
+    )
+
+    @classmethod
+    def new(cls, seed: int, target: int = DEFAULT_TARGET, max_rounds: int | None = None,
+            keep_history: bool = True) -> "Match":
+        match = cls._blank(seed, target, max_rounds, keep_history)
+        hands, opener = deal(seed, 0)
+        match.start_round(hands, opener)
+        return match
+
+    @classmethod
+    def from_deal(cls, hands: list[int], opener: int, target: int = DEFAULT_TARGET,
+                  scores=(0, 0), seed: int | None = None, max_rounds: int | None = None,
+                  keep_history: bool = True) -> "Match":
+        """A match whose first round has the given hands (bitmasks) and opener."""
+        match = cls._blank(seed, target, max_rounds, keep_history)
+        match.scores = list(scores)
+        match.start_round(hands, opener)
+        return match
+
+    @classmethod
+    def _blank(cls, seed, target, max_rounds, keep_history) -> "Match":
+        match = cls.__new__(cls)
+        match.seed = seed
+        match.target = target
+        match.max_rounds = max_rounds
+        match.scores = [0, 0]
+        match.winner = None
+        match.truncated = False
+        match.round_index = 0
+        match.history = [] if keep_history else None
+        return match
+
+    def start_round(self, hands: list[int], opener: int) -> None:
+        """Lay out a fresh round with these hands; ``opener`` moves first (R2)."""
+        if len(hands) != NUM_SEATS or sum(hands) != ALL_TILES or any(
+                bin(h).count("1") != 7 for h in hands):
+            raise ValueError("a deal is four disjoint 7-tile hands covering all 28 tiles (R1)")
+        self.hands = list(hands)
+        self.played = 0
+        self.played_by = [0, 0, 0, 0]
+        self.ends = [-1, -1, -1, -1]
+        self.end_double = [False, False, False, False]
+        self.branch_started = [False, False, False, False]
+        self.spinner = -1
+        self.turn = opener
+        self.opener = opener
+        self.placements = 0
+        self.voids = [0, 0, 0, 0]  # per seat: 7-bit set of numbers it showed it lacks (knocks)
+        self.last_end_sum = 0
+        if self.history is not None:
+            self.history.append(Round(opener, hands))
+
+    def clone(self, keep_history: bool = False) -> "Match":
+        """Copy for search; by default without the history log (cheap)."""
+        other = Match.__new__(Match)
+        for name in Match.__slots__:
+            setattr(other, name, getattr(self, name))
+        other.scores = list(self.scores)
+        other.hands = list(self.hands)
+        other.played_by = list(self.played_by)
+        other.ends = list(self.ends)
+        other.end_double = list(self.end_double)
+        other.branch_started = list(self.branch_started)
+        other.voids = list(self.voids)
+        other.history = [_copy_round(r) for r in self.history] if (
+            keep_history and self.history is not None) else None
+        return other
+
+    # -- queries ------------------------------------------------------------------------------
+
+    @property
+    def over(self) -> bool:
+        return self.winner is not None or self.truncated
+
+    @property
+    def awaiting_deal(self) -> bool:
+        """A seedless match (replay, search) whose round ended: call :meth:`start_round`."""
+        return self.turn < 0 and not self.over
+
+    @property
+    def opening(self) -> bool:
+        """No tile placed yet this round: the opener may play any tile (R3)."""
+        return self.placements == 0
+
+    def end_sum(self) -> int:
+        return end_sum(self.ends, self.end_double, self.branch_started)
+
+    def playable(self, seat: int) -> int:
+        """Bitmask of ``seat``'s tiles that match some open end."""
+        if self.placements == 0:
+            return self.hands[seat]
+        return self.hands[seat] & self.matching()
+
+    def matching(self) -> int:
+        """Bitmask of all tiles that show a number open at some end."""
+        mask = 0
+        for number in self.ends:
+            if number >= 0:
+                mask |= WITH_NUMBER[number]
+        return mask
+
+    def blocked(self) -> bool:
+        """No seat can place a tile (R6): no unplayed tile matches an open end."""
+        return self.placements > 0 and not (ALL_TILES & ~self.played & self.matching())
+
+
+def legal_actions(match: Match) -> list[int]:
+    """Legal actions of the seat on turn, ascending; ``[KNOCK]`` when it cannot place (R3, R4, R6)."""
+    hand = match.hands[match.turn]
+    if match.placements == 0:
+        actions = []
+        while hand:
+            low_bit = hand & -hand
+            actions.append(4 * (low_bit.bit_length() - 1))
+            hand ^= low_bit
+        return actions
+    actions = []
+    for slot, number in enumerate(match.ends):
+        if number >= 0:
+            fits = hand & WITH_NUMBER[number]
+            while fits:
+                low_bit = fits & -fits
+                actions.append(4 * (low_bit.bit_length() - 1) + slot)
+                fits ^= low_bit
+    if not actions:
+        return [KNOCK]
+    actions.sort()
+    return actions
+
+
+def is_legal(match: Match, action) -> bool:
+    """Whether ``action`` is legal for the seat on turn (without building the full list)."""
+    if match.over or type(action) is not int and not isinstance(action, (int, np.integer)):
+        return False
+    action = int(action)
+    if action == KNOCK:
+        return not match.playable(match.turn)
+    if not 0 <= action < KNOCK:
+        return False
+    tile, slot = action >> 2, action & 3
+    if not (match.hands[match.turn] >> tile) & 1:
+        return False
+    if match.placements == 0:
+        return slot == WEST
+    number = match.ends[slot]
+    return number >= 0 and bool((WITH_NUMBER[number] >> tile) & 1)
+
+
+def apply_action(match: Match, action: int) -> int:
+    """Play ``action`` for the seat on turn and return the points it scored (0 for a knock).
+
+    Handles everything that follows in the rules: scoring and the win check after a positive
+    placement (R5, R8), the end of the round by domino or block with deductions (R6, R7), and
+    dealing the next round with its opener (R2).  The caller must pass a legal action
+    (see :func:`is_legal`); this function does not re-check.
+    """
+    seat = match.turn
+    if action == KNOCK:
+        voids = 0
+        for number in match.ends:
+            if number >= 0:
+                voids |= 1 << number
+        match.voids[seat] |= voids
+        if match.history is not None:
+            match.history[-1].moves.append((seat, KNOCK, match.last_end_sum, 0))
+        match.turn = (seat + 1) & 3
+        return 0
+
+    tile, slot = action >> 2, action & 3
+    bit = 1 << tile
+    match.hands[seat] ^= bit
+    match.played |= bit
+    match.played_by[seat] |= bit
+    _place(match, tile, slot)
+    match.placements += 1
+    total = end_sum(match.ends, match.end_double, match.branch_started)
+    match.last_end_sum = total
+    points = total if total > 0 and total % 5 == 0 else 0
+    if match.history is not None:
+        match.history[-1].moves.append((seat, action, total, points))
+    if points:
+        team = seat & 1
+        match.scores[team] += points
+        if match.scores[team] >= match.target:  # R8: checked right after a positive placement
+            match.winner = team
+            _close_round(match, WON, seat)
+            return points
+    if not match.hands[seat]:
+        _close_round(match, DOMINO, seat)
+    elif not (ALL_TILES & ~match.played & match.matching()):
+        _close_round(match, BLOCKED, None)
+    else:
+        match.turn = (seat + 1) & 3
+    return points
+
+
+def _place(match: Match, tile: int, slot: int) -> None:
+    """Join ``tile`` at ``slot`` and update ends, doubles, spinner and branches (R3, R4)."""
+    ends, end_double = match.ends, match.end_double
+    double = TILE_IS_DOUBLE[tile]
+    if match.placements == 0:  # the opening: low half west, high half east (line A west)
+        ends[WEST], ends[EAST] = TILE_LOW[tile], TILE_HIGH[tile]
+        end_double[WEST] = end_double[EAST] = double
+        if double:
+            match.spinner = TILE_LOW[tile]
+        return
+    joined = ends[slot]
+    ends[slot] = OTHER_HALF[tile][joined]
+    end_double[slot] = double
+    if slot >= NORTH:
+        match.branch_started[slot] = True
+        return
+    spinner = match.spinner
+    if double and spinner < 0:
+        match.spinner = joined  # first double of the round: the spinner, attached by line A
+    elif spinner >= 0 and ends[NORTH] < 0:
+        exposed = (end_double[WEST] and ends[WEST] == spinner) or (
+            end_double[EAST] and ends[EAST] == spinner)
+        if not exposed:  # both straight continuations filled: the branches open (R4)
+            ends[NORTH] = ends[SOUTH] = spinner
+
+
+def _close_round(match: Match, result: str, finisher: int | None) -> None:
+    """End the round (R7): deductions unless won (R8), then deal the next one or stop."""
+    deductions = [0, 0, 0, 0]
+    if result != WON:
+        for seat in range(NUM_SEATS):
+            deductions[seat] = round_to_five(pips_of(match.hands[seat]))
+            match.scores[seat & 1] -= deductions[seat]
+    if match.history is not None:
+        log = match.history[-1]
+        log.result, log.finisher = result, finisher
+        log.deductions = deductions
+        log.scores = list(match.scores)
+    if result == WON:
+        return
+    match.round_index += 1
+    if match.max_rounds is not None and match.round_index >= match.max_rounds:
+        match.truncated = True
+        return
+    if match.seed is None:  # no dealer (records, search): wait for start_round()
+        match.turn = -1
+        return
+    hands, drawn = deal(match.seed, match.round_index)
+    match.start_round(hands, finisher if result == DOMINO else drawn)
+
+
+def _copy_round(log: Round) -> Round:
+    other = Round(log.opener, log.hands)
+    other.moves = list(log.moves)
+    other.result, other.finisher = log.result, log.finisher
+    other.deductions = list(log.deductions)
+    other.scores = None if log.scores is None else list(log.scores)
+    return other
+
+
+__all__ = [
+    "BLOCKED", "DEFAULT_TARGET", "DOMINO", "WON", "Match", "Round", "apply_action", "deal",
+    "deduction", "end_sum", "is_legal", "legal_actions", "next_seat", "partner_of",
+    "placement_points", "round_to_five", "team_of", "TILE_PIPS",
+]
