@@ -29,6 +29,7 @@ Total size ``OBS_SIZE = 238``.  Hidden tiles of other seats never enter the vect
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +39,6 @@ from .tiles import (
     NUM_ACTIONS,
     NUM_NUMBERS,
     NUM_TILES,
-    TILE_NUMBERS_NP,
     WITH_NUMBER,
 )
 
@@ -72,30 +72,41 @@ _SCORES = OFFSETS["scores"].start
 _TURN = OFFSETS["turn"].start
 _OPENING = OFFSETS["opening"].start
 _VOID_BITS = 1 << np.arange(NUM_NUMBERS, dtype=np.int64)
+_PACK5 = struct.Struct("<5I").pack
+_ALL = (1 << NUM_TILES) - 1
 
 
 def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray:
-    """Observation vector (float32, ``OBS_SIZE``) of ``seat`` (see the module table)."""
+    """Observation vector (float32, ``OBS_SIZE``) of ``seat`` (see the module table).
+
+    Built without Python loops over tiles: the five tile sets are unpacked in one numpy call,
+    everything else is a handful of scalar writes.
+    """
     if out is None:
         out = np.zeros(OBS_SIZE, dtype=np.float32)
     else:
         out.fill(0.0)
     played_by = match.played_by
     hand = match.hands[seat]
-    masks = np.array([hand, played_by[seat], played_by[(seat + 1) & 3],
-                      played_by[(seat + 2) & 3], played_by[(seat + 3) & 3]], dtype=np.int64)
-    bits = (masks[:, None] & _BITS) != 0
-    out[:140] = bits.reshape(-1)
+    left, partner, right = played_by[(seat + 1) & 3], played_by[(seat + 2) & 3], played_by[(seat + 3) & 3]
+    mine = played_by[seat]
+    packed = _PACK5(hand, mine, left, partner, right)
+    out[:140] = np.unpackbits(np.frombuffer(packed, np.uint8), bitorder="little").reshape(
+        5, 32)[:, :28].reshape(-1)
     ends, end_double, started = match.ends, match.end_double, match.branch_started
+    total = 0
     for slot in range(4):
         number = ends[slot]
         if number >= 0:
             out[_SLOT_OPEN + slot] = 1.0
             out[_SLOT_NUMBER + 7 * slot + number] = 1.0
+            value = number
             if end_double[slot]:
                 out[_SLOT_DOUBLE + slot] = 1.0
+                value = 2 * number
             if slot < 2 or started[slot]:
-                out[_COUNTED + slot] = (2 * number if end_double[slot] else number) / 12.0
+                out[_COUNTED + slot] = value / 12.0
+                total += value
         if started[slot]:
             out[_BRANCH + slot] = 1.0
     if match.spinner >= 0:
@@ -103,17 +114,25 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
         out[_SPINNER + 1 + match.spinner] = 1.0
         if end_double[0] and end_double[1] and ends[0] == ends[1] == match.spinner:
             out[_COUNTED + 1] = 0.0  # the opening spinner counts once (R5)
-    total = end_sum(ends, end_double, started) if match.placements else 0
+            total -= 2 * match.spinner
     out[_END_SUM] = total / 36.0
     out[_END_SUM + 1 + total % 5] = 1.0
-    counts = bits[1:].sum(axis=1)  # tiles played per relative seat
-    out[_COUNTS:_COUNTS + 4] = (7 - counts) / 7.0
+    out[_COUNTS] = hand.bit_count() / 7.0
+    out[_COUNTS + 1] = 1.0 - left.bit_count() / 7.0
+    out[_COUNTS + 2] = 1.0 - partner.bit_count() / 7.0
+    out[_COUNTS + 3] = 1.0 - right.bit_count() / 7.0
     voids = match.voids
-    void_rows = np.array([voids[(seat + 1) & 3], voids[(seat + 2) & 3], voids[(seat + 3) & 3]],
-                         dtype=np.int64)
-    out[_VOIDS:_VOIDS + 21] = ((void_rows[:, None] & _VOID_BITS) != 0).reshape(-1)
-    seen = bits[0] | bits[1:].any(axis=0)
-    out[_UNSEEN:_UNSEEN + 7] = (7.0 - seen @ TILE_NUMBERS_NP) / 7.0
+    for k in (1, 2, 3):
+        void = voids[(seat + k) & 3]
+        while void:
+            low_bit = void & -void
+            out[_VOIDS + 7 * (k - 1) + low_bit.bit_length() - 1] = 1.0
+            void ^= low_bit
+    unseen = _ALL & ~(hand | match.played)
+    for number in range(7):
+        count = (unseen & WITH_NUMBER[number]).bit_count()
+        if count:
+            out[_UNSEEN + number] = count / 7.0
     target = match.target
     team = seat & 1
     out[_SCORES] = match.scores[team] / target

@@ -1,0 +1,221 @@
+"""The PettingZoo AEC environment sevenrocks_v0: API, determinism, rewards, illegal moves, no leaks."""
+
+import json
+import pickle
+import random
+
+import numpy as np
+import pytest
+from pettingzoo.test import api_test, seed_test
+
+from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.observation import OBS_SIZE, encode
+from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
+from sevenrocks_env.tiles import KNOCK, WEST, encode_action, mask_of, parse_tile
+
+
+def play_out(env, seed, policy=None, on_step=None):
+    """Play one match with random legal actions; returns the per-agent summed rewards."""
+    env.reset(seed=seed)
+    rng = random.Random(seed)
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    for agent in env.agent_iter():
+        obs, reward, term, trunc, _ = env.last()
+        totals[agent] += reward
+        if term or trunc:
+            action = None
+        else:
+            legal = np.flatnonzero(obs["action_mask"])
+            action = int(rng.choice(legal)) if policy is None else policy(agent, obs)
+        if on_step:
+            on_step(env, agent, action)
+        env.step(action)
+    return totals
+
+
+def test_pettingzoo_api_test():
+    api_test(sevenrocks_v0.env(), num_cycles=1000)
+
+
+def test_pettingzoo_api_test_raw_env():
+    api_test(sevenrocks_v0.raw_env(), num_cycles=300)
+
+
+def test_pettingzoo_seed_test():
+    seed_test(sevenrocks_v0.env, num_cycles=300)
+
+
+def test_same_seed_same_match_byte_for_byte():
+    records = []
+    for _ in range(2):
+        env = sevenrocks_v0.env()
+        play_out(env, seed=7)
+        records.append(json.dumps(env.unwrapped.game_record(), sort_keys=True))
+    assert records[0] == records[1]
+
+
+def test_round_deal_depends_only_on_seed_and_round_index():
+    """Two different plays from the same seed see the same deals and drawn openers per round."""
+    env = sevenrocks_v0.env()
+    play_out(env, seed=11)
+    first = env.unwrapped.game_record()["rounds"]
+    play_out(env, seed=11, policy=lambda agent, obs: int(np.flatnonzero(obs["action_mask"])[-1]))
+    second = env.unwrapped.game_record()["rounds"]
+    for r in range(min(len(first), len(second))):
+        assert first[r]["hands"] == second[r]["hands"]
+        hands, _ = deal(11, r)
+        assert [mask_of(parse_tile(t) for t in hand) for hand in first[r]["hands"]] == hands
+
+
+def test_win_reward_and_terminal_last():
+    env = sevenrocks_v0.env()
+    totals = play_out(env, seed=3)
+    record = env.unwrapped.game_record()
+    winner = record["winner"]
+    assert winner in (0, 1)
+    assert max(record["scores"]) >= 250 and record["scores"][winner] >= 250
+    for seat in range(4):
+        assert totals[f"player_{seat}"] == (1.0 if seat % 2 == winner else -1.0)
+    assert env.agents == []
+    # record still available after the agents are gone
+    assert env.unwrapped.game_record() == record
+
+
+def test_points_reward_sums_to_margin():
+    env = sevenrocks_v0.env(reward="points")
+    totals = play_out(env, seed=5)
+    scores = env.unwrapped.game_record()["scores"]
+    margin = (scores[0] - scores[1]) / 100
+    assert totals["player_0"] == pytest.approx(margin)
+    assert totals["player_2"] == pytest.approx(margin)
+    assert totals["player_1"] == pytest.approx(-margin)
+
+
+def test_max_rounds_truncates_with_zero_reward():
+    env = sevenrocks_v0.env(max_rounds=1)
+    truncated = []
+    totals = play_out(env, seed=2, on_step=lambda e, a, act: truncated.append(e.truncations.get(a)))
+    assert len(env.unwrapped.game_record()["rounds"]) == 1
+    assert truncated[-1] is True
+    assert set(totals.values()) == {0.0}
+
+
+def test_a_higher_target_is_respected():
+    env = sevenrocks_v0.env(target=60)
+    play_out(env, seed=1)
+    record = env.unwrapped.game_record()
+    assert record["target"] == 60 and max(record["scores"]) >= 60
+
+
+def test_knock_is_an_explicit_step_and_mask_is_knock_only():
+    env = sevenrocks_v0.raw_env()
+    seen = []
+
+    def on_step(e, agent, action):
+        if action == KNOCK:
+            mask = e.observe(agent)["action_mask"]
+            seen.append(mask.nonzero()[0].tolist())
+
+    for seed in range(5):
+        play_out(env, seed, on_step=on_step)
+    assert seen and all(m == [KNOCK] for m in seen)
+
+
+def test_raw_env_rejects_illegal_actions_and_keeps_state():
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=0)
+    agent = env.agent_selection
+    before = env.observe(agent)["observation"].copy()
+    legal = legal_actions(env.match)
+    bad = next(a for a in range(113) if a not in legal)
+    for action in (bad, 113, -1, "3", 2.5, None):
+        with pytest.raises(ValueError, match="illegal action") as info:
+            env.step(action)
+        assert "legal actions" in str(info.value)
+    assert env.agent_selection == agent
+    assert np.array_equal(env.observe(agent)["observation"], before)
+
+
+def test_wrapped_env_illegal_move_ends_match_with_penalty():
+    env = sevenrocks_v0.env()
+    env.reset(seed=0)
+    agent = env.agent_selection
+    obs = env.observe(agent)
+    bad = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+    env.step(bad)
+    assert all(env.terminations.values())
+    rewards = {}
+    for other in env.agent_iter():
+        rewards[other] = env.last()[1]
+        env.step(None)
+    assert rewards[agent] == -1 and sum(rewards.values()) == -1
+
+
+def test_wrapped_env_out_of_range_asserts():
+    env = sevenrocks_v0.env()
+    env.reset(seed=0)
+    with pytest.raises(AssertionError):
+        env.step(113)
+
+
+def test_bad_constructor_arguments():
+    for kwargs in ({"reward": "money"}, {"target": 0}, {"max_rounds": -1},
+                   {"render_mode": "3d"}, {"render_observer": 5}):
+        with pytest.raises(ValueError):
+            sevenrocks_v0.raw_env(**kwargs)
+
+
+def test_raw_env_is_picklable():
+    env = sevenrocks_v0.raw_env(target=100, reward="points")
+    clone = pickle.loads(pickle.dumps(env))
+    assert clone.target == 100 and clone.reward_mode == "points"
+
+
+def test_observation_matches_space():
+    env = sevenrocks_v0.env()
+    env.reset(seed=4)
+    obs = env.observe(env.agent_selection)
+    assert obs["observation"].shape == (OBS_SIZE,) and obs["observation"].dtype == np.float32
+    assert obs["action_mask"].dtype == np.int8
+    assert env.observation_space(env.agent_selection).contains(obs)
+
+
+def test_game_record_mid_round_has_null_result():
+    env = sevenrocks_v0.env()
+    env.reset(seed=9)
+    for _ in range(3):
+        obs = env.observe(env.agent_selection)
+        env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    record = env.unwrapped.game_record()
+    json.dumps(record)
+    assert record["rounds"][-1]["result"] is None and len(record["rounds"][-1]["moves"]) == 3
+    assert record["winner"] is None
+
+
+# -- no leak: two worlds that differ only in how hidden tiles are split ------------------------
+
+def _swap_hidden(hands, seat_a, seat_b, tile_a, tile_b):
+    hands = list(hands)
+    hands[seat_a] = hands[seat_a] & ~(1 << tile_a) | (1 << tile_b)
+    hands[seat_b] = hands[seat_b] & ~(1 << tile_b) | (1 << tile_a)
+    return hands
+
+
+def test_observation_does_not_leak_hidden_tiles():
+    """Seat 0 sees the same vector in worlds that differ only in seat 1 and seat 3's hidden tiles."""
+    hands, _ = deal(123, 0)
+    world_a = Match.from_deal(hands, opener=0)
+    # seat 0 opens, then every seat plays its first legal move in both worlds
+    opening = encode_action((hands[0] & -hands[0]).bit_length() - 1, WEST)
+    apply_action(world_a, opening)
+    # pick a tile from seat 1 and one from seat 3 that neither matches the open ends
+    matching = world_a.matching()
+    tile_1 = next(t for t in range(28) if hands[1] >> t & 1 and not matching >> t & 1)
+    tile_3 = next(t for t in range(28) if hands[3] >> t & 1 and not matching >> t & 1)
+    swapped = _swap_hidden(hands, 1, 3, tile_1, tile_3)
+    world_b = Match.from_deal(swapped, opener=0)
+    apply_action(world_b, opening)
+    assert world_a.hands != world_b.hands
+    assert np.array_equal(encode(world_a, 0), encode(world_b, 0))
+    assert np.array_equal(encode(world_a, 2), encode(world_b, 2))
+    assert not np.array_equal(encode(world_a, 1), encode(world_b, 1))

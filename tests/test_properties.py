@@ -1,0 +1,136 @@
+"""Hypothesis properties over random matches (R1-R8), checked against an independent reference."""
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference import ReferenceLayout
+from sevenrocks_env.observation import action_mask, encode
+from sevenrocks_env.record import game_record, replay
+from sevenrocks_env.rules import (
+    BLOCKED, DOMINO, WON, Match, apply_action, legal_actions, round_to_five,
+)
+from sevenrocks_env.tiles import ALL_TILES, KNOCK, TILE_PIPS, tiles_of
+
+seeds = st.integers(min_value=0, max_value=2**32 - 1)
+
+
+def random_match(seed, target=250, max_rounds=None, check=None):
+    """Play a whole match with uniformly random legal actions; ``check(match, ...)`` per move."""
+    match = Match.new(seed, target=target, max_rounds=max_rounds)
+    rng = random.Random(seed)
+    while not match.over:
+        actions = legal_actions(match)
+        action = rng.choice(actions)
+        if check:
+            check(match, actions, action)
+        apply_action(match, action)
+    return match
+
+
+@settings(max_examples=40, deadline=None)
+@given(seeds)
+def test_legal_moves_and_end_sums_match_the_reference_layout(seed):
+    match = Match.new(seed, max_rounds=6)
+    rng = random.Random(seed)
+    reference, round_index = ReferenceLayout(), 0
+    while not match.over:
+        if match.round_index != round_index:
+            reference, round_index = ReferenceLayout(), match.round_index
+        seat = match.turn
+        actions = legal_actions(match)
+        assert actions == reference.legal(tiles_of(match.hands[seat]))
+        mask = action_mask(match, seat)
+        assert sorted(mask.nonzero()[0].tolist()) == actions
+        for other in range(4):
+            if other != seat:
+                assert not action_mask(match, other).any()
+        action = rng.choice(actions)
+        points = apply_action(match, action)
+        if action != KNOCK:
+            reference.place(action >> 2, action & 3)
+            if match.round_index == round_index and not match.over:
+                assert match.end_sum() == reference.counted_sum()
+            log_total = match.history[round_index].moves[-1][2]
+            assert log_total == reference.counted_sum()
+            assert 0 <= log_total <= 36
+            assert points == (log_total if log_total % 5 == 0 else 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seeds)
+def test_conservation_scoring_knocks_and_wins(seed):
+    def check(match, actions, action):
+        # 28 tiles conserved: hands and the layout partition the set (R1)
+        union = match.played
+        for hand in match.hands:
+            assert not union & hand
+            union |= hand
+        assert union == ALL_TILES
+        # knock only when forced (R6)
+        assert (action == KNOCK) == (actions == [KNOCK])
+        assert max(match.scores) < match.target
+
+    match = random_match(seed, check=check)
+    for r, log in enumerate(match.history):
+        before = [0, 0] if r == 0 else match.history[r - 1].scores
+        gained = [0, 0]
+        for i, (seat, action, total, points) in enumerate(log.moves):
+            assert points == 0 or (points > 0 and points % 5 == 0 and points == total)
+            gained[seat & 1] += points
+            reached = before[seat & 1] + gained[seat & 1] >= match.target
+            is_last = i == len(log.moves) - 1
+            # the win check happens right after a positive placement, and ends everything (R8)
+            assert reached == (log.result == WON and is_last)
+            if reached:
+                assert points > 0
+        if log.result == WON:
+            assert log.deductions == [0, 0, 0, 0] and match.winner == log.moves[-1][0] & 1
+        else:
+            remaining = _hands_at_end(log)
+            assert log.deductions == [round_to_five(sum(TILE_PIPS[t] for t in tiles_of(h)))
+                                      for h in remaining]
+            if log.result == DOMINO:
+                assert remaining[log.moves[-1][0]] == 0
+            else:
+                assert log.result == BLOCKED
+        assert log.scores == [before[0] + gained[0] - log.deductions[0] - log.deductions[2],
+                              before[1] + gained[1] - log.deductions[1] - log.deductions[3]]
+    # deductions never win a match (R8)
+    assert match.winner is not None and match.history[-1].result == WON
+
+
+def _hands_at_end(log):
+    hands = list(log.hands)
+    for seat, action, _, _ in log.moves:
+        if action != KNOCK:
+            hands[seat] &= ~(1 << (action >> 2))
+    return hands
+
+
+@settings(max_examples=15, deadline=None)
+@given(seeds)
+def test_record_replay_reproduces_every_state(seed):
+    states = []
+
+    def check(match, actions, action):
+        states.append([encode(match, s).tobytes() for s in range(4)])
+
+    match = random_match(seed, max_rounds=8, check=check)
+    replayed = []
+    for state, _, _ in replay(game_record(match)):
+        if not state.over and not state.awaiting_deal:
+            replayed.append([encode(state, s).tobytes() for s in range(4)])
+    assert replayed == states  # every state before every move, in order
+    assert state.scores == match.scores and state.winner == match.winner
+
+
+@settings(max_examples=20, deadline=None)
+@given(seeds, st.integers(min_value=0, max_value=30))
+def test_deals_depend_only_on_seed_and_round(seed, rounds):
+    from sevenrocks_env.rules import deal
+    hands, opener = deal(seed, rounds)
+    assert sum(hands) == ALL_TILES and all(h.bit_count() == 7 for h in hands)
+    assert (hands, opener) == deal(seed, rounds)
+    assert 0 <= opener < 4

@@ -1,0 +1,105 @@
+"""Game records: exact format, round trip through JSON, and clear errors for bad records."""
+
+import copy
+import json
+import random
+
+import pytest
+
+from sevenrocks_env.record import FORMAT, RecordError, game_record, load, replay, save, validate
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+
+def finished_record(seed=1, max_rounds=None):
+    match = Match.new(seed, max_rounds=max_rounds)
+    rng = random.Random(seed)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    return game_record(match)
+
+
+def test_format_exactly():
+    record = finished_record()
+    assert set(record) == {"format", "target", "rounds", "winner", "scores"}
+    assert record["format"] == FORMAT and record["target"] == 250
+    rnd = record["rounds"][0]
+    assert set(rnd) == {"opener", "hands", "moves", "result", "deductions", "scores"}
+    assert len(rnd["hands"]) == 4 and all(len(h) == 7 for h in rnd["hands"])
+    assert all(isinstance(t, str) and "|" in t for h in rnd["hands"] for t in h)
+    for move in rnd["moves"]:
+        if move["action"] == 112:
+            assert move == {"seat": move["seat"], "action": 112, "pass": True}
+        else:
+            assert set(move) == {"seat", "action", "tile", "slot", "end_sum", "points"}
+            low, high = map(int, move["tile"].split("|"))
+            assert low <= high
+    assert record["rounds"][-1]["result"] == "won"
+    assert record["rounds"][-1]["deductions"] == [0, 0, 0, 0]
+
+
+def test_round_trip_through_a_file(tmp_path):
+    record = finished_record(seed=4)
+    save(record, tmp_path / "game.json")
+    assert load(tmp_path / "game.json") == record
+    final, _, _ = list(replay(record))[-1]
+    assert final.scores == record["scores"] and final.winner == record["winner"]
+
+
+def tampered(record, edit):
+    bad = copy.deepcopy(record)
+    edit(bad)
+    return bad
+
+
+def first_placement(record, r=0, skip=0):
+    moves = [m for m in record["rounds"][r]["moves"] if m["action"] != 112]
+    return moves[skip]
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda r: r.update(format="other/9"), "unknown record format"),
+    (lambda r: r.pop("rounds"), "missing keys"),
+    (lambda r: r["rounds"][0]["hands"][0].__setitem__(0, "7|7"), "no tile 7|7"),
+    (lambda r: r["rounds"][0]["hands"][0].__setitem__(0, r["rounds"][0]["hands"][1][0]),
+     "dealt twice"),
+    (lambda r: first_placement(r).update(end_sum=first_placement(r)["end_sum"] + 1), "move 0"),
+    (lambda r: first_placement(r).update(points=35), "R5"),
+    (lambda r: r["rounds"][0]["moves"][1].update(seat=(r["rounds"][0]["moves"][1]["seat"] + 1) % 4),
+     "round 0, move 1"),
+    (lambda r: r["rounds"][0]["moves"][0].update(action=113), "illegal action"),
+    (lambda r: r["rounds"][0].update(deductions=[0, 0, 0, 5]), "deductions"),
+    (lambda r: r["rounds"][0].update(result="won"), "result"),
+    (lambda r: r.update(scores=[0, 0]), "scores"),
+    (lambda r: r.update(winner=None), "winner"),
+    (lambda r: r["rounds"][0]["moves"].append({"seat": 0, "action": 112, "pass": True}),
+     "after the round"),
+])
+def test_bad_records_name_the_problem(edit, message):
+    record = finished_record(seed=2)
+    with pytest.raises(RecordError, match=message):
+        validate(tampered(record, edit))
+
+
+def test_opener_after_a_domino_is_checked():
+    record = finished_record(seed=3)
+    r = next(i for i, rnd in enumerate(record["rounds"][:-1]) if rnd["result"] == "domino")
+    finisher = [m for m in record["rounds"][r]["moves"]][-1]["seat"]
+    bad = tampered(record, lambda rec: rec["rounds"][r + 1].update(opener=(finisher + 1) % 4))
+    with pytest.raises(RecordError, match="R2"):
+        validate(bad)
+
+
+def test_unreadable_files(tmp_path):
+    (tmp_path / "x.json").write_text("{not json")
+    with pytest.raises(RecordError, match="not JSON"):
+        load(tmp_path / "x.json")
+    with pytest.raises(RecordError, match="cannot read"):
+        load(tmp_path / "missing.json")
+    with pytest.raises(RecordError, match="JSON object"):
+        validate([1, 2])
+
+
+def test_record_is_json_with_ints_only():
+    record = finished_record(seed=6, max_rounds=2)
+    text = json.dumps(record)
+    assert json.loads(text) == record
