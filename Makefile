@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test]"
+	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench]"
 	touch $@
 
 install: $(VENV)/.installed
