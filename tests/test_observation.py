@@ -1,0 +1,71 @@
+"""The seat observation: layout, seat-relative pieces, and decode(encode(...)) round trips."""
+
+import random
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sevenrocks_env.observation import OBS_SIZE, OFFSETS, PIECES, decode, encode, view
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.tiles import KNOCK, NUM_TILES, WITH_NUMBER
+
+
+def test_pieces_tile_the_vector():
+    assert sum(size for _, size in PIECES) == OBS_SIZE == 238
+    assert OFFSETS["hand"].start == 0 and OFFSETS["opening"].stop == OBS_SIZE
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_decode_inverts_encode_for_every_seat(seed):
+    match = Match.new(seed, max_rounds=3)
+    rng = random.Random(seed)
+    while not match.over:
+        for seat in range(4):
+            seat_view = decode(encode(match, seat))
+            rel = [(seat + k) % 4 for k in range(4)]
+            assert seat_view.hand == match.hands[seat]
+            assert seat_view.played_by == tuple(match.played_by[s] for s in rel)
+            assert seat_view.ends == tuple(match.ends)
+            assert seat_view.end_double == tuple(match.end_double)
+            assert seat_view.branch_started == tuple(match.branch_started)
+            assert seat_view.spinner == match.spinner
+            assert seat_view.tile_counts == tuple(match.hands[s].bit_count() for s in rel)
+            assert seat_view.voids[1:] == tuple(match.voids[s] for s in rel[1:])
+            assert seat_view.scores == (match.scores[seat % 2], match.scores[1 - seat % 2])
+            assert seat_view.turn == (match.turn - seat) % 4
+            assert seat_view.opening == (match.placements == 0)
+            assert seat_view.end_sum == (match.end_sum() if match.placements else 0)
+            unseen = view(encode(match, seat), "unseen") * 7
+            expected = [(seat_view.unseen & WITH_NUMBER[n]).bit_count() for n in range(7)]
+            assert np.allclose(unseen, expected)
+        apply_action(match, rng.choice(legal_actions(match)))
+
+
+def test_knock_marks_voids_for_the_other_seats():
+    for seed in range(50):
+        match = Match.new(seed, max_rounds=1)
+        rng = random.Random(seed)
+        while not match.over:
+            seat = match.turn
+            actions = legal_actions(match)
+            if actions == [KNOCK]:
+                open_numbers = {n for n in match.ends if n >= 0}
+                apply_action(match, KNOCK)
+                for k in (1, 2, 3):  # seat is relative seat 4-k of observer seat+k
+                    observer = (seat + k) % 4
+                    voids = view(encode(match, observer), "voids")
+                    row = (4 - k) - 1
+                    assert set(np.flatnonzero(voids[row])) == open_numbers
+                return
+            apply_action(match, rng.choice(actions))
+    raise AssertionError("no knock in 50 rounds")
+
+
+def test_hand_block_is_the_observers_tiles_only():
+    match = Match.new(0)
+    for seat in range(4):
+        hand = view(encode(match, seat), "hand")
+        assert hand.sum() == 7
+        assert all(bool(hand[t]) == bool(match.hands[seat] >> t & 1) for t in range(NUM_TILES))
