@@ -1,0 +1,257 @@
+"""``sevenrocks play``: sit at one seat yourself against (and with) any agents, in the terminal.
+
+    sevenrocks play --seat 0 --partner heuristic --opponents ckpt:checkpoints/shipped/ppo.pt
+
+Each turn shows the text board, your hand and your legal moves as a numbered list in plain
+words ("3|5 on the east end -> end sum 15, scores 15").  Answer with the number or with a tile
+and an end (``3-5 e``, ``3|5 east``; the end may be left out when only one fits).  A wrong
+answer is refused with the reason and asked again.  ``q`` (or end of input) stops and saves the
+match as a game record.  Knocks are announced; at each round's end every hand is shown with its
+rounding, the deductions and the scores (R7).  Reads plain lines, so it works with a pipe::
+
+    printf '1\\n1\\n1\\n' | sevenrocks play --seat 0 --seed 3 --opponents random
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import sys
+
+from . import record as records
+from .agents import make_agent
+from .observation import action_mask, encode
+from .rules import Match, apply_action, is_legal, legal_actions, partner_of, round_to_five, team_of
+from .render.text import describe_move, render_text
+from .tiles import KNOCK, SLOT_NAMES, TILES, decode_action, parse_tile, pips_of, tile_name, tiles_of
+
+SLOT_WORDS = {"w": 0, "west": 0, "e": 1, "east": 1, "n": 2, "north": 2, "a": 2,
+              "s": 3, "south": 3, "b": 3}
+PLACE_WORDS = ("the west end", "the east end", "branch A (north)", "branch B (south)")
+
+
+def outcome(match: Match, action: int) -> tuple[int, int]:
+    """(end sum, points) that ``action`` would give, without touching ``match`` (R5)."""
+    trial = match.clone()
+    trial.seed = None  # a round that ends here must not deal the next one
+    points = apply_action(trial, action)
+    return trial.last_end_sum, points
+
+
+def move_words(match: Match, action: int) -> str:
+    """A legal move in plain words: ``"3|5 on the east end -> end sum 15, scores 15"``."""
+    if action == KNOCK:
+        return "knock (no tile fits)"
+    tile, slot = decode_action(action)
+    where = "to open the round" if match.opening else f"on {PLACE_WORDS[slot]}"
+    total, points = outcome(match, action)
+    text = f"{tile_name(tile)} {where} -> end sum {total}, " + (
+        f"scores {points}" if points else "no points")
+    if points and match.scores[team_of(match.turn)] + points >= match.target:
+        text += " and WINS the match"
+    return text
+
+
+def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
+    """The action meant by ``answer`` (a list number or a tile and end); ``ValueError`` says why not."""
+    text = answer.strip().lower()
+    if not text:
+        raise ValueError("empty answer")
+    if text.isdigit():
+        number = int(text)
+        if not 1 <= number <= len(legal):
+            raise ValueError(f"{number} is not on the list: choose 1..{len(legal)}")
+        return legal[number - 1]
+    if text in ("k", "knock", "pass"):
+        if legal == [KNOCK]:
+            return KNOCK
+        raise ValueError("you hold a tile that fits, so you must place one (R6)")
+    if legal == [KNOCK]:
+        raise ValueError("no tile of yours fits any open end: answer 1 to knock (R6)")
+    parts = text.replace(",", " ").split()
+    slot = None
+    if len(parts) >= 2 and parts[-1] in SLOT_WORDS:
+        slot = SLOT_WORDS[parts.pop()]
+    try:
+        tile = parse_tile("".join(parts))
+    except ValueError:
+        raise ValueError(f"not understood: {answer.strip()!r} (answer a number, a tile and end "
+                         f"like '3-5 e', or q)") from None
+    if not (match.hands[match.turn] >> tile) & 1:
+        raise ValueError(f"you do not hold {tile_name(tile)}")
+    fits = [a for a in legal if a != KNOCK and a >> 2 == tile]
+    if not fits:
+        open_ends = ", ".join(f"{SLOT_NAMES[s]} {n}" for s, n in enumerate(match.ends) if n >= 0)
+        raise ValueError(f"{tile_name(tile)} fits no open end (open: {open_ends})")
+    if slot is None:
+        if len(fits) > 1:
+            ends = " or ".join(SLOT_NAMES[a & 3][0] for a in fits)
+            raise ValueError(f"{tile_name(tile)} fits more than one end: add {ends}")
+        return fits[0]
+    if match.opening:
+        return fits[0]  # the opening tile goes in the middle whatever end was named
+    if match.ends[slot] < 0:
+        raise ValueError(f"the {SLOT_NAMES[slot]} end is not open"
+                         + (" (branches open once the spinner is internal, R4)" if slot >= 2 else ""))
+    if 4 * tile + slot not in fits:
+        raise ValueError(f"{tile_name(tile)} does not fit the {SLOT_NAMES[slot]} end "
+                         f"(open number {match.ends[slot]})")
+    return 4 * tile + slot
+
+
+def round_summary(log) -> list[str]:
+    """Every remaining hand with its rounding and deduction, and the scores (R7, R8)."""
+    remaining = list(log.hands)
+    for seat, action, _, _ in log.moves:
+        if action != KNOCK:
+            remaining[seat] &= ~(1 << (action >> 2))
+    if log.result == "won":
+        head = "the match is won: the round is not counted, no deductions (R8)"
+    elif log.result == "domino":
+        head = f"round over: seat {log.finisher} dominoed"
+    else:
+        head = "round over: blocked, nobody can place a tile (R6)"
+    lines = [head]
+    if log.result != "won":
+        for seat in range(4):
+            pips = pips_of(remaining[seat])
+            hand = " ".join(tile_name(t) for t in tiles_of(remaining[seat])) or "(empty)"
+            lines.append(f"  seat {seat}: {hand:<24} {pips:>2} pips -> rounds to "
+                         f"{round_to_five(pips):>2}, team {team_of(seat)} -{log.deductions[seat]}")
+    lines.append(f"  scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}")
+    return lines
+
+
+class Session:
+    """One terminal match: the human's seat, the agents at the others, input and output streams."""
+
+    def __init__(self, seat: int, agents: dict, seed: int, target: int, stdin, stdout,
+                 echo: bool):
+        self.seat, self.agents = seat, agents
+        self.match = Match.new(seed, target=target)
+        self.stdin, self.stdout, self.echo = stdin, stdout, echo
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.stdout, flush=True)
+
+    def ask(self, prompt: str) -> str | None:
+        self.stdout.write(prompt)
+        self.stdout.flush()
+        line = self.stdin.readline()
+        if not line:
+            self.say("(end of input)")
+            return None
+        if self.echo:
+            self.say(line.rstrip("\n"))
+        return line
+
+    def human_turn(self) -> int | None:
+        """Show the board and the numbered legal moves; return the chosen action or None to quit."""
+        match = self.match
+        legal = legal_actions(match)
+        self.say()
+        self.say(render_text(match, observer=self.seat))
+        self.say(f"your move, seat {self.seat}:")
+        for number, action in enumerate(legal, start=1):
+            self.say(f"  {number:>2}. {move_words(match, action)}")
+        while True:
+            answer = self.ask("choose a number, a tile and end like '3-5 e', or q to quit: ")
+            if answer is None or answer.strip().lower() in ("q", "quit", "exit"):
+                return None
+            try:
+                return parse_answer(answer, match, legal)
+            except ValueError as reason:
+                self.say(f"  not accepted: {reason}")
+
+    def agent_turn(self) -> int:
+        match, seat = self.match, self.match.turn
+        action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
+        if not is_legal(match, action):
+            raise RuntimeError(f"agent at seat {seat} chose illegal action {action}")
+        return action
+
+    def run(self) -> bool:
+        """Play until the match ends (True) or the human quits (False)."""
+        match = self.match
+        while not match.over:
+            seat = match.turn
+            action = self.human_turn() if seat == self.seat else self.agent_turn()
+            if action is None:
+                return False
+            log = match.history[-1]
+            apply_action(match, action)
+            who = "you" if seat == self.seat else f"seat {seat} ({self.agents[seat].name})"
+            line = describe_move(log, len(log.moves) - 1)
+            if action == KNOCK:
+                self.say(f">> {who} knock{'' if seat == self.seat else 's'}: no tile fits")
+            else:
+                self.say(f">> {who}: {line.split(': ', 1)[1]}")
+            if log.result is not None:
+                self.say()
+                for text in round_summary(log):
+                    self.say(text)
+        self.say()
+        if match.winner is not None:
+            mine = team_of(self.seat) == match.winner
+            self.say(f"team {match.winner} wins {match.scores[0]} - {match.scores[1]}"
+                     + (" - your team wins!" if mine else " - your team loses."))
+        else:
+            self.say(f"stopped after the round limit: {match.scores[0]} - {match.scores[1]}")
+        return True
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sevenrocks play",
+                                     description="Play one seat of Seven Rocks in the terminal.")
+    parser.add_argument("--seat", type=int, default=0, choices=range(4), help="your seat (0-3)")
+    parser.add_argument("--partner", default="heuristic", help="agent spec of your partner")
+    parser.add_argument("--opponents", nargs="+", default=["heuristic"], metavar="SPEC",
+                        help="agent spec of both opponents, or two specs (left, right)")
+    parser.add_argument("--seed", type=int, default=None, help="deal seed (default: random)")
+    parser.add_argument("--target", type=int, default=250, help="points to win (R8)")
+    parser.add_argument("--record", default=None,
+                        help="where to save the game record (default sevenrocks-game-SEED.json)")
+    return parser
+
+
+def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
+    """CLI entry point: 0 when the match ended or was quit (record saved), 2 for bad arguments."""
+    try:
+        args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    if len(args.opponents) > 2:
+        print("error: --opponents takes one spec (both) or two (left, right)", file=sys.stderr)
+        return 2
+    if args.target <= 0:
+        print("error: --target must be positive", file=sys.stderr)
+        return 2
+    seed = secrets.randbelow(2**31) if args.seed is None else args.seed
+    left, right = (args.opponents * 2)[:2]
+    specs = {partner_of(args.seat): args.partner, (args.seat + 1) % 4: left,
+             (args.seat + 3) % 4: right}
+    try:
+        agents = {s: make_agent(spec, seed=seed * 4 + s) for s, spec in specs.items()}
+    except (ValueError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    session = Session(args.seat, agents, seed, args.target, stdin, stdout,
+                      echo=not getattr(stdin, "isatty", lambda: False)())
+    session.say(f"Seven Rocks, seed {seed}: you are seat {args.seat} (team {team_of(args.seat)}); "
+                f"partner seat {partner_of(args.seat)} = {args.partner}; opponents seat "
+                f"{(args.seat + 1) % 4} = {left}, seat {(args.seat + 3) % 4} = {right}")
+    finished = session.run()
+    path = args.record or f"sevenrocks-game-{seed}.json"
+    try:
+        records.save(records.game_record(session.match), path)
+    except OSError as error:
+        print(f"error: cannot save the record to {path}: {error}", file=sys.stderr)
+        return 2
+    session.say(("match over" if finished else "quit") + f"; game record saved to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

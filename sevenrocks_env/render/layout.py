@@ -1,0 +1,232 @@
+"""The physical layout of a round, rebuilt from its move log (R3, R4, R5).
+
+The engine (:mod:`sevenrocks_env.rules`) keeps only what the rules need: the four open ends.
+Pictures and descriptions need more -- every tile, where it lies and which way round -- so
+:func:`build_layout` replays a round's placements into a :class:`Layout`:
+
+* ``line``: the straight line west -> east, each tile with its halves in that direction
+  (the opening tile lies with its low half west);
+* ``spinner_index``: where the spinner (the first double, R4) sits in the line;
+* ``north`` / ``south``: the spinner's side branches (branch A / branch B), each tile with its
+  halves from the spinner outwards.
+
+Doubles lie crosswise (R3).  The layout is a pure function of the move list, so it can be
+checked against the engine's ends and end sum at every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..tiles import (
+    EAST,
+    KNOCK,
+    NORTH,
+    SLOT_NAMES,
+    SOUTH,
+    TILE_HIGH,
+    TILE_IS_DOUBLE,
+    TILE_LOW,
+    WEST,
+    decode_action,
+    parse_tile,
+    tile_name,
+)
+
+
+@dataclass(frozen=True)
+class PlacedTile:
+    """One tile on the table.
+
+    ``halves``: in the line (west half, east half); in a branch (half toward the spinner,
+    outer half).  ``move`` is the index of the placement in the round's move list.
+    """
+
+    tile: int
+    halves: tuple[int, int]
+    seat: int
+    move: int
+
+    @property
+    def crosswise(self) -> bool:
+        """Doubles are laid crosswise (R3)."""
+        return TILE_IS_DOUBLE[self.tile]
+
+    @property
+    def name(self) -> str:
+        return tile_name(self.tile)
+
+
+@dataclass
+class Layout:
+    """Tiles on the table after some placements of a round (see the module docstring)."""
+
+    line: list[PlacedTile] = field(default_factory=list)
+    opening_index: int | None = None
+    spinner_index: int | None = None
+    north: list[PlacedTile] = field(default_factory=list)
+    south: list[PlacedTile] = field(default_factory=list)
+    #: the spinner's line B side: WEST or EAST (R4); None without a spinner.  An opening
+    #: spinner has line A west and line B east.
+    spinner_line_b: int | None = None
+
+    # -- the spinner ---------------------------------------------------------------------------
+
+    @property
+    def spinner(self) -> int:
+        """Number of the spinner, -1 while no double has been played (R4)."""
+        if self.spinner_index is None:
+            return -1
+        return TILE_LOW[self.line[self.spinner_index].tile]
+
+    @property
+    def spinner_internal(self) -> bool:
+        """Both straight continuations filled: the spinner counts nothing, branches open (R4, R5)."""
+        index = self.spinner_index
+        return index is not None and 0 < index < len(self.line) - 1
+
+    def branch(self, slot: int) -> list[PlacedTile]:
+        return self.north if slot == NORTH else self.south
+
+    # -- ends ----------------------------------------------------------------------------------
+
+    @property
+    def empty(self) -> bool:
+        return not self.line
+
+    def outer_tile(self, slot: int) -> PlacedTile | None:
+        """The tile a new tile at ``slot`` would join (the spinner for an unstarted branch)."""
+        if not self.line:
+            return None
+        if slot == WEST:
+            return self.line[0]
+        if slot == EAST:
+            return self.line[-1]
+        arm = self.branch(slot)
+        if arm:
+            return arm[-1]
+        return self.line[self.spinner_index] if self.spinner_internal else None
+
+    def continuation_points(self) -> dict[int, int]:
+        """Legal continuation points: ``{slot: open number}`` (R3, R4)."""
+        if not self.line:
+            return {}
+        points = {WEST: self.line[0].halves[0], EAST: self.line[-1].halves[1]}
+        if self.spinner_internal:
+            for slot in (NORTH, SOUTH):
+                arm = self.branch(slot)
+                points[slot] = arm[-1].halves[1] if arm else self.spinner
+        return points
+
+    def counted_ends(self) -> dict[int, int]:
+        """What each counted end adds to the end sum: ``{slot: value}`` (R5).
+
+        A double at an outer end counts both halves; an opening spinner alone counts once
+        (reported at the west end); an unopened branch is a continuation point but not counted.
+        """
+        if not self.line:
+            return {}
+        counted = {}
+        for slot in (WEST, EAST):
+            tile = self.outer_tile(slot)
+            number = tile.halves[0] if slot == WEST else tile.halves[1]
+            counted[slot] = 2 * number if tile.crosswise else number
+        if len(self.line) == 1 and self.line[0].crosswise:
+            del counted[EAST]  # an opening spinner alone is one tile: its pips once
+        if self.spinner_internal:
+            for slot in (NORTH, SOUTH):
+                arm = self.branch(slot)
+                if arm:
+                    counted[slot] = 2 * arm[-1].halves[1] if arm[-1].crosswise else arm[-1].halves[1]
+        return counted
+
+    def end_sum(self) -> int:
+        """Sum of the counted ends (R5)."""
+        return sum(self.counted_ends().values())
+
+    def tiles(self) -> list[PlacedTile]:
+        """Every tile on the table, in placement order."""
+        return sorted(self.line + self.north + self.south, key=lambda placed: placed.move)
+
+    # -- building ------------------------------------------------------------------------------
+
+    def place(self, seat: int, tile: int, slot: int, move: int) -> None:
+        """Lay ``tile`` at ``slot`` (R3, R4).  Raises ``ValueError`` if it does not fit."""
+        double = TILE_IS_DOUBLE[tile]
+        if not self.line:
+            if slot != WEST:
+                raise ValueError(f"move {move}: the opening tile uses slot 0 (west), not {slot}")
+            self.line.append(PlacedTile(tile, (TILE_LOW[tile], TILE_HIGH[tile]), seat, move))
+            self.opening_index = 0
+            if double:
+                self.spinner_index, self.spinner_line_b = 0, EAST
+            return
+        points = self.continuation_points()
+        if slot not in points:
+            raise ValueError(f"move {move}: slot {SLOT_NAMES[slot]} is not open for {tile_name(tile)}")
+        joined = points[slot]
+        low, high = TILE_LOW[tile], TILE_HIGH[tile]
+        if joined not in (low, high):
+            raise ValueError(f"move {move}: {tile_name(tile)} does not match the "
+                             f"{SLOT_NAMES[slot]} end ({joined})")
+        other = high if joined == low else low
+        if slot == WEST:
+            self.line.insert(0, PlacedTile(tile, (other, joined), seat, move))
+            self.opening_index += 1
+            if self.spinner_index is not None:
+                self.spinner_index += 1
+        elif slot == EAST:
+            self.line.append(PlacedTile(tile, (joined, other), seat, move))
+        else:
+            self.branch(slot).append(PlacedTile(tile, (joined, other), seat, move))
+            return
+        if double and self.spinner_index is None:  # the first double: the spinner (R4)
+            self.spinner_index = 0 if slot == WEST else len(self.line) - 1
+            self.spinner_line_b = slot  # attached by line A, line B faces outward
+
+
+def normalise_moves(moves) -> list[tuple[int, int]]:
+    """``[(seat, action)]`` from engine tuples ``(seat, action, end_sum, points)`` or record dicts."""
+    out = []
+    for index, move in enumerate(moves):
+        if isinstance(move, dict):
+            try:
+                seat, action = int(move["seat"]), int(move["action"])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"move {index}: needs integer 'seat' and 'action': {move!r}") from None
+        else:
+            seat, action = int(move[0]), int(move[1])
+        out.append((seat, action))
+    return out
+
+
+def moves_of(round_log) -> list[tuple[int, int]]:
+    """The (seat, action) list of a :class:`~sevenrocks_env.rules.Round`, a record round dict or a list."""
+    if isinstance(round_log, dict):
+        return normalise_moves(round_log.get("moves", []))
+    if hasattr(round_log, "moves"):
+        return normalise_moves(round_log.moves)
+    return normalise_moves(round_log)
+
+
+def build_layout(moves) -> Layout:
+    """Replay the placements of one round (knocks are skipped) into a :class:`Layout`."""
+    layout = Layout()
+    for index, (seat, action) in enumerate(moves_of(moves)):
+        if action == KNOCK:
+            continue
+        if not 0 <= action < KNOCK:
+            raise ValueError(f"move {index}: action {action} is out of range 0..112")
+        tile, slot = decode_action(action)
+        layout.place(seat, tile, slot, index)
+    return layout
+
+
+def layout_from_tiles(sequence) -> Layout:
+    """A layout from ``[("1|4", slot), ...]`` played in turn from seat 0 (tests, docs)."""
+    moves = [(i % 4, 4 * parse_tile(tile) + slot) for i, (tile, slot) in enumerate(sequence)]
+    return build_layout(moves)
+
+
+__all__ = ["Layout", "PlacedTile", "build_layout", "layout_from_tiles", "moves_of",
+           "normalise_moves", "EAST", "NORTH", "SOUTH", "WEST"]

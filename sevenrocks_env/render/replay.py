@@ -1,0 +1,132 @@
+"""``sevenrocks replay RECORD.json --out game.gif``: a game record as an animation.
+
+One frame per placement or knock (the frame after a round's last move shows the round's end:
+every hand face up, deductions and scores, R7).  ``--out`` ending in ``.gif`` writes an animated
+GIF; a folder (an existing directory, or a path ending in ``/`` or without a suffix) gets one
+PNG per frame, ``frame_0000.png`` ...  ``--round N`` keeps one round (0-based), ``--fps`` sets
+the speed, ``--scale`` shrinks the frames.
+
+Within a round every frame is drawn with the framing of the round's final layout, so tiles stay
+where they are while the layout grows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Iterator
+
+from PIL import Image
+
+from .. import record as records
+from .geometry import frame_layout
+from .layout import build_layout
+from .picture import SIZE, board_box, draw_picture
+
+
+def record_frames(record: dict, round_index: int | None = None, spectator: bool = True,
+                  scale: float = 1.0) -> Iterator[tuple[Image.Image, dict, int]]:
+    """``(image, move, round)`` after every move of ``record`` (or of one round).
+
+    Raises :class:`~sevenrocks_env.record.RecordError` for a malformed record and
+    ``ValueError`` for a round that does not exist.
+    """
+    rounds = record.get("rounds") if isinstance(record, dict) else None
+    if round_index is not None and isinstance(rounds, list) and not 0 <= round_index < len(rounds):
+        raise ValueError(f"--round {round_index}: the record has rounds 0..{len(rounds) - 1}")
+    framing = None
+    for match, move, r in records.replay(record):
+        if round_index is not None and r != round_index:
+            if r > round_index:
+                return
+            continue
+        if move is None:  # a round starts: frame it by its final layout
+            framing = frame_layout(build_layout(rounds[r]["moves"]), board_box(SIZE))
+            continue
+        image, _ = draw_picture(match, spectator=spectator, framing=framing)
+        if scale != 1.0:
+            size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+            image = image.resize(size, Image.Resampling.LANCZOS)
+        yield image, move, r
+
+
+def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> int:
+    """Animated GIF; each round's last frame stays ``hold_round_end`` times longer.  Returns frames."""
+    images, durations = [], []
+    last_round = None
+    for image, _, r in frames:
+        if last_round is not None and r != last_round:
+            durations[-1] = round(durations[-1] * hold_round_end)
+        last_round = r
+        images.append(image.quantize(colors=128, method=Image.Quantize.FASTOCTREE))
+        durations.append(max(20, round(1000 / fps)))
+    if not images:
+        return 0
+    durations[-1] = round(durations[-1] * hold_round_end)
+    images[0].save(path, save_all=True, append_images=images[1:], duration=durations, loop=0,
+                   optimize=False, disposal=1)
+    return len(images)
+
+
+def write_pngs(frames, folder: Path) -> int:
+    """One PNG per frame in ``folder``.  Returns the number of frames."""
+    folder.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for count, (image, _, _) in enumerate(frames, start=1):
+        image.save(folder / f"frame_{count - 1:04d}.png")
+    return count
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sevenrocks replay",
+        description="Turn a game record into an animated GIF or a folder of PNG frames "
+                    "(one frame per placement or knock).")
+    parser.add_argument("record", help="game record JSON (sevenrocks-record/1)")
+    parser.add_argument("--out", required=True, help="game.gif, or a folder for PNG frames")
+    parser.add_argument("--round", type=int, default=None, dest="round_index",
+                        help="only this round (0-based)")
+    parser.add_argument("--fps", type=float, default=1.5, help="frames per second (GIF)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help=f"resize frames (1.0 = {SIZE[0]}x{SIZE[1]})")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; returns 0 on success, 2 for bad arguments or a bad record."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    if not args.fps > 0:
+        print("error: --fps must be positive", file=sys.stderr)
+        return 2
+    if not 0.1 <= args.scale <= 4:
+        print("error: --scale must be between 0.1 and 4", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    as_gif = out.suffix.lower() == ".gif"
+    if not as_gif and out.suffix and not args.out.endswith(("/", "\\")) and not out.is_dir():
+        print(f"error: --out must end in .gif or name a folder, got {args.out!r}", file=sys.stderr)
+        return 2
+    try:
+        record = records.load(args.record)
+        frames = record_frames(record, args.round_index, scale=args.scale)
+        count = write_gif(frames, out, args.fps) if as_gif else write_pngs(frames, out)
+    except (records.RecordError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: cannot write {out}: {error}", file=sys.stderr)
+        return 2
+    if count == 0:
+        print("error: no moves to show", file=sys.stderr)
+        return 2
+    print(f"wrote {count} frames to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

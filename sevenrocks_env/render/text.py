@@ -1,0 +1,187 @@
+"""Text views of a match: the board for ``render_mode="ansi"``/``"human"`` and one-line move descriptions.
+
+Notation (printed as a legend under the board):
+
+* ``2|1``  an ordinary tile, halves in reading direction (west -> east in the line, spinner
+  -> outward in a branch);
+* ``[4:4]`` a double, laid crosswise (R3);
+* ``<1:1>`` the spinner (R4), the only double with branches;
+* ``(3)`` an open end that is counted (R5); ``(1?)`` a legal continuation point that counts 0
+  (an unopened branch).
+"""
+
+from __future__ import annotations
+
+from ..rules import Match, team_of
+from ..tiles import (
+    EAST, KNOCK, NORTH, NUM_SEATS, SLOT_NAMES, SOUTH, TILE_IS_DOUBLE, WEST, decode_action, tile_name,
+    tiles_of,
+)
+from .layout import Layout, PlacedTile, build_layout, moves_of
+
+BRANCH_NAMES = {NORTH: "branch A (north)", SOUTH: "branch B (south)"}
+LEGEND = "legend: 2|1 tile  [4:4] double (crosswise)  <1:1> spinner  (3) counted end  (1?) open, counts 0"
+
+
+def _tile_text(placed: PlacedTile, spinner: bool) -> str:
+    a, b = placed.halves
+    if spinner:
+        return f"<{a}:{b}>"
+    if placed.crosswise:
+        return f"[{a}:{b}]"
+    return f"{a}|{b}"
+
+
+def _end_text(layout: Layout, slot: int) -> str:
+    points = layout.continuation_points()
+    if slot not in points:
+        return ""
+    if slot in layout.counted_ends() or (slot == EAST and len(layout.line) == 1):
+        return f"({points[slot]})"
+    return f"({points[slot]}?)"
+
+
+def layout_lines(layout: Layout) -> list[str]:
+    """The line west -> east and the spinner's branches, one text row each."""
+    if layout.empty:
+        return ["line: (empty: the opener may play any tile)"]
+    spinner_at = layout.spinner_index
+    row = [_end_text(layout, WEST)]
+    row += [_tile_text(t, i == spinner_at) for i, t in enumerate(layout.line)]
+    row.append(_end_text(layout, EAST))
+    lines = ["line (west -> east):  W " + " ".join(row) + " E"]
+    if spinner_at is None:
+        lines.append("spinner: none yet (the first double played becomes the spinner)")
+        return lines
+    spinner = layout.spinner
+    if not layout.spinner_internal:
+        lines.append(f"spinner: <{spinner}:{spinner}> at an outer end (counts both halves); "
+                     f"its branches open once both straight sides are filled")
+        return lines
+    for slot in (NORTH, SOUTH):
+        arm = layout.branch(slot)
+        tiles = " ".join(_tile_text(t, False) for t in arm)
+        state = tiles + " " + _end_text(layout, slot) if arm else _end_text(layout, slot) + " not started"
+        lines.append(f"{BRANCH_NAMES[slot]:>16} from <{spinner}:{spinner}>: {state}")
+    return lines
+
+
+def counted_text(layout: Layout) -> str:
+    """``"counted west 2 + east 3 = 5 -> 5 points"`` for the current layout (R5)."""
+    counted = layout.counted_ends()
+    if not counted:
+        return "counted: nothing on the table"
+    total = sum(counted.values())
+    terms = " + ".join(f"{SLOT_NAMES[slot]} {value}" for slot, value in counted.items())
+    points = total if total > 0 and total % 5 == 0 else 0
+    return f"counted ends: {terms} = end sum {total} -> {points} points"
+
+
+def render_text(match: Match, observer: int | None = None) -> str:
+    """Text board: scores, layout, counted ends and end sum, seat to move, hand sizes, hands.
+
+    ``observer`` shows only that seat's hand; ``None`` (spectator) shows every hand.
+    """
+    target = match.target
+    log = match.history[-1] if match.history else None
+    layout = build_layout(log.moves) if log is not None else Layout()
+    out = [f"Seven Rocks - round {match.round_index + 1} - target {target}"]
+    for team in (0, 1):
+        seats = " & ".join(str(s) for s in range(NUM_SEATS) if team_of(s) == team)
+        mark = "  WINNER" if match.winner == team else ""
+        out.append(f"  team {team} (seats {seats}): {match.scores[team]:>4} / {target}{mark}")
+    out += ["  " + line for line in layout_lines(layout)]
+    out.append("  " + counted_text(layout))
+    if log is not None and log.moves:
+        out.append("  last: " + describe_move(log, len(log.moves) - 1))
+    if log is not None and log.result is not None:
+        out.append("  " + round_end_text(log))
+    if match.over:
+        out.append("  match over" + (f": team {match.winner} wins" if match.winner is not None else
+                                     " (round limit reached)"))
+    elif match.turn >= 0:
+        out.append(f"  to move: seat {match.turn} (team {team_of(match.turn)})"
+                   + (" - opens the round" if match.opening else ""))
+    counts = ", ".join(f"seat {s}: {match.hands[s].bit_count()}" for s in range(NUM_SEATS))
+    out.append(f"  tiles in hand: {counts}")
+    for seat in range(NUM_SEATS):
+        if observer is None or seat == observer:
+            hand = " ".join(tile_name(t) for t in tiles_of(match.hands[seat])) or "(empty)"
+            out.append(f"  seat {seat} hand: {hand}")
+    out.append("  " + LEGEND)
+    return "\n".join(out)
+
+
+def round_end_text(log) -> str:
+    """How a round ended: result, finisher, deductions and the scores after it (R7, R8)."""
+    if log.result == "won":
+        text = "round over: match won"
+    elif log.result == "domino":
+        text = f"round over: seat {log.finisher} dominoed"
+    else:
+        text = "round over: blocked"
+    if log.result != "won":
+        text += ". Deductions: " + ", ".join(f"seat {s} -{d}" for s, d in enumerate(log.deductions))
+    if log.scores is not None:
+        text += f". Scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}"
+    return text
+
+
+def where_text(before: Layout, slot: int, tile: int) -> str:
+    """Where a placement goes, in the rule book's words ("the spinner's line B (west)")."""
+    joined = before.outer_tile(slot)
+    number = before.continuation_points()[slot]
+    if slot in (WEST, EAST):
+        if before.spinner_index is not None and joined is before.line[before.spinner_index]:
+            side = "B" if slot == before.spinner_line_b else "A"
+            return f"on the spinner's line {side} ({SLOT_NAMES[slot]})"
+        return f"on the {SLOT_NAMES[slot]} end, joining the {number} of {joined.name}"
+    arm = before.branch(slot)
+    if not arm:
+        return f"on {BRANCH_NAMES[slot]}, opening it from the spinner"
+    return f"on {BRANCH_NAMES[slot]}, joining the {number} of {arm[-1].name}"
+
+
+def describe_move(round_log, index: int) -> str:
+    """One line in the rule book's style for move ``index`` of a round.
+
+    ``round_log`` is a :class:`~sevenrocks_env.rules.Round`, a record's round dict or a move
+    list.  Example: ``"seat 0: 1|2 on the spinner's line B (west): spinner now internal;
+    continuation points west 2, east 3, north 1, south 1; counted 2 + 3 = 5 -> 5 points"``.
+    """
+    moves = moves_of(round_log)
+    if not -len(moves) <= index < len(moves):
+        raise IndexError(f"move {index} out of range: the round has {len(moves)} moves")
+    index %= len(moves)
+    seat, action = moves[index]
+    if action == KNOCK:
+        return f"seat {seat} knocks"
+    tile, slot = decode_action(action)
+    before = build_layout(moves[:index])
+    after = build_layout(moves[:index + 1])
+    notes = []
+    if before.empty:
+        head = f"{tile_name(tile)} opens the round"
+        if after.spinner_index is not None:
+            notes.append("the spinner: line A (west) and line B (east) open")
+    else:
+        head = f"{tile_name(tile)} {where_text(before, slot, tile)}"
+        if before.spinner_index is None and after.spinner_index is not None:
+            notes.append("first double: the spinner, attached by line A")
+        elif TILE_IS_DOUBLE[tile]:
+            notes.append("ordinary double, crosswise")
+        if after.spinner_internal and not before.spinner_internal:
+            notes.append("spinner now internal")
+    points_now = after.continuation_points()
+    notes.append("continuation points " + ", ".join(
+        f"{SLOT_NAMES[s]} {n}" for s, n in points_now.items()))
+    counted = after.counted_ends()
+    total = sum(counted.values())
+    points = total if total > 0 and total % 5 == 0 else 0
+    terms = " + ".join(str(v) for v in counted.values())
+    notes.append(f"counted {terms} = {total} -> {points} points")
+    return f"seat {seat}: {head}: " + "; ".join(notes)
+
+
+__all__ = ["LEGEND", "counted_text", "describe_move", "layout_lines", "render_text",
+           "round_end_text", "where_text"]
