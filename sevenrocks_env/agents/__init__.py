@@ -1,0 +1,99 @@
+"""Baseline agents and agent specs.
+
+Every player follows :class:`~sevenrocks_env.agents.base.Agent`: ``act(observation, action_mask)
+-> action`` and ``seed(seed)``.  :func:`make_agent` builds one from a spec string usable on the
+command line:
+
+| spec                                   | agent                                               |
+|----------------------------------------|-----------------------------------------------------|
+| ``random``                             | uniform over legal actions                          |
+| ``greedy``                             | most points now, then heaviest tile                 |
+| ``heuristic``                          | one-ply lookahead with defence (see its docstring)  |
+| ``search[:samples=32,time_limit=0.5,rollout=greedy,win_bonus=50]`` | determinized Monte-Carlo |
+| ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
+"""
+
+from __future__ import annotations
+
+import os
+
+from .base import Agent
+from .greedy import GreedyAgent
+from .heuristic import HeuristicAgent
+from .random_agent import RandomAgent
+from .search import ROLLOUTS, SearchAgent
+
+#: spec name -> (class, {parameter: type})
+AGENTS = {
+    "random": (RandomAgent, {}),
+    "greedy": (GreedyAgent, {}),
+    "heuristic": (HeuristicAgent, {}),
+    "search": (SearchAgent, {"samples": int, "time_limit": float, "rollout": str,
+                             "win_bonus": float}),
+}
+CHECKPOINT_SPECS = ("ckpt", "policy")
+
+
+def valid_specs() -> str:
+    """One line per spec form, for error messages and ``--help``."""
+    lines = []
+    for name, (_, params) in AGENTS.items():
+        extra = ",".join(f"{p}=<{t.__name__}>" for p, t in params.items())
+        lines.append(f"{name}[:{extra}]" if extra else name)
+    lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS]
+    return ", ".join(lines)
+
+
+def make_agent(spec, seed: int | None = None) -> Agent:
+    """Build an agent from ``spec`` (see the module table); an Agent instance passes through.
+
+    Raises ``ValueError`` naming the valid specs and parameters for anything else.
+    """
+    if not isinstance(spec, str):
+        if isinstance(spec, Agent):
+            if seed is not None:
+                spec.seed(seed)
+            return spec
+        raise ValueError(f"agent spec must be a string or an Agent, got {type(spec).__name__}")
+    name, _, rest = spec.strip().partition(":")
+    if name in CHECKPOINT_SPECS:
+        return _load_checkpoint(rest.strip(), seed)
+    if name not in AGENTS:
+        raise ValueError(f"unknown agent spec {spec!r}; valid specs: {valid_specs()}")
+    cls, types = AGENTS[name]
+    params = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in types:
+            allowed = ", ".join(types) or "none"
+            raise ValueError(f"bad parameter {item!r} for agent {name!r} (parameters: {allowed}); "
+                             f"valid specs: {valid_specs()}")
+        try:
+            params[key] = types[key](value.strip())
+        except ValueError:
+            raise ValueError(f"agent {name!r}: {key} must be {types[key].__name__}, "
+                             f"got {value.strip()!r}") from None
+    return cls(seed=seed, **params)
+
+
+def _load_checkpoint(path: str, seed: int | None) -> Agent:
+    if not path:
+        raise ValueError("checkpoint spec needs a path: ckpt:PATH")
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise ValueError(f"cannot read checkpoint {path!r}")
+    try:
+        from ..policy import load_policy
+    except ImportError as error:
+        raise ValueError(f"checkpoint agents need sevenrocks_env.policy ({error})") from None
+    try:
+        agent = load_policy(path, device="cpu")
+    except Exception as error:  # any failure to load is bad input from the user's side
+        raise ValueError(f"cannot load checkpoint {path!r}: {error}") from error
+    if seed is not None:
+        agent.seed(seed)
+    return agent
+
+
+__all__ = ["AGENTS", "Agent", "GreedyAgent", "HeuristicAgent", "RandomAgent", "ROLLOUTS",
+           "SearchAgent", "make_agent", "valid_specs"]

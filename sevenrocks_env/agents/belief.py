@@ -1,0 +1,124 @@
+"""What a seat can infer about the hidden hands, and sampled worlds built from it (for search).
+
+A seat knows (R1, R6): its own hand, every tile played and by whom, how many tiles each other seat
+still holds, and the numbers each seat showed it lacks by knocking (it still lacks them: there is
+no drawing).  :class:`HandSampler` draws the three hidden hands **uniformly among all deals
+consistent with exactly that** -- it counts the consistent deals with a small dynamic programme
+over the unseen tiles, so there is no rejection loop and no bias from dead ends.
+
+Worlds are written in the seat's own frame: seat 0 of a world is the observer, 1 the left
+opponent, 2 the partner, 3 the right opponent (the same relative seats as the observation), so
+team 0 of the world is the observer's partnership.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import rules
+from ..observation import SeatView
+from ..tiles import WITH_NUMBER, tiles_of
+
+HIDDEN_SEATS = (1, 2, 3)  # relative seats whose hands are hidden from the observer
+
+
+def excluded_tiles(voids: int) -> int:
+    """Tiles a seat cannot hold once it knocked on the numbers in the 7-bit set ``voids`` (R6)."""
+    mask = 0
+    for number in range(7):
+        if (voids >> number) & 1:
+            mask |= WITH_NUMBER[number]
+    return mask
+
+
+class HandSampler:
+    """Uniform sampler of the hidden hands consistent with a :class:`SeatView`.
+
+    ``ways[i][(a, b)]`` is the number of ways to deal unseen tiles ``i..`` so that relative seats
+    1 and 2 receive ``a`` and ``b`` more tiles (seat 3 gets the rest); each tile goes only to a seat
+    that may hold it.  Sampling walks the tiles choosing a seat with probability proportional to
+    the completions it leaves, which is exactly uniform over consistent deals.
+    """
+
+    def __init__(self, view: SeatView):
+        self.tiles = tiles_of(view.unseen)
+        self.counts = tuple(view.tile_counts[k] for k in HIDDEN_SEATS)
+        if sum(self.counts) != len(self.tiles):
+            raise ValueError(f"{len(self.tiles)} unseen tiles but the other seats hold "
+                             f"{sum(self.counts)}")
+        excluded = [excluded_tiles(view.voids[k]) for k in HIDDEN_SEATS]
+        self.allowed = [tuple(j for j in range(3) if not (excluded[j] >> t) & 1)
+                        for t in self.tiles]
+        n = len(self.tiles)
+        ways: list[dict[tuple[int, int], int]] = [dict() for _ in range(n + 1)]
+        ways[n][(0, 0)] = 1
+        for i in range(n - 1, -1, -1):
+            left = n - i
+            table, after = ways[i], ways[i + 1]
+            for a in range(min(left, self.counts[0]) + 1):
+                for b in range(min(left - a, self.counts[1]) + 1):
+                    c = left - a - b
+                    if c > self.counts[2]:
+                        continue
+                    total = 0
+                    for j in self.allowed[i]:
+                        rest = (a - (j == 0), b - (j == 1))
+                        if rest[0] >= 0 and rest[1] >= 0 and c - (j == 2) >= 0:
+                            total += after.get(rest, 0)
+                    if total:
+                        table[(a, b)] = total
+        self.ways = ways
+        self.consistent_deals = ways[0].get(self.counts[:2], 0)
+        if not self.consistent_deals:
+            raise ValueError("no deal of the unseen tiles is consistent with this view")
+
+    def sample(self, rng: np.random.Generator) -> tuple[int, int, int]:
+        """Hidden hands (bitmasks) of relative seats 1, 2, 3."""
+        hands = [0, 0, 0]
+        a, b = self.counts[0], self.counts[1]
+        c = self.counts[2]
+        for i, tile in enumerate(self.tiles):
+            after = self.ways[i + 1]
+            weights = []
+            for j in self.allowed[i]:
+                rest = (a - (j == 0), b - (j == 1))
+                ok = rest[0] >= 0 and rest[1] >= 0 and c - (j == 2) >= 0
+                weights.append(after.get(rest, 0) if ok else 0)
+            pick = rng.random() * sum(weights)
+            for j, weight in zip(self.allowed[i], weights):
+                if pick < weight:
+                    break
+                pick -= weight
+            hands[j] |= 1 << tile
+            a, b, c = a - (j == 0), b - (j == 1), c - (j == 2)
+        return hands[0], hands[1], hands[2]
+
+
+def world_match(view: SeatView, hidden: tuple[int, int, int]) -> rules.Match:
+    """A seedless Match of the current round, in the observer's frame, with these hidden hands.
+
+    Scores are (ours, theirs) as teams 0 and 1; the round stops with ``awaiting_deal`` at its end
+    (R7 deductions applied), or with ``winner`` set if a partnership reaches the target (R8).
+    """
+    match = rules.Match.__new__(rules.Match)
+    match.seed = None
+    match.target = view.target
+    match.max_rounds = None
+    match.scores = [view.scores[0], view.scores[1]]
+    match.winner = None
+    match.truncated = False
+    match.round_index = 0
+    match.hands = [view.hand, hidden[0], hidden[1], hidden[2]]
+    match.played = view.played
+    match.played_by = list(view.played_by)
+    match.ends = list(view.ends)
+    match.end_double = list(view.end_double)
+    match.branch_started = list(view.branch_started)
+    match.spinner = view.spinner
+    match.turn = view.turn
+    match.opener = 0  # unknown to the observer and irrelevant within the round
+    match.placements = bin(view.played).count("1")
+    match.voids = list(view.voids)
+    match.last_end_sum = view.end_sum
+    match.history = None
+    return match

@@ -1,0 +1,214 @@
+"""Baseline agents: legality, greedy's choice (R5 examples), search's information set, specs."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sevenrocks_env import rules
+from sevenrocks_env.agents import Agent, GreedyAgent, SearchAgent, make_agent
+from sevenrocks_env.agents.belief import HandSampler, excluded_tiles, world_match
+from sevenrocks_env.agents.layout import Layout, points_after, view_of
+from sevenrocks_env.observation import action_mask, decode, encode
+from sevenrocks_env.tiles import (
+    EAST, KNOCK, NORTH, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
+)
+
+SPECS = ["random", "greedy", "heuristic", "search:samples=2",
+         "search:samples=2,rollout=defensive", "search:samples=1,rollout=heuristic"]
+
+
+def random_state(seed: int, moves: int) -> rules.Match:
+    """A match after ``moves`` uniformly random legal actions (possibly across rounds)."""
+    rng = np.random.default_rng(seed)
+    match = rules.Match.new(seed)
+    for _ in range(moves):
+        if match.over:
+            break
+        legal = rules.legal_actions(match)
+        rules.apply_action(match, legal[int(rng.integers(len(legal)))])
+    return match
+
+
+def points_by_action(match: rules.Match) -> dict[int, int]:
+    """Points of every legal action, by actually playing it on a clone (the rules' answer)."""
+    out = {}
+    for action in rules.legal_actions(match):
+        clone = match.clone()
+        out[action] = rules.apply_action(clone, action)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
+def test_agents_only_choose_legal_actions(seed, moves):
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    seat = match.turn
+    obs, mask = encode(match, seat), action_mask(match, seat)
+    for spec in SPECS:
+        action = make_agent(spec, seed=seed).act(obs, mask)
+        assert rules.is_legal(match, action), (spec, action, rules.legal_actions(match))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
+def test_view_of_equals_decoded_observation(seed, moves):
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    for seat in range(4):
+        assert view_of(match, seat) == decode(encode(match, seat))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
+def test_layout_lookahead_matches_the_rules(seed, moves):
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    layout = Layout.of(view_of(match, match.turn))
+    for action, points in points_by_action(match).items():
+        assert points_after(layout, action) == points
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
+def test_greedy_picks_a_maximal_points_move_then_the_heaviest_tile(seed, moves):
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    points = points_by_action(match)
+    action = GreedyAgent().act(encode(match, match.turn), action_mask(match, match.turn))
+    best = max(points.values())
+    assert points[action] == best
+    if action != KNOCK:
+        heaviest = max(TILE_PIPS[a >> 2] for a, p in points.items() if p == best)
+        assert TILE_PIPS[action >> 2] == heaviest
+
+
+def position(played: list[tuple[str, int]], hand: list[str]) -> rules.Match:
+    """Seats play ``played`` in turn from seat 0; the next seat then holds ``hand`` (+ filler)."""
+    tiles = [parse_tile(t) for t, _ in played]
+    mover = len(played) % 4
+    hands = [[] for _ in range(4)]
+    for i, t in enumerate(tiles):
+        hands[i % 4].append(t)
+    hands[mover] += [parse_tile(t) for t in hand]
+    rest = [t for t in range(28) if t not in tiles and t not in hands[mover]]
+    for seat in [mover] + [s for s in range(4) if s != mover]:
+        while len(hands[seat]) < 7:
+            hands[seat].append(rest.pop(0) if seat != mover else rest.pop())
+    match = rules.Match.from_deal([mask_of(h) for h in hands], opener=0)
+    for tile, slot in played:
+        rules.apply_action(match, encode_action(parse_tile(tile), slot))
+    assert match.turn == mover
+    return match
+
+
+@pytest.mark.parametrize("played, hand, expected, points", [
+    # RULES.md example A step 3: 4|4 on the 4 end scores spinner 2 + 8 = 10
+    ([("1|4", WEST), ("1|1", WEST)], ["4|4", "2|4"], ("4|4", EAST), 10),
+    # example A step 5: 1|2 on the spinner's line B scores 5
+    ([("1|4", WEST), ("1|1", WEST), ("4|4", EAST), ("3|4", EAST)], ["1|2", "1|6"], ("1|2", WEST), 5),
+    # example C step 4: 3|5 on a branch scores 5 once the spinner is internal
+    ([("5|5", WEST), ("0|5", WEST), ("2|5", EAST)], ["3|5", "0|1"], ("3|5", NORTH), 5),
+    # example D step 2: the spinner 6|6 at the end of the line scores 3 + 12 = 15
+    ([("3|6", WEST)], ["6|6", "1|6", "0|3"], ("6|6", EAST), 15),
+])
+def test_greedy_on_rules_examples(played, hand, expected, points):
+    match = position(played, hand)
+    assert points_by_action(match)[encode_action(parse_tile(expected[0]), expected[1])] == points
+    action = GreedyAgent().act(encode(match, match.turn), action_mask(match, match.turn))
+    assert points_by_action(match)[action] == points
+
+
+def test_greedy_prefers_heavier_tile_on_equal_points():
+    # after 1|4 west (sum 5), 4|6 east gives 1+6=7 and 0|4 gives 1+0=1: neither scores; 4|6 heavier
+    match = position([("1|4", WEST)], ["0|4", "4|6"])
+    action = GreedyAgent().act(encode(match, match.turn), action_mask(match, match.turn))
+    assert action >> 2 == parse_tile("4|6")
+
+
+def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
+    """A copy where two hidden seats swap one unplayed tile each: same observation for the mover."""
+    twin = match.clone()
+    others = [s for s in range(4) if s != match.turn and twin.hands[s]]
+    a, b = others[0], others[1]
+    ta, tb = tiles_of(twin.hands[a])[0], tiles_of(twin.hands[b])[0]
+    twin.hands[a] ^= (1 << ta) | (1 << tb)
+    twin.hands[b] ^= (1 << ta) | (1 << tb)
+    return twin
+
+
+@pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])
+def test_search_sees_only_the_observation(seed, moves):
+    match = random_state(seed, moves)
+    twin = twin_with_other_hidden_tiles(match)
+    assert twin.hands != match.hands
+    seat = match.turn
+    obs, twin_obs = encode(match, seat), encode(twin, seat)
+    assert np.array_equal(obs, twin_obs)
+    mask = action_mask(match, seat)
+    sampler_a, sampler_b = HandSampler(decode(obs)), HandSampler(decode(twin_obs))
+    assert sampler_a.ways == sampler_b.ways  # the same distribution of sampled worlds
+    for spec in ("search:samples=4", "search:samples=2,rollout=heuristic"):
+        assert make_agent(spec, seed=7).act(obs, mask) == make_agent(spec, seed=7).act(twin_obs, mask)
+
+
+def test_search_is_deterministic_for_a_seed():
+    match = random_state(5, 3)
+    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
+    view = decode(obs)
+    legal = rules.legal_actions(match)
+    values = [SearchAgent(seed=3, samples=4).action_values(view, legal) for _ in range(2)]
+    assert values[0] == values[1]
+
+
+def test_hand_sampler_respects_counts_voids_and_is_uniform():
+    # a late position where the left opponent knocked on three numbers: enumerate every
+    # consistent deal and compare sampled frequencies
+    match = random_state(3, 18)
+    view = view_of(match, match.turn)
+    assert view.voids[1] and len(tiles_of(view.unseen)) == 8
+    sampler = HandSampler(view)
+    unseen = tiles_of(view.unseen)
+    counts = [view.tile_counts[k] for k in (1, 2, 3)]
+    forbidden = [excluded_tiles(view.voids[k]) for k in (1, 2, 3)]
+    consistent = []
+    for owners in itertools.product(range(3), repeat=len(unseen)):
+        if [owners.count(j) for j in range(3)] != counts:
+            continue
+        hands = [mask_of(t for t, o in zip(unseen, owners) if o == j) for j in range(3)]
+        if all(not hands[j] & forbidden[j] for j in range(3)):
+            consistent.append(tuple(hands))
+    assert sampler.consistent_deals == len(consistent) < 560  # 560 = 8! / (3! 3! 2!) unconstrained
+    rng = np.random.default_rng(0)
+    draws = 300 * len(consistent)
+    seen = {}
+    for _ in range(draws):
+        hands = sampler.sample(rng)
+        seen[hands] = seen.get(hands, 0) + 1
+    assert set(seen) <= set(consistent)
+    expected = draws / len(consistent)
+    assert all(abs(seen.get(h, 0) - expected) < 5 * expected ** 0.5 for h in consistent)
+    world = world_match(view, consistent[0])
+    assert view_of(world, 0) == view  # the world looks the same from the observer's seat
+
+
+def test_make_agent_specs_and_errors(tmp_path):
+    assert make_agent("search:samples=3,time_limit=0.5,rollout=heuristic").samples == 3
+    greedy = GreedyAgent()
+    assert make_agent(greedy) is greedy and isinstance(greedy, Agent)
+    for bad, words in [("minimax", "valid specs"), ("search:depth=3", "samples"),
+                       ("search:samples=x", "int"), ("search:samples=0", ">= 1"),
+                       ("search:rollout=mcts", "rollout"), ("random:seed", "parameters"),
+                       ("ckpt:", "path"), (f"ckpt:{tmp_path}/missing.pt", "cannot read"), (3, "Agent")]:
+        with pytest.raises(ValueError, match=words):
+            make_agent(bad)
+    unreadable = tmp_path / "garbage.pt"
+    unreadable.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="checkpoint"):
+        make_agent(f"policy:{unreadable}")

@@ -1,0 +1,134 @@
+"""Arena: duplicate pairing, statistics, determinism across workers, CLI errors."""
+
+import json
+
+import pytest
+
+from sevenrocks_env import arena, rules
+from sevenrocks_env.agents import GreedyAgent, RandomAgent
+from sevenrocks_env.ratings import bradley_terry, wilson_interval
+
+
+def test_wilson_interval_known_cases():
+    lo, hi = wilson_interval(0.5, 100)  # textbook: 50/100 -> [0.4038, 0.5962]
+    assert lo == pytest.approx(0.40383, abs=1e-4) and hi == pytest.approx(0.59617, abs=1e-4)
+    lo, hi = wilson_interval(0.0, 10)   # 0/10 -> [0, 0.2775]
+    assert lo == 0.0 and hi == pytest.approx(0.27753, abs=1e-4)
+    lo, hi = wilson_interval(0.8, 25)   # 20/25 -> [0.6087, 0.9114]
+    assert lo == pytest.approx(0.6087, abs=1e-3) and hi == pytest.approx(0.9114, abs=1e-3)
+
+
+def test_bradley_terry_orders_and_centres():
+    names = ["weak", "mid", "strong"]
+    flat = bradley_terry(names, {(0, 1): (50, 100), (0, 2): (50, 100), (1, 2): (50, 100)})
+    assert all(abs(r["rating"]) < 1e-6 for r in flat)
+    ratings = bradley_terry(names, {(0, 1): (25, 100), (0, 2): (10, 100), (1, 2): (25, 100)})
+    values = [r["rating"] for r in ratings]
+    assert values[0] < values[1] < values[2] and abs(sum(values)) < 1e-6
+    assert all(r["stderr"] > 0 for r in ratings)
+    # an unbeaten agent still gets a finite rating (the prior)
+    assert all(abs(r["rating"]) < 2000 for r in bradley_terry(names, {(0, 1): (0, 50)}))
+
+
+class Recorder:
+    """A greedy player that notes the seat it plays and the first-round hand it sees."""
+
+    def __init__(self, name, log):
+        self.name, self.log, self.inner = name, log, GreedyAgent()
+
+    def seed(self, seed):
+        pass
+
+    def act(self, observation, action_mask):
+        return self.inner.act(observation, action_mask)
+
+
+def test_duplicate_pairs_swap_teams_over_identical_deals(monkeypatch):
+    calls = []
+    real = arena.play_match
+
+    def spy(agents, seed, target, max_rounds):
+        match = rules.Match.new(seed, target=target, max_rounds=max_rounds)
+        calls.append(([a.name for a in agents], seed, list(match.hands), match.turn))
+        return real(agents, seed, target, max_rounds)
+
+    monkeypatch.setattr(arena, "play_match", spy)
+    a, b = Recorder("A", []), Recorder("B", [])
+    arena.evaluate(a, b, pairs=3, seed=10)
+    assert len(calls) == 6
+    for pair in range(3):
+        first, second = calls[2 * pair], calls[2 * pair + 1]
+        assert first[1] == second[1] == 10 + pair          # same deal seed
+        assert first[2] == second[2] and first[3] == second[3]  # same hands and opener
+        assert first[0] == ["A", "B", "A", "B"] and second[0] == ["B", "A", "B", "A"]
+    assert len({c[1] for c in calls}) == 3
+
+
+def test_duplicate_pair_of_identical_agents_is_even():
+    # the same deterministic player on both sides: each pair is one win each, whatever the deals
+    result = arena.evaluate("greedy", "greedy", pairs=4, seed=0)
+    assert result.win_rate == 0.5 and result.mean_margin == 0
+
+
+def test_results_identical_whatever_the_worker_count():
+    one = arena.evaluate("random", "search:samples=2", pairs=3, seed=5, workers=1)
+    two = arena.evaluate("random", "search:samples=2", pairs=3, seed=5, workers=2)
+    assert one.as_dict(timing=False) == two.as_dict(timing=False)
+    assert one.matches == 6 and one.decisions_per_s > 0
+    other_seed = arena.evaluate("random", "search:samples=2", pairs=3, seed=6, workers=1)
+    assert other_seed.as_dict(timing=False) != one.as_dict(timing=False)
+
+
+def test_result_fields_table_and_json():
+    result = arena.evaluate("heuristic", "random", pairs=2, seed=0)
+    data = json.loads(json.dumps(result.as_dict()))
+    assert data["pairs"] == 2 and data["matches"] == 4
+    assert 0 <= data["ci95"][0] <= data["win_rate"] <= data["ci95"][1] <= 1
+    assert result.rounds_per_match >= 1 and "95% CI" in result.table()
+
+
+def test_play_match_reaches_the_target_and_logs_rounds():
+    result = arena.play_match([GreedyAgent() for _ in range(4)], seed=3)
+    assert result.winner in (0, 1) and result.scores[result.winner] >= rules.DEFAULT_TARGET
+    assert sum(net[0] for net in result.round_net) == result.scores[0]
+    assert len(result.round_net) == result.rounds
+
+
+def test_illegal_action_is_a_clear_error():
+    class Cheater(RandomAgent):
+        name = "cheater"
+
+        def act(self, observation, action_mask):
+            return 111  # 6|6 south: never legal at the opening
+
+    with pytest.raises(arena.IllegalActionError, match="cheater.*illegal action 111"):
+        arena.play_match([Cheater()] * 4, seed=0)
+
+
+def test_agent_objects_need_one_worker():
+    with pytest.raises(ValueError, match="workers=1"):
+        arena.evaluate(GreedyAgent(), "random", pairs=1, workers=2)
+
+
+def test_round_robin_table_and_ratings():
+    result = arena.round_robin(["random", "greedy", "heuristic"], pairs=2, seed=0)
+    assert len(result.games) == 3 and [r["agent"] for r in result.ratings] == result.agents
+    assert "Bradley-Terry" in result.table()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["minimax", "greedy"], "unknown agent spec"),
+    (["greedy", "random", "--pairs", "-3"], "pairs must be >= 1"),
+    (["greedy"], "exactly two agents"),
+    (["greedy", "random", "--workers", "0"], "workers"),
+    (["greedy", "ckpt:/no/such/file.pt"], "cannot read checkpoint"),
+    (["greedy", "random", "--bogus"], "unrecognized"),
+])
+def test_cli_bad_input_exits_2(argv, words, capsys):
+    assert arena.main(argv) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_cli_json(capsys):
+    assert arena.main(["greedy", "random", "--pairs", "2", "--json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["agent_a"] == "greedy"
