@@ -1,0 +1,309 @@
+"""Trained policies: the network, the masked action distribution, checkpoint reading and ``load_policy``.
+
+This module is what users need to *play* a checkpoint; it never imports the trainer (``training/``).
+``import sevenrocks_env`` does not import it (torch is only needed once a policy is loaded).
+
+    from sevenrocks_env.policy import load_policy
+    agent = load_policy("checkpoints/shipped/sevenrocks_ppo.pt")   # an Agent, on CPU
+    action = agent.act(observation, action_mask)
+
+Checkpoint files are plain dicts of tensors and plain Python values, read with
+``torch.load(weights_only=True)``, so opening a downloaded checkpoint can never execute code.
+Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``--resume``):
+
+| key            | meaning                                                                  |
+|----------------|--------------------------------------------------------------------------|
+| `format`       | ``CHECKPOINT_FORMAT``                                                    |
+| `obs_version`  | :data:`sevenrocks_env.observation.OBS_VERSION` the policy was trained on |
+| `obs_size`     | observation length (238)                                                 |
+| `num_actions`  | 113 (112 placements + knock)                                             |
+| `model_config` | ``{"hidden_sizes": [...]}``: enough to rebuild :class:`PolicyNet`        |
+| `model`        | the network's ``state_dict``                                             |
+| `global_step`  | training decisions seen                                                  |
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .observation import OBS_SIZE, OBS_VERSION
+from .tiles import KNOCK, NUM_ACTIONS
+
+CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
+#: Logit given to illegal actions: exp() of it underflows to exactly 0 probability.
+MASKED_LOGIT = -1e8
+
+
+class CheckpointError(ValueError):
+    """A file that is not a usable sevenrocks policy checkpoint (missing, truncated, wrong kind,
+    or made for another observation/action layout)."""
+
+
+class PolicyNet(nn.Module):
+    """Shared MLP trunk with a policy head (113 logits) and a value head (team's expected return).
+
+    Input is one seat's observation vector (seat-relative, so one network serves all four seats).
+    With ``action_features`` the logits also get a per-action term: :class:`ActionFeatures`
+    computes, from the observation alone, what each placement would do (end sum after it, the
+    points it scores, the number it leaves open, the tile's weight), and the trunk decides how
+    much each of those counts in the current situation (a bilinear score, one weight vector per
+    state).  Nothing beyond the observation is used, so the policy plays through the env as is.
+    """
+
+    def __init__(self, hidden_sizes=(256, 256), obs_size: int = OBS_SIZE,
+                 num_actions: int = NUM_ACTIONS, action_features: bool = True):
+        super().__init__()
+        self.hidden_sizes = [int(h) for h in hidden_sizes]
+        layers: list[nn.Module] = []
+        width = obs_size
+        for size in self.hidden_sizes:
+            layers += [_init(nn.Linear(width, size), np.sqrt(2)), nn.ReLU()]
+            width = size
+        self.trunk = nn.Sequential(*layers)
+        self.policy_head = _init(nn.Linear(width, num_actions), 0.01)  # near-uniform start
+        self.value_head = _init(nn.Linear(width, 1), 1.0)
+        self.action_features = ActionFeatures() if action_features else None
+        if self.action_features is not None:
+            self.feature_weights = _init(nn.Linear(width, ActionFeatures.SIZE), 0.01)
+
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(logits [B, 113], value [B])``; the logits are not masked yet.
+
+        With action features, ``mask`` says which actions get their per-action term (only legal
+        ones matter; computing just those is what keeps this fast).  Without a mask every
+        placement gets it.
+        """
+        hidden = self.trunk(obs)
+        logits = self.policy_head(hidden)
+        if self.action_features is not None:
+            if mask is None:
+                mask = torch.ones_like(logits, dtype=torch.bool)
+            rows, actions = torch.nonzero(mask[:, :KNOCK], as_tuple=True)
+            features = self.action_features(obs, rows, actions)             # [P, F]
+            weights = self.feature_weights(hidden)                           # [B, F]
+            term = (features * weights[rows]).sum(-1)
+            logits = logits.index_put((rows, actions), term, accumulate=True)
+        return logits, self.value_head(hidden).squeeze(-1)
+
+    def value(self, obs: torch.Tensor) -> torch.Tensor:
+        """The value head alone (no logits needed)."""
+        return self.value_head(self.trunk(obs)).squeeze(-1)
+
+    def model_config(self) -> dict:
+        return {"hidden_sizes": list(self.hidden_sizes),
+                "action_features": self.action_features is not None}
+
+
+class ActionFeatures(nn.Module):
+    """Per-placement consequences computed from an observation batch (R3-R5), no parameters.
+
+    For action ``4 * tile + slot`` (zeros for the knock and for tiles that do not fit):
+
+    | index | feature                                                     |
+    |------:|-------------------------------------------------------------|
+    | 0     | points the placement scores / 35 (R5)                       |
+    | 1     | 1 if it scores                                              |
+    | 2     | end sum after it / 36                                       |
+    | 3-7   | one-hot of that end sum mod 5                               |
+    | 8     | the tile's pips / 12 (what it would cost in hand, R7)       |
+    | 9     | the tile is a double                                        |
+    | 10-16 | one-hot of the number it leaves open at that slot           |
+
+    The end sum after joining ``tile`` at ``slot`` is ``sum of the slots' counted values - the
+    slot's old value + the tile's new value``, with values recomputed from the slot pieces (so an
+    opening spinner, which the sum counts once, is handled: it stops being exposed on both sides
+    with any placement); an opening placement scores the tile's pips.
+    """
+
+    SIZE = 17
+
+    def __init__(self):
+        super().__init__()
+        from .observation import OFFSETS
+        from .tiles import NUM_TILES, OTHER_HALF, TILE_IS_DOUBLE, TILE_PIPS
+
+        self.offsets = {k: (v.start, v.stop) for k, v in OFFSETS.items()}
+        other = torch.tensor(OTHER_HALF, dtype=torch.long)              # [28, 7], -1: no fit
+        self.register_buffer("fits", (other >= 0).float(), persistent=False)
+        self.register_buffer("other", other.clamp(min=0), persistent=False)
+        self.register_buffer("tile_double", torch.tensor(TILE_IS_DOUBLE, dtype=torch.float32),
+                             persistent=False)
+        self.register_buffer("tile_pips", torch.tensor(TILE_PIPS, dtype=torch.float32),
+                             persistent=False)
+        self.num_tiles = NUM_TILES
+
+    def _piece(self, obs, name):
+        start, stop = self.offsets[name]
+        return obs[:, start:stop]
+
+    def forward(self, obs: torch.Tensor, rows: torch.Tensor, actions: torch.Tensor
+                ) -> torch.Tensor:
+        """Features ``[P, SIZE]`` of placement ``actions[p]`` (< 112) in observation ``rows[p]``."""
+        batch = obs.shape[0]
+        open_ = self._piece(obs, "slot_open")                                     # [B, 4]
+        number = self._piece(obs, "slot_number").reshape(batch, 4, 7).argmax(-1)    # [B, 4]
+        counted = open_.clone()
+        counted[:, 2:] *= self._piece(obs, "branch_started")[:, 2:]  # unopened branch: 0 (R5)
+        value = counted * number * (1.0 + self._piece(obs, "slot_double"))          # [B, 4]
+        opening = self._piece(obs, "opening")[rows, 0] > 0.5                        # [P]
+
+        tile, slot = actions // 4, actions % 4
+        joined = number[rows, slot]
+        new_end = self.other[tile, joined]            # the joined tile's other half shows now
+        fits = self.fits[tile, joined] * open_[rows, slot]
+        new_value = new_end * (1.0 + self.tile_double[tile])
+        end_sum = value.sum(-1)[rows] - value[rows, slot] + new_value
+        end_sum = torch.where(opening, self.tile_pips[tile], end_sum)   # an opening: its pips
+        fits = torch.where(opening, (slot == 0).float(), fits)
+        end_sum = end_sum * fits
+        remainder = end_sum.remainder(5)
+        scores = ((remainder == 0) & (end_sum > 0)).float()
+        left_open = torch.where(opening, -1, new_end)
+        parts = [
+            end_sum * scores / 35.0, scores, end_sum / 36.0,
+            *(fits * (remainder == r).float() for r in range(5)),
+            fits * self.tile_pips[tile] / 12.0, fits * self.tile_double[tile],
+            *(fits * (left_open == n).float() for n in range(7)),
+        ]
+        return torch.stack(parts, dim=-1)
+
+
+def _init(layer: nn.Linear, gain: float) -> nn.Linear:
+    """Orthogonal weights, zero bias (CleanRL's ``layer_init``)."""
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.constant_(layer.bias, 0.0)
+    return layer
+
+
+class MaskedCategorical:
+    """Categorical distribution over the legal actions only (sb3-contrib's maskable distribution).
+
+    Illegal logits are replaced by ``MASKED_LOGIT`` so their probability is exactly 0: they are
+    never sampled, and the entropy sums over legal actions only (a seat with one legal action has
+    entropy 0).
+    """
+
+    def __init__(self, logits: torch.Tensor, mask: torch.Tensor):
+        self.mask = mask.bool()
+        masked = torch.where(self.mask, logits, torch.full_like(logits, MASKED_LOGIT))
+        self.log_probs = masked - torch.logsumexp(masked, dim=-1, keepdim=True)
+
+    @property
+    def probs(self) -> torch.Tensor:
+        return self.log_probs.exp()
+
+    def sample(self) -> torch.Tensor:
+        return torch.multinomial(self.probs, 1).squeeze(-1)
+
+    def mode(self) -> torch.Tensor:
+        return self.log_probs.argmax(dim=-1)
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        return self.log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self) -> torch.Tensor:
+        p_log_p = torch.where(self.mask, self.probs * self.log_probs,
+                              torch.zeros_like(self.log_probs))
+        return -p_log_p.sum(-1)
+
+
+def read_checkpoint(path) -> dict:
+    """Load and validate a checkpoint dict (safely, ``weights_only=True``); raise
+    :class:`CheckpointError` with a clear message when it cannot be used."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint file at {path}")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; a cut one loses its index
+        raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a file "
+                              "written by torch.save)")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as error:
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint (truncated or not a torch file): "
+            f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
+    except Exception as error:  # e.g. pickle.UnpicklingError: an object weights_only refuses
+        raise CheckpointError(
+            f"{path} was refused by the safe loader (it holds more than tensors and plain "
+            f"Python values): {type(error).__name__}") from None
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise CheckpointError(f"{path} is not a sevenrocks policy checkpoint "
+                              f"(format {found!r}, expected {CHECKPOINT_FORMAT!r})")
+    layout = (data.get("obs_version"), data.get("obs_size"), data.get("num_actions"))
+    if layout != (OBS_VERSION, OBS_SIZE, NUM_ACTIONS):
+        raise CheckpointError(
+            f"{path} was trained on observation layout v{layout[0]} ({layout[1]} features, "
+            f"{layout[2]} actions); this sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features, "
+            f"{NUM_ACTIONS} actions). Retrain or use a matching sevenrocks version.")
+    for key in ("model", "model_config"):
+        if not isinstance(data.get(key), dict):
+            raise CheckpointError(f"{path} has no {key!r} entry")
+    return data
+
+
+def build_model(data: dict, path="checkpoint") -> PolicyNet:
+    """The :class:`PolicyNet` described by a validated checkpoint dict, with its weights."""
+    try:
+        config = data["model_config"]
+        model = PolicyNet(config["hidden_sizes"],
+                          action_features=bool(config.get("action_features", False)))
+        model.load_state_dict(data["model"])
+    except (KeyError, TypeError, RuntimeError) as error:
+        raise CheckpointError(f"{path}: weights do not fit the network it describes "
+                              f"({type(error).__name__})") from None
+    return model
+
+
+class PolicyAgent:
+    """An :class:`~sevenrocks_env.agents.base.Agent` backed by a :class:`PolicyNet`.
+
+    ``deterministic=True`` (default) plays the most probable legal action; otherwise it samples
+    from the masked distribution with its own seeded generator.
+    """
+
+    def __init__(self, model: PolicyNet, name: str = "policy", deterministic: bool = True,
+                 device: str = "cpu"):
+        self.model = model.to(device).eval()
+        self.name = name
+        self.deterministic = deterministic
+        self.device = torch.device(device)
+        self._generator = torch.Generator().manual_seed(0)
+
+    def seed(self, seed: int | None) -> None:
+        self._generator.manual_seed(0 if seed is None else int(seed))
+
+    @torch.no_grad()
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        mask = np.asarray(action_mask).astype(bool)
+        if not mask.any():
+            raise ValueError("action_mask has no legal action (is this seat on turn?)")
+        legal = np.flatnonzero(mask)
+        if len(legal) == 1:
+            return int(legal[0])
+        obs = torch.as_tensor(np.asarray(observation, dtype=np.float32), device=self.device)
+        mask_t = torch.as_tensor(mask, device=self.device).unsqueeze(0)
+        logits, _ = self.model(obs.unsqueeze(0), mask_t)
+        dist = MaskedCategorical(logits, mask_t)
+        if self.deterministic:
+            return int(dist.mode()[0])
+        probs = dist.probs[0].cpu()
+        return int(torch.multinomial(probs, 1, generator=self._generator)[0])
+
+
+def load_policy(path, device: str = "cpu", deterministic: bool = True) -> PolicyAgent:
+    """An agent playing the policy stored at ``path`` (agent spec ``ckpt:path``); raises
+    :class:`CheckpointError` (a ``ValueError``) for an unusable file."""
+    data = read_checkpoint(path)
+    model = build_model(data, path)
+    return PolicyAgent(model, name=f"ckpt:{path}", deterministic=deterministic, device=device)
+
+
+__all__ = ["ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError", "MaskedCategorical", "PolicyAgent", "PolicyNet",
+           "build_model", "load_policy", "read_checkpoint"]

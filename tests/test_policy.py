@@ -1,0 +1,125 @@
+"""Loading trained policies: masked distribution, checkpoint errors, legal play, shipped strength."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sevenrocks_env.observation import OBS_VERSION, action_mask, encode  # noqa: E402
+from sevenrocks_env.policy import (  # noqa: E402
+    CheckpointError, MaskedCategorical, PolicyNet, load_policy, read_checkpoint)
+from sevenrocks_env.rules import Match, apply_action  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "checkpoints" / "shipped" / "sevenrocks_ppo.pt"
+
+
+def _save_policy(path, model, **changes):
+    from training.checkpoint import policy_entries, save_checkpoint
+
+    data = policy_entries(model, 0)
+    data.update(changes)
+    save_checkpoint(path, data)
+    return path
+
+
+# -- the masked distribution ----------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.booleans(), min_size=113, max_size=113).filter(any), st.integers(0, 2**31))
+def test_masked_distribution_samples_only_legal_actions(mask, seed):
+    torch.manual_seed(seed)
+    mask_t = torch.tensor([mask] * 64)
+    logits = torch.randn(64, 113) * 5
+    dist = MaskedCategorical(logits, mask_t)
+    samples = dist.sample()
+    assert mask_t[torch.arange(64), samples].all()
+    assert mask_t[torch.arange(64), dist.mode()].all()
+    assert torch.all(dist.probs[~mask_t] == 0)
+
+
+def test_entropy_ignores_masked_actions():
+    logits = torch.tensor([[0.0, 0.0, 50.0, -3.0]])
+    mask = torch.tensor([[True, True, False, False]])
+    dist = MaskedCategorical(logits, mask)
+    assert dist.entropy().item() == pytest.approx(np.log(2), abs=1e-6)  # two equal legal actions
+    one = MaskedCategorical(logits, torch.tensor([[False, False, False, True]]))
+    assert one.entropy().item() == pytest.approx(0.0, abs=1e-6)  # a forced move has no entropy
+    assert one.log_prob(torch.tensor([3])).item() == pytest.approx(0.0, abs=1e-6)
+
+
+# -- checkpoint errors ----------------------------------------------------------------------------
+
+def test_truncated_checkpoint_gives_clear_error(tmp_path):
+    good = _save_policy(tmp_path / "good.pt", PolicyNet([16]))
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_policy(cut)
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"hello", "not a readable checkpoint"),
+    (None, "no checkpoint file"),
+])
+def test_wrong_file_gives_clear_error(tmp_path, content, words):
+    path = tmp_path / "x.pt"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(ValueError, match=words):
+        load_policy(path)
+
+
+def test_other_layout_version_is_refused(tmp_path):
+    path = _save_policy(tmp_path / "old.pt", PolicyNet([16]), obs_version=OBS_VERSION + 1)
+    with pytest.raises(CheckpointError, match="observation layout"):
+        read_checkpoint(path)
+
+
+def test_non_policy_torch_file_is_refused(tmp_path):
+    path = tmp_path / "weights.pt"
+    torch.save({"weight": torch.zeros(3)}, path)
+    with pytest.raises(CheckpointError, match="not a sevenrocks policy checkpoint"):
+        load_policy(path)
+
+
+def test_code_carrying_pickle_is_refused(tmp_path):
+    path = tmp_path / "evil.pt"
+    torch.save({"format": "sevenrocks-ppo/1", "payload": Path("x")}, path)  # a class, not data
+    with pytest.raises(CheckpointError, match="refused by the safe loader"):
+        load_policy(path)
+
+
+# -- playing --------------------------------------------------------------------------------------
+
+def test_loaded_policy_plays_only_legal_actions(tmp_path):
+    path = _save_policy(tmp_path / "p.pt", PolicyNet([32, 32]))
+    for deterministic in (True, False):
+        agent = load_policy(path, deterministic=deterministic)
+        agent.seed(3)
+        match = Match.new(7, max_rounds=3, keep_history=False)
+        moves = 0
+        while not match.over and moves < 400:
+            seat = match.turn
+            mask = action_mask(match, seat)
+            action = agent.act(encode(match, seat), mask)
+            assert mask[action] == 1
+            apply_action(match, action)
+            moves += 1
+        assert moves > 20
+
+
+@pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped checkpoint")
+def test_shipped_policy_beats_random():
+    from sevenrocks_env.arena import evaluate
+    from sevenrocks_env.agents import make_agent
+
+    result = evaluate(load_policy(SHIPPED), make_agent("random"), pairs=40, seed=2024)
+    # A coin-flipping policy wins >= 85% of 80 matches with probability < 1e-9.
+    assert result.win_rate >= 0.85, result.table()

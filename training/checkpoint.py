@@ -1,0 +1,104 @@
+"""Writing and reading training checkpoints (``checkpoints/<run>/step_<n>.pt``, ``latest.pt``).
+
+A checkpoint is one dict of tensors and plain Python values (no pickled classes), so it loads
+with ``torch.load(weights_only=True)``; the policy keys are documented in
+:mod:`sevenrocks_env.policy`, which also validates them (:func:`read_checkpoint`).  The trainer
+adds what ``--resume`` needs: optimizer state, config, update counter, RNG states, the matches in
+progress and the opponent pool (``past`` snapshots and their generators).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
+from sevenrocks_env.policy import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint
+from sevenrocks_env.tiles import NUM_ACTIONS
+
+
+def policy_entries(model, global_step: int) -> dict:
+    """The keys any policy checkpoint has (what ``load_policy`` reads)."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "obs_version": OBS_VERSION,
+        "obs_size": OBS_SIZE,
+        "num_actions": NUM_ACTIONS,
+        "model_config": model.model_config(),
+        "model": {k: v.detach().clone() for k, v in model.state_dict().items()},
+        "global_step": int(global_step),
+    }
+
+
+def rng_state() -> dict:
+    """Python, numpy (legacy global) and torch generator states as plain values/tensors."""
+    version, internal, gauss = random.getstate()
+    legacy = np.random.get_state()
+    return {
+        "python": [version, list(internal), gauss],
+        "numpy": [legacy[0], torch.from_numpy(legacy[1].astype(np.int64)), *legacy[2:]],
+        "torch": torch.get_rng_state(),
+    }
+
+
+def set_rng_state(state: dict) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, *rest = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), *rest))
+    torch.set_rng_state(state["torch"])
+
+
+def save_checkpoint(path, data: dict) -> Path:
+    """Write atomically (temp file + rename), so a crash never leaves a truncated ``latest.pt``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(data, tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int, update: int,
+                             wall_time: float, engine_state: dict, pool_state: dict | None) -> Path:
+    """``step_<n>.pt`` plus a copy as ``latest.pt``; returns the step file's path."""
+    data = policy_entries(model, global_step)
+    data.update({
+        "optimizer": optimizer.state_dict(),
+        "config": cfg.as_dict(),
+        "update": int(update),
+        "wall_time": float(wall_time),
+        "rng": rng_state(),
+        "engine": engine_state,
+        "pool": pool_state,
+        "torch_version": str(torch.__version__),
+    })
+    directory = Path(directory)
+    step_path = save_checkpoint(directory / f"step_{global_step}.pt", data)
+    save_checkpoint(directory / "latest.pt", data)
+    return step_path
+
+
+def load_training_checkpoint(path) -> dict:
+    """A validated checkpoint that also has the trainer's resume state."""
+    data = read_checkpoint(path)
+    missing = [k for k in ("optimizer", "config", "update", "rng", "engine") if k not in data]
+    if missing:
+        raise CheckpointError(f"{path} is a policy-only checkpoint (no {', '.join(missing)}): "
+                              "it can be played but not resumed")
+    return data
+
+
+def export_policy(source, destination, extra: dict | None = None) -> Path:
+    """Copy just the policy (no optimizer or run state) to a small file, e.g. for shipping."""
+    data = read_checkpoint(source)
+    small = {k: data[k] for k in ("format", "obs_version", "obs_size", "num_actions",
+                                  "model_config", "model", "global_step")}
+    small["config"] = data.get("config", {})
+    small["wall_time"] = data.get("wall_time", 0.0)
+    small.update(extra or {})
+    return save_checkpoint(destination, small)

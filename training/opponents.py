@@ -1,0 +1,74 @@
+"""The opponent pool for matches that are not pure self-play (``opponents:`` in the config).
+
+Entries are agent specs for :func:`sevenrocks_env.agents.make_agent` (fixed baselines or
+``ckpt:path``) and ``past``: a frozen snapshot of this run's own policy from some updates ago,
+sampling its actions, so the learner keeps beating its earlier selves instead of overfitting to
+its current one.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from sevenrocks_env.agents import make_agent
+from sevenrocks_env.policy import PolicyAgent, PolicyNet
+
+PAST = "past"
+
+
+class OpponentPool:
+    """``pool(rng) -> (name, agent)``: a uniformly drawn entry (``pool(rng, name)`` picks one)."""
+
+    def __init__(self, specs, model: PolicyNet, max_snapshots: int = 5):
+        self.specs = list(specs)
+        self.max_snapshots = max_snapshots
+        self.snapshots: list[dict] = []   # state_dicts, oldest first
+        self._past_agents: list[PolicyAgent] = []
+        self._template = copy.deepcopy(model)
+        self._fixed = {spec: make_agent(spec) for spec in self.specs if spec != PAST}
+        if PAST in self.specs:
+            self.add_snapshot(model)
+
+    def add_snapshot(self, model: PolicyNet) -> None:
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.snapshots.append(state)
+        net = copy.deepcopy(self._template)
+        net.load_state_dict(state)
+        self._past_agents.append(PolicyAgent(net, name=PAST, deterministic=False))
+        del self.snapshots[:-self.max_snapshots]
+        del self._past_agents[:-self.max_snapshots]
+
+    def __call__(self, rng) -> tuple[str, object]:
+        name = self.specs[int(rng.integers(len(self.specs)))]
+        if name == PAST:
+            return name, self._past_agents[int(rng.integers(len(self._past_agents)))]
+        return name, self._fixed[name]
+
+    # -- resume ---------------------------------------------------------------------------------
+
+    def key(self, name: str, agent) -> str:
+        """A plain string that :meth:`restore` turns back into the same opponent."""
+        if name != PAST:
+            return name
+        index = next((i for i, a in enumerate(self._past_agents) if a is agent), -1)
+        return f"{PAST}#{index}"  # -1: a snapshot already dropped; the newest stands in
+
+    def restore(self, key: str) -> tuple[str, object]:
+        name, _, index = key.partition("#")
+        if name == PAST:
+            return name, self._past_agents[int(index)]
+        return name, self._fixed[name]
+
+    def state_dict(self) -> dict:
+        return {"snapshots": self.snapshots,
+                "generators": [agent._generator.get_state() for agent in self._past_agents]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.snapshots, self._past_agents = [], []
+        for snapshot, generator in zip(state["snapshots"], state["generators"]):
+            net = copy.deepcopy(self._template)
+            net.load_state_dict(snapshot)
+            agent = PolicyAgent(net, name=PAST, deterministic=False)
+            agent._generator.set_state(generator)
+            self.snapshots.append(snapshot)
+            self._past_agents.append(agent)

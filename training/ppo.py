@@ -1,0 +1,109 @@
+"""PPO's two computations: GAE over per-seat trajectories and the clipped-objective update.
+
+Read top to bottom like CleanRL's ``ppo.py``; the only difference is that a transition's successor
+is ``next_index`` (the same seat's next decision, see :mod:`training.rollout`) instead of the
+next row of a ``[steps, envs]`` array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from sevenrocks_env.policy import MaskedCategorical
+
+
+def compute_gae(rewards, values, dones, next_index, bootstrap, gamma: float, gae_lambda: float):
+    """Generalised advantage estimation along linked trajectories.
+
+    For transition ``t`` with successor ``n = next_index[t]``::
+
+        next_value = 0 if dones[t] else values[n] if n >= 0 else bootstrap[t]
+        delta[t]   = rewards[t] + gamma * next_value - values[t]
+        adv[t]     = delta[t] + gamma * lambda * adv[n]   (adv[n] = 0 when done or cut)
+
+    Successors always come later in the arrays, so one backward pass suffices.
+    Returns ``(advantages, returns)`` with ``returns = advantages + values``.
+    """
+    size = len(rewards)
+    advantages = np.zeros(size, dtype=np.float32)
+    for t in range(size - 1, -1, -1):
+        n = next_index[t]
+        if dones[t]:
+            next_value, next_adv = 0.0, 0.0
+        elif n >= 0:
+            next_value, next_adv = values[n], advantages[n]
+        else:
+            next_value, next_adv = bootstrap[t], 0.0
+        delta = rewards[t] + gamma * next_value - values[t]
+        advantages[t] = delta + gamma * gae_lambda * next_adv
+    return advantages, advantages + np.asarray(values, dtype=np.float32)
+
+
+def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg) -> dict:
+    """Minibatch epochs of the clipped PPO objective; returns the CleanRL loss statistics.
+
+    ``batch`` holds tensors ``obs, masks, actions, logprobs, values, advantages, returns``.
+    """
+    size = len(batch["actions"])
+    minibatch_size = size // cfg.num_minibatches
+    clipfracs, approx_kl = [], torch.tensor(0.0)
+    model.train()
+    for _epoch in range(cfg.update_epochs):
+        order = torch.randperm(size)
+        for start in range(0, size, minibatch_size):
+            mb = order[start:start + minibatch_size]
+            logits, new_values = model(batch["obs"][mb], batch["masks"][mb])
+            dist = MaskedCategorical(logits, batch["masks"][mb])
+            new_logprobs = dist.log_prob(batch["actions"][mb])
+            entropy = dist.entropy()
+            log_ratio = new_logprobs - batch["logprobs"][mb]
+            ratio = log_ratio.exp()
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - log_ratio).mean()  # http://joschu.net/blog/kl-approx.html
+                clipfracs.append(((ratio - 1.0).abs() > cfg.clip_coef).float().mean().item())
+
+            advantages = batch["advantages"][mb]
+            if cfg.norm_adv:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+            # policy loss: the clipped surrogate
+            pg_loss1 = -advantages * ratio
+            pg_loss2 = -advantages * torch.clamp(ratio, 1 - cfg.clip_coef, 1 + cfg.clip_coef)
+            pg_loss = torch.max(pg_loss1, pg_loss2).mean()
+
+            # value loss, optionally clipped around the rollout's values
+            returns, old_values = batch["returns"][mb], batch["values"][mb]
+            if cfg.clip_vloss:
+                v_loss_unclipped = (new_values - returns) ** 2
+                v_clipped = old_values + torch.clamp(new_values - old_values,
+                                                     -cfg.clip_coef, cfg.clip_coef)
+                v_loss_clipped = (v_clipped - returns) ** 2
+                v_loss = 0.5 * torch.max(v_loss_unclipped, v_loss_clipped).mean()
+            else:
+                v_loss = 0.5 * ((new_values - returns) ** 2).mean()
+
+            entropy_loss = entropy.mean()
+            loss = pg_loss - cfg.ent_coef * entropy_loss + v_loss * cfg.vf_coef
+
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            optimizer.step()
+
+        if cfg.target_kl and approx_kl > cfg.target_kl:
+            break
+    model.eval()
+
+    y_pred, y_true = batch["values"].numpy(), batch["returns"].numpy()
+    var_y = np.var(y_true)
+    explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+    return {
+        "losses/value_loss": v_loss.item(),
+        "losses/policy_loss": pg_loss.item(),
+        "losses/entropy": entropy_loss.item(),
+        "losses/approx_kl": approx_kl.item(),
+        "losses/clipfrac": float(np.mean(clipfracs)),
+        "losses/explained_variance": float(explained_var),
+    }

@@ -1,0 +1,253 @@
+"""Self-play rollouts: N matches side by side in one process, one batched forward pass per step.
+
+The engine drives :class:`sevenrocks_env.rules.Match` directly and builds each decision's input
+with the env's own :func:`sevenrocks_env.observation.encode` and legal set (the mask the env
+exposes is exactly ``legal_actions``), so a policy trained here plays through ``sevenrocks_v0``
+unchanged.
+
+Per-seat trajectories.  Every seat of a learner team is its own trajectory: a transition is one
+of its *non-forced* decisions (forced moves -- one legal action, e.g. a knock -- are played
+automatically and not trained on).  The reward of a transition is what happened to the seat's
+team until that seat's next decision: ``(our score change - their score change) * points_scale``
+(R5 placements, R7 deductions, whoever made them), plus ``+-win_reward`` when the match ends (R8).
+Transitions are stored flat in creation order; ``next_index`` links each one to the same seat's
+next transition, which is what GAE follows (:func:`training.ppo.compute_gae`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+from sevenrocks_env.observation import OBS_SIZE, encode
+from sevenrocks_env.policy import MaskedCategorical
+from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
+from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
+
+
+class RolloutBuffer:
+    """Flat storage of one rollout's transitions (see the module docstring)."""
+
+    def __init__(self, capacity: int):
+        self.obs = np.zeros((capacity, OBS_SIZE), dtype=np.float32)
+        self.masks = np.zeros((capacity, NUM_ACTIONS), dtype=bool)
+        self.actions = np.zeros(capacity, dtype=np.int64)
+        self.logprobs = np.zeros(capacity, dtype=np.float32)
+        self.values = np.zeros(capacity, dtype=np.float32)
+        self.rewards = np.zeros(capacity, dtype=np.float32)
+        self.dones = np.zeros(capacity, dtype=bool)        # the match ended after this transition
+        self.next_index = np.full(capacity, -1, dtype=np.int64)  # same seat's next transition
+        self.bootstrap = np.zeros(capacity, dtype=np.float32)  # V(now) where cut by rollout end
+        self.size = 0
+
+    def reset(self) -> None:
+        self.rewards.fill(0.0)
+        self.dones.fill(False)
+        self.next_index.fill(-1)
+        self.bootstrap.fill(0.0)
+        self.size = 0
+
+
+def _margin(match: Match, seat: int) -> int:
+    """Score of ``seat``'s team minus the other team's."""
+    ours = team_of(seat)
+    return match.scores[ours] - match.scores[1 - ours]
+
+
+class SelfPlayEngine:
+    """``num_matches`` matches; learner seats act through one batched policy call per step.
+
+    In self-play all four seats are learners.  A fraction ``opponent_fraction`` of new matches
+    instead gives one (random) team to an opponent from ``opponent_pool`` (a callable returning
+    an :class:`~sevenrocks_env.agents.base.Agent`, or ``None`` for pure self-play).
+    """
+
+    def __init__(self, num_matches: int, seed: int, target: int = 250, max_rounds: int = 60,
+                 points_scale: float = 0.01, win_reward: float = 1.0,
+                 opponent_fraction: float = 0.0, opponent_pool=None):
+        self.num_matches = num_matches
+        self.target, self.max_rounds = target, max_rounds
+        self.points_scale, self.win_reward = points_scale, win_reward
+        self.opponent_fraction = opponent_fraction
+        self.opponent_pool = opponent_pool
+        self.rng = np.random.default_rng(seed)
+        self.matches: list[Match] = [None] * num_matches
+        self.learner = np.ones((num_matches, NUM_SEATS), dtype=bool)
+        self.opponents: list = [None] * num_matches
+        self.opponent_names: list = [None] * num_matches
+        self.pending = np.full((num_matches, NUM_SEATS), -1, dtype=np.int64)
+        self.pending_margin = np.zeros((num_matches, NUM_SEATS), dtype=np.int64)
+        self.legal: list[list[int]] = [[] for _ in range(num_matches)]
+        self._obs = np.zeros((num_matches, OBS_SIZE), dtype=np.float32)
+        self._masks = np.zeros((num_matches, NUM_ACTIONS), dtype=bool)
+        self.stats = defaultdict(list)
+        self._placements = np.zeros(num_matches, dtype=np.int64)
+        self._points = np.zeros(num_matches, dtype=np.int64)
+        self._decisions = np.zeros(num_matches, dtype=np.int64)
+        self.env_steps = 0  # every move played, forced and opponent moves included
+        for i in range(num_matches):
+            self._new_match(i)
+
+    # -- match lifecycle ---------------------------------------------------------------------
+
+    def _new_match(self, i: int) -> None:
+        self.matches[i] = Match.new(int(self.rng.integers(2**62)), target=self.target,
+                                    max_rounds=self.max_rounds, keep_history=False)
+        self.learner[i] = True
+        self.opponents[i] = self.opponent_names[i] = None
+        if self.opponent_pool is not None and self.rng.random() < self.opponent_fraction:
+            opponent_team = int(self.rng.integers(2))
+            self.opponent_names[i], self.opponents[i] = self.opponent_pool(self.rng)
+            self.opponents[i].seed(int(self.rng.integers(2**31)))
+            for seat in range(NUM_SEATS):
+                self.learner[i, seat] = team_of(seat) != opponent_team
+        self.pending[i] = -1
+        self._placements[i] = self._points[i] = self._decisions[i] = 0
+
+    def _end_match(self, i: int, buffer: RolloutBuffer) -> None:
+        """Close every pending transition with the final reward (R8), record stats, deal anew."""
+        match = self.matches[i]
+        for seat in range(NUM_SEATS):
+            k = self.pending[i, seat]
+            if k >= 0:
+                buffer.rewards[k] += self._reward_since(i, seat)
+                if match.winner is not None:
+                    buffer.rewards[k] += self.win_reward * (
+                        1 if match.winner == team_of(seat) else -1)
+                buffer.dones[k] = True
+        for team in (0, 1):
+            if not self.learner[i, team]:
+                continue  # seats 0/1 stand for teams 0/1
+            won = match.winner == team
+            self.stats["episodic_return"].append(
+                self.points_scale * _margin(match, team)
+                + (0 if match.winner is None else self.win_reward * (1 if won else -1)))
+            if self.opponents[i] is not None:
+                self.stats[f"win_vs_{self.opponent_names[i]}"].append(float(won))
+        self.stats["rounds_per_match"].append(match.round_index + (match.winner is not None))
+        self.stats["episodic_length"].append(int(self._decisions[i]))
+        self.stats["truncated"].append(float(match.truncated))
+        if self._placements[i]:
+            self.stats["points_per_placement"].append(self._points[i] / self._placements[i])
+        self._new_match(i)
+
+    def _reward_since(self, i: int, seat: int) -> float:
+        return self.points_scale * (_margin(self.matches[i], seat) - self.pending_margin[i, seat])
+
+    def _play(self, i: int, action: int, buffer: RolloutBuffer) -> None:
+        match = self.matches[i]
+        seat = match.turn
+        points = apply_action(match, action)
+        self.env_steps += 1
+        if self.learner[i, seat] and action != KNOCK:
+            self._placements[i] += 1
+            self._points[i] += points
+        if match.over:
+            self._end_match(i, buffer)
+
+    def _advance(self, i: int, buffer: RolloutBuffer) -> None:
+        """Play forced moves and opponent moves until a learner seat has a real choice."""
+        while True:
+            match = self.matches[i]
+            seat = match.turn
+            legal = legal_actions(match)
+            if len(legal) > 1:
+                if self.learner[i, seat]:
+                    self.legal[i] = legal
+                    return
+                opponent = self.opponents[i]
+                mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+                mask[legal] = 1
+                action = int(opponent.act(encode(match, seat), mask))
+            else:
+                action = legal[0]  # forced (a knock, or a single fitting tile): not trained on
+            self._play(i, action, buffer)
+
+    # -- rollouts -----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def collect(self, model, buffer: RolloutBuffer, num_steps: int) -> None:
+        """Fill ``buffer`` with ``num_steps * num_matches`` learner decisions."""
+        buffer.reset()
+        obs_t, masks_t = torch.from_numpy(self._obs), torch.from_numpy(self._masks)
+        for _ in range(num_steps):
+            for i in range(self.num_matches):
+                self._advance(i, buffer)
+            self._masks.fill(False)
+            for i, match in enumerate(self.matches):
+                encode(match, match.turn, self._obs[i])
+                self._masks[i, self.legal[i]] = True
+            logits, values = model(obs_t, masks_t)
+            dist = MaskedCategorical(logits, masks_t)
+            actions = dist.sample()
+            logprobs = dist.log_prob(actions)
+            start = buffer.size
+            end = start + self.num_matches
+            buffer.obs[start:end] = self._obs
+            buffer.masks[start:end] = self._masks
+            buffer.actions[start:end] = actions.numpy()
+            buffer.logprobs[start:end] = logprobs.numpy()
+            buffer.values[start:end] = values.numpy()
+            buffer.size = end
+            for i, action in enumerate(actions.tolist()):
+                seat = self.matches[i].turn
+                k = start + i
+                previous = self.pending[i, seat]
+                if previous >= 0:
+                    buffer.rewards[previous] += self._reward_since(i, seat)
+                    buffer.next_index[previous] = k
+                self.pending[i, seat] = k
+                self.pending_margin[i, seat] = _margin(self.matches[i], seat)
+                self._decisions[i] += 1
+                self._play(i, action, buffer)
+        self._cut(model, buffer)
+
+    def _cut(self, model, buffer: RolloutBuffer) -> None:
+        """Rollout end: give every open transition its reward so far and V(its seat's view now)."""
+        open_ = np.argwhere(self.pending >= 0)
+        if len(open_) == 0:
+            return
+        obs = np.stack([encode(self.matches[i], seat) for i, seat in open_])
+        values = model.value(torch.from_numpy(obs))
+        for (i, seat), value in zip(open_, values.tolist()):
+            k = self.pending[i, seat]
+            buffer.rewards[k] += self._reward_since(i, seat)
+            buffer.bootstrap[k] = value
+        self.pending.fill(-1)
+
+    def pop_stats(self) -> dict[str, list]:
+        stats, self.stats = self.stats, defaultdict(list)
+        return dict(stats)
+
+    # -- resume -------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Plain-Python state (matches in progress, generator) so ``--resume`` replays the run."""
+        return {
+            "rng": self.rng.bit_generator.state,
+            "matches": [{name: getattr(m, name) for name in Match.__slots__} for m in self.matches],
+            "learner": self.learner.tolist(),
+            "opponents": [None if name is None else self.opponent_pool.key(name, agent)
+                          for name, agent in zip(self.opponent_names, self.opponents)],
+            "counters": [self._placements.tolist(), self._points.tolist(),
+                         self._decisions.tolist()],
+            "env_steps": self.env_steps,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        for i, values in enumerate(state["matches"]):
+            match = Match.__new__(Match)
+            for name, value in values.items():
+                setattr(match, name, list(value) if isinstance(value, list) else value)
+            self.matches[i] = match
+        self.learner[:] = np.array(state["learner"], dtype=bool)
+        for i, key in enumerate(state["opponents"]):
+            self.opponent_names[i], self.opponents[i] = (
+                (None, None) if key is None else self.opponent_pool.restore(key))
+        self._placements[:], self._points[:], self._decisions[:] = (
+            np.array(c, dtype=np.int64) for c in state["counters"])
+        self.env_steps = state["env_steps"]
+        self.pending.fill(-1)

@@ -1,0 +1,209 @@
+"""PPO self-play training for Seven Rocks: ``python -m training.train --config configs/default.yaml``.
+
+    python -m training.train --config configs/default.yaml [--set key=value ...]
+    python -m training.train --resume checkpoints/<run>/latest.pt [--set total_steps=...]
+    python -m training.train --help-config        # every config field with its meaning
+
+One shared policy plays every learner seat; each seat learns from its own trajectory with its
+team's reward (:mod:`training.rollout`).  Logs go to ``runs/<run>/`` (TensorBoard, CleanRL tag
+names), checkpoints to ``checkpoints/<run>/``.  At the end the new policy plays the baselines in
+the arena and the table is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sevenrocks_env.policy import CheckpointError, PolicyNet
+
+from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
+from .config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config, \
+    parse_overrides
+from .evaluation import eval_scalars, evaluate_policy, short_summary
+from .opponents import PAST, OpponentPool
+from .ppo import compute_gae, ppo_update
+from .rollout import RolloutBuffer, SelfPlayEngine
+
+
+def _hparams_table(cfg: TrainConfig) -> str:
+    rows = "\n".join(f"|{key}|{value}|" for key, value in cfg.as_dict().items())
+    return f"|param|value|\n|-|-|\n{rows}"
+
+
+def _mean(values) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True) -> dict:
+    """Run training; returns ``{"run_name", "checkpoint", "global_step", "results"}``."""
+    from torch.utils.tensorboard import SummaryWriter
+    from tqdm import tqdm
+
+    torch.set_num_threads(cfg.torch_threads)
+    if not cfg.run_name:
+        cfg.run_name = f"ppo_seed{cfg.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
+    random.seed(cfg.seed)
+    np.random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+
+    model = PolicyNet(cfg.hidden_sizes).eval()
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
+    engine = SelfPlayEngine(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
+                            cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
+    start_update, global_step, wall_before = 0, 0, 0.0
+    if resume is not None:
+        model.load_state_dict(resume["model"])
+        optimizer.load_state_dict(resume["optimizer"])
+        if pool is not None and resume.get("pool"):
+            pool.load_state_dict(resume["pool"])
+        engine.load_state_dict(resume["engine"])
+        set_rng_state(resume["rng"])
+        start_update, global_step = resume["update"], resume["global_step"]
+        wall_before = resume.get("wall_time", 0.0)
+
+    run_dir = Path(cfg.log_dir) / cfg.run_name
+    ckpt_dir = Path(cfg.checkpoint_dir) / cfg.run_name
+    writer = SummaryWriter(str(run_dir))
+    writer.add_text("hyperparameters", _hparams_table(cfg))
+    buffer = RolloutBuffer(cfg.batch_size)
+    num_updates = cfg.num_updates
+    start_time = time.time()
+    session_steps, env_steps_before, checkpoint = 0, engine.env_steps, None
+    results, summary = {}, "no eval yet"
+    bar = tqdm(total=num_updates * cfg.batch_size, initial=global_step, unit="step",
+               disable=not cfg.progress, dynamic_ncols=True, desc=cfg.run_name)
+
+    def save(update: int) -> Path:
+        return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
+                                        wall_before + time.time() - start_time,
+                                        engine.state_dict(),
+                                        pool.state_dict() if pool is not None else None)
+
+    update = start_update
+    for update in range(start_update + 1, num_updates + 1):
+        # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
+        lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
+        optimizer.param_groups[0]["lr"] = lr
+
+        # -- rollout --------------------------------------------------------------------------
+        rollout_start = time.time()
+        engine.collect(model, buffer, cfg.num_steps)
+        rollout_time = time.time() - rollout_start
+        advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
+                                          buffer.next_index, buffer.bootstrap, cfg.gamma,
+                                          cfg.gae_lambda)
+        batch = {
+            "obs": torch.from_numpy(buffer.obs), "masks": torch.from_numpy(buffer.masks),
+            "actions": torch.from_numpy(buffer.actions),
+            "logprobs": torch.from_numpy(buffer.logprobs),
+            "values": torch.from_numpy(buffer.values),
+            "advantages": torch.from_numpy(advantages), "returns": torch.from_numpy(returns),
+        }
+
+        # -- PPO update -----------------------------------------------------------------------
+        losses = ppo_update(model, optimizer, batch, cfg)
+        global_step += cfg.batch_size
+        session_steps += cfg.batch_size
+        if pool is not None and PAST in cfg.opponents and update % cfg.snapshot_every == 0:
+            pool.add_snapshot(model)
+
+        # -- logging --------------------------------------------------------------------------
+        elapsed = time.time() - start_time
+        scalars = dict(losses)
+        scalars["charts/learning_rate"] = lr
+        scalars["charts/SPS"] = session_steps / elapsed
+        scalars["charts/rollout_SPS"] = cfg.batch_size / rollout_time
+        scalars["charts/env_steps_per_s"] = (engine.env_steps - env_steps_before) / elapsed
+        scalars["charts/updates_per_s"] = (update - start_update) / elapsed
+        for key, values in engine.pop_stats().items():
+            if values:
+                scalars[f"charts/{key}"] = _mean(values)
+        for key, value in scalars.items():
+            writer.add_scalar(key, value, global_step)
+
+        if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates:
+            results = evaluate_policy(model, cfg.eval_agents, cfg.eval_pairs, cfg.eval_seed)
+            for key, value in eval_scalars(results).items():
+                writer.add_scalar(key, value, global_step)
+            writer.add_scalar("eval/wall_minutes", (wall_before + time.time() - start_time) / 60,
+                              global_step)
+            summary = short_summary(results)
+        bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
+        bar.update(cfg.batch_size)
+
+        out_of_time = cfg.max_minutes and (time.time() - start_time) / 60 >= cfg.max_minutes
+        if update % cfg.checkpoint_every == 0 or update == num_updates or out_of_time:
+            checkpoint = save(update)
+        if out_of_time:
+            bar.write(f"stopping: max_minutes={cfg.max_minutes} reached at step {global_step}")
+            break
+    bar.close()
+    if checkpoint is None or update == start_update:
+        checkpoint = save(update)
+
+    # -- final evaluation: the arena table against the baselines ------------------------------
+    results = evaluate_policy(model, cfg.eval_agents, cfg.final_eval_pairs, cfg.eval_seed)
+    for key, value in eval_scalars(results).items():
+        writer.add_scalar(key, value, global_step)
+    writer.add_scalar("eval/wall_minutes", (wall_before + time.time() - start_time) / 60,
+                      global_step)
+    writer.close()
+    if final_table:
+        print(f"\nrun {cfg.run_name}: {global_step} steps, "
+              f"{(wall_before + time.time() - start_time) / 60:.1f} min, checkpoint {checkpoint}")
+        for spec, result in results.items():
+            print(f"\npolicy vs {spec} ({cfg.final_eval_pairs} duplicate match pairs)")
+            print(result.table())
+        print(f"\nTensorBoard:  tensorboard --logdir {cfg.log_dir}")
+    return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
+            "results": results}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="YAML config (e.g. configs/default.yaml)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field (repeatable)")
+    parser.add_argument("--resume", metavar="PATH",
+                        help="continue a run from its checkpoint (its config, then --set)")
+    parser.add_argument("--help-config", action="store_true", help="list the config fields")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.help_config:
+        defaults = TrainConfig().as_dict()
+        for name, doc in describe_fields().items():
+            print(f"{name} (default {defaults[name]!r}):\n    {doc}")
+        return 0
+    try:
+        resume = None
+        if args.resume:
+            resume = load_training_checkpoint(args.resume)
+            values = dict(resume["config"])
+            values.update(parse_overrides(args.set))
+            cfg = config_from_dict(values, f"{args.resume} (config)")
+        elif args.config:
+            cfg = load_config(args.config, args.set)
+        else:
+            print("error: give --config PATH (or --resume PATH)", file=sys.stderr)
+            return 2
+    except (ConfigError, CheckpointError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    train(cfg, resume)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
