@@ -21,6 +21,7 @@ MARKER_RADIUS = 0.42
 MARKER_GAP = 0.18   # space between an end and its marker
 MAX_UNIT = 40       # pixels per tile unit for small layouts
 MIN_UNIT = 6
+COMFORT_UNIT = 30   # a straight layout at least this large is not bent
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def frame_layout(layout: Layout, board_box: tuple[int, int, int, int], margin: i
     """The framing that shows ``layout`` largest inside ``board_box``.
 
     Tries the straight layout and every way of turning a long branch (after 2 or more tiles,
-    east or west) and keeps the one with the largest tiles; ties keep the straighter layout.
+    east or west).  Keeps the straightest one (fewest and latest turns) whose tiles are at
+    least ``COMFORT_UNIT`` pixels (or 95 % of the largest possible when that is smaller).
     """
     room_w = board_box[2] - board_box[0] - 2 * margin
     room_h = board_box[3] - board_box[1] - 2 * margin
@@ -167,7 +169,7 @@ def frame_layout(layout: Layout, board_box: tuple[int, int, int, int], margin: i
     for slot in (NORTH, SOUTH):
         length = len(layout.branch(slot))
         options[slot] = [None] + [(n, d) for n in range(length - 1, 1, -1) for d in (1, -1)]
-    best = None
+    candidates = []
     for north in options[NORTH]:
         for south in options[SOUTH]:
             bends = {s: b for s, b in ((NORTH, north), (SOUTH, south)) if b is not None}
@@ -178,9 +180,10 @@ def frame_layout(layout: Layout, board_box: tuple[int, int, int, int], margin: i
             left, top, right, bottom = _extent(tiles, markers)
             unit = max(float(MIN_UNIT), min(float(MAX_UNIT), room_w / (right - left),
                                             room_h / (bottom - top)))
-            key = (round(unit, 1), -len(bends))
-            if best is None or key > best[0]:
-                best = (key, unit, (left, top, right, bottom), bends)
+            straightness = (len(bends), -sum(n for n, _ in bends.values()))
+            candidates.append((straightness, unit, (left, top, right, bottom), bends))
+    good_enough = min(COMFORT_UNIT, 0.95 * max(c[1] for c in candidates))
+    best = min((c for c in candidates if c[1] >= good_enough), key=lambda c: (c[0], -c[1]))
     _, unit, (left, top, right, bottom), bends = best
     origin = ((board_box[0] + board_box[2]) / 2 - (left + right) / 2 * unit,
               (board_box[1] + board_box[3]) / 2 - (top + bottom) / 2 * unit)

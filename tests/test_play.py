@@ -1,0 +1,80 @@
+"""``sevenrocks play`` scripted through a pipe: full rounds, refused input, saved record (issue 5)."""
+
+import io
+import subprocess
+import sys
+
+import pytest
+
+from sevenrocks_env import record as records
+from sevenrocks_env.play import main, parse_answer
+from sevenrocks_env.rules import legal_actions
+from sevenrocks_env.tiles import KNOCK, WEST, encode_action, parse_tile
+
+from test_render_layout import EXAMPLES, example_match
+
+
+def run(argv, answers):
+    out = io.StringIO()
+    code = main(argv, stdin=io.StringIO(answers), stdout=out)
+    return code, out.getvalue()
+
+
+def test_scripted_match_plays_rounds_rejects_bad_input_and_saves(tmp_path):
+    path = tmp_path / "game.json"
+    answers = "99\n9-9 e\nhello\n" + "1\n" * 400
+    code, out = run(["--seat", "0", "--seed", "3", "--partner", "greedy", "--opponents", "random",
+                     "--target", "100", "--record", str(path)], answers)
+    assert code == 0
+    assert "not accepted: 99 is not on the list" in out
+    assert "not accepted: not understood: '9-9 e'" in out or "not accepted: no tile 9|9" in out
+    assert "round over" in out and "rounds to" in out and "scores: team 0" in out
+    assert "wins" in out and f"game record saved to {path}" in out
+    record = records.load(path)  # validates by replaying every move
+    assert record["winner"] is not None and len(record["rounds"]) >= 2
+    assert any(m["seat"] == 0 for m in record["rounds"][0]["moves"])
+
+
+def test_quit_saves_the_round_in_progress(tmp_path):
+    path = tmp_path / "quit.json"
+    code, out = run(["--seat", "1", "--seed", "5", "--opponents", "random", "greedy",
+                     "--record", str(path)], "1\nq\n")
+    assert code == 0 and "quit; game record saved" in out
+    record = records.load(path)
+    assert record["rounds"][-1]["result"] is None
+
+
+def test_real_pipe(tmp_path):
+    path = tmp_path / "pipe.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sevenrocks_env.cli", "play", "--seat", "2", "--seed", "8",
+         "--opponents", "random", "--partner", "random", "--record", str(path)],
+        input="1\n" * 30 + "q\n", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "your move, seat 2" in proc.stdout and "quit; game record saved" in proc.stdout
+    records.load(path)
+
+
+def test_bad_arguments_exit_2(capsys):
+    assert run(["--opponents", "nonsense"], "")[0] == 2
+    assert "unknown agent spec" in capsys.readouterr().err
+    assert run(["--opponents", "random", "random", "random"], "")[0] == 2
+    assert run(["--seat", "5"], "")[0] == 2
+
+
+def test_parse_answer_reasons():
+    match = example_match(EXAMPLES["A"], steps=4)  # ends: west 1 (spinner), east 3
+    match.turn = 0
+    legal = legal_actions(match)
+    assert parse_answer("1", match, legal) == legal[0]
+    assert parse_answer("1-2 w", match, legal) == encode_action(parse_tile("1|2"), WEST)
+    assert parse_answer("1|2", match, legal) == encode_action(parse_tile("1|2"), WEST)
+    with pytest.raises(ValueError, match=r"do not hold 1\|4"):
+        parse_answer("1-4", match, legal)
+    with pytest.raises(ValueError, match="does not fit the east end"):
+        parse_answer("1-2 e", match, legal)
+    with pytest.raises(ValueError, match="must place one"):
+        parse_answer("knock", match, legal)
+    with pytest.raises(ValueError, match="not on the list"):
+        parse_answer("0", match, legal)
+    assert parse_answer("1", match, [KNOCK]) == KNOCK

@@ -1,0 +1,84 @@
+"""The text board and the one-line move descriptions (issue 2, Rendering)."""
+
+import pytest
+
+from sevenrocks_env.render.text import describe_move, render_text
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
+
+from test_render_layout import EXAMPLES, example_match
+
+
+def test_text_board_shows_scores_end_sum_spinner_and_branches():
+    match = example_match(EXAMPLES["A"])
+    text = render_text(match, observer=1)
+    assert f"team 0 (seats 0 & 2): {match.scores[0]:>4} / 250" in text
+    assert f"team 1 (seats 1 & 3): {match.scores[1]:>4} / 250" in text
+    assert "W (2) 2|1 <1:1> 1|4 [4:4] 4|3 (3) E" in text  # spinner <1:1>, crosswise [4:4]
+    assert "branch A (north) from <1:1>: 1|5 [5:5] 5|0 (0)" in text
+    assert "branch B (south) from <1:1>: 1|3 (3)" in text
+    assert "end sum 8" in text
+    assert "to move: seat 1" in text
+
+
+def test_unopened_branches_are_marked_as_not_counted():
+    text = render_text(example_match(EXAMPLES["A"], steps=5))
+    assert "(1?) not started" in text
+    assert "counted ends: west 2 + east 3 = end sum 5 -> 5 points" in text
+
+
+def test_observer_sees_only_own_hand_spectator_sees_all():
+    match = example_match(EXAMPLES["A"], steps=3)
+    hands = [" ".join(tile_name(t) for t in tiles_of(match.hands[s])) for s in range(4)]
+    text = render_text(match, observer=2)
+    assert f"seat 2 hand: {hands[2]}" in text
+    assert all(f"seat {s} hand" not in text for s in (0, 1, 3))
+    spectator = render_text(match)
+    assert all(f"seat {s} hand: {hands[s]}" in spectator for s in range(4))
+
+
+@pytest.mark.parametrize("step, expected", [
+    (0, "seat 0: 1|4 opens the round: continuation points west 1, east 4; counted 1 + 4 = 5 -> 5 points"),
+    (1, "1|1 on the west end, joining the 1 of 1|4: first double: the spinner, attached by line A"),
+    (2, "4|4 on the east end, joining the 4 of 1|4: ordinary double, crosswise"),
+    (4, "seat 0: 1|2 on the spinner's line B (west): spinner now internal; continuation points "
+        "west 2, east 3, north 1, south 1; counted 2 + 3 = 5 -> 5 points"),
+    (5, "1|5 on branch A (north), opening it from the spinner"),
+    (6, "counted 2 + 3 + 10 = 15 -> 15 points"),
+    (8, "continuation points west 2, east 3, north 0, south 3; counted 2 + 3 + 0 + 3 = 8 -> 0 points"),
+])
+def test_describe_move_example_a(step, expected):
+    match = example_match(EXAMPLES["A"])
+    assert expected in describe_move(match.history[-1], step)
+
+
+def test_describe_opening_spinner_and_knock():
+    match = example_match(EXAMPLES["C"])
+    log = match.history[-1]
+    assert "the spinner: line A (west) and line B (east) open" in describe_move(log, 0)
+    assert "counted 10 = 10 -> 10 points" in describe_move(log, 0)
+    assert describe_move(log, 1).startswith("seat 1: 0|5 on the spinner's line A (west)")
+    assert "spinner now internal" in describe_move(log, 2)
+    moves = log.moves + [(0, KNOCK, 5, 0)]
+    assert describe_move(moves, len(moves) - 1) == "seat 0 knocks"
+    with pytest.raises(IndexError):
+        describe_move(log, 99)
+
+
+def test_describe_move_reads_record_rounds():
+    from sevenrocks_env.record import game_record
+    match = example_match(EXAMPLES["D"])
+    record_round = game_record(match)["rounds"][0]
+    assert describe_move(record_round, 1) == describe_move(match.history[-1], 1)
+    assert "first double: the spinner" in describe_move(record_round, 1)
+
+
+def test_round_end_is_shown():
+    match = Match.new(11, target=250)
+    match.seed = None  # stop at the round end so the finished round is the last one
+    while not match.awaiting_deal:
+        apply_action(match, legal_actions(match)[0])
+    text = render_text(match)
+    log = match.history[-1]
+    assert "round over" in text and "Deductions: seat 0 -" in text
+    assert f"Scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}" in text

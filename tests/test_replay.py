@@ -1,0 +1,72 @@
+"""``sevenrocks replay``: one frame per move, GIF and PNG outputs, clear errors (issue 5)."""
+
+import json
+import random
+
+from PIL import Image
+
+from sevenrocks_env import record as records
+from sevenrocks_env.render.replay import main, record_frames
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+
+def short_match_record(seed=4, target=60):
+    match = Match.new(seed, target=target)
+    rng = random.Random(seed)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    return records.game_record(match)
+
+
+def test_one_frame_per_move(tmp_path):
+    record = short_match_record()
+    moves = sum(len(r["moves"]) for r in record["rounds"])
+    frames = list(record_frames(record))
+    assert len(frames) == moves
+    assert [move for _, move, _ in frames] == [m for r in record["rounds"] for m in r["moves"]]
+    one = list(record_frames(record, round_index=0, scale=0.5))
+    assert len(one) == len(record["rounds"][0]["moves"])
+    assert one[0][0].size == (640, 430)
+
+
+def test_gif_and_png_folder(tmp_path):
+    record = short_match_record()
+    path = tmp_path / "game.json"
+    records.save(record, path)
+    moves = len(record["rounds"][1]["moves"])
+    gif = tmp_path / "round.gif"
+    assert main([str(path), "--out", str(gif), "--round", "1", "--fps", "4", "--scale", "0.4"]) == 0
+    with Image.open(gif) as image:
+        assert image.n_frames == moves
+    folder = tmp_path / "frames"
+    assert main([str(path), "--out", str(folder) + "/", "--round", "1", "--scale", "0.4"]) == 0
+    assert len(list(folder.glob("frame_*.png"))) == moves
+
+
+def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
+    record = short_match_record()
+    record["rounds"][0]["moves"][1]["action"] = 111  # not legal there
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(record))
+    assert main([str(bad), "--out", str(tmp_path / "x.gif")]) == 2
+    assert "move 1" in capsys.readouterr().err
+    good = tmp_path / "good.json"
+    records.save(short_match_record(), good)
+    assert main([str(good), "--out", str(tmp_path / "x.mp4")]) == 2
+    assert main([str(good), "--out", str(tmp_path / "x.gif"), "--round", "99"]) == 2
+    assert "--round 99" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.json"), "--out", str(tmp_path / "x.gif")]) == 2
+
+
+def test_tiles_keep_their_place_within_a_round():
+    """Frames of one round share the final layout's framing: a tile never moves once laid."""
+    from sevenrocks_env.render.geometry import board_geometry, frame_layout
+    from sevenrocks_env.render.layout import build_layout
+    from sevenrocks_env.render.picture import board_box
+
+    moves = short_match_record()["rounds"][0]["moves"]
+    framing = frame_layout(build_layout(moves), board_box())
+    final = {t.placed.move: t.box for t in board_geometry(build_layout(moves), board_box(), framing).tiles}
+    for k in range(1, len(moves)):
+        for tile in board_geometry(build_layout(moves[:k]), board_box(), framing).tiles:
+            assert tile.box == final[tile.placed.move]
