@@ -102,18 +102,19 @@ def agent_seed(seed: int, pair: int, game: int, seat: int) -> int:
     return int(np.random.SeedSequence([seed, pair, game, seat]).generate_state(1)[0])
 
 
-def play_pair(agents_a, agents_b, seed: int, pair: int, target: int, max_rounds: int) -> PairOutcome:
+def play_pair(agents_a, agents_b, seed: int, pair: int, target: int,
+              max_rounds: int) -> PairOutcome:
     """Both matches of duplicate pair ``pair`` (deal seed ``seed + pair``), A on each side once."""
     out = PairOutcome()
     for game, a_seats in enumerate(A_SEATS):
-        seats, a_team = [None] * 4, rules.team_of(a_seats[0])
+        seats = [None] * 4
+        a_team, b_team = rules.team_of(a_seats[0]), rules.team_of(rules.next_seat(a_seats[0]))
         for k, seat in enumerate(a_seats):
             seats[seat] = agents_a[k]
             seats[rules.next_seat(seat)] = agents_b[k]
         for seat, agent in enumerate(seats):
             agent.seed(agent_seed(seed, pair, game, seat))
         result = play_match(seats, seed + pair, target, max_rounds)
-        b_team = 1 - a_team
         out.score += 0.5 if result.winner is None else float(result.winner == a_team)
         out.truncated += result.winner is None
         out.margin += result.scores[a_team] - result.scores[b_team]
@@ -121,7 +122,8 @@ def play_pair(agents_a, agents_b, seed: int, pair: int, target: int, max_rounds:
         for net in result.round_net:
             out.points_a += net[a_team]
             out.points_b += net[b_team]
-            out.round_wins_a += 1.0 if net[a_team] > net[b_team] else 0.5 if net[a_team] == net[b_team] else 0.0
+            ahead = net[a_team] - net[b_team]
+            out.round_wins_a += 1.0 if ahead > 0 else 0.5 if ahead == 0 else 0.0
         for seat in range(4):
             side = 0 if rules.team_of(seat) == a_team else 1
             out.decisions[side] += result.decisions[seat]
@@ -164,9 +166,11 @@ class ArenaResult:
         rows = [
             (f"{self.agent_a} (A) vs {self.agent_b} (B)",
              f"{self.pairs} duplicate pairs, {self.matches} matches, seed {self.seed}"),
-            ("A match win rate", f"{self.win_rate:.3f}  95% CI [{lo:.3f}, {hi:.3f}] ({self.ci_method})"),
+            ("A match win rate",
+             f"{self.win_rate:.3f}  95% CI [{lo:.3f}, {hi:.3f}] ({self.ci_method})"),
             ("mean final margin (A - B)", f"{self.mean_margin:+.1f}"),
-            ("points per round A / B", f"{self.points_per_round[0]:.1f} / {self.points_per_round[1]:.1f}"),
+            ("points per round A / B",
+             f"{self.points_per_round[0]:.1f} / {self.points_per_round[1]:.1f}"),
             ("A round win rate", f"{self.round_win_rate:.3f}"),
             ("rounds per match", f"{self.rounds_per_match:.2f}"),
             ("truncated matches", f"{self.truncated}"),
@@ -215,7 +219,10 @@ def _label(agent) -> str:
 
 def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
              target: int = rules.DEFAULT_TARGET, max_rounds: int = 100) -> ArenaResult:
-    """Agent A against agent B over ``pairs`` duplicate pairs (specs, or Agent objects if workers=1)."""
+    """Agent A against agent B over ``pairs`` duplicate pairs.
+
+    ``agent_a``/``agent_b`` are spec strings, or Agent objects when ``workers == 1``.
+    """
     if pairs < 1:
         raise ValueError(f"pairs must be >= 1, got {pairs}")
     if workers < 1:
@@ -239,7 +246,8 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
         with multiprocessing.Pool(workers, _worker_init,
                                   (agent_a, agent_b, seed, target, max_rounds)) as pool:
             outcomes = []
-            for outcome in pool.imap(_worker_pair, range(pairs), chunksize=max(1, min(8, pairs // (4 * workers)))):
+            chunk = max(1, min(8, pairs // (4 * workers)))
+            for outcome in pool.imap(_worker_pair, range(pairs), chunksize=chunk):
                 outcomes.append(outcome)
                 bar.update(1)
     bar.close()
@@ -292,7 +300,8 @@ def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progr
     games, results = [], {}
     for i in range(len(agents)):
         for j in range(i + 1, len(agents)):
-            game = evaluate(agents[i], agents[j], pairs, seed, workers, progress, target, max_rounds)
+            game = evaluate(agents[i], agents[j], pairs, seed, workers, progress, target,
+                            max_rounds)
             games.append(game)
             results[(i, j)] = (game.win_rate * pairs, pairs)
     return RoundRobinResult(names, games, bradley_terry(names, results))
@@ -321,13 +330,19 @@ def _parser() -> argparse.ArgumentParser:
         prog="sevenrocks arena",
         description="Duplicate-deal matches between agents (A on seats 0/2, then 1/3, same deals).",
         epilog=f"agent specs: {valid_specs()}")
-    parser.add_argument("agents", nargs="+", help="two agent specs (A, B), or several with --round-robin")
-    parser.add_argument("--round-robin", action="store_true", help="every agent against every other")
-    parser.add_argument("--pairs", type=int, default=100, help="duplicate pairs per pairing (default 100)")
-    parser.add_argument("--seed", type=int, default=0, help="deal seed of the first pair (default 0)")
+    parser.add_argument("agents", nargs="+",
+                        help="two agent specs (A, B), or several with --round-robin")
+    parser.add_argument("--round-robin", action="store_true",
+                        help="every agent against every other")
+    parser.add_argument("--pairs", type=int, default=100,
+                        help="duplicate pairs per pairing (default 100)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="deal seed of the first pair (default 0)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--target", type=int, default=rules.DEFAULT_TARGET, help="match target (R8)")
-    parser.add_argument("--max-rounds", type=int, default=100, help="truncate a match after this many rounds")
+    parser.add_argument("--target", type=int, default=rules.DEFAULT_TARGET,
+                        help="match target (R8)")
+    parser.add_argument("--max-rounds", type=int, default=100,
+                        help="truncate a match after this many rounds")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser

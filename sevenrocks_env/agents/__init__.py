@@ -9,7 +9,7 @@ command line:
 | ``random``                             | uniform over legal actions                          |
 | ``greedy``                             | most points now, then heaviest tile                 |
 | ``heuristic``                          | one-ply lookahead with defence (see its docstring)  |
-| ``search[:samples=32,time_limit=0.5,rollout=greedy,win_bonus=50]`` | determinized Monte-Carlo |
+| ``search[:samples=64,time_limit=0.5,rollout=defensive,win_bonus=50]`` | determinized Monte-Carlo |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 """
 

@@ -65,7 +65,7 @@ class Layout:
                 if number >= 0 and (rules.WITH_NUMBER[number] >> tile) & 1]
 
     def best_points(self, tile: int) -> int:
-        """Most points ``tile`` can score on this layout (0 if it cannot score or cannot be placed)."""
+        """Most points ``tile`` scores on this layout (0 if it cannot score or be placed)."""
         best = 0
         for action in self.placements_of(tile):
             points = rules.placement_points(self.after(action).end_sum())

@@ -6,8 +6,9 @@ For each decision with more than one legal action:
    with what the seat knows (:class:`~sevenrocks_env.agents.belief.HandSampler`: unseen tiles,
    tile counts, numbers shown lacking by knocks);
 2. in every world play each legal action, then let all four seats play the round out with the
-   ``rollout`` agent (``greedy`` or ``heuristic``, each seeing only its own seat's view of the
-   world);
+   ``rollout`` policy: ``defensive`` (default: points now minus the next seat's best reply in
+   that world, :func:`defensive_choice`), ``greedy``, or ``heuristic`` (each seat seeing only its
+   own view of the world; slowest);
 3. value = our partnership's score change minus theirs over the rest of the round, placement
    points (R5) and the round-end deductions (R7) included, plus ``win_bonus`` if a partnership
    reaches the target in the rollout (R8: the match ends there; minus for theirs);
@@ -42,14 +43,15 @@ class SearchAgent:
 
     name = "search"
 
-    def __init__(self, seed: int | None = None, samples: int = 32, time_limit: float | None = None,
-                 rollout: str = "greedy", win_bonus: float = 50.0):
+    def __init__(self, seed: int | None = None, samples: int = 64, time_limit: float | None = None,
+                 rollout: str = "defensive", win_bonus: float = 50.0):
         if samples < 1:
             raise ValueError(f"search: samples must be >= 1, got {samples}")
         if time_limit is not None and time_limit <= 0:
             raise ValueError(f"search: time_limit must be > 0 seconds, got {time_limit}")
         if rollout not in ROLLOUTS:
-            raise ValueError(f"search: rollout must be one of {', '.join(ROLLOUTS)}, got {rollout!r}")
+            raise ValueError(f"search: rollout must be one of {', '.join(ROLLOUTS)}, "
+                             f"got {rollout!r}")
         self.samples, self.time_limit, self.rollout, self.win_bonus = (
             samples, time_limit, rollout, win_bonus)
         self._heuristic = HeuristicAgent()

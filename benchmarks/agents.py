@@ -1,0 +1,62 @@
+"""Every baseline against every other on duplicate deals: the results table of docs/agents.md.
+
+    nice -n 10 .venv/bin/python benchmarks/agents.py --pairs 1000 --search-pairs 25 --workers 2
+
+Prints a markdown table (row agent = A, win rate of A over all matches with its 95% CI, Wilson
+over duplicate pairs), the time per decision of each agent, and Bradley-Terry ratings fitted on
+all pairings.  Pairings that involve a ``search`` agent use ``--search-pairs`` (search is slow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from sevenrocks_env.arena import evaluate
+from sevenrocks_env.ratings import bradley_terry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--agents", nargs="+",
+                        default=["random", "greedy", "heuristic", "search"])
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--search-pairs", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    names = args.agents
+    games, results, timing = [], {}, {}
+    started = time.perf_counter()
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            slow = any(n.startswith("search") for n in (names[i], names[j]))
+            pairs = args.search_pairs if slow else args.pairs
+            game = evaluate(names[i], names[j], pairs, args.seed, args.workers, progress=True)
+            games.append(game)
+            results[(i, j)] = (game.win_rate * pairs, pairs)
+            for name, seconds in zip((names[i], names[j]), game.seconds_per_decision):
+                timing.setdefault(name, []).append(seconds)
+            print(f"{game.agent_a} vs {game.agent_b}: {game.win_rate:.3f}", file=sys.stderr)
+    print("| A | B | pairs | A match win rate [95% CI] | mean margin A-B | points/round A / B "
+          "| A round win rate | rounds/match |")
+    print("|---|---|---:|---|---:|---|---:|---:|")
+    for g in games:
+        print(f"| `{g.agent_a}` | `{g.agent_b}` | {g.pairs} | {g.win_rate:.3f} "
+              f"[{g.ci95[0]:.3f}, {g.ci95[1]:.3f}] | {g.mean_margin:+.1f} | "
+              f"{g.points_per_round[0]:.1f} / {g.points_per_round[1]:.1f} | "
+              f"{g.round_win_rate:.3f} | {g.rounds_per_match:.2f} |")
+    print("\n| agent | ms per decision | Bradley-Terry rating (Elo scale) |")
+    print("|---|---:|---:|")
+    for rating in sorted(bradley_terry(names, results), key=lambda r: -r["rating"]):
+        name = rating["agent"]
+        ms = 1e3 * sum(timing[name]) / len(timing[name])
+        print(f"| `{name}` | {ms:.3f} | {rating['rating']:+.0f} ± {rating['stderr']:.0f} |")
+    wall = time.perf_counter() - started
+    print(f"\n(seed {args.seed}, {args.workers} workers, {wall:.0f} s wall)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
