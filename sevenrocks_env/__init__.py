@@ -13,3 +13,4 @@ def load_policy(path, device: str = "cpu"):
 
 
 __all__ = ["load_policy", "sevenrocks_v0", "__version__"]
+from .registration import register as _register; _register()

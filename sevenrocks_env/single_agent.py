@@ -1,0 +1,221 @@
+"""A Gymnasium single-agent view of Seven Rocks, for single-agent libraries (SB3, sb3-contrib).
+
+    import gymnasium, sevenrocks_env          # importing sevenrocks_env registers the id
+    env = gymnasium.make("sevenrocks/SevenRocks-v0", opponents="heuristic", seat=0, partner="self")
+    obs, info = env.reset(seed=0)             # obs = {"observation": float32[238], "action_mask": int8[113]}
+    obs, reward, terminated, truncated, info = env.step(action)
+    env.unwrapped.action_masks()              # bool[113], what sb3-contrib's MaskablePPO asks for
+
+The learner plays ``seat``; the left and right opponents (``seat+1``, ``seat+3``) are agents from
+specs (:func:`sevenrocks_env.agents.make_agent`: ``"random"``, ``"greedy"``, ``"heuristic"``,
+``"ckpt:PATH"`` ...) and step inside :meth:`step`.  The partner seat (``seat+2``) is either
+another agent spec, or ``partner="self"``:
+
+**partner="self": the learner is the partnership.**  A single-agent env has one stream of
+decisions, so the learner's decisions for both of its seats are interleaved in play order: each
+step returns the observation of whichever learner seat moves next (``info["seat"]`` says which).
+Observations are seat-relative (the first hand block is always "my hand"), so one policy serves
+both seats, exactly as the partnership's shared policy in the AEC env.  The reward is the team's
+reward, counted once: both seats of a team always get the same reward (R8 and ``reward="points"``
+are team quantities), and summing it per seat would double it.
+
+**Every reward that belongs to the learner reaches it.**  A step's reward is the learner team's
+reward summed over all the AEC steps since the learner's previous decision: its own move and every
+opponent and partner move after it.  So when an opponent's scoring placement ends the match (R8),
+the learner's step that preceded it returns ``terminated=True`` with the -1 (the public SB3
+tutorial wrapper only returns the reward of the learner's own move and drops this one).  Points
+scored before the learner's first decision (``reward="points"``, opponents open) are added to the
+first step's reward.
+
+Other options: ``seat="random"`` draws the learner's seat at every reset; ``skip_forced=True``
+plays a learner seat's single legal action (a forced knock, R6) without asking, so steps count
+real decisions only (as the project's own trainer counts them); ``target``, ``max_rounds`` and
+``reward`` are the AEC env's.  ``reset(seed=s)`` deals the same match as the AEC env's
+``reset(seed=s)`` and re-seeds the opponents from ``s``; ``reset(options={"match": m})`` starts from
+a given :class:`~sevenrocks_env.rules.Match` position (tests, curricula, puzzles).  An illegal
+learner action raises ``ValueError`` naming the legal ones, state unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import gymnasium
+import numpy as np
+
+from .agents import make_agent
+from .env import AGENTS, raw_env
+from .rules import DEFAULT_TARGET, Match, legal_actions, partner_of
+
+ENV_ID = "sevenrocks/SevenRocks-v0"
+
+
+class SingleAgentEnv(gymnasium.Env):
+    """One learner (a seat, optionally with its partner's seat) against agent specs; see the module."""
+
+    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 2}
+
+    def __init__(self, opponents="heuristic", seat=0, partner="self", reward: str = "win",
+                 target: int = DEFAULT_TARGET, max_rounds: int = 100, skip_forced: bool = False,
+                 render_mode: str | None = None):
+        if seat != "random" and seat not in (0, 1, 2, 3):
+            raise ValueError(f"seat must be 0-3 or 'random', got {seat!r}")
+        self._aec = raw_env(target=target, max_rounds=max_rounds, reward=reward,
+                            render_mode=render_mode)
+        self.observation_space = self._aec.observation_space(AGENTS[0])
+        self.action_space = self._aec.action_space(AGENTS[0])
+        self.render_mode = render_mode
+        self.seat_option = seat
+        self.skip_forced = bool(skip_forced)
+        if isinstance(opponents, (str, bytes)) or not isinstance(opponents, Sequence):
+            opponents = (opponents, opponents)
+        if len(opponents) != 2:
+            raise ValueError(f"opponents: one agent spec, or two (left, right); got {opponents!r}")
+        # The left/right opponents and the partner (None = the learner itself).
+        self._others = [make_agent(spec) for spec in opponents]
+        self._partner = None if partner == "self" else make_agent(partner)
+        self.opponent_specs = tuple(_label(o) for o in opponents)
+        self.partner_spec = "self" if partner == "self" else _label(partner)
+        self.seat = 0 if seat == "random" else seat
+        self._agents: dict[int, object] = {}
+        self._obs: dict | None = None
+        self._pending = 0.0
+        self._done = True
+
+    # -- the learner's seats --------------------------------------------------------------------
+
+    @property
+    def learner_seats(self) -> tuple[int, ...]:
+        """The seats the learner decides for (its seat, and its partner's with ``partner="self"``)."""
+        return (self.seat,) if self._partner is not None else (self.seat, partner_of(self.seat))
+
+    @property
+    def match(self) -> Match:
+        """The :class:`~sevenrocks_env.rules.Match` being played."""
+        return self._aec.match
+
+    @property
+    def aec_env(self) -> raw_env:
+        """The underlying AEC environment (unwrapped)."""
+        return self._aec
+
+    def action_masks(self) -> np.ndarray:
+        """bool[113]: the legal actions of the learner seat to move (sb3-contrib's MaskablePPO)."""
+        if self._obs is None:
+            raise RuntimeError("call reset() before action_masks()")
+        return self._obs["action_mask"].astype(bool)
+
+    # -- Gymnasium API ----------------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        start = (options or {}).get("match")
+        if start is not None:
+            if not isinstance(start, Match):
+                raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
+                                 f"got {type(start).__name__}")
+            if start.seed is None or start.over:
+                raise ValueError("options['match'] must be a match in play with a seed for the "
+                                 "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
+            start = start.clone(keep_history=True)  # the caller's object stays as it was
+        match_seed = seed
+        while True:
+            if match_seed is None:
+                match_seed = int(self.np_random.integers(2**62))
+            if self.seat_option == "random":
+                self.seat = int(self.np_random.integers(4))
+            self._start(match_seed, start)
+            self._pending = self._advance()
+            if not self.match.over:
+                break
+            if start is not None:
+                raise ValueError("options['match'] is over before the learner moves")
+            # Only possible with a tiny target: the match ended before the learner moved. Skip it.
+            match_seed = None
+        self._done = False
+        return self._observe(), self._info()
+
+    def step(self, action):
+        if self._done:
+            raise RuntimeError("the match is over: call reset() before step()")
+        learner = AGENTS[self.seat]
+        self._aec.step(action)  # raises ValueError for an illegal action, state unchanged
+        reward = self._pending + self._aec.rewards.get(learner, 0.0)
+        self._pending = 0.0
+        reward += self._advance()
+        match = self.match
+        terminated = match.winner is not None
+        truncated = match.truncated and not terminated
+        self._done = terminated or truncated
+        return self._observe(), float(reward), terminated, truncated, self._info()
+
+    def render(self):
+        return self._aec.render()
+
+    def close(self) -> None:
+        self._aec.close()
+
+    # -- inside -----------------------------------------------------------------------------------
+
+    def _start(self, match_seed: int, start: Match | None) -> None:
+        aec = self._aec
+        aec.render_observer = self.seat
+        aec.reset(seed=match_seed)
+        if start is not None:
+            aec.match = start
+            aec.agent_selection = AGENTS[start.turn]
+        left, right = (self.seat + 1) & 3, (self.seat + 3) & 3
+        self._agents = {left: self._others[0], right: self._others[1]}
+        if self._partner is not None:
+            self._agents[partner_of(self.seat)] = self._partner
+        for seat, agent in self._agents.items():
+            agent.seed(int(np.random.SeedSequence([match_seed, seat]).generate_state(1)[0]))
+
+    def _advance(self) -> float:
+        """Play the other seats (and forced learner moves with ``skip_forced``) until a learner
+        seat has a real decision or the match is over; return the learner team's reward on the way."""
+        aec, match, reward = self._aec, self.match, 0.0
+        learner = AGENTS[self.seat]
+        while not match.over:
+            seat = match.turn
+            agent = self._agents.get(seat)
+            if agent is None:
+                if not self.skip_forced:
+                    break
+                legal = legal_actions(match)
+                if len(legal) > 1:
+                    break
+                action = legal[0]
+            else:
+                obs = aec.observe(AGENTS[seat])
+                mask = obs["action_mask"]
+                action = agent.act(obs["observation"], mask)
+                if not (isinstance(action, (int, np.integer)) and 0 <= action < len(mask)
+                        and mask[action]):
+                    raise RuntimeError(f"agent {_label(agent)!r} at seat {seat} chose illegal "
+                                       f"action {action!r}; legal: {legal_actions(match)}")
+            aec.step(int(action))
+            reward += aec.rewards.get(learner, 0.0)
+        return reward
+
+    def _observe(self) -> dict:
+        match = self.match
+        seat = match.turn if not match.over else self.seat
+        self._obs = self._aec.observe(AGENTS[seat])
+        return self._obs
+
+    def _info(self) -> dict:
+        match = self.match
+        team = self.seat & 1
+        info = {"seat": match.turn if not match.over else self.seat, "learner_seat": self.seat,
+                "scores": (match.scores[team], match.scores[1 - team])}
+        if match.over:
+            info["won"] = None if match.winner is None else match.winner == team
+        return info
+
+
+def _label(agent) -> str:
+    return agent if isinstance(agent, str) else getattr(agent, "name", type(agent).__name__)
+
+
+__all__ = ["ENV_ID", "SingleAgentEnv"]

@@ -1,0 +1,261 @@
+"""Adapters for standard RL libraries: registration, the Gymnasium single-agent view, parallel_env.
+
+The key property of the single-agent view: every reward that belongs to the learner reaches it,
+including the final reward when another seat's move ends the match (R8).
+"""
+
+import warnings
+
+import gymnasium
+import numpy as np
+import pettingzoo
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pettingzoo.test import parallel_api_test
+
+import sevenrocks_env
+from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.observation import OFFSETS
+from sevenrocks_env.registration import GYMNASIUM_ID, PETTINGZOO_ID, pettingzoo_has_registry, register
+from sevenrocks_env.rules import Match, deal, legal_actions
+from sevenrocks_env.single_agent import SingleAgentEnv
+from sevenrocks_env.tiles import WEST, encode_action, mask_of, parse_tile
+
+
+def hand(*names):
+    return mask_of(parse_tile(n) for n in names)
+
+
+def opponent_wins_next_position(scores=(0, 245)):
+    """Seat 0 (learner, team 0) to open; whatever it opens with, seat 1 (team 1) then has
+    exactly one legal move.  After 0|1 that move is 1|5 east: ends 0 and 5, end sum 5 (R5), so
+    team 1 reaches 250 and wins (R8) on seat 1's move, not the learner's."""
+    hands = [
+        hand("0|1", "0|0", "0|2", "0|3", "0|4", "0|5", "0|6"),
+        hand("1|5", "2|2", "2|3", "2|4", "2|5", "2|6", "3|3"),
+        hand("1|1", "1|2", "1|3", "1|4", "1|6", "3|4", "3|5"),
+        hand("3|6", "4|4", "4|5", "4|6", "5|5", "5|6", "6|6"),
+    ]
+    return Match.from_deal(hands, opener=0, scores=scores, seed=7)
+
+
+OPEN_0_1 = encode_action(parse_tile("0|1"), WEST)
+
+
+# -- registration ------------------------------------------------------------------------------
+
+def test_gymnasium_id_is_registered_on_import():
+    assert GYMNASIUM_ID in gymnasium.registry
+    env = gymnasium.make(GYMNASIUM_ID, opponents="random", seat=0, partner="self")
+    assert isinstance(env.unwrapped, SingleAgentEnv)
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"observation", "action_mask"}
+    assert env.observation_space.contains(obs)
+
+
+def test_gymnasium_module_prefix_form():
+    env = gymnasium.make(f"sevenrocks_env:{GYMNASIUM_ID}", opponents="random")
+    assert isinstance(env.unwrapped, SingleAgentEnv)
+
+
+@pytest.mark.skipif(not pettingzoo_has_registry(), reason="this PettingZoo has no registry (< 1.27)")
+def test_pettingzoo_ids_are_registered():
+    aec = pettingzoo.make("aec", PETTINGZOO_ID, reward="points")
+    aec.reset(seed=3)
+    assert aec.unwrapped.reward_mode == "points"
+    assert type(aec) is type(sevenrocks_v0.env())
+    par = pettingzoo.make("parallel", PETTINGZOO_ID)
+    observations, _ = par.reset(seed=3)
+    assert set(observations) == set(par.possible_agents)
+    with pytest.raises(ValueError, match="max_rounds"):
+        pettingzoo.make("aec", PETTINGZOO_ID, max_cycles=10)
+
+
+def test_registering_again_is_a_silent_no_op():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        register()
+        register()
+    assert sevenrocks_env.__version__
+
+
+# -- the final reward reaches the learner ---------------------------------------------------------
+
+@pytest.mark.parametrize("partner", ["self", "random"])
+def test_final_reward_reaches_learner_when_opponent_ends_the_match(partner):
+    env = SingleAgentEnv(opponents="random", seat=0, partner=partner)
+    env.reset(seed=1, options={"match": opponent_wins_next_position()})
+    assert env.match.turn == 0 and env.match.scores == [0, 245]
+    obs, reward, terminated, truncated, info = env.step(OPEN_0_1)
+    # the learner's own move scored nothing and did not end the match: seat 1's move did
+    last_round = env.aec_env.game_record()["rounds"][-1]
+    assert [m["seat"] for m in last_round["moves"]] == [0, 1]
+    assert last_round["moves"][0]["points"] == 0 and last_round["moves"][1]["points"] == 5
+    assert (terminated, truncated) == (True, False)
+    assert reward == -1.0
+    assert info["won"] is False and info["scores"] == (0, 250)
+    assert not obs["action_mask"].any()
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(OPEN_0_1)
+
+
+def test_final_points_reward_reaches_learner_when_opponent_ends_the_match():
+    env = SingleAgentEnv(opponents="random", seat=0, partner="self", reward="points")
+    env.reset(options={"match": opponent_wins_next_position()})
+    _, reward, terminated, _, _ = env.step(OPEN_0_1)
+    assert terminated and reward == pytest.approx(-0.05)
+
+
+def test_learners_own_winning_move_returns_the_win_at_once():
+    # team 0 at 245: opening 0|5 leaves ends 0 and 5, end sum 5 (R5) -> 250, the match is won (R8)
+    env = SingleAgentEnv(opponents="random", seat=0, partner="self")
+    env.reset(options={"match": opponent_wins_next_position(scores=(245, 0))})
+    _, reward, terminated, truncated, info = env.step(encode_action(parse_tile("0|5"), WEST))
+    assert (reward, terminated, truncated, info["won"]) == (1.0, True, False, True)
+    assert env.match.scores == [250, 0]
+
+
+def test_options_match_is_validated_and_not_mutated():
+    env = SingleAgentEnv(opponents="random")
+    match = opponent_wins_next_position()
+    env.reset(options={"match": match})
+    env.step(OPEN_0_1)
+    assert match.placements == 0 and match.scores == [0, 245]  # the caller's object is untouched
+    with pytest.raises(ValueError, match="Match"):
+        env.reset(options={"match": "not a match"})
+    no_seed = Match.from_deal(deal(0, 0)[0], opener=0)
+    with pytest.raises(ValueError, match="seed"):
+        env.reset(options={"match": no_seed})
+
+
+# -- rewards over whole matches (property) -------------------------------------------------------
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), partner=st.sampled_from(["self", "random", "greedy"]),
+       seat=st.sampled_from([0, 1, 2, 3, "random"]), skip_forced=st.booleans(),
+       reward=st.sampled_from(["win", "points"]))
+def test_rewards_sum_to_the_learner_teams_outcome(seed, partner, seat, skip_forced, reward):
+    env = SingleAgentEnv(opponents="random", seat=seat, partner=partner, reward=reward,
+                         skip_forced=skip_forced, target=150)
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    total, steps = 0.0, 0
+    while True:
+        assert info["seat"] in env.learner_seats
+        mask = env.action_masks()
+        assert np.array_equal(np.flatnonzero(mask), legal_actions(env.match))
+        assert np.array_equal(mask, obs["action_mask"].astype(bool))
+        if skip_forced:
+            assert mask.sum() > 1
+        obs, r, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        total += r
+        steps += 1
+        if terminated or truncated:
+            break
+    team = env.seat % 2
+    scores = env.match.scores
+    if reward == "win":
+        assert total == (1.0 if env.match.winner == team else -1.0)
+    else:
+        assert total == pytest.approx((scores[team] - scores[1 - team]) / 100)
+
+
+def test_partner_self_interleaves_both_seats_in_play_order():
+    env = SingleAgentEnv(opponents="random", seat=1, partner="self")
+    obs, info = env.reset(seed=4)
+    seats, rng = [], np.random.default_rng(0)
+    turn = OFFSETS["turn"].start
+    for _ in range(60):
+        seats.append(info["seat"])
+        assert obs["observation"][turn] == 1.0  # seat-relative: "I am to move"
+        obs, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if terminated or truncated:
+            break
+    assert set(seats) == {1, 3}
+    assert env.learner_seats == (1, 3)
+
+
+def test_partner_spec_leaves_the_learner_one_seat():
+    env = SingleAgentEnv(opponents="random", seat=2, partner="greedy")
+    _, info = env.reset(seed=0)
+    for _ in range(30):
+        assert info["seat"] == 2
+        _, _, terminated, truncated, info = env.step(int(np.flatnonzero(env.action_masks())[0]))
+        if terminated or truncated:
+            break
+
+
+# -- determinism and errors ----------------------------------------------------------------------
+
+def test_same_seed_same_match_and_same_deal_as_the_aec_env():
+    def run(seed):
+        env = SingleAgentEnv(opponents="random", seat="random", partner="random")
+        obs, _ = env.reset(seed=seed)
+        trace = [obs["observation"].copy()]
+        first_hands = list(env.match.hands) if env.match.placements == 0 else None
+        for _ in range(40):
+            obs, *_ = env.step(int(np.flatnonzero(env.action_masks())[-1]))
+            trace.append(obs["observation"].copy())
+        return env, trace
+
+    env_a, trace_a = run(9)
+    env_b, trace_b = run(9)
+    assert all(np.array_equal(a, b) for a, b in zip(trace_a, trace_b))
+    record = env_a.aec_env.game_record()
+    assert record == env_b.aec_env.game_record()
+    assert [mask_of(parse_tile(t) for t in h) for h in record["rounds"][0]["hands"]] == deal(9, 0)[0]
+
+
+def test_illegal_learner_action_raises_and_keeps_state():
+    env = SingleAgentEnv(opponents="random")
+    obs, _ = env.reset(seed=0)
+    legal = set(legal_actions(env.match))
+    bad = next(a for a in range(113) if a not in legal)
+    for action in (bad, 113, -1):
+        with pytest.raises(ValueError, match="illegal action"):
+            env.step(action)
+    assert np.array_equal(env.aec_env.observe(f"player_{env.match.turn}")["observation"], obs["observation"])
+
+
+def test_bad_arguments_get_clear_errors():
+    with pytest.raises(ValueError, match="seat"):
+        SingleAgentEnv(seat=4)
+    with pytest.raises(ValueError, match="unknown agent spec"):
+        SingleAgentEnv(opponents="nobody")
+    with pytest.raises(ValueError, match="two"):
+        SingleAgentEnv(opponents=["random", "random", "random"])
+    with pytest.raises(ValueError, match="reward"):
+        SingleAgentEnv(reward="money")
+    with pytest.raises(RuntimeError, match="reset"):
+        SingleAgentEnv(opponents="random").action_masks()
+
+
+def test_render_ansi_shows_the_learners_view():
+    env = SingleAgentEnv(opponents="random", render_mode="ansi")
+    env.reset(seed=0)
+    assert isinstance(env.render(), str) and env.render()
+
+
+# -- parallel_env ----------------------------------------------------------------------------------
+
+def test_parallel_env_passes_pettingzoo_parallel_api_test():
+    parallel_api_test(sevenrocks_v0.parallel_env(), num_cycles=400)
+
+
+def test_parallel_env_carries_masks_and_every_final_reward():
+    env = sevenrocks_v0.parallel_env()
+    observations, _ = env.reset(seed=6)
+    rng = np.random.default_rng(6)
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    while env.agents:
+        active = [a for a in env.agents if observations[a]["action_mask"].any()]
+        assert len(active) == 1  # turn-based: exactly the seat to move has legal actions
+        actions = {a: 0 for a in env.agents}
+        actions[active[0]] = int(rng.choice(np.flatnonzero(observations[active[0]]["action_mask"])))
+        observations, rewards, terminations, truncations, infos = env.step(actions)
+        for agent, r in rewards.items():
+            totals[agent] += r
+    winner = env.unwrapped.match.winner
+    assert winner in (0, 1)
+    assert totals == {f"player_{s}": (1.0 if s % 2 == winner else -1.0) for s in range(4)}
