@@ -1,0 +1,334 @@
+"""Ray RLlib PPO (new API stack) on Seven Rocks: a shared partnership policy with action masking.
+
+    pip install -e ".[rllib]"                              # ray[rllib], torch (see docs/adapters.md)
+    python examples/rllib_ppo.py --env-steps 200000 --export checkpoints/rllib/policy.pt
+    sevenrocks arena ckpt:checkpoints/rllib/policy.pt heuristic --pairs 200
+
+    ray start --head                                       # on the head node
+    ray start --address HEAD_IP:6379                       # on every other node
+    python examples/rllib_ppo.py --address auto --num-env-runners 16 --env-steps 5000000
+
+One policy ("shared") plays every learner seat: with ``--opponent self`` all four seats (both
+partnerships) are the same network; with ``--opponent heuristic`` (any agent spec) one partnership
+is the learner (its side drawn per match) and the other is played inside the env.  The network
+is :class:`sevenrocks_env.policy.PolicyNet`, wrapped as an RLModule whose illegal logits are set
+to ``MASKED_LOGIT`` (probability exactly 0), so RLlib can only sample legal actions.  The trained
+weights are written in this project's checkpoint format (``--export``): ``ckpt:PATH`` in the
+arena, or :func:`sevenrocks_env.policy.load_policy`.  At the end the policy plays ``greedy`` and
+``heuristic`` in the arena (duplicate deals, Wilson CIs).
+
+Rewards: the env gives every learner seat its team's reward (R8 +-1, or ``reward="points"``) on
+the step where it happens, including rewards that arrive while the seat is not on turn (RLlib's
+episode keeps them for the seat's next transition) and the final reward of every seat when the
+match ends on any seat's move.  ``skip_forced`` (default on) plays single-legal-action moves
+(forced knocks, R6) inside the env, so an env step is a real decision.  RLlib counts one env step
+per seat decision (one seat acts at a time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+from ray.rllib.core.rl_module.torch import TorchRLModule
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+from sevenrocks_env.agents import make_agent
+from sevenrocks_env.env import AGENTS, raw_env
+from sevenrocks_env.policy import MASKED_LOGIT, PolicyNet
+from sevenrocks_env.rules import legal_actions, team_of
+
+POLICY_ID = "shared"
+
+if __name__ != "__main__":  # imported (tests, benchmarks): let Ray ship this module's classes by value
+    import ray.cloudpickle
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class SevenRocksMultiAgentEnv(MultiAgentEnv):
+    """Seven Rocks as an RLlib ``MultiAgentEnv`` (turn-based: only the seat to move gets an obs).
+
+    Observations are ``{"observations": float32[238], "action_mask": float32[113]}`` (the keys
+    RLlib's action-masking modules use).  ``env_config``: ``opponent`` (None/"self" or an agent
+    spec), ``reward``, ``target``, ``max_rounds``, ``skip_forced`` (default True), ``seed``.
+    ``illegal_actions`` counts masked-out actions received (each also raises ``ValueError``).
+    """
+
+    def __init__(self, config: dict | None = None):
+        super().__init__()
+        worker = getattr(config, "worker_index", 0) or 0  # RLlib's EnvContext carries these
+        vector = getattr(config, "vector_index", 0) or 0
+        config = dict(config or {})
+        self._aec = raw_env(target=config.get("target", 250), max_rounds=config.get("max_rounds", 100),
+                            reward=config.get("reward", "win"))
+        opponent = config.get("opponent")
+        self._opponent = None if opponent in (None, "self") else make_agent(opponent)
+        self.skip_forced = config.get("skip_forced", True)
+        self._rng = np.random.default_rng([config.get("seed", 0), worker, vector])
+        space = self._aec.observation_space(AGENTS[0])["observation"]
+        obs_space = gymnasium.spaces.Dict({
+            "observations": space,
+            "action_mask": gymnasium.spaces.Box(0.0, 1.0, (self._aec.action_space(AGENTS[0]).n,),
+                                                np.float32),
+        })
+        self.possible_agents = list(AGENTS)
+        self.agents = list(AGENTS)
+        self.observation_spaces = {agent: obs_space for agent in AGENTS}
+        self.action_spaces = {agent: self._aec.action_space(agent) for agent in AGENTS}
+        self.illegal_actions = 0
+        self._learners: tuple[int, ...] = (0, 1, 2, 3)
+        self._pending: dict[int, float] = {}
+        self._seen: set[int] = set()
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        match_seed = int(self._rng.integers(2**62))
+        self._aec.reset(seed=match_seed)
+        if self._opponent is None:
+            self._learners = (0, 1, 2, 3)
+        else:
+            team = int(self._rng.integers(2))
+            self._learners = tuple(s for s in range(4) if team_of(s) == team)
+            self._opponent.seed(int(self._rng.integers(2**31)))
+        self._pending = dict.fromkeys(self._learners, 0.0)
+        self._seen = set()
+        self._advance()
+        return self._outputs()[0], {}
+
+    def step(self, action_dict):
+        match = self._aec.match
+        agent = AGENTS[match.turn]
+        action = action_dict.get(agent)
+        if action is None:
+            raise ValueError(f"no action for {agent}, the seat to move")
+        action = int(action)
+        if action not in legal_actions(match):
+            self.illegal_actions += 1
+            raise ValueError(f"illegal action {action} for {agent}; legal: {legal_actions(match)}")
+        self._aec.step(action)
+        self._collect()
+        self._advance()
+        return self._outputs()
+
+    # -- inside ---------------------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        rewards = self._aec.rewards
+        for seat in self._learners:
+            self._pending[seat] += rewards.get(AGENTS[seat], 0.0)
+
+    def _advance(self) -> None:
+        """Play opponent seats and forced moves until a learner seat decides or the match ends."""
+        aec = self._aec
+        match = aec.match
+        while not match.over:
+            seat = match.turn
+            if seat in self._learners:
+                legal = legal_actions(match)
+                if not self.skip_forced or len(legal) > 1:
+                    return
+                action = legal[0]
+            else:
+                obs = aec.observe(AGENTS[seat])
+                action = self._opponent.act(obs["observation"], obs["action_mask"])
+            aec.step(int(action))
+            self._collect()
+
+    def _observe(self, seat: int) -> dict:
+        obs = self._aec.observe(AGENTS[seat])
+        return {"observations": obs["observation"], "action_mask": obs["action_mask"].astype(np.float32)}
+
+    def _outputs(self):
+        match = self._aec.match
+        if match.over:
+            seats = [s for s in self._learners if s in self._seen]
+            observations = {AGENTS[s]: self._observe(s) for s in seats}
+            done = {AGENTS[s]: True for s in seats}
+            flags = ({**done, "__all__": True}, {"__all__": False}) if match.winner is not None \
+                else ({"__all__": False}, {**done, "__all__": True})
+        else:
+            seats = [match.turn]
+            observations = {AGENTS[match.turn]: self._observe(match.turn)}
+            flags = ({"__all__": False}, {"__all__": False})
+        self._seen.update(seats)
+        rewards = {}
+        for seat in self._learners:  # rewards go out once the seat is in the episode
+            if seat in self._seen and (self._pending[seat] or AGENTS[seat] in observations):
+                rewards[AGENTS[seat]] = self._pending[seat]
+                self._pending[seat] = 0.0
+        return observations, rewards, flags[0], flags[1], {}
+
+
+class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
+    """:class:`~sevenrocks_env.policy.PolicyNet` as an RLModule; illegal actions get probability 0.
+
+    ``model_config``: ``{"hidden_sizes": [256, 256]}``.  ``self.net`` is a plain PolicyNet, so
+    exporting is a ``state_dict`` copy (:func:`export_policy`).
+    """
+
+    def setup(self):
+        self.net = PolicyNet(self.model_config.get("hidden_sizes", [256, 256]))
+
+    def _forward(self, batch, **kwargs):
+        obs = batch[Columns.OBS]
+        features = self.net.trunk(obs["observations"])
+        logits = self.net.policy_head(features)
+        logits = torch.where(obs["action_mask"] > 0, logits, torch.full_like(logits, MASKED_LOGIT))
+        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: features}
+
+    def compute_values(self, batch, embeddings=None):
+        if embeddings is None:
+            embeddings = self.net.trunk(batch[Columns.OBS]["observations"])
+        return self.net.value_head(embeddings).squeeze(-1)
+
+
+def build_config(opponent: str = "self", hidden_sizes=(256, 256), num_env_runners: int = 1,
+                 num_envs_per_env_runner: int = 1, train_batch_size: int = 4000,
+                 minibatch_size: int = 500, num_epochs: int = 4, lr: float = 2.5e-4,
+                 entropy_coeff: float = 0.01, gamma: float = 0.99, lambda_: float = 0.95,
+                 reward: str = "win", seed: int = 1):
+    """A ``PPOConfig`` (new API stack) training one shared, masked policy on Seven Rocks."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    module = RLModuleSpec(module_class=MaskedPolicyModule,
+                          model_config={"hidden_sizes": list(hidden_sizes)})
+    return (
+        PPOConfig()
+        .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+        .environment(SevenRocksMultiAgentEnv,
+                     env_config={"opponent": opponent, "reward": reward, "seed": seed},
+                     # RLlib's checker steps the env with an unmasked random action, which our
+                     # env rejects (illegal moves raise); tests/test_rllib.py checks the env.
+                     disable_env_checking=True)
+        .multi_agent(policies={POLICY_ID}, policy_mapping_fn=_to_shared_policy,
+                     policies_to_train=[POLICY_ID])
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={POLICY_ID: module}))
+        .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=num_envs_per_env_runner,
+                     num_cpus_per_env_runner=1)
+        .learners(num_learners=0)
+        .training(train_batch_size_per_learner=train_batch_size, minibatch_size=minibatch_size,
+                  num_epochs=num_epochs, lr=lr, entropy_coeff=entropy_coeff, gamma=gamma,
+                  lambda_=lambda_, vf_loss_coeff=0.5, clip_param=0.2, grad_clip=0.5)
+        .debugging(seed=seed)
+    )
+
+
+def _to_shared_policy(agent_id, episode, **kwargs):
+    return POLICY_ID
+
+
+def policy_net(algo) -> PolicyNet:
+    """The trained :class:`PolicyNet` of an RLlib ``Algorithm`` built from :func:`build_config`."""
+    return algo.get_module(POLICY_ID).net
+
+
+def export_policy(algo, path, global_step: int = 0) -> Path:
+    """Write the shared policy in this project's checkpoint format (``ckpt:PATH`` agent spec)."""
+    from training.checkpoint import policy_entries, save_checkpoint
+
+    data = policy_entries(policy_net(algo), global_step)
+    data["trainer"] = "rllib-ppo"
+    return save_checkpoint(path, data)
+
+
+def env_steps(result: dict) -> int:
+    """Env steps sampled so far (the budget unit), from an RLlib result dict."""
+    for source in (result, result.get("env_runners", {})):
+        value = source.get("num_env_steps_sampled_lifetime")
+        if value is not None:
+            return int(value)
+    raise KeyError("num_env_steps_sampled_lifetime not in the RLlib result")
+
+
+def train(config, env_steps_budget: int, max_iterations: int | None = None, log=print) -> tuple:
+    """Build the algorithm and train until ``env_steps_budget`` env steps; ``(algo, steps, seconds)``."""
+    algo = config.build_algo()
+    started, steps, iteration = time.perf_counter(), 0, 0
+    while steps < env_steps_budget and (max_iterations is None or iteration < max_iterations):
+        result = algo.train()
+        iteration += 1
+        steps = env_steps(result)
+        ret = result.get("env_runners", {}).get("agent_episode_returns_mean", {})
+        log(f"iteration {iteration}: {steps} env steps, "
+            f"{time.perf_counter() - started:.0f} s, mean return {ret}")
+    return algo, steps, time.perf_counter() - started
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--address", default=None,
+                        help="existing Ray cluster (e.g. 'auto' or HEAD_IP:6379); default: local Ray")
+    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs for a local Ray instance")
+    parser.add_argument("--env-steps", type=int, default=200_000, help="env-step budget")
+    parser.add_argument("--max-iterations", type=int, default=None)
+    parser.add_argument("--opponent", default="self", help="'self' or an agent spec (e.g. heuristic)")
+    parser.add_argument("--num-env-runners", type=int, default=1)
+    parser.add_argument("--num-envs-per-env-runner", type=int, default=1)
+    parser.add_argument("--train-batch-size", type=int, default=4000)
+    parser.add_argument("--minibatch-size", type=int, default=500)
+    parser.add_argument("--num-epochs", type=int, default=4)
+    parser.add_argument("--lr", type=float, default=2.5e-4)
+    parser.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--export", default="checkpoints/rllib/policy.pt",
+                        help="where to write the policy (project checkpoint format)")
+    parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
+    parser.add_argument("--eval-seed", type=int, default=12345)
+    parser.add_argument("--eval-against", nargs="+", default=["greedy", "heuristic"])
+    parser.add_argument("--json", help="write the results as JSON here")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        for spec in args.eval_against + ([] if args.opponent == "self" else [args.opponent]):
+            make_agent(spec)
+        if args.env_steps < 1 or args.train_batch_size < args.minibatch_size:
+            raise ValueError("need --env-steps >= 1 and --train-batch-size >= --minibatch-size")
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    import ray
+
+    torch.set_num_threads(1)
+    if args.address:
+        ray.init(address=args.address)
+    else:
+        ray.init(num_cpus=args.num_cpus, include_dashboard=False)
+    config = build_config(args.opponent, args.hidden, args.num_env_runners,
+                          args.num_envs_per_env_runner, args.train_batch_size, args.minibatch_size,
+                          args.num_epochs, args.lr, seed=args.seed)
+    algo, steps, seconds = train(config, args.env_steps, args.max_iterations)
+    path = export_policy(algo, args.export, steps)
+    print(f"exported the policy to {path} (agent spec ckpt:{path})")
+    algo.stop()
+    ray.shutdown()
+    results = {"env_steps": steps, "train_seconds": seconds, "checkpoint": str(path), "arena": {}}
+    if args.eval_pairs:
+        from sevenrocks_env.arena import evaluate
+
+        for spec in args.eval_against:
+            arena = evaluate(f"ckpt:{path}", spec, args.eval_pairs, args.eval_seed)
+            print(f"\nRLlib PPO vs {spec}\n{arena.table()}")
+            results["arena"][spec] = arena.as_dict()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

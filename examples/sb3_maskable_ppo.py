@@ -1,0 +1,163 @@
+"""sb3-contrib MaskablePPO on Seven Rocks through the Gymnasium single-agent view.
+
+    pip install -e ".[sb3]"
+    python examples/sb3_maskable_ppo.py --opponents heuristic --partner self --steps 200000
+    python examples/sb3_maskable_ppo.py --opponents self ...      # vs frozen copies of itself
+
+The learner is a partnership (``partner="self"``: it decides for seat and seat+2, see
+:mod:`sevenrocks_env.single_agent`) against ``--opponents`` (an agent spec).  ``--opponents self``
+plays against a copy of the learner, refreshed every ``--refresh`` steps (fictitious self-play:
+a single-agent library cannot update the opponents' policy inside its own rollout).  The seat is
+drawn per match (``seat="random"``) so the learner sees both opening orders; forced knocks are
+played by the env (``skip_forced=True``) so a step is a real decision.  MaskablePPO reads the
+legal actions from ``env.action_masks()`` and never samples an illegal one.
+
+At the end the policy plays ``greedy`` and ``heuristic`` in the arena (duplicate deals, CIs) as
+:class:`SB3Agent`, an :class:`~sevenrocks_env.agents.base.Agent`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+
+import sevenrocks_env  # noqa: F401  (registers sevenrocks/SevenRocks-v0)
+from sevenrocks_env.agents import make_agent
+
+
+class SB3Agent:
+    """A trained MaskablePPO model (or its policy) as an arena :class:`~sevenrocks_env.agents.base.Agent`."""
+
+    def __init__(self, model, name: str = "sb3-maskable-ppo", deterministic: bool = True):
+        self.model = model
+        self.name = name
+        self.deterministic = deterministic
+
+    def seed(self, seed: int | None) -> None:
+        """Deterministic play has no randomness (and SB3's seeding would touch global RNGs)."""
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        mask = np.asarray(action_mask).astype(bool)
+        legal = np.flatnonzero(mask)
+        if len(legal) == 1:
+            return int(legal[0])
+        obs = {"observation": np.asarray(observation, np.float32), "action_mask": np.asarray(action_mask, np.int8)}
+        action, _ = self.model.predict(obs, action_masks=mask, deterministic=self.deterministic)
+        return int(action)
+
+
+class _FrozenCopy:
+    """The opponent for ``--opponents self``: an Agent playing a frozen copy of the learner."""
+
+    name = "self"
+
+    def __init__(self):
+        self.agent: SB3Agent | None = None
+        self._rng = np.random.default_rng(0)
+
+    def seed(self, seed: int | None) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def act(self, observation, action_mask) -> int:
+        if self.agent is None:  # before the first refresh: uniform over legal actions
+            return int(self._rng.choice(np.flatnonzero(action_mask)))
+        return self.agent.act(observation, action_mask)
+
+
+def make_env(opponents="heuristic", partner="self", seat="random", reward: str = "win",
+             skip_forced: bool = True, **kwargs) -> gymnasium.Env:
+    """``gymnasium.make("sevenrocks/SevenRocks-v0", ...)`` with the options used here."""
+    return gymnasium.make("sevenrocks/SevenRocks-v0", opponents=opponents, partner=partner, seat=seat,
+                          reward=reward, skip_forced=skip_forced, **kwargs)
+
+
+def train(opponents: str = "heuristic", steps: int = 100_000, seed: int = 1, n_envs: int = 1,
+          n_steps: int = 2048, batch_size: int = 256, n_epochs: int = 4, learning_rate: float = 2.5e-4,
+          hidden=(256, 256), refresh: int = 20_000, verbose: int = 0):
+    """Train MaskablePPO for ``steps`` env steps; returns ``(model, seconds)``."""
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)
+    frozen = _FrozenCopy() if opponents == "self" else None
+    spec = frozen if frozen is not None else opponents
+    vec = make_vec_env(lambda: make_env(opponents=spec), n_envs=n_envs, seed=seed)
+    model = MaskablePPO("MultiInputPolicy", vec, n_steps=n_steps, batch_size=batch_size,
+                        n_epochs=n_epochs, learning_rate=learning_rate, gamma=0.99, gae_lambda=0.95,
+                        ent_coef=0.01, policy_kwargs={"net_arch": list(hidden)}, seed=seed,
+                        verbose=verbose, device="cpu")
+    started = time.perf_counter()
+    if frozen is None:
+        model.learn(total_timesteps=steps)
+    else:
+        done = 0
+        while done < steps:
+            chunk = min(refresh, steps - done)
+            model.learn(total_timesteps=chunk, reset_num_timesteps=done == 0)
+            done += chunk
+            frozen.agent = SB3Agent(_snapshot(model), name="self")
+    return model, time.perf_counter() - started
+
+
+def _snapshot(model):
+    """A frozen copy of ``model``'s policy (a new policy object with the weights copied)."""
+    policy = type(model.policy)(**model.policy._get_constructor_parameters())
+    policy.load_state_dict(model.policy.state_dict())
+    policy.set_training_mode(False)
+    return policy
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--opponents", default="heuristic", help="agent spec, or 'self'")
+    parser.add_argument("--steps", type=int, default=200_000, help="env steps (learner decisions)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--n-envs", type=int, default=1)
+    parser.add_argument("--n-steps", type=int, default=2048, help="rollout length per env")
+    parser.add_argument("--refresh", type=int, default=20_000, help="--opponents self: copy every N steps")
+    parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")
+    parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
+    parser.add_argument("--eval-seed", type=int, default=12345)
+    parser.add_argument("--eval-against", nargs="+", default=["greedy", "heuristic"])
+    parser.add_argument("--json", help="write the results as JSON here")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        for spec in args.eval_against + ([] if args.opponents == "self" else [args.opponents]):
+            make_agent(spec)
+        if args.steps < 1:
+            raise ValueError("--steps must be >= 1")
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    model, seconds = train(args.opponents, args.steps, args.seed, args.n_envs, args.n_steps,
+                           refresh=args.refresh, verbose=1)
+    Path(args.save).parent.mkdir(parents=True, exist_ok=True)
+    model.save(args.save)
+    results = {"env_steps": int(model.num_timesteps), "train_seconds": seconds, "model": args.save,
+               "arena": {}}
+    if args.eval_pairs:
+        from sevenrocks_env.arena import evaluate
+
+        for spec in args.eval_against:
+            arena = evaluate(SB3Agent(model), make_agent(spec), args.eval_pairs, args.eval_seed)
+            print(f"\nMaskablePPO vs {spec}\n{arena.table()}")
+            results["arena"][spec] = arena.as_dict()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

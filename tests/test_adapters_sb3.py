@@ -1,0 +1,70 @@
+"""sb3-contrib's MaskablePPO trains through the Gymnasium single-agent view, taking legal actions only."""
+
+import importlib.util
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib", reason="needs the [sb3] extra")
+
+from sb3_contrib import MaskablePPO  # noqa: E402
+from stable_baselines3.common.monitor import Monitor  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
+
+from sevenrocks_env.agents import make_agent  # noqa: E402
+from sevenrocks_env.arena import evaluate  # noqa: E402
+from sevenrocks_env.rules import legal_actions  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sb3_maskable_ppo.py"
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("sb3_maskable_ppo", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class LegalityAudit(gymnasium.Wrapper):
+    """Records, before each step, whether the learner's action is legal in the true state."""
+
+    def __init__(self, env, log):
+        super().__init__(env)
+        self.log = log
+
+    def action_masks(self):
+        return self.env.unwrapped.action_masks()
+
+    def step(self, action):
+        self.log.append(int(action) in legal_actions(self.env.unwrapped.match))
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("partner", ["self", "random"])
+def test_maskable_ppo_trains_and_only_takes_legal_actions(partner):
+    log = []
+    vec = DummyVecEnv([lambda: Monitor(LegalityAudit(gymnasium.make(
+        "sevenrocks/SevenRocks-v0", opponents="random", seat="random", partner=partner), log))])
+    model = MaskablePPO("MultiInputPolicy", vec, n_steps=512, batch_size=128, n_epochs=1, seed=0,
+                        policy_kwargs={"net_arch": [32]}, device="cpu")
+    model.learn(total_timesteps=2048)
+    assert model.num_timesteps >= 2048
+    assert len(log) >= 2048 and all(log)
+    assert len(model.ep_info_buffer) > 0  # whole matches were played (Monitor saw episodes end)
+    assert {info["r"] for info in model.ep_info_buffer} <= {-1.0, 1.0, 0.0}
+
+
+def test_example_train_and_arena_agent():
+    example = load_example()
+    model, seconds = example.train(opponents="self", steps=1024, n_steps=256, batch_size=64,
+                                   n_epochs=1, hidden=(32,), refresh=512)
+    assert model.num_timesteps >= 1024 and seconds > 0
+    agent = example.SB3Agent(model)
+    result = evaluate(agent, make_agent("random"), pairs=1, seed=0)
+    assert result.matches == 2 and 0.0 <= result.win_rate <= 1.0
+    # the agent only returns legal actions
+    obs, _ = example.make_env(opponents="random").reset(seed=0)
+    action = agent.act(obs["observation"], obs["action_mask"])
+    assert obs["action_mask"][action] == 1
