@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from .observation import OBS_SIZE, OBS_VERSION
+from .policy_features import ActionFeatures
 from .tiles import KNOCK, NUM_ACTIONS
 
 CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
@@ -98,80 +99,6 @@ class PolicyNet(nn.Module):
     def model_config(self) -> dict:
         return {"hidden_sizes": list(self.hidden_sizes),
                 "action_features": self.action_features is not None}
-
-
-class ActionFeatures(nn.Module):
-    """Per-placement consequences computed from an observation batch (R3-R5), no parameters.
-
-    For action ``4 * tile + slot`` (zeros for the knock and for tiles that do not fit):
-
-    | index | feature                                                     |
-    |------:|-------------------------------------------------------------|
-    | 0     | points the placement scores / 35 (R5)                       |
-    | 1     | 1 if it scores                                              |
-    | 2     | end sum after it / 36                                       |
-    | 3-7   | one-hot of that end sum mod 5                               |
-    | 8     | the tile's pips / 12 (what it would cost in hand, R7)       |
-    | 9     | the tile is a double                                        |
-    | 10-16 | one-hot of the number it leaves open at that slot           |
-
-    The end sum after joining ``tile`` at ``slot`` is ``sum of the slots' counted values - the
-    slot's old value + the tile's new value``, with values recomputed from the slot pieces (so an
-    opening spinner, which the sum counts once, is handled: it stops being exposed on both sides
-    with any placement); an opening placement scores the tile's pips.
-    """
-
-    SIZE = 17
-
-    def __init__(self):
-        super().__init__()
-        from .observation import OFFSETS
-        from .tiles import NUM_TILES, OTHER_HALF, TILE_IS_DOUBLE, TILE_PIPS
-
-        self.offsets = {k: (v.start, v.stop) for k, v in OFFSETS.items()}
-        other = torch.tensor(OTHER_HALF, dtype=torch.long)              # [28, 7], -1: no fit
-        self.register_buffer("fits", (other >= 0).float(), persistent=False)
-        self.register_buffer("other", other.clamp(min=0), persistent=False)
-        self.register_buffer("tile_double", torch.tensor(TILE_IS_DOUBLE, dtype=torch.float32),
-                             persistent=False)
-        self.register_buffer("tile_pips", torch.tensor(TILE_PIPS, dtype=torch.float32),
-                             persistent=False)
-        self.num_tiles = NUM_TILES
-
-    def _piece(self, obs, name):
-        start, stop = self.offsets[name]
-        return obs[:, start:stop]
-
-    def forward(self, obs: torch.Tensor, rows: torch.Tensor, actions: torch.Tensor
-                ) -> torch.Tensor:
-        """Features ``[P, SIZE]`` of placement ``actions[p]`` (< 112) in observation ``rows[p]``."""
-        batch = obs.shape[0]
-        open_ = self._piece(obs, "slot_open")                                     # [B, 4]
-        number = self._piece(obs, "slot_number").reshape(batch, 4, 7).argmax(-1)    # [B, 4]
-        counted = open_.clone()
-        counted[:, 2:] *= self._piece(obs, "branch_started")[:, 2:]  # unopened branch: 0 (R5)
-        value = counted * number * (1.0 + self._piece(obs, "slot_double"))          # [B, 4]
-        opening = self._piece(obs, "opening")[rows, 0] > 0.5                        # [P]
-
-        tile, slot = actions // 4, actions % 4
-        joined = number[rows, slot]
-        new_end = self.other[tile, joined]            # the joined tile's other half shows now
-        fits = self.fits[tile, joined] * open_[rows, slot]
-        new_value = new_end * (1.0 + self.tile_double[tile])
-        end_sum = value.sum(-1)[rows] - value[rows, slot] + new_value
-        end_sum = torch.where(opening, self.tile_pips[tile], end_sum)   # an opening: its pips
-        fits = torch.where(opening, (slot == 0).float(), fits)
-        end_sum = end_sum * fits
-        remainder = end_sum.remainder(5)
-        scores = ((remainder == 0) & (end_sum > 0)).float()
-        left_open = torch.where(opening, -1, new_end)
-        parts = [
-            end_sum * scores / 35.0, scores, end_sum / 36.0,
-            *(fits * (remainder == r).float() for r in range(5)),
-            fits * self.tile_pips[tile] / 12.0, fits * self.tile_double[tile],
-            *(fits * (left_open == n).float() for n in range(7)),
-        ]
-        return torch.stack(parts, dim=-1)
 
 
 def _init(layer: nn.Linear, gain: float) -> nn.Linear:

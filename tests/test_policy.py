@@ -123,3 +123,26 @@ def test_shipped_policy_beats_random():
     result = evaluate(load_policy(SHIPPED), make_agent("random"), pairs=40, seed=2024)
     # A coin-flipping policy wins >= 85% of 80 matches with probability < 1e-9.
     assert result.win_rate >= 0.85, result.table()
+
+
+def test_policy_plays_through_the_env_unchanged(tmp_path):
+    # The README example: a trained policy on seats 1 and 3 against your own agent.
+    from sevenrocks_env import load_policy as package_load_policy
+    from sevenrocks_env import sevenrocks_v0
+    from sevenrocks_env.agents import make_agent
+
+    path = _save_policy(tmp_path / "p.pt", PolicyNet([32]))
+    env = sevenrocks_v0.env(max_rounds=2)
+    env.reset(seed=5)
+    trained, mine = package_load_policy(str(path)), make_agent("greedy")
+    steps = 0
+    for agent in env.agent_iter():
+        obs, reward, terminated, truncated, info = env.last()
+        seat = int(agent.split("_")[1])
+        player = trained if seat in (1, 3) else mine
+        action = None if terminated or truncated else player.act(obs["observation"],
+                                                                 obs["action_mask"])
+        assert action is None or obs["action_mask"][action] == 1
+        env.step(action)
+        steps += 1
+    assert steps > 20

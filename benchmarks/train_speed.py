@@ -1,0 +1,95 @@
+"""Trainer throughput: rollout, GAE and PPO update timings, as a table.
+
+    .venv/bin/python benchmarks/train_speed.py [--matches 128] [--steps 64] [--rollouts 3]
+
+Measures the real trainer pieces (``training.rollout.SelfPlayEngine``, ``compute_gae``,
+``ppo_update``) with the default config's network; numbers depend on how busy the CPU is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sevenrocks_env.policy import PolicyNet  # noqa: E402
+from training.config import load_config  # noqa: E402
+from training.opponents import OpponentPool  # noqa: E402
+from training.ppo import compute_gae, ppo_update  # noqa: E402
+from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
+
+
+def measure(cfg, opponent_fraction: float, rollouts: int) -> dict:
+    model = PolicyNet(cfg.hidden_sizes).eval()
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    pool = OpponentPool(cfg.opponents, model) if opponent_fraction and cfg.opponents else None
+    engine = SelfPlayEngine(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
+                            cfg.points_scale, cfg.win_reward, opponent_fraction, pool)
+    buffer = RolloutBuffer(cfg.batch_size)
+    times = {"rollout": 0.0, "gae": 0.0, "update": 0.0}
+    env_steps = engine.env_steps
+    for _ in range(rollouts):
+        start = time.perf_counter()
+        engine.collect(model, buffer, cfg.num_steps)
+        mid = time.perf_counter()
+        adv, ret = compute_gae(buffer.rewards, buffer.values, buffer.dones, buffer.next_index,
+                               buffer.bootstrap, cfg.gamma, cfg.gae_lambda)
+        gae_end = time.perf_counter()
+        batch = {"obs": torch.from_numpy(buffer.obs), "masks": torch.from_numpy(buffer.masks),
+                 "actions": torch.from_numpy(buffer.actions),
+                 "logprobs": torch.from_numpy(buffer.logprobs),
+                 "values": torch.from_numpy(buffer.values),
+                 "advantages": torch.from_numpy(adv), "returns": torch.from_numpy(ret)}
+        ppo_update(model, optimizer, batch, cfg)
+        end = time.perf_counter()
+        times["rollout"] += mid - start
+        times["gae"] += gae_end - mid
+        times["update"] += end - gae_end
+    decisions = rollouts * cfg.batch_size
+    total = sum(times.values())
+    return {
+        "rollout decisions/s": decisions / times["rollout"],
+        "env steps/s (all moves)": (engine.env_steps - env_steps) / times["rollout"],
+        "GAE ms / rollout": 1e3 * times["gae"] / rollouts,
+        "update s / rollout": times["update"] / rollouts,
+        "training SPS (overall)": decisions / total,
+        "updates/s": rollouts / total,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="configs/default.yaml")
+    parser.add_argument("--matches", type=int)
+    parser.add_argument("--steps", type=int)
+    parser.add_argument("--rollouts", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    overrides = [f"num_matches={args.matches}"] if args.matches else []
+    overrides += [f"num_steps={args.steps}"] if args.steps else []
+    cfg = load_config(args.config, overrides)
+    torch.set_num_threads(args.threads)
+    rows = {"self-play": measure(cfg, 0.0, args.rollouts)}
+    if cfg.opponents:
+        rows[f"{cfg.opponent_fraction:.0%} vs pool {cfg.opponents}"] = measure(
+            cfg, cfg.opponent_fraction, args.rollouts)
+    print(f"batch {cfg.num_matches} matches x {cfg.num_steps} steps = {cfg.batch_size}, "
+          f"hidden {cfg.hidden_sizes}, torch threads {args.threads}, {args.rollouts} rollouts")
+    metrics = list(next(iter(rows.values())))
+    width = max(len(m) for m in metrics)
+    print(f"| {'metric':<{width}} | " + " | ".join(rows) + " |")
+    print(f"|{'-' * (width + 2)}|" + "|".join("-" * (len(r) + 2) for r in rows) + "|")
+    for metric in metrics:
+        cells = " | ".join(f"{rows[r][metric]:>{len(r)},.1f}" for r in rows)
+        print(f"| {metric:<{width}} | {cells} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

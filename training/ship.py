@@ -1,0 +1,109 @@
+"""Ship a trained policy: export it small, measure it in the arena, write its model card.
+
+    python -m training.ship checkpoints/<run>/latest.pt --out checkpoints/shipped/sevenrocks_ppo.pt \\
+        --pairs 1000 --search-pairs 100 --workers 2
+
+Writes the policy-only checkpoint (no optimizer or run state), then ``model_card.json`` and
+``MODEL_CARD.md`` beside it: the training config, steps and wall time, and the arena results
+(duplicate deals, 95% CIs) against the baselines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from sevenrocks_env.policy import CheckpointError, read_checkpoint
+
+from .checkpoint import export_policy
+
+
+def _row(spec: str, result) -> dict:
+    lo, hi = result.ci95
+    return {"opponent": spec, "pairs": result.pairs, "matches": result.matches,
+            "win_rate": round(result.win_rate, 4), "ci95": [round(lo, 4), round(hi, 4)],
+            "mean_margin": round(result.mean_margin, 1),
+            "rounds_per_match": round(result.rounds_per_match, 2), "seed": result.seed,
+            "ms_per_decision_policy": round(1e3 * result.seconds_per_decision[0], 3)}
+
+
+def _markdown(card: dict) -> str:
+    lines = [f"# Model card: {card['file']}", "",
+             "A PPO self-play policy for Seven Rocks (one network for all four seats; seat-relative",
+             f"observation layout v{card['obs_version']}). Load it with",
+             "`sevenrocks_env.policy.load_policy(path)` or the agent spec `ckpt:PATH`.", "",
+             "| | |", "|-|-|",
+             f"| training decisions | {card['global_step']:,} |",
+             f"| training wall time | {card['train_minutes']:.1f} min on {card['machine']} |",
+             f"| network | MLP {card['model_config']['hidden_sizes']}, action features: "
+             f"{card['model_config'].get('action_features', False)} |",
+             f"| file size | {card['file_bytes'] / 1e6:.2f} MB |", "",
+             "## Arena results (duplicate deals, policy plays greedily, 95% Wilson CI over pairs)",
+             "", "| opponent | pairs | win rate | 95% CI | mean margin | rounds/match |",
+             "|-|-:|-:|-:|-:|-:|"]
+    for row in card["arena"]:
+        lines.append(f"| {row['opponent']} | {row['pairs']} | {row['win_rate']:.3f} | "
+                     f"[{row['ci95'][0]:.3f}, {row['ci95'][1]:.3f}] | {row['mean_margin']:+.1f} | "
+                     f"{row['rounds_per_match']:.2f} |")
+    lines += ["", "## Commands", "", "```", *card["commands"], "```", "",
+              "## Training config", "", "```json", json.dumps(card["config"], indent=1), "```", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoint")
+    parser.add_argument("--out", default="checkpoints/shipped/sevenrocks_ppo.pt")
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--agents", nargs="+", default=["random", "greedy", "heuristic"])
+    parser.add_argument("--search", default="search")
+    parser.add_argument("--search-pairs", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=2025)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--train-command", default="make train",
+                        help="how the checkpoint was trained (for the card)")
+    args = parser.parse_args(argv)
+    try:
+        source = read_checkpoint(args.checkpoint)
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    from sevenrocks_env.arena import evaluate
+
+    out = export_policy(args.checkpoint, args.out)
+    spec = f"ckpt:{out}"
+    plan = [(agent, args.pairs) for agent in args.agents]
+    if args.search_pairs > 0:
+        plan.append((args.search, args.search_pairs))
+    rows = []
+    for agent, pairs in plan:
+        started = time.time()
+        result = evaluate(spec, agent, pairs, seed=args.seed, workers=args.workers, progress=True)
+        rows.append(_row(agent, result))
+        print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
+    card = {
+        "file": out.name, "global_step": source["global_step"],
+        "train_minutes": source.get("wall_time", 0.0) / 60,
+        "machine": f"{platform.machine()} CPU, 2 cores shared (torch threads "
+                   f"{source.get('config', {}).get('torch_threads', '?')})",
+        "obs_version": source["obs_version"], "model_config": source["model_config"],
+        "file_bytes": out.stat().st_size, "arena": rows, "config": source.get("config", {}),
+        "commands": [args.train_command,
+                     f"python -m training.ship {args.checkpoint} --out {args.out} --pairs "
+                     f"{args.pairs} --search-pairs {args.search_pairs} --seed {args.seed} "
+                     f"--workers {args.workers}",
+                     f"sevenrocks arena {spec} greedy --pairs {args.pairs} --seed {args.seed}"],
+    }
+    (out.parent / "model_card.json").write_text(json.dumps(card, indent=1) + "\n")
+    (out.parent / "MODEL_CARD.md").write_text(_markdown(card))
+    print(f"wrote {out}, {out.parent / 'model_card.json'}, {out.parent / 'MODEL_CARD.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
