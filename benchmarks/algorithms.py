@@ -1,0 +1,193 @@
+"""Benchmark RL algorithms on Seven Rocks: same env-step budget, same seeds, same arena.
+
+    .venv/bin/python benchmarks/algorithms.py --budget 98304 --seeds 1 2 --pairs 100 \
+        [--algos ours sb3-heuristic sb3-self rllib] [--rllib-python .venv-rllib/bin/python] [--json out.json]
+
+Trains each algorithm once per seed, each in its own process (RLlib runs in its own venv, since
+Ray pins its own gymnasium; see docs/adapters.md):
+
+| algorithm       | how                                                                        |
+|-----------------|----------------------------------------------------------------------------|
+| `ours`          | `python -m training.train --config configs/default.yaml --set total_steps=B` (self-play PPO) |
+| `sb3-heuristic` | `examples/sb3_maskable_ppo.py --opponents heuristic` (partnership vs heuristic) |
+| `sb3-self`      | `examples/sb3_maskable_ppo.py --opponents self` (vs frozen copies of itself) |
+| `rllib`         | `examples/rllib_ppo.py --opponent self` (RLlib PPO, shared masked policy)  |
+
+**Budget unit:** decisions of learner-controlled seats, forced moves (single legal action,
+R6 knocks) excluded: our trainer's ``total_steps``, SB3's timesteps with ``skip_forced=True``,
+RLlib's env steps with ``skip_forced``.  Libraries round to whole rollouts, so the table reports
+the steps each run really took.  Common hyperparameters: MLP 256x256, lr 2.5e-4, gamma 0.99,
+GAE lambda 0.95, entropy 0.01, 4 epochs, clip 0.2, 1 torch thread; rollout sizes are each
+library's usual (ours 8192, SB3 2048, RLlib 4096), so the default budget 98,304 is whole
+rollouts for every one of them.
+
+Then every trained policy plays ``greedy`` and ``heuristic`` in this process's arena with the
+same deals (duplicate pairs from ``--eval-seed``).  Win rates pool the pairs of all seeds; the
+95% CI is Wilson over those pairs.  Wall time is the training time per run (no evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ALGOS = ("ours", "sb3-heuristic", "sb3-self", "rllib")
+OPPONENTS = ("greedy", "heuristic")
+
+
+def _run(cmd: list[str], log: Path, python_env: dict | None = None) -> float:
+    """Run ``cmd`` (output to ``log``); return its wall time; raise with the log tail on failure."""
+    started = time.perf_counter()
+    with open(log, "w") as out:
+        done = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                              env={**os.environ, **(python_env or {})})
+    if done.returncode != 0:
+        tail = log.read_text()[-3000:]
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {done.returncode}):\n{tail}")
+    return time.perf_counter() - started
+
+
+def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -> dict:
+    """Train ``algo`` with ``seed`` for ``budget`` steps; return its artifact and measured numbers."""
+    out.mkdir(parents=True, exist_ok=True)
+    log, result = out / "train.log", out / "result.json"
+    if algo == "ours":
+        overrides = [f"total_steps={budget}", f"seed={seed}", "max_minutes=0", "eval_every=0",
+                     "eval_agents=[random]", "final_eval_pairs=1", "progress=false",
+                     f"run_name={out.name}", f"checkpoint_dir={out.parent}/ckpt",
+                     f"log_dir={out.parent}/tb"]
+        cmd = [sys.executable, "-m", "training.train", "--config", "configs/default.yaml"]
+        for item in overrides:
+            cmd += ["--set", item]
+        wall = _run(cmd, log)
+        checkpoint = out.parent / "ckpt" / out.name / "latest.pt"
+        import torch
+
+        data = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        return {"agent": f"ckpt:{checkpoint}", "env_steps": int(data["global_step"]),
+                "train_s": float(data.get("wall_time", wall)), "process_s": wall}
+    if algo.startswith("sb3-"):
+        opponents = algo.split("-", 1)[1]
+        model = out / "model.zip"
+        cmd = [sys.executable, "examples/sb3_maskable_ppo.py", "--opponents", opponents,
+               "--steps", str(budget), "--seed", str(seed), "--save", str(model),
+               "--eval-pairs", "0", "--json", str(result)]
+        wall = _run(cmd, log)
+        data = json.loads(result.read_text())
+        return {"agent": f"sb3:{model}", "env_steps": data["env_steps"],
+                "train_s": data["train_seconds"], "process_s": wall}
+    if algo == "rllib":
+        checkpoint = out / "policy.pt"
+        cmd = [rllib_python, "examples/rllib_ppo.py", "--opponent", "self", "--env-steps", str(budget),
+               "--seed", str(seed), "--export", str(checkpoint), "--eval-pairs", "0",
+               "--train-batch-size", "4096", "--minibatch-size", "512", "--num-cpus", "2",
+               "--json", str(result)]
+        wall = _run(cmd, log)
+        data = json.loads(result.read_text())
+        return {"agent": f"ckpt:{checkpoint}", "env_steps": data["env_steps"],
+                "train_s": data["train_seconds"], "process_s": wall}
+    raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGOS}")
+
+
+def load_agent(spec: str):
+    """An arena agent from ``ckpt:PATH`` or ``sb3:PATH`` (a MaskablePPO zip)."""
+    if spec.startswith("sb3:"):
+        import importlib.util
+
+        from sb3_contrib import MaskablePPO
+
+        path = ROOT / "examples" / "sb3_maskable_ppo.py"
+        module_spec = importlib.util.spec_from_file_location("sb3_maskable_ppo", path)
+        example = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(example)
+        return example.SB3Agent(MaskablePPO.load(spec[4:], device="cpu"))
+    from sevenrocks_env.agents import make_agent
+
+    return make_agent(spec)
+
+
+def evaluate_run(run: dict, pairs: int, eval_seed: int) -> dict:
+    from sevenrocks_env.agents import make_agent
+    from sevenrocks_env.arena import evaluate
+
+    agent = load_agent(run["agent"])
+    scores = {}
+    for opponent in OPPONENTS:
+        result = evaluate(agent, make_agent(opponent), pairs, eval_seed)
+        scores[opponent] = {"win_rate": result.win_rate, "pairs": result.pairs,
+                            "ci95": list(result.ci95), "mean_margin": result.mean_margin}
+    return scores
+
+
+def table(runs: list[dict], budget: int, pairs: int) -> str:
+    from sevenrocks_env.ratings import wilson_interval
+
+    lines = [f"budget {budget:,} learner decisions per run; arena: {pairs} duplicate pairs per "
+             "opponent per seed, pooled over seeds (Wilson 95% CI over pairs)", "",
+             "| algorithm | seeds | env steps (mean) | train wall s (mean) | win rate vs greedy | "
+             "win rate vs heuristic |", "|---|---|---|---|---|---|"]
+    for algo in dict.fromkeys(r["algo"] for r in runs):
+        mine = [r for r in runs if r["algo"] == algo]
+        cells = []
+        for opponent in OPPONENTS:
+            n = sum(r["arena"][opponent]["pairs"] for r in mine)
+            p = sum(r["arena"][opponent]["win_rate"] * r["arena"][opponent]["pairs"] for r in mine) / n
+            lo, hi = wilson_interval(p, n)
+            cells.append(f"{p:.3f} [{lo:.3f}, {hi:.3f}]")
+        lines.append(f"| {algo} | {','.join(str(r['seed']) for r in mine)} | "
+                     f"{statistics.mean(r['env_steps'] for r in mine):,.0f} | "
+                     f"{statistics.mean(r['train_s'] for r in mine):,.0f} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--budget", type=int, default=98_304,
+                        help="learner decisions per run (default 12 x 8192: whole rollouts for all)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
+    parser.add_argument("--pairs", type=int, default=100, help="arena duplicate pairs per opponent")
+    parser.add_argument("--eval-seed", type=int, default=12345)
+    parser.add_argument("--rllib-python", default=str(ROOT / ".venv-rllib" / "bin" / "python"),
+                        help="a Python with the [rllib] extra installed")
+    parser.add_argument("--out", default="runs/bench_algorithms", help="artifacts and logs")
+    parser.add_argument("--json", help="write every run's numbers here")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.budget < 1 or args.pairs < 1:
+        print("error: --budget and --pairs must be >= 1", file=sys.stderr)
+        return 2
+    if "rllib" in args.algos and not Path(args.rllib_python).exists():
+        print(f"error: {args.rllib_python} not found (make the [rllib] venv, or drop rllib "
+              "from --algos)", file=sys.stderr)
+        return 2
+    runs = []
+    for algo in args.algos:
+        for seed in args.seeds:
+            out = ROOT / args.out / f"{algo}_seed{seed}"
+            print(f"training {algo} seed {seed} ({args.budget:,} steps) ...", flush=True)
+            run = {"algo": algo, "seed": seed, **train_one(algo, seed, args.budget, out, args.rllib_python)}
+            run["arena"] = evaluate_run(run, args.pairs, args.eval_seed)
+            print(f"  {run['env_steps']:,} steps in {run['train_s']:.0f} s; " + ", ".join(
+                f"vs {o} {run['arena'][o]['win_rate']:.3f}" for o in OPPONENTS), flush=True)
+            runs.append(run)
+            if args.json:
+                Path(args.json).write_text(json.dumps(runs, indent=2))
+    print()
+    print(table(runs, args.budget, args.pairs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
