@@ -72,25 +72,41 @@ class PolicyNet(nn.Module):
         if self.action_features is not None:
             self.feature_weights = _init(nn.Linear(width, ActionFeatures.SIZE), 0.01)
 
-    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None
+    def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None,
+                features: tuple[torch.Tensor, torch.Tensor] | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(logits [B, 113], value [B])``; the logits are not masked yet.
 
         With action features, ``mask`` says which actions get their per-action term (only legal
-        ones matter; computing just those is what keeps this fast).  Without a mask every
-        placement gets it.
+        ones matter; computing just those is what keeps this fast; no mask: every placement).
+        ``features`` may pass :meth:`legal_features` computed once (the trainer does, per rollout).
         """
         hidden = self.trunk(obs)
         logits = self.policy_head(hidden)
         if self.action_features is not None:
-            if mask is None:
-                mask = torch.ones_like(logits, dtype=torch.bool)
-            rows, actions = torch.nonzero(mask[:, :KNOCK], as_tuple=True)
-            features = self.action_features(obs, rows, actions)             # [P, F]
+            actions, values = self.legal_features(obs, mask) if features is None else features
             weights = self.feature_weights(hidden)                           # [B, F]
-            term = (features * weights[rows]).sum(-1)
-            logits = logits.index_put((rows, actions), term, accumulate=True)
+            term = (values * weights.unsqueeze(1)).sum(-1)                   # [B, K]
+            logits = logits.scatter_add(1, actions, term)
         return logits, self.value_head(hidden).squeeze(-1)
+
+    def legal_features(self, obs: torch.Tensor, mask: torch.Tensor | None = None
+                       ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Action features of each row's placements, padded: ``(actions [B, K], values [B, K, F])``
+        (padding points at the knock with zero features, so it adds nothing)."""
+        if mask is None:
+            mask = torch.ones(obs.shape[0], KNOCK, dtype=torch.bool)
+        placements = mask[:, :KNOCK].bool()
+        rows, actions = torch.nonzero(placements, as_tuple=True)
+        counts = placements.sum(1)
+        width = max(int(counts.max()) if len(counts) else 0, 1)
+        starts = torch.cumsum(counts, 0) - counts
+        position = torch.arange(len(rows)) - starts[rows]
+        padded_actions = torch.full((obs.shape[0], width), KNOCK, dtype=torch.long)
+        padded_actions[rows, position] = actions
+        padded = torch.zeros(obs.shape[0], width, ActionFeatures.SIZE)
+        padded[rows, position] = self.action_features(obs, rows, actions)
+        return padded_actions, padded
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:
         """The value head alone (no logits needed)."""

@@ -146,3 +146,53 @@ def test_policy_plays_through_the_env_unchanged(tmp_path):
         env.step(action)
         steps += 1
     assert steps > 20
+
+
+def _best_reply(after, seat_to_play, hidden, voids) -> int:
+    """Most points the seat on turn could score with one tile it may hold (engine-computed)."""
+    from sevenrocks_env.tiles import TILES, WITH_NUMBER, tiles_of
+
+    best = 0
+    for tile in tiles_of(hidden):
+        if any((voids >> n) & 1 for n in set(TILES[tile])):
+            continue
+        for slot, number in enumerate(after.ends):
+            if number >= 0 and (WITH_NUMBER[number] >> tile) & 1:
+                trial = after.clone()
+                for seat in range(4):
+                    trial.hands[seat] &= ~(1 << tile)
+                trial.hands[seat_to_play] |= 1 << tile
+                best = max(best, apply_action(trial, 4 * tile + slot))
+    return best
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(0, 10**6))
+def test_action_features_agree_with_the_engine(seed):
+    # Feature 0 is the placement's points, feature 17 the left opponent's best reply: both must
+    # equal what the rules engine computes by playing the moves (R4, R5).
+    import random
+
+    from sevenrocks_env.policy_features import ActionFeatures
+    from sevenrocks_env.rules import legal_actions
+    from sevenrocks_env.tiles import ALL_TILES, KNOCK
+
+    features = ActionFeatures()
+    rng = random.Random(seed)
+    match = Match.new(seed, max_rounds=2, keep_history=False)
+    while not match.over:
+        seat = match.turn
+        actions = [a for a in legal_actions(match) if a != KNOCK]
+        if actions:
+            obs = torch.from_numpy(encode(match, seat)).unsqueeze(0)
+            got = features(obs, torch.zeros(len(actions), dtype=torch.long), torch.tensor(actions))
+            for row, action in zip(got, actions):
+                after = match.clone()
+                assert round(row[0].item() * 35) == apply_action(after, action)
+                if after.over or after.placements == 0:
+                    continue  # the round ended: no reply on this layout
+                left = (seat + 1) % 4
+                hidden = ALL_TILES & ~after.played & ~after.hands[seat]
+                assert round(row[17].item() * 35) == _best_reply(after, left, hidden,
+                                                                 match.voids[left])
+        apply_action(match, rng.choice(legal_actions(match)))

@@ -50,11 +50,17 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
     minibatch_size = size // cfg.num_minibatches
     clipfracs, approx_kl = [], torch.tensor(0.0)
     model.train()
+    features = None
+    if getattr(model, "action_features", None) is not None:  # no gradient: compute once
+        with torch.no_grad():
+            features = model.legal_features(batch["obs"], batch["masks"])
     for _epoch in range(cfg.update_epochs):
         order = torch.randperm(size)
         for start in range(0, size, minibatch_size):
             mb = order[start:start + minibatch_size]
-            logits, new_values = model(batch["obs"][mb], batch["masks"][mb])
+            logits, new_values = model(batch["obs"][mb], batch["masks"][mb],
+                                       None if features is None else
+                                       (features[0][mb], features[1][mb]))
             dist = MaskedCategorical(logits, batch["masks"][mb])
             new_logprobs = dist.log_prob(batch["actions"][mb])
             entropy = dist.entropy()
