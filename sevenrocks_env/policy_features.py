@@ -53,6 +53,8 @@ class ActionFeatures(nn.Module):
             "tile_pips": torch.tensor(TILE_PIPS, dtype=torch.float32),
             "tile_low": torch.tensor(TILE_LOW), "tile_high": torch.tensor(TILE_HIGH),
             "tile_numbers": torch.from_numpy(TILE_NUMBERS_NP),         # [28, 7]
+            "double_factor": (1 + torch.tensor(TILE_IS_DOUBLE, dtype=torch.float32)).view(1, -1, 1),
+            "straight": torch.tensor([1.0, 1.0, 0.0, 0.0]),            # west/east vs branches
         }
         for name, tensor in buffers.items():
             self.register_buffer(name, tensor, persistent=False)
@@ -64,17 +66,23 @@ class ActionFeatures(nn.Module):
     @torch.no_grad()
     def forward(self, obs: torch.Tensor, rows: torch.Tensor, actions: torch.Tensor
                 ) -> torch.Tensor:
-        """Features of placement ``actions[p]`` (< 112) in observation ``rows[p]``."""
-        batch = obs.shape[0]
-        opening = self._piece(obs, "opening")[rows, 0] > 0.5                      # [P]
-        open_ = self._piece(obs, "slot_open")[rows]                                # [P, 4]
-        number = self._piece(obs, "slot_number").reshape(batch, 4, 7).argmax(-1)[rows]
-        double = self._piece(obs, "slot_double")[rows]
-        started = self._piece(obs, "branch_started")[rows]
-        spinner_piece = self._piece(obs, "spinner")[rows]
+        """Features of placement ``actions[p]`` (< 112) in observation ``rows[p]``.
+
+        Written with few, whole-tensor operations: a policy agent calls this for one state per
+        decision, where the per-operation overhead is what costs.
+        """
+        obs = obs[rows]                                                       # [P, 238]
+        size = len(actions)
+        opening = self._piece(obs, "opening")[:, 0] > 0.5                     # [P]
+        open_ = self._piece(obs, "slot_open")                                  # [P, 4]
+        number = self._piece(obs, "slot_number").reshape(size, 4, 7).argmax(-1)
+        double = self._piece(obs, "slot_double")
+        started = self._piece(obs, "branch_started")
+        spinner_piece = self._piece(obs, "spinner")
         spinner = torch.where(spinner_piece[:, 0] > 0.5, spinner_piece[:, 1:].argmax(-1), -1)
         tile, slot = actions // 4, actions % 4
-        index = torch.arange(len(actions))
+        index = torch.arange(size)
+        tile_double = self.tile_double[tile]
 
         # -- this placement (R3-R5) -----------------------------------------------------------
         joined = number[index, slot]
@@ -82,54 +90,47 @@ class ActionFeatures(nn.Module):
                            self.fits[tile, joined] * open_[index, slot])
         new_end = self.other[tile, joined]
         before = self._values(open_, number, double, started)
-        end_sum = before.sum(-1) - before[index, slot] + new_end * (1 + self.tile_double[tile])
+        end_sum = before.sum(-1) - before[index, slot] + new_end * (1 + tile_double)
         end_sum = torch.where(opening, self.tile_pips[tile], end_sum) * fits
         remainder = end_sum.remainder(5)
         scores = ((remainder == 0) & (end_sum > 0)).float()
-        left_open = torch.where(opening, -1, new_end)
 
         # -- the layout after it (R4: spinner, branches opening) ------------------------------
-        number, double, open_, started = number.clone(), double.clone(), open_.clone(), \
-            started.clone()
+        number, double, started = number.clone(), double.clone(), started.clone()
         number[index, slot] = new_end
-        double[index, slot] = self.tile_double[tile]
+        double[index, slot] = tile_double
         started[index, slot] = (slot >= NORTH).float()
-        new_spinner = (spinner < 0) & (self.tile_double[tile] > 0)
-        spinner = torch.where(new_spinner, self.tile_low[tile], spinner)
-        low, high, is_double = self.tile_low[tile], self.tile_high[tile], self.tile_double[tile]
+        spinner = torch.where((spinner < 0) & (tile_double > 0), self.tile_low[tile], spinner)
         first = opening.unsqueeze(-1)
-        number = torch.where(first, torch.stack([low, high, low, low], -1), number)
-        double = torch.where(first, torch.stack([is_double, is_double] + [0 * is_double] * 2, -1),
-                             double)
-        open_ = torch.where(first, torch.tensor([1.0, 1.0, 0.0, 0.0]), open_)
-        started = torch.where(first, torch.zeros_like(started), started)
-        exposed = ((double[:, WEST] > 0) & (number[:, WEST] == spinner)) | (
-            (double[:, EAST] > 0) & (number[:, EAST] == spinner))
+        low = self.tile_low[tile]
+        number = torch.where(first, torch.stack([low, self.tile_high[tile], low, low], -1), number)
+        double = torch.where(first, tile_double.unsqueeze(-1) * self.straight, double)
+        open_ = torch.where(first, self.straight, open_)
+        started = torch.where(first, 0.0, started)
+        exposed = ((double[:, :NORTH] > 0) & (number[:, :NORTH] == spinner.unsqueeze(-1))).any(-1)
         opens = (spinner >= 0) & (open_[:, NORTH] < 0.5) & ~exposed
-        branch = opens.unsqueeze(-1) & (torch.arange(4) >= NORTH)
-        number = torch.where(branch, spinner.unsqueeze(-1).expand(-1, 4), number)
-        double = torch.where(branch, torch.zeros_like(double), double)
-        open_ = torch.where(branch, torch.ones_like(open_), open_)
-        after = self._values(open_, number, double, started)                      # [P, 4]
+        branch = opens.unsqueeze(-1) & (self.straight < 0.5)
+        number = torch.where(branch, spinner.unsqueeze(-1), number)
+        double = torch.where(branch, 0.0, double)
+        open_ = torch.where(branch, 1.0, open_)
+        after = self._values(open_, number, double, started)                    # [P, 4]
 
         # -- replies: every tile at every open slot of the new layout -------------------------
         reply_fits = self.fits[:, number].permute(1, 0, 2) * open_.unsqueeze(1)   # [P, 28, 4]
-        reply_value = self.other[:, number].permute(1, 0, 2) * (
-            1 + self.tile_double).view(1, -1, 1)
-        reply_sum = after.sum(-1).view(-1, 1, 1) - after.unsqueeze(1) + reply_value
+        reply_sum = (after.sum(-1).view(-1, 1, 1) - after.unsqueeze(1)
+                     + self.other[:, number].permute(1, 0, 2) * self.double_factor)
         reply_points = reply_sum * ((reply_sum.remainder(5) == 0) & (reply_sum > 0)) * reply_fits
         best_reply = reply_points.amax(-1)                                        # [P, 28]
-        left_max, left_mean = self._holder(obs, rows, best_reply, relative_seat=1)
-        partner_max, partner_mean = self._holder(obs, rows, best_reply, relative_seat=2)
+        replies = self._replies(obs, best_reply)                                  # [P, 4]
 
-        parts = [
-            end_sum * scores / 35.0, scores, end_sum / 36.0,
-            *(fits * (remainder == r).float() for r in range(5)),
-            fits * self.tile_pips[tile] / 12.0, fits * self.tile_double[tile],
-            *(fits * (left_open == n).float() for n in range(7)),
-            fits * left_max, fits * left_mean, fits * partner_max, fits * partner_mean,
-        ]
-        return torch.stack(parts, dim=-1)
+        parts = torch.cat([
+            torch.stack([end_sum * scores / 35.0, scores, end_sum / 36.0], -1),
+            nn.functional.one_hot(remainder.long(), 5).float(),
+            torch.stack([self.tile_pips[tile] / 12.0, tile_double], -1),
+            nn.functional.one_hot(torch.where(opening, 7, new_end), 8)[:, :7].float(),
+            replies,
+        ], -1)
+        return parts * fits.unsqueeze(-1)
 
     @staticmethod
     def _values(open_, number, double, started) -> torch.Tensor:
@@ -137,14 +138,15 @@ class ActionFeatures(nn.Module):
         counted = torch.cat([open_[:, :NORTH], open_[:, NORTH:] * started[:, NORTH:]], -1)
         return counted * number * (1.0 + double)
 
-    def _holder(self, obs, rows, best_reply, relative_seat: int):
-        """Best and expected reply (/ 35) of a seat over the hidden tiles it may hold."""
-        hand = self._piece(obs, "hand")
+    def _replies(self, obs, best_reply) -> torch.Tensor:
+        """Best and expected reply (/ 35) of the left opponent, then of the partner, over the
+        hidden tiles each may hold (not in our hand, not played, no number it is void in)."""
         played = self._piece(obs, "played_by").reshape(-1, 4, NUM_TILES).amax(1)
-        hidden = (1.0 - hand) * (1.0 - played)                                    # [B, 28]
-        voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, relative_seat - 1]  # [B, 7]
-        possible = hidden * (voids @ self.tile_numbers.T == 0).float()            # [B, 28]
-        holds = self._piece(obs, "tile_counts")[:, relative_seat] * 7.0
-        share = (holds / hidden.sum(-1).clamp(min=1.0)).clamp(max=1.0)           # [B]
-        candidates = best_reply * possible[rows]
-        return candidates.amax(-1) / 35.0, candidates.sum(-1) * share[rows] / 35.0
+        hidden = (1.0 - self._piece(obs, "hand")) * (1.0 - played)                # [P, 28]
+        voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :2]                  # [P, 2, 7]
+        possible = hidden.unsqueeze(1) * (voids @ self.tile_numbers.T == 0)         # [P, 2, 28]
+        holds = self._piece(obs, "tile_counts")[:, 1:3] * 7.0                       # [P, 2]
+        share = (holds / hidden.sum(-1, keepdim=True).clamp(min=1.0)).clamp(max=1.0)
+        candidates = best_reply.unsqueeze(1) * possible
+        best, expected = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
+        return torch.stack([best[:, 0], expected[:, 0], best[:, 1], expected[:, 1]], -1)
