@@ -222,7 +222,7 @@ class PolicyAgent:
     def seed(self, seed: int | None) -> None:
         self._generator.manual_seed(0 if seed is None else int(seed))
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         mask = np.asarray(action_mask).astype(bool)
         if not mask.any():

@@ -120,8 +120,10 @@ def test_shipped_policy_beats_random():
     from sevenrocks_env.arena import evaluate
     from sevenrocks_env.agents import make_agent
 
-    result = evaluate(load_policy(SHIPPED), make_agent("random"), pairs=40, seed=2024)
-    # A coin-flipping policy wins >= 85% of 80 matches with probability < 1e-9.
+    result = evaluate(load_policy(SHIPPED), make_agent("random"), pairs=30, seed=2024)
+    # A policy no better than random (each match a coin flip at best) wins >= 85% of these
+    # 60 matches with probability ~1e-8 (binomial tail), and < 1e-4 even if the two matches of
+    # a duplicate pair always went the same way (26 of 30 pairs), so this cannot pass by luck.
     assert result.win_rate >= 0.85, result.table()
 
 
