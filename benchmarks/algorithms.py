@@ -159,6 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rllib-python", default=str(ROOT / ".venv-rllib" / "bin" / "python"),
                         help="a Python with the [rllib] extra installed")
     parser.add_argument("--out", default="runs/bench_algorithms", help="artifacts and logs")
+    parser.add_argument("--reuse", action="store_true",
+                        help="skip training where --out already holds a run with this budget")
     parser.add_argument("--json", help="write every run's numbers here")
     return parser
 
@@ -177,7 +179,14 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             out = ROOT / args.out / f"{algo}_seed{seed}"
             print(f"training {algo} seed {seed} ({args.budget:,} steps) ...", flush=True)
-            run = {"algo": algo, "seed": seed, **train_one(algo, seed, args.budget, out, args.rllib_python)}
+            saved = out / "run.json"
+            if args.reuse and saved.exists() and json.loads(saved.read_text())["budget"] == args.budget:
+                trained = json.loads(saved.read_text())
+            else:
+                trained = train_one(algo, seed, args.budget, out, args.rllib_python)
+                trained["budget"] = args.budget
+                saved.write_text(json.dumps(trained))
+            run = {"algo": algo, "seed": seed, **trained}
             run["arena"] = evaluate_run(run, args.pairs, args.eval_seed)
             print(f"  {run['env_steps']:,} steps in {run['train_s']:.0f} s; " + ", ".join(
                 f"vs {o} {run['arena'][o]['win_rate']:.3f}" for o in OPPONENTS), flush=True)

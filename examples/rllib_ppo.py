@@ -230,8 +230,17 @@ def _to_shared_policy(agent_id, episode, **kwargs):
 
 
 def policy_net(algo) -> PolicyNet:
-    """The trained :class:`PolicyNet` of an RLlib ``Algorithm`` built from :func:`build_config`."""
-    return algo.get_module(POLICY_ID).net
+    """The learner's current shared policy as a plain :class:`PolicyNet` (works for local and
+    remote learners: the weights come from the learner group)."""
+    weights = algo.learner_group.get_weights(module_ids=[POLICY_ID])[POLICY_ID]
+    state = {key[len("net."):]: torch.as_tensor(np.asarray(value))
+             for key, value in weights.items() if key.startswith("net.")}
+    hidden = [state[key].shape[0] for key in sorted(
+        (k for k in state if k.startswith("trunk.") and k.endswith(".weight")),
+        key=lambda k: int(k.split(".")[1]))]
+    net = PolicyNet(hidden)
+    net.load_state_dict(state)
+    return net.eval()
 
 
 def export_policy(algo, path, global_step: int = 0) -> Path:
@@ -252,9 +261,9 @@ def env_steps(result: dict) -> int:
     raise KeyError("num_env_steps_sampled_lifetime not in the RLlib result")
 
 
-def train(config, env_steps_budget: int, max_iterations: int | None = None, log=print) -> tuple:
-    """Build the algorithm and train until ``env_steps_budget`` env steps; ``(algo, steps, seconds)``."""
-    algo = config.build_algo()
+def train(algo, env_steps_budget: int, max_iterations: int | None = None, log=print) -> tuple:
+    """Train a built algorithm (``build_config(...).build_algo()``) until ``env_steps_budget``
+    env steps; returns ``(steps, seconds)``."""
     started, steps, iteration = time.perf_counter(), 0, 0
     while steps < env_steps_budget and (max_iterations is None or iteration < max_iterations):
         result = algo.train()
@@ -263,7 +272,7 @@ def train(config, env_steps_budget: int, max_iterations: int | None = None, log=
         ret = result.get("env_runners", {}).get("agent_episode_returns_mean", {})
         log(f"iteration {iteration}: {steps} env steps, "
             f"{time.perf_counter() - started:.0f} s, mean return {ret}")
-    return algo, steps, time.perf_counter() - started
+    return steps, time.perf_counter() - started
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -312,7 +321,8 @@ def main(argv=None) -> int:
     config = build_config(args.opponent, args.hidden, args.num_env_runners,
                           args.num_envs_per_env_runner, args.train_batch_size, args.minibatch_size,
                           args.num_epochs, args.lr, seed=args.seed)
-    algo, steps, seconds = train(config, args.env_steps, args.max_iterations)
+    algo = config.build_algo()
+    steps, seconds = train(algo, args.env_steps, args.max_iterations)
     path = export_policy(algo, args.export, steps)
     print(f"exported the policy to {path} (agent spec ckpt:{path})")
     algo.stop()

@@ -81,8 +81,10 @@ def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path):
     try:
         config = rllib_ppo.build_config(hidden_sizes=(32,), num_env_runners=1, train_batch_size=400,
                                         minibatch_size=200, num_epochs=1, seed=3)
+        algo = config.build_algo()
+        before = {k: v.clone() for k, v in rllib_ppo.policy_net(algo).state_dict().items()}
         # the env raises on any illegal action, so a sampled illegal action fails the iteration
-        algo, steps, _ = rllib_ppo.train(config, env_steps_budget=1, max_iterations=1, log=lambda _: None)
+        steps, _ = rllib_ppo.train(algo, env_steps_budget=1, max_iterations=1, log=lambda _: None)
         assert steps >= 400
         path = rllib_ppo.export_policy(algo, tmp_path / "policy.pt", steps)
         module = algo.get_module(rllib_ppo.POLICY_ID)
@@ -98,7 +100,10 @@ def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path):
     probs = torch.softmax(logits, -1)[0].detach().numpy()
     assert probs[o["action_mask"] == 0].max() == 0.0
     assert probs[o["action_mask"] == 1].sum() == pytest.approx(1.0)
-    # the exported policy is an arena agent
+    # the exported policy is the trained one (not the initial weights), and an arena agent
     agent = load_policy(path)
+    exported = agent.model.state_dict()
+    assert any(not torch.equal(before[k], exported[k]) for k in before)
+    assert all(torch.allclose(exported[k], v) for k, v in module.net.state_dict().items())
     result = evaluate(agent, make_agent("random"), pairs=1, seed=0)
     assert result.matches == 2
