@@ -13,6 +13,12 @@ Ray pins its own gymnasium; see docs/adapters.md):
 | `sb3-self`      | `examples/sb3_maskable_ppo.py --opponents self` (vs frozen copies of itself) |
 | `rllib`         | `examples/rllib_ppo.py --opponent self` (RLlib PPO, shared masked policy)  |
 
+**Reward:** the same for all: the score margin / 100 after every scoring event (the env's
+``reward="points"``; our trainer with ``points_scale=0.01, win_reward=0``), so a match's return
+is its final margin / 100.  The sparse R8 win/loss reward gives no signal here: a fresh policy
+never wins a 250-point match against ``heuristic`` (``random`` loses all 40 of 40 matches to
+``greedy`` in the arena), so SB3 trained on it stayed at return -1.
+
 **Budget unit:** decisions of learner-controlled seats, forced moves (single legal action,
 R6 knocks) excluded: our trainer's ``total_steps``, SB3's timesteps with ``skip_forced=True``,
 RLlib's env steps with ``skip_forced``.  Libraries round to whole rollouts, so the table reports
@@ -40,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ALGOS = ("ours", "sb3-heuristic", "sb3-self", "rllib")
 OPPONENTS = ("greedy", "heuristic")
+REWARD_TAG = "points"  # what --reuse checks besides the budget
 
 
 def _run(cmd: list[str], log: Path, python_env: dict | None = None) -> float:
@@ -60,6 +67,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
     log, result = out / "train.log", out / "result.json"
     if algo == "ours":
         overrides = [f"total_steps={budget}", f"seed={seed}", "max_minutes=0", "eval_every=0",
+                     "points_scale=0.01", "win_reward=0",  # the same reward as reward="points"
                      "eval_agents=[random]", "final_eval_pairs=1", "progress=false",
                      f"run_name={out.name}", f"checkpoint_dir={out.parent}/ckpt",
                      f"log_dir={out.parent}/tb"]
@@ -77,7 +85,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
         opponents = algo.split("-", 1)[1]
         model = out / "model.zip"
         cmd = [sys.executable, "examples/sb3_maskable_ppo.py", "--opponents", opponents,
-               "--steps", str(budget), "--seed", str(seed), "--save", str(model),
+               "--steps", str(budget), "--seed", str(seed), "--save", str(model), "--reward", "points",
                "--eval-pairs", "0", "--json", str(result)]
         wall = _run(cmd, log)
         data = json.loads(result.read_text())
@@ -86,7 +94,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
     if algo == "rllib":
         checkpoint = out / "policy.pt"
         cmd = [rllib_python, "examples/rllib_ppo.py", "--opponent", "self", "--env-steps", str(budget),
-               "--seed", str(seed), "--export", str(checkpoint), "--eval-pairs", "0",
+               "--seed", str(seed), "--export", str(checkpoint), "--eval-pairs", "0", "--reward", "points",
                "--train-batch-size", "4096", "--minibatch-size", "512", "--num-cpus", "2",
                "--json", str(result)]
         wall = _run(cmd, log)
@@ -179,12 +187,12 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             out = ROOT / args.out / f"{algo}_seed{seed}"
             print(f"training {algo} seed {seed} ({args.budget:,} steps) ...", flush=True)
-            saved = out / "run.json"
-            if args.reuse and saved.exists() and json.loads(saved.read_text())["budget"] == args.budget:
+            saved, tag = out / "run.json", f"{args.budget}/{REWARD_TAG}"
+            if args.reuse and saved.exists() and json.loads(saved.read_text()).get("tag") == tag:
                 trained = json.loads(saved.read_text())
             else:
                 trained = train_one(algo, seed, args.budget, out, args.rllib_python)
-                trained["budget"] = args.budget
+                trained["tag"] = tag
                 saved.write_text(json.dumps(trained))
             run = {"algo": algo, "seed": seed, **trained}
             run["arena"] = evaluate_run(run, args.pairs, args.eval_seed)

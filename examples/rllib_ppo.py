@@ -290,6 +290,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--minibatch-size", type=int, default=500)
     parser.add_argument("--num-epochs", type=int, default=4)
     parser.add_argument("--lr", type=float, default=2.5e-4)
+    parser.add_argument("--reward", default="win", choices=["win", "points"],
+                        help="env reward: R8 win/loss, or the score margin / 100 (dense)")
     parser.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--export", default="checkpoints/rllib/policy.pt",
@@ -320,7 +322,7 @@ def main(argv=None) -> int:
         ray.init(num_cpus=args.num_cpus, include_dashboard=False)
     config = build_config(args.opponent, args.hidden, args.num_env_runners,
                           args.num_envs_per_env_runner, args.train_batch_size, args.minibatch_size,
-                          args.num_epochs, args.lr, seed=args.seed)
+                          args.num_epochs, args.lr, reward=args.reward, seed=args.seed)
     algo = config.build_algo()
     steps, seconds = train(algo, args.env_steps, args.max_iterations)
     path = export_policy(algo, args.export, steps)

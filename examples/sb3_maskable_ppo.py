@@ -79,7 +79,7 @@ def make_env(opponents="heuristic", partner="self", seat="random", reward: str =
 
 def train(opponents: str = "heuristic", steps: int = 100_000, seed: int = 1, n_envs: int = 1,
           n_steps: int = 2048, batch_size: int = 256, n_epochs: int = 4, learning_rate: float = 2.5e-4,
-          hidden=(256, 256), refresh: int = 20_000, verbose: int = 0):
+          hidden=(256, 256), refresh: int = 20_000, reward: str = "win", verbose: int = 0):
     """Train MaskablePPO for ``steps`` env steps; returns ``(model, seconds)``."""
     import torch
     from sb3_contrib import MaskablePPO
@@ -88,7 +88,7 @@ def train(opponents: str = "heuristic", steps: int = 100_000, seed: int = 1, n_e
     torch.set_num_threads(1)
     frozen = _FrozenCopy() if opponents == "self" else None
     spec = frozen if frozen is not None else opponents
-    vec = make_vec_env(lambda: make_env(opponents=spec), n_envs=n_envs, seed=seed)
+    vec = make_vec_env(lambda: make_env(opponents=spec, reward=reward), n_envs=n_envs, seed=seed)
     model = MaskablePPO("MultiInputPolicy", vec, n_steps=n_steps, batch_size=batch_size,
                         n_epochs=n_epochs, learning_rate=learning_rate, gamma=0.99, gae_lambda=0.95,
                         ent_coef=0.01, policy_kwargs={"net_arch": list(hidden)}, seed=seed,
@@ -122,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--n-envs", type=int, default=1)
     parser.add_argument("--n-steps", type=int, default=2048, help="rollout length per env")
+    parser.add_argument("--reward", default="win", choices=["win", "points"],
+                        help="env reward: R8 win/loss, or the score margin / 100 (dense)")
     parser.add_argument("--refresh", type=int, default=20_000, help="--opponents self: copy every N steps")
     parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")
     parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
@@ -142,7 +144,7 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     model, seconds = train(args.opponents, args.steps, args.seed, args.n_envs, args.n_steps,
-                           refresh=args.refresh, verbose=1)
+                           refresh=args.refresh, reward=args.reward, verbose=1)
     Path(args.save).parent.mkdir(parents=True, exist_ok=True)
     model.save(args.save)
     results = {"env_steps": int(model.num_timesteps), "train_seconds": seconds, "model": args.save,
