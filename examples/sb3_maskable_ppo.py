@@ -79,7 +79,7 @@ def make_env(opponents="heuristic", partner="self", seat="random", reward: str =
 
 def train(opponents: str = "heuristic", steps: int = 100_000, seed: int = 1, n_envs: int = 1,
           n_steps: int = 2048, batch_size: int = 256, n_epochs: int = 4, learning_rate: float = 2.5e-4,
-          hidden=(256, 256), refresh: int = 20_000, reward: str = "win", verbose: int = 0):
+          hidden=(256, 256), refresh: int = 16_384, reward: str = "win", verbose: int = 0):
     """Train MaskablePPO for ``steps`` env steps; returns ``(model, seconds)``."""
     import torch
     from sb3_contrib import MaskablePPO
@@ -124,7 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--n-steps", type=int, default=2048, help="rollout length per env")
     parser.add_argument("--reward", default="win", choices=["win", "points"],
                         help="env reward: R8 win/loss, or the score margin / 100 (dense)")
-    parser.add_argument("--refresh", type=int, default=20_000, help="--opponents self: copy every N steps")
+    parser.add_argument("--refresh", type=int, default=16_384,
+                        help="--opponents self: copy the learner every N steps (a multiple of --n-steps)")
     parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")
     parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
     parser.add_argument("--eval-seed", type=int, default=12345)
