@@ -1,25 +1,39 @@
 # Two commands do everything on a fresh machine:  make train   and   make test
 PYTHON     ?= python3
 VENV       ?= .venv
+# Ray RLlib pins an older gymnasium than the main environment uses, so it gets its own venv.
+VENV_RLLIB ?= .venv-rllib
 # A CPU build of torch by default; override, e.g. make train TORCH_SPEC="torch==2.14.1"
 TORCH_SPEC ?= torch==2.13.0
 PIP_FLAGS  ?=
 CONFIG     ?= configs/default.yaml
 PY          = $(VENV)/bin/python
+PY_RLLIB    = $(VENV_RLLIB)/bin/python
 
-.PHONY: install test train bench clean
+.PHONY: install install-rllib test train bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench]"
+	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3]"
+	touch $@
+
+$(VENV_RLLIB)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV_RLLIB)
+	$(PY_RLLIB) -m pip install -q --upgrade pip
+	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
+	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) -e ".[rllib,test]"
 	touch $@
 
 install: $(VENV)/.installed
 
-test: install
+install-rllib: $(VENV_RLLIB)/.installed
+
+# The whole suite in the main venv, then the RLlib tests in theirs.
+test: install install-rllib
 	$(PY) -m pytest -q
+	$(PY_RLLIB) -m pytest -q tests/test_rllib.py
 
 train: install
 	$(PY) -m training.train --config $(CONFIG)
@@ -28,4 +42,4 @@ bench: install
 	$(PY) benchmarks/env_speed.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat runs .pytest_cache .hypothesis

@@ -236,8 +236,7 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     started = time.perf_counter()
     bar = _progress_bar(pairs, f"{_label(agent_a)} vs {_label(agent_b)}", progress)
     if workers == 1:
-        duo_a = [make_agent(agent_a), make_agent(agent_a)] if strings else [agent_a, agent_a]
-        duo_b = [make_agent(agent_b), make_agent(agent_b)] if strings else [agent_b, agent_b]
+        duo_a, duo_b = _partnership(agent_a), _partnership(agent_b)
         outcomes = []
         for pair in range(pairs):
             outcomes.append(play_pair(duo_a, duo_b, seed, pair, target, max_rounds))
@@ -253,6 +252,12 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     bar.close()
     return _summarise(_label(agent_a), _label(agent_b), outcomes, seed, target,
                       time.perf_counter() - started)
+
+
+def _partnership(agent) -> list:
+    """Two seats' agents from a spec (two instances) or one Agent object (it plays both seats:
+    agents are pure functions of the observation apart from their seeded RNG)."""
+    return [make_agent(agent), make_agent(agent)] if isinstance(agent, str) else [agent, agent]
 
 
 @dataclass

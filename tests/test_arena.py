@@ -132,3 +132,9 @@ def test_cli_bad_input_exits_2(argv, words, capsys):
 def test_cli_json(capsys):
     assert arena.main(["greedy", "random", "--pairs", "2", "--json", "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["agent_a"] == "greedy"
+
+
+def test_agent_object_against_a_spec_string():
+    from sevenrocks_env.agents import make_agent
+    result = arena.evaluate(make_agent("greedy"), "random", pairs=2, seed=3)
+    assert result.pairs == 2 and result.win_rate > 0.5
