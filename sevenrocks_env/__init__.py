@@ -1,6 +1,11 @@
-"""Seven Rocks: an exact rules engine and a PettingZoo AEC environment (``sevenrocks_v0``)."""
+"""Seven Rocks: an exact rules engine and a PettingZoo AEC environment (``sevenrocks_v0``).
+
+Importing the package registers ``sevenrocks/SevenRocks-v0`` with Gymnasium (the single-agent
+view) and ``sevenrocks/sevenrocks-v0`` with PettingZoo's registry where it has one.
+"""
 
 from . import sevenrocks_v0
+from .registration import register as _register
 
 __version__ = "0.1.0"
 
@@ -12,5 +17,6 @@ def load_policy(path, device: str = "cpu"):
     return _load_policy(path, device=device)
 
 
+_register()
+
 __all__ = ["load_policy", "sevenrocks_v0", "__version__"]
-from .registration import register as _register; _register()
