@@ -28,7 +28,6 @@ import numpy as np
 
 from . import rules
 from .agents import make_agent, valid_specs
-from .agents.base import Agent
 from .observation import action_mask, encode
 from .ratings import bradley_terry, wilson_interval
 

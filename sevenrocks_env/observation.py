@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .rules import Match, end_sum, legal_actions
+from .rules import Match, end_sum, legal_actions, matching_tiles
 from .tiles import (
     NUM_ACTIONS,
     NUM_NUMBERS,
@@ -184,11 +184,8 @@ class SeatView:
         return 0 if self.opening else end_sum(self.ends, self.end_double, self.branch_started)
 
     def matching(self) -> int:
-        mask = 0
-        for number in self.ends:
-            if number >= 0:
-                mask |= WITH_NUMBER[number]
-        return mask
+        """Bitmask of the tiles that would fit an open end."""
+        return matching_tiles(self.ends)
 
 
 def _bits_to_mask(bits: np.ndarray) -> int:

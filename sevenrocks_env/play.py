@@ -23,7 +23,7 @@ from .agents import make_agent
 from .observation import action_mask, encode
 from .rules import Match, apply_action, is_legal, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text
-from .tiles import KNOCK, SLOT_NAMES, TILES, decode_action, parse_tile, pips_of, tile_name, tiles_of
+from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
 
 SLOT_WORDS = {"w": 0, "west": 0, "e": 1, "east": 1, "n": 2, "north": 2, "a": 2,
               "s": 3, "south": 3, "b": 3}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
 from .tiles import (
     ALL_TILES,
     EAST,
@@ -33,10 +34,8 @@ from .tiles import (
     TILE_HIGH,
     TILE_IS_DOUBLE,
     TILE_LOW,
-    TILE_PIPS,
     WEST,
     WITH_NUMBER,
-    pips_of,
 )
 
 DEFAULT_TARGET = 250  # R8
@@ -57,42 +56,6 @@ def partner_of(seat: int) -> int:
 def next_seat(seat: int) -> int:
     """Play is clockwise 0 -> 1 -> 2 -> 3 -> 0 (R1)."""
     return (seat + 1) & 3
-
-
-def end_sum(ends, end_double, branch_started) -> int:
-    """Sum of the counted ends of a layout (R5).
-
-    Ordinary outer ends count their number, doubles at an outer end both halves; an unopened
-    branch counts 0.  An opening spinner with both straight sides open is one tile and counts
-    its pips once.
-    """
-    total = 0
-    for slot in (WEST, EAST):
-        number = ends[slot]
-        if number >= 0:
-            total += 2 * number if end_double[slot] else number
-    for slot in (NORTH, SOUTH):
-        if branch_started[slot]:
-            number = ends[slot]
-            total += 2 * number if end_double[slot] else number
-    if end_double[WEST] and end_double[EAST] and ends[WEST] == ends[EAST] >= 0:
-        total -= 2 * ends[WEST]  # the opening spinner, seen from both sides, counts once
-    return total
-
-
-def placement_points(total: int) -> int:
-    """Points for a placement whose end sum is ``total``: the sum if positive and divisible by 5 (R5)."""
-    return total if total > 0 and total % 5 == 0 else 0
-
-
-def round_to_five(pips: int) -> int:
-    """Round a pip count to the nearest multiple of 5: remainder 1-2 down, 3-4 up (R7)."""
-    return (pips + 2) // 5 * 5
-
-
-def deduction(hand: int) -> int:
-    """What a remaining hand (bitmask) costs its partnership at round end (R7)."""
-    return round_to_five(pips_of(hand))
 
 
 def deal(seed: int, round_index: int) -> tuple[list[int], int]:
@@ -234,11 +197,7 @@ class Match:
 
     def matching(self) -> int:
         """Bitmask of all tiles that show a number open at some end."""
-        mask = 0
-        for number in self.ends:
-            if number >= 0:
-                mask |= WITH_NUMBER[number]
-        return mask
+        return matching_tiles(self.ends)
 
     def blocked(self) -> bool:
         """No seat can place a tile (R6): no unplayed tile matches an open end."""
@@ -366,7 +325,7 @@ def _close_round(match: Match, result: str, finisher: int | None) -> None:
     deductions = [0, 0, 0, 0]
     if result != WON:
         for seat in range(NUM_SEATS):
-            deductions[seat] = round_to_five(pips_of(match.hands[seat]))
+            deductions[seat] = deduction(match.hands[seat])
             match.scores[seat & 1] -= deductions[seat]
     if match.history is not None:
         log = match.history[-1]
@@ -397,6 +356,6 @@ def _copy_round(log: Round) -> Round:
 
 __all__ = [
     "BLOCKED", "DEFAULT_TARGET", "DOMINO", "WON", "Match", "Round", "apply_action", "deal",
-    "deduction", "end_sum", "is_legal", "legal_actions", "next_seat", "partner_of",
-    "placement_points", "round_to_five", "team_of", "TILE_PIPS",
+    "deduction", "end_sum", "is_legal", "legal_actions", "matching_tiles", "next_seat", "partner_of",
+    "placement_points", "round_to_five", "team_of",
 ]

@@ -193,7 +193,6 @@ def test_same_seed_same_match_and_same_deal_as_the_aec_env():
         env = SingleAgentEnv(opponents="random", seat="random", partner="random")
         obs, _ = env.reset(seed=seed)
         trace = [obs["observation"].copy()]
-        first_hands = list(env.match.hands) if env.match.placements == 0 else None
         for _ in range(40):
             obs, *_ = env.step(int(np.flatnonzero(env.action_masks())[-1]))
             trace.append(obs["observation"].copy())

@@ -4,7 +4,6 @@ import importlib.util
 from pathlib import Path
 
 import gymnasium
-import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the [sb3] extra")

@@ -162,8 +162,7 @@ def test_search_sees_only_the_observation(seed, moves):
 
 def test_search_is_deterministic_for_a_seed():
     match = random_state(5, 3)
-    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
-    view = decode(obs)
+    view = decode(encode(match, match.turn))
     legal = rules.legal_actions(match)
     values = [SearchAgent(seed=3, samples=4).action_values(view, legal) for _ in range(2)]
     assert values[0] == values[1]

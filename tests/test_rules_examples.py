@@ -5,7 +5,7 @@ import pytest
 from sevenrocks_env.rules import (
     Match, apply_action, deduction, end_sum, legal_actions, placement_points, round_to_five,
 )
-from sevenrocks_env.tiles import EAST, KNOCK, NORTH, SOUTH, WEST, encode_action, mask_of, parse_tile
+from sevenrocks_env.tiles import EAST, NORTH, SOUTH, WEST, encode_action, mask_of, parse_tile
 
 
 def layout_match(sequence):

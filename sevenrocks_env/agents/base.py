@@ -12,6 +12,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..observation import SeatView, decode
+from .layout import legal_from_mask
+
 
 @runtime_checkable
 class Agent(Protocol):
@@ -22,3 +25,22 @@ class Agent(Protocol):
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int: ...
 
     def seed(self, seed: int | None) -> None: ...
+
+
+class ViewAgent:
+    """Base for rule-based agents: a forced move is played at once, otherwise the decoded
+    :class:`~sevenrocks_env.observation.SeatView` and the legal actions go to ``choose``."""
+
+    name = "view"
+
+    def seed(self, seed: int | None) -> None:
+        """Deterministic agents have no randomness to seed."""
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        legal = legal_from_mask(action_mask)
+        if len(legal) == 1:
+            return legal[0]
+        return self.choose(decode(observation), legal)
+
+    def choose(self, view: SeatView, legal: list[int]) -> int:
+        raise NotImplementedError

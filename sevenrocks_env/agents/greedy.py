@@ -11,10 +11,9 @@ A knock is chosen only when it is the one legal action (R6).
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..observation import SeatView, decode
-from .layout import Layout, legal_from_mask, points_after, tile_pips
+from ..observation import SeatView
+from .base import ViewAgent
+from .layout import Layout, points_after, tile_pips
 
 
 def greedy_choice(layout: Layout, legal: list[int]) -> int:
@@ -29,22 +28,13 @@ def greedy_choice(layout: Layout, legal: list[int]) -> int:
     return best
 
 
-class GreedyAgent:
+class GreedyAgent(ViewAgent):
     """Maximise this placement's points; tie-break by heaviest tile, then lowest action number."""
 
     name = "greedy"
 
     def __init__(self, seed: int | None = None):
         pass
-
-    def seed(self, seed: int | None) -> None:
-        """Greedy has no randomness."""
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = legal_from_mask(action_mask)
-        if len(legal) == 1:
-            return legal[0]
-        return self.choose(decode(observation), legal)
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
         return greedy_choice(Layout.of(view), legal)

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from ..observation import SeatView, decode
-from ..tiles import KNOCK, TILE_IS_DOUBLE, TILE_PIPS, tiles_of
-from .belief import HIDDEN_SEATS, excluded_tiles
+from ..observation import SeatView
 from ..rules import placement_points
-from .layout import Layout, legal_from_mask
+from ..tiles import KNOCK, TILE_IS_DOUBLE, TILE_PIPS, tiles_of
+from .base import ViewAgent
+from .belief import HIDDEN_SEATS, excluded_tiles
+from .layout import Layout
 
 LEFT_OPPONENT, PARTNER = 1, 2  # relative seats (observation frame)
 
@@ -99,22 +98,13 @@ def must_knock(layout: Layout, odds: dict[int, float]) -> float:
     return chance
 
 
-class HeuristicAgent:
+class HeuristicAgent(ViewAgent):
     """One-placement lookahead with defence; rules in the module docstring."""
 
     name = "heuristic"
 
     def __init__(self, seed: int | None = None, weights: HeuristicWeights | None = None):
         self.weights = weights or HeuristicWeights()
-
-    def seed(self, seed: int | None) -> None:
-        """The heuristic has no randomness."""
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = legal_from_mask(action_mask)
-        if len(legal) == 1:
-            return legal[0]
-        return self.choose(decode(observation), legal)
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
         if len(legal) == 1 or legal[0] == KNOCK:

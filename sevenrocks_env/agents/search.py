@@ -27,18 +27,19 @@ import time
 import numpy as np
 
 from .. import rules
-from ..observation import SeatView, decode
+from ..observation import SeatView
+from ..tiles import TILE_PIPS, tiles_of
+from .base import ViewAgent
 from .belief import HandSampler, world_match
 from .greedy import greedy_choice
 from .heuristic import HeuristicAgent
-from ..tiles import TILE_PIPS, tiles_of
-from .layout import Layout, legal_from_mask, view_of
+from .layout import Layout, view_of
 
 ROLLOUTS = ("greedy", "defensive", "heuristic")
 OURS, THEIRS = rules.team_of(0), rules.team_of(1)  # world seat 0 is the observer
 
 
-class SearchAgent:
+class SearchAgent(ViewAgent):
     """Determinized Monte-Carlo search (module docstring); budget ``samples`` / ``time_limit``."""
 
     name = "search"
@@ -59,12 +60,6 @@ class SearchAgent:
 
     def seed(self, seed: int | None) -> None:
         self._rng = np.random.default_rng(seed)
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = legal_from_mask(action_mask)
-        if len(legal) == 1:
-            return legal[0]
-        return self.choose(decode(observation), legal)
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
         """Best mean rollout value among ``legal`` (see the module docstring)."""
