@@ -22,7 +22,7 @@ from . import record as records
 from .agents import make_agent
 from .observation import action_mask, encode
 from .rules import Match, apply_action, is_legal, legal_actions, partner_of, round_to_five, team_of
-from .render.text import describe_move, render_text
+from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
 
 SLOT_WORDS = {"w": 0, "west": 0, "e": 1, "east": 1, "n": 2, "north": 2, "a": 2,
@@ -101,17 +101,8 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
 
 def round_summary(log) -> list[str]:
     """Every remaining hand with its rounding and deduction, and the scores (R7, R8)."""
-    remaining = list(log.hands)
-    for seat, action, _, _ in log.moves:
-        if action != KNOCK:
-            remaining[seat] &= ~(1 << (action >> 2))
-    if log.result == "won":
-        head = "the match is won: the round is not counted, no deductions (R8)"
-    elif log.result == "domino":
-        head = f"round over: seat {log.finisher} dominoed"
-    else:
-        head = "round over: blocked, nobody can place a tile (R6)"
-    lines = [head]
+    remaining = log.remaining_hands()
+    lines = [round_result(log)]
     if log.result != "won":
         for seat in range(4):
             pips = pips_of(remaining[seat])

@@ -89,6 +89,14 @@ class Round:
         self.deductions = [0, 0, 0, 0]
         self.scores: list[int] | None = None
 
+    def remaining_hands(self) -> list[int]:
+        """Each seat's hand now (after the moves logged so far), as bitmasks."""
+        hands = list(self.hands)
+        for seat, action, _, _ in self.moves:
+            if action != KNOCK:
+                hands[seat] &= ~(1 << (action >> 2))
+        return hands
+
 
 class Match:
     """A match in progress: the current round's layout and hands plus both partnerships' scores.

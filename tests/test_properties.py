@@ -88,7 +88,7 @@ def test_conservation_scoring_knocks_and_wins(seed):
         if log.result == WON:
             assert log.deductions == [0, 0, 0, 0] and match.winner == log.moves[-1][0] & 1
         else:
-            remaining = _hands_at_end(log)
+            remaining = log.remaining_hands()
             assert log.deductions == [round_to_five(sum(TILE_PIPS[t] for t in tiles_of(h)))
                                       for h in remaining]
             if log.result == DOMINO:
@@ -99,14 +99,6 @@ def test_conservation_scoring_knocks_and_wins(seed):
                               before[1] + gained[1] - log.deductions[1] - log.deductions[3]]
     # deductions never win a match (R8)
     assert match.winner is not None and match.history[-1].result == WON
-
-
-def _hands_at_end(log):
-    hands = list(log.hands)
-    for seat, action, _, _ in log.moves:
-        if action != KNOCK:
-            hands[seat] &= ~(1 << (action >> 2))
-    return hands
 
 
 @settings(max_examples=15, deadline=None)

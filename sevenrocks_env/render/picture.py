@@ -23,6 +23,7 @@ from ..rules import Match, team_of
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
 from .layout import Layout, build_layout
+from .text import round_result
 
 SIZE = (1280, 860)            # width, height
 HEADER_H, FOOTER_H = 96, 210
@@ -208,7 +209,10 @@ def draw_status(draw: ImageDraw.ImageDraw, match: Match, layout: Layout, size,
     y += 34
     if log is not None and log.result is not None:
         for line in round_end_lines(log):
-            draw.text((x, y), line, fill=TEXT, font=font(17), anchor="la")
+            size = 17
+            while size > 11 and draw.textlength(line, font=font(size)) > width - x - 12:
+                size -= 1  # shrink a long line to the panel rather than cut it
+            draw.text((x, y), line, fill=TEXT, font=font(size), anchor="la")
             y += 24
     elif match.turn >= 0 and not match.over:
         draw.text((x, y), f"to move: seat {match.turn} (team {team_of(match.turn)})",
@@ -219,13 +223,7 @@ def draw_status(draw: ImageDraw.ImageDraw, match: Match, layout: Layout, size,
 
 def round_end_lines(log) -> list[str]:
     """The round's end for the status panel (deductions are shown in the seat rows, R7)."""
-    if log.result == "won":
-        first = "match won - no deductions (R8)"
-    elif log.result == "domino":
-        first = f"round over: seat {log.finisher} dominoed"
-    else:
-        first = "round over: blocked"
-    lines = [first]
+    lines = [round_result(log)]
     if log.result != "won":
         lost = [log.deductions[s] + log.deductions[s + 2] for s in (0, 1)]
         lines.append(f"deductions: team 0 -{lost[0]}, team 1 -{lost[1]}")

@@ -112,14 +112,18 @@ def render_text(match: Match, observer: int | None = None) -> str:
     return "\n".join(out)
 
 
+def round_result(log) -> str:
+    """How a round ended, in words (R6, R7, R8)."""
+    if log.result == "won":
+        return "match won: the round is not counted, no deductions (R8)"
+    if log.result == "domino":
+        return f"round over: seat {log.finisher} dominoed"
+    return "round over: blocked, nobody can place a tile (R6)"
+
+
 def round_end_text(log) -> str:
     """How a round ended: result, finisher, deductions and the scores after it (R7, R8)."""
-    if log.result == "won":
-        text = "round over: match won"
-    elif log.result == "domino":
-        text = f"round over: seat {log.finisher} dominoed"
-    else:
-        text = "round over: blocked"
+    text = round_result(log)
     if log.result != "won":
         text += ". Deductions: " + ", ".join(f"seat {s} -{d}" for s, d in enumerate(log.deductions))
     if log.scores is not None:
