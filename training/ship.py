@@ -31,6 +31,13 @@ def _row(spec: str, result) -> dict:
             "ms_per_decision_policy": round(1e3 * result.seconds_per_decision[0], 3)}
 
 
+class _Result:
+    """An arena result read back from its JSON (``ArenaResult.as_dict``)."""
+
+    def __init__(self, data: dict):
+        self.__dict__.update(data)
+
+
 def _markdown(card: dict) -> str:
     lines = [f"# Model card: {card['file']}", "",
              "A PPO self-play policy for Seven Rocks (one network for all four seats; seat-relative",
@@ -65,6 +72,8 @@ def main(argv=None) -> int:
     parser.add_argument("--search-pairs", type=int, default=100)
     parser.add_argument("--seed", type=int, default=2025)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--extra-result", action="append", default=[], metavar="JSON",
+                        help="add a result measured separately (`sevenrocks arena ... --json`)")
     parser.add_argument("--train-command", default="make train",
                         help="how the checkpoint was trained (for the card)")
     args = parser.parse_args(argv)
@@ -86,6 +95,9 @@ def main(argv=None) -> int:
         result = evaluate(spec, agent, pairs, seed=args.seed, workers=args.workers, progress=True)
         rows.append(_row(agent, result))
         print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
+    for path in args.extra_result:
+        data = json.loads(Path(path).read_text())
+        rows.append(_row(data["agent_b"], _Result(data)))
     card = {
         "file": out.name, "global_step": source["global_step"],
         "train_minutes": source.get("wall_time", 0.0) / 60,
@@ -97,7 +109,11 @@ def main(argv=None) -> int:
                      f"python -m training.ship {args.checkpoint} --out {args.out} --pairs "
                      f"{args.pairs} --search-pairs {args.search_pairs} --seed {args.seed} "
                      f"--workers {args.workers}",
-                     f"sevenrocks arena {spec} greedy --pairs {args.pairs} --seed {args.seed}"],
+                     f"sevenrocks arena {spec} greedy --pairs {args.pairs} --seed {args.seed}",
+                     *(f"sevenrocks arena {spec} {row['opponent']} --pairs {row['pairs']} --seed "
+                       f"{row['seed']} --json > {path}"
+                       for path, row in zip(args.extra_result, rows[-len(args.extra_result):])
+                       if args.extra_result)],
     }
     (out.parent / "model_card.json").write_text(json.dumps(card, indent=1) + "\n")
     (out.parent / "MODEL_CARD.md").write_text(_markdown(card))
