@@ -241,7 +241,7 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
             outcomes.append(play_pair(duo_a, duo_b, seed, pair, target, max_rounds))
             bar.update(1)
     else:
-        with multiprocessing.Pool(workers, _worker_init,
+        with _pool_context().Pool(workers, _worker_init,
                                   (agent_a, agent_b, seed, target, max_rounds)) as pool:
             outcomes = []
             chunk = max(1, min(8, pairs // (4 * workers)))
@@ -251,6 +251,13 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     bar.close()
     return _summarise(_label(agent_a), _label(agent_b), outcomes, seed, target,
                       time.perf_counter() - started)
+
+
+def _pool_context():
+    """Fork, unless torch is loaded here: a forked child of a process whose torch thread pool
+    has started can hang, so then use a fork server (the caller needs the usual
+    ``if __name__ == "__main__":`` guard, as with any non-fork start method)."""
+    return multiprocessing.get_context("forkserver" if "torch" in sys.modules else "fork")
 
 
 def _partnership(agent) -> list:
