@@ -54,6 +54,13 @@ class MatchResult:
 def play_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
                max_rounds: int = 100) -> MatchResult:
     """Play one match with ``agents[seat]`` at each seat (R1-R8), dealt from ``seed``."""
+    return run_match(agents, seed, target, max_rounds)[1]
+
+
+def run_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
+              max_rounds: int = 100) -> tuple[rules.Match, MatchResult]:
+    """:func:`play_match`, also returning the finished :class:`~sevenrocks_env.rules.Match`
+    (its history is the game record: pictures, replays)."""
     if len(agents) != 4:
         raise ValueError(f"a match needs 4 agents (one per seat), got {len(agents)}")
     match = rules.Match.new(seed, target=target, max_rounds=max_rounds)
@@ -77,8 +84,8 @@ def play_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
     for log in match.history:
         round_net.append((log.scores[0] - previous[0], log.scores[1] - previous[1]))
         previous = tuple(log.scores)
-    return MatchResult(seed, match.winner, tuple(match.scores), len(match.history), round_net,
-                       decisions, think)
+    return match, MatchResult(seed, match.winner, tuple(match.scores), len(match.history),
+                              round_net, decisions, think)
 
 
 @dataclass

@@ -33,6 +33,14 @@ def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:
     return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
 
+def _images(run_dir: Path) -> list[str]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"images": 0})
+    acc.Reload()
+    return acc.Tags()["images"]
+
+
 def _smoke(tmp_path, *overrides):
     return load_config(SMOKE, [f"log_dir={tmp_path / 'runs'}",
                                f"checkpoint_dir={tmp_path / 'ckpt'}", *overrides])
@@ -105,6 +113,7 @@ def test_smoke_run_logs_and_checkpoints(tmp_path):
     scalars = _scalars(run_dir)
     assert EXPECTED_TAGS <= set(scalars), EXPECTED_TAGS - set(scalars)
     assert scalars["charts/learning_rate"][0][1] > scalars["charts/learning_rate"][-1][1]
+    assert _images(run_dir) == ["eval/game"]  # a board picture of an evaluation match
     ckpt_dir = tmp_path / "ckpt" / "smoke"
     assert (ckpt_dir / "latest.pt").is_file() and (ckpt_dir / f"step_{cfg.total_steps}.pt").is_file()
     assert out["global_step"] == cfg.total_steps

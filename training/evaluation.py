@@ -17,6 +17,18 @@ def evaluate_policy(model, specs, pairs: int, seed: int) -> dict:
             for spec in specs}
 
 
+def eval_game_picture(model, spec: str, seed: int):
+    """Board picture (H x W x 3 uint8) of the end of one evaluation match: the policy at seats
+    0 and 2 against ``spec``, every hand face up (for ``SummaryWriter.add_image``)."""
+    from sevenrocks_env.arena import run_match
+    from sevenrocks_env.render.picture import render_picture
+
+    agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
+    opponent = make_agent(spec, seed=seed)
+    match, _ = run_match([agent, opponent, agent, opponent], seed=seed)
+    return render_picture(match, spectator=True)
+
+
 def eval_scalars(results: dict) -> dict:
     """TensorBoard scalars ``eval/<metric>_vs_<agent>`` from arena results."""
     scalars = {}

@@ -26,7 +26,7 @@ from sevenrocks_env.policy import CheckpointError, PolicyNet
 from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
 from .config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config, \
     parse_overrides
-from .evaluation import eval_scalars, evaluate_policy, short_summary
+from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .ppo import compute_gae, ppo_update
 from .rollout import RolloutBuffer, SelfPlayEngine
@@ -35,6 +35,12 @@ from .rollout import RolloutBuffer, SelfPlayEngine
 def _hparams_table(cfg: TrainConfig) -> str:
     rows = "\n".join(f"|{key}|{value}|" for key, value in cfg.as_dict().items())
     return f"|param|value|\n|-|-|\n{rows}"
+
+
+def _log_eval_game(writer, model, cfg: TrainConfig, global_step: int) -> None:
+    """One evaluation match against the last eval agent, as a board picture (eval/game)."""
+    picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed)
+    writer.add_image("eval/game", picture, global_step, dataformats="HWC")
 
 
 def _mean(values) -> float | None:
@@ -135,6 +141,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 writer.add_scalar(key, value, global_step)
             writer.add_scalar("eval/wall_minutes", (wall_before + time.time() - start_time) / 60,
                               global_step)
+            _log_eval_game(writer, model, cfg, global_step)
             summary = short_summary(results)
         bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
         bar.update(cfg.batch_size)
@@ -155,6 +162,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         writer.add_scalar(key, value, global_step)
     writer.add_scalar("eval/wall_minutes", (wall_before + time.time() - start_time) / 60,
                       global_step)
+    _log_eval_game(writer, model, cfg, global_step)
     writer.close()
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
