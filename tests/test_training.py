@@ -139,6 +139,17 @@ def test_resume_continues_bit_for_bit(tmp_path):
     assert max(steps) == 768
 
 
+def test_resume_with_a_different_opponent_pool(tmp_path):
+    """Matches in progress against a baseline dropped from the pool finish against it."""
+    cfg = _smoke(tmp_path, "total_steps=256", "eval_every=0", "opponents=[greedy]",
+                 "opponent_fraction=1.0")
+    train(cfg, final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    assert main(["--resume", str(latest), "--set", "total_steps=512", "--set", "opponents=[random]",
+                 "--set", "final_eval_pairs=1"]) == 0
+    assert torch.load(latest, weights_only=True)["global_step"] == 512
+
+
 def test_resume_rejects_policy_only_or_corrupt_file(tmp_path, capsys):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint at all")

@@ -54,9 +54,16 @@ class OpponentPool:
         return f"{PAST}#{index}"  # -1: a snapshot already dropped; the newest stands in
 
     def restore(self, key: str) -> tuple[str, object]:
+        """The opponent of a match in progress at save time.  A baseline that is no longer in the
+        pool (``--set opponents=...`` on resume) still finishes the matches it had started."""
         name, _, index = key.partition("#")
         if name == PAST:
+            if not self._past_agents:
+                raise ValueError("the checkpoint has matches against past snapshots but no "
+                                 "snapshots; resume with the run's own opponents setting")
             return name, self._past_agents[int(index)]
+        if name not in self._fixed:
+            self._fixed[name] = make_agent(name)
         return name, self._fixed[name]
 
     def state_dict(self) -> dict:
