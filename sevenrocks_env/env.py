@@ -194,7 +194,8 @@ class raw_env(AECEnv, EzPickle):
         agent = self.agent_selection
         legal = legal_actions(self.match)
         shown = ", ".join(f"{a} ({describe_action(a)})" for a in legal)
-        if isinstance(action, (int, np.integer)) and 0 <= int(action) < NUM_ACTIONS:
+        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)) \
+                and 0 <= int(action) < NUM_ACTIONS:
             what = f"{int(action)} ({describe_action(int(action))})"
         else:
             what = repr(action)

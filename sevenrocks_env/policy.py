@@ -165,6 +165,13 @@ def read_checkpoint(path) -> dict:
     if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; a cut one loses its index
         raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a file "
                               "written by torch.save)")
+    try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise CheckpointError(f"{path} is not a readable checkpoint: {error}") from None
+    if damaged is not None:
+        raise CheckpointError(f"{path} is damaged: {damaged} fails its checksum")
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as error:
@@ -180,7 +187,8 @@ def read_checkpoint(path) -> dict:
         raise CheckpointError(f"{path} is not a sevenrocks policy checkpoint "
                               f"(format {found!r}, expected {CHECKPOINT_FORMAT!r})")
     layout = (data.get("obs_version"), data.get("obs_size"), data.get("num_actions"))
-    if layout != (OBS_VERSION, OBS_SIZE, NUM_ACTIONS):
+    if not all(type(value) is int for value in layout) or layout != (OBS_VERSION, OBS_SIZE,
+                                                                      NUM_ACTIONS):
         raise CheckpointError(
             f"{path} was trained on observation layout v{layout[0]} ({layout[1]} features, "
             f"{layout[2]} actions); this sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features, "
@@ -193,12 +201,21 @@ def read_checkpoint(path) -> dict:
 
 def build_model(data: dict, path="checkpoint") -> PolicyNet:
     """The :class:`PolicyNet` described by a validated checkpoint dict, with its weights."""
+    config, weights = data["model_config"], data["model"]
+    hidden = config.get("hidden_sizes")
+    if not (isinstance(hidden, (list, tuple)) and hidden
+            and all(type(h) is int and 0 < h <= 16384 for h in hidden)):
+        raise CheckpointError(f"{path}: model_config.hidden_sizes must be a list of layer widths "
+                              f"(1-16384), got {hidden!r}")
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+        raise CheckpointError(f"{path}: 'model' must map parameter names to tensors")
+    bad = [k for k, v in weights.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:
+        raise CheckpointError(f"{path}: non-finite weights in {', '.join(bad[:3])}")
     try:
-        config = data["model_config"]
-        model = PolicyNet(config["hidden_sizes"],
-                          action_features=bool(config.get("action_features", False)))
-        model.load_state_dict(data["model"])
-    except (KeyError, TypeError, RuntimeError) as error:
+        model = PolicyNet(list(hidden), action_features=bool(config.get("action_features", False)))
+        model.load_state_dict(weights)
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
         raise CheckpointError(f"{path}: weights do not fit the network it describes "
                               f"({type(error).__name__})") from None
     return model
@@ -235,9 +252,13 @@ class PolicyAgent:
         logits, _ = self.model(obs.unsqueeze(0), mask_t)
         dist = MaskedCategorical(logits, mask_t)
         if self.deterministic:
-            return int(dist.mode()[0])
-        probs = dist.probs[0].cpu()
-        return int(torch.multinomial(probs, 1, generator=self._generator)[0])
+            action = int(dist.mode()[0])
+        else:
+            action = int(torch.multinomial(dist.probs[0].cpu(), 1, generator=self._generator)[0])
+        if not mask[action]:  # only reachable with broken weights (NaN logits)
+            raise RuntimeError(f"{self.name}: the network chose illegal action {action}; "
+                               "its outputs are not finite")
+        return action
 
 
 def load_policy(path, device: str = "cpu", deterministic: bool = True) -> PolicyAgent:
@@ -248,5 +269,5 @@ def load_policy(path, device: str = "cpu", deterministic: bool = True) -> Policy
     return PolicyAgent(model, name=f"ckpt:{path}", deterministic=deterministic, device=device)
 
 
-__all__ = ["ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError", "MaskedCategorical", "PolicyAgent", "PolicyNet",
-           "build_model", "load_policy", "read_checkpoint"]
+__all__ = ["ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError", "MaskedCategorical",
+           "PolicyAgent", "PolicyNet", "build_model", "load_policy", "read_checkpoint"]

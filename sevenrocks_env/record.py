@@ -109,11 +109,9 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
             _apply_move(match, move, f"{where}, move {i}")
             yield match, move, r
         _check_round_end(match, rnd, where, last=r == len(rounds) - 1)
-    if match is None:
-        return
-    if record["winner"] != match.winner:
+    if not _same(record["winner"], match.winner):
         raise RecordError(f"record says winner {record['winner']}, replay gives {match.winner}")
-    if list(record["scores"]) != match.scores:
+    if not _same(record["scores"], match.scores):
         raise RecordError(f"record says scores {record['scores']}, replay gives {match.scores}")
 
 
@@ -127,9 +125,9 @@ def _check_top_level(record) -> None:
         raise RecordError(f"record is missing keys {sorted(missing)}")
     if not _is_int(record["target"]) or record["target"] <= 0:
         raise RecordError(f"target must be a positive int, got {record['target']!r}")
-    if not isinstance(record["rounds"], list):
-        raise RecordError("'rounds' must be a list")
-    if record["winner"] not in (0, 1, None):
+    if not isinstance(record["rounds"], list) or not record["rounds"]:
+        raise RecordError("'rounds' must be a non-empty list (a match starts with round 0)")
+    if not (record["winner"] is None or _is_int(record["winner"]) and record["winner"] in (0, 1)):
         raise RecordError(f"winner must be 0, 1 or null, got {record['winner']!r}")
     _check_pair(record["scores"], "scores")
 
@@ -185,11 +183,11 @@ def _apply_move(match: Match, move, where: str) -> None:
         apply_action(match, action)
         return
     expected_tile, expected_slot = tile_name(action >> 2), action & 3
-    if move.get("tile") != expected_tile or move.get("slot") != expected_slot:
+    if move.get("tile") != expected_tile or not _same(move.get("slot"), expected_slot):
         raise RecordError(f"{where}: action {action} is {expected_tile} at slot {expected_slot}, "
                           f"but the move says tile {move.get('tile')!r} slot {move.get('slot')!r}")
     points = apply_action(match, action)
-    if move.get("end_sum") != match.last_end_sum or move.get("points") != points:
+    if not (_same(move.get("end_sum"), match.last_end_sum) and _same(move.get("points"), points)):
         raise RecordError(f"{where}: {describe_action(action)} gives end sum {match.last_end_sum} "
                           f"and {points} points (R5), the record says {move.get('end_sum')!r} "
                           f"and {move.get('points')!r}")
@@ -207,17 +205,29 @@ def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
     if not isinstance(rnd["deductions"], list) or len(rnd["deductions"]) != 4:
         raise RecordError(f"{where}: deductions must be four ints, got {rnd['deductions']!r}")
     deductions = log.deductions
-    if list(rnd["deductions"]) != deductions:
+    if not _same(rnd["deductions"], deductions):
         raise RecordError(f"{where}: record says deductions {rnd['deductions']}, "
                           f"R7 gives {deductions}")
     scores = log.scores if log.scores is not None else match.scores
-    if list(rnd["scores"]) != list(scores):
+    if not _same(rnd["scores"], list(scores)):
         raise RecordError(f"{where}: record says scores {rnd['scores']}, replay gives {scores}")
 
 
 def _check_pair(value, what: str) -> None:
     if not isinstance(value, list) or len(value) != 2 or not all(_is_int(v) for v in value):
         raise RecordError(f"{what} must be two ints, got {value!r}")
+
+
+def _same(value, expected) -> bool:
+    """``value == expected`` with ints meant as ints: JSON ``true`` or ``4.0`` are not ``1``, ``4``."""
+    if expected is None:
+        return value is None
+    if isinstance(expected, list):
+        return isinstance(value, list) and len(value) == len(expected) and all(
+            _same(v, e) for v, e in zip(value, expected))
+    if isinstance(expected, int):
+        return _is_int(value) and value == expected
+    return value == expected
 
 
 def _is_int(value) -> bool:

@@ -238,7 +238,8 @@ def legal_actions(match: Match) -> list[int]:
 
 def is_legal(match: Match, action) -> bool:
     """Whether ``action`` is legal for the seat on turn (without building the full list)."""
-    if match.over or type(action) is not int and not isinstance(action, (int, np.integer)):
+    if match.over or isinstance(action, (bool, np.bool_)) or not isinstance(
+            action, (int, np.integer)):
         return False
     action = int(action)
     if action == KNOCK:

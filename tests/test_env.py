@@ -128,7 +128,7 @@ def test_raw_env_rejects_illegal_actions_and_keeps_state():
     before = env.observe(agent)["observation"].copy()
     legal = legal_actions(env.match)
     bad = next(a for a in range(113) if a not in legal)
-    for action in (bad, 113, -1, "3", 2.5, None):
+    for action in (bad, 113, -1, "3", 2.5, None, True, False, np.bool_(True)):
         with pytest.raises(ValueError, match="illegal action") as info:
             env.step(action)
         assert "legal actions" in str(info.value)

@@ -20,10 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "shipped" / "sevenrocks_ppo.pt"
 
 
-def _save_policy(path, model, **changes):
+def _save_policy(path, net, **changes):
     from training.checkpoint import policy_entries, save_checkpoint
 
-    data = policy_entries(model, 0)
+    data = policy_entries(net, 0)
     data.update(changes)
     save_checkpoint(path, data)
     return path
@@ -80,6 +80,32 @@ def test_other_layout_version_is_refused(tmp_path):
     path = _save_policy(tmp_path / "old.pt", PolicyNet([16]), obs_version=OBS_VERSION + 1)
     with pytest.raises(CheckpointError, match="observation layout"):
         read_checkpoint(path)
+
+
+def test_damaged_bytes_inside_a_checkpoint_are_detected(tmp_path):
+    """torch.load does not check the zip's CRCs; read_checkpoint does."""
+    good = _save_policy(tmp_path / "good.pt", PolicyNet([16]))
+    data = bytearray(good.read_bytes())
+    marker = data.find(b"/data/0")  # the first tensor's bytes follow its local header
+    start = marker + 200
+    data[start:start + 16] = bytes(b ^ 0xFF for b in data[start:start + 16])
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="damaged|not a readable"):
+        load_policy(bad)
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"model_config": {"hidden_sizes": "abc"}}, "hidden_sizes"),
+    ({"model_config": {"hidden_sizes": [50_000_000]}}, "hidden_sizes"),
+    ({"obs_version": torch.tensor([1, 1])}, "observation layout"),
+    ({"model": {1: torch.zeros(1)}}, "parameter names to tensors"),
+    ({"model": {"trunk.0.weight": torch.full((2, 2), float("nan"))}}, "non-finite"),
+])
+def test_malformed_checkpoint_contents_give_checkpoint_errors(tmp_path, changes, words):
+    path = _save_policy(tmp_path / "odd.pt", PolicyNet([16]), **changes)
+    with pytest.raises(CheckpointError, match=words):
+        load_policy(path)
 
 
 def test_non_policy_torch_file_is_refused(tmp_path):

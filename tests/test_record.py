@@ -71,6 +71,12 @@ def first_placement(record, r=0, skip=0):
     (lambda r: r["rounds"][0].update(result="won"), "result"),
     (lambda r: r.update(scores=[0, 0]), "scores"),
     (lambda r: r.update(winner=None), "winner"),
+    (lambda r: r.update(winner=bool(r["winner"])), "winner"),
+    (lambda r: r.update(rounds=[], winner=1, scores=[999, -5]), "non-empty"),
+    (lambda r: first_placement(r).update(slot=bool(first_placement(r)["slot"])), "slot"),
+    (lambda r: first_placement(r).update(end_sum=float(first_placement(r)["end_sum"])), "R5"),
+    (lambda r: r["rounds"][0].update(deductions=[float(d) for d in r["rounds"][0]["deductions"]]),
+     "deductions"),
     (lambda r: r["rounds"][0]["moves"].append({"seat": 0, "action": 112, "pass": True}),
      "after the round"),
 ])
