@@ -11,7 +11,7 @@ from sevenrocks_env.play import main, parse_answer
 from sevenrocks_env.rules import legal_actions
 from sevenrocks_env.tiles import KNOCK, WEST, encode_action, parse_tile
 
-from test_render_layout import EXAMPLES, example_match
+from rules_examples import EXAMPLES, example_match
 
 
 def run(argv, answers):

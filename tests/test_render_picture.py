@@ -19,7 +19,7 @@ from sevenrocks_env.render.picture import (
 from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
 from sevenrocks_env.tiles import NORTH, SOUTH
 
-from test_render_layout import EXAMPLES, example_match
+from rules_examples import EXAMPLES, example_match
 
 CASES = [(name, step) for name, seq in EXAMPLES.items() for step in range(1, len(seq) + 1)]
 

@@ -6,7 +6,7 @@ from sevenrocks_env.render.text import describe_move, render_text
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
 
-from test_render_layout import EXAMPLES, example_match
+from rules_examples import EXAMPLES, example_match
 
 
 def test_text_board_shows_scores_end_sum_spinner_and_branches():

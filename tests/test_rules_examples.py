@@ -3,23 +3,16 @@
 import pytest
 
 from sevenrocks_env.rules import (
-    Match, apply_action, deduction, end_sum, legal_actions, placement_points, round_to_five,
+    apply_action, deduction, end_sum, legal_actions, placement_points, round_to_five,
 )
 from sevenrocks_env.tiles import EAST, NORTH, SOUTH, WEST, encode_action, mask_of, parse_tile
 
+from rules_examples import EXAMPLES, example_match  # shared RULES.md example data
+
 
 def layout_match(sequence):
-    """A match whose seats hold exactly the tiles of ``sequence`` (played in turn from seat 0),
-    padded with the remaining tiles so the deal is legal."""
-    tiles = [parse_tile(tile) for tile, _ in sequence]
-    hands = [[] for _ in range(4)]
-    for i, t in enumerate(tiles):
-        hands[i % 4].append(t)
-    rest = [t for t in range(28) if t not in tiles]
-    for hand in hands:
-        while len(hand) < 7:
-            hand.append(rest.pop())
-    return Match.from_deal([mask_of(h) for h in hands], opener=0)
+    """A match dealt so that seat ``i % 4`` holds step ``i``'s tile, nothing played yet."""
+    return example_match(sequence, steps=0)
 
 
 def continuation_points(match):
@@ -37,17 +30,7 @@ def play(match, tile, slot):
     return apply_action(match, action)
 
 
-EXAMPLE_A = [  # (tile, slot, sum, points)
-    ("1|4", WEST, 5, 5),
-    ("1|1", WEST, 6, 0),    # first double -> spinner, attached by line A
-    ("4|4", EAST, 10, 10),  # ordinary double, crosswise
-    ("3|4", EAST, 5, 5),
-    ("1|2", WEST, 5, 5),    # spinner's line B: spinner internal, both branches open
-    ("1|5", NORTH, 10, 10),
-    ("5|5", NORTH, 15, 15),  # ordinary double
-    ("0|5", NORTH, 5, 5),
-    ("1|3", SOUTH, 8, 0),
-]
+EXAMPLE_A = EXAMPLES["A"]
 
 
 def test_example_a_doubles_at_an_end_and_inside():
@@ -84,8 +67,7 @@ def test_example_b_opening_double():
         assert continuation_points(match) == {(WEST, int(tile[0])), (EAST, int(tile[0]))}
 
 
-EXAMPLE_C = [("5|5", WEST, 10, 10), ("0|5", WEST, 10, 10), ("2|5", EAST, 2, 0), ("3|5", NORTH, 5, 5)]
-EXAMPLE_D = [("3|6", WEST, 9, 0), ("6|6", EAST, 15, 15), ("2|6", EAST, 5, 5)]
+EXAMPLE_C, EXAMPLE_D = EXAMPLES["C"], EXAMPLES["D"]
 
 
 @pytest.mark.parametrize("example", [EXAMPLE_C, EXAMPLE_D], ids=["C", "D"])

@@ -37,10 +37,17 @@ def _hparams_table(cfg: TrainConfig) -> str:
     return f"|param|value|\n|-|-|\n{rows}"
 
 
-def _log_eval_game(writer, model, cfg: TrainConfig, global_step: int) -> None:
-    """One evaluation match against the last eval agent, as a board picture (eval/game)."""
+def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: int,
+                      wall_seconds: float) -> dict:
+    """Arena evaluation against ``cfg.eval_agents``: the eval/ scalars, the wall time, and one
+    evaluation match against the last eval agent as a board picture (eval/game)."""
+    results = evaluate_policy(model, cfg.eval_agents, pairs, cfg.eval_seed)
+    for key, value in eval_scalars(results).items():
+        writer.add_scalar(key, value, global_step)
+    writer.add_scalar("eval/wall_minutes", wall_seconds / 60, global_step)
     picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed)
     writer.add_image("eval/game", picture, global_step, dataformats="HWC")
+    return results
 
 
 def _mean(values) -> float | None:
@@ -136,12 +143,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             writer.add_scalar(key, value, global_step)
 
         if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates:
-            results = evaluate_policy(model, cfg.eval_agents, cfg.eval_pairs, cfg.eval_seed)
-            for key, value in eval_scalars(results).items():
-                writer.add_scalar(key, value, global_step)
-            writer.add_scalar("eval/wall_minutes", (wall_before + time.time() - start_time) / 60,
-                              global_step)
-            _log_eval_game(writer, model, cfg, global_step)
+            results = _evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
+                                        wall_before + time.time() - start_time)
             summary = short_summary(results)
         bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
         bar.update(cfg.batch_size)
@@ -157,12 +160,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         checkpoint = save(update)
 
     # -- final evaluation: the arena table against the baselines ------------------------------
-    results = evaluate_policy(model, cfg.eval_agents, cfg.final_eval_pairs, cfg.eval_seed)
-    for key, value in eval_scalars(results).items():
-        writer.add_scalar(key, value, global_step)
-    writer.add_scalar("eval/wall_minutes", (wall_before + time.time() - start_time) / 60,
-                      global_step)
-    _log_eval_game(writer, model, cfg, global_step)
+    results = _evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
+                                wall_before + time.time() - start_time)
     writer.close()
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
