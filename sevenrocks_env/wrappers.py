@@ -11,6 +11,8 @@ to the wrapper's own ``__getattr__`` and ``OrderEnforcingWrapper`` still raises 
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from pettingzoo.utils import wrappers
 
 _PER_STEP = ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos",
@@ -18,13 +20,11 @@ _PER_STEP = ("agent_selection", "agents", "rewards", "terminations", "truncation
 
 
 def _forwarded(name: str) -> property:
-    def get(self):
-        return getattr(self._raw_env, name)
-
     def set(self, value):
         setattr(self._raw_env, name, value)
 
-    return property(get, set, doc=f"``{name}`` of the raw env")
+    # attrgetter runs in C: these are read several times per step
+    return property(attrgetter(f"_raw_env.{name}"), set, doc=f"``{name}`` of the raw env")
 
 
 class _DirectAttributes:
