@@ -41,6 +41,7 @@ from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
+from sevenrocks_env.arena import add_evaluation_arguments
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.env import AGENTS, raw_env
 from sevenrocks_env.policy import MASKED_LOGIT, PolicyNet
@@ -296,10 +297,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--export", default="checkpoints/rllib/policy.pt",
                         help="where to write the policy (project checkpoint format)")
-    parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
-    parser.add_argument("--eval-seed", type=int, default=12345)
-    parser.add_argument("--eval-against", nargs="+", default=["greedy", "heuristic"])
-    parser.add_argument("--json", help="write the results as JSON here")
+    add_evaluation_arguments(parser)
     return parser
 
 

@@ -28,6 +28,7 @@ import gymnasium
 import numpy as np
 
 import sevenrocks_env  # noqa: F401  (registers sevenrocks/SevenRocks-v0)
+from sevenrocks_env.arena import add_evaluation_arguments
 from sevenrocks_env.agents import make_agent
 
 
@@ -127,10 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--refresh", type=int, default=16_384,
                         help="--opponents self: copy the learner every N steps (a multiple of --n-steps)")
     parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")
-    parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
-    parser.add_argument("--eval-seed", type=int, default=12345)
-    parser.add_argument("--eval-against", nargs="+", default=["greedy", "heuristic"])
-    parser.add_argument("--json", help="write the results as JSON here")
+    add_evaluation_arguments(parser)
     return parser
 
 

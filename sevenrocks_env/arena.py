@@ -260,6 +260,15 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
                       time.perf_counter() - started)
 
 
+def add_evaluation_arguments(parser, seed: int = 12345) -> None:
+    """``--eval-pairs``, ``--eval-seed``, ``--eval-against``, ``--json``: the arena options of
+    training scripts that end with an evaluation (examples/)."""
+    parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
+    parser.add_argument("--eval-seed", type=int, default=seed)
+    parser.add_argument("--eval-against", nargs="+", default=["greedy", "heuristic"])
+    parser.add_argument("--json", help="write the results as JSON here")
+
+
 def _pool_context():
     """Fork, unless torch is loaded here: a forked child of a process whose torch thread pool
     has started can hang, so then use a fork server (the caller needs the usual
