@@ -17,6 +17,7 @@ from .. import rules
 from ..observation import SeatView
 from ..tiles import KNOCK, TILE_PIPS
 
+
 class Layout:
     """Scratch copy of a layout: the attributes :func:`rules._place` reads and writes."""
 
@@ -51,11 +52,7 @@ class Layout:
         """Bitmask of the tiles that show a number open at some end (every tile at the opening)."""
         if not self.placements:
             return (1 << 28) - 1
-        mask = 0
-        for number in self.ends:
-            if number >= 0:
-                mask |= rules.WITH_NUMBER[number]
-        return mask
+        return rules.matching_tiles(self.ends)
 
     def placements_of(self, tile: int) -> list[int]:
         """Actions placing ``tile`` on this layout (slot 0 only at the opening, R3)."""
