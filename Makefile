@@ -39,7 +39,7 @@ train: install
 	$(PY) -m training.train --config $(CONFIG)
 
 bench: install
-	$(PY) benchmarks/env_speed.py --seconds 5
+	$(PY) benchmarks/env_speed.py --seconds 5 --repeats 3
 
 clean:
 	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat runs .pytest_cache .hypothesis

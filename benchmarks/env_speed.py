@@ -1,9 +1,11 @@
 """Speed of random play: sevenrocks_v0 through the AEC API and the engine alone, beside
 PettingZoo's connect_four_v3 measured in the same run.
 
-    .venv/bin/python benchmarks/env_speed.py [--seconds 5]
+    .venv/bin/python benchmarks/env_speed.py [--seconds 5] [--repeats 3]
 
-Prints a Markdown table.  Random legal actions; one process.
+Prints a Markdown table.  Random legal actions; one process.  Rows are measured in turn,
+``--repeats`` times over, and each figure is the median, so a burst of load on a shared machine
+hits one sample rather than one row.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import platform
 import random
+import statistics
 import time
 
 import numpy as np
@@ -60,29 +63,37 @@ def engine_random_play(seconds: float) -> tuple[int, int, int, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="time per row")
+    parser.add_argument("--seconds", type=float, default=5.0, help="time per row and repeat")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds over all rows (median)")
     args = parser.parse_args()
+    if args.seconds <= 0 or args.repeats < 1:
+        parser.error("--seconds must be > 0 and --repeats >= 1")
 
-    rows = []
-    for name, make in (("sevenrocks_v0.env() (wrapped)", sevenrocks_v0.env),
-                       ("sevenrocks_v0.raw_env()", sevenrocks_v0.raw_env)):
-        steps, matches, elapsed = aec_random_play(make, args.seconds)
-        rows.append((name, steps / elapsed, matches / elapsed, "steps"))
-    actions, placements, matches, elapsed = engine_random_play(args.seconds)
-    rows.append(("engine (rules.Match), all actions", actions / elapsed, matches / elapsed, "actions"))
-    rows.append(("engine (rules.Match), placements only", placements / elapsed, matches / elapsed,
-                 "placements"))
     try:
         from pettingzoo.classic import connect_four_v3
     except ImportError:  # pygame missing: pip install -e .[bench]
         connect_four_v3 = None
-    if connect_four_v3 is not None:
-        for name, make in (("pettingzoo connect_four_v3.env() (wrapped)", connect_four_v3.env),
-                           ("pettingzoo connect_four_v3.raw_env()", connect_four_v3.raw_env)):
+    ours = [("sevenrocks_v0.env() (wrapped)", sevenrocks_v0.env),
+            ("sevenrocks_v0.raw_env()", sevenrocks_v0.raw_env)]
+    theirs = [] if connect_four_v3 is None else [
+        ("pettingzoo connect_four_v3.env() (wrapped)", connect_four_v3.env),
+        ("pettingzoo connect_four_v3.raw_env()", connect_four_v3.raw_env)]
+    engine = [("engine (rules.Match), all actions", "actions"),
+              ("engine (rules.Match), placements only", "placements")]
+    samples: dict[str, list[tuple[float, float]]] = {}  # name -> [(rate, matches/s) per repeat]
+    for _ in range(args.repeats):
+        for name, make in ours + theirs:
             steps, matches, elapsed = aec_random_play(make, args.seconds)
-            rows.append((name, steps / elapsed, matches / elapsed, "steps"))
+            samples.setdefault(name, []).append((steps / elapsed, matches / elapsed))
+        actions, placements, matches, elapsed = engine_random_play(args.seconds)
+        for (name, _), count in zip(engine, (actions, placements)):
+            samples.setdefault(name, []).append((count / elapsed, matches / elapsed))
+    units = [(name, "steps") for name, _ in ours] + engine + [(name, "steps") for name, _ in theirs]
+    rows = [(name, statistics.median(rate for rate, _ in samples[name]),
+             statistics.median(per_match for _, per_match in samples[name]), unit)
+            for name, unit in units]
 
-    print(f"random play, one process, {args.seconds:g} s per row, "
+    print(f"random play, one process, median of {args.repeats} x {args.seconds:g} s per row, "
           f"Python {platform.python_version()}, {platform.machine()}")
     print()
     print("| what | per second | matches/s |")

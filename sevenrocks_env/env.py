@@ -180,7 +180,8 @@ class raw_env(AECEnv, EzPickle):
             self.agent_selection = AGENTS[match.turn]
         else:
             self.agent_selection = AGENTS[(self._seat_of[agent] + 1) & 3]
-        self._accumulate_rewards()
+        if self._rewards_dirty:  # otherwise every reward is 0 and there is nothing to add
+            self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 

@@ -31,16 +31,12 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from .rules import Match, end_sum, legal_actions, matching_tiles
-from .tiles import (
-    NUM_ACTIONS,
-    NUM_NUMBERS,
-    NUM_TILES,
-    WITH_NUMBER,
-)
+from .tiles import NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
 
 OBS_VERSION = 1
 #: (name, size) in vector order: the layout above.
@@ -58,6 +54,7 @@ for _name, _size in PIECES:
 OBS_SIZE = _offset
 
 _BITS = 1 << np.arange(NUM_TILES, dtype=np.int64)
+_VOID_BITS = 1 << np.arange(NUM_NUMBERS, dtype=np.int64)
 _SLOT_OPEN = OFFSETS["slot_open"].start
 _SLOT_NUMBER = OFFSETS["slot_number"].start
 _SLOT_DOUBLE = OFFSETS["slot_double"].start
@@ -71,86 +68,112 @@ _UNSEEN = OFFSETS["unseen"].start
 _SCORES = OFFSETS["scores"].start
 _TURN = OFFSETS["turn"].start
 _OPENING = OFFSETS["opening"].start
-_VOID_BITS = 1 << np.arange(NUM_NUMBERS, dtype=np.int64)
-_PACK5 = struct.Struct("<5I").pack
 _ALL = (1 << NUM_TILES) - 1
+
+# encode() builds the vector as little-endian float32 bytes from precomputed pieces and joins
+# them once: a 28-bit tile set is two 14-bit halves, each one table lookup.
+_FLOAT32 = np.dtype("<f4")
+_HALF = 14
+_HALF_MASK = (1 << _HALF) - 1
+_BITS_OF_HALF = tuple(
+    np.unpackbits(np.array([v], dtype="<u2").view(np.uint8), bitorder="little")[:_HALF]
+    .astype(_FLOAT32).tobytes() for v in range(1 << _HALF))
+_BITS_OF_NUMBERS = tuple(
+    np.array([(v >> n) & 1 for n in range(NUM_NUMBERS)], _FLOAT32).tobytes()
+    for v in range(1 << NUM_NUMBERS))
+_SEVENTHS = tuple(np.array([c / 7.0], _FLOAT32).tobytes() for c in range(8))
+_PLAYED_TO_HELD = tuple(np.array([1.0 - c / 7.0], _FLOAT32).tobytes() for c in range(8))
+_TURN_BYTES = tuple(np.eye(4, dtype=_FLOAT32)[k].tobytes() for k in range(4)) + (bytes(16),)
+_OPENING_BYTES = (np.zeros(1, _FLOAT32).tobytes(), np.ones(1, _FLOAT32).tobytes())
+_PACK_SCORES = struct.Struct("<3f").pack
+_LAYOUT_SIZE = _COUNTS - _SLOT_OPEN
+_PACK_LAYOUT = struct.Struct(f"<{_LAYOUT_SIZE}f").pack
+
+
+@lru_cache(maxsize=1 << 14)
+def _layout_bytes(layout: tuple) -> bytes:
+    """``slot_open`` .. ``end_sum`` (offsets 140-197), a function of the layout alone (R4, R5).
+
+    ``layout`` is ``(*ends, *end_double, *branch_started, spinner)``.
+    """
+    ends, end_double, started, spinner = layout[0:4], layout[4:8], layout[8:12], layout[12]
+    out = [0.0] * _LAYOUT_SIZE
+    total = 0
+    for slot in range(4):
+        number = ends[slot]
+        if number >= 0:
+            out[slot] = 1.0
+            out[_SLOT_NUMBER - _SLOT_OPEN + 7 * slot + number] = 1.0
+            value = number
+            if end_double[slot]:
+                out[_SLOT_DOUBLE - _SLOT_OPEN + slot] = 1.0
+                value = 2 * number
+            if slot < 2 or started[slot]:
+                out[_COUNTED - _SLOT_OPEN + slot] = value / 12.0
+                total += value
+        if started[slot]:
+            out[_BRANCH - _SLOT_OPEN + slot] = 1.0
+    if spinner >= 0:
+        out[_SPINNER - _SLOT_OPEN] = 1.0
+        out[_SPINNER - _SLOT_OPEN + 1 + spinner] = 1.0
+        if end_double[0] and end_double[1] and ends[0] == ends[1] == spinner:
+            out[_COUNTED - _SLOT_OPEN + 1] = 0.0  # the opening spinner counts once (R5)
+            total -= 2 * spinner
+    out[_END_SUM - _SLOT_OPEN] = total / 36.0
+    out[_END_SUM - _SLOT_OPEN + 1 + total % 5] = 1.0
+    return _PACK_LAYOUT(*out)
 
 
 def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     """Observation vector (float32, ``OBS_SIZE``) of ``seat`` (see the module table).
 
-    Built without Python loops over tiles: the five tile sets are unpacked in one numpy call,
-    everything else is a handful of scalar writes.
+    Built without Python loops over tiles: every piece is a precomputed float32 byte string
+    (tile sets by 14-bit halves, the layout block cached by the layout), joined once.
+    ``out``, if given, is filled in place and returned.
     """
-    if out is None:
-        out = np.zeros(OBS_SIZE, dtype=np.float32)
-    else:
-        out.fill(0.0)
     played_by = match.played_by
     hand = match.hands[seat]
-    left, partner, right = played_by[(seat + 1) & 3], played_by[(seat + 2) & 3], played_by[(seat + 3) & 3]
     mine = played_by[seat]
-    packed = _PACK5(hand, mine, left, partner, right)
-    out[:140] = np.unpackbits(np.frombuffer(packed, np.uint8), bitorder="little").reshape(
-        5, 32)[:, :28].reshape(-1)
-    ends, end_double, started = match.ends, match.end_double, match.branch_started
-    total = 0
-    for slot in range(4):
-        number = ends[slot]
-        if number >= 0:
-            out[_SLOT_OPEN + slot] = 1.0
-            out[_SLOT_NUMBER + 7 * slot + number] = 1.0
-            value = number
-            if end_double[slot]:
-                out[_SLOT_DOUBLE + slot] = 1.0
-                value = 2 * number
-            if slot < 2 or started[slot]:
-                out[_COUNTED + slot] = value / 12.0
-                total += value
-        if started[slot]:
-            out[_BRANCH + slot] = 1.0
-    if match.spinner >= 0:
-        out[_SPINNER] = 1.0
-        out[_SPINNER + 1 + match.spinner] = 1.0
-        if end_double[0] and end_double[1] and ends[0] == ends[1] == match.spinner:
-            out[_COUNTED + 1] = 0.0  # the opening spinner counts once (R5)
-            total -= 2 * match.spinner
-    out[_END_SUM] = total / 36.0
-    out[_END_SUM + 1 + total % 5] = 1.0
-    out[_COUNTS] = hand.bit_count() / 7.0
-    out[_COUNTS + 1] = 1.0 - left.bit_count() / 7.0
-    out[_COUNTS + 2] = 1.0 - partner.bit_count() / 7.0
-    out[_COUNTS + 3] = 1.0 - right.bit_count() / 7.0
+    left, partner, right = played_by[(seat + 1) & 3], played_by[(seat + 2) & 3], played_by[(seat + 3) & 3]
+    layout = _layout_bytes((*match.ends, *match.end_double, *match.branch_started, match.spinner))
     voids = match.voids
-    for k in (1, 2, 3):
-        void = voids[(seat + k) & 3]
-        while void:
-            low_bit = void & -void
-            out[_VOIDS + 7 * (k - 1) + low_bit.bit_length() - 1] = 1.0
-            void ^= low_bit
     unseen = _ALL & ~(hand | match.played)
-    for number in range(7):
-        count = (unseen & WITH_NUMBER[number]).bit_count()
-        if count:
-            out[_UNSEEN + number] = count / 7.0
+    bits, sevenths = _BITS_OF_HALF, _SEVENTHS
     target = match.target
     team = seat & 1
-    out[_SCORES] = match.scores[team] / target
-    out[_SCORES + 1] = match.scores[team ^ 1] / target
-    out[_SCORES + 2] = target / 1000.0
-    if match.turn >= 0:
-        out[_TURN + ((match.turn - seat) & 3)] = 1.0
-    if match.placements == 0:
-        out[_OPENING] = 1.0
+    turn = match.turn
+    data = b"".join((
+        bits[hand & _HALF_MASK], bits[hand >> _HALF],
+        bits[mine & _HALF_MASK], bits[mine >> _HALF],
+        bits[left & _HALF_MASK], bits[left >> _HALF],
+        bits[partner & _HALF_MASK], bits[partner >> _HALF],
+        bits[right & _HALF_MASK], bits[right >> _HALF],
+        layout,
+        sevenths[hand.bit_count()], _PLAYED_TO_HELD[left.bit_count()],
+        _PLAYED_TO_HELD[partner.bit_count()], _PLAYED_TO_HELD[right.bit_count()],
+        _BITS_OF_NUMBERS[voids[(seat + 1) & 3]], _BITS_OF_NUMBERS[voids[(seat + 2) & 3]],
+        _BITS_OF_NUMBERS[voids[(seat + 3) & 3]],
+        sevenths[(unseen & WITH_NUMBER[0]).bit_count()], sevenths[(unseen & WITH_NUMBER[1]).bit_count()],
+        sevenths[(unseen & WITH_NUMBER[2]).bit_count()], sevenths[(unseen & WITH_NUMBER[3]).bit_count()],
+        sevenths[(unseen & WITH_NUMBER[4]).bit_count()], sevenths[(unseen & WITH_NUMBER[5]).bit_count()],
+        sevenths[(unseen & WITH_NUMBER[6]).bit_count()],
+        _PACK_SCORES(match.scores[team] / target, match.scores[team ^ 1] / target, target / 1000.0),
+        _TURN_BYTES[(turn - seat) & 3 if turn >= 0 else 4],
+        _OPENING_BYTES[match.placements == 0],
+    ))
+    if out is None:
+        return np.frombuffer(bytearray(data), dtype=_FLOAT32)
+    out[:] = np.frombuffer(data, dtype=_FLOAT32)
     return out
 
 
 def action_mask(match: Match, seat: int) -> np.ndarray:
     """int8 mask over the 113 actions: the legal set if ``seat`` is on turn, else all zeros."""
-    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    mask = bytearray(NUM_ACTIONS)
     if seat == match.turn and not match.over:
-        mask[legal_actions(match)] = 1
-    return mask
+        for action in legal_actions(match):
+            mask[action] = 1
+    return np.frombuffer(mask, dtype=np.int8)
 
 
 @dataclass(frozen=True)

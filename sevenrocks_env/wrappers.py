@@ -7,6 +7,9 @@ over half the time of a step.  These subclasses behave exactly like PettingZoo's
 are subclasses and run the same ``step``/``observe`` code), but read the per-step attributes
 straight from the raw env.  Before ``reset()`` the raw env lacks them, so the lookup falls back
 to the wrapper's own ``__getattr__`` and ``OrderEnforcingWrapper`` still raises its usual error.
+Each also has a fast path for the common case (a reset env, a live agent, a legal int action)
+that does what the parent does there without the chain of ``super()`` calls; every other case
+goes to the parent unchanged.
 """
 
 from __future__ import annotations
@@ -38,7 +41,26 @@ for _name in _PER_STEP:
 
 
 class TerminateIllegalWrapper(_DirectAttributes, wrappers.TerminateIllegalWrapper):
-    """PettingZoo's ``TerminateIllegalWrapper`` (illegal move: mover gets the penalty, match ends)."""
+    """PettingZoo's ``TerminateIllegalWrapper`` (illegal move: mover gets the penalty, match ends),
+    with a fast path for the common step: a live agent plays an int its last mask allows."""
+
+    def observe(self, agent):
+        obs = self.env.observe(agent)
+        raw = self._raw_env
+        if agent == raw.agent_selection:  # as the parent: remember the mask the mover saw
+            self._prev_obs = obs
+            self._prev_info = raw.infos.get(agent, {})
+        return obs
+
+    def step(self, action) -> None:
+        prev, raw = self._prev_obs, self._raw_env
+        agent = raw.agent_selection
+        if (type(action) is int and type(prev) is dict and not raw.terminations[agent]
+                and not raw.truncations[agent] and prev["action_mask"][action]):
+            self._prev_obs = self._prev_info = None
+            self.env.step(action)  # what the parent does for a legal move
+        else:
+            super().step(action)
 
 
 class AssertOutOfBoundsWrapper(_DirectAttributes, wrappers.AssertOutOfBoundsWrapper):
@@ -47,10 +69,22 @@ class AssertOutOfBoundsWrapper(_DirectAttributes, wrappers.AssertOutOfBoundsWrap
     def step(self, action) -> None:
         if type(action) is int and 0 <= action < self._raw_env.action_spaces[
                 self._raw_env.agent_selection].n:
-            wrappers.BaseWrapper.step(self, action)  # what the parent does once its assert passes
+            self.env.step(action)  # what the parent does once its assert passes
         else:
             super().step(action)
 
 
 class OrderEnforcingWrapper(_DirectAttributes, wrappers.OrderEnforcingWrapper):
-    """PettingZoo's ``OrderEnforcingWrapper``."""
+    """PettingZoo's ``OrderEnforcingWrapper``, with fast paths once ``reset()`` has been called."""
+
+    def step(self, action) -> None:
+        if self._has_reset and self._raw_env.agents:
+            self._has_updated = True
+            self.env.step(action)  # what the parent does in this case
+        else:
+            super().step(action)
+
+    def observe(self, agent):
+        if self._has_reset:
+            return self.env.observe(agent)
+        return super().observe(agent)

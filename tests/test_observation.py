@@ -69,3 +69,24 @@ def test_hand_block_is_the_observers_tiles_only():
         hand = view(encode(match, seat), "hand")
         assert hand.sum() == 7
         assert all(bool(hand[t]) == bool(match.hands[seat] >> t & 1) for t in range(NUM_TILES))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_counted_ends_and_end_sum_pieces_follow_the_scoring_rules(seed):
+    """``slot_counted``/``end_sum`` (cached per layout in encode) against scoring.end_sum (R5),
+    and ``out=`` fills a buffer with the same vector as a fresh, writable float32 array."""
+    match = Match.new(seed, max_rounds=2)
+    rng = random.Random(seed)
+    buffer = np.full(OBS_SIZE, 9.0, dtype=np.float32)
+    while not match.over:
+        seat = match.turn
+        obs = encode(match, seat)
+        assert obs.dtype == np.float32 and obs.flags.writeable
+        assert encode(match, seat, buffer) is buffer and np.array_equal(buffer, obs)
+        total = match.end_sum() if match.placements else 0
+        assert np.isclose(view(obs, "slot_counted").sum() * 12, total)
+        end_sum_piece = view(obs, "end_sum")
+        assert np.isclose(end_sum_piece[0] * 36, total)
+        assert np.flatnonzero(end_sum_piece[1:]).tolist() == [total % 5]
+        apply_action(match, rng.choice(legal_actions(match)))

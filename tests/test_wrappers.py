@@ -1,0 +1,78 @@
+"""Our wrapper subclasses (fast paths, direct attributes) behave exactly like PettingZoo's own."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pettingzoo.utils import wrappers as pz_wrappers
+
+from sevenrocks_env import sevenrocks_v0
+
+
+def pettingzoo_env(**kwargs):
+    """sevenrocks_v0.env() built from PettingZoo's unmodified wrapper classes."""
+    env = sevenrocks_v0.raw_env(**kwargs)
+    env = pz_wrappers.TerminateIllegalWrapper(env, illegal_reward=-1)
+    env = pz_wrappers.AssertOutOfBoundsWrapper(env)
+    return pz_wrappers.OrderEnforcingWrapper(env)
+
+
+def snapshot(env):
+    if not env.agents:  # after the last agent left: only the dicts remain
+        return dict(env.rewards), dict(env._cumulative_rewards)
+    obs, reward, term, trunc, info = env.last()
+    return (env.agent_selection, obs["observation"].tobytes(), obs["action_mask"].tobytes(),
+            reward, term, trunc, info, dict(env.rewards), dict(env._cumulative_rewards), dict(env.terminations),
+            dict(env.truncations), list(env.agents))
+
+
+def drive(env, seed, choices):
+    """Play with actions picked by ``choices`` (legal ints, numpy ints, illegal, out of range,
+    None); return the trace of snapshots and the exceptions raised."""
+    env.reset(seed=seed)
+    rng = random.Random(seed)
+    trace = [snapshot(env)]
+    for kind in choices:
+        if not env.agents:
+            break
+        obs, _, term, trunc, _ = env.last()
+        legal = np.flatnonzero(obs["action_mask"])
+        if term or trunc or kind == "none":
+            action = None
+        elif kind == "illegal":
+            action = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+        elif kind == "out_of_range":
+            action = 113
+        elif kind == "numpy":
+            action = np.int64(legal[rng.randrange(len(legal))])
+        else:
+            action = int(legal[rng.randrange(len(legal))])
+        try:
+            env.step(action)
+            trace.append(snapshot(env))
+        except (AssertionError, ValueError) as error:
+            trace.append(type(error).__name__)
+    return trace
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000),
+       choices=st.lists(st.sampled_from(["legal"] * 12 + ["numpy", "illegal", "out_of_range",
+                                                          "none"]), max_size=80))
+def test_same_trace_as_pettingzoo_wrappers(seed, choices):
+    assert drive(sevenrocks_v0.env(), seed, choices) == drive(pettingzoo_env(), seed, choices)
+
+
+def test_same_trace_for_whole_matches():
+    for seed in range(3):
+        choices = ["legal"] * 2000
+        assert drive(sevenrocks_v0.env(), seed, choices) == drive(pettingzoo_env(), seed, choices)
+
+
+def test_same_errors_before_reset():
+    for make in (sevenrocks_v0.env, pettingzoo_env):
+        env = make()
+        with pytest.raises(AttributeError, match="before reset"):
+            env.agent_selection
