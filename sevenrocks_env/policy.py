@@ -54,23 +54,22 @@ class PolicyNet(nn.Module):
     points it scores, the number it leaves open, the tile's weight), and the trunk decides how
     much each of those counts in the current situation (a bilinear score, one weight vector per
     state).  Nothing beyond the observation is used, so the policy plays through the env as is.
+    ``action_features`` is the feature version (``ActionFeatures.SIZES``; ``True`` means version
+    1, what checkpoints from before versions stored) or ``0``/``False`` for none.
     """
 
     def __init__(self, hidden_sizes=(256, 256), obs_size: int = OBS_SIZE,
-                 num_actions: int = NUM_ACTIONS, action_features: bool = True):
+                 num_actions: int = NUM_ACTIONS, action_features: int = ActionFeatures.LATEST):
         super().__init__()
         self.hidden_sizes = [int(h) for h in hidden_sizes]
-        layers: list[nn.Module] = []
-        width = obs_size
-        for size in self.hidden_sizes:
-            layers += [_init(nn.Linear(width, size), np.sqrt(2)), nn.ReLU()]
-            width = size
-        self.trunk = nn.Sequential(*layers)
-        self.policy_head = _init(nn.Linear(width, num_actions), 0.01)  # near-uniform start
-        self.value_head = _init(nn.Linear(width, 1), 1.0)
-        self.action_features = ActionFeatures() if action_features else None
+        self.trunk = mlp(obs_size, self.hidden_sizes)
+        width = self.hidden_sizes[-1]
+        self.policy_head = layer_init(nn.Linear(width, num_actions), 0.01)  # near-uniform start
+        self.value_head = layer_init(nn.Linear(width, 1), 1.0)
+        version = int(action_features)  # True -> 1
+        self.action_features = ActionFeatures(version) if version else None
         if self.action_features is not None:
-            self.feature_weights = _init(nn.Linear(width, ActionFeatures.SIZE), 0.01)
+            self.feature_weights = layer_init(nn.Linear(width, self.action_features.size), 0.01)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None,
                 features: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -104,7 +103,7 @@ class PolicyNet(nn.Module):
         position = torch.arange(len(rows)) - starts[rows]
         padded_actions = torch.full((obs.shape[0], width), KNOCK, dtype=torch.long)
         padded_actions[rows, position] = actions
-        padded = torch.zeros(obs.shape[0], width, ActionFeatures.SIZE)
+        padded = torch.zeros(obs.shape[0], width, self.action_features.size)
         padded[rows, position] = self.action_features(obs, rows, actions)
         return padded_actions, padded
 
@@ -114,14 +113,24 @@ class PolicyNet(nn.Module):
 
     def model_config(self) -> dict:
         return {"hidden_sizes": list(self.hidden_sizes),
-                "action_features": self.action_features is not None}
+                "action_features": 0 if self.action_features is None
+                else self.action_features.version}
 
 
-def _init(layer: nn.Linear, gain: float) -> nn.Linear:
+def layer_init(layer: nn.Linear, gain: float) -> nn.Linear:
     """Orthogonal weights, zero bias (CleanRL's ``layer_init``)."""
     nn.init.orthogonal_(layer.weight, gain)
     nn.init.constant_(layer.bias, 0.0)
     return layer
+
+
+def mlp(width: int, hidden_sizes) -> nn.Sequential:
+    """ReLU layers of the given widths on a ``width``-long input (CleanRL's initialisation)."""
+    layers: list[nn.Module] = []
+    for size in hidden_sizes:
+        layers += [layer_init(nn.Linear(width, size), np.sqrt(2)), nn.ReLU()]
+        width = size
+    return nn.Sequential(*layers)
 
 
 class MaskedCategorical:
@@ -212,8 +221,14 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
     bad = [k for k, v in weights.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if bad:
         raise CheckpointError(f"{path}: non-finite weights in {', '.join(bad[:3])}")
+    features = config.get("action_features", False)
+    if type(features) is bool:  # checkpoints from before feature versions
+        features = int(features)
+    if type(features) is not int or (features and features not in ActionFeatures.SIZES):
+        raise CheckpointError(f"{path}: model_config.action_features must be 0 or a feature "
+                              f"version {sorted(ActionFeatures.SIZES)}, got {features!r}")
     try:
-        model = PolicyNet(list(hidden), action_features=bool(config.get("action_features", False)))
+        model = PolicyNet(list(hidden), action_features=features)
         model.load_state_dict(weights)
     except (KeyError, TypeError, ValueError, RuntimeError) as error:
         raise CheckpointError(f"{path}: weights do not fit the network it describes "

@@ -36,15 +36,27 @@ class ActionFeatures(nn.Module):
     | 18    | expected best reply of the left opponent / 35 (each possible tile weighted by the share of hidden tiles it holds) |
     | 19    | best reply score / 35 of the partner, same layout                        |
     | 20    | expected best reply of the partner / 35                                  |
+    | 21    | P(the left opponent must knock on the new layout) (R6, version 2)        |
+    | 22    | P(the partner must knock on the new layout) (version 2)                  |
+    | 23    | own remaining tiles that fit the new layout / tiles in hand (version 2)  |
 
     The end sum after a placement is the sum of the slots' counted values (an opening spinner,
     which the observation counts once, stops being exposed on both sides with any placement).
+    A seat's chance of holding a hidden tile is its share of the hidden tiles (as in
+    ``heuristic``), holdings independent.  Version 1 (checkpoints from before version 2) is
+    the first 21 features.
     """
 
-    SIZE = 21
+    SIZES = {1: 21, 2: 24}
+    LATEST = 2
 
-    def __init__(self):
+    def __init__(self, version: int = LATEST):
         super().__init__()
+        if version not in self.SIZES:
+            raise ValueError(f"action feature version must be one of {sorted(self.SIZES)}, "
+                             f"got {version!r}")
+        self.version = version
+        self.size = self.SIZES[version]
         self.offsets = {k: (v.start, v.stop) for k, v in OFFSETS.items()}
         other = torch.tensor(OTHER_HALF, dtype=torch.long)              # [28, 7], -1: no fit
         buffers = {
@@ -121,15 +133,24 @@ class ActionFeatures(nn.Module):
                      + self.other[:, number].permute(1, 0, 2) * self.double_factor)
         reply_points = reply_sum * ((reply_sum.remainder(5) == 0) & (reply_sum > 0)) * reply_fits
         best_reply = reply_points.amax(-1)                                        # [P, 28]
-        replies = self._replies(obs, best_reply)                                  # [P, 4]
+        possible, share = self._holdings(obs)                                     # [P, 2, 28]
+        candidates = best_reply.unsqueeze(1) * possible
+        best, expected = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
+        fits_after = reply_fits.amax(-1)                                          # [P, 28]
+        must_knock = (1.0 - fits_after.unsqueeze(1) * possible * share.unsqueeze(-1)).prod(-1)
+        hand = self._piece(obs, "hand")
+        rest = hand.clone()
+        rest[index, tile] = 0.0
+        control = (rest * fits_after).sum(-1) / hand.sum(-1).clamp(min=1.0)
 
         parts = torch.cat([
             torch.stack([end_sum * scores / 35.0, scores, end_sum / 36.0], -1),
             nn.functional.one_hot(remainder.long(), 5).float(),
             torch.stack([self.tile_pips[tile] / 12.0, tile_double], -1),
             nn.functional.one_hot(torch.where(opening, 7, new_end), 8)[:, :7].float(),
-            replies,
-        ], -1)
+            torch.stack([best[:, 0], expected[:, 0], best[:, 1], expected[:, 1]], -1),
+            must_knock, control.unsqueeze(-1),
+        ], -1)[:, :self.size]
         return parts * fits.unsqueeze(-1)
 
     @staticmethod
@@ -138,15 +159,14 @@ class ActionFeatures(nn.Module):
         counted = torch.cat([open_[:, :NORTH], open_[:, NORTH:] * started[:, NORTH:]], -1)
         return counted * number * (1.0 + double)
 
-    def _replies(self, obs, best_reply) -> torch.Tensor:
-        """Best and expected reply (/ 35) of the left opponent, then of the partner, over the
-        hidden tiles each may hold (not in our hand, not played, no number it is void in)."""
+    def _holdings(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
+        """For the left opponent and the partner: which hidden tiles each may hold (not in our
+        hand, not played, no number it is void in) ``[P, 2, 28]``, and its share of the hidden
+        tiles ``[P, 2]`` (the chance it holds any one of them)."""
         played = self._piece(obs, "played_by").reshape(-1, 4, NUM_TILES).amax(1)
         hidden = (1.0 - self._piece(obs, "hand")) * (1.0 - played)                # [P, 28]
         voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :2]                  # [P, 2, 7]
         possible = hidden.unsqueeze(1) * (voids @ self.tile_numbers.T == 0)         # [P, 2, 28]
         holds = self._piece(obs, "tile_counts")[:, 1:3] * 7.0                       # [P, 2]
         share = (holds / hidden.sum(-1, keepdim=True).clamp(min=1.0)).clamp(max=1.0)
-        candidates = best_reply.unsqueeze(1) * possible
-        best, expected = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
-        return torch.stack([best[:, 0], expected[:, 0], best[:, 1], expected[:, 1]], -1)
+        return possible, share

@@ -198,9 +198,12 @@ def _best_reply(after, seat_to_play, hidden, voids) -> int:
 @given(st.integers(0, 10**6))
 def test_action_features_agree_with_the_engine(seed):
     # Feature 0 is the placement's points, feature 17 the left opponent's best reply: both must
-    # equal what the rules engine computes by playing the moves (R4, R5).
+    # equal what the rules engine computes by playing the moves (R4, R5).  Features 21-23 (the
+    # left opponent's / partner's chance to knock, own tiles that still fit) from the engine's
+    # layout after the move.
     import random
 
+    from sevenrocks_env.agents.belief import excluded_tiles
     from sevenrocks_env.policy_features import ActionFeatures
     from sevenrocks_env.rules import legal_actions
     from sevenrocks_env.tiles import ALL_TILES, KNOCK
@@ -223,4 +226,13 @@ def test_action_features_agree_with_the_engine(seed):
                 hidden = ALL_TILES & ~after.played & ~after.hands[seat]
                 assert round(row[17].item() * 35) == _best_reply(after, left, hidden,
                                                                  match.voids[left])
+                fits = after.matching()
+                for k, feature in ((1, 21), (2, 22)):  # left opponent, partner: must knock
+                    other = (seat + k) % 4
+                    may_hold = hidden & ~excluded_tiles(match.voids[other])
+                    share = min(1.0, match.hands[other].bit_count() / hidden.bit_count())
+                    chance = (1.0 - share) ** (may_hold & fits).bit_count()
+                    assert row[feature].item() == pytest.approx(chance, abs=1e-5)
+                control = (after.hands[seat] & fits).bit_count() / match.hands[seat].bit_count()
+                assert row[23].item() == pytest.approx(control, abs=1e-6)
         apply_action(match, rng.choice(legal_actions(match)))

@@ -121,10 +121,11 @@ def test_smoke_run_logs_and_checkpoints(tmp_path):
     assert data["global_step"] == cfg.total_steps and data["update"] == cfg.num_updates
 
 
-def test_resume_continues_bit_for_bit(tmp_path):
+@pytest.mark.parametrize("critic", ["shared", "oracle"])
+def test_resume_continues_bit_for_bit(tmp_path, critic):
     # Run three updates straight, then resume the same run from its first checkpoint:
     # the same steps, optimizer and schedule must reproduce the same weights.
-    cfg = _smoke(tmp_path, "total_steps=768", "eval_every=0")
+    cfg = _smoke(tmp_path, "total_steps=768", "eval_every=0", f"critic={critic}")
     train(cfg, final_table=False)
     ckpt_dir = tmp_path / "ckpt" / "smoke"
     straight = torch.load(ckpt_dir / "step_768.pt", weights_only=True)
@@ -135,8 +136,50 @@ def test_resume_continues_bit_for_bit(tmp_path):
     for key, tensor in straight["model"].items():
         assert torch.equal(tensor, resumed["model"][key]), key
     assert resumed["optimizer"]["state"][0]["step"] == straight["optimizer"]["state"][0]["step"]
+    assert (resumed["critic"] is None) == (critic == "shared")
+    for key, tensor in (straight["critic"] or {}).items():
+        assert torch.equal(tensor, resumed["critic"][key]), key
     steps = [s for s, _ in _scalars(tmp_path / "runs" / "smoke")["charts/learning_rate"]]
     assert max(steps) == 768
+
+
+def test_resume_refuses_to_change_the_networks(tmp_path, capsys):
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0"), final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    for override in ("critic=oracle", "action_features=1", "hidden_sizes=[16]"):
+        assert main(["--resume", str(latest), "--set", override]) == 2
+        assert "cannot change on --resume" in capsys.readouterr().err
+
+
+def test_resume_a_run_from_before_feature_versions(tmp_path):
+    # Older checkpoints stored action_features=True (version 1) and had no critic field.
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "action_features=1"),
+          final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    data = torch.load(latest, weights_only=True)
+    data["model_config"]["action_features"] = True
+    for key in ("action_features", "critic"):
+        del data["config"][key]
+    del data["critic"]
+    torch.save(data, latest)
+    assert main(["--resume", str(latest), "--set", "total_steps=512",
+                 "--set", "final_eval_pairs=1"]) == 0
+    resumed = torch.load(latest, weights_only=True)
+    assert resumed["global_step"] == 512 and resumed["model_config"]["action_features"] == 1
+
+
+def test_oracle_critic_input_is_the_other_seats_hands():
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+    from sevenrocks_env.tiles import tiles_of
+    from training.critic import hidden_hands
+
+    match = Match.new(7)
+    for _ in range(9):
+        apply_action(match, legal_actions(match)[0])
+    for seat in range(4):
+        hands = hidden_hands(match, seat).reshape(3, -1)
+        for k in (1, 2, 3):
+            assert np.flatnonzero(hands[k - 1]).tolist() == tiles_of(match.hands[(seat + k) % 4])
 
 
 def test_resume_with_a_different_opponent_pool(tmp_path):

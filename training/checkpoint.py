@@ -64,8 +64,10 @@ def save_checkpoint(path, data: dict) -> Path:
 
 
 def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int, update: int,
-                             wall_time: float, engine_state: dict, pool_state: dict | None) -> Path:
-    """``step_<n>.pt`` plus a copy as ``latest.pt``; returns the step file's path."""
+                             wall_time: float, engine_state: dict, pool_state: dict | None,
+                             critic=None) -> Path:
+    """``step_<n>.pt`` plus a copy as ``latest.pt``; returns the step file's path.  An oracle
+    ``critic`` (training only) is stored under ``critic``; the policy keys stay as they are."""
     data = policy_entries(model, global_step)
     data.update({
         "optimizer": optimizer.state_dict(),
@@ -75,6 +77,8 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
         "rng": rng_state(),
         "engine": engine_state,
         "pool": pool_state,
+        "critic": None if critic is None else {k: v.detach().clone()
+                                               for k, v in critic.state_dict().items()},
         "torch_version": str(torch.__version__),
     })
     directory = Path(directory)

@@ -23,6 +23,9 @@ class ConfigError(ValueError):
     """A configuration file or override that cannot be used."""
 
 
+CRITICS = ("shared", "oracle")
+
+
 @dataclass
 class TrainConfig:
     # -- run --------------------------------------------------------------------------------
@@ -74,7 +77,15 @@ class TrainConfig:
 
     # -- PPO (names as in CleanRL) ----------------------------------------------------------
     hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
-    """Widths of the shared MLP trunk."""
+    """Widths of the shared MLP trunk (and of the oracle critic's)."""
+    action_features: int = 2
+    """Version of the policy's per-action feature layer (``sevenrocks_env.policy_features``:
+    1 = points, end sums and replies; 2 = also the chance a seat must knock and own tiles that
+    still fit); 0 = none."""
+    critic: str = "shared"
+    """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
+    observation); ``oracle`` = a separate network that also sees the other seats' hands
+    (training only, ``training/critic.py``; the policy still sees only the observation)."""
     learning_rate: float = 2.5e-4
     """Adam learning rate at the start."""
     anneal_lr: bool = True
@@ -131,6 +142,12 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}")
+        from sevenrocks_env.policy_features import ActionFeatures
+        if self.action_features != 0 and self.action_features not in ActionFeatures.SIZES:
+            raise ConfigError(f"action_features must be 0 or one of {sorted(ActionFeatures.SIZES)}, "
+                              f"got {self.action_features}")
+        if self.critic not in CRITICS:
+            raise ConfigError(f"critic must be one of {CRITICS}, got {self.critic!r}")
         if self.opponent_fraction > 0 and not self.opponents:
             raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list")
         from sevenrocks_env.agents import make_agent

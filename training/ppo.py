@@ -41,15 +41,19 @@ def compute_gae(rewards, values, dones, next_index, bootstrap, gamma: float, gae
     return advantages, advantages + np.asarray(values, dtype=np.float32)
 
 
-def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg) -> dict:
+def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg,
+               critic: nn.Module | None = None) -> dict:
     """Minibatch epochs of the clipped PPO objective; returns the CleanRL loss statistics.
 
-    ``batch`` holds tensors ``obs, masks, actions, logprobs, values, advantages, returns``.
+    ``batch`` holds tensors ``obs, masks, actions, logprobs, values, advantages, returns`` (and
+    ``hands`` with an oracle ``critic``, which then gives the values instead of the model's
+    value head; the optimizer must hold both networks' parameters).
     """
     size = len(batch["actions"])
     minibatch_size = size // cfg.num_minibatches
     clipfracs, approx_kl = [], torch.tensor(0.0)
     model.train()
+    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
     features = None
     if getattr(model, "action_features", None) is not None:  # no gradient: compute once
         with torch.no_grad():
@@ -61,6 +65,8 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
             logits, new_values = model(batch["obs"][mb], batch["masks"][mb],
                                        None if features is None else
                                        (features[0][mb], features[1][mb]))
+            if critic is not None:
+                new_values = critic(batch["obs"][mb], batch["hands"][mb])
             dist = MaskedCategorical(logits, batch["masks"][mb])
             new_logprobs = dist.log_prob(batch["actions"][mb])
             entropy = dist.entropy()
@@ -95,7 +101,7 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
 
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            nn.utils.clip_grad_norm_(parameters, cfg.max_grad_norm)
             optimizer.step()
 
         if cfg.target_kl and approx_kl > cfg.target_kl:

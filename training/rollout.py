@@ -26,12 +26,15 @@ from sevenrocks_env.policy import MaskedCategorical
 from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
 
+from .critic import HANDS_SIZE, hidden_hands
+
 
 class RolloutBuffer:
     """Flat storage of one rollout's transitions (see the module docstring)."""
 
     def __init__(self, capacity: int):
         self.obs = np.zeros((capacity, OBS_SIZE), dtype=np.float32)
+        self.hands = np.zeros((capacity, HANDS_SIZE), dtype=np.float32)  # for an oracle critic
         self.masks = np.zeros((capacity, NUM_ACTIONS), dtype=bool)
         self.actions = np.zeros(capacity, dtype=np.int64)
         self.logprobs = np.zeros(capacity, dtype=np.float32)
@@ -81,6 +84,7 @@ class SelfPlayEngine:
         self.pending_margin = np.zeros((num_matches, NUM_SEATS), dtype=np.int64)
         self.legal: list[list[int]] = [[] for _ in range(num_matches)]
         self._obs = np.zeros((num_matches, OBS_SIZE), dtype=np.float32)
+        self._hands = np.zeros((num_matches, HANDS_SIZE), dtype=np.float32)
         self._masks = np.zeros((num_matches, NUM_ACTIONS), dtype=bool)
         self.stats = defaultdict(list)
         self._placements = np.zeros(num_matches, dtype=np.int64)
@@ -168,10 +172,14 @@ class SelfPlayEngine:
     # -- rollouts -----------------------------------------------------------------------------
 
     @torch.no_grad()
-    def collect(self, model, buffer: RolloutBuffer, num_steps: int) -> None:
-        """Fill ``buffer`` with ``num_steps * num_matches`` learner decisions."""
+    def collect(self, model, buffer: RolloutBuffer, num_steps: int, critic=None) -> None:
+        """Fill ``buffer`` with ``num_steps * num_matches`` learner decisions.
+
+        Values come from ``model``'s value head, or from ``critic`` (an
+        :class:`~training.critic.OracleCritic`, which also sees the hidden hands) if given."""
         buffer.reset()
         obs_t, masks_t = torch.from_numpy(self._obs), torch.from_numpy(self._masks)
+        hands_t = torch.from_numpy(self._hands)
         for _ in range(num_steps):
             for i in range(self.num_matches):
                 self._advance(i, buffer)
@@ -179,13 +187,18 @@ class SelfPlayEngine:
             for i, match in enumerate(self.matches):
                 encode(match, match.turn, self._obs[i])
                 self._masks[i, self.legal[i]] = True
+                if critic is not None:
+                    hidden_hands(match, match.turn, self._hands[i])
             logits, values = model(obs_t, masks_t)
+            if critic is not None:
+                values = critic(obs_t, hands_t)
             dist = MaskedCategorical(logits, masks_t)
             actions = dist.sample()
             logprobs = dist.log_prob(actions)
             start = buffer.size
             end = start + self.num_matches
             buffer.obs[start:end] = self._obs
+            buffer.hands[start:end] = self._hands
             buffer.masks[start:end] = self._masks
             buffer.actions[start:end] = actions.numpy()
             buffer.logprobs[start:end] = logprobs.numpy()
@@ -202,15 +215,19 @@ class SelfPlayEngine:
                 self.pending_margin[i, seat] = _margin(self.matches[i], seat)
                 self._decisions[i] += 1
                 self._play(i, action, buffer)
-        self._cut(model, buffer)
+        self._cut(model, buffer, critic)
 
-    def _cut(self, model, buffer: RolloutBuffer) -> None:
+    def _cut(self, model, buffer: RolloutBuffer, critic=None) -> None:
         """Rollout end: give every open transition its reward so far and V(its seat's view now)."""
         open_ = np.argwhere(self.pending >= 0)
         if len(open_) == 0:
             return
-        obs = np.stack([encode(self.matches[i], seat) for i, seat in open_])
-        values = model.value(torch.from_numpy(obs))
+        obs = torch.from_numpy(np.stack([encode(self.matches[i], seat) for i, seat in open_]))
+        if critic is None:
+            values = model.value(obs)
+        else:
+            values = critic(obs, torch.from_numpy(
+                np.stack([hidden_hands(self.matches[i], seat) for i, seat in open_])))
         for (i, seat), value in zip(open_, values.tolist()):
             k = self.pending[i, seat]
             buffer.rewards[k] += self._reward_since(i, seat)

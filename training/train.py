@@ -26,6 +26,7 @@ from sevenrocks_env.policy import CheckpointError, PolicyNet
 from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
 from .config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config, \
     parse_overrides
+from .critic import OracleCritic
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .ppo import compute_gae, ppo_update
@@ -66,14 +67,18 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
 
-    model = PolicyNet(cfg.hidden_sizes).eval()
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features).eval()
+    critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
+    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
+    optimizer = torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
     engine = SelfPlayEngine(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
                             cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
     start_update, global_step, wall_before = 0, 0, 0.0
     if resume is not None:
         model.load_state_dict(resume["model"])
+        if critic is not None:
+            critic.load_state_dict(resume["critic"])
         optimizer.load_state_dict(resume["optimizer"])
         if pool is not None and resume.get("pool"):
             pool.load_state_dict(resume["pool"])
@@ -98,7 +103,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
                                         wall_before + time.time() - start_time,
                                         engine.state_dict(),
-                                        pool.state_dict() if pool is not None else None)
+                                        pool.state_dict() if pool is not None else None, critic)
 
     update = start_update
     for update in range(start_update + 1, num_updates + 1):
@@ -108,7 +113,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
 
         # -- rollout --------------------------------------------------------------------------
         rollout_start = time.time()
-        engine.collect(model, buffer, cfg.num_steps)
+        engine.collect(model, buffer, cfg.num_steps, critic)
         rollout_time = time.time() - rollout_start
         advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
                                           buffer.next_index, buffer.bootstrap, cfg.gamma,
@@ -119,10 +124,11 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             "logprobs": torch.from_numpy(buffer.logprobs),
             "values": torch.from_numpy(buffer.values),
             "advantages": torch.from_numpy(advantages), "returns": torch.from_numpy(returns),
+            "hands": torch.from_numpy(buffer.hands),
         }
 
         # -- PPO update -----------------------------------------------------------------------
-        losses = ppo_update(model, optimizer, batch, cfg)
+        losses = ppo_update(model, optimizer, batch, cfg, critic)
         global_step += cfg.batch_size
         session_steps += cfg.batch_size
         if pool is not None and PAST in cfg.opponents and update % cfg.snapshot_every == 0:
@@ -197,9 +203,19 @@ def main(argv=None) -> int:
         resume = None
         if args.resume:
             resume = load_training_checkpoint(args.resume)
-            values = dict(resume["config"])
+            # runs from before these fields: the policy's own feature version, the shared critic
+            values = {"action_features": int(resume["model_config"].get("action_features", 0)),
+                      "critic": "shared"}
+            values.update(resume["config"])
+            saved = dict(values)
             values.update(parse_overrides(args.set))
             cfg = config_from_dict(values, f"{args.resume} (config)")
+            for key in ("hidden_sizes", "action_features", "critic"):  # the networks' shapes
+                if values[key] != saved[key]:
+                    raise ConfigError(f"{key} cannot change on --resume (the run has "
+                                      f"{saved[key]!r}); start a new run instead")
+            if cfg.critic == "oracle" and not isinstance(resume.get("critic"), dict):
+                raise CheckpointError(f"{args.resume} has no oracle critic to resume")
         elif args.config:
             cfg = load_config(args.config, args.set)
         else:
