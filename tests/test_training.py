@@ -144,7 +144,7 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
 
 
 def test_resume_refuses_to_change_the_networks(tmp_path, capsys):
-    train(_smoke(tmp_path, "total_steps=256", "eval_every=0"), final_table=False)
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "critic=shared"), final_table=False)
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     for override in ("critic=oracle", "action_features=1", "hidden_sizes=[16]"):
         assert main(["--resume", str(latest), "--set", override]) == 2
@@ -153,8 +153,8 @@ def test_resume_refuses_to_change_the_networks(tmp_path, capsys):
 
 def test_resume_a_run_from_before_feature_versions(tmp_path):
     # Older checkpoints stored action_features=True (version 1) and had no critic field.
-    train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "action_features=1"),
-          final_table=False)
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "action_features=1",
+                 "critic=shared"), final_table=False)
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     data = torch.load(latest, weights_only=True)
     data["model_config"]["action_features"] = True

@@ -82,7 +82,7 @@ class TrainConfig:
     """Version of the policy's per-action feature layer (``sevenrocks_env.policy_features``:
     1 = points, end sums and replies; 2 = also the chance a seat must knock and own tiles that
     still fit); 0 = none."""
-    critic: str = "shared"
+    critic: str = "oracle"
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
     (training only, ``training/critic.py``; the policy still sees only the observation)."""

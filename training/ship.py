@@ -22,6 +22,10 @@ from sevenrocks_env.policy import CheckpointError, read_checkpoint
 from .checkpoint import export_policy
 
 
+#: Match win rates the shipped policy must reach (issue 4), by opponent.
+QUALITY_BARS = {"random": 0.95, "greedy": 0.65, "heuristic": 0.55}
+
+
 def _row(spec: str, result) -> dict:
     lo, hi = result.ci95
     return {"opponent": spec, "pairs": result.pairs, "matches": result.matches,
@@ -46,8 +50,9 @@ def _markdown(card: dict) -> str:
              "| | |", "|-|-|",
              f"| training decisions | {card['global_step']:,} |",
              f"| training wall time | {card['train_minutes']:.1f} min on {card['machine']} |",
-             f"| network | MLP {card['model_config']['hidden_sizes']}, action features: "
-             f"{card['model_config'].get('action_features', False)} |",
+             f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
+             f"v{int(card['model_config'].get('action_features', 0))} |",
+             f"| critic (training only) | {card['config'].get('critic', 'shared')} |",
              f"| file size | {card['file_bytes'] / 1e6:.2f} MB |", "",
              "## Arena results (duplicate deals, policy plays greedily, 95% Wilson CI over pairs)",
              "", "| opponent | pairs | win rate | 95% CI | mean margin | rounds/match |",
@@ -56,6 +61,15 @@ def _markdown(card: dict) -> str:
         lines.append(f"| {row['opponent']} | {row['pairs']} | {row['win_rate']:.3f} | "
                      f"[{row['ci95'][0]:.3f}, {row['ci95'][1]:.3f}] | {row['mean_margin']:+.1f} | "
                      f"{row['rounds_per_match']:.2f} |")
+    lines += ["", "## Against the project's quality bars (issue 4)", "",
+              "| bar | measured | |", "|-|-|-|"]
+    for row in card["arena"]:
+        bar = QUALITY_BARS.get(row["opponent"])
+        if bar is not None:
+            verdict = "met" if row["win_rate"] >= bar else "**not met**"
+            lines.append(f"| vs {row['opponent']} >= {bar:.0%} | {row['win_rate']:.1%} "
+                         f"[{row['ci95'][0]:.1%}, {row['ci95'][1]:.1%}], {row['pairs']} pairs "
+                         f"| {verdict} |")
     lines += ["", "## Commands", "", "```", *card["commands"], "```", "",
               "## Training config", "", "```json", json.dumps(card["config"], indent=1), "```", ""]
     return "\n".join(lines)
