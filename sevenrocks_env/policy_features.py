@@ -136,6 +136,8 @@ class ActionFeatures(nn.Module):
         possible, share = self._holdings(obs)                                     # [P, 2, 28]
         candidates = best_reply.unsqueeze(1) * possible
         best, expected = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
+
+        # -- version 2: who may have to knock on the new layout (R6), own tiles still fitting -
         fits_after = reply_fits.amax(-1)                                          # [P, 28]
         must_knock = (1.0 - fits_after.unsqueeze(1) * possible * share.unsqueeze(-1)).prod(-1)
         hand = self._piece(obs, "hand")
