@@ -8,7 +8,7 @@ Ray pins its own gymnasium; see docs/adapters.md):
 
 | algorithm       | how                                                                        |
 |-----------------|----------------------------------------------------------------------------|
-| `ours`          | `python -m training.train --config configs/default.yaml --set total_steps=B` (self-play PPO) |
+| `ours`          | `python -m training.train --config configs/default.yaml --set total_steps=B --set critic=shared` (self-play PPO) |
 | `sb3-heuristic` | `examples/sb3_maskable_ppo.py --opponents heuristic` (partnership vs heuristic) |
 | `sb3-self`      | `examples/sb3_maskable_ppo.py --opponents self` (vs frozen copies of itself) |
 | `rllib`         | `examples/rllib_ppo.py --opponent self` (RLlib PPO, shared masked policy)  |
@@ -68,6 +68,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
     if algo == "ours":
         overrides = [f"total_steps={budget}", f"seed={seed}", "max_minutes=0", "eval_every=0",
                      "points_scale=0.01", "win_reward=0",  # the same reward as reward="points"
+                     "critic=shared",  # no critic that sees hidden hands: the others have none
                      "eval_agents=[random]", "final_eval_pairs=1", "progress=false",
                      f"run_name={out.name}", f"checkpoint_dir={out.parent}/ckpt",
                      f"log_dir={out.parent}/tb"]

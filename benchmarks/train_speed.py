@@ -1,9 +1,10 @@
 """Trainer throughput: rollout, GAE and PPO update timings, as a table.
 
-    .venv/bin/python benchmarks/train_speed.py [--matches 128] [--steps 64] [--rollouts 3]
+    .venv/bin/python benchmarks/train_speed.py [--matches 128] [--steps 64] [--rollouts 3] [--set critic=shared]
 
 Measures the real trainer pieces (``training.rollout.SelfPlayEngine``, ``compute_gae``,
-``ppo_update``) with the default config's network; numbers depend on how busy the CPU is.
+``ppo_update``) with the default config's networks (policy and critic, built as the trainer
+builds them); numbers depend on how busy the CPU is.
 """
 
 from __future__ import annotations
@@ -17,16 +18,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sevenrocks_env.policy import PolicyNet  # noqa: E402
 from training.config import load_config  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
 from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
+from training.train import build_networks, rollout_batch  # noqa: E402
 
 
 def measure(cfg, opponent_fraction: float, rollouts: int) -> dict:
-    model = PolicyNet(cfg.hidden_sizes).eval()
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate, eps=1e-5)
+    model, critic, optimizer = build_networks(cfg)
     pool = OpponentPool(cfg.opponents, model) if opponent_fraction and cfg.opponents else None
     engine = SelfPlayEngine(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
                             cfg.points_scale, cfg.win_reward, opponent_fraction, pool)
@@ -35,17 +35,12 @@ def measure(cfg, opponent_fraction: float, rollouts: int) -> dict:
     env_steps = engine.env_steps
     for _ in range(rollouts):
         start = time.perf_counter()
-        engine.collect(model, buffer, cfg.num_steps)
+        engine.collect(model, buffer, cfg.num_steps, critic)
         mid = time.perf_counter()
         adv, ret = compute_gae(buffer.rewards, buffer.values, buffer.dones, buffer.next_index,
                                buffer.bootstrap, cfg.gamma, cfg.gae_lambda)
         gae_end = time.perf_counter()
-        batch = {"obs": torch.from_numpy(buffer.obs), "masks": torch.from_numpy(buffer.masks),
-                 "actions": torch.from_numpy(buffer.actions),
-                 "logprobs": torch.from_numpy(buffer.logprobs),
-                 "values": torch.from_numpy(buffer.values),
-                 "advantages": torch.from_numpy(adv), "returns": torch.from_numpy(ret)}
-        ppo_update(model, optimizer, batch, cfg)
+        ppo_update(model, optimizer, rollout_batch(buffer, adv, ret), cfg, critic)
         end = time.perf_counter()
         times["rollout"] += mid - start
         times["gae"] += gae_end - mid
@@ -70,8 +65,11 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int)
     parser.add_argument("--rollouts", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field, e.g. critic=shared (repeatable)")
     args = parser.parse_args(argv)
-    overrides = [f"num_matches={args.matches}"] if args.matches else []
+    overrides = list(args.set)
+    overrides += [f"num_matches={args.matches}"] if args.matches else []
     overrides += [f"num_steps={args.steps}"] if args.steps else []
     cfg = load_config(args.config, overrides)
     torch.set_num_threads(args.threads)
@@ -80,7 +78,8 @@ def main(argv=None) -> int:
         rows[f"{cfg.opponent_fraction:.0%} vs pool {cfg.opponents}"] = measure(
             cfg, cfg.opponent_fraction, args.rollouts)
     print(f"batch {cfg.num_matches} matches x {cfg.num_steps} steps = {cfg.batch_size}, "
-          f"hidden {cfg.hidden_sizes}, torch threads {args.threads}, {args.rollouts} rollouts")
+          f"hidden {cfg.hidden_sizes}, action features v{cfg.action_features}, critic {cfg.critic}, "
+          f"torch threads {args.threads}, {args.rollouts} rollouts")
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)
     print(f"| {'metric':<{width}} | " + " | ".join(rows) + " |")

@@ -17,7 +17,7 @@ Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``-
 | `obs_version`  | :data:`sevenrocks_env.observation.OBS_VERSION` the policy was trained on |
 | `obs_size`     | observation length (238)                                                 |
 | `num_actions`  | 113 (112 placements + knock)                                             |
-| `model_config` | ``{"hidden_sizes": [...]}``: enough to rebuild :class:`PolicyNet`        |
+| `model_config` | ``{"hidden_sizes": [...], "action_features": version}``: rebuilds :class:`PolicyNet` |
 | `model`        | the network's ``state_dict``                                             |
 | `global_step`  | training decisions seen                                                  |
 """
@@ -56,6 +56,10 @@ class PolicyNet(nn.Module):
     state).  Nothing beyond the observation is used, so the policy plays through the env as is.
     ``action_features`` is the feature version (``ActionFeatures.SIZES``; ``True`` means version
     1, what checkpoints from before versions stored) or ``0``/``False`` for none.
+
+    The value head is trained only with the trainer's ``critic: shared``; a policy trained with
+    the oracle critic (``training/critic.py``) carries an untrained value head, so
+    :meth:`value` means nothing there (the checkpoint's ``config["critic"]`` says which).
     """
 
     def __init__(self, hidden_sizes=(256, 256), obs_size: int = OBS_SIZE,

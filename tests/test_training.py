@@ -198,3 +198,26 @@ def test_resume_rejects_policy_only_or_corrupt_file(tmp_path, capsys):
     bad.write_bytes(b"not a checkpoint at all")
     assert main(["--resume", str(bad)]) == 2
     assert "not a readable checkpoint" in capsys.readouterr().err
+
+
+def test_resume_rejects_a_damaged_oracle_critic(tmp_path, capsys):
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "critic=oracle"), final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    data = torch.load(latest, weights_only=True)
+    for damage, message in ((lambda c: c.update({k: v[:1] for k, v in c.items()}), "do not fit"),
+                            (lambda c: next(iter(c.values())).fill_(float("nan")), "not all finite")):
+        broken = {**data, "critic": {k: v.clone() for k, v in data["critic"].items()}}
+        damage(broken["critic"])
+        torch.save(broken, tmp_path / "broken.pt")
+        assert main(["--resume", str(tmp_path / "broken.pt")]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_model_card_verdicts_weigh_pairs_and_interval():
+    from training.ship import _verdict
+
+    row = {"pairs": 1000, "win_rate": 0.575, "ci95": [0.544, 0.605]}
+    assert _verdict(row, 0.55).startswith("met by the point estimate")
+    assert _verdict(row, 0.50).startswith("met (the whole")
+    assert _verdict(row, 0.60) == "**not met**"
+    assert _verdict({**row, "pairs": 200}, 0.50).startswith("not judged")

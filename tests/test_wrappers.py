@@ -30,19 +30,28 @@ def snapshot(env):
 
 def drive(env, seed, choices):
     """Play with actions picked by ``choices`` (legal ints, numpy ints, illegal, out of range,
-    None); return the trace of snapshots and the exceptions raised."""
+    None); before a step the wrapped env is observed through ``last()``, or not at all
+    (``blind``), or another agent is observed first (``other``).  Returns the trace of
+    snapshots and the exceptions raised."""
     env.reset(seed=seed)
     rng = random.Random(seed)
     trace = [snapshot(env)]
     for kind in choices:
         if not env.agents:
             break
-        obs, _, term, trunc, _ = env.last()
-        legal = np.flatnonzero(obs["action_mask"])
-        if term or trunc or kind == "none":
+        raw = env.unwrapped
+        agent = raw.agent_selection
+        if kind == "other":
+            other = raw.agents[(raw.agents.index(agent) + 1) % len(raw.agents)]
+            trace.append(env.observe(other)["action_mask"].tobytes())
+        if kind != "blind":
+            env.last()
+        mask = raw.observe(agent)["action_mask"]  # chosen without touching the wrappers
+        legal = np.flatnonzero(mask)
+        if raw.terminations[agent] or raw.truncations[agent] or kind == "none":
             action = None
         elif kind == "illegal":
-            action = int(np.flatnonzero(obs["action_mask"] == 0)[0])
+            action = int(np.flatnonzero(mask == 0)[0])
         elif kind == "out_of_range":
             action = 113
         elif kind == "numpy":
@@ -60,7 +69,8 @@ def drive(env, seed, choices):
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000),
        choices=st.lists(st.sampled_from(["legal"] * 12 + ["numpy", "illegal", "out_of_range",
-                                                          "none"]), max_size=80))
+                                                          "none", "blind", "other"]),
+                        max_size=80))
 def test_same_trace_as_pettingzoo_wrappers(seed, choices):
     assert drive(sevenrocks_v0.env(), seed, choices) == drive(pettingzoo_env(), seed, choices)
 

@@ -26,6 +26,28 @@ from .checkpoint import export_policy
 QUALITY_BARS = {"random": 0.95, "greedy": 0.65, "heuristic": 0.55}
 
 
+#: Duplicate pairs a bar must be measured over (issue 4).
+BAR_PAIRS = 1000
+
+
+def _verdict(row: dict, bar: float) -> str:
+    """Whether the arena row meets ``bar``: the point estimate decides, the interval qualifies."""
+    if row["pairs"] < BAR_PAIRS:
+        return f"not judged: {row['pairs']} pairs, the bar asks for >= {BAR_PAIRS}"
+    if row["win_rate"] < bar:
+        return "**not met**"
+    if row["ci95"][0] < bar:
+        return "met by the point estimate; the 95% CI reaches below the bar"
+    return "met (the whole 95% CI is above the bar)"
+
+
+def _critic(config: dict) -> str:
+    critic = config.get("critic", "shared")
+    if critic == "oracle":
+        return "oracle (sees all hands; not shipped, so the policy's own value head is untrained)"
+    return critic
+
+
 def _row(spec: str, result) -> dict:
     lo, hi = result.ci95
     return {"opponent": spec, "pairs": result.pairs, "matches": result.matches,
@@ -52,7 +74,7 @@ def _markdown(card: dict) -> str:
              f"| training wall time | {card['train_minutes']:.1f} min on {card['machine']} |",
              f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
              f"v{int(card['model_config'].get('action_features', 0))} |",
-             f"| critic (training only) | {card['config'].get('critic', 'shared')} |",
+             f"| critic (training only) | {_critic(card['config'])} |",
              f"| file size | {card['file_bytes'] / 1e6:.2f} MB |", "",
              "## Arena results (duplicate deals, policy plays greedily, 95% Wilson CI over pairs)",
              "", "| opponent | pairs | win rate | 95% CI | mean margin | rounds/match |",
@@ -66,10 +88,9 @@ def _markdown(card: dict) -> str:
     for row in card["arena"]:
         bar = QUALITY_BARS.get(row["opponent"])
         if bar is not None:
-            verdict = "met" if row["win_rate"] >= bar else "**not met**"
             lines.append(f"| vs {row['opponent']} >= {bar:.0%} | {row['win_rate']:.1%} "
                          f"[{row['ci95'][0]:.1%}, {row['ci95'][1]:.1%}], {row['pairs']} pairs "
-                         f"| {verdict} |")
+                         f"| {_verdict(row, bar)} |")
     lines += ["", "## Commands", "", "```", *card["commands"], "```", "",
               "## Training config", "", "```json", json.dumps(card["config"], indent=1), "```", ""]
     return "\n".join(lines)

@@ -51,6 +51,27 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
     return results
 
 
+def build_networks(cfg: TrainConfig):
+    """``(model, critic, optimizer)`` for ``cfg``: the policy, the oracle critic or ``None``
+    (``critic: shared``), and one Adam over both networks' parameters."""
+    model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features).eval()
+    critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
+    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
+    return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5)
+
+
+def rollout_batch(buffer: RolloutBuffer, advantages, returns) -> dict:
+    """The tensors :func:`training.ppo.ppo_update` trains on (views of the rollout buffer)."""
+    return {
+        "obs": torch.from_numpy(buffer.obs), "masks": torch.from_numpy(buffer.masks),
+        "actions": torch.from_numpy(buffer.actions),
+        "logprobs": torch.from_numpy(buffer.logprobs),
+        "values": torch.from_numpy(buffer.values),
+        "advantages": torch.from_numpy(advantages), "returns": torch.from_numpy(returns),
+        "hands": torch.from_numpy(buffer.hands),
+    }
+
+
 def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
@@ -67,10 +88,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
 
-    model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features).eval()
-    critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
-    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
-    optimizer = torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5)
+    model, critic, optimizer = build_networks(cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
     engine = SelfPlayEngine(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
                             cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
@@ -78,7 +96,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     if resume is not None:
         model.load_state_dict(resume["model"])
         if critic is not None:
-            critic.load_state_dict(resume["critic"])
+            critic.load_state_dict(resume["critic"])  # checked by _check_resumable_critic
         optimizer.load_state_dict(resume["optimizer"])
         if pool is not None and resume.get("pool"):
             pool.load_state_dict(resume["pool"])
@@ -118,14 +136,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
                                           buffer.next_index, buffer.bootstrap, cfg.gamma,
                                           cfg.gae_lambda)
-        batch = {
-            "obs": torch.from_numpy(buffer.obs), "masks": torch.from_numpy(buffer.masks),
-            "actions": torch.from_numpy(buffer.actions),
-            "logprobs": torch.from_numpy(buffer.logprobs),
-            "values": torch.from_numpy(buffer.values),
-            "advantages": torch.from_numpy(advantages), "returns": torch.from_numpy(returns),
-            "hands": torch.from_numpy(buffer.hands),
-        }
+        batch = rollout_batch(buffer, advantages, returns)
 
         # -- PPO update -----------------------------------------------------------------------
         losses = ppo_update(model, optimizer, batch, cfg, critic)
@@ -180,6 +191,20 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             "results": results}
 
 
+def _check_resumable_critic(weights, cfg: TrainConfig, path) -> None:
+    """Raise :class:`CheckpointError` unless ``weights`` fit the oracle critic ``cfg`` builds
+    (read_checkpoint checks only the policy's weights)."""
+    if not isinstance(weights, dict):
+        raise CheckpointError(f"{path} has no oracle critic to resume")
+    if not all(isinstance(v, torch.Tensor) and torch.isfinite(v).all() for v in weights.values()):
+        raise CheckpointError(f"{path}: the oracle critic's weights are not all finite tensors")
+    try:
+        OracleCritic(cfg.hidden_sizes).load_state_dict(weights)
+    except (KeyError, TypeError, ValueError, RuntimeError) as error:
+        raise CheckpointError(f"{path}: the oracle critic's weights do not fit its network "
+                              f"({type(error).__name__})") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -214,8 +239,8 @@ def main(argv=None) -> int:
                 if values[key] != saved[key]:
                     raise ConfigError(f"{key} cannot change on --resume (the run has "
                                       f"{saved[key]!r}); start a new run instead")
-            if cfg.critic == "oracle" and not isinstance(resume.get("critic"), dict):
-                raise CheckpointError(f"{args.resume} has no oracle critic to resume")
+            if cfg.critic == "oracle":
+                _check_resumable_critic(resume.get("critic"), cfg, args.resume)
         elif args.config:
             cfg = load_config(args.config, args.set)
         else:
