@@ -73,6 +73,7 @@ _ALL = (1 << NUM_TILES) - 1
 # encode() builds the vector as little-endian float32 bytes from precomputed pieces and joins
 # them once: a 28-bit tile set is two 14-bit halves, each one table lookup.
 _FLOAT32 = np.dtype("<f4")
+_INT8 = np.dtype(np.int8)
 _HALF = 14
 _HALF_MASK = (1 << _HALF) - 1
 _BITS_OF_HALF = tuple(
@@ -162,8 +163,8 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
         _OPENING_BYTES[match.placements == 0],
     ))
     if out is None:
-        return np.frombuffer(bytearray(data), dtype=_FLOAT32)
-    out[:] = np.frombuffer(data, dtype=_FLOAT32)
+        return np.frombuffer(bytearray(data), _FLOAT32)  # a dtype object, positional: fastest
+    out[:] = np.frombuffer(data, _FLOAT32)
     return out
 
 
@@ -173,7 +174,7 @@ def action_mask(match: Match, seat: int) -> np.ndarray:
     if seat == match.turn and not match.over:
         for action in legal_actions(match):
             mask[action] = 1
-    return np.frombuffer(mask, dtype=np.int8)
+    return np.frombuffer(mask, _INT8)
 
 
 @dataclass(frozen=True)

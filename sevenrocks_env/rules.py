@@ -238,10 +238,12 @@ def legal_actions(match: Match) -> list[int]:
 
 def is_legal(match: Match, action) -> bool:
     """Whether ``action`` is legal for the seat on turn (without building the full list)."""
-    if match.over or isinstance(action, (bool, np.bool_)) or not isinstance(
-            action, (int, np.integer)):
+    if type(action) is not int:  # plain ints skip the checks below (bools are not plain ints)
+        if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+            return False
+        action = int(action)
+    if match.over:
         return False
-    action = int(action)
     if action == KNOCK:
         return not match.playable(match.turn)
     if not 0 <= action < KNOCK:
