@@ -99,19 +99,15 @@ def _layout_bytes(layout: tuple) -> bytes:
     """
     ends, end_double, started, spinner = layout[0:4], layout[4:8], layout[8:12], layout[12]
     out = [0.0] * _LAYOUT_SIZE
-    total = 0
     for slot in range(4):
         number = ends[slot]
         if number >= 0:
             out[slot] = 1.0
             out[_SLOT_NUMBER - _SLOT_OPEN + 7 * slot + number] = 1.0
-            value = number
             if end_double[slot]:
                 out[_SLOT_DOUBLE - _SLOT_OPEN + slot] = 1.0
-                value = 2 * number
             if slot < 2 or started[slot]:
-                out[_COUNTED - _SLOT_OPEN + slot] = value / 12.0
-                total += value
+                out[_COUNTED - _SLOT_OPEN + slot] = number * (1 + end_double[slot]) / 12.0
         if started[slot]:
             out[_BRANCH - _SLOT_OPEN + slot] = 1.0
     if spinner >= 0:
@@ -119,7 +115,7 @@ def _layout_bytes(layout: tuple) -> bytes:
         out[_SPINNER - _SLOT_OPEN + 1 + spinner] = 1.0
         if end_double[0] and end_double[1] and ends[0] == ends[1] == spinner:
             out[_COUNTED - _SLOT_OPEN + 1] = 0.0  # the opening spinner counts once (R5)
-            total -= 2 * spinner
+    total = end_sum(ends, end_double, started)
     out[_END_SUM - _SLOT_OPEN] = total / 36.0
     out[_END_SUM - _SLOT_OPEN + 1 + total % 5] = 1.0
     return _PACK_LAYOUT(*out)
@@ -164,6 +160,17 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
     ))
     if out is None:
         return np.frombuffer(bytearray(data), _FLOAT32)  # a dtype object, positional: fastest
+    out[:] = np.frombuffer(data, _FLOAT32)
+    return out
+
+
+def tile_sets(masks, out: np.ndarray | None = None) -> np.ndarray:
+    """Tile sets (28-bit masks) as one float32 vector of 28 bits each, tile index order: the
+    encoding of the observation's ``hand`` and ``played_by`` pieces."""
+    bits = _BITS_OF_HALF
+    data = b"".join(bits[half] for mask in masks for half in (mask & _HALF_MASK, mask >> _HALF))
+    if out is None:
+        return np.frombuffer(bytearray(data), _FLOAT32)
     out[:] = np.frombuffer(data, _FLOAT32)
     return out
 

@@ -15,13 +15,11 @@ hidden tiles.  The critic lives in the training checkpoint (``critic`` key) for 
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import torch
 from torch import nn
 
-from sevenrocks_env.observation import OBS_SIZE
+from sevenrocks_env.observation import OBS_SIZE, tile_sets
 from sevenrocks_env.policy import layer_init, mlp
 from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import NUM_TILES
@@ -29,19 +27,12 @@ from sevenrocks_env.tiles import NUM_TILES
 #: Size of the hidden-hands input: the hands of relative seats 1 (left opponent), 2 (partner)
 #: and 3 (right opponent), 28 tile bits each.
 HANDS_SIZE = 3 * NUM_TILES
-_PACK3 = struct.Struct("<3I").pack
 
 
 def hidden_hands(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     """The other seats' hands as seen from ``seat`` (relative seats 1, 2, 3), float32[84]."""
     hands = match.hands
-    bits = np.unpackbits(np.frombuffer(_PACK3(hands[(seat + 1) & 3], hands[(seat + 2) & 3],
-                                              hands[(seat + 3) & 3]), np.uint8),
-                         bitorder="little").reshape(3, 32)[:, :NUM_TILES].reshape(-1)
-    if out is None:
-        return bits.astype(np.float32)
-    out[:] = bits
-    return out
+    return tile_sets((hands[(seat + 1) & 3], hands[(seat + 2) & 3], hands[(seat + 3) & 3]), out)
 
 
 class OracleCritic(nn.Module):
