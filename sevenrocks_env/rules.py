@@ -162,6 +162,39 @@ class Match:
         if self.history is not None:
             self.history.append(Round(opener, hands))
 
+    #: The fields of :meth:`to_state` / :meth:`from_state`: everything but the history log.
+    STATE_FIELDS = tuple(name for name in __slots__ if name != "history")
+
+    def to_state(self) -> dict:
+        """The match as plain Python values (ints, bools, lists, ``None``), without history.
+
+        :meth:`from_state` rebuilds it; training checkpoints and search store matches this way.
+        """
+        return {name: (list(value) if isinstance(value, list) else value)
+                for name in self.STATE_FIELDS for value in (getattr(self, name),)}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Match":
+        """A match (without history) from :meth:`to_state`'s dict, checked field by field.
+
+        The dict may come from an untrusted file: every field must be present with the right
+        type and range, and the hands and played tiles must partition the 28 tiles (R1).
+        Raises ``ValueError`` naming the first bad field.
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"match state must be a dict, got {type(state).__name__}")
+        missing = [name for name in cls.STATE_FIELDS if name not in state]
+        extra = [name for name in state if name not in cls.STATE_FIELDS]
+        if missing or extra:
+            raise ValueError(f"match state: missing fields {missing}, unknown fields {extra}")
+        match = cls.__new__(cls)
+        for name in cls.STATE_FIELDS:
+            value = state[name]
+            setattr(match, name, list(value) if isinstance(value, list) else value)
+        match.history = None
+        _check_state(match)
+        return match
+
     def clone(self, keep_history: bool = False) -> "Match":
         """Copy for search; by default without the history log (cheap)."""
         other = Match.__new__(Match)
@@ -206,10 +239,6 @@ class Match:
     def matching(self) -> int:
         """Bitmask of all tiles that show a number open at some end."""
         return matching_tiles(self.ends)
-
-    def blocked(self) -> bool:
-        """No seat can place a tile (R6): no unplayed tile matches an open end."""
-        return self.placements > 0 and not (ALL_TILES & ~self.played & self.matching())
 
 
 def legal_actions(match: Match) -> list[int]:
@@ -282,7 +311,7 @@ def apply_action(match: Match, action: int) -> int:
     match.hands[seat] ^= bit
     match.played |= bit
     match.played_by[seat] |= bit
-    _place(match, tile, slot)
+    place_tile(match, tile, slot)
     match.placements += 1
     total = end_sum(match.ends, match.end_double, match.branch_started)
     match.last_end_sum = total
@@ -305,8 +334,14 @@ def apply_action(match: Match, action: int) -> int:
     return points
 
 
-def _place(match: Match, tile: int, slot: int) -> None:
-    """Join ``tile`` at ``slot`` and update ends, doubles, spinner and branches (R3, R4)."""
+def place_tile(match, tile: int, slot: int) -> None:
+    """Join ``tile`` at ``slot`` and update ends, doubles, spinner and branches (R3, R4).
+
+    ``match`` is anything with ``ends``, ``end_double``, ``branch_started`` (lists of 4),
+    ``spinner`` and ``placements`` (the count *before* this tile): a :class:`Match`, or a scratch
+    layout of an agent looking ahead.  Only the layout changes; hands, scores and the turn are
+    :func:`apply_action`'s business.
+    """
     ends, end_double = match.ends, match.end_double
     double = TILE_IS_DOUBLE[tile]
     if match.placements == 0:  # the opening: low half west, high half east (line A west)
@@ -356,6 +391,72 @@ def _close_round(match: Match, result: str, finisher: int | None) -> None:
     match.start_round(hands, finisher if result == DOMINO else drawn)
 
 
+def _is_int(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _check_state(match: Match) -> None:
+    """Raise ``ValueError`` naming the first field of ``match`` that no real match can have."""
+    def bad(name: str, what: str):
+        raise ValueError(f"match state: {name} must be {what}, got {getattr(match, name)!r:.80}")
+
+    big = 10 ** 9
+    if match.seed is not None and not _is_int(match.seed, 0, 2 ** 64):
+        bad("seed", "None or an int in [0, 2**64]")
+    if not _is_int(match.target, 1, big):
+        bad("target", f"an int in [1, {big}]")
+    if match.max_rounds is not None and not _is_int(match.max_rounds, 1, big):
+        bad("max_rounds", f"None or an int in [1, {big}]")
+    if not (isinstance(match.scores, list) and len(match.scores) == 2
+            and all(_is_int(v, -big, big) for v in match.scores)):
+        bad("scores", "two ints")
+    if match.winner not in (None, 0, 1) or type(match.winner) is bool:
+        bad("winner", "None, 0 or 1")
+    if type(match.truncated) is not bool:
+        bad("truncated", "a bool")
+    if not _is_int(match.round_index, 0, big):
+        bad("round_index", "a non-negative int")
+    for name in ("hands", "played_by", "voids"):
+        value = getattr(match, name)
+        limit = ALL_TILES if name != "voids" else (1 << 7) - 1
+        if not (isinstance(value, list) and len(value) == NUM_SEATS
+                and all(_is_int(v, 0, limit) for v in value)):
+            bad(name, "four bitmasks")
+    if not (isinstance(match.ends, list) and len(match.ends) == 4
+            and all(_is_int(v, -1, 6) for v in match.ends)):
+        bad("ends", "four ints in [-1, 6]")
+    for name in ("end_double", "branch_started"):
+        value = getattr(match, name)
+        if not (isinstance(value, list) and len(value) == 4 and all(type(v) is bool for v in value)):
+            bad(name, "four bools")
+    if not _is_int(match.spinner, -1, 6):
+        bad("spinner", "an int in [-1, 6]")
+    if not _is_int(match.turn, -1, 3):
+        bad("turn", "a seat 0-3 (or -1 between rounds)")
+    if not _is_int(match.opener, 0, 3):
+        bad("opener", "a seat 0-3")
+    if not _is_int(match.placements, 0, NUM_TILES):
+        bad("placements", "an int in [0, 28]")
+    if not _is_int(match.last_end_sum, 0, 36):
+        bad("last_end_sum", "an int in [0, 36]")
+    played = 0
+    for seat in range(NUM_SEATS):
+        if played & match.played_by[seat]:
+            bad("played_by", "disjoint tile sets")
+        played |= match.played_by[seat]
+    if match.played != played:
+        bad("played", "the union of played_by")
+    held = 0
+    for seat in range(NUM_SEATS):
+        if held & match.hands[seat] or played & match.hands[seat]:
+            bad("hands", "disjoint from each other and from the played tiles (R1)")
+        held |= match.hands[seat]
+        if match.hands[seat].bit_count() + match.played_by[seat].bit_count() != 7:
+            bad("hands", "7 tiles per seat, held or played (R1)")
+    if held | played != ALL_TILES or played.bit_count() != match.placements:
+        bad("placements", "the number of tiles played")
+
+
 def _copy_round(log: Round) -> Round:
     other = Round(log.opener, log.hands)
     other.moves = list(log.moves)
@@ -368,5 +469,5 @@ def _copy_round(log: Round) -> Round:
 __all__ = [
     "BLOCKED", "DEFAULT_TARGET", "DOMINO", "WON", "Match", "Round", "apply_action", "deal",
     "deduction", "end_sum", "is_legal", "legal_actions", "matching_tiles", "next_seat", "partner_of",
-    "placement_points", "round_to_five", "team_of",
+    "place_tile", "placement_points", "round_to_five", "team_of",
 ]

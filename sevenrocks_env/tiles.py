@@ -60,7 +60,6 @@ TILE_NUMBERS_NP = np.zeros((NUM_TILES, NUM_NUMBERS), dtype=np.float32)
 for _t, (_low, _high) in enumerate(TILES):
     TILE_NUMBERS_NP[_t, _low] = 1.0
     TILE_NUMBERS_NP[_t, _high] = 1.0
-_BIT_WEIGHTS = 1 << np.arange(NUM_TILES, dtype=np.int64)
 
 
 def tile_index(low: int, high: int) -> int:
@@ -129,8 +128,3 @@ def mask_of(tiles) -> int:
 def pips_of(mask: int) -> int:
     """Total pips of the tiles in a bitmask."""
     return sum(TILE_PIPS[t] for t in tiles_of(mask))
-
-
-def bits_to_array(mask: int) -> np.ndarray:
-    """28-element float32 0/1 vector of a tile bitmask (no Python loop over tiles)."""
-    return ((mask & _BIT_WEIGHTS) != 0).astype(np.float32)

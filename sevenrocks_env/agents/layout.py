@@ -19,7 +19,7 @@ from ..tiles import KNOCK, TILE_PIPS
 
 
 class Layout:
-    """Scratch copy of a layout: the attributes :func:`rules._place` reads and writes."""
+    """Scratch copy of a layout: the attributes :func:`rules.place_tile` reads and writes."""
 
     __slots__ = ("ends", "end_double", "branch_started", "spinner", "placements")
 
@@ -38,7 +38,7 @@ class Layout:
         """The layout once ``action`` (a placement, not the knock) is played (R3, R4)."""
         other = Layout(self.ends, self.end_double, self.branch_started, self.spinner, False)
         other.placements = self.placements
-        rules._place(other, action >> 2, action & 3)
+        rules.place_tile(other, action >> 2, action & 3)
         other.placements += 1
         return other
 
