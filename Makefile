@@ -10,7 +10,7 @@ CONFIG     ?= configs/default.yaml
 PY          = $(VENV)/bin/python
 PY_RLLIB    = $(VENV_RLLIB)/bin/python
 
-.PHONY: install install-rllib test train bench clean
+.PHONY: install install-rllib test train smoke bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ test: install install-rllib
 
 train: install
 	$(PY) -m training.train --config $(CONFIG)
+
+# A seconds-long training run: checks that the trainer works on this machine.
+smoke: install
+	$(PY) -m training.train --config configs/smoke.yaml
 
 bench: install
 	$(PY) benchmarks/env_speed.py --seconds 5 --repeats 3

@@ -1,4 +1,4 @@
-"""``sevenrocks`` command line: one subcommand per module (arena, replay, play)."""
+"""``sevenrocks`` command line: one subcommand per module (arena, replay, play, train, ...)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,30 @@ SUBCOMMANDS = {
     "arena": ("sevenrocks_env.arena", "duplicate-deal matches and round robins between agents"),
     "replay": ("sevenrocks_env.render.replay", "turn a game record into a GIF or PNG frames"),
     "play": ("sevenrocks_env.play", "play a seat yourself in the terminal"),
+    "train": ("training.train", "PPO self-play training (same as python -m training.train)"),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        from . import __version__
+        print(f"sevenrocks {__version__}")
+        return 0
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in SUBCOMMANDS:
-        print("usage: sevenrocks {" + ",".join(SUBCOMMANDS) + "} ...\n")
+        print("usage: sevenrocks [--version] {" + ",".join(SUBCOMMANDS) + "} ...\n")
         for name, (_, text) in SUBCOMMANDS.items():
             print(f"  {name:<8} {text}")
         if argv and argv[0] not in ("-h", "--help"):
             print(f"\nerror: unknown subcommand {argv[0]!r}", file=sys.stderr)
             return 2
         return 0
-    module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
+    try:
+        module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
+    except ImportError as error:  # an optional extra is missing (torch for train, ...)
+        print(f"error: sevenrocks {argv[0]} needs a package that is not installed ({error}); "
+              f"install the matching extra, e.g. pip install 'sevenrocks[train]'", file=sys.stderr)
+        return 2
     return module.main(argv[1:])
 
 

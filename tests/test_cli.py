@@ -1,0 +1,49 @@
+"""The ``sevenrocks`` command line, and the package as a user installs it."""
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from sevenrocks_env import __version__
+from sevenrocks_env.cli import SUBCOMMANDS, main
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"sevenrocks {__version__}"
+
+
+def test_help_lists_every_subcommand(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for name in SUBCOMMANDS:
+        assert name in out
+
+
+def test_unknown_subcommand_is_exit_2(capsys):
+    assert main(["nonsense"]) == 2
+    assert "unknown subcommand 'nonsense'" in capsys.readouterr().err
+
+
+def test_train_is_the_trainer(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--help"])
+    assert exit_.value.code == 0
+    assert "python -m training.train" in capsys.readouterr().out
+
+
+def test_wheel_carries_the_shipped_policy_and_license(tmp_path):
+    """A plain wheel install has the shipped policy as package data (load_policy("shipped")),
+    and building it raises no setuptools deprecation warning."""
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path), "."], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert "SetuptoolsDeprecationWarning" not in built.stderr
+    (wheel,) = tmp_path.glob("sevenrocks-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "sevenrocks_env/shipped/sevenrocks_ppo.pt" in names
+    assert "sevenrocks_env/shipped/MODEL_CARD.md" in names
+    assert any(name.endswith("licenses/LICENSE") for name in names)
