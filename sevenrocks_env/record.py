@@ -20,6 +20,7 @@ the record against it, so a record is either reproduced exactly or rejected with
 from __future__ import annotations
 
 import json
+import reprlib
 from pathlib import Path
 from typing import Iterator
 
@@ -29,9 +30,50 @@ from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, til
 FORMAT = "sevenrocks-record/1"
 RESULTS = ("domino", "blocked", "won")
 
+# Records come from other people: every number that sizes work is bounded before it is used.
+#: Largest match target a record may have (the picture draws one peg hole per 5-10 points).
+MAX_TARGET = 5000
+#: Most rounds a record may hold (a match to 250 takes about 5-15).
+MAX_ROUNDS = 1000
+#: Most moves a round can have: 28 placements, and at most 3 knocks before each of them and 4
+#: at a blocked end (R6).
+MAX_MOVES_PER_ROUND = 4 * 28 + 4
+#: Largest record file read (a 1000-round record is about 10 MB of indented JSON).
+MAX_RECORD_BYTES = 32 * 2**20
+#: Largest absolute score or deduction a record may state.
+MAX_POINTS = 10**6
+
 
 class RecordError(ValueError):
     """A malformed or inconsistent game record."""
+
+
+class _ShortRepr(reprlib.Repr):
+    """``repr`` cut to a few dozen characters, whatever the value (deep nesting, huge ints)."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict, self.maxtuple = 2, 4, 4, 4
+        self.maxstring, self.maxother, self.maxlong = 30, 30, 20
+
+    def repr_int(self, value, level):
+        if abs(value).bit_length() > 64:
+            return f"<int of {abs(value).bit_length()} bits>"
+        return super().repr_int(value, level)
+
+    def repr_instance(self, value, level):
+        return f"<{type(value).__name__}>"  # never call an unknown object's own __repr__
+
+
+_SHORT = _ShortRepr()
+
+
+def shown(value) -> str:
+    """A short, bounded ``repr`` of any value for error messages (never larger than ~100 chars)."""
+    try:
+        return _SHORT.repr(value)[:100]
+    except Exception:  # a value whose repr fails: name its type
+        return f"<{type(value).__name__}>"
 
 
 def game_record(match: Match) -> dict:
@@ -64,19 +106,50 @@ def save(record: dict, path) -> None:
 
 
 def load(path) -> dict:
-    """Read a record file; raises :class:`RecordError` for unreadable JSON or a bad record."""
+    """Read a record file; raises :class:`RecordError` for unreadable JSON or a bad record.
+
+    The file is untrusted: its size is bounded (:data:`MAX_RECORD_BYTES`), it must be UTF-8
+    JSON without ``NaN``/``Infinity``, and nesting too deep for the parser is refused.
+    """
     try:
-        record = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError) as error:
-        raise RecordError(f"cannot read game record {path}: {error}") from None
-    except json.JSONDecodeError as error:
-        raise RecordError(f"{path} is not JSON: {error}") from None
+        with open(path, "rb") as file:
+            data = file.read(MAX_RECORD_BYTES + 1)
+    except OSError as error:
+        raise RecordError(f"cannot read game record {path}: {error.strerror or error}") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordError(f"{path} is larger than {MAX_RECORD_BYTES // 2**20} MB; "
+                          "not a game record")
+    try:
+        record = parse(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise RecordError(f"{path} is not UTF-8 text (byte {error.start})") from None
+    except RecordError as error:
+        raise RecordError(f"{path}: {error}") from None
     validate(record)
     return record
 
 
+def parse(text: str):
+    """JSON text -> Python value, refusing ``NaN``/``Infinity``, over-long integers and nesting
+    too deep to parse, with :class:`RecordError`."""
+    def no_constant(name):
+        raise RecordError(f"is not JSON: {name} is not a JSON number")
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except json.JSONDecodeError as error:
+        raise RecordError(f"is not JSON: {error}") from None
+    except RecursionError:
+        raise RecordError("is not a game record: JSON nested too deeply") from None
+    except ValueError as error:  # e.g. an integer of more than 4300 digits
+        raise RecordError(f"is not a game record: {str(error)[:80]}") from None
+
+
 def validate(record) -> None:
-    """Replay the whole record; raises :class:`RecordError` at the first inconsistency."""
+    """Replay the whole record; raises :class:`RecordError` at the first inconsistency.
+
+    Any Python value is accepted as input: whatever it is (deeply nested, huge ints, NaN, wrong
+    types), the result is either success or a :class:`RecordError` with a short message.
+    """
     for _ in replay(record):
         pass
 
@@ -118,17 +191,22 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
 def _check_top_level(record) -> None:
     if not isinstance(record, dict):
         raise RecordError(f"a game record is a JSON object, got {type(record).__name__}")
-    if record.get("format") != FORMAT:
-        raise RecordError(f"unknown record format {record.get('format')!r}; expected {FORMAT!r}")
+    if not (isinstance(record.get("format"), str) and record["format"] == FORMAT):
+        raise RecordError(f"unknown record format {shown(record.get('format'))}; "
+                          f"expected {FORMAT!r}")
     missing = {"target", "rounds", "winner", "scores"} - record.keys()
     if missing:
         raise RecordError(f"record is missing keys {sorted(missing)}")
-    if not _is_int(record["target"]) or record["target"] <= 0:
-        raise RecordError(f"target must be a positive int, got {record['target']!r}")
+    if not _is_int(record["target"], 1, MAX_TARGET):
+        raise RecordError(f"target must be an int in [1, {MAX_TARGET}], "
+                          f"got {shown(record['target'])}")
     if not isinstance(record["rounds"], list) or not record["rounds"]:
         raise RecordError("'rounds' must be a non-empty list (a match starts with round 0)")
-    if not (record["winner"] is None or _is_int(record["winner"]) and record["winner"] in (0, 1)):
-        raise RecordError(f"winner must be 0, 1 or null, got {record['winner']!r}")
+    if len(record["rounds"]) > MAX_ROUNDS:
+        raise RecordError(f"record has {len(record['rounds'])} rounds; at most {MAX_ROUNDS} "
+                          "are read")
+    if not (record["winner"] is None or _is_int(record["winner"], 0, 1)):
+        raise RecordError(f"winner must be 0, 1 or null, got {shown(record['winner'])}")
     _check_pair(record["scores"], "scores")
 
 
@@ -138,8 +216,8 @@ def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
     missing = {"opener", "hands", "moves", "result", "deductions", "scores"} - rnd.keys()
     if missing:
         raise RecordError(f"{where}: missing keys {sorted(missing)}")
-    if rnd["opener"] not in (0, 1, 2, 3) or not _is_int(rnd["opener"]):
-        raise RecordError(f"{where}: opener must be a seat 0-3, got {rnd['opener']!r}")
+    if not _is_int(rnd["opener"], 0, 3):
+        raise RecordError(f"{where}: opener must be a seat 0-3, got {shown(rnd['opener'])}")
     hands = rnd["hands"]
     if not isinstance(hands, list) or len(hands) != 4:
         raise RecordError(f"{where}: 'hands' must be four lists of tiles")
@@ -149,8 +227,11 @@ def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
             raise RecordError(f"{where}: seat {seat}'s hand must list 7 tiles")
         mask = 0
         for text in hand:
+            if not (isinstance(text, str) and len(text) <= 8):
+                raise RecordError(f"{where}: seat {seat}'s hand: a tile is a string like "
+                                  f"'3|5', got {shown(text)}")
             try:
-                tile = parse_tile(str(text))
+                tile = parse_tile(text)
             except ValueError as error:
                 raise RecordError(f"{where}: seat {seat}'s hand: {error}") from None
             if (seen | mask) >> tile & 1:
@@ -161,6 +242,9 @@ def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
     assert seen == (1 << NUM_TILES) - 1  # 28 distinct tiles in 4 x 7
     if not isinstance(rnd["moves"], list):
         raise RecordError(f"{where}: 'moves' must be a list")
+    if len(rnd["moves"]) > MAX_MOVES_PER_ROUND:
+        raise RecordError(f"{where}: {len(rnd['moves'])} moves; a round has at most "
+                          f"{MAX_MOVES_PER_ROUND} (R6)")
     return masks, rnd["opener"]
 
 
@@ -170,13 +254,13 @@ def _apply_move(match: Match, move, where: str) -> None:
     if not isinstance(move, dict) or "seat" not in move or "action" not in move:
         raise RecordError(f"{where}: a move is an object with 'seat' and 'action'")
     seat, action = move["seat"], move["action"]
-    if seat != match.turn or not _is_int(seat):
-        raise RecordError(f"{where}: seat {seat!r} moved but it is seat {match.turn}'s turn")
-    if not _is_int(action) or not is_legal(match, action):
+    if not _is_int(seat, 0, 3) or seat != match.turn:
+        raise RecordError(f"{where}: seat {shown(seat)} moved but it is seat {match.turn}'s turn")
+    if not _is_int(action, 0, KNOCK) or not is_legal(match, action):
         legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(match))
-        shown = f"{action} ({describe_action(action)})" if _is_int(action) and 0 <= action <= KNOCK \
-            else repr(action)
-        raise RecordError(f"{where}: illegal action {shown} for seat {seat}; legal: [{legal}]")
+        text = f"{action} ({describe_action(action)})" if _is_int(action, 0, KNOCK) \
+            else shown(action)
+        raise RecordError(f"{where}: illegal action {text} for seat {seat}; legal: [{legal}]")
     if action == KNOCK:
         if move.get("pass") is not True or set(move) != {"seat", "action", "pass"}:
             raise RecordError(f"{where}: a knock is exactly {{seat, action: 112, pass: true}}")
@@ -185,25 +269,29 @@ def _apply_move(match: Match, move, where: str) -> None:
     expected_tile, expected_slot = tile_name(action >> 2), action & 3
     if move.get("tile") != expected_tile or not _same(move.get("slot"), expected_slot):
         raise RecordError(f"{where}: action {action} is {expected_tile} at slot {expected_slot}, "
-                          f"but the move says tile {move.get('tile')!r} slot {move.get('slot')!r}")
+                          f"but the move says tile {shown(move.get('tile'))} slot "
+                          f"{shown(move.get('slot'))}")
     points = apply_action(match, action)
     if not (_same(move.get("end_sum"), match.last_end_sum) and _same(move.get("points"), points)):
         raise RecordError(f"{where}: {describe_action(action)} gives end sum {match.last_end_sum} "
-                          f"and {points} points (R5), the record says {move.get('end_sum')!r} "
-                          f"and {move.get('points')!r}")
+                          f"and {points} points (R5), the record says "
+                          f"{shown(move.get('end_sum'))} and {shown(move.get('points'))}")
 
 
 def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
     log = match.history[-1]
-    if rnd["result"] is not None and rnd["result"] not in RESULTS:
-        raise RecordError(f"{where}: result must be one of {RESULTS} or null, got {rnd['result']!r}")
+    if not (rnd["result"] is None or isinstance(rnd["result"], str) and rnd["result"] in RESULTS):
+        raise RecordError(f"{where}: result must be one of {RESULTS} or null, "
+                          f"got {shown(rnd['result'])}")
     if rnd["result"] != log.result:
-        raise RecordError(f"{where}: record says result {rnd['result']!r}, replay gives {log.result!r}")
+        raise RecordError(f"{where}: record says result {rnd['result']!r}, "
+                          f"replay gives {log.result!r}")
     if log.result is None and not last:
         raise RecordError(f"{where}: an unfinished round must be the last one")
     _check_pair(rnd["scores"], f"{where}: scores")
-    if not isinstance(rnd["deductions"], list) or len(rnd["deductions"]) != 4:
-        raise RecordError(f"{where}: deductions must be four ints, got {rnd['deductions']!r}")
+    if not (isinstance(rnd["deductions"], list) and len(rnd["deductions"]) == 4
+            and all(_is_int(d, -MAX_POINTS, MAX_POINTS) for d in rnd["deductions"])):
+        raise RecordError(f"{where}: deductions must be four ints, got {shown(rnd['deductions'])}")
     deductions = log.deductions
     if not _same(rnd["deductions"], deductions):
         raise RecordError(f"{where}: record says deductions {rnd['deductions']}, "
@@ -214,8 +302,9 @@ def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
 
 
 def _check_pair(value, what: str) -> None:
-    if not isinstance(value, list) or len(value) != 2 or not all(_is_int(v) for v in value):
-        raise RecordError(f"{what} must be two ints, got {value!r}")
+    if not (isinstance(value, list) and len(value) == 2
+            and all(_is_int(v, -MAX_POINTS, MAX_POINTS) for v in value)):
+        raise RecordError(f"{what} must be two ints (|n| <= {MAX_POINTS}), got {shown(value)}")
 
 
 def _same(value, expected) -> bool:
@@ -230,5 +319,7 @@ def _same(value, expected) -> bool:
     return value == expected
 
 
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _is_int(value, low: int | None = None, high: int | None = None) -> bool:
+    """A real int (not a bool), within ``[low, high]`` when given."""
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and (low is None or low <= value) and (high is None or value <= high))

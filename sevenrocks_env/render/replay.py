@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; returns 0 on success, 2 for bad arguments or a bad record."""
+    """CLI entry point; returns 0 on success, 2 for bad arguments or a bad record (one line on
+    stderr: the record is untrusted input, :func:`sevenrocks_env.record.load` bounds it)."""
     parser = _parser()
     try:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -119,8 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"error: cannot write {out}: {error}", file=sys.stderr)
+        print(f"error: cannot write {out}: {error.strerror or error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     if count == 0:
         print("error: no moves to show", file=sys.stderr)
         return 2

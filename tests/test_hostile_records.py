@@ -1,0 +1,217 @@
+"""Hostile game records (issue 15): whatever a file or a Python caller hands us, the answer is
+the record replayed exactly or a :class:`RecordError` with a short message; ``sevenrocks
+replay`` exits 2 with one line.  Work is bounded by construction: target, rounds and moves per
+round are checked before anything loops over them."""
+
+import copy
+import json
+import math
+import random
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sevenrocks_env import record as records
+from sevenrocks_env.record import (MAX_MOVES_PER_ROUND, MAX_ROUNDS, MAX_TARGET, RecordError,
+                                   game_record, load, parse, shown, validate)
+from sevenrocks_env.render.replay import main as replay_main
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+MESSAGE_LIMIT = 2000  # bytes; an error message is a line, not a dump of the input
+
+
+def finished_record(seed=5, target=60):
+    match = Match.new(seed, target=target)
+    rng = random.Random(seed)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    return game_record(match)
+
+
+RECORD = finished_record()
+HUGE = 10 ** 5000 + 7
+
+
+def deep_list(depth: int):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def deep_dict(depth: int):
+    value: dict = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def refused(record) -> str:
+    with pytest.raises(RecordError) as info:
+        validate(record)
+    message = str(info.value)
+    assert len(message) < MESSAGE_LIMIT and "\n" not in message
+    return message
+
+
+#: Values a hostile file or caller can put anywhere: wrong types, huge ints, NaN, deep nesting.
+hostile_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.sampled_from([5000, -5000, 63, 19]).map(lambda d: (10 ** abs(d) + 7) * (1 if d > 0 else -1)),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=20),
+    st.sampled_from(["3|5", "0|0", "7|7", "x" * 5000, "112", ""]))
+hostile_values = st.one_of(
+    hostile_scalars,
+    st.recursive(hostile_scalars, lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=8), inner, max_size=5)),
+        max_leaves=20),
+    st.integers(1000, 5000).map(deep_list), st.integers(1000, 5000).map(deep_dict))
+
+
+def paths(value, prefix=()):
+    """Every path into a JSON-like value (dict keys, list indexes)."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from paths(item, prefix + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from paths(item, prefix + (index,))
+
+
+RECORD_PATHS = [p for p in paths(RECORD) if p]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(RECORD_PATHS), hostile_values)
+def test_any_value_anywhere_is_replayed_or_refused(path, value):
+    record = copy.deepcopy(RECORD)
+    holder = record
+    for key in path[:-1]:
+        holder = holder[key]
+    before = holder[path[-1]]
+    holder[path[-1]] = value
+    if type(value) is type(before) and value == before and not (
+            isinstance(value, float) and math.isnan(value)):
+        validate(record)  # unchanged: still a good record
+        return
+    try:
+        validate(record)
+    except RecordError as error:
+        assert len(str(error)) < MESSAGE_LIMIT and "\n" not in str(error)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hostile_values)
+def test_any_value_as_a_whole_record_is_refused(value):
+    refused(value)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(["target", "rounds", "winner", "scores", "format"]), hostile_values)
+def test_top_level_keys(key, value):
+    record = dict(RECORD, **{key: value})
+    if value == RECORD[key] and type(value) is type(RECORD[key]):
+        return
+    refused(record)
+
+
+@pytest.mark.parametrize("make", [deep_list, deep_dict])
+def test_deep_python_nesting_in_every_message_position(make):
+    deep = make(100_000)  # repr() of this would raise RecursionError
+    for key in ("target", "winner", "scores", "format"):
+        refused(dict(RECORD, **{key: deep}))
+    record = copy.deepcopy(RECORD)
+    record["rounds"][0]["moves"][0]["action"] = deep
+    assert "illegal action" in refused(record)
+    record = copy.deepcopy(RECORD)
+    record["rounds"][0]["hands"][0][0] = deep
+    assert "seat 0's hand" in refused(record)
+
+
+def test_huge_integers_are_named_by_size_not_printed():
+    for key in ("target", "winner"):
+        message = refused(dict(RECORD, **{key: HUGE}))
+        assert "bits" in message
+    record = copy.deepcopy(RECORD)
+    record["rounds"][0]["moves"][0]["seat"] = HUGE
+    assert "bits" in refused(record)
+    record = dict(RECORD, scores=[HUGE, 0])
+    refused(record)
+
+
+def test_bounds_before_work():
+    assert "target" in refused(dict(RECORD, target=MAX_TARGET + 1))
+    many = dict(RECORD, rounds=RECORD["rounds"] * (MAX_ROUNDS // len(RECORD["rounds"]) + 1))
+    assert "rounds" in refused(many)
+    record = copy.deepcopy(RECORD)
+    record["rounds"][0]["moves"] = [{"seat": 0, "action": 112, "pass": True}] * (
+        MAX_MOVES_PER_ROUND + 1)
+    assert "moves" in refused(record)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("[" * 2000 + "]" * 2000, "nested too deeply"),
+    ('{"a": ' * 2000 + "1" + "}" * 2000, "nested too deeply"),
+    ('{"target": ' + "9" * 5000 + "}", "not a game record"),
+    ('{"target": NaN}', "NaN"),
+    ('{"target": -Infinity}', "Infinity"),
+    ("{not json", "not JSON"),
+])
+def test_parse_refuses_hostile_json(text, message):
+    with pytest.raises(RecordError, match=message) as info:
+        parse(text)
+    assert len(str(info.value)) < MESSAGE_LIMIT
+
+
+def test_load_refuses_bad_bytes_and_huge_files(tmp_path, monkeypatch):
+    path = tmp_path / "game.json"
+    path.write_bytes(b'{"format": "\xff\xfe"}')
+    with pytest.raises(RecordError, match="not UTF-8"):
+        load(path)
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 100)
+    path.write_text(json.dumps(RECORD))
+    with pytest.raises(RecordError, match="larger than"):
+        load(path)
+
+
+def test_shown_is_short_for_anything():
+    class Loud:
+        def __repr__(self):
+            raise RuntimeError("never called")
+    for value in (HUGE, deep_list(50_000), "x" * 10**6, list(range(10**5)), Loud(), {1: HUGE}):
+        assert len(shown(value)) <= 100
+
+
+@pytest.mark.parametrize("content", [
+    "[" * 2000 + "]" * 2000,
+    '{"format": "sevenrocks-record/1", "target": ' + "7" * 5000 + "}",
+    b"\xff\xfe\x00garbage",
+])
+def test_replay_cli_exits_2_with_one_line(tmp_path, monkeypatch, capsys, content):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "bad.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    assert replay_main([str(path), "--out", "game.gif"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < MESSAGE_LIMIT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]  # nothing written
+
+
+def test_replay_cli_refuses_a_target_that_would_hang_the_picture(tmp_path, capsys):
+    record = finished_record(seed=5)
+    record["target"] = 10**9  # draw_scores would draw target/10 peg holes per frame
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(record))
+    assert replay_main([str(path), "--out", str(tmp_path / "g.gif")]) == 2
+    assert "target must be an int in [1, 5000]" in capsys.readouterr().err
+
+
+def test_recursion_limit_is_untouched():
+    limit = sys.getrecursionlimit()
+    refused(deep_list(10_000))
+    assert sys.getrecursionlimit() == limit
