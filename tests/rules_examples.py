@@ -1,21 +1,57 @@
-"""RULES.md's worked examples A-D as test data, and a match that has played them (shared by tests)."""
+"""The worked examples of docs/rules.md, loaded from the package's data file, and a match that has
+played them (shared by the tests and by docs/make_rule_pictures.py).
+
+The data lives in ``sevenrocks_env/data/worked_examples.json`` (shipped with the package):
+``tests/test_rules_examples.py`` plays it through the engine, ``tests/test_docs_rules.py`` checks
+that docs/rules.md's tables say the same.
+"""
+
+import json
+from importlib import resources
 
 from sevenrocks_env.rules import Match, apply_action, legal_actions
-from sevenrocks_env.tiles import EAST, NORTH, SOUTH, WEST, encode_action, mask_of, parse_tile
+from sevenrocks_env.tiles import SLOT_NAMES, encode_action, mask_of, parse_tile
 
-# RULES.md worked examples: (tile, slot, end sum, points)
+DATA_FILE = "data/worked_examples.json"
+STEP_KEYS = {"tile", "slot", "counted", "end_sum", "points"}
+
+
+def load_worked_examples() -> dict:
+    """The raw data file as a dict (``examples`` A-D and ``deductions``, example E)."""
+    text = resources.files("sevenrocks_env").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    data = json.loads(text)
+    if data.get("format") != "sevenrocks-worked-examples/1":
+        raise ValueError(f"{DATA_FILE}: unknown format {data.get('format')!r}")
+    for name, example in data["examples"].items():
+        for index, step in enumerate(example["steps"] + example.get("alternatives", []), start=1):
+            where = f"{DATA_FILE}: example {name}, step {index}"
+            if set(step) != STEP_KEYS:
+                raise ValueError(f"{where}: keys must be {sorted(STEP_KEYS)}, got {sorted(step)}")
+            if step["slot"] not in SLOT_NAMES or any(s not in SLOT_NAMES for s in step["counted"]):
+                raise ValueError(f"{where}: slots are {SLOT_NAMES}, got {step['slot']!r}, {step['counted']}")
+            parse_tile(step["tile"])  # raises on a malformed tile
+    return data
+
+
+def slot_index(name: str) -> int:
+    """``"west"`` -> 0, ..., ``"south"`` -> 3 (the env's slots)."""
+    return SLOT_NAMES.index(name)
+
+
+WORKED = load_worked_examples()
+
+#: example name -> [(tile, slot, end sum, points)], the placements in order (slot as an int).
 EXAMPLES = {
-    "A": [("1|4", WEST, 5, 5), ("1|1", WEST, 6, 0), ("4|4", EAST, 10, 10), ("3|4", EAST, 5, 5),
-          ("1|2", WEST, 5, 5), ("1|5", NORTH, 10, 10), ("5|5", NORTH, 15, 15),
-          ("0|5", NORTH, 5, 5), ("1|3", SOUTH, 8, 0)],
-    "B": [("2|2", WEST, 4, 0)],
-    "C": [("5|5", WEST, 10, 10), ("0|5", WEST, 10, 10), ("2|5", EAST, 2, 0), ("3|5", NORTH, 5, 5)],
-    "D": [("3|6", WEST, 9, 0), ("6|6", EAST, 15, 15), ("2|6", EAST, 5, 5)],
+    name: [(s["tile"], slot_index(s["slot"]), s["end_sum"], s["points"]) for s in example["steps"]]
+    for name, example in WORKED["examples"].items()
 }
 
 
 def example_match(sequence, steps=None):
-    """A match that has played the first ``steps`` placements of ``sequence`` (seat i % 4 plays step i)."""
+    """A match that has played the first ``steps`` placements of ``sequence`` (seat i % 4 plays step i).
+
+    Every seat is dealt its example tiles, topped up to 7 with tiles the example does not use.
+    """
     steps = len(sequence) if steps is None else steps
     tiles = [parse_tile(tile) for tile, *_ in sequence]
     hands = [[] for _ in range(4)]
@@ -29,6 +65,6 @@ def example_match(sequence, steps=None):
     for i, (tile, slot, *_) in enumerate(sequence[:steps]):
         match.turn = i % 4
         action = encode_action(parse_tile(tile), slot)
-        assert action in legal_actions(match)
+        assert action in legal_actions(match), (tile, slot, legal_actions(match))
         apply_action(match, action)
     return match

@@ -1,102 +1,135 @@
-"""Every worked example of RULES.md, step by step (R3-R8)."""
+"""Every worked example of docs/rules.md, step by step, against the engine (R3-R8).
+
+The examples are read from ``sevenrocks_env/data/worked_examples.json`` (see rules_examples.py);
+test_docs_rules.py checks that docs/rules.md's tables show the same data.
+"""
 
 import pytest
 
 from sevenrocks_env.rules import (
-    apply_action, deduction, end_sum, legal_actions, placement_points, round_to_five,
+    Match, apply_action, deduction, end_sum, legal_actions, placement_points, round_to_five,
 )
-from sevenrocks_env.tiles import EAST, NORTH, SOUTH, WEST, encode_action, mask_of, parse_tile
+from sevenrocks_env.tiles import (
+    ALL_TILES, NORTH, SLOT_NAMES, TILE_LOW, WEST, encode_action, mask_of, parse_tile, pips_of,
+)
 
-from rules_examples import EXAMPLES, example_match  # shared RULES.md example data
+from rules_examples import EXAMPLES, WORKED, example_match, slot_index  # the package's example data
 
-
-def layout_match(sequence):
-    """A match dealt so that seat ``i % 4`` holds step ``i``'s tile, nothing played yet."""
-    return example_match(sequence, steps=0)
-
-
-def continuation_points(match):
-    """(slot, open number) of every legal continuation point."""
-    return {(slot, n) for slot, n in enumerate(match.ends) if n >= 0}
+NAMES = sorted(WORKED["examples"])
 
 
-def counted(match):
-    return match.end_sum()
+def counted_by_slot(match) -> dict:
+    """What each counted end adds to the end sum, slot by slot (R5), from ``scoring.end_sum``
+    applied to that end alone.
+
+    An unopened branch is open but not counted; an opening double alone is one tile, counted
+    once, and (like the renderer) reported at the west end.
+    """
+    out = {}
+    for slot, number in enumerate(match.ends):
+        if number < 0 or (slot >= NORTH and not match.branch_started[slot]):
+            continue
+        only = [s == slot for s in range(4)]
+        out[SLOT_NAMES[slot]] = end_sum([n if keep else -1 for n, keep in zip(match.ends, only)],
+                                        [d and keep for d, keep in zip(match.end_double, only)],
+                                        [b and keep for b, keep in zip(match.branch_started, only)])
+    if match.placements == 1 and match.spinner >= 0:
+        del out["east"]
+    return out
+
+
+def continuation_points(match) -> set:
+    """(slot name, open number) of every legal continuation point (R3, R4)."""
+    return {(SLOT_NAMES[slot], n) for slot, n in enumerate(match.ends) if n >= 0}
 
 
 def play(match, tile, slot):
-    action = encode_action(parse_tile(tile), slot)
+    action = encode_action(parse_tile(tile), slot_index(slot))
     assert action in legal_actions(match), (tile, slot, legal_actions(match))
     return apply_action(match, action)
 
 
-EXAMPLE_A = EXAMPLES["A"]
+@pytest.mark.parametrize("name", NAMES)
+def test_example_step_by_step(name):
+    example = WORKED["examples"][name]
+    match = example_match(EXAMPLES[name], steps=0)
+    for step, data in enumerate(example["steps"], start=1):
+        assert match.turn == (step - 1) % 4
+        assert play(match, data["tile"], data["slot"]) == data["points"], f"step {step}: points"
+        assert match.end_sum() == data["end_sum"] == sum(data["counted"].values()), f"step {step}"
+        assert counted_by_slot(match) == data["counted"], f"step {step}: counted ends"
+        assert placement_points(data["end_sum"]) == data["points"], f"step {step}"
+        if str(step) in example.get("spinner_after_step", {}):
+            assert match.spinner == example["spinner_after_step"][str(step)], f"step {step}: spinner"
+        points = example.get("continuation_points", {}).get(str(step))
+        if points is not None:
+            assert continuation_points(match) == {(p["slot"], p["number"]) for p in points}, f"step {step}"
+            for p in points:
+                assert p["counted"] == (p["slot"] in data["counted"]), f"step {step}: {p}"
+    # seats 0 and 2 (team 0) placed the odd steps, seats 1 and 3 (team 1) the even ones
+    assert match.scores == example["team_scores"]
 
 
-def test_example_a_doubles_at_an_end_and_inside():
-    match = layout_match([(t, s) for t, s, _, _ in EXAMPLE_A])
-    for step, (tile, slot, total, points) in enumerate(EXAMPLE_A, start=1):
-        match.turn = (step - 1) % 4
-        assert play(match, tile, slot) == points, f"step {step}"
-        assert match.end_sum() == total, f"step {step}"
-        if step == 2:
-            assert match.spinner == 1
-        if step == 5:
-            # spinner branch A (1), branch B (1), the 2 of 1|2, the 3 of 3|4; only the last two count
-            assert continuation_points(match) == {(WEST, 2), (EAST, 3), (NORTH, 1), (SOUTH, 1)}
-            assert match.branch_started[NORTH] is False and match.branch_started[SOUTH] is False
-    assert continuation_points(match) == {(NORTH, 0), (WEST, 2), (SOUTH, 3), (EAST, 3)}
-    assert all(match.branch_started[s] for s in (NORTH, SOUTH))
+def test_every_example_is_checked_step_by_step():
+    """A-D are in the data with steps, and the spinner and continuation points are checked somewhere."""
+    assert NAMES == ["A", "B", "C", "D"]
+    assert all(WORKED["examples"][n]["steps"] for n in NAMES)
+    assert set(WORKED["examples"]["A"]["continuation_points"]) == {"5", "9"}
+    assert all(WORKED["examples"][n]["spinner_after_step"] for n in NAMES)
 
 
-def test_example_a_score_accumulates_per_team():
-    match = layout_match([(t, s) for t, s, _, _ in EXAMPLE_A])
-    for step, (tile, slot, _, _) in enumerate(EXAMPLE_A, start=1):
-        match.turn = (step - 1) % 4
-        play(match, tile, slot)
-    # team 0 placed steps 1,3,5,7,9; team 1 steps 2,4,6,8
-    assert match.scores == [5 + 10 + 5 + 15 + 0, 0 + 5 + 10 + 5]
-
-
-def test_example_b_opening_double():
-    for tile, total in (("2|2", 4), ("0|0", 0)):
-        match = layout_match([(tile, WEST)])
-        assert play(match, tile, WEST) == 0
-        assert match.end_sum() == total
-        assert match.spinner == int(tile[0])
-        assert continuation_points(match) == {(WEST, int(tile[0])), (EAST, int(tile[0]))}
-
-
-EXAMPLE_C, EXAMPLE_D = EXAMPLES["C"], EXAMPLES["D"]
-
-
-@pytest.mark.parametrize("example", [EXAMPLE_C, EXAMPLE_D], ids=["C", "D"])
-def test_examples_c_d(example):
-    match = layout_match([(t, s) for t, s, _, _ in example])
-    for step, (tile, slot, total, points) in enumerate(example, start=1):
-        match.turn = (step - 1) % 4
-        assert play(match, tile, slot) == points, f"step {step}"
-        assert match.end_sum() == total, f"step {step}"
+def test_example_b_alternatives_open_like_step_1():
+    for data in WORKED["examples"]["B"]["alternatives"]:
+        match = example_match([(data["tile"], slot_index(data["slot"]))], steps=0)
+        assert play(match, data["tile"], data["slot"]) == data["points"]
+        assert match.end_sum() == data["end_sum"]
+        assert counted_by_slot(match) == data["counted"]
+        number = TILE_LOW[parse_tile(data["tile"])]
+        assert match.spinner == number  # an opening double is the spinner, both sides open (R4)
+        assert continuation_points(match) == {("west", number), ("east", number)}
 
 
 def test_example_c_branches_open_only_after_both_straight_sides():
-    match = layout_match([("5|5", WEST), ("0|5", WEST), ("2|5", EAST)])
-    play(match, "5|5", WEST)
-    assert match.ends[NORTH] == match.ends[SOUTH] == -1
-    match.turn = 1
-    play(match, "0|5", WEST)
-    assert match.ends[NORTH] == -1  # line B still open
-    match.turn = 2
-    play(match, "2|5", EAST)
-    assert match.ends[NORTH] == match.ends[SOUTH] == 5
+    steps = WORKED["examples"]["C"]["steps"]
+    match = example_match(EXAMPLES["C"], steps=0)
+    for step, data in enumerate(steps[:3], start=1):
+        play(match, data["tile"], data["slot"])
+        branches_open = match.ends[NORTH] >= 0
+        assert branches_open == (step == 3), f"step {step}"  # line A then line B, then the branches
 
 
 def test_example_e_partners_rounded_separately():
-    assert round_to_five(3) + round_to_five(3) == 10
-    assert round_to_five(6) == 5
-    assert deduction(mask_of([parse_tile("0|2")])) == 0
-    assert deduction(mask_of([parse_tile("0|3")])) == 5
-    assert deduction(mask_of([parse_tile("0|6"), parse_tile("4|4")])) == 15  # 14 pips
+    """Example E: each hand's deduction, and the team's loss when a round really ends (R7)."""
+    data = WORKED["deductions"]
+    for hand in data["hands"] + data["single_hands"]:
+        mask = mask_of(parse_tile(t) for t in hand["tiles"])
+        assert pips_of(mask) == hand["pips"]
+        assert deduction(mask) == round_to_five(hand["pips"]) == hand["deduction"]
+    assert sum(h["deduction"] for h in data["hands"]) == data["team_loss"]
+    assert {h["seat"] % 2 for h in data["hands"]} == {data["team"]}
+    wrong = data["not_this"]  # rounding the partners' sum instead: what the rules do NOT do
+    assert round_to_five(wrong["pips"]) == wrong["deduction"] != data["team_loss"]
+    for pips, rounded in data["rounding"]:
+        assert round_to_five(pips) == rounded
+
+
+def test_example_e_in_a_round_that_ends():
+    """Seat 0 dominoes while seats 1 and 3 hold example E's hands: team 1 loses ``team_loss``."""
+    data = WORKED["deductions"]
+    held = {h["seat"]: mask_of(parse_tile(t) for t in h["tiles"]) for h in data["hands"]}
+    last, spare = parse_tile("5|6"), parse_tile("0|0")  # seat 0's last tile; seat 2 keeps 0 pips
+    held[0], held[2] = 1 << last, 1 << spare
+    rest = [t for t in range(28) if not (held[0] | held[1] | held[2] | held[3]) >> t & 1]
+    played_by = [mask_of(rest[6 * seat: 6 * seat + 6]) for seat in range(4)]
+    state = Match.from_deal([mask_of(range(7 * s, 7 * s + 7)) for s in range(4)], 0).to_state()
+    state.update(seed=None, hands=[held[s] for s in range(4)], played_by=played_by,
+                 played=ALL_TILES & ~sum(held.values()), placements=24, spinner=3, turn=0,
+                 ends=[6, 4, 2, 1], end_double=[False] * 4, branch_started=[False, False, True, True])
+    match = Match.from_state(state)
+    apply_action(match, encode_action(last, WEST))  # 5|6 on the 6: end sum 5+4+2+1 = 12, 0 points
+    lost = [0, 0]
+    lost[data["team"]] = data["team_loss"]
+    assert match.scores == [-lost[0], -lost[1]]  # no floor below zero (R7)
 
 
 @pytest.mark.parametrize("pips,rounded", [(0, 0), (1, 0), (2, 0), (3, 5), (4, 5), (5, 5),
