@@ -1,0 +1,7 @@
+"""``python -m sevenrocks_env.web``: the same as ``sevenrocks serve``."""
+
+import sys
+
+from .server import main
+
+sys.exit(main())

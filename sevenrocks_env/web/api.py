@@ -1,0 +1,221 @@
+"""The JSON API and the static page, as one Starlette application (see ``docs/web.md``).
+
+| method | path                          | body                          | answer                    |
+|--------|-------------------------------|-------------------------------|---------------------------|
+| GET    | ``/``                         |                               | the page                  |
+| GET    | ``/api/agents``               |                               | agent specs with labels   |
+| POST   | ``/api/games``                | ``{seat, partner, left, right, target, seed}`` | 201, the game |
+| GET    | ``/api/games/{id}``           |                               | the game                  |
+| POST   | ``/api/games/{id}/move``      | ``{ply, action}``             | the game after your move  |
+| POST   | ``/api/games/{id}/step``      | ``{ply}``                     | the game after one bot move |
+| POST   | ``/api/games/{id}/rematch``   |                               | 201, same deals, seat + 1 |
+| GET    | ``/api/games/{id}/record``    |                               | ``sevenrocks-record/1``   |
+| POST   | ``/api/replays``              | a game record                 | 201, the replay's rounds  |
+| GET    | ``/api/replays/{id}/{round}/{move}`` |                        | one replay frame          |
+
+Every refusal is a 4xx JSON ``{"error": message}`` and leaves the game as it was; bodies over
+``MAX_BODY`` bytes are refused with 413 before they are parsed.  Bot moves and agent loading run
+in a worker thread (``run_in_threadpool``), so a slow ``search`` bot never stalls other games.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import record as records
+from .games import Game, GameError, GameStore
+from .views import game_view, replay_frame
+
+STATIC = Path(__file__).parent / "static"
+MAX_BODY = 512 * 1024  # a long match's record is well under 100 kB
+
+
+@dataclass
+class Replay:
+    """A loaded, validated game record (stored like a game, so it has an id and expires)."""
+
+    record: dict
+    id: str = ""
+    touched: float = field(default_factory=time.monotonic)
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+async def read_json(request: Request):
+    """The body as JSON; 413 past ``MAX_BODY`` bytes (checked while reading), 400 if not JSON."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+        raise GameError(413, f"request body too large: at most {MAX_BODY} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise GameError(413, f"request body too large: at most {MAX_BODY} bytes")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as problem:
+        raise GameError(400, f"the request body is not valid JSON: {problem}"[:300]) from None
+
+
+def object_body(body, fields: dict) -> dict:
+    """Check a JSON object has exactly the int ``fields`` (name -> required)."""
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise GameError(422, "the request body must be a JSON object")
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise GameError(422, f"unknown fields {unknown}; allowed: {sorted(fields)}")
+    for name, required in fields.items():
+        if name not in body:
+            if required:
+                raise GameError(422, f"missing field {name!r}")
+            continue
+        if type(body[name]) is not int:
+            raise GameError(422, f"{name} must be an int, got {body[name]!r:.40}")
+    return body
+
+
+def create_app(store: GameStore | None = None) -> Starlette:
+    """The web application; ``store`` holds the games (a fresh :class:`GameStore` by default)."""
+    store = store if store is not None else GameStore()
+
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html")
+
+    async def agents(request: Request) -> Response:
+        return JSONResponse({"agents": [{"spec": spec, "label": label}
+                                        for spec, label in store.menu],
+                             "default_target": 250})
+
+    async def create_game(request: Request) -> Response:
+        setup = store.check_setup(await read_json(request))
+        game = await run_in_threadpool(store.new_game, setup)
+        return JSONResponse(game_view(game), status_code=201)
+
+    async def show_game(request: Request) -> Response:
+        game = store.get(request.path_params["game"])
+        return JSONResponse(game_view(game))
+
+    def locked(game: Game, work):
+        """Run ``work()`` holding the game's lock; 409 if another request is moving it."""
+        if not game.lock.acquire(blocking=False):
+            raise GameError(409, "another move of this game is being computed; try again")
+        try:
+            work()
+            return game_view(game)
+        finally:
+            game.lock.release()
+
+    async def move(request: Request) -> Response:
+        game = store.get(request.path_params["game"])
+        body = object_body(await read_json(request), {"ply": True, "action": True})
+        view = locked(game, lambda: game.play_human(body["action"], body["ply"]))
+        return JSONResponse(view)
+
+    async def step(request: Request) -> Response:
+        game = store.get(request.path_params["game"])
+        body = object_body(await read_json(request), {"ply": True})
+        view = await run_in_threadpool(locked, game, lambda: game.play_bot(body["ply"]))
+        return JSONResponse(view)
+
+    async def rematch(request: Request) -> Response:
+        game = store.get(request.path_params["game"])
+        if not game.match.over:
+            raise GameError(409, "the match is not over yet: the same deals are replayed only "
+                                 "after it ends")
+        new = await run_in_threadpool(store.new_game, game.setup.swapped())
+        return JSONResponse(game_view(new), status_code=201)
+
+    async def download(request: Request) -> Response:
+        game = store.get(request.path_params["game"])
+        record = player_record(game)
+        return JSONResponse(record, headers={
+            "content-disposition": f'attachment; filename="sevenrocks-{game.id[:8]}.json"'})
+
+    async def load_replay(request: Request) -> Response:
+        body = await read_json(request)
+        try:
+            records.validate(body)
+        except records.RecordError as problem:
+            raise GameError(422, f"not a valid game record: {problem}") from None
+        except Exception as problem:  # an untrusted file: anything odd is the file's fault
+            raise GameError(422, f"not a valid game record: {problem!r:.300}") from None
+        replay = Replay(body)
+        store.add(replay)
+        rounds = [{"round": i, "moves": len(r["moves"]), "result": r["result"],
+                   "scores": r["scores"]} for i, r in enumerate(body["rounds"])]
+        return JSONResponse({"id": replay.id, "rounds": rounds, "target": body["target"],
+                             "winner": body["winner"], "scores": body["scores"]},
+                            status_code=201)
+
+    async def replay_step(request: Request) -> Response:
+        replay = store.get(request.path_params["replay"], Replay)
+        rounds = replay.record["rounds"]
+        r, m = request.path_params["round"], request.path_params["move"]
+        if not 0 <= r < len(rounds):
+            raise GameError(404, f"round {r} not in this record (it has {len(rounds)})")
+        if not 0 <= m <= len(rounds[r]["moves"]):
+            raise GameError(404, f"round {r} has {len(rounds[r]['moves'])} moves, not {m}")
+        return JSONResponse(replay_frame(replay.record, r, m))
+
+    async def game_error(request: Request, problem: GameError) -> Response:
+        return error(problem.status, problem.message)
+
+    async def http_error(request: Request, problem: HTTPException) -> Response:
+        return error(problem.status_code, str(problem.detail))
+
+    routes = [
+        Route("/", page),
+        Route("/api/agents", agents),
+        Route("/api/games", create_game, methods=["POST"]),
+        Route("/api/games/{game}", show_game),
+        Route("/api/games/{game}/move", move, methods=["POST"]),
+        Route("/api/games/{game}/step", step, methods=["POST"]),
+        Route("/api/games/{game}/rematch", rematch, methods=["POST"]),
+        Route("/api/games/{game}/record", download),
+        Route("/api/replays", load_replay, methods=["POST"]),
+        Route("/api/replays/{replay}/{round:int}/{move:int}", replay_step),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(routes=routes, exception_handlers={GameError: game_error,
+                                                       HTTPException: http_error})
+    app.state.store = store
+    return app
+
+
+def player_record(game: Game) -> dict:
+    """The game record the human may have: whole once the match is over, else the ended rounds.
+
+    A record lists every dealt hand, so the round in progress is left out until it ends (R1).
+    """
+    record = records.game_record(game.match)
+    if game.match.over:
+        return record
+    ended = [r for r in record["rounds"] if r["result"] is not None]
+    if not ended:
+        raise GameError(409, "no round has ended yet: the record (which shows every dealt hand) "
+                             "can be downloaded once the first round ends")
+    record["rounds"] = ended
+    record["scores"] = list(ended[-1]["scores"])
+    return record
+
+
+__all__ = ["MAX_BODY", "Replay", "create_app", "player_record"]

@@ -1,0 +1,234 @@
+"""Games in progress on the web server: one :class:`Game` per match, kept in a :class:`GameStore`.
+
+The server is the only authority: a game holds the engine's :class:`~sevenrocks_env.rules.Match`
+(with its history), the human's seat and the agents at the other three seats.  The page only
+asks for moves; every move is checked here with the rules engine before it is applied.
+
+* Ids are unguessable (``secrets.token_urlsafe``); a game idle for ``idle_seconds`` is dropped
+  and at most ``max_games`` are open at once.
+* Every game has a lock.  A bot move is computed while holding it (off the event loop, see
+  :mod:`.api`), so two requests can never move the same game at once, while other games go on.
+* ``ply`` counts the moves of the whole match; a move request names the ply it answers, so the
+  same move sent twice is refused instead of being played twice.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..agents import make_agent
+from ..observation import action_mask, encode
+from ..rules import Match, apply_action, is_legal, partner_of
+from .moves import why_illegal
+
+#: The shipped policy, as a path that does not depend on the server's working directory.
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "shipped" / "sevenrocks_ppo.pt"
+#: The specs the start panel offers: (spec, label).  Only these (and ``--agent`` extras) are
+#: accepted, so a client on the network cannot make the server load an arbitrary file.
+BUILTIN_AGENTS = (
+    ("random", "random"),
+    ("greedy", "greedy"),
+    ("heuristic", "heuristic"),
+    ("search", "search"),
+)
+MAX_TARGET = 10_000
+MAX_SEED = 2 ** 63 - 1
+
+
+class GameError(Exception):
+    """A request the game refuses; ``status`` is the HTTP status (always 4xx)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """The agent specs offered on the start panel, with a label each."""
+    menu = list(BUILTIN_AGENTS)
+    if SHIPPED_CHECKPOINT.is_file():
+        menu.append((f"ckpt:{SHIPPED_CHECKPOINT}", "shipped policy"))
+    menu += [(spec, spec) for spec in extra]
+    return menu
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the start panel chose: the human's seat, the agent specs, target and deal seed."""
+
+    seat: int
+    partner: str
+    left: str    # the opponent who plays right after the human
+    right: str   # the opponent who plays right before the human
+    target: int
+    seed: int
+
+    def specs(self) -> dict[int, str]:
+        """Agent spec of every bot seat."""
+        return {partner_of(self.seat): self.partner, (self.seat + 1) % 4: self.left,
+                (self.seat + 3) % 4: self.right}
+
+    def swapped(self) -> "Setup":
+        """The same deals from the other side of the table: duplicate play (seat moves one on)."""
+        return Setup((self.seat + 1) % 4, self.partner, self.left, self.right, self.target,
+                     self.seed)
+
+
+@dataclass
+class Game:
+    """One match between the human at ``setup.seat`` and three agents."""
+
+    id: str
+    setup: Setup
+    labels: dict[int, str]
+    agents: dict
+    match: Match
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    touched: float = field(default_factory=time.monotonic)
+
+    @property
+    def seat(self) -> int:
+        return self.setup.seat
+
+    @property
+    def ply(self) -> int:
+        """Moves played in the whole match so far (the version of the game state)."""
+        return sum(len(log.moves) for log in self.match.history)
+
+    def human_to_move(self) -> bool:
+        return not self.match.over and self.match.turn == self.seat
+
+    def play_human(self, action, ply) -> int:
+        """Apply the human's ``action`` answering state ``ply``; ``GameError`` says why not."""
+        if ply != self.ply:
+            raise GameError(409, f"this move answers move {ply} of the match, but the game is at "
+                                 f"move {self.ply}: it was already sent, or the game moved on")
+        if self.match.over:
+            raise GameError(409, "the match is over")
+        if self.match.turn != self.seat:
+            raise GameError(409, f"it is seat {self.match.turn}'s turn "
+                                 f"({self.labels[self.match.turn]}), not yours")
+        if not is_legal(self.match, action):
+            raise GameError(422, why_illegal(self.match, action))
+        return apply_action(self.match, action)
+
+    def play_bot(self, ply) -> int:
+        """Let the agent on turn move once (slow for ``search``: call it off the event loop)."""
+        if ply != self.ply:
+            raise GameError(409, f"this step answers move {ply} of the match, but the game is at "
+                                 f"move {self.ply}: it was already sent, or the game moved on")
+        match = self.match
+        if match.over:
+            raise GameError(409, "the match is over")
+        if match.turn == self.seat:
+            raise GameError(409, "it is your turn: the bots wait for your move")
+        seat = match.turn
+        action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
+        if not is_legal(match, action):  # an agent bug, not the user's: still never a 500
+            raise GameError(409, f"the agent at seat {seat} chose an illegal move "
+                                 f"({why_illegal(match, action)}); the game is stuck")
+        return apply_action(match, action)
+
+
+class GameStore:
+    """Open games by id, with idle expiry and a cap on their number."""
+
+    def __init__(self, max_games: int = 64, idle_seconds: float = 1800.0,
+                 extra_agents: tuple[str, ...] = ()):
+        self.max_games = max_games
+        self.idle_seconds = idle_seconds
+        self.menu = agent_menu(extra_agents)
+        self._games: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def specs(self) -> dict[str, str]:
+        return dict(self.menu)
+
+    def _sweep(self, now: float) -> None:
+        stale = [key for key, item in self._games.items()
+                 if now - item.touched > self.idle_seconds]
+        for key in stale:
+            del self._games[key]
+
+    def add(self, item) -> str:
+        """Store a game (or a replay) under a fresh unguessable id; 429 when full."""
+        with self._lock:
+            now = time.monotonic()
+            self._sweep(now)
+            if len(self._games) >= self.max_games:
+                raise GameError(429, f"the server already holds {self.max_games} open games; "
+                                     f"try again once idle ones expire "
+                                     f"({int(self.idle_seconds // 60)} minutes without a move)")
+            key = secrets.token_urlsafe(18)
+            item.id = key
+            item.touched = now
+            self._games[key] = item
+            return key
+
+    def get(self, key: str, kind: type = Game):
+        with self._lock:
+            now = time.monotonic()
+            self._sweep(now)
+            item = self._games.get(key)
+            if not isinstance(item, kind):
+                what = "game" if kind is Game else "replay"
+                raise GameError(404, f"no {what} with id {key!r} (unknown, or expired after "
+                                     f"{int(self.idle_seconds // 60)} idle minutes)")
+            item.touched = now
+            return item
+
+    def __len__(self) -> int:
+        return len(self._games)
+
+    def check_setup(self, body) -> Setup:
+        """The start panel's JSON, checked field by field (422 naming the bad field)."""
+        if not isinstance(body, dict):
+            raise GameError(422, "the request body must be a JSON object")
+        allowed = {"seat", "partner", "left", "right", "target", "seed"}
+        unknown = sorted(set(body) - allowed)
+        if unknown:
+            raise GameError(422, f"unknown fields {unknown}; allowed: {sorted(allowed)}")
+        seat = body.get("seat", 0)
+        if type(seat) is not int or not 0 <= seat <= 3:
+            raise GameError(422, f"seat must be 0, 1, 2 or 3, got {seat!r}")
+        specs = self.specs()
+        chosen = {}
+        for name in ("partner", "left", "right"):
+            spec = body.get(name, "greedy")
+            if not isinstance(spec, str) or spec not in specs:
+                raise GameError(422, f"unknown agent spec for {name}: {spec!r:.80}; "
+                                     f"valid: {', '.join(specs)}")
+            chosen[name] = spec
+        target = body.get("target", 250)
+        if type(target) is not int or not 1 <= target <= MAX_TARGET:
+            raise GameError(422, f"target must be an int from 1 to {MAX_TARGET}, got {target!r:.40}")
+        seed = body.get("seed")
+        if seed is None:
+            seed = secrets.randbelow(2 ** 31)
+        elif type(seed) is not int or not 0 <= seed <= MAX_SEED:
+            raise GameError(422, f"seed must be null or an int from 0 to {MAX_SEED}, "
+                                 f"got {seed!r:.40}")
+        return Setup(seat, chosen["partner"], chosen["left"], chosen["right"], target, seed)
+
+    def new_game(self, setup: Setup) -> Game:
+        """Build the agents (loading a checkpoint is slow: call off the event loop) and store it."""
+        specs = setup.specs()
+        labels = {seat: self.specs()[spec] for seat, spec in specs.items()}
+        labels[setup.seat] = "you"
+        try:
+            agents = {seat: make_agent(spec, seed=setup.seed * 4 + seat)
+                      for seat, spec in specs.items()}
+        except ValueError as error:
+            raise GameError(422, f"cannot build the agents: {error}") from None
+        game = Game("", setup, labels, agents, Match.new(setup.seed, target=setup.target))
+        self.add(game)
+        return game
+
+
+__all__ = ["BUILTIN_AGENTS", "Game", "GameError", "GameStore", "SHIPPED_CHECKPOINT",
+           "Setup", "agent_menu"]

@@ -1,0 +1,66 @@
+"""``sevenrocks serve``: start the web page on a local address and print it.
+
+    sevenrocks serve                     # http://127.0.0.1:8000/, this computer only
+    sevenrocks serve --host 0.0.0.0      # anyone on the network can open it and play
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sevenrocks serve",
+                                     description="Play Seven Rocks against the bots in a browser.")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1: this computer only; "
+                             "0.0.0.0 means anyone on the network can open the page and play)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--max-games", type=int, default=64, help="open games at most (default 64)")
+    parser.add_argument("--idle-minutes", type=float, default=30.0,
+                        help="a game without a move for this long is dropped (default 30)")
+    parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
+                        help="offer one more agent spec on the start panel, e.g. "
+                             "ckpt:runs/x/final.pt or search:samples=128 (repeatable)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server until interrupted; 2 for bad arguments or a missing ``[web]`` extra."""
+    try:
+        args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    if not 0 < args.port < 65536 or args.max_games < 1 or args.idle_minutes <= 0:
+        print("error: --port must be 1-65535, --max-games and --idle-minutes positive",
+              file=sys.stderr)
+        return 2
+    try:
+        import uvicorn
+
+        from ..agents import make_agent
+        from .api import create_app
+        from .games import GameStore
+    except ImportError as problem:
+        print(f"error: the web page needs the [web] extra (pip install -e '.[web]'): {problem}",
+              file=sys.stderr)
+        return 2
+    for spec in args.agent:
+        try:
+            make_agent(spec)
+        except ValueError as problem:
+            print(f"error: --agent {spec}: {problem}", file=sys.stderr)
+            return 2
+    store = GameStore(max_games=args.max_games, idle_seconds=60 * args.idle_minutes,
+                      extra_agents=tuple(args.agent))
+    shown = "localhost" if args.host in ("127.0.0.1", "::1") else args.host
+    print(f"Seven Rocks: open http://{shown}:{args.port}/ in a browser (Ctrl-C stops)", flush=True)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"note: listening on {args.host}: anyone on the network can open the page and play",
+              flush=True)
+    uvicorn.run(create_app(store), host=args.host, port=args.port, log_level="warning")
+    return 0
+
+
+__all__ = ["main"]

@@ -1,0 +1,357 @@
+"""The web API (sevenrocks_env.web) through Starlette's test client: whole matches against bots,
+hidden tiles never sent (R1), and every kind of bad input answered 4xx with the state unchanged."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+
+import pytest
+
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from sevenrocks_env import record as records
+from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
+from sevenrocks_env.web.api import MAX_BODY, create_app
+from sevenrocks_env.web.games import GameStore
+
+BOTS = {"partner": "greedy", "left": "greedy", "right": "greedy"}
+TILE_TEXT = re.compile(r"\d\|\d")
+
+
+@pytest.fixture()
+def app():
+    return create_app(GameStore(max_games=8))
+
+
+@pytest.fixture()
+def client(app):
+    with TestClient(app, raise_server_exceptions=True) as test_client:
+        yield test_client
+
+
+def game_of(app, view):
+    return app.state.store.get(view["id"])
+
+
+def hidden_tiles(game) -> set[str]:
+    """Names of the tiles in the other seats' hands in the round in progress."""
+    match = game.match
+    if match.history[-1].result is not None:
+        return set()
+    return {tile_name(t) for s in range(4) if s != game.seat for t in tiles_of(match.hands[s])}
+
+
+def visible_strings_and_tiles(view):
+    """Every string and every tile index in the view outside the ended rounds' summaries."""
+    strings, tiles = [], []
+
+    def walk(value, key=None):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if k != "rounds":
+                    walk(v, k)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str):
+            strings.append(value)
+        elif key == "tile" and isinstance(value, int):
+            tiles.append(tile_name(value))
+        elif key == "action" and isinstance(value, int) and value != KNOCK:
+            tiles.append(tile_name(value >> 2))
+    walk(view)
+    return strings, tiles
+
+
+def assert_nothing_hidden(game, view) -> None:
+    """R1: no tile of another seat's current hand anywhere in what the page receives."""
+    hidden = hidden_tiles(game)
+    strings, tiles = visible_strings_and_tiles(view)
+    shown = {t for text in strings for t in TILE_TEXT.findall(text)} | set(tiles)
+    assert not shown & hidden, f"hidden tiles sent to the page: {sorted(shown & hidden)}"
+    assert view["seed"] is None or game.match.over  # the seed would give every deal away
+    for summary in view["rounds"]:
+        assert summary["result"] is not None  # hands are shown only for ended rounds (R7)
+
+
+def play_out(client, app, view, max_requests=3000):
+    """Play the human's seat with its first legal move until the match ends; check every view."""
+    game = game_of(app, view)
+    for _ in range(max_requests):
+        assert_nothing_hidden(game, view)
+        if view["over"]:
+            return view
+        if view["next"] == "bot":
+            response = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]})
+        else:
+            playable = [p for tile in view["hand"] for p in tile["places"]]
+            action = playable[0]["action"] if playable else KNOCK
+            assert (not playable) == view["knock"]["required"]
+            response = client.post(f"/api/games/{view['id']}/move",
+                                   json={"ply": view["ply"], "action": action})
+        assert response.status_code == 200, response.text
+        view = response.json()
+    raise AssertionError("the match did not end")
+
+
+def test_full_match_against_bots_never_shows_hidden_tiles(client, app):
+    response = client.post("/api/games", json={"seat": 1, **BOTS, "seed": 7, "target": 100})
+    assert response.status_code == 201
+    view = play_out(client, app, response.json())
+    game = game_of(app, view)
+    assert view["winner"] == game.match.winner is not None
+    assert view["scores"] == game.match.scores
+    assert max(view["scores"]) >= 100  # R8: the winner reached the target
+    assert view["seed"] == 7  # revealed once the match is over
+    record = client.get(f"/api/games/{view['id']}/record").json()
+    records.validate(record)
+    assert record["scores"] == view["scores"] and record["winner"] == view["winner"]
+    assert len(view["rounds"]) == len(record["rounds"])
+    for summary, rnd in zip(view["rounds"], record["rounds"]):
+        assert summary["scores"] == rnd["scores"] and summary["deductions"] == rnd["deductions"]
+
+
+def test_rematch_replays_the_same_deals_from_the_next_seat(client, app):
+    view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 11, "target": 30}).json()
+    assert client.post(f"/api/games/{view['id']}/rematch").status_code == 409  # not over yet
+    view = play_out(client, app, view)
+    again = client.post(f"/api/games/{view['id']}/rematch")
+    assert again.status_code == 201
+    new = game_of(app, again.json())
+    old = game_of(app, view)
+    assert new.seat == 1 and new.setup.seed == old.setup.seed
+    assert new.match.history[0].hands == old.match.history[0].hands  # duplicate deals
+
+
+def test_record_mid_match_holds_only_ended_rounds(client, app):
+    view = client.post("/api/games", json={"seat": 2, **BOTS, "seed": 5}).json()
+    response = client.get(f"/api/games/{view['id']}/record")
+    assert response.status_code == 409 and "no round has ended" in response.json()["error"]
+    game = game_of(app, view)
+    while len(game.match.history) < 2:  # play until the first round has ended
+        if view["next"] == "bot":
+            view = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]}).json()
+        else:
+            places = [p for t in view["hand"] for p in t["places"]]
+            action = places[0]["action"] if places else KNOCK
+            view = client.post(f"/api/games/{view['id']}/move",
+                               json={"ply": view["ply"], "action": action}).json()
+    record = client.get(f"/api/games/{view['id']}/record").json()
+    records.validate(record)
+    assert [r["result"] is not None for r in record["rounds"]] == [True]
+    text = json.dumps(record)
+    # the round in progress was dealt afresh: its hands are not in the record
+    assert game.match.history[-1].hands != [
+        sum(1 << records.parse_tile(t) for t in hand) for hand in record["rounds"][0]["hands"]]
+    assert "sevenrocks-record/1" in text
+
+
+def test_replay_steps_through_a_record(client, app):
+    view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 2, "target": 60}).json()
+    view = play_out(client, app, view)
+    record = client.get(f"/api/games/{view['id']}/record").json()
+    loaded = client.post("/api/replays", json=record)
+    assert loaded.status_code == 201
+    info = loaded.json()
+    last = info["rounds"][-1]
+    frame = client.get(f"/api/replays/{info['id']}/{last['round']}/{last['moves']}").json()
+    assert frame["scores"] == record["scores"]
+    first = client.get(f"/api/replays/{info['id']}/0/0").json()
+    assert first["board"]["empty"] and all(len(h) == 7 for h in first["hands"])
+    assert client.get(f"/api/replays/{info['id']}/0/999").status_code == 404
+    assert client.get(f"/api/replays/{info['id']}/99/0").status_code == 404
+    broken = dict(record, scores=[record["scores"][0] + 5, record["scores"][1]])
+    response = client.post("/api/replays", json=broken)
+    assert response.status_code == 422 and "scores" in response.json()["error"]
+    assert client.post("/api/replays", json={"format": "x"}).status_code == 422
+
+
+# -- bad input: 4xx with a clear message, state unchanged ---------------------------------------
+
+@pytest.fixture()
+def waiting(client, app):
+    """A game where it is the human's turn to place a tile (not the opening)."""
+    for seed in range(40):
+        view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": seed}).json()
+        while view["next"] == "bot":
+            view = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]}).json()
+        if not view["opening"] and not view["knock"]["required"]:
+            return view
+    raise AssertionError("no seed gave a placing turn")
+
+
+def snapshot(app, view):
+    game = game_of(app, view)
+    return game.match.to_state(), game.ply
+
+
+@pytest.mark.parametrize("body, status, words", [
+    (b"{not json", 400, "not valid JSON"),
+    (b"[1, 2]", 422, "JSON object"),
+    (b'{"ply": 0}', 422, "missing field 'action'"),
+    (b'{"ply": "0", "action": 3}', 422, "ply must be an int"),
+    (b'{"ply": 0, "action": 3, "extra": 1}', 422, "unknown fields"),
+])
+def test_malformed_move_bodies(client, app, waiting, body, status, words):
+    before = snapshot(app, waiting)
+    response = client.post(f"/api/games/{waiting['id']}/move", content=body,
+                           headers={"content-type": "application/json"})
+    assert response.status_code == status and words in response.json()["error"]
+    assert snapshot(app, waiting) == before
+
+
+def test_illegal_moves_say_why_in_the_rules_words(client, app, waiting):
+    before = snapshot(app, waiting)
+    url = f"/api/games/{waiting['id']}/move"
+    game = game_of(app, waiting)
+    not_held = next(t for t in range(28) if not (game.match.hands[0] >> t) & 1)
+    answer = client.post(url, json={"ply": waiting["ply"], "action": 4 * not_held + 1})
+    assert answer.status_code == 422 and "you do not hold" in answer.json()["error"]
+    answer = client.post(url, json={"ply": waiting["ply"], "action": KNOCK})
+    assert answer.status_code == 422 and "(R6)" in answer.json()["error"]
+    stuck = [t for t in waiting["hand"] if not t["playable"]]
+    if stuck:
+        assert "(R3)" in stuck[0]["reason"]
+        answer = client.post(url, json={"ply": waiting["ply"], "action": 4 * stuck[0]["tile"] + 1})
+        assert answer.status_code == 422 and "fits no open end" in answer.json()["error"]
+    if game.match.ends[2] < 0:  # a branch that is not open (R4)
+        tile = next(t for t in waiting["hand"] if t["playable"])["tile"]
+        answer = client.post(url, json={"ply": waiting["ply"], "action": 4 * tile + 2})
+        assert answer.status_code == 422 and "(R4)" in answer.json()["error"]
+    for action in (-1, 113, 10 ** 30, True):
+        answer = client.post(url, json={"ply": waiting["ply"], "action": action})
+        assert answer.status_code == 422
+    assert snapshot(app, waiting) == before
+
+
+def test_move_out_of_turn_and_the_same_move_twice(client, app, waiting):
+    url = f"/api/games/{waiting['id']}/move"
+    action = next(p for t in waiting["hand"] for p in t["places"])["action"]
+    assert client.post(f"/api/games/{waiting['id']}/step",
+                       json={"ply": waiting["ply"]}).status_code == 409  # human's turn
+    first = client.post(url, json={"ply": waiting["ply"], "action": action})
+    assert first.status_code == 200
+    after = snapshot(app, waiting)
+    again = client.post(url, json={"ply": waiting["ply"], "action": action})
+    assert again.status_code == 409 and "already sent" in again.json()["error"]
+    view = first.json()
+    if view["next"] == "bot":
+        other = client.post(url, json={"ply": view["ply"], "action": KNOCK})
+        assert other.status_code == 409 and "turn" in other.json()["error"]
+        step = client.post(f"/api/games/{waiting['id']}/step", json={"ply": view["ply"]})
+        assert step.status_code == 200
+        twice = client.post(f"/api/games/{waiting['id']}/step", json={"ply": view["ply"]})
+        assert twice.status_code == 409
+        after = snapshot(app, waiting)
+    assert snapshot(app, waiting) == after
+
+
+def test_unknown_game_and_replay_ids(client):
+    for url in ("/api/games/nope", "/api/games/nope/record"):
+        response = client.get(url)
+        assert response.status_code == 404 and "no game" in response.json()["error"]
+    assert client.post("/api/games/nope/move", json={"ply": 0, "action": 0}).status_code == 404
+    assert client.post("/api/games/nope/step", json={"ply": 0}).status_code == 404
+    assert client.get("/api/replays/nope/0/0").status_code == 404
+    assert client.get("/api/nothing").status_code == 404
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"partner": "alphago"}, "unknown agent spec for partner"),
+    ({"left": "ckpt:/etc/passwd"}, "unknown agent spec"),  # no arbitrary file loading
+    ({"seat": 4}, "seat must be"),
+    ({"target": 0}, "target must be"),
+    ({"seed": -1}, "seed must be"),
+    ({"colour": "red"}, "unknown fields"),
+])
+def test_bad_setups(client, app, body, words):
+    response = client.post("/api/games", json=body)
+    assert response.status_code == 422 and words in response.json()["error"], response.text
+    assert len(app.state.store) == 0
+
+
+def test_oversized_body_is_refused_before_parsing(client, waiting):
+    big = b'{"ply": 0, "action": 1, "x": "' + b"a" * MAX_BODY + b'"}'
+    response = client.post(f"/api/games/{waiting['id']}/move", content=big)
+    assert response.status_code == 413 and "too large" in response.json()["error"]
+
+    def chunks():  # no content-length: the limit is enforced while reading
+        for _ in range(MAX_BODY // 1024 + 2):
+            yield b"a" * 1024
+    response = client.post("/api/replays", content=chunks())
+    assert response.status_code == 413
+
+
+def test_game_cap_and_idle_expiry(client, app):
+    store = app.state.store
+    for _ in range(store.max_games):
+        assert client.post("/api/games", json=BOTS).status_code == 201
+    full = client.post("/api/games", json=BOTS)
+    assert full.status_code == 429 and "open games" in full.json()["error"]
+    store.idle_seconds = 0.0
+    time.sleep(0.01)
+    assert client.post("/api/games", json=BOTS).status_code == 201  # the idle ones expired
+    assert len(store) == 1
+
+
+def test_a_slow_bot_does_not_stall_other_games(client, app):
+    """A bot move runs in a worker thread: another game answers while it is thinking."""
+    slow = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 1}).json()
+    while slow["next"] != "bot":
+        places = [p for t in slow["hand"] for p in t["places"]]
+        slow = client.post(f"/api/games/{slow['id']}/move",
+                           json={"ply": slow["ply"], "action": places[0]["action"]}).json()
+    game = game_of(app, slow)
+    release = threading.Event()
+    bot = game.agents[game.match.turn]
+    original = bot.act
+
+    def thinking(*args):
+        release.wait(5)
+        return original(*args)
+    bot.act = thinking
+    other = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 2}).json()
+    done = {}
+    worker = threading.Thread(target=lambda: done.setdefault("r", client.post(
+        f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})))
+    worker.start()
+    started = time.monotonic()
+    while not game.lock.locked() and time.monotonic() - started < 5:
+        time.sleep(0.01)
+    assert client.get(f"/api/games/{other['id']}").status_code == 200  # not stalled
+    busy = client.post(f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})
+    assert busy.status_code == 409 and "being computed" in busy.json()["error"]
+    release.set()
+    worker.join(10)
+    assert done["r"].status_code == 200
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["ply", "action", "seat", "partner", "left", "right", "target", "seed",
+                         "format", "rounds", "x"]) | st.text(max_size=5), inner, max_size=5),
+    max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=json_values, raw=st.binary(max_size=40), use_raw=st.booleans(),
+       route=st.sampled_from(["move", "step", "create", "replay"]))
+def test_fuzzed_bodies_never_give_500_and_never_change_the_game(client, app, waiting, body, raw,
+                                                                 use_raw, route):
+    before = snapshot(app, waiting)
+    url = {"move": f"/api/games/{waiting['id']}/move", "step": f"/api/games/{waiting['id']}/step",
+           "create": "/api/games", "replay": "/api/replays"}[route]
+    content = raw if use_raw else json.dumps(body).encode()
+    response = client.post(url, content=content, headers={"content-type": "application/json"})
+    assert response.status_code < 500, response.text
+    if response.status_code >= 400:
+        assert response.json()["error"]
+    if route in ("move", "step") and response.status_code != 200:
+        assert snapshot(app, waiting) == before
