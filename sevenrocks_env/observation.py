@@ -36,6 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from .rules import Match, end_sum, legal_actions, matching_tiles
+from .scoring import counted_ends
 from .tiles import NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
 
 OBS_VERSION = 1
@@ -99,6 +100,7 @@ def _layout_bytes(layout: tuple) -> bytes:
     """
     ends, end_double, started, spinner = layout[0:4], layout[4:8], layout[8:12], layout[12]
     out = [0.0] * _LAYOUT_SIZE
+    counted = counted_ends(ends, end_double, started)
     for slot in range(4):
         number = ends[slot]
         if number >= 0:
@@ -106,16 +108,13 @@ def _layout_bytes(layout: tuple) -> bytes:
             out[_SLOT_NUMBER - _SLOT_OPEN + 7 * slot + number] = 1.0
             if end_double[slot]:
                 out[_SLOT_DOUBLE - _SLOT_OPEN + slot] = 1.0
-            if slot < 2 or started[slot]:
-                out[_COUNTED - _SLOT_OPEN + slot] = number * (1 + end_double[slot]) / 12.0
+            out[_COUNTED - _SLOT_OPEN + slot] = counted[slot] / 12.0
         if started[slot]:
             out[_BRANCH - _SLOT_OPEN + slot] = 1.0
     if spinner >= 0:
         out[_SPINNER - _SLOT_OPEN] = 1.0
         out[_SPINNER - _SLOT_OPEN + 1 + spinner] = 1.0
-        if end_double[0] and end_double[1] and ends[0] == ends[1] == spinner:
-            out[_COUNTED - _SLOT_OPEN + 1] = 0.0  # the opening spinner counts once (R5)
-    total = end_sum(ends, end_double, started)
+    total = sum(counted)
     out[_END_SUM - _SLOT_OPEN] = total / 36.0
     out[_END_SUM - _SLOT_OPEN + 1 + total % 5] = 1.0
     return _PACK_LAYOUT(*out)

@@ -8,25 +8,29 @@ from __future__ import annotations
 from .tiles import EAST, NORTH, SOUTH, WEST, WITH_NUMBER, pips_of
 
 
-def end_sum(ends, end_double, branch_started) -> int:
-    """Sum of the counted ends of a layout (R5).
+def counted_ends(ends, end_double, branch_started) -> tuple[int, int, int, int]:
+    """What each slot (west, east, north, south) adds to the end sum (R5).
 
-    Ordinary outer ends count their number, doubles at an outer end both halves; an unopened
-    branch counts 0.  An opening spinner with both straight sides open is one tile and counts
-    its pips once.
+    An ordinary outer end counts its number, a double at an outer end both halves; a slot
+    that is not open and an unopened branch count 0.  An opening spinner with both straight
+    sides open is one tile: it counts its pips once, at the west slot (east adds 0).
+    ``sum(counted_ends(...)) == end_sum(...)``.
     """
-    total = 0
-    for slot in (WEST, EAST):
-        number = ends[slot]
-        if number >= 0:
-            total += 2 * number if end_double[slot] else number
-    for slot in (NORTH, SOUTH):
-        if branch_started[slot]:
-            number = ends[slot]
-            total += 2 * number if end_double[slot] else number
-    if end_double[WEST] and end_double[EAST] and ends[WEST] == ends[EAST] >= 0:
-        total -= 2 * ends[WEST]  # the opening spinner, seen from both sides, counts once
-    return total
+    west, east = ends[WEST], ends[EAST]
+    counted_west = (2 * west if end_double[WEST] else west) if west >= 0 else 0
+    if end_double[WEST] and end_double[EAST] and west == east >= 0:
+        counted_east = 0  # the opening spinner, seen from both sides, counts once
+    else:
+        counted_east = (2 * east if end_double[EAST] else east) if east >= 0 else 0
+    north, south = ends[NORTH], ends[SOUTH]
+    counted_north = (2 * north if end_double[NORTH] else north) if branch_started[NORTH] else 0
+    counted_south = (2 * south if end_double[SOUTH] else south) if branch_started[SOUTH] else 0
+    return counted_west, counted_east, counted_north, counted_south
+
+
+def end_sum(ends, end_double, branch_started) -> int:
+    """Sum of the counted ends of a layout (R5): see :func:`counted_ends`."""
+    return sum(counted_ends(ends, end_double, branch_started))
 
 
 def matching_tiles(ends) -> int:

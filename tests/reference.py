@@ -87,15 +87,20 @@ class ReferenceLayout:
             p.free = [Side(other, slot)]
         self.placed.append(p)
 
-    def counted_sum(self):
-        total = 0
+    def counted_by_slot(self):
+        """What each slot (west, east, north, south) adds to the end sum (R5), read off the
+        free sides; a spinner with an open straight side counts once, at its lowest free label."""
+        counted = [0, 0, 0, 0]
         for p in self.placed:
             low, high = TILES[p.tile]
             if p.spinner:
                 line_free = [s for s in p.free if not s.branch]
-                if line_free:
-                    total += low + high  # a spinner with an open straight side: both halves, once
+                if line_free:  # a spinner with an open straight side: both halves, once
+                    counted[min(s.label for s in line_free)] += low + high
                 continue  # internal spinner counts nothing; unopened branches count 0
             for side in p.free:
-                total += low + high if low == high else side.number
-        return total
+                counted[side.label] += low + high if low == high else side.number
+        return tuple(counted)
+
+    def counted_sum(self):
+        return sum(self.counted_by_slot())

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from reference import ReferenceLayout
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.record import game_record, replay
+from sevenrocks_env.scoring import counted_ends
 from sevenrocks_env.rules import (
     BLOCKED, DOMINO, WON, Match, apply_action, legal_actions, round_to_five,
 )
@@ -52,6 +53,8 @@ def test_legal_moves_and_end_sums_match_the_reference_layout(seed):
             reference.place(action >> 2, action & 3)
             if match.round_index == round_index and not match.over:
                 assert match.end_sum() == reference.counted_sum()
+                counted = counted_ends(match.ends, match.end_double, match.branch_started)
+                assert counted == reference.counted_by_slot()
             log_total = match.history[round_index].moves[-1][2]
             assert log_total == reference.counted_sum()
             assert 0 <= log_total <= 36

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..tiles import EAST, NORTH, SOUTH, WEST
-from .layout import Layout, PlacedTile
+from .layout import BoardDrawing, PlacedTile
 
 GAP = 0.1           # space between neighbouring tiles, in tile units
 MARKER_RADIUS = 0.42
@@ -65,7 +65,7 @@ class BoardGeometry:
         return next((m for m in self.markers if m.slot == slot), None)
 
 
-def _unit_boxes(layout: Layout, bends: dict | None = None):
+def _unit_boxes(layout: BoardDrawing, bends: dict | None = None):
     """Tiles and markers in tile units (north is negative y).
 
     The opening tile's west edge is x = 0 and the line is centred on y = 0, so a tile keeps its
@@ -156,7 +156,7 @@ class Framing:
     bends: tuple[tuple[int, int, int], ...] = ()   # (slot, tiles before the turn, direction)
 
 
-def frame_layout(layout: Layout, board_box: tuple[int, int, int, int], margin: int = 12) -> Framing:
+def frame_layout(layout: BoardDrawing, board_box: tuple[int, int, int, int], margin: int = 12) -> Framing:
     """The framing that shows ``layout`` largest inside ``board_box``.
 
     Tries the straight layout and every way of turning a long branch (after 2 or more tiles,
@@ -190,7 +190,7 @@ def frame_layout(layout: Layout, board_box: tuple[int, int, int, int], margin: i
     return Framing(unit, origin, tuple((s, n, d) for s, (n, d) in bends.items()))
 
 
-def board_geometry(layout: Layout, board_box: tuple[int, int, int, int],
+def board_geometry(layout: BoardDrawing, board_box: tuple[int, int, int, int],
                    framing: Framing | None = None) -> BoardGeometry:
     """Pixel geometry of ``layout`` inside ``board_box`` (x0, y0, x1, y1).
 

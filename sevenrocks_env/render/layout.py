@@ -2,7 +2,7 @@
 
 The engine (:mod:`sevenrocks_env.rules`) keeps only what the rules need: the four open ends.
 Pictures and descriptions need more -- every tile, where it lies and which way round -- so
-:func:`build_layout` replays a round's placements into a :class:`Layout`:
+:func:`build_layout` replays a round's placements into a :class:`BoardDrawing`:
 
 * ``line``: the straight line west -> east, each tile with its halves in that direction
   (the opening tile lies with its low half west);
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..rules import place_tile
+from ..scoring import counted_ends, end_sum, matching_tiles
 from ..tiles import (
     EAST,
     KNOCK,
@@ -57,9 +59,28 @@ class PlacedTile:
         return tile_name(self.tile)
 
 
+class _TableEnds:
+    """The engine's summary of the layout (what :func:`rules.place_tile` reads and writes)."""
+
+    __slots__ = ("ends", "end_double", "branch_started", "spinner", "placements")
+
+    def __init__(self):
+        self.ends = [-1, -1, -1, -1]
+        self.end_double = [False, False, False, False]
+        self.branch_started = [False, False, False, False]
+        self.spinner = -1
+        self.placements = 0
+
+
 @dataclass
-class Layout:
-    """Tiles on the table after some placements of a round (see the module docstring)."""
+class BoardDrawing:
+    """Tiles on the table after some placements of a round, for drawing (module docstring).
+
+    Where the rules decide (which slots are open, what they count, the spinner) it asks the
+    engine: every placement also goes through :func:`sevenrocks_env.rules.place_tile` on the
+    engine's per-slot summary, and counting is :func:`sevenrocks_env.scoring.counted_ends`.
+    This class only adds where each tile lies and which way round.
+    """
 
     line: list[PlacedTile] = field(default_factory=list)
     opening_index: int | None = None
@@ -69,21 +90,19 @@ class Layout:
     #: the spinner's line B side: WEST or EAST (R4); None without a spinner.  An opening
     #: spinner has line A west and line B east.
     spinner_line_b: int | None = None
+    table: _TableEnds = field(default_factory=_TableEnds, repr=False)
 
     # -- the spinner ---------------------------------------------------------------------------
 
     @property
     def spinner(self) -> int:
         """Number of the spinner, -1 while no double has been played (R4)."""
-        if self.spinner_index is None:
-            return -1
-        return TILE_LOW[self.line[self.spinner_index].tile]
+        return self.table.spinner
 
     @property
     def spinner_internal(self) -> bool:
         """Both straight continuations filled: the spinner counts nothing, branches open (R4, R5)."""
-        index = self.spinner_index
-        return index is not None and 0 < index < len(self.line) - 1
+        return self.table.ends[NORTH] >= 0
 
     def branch(self, slot: int) -> list[PlacedTile]:
         return self.north if slot == NORTH else self.south
@@ -109,40 +128,28 @@ class Layout:
 
     def continuation_points(self) -> dict[int, int]:
         """Legal continuation points: ``{slot: open number}`` (R3, R4)."""
-        if not self.line:
-            return {}
-        points = {WEST: self.line[0].halves[0], EAST: self.line[-1].halves[1]}
-        if self.spinner_internal:
-            for slot in (NORTH, SOUTH):
-                arm = self.branch(slot)
-                points[slot] = arm[-1].halves[1] if arm else self.spinner
-        return points
+        return {slot: number for slot, number in enumerate(self.table.ends) if number >= 0}
 
     def counted_ends(self) -> dict[int, int]:
         """What each counted end adds to the end sum: ``{slot: value}`` (R5).
 
-        A double at an outer end counts both halves; an opening spinner alone counts once
-        (reported at the west end); an unopened branch is a continuation point but not counted.
+        The values are :func:`~sevenrocks_env.scoring.counted_ends`; the slots listed are the
+        straight ends and the started branches (an unopened branch is a continuation point but
+        not counted).  An opening spinner alone is one tile: it is listed once, at the west end.
         """
         if not self.line:
             return {}
-        counted = {}
-        for slot in (WEST, EAST):
-            tile = self.outer_tile(slot)
-            number = tile.halves[0] if slot == WEST else tile.halves[1]
-            counted[slot] = 2 * number if tile.crosswise else number
-        if len(self.line) == 1 and self.line[0].crosswise:
-            del counted[EAST]  # an opening spinner alone is one tile: its pips once
-        if self.spinner_internal:
-            for slot in (NORTH, SOUTH):
-                arm = self.branch(slot)
-                if arm:
-                    counted[slot] = 2 * arm[-1].halves[1] if arm[-1].crosswise else arm[-1].halves[1]
-        return counted
+        table = self.table
+        values = counted_ends(table.ends, table.end_double, table.branch_started)
+        lone_spinner = len(self.line) == 1 and self.line[0].crosswise
+        slots = [WEST] if lone_spinner else [WEST, EAST]
+        slots += [slot for slot in (NORTH, SOUTH) if table.branch_started[slot]]
+        return {slot: values[slot] for slot in slots}
 
     def end_sum(self) -> int:
         """Sum of the counted ends (R5)."""
-        return sum(self.counted_ends().values())
+        table = self.table
+        return end_sum(table.ends, table.end_double, table.branch_started) if self.line else 0
 
     def tiles(self) -> list[PlacedTile]:
         """Every tile on the table, in placement order."""
@@ -152,24 +159,27 @@ class Layout:
 
     def place(self, seat: int, tile: int, slot: int, move: int) -> None:
         """Lay ``tile`` at ``slot`` (R3, R4).  Raises ``ValueError`` if it does not fit."""
-        double = TILE_IS_DOUBLE[tile]
+        table = self.table
         if not self.line:
             if slot != WEST:
                 raise ValueError(f"move {move}: the opening tile uses slot 0 (west), not {slot}")
+            place_tile(table, tile, slot)
+            table.placements += 1
             self.line.append(PlacedTile(tile, (TILE_LOW[tile], TILE_HIGH[tile]), seat, move))
             self.opening_index = 0
-            if double:
+            if table.spinner >= 0:
                 self.spinner_index, self.spinner_line_b = 0, EAST
             return
-        points = self.continuation_points()
-        if slot not in points:
+        joined = table.ends[slot]
+        if joined < 0:
             raise ValueError(f"move {move}: slot {SLOT_NAMES[slot]} is not open for {tile_name(tile)}")
-        joined = points[slot]
-        low, high = TILE_LOW[tile], TILE_HIGH[tile]
-        if joined not in (low, high):
+        if not (matching_tiles([joined]) >> tile) & 1:
             raise ValueError(f"move {move}: {tile_name(tile)} does not match the "
                              f"{SLOT_NAMES[slot]} end ({joined})")
-        other = high if joined == low else low
+        had_spinner = table.spinner >= 0
+        place_tile(table, tile, slot)
+        table.placements += 1
+        other = table.ends[slot]
         if slot == WEST:
             self.line.insert(0, PlacedTile(tile, (other, joined), seat, move))
             self.opening_index += 1
@@ -180,9 +190,13 @@ class Layout:
         else:
             self.branch(slot).append(PlacedTile(tile, (joined, other), seat, move))
             return
-        if double and self.spinner_index is None:  # the first double: the spinner (R4)
+        if table.spinner >= 0 and not had_spinner:  # the first double: the spinner (R4)
             self.spinner_index = 0 if slot == WEST else len(self.line) - 1
             self.spinner_line_b = slot  # attached by line A, line B faces outward
+
+
+#: The drawing's former name (kept for code that imported it).
+Layout = BoardDrawing
 
 
 def normalise_moves(moves) -> list[tuple[int, int]]:
@@ -209,9 +223,9 @@ def moves_of(round_log) -> list[tuple[int, int]]:
     return normalise_moves(round_log)
 
 
-def build_layout(moves) -> Layout:
-    """Replay the placements of one round (knocks are skipped) into a :class:`Layout`."""
-    layout = Layout()
+def build_layout(moves) -> BoardDrawing:
+    """Replay the placements of one round (knocks are skipped) into a :class:`BoardDrawing`."""
+    layout = BoardDrawing()
     for index, (seat, action) in enumerate(moves_of(moves)):
         if action == KNOCK:
             continue
@@ -222,11 +236,11 @@ def build_layout(moves) -> Layout:
     return layout
 
 
-def layout_from_tiles(sequence) -> Layout:
+def layout_from_tiles(sequence) -> BoardDrawing:
     """A layout from ``[("1|4", slot), ...]`` played in turn from seat 0 (tests, docs)."""
     moves = [(i % 4, 4 * parse_tile(tile) + slot) for i, (tile, slot) in enumerate(sequence)]
     return build_layout(moves)
 
 
-__all__ = ["Layout", "PlacedTile", "build_layout", "layout_from_tiles", "moves_of",
+__all__ = ["BoardDrawing", "Layout", "PlacedTile", "build_layout", "layout_from_tiles", "moves_of",
            "normalise_moves", "EAST", "NORTH", "SOUTH", "WEST"]

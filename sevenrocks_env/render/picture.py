@@ -22,7 +22,7 @@ from PIL import Image, ImageDraw, ImageFont
 from ..rules import Match, team_of
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
-from .layout import Layout, build_layout
+from .layout import BoardDrawing, build_layout
 from .text import round_result
 
 SIZE = (1280, 860)            # width, height
@@ -183,7 +183,7 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
             draw_domino(draw, (x, y + 6, x + tile_w, y + 6 + tile_h), low, high, False, face_up)
 
 
-def draw_status(draw: ImageDraw.ImageDraw, match: Match, layout: Layout, size,
+def draw_status(draw: ImageDraw.ImageDraw, match: Match, layout: BoardDrawing, size,
                 last_points) -> None:
     """End sum, last placement with its points, or the round's end (R5, R7)."""
     width, height = size
@@ -241,7 +241,7 @@ def draw_picture(match: Match, observer: int | None = None, spectator: bool = Fa
     image = Image.new("RGB", size, FELT)
     draw = ImageDraw.Draw(image)
     log = match.history[-1] if match.history else None
-    layout = build_layout(log.moves) if log is not None else Layout()
+    layout = build_layout(log.moves) if log is not None else BoardDrawing()
     geometry = board_geometry(layout, board_box(size), framing)
     last_move = last_seat = None
     if log is not None and log.moves and log.moves[-1][1] != KNOCK:

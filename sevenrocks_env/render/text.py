@@ -13,11 +13,12 @@ Notation (printed as a legend under the board):
 from __future__ import annotations
 
 from ..rules import Match, team_of
+from ..scoring import placement_points
 from ..tiles import (
     EAST, KNOCK, NORTH, NUM_SEATS, SLOT_NAMES, SOUTH, TILE_IS_DOUBLE, WEST, decode_action, tile_name,
     tiles_of,
 )
-from .layout import Layout, PlacedTile, build_layout, moves_of
+from .layout import BoardDrawing, PlacedTile, build_layout, moves_of
 
 BRANCH_NAMES = {NORTH: "branch A (north)", SOUTH: "branch B (south)"}
 LEGEND = "legend: 2|1 tile  [4:4] double (crosswise)  <1:1> spinner  (3) counted end  (1?) open, counts 0"
@@ -32,7 +33,7 @@ def _tile_text(placed: PlacedTile, spinner: bool) -> str:
     return f"{a}|{b}"
 
 
-def _end_text(layout: Layout, slot: int) -> str:
+def _end_text(layout: BoardDrawing, slot: int) -> str:
     points = layout.continuation_points()
     if slot not in points:
         return ""
@@ -41,7 +42,7 @@ def _end_text(layout: Layout, slot: int) -> str:
     return f"({points[slot]}?)"
 
 
-def layout_lines(layout: Layout) -> list[str]:
+def layout_lines(layout: BoardDrawing) -> list[str]:
     """The line west -> east and the spinner's branches, one text row each."""
     if layout.empty:
         return ["line: (empty: the opener may play any tile)"]
@@ -66,14 +67,14 @@ def layout_lines(layout: Layout) -> list[str]:
     return lines
 
 
-def counted_text(layout: Layout) -> str:
+def counted_text(layout: BoardDrawing) -> str:
     """``"counted west 2 + east 3 = 5 -> 5 points"`` for the current layout (R5)."""
     counted = layout.counted_ends()
     if not counted:
         return "counted: nothing on the table"
     total = sum(counted.values())
     terms = " + ".join(f"{SLOT_NAMES[slot]} {value}" for slot, value in counted.items())
-    points = total if total > 0 and total % 5 == 0 else 0
+    points = placement_points(total)
     return f"counted ends: {terms} = end sum {total} -> {points} points"
 
 
@@ -84,7 +85,7 @@ def render_text(match: Match, observer: int | None = None) -> str:
     """
     target = match.target
     log = match.history[-1] if match.history else None
-    layout = build_layout(log.moves) if log is not None else Layout()
+    layout = build_layout(log.moves) if log is not None else BoardDrawing()
     out = [f"Seven Rocks - round {match.round_index + 1} - target {target}"]
     for team in (0, 1):
         seats = " & ".join(str(s) for s in range(NUM_SEATS) if team_of(s) == team)
@@ -131,7 +132,7 @@ def round_end_text(log) -> str:
     return text
 
 
-def where_text(before: Layout, slot: int, tile: int) -> str:
+def where_text(before: BoardDrawing, slot: int, tile: int) -> str:
     """Where a placement goes, in the rule book's words ("the spinner's line B (west)")."""
     joined = before.outer_tile(slot)
     number = before.continuation_points()[slot]
@@ -181,7 +182,7 @@ def describe_move(round_log, index: int) -> str:
         f"{SLOT_NAMES[s]} {n}" for s, n in points_now.items()))
     counted = after.counted_ends()
     total = sum(counted.values())
-    points = total if total > 0 and total % 5 == 0 else 0
+    points = placement_points(total)
     terms = " + ".join(str(v) for v in counted.values())
     notes.append(f"counted {terms} = {total} -> {points} points")
     return f"seat {seat}: {head}: " + "; ".join(notes)
