@@ -12,17 +12,27 @@ team until that seat's next decision: ``(our score change - their score change) 
 (R5 placements, R7 deductions, whoever made them), plus ``+-win_reward`` when the match ends (R8).
 Transitions are stored flat in creation order; ``next_index`` links each one to the same seat's
 next transition, which is what GAE follows (:func:`training.ppo.compute_gae`).
+The reward formula is :func:`sevenrocks_env.rewards.team0_reward` (the env's ``reward="shaped"``),
+taken in the seat team's frame.
+
+Rollout cut-offs.  When a rollout ends, a seat's open transition has no successor yet.  Its
+successor would be the seat's next *real* decision -- the only kind of state the critic is
+trained on -- so :meth:`SelfPlayEngine._cut` plays each open match on, on a clone, until every
+open seat reaches that decision (or the match ends) and bootstraps with V there; see its
+docstring for why clones rather than carrying transitions into the next rollout.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from sevenrocks_env.observation import OBS_SIZE, encode
 from sevenrocks_env.policy import MaskedCategorical
+from sevenrocks_env.rewards import team0_reward
 from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
 
@@ -57,6 +67,44 @@ def _margin(match: Match, seat: int) -> int:
     """Score of ``seat``'s team minus the other team's."""
     ours = team_of(seat)
     return match.scores[ours] - match.scores[1 - ours]
+
+
+def _winner_sign(match: Match, seat: int) -> int:
+    """+1 / -1 if ``seat``'s team won / lost the match (R8), 0 while it runs or if truncated."""
+    return 0 if match.winner is None else (1 if match.winner == team_of(seat) else -1)
+
+
+def _save_generators(agents) -> list:
+    """The random generator states of these opponents (torch ``_generator`` of policy agents,
+    numpy ``_rng`` of random and search agents), for :func:`_restore_generators`."""
+    saved, seen = [], set()
+    for agent in agents:
+        if agent is None or id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        if isinstance(getattr(agent, "_generator", None), torch.Generator):
+            saved.append((agent._generator, agent._generator.get_state()))
+        if isinstance(getattr(agent, "_rng", None), np.random.Generator):
+            saved.append((agent._rng, agent._rng.bit_generator.state))
+    return saved
+
+
+def _restore_generators(saved: list) -> None:
+    for generator, state in saved:
+        if isinstance(generator, torch.Generator):
+            generator.set_state(state)
+        else:
+            generator.bit_generator.state = state
+
+
+@dataclass
+class _Continuation:
+    """One open match played on past a rollout's end, on a clone (see ``SelfPlayEngine._cut``)."""
+
+    index: int                       # which of the engine's matches
+    match: Match                     # the clone being played on
+    open_seats: list[int]            # seats whose open transition is not resolved yet
+    legal: list[int] = field(default_factory=list)  # the learner on turn's legal actions
 
 
 class SelfPlayEngine:
@@ -116,18 +164,15 @@ class SelfPlayEngine:
         for seat in range(NUM_SEATS):
             k = self.pending[i, seat]
             if k >= 0:
-                buffer.rewards[k] += self._reward_since(i, seat)
-                if match.winner is not None:
-                    buffer.rewards[k] += self.win_reward * (
-                        1 if match.winner == team_of(seat) else -1)
+                buffer.rewards[k] += self._reward_since(i, seat, match)
                 buffer.dones[k] = True
         for team in (0, 1):
             if not self.learner[i, team]:
                 continue  # seats 0/1 stand for teams 0/1
             won = match.winner == team
-            self.stats["episodic_return"].append(
-                self.points_scale * _margin(match, team)
-                + (0 if match.winner is None else self.win_reward * (1 if won else -1)))
+            self.stats["episodic_return"].append(team0_reward(
+                _margin(match, team), _winner_sign(match, team), self.points_scale,
+                self.win_reward))
             if self.opponents[i] is not None:
                 self.stats[f"win_vs_{self.opponent_names[i]}"].append(float(won))
         self.stats["rounds_per_match"].append(match.round_index + (match.winner is not None))
@@ -137,8 +182,13 @@ class SelfPlayEngine:
             self.stats["points_per_placement"].append(self._points[i] / self._placements[i])
         self._new_match(i)
 
-    def _reward_since(self, i: int, seat: int) -> float:
-        return self.points_scale * (_margin(self.matches[i], seat) - self.pending_margin[i, seat])
+    def _reward_since(self, i: int, seat: int, match: Match) -> float:
+        """``seat``'s team's reward since its open transition began, with the match in state
+        ``match`` (the real one, or a continuation's clone): the shaped reward of
+        :mod:`sevenrocks_env.rewards` in the seat team's frame (R5, R7 and, once the match is
+        over, R8's win reward)."""
+        return team0_reward(_margin(match, seat) - int(self.pending_margin[i, seat]),
+                            _winner_sign(match, seat), self.points_scale, self.win_reward)
 
     def _play(self, i: int, action: int, buffer: RolloutBuffer) -> None:
         match = self.matches[i]
@@ -161,13 +211,15 @@ class SelfPlayEngine:
                 if self.learner[i, seat]:
                     self.legal[i] = legal
                     return
-                opponent = self.opponents[i]
-                mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-                mask[legal] = 1
-                action = int(opponent.act(encode(match, seat), mask))
+                action = self._opponent_action(i, match, legal)
             else:
                 action = legal[0]  # forced (a knock, or a single fitting tile): not trained on
             self._play(i, action, buffer)
+
+    def _opponent_action(self, i: int, match: Match, legal: list[int]) -> int:
+        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+        mask[legal] = 1
+        return int(self.opponents[i].act(encode(match, match.turn), mask))
 
     # -- rollouts -----------------------------------------------------------------------------
 
@@ -209,7 +261,7 @@ class SelfPlayEngine:
                 k = start + i
                 previous = self.pending[i, seat]
                 if previous >= 0:
-                    buffer.rewards[previous] += self._reward_since(i, seat)
+                    buffer.rewards[previous] += self._reward_since(i, seat, self.matches[i])
                     buffer.next_index[previous] = k
                 self.pending[i, seat] = k
                 self.pending_margin[i, seat] = _margin(self.matches[i], seat)
@@ -218,21 +270,86 @@ class SelfPlayEngine:
         self._cut(model, buffer, critic)
 
     def _cut(self, model, buffer: RolloutBuffer, critic=None) -> None:
-        """Rollout end: give every open transition its reward so far and V(its seat's view now)."""
-        open_ = np.argwhere(self.pending >= 0)
-        if len(open_) == 0:
+        """Rollout end: close every open transition where its seat's trajectory would go on.
+
+        A transition's successor is its seat's next real decision, so each open match is played
+        on -- forced moves automatically, learner seats sampling the current ``model``,
+        opponents with their own agent -- until every open seat has reached its next real
+        decision (reward up to there, bootstrap with V of that seat's view there: ``model``'s
+        value head or the oracle ``critic``) or the match ends (the final reward with R8's win
+        reward, ``done``).  Bootstrapping with V of the *current* state instead, where usually
+        another seat is to move or the seat's move is forced, values states the critic never
+        trains on and is biased (see ``benchmarks/cut_bias.py``).
+
+        The continuation is played on clones (:meth:`Match.clone`) and records nothing, so the
+        next rollout resumes from the true state and the real trajectory is exactly what it
+        would be without the look-ahead: the sampling uses a torch generator seeded by one draw
+        of ``self.rng`` (saved with the engine: ``--resume`` stays bit for bit), and opponents'
+        generators are restored afterwards.  Carrying open transitions over into the next
+        rollout instead would make a batch's advantages depend on the next rollout, entangle
+        the rollout with the update in between (the continuation would be played by the
+        updated policy) and make checkpoints carry half-finished transitions.
+        """
+        if not (self.pending >= 0).any():
             return
-        obs = torch.from_numpy(np.stack([encode(self.matches[i], seat) for i, seat in open_]))
-        if critic is None:
-            values = model.value(obs)
-        else:
-            values = critic(obs, torch.from_numpy(
-                np.stack([hidden_hands(self.matches[i], seat) for i, seat in open_])))
-        for (i, seat), value in zip(open_, values.tolist()):
-            k = self.pending[i, seat]
-            buffer.rewards[k] += self._reward_since(i, seat)
-            buffer.bootstrap[k] = value
+        generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
+        active = [_Continuation(i, self.matches[i].clone(), np.flatnonzero(row >= 0).tolist())
+                  for i, row in enumerate(self.pending) if (row >= 0).any()]
+        saved = _save_generators(self.opponents[c.index] for c in active)
+        to_value = []   # (transition, seat's observation, hidden hands) to bootstrap from
+        while active:
+            active = [c for c in active if self._continue(c, buffer, to_value)]
+            if not active:
+                break
+            obs = np.stack([encode(c.match, c.match.turn) for c in active])
+            masks = np.zeros((len(active), NUM_ACTIONS), dtype=bool)
+            for row, c in enumerate(active):
+                masks[row, c.legal] = True
+            masks_t = torch.from_numpy(masks)
+            logits, _ = model(torch.from_numpy(obs), masks_t)
+            probs = MaskedCategorical(logits, masks_t).probs
+            actions = torch.multinomial(probs, 1, generator=generator).squeeze(-1).tolist()
+            for c, action in zip(active, actions):
+                apply_action(c.match, action)
+        _restore_generators(saved)
+        if to_value:
+            obs = torch.from_numpy(np.stack([o for _, o, _ in to_value]))
+            values = model.value(obs) if critic is None else critic(
+                obs, torch.from_numpy(np.stack([h for _, _, h in to_value])))
+            for (k, _, _), value in zip(to_value, values.tolist()):
+                buffer.bootstrap[k] = value
         self.pending.fill(-1)
+
+    def _continue(self, c: _Continuation, buffer: RolloutBuffer, to_value: list) -> bool:
+        """Play ``c`` on until a learner seat must choose (True) or nothing is left open (False).
+
+        An open seat that reaches a real decision gets its reward so far and is queued for its
+        bootstrap; if the match ends, every seat still open gets the final reward and ``done``."""
+        i, match = c.index, c.match
+        while True:
+            if match.over:
+                for seat in c.open_seats:
+                    k = self.pending[i, seat]
+                    buffer.rewards[k] += self._reward_since(i, seat, match)
+                    buffer.dones[k] = True
+                return False
+            seat = match.turn
+            legal = legal_actions(match)
+            if len(legal) > 1:
+                if seat in c.open_seats:
+                    k = self.pending[i, seat]
+                    buffer.rewards[k] += self._reward_since(i, seat, match)
+                    to_value.append((k, encode(match, seat), hidden_hands(match, seat)))
+                    c.open_seats.remove(seat)
+                    if not c.open_seats:
+                        return False
+                if self.learner[i, seat]:
+                    c.legal = legal
+                    return True
+                action = self._opponent_action(i, match, legal)
+            else:
+                action = legal[0]
+            apply_action(match, action)
 
     def pop_stats(self) -> dict[str, list]:
         stats, self.stats = self.stats, defaultdict(list)
