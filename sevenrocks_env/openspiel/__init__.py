@@ -1,0 +1,17 @@
+"""Seven Rocks in OpenSpiel: the game registered with pyspiel, and pyspiel bots as agents.
+
+Needs the optional ``open-spiel`` package (``pip install open-spiel``)::
+
+    import pyspiel
+    import sevenrocks_env.openspiel  # registers "python_sevenrocks"
+    game = pyspiel.load_game("python_sevenrocks", {"rounds": 1})
+
+:mod:`.game` is the game (it wraps :class:`sevenrocks_env.rules.Match`: no second copy of any
+rule); :mod:`.bots` wraps OpenSpiel's IS-MCTS and MCTS bots as agents with the project's
+``act(observation, action_mask)`` interface (agent specs ``openspiel:ismcts:sims=N``,
+``openspiel:mcts``).  See ``docs/openspiel.md``.
+"""
+
+from .game import GAME_NAME, SevenRocksGame, SevenRocksState, state_from_view
+
+__all__ = ["GAME_NAME", "SevenRocksGame", "SevenRocksState", "state_from_view"]

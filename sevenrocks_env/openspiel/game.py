@@ -1,0 +1,353 @@
+"""Seven Rocks as an OpenSpiel Python game: ``pyspiel.load_game("python_sevenrocks")``.
+
+The state wraps a :class:`sevenrocks_env.rules.Match`; every rule (R1-R8) is the engine's.  What
+this module adds is OpenSpiel's shape of the game:
+
+* **Chance nodes.**  Each round starts with 28 chance nodes dealing one tile each (node ``k``
+  deals to seat ``k // 7``, uniformly among the tiles not yet dealt: R1).  When the opener is
+  drawn (the first round, and after a blocked round: R2) one more chance node picks a seat with
+  probability 1/4; after a domino the finisher opens and there is no draw.
+* **Actions** are the env's: ``4 * tile + slot`` and ``112`` = knock (R3, R6).
+* **Returns.**  ``rounds=0`` (the whole match): +1 to both seats of the partnership that reaches
+  ``target`` (R8), -1 to the others; a match still running after ``max_rounds`` rounds ends with 0
+  for everyone (the env's truncation).  ``rounds=1`` (one round): every seat gets its
+  partnership's round margin in points, (our score change) - (theirs), placements (R5) and
+  deductions (R7) included.  Partners always get equal returns and opponents opposite ones, so
+  the four returns sum to 0: the game is ZERO_SUM over four players.
+* **Information.**  See :mod:`.observer`: the observation is :func:`sevenrocks_env.observation.encode`;
+  the information state has perfect recall (own deal, every move and knock, hands revealed at
+  each round's count, R7).
+
+:func:`state_from_view` starts a one-round state from a position a seat knows (bots search from
+there); :meth:`SevenRocksState.resample_from_infostate` deals the hidden hands again uniformly among
+those consistent with what a player knows (IS-MCTS calls it once per simulation).
+"""
+
+from __future__ import annotations
+
+import pyspiel
+
+from .. import rules
+from ..agents.belief import HandSampler, world_match
+from ..agents.layout import view_of
+from ..tiles import (ALL_TILES, KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, describe_action,
+                     tile_name)
+from .observer import HAND, MAX_ROUND_MOVES, SevenRocksObserver, layout_text, position_text
+
+GAME_NAME = "python_sevenrocks"
+DEAL_NODES = NUM_TILES  # one chance node per tile dealt (R1)
+#: Bound on one partnership's round margin: 14 placements of at most 35 points (R5) plus the
+#: opponents' two hands of at most 69 pips, rounded to 70 each (R7).
+MAX_ROUND_MARGIN = 14 * 35 + 2 * 70
+DEFAULT_PARAMS = {"target": rules.DEFAULT_TARGET, "rounds": 0, "max_rounds": 100}
+
+_GAME_TYPE = pyspiel.GameType(
+    short_name=GAME_NAME,
+    long_name="Python Seven Rocks (partnership fives dominoes with one spinner)",
+    dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+    chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+    information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+    utility=pyspiel.GameType.Utility.ZERO_SUM,
+    reward_model=pyspiel.GameType.RewardModel.TERMINAL,
+    max_num_players=NUM_SEATS,
+    min_num_players=NUM_SEATS,
+    provides_information_state_string=True,
+    provides_information_state_tensor=True,
+    provides_observation_string=True,
+    provides_observation_tensor=True,
+    parameter_specification=DEFAULT_PARAMS)
+
+
+def _check_params(params: dict) -> tuple[int, int, int]:
+    unknown = sorted(set(params) - set(DEFAULT_PARAMS))
+    if unknown:
+        raise ValueError(f"{GAME_NAME}: unknown parameters {unknown}; known: {sorted(DEFAULT_PARAMS)}")
+    values = {**DEFAULT_PARAMS, **params}
+    target, rounds, max_rounds = values["target"], values["rounds"], values["max_rounds"]
+    if type(target) is not int or not 1 <= target <= 10_000:
+        raise ValueError(f"{GAME_NAME}: target must be an int in [1, 10000], got {target!r}")
+    if rounds not in (0, 1) or type(rounds) is not int:
+        raise ValueError(f"{GAME_NAME}: rounds must be 0 (whole match) or 1 (one round), "
+                         f"got {rounds!r}")
+    if type(max_rounds) is not int or not 1 <= max_rounds <= 10_000:
+        raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, 10000], got {max_rounds!r}")
+    return target, rounds, (1 if rounds == 1 else max_rounds)
+
+
+class SearchMatch(rules.Match):
+    """A :class:`~sevenrocks_env.rules.Match` that deep-copies with :meth:`Match.clone` (fast).
+
+    OpenSpiel clones a Python state by deep-copying its ``__dict__``; this keeps that cheap.
+    """
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo):
+        other = self.clone(keep_history=self.history is not None)
+        other.__class__ = SearchMatch
+        return other
+
+
+class SevenRocksGame(pyspiel.Game):
+    """The game; parameters ``target`` (250), ``rounds`` (0 whole match, 1 one round),
+    ``max_rounds`` (100: the whole match ends with returns 0 after this many rounds)."""
+
+    def __init__(self, params=None):
+        self.target, self.rounds, self.max_rounds = _check_params(dict(params or {}))
+        utility = 1.0 if self.rounds == 0 else float(MAX_ROUND_MARGIN)
+        info = pyspiel.GameInfo(
+            num_distinct_actions=NUM_ACTIONS,
+            max_chance_outcomes=NUM_TILES,
+            num_players=NUM_SEATS,
+            min_utility=-utility,
+            max_utility=utility,
+            utility_sum=0.0,
+            max_game_length=MAX_ROUND_MOVES * self.max_rounds)
+        super().__init__(_GAME_TYPE, info, {"target": self.target, "rounds": self.rounds,
+                                            "max_rounds": self.max_rounds})
+
+    def new_initial_state(self):
+        return SevenRocksState(self)
+
+    def max_chance_nodes_in_history(self):
+        return (DEAL_NODES + 1) * self.max_rounds
+
+    def make_py_observer(self, iig_obs_type=None, params=None):
+        if params:
+            raise ValueError(f"{GAME_NAME}: observation parameters are not supported, got {params}")
+        perfect_recall = iig_obs_type is not None and iig_obs_type.perfect_recall
+        if iig_obs_type is not None and iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER:
+            raise ValueError(f"{GAME_NAME}: only single-player private information is supported")
+        return SevenRocksObserver(perfect_recall)
+
+
+class _SamplerRng:
+    """``pyspiel.UniformProbabilitySampler`` (a callable) as the ``random()`` HandSampler uses."""
+
+    def __init__(self, sampler):
+        self.random = sampler
+
+
+class SevenRocksState(pyspiel.State):
+    """A match (or one round) in progress: a :class:`SearchMatch` plus the deal being made."""
+
+    def __init__(self, game):
+        super().__init__(game)
+        self._target, self._rounds, self._max_rounds = game.target, game.rounds, game.max_rounds
+        self._match = None            # SearchMatch once the first round is dealt
+        self._dealt = []              # tiles dealt so far this round; tile k went to seat k // 7
+        self._dealing = True
+        self._drawing_opener = False
+        self._deal_start = 0          # index in history() of this round's first deal node
+        self._start_scores = (0, 0)   # scores when the game (or position) started
+        self._position = ""           # public description of a start position (state_from_view)
+
+    # -- the pyspiel State API -------------------------------------------------------------
+
+    def current_player(self):
+        if self.is_terminal():
+            return pyspiel.PlayerId.TERMINAL
+        if self._dealing or self._drawing_opener:
+            return pyspiel.PlayerId.CHANCE
+        return self._match.turn
+
+    def is_terminal(self):
+        return self._match is not None and self._match.over
+
+    def _legal_actions(self, player):
+        return rules.legal_actions(self._match)
+
+    def chance_outcomes(self):
+        if self._drawing_opener:
+            return [(seat, 1.0 / NUM_SEATS) for seat in range(NUM_SEATS)]
+        dealt = 0
+        for tile in self._dealt:
+            dealt |= 1 << tile
+        left = [t for t in range(NUM_TILES) if not (dealt >> t) & 1]
+        return [(t, 1.0 / len(left)) for t in left]
+
+    def _apply_action(self, action):
+        action = int(action)
+        if self._dealing:
+            if not 0 <= action < NUM_TILES or action in self._dealt:
+                raise ValueError(f"deal: {action} is not a tile left to deal")
+            self._dealt.append(action)
+            if len(self._dealt) == DEAL_NODES:
+                self._dealing = False
+                previous = None if self._match is None else self._match.history[-1]
+                if previous is not None and previous.result == rules.DOMINO:
+                    self._start_round(previous.finisher)  # the finisher opens (R2)
+                else:
+                    self._drawing_opener = True  # first round or after a block: drawn (R2)
+        elif self._drawing_opener:
+            if action not in range(NUM_SEATS):
+                raise ValueError(f"opener draw: {action} is not a seat 0-3")
+            self._drawing_opener = False
+            self._start_round(action)
+        else:
+            if not rules.is_legal(self._match, action):
+                shown = describe_action(action) if 0 <= action <= KNOCK else "out of range"
+                raise ValueError(f"illegal action {action} ({shown}) for seat {self._match.turn}; "
+                                 f"legal: {rules.legal_actions(self._match)}")
+            rules.apply_action(self._match, action)
+            if self._match.awaiting_deal:
+                self._dealing, self._dealt = True, []
+                self._deal_start = len(self.history()) + 1  # this move is not in history() yet
+
+    def _start_round(self, opener):
+        hands = [0] * NUM_SEATS
+        for k, tile in enumerate(self._dealt):
+            hands[k // HAND] |= 1 << tile
+        if self._match is None:
+            self._match = SearchMatch.from_deal(hands, opener, target=self._target,
+                                                max_rounds=self._max_rounds)
+        else:
+            self._match.start_round(hands, opener)
+        self._dealt = []
+
+    def _action_to_string(self, player, action):
+        if player == pyspiel.PlayerId.CHANCE:
+            if self._drawing_opener:
+                return f"seat {action} drawn to open"
+            return f"deal {tile_name(action)} to seat {len(self._dealt) // HAND}"
+        return describe_action(action)
+
+    def returns(self):
+        if not self.is_terminal():
+            return [0.0] * NUM_SEATS
+        match = self._match
+        if self._rounds == 1:
+            margin = float((match.scores[0] - self._start_scores[0])
+                           - (match.scores[1] - self._start_scores[1]))
+            return [margin, -margin, margin, -margin]
+        if match.winner is None:  # truncated after max_rounds
+            return [0.0] * NUM_SEATS
+        won = 1.0 if match.winner == 0 else -1.0
+        return [won, -won, won, -won]
+
+    def __str__(self):
+        match = self._match
+        lines = []
+        if self._position:
+            lines.append(f"started from: {self._position}")
+        if match is not None:
+            lines.append(f"round {match.round_index}, scores {match.scores[0]}:{match.scores[1]} "
+                         f"(target {match.target})")
+            for seat in range(NUM_SEATS):
+                lines.append(f"seat {seat}: {_tiles_text(match.hands[seat])}")
+            lines.append(layout_text(match))
+            if not self._dealing and not self._drawing_opener and not match.over:
+                lines.append(f"seat {match.turn} to play")
+        if self._dealing:
+            lines.append(f"dealing: {len(self._dealt)} of {DEAL_NODES} tiles dealt")
+        elif self._drawing_opener:
+            lines.append("drawing the opener")
+        return "\n".join(lines)
+
+    # -- hidden information ----------------------------------------------------------------
+
+    def resample_from_infostate(self, player_id, probability_sampler):
+        """A state ``player_id`` cannot tell from this one: the hands hidden from it dealt again,
+        uniformly among the deals consistent with what it knows (tile counts, and the numbers
+        each seat showed it lacks by knocking: R6).  ``probability_sampler`` is a
+        ``pyspiel.UniformProbabilitySampler`` or a ``numpy.random.Generator``.
+
+        The copy's ``history()`` carries the new deal in place of the old one, so replaying it
+        gives the copy again.
+        """
+        if not 0 <= player_id < NUM_SEATS:
+            raise ValueError(f"resample_from_infostate: player must be 0-3, got {player_id}")
+        rng = probability_sampler if hasattr(probability_sampler, "random") else _SamplerRng(
+            probability_sampler)
+        clone = self.clone()
+        if self._dealing or self._drawing_opener:
+            clone._dealt = _redeal_partial(self._dealt, player_id, rng)
+            new_deal = clone._dealt
+        elif self._match is not None and not self._match.over:
+            _resample_hands(clone._match, player_id, rng)
+            log = clone._match.history[-1]
+            new_deal = [t for hand in log.hands for t in _tiles(hand)] if not self._position else None
+        else:
+            return clone  # the match is over: nothing left to play
+        if not new_deal:
+            return clone
+        history = [(a.player, a.action) for a in self.full_history()]
+        for k, tile in enumerate(new_deal):
+            history[self._deal_start + k] = (pyspiel.PlayerId.CHANCE, tile)
+        head, rest = clone.serialize().split("\n", 1)
+        text = "history=" + ",".join(f"{p}:{a}" for p, a in history) + "\n" + rest
+        return self.get_game().deserialize_state(text)
+
+
+def _tiles(mask: int) -> list[int]:
+    return [t for t in range(NUM_TILES) if (mask >> t) & 1]
+
+
+def _tiles_text(mask: int) -> str:
+    return " ".join(tile_name(t) for t in _tiles(mask)) or "-"
+
+
+def _redeal_partial(dealt: list[int], player: int, rng) -> list[int]:
+    """The tiles dealt so far, with everything not dealt to ``player`` drawn again uniformly
+    from the tiles ``player`` does not hold (it has seen only its own)."""
+    own = {t for k, t in enumerate(dealt) if k // HAND == player}
+    pool = [t for t in range(NUM_TILES) if t not in own]
+    out = []
+    for k, tile in enumerate(dealt):
+        if k // HAND == player:
+            out.append(tile)
+        else:
+            pick = min(int(rng.random() * len(pool)), len(pool) - 1)
+            out.append(pool.pop(pick))
+    return out
+
+
+def _resample_hands(match: rules.Match, player: int, rng) -> None:
+    """Replace the hands hidden from ``player`` with a uniform consistent sample (in place),
+    and the round log's hands with the same tiles plus what each seat played since."""
+    hidden = HandSampler(view_of(match, player)).sample(rng)
+    log = match.history[-1]
+    played_since = [0] * NUM_SEATS
+    for seat, action, _, _ in log.moves:
+        if action != KNOCK:
+            played_since[seat] |= 1 << (action >> 2)
+    for k in (1, 2, 3):
+        seat = (player + k) & 3
+        match.hands[seat] = hidden[k - 1]
+        log.hands[seat] = hidden[k - 1] | played_since[seat]
+
+
+def state_from_view(game: SevenRocksGame, view, hidden: tuple[int, int, int]) -> SevenRocksState:
+    """A one-round state at the position ``view`` (a :class:`~sevenrocks_env.observation.SeatView`)
+    shows, with ``hidden`` as the other seats' hands (relative seats 1, 2, 3).
+
+    Seats are the observer's frame: player 0 is the observer, 1 its left opponent, 2 its
+    partner; returns are player 0's partnership's margin over the rest of the round.  The
+    public part of the position is written into every information state string.
+    """
+    if game.rounds != 1:
+        raise ValueError("state_from_view needs the one-round game (rounds=1)")
+    if any(hidden[k - 1].bit_count() != view.tile_counts[k] for k in (1, 2, 3)):
+        raise ValueError(f"state_from_view: hidden hands of {[h.bit_count() for h in hidden]} "
+                         f"tiles, but the view counts {list(view.tile_counts[1:])}")
+    match = world_match(view, hidden)
+    match.__class__ = SearchMatch
+    match.max_rounds = 1
+    match.history = [rules.Round(view.turn, match.hands)]
+    if sum(match.hands).bit_count() + match.played.bit_count() != NUM_TILES or (
+            (match.hands[0] | match.hands[1] | match.hands[2] | match.hands[3] | match.played)
+            != ALL_TILES):
+        raise ValueError("state_from_view: the hidden hands and the view do not cover the 28 tiles")
+    state = game.new_initial_state()
+    state._match = match
+    state._dealing = False
+    state._dealt = []
+    state._start_scores = (match.scores[0], match.scores[1])
+    state._position = position_text(match, None)
+    return state
+
+
+__all__ = ["GAME_NAME", "MAX_ROUND_MARGIN", "MAX_ROUND_MOVES", "SevenRocksGame",
+           "SevenRocksState", "state_from_view"]
+
+pyspiel.register_game(_GAME_TYPE, SevenRocksGame)
