@@ -10,7 +10,7 @@
 | Action Shape       | Discrete(113)                                     |
 | Action Values      | Discrete(113)                                     |
 | Observation Shape  | (238,)                                            |
-| Observation Values | [0, 1] (scores may leave that range)              |
+| Observation Values | [0, 1], except the scores (finite bounds, see below) |
 
 Seven Rocks is a four-player partnership dominoes game of the "fives" family with one spinner
 (``shared/RULES.md``).  A match is one episode: rounds are dealt one after another until a
@@ -21,6 +21,20 @@ partnership reaches the target (250) right after a scoring placement.
 A dict ``{"observation": float32[238], "action_mask": int8[113]}``.  The vector is the seat's
 own view only (seat-relative: self, left opponent, partner, right opponent); the layout table is
 in :mod:`sevenrocks_env.observation` and in the README.  Hidden tiles never appear.
+
+Every entry lies in [0, 1] except the ``scores`` piece, whose bounds follow from the rules and
+the env's ``target`` and ``max_rounds`` (:func:`observation_bounds`):
+
+* a score is at most ``target + 34``: it is below the target before a placement (else the match
+  is over), a placement scores at most 35 (R5), and deductions only lower it (R7, R8);
+* a score is at least ``-MAX_TEAM_DEDUCTION * max_rounds``: it starts at 0, placements add, and
+  each of at most ``max_rounds`` rounds deducts at most ``MAX_TEAM_DEDUCTION = 120`` from a
+  partnership -- two hands of 7 tiles, each rounded to five separately (R7), holding at most
+  the 14 heaviest tiles (118 pips; one hand at most 69 -> 70, the other 49 -> 50);
+* the third entry is ``target / 1000``, declared as ``[0, target / 1000]``.
+
+Each bound is divided by the target and rounded to float32 the same way the observation is, so
+``observation_space.contains`` holds for every observation (tested over random matches).
 
 #### Legal Actions Mask
 
@@ -38,10 +52,19 @@ drawn).
 
 ### Rewards
 
-``reward="win"`` (default): +1 to both seats of the winning partnership, -1 to both losers, on
-the winning step; 0 otherwise.  ``reward="points"``: after every scoring event each seat gets
-(own team's change - other team's change) / 100, so a match sums to the final margin / 100.
-``max_rounds`` rounds without a winner truncate the episode with reward 0.
+One formula for every mode (:mod:`sevenrocks_env.rewards`, shared with the trainer): after each
+step team 0's seats get ``points_scale * margin_change + win_reward * winner_sign`` and team 1's
+seats the negative, where ``margin_change`` is team 0's score change minus team 1's (placements
+R5 and deductions R7) and ``winner_sign`` is +1/-1 on the step a partnership wins (R8), else 0.
+
+| ``reward=``        | points_scale | win_reward | a match sums to (team 0)            |
+|--------------------|-------------:|-----------:|-------------------------------------|
+| ``"win"`` (default)| 0            | 1          | +1 won / -1 lost / 0 truncated      |
+| ``"points"``       | 0.01         | 0          | final margin / 100                  |
+| ``"shaped"``       | ``points_scale=0.01`` | ``win_reward=1.0`` | points_scale * margin +- win_reward (the trainer's reward) |
+
+``points_scale`` and ``win_reward`` are keyword arguments for ``reward="shaped"`` only (finite,
+0 to 1e6).  ``max_rounds`` rounds without a winner truncate the episode (no win reward).
 
 ### Determinism
 
@@ -62,20 +85,41 @@ from pettingzoo import AECEnv
 
 from . import observation as obs_mod
 from .record import game_record
+from .rewards import REWARD_MODES, reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions
-from .tiles import NUM_ACTIONS, describe_action
+from .scoring import round_to_five
+from .tiles import NUM_ACTIONS, NUM_TILES, TILE_PIPS, describe_action
 
 AGENTS = tuple(f"player_{seat}" for seat in range(4))
-REWARD_MODES = ("win", "points")
+_MAX_SETTING = 10**6  # target / max_rounds: far above any real match, small enough to bound work
+#: The largest points one placement scores (R5: the largest scoring end sum).
+MAX_PLACEMENT_POINTS = 35
+_HEAVIEST = sorted(TILE_PIPS[:NUM_TILES], reverse=True)
+#: The most a partnership can lose at one round's end (R7): its two hands hold at most the 14
+#: heaviest tiles, at most 7 each, and are rounded to five separately.
+MAX_TEAM_DEDUCTION = max(
+    round_to_five(a) + round_to_five(b)
+    for a in range(sum(_HEAVIEST[:7]) + 1) for b in range(sum(_HEAVIEST[:7]) + 1)
+    if a + b <= sum(_HEAVIEST[:14]))
 
 
-def _observation_space() -> spaces.Dict:
+def observation_bounds(target: int, max_rounds: int) -> tuple[np.ndarray, np.ndarray]:
+    """float32 ``(low, high)`` of the observation vector for a match to ``target`` cut after
+    ``max_rounds`` rounds (derivation in the module docs)."""
     low = np.zeros(obs_mod.OBS_SIZE, dtype=np.float32)
     high = np.ones(obs_mod.OBS_SIZE, dtype=np.float32)
-    scores = obs_mod.OFFSETS["scores"]
-    low[scores.start:scores.start + 2] = -np.inf  # deductions have no floor (R7)
-    high[scores.start:scores.start + 2] = np.inf
-    high[scores.start + 2] = np.inf  # target / 1000
+    scores = obs_mod.OFFSETS["scores"].start
+    low[scores:scores + 2] = -MAX_TEAM_DEDUCTION * max_rounds / target
+    high[scores:scores + 2] = (target - 1 + MAX_PLACEMENT_POINTS) / target
+    # target / 1000 is constant in a match; a [0, target / 1000] range rather than low == high,
+    # which Gymnasium's checker flags as a probable mistake
+    high[scores + 2] = target / 1000.0
+    return low, high
+
+
+def observation_space(target: int = DEFAULT_TARGET, max_rounds: int = 100) -> spaces.Dict:
+    """The observation space of every agent (module docs: Observation Space)."""
+    low, high = observation_bounds(target, max_rounds)
     return spaces.Dict({
         "observation": spaces.Box(low=low, high=high, dtype=np.float32),
         "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
@@ -93,15 +137,18 @@ class raw_env(AECEnv, EzPickle):
     }
 
     def __init__(self, target: int = DEFAULT_TARGET, max_rounds: int = 100, reward: str = "win",
-                 render_mode: str | None = None, render_observer: int | None = None):
-        EzPickle.__init__(self, target, max_rounds, reward, render_mode, render_observer)
+                 render_mode: str | None = None, render_observer: int | None = None,
+                 points_scale: float | None = None, win_reward: float | None = None):
+        EzPickle.__init__(self, target=target, max_rounds=max_rounds, reward=reward,
+                          render_mode=render_mode, render_observer=render_observer,
+                          points_scale=points_scale, win_reward=win_reward)
         super().__init__()
-        if not isinstance(target, (int, np.integer)) or target <= 0:
-            raise ValueError(f"target must be a positive int, got {target!r}")
-        if not isinstance(max_rounds, (int, np.integer)) or max_rounds <= 0:
-            raise ValueError(f"max_rounds must be a positive int, got {max_rounds!r}")
-        if reward not in REWARD_MODES:
-            raise ValueError(f"reward must be one of {REWARD_MODES}, got {reward!r}")
+        for name, value in (("target", target), ("max_rounds", max_rounds)):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+                    or not 0 < value <= _MAX_SETTING:
+                raise ValueError(f"{name} must be an int in [1, {_MAX_SETTING}], got {value!r}")
+        # raises ValueError naming the bad mode or weight (one definition: sevenrocks_env.rewards)
+        self.points_scale, self.win_reward = reward_weights(reward, points_scale, win_reward)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
                              f"got {render_mode!r}")
@@ -115,7 +162,7 @@ class raw_env(AECEnv, EzPickle):
         self.possible_agents = list(AGENTS)
         self.agents = []
         self._seat_of = {agent: seat for seat, agent in enumerate(AGENTS)}
-        space = _observation_space()
+        space = observation_space(self.target, self.max_rounds)
         self.observation_spaces = {agent: space for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in AGENTS}
         self.match: Match | None = None
@@ -132,7 +179,10 @@ class raw_env(AECEnv, EzPickle):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
-        elif not isinstance(seed, (int, np.integer)) or seed < 0:
+        elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be a non-negative int or None, got {type(seed).__name__} "
+                            f"{seed!r}")
+        elif seed < 0:
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         self.seed_used = int(seed)
         self.match = Match.new(self.seed_used, target=self.target, max_rounds=self.max_rounds)
@@ -148,16 +198,34 @@ class raw_env(AECEnv, EzPickle):
             self.render()
 
     def observe(self, agent):
-        seat = self._seat_of[agent]
+        seat = self._seat_of.get(agent) if isinstance(agent, str) else None
+        if seat is None or self.match is None:
+            self._check_observable(agent)
         return {"observation": obs_mod.encode(self.match, seat),
                 "action_mask": obs_mod.action_mask(self.match, seat)}
 
+    def last(self, observe: bool = True):
+        if self.match is None:
+            raise RuntimeError("reset() needs to be called before last.")
+        if not self.agents:
+            raise RuntimeError("last() called after all agents are terminated or truncated and "
+                               "removed: call reset() to start a new match")
+        return super().last(observe)
+
     def step(self, action) -> None:
+        match = self.match
+        if match is None:
+            raise RuntimeError("reset() needs to be called before step.")
+        if not self.agents:
+            raise RuntimeError("step() called after all agents are terminated or truncated and "
+                               "removed: call reset() to start a new match")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        match = self.match
+        if type(action) is not int and isinstance(action, np.ndarray) and action.shape == () \
+                and np.issubdtype(action.dtype, np.integer):
+            action = int(action)  # a 0-d integer array is a member of Discrete (gymnasium)
         if not is_legal(match, action):
             raise ValueError(self._illegal_message(action))
         action = int(action)
@@ -168,11 +236,13 @@ class raw_env(AECEnv, EzPickle):
         before = match.scores[0] - match.scores[1]
         apply_action(match, action)
         margin_change = match.scores[0] - match.scores[1] - before
-        if self.reward_mode == "points" and margin_change:
-            self._set_team_rewards(margin_change / 100.0)
-        if match.winner is not None:
-            if self.reward_mode == "win":
-                self._set_team_rewards(1.0 if match.winner == 0 else -1.0)
+        winner = match.winner
+        if margin_change or winner is not None:
+            sign = 0 if winner is None else (1 if winner == 0 else -1)
+            team0 = team0_reward(margin_change, sign, self.points_scale, self.win_reward)
+            if team0:
+                self._set_team_rewards(float(team0))
+        if winner is not None:
             self.terminations = dict.fromkeys(self.agents, True)
         elif match.truncated:
             self.truncations = dict.fromkeys(self.agents, True)
@@ -184,6 +254,12 @@ class raw_env(AECEnv, EzPickle):
             self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
+
+    def _check_observable(self, agent) -> None:
+        """Raise the error for an ``observe(agent)`` that cannot be answered."""
+        if not isinstance(agent, str) or agent not in self._seat_of:
+            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
+        raise RuntimeError("reset() needs to be called before observe.")
 
     def _set_team_rewards(self, team0_value: float) -> None:
         """Team 0's seats get ``team0_value``, team 1's its negative (zero-sum partnerships)."""

@@ -29,11 +29,23 @@ first step's reward.
 
 Other options: ``seat="random"`` draws the learner's seat at every reset; ``skip_forced=True``
 plays a learner seat's single legal action (a forced knock, R6) without asking, so steps count
-real decisions only (as the project's own trainer counts them); ``target``, ``max_rounds`` and
-``reward`` are the AEC env's.  ``reset(seed=s)`` deals the same match as the AEC env's
+real decisions only (as the project's own trainer counts them); ``target``, ``max_rounds``,
+``reward`` and its ``points_scale``/``win_reward`` (for ``reward="shaped"``) are the AEC env's.  ``reset(seed=s)`` deals the same match as the AEC env's
 ``reset(seed=s)`` and re-seeds the opponents from ``s``; ``reset(options={"match": m})`` starts from
-a given :class:`~sevenrocks_env.rules.Match` position (tests, curricula, puzzles).  An illegal
-learner action raises ``ValueError`` naming the legal ones, state unchanged.
+a given :class:`~sevenrocks_env.rules.Match` position (tests, curricula, puzzles).
+
+**An illegal learner action** (a tile/slot the mask forbids, or a knock while a placement is
+possible, R6) depends on ``illegal_action``:
+
+* ``"terminate"`` (default), as PettingZoo's ``TerminateIllegalWrapper`` does for
+  ``sevenrocks_v0.env()``: the episode ends at once with ``terminated=True``, reward exactly
+  ``-1`` (it replaces any reward pending for the learner) and ``info["illegal_action"] = True``;
+  the match is left as it was.  Checkers that step random actions (Gymnasium's and SB3's
+  ``check_env``) run through; masked learners never see the difference.
+* ``"raise"``: ``ValueError`` naming the legal actions, state unchanged (debugging).
+
+An action outside the action space (not an int in ``[0, 113)``) raises ``ValueError`` in both
+modes: that is a bug in the caller, not a move.
 """
 
 from __future__ import annotations
@@ -45,9 +57,11 @@ import numpy as np
 
 from .agents import make_agent
 from .env import AGENTS, raw_env
-from .rules import DEFAULT_TARGET, Match, legal_actions, partner_of
+from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
 
 ENV_ID = "sevenrocks/SevenRocks-v0"
+ILLEGAL_ACTION_MODES = ("terminate", "raise")
+ILLEGAL_REWARD = -1.0
 
 
 class SingleAgentEnv(gymnasium.Env):
@@ -57,11 +71,17 @@ class SingleAgentEnv(gymnasium.Env):
 
     def __init__(self, opponents="heuristic", seat=0, partner="self", reward: str = "win",
                  target: int = DEFAULT_TARGET, max_rounds: int = 100, skip_forced: bool = False,
-                 render_mode: str | None = None):
-        if seat != "random" and seat not in (0, 1, 2, 3):
+                 render_mode: str | None = None, illegal_action: str = "terminate",
+                 points_scale: float | None = None, win_reward: float | None = None):
+        if seat != "random" and (isinstance(seat, bool) or seat not in (0, 1, 2, 3)):
             raise ValueError(f"seat must be 0-3 or 'random', got {seat!r}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, "
+                             f"got {illegal_action!r}")
+        self.illegal_action = illegal_action
         self._aec = raw_env(target=target, max_rounds=max_rounds, reward=reward,
-                            render_mode=render_mode)
+                            render_mode=render_mode, points_scale=points_scale,
+                            win_reward=win_reward)
         self.observation_space = self._aec.observation_space(AGENTS[0])
         self.action_space = self._aec.action_space(AGENTS[0])
         self.render_mode = render_mode
@@ -139,6 +159,13 @@ class SingleAgentEnv(gymnasium.Env):
         if self._done:
             raise RuntimeError("the match is over: call reset() before step()")
         learner = AGENTS[self.seat]
+        if isinstance(action, np.ndarray) and action.shape == () \
+                and np.issubdtype(action.dtype, np.integer):
+            action = int(action)  # a 0-d integer array is a member of Discrete (gymnasium)
+        if self.illegal_action == "terminate" and not is_legal(self.match, action):
+            if self.action_space.contains(action):
+                return self._end_on_illegal_action()
+            # outside the action space: the AEC env's ValueError names it and the legal actions
         self._aec.step(action)  # raises ValueError for an illegal action, state unchanged
         reward = self._pending + self._aec.rewards.get(learner, 0.0)
         self._pending = 0.0
@@ -156,6 +183,14 @@ class SingleAgentEnv(gymnasium.Env):
         self._aec.close()
 
     # -- inside -----------------------------------------------------------------------------------
+
+    def _end_on_illegal_action(self):
+        """``illegal_action="terminate"``: end the episode with reward -1, the match untouched."""
+        self._pending = 0.0
+        self._done = True
+        info = self._info()
+        info["illegal_action"] = True
+        return self._observe(), ILLEGAL_REWARD, True, False, info
 
     def _start(self, match_seed: int, start: Match | None) -> None:
         aec = self._aec
@@ -218,4 +253,4 @@ def _label(agent) -> str:
     return agent if isinstance(agent, str) else getattr(agent, "name", type(agent).__name__)
 
 
-__all__ = ["ENV_ID", "SingleAgentEnv"]
+__all__ = ["ENV_ID", "ILLEGAL_ACTION_MODES", "ILLEGAL_REWARD", "SingleAgentEnv"]

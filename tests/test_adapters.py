@@ -207,14 +207,36 @@ def test_same_seed_same_match_and_same_deal_as_the_aec_env():
 
 
 def test_illegal_learner_action_raises_and_keeps_state():
-    env = SingleAgentEnv(opponents="random")
+    env = SingleAgentEnv(opponents="random", illegal_action="raise")
     obs, _ = env.reset(seed=0)
     legal = set(legal_actions(env.match))
     bad = next(a for a in range(113) if a not in legal)
-    for action in (bad, 113, -1):
+    for action in (bad, 113, -1, np.array(bad)):
         with pytest.raises(ValueError, match="illegal action"):
             env.step(action)
     assert np.array_equal(env.aec_env.observe(f"player_{env.match.turn}")["observation"], obs["observation"])
+
+
+@pytest.mark.parametrize("reward", ["win", "points", "shaped"])
+def test_illegal_learner_action_ends_the_episode_by_default(reward):
+    """As TerminateIllegalWrapper: terminated, reward exactly -1, info flag, match untouched."""
+    env = SingleAgentEnv(opponents="random", reward=reward)
+    obs, _ = env.reset(seed=0)
+    state = env.match.to_state()
+    legal = set(legal_actions(env.match))
+    bad = next(a for a in range(113) if a not in legal)
+    obs2, reward_, terminated, truncated, info = env.step(np.int64(bad))
+    assert (reward_, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
+    assert np.array_equal(obs2["observation"], obs["observation"])
+    assert env.match.to_state() == state
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(next(iter(legal)))
+    env.reset(seed=0)  # and the next episode is normal
+    obs3, _, _, _, info = env.step(np.array(next(iter(legal))))  # a 0-d array is that int
+    assert "illegal_action" not in info
+    for outside in (113, -1, "3", 2.5):  # outside the action space: a caller bug, always raised
+        with pytest.raises(ValueError, match="illegal action"):
+            env.step(outside)
 
 
 def test_bad_arguments_get_clear_errors():
@@ -226,6 +248,12 @@ def test_bad_arguments_get_clear_errors():
         SingleAgentEnv(opponents=["random", "random", "random"])
     with pytest.raises(ValueError, match="reward"):
         SingleAgentEnv(reward="money")
+    with pytest.raises(ValueError, match="illegal_action"):
+        SingleAgentEnv(illegal_action="ignore")
+    with pytest.raises(ValueError, match="points_scale"):
+        SingleAgentEnv(reward="shaped", points_scale=float("nan"))
+    with pytest.raises(ValueError, match="shaped"):
+        SingleAgentEnv(reward="win", win_reward=2.0)
     with pytest.raises(RuntimeError, match="reset"):
         SingleAgentEnv(opponents="random").action_masks()
 

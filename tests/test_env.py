@@ -168,7 +168,7 @@ def test_bad_constructor_arguments():
 def test_raw_env_is_picklable():
     env = sevenrocks_v0.raw_env(target=100, reward="points")
     clone = pickle.loads(pickle.dumps(env))
-    assert clone.target == 100 and clone.reward_mode == "points"
+    assert clone.target == 100 and clone.reward_mode == "points" and clone.points_scale == 0.01 and clone.win_reward == 0.0
 
 
 def test_observation_matches_space():
