@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from sevenrocks_env import rules
 from sevenrocks_env.agents import Agent, GreedyAgent, SearchAgent, make_agent
 from sevenrocks_env.agents.belief import HandSampler, excluded_tiles, world_match
-from sevenrocks_env.agents.layout import Layout, points_after, view_of
+from sevenrocks_env.agents.layout import LookaheadLayout, points_after, view_of
 from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.tiles import (
     EAST, KNOCK, NORTH, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
@@ -69,7 +69,7 @@ def test_layout_lookahead_matches_the_rules(seed, moves):
     match = random_state(seed, moves)
     if match.over:
         return
-    layout = Layout.of(view_of(match, match.turn))
+    layout = LookaheadLayout.of(view_of(match, match.turn))
     for action, points in points_by_action(match).items():
         assert points_after(layout, action) == points
 
@@ -214,3 +214,24 @@ def test_make_agent_specs_and_errors(tmp_path):
     unreadable.write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="checkpoint"):
         make_agent(f"policy:{unreadable}")
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
+def test_world_with_the_true_hidden_hands_plays_like_the_match(seed, moves):
+    """world_match (built through the validated Match.from_state) with the real hidden hands is
+    the real round seen from the seat on turn: same legal actions and points to the round's end."""
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    seat = match.turn
+    hidden = tuple(match.hands[(seat + k) & 3] for k in (1, 2, 3))
+    world = world_match(view_of(match, seat), hidden)
+    assert world.history is None and world.end_sum() == (match.end_sum() if match.placements else 0)
+    rng = np.random.default_rng(seed)
+    round_index = match.round_index
+    while not match.over and match.round_index == round_index:
+        legal = rules.legal_actions(match)
+        assert rules.legal_actions(world) == legal
+        action = legal[int(rng.integers(len(legal)))]
+        assert rules.apply_action(world, action) == rules.apply_action(match, action)

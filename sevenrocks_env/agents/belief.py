@@ -100,25 +100,14 @@ def world_match(view: SeatView, hidden: tuple[int, int, int]) -> rules.Match:
     Scores are (ours, theirs) as teams 0 and 1; the round stops with ``awaiting_deal`` at its end
     (R7 deductions applied), or with ``winner`` set if a partnership reaches the target (R8).
     """
-    match = rules.Match.__new__(rules.Match)
-    match.seed = None
-    match.target = view.target
-    match.max_rounds = None
-    match.scores = [view.scores[0], view.scores[1]]
-    match.winner = None
-    match.truncated = False
-    match.round_index = 0
-    match.hands = [view.hand, hidden[0], hidden[1], hidden[2]]
-    match.played = view.played
-    match.played_by = list(view.played_by)
-    match.ends = list(view.ends)
-    match.end_double = list(view.end_double)
-    match.branch_started = list(view.branch_started)
-    match.spinner = view.spinner
-    match.turn = view.turn
-    match.opener = 0  # unknown to the observer and irrelevant within the round
-    match.placements = bin(view.played).count("1")
-    match.voids = list(view.voids)
-    match.last_end_sum = view.end_sum
-    match.history = None
-    return match
+    return rules.Match.from_state({
+        "seed": None, "target": view.target, "max_rounds": None,
+        "scores": [view.scores[0], view.scores[1]], "winner": None, "truncated": False,
+        "round_index": 0, "hands": [view.hand, hidden[0], hidden[1], hidden[2]],
+        "played": view.played, "played_by": list(view.played_by), "ends": list(view.ends),
+        "end_double": list(view.end_double), "branch_started": list(view.branch_started),
+        "spinner": view.spinner, "turn": view.turn,
+        "opener": 0,  # unknown to the observer and irrelevant within the round
+        "placements": view.played.bit_count(), "voids": list(view.voids),
+        "last_end_sum": view.end_sum,
+    })

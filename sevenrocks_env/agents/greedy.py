@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from ..observation import SeatView
 from .base import ViewAgent
-from .layout import Layout, points_after, tile_pips
+from .layout import LookaheadLayout, points_after, tile_pips
 
 
-def greedy_choice(layout: Layout, legal: list[int]) -> int:
+def greedy_choice(layout: LookaheadLayout, legal: list[int]) -> int:
     """The greedy action among ``legal`` (ascending) on ``layout``; see the module docstring."""
     if len(legal) == 1:
         return legal[0]
@@ -37,4 +37,4 @@ class GreedyAgent(ViewAgent):
         pass
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
-        return greedy_choice(Layout.of(view), legal)
+        return greedy_choice(LookaheadLayout.of(view), legal)

@@ -32,7 +32,7 @@ from ..rules import placement_points
 from ..tiles import KNOCK, TILE_IS_DOUBLE, TILE_PIPS, tiles_of
 from .base import ViewAgent
 from .belief import HIDDEN_SEATS, excluded_tiles
-from .layout import Layout
+from .layout import LookaheadLayout
 
 LEFT_OPPONENT, PARTNER = 1, 2  # relative seats (observation frame)
 
@@ -71,7 +71,7 @@ class HoldingOdds:
         return self._cache[seat]
 
 
-def expected_best(layout: Layout, odds: dict[int, float]) -> float:
+def expected_best(layout: LookaheadLayout, odds: dict[int, float]) -> float:
     """E[most points the seat scores next on ``layout``], holdings independent with ``odds``."""
     fits = layout.matching()
     options = []
@@ -88,7 +88,7 @@ def expected_best(layout: Layout, odds: dict[int, float]) -> float:
     return expected
 
 
-def must_knock(layout: Layout, odds: dict[int, float]) -> float:
+def must_knock(layout: LookaheadLayout, odds: dict[int, float]) -> float:
     """P(the seat holds no tile that fits ``layout``)."""
     fits = layout.matching()
     chance = 1.0
@@ -110,7 +110,7 @@ class HeuristicAgent(ViewAgent):
         if len(legal) == 1 or legal[0] == KNOCK:
             return legal[0]
         w = self.weights
-        layout = Layout.of(view)
+        layout = LookaheadLayout.of(view)
         odds = HoldingOdds(view)
         opponent, partner = odds.of(LEFT_OPPONENT), odds.of(PARTNER)
         hand_size = bin(view.hand).count("1")

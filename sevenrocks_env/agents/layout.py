@@ -1,8 +1,10 @@
 """Looking one placement ahead, and a seat's view of a Match without the vector round trip.
 
 Agents reason about *what a placement would do* (R3-R5) without touching the Match: the layout
-(ends, doubles, started branches, spinner) is copied into a scratch :class:`Layout` and the rules'
-own placement code is applied to it, so there is exactly one implementation of R3/R4.
+(ends, doubles, started branches, spinner) is copied into a scratch :class:`LookaheadLayout` and
+the rules' own placement code (:func:`rules.place_tile`) is applied to it, so there is exactly one
+implementation of R3/R4.  (Not to be confused with the renderer's
+:class:`~sevenrocks_env.render.layout.BoardDrawing`, which records where every tile lies.)
 
 :func:`view_of` builds the :class:`~sevenrocks_env.observation.SeatView` of a seat straight from a
 Match (equal to ``decode(encode(match, seat))``, tested); search rollouts use it to run
@@ -18,8 +20,9 @@ from ..observation import SeatView
 from ..tiles import KNOCK, TILE_PIPS
 
 
-class Layout:
-    """Scratch copy of a layout: the attributes :func:`rules.place_tile` reads and writes."""
+class LookaheadLayout:
+    """Scratch copy of a layout's open ends for looking ahead: the attributes
+    :func:`rules.place_tile` reads and writes, nothing else."""
 
     __slots__ = ("ends", "end_double", "branch_started", "spinner", "placements")
 
@@ -31,12 +34,18 @@ class Layout:
         self.placements = 0 if opening else 1
 
     @classmethod
-    def of(cls, view: SeatView) -> "Layout":
+    def of(cls, view: SeatView) -> "LookaheadLayout":
         return cls(view.ends, view.end_double, view.branch_started, view.spinner, view.opening)
 
-    def after(self, action: int) -> "Layout":
+    @classmethod
+    def of_match(cls, match: rules.Match) -> "LookaheadLayout":
+        return cls(match.ends, match.end_double, match.branch_started, match.spinner,
+                   match.placements == 0)
+
+    def after(self, action: int) -> "LookaheadLayout":
         """The layout once ``action`` (a placement, not the knock) is played (R3, R4)."""
-        other = Layout(self.ends, self.end_double, self.branch_started, self.spinner, False)
+        other = LookaheadLayout(self.ends, self.end_double, self.branch_started, self.spinner,
+                                False)
         other.placements = self.placements
         rules.place_tile(other, action >> 2, action & 3)
         other.placements += 1
@@ -71,7 +80,7 @@ class Layout:
         return best
 
 
-def points_after(layout: Layout, action: int) -> int:
+def points_after(layout: LookaheadLayout, action: int) -> int:
     """Points the placement ``action`` scores on ``layout`` (R5); 0 for the knock."""
     if action == KNOCK:
         return 0

@@ -33,7 +33,7 @@ from .base import ViewAgent
 from .belief import HandSampler, world_match
 from .greedy import greedy_choice
 from .heuristic import HeuristicAgent
-from .layout import Layout, view_of
+from .layout import LookaheadLayout, view_of
 
 ROLLOUTS = ("greedy", "defensive", "heuristic")
 OURS, THEIRS = rules.team_of(0), rules.team_of(1)  # world seat 0 is the observer
@@ -97,9 +97,7 @@ class SearchAgent(ViewAgent):
         if len(legal) == 1:
             return legal[0]
         if self.rollout == "greedy":
-            layout = Layout(world.ends, world.end_double, world.branch_started, world.spinner,
-                            world.placements == 0)
-            return greedy_choice(layout, legal)
+            return greedy_choice(LookaheadLayout.of_match(world), legal)
         if self.rollout == "defensive":
             return defensive_choice(world, legal)
         return self._heuristic.choose(view_of(world, world.turn), legal)
@@ -112,8 +110,7 @@ def defensive_choice(world: rules.Match, legal: list[int]) -> int:
     the real hidden tiles), which is what makes it cheap; ties go to the heavier tile, then to
     the lower action number.
     """
-    layout = Layout(world.ends, world.end_double, world.branch_started, world.spinner,
-                    world.placements == 0)
+    layout = LookaheadLayout.of_match(world)
     reply_hand = world.hands[rules.next_seat(world.turn)]
     best, best_key = legal[0], None
     for action in legal:
