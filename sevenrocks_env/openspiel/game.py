@@ -255,16 +255,22 @@ class SevenRocksState(pyspiel.State):
         The copy's ``history()`` carries the new deal in place of the old one, so replaying it
         gives the copy again.
         """
-        if not 0 <= player_id < NUM_SEATS:
-            raise ValueError(f"resample_from_infostate: player must be 0-3, got {player_id}")
         rng = probability_sampler if hasattr(probability_sampler, "random") else _SamplerRng(
             probability_sampler)
+        return self.resample_hidden(player_id, rng)
+
+    def resample_hidden(self, player_id, rng, sampler: HandSampler | None = None):
+        """:meth:`resample_from_infostate` with an ``rng`` (anything with ``random()``) and,
+        optionally, the :class:`HandSampler` of ``player_id``'s view of this state, which a
+        caller resampling the same state many times (IS-MCTS) builds once."""
+        if not 0 <= player_id < NUM_SEATS:
+            raise ValueError(f"resample_from_infostate: player must be 0-3, got {player_id}")
         clone = self.clone()
         if self._dealing or self._drawing_opener:
             clone._dealt = _redeal_partial(self._dealt, player_id, rng)
             new_deal = clone._dealt
         elif self._match is not None and not self._match.over:
-            _resample_hands(clone._match, player_id, rng)
+            _resample_hands(clone._match, player_id, rng, sampler)
             log = clone._match.history[-1]
             new_deal = [t for hand in log.hands for t in _tiles(hand)] if not self._position else None
         else:
@@ -302,10 +308,10 @@ def _redeal_partial(dealt: list[int], player: int, rng) -> list[int]:
     return out
 
 
-def _resample_hands(match: rules.Match, player: int, rng) -> None:
+def _resample_hands(match: rules.Match, player: int, rng, sampler=None) -> None:
     """Replace the hands hidden from ``player`` with a uniform consistent sample (in place),
     and the round log's hands with the same tiles plus what each seat played since."""
-    hidden = HandSampler(view_of(match, player)).sample(rng)
+    hidden = (sampler or HandSampler(view_of(match, player))).sample(rng)
     log = match.history[-1]
     played_since = [0] * NUM_SEATS
     for seat, action, _, _ in log.moves:

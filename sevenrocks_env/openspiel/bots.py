@@ -1,0 +1,135 @@
+"""OpenSpiel's search bots as agents: ``openspiel:ismcts:sims=400``, ``openspiel:mcts``.
+
+Each bot plays through the project's interface, ``act(observation, action_mask)``, and sees
+nothing else.  For every decision with more than one legal action it
+
+1. decodes the observation (:func:`sevenrocks_env.observation.decode`) into what its seat knows;
+2. builds a state of the **one-round** game ``python_sevenrocks(rounds=1)`` at that position
+   (:func:`~sevenrocks_env.openspiel.game.state_from_view`), the hidden hands filled with one
+   uniform sample consistent with the tile counts and knocks
+   (:class:`~sevenrocks_env.agents.belief.HandSampler`);
+3. asks the pyspiel bot for a move there.
+
+Why one round: a search over whole matches to 250 (several rounds, each with 28 chance nodes
+for the deal) would cost seconds per simulation batch in a Python game, and its returns (+-1 at
+the match's end) would be almost pure deal luck seen from one decision.  The round in progress is
+what a move influences; its margin (our score change minus theirs, placements R5 and deductions
+R7 included) is the searched value, in points.  A partnership reaching the target ends the round
+there (R8), so the search sees the win as the points that made it.
+
+``ismcts`` is OpenSpiel's :class:`open_spiel.python.algorithms.ismcts.ISMCTSBot`: every simulation
+re-deals the hidden hands (``resample_from_infostate``), the tree is keyed by information-state
+strings, leaves are valued by random rollouts.  ``mcts`` is OpenSpiel's
+:class:`open_spiel.python.algorithms.mcts.MCTSBot` on a single determinization (the sampled
+hands treated as known, random rollouts): a weaker reference.
+
+Parameters (``openspiel:KIND:key=value,...``):
+
+| key        | default | meaning                                                          |
+|------------|--------:|------------------------------------------------------------------|
+| `sims`     |     100 | simulations per decision (``max_simulations``)                    |
+| `uct_c`    |      40 | UCT exploration constant, in points (returns are round margins)  |
+| `rollouts` |       1 | random rollouts per leaf (``RandomRolloutEvaluator``)            |
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyspiel
+from open_spiel.python.algorithms import ismcts, mcts
+
+from ..agents.belief import HandSampler
+from ..observation import decode
+from .game import GAME_NAME, state_from_view
+
+#: kind -> bot builder(game, sims, uct_c, evaluator, random_state)
+KINDS = ("ismcts", "mcts")
+PARAMS = {"sims": int, "uct_c": float, "rollouts": int}
+DEFAULTS = {"sims": 100, "uct_c": 40.0, "rollouts": 1}
+
+
+class OpenSpielAgent:
+    """A pyspiel bot searching the current round (module docstring), as an Agent."""
+
+    def __init__(self, kind: str = "ismcts", seed: int | None = None, sims: int = 100,
+                 uct_c: float = 40.0, rollouts: int = 1):
+        if kind not in KINDS:
+            raise ValueError(f"openspiel: unknown bot {kind!r}; bots: {', '.join(KINDS)}")
+        if not 1 <= sims <= 1_000_000:
+            raise ValueError(f"openspiel:{kind}: sims must be in [1, 1000000], got {sims}")
+        if not 0.0 <= uct_c <= 1e6:
+            raise ValueError(f"openspiel:{kind}: uct_c must be in [0, 1e6], got {uct_c}")
+        if not 1 <= rollouts <= 1000:
+            raise ValueError(f"openspiel:{kind}: rollouts must be in [1, 1000], got {rollouts}")
+        self.kind, self.sims, self.uct_c, self.rollouts = kind, sims, uct_c, rollouts
+        self.name = f"openspiel:{kind}:sims={sims}"
+        self._games: dict[int, pyspiel.Game] = {}
+        self.seed(seed)
+
+    def seed(self, seed: int | None) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._random_state = np.random.RandomState(self._rng.integers(2 ** 31))
+
+    def _game(self, target: int) -> pyspiel.Game:
+        if target not in self._games:
+            self._games[target] = pyspiel.load_game(GAME_NAME, {"rounds": 1, "target": target})
+        return self._games[target]
+
+    def _bot(self, game, sampler: HandSampler):
+        evaluator = mcts.RandomRolloutEvaluator(self.rollouts, self._random_state)
+        if self.kind == "mcts":
+            return mcts.MCTSBot(game, self.uct_c, self.sims, evaluator, solve=False,
+                                random_state=self._random_state)
+        bot = ismcts.ISMCTSBot(game, evaluator, self.uct_c, self.sims,
+                               random_state=self._random_state)
+        # The root (player 0, the observer, in the searched state) is resampled once per
+        # simulation: build its HandSampler once per decision, not once per simulation.
+        bot.set_resampler(lambda state, player: state.resample_hidden(
+            player, self._rng, sampler if player == 0 else None))
+        return bot
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        legal = np.flatnonzero(np.asarray(action_mask)).tolist()
+        if not legal:
+            raise ValueError(f"{self.name}: the action mask allows no action (not this seat's turn?)")
+        if len(legal) == 1:
+            return legal[0]
+        view = decode(observation)
+        sampler = HandSampler(view)  # the observer's view: player 0 of the searched state
+        state = state_from_view(self._game(view.target), view, sampler.sample(self._rng))
+        if state.legal_actions() != legal:
+            raise RuntimeError(f"{self.name}: the rebuilt position allows {state.legal_actions()}, "
+                               f"the mask {legal}")
+        action = int(self._bot(state.get_game(), sampler).step(state))
+        if action not in legal:
+            raise RuntimeError(f"{self.name}: the bot chose {action}, legal: {legal}")
+        return action
+
+
+def make_openspiel_agent(spec_rest: str, seed: int | None = None) -> OpenSpielAgent:
+    """The agent of spec ``openspiel:<spec_rest>``, e.g. ``spec_rest = "ismcts:sims=400"``.
+
+    Raises ``ValueError`` naming the valid bots and parameters for anything else.
+    """
+    kind, _, rest = spec_rest.strip().partition(":")
+    kind = kind.strip()
+    if kind not in KINDS:
+        raise ValueError(f"unknown OpenSpiel bot {kind!r} in 'openspiel:{spec_rest}'; valid: "
+                         + ", ".join(f"openspiel:{k}[:sims=<int>,uct_c=<float>,rollouts=<int>]"
+                                     for k in KINDS))
+    params = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in PARAMS:
+            raise ValueError(f"bad parameter {item!r} for openspiel:{kind} "
+                             f"(parameters: {', '.join(PARAMS)})")
+        try:
+            params[key] = PARAMS[key](value.strip())
+        except ValueError:
+            raise ValueError(f"openspiel:{kind}: {key} must be {PARAMS[key].__name__}, "
+                             f"got {value.strip()!r}") from None
+    return OpenSpielAgent(kind, seed=seed, **params)
+
+
+__all__ = ["DEFAULTS", "KINDS", "OpenSpielAgent", "make_openspiel_agent"]
