@@ -9,11 +9,39 @@ its current one.
 from __future__ import annotations
 
 import copy
+import re
+
+import numpy as np
+import torch
 
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.policy import PolicyAgent, PolicyNet
 
 PAST = "past"
+
+
+def save_generators(agents) -> list:
+    """The random generator states of these opponents (torch ``_generator`` of policy agents,
+    numpy ``_rng`` of random and search agents), for :func:`restore_generators`."""
+    saved, seen = [], set()
+    for agent in agents:
+        if agent is None or id(agent) in seen:
+            continue
+        seen.add(id(agent))
+        if isinstance(getattr(agent, "_generator", None), torch.Generator):
+            saved.append((agent._generator, agent._generator.get_state()))
+        if isinstance(getattr(agent, "_rng", None), np.random.Generator):
+            saved.append((agent._rng, agent._rng.bit_generator.state))
+    return saved
+
+
+def restore_generators(saved: list) -> None:
+    """Put back the generator states :func:`save_generators` took."""
+    for generator, state in saved:
+        if isinstance(generator, torch.Generator):
+            generator.set_state(state)
+        else:
+            generator.bit_generator.state = state
 
 
 class OpponentPool:
@@ -55,15 +83,24 @@ class OpponentPool:
 
     def restore(self, key: str) -> tuple[str, object]:
         """The opponent of a match in progress at save time.  A baseline that is no longer in the
-        pool (``--set opponents=...`` on resume) still finishes the matches it had started."""
+        pool (``--set opponents=...`` on resume) still finishes the matches it had started.
+        Raises ``ValueError`` naming the key if it names no opponent (keys come from files)."""
+        if not isinstance(key, str) or len(key) > 4096:
+            raise ValueError(f"opponent key must be a string, got {key!r:.80}")
         name, _, index = key.partition("#")
         if name == PAST:
             if not self._past_agents:
                 raise ValueError("the checkpoint has matches against past snapshots but no "
                                  "snapshots; resume with the run's own opponents setting")
+            count = len(self._past_agents)
+            if not (re.fullmatch(r"-?[0-9]{1,5}", index) and -1 <= int(index) < count):
+                raise ValueError(f"opponent key {key!r}: no such snapshot (the pool has {count})")
             return name, self._past_agents[int(index)]
         if name not in self._fixed:
-            self._fixed[name] = make_agent(name)
+            try:
+                self._fixed[name] = make_agent(name)
+            except ValueError as error:
+                raise ValueError(f"opponent key {key!r}: {error}") from error
         return name, self._fixed[name]
 
     def state_dict(self) -> dict:

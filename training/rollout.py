@@ -37,6 +37,7 @@ from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
 
 from .critic import HANDS_SIZE, hidden_hands
+from .opponents import restore_generators, save_generators
 
 
 class RolloutBuffer:
@@ -72,29 +73,6 @@ def _margin(match: Match, seat: int) -> int:
 def _winner_sign(match: Match, seat: int) -> int:
     """+1 / -1 if ``seat``'s team won / lost the match (R8), 0 while it runs or if truncated."""
     return 0 if match.winner is None else (1 if match.winner == team_of(seat) else -1)
-
-
-def _save_generators(agents) -> list:
-    """The random generator states of these opponents (torch ``_generator`` of policy agents,
-    numpy ``_rng`` of random and search agents), for :func:`_restore_generators`."""
-    saved, seen = [], set()
-    for agent in agents:
-        if agent is None or id(agent) in seen:
-            continue
-        seen.add(id(agent))
-        if isinstance(getattr(agent, "_generator", None), torch.Generator):
-            saved.append((agent._generator, agent._generator.get_state()))
-        if isinstance(getattr(agent, "_rng", None), np.random.Generator):
-            saved.append((agent._rng, agent._rng.bit_generator.state))
-    return saved
-
-
-def _restore_generators(saved: list) -> None:
-    for generator, state in saved:
-        if isinstance(generator, torch.Generator):
-            generator.set_state(state)
-        else:
-            generator.bit_generator.state = state
 
 
 @dataclass
@@ -295,7 +273,7 @@ class SelfPlayEngine:
         generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
         active = [_Continuation(i, self.matches[i].clone(), np.flatnonzero(row >= 0).tolist())
                   for i, row in enumerate(self.pending) if (row >= 0).any()]
-        saved = _save_generators(self.opponents[c.index] for c in active)
+        saved = save_generators(self.opponents[c.index] for c in active)
         to_value = []   # (transition, seat's observation, hidden hands) to bootstrap from
         while active:
             active = [c for c in active if self._continue(c, buffer, to_value)]
@@ -311,7 +289,7 @@ class SelfPlayEngine:
             actions = torch.multinomial(probs, 1, generator=generator).squeeze(-1).tolist()
             for c, action in zip(active, actions):
                 apply_action(c.match, action)
-        _restore_generators(saved)
+        restore_generators(saved)
         if to_value:
             obs = torch.from_numpy(np.stack([o for _, o, _ in to_value]))
             values = model.value(obs) if critic is None else critic(
@@ -358,10 +336,11 @@ class SelfPlayEngine:
     # -- resume -------------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
-        """Plain-Python state (matches in progress, generator) so ``--resume`` replays the run."""
+        """Plain-Python state (matches in progress, generator) so ``--resume`` replays the run.
+        Taken between rollouts, when no transition is open."""
         return {
             "rng": self.rng.bit_generator.state,
-            "matches": [{name: getattr(m, name) for name in Match.__slots__} for m in self.matches],
+            "matches": [m.to_state() for m in self.matches],
             "learner": self.learner.tolist(),
             "opponents": [None if name is None else self.opponent_pool.key(name, agent)
                           for name, agent in zip(self.opponent_names, self.opponents)],
@@ -371,17 +350,72 @@ class SelfPlayEngine:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.rng.bit_generator.state = state["rng"]
+        """Restore :meth:`state_dict`'s output (from an untrusted checkpoint file).
+
+        Every piece is checked before anything changes; ``ValueError`` names the bad piece."""
+        n = self.num_matches
+        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
+            raise ValueError(f"engine state must be a dict with keys {sorted(_STATE_KEYS)}, got "
+                             f"{sorted(map(str, state)) if isinstance(state, dict) else state!r:.80}")
+        rng = np.random.default_rng()
+        try:
+            rng.bit_generator.state = state["rng"]
+        except (TypeError, ValueError, KeyError, OverflowError) as error:
+            raise ValueError(f"engine state: rng is not a {type(rng.bit_generator).__name__} "
+                             f"state ({error})") from None
+        for key in ("matches", "learner", "opponents"):
+            if not isinstance(state[key], list) or len(state[key]) != n:
+                raise ValueError(f"engine state: {key} must be a list of {n} entries (one per "
+                                 f"match; num_matches must not change on resume)")
+        matches = []
         for i, values in enumerate(state["matches"]):
-            match = Match.__new__(Match)
-            for name, value in values.items():
-                setattr(match, name, list(value) if isinstance(value, list) else value)
-            self.matches[i] = match
-        self.learner[:] = np.array(state["learner"], dtype=bool)
+            try:
+                match = Match.from_state(values)
+            except ValueError as error:
+                raise ValueError(f"engine state: matches[{i}]: {error}") from None
+            if match.seed is None or match.turn < 0 or match.over:
+                raise ValueError(f"engine state: matches[{i}] is not a match in progress")
+            matches.append(match)
+        learner = np.zeros((n, NUM_SEATS), dtype=bool)
+        for i, (row, key) in enumerate(zip(state["learner"], state["opponents"])):
+            if row not in _LEARNER_ROWS[key is None]:
+                raise ValueError(f"engine state: learner[{i}] must be four bools, all True in "
+                                 f"self-play or one team's seats with an opponent, got {row!r:.80}")
+            learner[i] = row
+        if any(key is not None for key in state["opponents"]) and self.opponent_pool is None:
+            raise ValueError("engine state: matches against opponents but the run has none")
+        opponents = []
         for i, key in enumerate(state["opponents"]):
-            self.opponent_names[i], self.opponents[i] = (
-                (None, None) if key is None else self.opponent_pool.restore(key))
+            try:
+                opponents.append((None, None) if key is None else self.opponent_pool.restore(key))
+            except ValueError as error:
+                raise ValueError(f"engine state: opponents[{i}]: {error}") from None
+        counters = state["counters"]
+        if not (isinstance(counters, list) and len(counters) == 3 and all(
+                isinstance(c, list) and len(c) == n and all(_is_count(v) for v in c)
+                for c in counters)):
+            raise ValueError(f"engine state: counters must be 3 lists of {n} counts in "
+                             f"[0, {_MAX_COUNT}]")
+        if not _is_count(state["env_steps"]):
+            raise ValueError(f"engine state: env_steps must be a count in [0, {_MAX_COUNT}], "
+                             f"got {state['env_steps']!r:.80}")
+        # everything checked: now change the engine
+        self.rng.bit_generator.state = state["rng"]
+        self.matches = matches
+        self.learner[:] = learner
+        for i, (name, agent) in enumerate(opponents):
+            self.opponent_names[i], self.opponents[i] = name, agent
         self._placements[:], self._points[:], self._decisions[:] = (
-            np.array(c, dtype=np.int64) for c in state["counters"])
+            np.array(c, dtype=np.int64) for c in counters)
         self.env_steps = state["env_steps"]
         self.pending.fill(-1)
+
+
+_STATE_KEYS = {"rng", "matches", "learner", "opponents", "counters", "env_steps"}
+_MAX_COUNT = 2 ** 62
+#: Valid ``learner`` rows: self-play (no opponent) or one team against an opponent.
+_LEARNER_ROWS = {True: [[True] * 4], False: [[True, False] * 2, [False, True] * 2]}
+
+
+def _is_count(value) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_COUNT
