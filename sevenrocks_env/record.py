@@ -62,6 +62,8 @@ class _ShortRepr(reprlib.Repr):
         return super().repr_int(value, level)
 
     def repr_instance(self, value, level):
+        if type(value) in (float, bool, type(None)):
+            return repr(value)
         return f"<{type(value).__name__}>"  # never call an unknown object's own __repr__
 
 

@@ -1,155 +1,225 @@
-"""The trainer's configuration: one dataclass, a docstring per field, loaded from YAML.
+"""The trainer's configuration: one pydantic model, a docstring per field, loaded from YAML.
 
     cfg = load_config("configs/default.yaml", overrides=["learning_rate=1e-4", "seed=3"])
 
-Unknown keys and bad values raise :class:`ConfigError` (a ``ValueError``) naming the key, before
-any training starts.  ``describe_fields()`` gives the field docs (used by ``--help``).
+Config files and ``--set`` values are untrusted input (a config may come from someone else), so
+every field has a type and a range that pydantic checks before any training starts: ``nan`` and
+``inf`` are refused for every float, every size has an upper bound, bools are not ints, unknown
+keys are refused with the nearest valid key suggested.  Anything wrong raises
+:class:`ConfigError` (a ``ValueError``) naming the key and where it came from (the YAML file or
+``--set``), in one short line (the offending value is shown cut to a few dozen characters).
+``describe_fields()`` gives the field docs (``--help-config``).
 """
 
 from __future__ import annotations
 
-import ast
-import dataclasses
-import inspect
-import textwrap
-import typing
-from dataclasses import dataclass, field
+import difflib
+import math
+import re
 from pathlib import Path
+from typing import Annotated, Literal
 
 import yaml
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from sevenrocks_env.policy import MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH
+from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, shown
 
 
 class ConfigError(ValueError):
-    """A configuration file or override that cannot be used."""
+    """A configuration file or override that cannot be used (``key``: the field it is about)."""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 CRITICS = ("shared", "oracle")
+#: Largest config file read (configs are a few hundred bytes).
+MAX_CONFIG_BYTES = 1 << 20
+#: Largest learner batch (num_matches * num_steps): the rollout buffer holds ~1 kB per step.
+MAX_BATCH = 1 << 20
+#: A run name is a plain folder name: no path separators, no ``..``.
+RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 
-@dataclass
-class TrainConfig:
+def _integral(value):
+    """``5.0`` (YAML ``5.0e+6``) -> ``5``; anything else is left for the strict int check."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() \
+            and abs(value) <= 2 ** 53:
+        return int(value)
+    return value
+
+
+def _finite_number(value):
+    """YAML 1.1 reads ``1e-4`` as a string: short numeric strings become floats; ``nan`` and
+    ``inf`` (as text or as floats) are refused here, before any range check."""
+    if isinstance(value, str) and len(value) <= 40:
+        try:
+            value = float(value)
+        except ValueError:
+            return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+def _plain_name(value):
+    """A run name is a folder name inside the chosen roots, never a path out of them."""
+    if isinstance(value, str) and value and (not RUN_NAME.fullmatch(value) or ".." in value):
+        raise ValueError("must be a plain folder name (letters, digits, '_', '.', '-'; no path "
+                         "separators or '..')")
+    return value
+
+
+def _as_list(value):
+    """``None`` -> ``[]``, one item -> ``[item]`` (``opponents: greedy``)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return [value]
+    return value
+
+
+def Int(low: int, high: int):  # noqa: N802 (a type alias factory)
+    """An int field in ``[low, high]`` (bools refused, ``5.0`` accepted as ``5``)."""
+    return Annotated[int, BeforeValidator(_integral), Field(ge=low, le=high, strict=True)]
+
+
+def Real(low: float, high: float):  # noqa: N802
+    """A finite float field in ``[low, high]``."""
+    return Annotated[float, BeforeValidator(_finite_number),
+                     Field(ge=low, le=high, strict=True, allow_inf_nan=False)]
+
+
+Flag = Annotated[bool, Field(strict=True)]
+Folder = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00]*$", strict=True)]
+Specs = Annotated[list[Annotated[str, Field(max_length=1024, strict=True)]],
+                  BeforeValidator(_as_list), Field(max_length=32)]
+Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
+                   Field(min_length=1, max_length=MAX_HIDDEN_LAYERS)]
+BIG = 10 ** 9
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
     # -- run --------------------------------------------------------------------------------
-    run_name: str = ""
+    run_name: Annotated[str, Field(max_length=100, strict=True), AfterValidator(_plain_name)] = ""
     """Name of the run: TensorBoard logs go to ``<log_dir>/<run_name>/``, checkpoints to
-    ``<checkpoint_dir>/<run_name>/``. Empty: ``ppo_seed<seed>_<date-time>``."""
-    seed: int = 1
+    ``<checkpoint_dir>/<run_name>/``. A plain folder name (letters, digits, ``_ . -``; no path
+    separators). Empty: ``ppo_seed<seed>_<date-time>``."""
+    seed: Int(0, 2 ** 32 - 1) = 1
     """Seeds the deals, the torch and numpy generators; same seed, same run."""
-    torch_threads: int = 1
+    torch_threads: Int(1, 256) = 1
     """``torch.set_num_threads``: 1 is fastest for this small network on a shared 2-core CPU."""
-    total_steps: int = 3_000_000
+    total_steps: Int(1, 10 ** 11) = 3_000_000
     """Training decisions (env steps of the learner seats, forced moves excluded) to collect."""
-    max_minutes: float = 0.0
+    max_minutes: Real(0, 10 ** 6) = 0.0
     """Stop early (with a checkpoint and the final evaluation) after this much wall time; 0 = off."""
-    log_dir: str = "runs"
-    """Root folder of the TensorBoard runs."""
-    checkpoint_dir: str = "checkpoints"
-    """Root folder of the checkpoints."""
-    checkpoint_every: int = 20
+    log_dir: Folder = "runs"
+    """Root folder of the TensorBoard runs (on ``--resume`` too: never taken from the checkpoint)."""
+    checkpoint_dir: Folder = "checkpoints"
+    """Root folder of the checkpoints (on ``--resume`` too: never taken from the checkpoint)."""
+    checkpoint_every: Int(1, BIG) = 20
     """Write ``step_<n>.pt`` and ``latest.pt`` every this many updates (and at the end)."""
-    progress: bool = True
+    progress: Flag = True
     """Show a tqdm progress bar with the latest evaluation numbers."""
 
     # -- games ------------------------------------------------------------------------------
-    num_matches: int = 128
+    num_matches: Int(1, 65536) = 128
     """Matches played side by side in one process; one batched forward pass per step."""
-    num_steps: int = 64
+    num_steps: Int(1, 65536) = 64
     """Learner decisions per match per rollout: batch size = num_matches * num_steps."""
-    target: int = 250
+    target: Int(1, MAX_TARGET) = 250
     """Match target score (R8)."""
-    max_rounds: int = 60
+    max_rounds: Int(1, MAX_ROUNDS) = 60
     """Rounds after which a training match is cut off (counted as neither win nor loss)."""
-    points_scale: float = 0.01
+    points_scale: Real(0, 1000) = 0.01
     """Reward per point of score margin: a seat's reward is (own team's score change - the other
     team's) * points_scale, summed between its decisions (deductions included)."""
-    win_reward: float = 1.0
+    win_reward: Real(0, 1000) = 1.0
     """Extra terminal reward: +win_reward to both winners, -win_reward to both losers."""
 
     # -- opponents --------------------------------------------------------------------------
-    opponents: list[str] = field(default_factory=list)
+    opponents: Specs = Field(default_factory=list)
     """Pool of opponents for some matches: agent specs (``greedy``, ``heuristic``, ``random``,
     ``ckpt:path``) and ``past`` (a frozen earlier snapshot of this run). Empty: pure self-play."""
-    opponent_fraction: float = 0.0
+    opponent_fraction: Real(0, 1) = 0.0
     """Fraction of matches where one team is a pool opponent (the other team is the learner)."""
-    snapshot_every: int = 10
+    snapshot_every: Int(1, BIG) = 10
     """Keep a frozen snapshot of the policy for the ``past`` opponent every this many updates."""
-    max_snapshots: int = 5
+    max_snapshots: Int(1, 1000) = 5
     """How many recent snapshots the ``past`` opponent samples from."""
 
     # -- PPO (names as in CleanRL) ----------------------------------------------------------
-    hidden_sizes: list[int] = field(default_factory=lambda: [256, 256])
+    hidden_sizes: Widths = Field(default_factory=lambda: [256, 256])
     """Widths of the shared MLP trunk (and of the oracle critic's)."""
-    action_features: int = 2
+    action_features: Int(0, 1000) = 2
     """Version of the policy's per-action feature layer (``sevenrocks_env.policy_features``:
     1 = points, end sums and replies; 2 = also the chance a seat must knock and own tiles that
     still fit); 0 = none."""
-    critic: str = "oracle"
+    critic: Literal["shared", "oracle"] = "oracle"
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
     (training only, ``training/critic.py``; the policy still sees only the observation)."""
-    learning_rate: float = 2.5e-4
+    learning_rate: Real(0, 1) = 2.5e-4
     """Adam learning rate at the start."""
-    anneal_lr: bool = True
+    anneal_lr: Flag = True
     """Decay the learning rate linearly to 0 over ``total_steps``."""
-    gamma: float = 0.99
+    gamma: Real(0, 1) = 0.99
     """Discount per own decision of a seat."""
-    gae_lambda: float = 0.95
+    gae_lambda: Real(0, 1) = 0.95
     """GAE lambda."""
-    num_minibatches: int = 4
+    num_minibatches: Int(1, MAX_BATCH) = 4
     """Minibatches per epoch."""
-    update_epochs: int = 4
+    update_epochs: Int(1, 1000) = 4
     """Passes over each rollout."""
-    norm_adv: bool = True
+    norm_adv: Flag = True
     """Normalise advantages per minibatch."""
-    clip_coef: float = 0.2
+    clip_coef: Real(0, 100) = 0.2
     """PPO clipping coefficient."""
-    clip_vloss: bool = True
+    clip_vloss: Flag = True
     """Clip the value loss as in the PPO paper's code."""
-    ent_coef: float = 0.01
+    ent_coef: Real(0, 100) = 0.01
     """Entropy bonus coefficient (entropy over legal actions only)."""
-    vf_coef: float = 0.5
+    vf_coef: Real(0, 1000) = 0.5
     """Value loss coefficient."""
-    max_grad_norm: float = 0.5
+    max_grad_norm: Real(0, 1e6) = 0.5
     """Global gradient-norm clip."""
-    target_kl: float = 0.0
+    target_kl: Real(0, 1000) = 0.0
     """Stop an update's epochs early when approx KL exceeds this; 0 = off."""
 
     # -- evaluation -------------------------------------------------------------------------
-    eval_every: int = 25
+    eval_every: Int(0, BIG) = 25
     """Evaluate with the arena every this many updates (0 = only at the end)."""
-    eval_agents: list[str] = field(default_factory=lambda: ["random", "greedy", "heuristic"])
+    eval_agents: Specs = Field(default_factory=lambda: ["random", "greedy", "heuristic"])
     """Baselines the policy is evaluated against (agent specs)."""
-    eval_pairs: int = 30
+    eval_pairs: Int(1, 100_000) = 30
     """Duplicate match pairs per baseline in periodic evaluations."""
-    final_eval_pairs: int = 200
+    final_eval_pairs: Int(1, 100_000) = 200
     """Duplicate match pairs per baseline in the final arena table."""
-    eval_seed: int = 12345
+    eval_seed: Int(0, 2 ** 32 - 1) = 12345
     """Arena seed (fixed, so every evaluation plays the same deals)."""
 
-    def validate(self) -> None:
-        """Raise :class:`ConfigError` for values that cannot work."""
-        positive = ("torch_threads", "total_steps", "checkpoint_every", "num_matches", "num_steps",
-                    "target", "max_rounds", "snapshot_every", "max_snapshots", "num_minibatches",
-                    "update_epochs", "eval_pairs", "final_eval_pairs")
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
-        for name in ("max_minutes", "points_scale", "win_reward", "learning_rate", "clip_coef",
-                     "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "eval_every"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("gamma", "gae_lambda", "opponent_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ConfigError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
-            raise ConfigError(f"hidden_sizes must be positive widths, got {self.hidden_sizes}")
+    def validate_fields(self) -> None:
+        """Raise :class:`ConfigError` for combinations of values that cannot work."""
         from sevenrocks_env.policy_features import ActionFeatures
         if self.action_features != 0 and self.action_features not in ActionFeatures.SIZES:
             raise ConfigError(f"action_features must be 0 or one of {sorted(ActionFeatures.SIZES)}, "
-                              f"got {self.action_features}")
-        if self.critic not in CRITICS:
-            raise ConfigError(f"critic must be one of {CRITICS}, got {self.critic!r}")
+                              f"got {self.action_features}", "action_features")
         if self.opponent_fraction > 0 and not self.opponents:
-            raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list")
+            raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
+                              "opponent_fraction")
+        if self.batch_size > MAX_BATCH:
+            raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be at most "
+                              f"{MAX_BATCH}", "num_matches")
+        if self.batch_size % self.num_minibatches:
+            raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be divisible by "
+                              f"num_minibatches ({self.num_minibatches})", "num_minibatches")
+        if self.total_steps < self.batch_size:
+            raise ConfigError(f"total_steps ({self.total_steps}) is less than one rollout "
+                              f"({self.batch_size} = num_matches * num_steps)", "total_steps")
         from sevenrocks_env.agents import make_agent
         for key in ("opponents", "eval_agents"):
             for spec in getattr(self, key):
@@ -158,13 +228,7 @@ class TrainConfig:
                 try:
                     make_agent(spec)
                 except ValueError as error:
-                    raise ConfigError(f"{key}: {error}") from None
-        if self.batch_size % self.num_minibatches:
-            raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be divisible by "
-                              f"num_minibatches ({self.num_minibatches})")
-        if self.total_steps < self.batch_size:
-            raise ConfigError(f"total_steps ({self.total_steps}) is less than one rollout "
-                              f"({self.batch_size} = num_matches * num_steps)")
+                    raise ConfigError(f"{key}: {str(error)[:300]}", key) from None
 
     @property
     def batch_size(self) -> int:
@@ -175,62 +239,43 @@ class TrainConfig:
         return self.total_steps // self.batch_size
 
     def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        return self.model_dump()
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
-_TYPES = typing.get_type_hints(TrainConfig)
+FIELDS = tuple(TrainConfig.model_fields)
 
 
-def _coerce(name: str, value):
-    """``value`` as the field's type, or ConfigError naming the field."""
-    kind = _TYPES[name]
-    wanted = getattr(kind, "__name__", str(kind))
-    bad = ConfigError(f"{name} must be {wanted}, got {value!r}")
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        raise bad
-    if kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise bad
-    if kind is float:
-        if isinstance(value, str):  # YAML 1.1 reads "1e-4" as a string
-            try:
-                return float(value)
-            except ValueError:
-                raise bad from None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise bad
-    if kind is str:
-        if isinstance(value, str):
-            return value
-        raise bad
-    item = typing.get_args(kind)[0]  # list[str] / list[int]
-    if value is None:
-        return []
-    if isinstance(value, (str, int)) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, list) or not all(
-            isinstance(v, item) and not isinstance(v, bool) for v in value):
-        raise ConfigError(f"{name} must be a list of {item.__name__}, got {value!r}")
-    return list(value)
+def _unknown_key(key, source: str) -> ConfigError:
+    name = key if isinstance(key, str) else shown(key)
+    near = difflib.get_close_matches(name[:100], FIELDS, n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else f"; valid keys: {', '.join(FIELDS)}"
+    return ConfigError(f"{source}: unknown key {shown(name)}{hint}")
 
 
-def config_from_dict(values: dict, source: str = "config") -> TrainConfig:
-    """Build and validate a config; unknown keys are errors (with the valid names listed)."""
+def config_from_dict(values: dict, source: str = "config",
+                     origins: dict | None = None) -> TrainConfig:
+    """Build and validate a config.  ``origins`` maps a key to where its value came from
+    (``"--set"``), so errors blame the right place; other keys are blamed on ``source``."""
+    origins = origins or {}
     if not isinstance(values, dict):
         raise ConfigError(f"{source}: expected a mapping of key: value, got {type(values).__name__}")
-    unknown = sorted(set(values) - set(_FIELDS))
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(unknown)}; valid keys: "
-                          f"{', '.join(_FIELDS)}")
-    cfg = TrainConfig(**{k: _coerce(k, v) for k, v in values.items()})
-    cfg.validate()
+    for key in values:
+        if not (isinstance(key, str) and key in TrainConfig.model_fields):
+            raise _unknown_key(key, origins.get(key, source) if isinstance(key, str) else source)
+    try:
+        cfg = TrainConfig(**values)
+    except ValidationError as error:
+        problem = error.errors(include_input=False, include_url=False, include_context=False)[0]
+        key = str(problem["loc"][0]) if problem["loc"] else "config"
+        where = "".join(f"[{part}]" for part in problem["loc"][1:])
+        got = shown(values.get(key)) if key in values else "nothing"
+        message = problem["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{origins.get(key, source)}: {key}{where}: {message}, "
+                          f"got {got}") from None
+    try:
+        cfg.validate_fields()
+    except ConfigError as error:
+        raise ConfigError(f"{origins.get(error.key, source)}: {error}", error.key) from None
     return cfg
 
 
@@ -239,40 +284,67 @@ def parse_overrides(overrides) -> dict:
     values = {}
     for text in overrides or ():
         key, sep, raw = text.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set expects key=value, got {text!r}")
-        try:
-            values[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
-            raise ConfigError(f"--set {key}: cannot read value {raw!r}") from None
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set expects key=value, got {shown(text)}")
+        if key not in TrainConfig.model_fields:
+            raise _unknown_key(key, "--set")
+        values[key] = _read_yaml(raw, f"--set {key}") if raw.strip() else ""
     return values
+
+
+def _read_yaml(text: str, source: str):
+    """``yaml.safe_load`` with every failure (syntax, nesting too deep, over-long integers) as
+    one short :class:`ConfigError` line."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise ConfigError(f"{source} is not valid YAML: {str(problem)[:120]}{where}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: YAML nested too deeply") from None
+    except (ValueError, TypeError, OverflowError) as error:  # e.g. a 5000-digit integer
+        raise ConfigError(f"{source}: unreadable value ({str(error)[:80]})") from None
+
+
+def load_yaml_file(path) -> dict:
+    """A config file as a dict: at most :data:`MAX_CONFIG_BYTES`, UTF-8, a YAML mapping."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"cannot read config {path}: {error.strerror or error}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MB; not a config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {error.start})") from None
+    loaded = _read_yaml(text, str(path)) or {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: expected a mapping of key: value, got {type(loaded).__name__}")
+    return loaded
 
 
 def load_config(path=None, overrides=(), base: dict | None = None) -> TrainConfig:
     """Config from a YAML file (or ``base``), then ``key=value`` overrides on top."""
     values = dict(base or {})
+    source = str(path) if path is not None else "config"
     if path is not None:
-        path = Path(path)
-        try:
-            loaded = yaml.safe_load(path.read_text()) or {}
-        except OSError as error:
-            raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path} is not valid YAML: {error}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: expected a mapping of key: value")
+        loaded = load_yaml_file(path)
+        for key in loaded:
+            if not (isinstance(key, str) and key in TrainConfig.model_fields):
+                raise _unknown_key(key, source)
         values.update(loaded)
-    values.update(parse_overrides(overrides))
-    return config_from_dict(values, str(path or "config"))
+    extra = parse_overrides(overrides)
+    values.update(extra)
+    return config_from_dict(values, source, origins={key: "--set" for key in extra})
 
 
 def describe_fields() -> dict[str, str]:
     """Field name -> its docstring (the string right below it in the class body)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(TrainConfig)))
-    body = tree.body[0].body
-    docs = {}
-    for node, following in zip(body, body[1:]):
-        if isinstance(node, ast.AnnAssign) and isinstance(following, ast.Expr) and isinstance(
-                following.value, ast.Constant) and isinstance(following.value.value, str):
-            docs[node.target.id] = " ".join(following.value.value.split())
-    return docs
+    return {name: " ".join((info.description or "").split())
+            for name, info in TrainConfig.model_fields.items()}

@@ -1,0 +1,161 @@
+"""Hostile training configs (issue 15): YAML files and ``--set`` values are untrusted.  Every bad
+one is a :class:`ConfigError` in one short line naming the key and where it came from; nothing
+is built from ``repr`` of a huge value, and reading is bounded (file size, nesting)."""
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from training import config as config_module
+from training.config import FIELDS, ConfigError, TrainConfig, config_from_dict, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.yaml"
+MESSAGE_LIMIT = 2000
+
+
+def refused(*args, **kwargs) -> str:
+    with pytest.raises(ConfigError) as info:
+        load_config(*args, **kwargs)
+    message = str(info.value)
+    assert len(message) < MESSAGE_LIMIT and "\n" not in message, message[:300]
+    return message
+
+
+def write(tmp_path, content) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+def alias_bomb(key: str) -> str:
+    """A few hundred bytes of YAML whose value for ``key`` has 9**7 leaves when walked in full."""
+    level = '["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'
+    parts = [f"&a0 {level}"] + [f"&a{n} [" + ",".join([f"*a{n - 1}"] * 9) + "]"
+                                 for n in range(1, 7)]
+    return f"{key}: [" + ", ".join(parts) + "]\nseed: 3\n"
+
+
+@pytest.mark.parametrize("key", ["opponents", "eval_agents", "hidden_sizes", "learning_rate",
+                                 "run_name"])
+def test_alias_bomb_in_a_known_key(tmp_path, key):
+    text = alias_bomb(key)
+    assert len(text) < 400
+    message = refused(write(tmp_path, text))
+    assert message.startswith(str(tmp_path / "config.yaml")) and key in message
+
+
+@pytest.mark.parametrize("content,words", [
+    (b"seed: 1\nrun_name: \xff\xfe\n", "not UTF-8"),
+    ("hidden_sizes: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ("seed: " + "9" * 5000 + "\n", "unreadable value"),
+    ("seed: [1\n", "not valid YAML"),
+    ("- 1\n- 2\n", "mapping"),
+    ("? [1, 2]\n: 3\n", "not valid YAML"),
+    ("1: 2\n", "unknown key"),
+    ("learnin_rate: 0.1\n", "did you mean 'learning_rate'"),
+])
+def test_bad_files(tmp_path, content, words):
+    assert words in refused(write(tmp_path, content))
+
+
+def test_nesting_too_deep_to_parse(tmp_path):
+    # deep enough that the YAML parser itself would exhaust the stack
+    message = refused(write(tmp_path, "seed: " + "[" * 100_000 + "]" * 100_000 + "\n"))
+    assert "nested too deeply" in message or "seed" in message
+
+
+def test_file_size_is_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(config_module, "MAX_CONFIG_BYTES", 64)
+    assert "larger than" in refused(write(tmp_path, "# " + "x" * 100 + "\nseed: 1\n"))
+
+
+@pytest.mark.parametrize("override,words", [
+    ("learning_rate=nan", "learning_rate: must be a finite number"),
+    ("learning_rate=.inf", "learning_rate: must be a finite number"),
+    ("gamma=-.inf", "gamma: must be a finite number"),
+    ("hidden_sizes=[100000000]", "hidden_sizes[0]"),
+    ("hidden_sizes=[8,8,8,8,8,8,8,8,8]", "hidden_sizes"),
+    ("num_matches=1e9", "num_matches"),
+    ("num_matches=1000000000.0", "num_matches"),
+    ("torch_threads=1e6", "torch_threads"),
+    ("total_steps=" + "9" * 5000, "total_steps"),
+    ("total_steps=" + "9" * 40, "total_steps"),
+    ("seed=true", "seed"),
+    ("seed=-1", "seed"),
+    ("progress=1", "progress"),
+    ("target=1000000", "target"),
+    ("max_rounds=100000", "max_rounds"),
+    ("run_name=../../escaped", "run_name: must be a plain folder name"),
+    ("run_name=a/b", "run_name"),
+    ("run_name=..", "run_name"),
+    ("log_dir=", "log_dir"),
+    ("critic=magic", "critic"),
+    ("eval_agents=[[[[1]]]]", "eval_agents[0]"),
+    ("opponents=[" + ",".join(["greedy"] * 40) + "]", "opponents"),
+    ("eval_agents=[nosuchagent]", "eval_agents: unknown agent spec 'nosuchagent'"),
+])
+def test_bad_values_blame_set_and_name_the_key(override, words):
+    message = refused(SMOKE, [override])
+    assert message.startswith("--set") and words in message, message
+
+
+def test_bad_set_key_blames_set_and_suggests():
+    message = refused(SMOKE, ["num_matchs=3"])
+    assert message == "--set: unknown key 'num_matchs'; did you mean 'num_matches'?"
+    message = refused(SMOKE, ["zzzzqqq=3"])
+    assert message.startswith("--set: unknown key") and "valid keys" in message
+
+
+def test_yaml_value_errors_blame_the_file(tmp_path):
+    message = refused(write(tmp_path, "seed: 1\nlearning_rate: .nan\n"))
+    assert message.startswith(str(tmp_path / "config.yaml")) and "learning_rate" in message
+
+
+#: JSON/YAML-like values of every type, huge and non-finite ones included.
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30), st.sampled_from([80, 400, 5000]).map(lambda d: 10 ** d),
+    st.sampled_from(["nan", "inf", "-inf", "1e400", "../x", "a/b", ""]))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=3)),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(FIELDS), values, max_size=4))
+def test_any_values_are_a_valid_config_or_one_short_error(mapping):
+    try:
+        cfg = config_from_dict(dict(mapping, eval_agents=["random"], opponents=[]))
+    except ConfigError as error:
+        assert len(str(error)) < MESSAGE_LIMIT and "\n" not in str(error)
+        return
+    # accepted: then every float is finite and every size within its bounds
+    for name, value in cfg.as_dict().items():
+        if isinstance(value, float):
+            assert math.isfinite(value), name
+        if isinstance(value, int) and not isinstance(value, bool):
+            assert abs(value) < 10 ** 12, name
+    assert cfg.batch_size <= config_module.MAX_BATCH
+    assert "/" not in cfg.run_name and ".." not in cfg.run_name
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(FIELDS), st.text(max_size=40))
+def test_any_set_text_is_accepted_or_refused_in_one_line(key, raw):
+    try:
+        load_config(SMOKE, [f"{key}={raw}"])
+    except ConfigError as error:
+        assert str(error).startswith("--set") and len(str(error)) < MESSAGE_LIMIT
+        assert "\n" not in str(error)
+
+
+def test_defaults_and_repo_configs_are_valid():
+    for path in (ROOT / "configs").glob("*.yaml"):
+        load_config(path)
+    config_from_dict(TrainConfig().as_dict())
+    assert yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())["run_name"] == "smoke"
