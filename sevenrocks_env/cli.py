@@ -9,6 +9,7 @@ SUBCOMMANDS = {
     "arena": ("sevenrocks_env.arena", "duplicate-deal matches and round robins between agents"),
     "replay": ("sevenrocks_env.render.replay", "turn a game record into a GIF or PNG frames"),
     "play": ("sevenrocks_env.play", "play a seat yourself in the terminal"),
+    "serve": ("sevenrocks_env.web", "play against the bots in a web page (needs the [web] extra)"),
     "train": ("training.train", "PPO self-play training (same as python -m training.train)"),
 }
 

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     store = GameStore(max_games=args.max_games, idle_seconds=60 * args.idle_minutes,
                       extra_agents=tuple(args.agent))
-    shown = "localhost" if args.host in ("127.0.0.1", "::1") else args.host
+    shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Seven Rocks: open http://{shown}:{args.port}/ in a browser (Ctrl-C stops)", flush=True)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(f"note: listening on {args.host}: anyone on the network can open the page and play",

@@ -1,0 +1,326 @@
+// The match page: start panel, the table, your hand, bot moves one at a time, round summaries.
+// The server decides everything; this script shows its answers and sends your clicks.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  view: null,          // the latest game state from the server
+  selected: null,      // tile index picked from the hand, waiting for an end
+  shownRounds: 0,      // ended rounds already summarised
+  busy: false,         // a request is in flight
+  timer: null,
+  paused: false,       // a summary is open
+  labels: {},
+};
+
+async function api(method, path, body) {
+  const options = {method, headers: {}};
+  if (body !== undefined) {
+    options.headers["content-type"] = "application/json";
+    options.body = typeof body === "string" ? body : JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  let data = null;
+  try { data = await response.json(); } catch (e) { data = {error: "the server sent no JSON"}; }
+  if (!response.ok) throw new Error(data.error || response.statusText);
+  return data;
+}
+
+function notice(text, kind) {
+  const node = $("notice");
+  node.textContent = text || "";
+  node.className = kind || "";
+}
+
+// ---- start panel -----------------------------------------------------------------------------
+
+async function loadAgents() {
+  const data = await api("GET", "/api/agents");
+  for (const select of document.querySelectorAll("select.agent")) {
+    for (const agent of data.agents) {
+      const option = document.createElement("option");
+      option.value = agent.spec;
+      option.textContent = agent.label;
+      if (agent.label === "heuristic") option.selected = true;
+      select.appendChild(option);
+    }
+    ui.labels = Object.fromEntries(data.agents.map((a) => [a.spec, a.label]));
+  }
+}
+
+async function startMatch(event) {
+  event.preventDefault();
+  const form = new FormData($("start-form"));
+  const body = {seat: Number(form.get("seat")), partner: form.get("partner"),
+                left: form.get("left"), right: form.get("right"),
+                target: Number(form.get("target") || 250)};
+  if (form.get("seed") !== "") body.seed = Number(form.get("seed"));
+  try {
+    begin(await api("POST", "/api/games", body));
+  } catch (error) {
+    $("start-error").textContent = error.message;
+  }
+}
+
+function begin(view) {
+  ui.shownRounds = 0;
+  ui.selected = null;
+  ui.paused = false;
+  $("start").hidden = true;
+  $("replay").hidden = true;
+  $("game").hidden = false;
+  notice("");
+  show(view);
+}
+
+// ---- showing the game ------------------------------------------------------------------------
+
+function seatName(view, seat) {
+  return seat === view.seat ? "you" : `seat ${seat} (${view.seats[seat].label})`;
+}
+
+function show(view) {
+  ui.view = view;
+  const teamSeats = [0, 1].map((team) => view.seats.filter((s) => s.team === team)
+    .map((s) => s.seat === view.seat ? "you" : `seat ${s.seat}`).join(" & "));
+  Board.drawTracks($("tracks"), view.scores, view.target, teamSeats, view.winner);
+  drawSeats(view);
+  const finished = view.rounds[view.rounds.length - 1];
+  const justEnded = view.rounds.length > ui.shownRounds;
+  const board = justEnded || !view.board ? finished.board : view.board;
+  const targets = {};
+  const tile = selectedTile(view);
+  if (tile) for (const place of tile.places) targets[place.slot] = true;
+  if (board) $("end-sum").textContent = Board.drawBoard($("board"), board, targets, clickEnd);
+  drawHand(view);
+  drawMoves(view);
+  $("knock").hidden = !(view.next === "you" && view.knock.required);
+  if (justEnded) {
+    ui.shownRounds = view.rounds.length;
+    showSummary(view, view.rounds[view.rounds.length - 1]);
+    return;
+  }
+  if (view.over) { showSummary(view, finished); return; }
+  schedule();
+}
+
+function drawSeats(view) {
+  const node = $("seats");
+  node.replaceChildren();
+  for (const seat of view.seats) {
+    const item = document.createElement("div");
+    item.className = "seat" + (seat.to_move ? " to-move" : "") + (seat.seat === view.seat ? " me" : "");
+    item.innerHTML = `<i style="background:${Board.TEAM_COLOURS[seat.team]}"></i>` +
+      `<b>${seat.seat === view.seat ? "you" : seat.label}</b> seat ${seat.seat}` +
+      (seat.tiles === null ? "" : ` &middot; ${seat.tiles} tile${seat.tiles === 1 ? "" : "s"}`);
+    item.dataset.seat = seat.seat;
+    node.appendChild(item);
+  }
+}
+
+function selectedTile(view) {
+  return view.hand.find((t) => t.tile === ui.selected) || null;
+}
+
+function drawHand(view) {
+  const node = $("hand");
+  node.replaceChildren();
+  const myTurn = view.next === "you";
+  for (const tile of view.hand) {
+    const button = document.createElement("button");
+    button.className = "hand-tile" + (myTurn && tile.playable ? " playable" : "") +
+      (tile.tile === ui.selected ? " selected" : "");
+    button.dataset.tile = tile.tile;
+    button.title = tile.name + (tile.playable ? ": " + tile.places.map((p) => p.words).join("; ")
+                                              : tile.reason ? ": " + tile.reason : "");
+    button.setAttribute("aria-label", button.title);
+    button.appendChild(Board.tileIcon(tile.halves, 30));
+    button.addEventListener("click", () => clickTile(tile));
+    node.appendChild(button);
+  }
+}
+
+function drawMoves(view) {
+  const node = $("moves");
+  node.replaceChildren();
+  for (const move of view.moves) {
+    const item = document.createElement("li");
+    item.textContent = move.text.replace(/^seat (\d)/, (_, s) => seatName(view, Number(s)));
+    item.style.borderLeftColor = Board.TEAM_COLOURS[move.seat % 2];
+    if (move.points) item.className = "scored";
+    node.appendChild(item);
+  }
+  node.scrollTop = node.scrollHeight;
+}
+
+// ---- your moves ------------------------------------------------------------------------------
+
+function clickTile(tile) {
+  const view = ui.view;
+  if (view.next !== "you") {
+    notice(view.over ? "the match is over" : `wait: it is ${seatName(view, view.turn)}'s turn`, "warn");
+    return;
+  }
+  if (!tile.playable) {
+    ui.selected = null;
+    notice(tile.reason, "warn");
+    show(view);
+    return;
+  }
+  if (tile.places.length === 1) { sendMove(tile.places[0].action); return; }
+  ui.selected = tile.tile;
+  notice(`${tile.name}: choose a highlighted end (` + tile.places.map((p) => p.words).join("; ") + ")");
+  show(view);
+}
+
+function clickEnd(slot) {
+  const view = ui.view;
+  if (view.next !== "you") return;
+  const tile = selectedTile(view);
+  if (!tile) { notice("pick a tile from your hand first", "warn"); return; }
+  sendMove(4 * tile.tile + slot);  // the server says why if it does not fit
+}
+
+async function sendMove(action) {
+  if (ui.busy) return;
+  ui.busy = true;
+  try {
+    const view = await api("POST", `/api/games/${ui.view.id}/move`, {ply: ui.view.ply, action});
+    ui.selected = null;
+    notice("");
+    ui.busy = false;
+    show(view);
+  } catch (error) {
+    ui.busy = false;
+    notice("not accepted: " + error.message, "warn");
+  }
+}
+
+// ---- the bots' moves, one at a time ----------------------------------------------------------
+
+function delay() { return Number($("delay").value); }
+
+function schedule() {
+  clearTimeout(ui.timer);
+  const view = ui.view;
+  if (!view || view.over || ui.paused) return;
+  if (view.next === "bot") {
+    ui.timer = setTimeout(step, delay());
+  } else if (view.knock.required && $("auto-knock").checked) {
+    ui.timer = setTimeout(() => sendMove(view.knock.action), delay());
+  } else if (view.knock.required) {
+    notice("no tile of yours fits an open end: knock (R6)");
+  }
+}
+
+async function step() {
+  if (ui.busy || ui.paused) return;
+  ui.busy = true;
+  try {
+    const view = await api("POST", `/api/games/${ui.view.id}/step`, {ply: ui.view.ply});
+    ui.busy = false;
+    show(view);
+  } catch (error) {
+    ui.busy = false;
+    notice(error.message, "warn");
+  }
+}
+
+// ---- round and match summaries ---------------------------------------------------------------
+
+function showSummary(view, summary) {
+  ui.paused = true;
+  clearTimeout(ui.timer);
+  const body = $("summary-body");
+  body.replaceChildren();
+  const title = document.createElement("h2");
+  title.textContent = `Round ${summary.round + 1}: ` + summary.text.replace(/^seat (\d)/, (_, s) => seatName(view, Number(s)));
+  body.appendChild(title);
+  if (summary.hands.length) {
+    const table = document.createElement("table");
+    table.innerHTML = "<tr><th>seat</th><th>remaining hand</th><th>pips</th><th>rounded</th><th>deduction</th></tr>";
+    for (const hand of summary.hands) {
+      const row = table.insertRow();
+      row.insertCell().textContent = hand.seat === view.seat ? `${hand.seat} (you)` : `${hand.seat} (${view.seats[hand.seat].label})`;
+      const cell = row.insertCell();
+      for (const name of hand.tiles) cell.appendChild(Board.tileIcon(name.split("|").map(Number), 16));
+      if (!hand.tiles.length) cell.textContent = "(empty)";
+      row.insertCell().textContent = hand.pips;
+      row.insertCell().textContent = hand.rounded;
+      row.insertCell().textContent = "team " + hand.team + " \u2212" + hand.deduction;
+    }
+    body.appendChild(table);
+    const lost = document.createElement("p");
+    lost.textContent = `Deductions (R7): team 0 \u2212${summary.team_deductions[0]}, team 1 \u2212${summary.team_deductions[1]}`;
+    body.appendChild(lost);
+  }
+  const scores = document.createElement("p");
+  scores.className = "summary-scores";
+  scores.textContent = `Scores: team 0 ${summary.scores[0]}, team 1 ${summary.scores[1]}`;
+  body.appendChild(scores);
+  if (view.over) {
+    const result = document.createElement("h2");
+    const mine = view.winner === view.team;
+    result.id = "match-result";
+    result.textContent = `Team ${view.winner} wins ${view.scores[0]} \u2013 ${view.scores[1]}: ` +
+      (mine ? "your team wins!" : "your team loses.") + ` (seed ${view.seed})`;
+    body.appendChild(result);
+  }
+  $("summary-continue").hidden = view.over;
+  $("rematch").hidden = !view.over;
+  $("summary-new").hidden = !view.over;
+  $("summary").showModal();
+}
+
+function closeSummary() {
+  $("summary").close();
+  ui.paused = false;
+  show(ui.view);
+}
+
+async function rematch() {
+  try {
+    const view = await api("POST", `/api/games/${ui.view.id}/rematch`);
+    $("summary").close();
+    begin(view);
+  } catch (error) { notice(error.message, "warn"); }
+}
+
+async function downloadRecord() {
+  try {
+    const record = await api("GET", `/api/games/${ui.view.id}/record`);
+    const blob = new Blob([JSON.stringify(record, null, 1) + "\n"], {type: "application/json"});
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = "sevenrocks-record.json";
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+  } catch (error) { notice(error.message, "warn"); }
+}
+
+function newMatch() {
+  clearTimeout(ui.timer);
+  if ($("summary").open) $("summary").close();
+  ui.view = null;
+  $("game").hidden = true;
+  $("start").hidden = false;
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  loadAgents().catch((error) => { $("start-error").textContent = error.message; });
+  $("start-form").addEventListener("submit", startMatch);
+  $("knock").addEventListener("click", () => sendMove(ui.view.knock.action));
+  $("delay").addEventListener("input", () => {
+    $("delay-value").textContent = (delay() / 1000).toFixed(delay() < 100 ? 2 : 1) + " s";
+  });
+  $("auto-knock").addEventListener("change", schedule);
+  $("download").addEventListener("click", downloadRecord);
+  $("new-match").addEventListener("click", newMatch);
+  $("summary-continue").addEventListener("click", closeSummary);
+  $("summary").addEventListener("cancel", (event) => { event.preventDefault(); if (!ui.view.over) closeSummary(); });
+  $("rematch").addEventListener("click", rematch);
+  $("summary-new").addEventListener("click", newMatch);
+});
+
+window.App = {ui, api, notice, newMatch};

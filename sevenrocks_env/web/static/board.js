@@ -1,0 +1,151 @@
+// Drawing in SVG, in the picture renderer's visual language (sevenrocks_env/render/picture.py):
+// ivory tiles with pips, doubles crosswise, the spinner outlined in orange, counted ends as gold
+// discs showing their value, open ends that count 0 as rings, the last tile outlined in its
+// team's colour, score pegs on a track.  Positions come from the server (render/geometry.py).
+"use strict";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const TEAM_COLOURS = ["#468ceb", "#e14b4b"];
+const PIPS = {
+  0: [], 1: [[.5, .5]], 2: [[.25, .25], [.75, .75]], 3: [[.25, .25], [.5, .5], [.75, .75]],
+  4: [[.25, .25], [.75, .25], [.25, .75], [.75, .75]],
+  5: [[.25, .25], [.75, .25], [.5, .5], [.25, .75], [.75, .75]],
+  6: [[.25, .22], [.25, .5], [.25, .78], [.75, .22], [.75, .5], [.75, .78]],
+};
+
+function svg(tag, attrs, parent) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+// A domino in the box [x0, y0, x1, y1]: `first` in the left/top square, `second` in the other.
+function drawDomino(parent, box, first, second, vertical, extraClass) {
+  const [x0, y0, x1, y1] = box;
+  const w = x1 - x0, h = y1 - y0, short = Math.min(w, h);
+  const group = svg("g", {class: "domino " + (extraClass || "")}, parent);
+  svg("rect", {x: x0, y: y0, width: w, height: h, rx: Math.max(2, short / 7),
+               class: "tile-face", "stroke-width": Math.max(1, short / 18)}, group);
+  const pip = Math.max(1.2, short * 0.085);
+  let halves;
+  if (vertical) {
+    const mid = (y0 + y1) / 2;
+    svg("line", {x1: x0 + short * .15, y1: mid, x2: x1 - short * .15, y2: mid,
+                 class: "tile-line", "stroke-width": Math.max(1, short / 20)}, group);
+    halves = [[x0, y0, x1, mid, first], [x0, mid, x1, y1, second]];
+  } else {
+    const mid = (x0 + x1) / 2;
+    svg("line", {x1: mid, y1: y0 + short * .15, x2: mid, y2: y1 - short * .15,
+                 class: "tile-line", "stroke-width": Math.max(1, short / 20)}, group);
+    halves = [[x0, y0, mid, y1, first], [mid, y0, x1, y1, second]];
+  }
+  for (const [hx0, hy0, hx1, hy1, number] of halves) {
+    for (const [fx, fy] of PIPS[number]) {
+      svg("circle", {cx: hx0 + fx * (hx1 - hx0), cy: hy0 + fy * (hy1 - hy0), r: pip,
+                     class: "pip"}, group);
+    }
+  }
+  return group;
+}
+
+// The table: tiles, spinner outline, last tile, end markers and the end sum.
+// `targets` maps slot -> true for the ends the selected tile may go to (highlighted).
+function drawBoard(node, board, targets, onMarker) {
+  node.replaceChildren();
+  svg("rect", {x: 0, y: 0, width: board.width, height: board.height, class: "felt"}, node);
+  if (board.empty) {
+    const text = svg("text", {x: board.width / 2, y: board.height / 2, class: "empty-table"}, node);
+    text.textContent = "the table is empty: the opener plays any tile (R3)";
+  }
+  for (const tile of board.tiles) {
+    const [x0, y0, x1, y1] = tile.box;
+    const unit = Math.min(x1 - x0, y1 - y0);
+    drawDomino(node, tile.box, tile.halves[0], tile.halves[1], tile.vertical);
+    if (tile.last) {
+      svg("rect", {x: x0, y: y0, width: x1 - x0, height: y1 - y0, rx: Math.max(2, unit * .14),
+                   class: "last-tile", stroke: TEAM_COLOURS[tile.seat % 2],
+                   "stroke-width": Math.max(2, unit * .1)}, node);
+    }
+    if (tile.spinner) {
+      const pad = Math.max(2, unit * .1), width = Math.max(3, unit * .16);
+      svg("rect", {x: x0 - pad, y: y0 - pad, width: x1 - x0 + 2 * pad, height: y1 - y0 + 2 * pad,
+                   rx: width + 2, class: "spinner", "stroke-width": width}, node);
+    }
+  }
+  for (const marker of board.markers) {
+    const [cx, cy] = marker.center;
+    const group = svg("g", {class: "marker" + (targets && targets[marker.slot] ? " target" : ""),
+                            "data-slot": marker.slot}, node);
+    const title = svg("title", {}, group);
+    title.textContent = marker.place + ": open " + marker.number +
+      (marker.counted ? ", counts " + marker.value : ", counts 0 until a tile is played there");
+    if (marker.counted) {
+      svg("circle", {cx, cy, r: marker.radius, class: "counted"}, group);
+      const text = svg("text", {x: cx, y: cy, class: "counted-value",
+                                "font-size": marker.radius * 1.15}, group);
+      text.textContent = marker.value;
+    } else {
+      svg("circle", {cx, cy, r: marker.radius, class: "hollow",
+                     "stroke-width": Math.max(2, marker.radius / 4)}, group);
+    }
+    // a larger invisible disc makes the end easy to hit on a phone
+    svg("circle", {cx, cy, r: Math.max(marker.radius * 1.6, 22), class: "hit"}, group);
+    if (onMarker) group.addEventListener("click", () => onMarker(marker.slot));
+  }
+  return endSumText(board);
+}
+
+// "end sum 20 = 3 + 5 + 6 + 6 · last tile: 20 points" (R5).
+function endSumText(board) {
+  if (board.empty) return "the table is empty: the opener plays any tile (R3)";
+  const points = board.end_sum > 0 && board.end_sum % 5 === 0 ? board.end_sum : 0;
+  return "end sum " + board.end_sum +
+    (board.counted.length > 1 ? " = " + board.counted.join(" + ") : "") +
+    " \u00b7 " + (points ? "a multiple of 5: the last tile scored " + points : "no points");
+}
+
+// Both partnerships' scores as pegs on a track with a hole every `step` points (R1, R8).
+function drawTracks(node, scores, target, seatsOfTeam, winner) {
+  node.replaceChildren();
+  const step = Math.max(5, Math.ceil(target / 100 / 5) * 5);
+  const holes = Math.max(1, Math.floor(target / step));
+  for (const team of [0, 1]) {
+    const row = document.createElement("div");
+    row.className = "track-row";
+    const label = document.createElement("span");
+    label.className = "track-label";
+    label.innerHTML = `<i style="background:${TEAM_COLOURS[team]}"></i>team ${team} ` +
+      `<small>(${seatsOfTeam[team]})</small>`;
+    row.appendChild(label);
+    const track = svg("svg", {viewBox: `0 0 ${holes * 10 + 10} 16`, class: "track",
+                              preserveAspectRatio: "none"});
+    svg("rect", {x: 0, y: 0, width: holes * 10 + 10, height: 16, rx: 6, class: "track-wood"}, track);
+    for (let hole = 0; hole < holes; hole++) {
+      const filled = scores[team] >= (hole + 1) * step;
+      svg("circle", {cx: 10 + hole * 10, cy: 8, r: filled ? 3.4 : 2,
+                     fill: filled ? TEAM_COLOURS[team] : "#462d19"}, track);
+    }
+    row.appendChild(track);
+    const value = document.createElement("span");
+    value.className = "track-score";
+    value.id = "score-" + team;
+    value.textContent = scores[team];
+    const of = document.createElement("small");
+    of.textContent = " / " + target + (winner === team ? "  wins" : "");
+    row.appendChild(value);
+    row.appendChild(of);
+    node.appendChild(row);
+  }
+}
+
+// A tile of a hand as a small standalone SVG (for buttons and summaries).
+function tileIcon(halves, size) {
+  const s = size || 28;
+  const node = svg("svg", {viewBox: `0 0 ${2 * s + 2} ${s + 2}`, width: 2 * s + 2, height: s + 2,
+                           class: "tile-icon"});
+  drawDomino(node, [1, 1, 2 * s + 1, s + 1], halves[0], halves[1], false);
+  return node;
+}
+
+window.Board = {drawBoard, endSumText, drawDomino, drawTracks, tileIcon, TEAM_COLOURS};

@@ -1,0 +1,106 @@
+// Replaying a game record: the server validates it (record.validate) and serves one frame per
+// move; the step controls walk through a round, the select picks the round.
+"use strict";
+
+const replay = {info: null, round: 0, move: 0};
+
+async function loadRecord(file) {
+  const error = document.getElementById("start-error");
+  error.textContent = "";
+  let text;
+  try { text = await file.text(); } catch (e) { error.textContent = "cannot read the file"; return; }
+  try {
+    replay.info = await App.api("POST", "/api/replays", text);
+  } catch (problem) {
+    error.textContent = problem.message;
+    return;
+  }
+  const select = document.getElementById("replay-round");
+  select.replaceChildren();
+  for (const round of replay.info.rounds) {
+    const option = document.createElement("option");
+    option.value = round.round;
+    option.textContent = `${round.round + 1} (${round.result || "unfinished"})`;
+    select.appendChild(option);
+  }
+  const info = replay.info;
+  document.getElementById("replay-info").textContent =
+    `Record: ${info.rounds.length} round(s), target ${info.target}, final scores ` +
+    `${info.scores[0]} \u2013 ${info.scores[1]}` +
+    (info.winner === null ? ", no winner" : `, team ${info.winner} wins`);
+  document.getElementById("start").hidden = true;
+  document.getElementById("replay").hidden = false;
+  await goTo(0, 0);
+}
+
+async function goTo(round, move) {
+  const rounds = replay.info.rounds;
+  round = Math.max(0, Math.min(rounds.length - 1, round));
+  move = Math.max(0, Math.min(rounds[round].moves, move));
+  const frame = await App.api("GET", `/api/replays/${replay.info.id}/${round}/${move}`);
+  replay.round = round;
+  replay.move = move;
+  document.getElementById("replay-round").value = round;
+  document.getElementById("replay-position").textContent =
+    `move ${move} of ${frame.moves_in_round}` + (frame.result ? ` \u2013 ${frame.result}` : "");
+  const seats = ["seat 0 & 2", "seat 1 & 3"];
+  Board.drawTracks(document.getElementById("tracks"), frame.scores, frame.target, seats, null);
+  document.getElementById("replay-end-sum").textContent =
+    Board.drawBoard(document.getElementById("replay-board"), frame.board, null, null);
+  const hands = document.getElementById("replay-hands");
+  hands.replaceChildren();
+  frame.hands.forEach((tiles, seat) => {
+    const row = document.createElement("div");
+    row.className = "replay-hand";
+    row.innerHTML = `<i style="background:${Board.TEAM_COLOURS[seat % 2]}"></i>seat ${seat}` +
+      (frame.deductions ? ` \u2212${frame.deductions[seat]}` : "");
+    for (const name of tiles) row.appendChild(Board.tileIcon(name.split("|").map(Number), 16));
+    hands.appendChild(row);
+  });
+  const list = document.getElementById("replay-moves");
+  list.replaceChildren();
+  for (const entry of frame.moves) {
+    const item = document.createElement("li");
+    item.textContent = entry.text;
+    item.style.borderLeftColor = Board.TEAM_COLOURS[entry.seat % 2];
+    if (entry.points) item.className = "scored";
+    list.appendChild(item);
+  }
+}
+
+function stepReplay(kind) {
+  const rounds = replay.info.rounds;
+  const {round, move} = replay;
+  if (kind === "first") return goTo(round, 0);
+  if (kind === "last") return goTo(round, rounds[round].moves);
+  if (kind === "next") {
+    if (move < rounds[round].moves) return goTo(round, move + 1);
+    if (round + 1 < rounds.length) return goTo(round + 1, 0);
+    return null;
+  }
+  if (move > 0) return goTo(round, move - 1);
+  if (round > 0) return goTo(round - 1, rounds[round - 1].moves);
+  return null;
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("record-file").addEventListener("change", (event) => {
+    if (event.target.files.length) loadRecord(event.target.files[0]);
+    event.target.value = "";
+  });
+  for (const button of document.querySelectorAll("#replay-controls [data-step]")) {
+    button.addEventListener("click", () => stepReplay(button.dataset.step));
+  }
+  document.getElementById("replay-round").addEventListener("change", (event) =>
+    goTo(Number(event.target.value), 0));
+  document.getElementById("replay-close").addEventListener("click", () => {
+    document.getElementById("replay").hidden = true;
+    document.getElementById("start").hidden = false;
+    document.getElementById("tracks").replaceChildren();
+  });
+  document.addEventListener("keydown", (event) => {
+    if (document.getElementById("replay").hidden) return;
+    if (event.key === "ArrowRight") stepReplay("next");
+    if (event.key === "ArrowLeft") stepReplay("prev");
+  });
+});

@@ -1,0 +1,194 @@
+"""The web page end to end in a real browser: Playwright drives Debian's Chromium (no Playwright
+browser download), against the server running in this process on a free localhost port.
+
+A whole round is played by clicking highlighted tiles and ends; the page's scores must equal the
+server's record, and the downloaded record must validate.  A screenshot of a mid-round board is
+saved to docs/web_screenshot.png.  Without /usr/bin/chromium this test FAILS (install it with
+``apt-get install -y chromium``): it never passes silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import uvicorn
+from playwright.sync_api import sync_playwright
+
+from sevenrocks_env import record as records
+from sevenrocks_env.web.api import create_app
+from sevenrocks_env.web.games import GameStore
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "web_screenshot.png"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The app served by uvicorn in a thread; yields (base url, app)."""
+    app = create_app(GameStore())
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    instance = uvicorn.Server(config)
+    thread = threading.Thread(target=instance.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not instance.started:
+        if time.monotonic() > deadline:
+            pytest.fail("the web server did not start within 10 s")
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}", app
+    instance.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium "
+                    f"(apt-get install -y chromium; Playwright's own download does not work here)")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
+            accept_downloads=True, viewport={"width": 1100, "height": 1000})
+        yield context
+        context.close()
+
+
+def ply(page) -> int:
+    return page.evaluate("App.ui.view ? App.ui.view.ply : -1")
+
+
+def wait_for_turn_or_summary(page) -> str:
+    """Wait until the human must act or a round summary is open; say which."""
+    page.wait_for_function(
+        "document.getElementById('summary').open || (App.ui.view && App.ui.view.next === 'you'"
+        " && !App.ui.busy)", timeout=20000)
+    return "summary" if page.evaluate("document.getElementById('summary').open") else "turn"
+
+
+def play_my_turn(page, notes: dict) -> None:
+    """Click a highlighted tile, then a highlighted end if the tile fits more than one."""
+    before = ply(page)
+    if page.locator("#knock").is_visible():
+        page.click("#knock")
+    else:
+        stuck = page.locator("#hand .hand-tile:not(.playable)")
+        if stuck.count() and "illegal" not in notes:  # an illegal click says why (R3/R4)
+            stuck.first.click()
+            notes["illegal"] = page.locator("#notice").inner_text()
+        if not page.locator("#hand .hand-tile.selected").count():
+            page.locator("#hand .hand-tile.playable").first.click()
+        if ply(page) == before and page.locator("#board .marker.target").count():
+            notes["chose_end"] = True
+            page.locator("#board .marker.target").first.click()
+    page.wait_for_function(f"App.ui.view.ply > {before}", timeout=10000)
+
+
+def test_play_a_round_in_chromium(server, browser, tmp_path):
+    base, app = server
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(base + "/")
+    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+    for name in ("partner", "left", "right"):
+        page.select_option(f"select[name={name}]", "greedy")
+    page.select_option("select[name=seat]", "0")
+    page.fill("input[name=seed]", "4")
+    page.evaluate("const d = document.getElementById('delay'); d.value = 30;"
+                  "d.dispatchEvent(new Event('input'))")
+    page.click("#start-button")
+    page.wait_for_selector("#game:not([hidden])")
+    notes, screenshot_taken = {}, False
+    while wait_for_turn_or_summary(page) == "turn":
+        board = page.evaluate("App.ui.view.board")
+        choice = page.evaluate("App.ui.view.hand.findIndex((t) => t.places.length > 1)")
+        spinner = any(tile["spinner"] for tile in board["tiles"])
+        if not screenshot_taken and spinner and len(board["tiles"]) >= 9 and choice >= 0:
+            # mid-round, a tile picked that fits two ends: both ends highlighted
+            page.locator("#hand .hand-tile").nth(choice).click()
+            page.wait_for_selector("#board .marker.target")
+            SCREENSHOT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            screenshot_taken = True
+        play_my_turn(page, notes)
+    assert screenshot_taken, "seed 4 no longer gives a mid-round board with a spinner"
+    assert notes.get("chose_end"), "no tile needed a click on a highlighted end"
+    assert not errors, errors
+
+    # the round summary and the score tracks agree with the server's record
+    store = app.state.store
+    game = store.get(page.evaluate("App.ui.view.id"))
+    record = records.game_record(game.match)
+    first = record["rounds"][0]
+    page_scores = [int(page.inner_text(f"#score-{team}")) for team in (0, 1)]
+    assert page_scores == first["scores"] == game.match.history[0].scores
+    summary = page.inner_text("#summary-body")
+    assert f"Scores: team 0 {first['scores'][0]}, team 1 {first['scores'][1]}" in summary
+    if first["result"] != "won":
+        assert "Deductions (R7)" in summary
+    if "illegal" in notes:
+        assert "(R3)" in notes["illegal"] or "(R4)" in notes["illegal"], notes["illegal"]
+
+    # download the record and validate it
+    page.click("#summary-continue")
+    with page.expect_download() as download:
+        page.click("#download")
+    path = tmp_path / "record.json"
+    download.value.save_as(path)
+    saved = records.load(path)  # validates (raises RecordError otherwise)
+    assert saved["rounds"][0]["scores"] == page_scores
+
+    # the record replays with step controls; a broken one is refused with the reason
+    page.click("#new-match")
+    page.set_input_files("#record-file", str(path))
+    page.wait_for_selector("#replay:not([hidden])")
+    page.wait_for_function("document.getElementById('replay-position').textContent.startsWith('move 0')")
+    page.click("#replay-controls [data-step=next]")
+    page.wait_for_function("document.getElementById('replay-position').textContent.startsWith('move 1')")
+    assert page.locator("#replay-board .domino").count() == 1
+    page.click("#replay-controls [data-step=last]")
+    page.wait_for_function("document.getElementById('replay-position').textContent.includes('"
+                           + str(first["result"]) + "')")
+    page.click("#replay-close")
+    broken = tmp_path / "broken.json"
+    saved["rounds"][0]["scores"] = [saved["rounds"][0]["scores"][0] + 5,
+                                    saved["rounds"][0]["scores"][1]]
+    broken.write_text(json.dumps(saved))
+    page.set_input_files("#record-file", str(broken))
+    page.wait_for_function("document.getElementById('start-error').textContent.length > 0")
+    assert "not a valid game record" in page.inner_text("#start-error")
+    assert not errors, errors
+
+
+def test_phone_width_keeps_board_and_hand_on_screen(server, browser):
+    base, _ = server
+    page = browser.new_page()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(base + "/")
+    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+    for name in ("partner", "left", "right"):
+        page.select_option(f"select[name={name}]", "greedy")
+    page.click("#start-button")
+    page.wait_for_selector("#hand .hand-tile")
+    board = page.locator("#board").bounding_box()
+    assert board["x"] >= 0 and board["x"] + board["width"] <= 390
+    for index in range(page.locator("#hand .hand-tile").count()):
+        box = page.locator("#hand .hand-tile").nth(index).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
