@@ -19,26 +19,46 @@ from .tiles import NUM_TILES, OTHER_HALF, TILE_HIGH, TILE_IS_DOUBLE, TILE_LOW, T
 
 WEST, EAST, NORTH = 0, 1, 2
 
+#: One name per feature, in order (see the table in :class:`ActionFeatures`).
+FEATURE_NAMES: tuple[str, ...] = (
+    "points", "scores", "end_sum", *(f"end_sum_mod5_{r}" for r in range(5)),
+    "tile_pips", "tile_double", *(f"open_number_{n}" for n in range(7)),
+    "left_best_reply", "left_reply_sum", "partner_best_reply", "partner_reply_sum",
+    "left_must_knock", "partner_must_knock", "own_tiles_fitting",
+)
+
 
 class ActionFeatures(nn.Module):
     """Features ``[P, SIZE]`` of placements (zeros where the tile does not fit):
 
-    | index | feature                                                                  |
-    |------:|--------------------------------------------------------------------------|
-    | 0     | points the placement scores / 35 (R5)                                    |
-    | 1     | 1 if it scores                                                           |
-    | 2     | end sum after it / 36                                                    |
-    | 3-7   | one-hot of that end sum mod 5                                            |
-    | 8     | the tile's pips / 12 (what it would cost in hand, R7)                    |
-    | 9     | the tile is a double                                                     |
-    | 10-16 | one-hot of the number it leaves open at that slot                        |
-    | 17    | best reply score / 35 of the left opponent (next to play), over its possible tiles |
-    | 18    | expected best reply of the left opponent / 35 (each possible tile weighted by the share of hidden tiles it holds) |
-    | 19    | best reply score / 35 of the partner, same layout                        |
-    | 20    | expected best reply of the partner / 35                                  |
-    | 21    | P(the left opponent must knock on the new layout) (R6, version 2)        |
-    | 22    | P(the partner must knock on the new layout) (version 2)                  |
-    | 23    | own remaining tiles that fit the new layout / tiles in hand (version 2)  |
+    | index | name                    | feature                                                 |
+    |------:|-------------------------|---------------------------------------------------------|
+    | 0     | points                  | points the placement scores / 35 (R5)                   |
+    | 1     | scores                  | 1 if it scores                                          |
+    | 2     | end_sum                 | end sum after it / 36                                   |
+    | 3-7   | end_sum_mod5_0 .. 4     | one-hot of that end sum mod 5                           |
+    | 8     | tile_pips               | the tile's pips / 12 (what it would cost in hand, R7)   |
+    | 9     | tile_double             | the tile is a double                                    |
+    | 10-16 | open_number_0 .. 6      | one-hot of the number it leaves open at that slot       |
+    | 17    | left_best_reply         | most points / 35 the left opponent (next to play) could |
+    |       |                         | score next, over the tiles it may hold                  |
+    | 18    | left_reply_sum          | share-weighted sum of reply points / 35 of the left     |
+    |       |                         | opponent: sum over the tiles it may hold of the most    |
+    |       |                         | points that tile scores next, times the opponent's      |
+    |       |                         | share of the hidden tiles (the expected total of its    |
+    |       |                         | tiles' best replies -- not an expected maximum)         |
+    | 19    | partner_best_reply      | as 17, for the partner, same layout                     |
+    | 20    | partner_reply_sum       | as 18, for the partner                                  |
+    | 21    | left_must_knock         | P(the left opponent must knock on the new layout) (R6,  |
+    |       |                         | version 2)                                              |
+    | 22    | partner_must_knock      | P(the partner must knock on the new layout) (version 2) |
+    | 23    | own_tiles_fitting       | own remaining tiles that fit the new layout / tiles in  |
+    |       |                         | hand (version 2)                                        |
+
+    Names are :data:`FEATURE_NAMES`.  Features 18 and 20 were once documented as an "expected
+    best reply"; the values were always the sum above (the shipped policy was trained on them,
+    so they stay).  ``tests/test_policy_features.py`` checks every feature against the rules
+    engine on random states.
 
     The end sum after a placement is the sum of the slots' counted values (an opening spinner,
     which the observation counts once, stops being exposed on both sides with any placement).
@@ -135,7 +155,7 @@ class ActionFeatures(nn.Module):
         best_reply = reply_points.amax(-1)                                        # [P, 28]
         possible, share = self._holdings(obs)                                     # [P, 2, 28]
         candidates = best_reply.unsqueeze(1) * possible
-        best, expected = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
+        best, reply_sum = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
 
         # -- version 2: who may have to knock on the new layout (R6), own tiles still fitting -
         fits_after = reply_fits.amax(-1)                                          # [P, 28]
@@ -150,7 +170,7 @@ class ActionFeatures(nn.Module):
             nn.functional.one_hot(remainder.long(), 5).float(),
             torch.stack([self.tile_pips[tile] / 12.0, tile_double], -1),
             nn.functional.one_hot(torch.where(opening, 7, new_end), 8)[:, :7].float(),
-            torch.stack([best[:, 0], expected[:, 0], best[:, 1], expected[:, 1]], -1),
+            torch.stack([best[:, 0], reply_sum[:, 0], best[:, 1], reply_sum[:, 1]], -1),
             must_knock, control.unsqueeze(-1),
         ], -1)[:, :self.size]
         return parts * fits.unsqueeze(-1)
