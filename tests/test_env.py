@@ -219,3 +219,62 @@ def test_observation_does_not_leak_hidden_tiles():
     assert np.array_equal(encode(world_a, 0), encode(world_b, 0))
     assert np.array_equal(encode(world_a, 2), encode(world_b, 2))
     assert not np.array_equal(encode(world_a, 1), encode(world_b, 1))
+
+
+# -- observation bounds: finite, true, and what every observation obeys --------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sevenrocks_env.env import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION, observation_space  # noqa: E402
+from sevenrocks_env.scoring import deduction  # noqa: E402
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), target=st.sampled_from([5, 30, 250, 1000]),
+       max_rounds=st.sampled_from([1, 3, 100]))
+def test_every_observation_of_random_play_lies_in_the_declared_space(seed, target, max_rounds):
+    """Each seat's observation after every step (and after the match) is in its space."""
+    env = sevenrocks_v0.raw_env(target=target, max_rounds=max_rounds)
+    space = env.observation_space("player_0")
+    assert np.isfinite(space["observation"].low).all() and np.isfinite(space["observation"].high).all()
+
+    def check(e, agent, action):
+        for other in e.possible_agents:
+            assert space.contains(e.observe(other)), (other, e.match.scores)
+
+    play_out(env, seed, on_step=check)
+    for agent in env.possible_agents:
+        assert space.contains(env.observe(agent))
+
+
+@pytest.mark.parametrize("target, max_rounds", [(250, 100), (5, 1000), (1000, 1)])
+def test_the_score_bounds_are_exactly_the_derived_ones(target, max_rounds):
+    """Scores at the derived extremes are inside the space, one point beyond is outside."""
+    space = observation_space(target, max_rounds)
+    hands, opener = deal(0, 0)
+    lowest, highest = -MAX_TEAM_DEDUCTION * max_rounds, target - 1 + MAX_PLACEMENT_POINTS
+    for scores, inside in (((lowest, highest), True), ((highest, lowest), True),
+                           ((lowest - 1, 0), False), ((0, highest + 1), False)):
+        match = Match.from_deal(hands, opener, target=target, scores=scores)
+        obs = {"observation": encode(match, 0), "action_mask": np.zeros(113, np.int8)}
+        assert space.contains(obs) is inside, scores
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.permutations(range(28)))
+def test_a_partnership_loses_at_most_max_team_deduction_per_round(order):
+    """R7: two 7-tile hands of a team, rounded separately, never cost more than the bound."""
+    first = sum(1 << t for t in order[:7])
+    second = sum(1 << t for t in order[7:14])
+    assert deduction(first) + deduction(second) <= MAX_TEAM_DEDUCTION
+    assert MAX_PLACEMENT_POINTS == 35  # R5: the largest scoring placement
+
+
+def test_max_team_deduction_is_reached_by_the_heaviest_hands():
+    from sevenrocks_env.tiles import TILE_PIPS
+
+    heaviest = sorted(range(28), key=lambda t: -TILE_PIPS[t])
+    first, second = sum(1 << t for t in heaviest[:7]), sum(1 << t for t in heaviest[7:14])
+    assert (deduction(first), deduction(second)) == (70, 50)
+    assert MAX_TEAM_DEDUCTION == 120

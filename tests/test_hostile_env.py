@@ -1,0 +1,126 @@
+"""Env edges (hostile or careless callers) get clear errors, in PettingZoo's words where it has
+them: unknown agents, use before reset, use after every agent left, odd action types, bad seeds."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.rules import legal_actions
+from sevenrocks_env.single_agent import SingleAgentEnv
+
+MAX_MESSAGE = 4000
+
+
+def finished(env):
+    """Play ``env`` (raw or wrapped) to the end and step every agent out."""
+    env.reset(seed=1)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else int(np.flatnonzero(obs["action_mask"])[0]))
+    assert env.agents == []
+    return env
+
+
+@pytest.mark.parametrize("agent", ["player_4", "player_-1", "", "PLAYER_0", 0, None, ("player_0",),
+                                   ["player_0"], b"player_0"])
+def test_observe_an_unknown_agent(agent):
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="unknown agent") as info:
+        env.observe(agent)
+    assert "player_0" in str(info.value) and len(str(info.value)) < MAX_MESSAGE
+
+
+def test_raw_env_before_reset_says_so_in_pettingzoo_words():
+    env = sevenrocks_v0.raw_env()
+    with pytest.raises(RuntimeError, match=r"reset\(\) needs to be called before step"):
+        env.step(0)
+    with pytest.raises(RuntimeError, match=r"reset\(\) needs to be called before observe"):
+        env.observe("player_0")
+    with pytest.raises(RuntimeError, match=r"reset\(\) needs to be called before last"):
+        env.last()
+    with pytest.raises(ValueError, match="unknown agent"):  # a bad name is named first
+        env.observe("player_4")
+    with pytest.raises(RuntimeError, match="reset"):
+        env.game_record()
+
+
+def test_raw_env_after_every_agent_left():
+    env = finished(sevenrocks_v0.raw_env(target=60))
+    with pytest.raises(RuntimeError, match="all agents are terminated or truncated"):
+        env.step(None)
+    with pytest.raises(RuntimeError, match="all agents are terminated or truncated"):
+        env.last()
+    env.observe("player_0")  # the final position stays observable (replays, renders)
+    env.reset(seed=2)  # and reset starts over
+    assert env.agents == env.possible_agents
+
+
+def test_wrapped_env_after_every_agent_left_warns_as_pettingzoo_does():
+    """``env()`` keeps PettingZoo's OrderEnforcingWrapper behaviour: a warning, no step."""
+    env = finished(sevenrocks_v0.env(target=60))
+    env.step(None)  # PettingZoo's wrapper only warns (EnvLogger) here
+    assert env.agents == []
+
+
+@pytest.mark.parametrize("make", [np.array, lambda a: np.array(a, dtype=np.int8),
+                                  lambda a: np.array(a, dtype=np.uint64), np.int64, np.int32])
+def test_a_0d_integer_array_or_numpy_int_is_that_action(make):
+    """gymnasium's Discrete counts 0-d integer arrays as members, so the env accepts them."""
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=0)
+    reference = sevenrocks_v0.raw_env()
+    reference.reset(seed=0)
+    action = legal_actions(env.match)[0]
+    env.step(make(action))
+    reference.step(action)
+    assert env.match.to_state() == reference.match.to_state()
+
+
+@pytest.mark.parametrize("action", [np.array([0]), np.array([[0]]), np.array(0.0), np.array(True),
+                                    np.float64(0), np.array("0"), np.array(None), 1e300,
+                                    float("nan"), 2**70, -2**70, object(), [0], {"a": 0}])
+def test_other_action_types_are_illegal_actions_with_a_clear_message(action):
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=0)
+    state = env.match.to_state()
+    with pytest.raises(ValueError, match="illegal action") as info:
+        env.step(action)
+    assert "legal actions" in str(info.value) and len(str(info.value)) < MAX_MESSAGE
+    assert env.match.to_state() == state
+
+
+@pytest.mark.parametrize("seed, error", [(True, TypeError), (False, TypeError), (np.bool_(True), TypeError),
+                                         (1.0, TypeError), ("1", TypeError), (b"1", TypeError),
+                                         ([1], TypeError), (-1, ValueError), (np.int64(-5), ValueError)])
+def test_bad_seeds(seed, error):
+    env = sevenrocks_v0.raw_env()
+    with pytest.raises(error, match="seed must be a non-negative int or None"):
+        env.reset(seed=seed)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.one_of(st.integers(-2**80, -1), st.floats(), st.text(max_size=5), st.booleans(),
+                 st.lists(st.integers(), max_size=3)))
+def test_any_bad_seed_is_a_clear_type_or_value_error(seed):
+    for env in (sevenrocks_v0.raw_env(), sevenrocks_v0.env()):
+        with pytest.raises((TypeError, ValueError), match="seed") as info:
+            env.reset(seed=seed)
+        assert len(str(info.value)) < MAX_MESSAGE
+
+
+def test_huge_seeds_are_fine():
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=2**200)
+    assert env.agents
+
+
+@pytest.mark.parametrize("kwargs", [{"target": True}, {"target": 2.5}, {"target": 10**7},
+                                    {"max_rounds": 10**9}, {"max_rounds": "5"}, {"target": -1}])
+def test_bad_settings_are_bounded(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        sevenrocks_v0.raw_env(**kwargs)
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        SingleAgentEnv(opponents="random", **kwargs)
