@@ -92,7 +92,7 @@ function show(view) {
   const tile = selectedTile(view);
   if (tile) for (const place of tile.places) targets[place.slot] = true;
   if (board) $("end-sum").textContent = Board.drawBoard($("board"), board, targets, clickEnd);
-  drawHand(view);
+  drawHand(justEnded ? {...view, hand: []} : view);  // the next round's hand after the summary
   drawMoves(view);
   $("knock").hidden = !(view.next === "you" && view.knock.required);
   if (justEnded) {

@@ -93,7 +93,31 @@ function drawBoard(node, board, targets, onMarker) {
     svg("circle", {cx, cy, r: Math.max(marker.radius * 1.6, 22), class: "hit"}, group);
     if (onMarker) group.addEventListener("click", () => onMarker(marker.slot));
   }
+  fitView(node, board);
   return endSumText(board);
+}
+
+// Zoom in on a small layout (up to 1.8x) so early tiles stay readable on a phone.
+function fitView(node, board) {
+  const xs = [], ys = [];
+  for (const tile of board.tiles) { xs.push(tile.box[0], tile.box[2]); ys.push(tile.box[1], tile.box[3]); }
+  for (const m of board.markers) {
+    xs.push(m.center[0] - m.radius, m.center[0] + m.radius);
+    ys.push(m.center[1] - m.radius, m.center[1] + m.radius);
+  }
+  let [x0, y0, w, h] = [0, 0, board.width, board.height];
+  if (xs.length) {
+    const scale = Math.max(1 / 1.8, (Math.max(...xs) - Math.min(...xs) + 40) / board.width,
+                           (Math.max(...ys) - Math.min(...ys) + 40) / board.height);
+    w = Math.min(board.width, board.width * scale);
+    h = Math.min(board.height, board.height * scale);
+    const cx = (Math.max(...xs) + Math.min(...xs)) / 2, cy = (Math.max(...ys) + Math.min(...ys)) / 2;
+    x0 = Math.max(0, Math.min(board.width - w, cx - w / 2));
+    y0 = Math.max(0, Math.min(board.height - h, cy - h / 2));
+  }
+  node.setAttribute("viewBox", `${x0} ${y0} ${w} ${h}`);
+  node.firstChild.setAttribute("x", x0);  // the felt fills the view
+  node.firstChild.setAttribute("y", y0);
 }
 
 // "end sum 20 = 3 + 5 + 6 + 6 · last tile: 20 points" (R5).
