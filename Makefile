@@ -10,13 +10,13 @@ CONFIG     ?= configs/default.yaml
 PY          = $(VENV)/bin/python
 PY_RLLIB    = $(VENV_RLLIB)/bin/python
 
-.PHONY: install install-rllib test train smoke bench clean
+.PHONY: install install-rllib chromium test train smoke serve bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3]"
+	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web]"
 	touch $@
 
 $(VENV_RLLIB)/.installed: pyproject.toml Makefile
@@ -30,8 +30,12 @@ install: $(VENV)/.installed
 
 install-rllib: $(VENV_RLLIB)/.installed
 
+# The browser test drives Debian's Chromium (Playwright's own browser download does not work here).
+chromium:
+	@test -x /usr/bin/chromium || (apt-get update && apt-get install -y chromium)
+
 # The whole suite in the main venv, then the RLlib tests in theirs.
-test: install install-rllib
+test: install install-rllib chromium
 	$(PY) -m pytest -q
 	$(PY_RLLIB) -m pytest -q tests/test_rllib.py
 
@@ -41,6 +45,10 @@ train: install
 # A seconds-long training run: checks that the trainer works on this machine.
 smoke: install
 	$(PY) -m training.train --config configs/smoke.yaml
+
+# Play against the bots in the browser: open the printed address.
+serve: install
+	$(PY) -m sevenrocks_env.web
 
 bench: install
 	$(PY) benchmarks/env_speed.py --seconds 5 --repeats 3
