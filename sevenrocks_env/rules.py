@@ -1,4 +1,4 @@
-"""The rules of Seven Rocks (``shared/RULES.md`` R1-R8) as small explicit state and pure functions.
+"""The rules of Seven Rocks (``docs/rules.md`` R1-R8) as small explicit state and pure functions.
 
 The whole match lives in one mutable :class:`Match` made of ints and bitmasks (hands are 28-bit
 tile sets, see :mod:`sevenrocks_env.tiles`).  ``legal_actions``/``apply_action`` are the only ways
