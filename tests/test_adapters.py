@@ -12,7 +12,6 @@ import pettingzoo
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pettingzoo.test import parallel_api_test
 
 import sevenrocks_env
 from sevenrocks_env import sevenrocks_v0
@@ -266,8 +265,7 @@ def test_render_ansi_shows_the_learners_view():
 
 # -- parallel_env ----------------------------------------------------------------------------------
 
-def test_parallel_env_passes_pettingzoo_parallel_api_test():
-    parallel_api_test(sevenrocks_v0.parallel_env(), num_cycles=400)
+# PettingZoo's parallel_api_test and parallel_seed_test run in tests/test_checkers.py.
 
 
 def test_parallel_env_carries_masks_and_every_final_reward():

@@ -1,4 +1,4 @@
-"""The PettingZoo AEC environment sevenrocks_v0: API, determinism, rewards, illegal moves, no leaks."""
+"""The PettingZoo AEC environment sevenrocks_v0: determinism, rewards, illegal moves, observation bounds."""
 
 import json
 import pickle
@@ -6,12 +6,15 @@ import random
 
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, seed_test
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.env import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION, observation_space
 from sevenrocks_env.observation import OBS_SIZE, encode
-from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
-from sevenrocks_env.tiles import KNOCK, WEST, encode_action, mask_of, parse_tile
+from sevenrocks_env.rules import Match, deal, legal_actions
+from sevenrocks_env.scoring import deduction
+from sevenrocks_env.tiles import KNOCK, mask_of, parse_tile
 
 
 def play_out(env, seed, policy=None, on_step=None):
@@ -33,16 +36,7 @@ def play_out(env, seed, policy=None, on_step=None):
     return totals
 
 
-def test_pettingzoo_api_test():
-    api_test(sevenrocks_v0.env(), num_cycles=1000)
-
-
-def test_pettingzoo_api_test_raw_env():
-    api_test(sevenrocks_v0.raw_env(), num_cycles=300)
-
-
-def test_pettingzoo_seed_test():
-    seed_test(sevenrocks_v0.env, num_cycles=300)
+# PettingZoo's own checkers (api_test, seed_test, ...) run in tests/test_checkers.py.
 
 
 def test_same_seed_same_match_byte_for_byte():
@@ -192,43 +186,10 @@ def test_game_record_mid_round_has_null_result():
     assert record["winner"] is None
 
 
-# -- no leak: two worlds that differ only in how hidden tiles are split ------------------------
-
-def _swap_hidden(hands, seat_a, seat_b, tile_a, tile_b):
-    hands = list(hands)
-    hands[seat_a] = hands[seat_a] & ~(1 << tile_a) | (1 << tile_b)
-    hands[seat_b] = hands[seat_b] & ~(1 << tile_b) | (1 << tile_a)
-    return hands
-
-
-def test_observation_does_not_leak_hidden_tiles():
-    """Seat 0 sees the same vector in worlds that differ only in seat 1 and seat 3's hidden tiles."""
-    hands, _ = deal(123, 0)
-    world_a = Match.from_deal(hands, opener=0)
-    # seat 0 opens, then every seat plays its first legal move in both worlds
-    opening = encode_action((hands[0] & -hands[0]).bit_length() - 1, WEST)
-    apply_action(world_a, opening)
-    # pick a tile from seat 1 and one from seat 3 that neither matches the open ends
-    matching = world_a.matching()
-    tile_1 = next(t for t in range(28) if hands[1] >> t & 1 and not matching >> t & 1)
-    tile_3 = next(t for t in range(28) if hands[3] >> t & 1 and not matching >> t & 1)
-    swapped = _swap_hidden(hands, 1, 3, tile_1, tile_3)
-    world_b = Match.from_deal(swapped, opener=0)
-    apply_action(world_b, opening)
-    assert world_a.hands != world_b.hands
-    assert np.array_equal(encode(world_a, 0), encode(world_b, 0))
-    assert np.array_equal(encode(world_a, 2), encode(world_b, 2))
-    assert not np.array_equal(encode(world_a, 1), encode(world_b, 1))
+# The no-leak property over random matches, seats and moments is in tests/test_no_leak.py.
 
 
 # -- observation bounds: finite, true, and what every observation obeys --------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from sevenrocks_env.env import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION, observation_space  # noqa: E402
-from sevenrocks_env.scoring import deduction  # noqa: E402
-
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), target=st.sampled_from([5, 30, 250, 1000]),
