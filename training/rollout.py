@@ -53,7 +53,7 @@ class RolloutBuffer:
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.dones = np.zeros(capacity, dtype=bool)        # the match ended after this transition
         self.next_index = np.full(capacity, -1, dtype=np.int64)  # same seat's next transition
-        self.bootstrap = np.zeros(capacity, dtype=np.float32)  # V(now) where cut by rollout end
+        self.bootstrap = np.zeros(capacity, dtype=np.float32)  # cut: V at seat's next decision
         self.size = 0
 
     def reset(self) -> None:
