@@ -1,4 +1,4 @@
-"""Duplicate-deal matches between agents, with honest statistics (``sevenrocks arena``).
+"""Duplicate-deal matches between agents, with honest statistics: the arena's library.
 
 Agent A plays seats 0 and 2 (team 0) against agent B on seats 1 and 3 (team 1), then the same
 match is replayed with the teams swapped: pair ``i`` uses deal seed ``seed + i`` twice, and
@@ -7,19 +7,23 @@ match is replayed with the teams swapped: pair ``i`` uses deal seed ``seed + i``
 before every match from ``(seed, pair, match, seat)``, so results are identical whatever the
 number of worker processes.  Statistics: :mod:`sevenrocks_env.ratings`.
 
-Matches are driven through :mod:`sevenrocks_env.rules` and the observation directly (not the
-PettingZoo env) for speed.  A seat with a single legal action (usually a knock, R6) plays it
-without asking its agent; ``decisions`` count the real choices only.
+Matches are driven by :class:`sevenrocks_env.driver.MatchDriver` through the rules and the
+observation directly (not the PettingZoo env) for speed: a seat with a single legal action
+(usually a knock, R6) plays it without asking its agent; ``decisions`` count the real choices.
+
+An agent spec may carry a display name, ``name=spec`` (``shipped=ckpt:path/to/policy.pt``):
+results and tables use the name.  The other arena modules: :mod:`~sevenrocks_env.arena_report`
+(tables, short names, progress), :mod:`~sevenrocks_env.arena_pool` (worker processes) and
+:mod:`~sevenrocks_env.arena_cli` (``sevenrocks arena``; :func:`main` here calls it).
 
     sevenrocks arena heuristic greedy --pairs 1000 --seed 0 --workers 2 [--json]
     sevenrocks arena --round-robin random greedy heuristic search:samples=16 --pairs 200
+    sevenrocks arena shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt heuristic --pairs 200
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import multiprocessing
+import re
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,15 +31,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from . import rules
-from .agents import make_agent, valid_specs
-from .observation import action_mask, encode
+from .agents import make_agent
+from .driver import IllegalActionError, MatchDriver, agent_name
 from .ratings import bradley_terry, wilson_interval
 
 A_SEATS = ((0, 2), (1, 3))  # agent A's seats in the first and the second match of a pair
-
-
-class IllegalActionError(RuntimeError):
-    """An agent returned an action its mask does not allow."""
 
 
 @dataclass
@@ -64,22 +64,9 @@ def run_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
     if len(agents) != 4:
         raise ValueError(f"a match needs 4 agents (one per seat), got {len(agents)}")
     match = rules.Match.new(seed, target=target, max_rounds=max_rounds)
-    decisions, think = [0, 0, 0, 0], [0.0, 0.0, 0.0, 0.0]
-    while not match.over:
-        seat = match.turn
-        legal = rules.legal_actions(match)
-        if len(legal) == 1:
-            action = legal[0]
-        else:
-            started = time.perf_counter()
-            action = agents[seat].act(encode(match, seat), action_mask(match, seat))
-            think[seat] += time.perf_counter() - started
-            decisions[seat] += 1
-            if not rules.is_legal(match, action):
-                raise IllegalActionError(
-                    f"agent {getattr(agents[seat], 'name', agents[seat])!r} at seat {seat} chose "
-                    f"illegal action {action!r}; legal: {legal}")
-        rules.apply_action(match, int(action))
+    driver = MatchDriver(match, agents)
+    driver.run()
+    decisions, think = driver.decisions, driver.think_s
     round_net, previous = [], (0, 0)
     for log in match.history:
         round_net.append((log.scores[0] - previous[0], log.scores[1] - previous[1]))
@@ -137,9 +124,32 @@ def play_pair(agents_a, agents_b, seed: int, pair: int, target: int,
     return out
 
 
+#: ``name=spec``: a display name (letters, digits, ``_.-``; no ``:``) before the first ``=``.
+_NAMED_SPEC = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*=\s*(\S.*)$")
+
+
+def split_name(agent) -> tuple[str, object]:
+    """``(display name, agent)`` of an agent argument.
+
+    ``"shipped=ckpt:path.pt"`` gives ``("shipped", "ckpt:path.pt")``; a spec without a name is
+    its own name (``"search:samples=16"``: the ``=`` there follows a ``:``, so it is a parameter);
+    an Agent object is named by its ``name`` attribute.
+    """
+    if not isinstance(agent, str):
+        return agent_name(agent), agent
+    named = _NAMED_SPEC.match(agent)
+    if named:
+        return named.group(1), named.group(2).strip()
+    return agent.strip(), agent.strip()
+
+
 @dataclass
 class ArenaResult:
-    """Agent A against agent B over ``pairs`` duplicate pairs (``matches = 2 * pairs``)."""
+    """Agent A against agent B over ``pairs`` duplicate pairs (``matches = 2 * pairs``).
+
+    ``agent_a``/``agent_b`` are display names, ``spec_a``/``spec_b`` what was played (the same
+    unless a spec was written ``name=spec``).
+    """
 
     agent_a: str
     agent_b: str
@@ -158,6 +168,8 @@ class ArenaResult:
     seconds_per_decision: tuple[float, float]  # (A, B), time inside act()
     decisions_per_s: float          # all decisions / wall time of the run
     wall_s: float
+    spec_a: str = ""
+    spec_b: str = ""
 
     TIMING = ("seconds_per_decision", "decisions_per_s", "wall_s")
 
@@ -168,27 +180,12 @@ class ArenaResult:
         return data if timing else {k: v for k, v in data.items() if k not in self.TIMING}
 
     def table(self) -> str:
-        lo, hi = self.ci95
-        rows = [
-            (f"{self.agent_a} (A) vs {self.agent_b} (B)",
-             f"{self.pairs} duplicate pairs, {self.matches} matches, seed {self.seed}"),
-            ("A match win rate",
-             f"{self.win_rate:.3f}  95% CI [{lo:.3f}, {hi:.3f}] ({self.ci_method})"),
-            ("mean final margin (A - B)", f"{self.mean_margin:+.1f}"),
-            ("points per round A / B",
-             f"{self.points_per_round[0]:.1f} / {self.points_per_round[1]:.1f}"),
-            ("A round win rate", f"{self.round_win_rate:.3f}"),
-            ("rounds per match", f"{self.rounds_per_match:.2f}"),
-            ("truncated matches", f"{self.truncated}"),
-            ("ms per decision A / B", f"{1e3 * self.seconds_per_decision[0]:.3f} / "
-                                      f"{1e3 * self.seconds_per_decision[1]:.3f}"),
-            ("decisions per second", f"{self.decisions_per_s:,.0f}"),
-        ]
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+        """The result as a two-column text table (:func:`sevenrocks_env.arena_report.pair_table`)."""
+        from .arena_report import pair_table
+        return pair_table(self)
 
 
-def _summarise(name_a, name_b, outcomes: list[PairOutcome], seed, target, wall) -> ArenaResult:
+def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall) -> ArenaResult:
     pairs = len(outcomes)
     matches = 2 * pairs
     rounds = sum(o.rounds for o in outcomes)
@@ -196,38 +193,21 @@ def _summarise(name_a, name_b, outcomes: list[PairOutcome], seed, target, wall) 
     decisions = [sum(o.decisions[s] for o in outcomes) for s in (0, 1)]
     think = [sum(o.think_s[s] for o in outcomes) for s in (0, 1)]
     return ArenaResult(
-        name_a, name_b, pairs, matches, seed, target, win_rate,
+        names[0], names[1], pairs, matches, seed, target, win_rate,
         wilson_interval(win_rate, pairs), "Wilson over duplicate pairs",
         sum(o.truncated for o in outcomes), sum(o.margin for o in outcomes) / matches,
         (sum(o.points_a for o in outcomes) / rounds, sum(o.points_b for o in outcomes) / rounds),
         sum(o.round_wins_a for o in outcomes) / rounds, rounds / matches,
         tuple(t / d if d else 0.0 for t, d in zip(think, decisions)),
-        sum(decisions) / wall if wall > 0 else 0.0, wall)
-
-
-_WORKER: dict = {}
-
-
-def _worker_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int) -> None:
-    _WORKER.update(a=[make_agent(spec_a), make_agent(spec_a)],
-                   b=[make_agent(spec_b), make_agent(spec_b)],
-                   seed=seed, target=target, max_rounds=max_rounds)
-
-
-def _worker_pair(pair: int) -> PairOutcome:
-    w = _WORKER
-    return play_pair(w["a"], w["b"], w["seed"], pair, w["target"], w["max_rounds"])
-
-
-def _label(agent) -> str:
-    return agent if isinstance(agent, str) else getattr(agent, "name", type(agent).__name__)
+        sum(decisions) / wall if wall > 0 else 0.0, wall, *specs)
 
 
 def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
              target: int = rules.DEFAULT_TARGET, max_rounds: int = 100) -> ArenaResult:
     """Agent A against agent B over ``pairs`` duplicate pairs.
 
-    ``agent_a``/``agent_b`` are spec strings, or Agent objects when ``workers == 1``.
+    ``agent_a``/``agent_b`` are spec strings (optionally ``name=spec``), or Agent objects when
+    ``workers == 1``.
     """
     if pairs < 1:
         raise ValueError(f"pairs must be >= 1, got {pairs}")
@@ -235,12 +215,15 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
         raise ValueError(f"workers must be >= 1, got {workers}")
     if target < 1 or max_rounds < 1:
         raise ValueError("target and max_rounds must be >= 1")
+    (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     strings = isinstance(agent_a, str) and isinstance(agent_b, str)
     if workers > 1 and not strings:
         raise ValueError("Agent objects can only be used with workers=1; pass spec strings")
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
+    from .arena_report import progress_bar
+
     started = time.perf_counter()
-    bar = _progress_bar(pairs, f"{_label(agent_a)} vs {_label(agent_b)}", progress)
+    bar = progress_bar(pairs, f"{name_a} vs {name_b}", progress)
     if workers == 1:
         duo_a, duo_b = _partnership(agent_a), _partnership(agent_b)
         outcomes = []
@@ -248,32 +231,14 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
             outcomes.append(play_pair(duo_a, duo_b, seed, pair, target, max_rounds))
             bar.update(1)
     else:
-        with _pool_context().Pool(workers, _worker_init,
-                                  (agent_a, agent_b, seed, target, max_rounds)) as pool:
-            outcomes = []
-            chunk = max(1, min(8, pairs // (4 * workers)))
-            for outcome in pool.imap(_worker_pair, range(pairs), chunksize=chunk):
-                outcomes.append(outcome)
-                bar.update(1)
+        from .arena_pool import play_pairs_in_pool
+        outcomes = play_pairs_in_pool(agent_a, agent_b, seed, pairs, target, max_rounds,
+                                      workers, bar.update)
     bar.close()
-    return _summarise(_label(agent_a), _label(agent_b), outcomes, seed, target,
+    specs = tuple(a if isinstance(a, str) else n for a, n in ((agent_a, name_a),
+                                                             (agent_b, name_b)))
+    return _summarise((name_a, name_b), specs, outcomes, seed, target,
                       time.perf_counter() - started)
-
-
-def add_evaluation_arguments(parser, seed: int = 12345) -> None:
-    """``--eval-pairs``, ``--eval-seed``, ``--eval-against``, ``--json``: the arena options of
-    training scripts that end with an evaluation (examples/)."""
-    parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
-    parser.add_argument("--eval-seed", type=int, default=seed)
-    parser.add_argument("--eval-against", nargs="+", default=["greedy", "heuristic"])
-    parser.add_argument("--json", help="write the results as JSON here")
-
-
-def _pool_context():
-    """Fork, unless torch is loaded here: a forked child of a process whose torch thread pool
-    has started can hang, so then use a fork server (the caller needs the usual
-    ``if __name__ == "__main__":`` guard, as with any non-fork start method)."""
-    return multiprocessing.get_context("forkserver" if "torch" in sys.modules else "fork")
 
 
 def _partnership(agent) -> list:
@@ -284,44 +249,31 @@ def _partnership(agent) -> list:
 
 @dataclass
 class RoundRobinResult:
-    """Every agent against every other (A = row), and Bradley-Terry ratings over all of it."""
+    """Every agent against every other (A = row), and Bradley-Terry ratings over all of it.
+
+    ``agents`` are display names, ``specs`` what was played, in the same order.
+    """
 
     agents: list[str]
     games: list[ArenaResult]
     ratings: list[dict]
+    specs: list[str] = field(default_factory=list)
 
     def as_dict(self, timing: bool = True) -> dict:
-        return {"agents": self.agents, "games": [g.as_dict(timing) for g in self.games],
-                "ratings": self.ratings}
+        return {"agents": self.agents, "specs": self.specs,
+                "games": [g.as_dict(timing) for g in self.games], "ratings": self.ratings}
 
     def table(self) -> str:
-        names = self.agents
-        cell = {(g.agent_a, g.agent_b): g for g in self.games}
-        width = max(12, *(len(n) for n in names)) + 2
-        lines = ["match win rate of row vs column, 95% CI (Wilson over duplicate pairs)",
-                 " " * width + "".join(f"{n:>{24}}" for n in names)]
-        for row in names:
-            text = f"{row:<{width}}"
-            for col in names:
-                if (row, col) in cell:
-                    g = cell[(row, col)]
-                    text += f"{g.win_rate:>8.3f} [{g.ci95[0]:.3f},{g.ci95[1]:.3f}]"
-                elif (col, row) in cell:
-                    g = cell[(col, row)]
-                    text += f"{1 - g.win_rate:>8.3f} [{1 - g.ci95[1]:.3f},{1 - g.ci95[0]:.3f}]"
-                else:
-                    text += f"{'-':>24}"
-            lines.append(text)
-        lines += ["", "Bradley-Terry rating (Elo scale, mean 0) +- standard error"]
-        for r in sorted(self.ratings, key=lambda r: -r["rating"]):
-            lines.append(f"  {r['agent']:<{width}}{r['rating']:+8.1f} +- {r['stderr']:.1f}")
-        return "\n".join(lines)
+        """Win-rate matrix and ratings (:func:`sevenrocks_env.arena_report.round_robin_table`)."""
+        from .arena_report import round_robin_table
+        return round_robin_table(self)
 
 
 def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
                 target: int = rules.DEFAULT_TARGET, max_rounds: int = 100) -> RoundRobinResult:
     """:func:`evaluate` on every pairing (same seed: the same deals for all), then ratings."""
-    names = [_label(a) for a in agents]
+    named = [split_name(a) for a in agents]
+    names = [name for name, _ in named]
     if len(set(names)) != len(names) or len(names) < 2:
         raise ValueError(f"round robin needs at least 2 distinct agents, got {names}")
     games, results = [], {}
@@ -331,71 +283,28 @@ def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progr
                             max_rounds)
             games.append(game)
             results[(i, j)] = (game.win_rate * pairs, pairs)
-    return RoundRobinResult(names, games, bradley_terry(names, results))
+    specs = [a if isinstance(a, str) else n for n, a in named]
+    return RoundRobinResult(names, games, bradley_terry(names, results), specs)
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int, description: str, enabled: bool):
-    if not enabled:
-        return _NoBar()
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _NoBar()
-    return tqdm(total=total, desc=description, unit="pair", file=sys.stderr)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="sevenrocks arena",
-        description="Duplicate-deal matches between agents (A on seats 0/2, then 1/3, same deals).",
-        epilog=f"agent specs: {valid_specs()}")
-    parser.add_argument("agents", nargs="+",
-                        help="two agent specs (A, B), or several with --round-robin")
-    parser.add_argument("--round-robin", action="store_true",
-                        help="every agent against every other")
-    parser.add_argument("--pairs", type=int, default=100,
-                        help="duplicate pairs per pairing (default 100)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="deal seed of the first pair (default 0)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--target", type=int, default=rules.DEFAULT_TARGET,
-                        help="match target (R8)")
-    parser.add_argument("--max-rounds", type=int, default=100,
-                        help="truncate a match after this many rounds")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    return parser
+def add_evaluation_arguments(parser, seed: int = 12345) -> None:
+    """``--eval-pairs``, ``--eval-seed``, ``--eval-against``, ``--json``: the arena options of
+    training scripts that end with an evaluation (:mod:`sevenrocks_env.arena_cli`)."""
+    from .arena_cli import add_evaluation_arguments as add
+    add(parser, seed)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``sevenrocks arena``: 0 on success, 2 on bad input (message on stderr)."""
-    parser = _parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    except SystemExit as stop:
-        return int(stop.code or 0)
-    try:
-        if args.round_robin:
-            result = round_robin(args.agents, args.pairs, args.seed, args.workers,
-                                 not args.no_progress, args.target, args.max_rounds)
-        elif len(args.agents) != 2:
-            raise ValueError(f"give exactly two agents (A B), or --round-robin; got {args.agents}")
-        else:
-            result = evaluate(args.agents[0], args.agents[1], args.pairs, args.seed, args.workers,
-                              not args.no_progress, args.target, args.max_rounds)
-    except ValueError as error:
-        print(f"sevenrocks arena: error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
-    return 0
+    """``sevenrocks arena`` (:func:`sevenrocks_env.arena_cli.main`)."""
+    from .arena_cli import main as cli_main
+    return cli_main(argv)
+
+
+__all__ = [
+    "A_SEATS", "ArenaResult", "IllegalActionError", "MatchResult", "PairOutcome",
+    "RoundRobinResult", "add_evaluation_arguments", "agent_seed", "evaluate", "main",
+    "play_match", "play_pair", "round_robin", "run_match", "split_name",
+]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,127 @@
+"""The arena's tables: a two-column summary of one pairing, the round-robin matrix, short names.
+
+Agents are shown by their display names (``name=spec`` on the command line, else the spec).  A
+long name is shortened for the matrix (a checkpoint to ``ckpt:<file stem>``, anything else with
+``...`` in the middle, each kept unique), so column headers never run together; the matrix is
+followed by the list of names and the specs they stand for.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import PurePath
+
+from .agents import CHECKPOINT_SPECS
+
+#: The longest name shown as a column header of the round-robin matrix.
+MAX_NAME = 20
+
+
+def short_name(name: str, width: int = MAX_NAME) -> str:
+    """``name`` cut to at most ``width`` characters (``width >= 7``), recognisably."""
+    if len(name) <= width:
+        return name
+    kind, colon, rest = name.partition(":")
+    if colon and kind in CHECKPOINT_SPECS:
+        name = f"{kind}:{PurePath(rest.strip()).stem}"
+        if len(name) <= width:
+            return name
+    keep = width - 3
+    return name[:keep - keep // 2] + "..." + name[len(name) - keep // 2:]
+
+
+def short_names(names: list[str], width: int = MAX_NAME) -> list[str]:
+    """:func:`short_name` of each, made unique with a ``~k`` suffix where two would collide."""
+    out: list[str] = []
+    for name in names:
+        short = short_name(name, width)
+        k = 2
+        while short in out:
+            short = short_name(name, width - 1 - len(str(k))) + f"~{k}"
+            k += 1
+        out.append(short)
+    return out
+
+
+def pair_table(result) -> str:
+    """One pairing (an :class:`~sevenrocks_env.arena.ArenaResult`) as a two-column table."""
+    lo, hi = result.ci95
+    rows = [
+        (f"{result.agent_a} (A) vs {result.agent_b} (B)",
+         f"{result.pairs} duplicate pairs, {result.matches} matches, seed {result.seed}"),
+    ]
+    for side, name, spec in (("A", result.agent_a, result.spec_a),
+                             ("B", result.agent_b, result.spec_b)):
+        if spec and spec != name:
+            rows.append((f"{side} = {name}", spec))
+    rows += [
+        ("A match win rate",
+         f"{result.win_rate:.3f}  95% CI [{lo:.3f}, {hi:.3f}] ({result.ci_method})"),
+        ("mean final margin (A - B)", f"{result.mean_margin:+.1f}"),
+        ("points per round A / B",
+         f"{result.points_per_round[0]:.1f} / {result.points_per_round[1]:.1f}"),
+        ("A round win rate", f"{result.round_win_rate:.3f}"),
+        ("rounds per match", f"{result.rounds_per_match:.2f}"),
+        ("truncated matches", f"{result.truncated}"),
+        ("ms per decision A / B", f"{1e3 * result.seconds_per_decision[0]:.3f} / "
+                                  f"{1e3 * result.seconds_per_decision[1]:.3f}"),
+        ("decisions per second", f"{result.decisions_per_s:,.0f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def round_robin_table(result) -> str:
+    """A :class:`~sevenrocks_env.arena.RoundRobinResult`: the win-rate matrix (row vs column,
+    95% CI), the Bradley-Terry ratings and what each short name stands for."""
+    names = result.agents
+    short = dict(zip(names, short_names(names)))
+    cell = {(g.agent_a, g.agent_b): g for g in result.games}
+    label_width = max(12, *(len(s) for s in short.values())) + 2
+    column = max(24, *(len(s) + 2 for s in short.values()))
+    lines = ["match win rate of row vs column, 95% CI (Wilson over duplicate pairs)",
+             " " * label_width + "".join(f"{short[n]:>{column}}" for n in names)]
+    for row in names:
+        text = f"{short[row]:<{label_width}}"
+        for col in names:
+            if (row, col) in cell:
+                g = cell[(row, col)]
+                value = f"{g.win_rate:.3f} [{g.ci95[0]:.3f},{g.ci95[1]:.3f}]"
+            elif (col, row) in cell:
+                g = cell[(col, row)]
+                value = f"{1 - g.win_rate:.3f} [{1 - g.ci95[1]:.3f},{1 - g.ci95[0]:.3f}]"
+            else:
+                value = "-"
+            text += f"{value:>{column}}"
+        lines.append(text)
+    lines += ["", "Bradley-Terry rating (Elo scale, mean 0) +- standard error"]
+    for r in sorted(result.ratings, key=lambda r: -r["rating"]):
+        lines.append(f"  {short[r['agent']]:<{label_width}}{r['rating']:+8.1f} +- {r['stderr']:.1f}")
+    specs = result.specs or names
+    legend = [(short[n], spec) for n, spec in zip(names, specs) if spec != short[n]]
+    if legend:
+        lines += ["", "agents"] + [f"  {s:<{label_width}}{spec}" for s, spec in legend]
+    return "\n".join(lines)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(total: int, description: str, enabled: bool):
+    """A tqdm bar on stderr when ``enabled`` and tqdm is installed, else one that does nothing."""
+    if not enabled:
+        return _NoBar()
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, desc=description, unit="pair", file=sys.stderr)
+
+
+__all__ = ["MAX_NAME", "pair_table", "progress_bar", "round_robin_table", "short_name",
+           "short_names"]

@@ -1,0 +1,136 @@
+"""How a match proceeds, in one place: forced moves play themselves, every real choice is asked.
+
+A seat is *forced* when it has exactly one legal action: a knock (R6: it holds no tile that
+fits), or a single tile that fits a single slot.  :class:`MatchDriver` moves a
+:class:`~sevenrocks_env.rules.Match` forward:
+
+* a forced move is played without asking anyone (``forced=True`` in the move hook);
+* a seat with a real choice and an agent is asked ``agent.act(observation, action_mask)`` with
+  exactly its own observation (:mod:`sevenrocks_env.observation`), and the answer is checked;
+* a seat without an agent (``None``: a learner, a human) stops the driver, which returns the
+  seat; the caller decides and hands the action to :meth:`MatchDriver.play`.
+
+The arena drives whole matches with it; the single-agent view, ``play`` and the trainer's
+rollouts are the other users it is meant for (each stops at its own seats).
+
+    driver = MatchDriver(match, [heuristic, None, heuristic, greedy])
+    while (seat := driver.advance()) is not None:
+        driver.play(choose(seat))            # seat 1 decides outside the driver
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+from . import rules
+from .observation import action_mask, encode
+
+#: ``on_move(match, seat, action, points, forced)``: called after every move is applied.
+MoveHook = Callable[[rules.Match, int, int, int, bool], None]
+
+
+class IllegalActionError(RuntimeError):
+    """An agent returned an action its mask does not allow."""
+
+
+def forced_action(match: rules.Match) -> int | None:
+    """The seat on turn's only legal action (a knock or a single fitting placement, R6), or
+    ``None`` when it has a real choice."""
+    legal = rules.legal_actions(match)
+    return legal[0] if len(legal) == 1 else None
+
+
+def agent_name(agent) -> str:
+    """An agent's display name: its ``name`` attribute, else its class name."""
+    return getattr(agent, "name", type(agent).__name__)
+
+
+class MatchDriver:
+    """Plays ``match`` forward with ``agents[seat]`` (``None``: the seat decides from outside).
+
+    ``agents`` is a sequence of four or a mapping seat -> agent (missing seats are outside
+    seats).  ``ask_forced`` lists outside seats that are stopped for even when forced (an env
+    whose learner must step every move); otherwise forced moves of every seat play themselves.
+    ``on_move`` is called after every move.  ``decisions[seat]`` counts the real choices asked
+    of an agent or taken from outside, ``think_s[seat]`` the seconds spent inside ``act``.
+    """
+
+    def __init__(self, match: rules.Match, agents: Sequence | Mapping,
+                 on_move: MoveHook | None = None, ask_forced: Sequence[int] = ()):
+        if isinstance(agents, Mapping):
+            agents = [agents.get(seat) for seat in range(4)]
+        agents = list(agents)
+        if len(agents) != 4:
+            raise ValueError(f"a match needs 4 seats' agents (None for a seat played from "
+                             f"outside), got {len(agents)}")
+        self.match = match
+        self.agents = agents
+        self.on_move = on_move
+        self.ask_forced = frozenset(ask_forced)
+        self.decisions = [0, 0, 0, 0]
+        self.think_s = [0.0, 0.0, 0.0, 0.0]
+
+    @property
+    def stopped(self) -> bool:
+        """The match is over, or a seedless match waits for its next deal (``start_round``)."""
+        return self.match.over or self.match.awaiting_deal
+
+    def advance(self) -> int | None:
+        """Play forced moves and agents' choices until an outside seat must decide (return that
+        seat) or the driver is :attr:`stopped` (return ``None``)."""
+        match = self.match
+        while not self.stopped:
+            seat = match.turn
+            agent = self.agents[seat]
+            if agent is None and seat in self.ask_forced:
+                return seat
+            legal = rules.legal_actions(match)
+            if len(legal) == 1:
+                self._apply(seat, legal[0], forced=True)
+            elif agent is None:
+                return seat
+            else:
+                self._apply(seat, self._ask(agent, seat, legal), forced=False)
+        return None
+
+    def play(self, action) -> int:
+        """Apply an outside seat's ``action`` (checked, ``ValueError`` if illegal); returns the
+        points it scored (R5)."""
+        match = self.match
+        if self.stopped:
+            raise ValueError("the match is over (or waits for a deal): no move to play")
+        if not rules.is_legal(match, action):
+            raise ValueError(f"seat {match.turn}: illegal action {action!r}; "
+                             f"legal: {rules.legal_actions(match)}")
+        forced = len(rules.legal_actions(match)) == 1
+        return self._apply(match.turn, int(action), forced)
+
+    def run(self) -> rules.Match:
+        """Drive to the end (or to the next deal of a seedless match); every seat needs an agent."""
+        seat = self.advance()
+        if seat is not None:
+            raise ValueError(f"seat {seat} has no agent: use advance() and play() for it")
+        return self.match
+
+    def _ask(self, agent, seat: int, legal: list[int]) -> int:
+        match = self.match
+        started = time.perf_counter()
+        action = agent.act(encode(match, seat), action_mask(match, seat))
+        self.think_s[seat] += time.perf_counter() - started
+        if not rules.is_legal(match, action):
+            raise IllegalActionError(
+                f"agent {agent_name(agent)!r} at seat {seat} chose illegal action {action!r}; "
+                f"legal: {legal}")
+        return int(action)
+
+    def _apply(self, seat: int, action: int, forced: bool) -> int:
+        if not forced:
+            self.decisions[seat] += 1
+        points = rules.apply_action(self.match, action)
+        if self.on_move is not None:
+            self.on_move(self.match, seat, action, points, forced)
+        return points
+
+
+__all__ = ["IllegalActionError", "MatchDriver", "MoveHook", "agent_name", "forced_action"]

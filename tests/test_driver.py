@@ -1,0 +1,91 @@
+"""The match driver: forced moves play themselves, choices go to agents or stop for outside seats."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from sevenrocks_env import arena, rules
+from sevenrocks_env.agents import GreedyAgent, RandomAgent
+from sevenrocks_env.driver import IllegalActionError, MatchDriver, forced_action
+
+
+class Strict(RandomAgent):
+    """A random agent that fails if it is ever asked about a forced move."""
+
+    name = "strict"
+
+    def act(self, observation, action_mask):
+        assert action_mask.sum() > 1, "a forced move reached the agent"
+        return super().act(observation, action_mask)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_forced_moves_never_reach_agents_and_the_hook_sees_every_move(seed):
+    match = rules.Match.new(seed, max_rounds=3)
+    shadow = rules.Match.new(seed, max_rounds=3)
+    moves = []
+
+    def on_move(m, seat, action, points, forced):
+        assert m is match
+        assert seat == shadow.turn and forced == (len(rules.legal_actions(shadow)) == 1)
+        assert rules.apply_action(shadow, action) == points
+        moves.append(forced)
+
+    agents = [Strict(seed=seed + k) for k in range(4)]
+    driver = MatchDriver(match, agents, on_move=on_move)
+    assert driver.run() is match and match.over
+    assert shadow.scores == match.scores and len(moves) == sum(len(r.moves) for r in match.history)
+    assert sum(driver.decisions) == moves.count(False)
+
+
+def test_outside_seat_stops_the_driver_only_for_real_choices():
+    match = rules.Match.new(7, max_rounds=2)
+    driver = MatchDriver(match, {0: GreedyAgent(), 1: GreedyAgent(), 3: GreedyAgent()})
+    rng = np.random.default_rng(0)
+    stops = 0
+    while (seat := driver.advance()) is not None:
+        assert seat == 2 and match.turn == 2 and forced_action(match) is None
+        legal = rules.legal_actions(match)
+        driver.play(legal[int(rng.integers(len(legal)))])
+        stops += 1
+    assert match.over and stops == driver.decisions[2] > 0
+
+
+def test_ask_forced_stops_even_for_a_knock():
+    match = rules.Match.new(3, max_rounds=2)
+    driver = MatchDriver(match, [None, GreedyAgent(), GreedyAgent(), GreedyAgent()], ask_forced=[0])
+    forced_seen = 0
+    while (seat := driver.advance()) is not None:
+        assert seat == 0
+        forced = forced_action(match)
+        forced_seen += forced is not None
+        driver.play(forced if forced is not None else rules.legal_actions(match)[0])
+    assert forced_seen > 0
+
+
+def test_outside_illegal_action_and_agent_illegal_action_are_clear_errors():
+    match = rules.Match.new(0)
+    driver = MatchDriver(match, [None] * 4)
+    assert driver.advance() == match.turn
+    with pytest.raises(ValueError, match="illegal action 112"):
+        driver.play(112)  # a knock at the opening is never legal
+
+    class Cheater(RandomAgent):
+        name = "cheater"
+
+        def act(self, observation, action_mask):
+            return 111
+
+    with pytest.raises(IllegalActionError, match="cheater.*illegal action 111"):
+        MatchDriver(rules.Match.new(0), [Cheater()] * 4).run()
+    with pytest.raises(ValueError, match="seat .* has no agent"):
+        MatchDriver(rules.Match.new(0), [None] * 4).run()
+    with pytest.raises(ValueError, match="4 seats"):
+        MatchDriver(rules.Match.new(0), [GreedyAgent()] * 3)
+
+
+def test_arena_matches_are_the_driver_run():
+    result = arena.play_match([GreedyAgent() for _ in range(4)], seed=11)
+    match = MatchDriver(rules.Match.new(11, max_rounds=100), [GreedyAgent()] * 4).run()
+    assert result.scores == tuple(match.scores) and result.rounds == len(match.history)
