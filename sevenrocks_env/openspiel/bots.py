@@ -62,7 +62,9 @@ class OpenSpielAgent:
         if not 1 <= rollouts <= 1000:
             raise ValueError(f"openspiel:{kind}: rollouts must be in [1, 1000], got {rollouts}")
         self.kind, self.sims, self.uct_c, self.rollouts = kind, sims, uct_c, rollouts
-        self.name = f"openspiel:{kind}:sims={sims}"
+        settings = (("uct_c", uct_c), ("rollouts", rollouts))
+        extra = "".join(f",{key}={value:g}" for key, value in settings if value != DEFAULTS[key])
+        self.name = f"openspiel:{kind}:sims={sims}{extra}"
         self._games: dict[int, pyspiel.Game] = {}
         self.seed(seed)
 
@@ -91,7 +93,8 @@ class OpenSpielAgent:
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         legal = np.flatnonzero(np.asarray(action_mask)).tolist()
         if not legal:
-            raise ValueError(f"{self.name}: the action mask allows no action (not this seat's turn?)")
+            raise ValueError(f"{self.name}: the action mask allows no action "
+                             "(not this seat's turn?)")
         if len(legal) == 1:
             return legal[0]
         view = decode(observation)

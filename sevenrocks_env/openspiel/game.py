@@ -14,9 +14,10 @@ this module adds is OpenSpiel's shape of the game:
   partnership's round margin in points, (our score change) - (theirs), placements (R5) and
   deductions (R7) included.  Partners always get equal returns and opponents opposite ones, so
   the four returns sum to 0: the game is ZERO_SUM over four players.
-* **Information.**  See :mod:`.observer`: the observation is :func:`sevenrocks_env.observation.encode`;
-  the information state has perfect recall (own deal, every move and knock, hands revealed at
-  each round's count, R7).
+* **Information.**  See :mod:`.observer`: the observation is
+  :func:`sevenrocks_env.observation.encode`; the information state has perfect recall (own
+  deal, every move and knock, hands revealed at each round's count, R7).  Observers give one
+  player's private information only (``PrivateInfoType.SINGLE_PLAYER``).
 
 :func:`state_from_view` starts a one-round state from a position a seat knows (bots search from
 there); :meth:`SevenRocksState.resample_from_infostate` deals the hidden hands again uniformly among
@@ -61,7 +62,8 @@ _GAME_TYPE = pyspiel.GameType(
 def _check_params(params: dict) -> tuple[int, int, int]:
     unknown = sorted(set(params) - set(DEFAULT_PARAMS))
     if unknown:
-        raise ValueError(f"{GAME_NAME}: unknown parameters {unknown}; known: {sorted(DEFAULT_PARAMS)}")
+        raise ValueError(f"{GAME_NAME}: unknown parameters {unknown}; "
+                         f"known: {sorted(DEFAULT_PARAMS)}")
     values = {**DEFAULT_PARAMS, **params}
     target, rounds, max_rounds = values["target"], values["rounds"], values["max_rounds"]
     if type(target) is not int or not 1 <= target <= 10_000:
@@ -70,7 +72,8 @@ def _check_params(params: dict) -> tuple[int, int, int]:
         raise ValueError(f"{GAME_NAME}: rounds must be 0 (whole match) or 1 (one round), "
                          f"got {rounds!r}")
     if type(max_rounds) is not int or not 1 <= max_rounds <= 10_000:
-        raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, 10000], got {max_rounds!r}")
+        raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, 10000], "
+                         f"got {max_rounds!r}")
     return target, rounds, (1 if rounds == 1 else max_rounds)
 
 
@@ -116,7 +119,8 @@ class SevenRocksGame(pyspiel.Game):
         if params:
             raise ValueError(f"{GAME_NAME}: observation parameters are not supported, got {params}")
         perfect_recall = iig_obs_type is not None and iig_obs_type.perfect_recall
-        if iig_obs_type is not None and iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER:
+        single = pyspiel.PrivateInfoType.SINGLE_PLAYER
+        if iig_obs_type is not None and iig_obs_type.private_info != single:
             raise ValueError(f"{GAME_NAME}: only single-player private information is supported")
         return SevenRocksObserver(perfect_recall)
 
@@ -272,7 +276,8 @@ class SevenRocksState(pyspiel.State):
         elif self._match is not None and not self._match.over:
             _resample_hands(clone._match, player_id, rng, sampler)
             log = clone._match.history[-1]
-            new_deal = [t for hand in log.hands for t in _tiles(hand)] if not self._position else None
+            # a state started from a position (state_from_view) has no deal in its history
+            new_deal = None if self._position else [t for hand in log.hands for t in _tiles(hand)]
         else:
             return clone  # the match is over: nothing left to play
         if not new_deal:

@@ -152,5 +152,6 @@ def info_state_text(state, player: int) -> str:
                 text += f" {log.result}"
             parts.append(text)
     if state._dealing or state._drawing_opener:
-        parts.append(f"deal {len(state._dealt)} mine[{_tiles_text(_dealt_to(state._dealt, player))}]")
+        mine = _tiles_text(_dealt_to(state._dealt, player))
+        parts.append(f"deal {len(state._dealt)} mine[{mine}]")
     return "\n".join(parts)

@@ -1,0 +1,64 @@
+"""OpenSpiel's IS-MCTS on the ratings ladder: arena results and time per decision per setting.
+
+    nice -n 10 .venv/bin/python benchmarks/openspiel_ladder.py --sims 25 100 400 \\
+        --against greedy heuristic --pairs 100 --workers 2
+    nice -n 10 .venv/bin/python benchmarks/openspiel_ladder.py --sims 150 \\
+        --against ckpt:checkpoints/shipped/sevenrocks_ppo.pt --pairs 100 --workers 2 --swap
+
+Each row is one arena run (duplicate deals: pair ``i`` plays deal seed ``seed + i`` twice, the
+teams swapped; win rate over all matches, 95% CI Wilson over pairs) of
+``openspiel:ismcts:sims=N`` (agent A) against an opponent (agent B), or the opponent as A with
+``--swap``.  ``ms/decision`` is the time inside ``act()`` of the IS-MCTS seats, which depends on
+the machine and its load.  ``--kind mcts`` measures the determinized MCTS reference instead.
+
+With ``--workers > 1`` the agents are spec strings, which needs ``make_agent`` to know
+``openspiel:`` specs; otherwise the bots are built here and played in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sevenrocks_env.agents import make_agent
+from sevenrocks_env.arena import evaluate
+from sevenrocks_env.openspiel.bots import KINDS, make_openspiel_agent
+
+
+def _bot(spec: str, workers: int):
+    """The spec string if ``make_agent`` knows it (parallel workers), else an agent object."""
+    try:
+        make_agent(spec)
+        return spec
+    except ValueError:
+        if workers > 1:
+            raise SystemExit(f"make_agent does not know {spec!r} yet: use --workers 1") from None
+        return make_openspiel_agent(spec.partition(":")[2])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sims", type=int, nargs="+", default=[25, 100, 400])
+    parser.add_argument("--kind", choices=KINDS, default="ismcts")
+    parser.add_argument("--against", nargs="+", default=["greedy", "heuristic"])
+    parser.add_argument("--pairs", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--swap", action="store_true", help="the opponent is agent A")
+    args = parser.parse_args(argv)
+    print("| A | B | pairs | A win rate [95% CI] | ms/decision (bot) |")
+    print("|---|---|---:|---|---:|")
+    for sims in args.sims:
+        spec = f"openspiel:{args.kind}:sims={sims}"
+        for other in args.against:
+            bot = _bot(spec, args.workers)
+            a, b = (other, bot) if args.swap else (bot, other)
+            result = evaluate(a, b, args.pairs, args.seed, args.workers, progress=True)
+            ms = 1e3 * result.seconds_per_decision[1 if args.swap else 0]
+            print(f"| {result.agent_a} | {result.agent_b} | {result.pairs} | {result.win_rate:.3f} "
+                  f"[{result.ci95[0]:.3f}, {result.ci95[1]:.3f}] | {ms:.0f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
