@@ -8,7 +8,10 @@ This module is what users need to *play* a checkpoint; it never imports the trai
     action = agent.act(observation, action_mask)
 
 Checkpoint files are plain dicts of tensors and plain Python values, read with
-``torch.load(weights_only=True)``, so opening a downloaded checkpoint can never execute code.
+``torch.load(weights_only=True)``, so opening a downloaded checkpoint can never execute code; the
+file's size and the network it declares are bounded, and every tensor's shape is checked against
+the declared network before the network is built (``docs/security.md``).
+``load_policy("shipped")`` (agent spec ``ckpt:shipped``) is the policy installed with the package.
 Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``--resume``):
 
 | key            | meaning                                                                  |
@@ -17,14 +20,16 @@ Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``-
 | `obs_version`  | :data:`sevenrocks_env.observation.OBS_VERSION` the policy was trained on |
 | `obs_size`     | observation length (238)                                                 |
 | `num_actions`  | 113 (112 placements + knock)                                             |
-| `model_config` | ``{"hidden_sizes": [...], "action_features": version}``: rebuilds :class:`PolicyNet` |
+| `model_config` | ``{"hidden_sizes": [...], "action_features": version, "value_head": bool}``: rebuilds :class:`PolicyNet` (``value_head`` false: shipped without one) |
 | `model`        | the network's ``state_dict``                                             |
 | `global_step`  | training decisions seen                                                  |
 """
 
 from __future__ import annotations
 
+import os
 import zipfile
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +41,21 @@ from .policy_features import ActionFeatures
 from .tiles import KNOCK, NUM_ACTIONS
 
 CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
+#: Bounds on a network a checkpoint (an untrusted file) may declare, checked before anything is
+#: allocated: at most 8 hidden layers of at most 4096 units (~130 M parameters at the extreme).
+MAX_HIDDEN_LAYERS = 8
+MAX_HIDDEN_WIDTH = 4096
+#: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
+MAX_CHECKPOINT_BYTES = 1 << 30
 #: Logit given to illegal actions: exp() of it underflows to exactly 0 probability.
 MASKED_LOGIT = -1e8
+
+
+#: ``load_policy(SHIPPED)`` / ``ckpt:shipped``: the policy installed with the package.
+SHIPPED = "shipped"
+SHIPPED_FILE = "sevenrocks_ppo.pt"
+NO_VALUE_HEAD = ("this policy has no value head: it was trained with the oracle critic, whose "
+                 "values are not shipped (the policy's own value head was never trained)")
 
 
 class CheckpointError(ValueError):
@@ -58,8 +76,9 @@ class PolicyNet(nn.Module):
     1, what checkpoints from before versions stored) or ``0``/``False`` for none.
 
     The value head is trained only with the trainer's ``critic: shared``; a policy trained with
-    the oracle critic (``training/critic.py``) carries an untrained value head, so
-    :meth:`value` means nothing there (the checkpoint's ``config["critic"]`` says which).
+    the oracle critic (``training/critic.py``) is exported without it (``model_config
+    ["value_head"]`` false): :func:`build_model` then puts :class:`MissingValueHead` in its
+    place, :meth:`value` raises, and :meth:`forward`'s values are NaN.
     """
 
     def __init__(self, hidden_sizes=(256, 256), obs_size: int = OBS_SIZE,
@@ -91,6 +110,8 @@ class PolicyNet(nn.Module):
             weights = self.feature_weights(hidden)                           # [B, F]
             term = (values * weights.unsqueeze(1)).sum(-1)                   # [B, K]
             logits = logits.scatter_add(1, actions, term)
+        if isinstance(self.value_head, MissingValueHead):
+            return logits, torch.full(logits.shape[:1], float("nan"))
         return logits, self.value_head(hidden).squeeze(-1)
 
     def legal_features(self, obs: torch.Tensor, mask: torch.Tensor | None = None
@@ -116,9 +137,37 @@ class PolicyNet(nn.Module):
         return self.value_head(self.trunk(obs)).squeeze(-1)
 
     def model_config(self) -> dict:
-        return {"hidden_sizes": list(self.hidden_sizes),
-                "action_features": 0 if self.action_features is None
-                else self.action_features.version}
+        config = {"hidden_sizes": list(self.hidden_sizes),
+                  "action_features": 0 if self.action_features is None
+                  else self.action_features.version}
+        if isinstance(self.value_head, MissingValueHead):
+            config["value_head"] = False
+        return config
+
+
+class MissingValueHead(nn.Module):
+    """Stands in for the value head of a policy shipped without one: calling it raises."""
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError(NO_VALUE_HEAD)
+
+
+def expected_shapes(hidden_sizes, action_features: int, value_head: bool = True,
+                    obs_size: int = OBS_SIZE, num_actions: int = NUM_ACTIONS) -> dict:
+    """Parameter name -> shape of the :class:`PolicyNet` a ``model_config`` describes, computed
+    without building it (a test checks it against ``PolicyNet.state_dict()``)."""
+    shapes, width = {}, obs_size
+    for index, size in enumerate(hidden_sizes):
+        shapes[f"trunk.{2 * index}.weight"], shapes[f"trunk.{2 * index}.bias"] = (size, width), \
+            (size,)
+        width = size
+    shapes["policy_head.weight"], shapes["policy_head.bias"] = (num_actions, width), (num_actions,)
+    if value_head:
+        shapes["value_head.weight"], shapes["value_head.bias"] = (1, width), (1,)
+    if action_features:
+        size = ActionFeatures.SIZES[action_features]
+        shapes["feature_weights.weight"], shapes["feature_weights.bias"] = (size, width), (size,)
+    return shapes
 
 
 def layer_init(layer: nn.Linear, gain: float) -> nn.Linear:
@@ -169,12 +218,31 @@ class MaskedCategorical:
         return -p_log_p.sum(-1)
 
 
+def shipped_path() -> Path:
+    """The shipped policy's file: package data (``sevenrocks_env/shipped/``), or, in a source
+    checkout where that is missing, ``checkpoints/shipped/`` beside the package."""
+    packaged = resources.files("sevenrocks_env") / "shipped" / SHIPPED_FILE
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / SHIPPED_FILE
+
+
+def resolve_path(path) -> Path:
+    """``"shipped"`` -> :func:`shipped_path`; any other path as given.  Raises
+    :class:`CheckpointError` ``no such file: PATH (relative to CWD)`` when it is not a file."""
+    resolved = shipped_path() if str(path) == SHIPPED else Path(path)
+    if not resolved.is_file():
+        raise CheckpointError(f"no such file: {resolved} (relative to {os.getcwd()})")
+    return resolved
+
+
 def read_checkpoint(path) -> dict:
     """Load and validate a checkpoint dict (safely, ``weights_only=True``); raise
     :class:`CheckpointError` with a clear message when it cannot be used."""
-    path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"no checkpoint file at {path}")
+    path = resolve_path(path)
+    if path.stat().st_size > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"{path} is larger than {MAX_CHECKPOINT_BYTES >> 20} MB; "
+                              "not a sevenrocks checkpoint")
     if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; a cut one loses its index
         raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a file "
                               "written by torch.save)")
@@ -196,12 +264,15 @@ def read_checkpoint(path) -> dict:
             f"{path} was refused by the safe loader (it holds more than tensors and plain "
             f"Python values): {type(error).__name__}") from None
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        from .record import shown
+        found = shown(data.get("format")) if isinstance(data, dict) else type(data).__name__
         raise CheckpointError(f"{path} is not a sevenrocks policy checkpoint "
-                              f"(format {found!r}, expected {CHECKPOINT_FORMAT!r})")
+                              f"(format {found}, expected {CHECKPOINT_FORMAT!r})")
     layout = (data.get("obs_version"), data.get("obs_size"), data.get("num_actions"))
     if not all(type(value) is int for value in layout) or layout != (OBS_VERSION, OBS_SIZE,
                                                                       NUM_ACTIONS):
+        from .record import shown
+        layout = tuple(shown(value) for value in layout)
         raise CheckpointError(
             f"{path} was trained on observation layout v{layout[0]} ({layout[1]} features, "
             f"{layout[2]} actions); this sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features, "
@@ -212,31 +283,55 @@ def read_checkpoint(path) -> dict:
     return data
 
 
-def build_model(data: dict, path="checkpoint") -> PolicyNet:
-    """The :class:`PolicyNet` described by a validated checkpoint dict, with its weights."""
-    config, weights = data["model_config"], data["model"]
+def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool]:
+    """``(hidden_sizes, action_features, value_head)`` of a checkpoint's ``model_config``, each
+    checked and bounded (:data:`MAX_HIDDEN_LAYERS`, :data:`MAX_HIDDEN_WIDTH`)."""
+    from .record import shown
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: model_config must be a dict")
     hidden = config.get("hidden_sizes")
-    if not (isinstance(hidden, (list, tuple)) and hidden
-            and all(type(h) is int and 0 < h <= 16384 for h in hidden)):
-        raise CheckpointError(f"{path}: model_config.hidden_sizes must be a list of layer widths "
-                              f"(1-16384), got {hidden!r}")
-    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
-        raise CheckpointError(f"{path}: 'model' must map parameter names to tensors")
-    bad = [k for k, v in weights.items() if v.is_floating_point() and not torch.isfinite(v).all()]
-    if bad:
-        raise CheckpointError(f"{path}: non-finite weights in {', '.join(bad[:3])}")
+    if not (isinstance(hidden, (list, tuple)) and 0 < len(hidden) <= MAX_HIDDEN_LAYERS
+            and all(type(h) is int and 0 < h <= MAX_HIDDEN_WIDTH for h in hidden)):
+        raise CheckpointError(f"{path}: model_config.hidden_sizes must be 1-{MAX_HIDDEN_LAYERS} "
+                              f"layer widths (1-{MAX_HIDDEN_WIDTH}), got {shown(hidden)}")
     features = config.get("action_features", False)
     if type(features) is bool:  # checkpoints from before feature versions
         features = int(features)
     if type(features) is not int or (features and features not in ActionFeatures.SIZES):
         raise CheckpointError(f"{path}: model_config.action_features must be 0 or a feature "
-                              f"version {sorted(ActionFeatures.SIZES)}, got {features!r}")
-    try:
-        model = PolicyNet(list(hidden), action_features=features)
-        model.load_state_dict(weights)
-    except (KeyError, TypeError, ValueError, RuntimeError) as error:
-        raise CheckpointError(f"{path}: weights do not fit the network it describes "
-                              f"({type(error).__name__})") from None
+                              f"version {sorted(ActionFeatures.SIZES)}, got {shown(features)}")
+    value_head = config.get("value_head", True)
+    if type(value_head) is not bool:
+        raise CheckpointError(f"{path}: model_config.value_head must be true or false")
+    return list(hidden), features, value_head
+
+
+def build_model(data: dict, path="checkpoint") -> PolicyNet:
+    """The :class:`PolicyNet` described by a validated checkpoint dict, with its weights.
+
+    The declared network is bounded and every tensor's name, shape and dtype is checked against
+    it (:func:`expected_shapes`) before the network is built, so a small file cannot make this
+    allocate more than its own weights."""
+    hidden, features, value_head = check_model_config(data["model_config"], path)
+    weights = data["model"]
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
+        raise CheckpointError(f"{path}: 'model' must map parameter names to tensors")
+    expected = expected_shapes(hidden, features, value_head)
+    if set(weights) != set(expected):
+        odd = sorted(set(weights) ^ set(expected))
+        raise CheckpointError(f"{path}: weights do not fit the network it describes (missing or "
+                              f"unexpected: {', '.join(k[:40] for k in odd[:3])})")
+    for key, shape in expected.items():
+        tensor = weights[key]
+        if tuple(tensor.shape) != shape or tensor.dtype != torch.float32:
+            raise CheckpointError(f"{path}: {key} is {tensor.dtype} {tuple(tensor.shape)}, the "
+                                  f"network it describes needs float32 {shape}")
+        if not torch.isfinite(tensor).all():
+            raise CheckpointError(f"{path}: non-finite weights in {key}")
+    model = PolicyNet(hidden, action_features=features)
+    if not value_head:
+        model.value_head = MissingValueHead()
+    model.load_state_dict(weights)
     return model
 
 
@@ -281,12 +376,14 @@ class PolicyAgent:
 
 
 def load_policy(path, device: str = "cpu", deterministic: bool = True) -> PolicyAgent:
-    """An agent playing the policy stored at ``path`` (agent spec ``ckpt:path``); raises
-    :class:`CheckpointError` (a ``ValueError``) for an unusable file."""
+    """An agent playing the policy stored at ``path`` (agent spec ``ckpt:path``; ``"shipped"``:
+    the policy installed with the package); raises :class:`CheckpointError` (a ``ValueError``)
+    for an unusable file."""
     data = read_checkpoint(path)
     model = build_model(data, path)
     return PolicyAgent(model, name=f"ckpt:{path}", deterministic=deterministic, device=device)
 
 
 __all__ = ["ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError", "MaskedCategorical",
-           "PolicyAgent", "PolicyNet", "build_model", "load_policy", "read_checkpoint"]
+           "MissingValueHead", "PolicyAgent", "PolicyNet", "SHIPPED", "build_model",
+           "expected_shapes", "load_policy", "read_checkpoint", "shipped_path"]

@@ -97,11 +97,25 @@ def load_training_checkpoint(path) -> dict:
     return data
 
 
-def export_policy(source, destination, extra: dict | None = None) -> Path:
-    """Copy just the policy (no optimizer or run state) to a small file, e.g. for shipping."""
-    data = read_checkpoint(source)
+def policy_only(data: dict) -> dict:
+    """The policy keys of a validated checkpoint dict, for playing.  A policy trained with the
+    oracle critic loses its value head, which was never trained (``model_config["value_head"]``
+    becomes false); every other weight is kept bit for bit."""
     small = {k: data[k] for k in ("format", "obs_version", "obs_size", "num_actions",
                                   "model_config", "model", "global_step")}
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    if config.get("critic") == "oracle":
+        small["model"] = {k: v for k, v in data["model"].items()
+                          if not k.startswith("value_head.")}
+        small["model_config"] = dict(data["model_config"], value_head=False)
+    return small
+
+
+def export_policy(source, destination, extra: dict | None = None) -> Path:
+    """Copy just the policy (no optimizer or run state, no untrained value head: see
+    :func:`policy_only`) to a small file, e.g. for shipping."""
+    data = read_checkpoint(source)
+    small = policy_only(data)
     small["config"] = data.get("config", {})
     small["wall_time"] = data.get("wall_time", 0.0)
     small.update(extra or {})

@@ -11,6 +11,7 @@ command line:
 | ``heuristic``                          | one-ply lookahead with defence (see its docstring)  |
 | ``search[:samples=64,time_limit=0.5,rollout=defensive,win_bonus=50]`` | determinized Monte-Carlo |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
+| ``ckpt:shipped``                       | the policy installed with the package               |
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def valid_specs() -> str:
     for name, (_, params) in AGENTS.items():
         extra = ",".join(f"{p}=<{t.__name__}>" for p, t in params.items())
         lines.append(f"{name}[:{extra}]" if extra else name)
-    lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS]
+    lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS] + ["ckpt:shipped"]
     return ", ".join(lines)
 
 
@@ -78,14 +79,19 @@ def make_agent(spec, seed: int | None = None) -> Agent:
 
 
 def _load_checkpoint(path: str, seed: int | None) -> Agent:
+    """``ckpt:PATH``; ``ckpt:shipped`` is the policy installed with the package."""
     if not path:
-        raise ValueError("checkpoint spec needs a path: ckpt:PATH")
-    if not os.path.isfile(path) or not os.access(path, os.R_OK):
-        raise ValueError(f"cannot read checkpoint {path!r}")
+        raise ValueError("checkpoint spec needs a path: ckpt:PATH (or ckpt:shipped)")
     try:
-        from ..policy import load_policy
+        from ..policy import CheckpointError, load_policy, resolve_path
     except ImportError as error:
         raise ValueError(f"checkpoint agents need sevenrocks_env.policy ({error})") from None
+    try:
+        resolved = resolve_path(path)
+    except CheckpointError as error:
+        raise ValueError(f"cannot read checkpoint: {error}") from None
+    if not os.access(resolved, os.R_OK):
+        raise ValueError(f"cannot read checkpoint {path!r}")
     try:
         agent = load_policy(path, device="cpu")
     except Exception as error:  # any failure to load is bad input from the user's side

@@ -1,0 +1,156 @@
+"""Hostile checkpoints (issue 15): policy files and resume files are untrusted.  Every bad one
+is a :class:`CheckpointError` naming the bad piece, in a short message, before anything sized
+by the file is allocated; ``ckpt:shipped`` is the packaged policy, without an untrained value
+head (issue 14)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sevenrocks_env.agents import make_agent  # noqa: E402
+from sevenrocks_env.policy import (  # noqa: E402
+    MAX_HIDDEN_WIDTH, CheckpointError, MissingValueHead, PolicyNet, build_model,
+    expected_shapes, load_policy, read_checkpoint, shipped_path)
+from training.checkpoint import policy_entries, policy_only, save_checkpoint  # noqa: E402
+
+MESSAGE_LIMIT = 2000
+
+
+def save_policy(path, net=None, **changes):
+    data = policy_entries(net if net is not None else PolicyNet([16]), 0)
+    data.update(changes)
+    save_checkpoint(path, data)
+    return path
+
+
+def refused(path, words=None) -> str:
+    with pytest.raises(CheckpointError) as info:
+        load_policy(path)
+    message = str(info.value)
+    assert len(message) < MESSAGE_LIMIT and "\n" not in message, message[:300]
+    if words:
+        assert words in message, message
+    return message
+
+
+# -- the shipped policy ---------------------------------------------------------------------------
+
+def test_shipped_resolves_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    agent = load_policy("shipped")
+    assert isinstance(make_agent("ckpt:shipped"), type(agent))
+    assert shipped_path().is_file()
+
+
+def test_shipped_policy_has_no_untrained_value_head():
+    data = read_checkpoint("shipped")
+    assert data["config"]["critic"] == "oracle"
+    assert data["model_config"]["value_head"] is False
+    assert not any(key.startswith("value_head.") for key in data["model"])
+    model = load_policy("shipped").model
+    assert isinstance(model.value_head, MissingValueHead)
+    with pytest.raises(RuntimeError, match="no value head"):
+        model.value(torch.zeros(1, 238))
+    logits, values = model(torch.zeros(2, 238))
+    assert logits.shape == (2, 113) and torch.isnan(values).all()
+
+
+def test_policy_only_strips_the_value_head_and_keeps_the_rest_bit_for_bit():
+    net = PolicyNet([16], action_features=2)
+    data = dict(policy_entries(net, 5), config={"critic": "oracle"})
+    small = policy_only(data)
+    assert set(data["model"]) - set(small["model"]) == {"value_head.weight", "value_head.bias"}
+    assert all(torch.equal(small["model"][k], v) for k, v in data["model"].items()
+               if not k.startswith("value_head."))
+    rebuilt = build_model(small)
+    assert rebuilt.model_config()["value_head"] is False
+    assert policy_only(dict(data, config={"critic": "shared"}))["model"].keys() == \
+        data["model"].keys()
+
+
+def test_missing_files_say_relative_to_what(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    message = refused("nope.pt")
+    assert message == f"no such file: nope.pt (relative to {tmp_path})"
+    with pytest.raises(ValueError, match="no such file"):
+        make_agent("ckpt:nope.pt")
+
+
+@pytest.mark.parametrize("hidden,features,value_head", [
+    ([16], 0, True), ([32, 8], 1, True), ([8, 8, 8], 2, False)])
+def test_expected_shapes_match_the_real_network(hidden, features, value_head):
+    net = PolicyNet(hidden, action_features=features)
+    shapes = {k: tuple(v.shape) for k, v in net.state_dict().items()
+              if value_head or not k.startswith("value_head.")}
+    assert expected_shapes(hidden, features, value_head) == shapes
+
+
+# -- bounds before allocation -------------------------------------------------------------------
+
+@pytest.mark.parametrize("config,words", [
+    ({"hidden_sizes": [100_000_000], "action_features": 0}, "hidden_sizes"),
+    ({"hidden_sizes": [MAX_HIDDEN_WIDTH + 1], "action_features": 0}, "hidden_sizes"),
+    ({"hidden_sizes": [16] * 9, "action_features": 0}, "hidden_sizes"),
+    ({"hidden_sizes": [10 ** 5000], "action_features": 0}, None),  # refused by torch.load itself
+    ({"hidden_sizes": [16], "action_features": 99}, "action_features"),
+    ({"hidden_sizes": [16], "action_features": 0, "value_head": "no"}, "value_head"),
+    ({"hidden_sizes": [4096] * 8, "action_features": 0}, "missing or unexpected"),
+    ({"hidden_sizes": [4096], "action_features": 2}, "trunk.0.weight"),  # declared big, tiny weights
+])
+def test_absurd_declared_networks_are_refused_before_building(tmp_path, monkeypatch, config, words):
+    path = save_policy(tmp_path / "odd.pt", model_config=config)
+    built = []
+    monkeypatch.setattr(PolicyNet, "__init__", lambda self, *a, **k: built.append(a))
+    refused(path, words)
+    assert built == []  # nothing allocated
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda w: w.update({"trunk.0.weight": torch.zeros(16, 3)}), "trunk.0.weight"),
+    (lambda w: w.update({"trunk.0.weight": torch.zeros(16, 238, dtype=torch.float64)}),
+     "float32"),
+    (lambda w: w.pop("policy_head.bias"), "missing or unexpected"),
+    (lambda w: w.update({"extra": torch.zeros(1)}), "missing or unexpected"),
+    (lambda w: w.update({"trunk.0.bias": torch.full((16,), float("inf"))}), "non-finite"),
+])
+def test_weights_must_fit_the_declared_network(tmp_path, edit, words):
+    weights = PolicyNet([16]).state_dict()
+    edit(weights)
+    refused(save_policy(tmp_path / "odd.pt", model=weights), words)
+
+
+def test_file_size_is_bounded(tmp_path, monkeypatch):
+    import sevenrocks_env.policy as policy
+    monkeypatch.setattr(policy, "MAX_CHECKPOINT_BYTES", 1000)
+    refused(save_policy(tmp_path / "p.pt"), "larger than")
+
+
+hostile = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=10),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(),
+                                                         max_size=2),
+    st.sampled_from([100, 5000]).map(lambda d: 10 ** d))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["format", "obs_version", "obs_size", "num_actions", "model_config",
+                        "model"]), hostile)
+def test_any_value_in_any_policy_key_is_a_short_checkpoint_error(tmp_path, key, value):
+    path = save_policy(tmp_path / "h.pt", **{key: value})
+    refused(path)
+
+
+def test_nothing_is_written_when_loading(tmp_path, monkeypatch):
+    path = save_policy(tmp_path / "p.pt")
+    monkeypatch.chdir(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    load_policy(path)
+    refused(Path("missing.pt"))
+    assert sorted(os.listdir(tmp_path)) == before
