@@ -140,6 +140,9 @@ def main(argv=None) -> int:
     if data.get("critic"):
         critic = OracleCritic(cfg["hidden_sizes"]).eval()
         critic.load_state_dict(data["critic"])
+    elif not data["model_config"].get("value_head", True):
+        parser.error(f"{args.checkpoint} has neither an oracle critic nor a value head (a "
+                     "shipped policy-only file?): pass a training checkpoint of the run")
     points_scale, win_reward = cfg.get("points_scale", 0.01), cfg.get("win_reward", 1.0)
     engine = CutRecorder(args.matches, args.seed, cfg.get("target", 250), cfg.get("max_rounds", 60),
                          points_scale, win_reward)
