@@ -355,8 +355,9 @@ class SelfPlayEngine:
         Every piece is checked before anything changes; ``ValueError`` names the bad piece."""
         n = self.num_matches
         if not isinstance(state, dict) or set(state) != _STATE_KEYS:
-            raise ValueError(f"engine state must be a dict with keys {sorted(_STATE_KEYS)}, got "
-                             f"{sorted(map(str, state)) if isinstance(state, dict) else state!r:.80}")
+            got = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"engine state must be a dict with keys {sorted(_STATE_KEYS)}, "
+                             f"got {got!s:.200}")
         rng = np.random.default_rng()
         try:
             rng.bit_generator.state = state["rng"]
