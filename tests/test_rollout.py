@@ -77,7 +77,7 @@ CONTINUATION = [
     (2, _place("2|6", EAST)),  # seat 2: forced, its only placement     ends 1 / 6, sum 7
     (3, _place("0|1", WEST)),  # seat 3: real choice (lowest of five)   ends 0 / 6, sum 6
     (0, _place("5|6", EAST)),  # seat 0: real choice                    ends 0 / 5, sum 5: +5 team 0
-    (1, _place("0|0", WEST)),  # seat 1: real choice, 0|0 the spinner  ends 0|0 / 5, sum 5: +5 team 1
+    (1, _place("0|0", WEST)),  # seat 1: real choice, 0|0 = spinner  ends 0|0 / 5, sum 5: +5 team 1
 ]
 
 
