@@ -4,7 +4,7 @@
 every view draws from it.
 """
 
-from .layout import Layout, PlacedTile, build_layout
+from .layout import BoardDrawing, PlacedTile, build_layout
 from .text import describe_move, render_text
 
-__all__ = ["Layout", "PlacedTile", "build_layout", "describe_move", "render_text"]
+__all__ = ["BoardDrawing", "PlacedTile", "build_layout", "describe_move", "render_text"]

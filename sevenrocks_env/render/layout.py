@@ -195,9 +195,6 @@ class BoardDrawing:
             self.spinner_line_b = slot  # attached by line A, line B faces outward
 
 
-#: The drawing's former name (kept for code that imported it).
-Layout = BoardDrawing
-
 
 def normalise_moves(moves) -> list[tuple[int, int]]:
     """``[(seat, action)]`` from engine tuples ``(seat, action, end_sum, points)`` or record dicts."""
@@ -242,5 +239,5 @@ def layout_from_tiles(sequence) -> BoardDrawing:
     return build_layout(moves)
 
 
-__all__ = ["BoardDrawing", "Layout", "PlacedTile", "build_layout", "layout_from_tiles", "moves_of",
+__all__ = ["BoardDrawing", "PlacedTile", "build_layout", "layout_from_tiles", "moves_of",
            "normalise_moves", "EAST", "NORTH", "SOUTH", "WEST"]
