@@ -17,8 +17,9 @@ weights are written in this project's checkpoint format (``--export``): ``ckpt:P
 arena, or :func:`sevenrocks_env.policy.load_policy`.  At the end the policy plays ``greedy`` and
 ``heuristic`` in the arena (duplicate deals, Wilson CIs).
 
-Rewards: the env gives every learner seat its team's reward (R8 +-1, or ``reward="points"``) on
-the step where it happens, including rewards that arrive while the seat is not on turn (RLlib's
+Rewards: the env gives every learner seat its team's reward (``reward="win"``: R8 +-1;
+``"points"``; ``"shaped"`` with ``points_scale``/``win_reward``, the project trainer's reward; one
+definition in :mod:`sevenrocks_env.rewards`) on the step where it happens, including rewards that arrive while the seat is not on turn (RLlib's
 episode keeps them for the seat's next transition) and the final reward of every seat when the
 match ends on any seat's move.  ``skip_forced`` (default on) plays single-legal-action moves
 (forced knocks, R6) inside the env, so an env step is a real decision.  RLlib counts one env step
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from pathlib import Path
@@ -45,7 +47,8 @@ from sevenrocks_env.arena import add_evaluation_arguments
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.env import AGENTS, raw_env
 from sevenrocks_env.policy import MASKED_LOGIT, PolicyNet
-from sevenrocks_env.rules import legal_actions, team_of
+from sevenrocks_env.rewards import reward_weights
+from sevenrocks_env.rules import is_legal, legal_actions, team_of
 
 POLICY_ID = "shared"
 
@@ -60,8 +63,15 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
 
     Observations are ``{"observations": float32[238], "action_mask": float32[113]}`` (the keys
     RLlib's action-masking modules use).  ``env_config``: ``opponent`` (None/"self" or an agent
-    spec), ``reward``, ``target``, ``max_rounds``, ``skip_forced`` (default True), ``seed``.
-    ``illegal_actions`` counts masked-out actions received (each also raises ``ValueError``).
+    spec), ``reward`` (with ``points_scale``/``win_reward`` for ``"shaped"``), ``target``,
+    ``max_rounds``, ``skip_forced`` (default True), ``seed``, ``illegal_action``.
+
+    A masked-out action, with ``illegal_action="terminate"`` (default, as PettingZoo's
+    ``TerminateIllegalWrapper``): the match ends at once, the seat that chose it gets reward
+    exactly -1 and ``infos[seat]["illegal_action"] = True``, the other seats in the episode get
+    what was pending for them, all terminated.  RLlib's own env pre-check steps a random action,
+    which this lets through; the masked module never chooses one.  ``illegal_action="raise"``
+    raises ``ValueError`` instead.  ``illegal_actions`` counts them either way.
     """
 
     def __init__(self, config: dict | None = None):
@@ -70,7 +80,13 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         vector = getattr(config, "vector_index", 0) or 0
         config = dict(config or {})
         self._aec = raw_env(target=config.get("target", 250), max_rounds=config.get("max_rounds", 100),
-                            reward=config.get("reward", "win"))
+                            reward=config.get("reward", "win"),
+                            points_scale=config.get("points_scale"),
+                            win_reward=config.get("win_reward"))
+        self.illegal_action = config.get("illegal_action", "terminate")
+        if self.illegal_action not in ("terminate", "raise"):
+            raise ValueError(f"illegal_action must be 'terminate' or 'raise', "
+                             f"got {self.illegal_action!r}")
         opponent = config.get("opponent")
         self._opponent = None if opponent in (None, "self") else make_agent(opponent)
         self.skip_forced = config.get("skip_forced", True)
@@ -112,16 +128,28 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         action = action_dict.get(agent)
         if action is None:
             raise ValueError(f"no action for {agent}, the seat to move")
-        action = int(action)
-        if action not in legal_actions(match):
+        if not is_legal(match, action):
             self.illegal_actions += 1
-            raise ValueError(f"illegal action {action} for {agent}; legal: {legal_actions(match)}")
-        self._aec.step(action)
+            if self.illegal_action == "terminate" and self.action_spaces[agent].contains(action):
+                return self._end_on_illegal_action(match.turn)
+            raise ValueError(f"illegal action {action!r} for {agent}; legal: {legal_actions(match)}")
+        self._aec.step(int(action))
         self._collect()
         self._advance()
         return self._outputs()
 
     # -- inside ---------------------------------------------------------------------------------
+
+    def _end_on_illegal_action(self, mover: int):
+        """Terminate every seat in the episode; the mover's reward is exactly -1."""
+        self._pending[mover] = -1.0
+        seats = sorted(self._seen | {mover})
+        observations = {AGENTS[s]: self._observe(s) for s in seats}
+        rewards = {AGENTS[s]: self._pending[s] for s in seats}
+        self._pending = dict.fromkeys(self._pending, 0.0)
+        terminateds = {**{AGENTS[s]: True for s in seats}, "__all__": True}
+        infos = {AGENTS[mover]: {"illegal_action": True}}
+        return observations, rewards, terminateds, {"__all__": False}, infos
 
     def _collect(self) -> None:
         rewards = self._aec.rewards
@@ -174,8 +202,14 @@ class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
     """:class:`~sevenrocks_env.policy.PolicyNet` as an RLModule; illegal actions get probability 0.
 
     ``model_config``: ``{"hidden_sizes": [256, 256]}``.  ``self.net`` is a plain PolicyNet, so
-    exporting is a ``state_dict`` copy (:func:`export_policy`).
+    exporting is a ``state_dict`` copy (:func:`export_policy`).  Built the way RLlib documents it:
+    an ``RLModuleSpec(module_class=..., observation_space=..., action_space=..., model_config=...)``
+    (:func:`build_config`), never ``RLModule(config=...)``.
     """
+
+    def __init__(self, *args, **kwargs):
+        _quiet_rllib_internal_deprecation()
+        super().__init__(*args, **kwargs)
 
     def setup(self):
         self.net = PolicyNet(self.model_config.get("hidden_sizes", [256, 256]))
@@ -193,26 +227,48 @@ class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
         return self.net.value_head(embeddings).squeeze(-1)
 
 
+class _DropRLModuleConfigNotice(logging.Filter):
+    """Drops one message: RLlib's ``RLModule.__init__`` builds a deprecated ``RLModuleConfig``
+    itself, so every RLModule -- RLlib's own default PPO module too -- logs "RLModule(config=
+    [RLModuleConfig object]) has been deprecated" although no caller passes ``config``
+    (ray-project/ray#51630, still so in Ray 2.60).  Every other message passes."""
+
+    NOTICE = "RLModule(config=[RLModuleConfig object])"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.NOTICE not in record.getMessage()
+
+
+def _quiet_rllib_internal_deprecation() -> None:
+    """Install the filter above in this process (driver, env runners, learners), once."""
+    logger = logging.getLogger("ray._common.deprecation")
+    if not any(isinstance(f, _DropRLModuleConfigNotice) for f in logger.filters):
+        logger.addFilter(_DropRLModuleConfigNotice())
+
+
 def build_config(opponent: str = "self", hidden_sizes=(256, 256), num_env_runners: int = 1,
                  num_envs_per_env_runner: int = 1, train_batch_size: int = 4000,
                  minibatch_size: int = 500, num_epochs: int = 4, lr: float = 2.5e-4,
                  entropy_coeff: float = 0.01, gamma: float = 0.99, lambda_: float = 0.95,
-                 reward: str = "win", seed: int = 1):
+                 reward: str = "win", seed: int = 1, points_scale: float | None = None,
+                 win_reward: float | None = None):
     """A ``PPOConfig`` (new API stack) training one shared, masked policy on Seven Rocks."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
+    env_config = {"opponent": opponent, "reward": reward, "seed": seed,
+                  "points_scale": points_scale, "win_reward": win_reward}
+    spaces = SevenRocksMultiAgentEnv(env_config)  # fails here, clearly, on a bad env_config
     module = RLModuleSpec(module_class=MaskedPolicyModule,
+                          observation_space=spaces.observation_spaces[AGENTS[0]],
+                          action_space=spaces.action_spaces[AGENTS[0]],
                           model_config={"hidden_sizes": list(hidden_sizes)})
     return (
         PPOConfig()
         .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
-        .environment(SevenRocksMultiAgentEnv,
-                     env_config={"opponent": opponent, "reward": reward, "seed": seed},
-                     # RLlib's checker steps the env with an unmasked random action, which our
-                     # env rejects (illegal moves raise); tests/test_rllib.py checks the env.
-                     disable_env_checking=True)
+        # RLlib's own pre-check (check_multiagent_environments) runs on every env runner's env
+        .environment(SevenRocksMultiAgentEnv, env_config=env_config)
         .multi_agent(policies={POLICY_ID}, policy_mapping_fn=_to_shared_policy,
                      policies_to_train=[POLICY_ID])
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={POLICY_ID: module}))
@@ -291,8 +347,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--minibatch-size", type=int, default=500)
     parser.add_argument("--num-epochs", type=int, default=4)
     parser.add_argument("--lr", type=float, default=2.5e-4)
-    parser.add_argument("--reward", default="win", choices=["win", "points"],
-                        help="env reward: R8 win/loss, or the score margin / 100 (dense)")
+    parser.add_argument("--reward", default="win", choices=["win", "points", "shaped"],
+                        help="env reward: R8 win/loss, the score margin / 100 (dense), or "
+                             "shaped = points_scale * margin +- win_reward (the trainer's)")
+    parser.add_argument("--points-scale", type=float, default=None,
+                        help="reward=shaped: reward per point of margin (default 0.01)")
+    parser.add_argument("--win-reward", type=float, default=None,
+                        help="reward=shaped: reward for winning the match (default 1.0)")
     parser.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--export", default="checkpoints/rllib/policy.pt",
@@ -308,6 +369,7 @@ def main(argv=None) -> int:
             make_agent(spec)
         if args.env_steps < 1 or args.train_batch_size < args.minibatch_size:
             raise ValueError("need --env-steps >= 1 and --train-batch-size >= --minibatch-size")
+        reward_weights(args.reward, args.points_scale, args.win_reward)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -320,7 +382,8 @@ def main(argv=None) -> int:
         ray.init(num_cpus=args.num_cpus, include_dashboard=False)
     config = build_config(args.opponent, args.hidden, args.num_env_runners,
                           args.num_envs_per_env_runner, args.train_batch_size, args.minibatch_size,
-                          args.num_epochs, args.lr, reward=args.reward, seed=args.seed)
+                          args.num_epochs, args.lr, reward=args.reward, seed=args.seed,
+                          points_scale=args.points_scale, win_reward=args.win_reward)
     algo = config.build_algo()
     steps, seconds = train(algo, args.env_steps, args.max_iterations)
     path = export_policy(algo, args.export, steps)

@@ -3,6 +3,7 @@ local Ray instance with the masked shared policy.  Needs the [rllib] extra (its 
 docs/adapters.md: Ray pins a gymnasium of its own); skipped where Ray is not installed."""
 
 import importlib.util
+import logging
 import sys
 from pathlib import Path
 
@@ -64,14 +65,72 @@ def test_every_learner_seat_gets_its_final_reward(rllib_ppo, opponent):
             assert len(learners) == 2 and int(learners[0][-1]) % 2 == int(learners[1][-1]) % 2
 
 
-def test_env_rejects_a_masked_out_action(rllib_ppo):
-    env = rllib_ppo.SevenRocksMultiAgentEnv({})
+def test_env_rejects_a_masked_out_action_in_raise_mode(rllib_ppo):
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"illegal_action": "raise"})
     obs, _ = env.reset(seed=0)
     (agent, o), = obs.items()
     bad = int(np.flatnonzero(o["action_mask"] == 0)[0])
     with pytest.raises(ValueError, match="illegal action"):
         env.step({agent: bad})
     assert env.illegal_actions == 1
+
+
+@pytest.mark.parametrize("opponent", ["self", "random"])
+def test_a_masked_out_action_ends_the_match_by_default(rllib_ppo, opponent):
+    """As TerminateIllegalWrapper: the mover gets exactly -1, every seat in the episode ends."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": opponent})
+    rng = np.random.default_rng(1)
+    obs, _ = env.reset(seed=1)
+    for _ in range(5):  # a few legal moves first, so more than one seat is in the episode
+        (agent, o), = obs.items()
+        obs, *_ = env.step({agent: int(rng.choice(np.flatnonzero(o["action_mask"])))})
+    (agent, o), = obs.items()
+    state = env._aec.match.to_state()
+    bad = np.int64(np.flatnonzero(o["action_mask"] == 0)[0])
+    obs, rewards, terminateds, truncateds, infos = env.step({agent: bad})
+    assert rewards[agent] == -1.0 and infos[agent] == {"illegal_action": True}
+    assert terminateds["__all__"] and not truncateds["__all__"]
+    assert set(obs) == set(rewards) == set(terminateds) - {"__all__"} and agent in obs
+    assert env._aec.match.to_state() == state and env.illegal_actions == 1
+    (agent, _), = env.reset(seed=1)[0].items()
+    with pytest.raises(ValueError, match="illegal action"):  # outside the action space: a bug
+        env.step({agent: 113})
+
+
+def test_rllib_env_pre_check_passes_without_warnings(rllib_ppo, caplog):
+    """RLlib's own check (what every env runner runs on the example's env), on fresh envs."""
+    from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+
+    for config in ({}, {"opponent": "heuristic"}, {"reward": "shaped", "target": 60}):
+        for seed in range(3):
+            env = rllib_ppo.SevenRocksMultiAgentEnv({**config, "seed": seed})
+            with caplog.at_level(logging.WARNING):
+                check_multiagent_environments(env)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_module_builds_without_deprecation_notices(rllib_ppo, caplog):
+    """The documented constructor (an RLModuleSpec with spaces and model_config); RLlib's own
+    internal RLModuleConfig notice (ray-project/ray#51630) is the one message filtered."""
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    env = rllib_ppo.SevenRocksMultiAgentEnv({})
+    spec = RLModuleSpec(module_class=rllib_ppo.MaskedPolicyModule,
+                        observation_space=env.observation_spaces["player_0"],
+                        action_space=env.action_spaces["player_0"],
+                        model_config={"hidden_sizes": [16]})
+    with caplog.at_level(logging.DEBUG):
+        module = spec.build()
+    assert [r.getMessage() for r in caplog.records if "eprecat" in r.getMessage()] == []
+    assert module.net is not None
+    # the filter drops that one notice only
+    notice = logging.LogRecord("ray._common.deprecation", logging.WARNING, __file__, 0,
+                               "DeprecationWarning: `RLModule(config=[RLModuleConfig object])` "
+                               "has been deprecated.", None, None)
+    other = logging.LogRecord("ray._common.deprecation", logging.WARNING, __file__, 0,
+                              "DeprecationWarning: `something_else` has been deprecated.", None, None)
+    drop = rllib_ppo._DropRLModuleConfigNotice()
+    assert not drop.filter(notice) and drop.filter(other)
 
 
 def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path):
@@ -81,9 +140,12 @@ def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path):
     try:
         config = rllib_ppo.build_config(hidden_sizes=(32,), num_env_runners=1, train_batch_size=400,
                                         minibatch_size=200, num_epochs=1, seed=3)
+        # strict here: a sampled illegal action raises and fails the iteration (RLlib's random-
+        # action pre-check, which "raise" would fail, is tested on its own above)
+        config.environment(env_config={**config.env_config, "illegal_action": "raise"},
+                           disable_env_checking=True)
         algo = config.build_algo()
         before = {k: v.clone() for k, v in rllib_ppo.policy_net(algo).state_dict().items()}
-        # the env raises on any illegal action, so a sampled illegal action fails the iteration
         steps, _ = rllib_ppo.train(algo, env_steps_budget=1, max_iterations=1, log=lambda _: None)
         assert steps >= 400
         path = rllib_ppo.export_policy(algo, tmp_path / "policy.pt", steps)
