@@ -29,4 +29,16 @@ def parallel_env(**kwargs):
     return turn_based_aec_to_parallel(env(**kwargs))
 
 
-__all__ = ["env", "parallel_env", "raw_env"]
+def vector_env(num_envs: int = 4096, device="cpu", **kwargs):
+    """``num_envs`` matches stepped together as torch tensors on ``device`` (CPU or GPU): the
+    batched engine, :class:`sevenrocks_env.batched.VectorEnv` (see ``docs/vector.md``).
+
+    Keyword arguments: ``target``, ``max_rounds``, ``reward`` (``"win"``, ``"points"``,
+    ``"shaped"`` with ``points_scale``, ``win_reward``), ``records``, ``validate``.  Importing
+    this module does not import torch; calling this function does."""
+    from .batched import VectorEnv  # torch is needed only here
+
+    return VectorEnv(num_envs=num_envs, device=device, **kwargs)
+
+
+__all__ = ["env", "parallel_env", "raw_env", "vector_env"]

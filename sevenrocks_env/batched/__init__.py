@@ -1,0 +1,19 @@
+"""The batched engine: B Seven Rocks matches as torch tensors on any device (R1-R8).
+
+``rules`` stays the reference implementation; this package is the second one, tied to it by the
+differential tests in ``tests/test_batched_*.py``.
+
+* :mod:`.state`: the state tensors, ``STATE_BYTES`` = 216 bytes per match (plus 113 + 952 for
+  the cached action mask and observation);
+* :mod:`.deal`: counter-based deals, a function of (seed, env, match count, round);
+* :mod:`.layout`: pure tensor functions of the rules (placement, end sum, legal mask, deductions);
+* :mod:`.engine`: one step of every match, with auto-reset;
+* :mod:`.observe`: the ``[B, 238]`` observation of the seats on turn;
+* :mod:`.records`: game records from the engine's own numbers;
+* :mod:`.vector_env`: :class:`VectorEnv`, the public class (``sevenrocks_v0.vector_env``).
+"""
+
+from .state import STATE_BYTES, BatchState
+from .vector_env import VectorEnv
+
+__all__ = ["STATE_BYTES", "BatchState", "VectorEnv"]

@@ -1,0 +1,59 @@
+"""Counter-based per-match randomness: every deal is a pure function of its coordinates (R1, R2).
+
+Round ``r`` of the ``m``-th match played in env ``i`` after ``reset(seed=s)`` is dealt from
+``hash(s, i, m, r)`` alone, so it does not depend on the batch size, on the device, or on what
+other envs did.  The hash is SplitMix64's finaliser in int64 torch arithmetic (multiplication
+wraps modulo 2**64; right shifts are made logical by masking), so CPU and GPU give the same bits.
+
+The deal is the permutation that sorts 28 hashed keys (seat ``k`` gets positions ``7k .. 7k+6``),
+and the drawn opener is two bits of a 29th key: every seat equally likely (R2's fair draw).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..tiles import NUM_SEATS, NUM_TILES
+
+MAX_SEED = (1 << 63) - 1
+_M1 = 0xBF58476D1CE4E5B9 - (1 << 64)
+_M2 = 0x94D049BB133111EB - (1 << 64)
+_GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
+_LOW63 = (1 << 63) - 1
+
+
+def _shr(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 values."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def mix(x: torch.Tensor) -> torch.Tensor:
+    """SplitMix64's finaliser: a bijection of 64-bit words with good avalanche."""
+    x = x ^ _shr(x, 30)
+    x = x * _M1
+    x = x ^ _shr(x, 27)
+    x = x * _M2
+    return x ^ _shr(x, 31)
+
+
+def deal_key(seed: int, env_ids, matches, rounds) -> torch.Tensor:
+    """``[N]`` int64 key of each (seed, env, match count, round)."""
+    key = mix(torch.full_like(env_ids, seed) + _GOLDEN)
+    key = mix(key + env_ids * _GOLDEN)
+    key = mix(key + matches * _GOLDEN)
+    return mix(key + rounds * _GOLDEN)
+
+
+def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.Tensor):
+    """Hands ``[N, 4]`` (28-bit tile sets, 7 tiles each) and drawn openers ``[N]`` (R1, R2)."""
+    key = deal_key(seed, env_ids, matches, rounds)
+    counters = torch.arange(1, NUM_TILES + 2, dtype=torch.long, device=env_ids.device)
+    keys = mix(key[:, None] + counters * _GOLDEN) & _LOW63                  # [N, 29]
+    order = torch.sort(keys[:, :NUM_TILES], dim=1, stable=True).indices   # a permutation
+    bits = torch.bitwise_left_shift(torch.ones_like(order), order)
+    hands = bits.view(-1, NUM_SEATS, NUM_TILES // NUM_SEATS).sum(2)
+    opener = _shr(keys[:, NUM_TILES], 40) & 3
+    return hands, opener
+
+
+__all__ = ["MAX_SEED", "deal", "deal_key", "mix"]

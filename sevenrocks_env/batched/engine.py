@@ -1,0 +1,149 @@
+"""One step of B matches: a placement or a knock per match, then whatever follows (R3-R8).
+
+:func:`step` mirrors ``rules.apply_action`` line by line, for all rows at once and without
+branches: the placement and the knock are both computed and selected with ``torch.where``.  Only
+the rare events -- a round ends (domino, block or win), a match ends, a new deal -- work on the
+subset of rows that need them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..tiles import KNOCK
+from . import layout
+from .deal import deal
+from .state import BatchState
+from .tables import ALL_TILES, tables
+
+#: Round results in :class:`StepEvents` (``rules.DOMINO``, ``BLOCKED``, ``WON``).
+DOMINO, BLOCKED, WON = 1, 2, 3
+
+
+@dataclass
+class StepEvents:
+    """What a step did, for records: every row's move, and the rows whose round ended."""
+
+    seat: torch.Tensor          # [B] the seat that moved
+    end_sum: torch.Tensor       # [B] end sum logged with the move (the last one for a knock)
+    points: torch.Tensor        # [B]
+    rows: torch.Tensor          # [n] rows whose round ended
+    result: torch.Tensor        # [n] DOMINO / BLOCKED / WON
+    deductions: torch.Tensor    # [n, 4] (0 on a win, R8)
+    round_scores: torch.Tensor  # [n, 2] scores after the round
+    match_over: torch.Tensor    # [n] bool: the match ended (won or truncated)
+    winner: torch.Tensor        # [n] 0, 1, or -1 (truncated / round only)
+    new_hands: torch.Tensor     # [n, 4] the next round's (or next match's) deal
+    new_opener: torch.Tensor    # [n]
+
+
+@dataclass
+class Settings:
+    """The env's constants: the deal stream's seed, the target (R8), the round limit, rewards."""
+
+    seed: int
+    target: int
+    max_rounds: int | None
+    points_scale: float
+    win_reward: float
+
+
+def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: torch.Tensor):
+    """Apply ``actions`` (all legal) to every match in place.
+
+    Returns ``(rewards [B, 4] float32, terminated [B] bool, truncated [B] bool, events)``; a match
+    that ends is replaced by the env's next match (auto-reset) before returning.
+    """
+    t = tables(state.turn.device)
+    seat = state.turn
+    knock = actions == KNOCK
+    place = ~knock
+    tile = torch.where(knock, 0, actions >> 2)
+    slot = actions & 3
+    bit = torch.where(knock, 0, torch.bitwise_left_shift(torch.ones_like(tile), tile))
+    at_seat = t.slots == seat[:, None]                                      # [B, 4]
+    seat_bit = at_seat * bit[:, None]
+    state.hands ^= seat_bit
+    state.played_by |= seat_bit
+    state.played |= bit
+
+    # R3, R4: the layout after a placement (a knock leaves it as it is)
+    ends, end_double, started, spinner = layout.place_tiles(
+        state.ends, state.end_double, state.branch_started, state.spinner, state.placements,
+        tile, slot)
+    rows = place[:, None]
+    # R6: a knock shows the seat lacks every open number
+    shown = torch.where(knock, layout.open_numbers(state.ends), 0)
+    state.voids |= at_seat * shown[:, None]
+    state.ends = torch.where(rows, ends, state.ends)
+    state.end_double = torch.where(rows, end_double, state.end_double)
+    state.branch_started = torch.where(rows, started, state.branch_started)
+    state.spinner = torch.where(place, spinner, state.spinner)
+    state.placements += place
+
+    # R5: score the placement; R8: the win is checked right after it
+    total = layout.end_sum(state.ends, state.end_double, state.branch_started)
+    logged_sum = torch.where(place, total, state.last_end_sum)  # a knock logs the last sum
+    state.last_end_sum = logged_sum
+    points = torch.where(place, layout.placement_points(total), 0)
+    team = seat & 1
+    team_points = (t.slots[:2] == team[:, None]) * points[:, None]          # [B, 2]
+    state.scores += team_points
+    won = (points > 0) & (state.scores.gather(1, team[:, None]).squeeze(1) >= settings.target)
+    # R6, R7: domino or blocked
+    domino = place & ~won & (state.hands.gather(1, seat[:, None]).squeeze(1) == 0)
+    blocked = place & ~won & ~domino & (
+        (ALL_TILES & ~state.played & layout.matching_tiles(state.ends)) == 0)
+    state.turn = (seat + 1) & 3
+    margin = team_points[:, 0] - team_points[:, 1]
+
+    ended = won | domino | blocked
+    rows = ended.nonzero().squeeze(1)
+    truncated = torch.zeros_like(won)
+    if rows.numel():
+        state.last_end_sum = logged_sum.clone()  # the rare path below writes rows in place
+        events = _end_rounds(state, rows, won, domino, seat, settings, env_ids)
+        lost = events.deductions[:, 0] + events.deductions[:, 2] - events.deductions[:, 1] \
+            - events.deductions[:, 3]
+        margin = margin.index_add(0, rows, -lost)
+        truncated[rows] = events.match_over & ~won[rows]
+    else:
+        empty = rows
+        events = StepEvents(seat, logged_sum, points, empty, empty, empty, empty, empty.bool(),
+                            empty, empty, empty)
+    events.seat, events.end_sum, events.points = seat, logged_sum, points
+    winner_sign = torch.where(won, 1 - 2 * team, 0)
+    team0 = settings.points_scale * margin.to(torch.float32) + settings.win_reward * winner_sign
+    return team0[:, None] * t.seat_signs, won, truncated, events
+
+
+def _end_rounds(state: BatchState, rows, won, domino, seat, settings: Settings, env_ids):
+    """Close the rounds of ``rows`` (R7, R8), then deal the next round or the next match."""
+    won, domino, seat = won[rows], domino[rows], seat[rows]
+    hands = state.hands[rows]
+    deductions = torch.where(won[:, None], 0, layout.deductions(hands))       # R8: none on a win
+    scores = state.scores[rows]
+    scores[:, 0] -= deductions[:, 0] + deductions[:, 2]
+    scores[:, 1] -= deductions[:, 1] + deductions[:, 3]
+    result = torch.where(won, WON, torch.where(domino, DOMINO, BLOCKED))
+    round_index = state.round_index[rows] + (~won)
+    over = won
+    if settings.max_rounds is not None:
+        over = over | (round_index >= settings.max_rounds)
+    winner = torch.where(won, seat & 1, -1)
+    matches = state.matches[rows] + over
+    round_index = torch.where(over, 0, round_index)
+    state.scores[rows] = torch.where(over[:, None], 0, scores)
+    state.round_index[rows] = round_index
+    state.matches[rows] = matches
+    new_hands, drawn = deal(settings.seed, env_ids[rows], matches, round_index)
+    # R2: the player who dominoed opens the next round; after a block (or a new match) a draw
+    opener = torch.where(domino & ~over, seat, drawn)
+    state.start_rounds(rows, new_hands, opener)
+    return StepEvents(seat, None, None, rows, result, deductions, scores, over, winner,
+                      new_hands, opener)
+
+
+__all__ = ["BLOCKED", "DOMINO", "Settings", "StepEvents", "WON", "step"]

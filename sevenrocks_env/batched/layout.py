@@ -1,0 +1,143 @@
+"""The rules as pure tensor functions over many layouts at once (R3-R7).
+
+Each function takes ``[N]`` / ``[N, 4]`` int tensors (the per-slot layout summary of
+:mod:`sevenrocks_env.rules`: ``ends`` with ``-1`` = closed, ``end_double``, ``branch_started``,
+``spinner``) and returns new tensors; nothing is modified in place.  They are the batched twin of
+``rules.place_tile``, ``scoring.end_sum`` and ``rules.legal_actions`` and are tied to them by
+``tests/test_batched_*.py``.  Other torch code (policy features) should call these rather than
+re-derive the rules.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .tables import HALF, HALF_MASK, tables
+
+
+def popcount(masks: torch.Tensor) -> torch.Tensor:
+    """Number of tiles in each 28-bit tile set."""
+    t = tables(masks.device)
+    return t.popcount14[masks & HALF_MASK] + t.popcount14[masks >> HALF]
+
+
+def pips(masks: torch.Tensor) -> torch.Tensor:
+    """Total pips of each tile set (R7)."""
+    t = tables(masks.device)
+    return t.pips14[masks & HALF_MASK] + t.pips14_high[masks >> HALF]
+
+
+def deductions(hands: torch.Tensor) -> torch.Tensor:
+    """What each remaining hand costs (R7): its pips rounded to the nearest 5 (1-2 down, 3-4 up)."""
+    return torch.div(pips(hands) + 2, 5, rounding_mode="floor") * 5
+
+
+def matching_tiles(ends: torch.Tensor) -> torch.Tensor:
+    """``[N]`` tile sets showing a number open at some slot (``ends`` ``[N, 4]``)."""
+    fit = tables(ends.device).with_number[ends + 1]
+    return fit[:, 0] | fit[:, 1] | fit[:, 2] | fit[:, 3]
+
+
+def open_numbers(ends: torch.Tensor) -> torch.Tensor:
+    """``[N]`` 7-bit sets of the numbers open at some slot (what a knock shows a seat lacks, R6)."""
+    bits = torch.where(ends >= 0, torch.bitwise_left_shift(torch.ones_like(ends), ends.clamp(min=0)),
+                       0)
+    return bits[:, 0] | bits[:, 1] | bits[:, 2] | bits[:, 3]
+
+
+def opening_spinner(ends: torch.Tensor, end_double: torch.Tensor) -> torch.Tensor:
+    """``[N]`` bool: the layout is an opening spinner alone, seen from both sides (R5)."""
+    return end_double[:, 0] & end_double[:, 1] & (ends[:, 0] == ends[:, 1]) & (ends[:, 0] >= 0)
+
+
+def counted_ends(ends, end_double, branch_started) -> torch.Tensor:
+    """``[N, 4]``: what each slot adds to the end sum (R5); an opening spinner counts once (west)."""
+    t = tables(ends.device)
+    counted = (ends >= 0) & (t.straight | branch_started)
+    value = torch.where(end_double, 2 * ends, ends)
+    value = torch.where(counted, value, 0)
+    east = opening_spinner(ends, end_double)
+    value[:, 1] = torch.where(east, 0, value[:, 1])
+    return value
+
+
+def end_sum(ends, end_double, branch_started) -> torch.Tensor:
+    """``[N]`` sums of the counted ends (R5)."""
+    return counted_ends(ends, end_double, branch_started).sum(1)
+
+
+def placement_points(total: torch.Tensor) -> torch.Tensor:
+    """Points of placements with end sum ``total``: the sum if positive and divisible by 5 (R5)."""
+    return torch.where((total > 0) & (total % 5 == 0), total, 0)
+
+
+def place_tiles(ends, end_double, branch_started, spinner, placements, tile, slot):
+    """Join ``tile`` at ``slot`` in every layout (R3, R4): ``(ends, end_double, branch_started,
+    spinner)`` after it.  ``placements`` is the count before the tile (0 = the opening: low half
+    west, high half east, a double is the spinner).  Every row must hold a legal placement.
+
+    * the first double of the round is the spinner, attached by line A when it is not the opening;
+    * the branches open (north and south show the spinner's number) once neither straight end is
+      the spinner any more, i.e. both straight continuations are filled;
+    * a tile on a branch starts it, so it counts from then on.
+    """
+    t = tables(ends.device)
+    low, high = t.tile_low[tile], t.tile_high[tile]
+    double = low == high
+    opening = placements == 0
+    at_slot = t.slots == slot[:, None]
+    joined = ends.gather(1, slot[:, None]).squeeze(1)
+    other = low + high - joined
+    new_ends = torch.where(at_slot, other[:, None], ends)
+    new_double = torch.where(at_slot, double[:, None], end_double)
+    new_started = branch_started | (at_slot & t.branch)
+    straight = slot < 2
+    first_double = ~opening & straight & double & (spinner < 0)
+    new_spinner = torch.where(first_double, joined, spinner)
+    exposed = (new_double[:, 0] & (new_ends[:, 0] == spinner)) | (
+        new_double[:, 1] & (new_ends[:, 1] == spinner))
+    branches_open = ~opening & straight & (spinner >= 0) & (ends[:, 2] < 0) & ~exposed
+    new_ends = torch.where(branches_open[:, None] & t.branch, spinner[:, None], new_ends)
+    # the opening
+    first = t.slots == 0
+    second = t.slots == 1
+    open_ends = torch.where(first, low[:, None], torch.where(second, high[:, None], -1))
+    open_double = t.straight & double[:, None]
+    rows = opening[:, None]
+    return (torch.where(rows, open_ends, new_ends),
+            torch.where(rows, open_double, new_double),
+            torch.where(rows, False, new_started),
+            torch.where(opening, torch.where(double, low, -1), new_spinner))
+
+
+def slot_fits(hands, ends, opening) -> torch.Tensor:
+    """``[N, 4]`` tile sets of ``hands`` (``[N]``) playable at each slot; at the opening every
+    tile fits slot 0 (R3)."""
+    fit = hands[:, None] & tables(hands.device).with_number[ends + 1]
+    first = tables(hands.device).slots == 0
+    return torch.where(opening[:, None], torch.where(first, hands[:, None], 0), fit)
+
+
+def legal_mask(hands, ends, opening, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``[N, 113]`` bool legal actions of the seats holding ``hands`` (R3, R4, R6).
+
+    Action ``4 tile + slot`` is legal when the tile fits the slot; the knock (112) exactly when
+    nothing fits.  Built from bitmasks: each slot's fitting set is spread to bits ``4 t + slot``
+    of two 56-bit words by a 14-bit table, and the words' bytes are unpacked by a byte table.
+    """
+    t = tables(hands.device)
+    fits = slot_fits(hands, ends, opening)
+    low = (t.spread14[fits & HALF_MASK] << t.slot_shift).sum(1)
+    high = (t.spread14[fits >> HALF] << t.slot_shift).sum(1)
+    words = torch.stack((low, high), 1)
+    data = (words[:, :, None] >> t.byte_shift) & 255                  # [N, 2, 7]
+    bits = t.byte_bits[data].view(-1, 112)
+    knock = (fits.sum(1) == 0)[:, None]
+    if out is None:
+        return torch.cat((bits, knock), 1)
+    return torch.cat((bits, knock), 1, out=out)
+
+
+__all__ = ["counted_ends", "deductions", "end_sum", "legal_mask", "matching_tiles",
+           "open_numbers", "opening_spinner", "pips", "place_tiles", "placement_points",
+           "popcount", "slot_fits"]

@@ -1,0 +1,94 @@
+"""The state of B matches as a few int tensors on one device (no Python object per match).
+
+| field            | shape  | dtype | meaning (as the field of the same name in ``rules.Match``)     |
+|------------------|--------|-------|-----------------------------------------------------------------|
+| `hands`          | [B, 4] | int64 | each seat's tiles, a 28-bit set                                 |
+| `played_by`      | [B, 4] | int64 | tiles each seat played this round                               |
+| `played`         | [B]    | int64 | union of `played_by`                                            |
+| `ends`           | [B, 4] | int64 | open number at west, east, north, south; -1 = not open          |
+| `end_double`     | [B, 4] | bool  | the outer tile at the slot is a double (counts both halves, R5) |
+| `branch_started` | [B, 4] | bool  | a tile was played on the branch (north/south, R5)               |
+| `spinner`        | [B]    | int64 | number of the round's spinner, -1 before the first double (R4)  |
+| `turn`           | [B]    | int64 | seat on turn, 0..3                                              |
+| `opener`         | [B]    | int64 | the round's opener (R2)                                         |
+| `placements`     | [B]    | int64 | tiles placed this round (0 = opening, R3)                       |
+| `voids`          | [B, 4] | int64 | per seat, 7-bit set of numbers it showed it lacks by knocking   |
+| `scores`         | [B, 2] | int64 | the partnerships' raw scores                                    |
+| `last_end_sum`   | [B]    | int64 | end sum after the last placement (R5)                           |
+| `round_index`    | [B]    | int64 | rounds finished in this match                                   |
+| `matches`        | [B]    | int64 | matches this env finished since reset (the deal stream's counter) |
+
+That is 8 * (4 + 4 + 1 + 4 + 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 1) + 4 + 4 = 216 bytes per match
+(:data:`STATE_BYTES`); the env's cached action mask and observation add 113 + 952 bytes.  A
+match that ends is replaced at once by the next one (auto-reset), so no match is ever stored
+finished: ``winner``/``truncated`` exist only as the step's return values.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..rules import Match
+
+INT_FIELDS = ("hands", "played_by", "played", "ends", "spinner", "turn", "opener", "placements",
+              "voids", "scores", "last_end_sum", "round_index", "matches")
+BOOL_FIELDS = ("end_double", "branch_started")
+FIELDS = INT_FIELDS + BOOL_FIELDS
+_WIDTH = {"hands": 4, "played_by": 4, "ends": 4, "voids": 4, "scores": 2,
+          "end_double": 4, "branch_started": 4}
+STATE_BYTES = sum(8 * _WIDTH.get(name, 1) for name in INT_FIELDS) + sum(
+    _WIDTH[name] for name in BOOL_FIELDS)
+
+
+class BatchState:
+    """The tensors above for ``num_envs`` matches (created zeroed; fill with a deal or load)."""
+
+    __slots__ = FIELDS
+
+    def __init__(self, num_envs: int, device):
+        for name in FIELDS:
+            shape = (num_envs, _WIDTH[name]) if name in _WIDTH else (num_envs,)
+            dtype = torch.bool if name in BOOL_FIELDS else torch.long
+            setattr(self, name, torch.zeros(shape, dtype=dtype, device=device))
+
+    @property
+    def num_envs(self) -> int:
+        return self.turn.shape[0]
+
+    def nbytes(self) -> int:
+        """Bytes held by the state tensors."""
+        return sum(getattr(self, name).element_size() * getattr(self, name).nelement()
+                   for name in FIELDS)
+
+    def start_rounds(self, rows: torch.Tensor, hands: torch.Tensor, opener: torch.Tensor) -> None:
+        """Lay out fresh rounds in ``rows`` with these hands and openers (R1, R2)."""
+        self.hands[rows] = hands
+        self.played_by[rows] = 0
+        self.played[rows] = 0
+        self.ends[rows] = -1
+        self.end_double[rows] = False
+        self.branch_started[rows] = False
+        self.spinner[rows] = -1
+        self.turn[rows] = opener
+        self.opener[rows] = opener
+        self.placements[rows] = 0
+        self.voids[rows] = 0
+        self.last_end_sum[rows] = 0
+
+    def set_match(self, row: int, match: Match) -> None:
+        """Copy a ``rules.Match`` (in progress) into ``row``."""
+        for name in FIELDS:
+            if name == "matches":
+                continue
+            value = getattr(match, name)
+            getattr(self, name)[row] = torch.as_tensor(value, device=self.turn.device)
+
+    def match(self, row: int, target: int, max_rounds: int | None = None) -> Match:
+        """Row ``row`` as a ``rules.Match`` (seedless, without history): for tests and search."""
+        state = {name: getattr(self, name)[row].tolist() for name in FIELDS if name != "matches"}
+        state.update(seed=None, target=target, max_rounds=max_rounds, winner=None,
+                     truncated=False)
+        return Match.from_state(state)
+
+
+__all__ = ["BOOL_FIELDS", "BatchState", "FIELDS", "INT_FIELDS", "STATE_BYTES"]

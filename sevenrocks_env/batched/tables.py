@@ -1,0 +1,86 @@
+"""Constant lookup tables of the batched engine, built once from :mod:`sevenrocks_env.tiles`.
+
+Every table is built in numpy from the scalar tables (so a value is computed exactly as the
+scalar code computes it, e.g. ``float32(c / 7.0)`` in float64 first) and copied once per device.
+The engine never loops over tiles: a 28-bit tile set is two 14-bit halves, each one lookup.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..tiles import NUM_NUMBERS, NUM_TILES, TILE_HIGH, TILE_LOW, TILE_PIPS, WITH_NUMBER
+
+HALF = 14
+HALF_MASK = (1 << HALF) - 1
+ALL_TILES = (1 << NUM_TILES) - 1
+#: Sign of each seat's share of team 0's reward: seats 0, 2 are team 0, seats 1, 3 team 1 (R1).
+SEAT_SIGNS = (1.0, -1.0, 1.0, -1.0)
+
+
+def _numpy_tables() -> dict[str, np.ndarray]:
+    f32 = np.float32
+    halves = np.arange(1 << HALF, dtype=np.int64)
+    bits14 = (halves[:, None] >> np.arange(HALF)) & 1
+    # spread14[x]: bit t of x moved to bit 4 t (the action layout 4 * tile + slot)
+    spread14 = (bits14 << (4 * np.arange(HALF))).sum(1)
+    tables = {
+        "tile_low": np.array(TILE_LOW, np.int64),
+        "tile_high": np.array(TILE_HIGH, np.int64),
+        "tile_pips": np.array(TILE_PIPS, np.int64),
+        # indexed by an end + 1 (0 = closed slot, matches nothing)
+        "with_number": np.array((0,) + WITH_NUMBER, np.int64),
+        "with_number_7": np.array(WITH_NUMBER, np.int64),
+        "popcount14": bits14.sum(1).astype(np.int64),
+        "spread14": spread14.astype(np.int64),
+        "pips14": (bits14 * np.array(TILE_PIPS[:HALF])).sum(1).astype(np.int64),
+        "pips14_high": (bits14 * np.array(TILE_PIPS[HALF:])).sum(1).astype(np.int64),
+        "byte_bits": ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(bool),
+        # observation pieces, float32 exactly as observation.encode builds them
+        "half_bits": bits14.astype(f32),                               # [16384, 14]
+        "number_onehot": np.vstack([np.zeros((1, 7)), np.eye(7)]).astype(f32),   # end + 1
+        "spinner_piece": np.hstack([np.r_[0, np.ones(7)][:, None],
+                                    np.vstack([np.zeros((1, 7)), np.eye(7)])]).astype(f32),
+        "counted": np.array([v / 12.0 for v in range(13)] + [0.0], f32),  # 13: not counted
+        "end_sum_piece": np.array([[t / 36.0] + [float(t % 5 == k) for k in range(5)]
+                                   for t in range(37)], f32),
+        # tile counts: 0..7 sevenths (own hand), 8..15 1 - played/7 (others' hands held)
+        "tile_counts": np.array([c / 7.0 for c in range(8)] + [1.0 - c / 7.0 for c in range(8)],
+                                f32),
+        "void_bits": ((np.arange(128)[:, None] >> np.arange(NUM_NUMBERS)) & 1).astype(f32),
+    }
+    return tables
+
+
+_NUMPY = _numpy_tables()
+_CACHE: dict[str, "Tables"] = {}
+
+
+class Tables:
+    """The tables as tensors on one device (attributes named as in :func:`_numpy_tables`)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        for name, array in _NUMPY.items():
+            setattr(self, name, torch.from_numpy(array).to(device))
+        long = dict(dtype=torch.long, device=device)
+        self.slots = torch.arange(4, **long)
+        self.straight = self.slots < 2                       # west, east vs the branches
+        self.branch = ~self.straight
+        self.seat_signs = torch.tensor(SEAT_SIGNS, dtype=torch.float32, device=device)
+        self.slot_shift = self.slots.clone()                 # action bit 4 t + slot
+        self.byte_shift = torch.arange(0, 64, 8, **long)[:7]  # 7 bytes of a 56-bit word
+        self.tile_index = torch.arange(NUM_TILES + 1, **long)
+        self.count_base = torch.tensor([0, 8, 8, 8], **long)
+        # the observer is always the seat on turn: relative seat 0 (observation piece `turn`)
+        self.turn_piece = torch.tensor([[1.0, 0.0, 0.0, 0.0]], device=device)
+
+
+def tables(device) -> Tables:
+    """The cached :class:`Tables` of ``device``."""
+    device = torch.device(device)
+    key = str(device)
+    if key not in _CACHE:
+        _CACHE[key] = Tables(device)
+    return _CACHE[key]

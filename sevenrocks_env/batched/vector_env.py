@@ -1,0 +1,256 @@
+"""``VectorEnv``: B Seven Rocks matches stepped together as torch tensors (see ``docs/vector.md``)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+from ..observation import OBS_SIZE
+from ..rewards import reward_weights
+from ..rules import DEFAULT_TARGET, Match, legal_actions
+from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
+from . import engine, layout, observe
+from .deal import MAX_SEED, deal
+from .records import RecordKeeper
+from .state import BatchState
+
+_MAX_ENVS = 1 << 24
+_BIG = 10 ** 9
+
+
+def _check_int(name: str, value, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return int(value)
+
+
+def _check_tensor(name: str, value, shape: tuple, dtype: torch.dtype, device: torch.device):
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor of shape {list(shape)} dtype {dtype}, "
+                        f"got {type(value).__name__}")
+    if tuple(value.shape) != shape:
+        raise ValueError(f"{name}: expected shape {list(shape)}, got {list(value.shape)}")
+    if value.dtype != dtype:
+        raise TypeError(f"{name}: expected dtype {dtype}, got {value.dtype}")
+    if value.device != device:
+        raise ValueError(f"{name}: expected a tensor on device {device}, got {value.device}")
+
+
+class VectorEnv:
+    """``num_envs`` matches on one device; every step moves the seat on turn in each of them.
+
+    Rewards are per seat (``[B, 4]``, the :mod:`sevenrocks_env.rewards` formula; seats 1 and 3
+    get the negative of seats 0 and 2).  A match that ends (a win, R8, or ``max_rounds``
+    rounds) reports its final step's rewards and is replaced at once by the env's next match.
+    """
+
+    def __init__(self, num_envs: int = 4096, device="cpu", target: int = DEFAULT_TARGET,
+                 max_rounds: int | None = 100, reward: str = "win",
+                 points_scale: float | None = None, win_reward: float | None = None,
+                 records: bool = False, validate: bool = True):
+        self.num_envs = _check_int("num_envs", num_envs, 1, _MAX_ENVS)
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        target = _check_int("target", target, 1, _BIG)
+        if max_rounds is not None:
+            max_rounds = _check_int("max_rounds", max_rounds, 1, _BIG)
+        scale, win = reward_weights(reward, points_scale, win_reward)
+        self.reward_mode = reward
+        self.validate = bool(validate)
+        self.settings = engine.Settings(0, target, max_rounds, scale, win)
+        self.state = BatchState(self.num_envs, self.device)
+        self.env_ids = torch.arange(self.num_envs, device=self.device)
+        self._records = RecordKeeper(self.num_envs, target) if records else None
+        self._mask = torch.empty((self.num_envs, NUM_ACTIONS), dtype=torch.bool,
+                                 device=self.device)
+        self._obs = torch.empty((self.num_envs, OBS_SIZE), dtype=torch.float32,
+                                device=self.device)
+        self._mask_fresh = self._obs_fresh = False
+        self._ready = False
+
+    # -- settings -----------------------------------------------------------------------------
+
+    @property
+    def target(self) -> int:
+        return self.settings.target
+
+    @property
+    def max_rounds(self) -> int | None:
+        return self.settings.max_rounds
+
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    # -- starting matches ---------------------------------------------------------------------
+
+    def reset(self, seed: int | None = None, deals=None) -> None:
+        """Start a fresh match in every env.
+
+        Round ``r`` of env ``i``'s ``m``-th match is dealt from ``(seed, i, m, r)`` only.
+        ``deals=(hands, openers)`` (``LongTensor[B, 4]`` tile bitmasks, ``LongTensor[B]``) gives
+        the first round's deals explicitly.  ``seed=None`` draws one.
+        """
+        if seed is None:
+            seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0]) >> 1
+        seed = _check_int("seed", seed, 0, MAX_SEED)
+        zeros = torch.zeros_like(self.env_ids)
+        if deals is None:
+            hands, openers = deal(seed, self.env_ids, zeros, zeros)
+        else:
+            hands, openers = self._check_deals(deals)
+        self.settings.seed = seed
+        state = self.state
+        state.scores.zero_()
+        state.round_index.zero_()
+        state.matches.zero_()
+        state.start_rounds(slice(None), hands, openers)
+        if self._records is not None:
+            self._records = RecordKeeper(self.num_envs, self.target)
+            self._records.start(range(self.num_envs), hands.tolist(), openers.tolist())
+        self._changed()
+        self._ready = True
+
+    def _check_deals(self, deals):
+        if not (isinstance(deals, (tuple, list)) and len(deals) == 2):
+            raise TypeError("deals must be a pair (hands LongTensor[B, 4], openers LongTensor[B])")
+        hands, openers = deals
+        _check_tensor("deals hands", hands, (self.num_envs, 4), torch.long, self.device)
+        _check_tensor("deals openers", openers, (self.num_envs,), torch.long, self.device)
+        in_range = (hands >= 0) & (hands <= ALL_TILES)
+        counts = layout.popcount(hands.clamp(0, ALL_TILES))
+        union = hands[:, 0] | hands[:, 1] | hands[:, 2] | hands[:, 3]
+        good = in_range.all(1) & (counts == 7).all(1) & (union == ALL_TILES)
+        good &= (openers >= 0) & (openers <= 3)
+        if not bool(good.all()):
+            env = int((~good).nonzero()[0, 0])
+            raise ValueError(f"deals: env {env} has hands {hands[env].tolist()} and opener "
+                             f"{int(openers[env])}; a deal is four disjoint 7-tile hands covering "
+                             f"all 28 tiles (R1) and an opener 0-3")
+        return hands.clone(), openers.clone()
+
+    def load(self, matches) -> None:
+        """Set every env to a ``rules.Match`` in progress (mid-round allowed), e.g. for search.
+
+        Later rounds are dealt by this env's stream (the seed of the last :meth:`reset`, 0 if
+        none), whatever the match's own seed; the env's ``target`` and ``max_rounds`` apply.
+        """
+        matches = list(matches)
+        if len(matches) != self.num_envs:
+            raise ValueError(f"load: expected {self.num_envs} matches, got {len(matches)}")
+        for i, match in enumerate(matches):
+            if not isinstance(match, Match):
+                raise TypeError(f"load: match {i} must be a rules.Match, got "
+                                f"{type(match).__name__}")
+            if match.over or match.awaiting_deal:
+                raise ValueError(f"load: match {i} is over or between rounds; only a match with "
+                                 f"a seat on turn can be loaded")
+            if match.target != self.target:
+                raise ValueError(f"load: match {i} has target {match.target}, this env "
+                                 f"{self.target}")
+            Match.from_state(match.to_state())  # raises ValueError naming a bad field
+        fresh = BatchState(self.num_envs, self.device)
+        fresh.matches.copy_(self.state.matches)
+        for i, match in enumerate(matches):
+            fresh.set_match(i, match)
+        self.state = fresh
+        if self._records is not None:
+            for i, match in enumerate(matches):
+                self._records.load(i, match)
+        self._changed()
+        self._ready = True
+
+    # -- what the seats on turn see -----------------------------------------------------------
+
+    @property
+    def current_seat(self) -> torch.Tensor:
+        """``LongTensor[B]``: the seat on turn in each match (read-only)."""
+        self._require_ready()
+        return self.state.turn
+
+    @property
+    def action_mask(self) -> torch.Tensor:
+        """``BoolTensor[B, 113]``: the legal actions of the seat on turn (read-only)."""
+        self._require_ready()
+        if not self._mask_fresh:
+            state = self.state
+            hands = state.hands.gather(1, state.turn[:, None]).squeeze(1)
+            layout.legal_mask(hands, state.ends, state.placements == 0, out=self._mask)
+            self._mask_fresh = True
+        return self._mask
+
+    @property
+    def observation(self) -> torch.Tensor:
+        """``FloatTensor[B, 238]``: ``observation.encode`` of the seat on turn (read-only)."""
+        self._require_ready()
+        if not self._obs_fresh:
+            observe.encode(self.state, self.target, out=self._obs)
+            self._obs_fresh = True
+        return self._obs
+
+    def match(self, env: int) -> Match:
+        """Env ``env``'s current match as a ``rules.Match`` (seedless, no history)."""
+        env = _check_int("env", env, 0, self.num_envs - 1)
+        return self.state.match(env, self.target, self.max_rounds)
+
+    # -- stepping -----------------------------------------------------------------------------
+
+    def step(self, actions: torch.Tensor):
+        """Play ``actions`` (``LongTensor[B]``) for the seats on turn.
+
+        Returns ``(rewards FloatTensor[B, 4], terminated BoolTensor[B], truncated BoolTensor[B])``.
+        With ``validate=True`` an illegal action, or a tensor of the wrong shape, dtype or device,
+        raises before anything changes.
+        """
+        self._require_ready()
+        if self.validate:
+            self._check_actions(actions)
+        rewards, terminated, truncated, events = engine.step(self.state, actions, self.settings,
+                                                             self.env_ids)
+        if self._records is not None:
+            self._records.log(actions, events)
+        self._changed()
+        return rewards, terminated, truncated
+
+    def _check_actions(self, actions) -> None:
+        _check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
+        clamped = actions.clamp(0, KNOCK)
+        legal = self.action_mask.gather(1, clamped[:, None]).squeeze(1) & (clamped == actions)
+        if bool(legal.all()):  # the one synchronisation
+            return
+        bad = (~legal).nonzero().squeeze(1).tolist()
+        env = bad[0]
+        action = int(actions[env])
+        seat = int(self.state.turn[env])
+        shown = f"{action} ({describe_action(action)})" if 0 <= action <= KNOCK else str(action)
+        legal_set = ", ".join(f"{a} ({describe_action(a)})"
+                              for a in legal_actions(self.match(env)))
+        more = f" (and {len(bad) - 1} other envs)" if len(bad) > 1 else ""
+        raise ValueError(f"illegal action {shown} for env {env}, seat {seat}{more}; "
+                         f"legal actions: [{legal_set}]")
+
+    def pop_finished_records(self) -> list[tuple[int, dict]]:
+        """``[(env index, sevenrocks-record/1 dict)]`` of the matches finished since the last call
+        (needs ``records=True``).  A match loaded without a history from 0-0 has no record."""
+        if self._records is None:
+            raise RuntimeError("this env keeps no records: create it with records=True")
+        return self._records.pop()
+
+    def nbytes(self) -> int:
+        """Bytes of this env's tensors: the state plus the cached mask and observation."""
+        return self.state.nbytes() + self._mask.nelement() + 4 * self._obs.nelement()
+
+    def _changed(self) -> None:
+        self._mask_fresh = self._obs_fresh = False
+
+    def _require_ready(self) -> None:
+        if not self._ready:
+            raise RuntimeError("call reset() (or load()) before using the env")
+
+
+__all__ = ["VectorEnv"]

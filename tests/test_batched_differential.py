@@ -1,0 +1,70 @@
+"""The batched engine against the scalar rules engine: whole matches of random play (R1-R8).
+
+Every finished match's record (built from the batched engine's own numbers) must pass
+``record.validate``, which replays it with ``rules.apply_action``; a sample of envs is shadowed
+step by step by ``rules.Match`` (state, mask, observation byte for byte, rewards, flags).
+``SEVENROCKS_LONG_TESTS=1`` plays ten times as many matches.
+"""
+
+import os
+from collections import Counter
+
+import pytest
+import torch
+
+from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.batched.lockstep import Lockstep, random_actions
+from sevenrocks_env.record import replay, validate
+
+LONG = os.environ.get("SEVENROCKS_LONG_TESTS") == "1"
+SCALE = 10 if LONG else 1
+# (num_envs, matches to finish, envs shadowed by rules.Match, reward mode, max_rounds)
+RUNS = [
+    (1, 3, [0], "win", 100),
+    (7, 40, range(7), "points", 100),
+    (64, 300, [0, 33, 63], "shaped", 100),
+    (512, 1700, [5, 511], "win", 100),
+    (64, 100, [1, 2], "win", 3),          # max_rounds truncation (R8 never reached)
+]
+
+
+def play(num_envs, matches, watched, reward, max_rounds, seed):
+    venv = sevenrocks_v0.vector_env(num_envs=num_envs, reward=reward, max_rounds=max_rounds,
+                                    records=True)
+    venv.reset(seed=seed)
+    lockstep = Lockstep(venv, watched)
+    lockstep.check()
+    generator = torch.Generator().manual_seed(seed)
+    records, steps = [], 0
+    while len(records) < matches:
+        rewards, _, _ = lockstep.step(random_actions(venv.action_mask, generator))
+        assert torch.equal(rewards[:, 0], -rewards[:, 1])
+        assert torch.equal(rewards[:, 0], rewards[:, 2])
+        assert torch.equal(rewards[:, 1], rewards[:, 3])
+        steps += 1
+        records.extend(venv.pop_finished_records())
+    return venv, records, lockstep
+
+
+@pytest.mark.parametrize("num_envs,matches,watched,reward,max_rounds", RUNS)
+def test_random_matches_replay_exactly(num_envs, matches, watched, reward, max_rounds):
+    venv, records, lockstep = play(num_envs, matches * SCALE, watched, reward, max_rounds,
+                                   seed=num_envs * 7 + max_rounds)
+    results = Counter()
+    for env, record in records:
+        assert 0 <= env < num_envs
+        validate(record)  # replays every move, end sum, point, deduction and score
+        match = None
+        for match, _, _ in replay(record):
+            pass
+        assert match.scores == record["scores"]
+        if max_rounds == 3:
+            assert len(record["rounds"]) <= 3
+        results.update(rnd["result"] for rnd in record["rounds"])
+        results["truncated" if record["winner"] is None else "winner"] += 1
+    assert results["domino"] and results["blocked"]
+    if max_rounds == 3:
+        assert results["truncated"]
+    elif num_envs >= 64:
+        assert results["won"] == results["winner"] > 0
+    assert lockstep.finished >= 1
