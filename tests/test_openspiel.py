@@ -14,7 +14,7 @@ from sevenrocks_env.arena import evaluate, play_match  # noqa: E402
 from sevenrocks_env.agents import make_agent  # noqa: E402
 from sevenrocks_env.observation import decode, encode  # noqa: E402
 from sevenrocks_env.openspiel import GAME_NAME, state_from_view  # noqa: E402
-from sevenrocks_env.openspiel.bots import make_openspiel_agent  # noqa: E402
+from sevenrocks_env.openspiel.bots import PyspielBotAgent, make_openspiel_agent  # noqa: E402
 from sevenrocks_env.openspiel.game import MAX_ROUND_MARGIN, MAX_ROUND_MOVES  # noqa: E402
 from sevenrocks_env.record import game_record  # noqa: E402
 from sevenrocks_env.tiles import KNOCK, NUM_TILES  # noqa: E402
@@ -303,6 +303,14 @@ def test_mcts_plays_a_round():
     result = play_match([bot, make_agent("greedy"), bot, make_agent("random", seed=0)], seed=1,
                         max_rounds=1)
     assert result.rounds == 1 and sum(result.decisions[0::2]) > 0
+
+
+def test_any_pyspiel_bot_can_be_wrapped():
+    bot = PyspielBotAgent(lambda game, sampler, rng: pyspiel.make_uniform_random_bot(0, 5),
+                          "uniform")
+    result = play_match([bot, make_agent("greedy"), bot, make_agent("greedy")], seed=2,
+                        max_rounds=2)
+    assert result.rounds == 2 and sum(result.decisions[0::2]) > 0
 
 
 def test_bots_are_reproducible_for_a_seed():

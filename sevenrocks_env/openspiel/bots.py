@@ -42,14 +42,54 @@ from ..agents.belief import HandSampler
 from ..observation import decode
 from .game import GAME_NAME, state_from_view
 
-#: kind -> bot builder(game, sims, uct_c, evaluator, random_state)
 KINDS = ("ismcts", "mcts")
 PARAMS = {"sims": int, "uct_c": float, "rollouts": int}
 DEFAULTS = {"sims": 100, "uct_c": 40.0, "rollouts": 1}
 
 
-class OpenSpielAgent:
-    """A pyspiel bot searching the current round (module docstring), as an Agent."""
+class PyspielBotAgent:
+    """Any pyspiel bot as an Agent: ``make_bot(game, sampler, rng)`` returns a bot (anything
+    with ``step(state) -> action``) for the one-round game; it is called once per decision
+    with the :class:`HandSampler` of the observer's view and a ``numpy.random.Generator``.
+
+    Example: ``PyspielBotAgent(lambda game, sampler, rng: pyspiel.make_uniform_random_bot(0, 7),
+    "uniform")``.
+    """
+
+    def __init__(self, make_bot, name: str, seed: int | None = None):
+        self.make_bot, self.name = make_bot, name
+        self._games: dict[int, pyspiel.Game] = {}
+        self.seed(seed)
+
+    def seed(self, seed: int | None) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def _game(self, target: int) -> pyspiel.Game:
+        if target not in self._games:
+            self._games[target] = pyspiel.load_game(GAME_NAME, {"rounds": 1, "target": target})
+        return self._games[target]
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        legal = np.flatnonzero(np.asarray(action_mask)).tolist()
+        if not legal:
+            raise ValueError(f"{self.name}: the action mask allows no action "
+                             "(not this seat's turn?)")
+        if len(legal) == 1:
+            return legal[0]
+        view = decode(observation)
+        sampler = HandSampler(view)  # the observer's view: player 0 of the searched state
+        state = state_from_view(self._game(view.target), view, sampler.sample(self._rng))
+        if state.legal_actions() != legal:
+            raise RuntimeError(f"{self.name}: the rebuilt position allows "
+                               f"{state.legal_actions()}, the mask {legal}")
+        action = int(self.make_bot(state.get_game(), sampler, self._rng).step(state))
+        if action not in legal:
+            raise RuntimeError(f"{self.name}: the bot chose {action}, legal: {legal}")
+        return action
+
+
+class OpenSpielAgent(PyspielBotAgent):
+    """OpenSpiel's IS-MCTS or determinized MCTS searching the current round (module docstring)."""
 
     def __init__(self, kind: str = "ismcts", seed: int | None = None, sims: int = 100,
                  uct_c: float = 40.0, rollouts: int = 1):
@@ -64,20 +104,13 @@ class OpenSpielAgent:
         self.kind, self.sims, self.uct_c, self.rollouts = kind, sims, uct_c, rollouts
         settings = (("uct_c", uct_c), ("rollouts", rollouts))
         extra = "".join(f",{key}={value:g}" for key, value in settings if value != DEFAULTS[key])
-        self.name = f"openspiel:{kind}:sims={sims}{extra}"
-        self._games: dict[int, pyspiel.Game] = {}
-        self.seed(seed)
+        super().__init__(self._search_bot, f"openspiel:{kind}:sims={sims}{extra}", seed)
 
     def seed(self, seed: int | None) -> None:
-        self._rng = np.random.default_rng(seed)
+        super().seed(seed)
         self._random_state = np.random.RandomState(self._rng.integers(2 ** 31))
 
-    def _game(self, target: int) -> pyspiel.Game:
-        if target not in self._games:
-            self._games[target] = pyspiel.load_game(GAME_NAME, {"rounds": 1, "target": target})
-        return self._games[target]
-
-    def _bot(self, game, sampler: HandSampler):
+    def _search_bot(self, game, sampler: HandSampler, rng):
         evaluator = mcts.RandomRolloutEvaluator(self.rollouts, self._random_state)
         if self.kind == "mcts":
             return mcts.MCTSBot(game, self.uct_c, self.sims, evaluator, solve=False,
@@ -87,26 +120,8 @@ class OpenSpielAgent:
         # The root (player 0, the observer, in the searched state) is resampled once per
         # simulation: build its HandSampler once per decision, not once per simulation.
         bot.set_resampler(lambda state, player: state.resample_hidden(
-            player, self._rng, sampler if player == 0 else None))
+            player, rng, sampler if player == 0 else None))
         return bot
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = np.flatnonzero(np.asarray(action_mask)).tolist()
-        if not legal:
-            raise ValueError(f"{self.name}: the action mask allows no action "
-                             "(not this seat's turn?)")
-        if len(legal) == 1:
-            return legal[0]
-        view = decode(observation)
-        sampler = HandSampler(view)  # the observer's view: player 0 of the searched state
-        state = state_from_view(self._game(view.target), view, sampler.sample(self._rng))
-        if state.legal_actions() != legal:
-            raise RuntimeError(f"{self.name}: the rebuilt position allows {state.legal_actions()}, "
-                               f"the mask {legal}")
-        action = int(self._bot(state.get_game(), sampler).step(state))
-        if action not in legal:
-            raise RuntimeError(f"{self.name}: the bot chose {action}, legal: {legal}")
-        return action
 
 
 def make_openspiel_agent(spec_rest: str, seed: int | None = None) -> OpenSpielAgent:
@@ -135,4 +150,4 @@ def make_openspiel_agent(spec_rest: str, seed: int | None = None) -> OpenSpielAg
     return OpenSpielAgent(kind, seed=seed, **params)
 
 
-__all__ = ["DEFAULTS", "KINDS", "OpenSpielAgent", "make_openspiel_agent"]
+__all__ = ["DEFAULTS", "KINDS", "OpenSpielAgent", "PyspielBotAgent", "make_openspiel_agent"]
