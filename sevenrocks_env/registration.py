@@ -12,7 +12,9 @@
     par = pettingzoo.make("parallel", "sevenrocks/sevenrocks-v0")
 
 ``gymnasium.make("sevenrocks_env:sevenrocks/SevenRocks-v0")`` also works without importing first
-(Gymnasium imports the module before the id).  PettingZoo releases before 1.27 have no registry;
+(Gymnasium imports the module before the id).  Keyword arguments pass through unchanged, e.g.
+``reward="shaped", points_scale=0.01, win_reward=1.0`` (:mod:`sevenrocks_env.rewards`) or the
+single-agent view's ``illegal_action="raise"``.  PettingZoo releases before 1.27 have no registry;
 there ``sevenrocks_v0.env()`` is the way in.  Registering twice is a no-op.
 """
 
