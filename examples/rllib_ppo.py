@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
@@ -208,7 +209,7 @@ class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
     """
 
     def __init__(self, *args, **kwargs):
-        _quiet_rllib_internal_deprecation()
+        _quiet_rllib_internal_deprecation()  # also when built alone, outside QuietMultiRLModule
         super().__init__(*args, **kwargs)
 
     def setup(self):
@@ -240,10 +241,20 @@ class _DropRLModuleConfigNotice(logging.Filter):
 
 
 def _quiet_rllib_internal_deprecation() -> None:
-    """Install the filter above in this process (driver, env runners, learners), once."""
+    """Install the filter above in this process, once."""
     logger = logging.getLogger("ray._common.deprecation")
-    if not any(isinstance(f, _DropRLModuleConfigNotice) for f in logger.filters):
+    if not any(type(f).__name__ == _DropRLModuleConfigNotice.__name__ for f in logger.filters):
         logger.addFilter(_DropRLModuleConfigNotice())
+
+
+class QuietMultiRLModule(MultiRLModule):
+    """RLlib's ``MultiRLModule``, installing the filter before its own ``RLModule.__init__`` logs
+    the notice: every process that builds the modules (driver, env runners, learners) builds this
+    container first."""
+
+    def __init__(self, *args, **kwargs):
+        _quiet_rllib_internal_deprecation()
+        super().__init__(*args, **kwargs)
 
 
 def build_config(opponent: str = "self", hidden_sizes=(256, 256), num_env_runners: int = 1,
@@ -271,7 +282,8 @@ def build_config(opponent: str = "self", hidden_sizes=(256, 256), num_env_runner
         .environment(SevenRocksMultiAgentEnv, env_config=env_config)
         .multi_agent(policies={POLICY_ID}, policy_mapping_fn=_to_shared_policy,
                      policies_to_train=[POLICY_ID])
-        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={POLICY_ID: module}))
+        .rl_module(rl_module_spec=MultiRLModuleSpec(multi_rl_module_class=QuietMultiRLModule,
+                                                    rl_module_specs={POLICY_ID: module}))
         .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=num_envs_per_env_runner,
                      num_cpus_per_env_runner=1)
         .learners(num_learners=0)
