@@ -41,6 +41,12 @@ def _images(run_dir: Path) -> list[str]:
     return acc.Tags()["images"]
 
 
+def _folders(tmp_path) -> list[str]:
+    """``--set`` arguments keeping a resumed run's output in ``tmp_path`` (--resume never takes
+    the folders from the checkpoint)."""
+    return ["--set", f"log_dir={tmp_path / 'runs'}", "--set", f"checkpoint_dir={tmp_path / 'ckpt'}"]
+
+
 def _smoke(tmp_path, *overrides):
     return load_config(SMOKE, [f"log_dir={tmp_path / 'runs'}",
                                f"checkpoint_dir={tmp_path / 'ckpt'}", *overrides])
@@ -130,7 +136,7 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
     ckpt_dir = tmp_path / "ckpt" / "smoke"
     straight = torch.load(ckpt_dir / "step_768.pt", weights_only=True)
     first = ckpt_dir / "step_256.pt"
-    assert main(["--resume", str(first), "--set", "final_eval_pairs=1"]) == 0
+    assert main(["--resume", str(first), "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
     resumed = torch.load(ckpt_dir / "latest.pt", weights_only=True)
     assert resumed["global_step"] == 768 and resumed["update"] == 3
     for key, tensor in straight["model"].items():
@@ -147,7 +153,7 @@ def test_resume_refuses_to_change_the_networks(tmp_path, capsys):
     train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "critic=shared"), final_table=False)
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     for override in ("critic=oracle", "action_features=1", "hidden_sizes=[16]"):
-        assert main(["--resume", str(latest), "--set", override]) == 2
+        assert main(["--resume", str(latest), "--set", override, *_folders(tmp_path)]) == 2
         assert "cannot change on --resume" in capsys.readouterr().err
 
 
@@ -163,7 +169,7 @@ def test_resume_a_run_from_before_feature_versions(tmp_path):
     del data["critic"]
     torch.save(data, latest)
     assert main(["--resume", str(latest), "--set", "total_steps=512",
-                 "--set", "final_eval_pairs=1"]) == 0
+                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
     resumed = torch.load(latest, weights_only=True)
     assert resumed["global_step"] == 512 and resumed["model_config"]["action_features"] == 1
 
@@ -189,14 +195,14 @@ def test_resume_with_a_different_opponent_pool(tmp_path):
     train(cfg, final_table=False)
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     assert main(["--resume", str(latest), "--set", "total_steps=512", "--set", "opponents=[random]",
-                 "--set", "final_eval_pairs=1"]) == 0
+                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
     assert torch.load(latest, weights_only=True)["global_step"] == 512
 
 
 def test_resume_rejects_policy_only_or_corrupt_file(tmp_path, capsys):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint at all")
-    assert main(["--resume", str(bad)]) == 2
+    assert main(["--resume", str(bad), *_folders(tmp_path)]) == 2
     assert "not a readable checkpoint" in capsys.readouterr().err
 
 
@@ -204,12 +210,12 @@ def test_resume_rejects_a_damaged_oracle_critic(tmp_path, capsys):
     train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "critic=oracle"), final_table=False)
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     data = torch.load(latest, weights_only=True)
-    for damage, message in ((lambda c: c.update({k: v[:1] for k, v in c.items()}), "do not fit"),
-                            (lambda c: next(iter(c.values())).fill_(float("nan")), "not all finite")):
+    for damage, message in ((lambda c: c.update({k: v[:1] for k, v in c.items()}), "'critic'"),
+                            (lambda c: next(iter(c.values())).fill_(float("nan")), "'critic'")):
         broken = {**data, "critic": {k: v.clone() for k, v in data["critic"].items()}}
         damage(broken["critic"])
         torch.save(broken, tmp_path / "broken.pt")
-        assert main(["--resume", str(tmp_path / "broken.pt")]) == 2
+        assert main(["--resume", str(tmp_path / "broken.pt"), *_folders(tmp_path)]) == 2
         assert message in capsys.readouterr().err
 
 

@@ -4,6 +4,12 @@
     python -m training.train --resume checkpoints/<run>/latest.pt [--set total_steps=...]
     python -m training.train --help-config        # every config field with its meaning
 
+A new run refuses an existing run folder (``--force`` writes into it anyway).  ``--resume`` takes
+the run's name and settings from the checkpoint but never its folders: it writes under
+``runs/`` and ``checkpoints/`` (or ``--set log_dir=... checkpoint_dir=...``).  Ctrl-C finishes
+the current update, writes a resumable checkpoint and exits (status 130); a second Ctrl-C stops
+at once.
+
 One shared policy plays every learner seat; each seat learns from its own trajectory with its
 team's reward (:mod:`training.rollout`).  Logs go to ``runs/<run>/`` (TensorBoard, CleanRL tag
 names), checkpoints to ``checkpoints/<run>/``.  At the end the new policy plays the baselines in
@@ -14,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,13 +32,38 @@ import torch
 from sevenrocks_env.policy import CheckpointError, PolicyNet
 
 from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
-from .config import ConfigError, TrainConfig, config_from_dict, describe_fields, load_config, \
-    parse_overrides
+from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .critic import OracleCritic
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .ppo import compute_gae, ppo_update
+from .resume import check_resume, load_engine, resumed_config
 from .rollout import RolloutBuffer, SelfPlayEngine
+
+
+class _Interrupt:
+    """Ctrl-C during training: the first one asks the loop to stop after the current update
+    (so the checkpoint is consistent); the second one stops at once."""
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\ninterrupt: finishing this update, then writing a checkpoint "
+              "(Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
 
 
 def _hparams_table(cfg: TrainConfig) -> str:
@@ -76,14 +109,30 @@ def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True) -> dict:
-    """Run training; returns ``{"run_name", "checkpoint", "global_step", "results"}``."""
+def run_folders(cfg: TrainConfig) -> tuple[Path, Path]:
+    """``(<log_dir>/<run_name>, <checkpoint_dir>/<run_name>)``."""
+    return Path(cfg.log_dir) / cfg.run_name, Path(cfg.checkpoint_dir) / cfg.run_name
+
+
+def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True,
+          force: bool = False, resume_path="checkpoint") -> dict:
+    """Run training; returns ``{"run_name", "checkpoint", "global_step", "results",
+    "interrupted"}``.  Raises :class:`ConfigError` when the run's folders exist already (unless
+    resuming or ``force``) and :class:`CheckpointError` for a bad piece of ``resume``; both
+    before anything is written."""
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
-    torch.set_num_threads(cfg.torch_threads)
     if not cfg.run_name:
         cfg.run_name = f"ppo_seed{cfg.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir, ckpt_dir = run_folders(cfg)
+    if resume is None and not force:
+        for folder in (run_dir, ckpt_dir):
+            if folder.exists():
+                raise ConfigError(f"run folder {folder} exists already: continue it with --resume "
+                                  f"{ckpt_dir / 'latest.pt'}, write into it with --force, or "
+                                  "choose another run_name", "run_name")
+    torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
@@ -94,19 +143,21 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                             cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
     start_update, global_step, wall_before = 0, 0, 0.0
     if resume is not None:
+        check_resume(resume, cfg, model, critic, resume_path)  # all but the engine's state
         model.load_state_dict(resume["model"])
         if critic is not None:
-            critic.load_state_dict(resume["critic"])  # checked by _check_resumable_critic
+            critic.load_state_dict(resume["critic"])
         optimizer.load_state_dict(resume["optimizer"])
         if pool is not None and resume.get("pool"):
             pool.load_state_dict(resume["pool"])
-        engine.load_state_dict(resume["engine"])
+        load_engine(engine, resume.get("engine"), resume_path)  # after the pool it refers to
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
-        wall_before = resume.get("wall_time", 0.0)
+        wall_before = float(resume.get("wall_time", 0.0))
+    if final_table:
+        print(f"resumed from step {global_step}" if resume is not None else
+              f"run {cfg.run_name}", f"(logs {run_dir}, checkpoints {ckpt_dir})", flush=True)
 
-    run_dir = Path(cfg.log_dir) / cfg.run_name
-    ckpt_dir = Path(cfg.checkpoint_dir) / cfg.run_name
     writer = SummaryWriter(str(run_dir))
     writer.add_text("hyperparameters", _hparams_table(cfg))
     buffer = RolloutBuffer(cfg.batch_size)
@@ -123,58 +174,66 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                                         engine.state_dict(),
                                         pool.state_dict() if pool is not None else None, critic)
 
-    update = start_update
-    for update in range(start_update + 1, num_updates + 1):
-        # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
-        lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
-        optimizer.param_groups[0]["lr"] = lr
+    update, interrupt = start_update, _Interrupt()
+    with interrupt:
+        for update in range(start_update + 1, num_updates + 1):
+            # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
+            lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
+            optimizer.param_groups[0]["lr"] = lr
 
-        # -- rollout --------------------------------------------------------------------------
-        rollout_start = time.time()
-        engine.collect(model, buffer, cfg.num_steps, critic)
-        rollout_time = time.time() - rollout_start
-        advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
-                                          buffer.next_index, buffer.bootstrap, cfg.gamma,
-                                          cfg.gae_lambda)
-        batch = rollout_batch(buffer, advantages, returns)
+            # -- rollout --------------------------------------------------------------------------
+            rollout_start = time.time()
+            engine.collect(model, buffer, cfg.num_steps, critic)
+            rollout_time = time.time() - rollout_start
+            advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
+                                              buffer.next_index, buffer.bootstrap, cfg.gamma,
+                                              cfg.gae_lambda)
+            batch = rollout_batch(buffer, advantages, returns)
 
-        # -- PPO update -----------------------------------------------------------------------
-        losses = ppo_update(model, optimizer, batch, cfg, critic)
-        global_step += cfg.batch_size
-        session_steps += cfg.batch_size
-        if pool is not None and PAST in cfg.opponents and update % cfg.snapshot_every == 0:
-            pool.add_snapshot(model)
+            # -- PPO update -----------------------------------------------------------------------
+            losses = ppo_update(model, optimizer, batch, cfg, critic)
+            global_step += cfg.batch_size
+            session_steps += cfg.batch_size
+            if pool is not None and PAST in cfg.opponents and update % cfg.snapshot_every == 0:
+                pool.add_snapshot(model)
 
-        # -- logging --------------------------------------------------------------------------
-        elapsed = time.time() - start_time
-        scalars = dict(losses)
-        scalars["charts/learning_rate"] = lr
-        scalars["charts/SPS"] = session_steps / elapsed
-        scalars["charts/rollout_SPS"] = cfg.batch_size / rollout_time
-        scalars["charts/env_steps_per_s"] = (engine.env_steps - env_steps_before) / elapsed
-        scalars["charts/updates_per_s"] = (update - start_update) / elapsed
-        for key, values in engine.pop_stats().items():
-            if values:
-                scalars[f"charts/{key}"] = _mean(values)
-        for key, value in scalars.items():
-            writer.add_scalar(key, value, global_step)
+            # -- logging --------------------------------------------------------------------------
+            elapsed = time.time() - start_time
+            scalars = dict(losses)
+            scalars["charts/learning_rate"] = lr
+            scalars["charts/SPS"] = session_steps / elapsed
+            scalars["charts/rollout_SPS"] = cfg.batch_size / rollout_time
+            scalars["charts/env_steps_per_s"] = (engine.env_steps - env_steps_before) / elapsed
+            scalars["charts/updates_per_s"] = (update - start_update) / elapsed
+            for key, values in engine.pop_stats().items():
+                if values:
+                    scalars[f"charts/{key}"] = _mean(values)
+            for key, value in scalars.items():
+                writer.add_scalar(key, value, global_step)
 
-        if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates:
-            results = _evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
-                                        wall_before + time.time() - start_time)
-            summary = short_summary(results)
-        bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
-        bar.update(cfg.batch_size)
+            if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates:
+                results = _evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
+                                            wall_before + time.time() - start_time)
+                summary = short_summary(results)
+            bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
+            bar.update(cfg.batch_size)
 
-        out_of_time = cfg.max_minutes and (time.time() - start_time) / 60 >= cfg.max_minutes
-        if update % cfg.checkpoint_every == 0 or update == num_updates or out_of_time:
-            checkpoint = save(update)
-        if out_of_time:
-            bar.write(f"stopping: max_minutes={cfg.max_minutes} reached at step {global_step}")
-            break
+            out_of_time = cfg.max_minutes and (time.time() - start_time) / 60 >= cfg.max_minutes
+            if update % cfg.checkpoint_every == 0 or update == num_updates or out_of_time:
+                checkpoint = save(update)
+            if out_of_time:
+                bar.write(f"stopping: max_minutes={cfg.max_minutes} reached at step {global_step}")
+                break
+            if interrupt.requested:
+                checkpoint = save(update)
+                break
     bar.close()
     if checkpoint is None or update == start_update:
         checkpoint = save(update)
+    if interrupt.requested:
+        writer.close()
+        return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
+                "results": {}, "interrupted": True}
 
     # -- final evaluation: the arena table against the baselines ------------------------------
     results = _evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
@@ -188,21 +247,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             print(result.table())
         print(f"\nTensorBoard:  tensorboard --logdir {cfg.log_dir}")
     return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
-            "results": results}
-
-
-def _check_resumable_critic(weights, cfg: TrainConfig, path) -> None:
-    """Raise :class:`CheckpointError` unless ``weights`` fit the oracle critic ``cfg`` builds
-    (read_checkpoint checks only the policy's weights)."""
-    if not isinstance(weights, dict):
-        raise CheckpointError(f"{path} has no oracle critic to resume")
-    if not all(isinstance(v, torch.Tensor) and torch.isfinite(v).all() for v in weights.values()):
-        raise CheckpointError(f"{path}: the oracle critic's weights are not all finite tensors")
-    try:
-        OracleCritic(cfg.hidden_sizes).load_state_dict(weights)
-    except (KeyError, TypeError, ValueError, RuntimeError) as error:
-        raise CheckpointError(f"{path}: the oracle critic's weights do not fit its network "
-                              f"({type(error).__name__})") from None
+            "results": results, "interrupted": False}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -212,7 +257,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field (repeatable)")
     parser.add_argument("--resume", metavar="PATH",
-                        help="continue a run from its checkpoint (its config, then --set)")
+                        help="continue a run from its checkpoint (its config, then --set; the "
+                             "output folders are runs/ and checkpoints/ unless --set says)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into an existing run folder (curves of both runs then mix)")
     parser.add_argument("--help-config", action="store_true", help="list the config fields")
     return parser
 
@@ -228,28 +276,24 @@ def main(argv=None) -> int:
         resume = None
         if args.resume:
             resume = load_training_checkpoint(args.resume)
-            # runs from before these fields: the policy's own feature version, the shared critic
-            values = {"action_features": int(resume["model_config"].get("action_features", 0)),
-                      "critic": "shared"}
-            values.update(resume["config"])
-            saved = dict(values)
-            values.update(parse_overrides(args.set))
-            cfg = config_from_dict(values, f"{args.resume} (config)")
-            for key in ("hidden_sizes", "action_features", "critic"):  # the networks' shapes
-                if values[key] != saved[key]:
-                    raise ConfigError(f"{key} cannot change on --resume (the run has "
-                                      f"{saved[key]!r}); start a new run instead")
-            if cfg.critic == "oracle":
-                _check_resumable_critic(resume.get("critic"), cfg, args.resume)
+            cfg = resumed_config(resume, parse_overrides(args.set), args.resume)
         elif args.config:
             cfg = load_config(args.config, args.set)
         else:
             print("error: give --config PATH (or --resume PATH)", file=sys.stderr)
             return 2
+        out = train(cfg, resume, force=args.force, resume_path=args.resume)
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    train(cfg, resume)
+    except KeyboardInterrupt:
+        print("interrupted: stopped at once, no checkpoint written for the current update",
+              file=sys.stderr)
+        return 130
+    if out["interrupted"]:
+        print(f"interrupted at step {out['global_step']}: checkpoint {out['checkpoint']}; "
+              f"continue with --resume {out['checkpoint']}", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -1,0 +1,146 @@
+"""Hostile resume checkpoints and run folders (issues 14, 15): every piece of a ``--resume``
+file is checked before training starts (exit 2, one line naming the piece), a checkpoint never
+decides where files go, run folders are not reused by accident, and Ctrl-C leaves a resumable
+checkpoint."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("tensorboard")
+
+from training.checkpoint import load_training_checkpoint  # noqa: E402
+from training.config import load_config  # noqa: E402
+from training.train import main, train  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.yaml"
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> dict:
+    """A real resumable checkpoint (oracle critic, ``past`` pool) as a dict."""
+    base = tmp_path_factory.mktemp("good")
+    cfg = load_config(SMOKE, [f"log_dir={base / 'runs'}", f"checkpoint_dir={base / 'ckpt'}",
+                              "total_steps=512", "eval_every=0", "critic=oracle"])
+    train(cfg, final_table=False)
+    return torch.load(base / "ckpt" / "smoke" / "step_256.pt", weights_only=True)
+
+
+def resume(tmp_path, data, capsys, *extra) -> tuple[int, str]:
+    path = tmp_path / "in" / "resume.pt"
+    path.parent.mkdir(exist_ok=True)
+    torch.save(data, path)
+    code = main(["--resume", str(path), "--set", f"log_dir={tmp_path / 'runs'}",
+                 "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", *extra])
+    return code, capsys.readouterr().err
+
+
+def nested(depth):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+BAD_PIECES = [
+    ("engine", lambda d: d.update(engine={})),
+    ("engine", lambda d: d.update(engine=None)),
+    ("engine", lambda d: d["engine"].update(matches=nested(300))),
+    ("rng", lambda d: d.update(rng={})),
+    ("rng", lambda d: d["rng"].update(python=[3, [1, 2], None])),
+    ("rng", lambda d: d["rng"].update(torch=torch.zeros(3, dtype=torch.uint8))),
+    ("rng", lambda d: d["rng"]["numpy"].__setitem__(1, torch.zeros(5, dtype=torch.int64))),
+    ("optimizer", lambda d: d.update(optimizer={})),
+    ("optimizer", lambda d: d["optimizer"]["state"][0].update(exp_avg=torch.zeros(1))),
+    ("optimizer", lambda d: d["optimizer"]["param_groups"][0].update(lr=float("nan"))),
+    ("pool", lambda d: d.update(pool={"snapshots": [{}], "generators": [torch.zeros(1)]})),
+    ("pool", lambda d: d.update(pool=[1, 2])),
+    ("update", lambda d: d.update(update=-1)),
+    ("update", lambda d: d.update(update=10 ** 30)),
+    ("global_step", lambda d: d.update(global_step="many")),
+    ("wall_time", lambda d: d.update(wall_time=float("inf"))),
+    ("config", lambda d: d.update(config=None)),
+    ("config", lambda d: d["config"].update(run_name="../../escaped")),
+    ("config", lambda d: d["config"].update(num_matches=10 ** 9)),
+    ("config", lambda d: d["config"].update(learning_rate=float("nan"))),
+    ("critic", lambda d: d.update(critic=None)),
+    ("critic", lambda d: d["critic"].update({k: v[:1] for k, v in d["critic"].items()})),
+]
+
+
+@pytest.mark.parametrize("piece,damage", BAD_PIECES,
+                         ids=[f"{p}-{i}" for i, (p, _) in enumerate(BAD_PIECES)])
+def test_every_bad_piece_is_named_before_anything_is_written(tmp_path, monkeypatch, capsys,
+                                                             good, piece, damage):
+    import copy
+    data = copy.deepcopy(good)
+    if piece == "engine" and "matches" not in data["engine"]:
+        data["engine"] = {"matches": None}
+    damage(data)
+    monkeypatch.chdir(tmp_path)
+    code, err = resume(tmp_path, data, capsys)
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < 2000, err[:300]
+    assert f"'{piece}'" in err or (piece == "config" and "config" in err), err
+    assert sorted(os.listdir(tmp_path)) == ["in"]  # no run or checkpoint folder made
+
+
+def test_a_checkpoint_never_chooses_the_output_folders(tmp_path, capsys, good):
+    import copy
+    data = copy.deepcopy(good)
+    data["config"].update(log_dir=str(tmp_path / "evil_runs"),
+                          checkpoint_dir=str(tmp_path / "evil_ckpt"))
+    code, _ = resume(tmp_path, data, capsys, "--set", "final_eval_pairs=1")
+    assert code == 0
+    assert not (tmp_path / "evil_runs").exists() and not (tmp_path / "evil_ckpt").exists()
+    assert (tmp_path / "ckpt" / "smoke" / "latest.pt").is_file()
+
+
+def test_resumed_run_says_from_which_step(tmp_path, capfd, good):
+    path = tmp_path / "resume.pt"
+    torch.save(good, path)
+    assert main(["--resume", str(path), "--set", f"log_dir={tmp_path / 'runs'}", "--set",
+                 f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "final_eval_pairs=1"]) == 0
+    assert "resumed from step 256" in capfd.readouterr().out
+
+
+def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
+    args = ["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}",
+            "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=256",
+            "--set", "final_eval_pairs=1", "--set", "eval_every=0"]
+    (tmp_path / "runs" / "smoke").mkdir(parents=True)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "exists already" in err and "--resume" in err and "--force" in err
+    assert not (tmp_path / "ckpt").exists()
+    assert main(args + ["--force"]) == 0
+
+
+def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):
+    """The real CLI in a subprocess: SIGINT after its first line; exit 130, one line on stderr,
+    and a checkpoint that resumes."""
+    command = [sys.executable, "-m", "training.train", "--config", str(SMOKE),
+               "--set", f"log_dir={tmp_path / 'runs'}", "--set",
+               f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=1000000",
+               "--set", "eval_every=0", "--set", "checkpoint_every=100000"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    first = process.stdout.readline()
+    assert first.startswith("run smoke"), first
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1].startswith("interrupted at step ") and "--resume" in lines[-1], err
+    assert "Traceback" not in err
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    data = load_training_checkpoint(latest)
+    assert data["global_step"] == data["update"] * 256 and data["update"] >= 0

@@ -1,0 +1,168 @@
+"""Checking a ``--resume`` checkpoint, piece by piece, before anything is built from it.
+
+A resume checkpoint may come from someone else, so each piece the trainer restores (config,
+step counters, RNG state, optimizer state, opponent pool, oracle critic, engine state) is checked
+on its own; the first bad one raises :class:`CheckpointError` naming it.  The policy's own keys
+were already checked by :func:`sevenrocks_env.policy.read_checkpoint`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from sevenrocks_env.policy import CheckpointError, expected_shapes
+from sevenrocks_env.record import shown
+
+from .config import ConfigError, TrainConfig, config_from_dict
+
+#: torch's CPU generator state (``torch.get_rng_state()``) is this many bytes.
+TORCH_RNG_BYTES = torch.get_rng_state().numel()
+
+
+def _bad(path, piece: str, what: str) -> CheckpointError:
+    return CheckpointError(f"{path}: resume piece '{piece}' {what}")
+
+
+def check_counters(data: dict, cfg: TrainConfig, path) -> None:
+    """``update``, ``global_step`` and ``wall_time`` are sane and agree with ``cfg``."""
+    update, step, wall = data.get("update"), data.get("global_step"), data.get("wall_time", 0.0)
+    if type(update) is not int or not 0 <= update <= cfg.num_updates:
+        raise _bad(path, "update", f"must be an int in [0, {cfg.num_updates}] (num_updates), "
+                                   f"got {shown(update)}")
+    if type(step) is not int or step != update * cfg.batch_size:
+        raise _bad(path, "global_step", f"must be update * batch size = "
+                                        f"{update * cfg.batch_size}, got {shown(step)}")
+    if type(wall) not in (int, float) or not (math.isfinite(wall) and wall >= 0):
+        raise _bad(path, "wall_time", f"must be a finite number of seconds, got {shown(wall)}")
+
+
+def check_rng(state, path) -> None:
+    """Python, numpy and torch generator states exactly as :func:`checkpoint.rng_state` writes."""
+    if not (isinstance(state, dict) and set(state) == {"python", "numpy", "torch"}):
+        raise _bad(path, "rng", "must be a dict with keys python, numpy, torch")
+    python = state["python"]
+    if not (isinstance(python, list) and len(python) == 3 and type(python[0]) is int
+            and isinstance(python[1], list) and len(python[1]) == 625
+            and all(type(v) is int and 0 <= v < 2 ** 32 for v in python[1])
+            and (python[2] is None or type(python[2]) is float)):
+        raise _bad(path, "rng", "python: not a Mersenne Twister state")
+    numpy = state["numpy"]
+    if not (isinstance(numpy, list) and len(numpy) == 5 and numpy[0] == "MT19937"
+            and isinstance(numpy[1], torch.Tensor) and tuple(numpy[1].shape) == (624,)
+            and numpy[1].dtype == torch.int64 and bool(((numpy[1] >= 0)
+                                                         & (numpy[1] < 2 ** 32)).all())
+            and type(numpy[2]) is int and 0 <= numpy[2] <= 624 and type(numpy[3]) is int
+            and type(numpy[4]) is float):
+        raise _bad(path, "rng", "numpy: not an MT19937 state")
+    generator = state["torch"]
+    if not (isinstance(generator, torch.Tensor) and generator.dtype == torch.uint8
+            and tuple(generator.shape) == (TORCH_RNG_BYTES,)):
+        raise _bad(path, "rng", f"torch: must be a uint8 tensor of {TORCH_RNG_BYTES} bytes")
+
+
+def check_weights(weights, shapes: dict, path, piece: str) -> None:
+    """A state dict with exactly ``shapes``' keys, float32 tensors of those shapes, all finite."""
+    if not (isinstance(weights, dict) and set(weights) == set(shapes)):
+        raise _bad(path, piece, "does not have the network's parameter names")
+    for key, shape in shapes.items():
+        tensor = weights[key]
+        if not (isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32
+                and tuple(tensor.shape) == shape and bool(torch.isfinite(tensor).all())):
+            raise _bad(path, piece, f"{key} must be finite float32 {shape}")
+
+
+def check_pool(pool, cfg: TrainConfig, path) -> None:
+    """``None`` or ``{"snapshots": [policy weights], "generators": [torch generator states]}``."""
+    if pool is None:
+        return
+    if not (isinstance(pool, dict) and set(pool) == {"snapshots", "generators"}
+            and isinstance(pool["snapshots"], list) and isinstance(pool["generators"], list)
+            and len(pool["snapshots"]) == len(pool["generators"]) <= cfg.max_snapshots):
+        raise _bad(path, "pool", f"must hold matching lists of at most {cfg.max_snapshots} "
+                                 "snapshots and generators")
+    shapes = expected_shapes(cfg.hidden_sizes, cfg.action_features)
+    for index, (weights, generator) in enumerate(zip(pool["snapshots"], pool["generators"])):
+        check_weights(weights, shapes, path, "pool")
+        if not (isinstance(generator, torch.Tensor) and generator.dtype == torch.uint8
+                and tuple(generator.shape) == (TORCH_RNG_BYTES,)):
+            raise _bad(path, "pool", f"generator {index} is not a torch generator state")
+
+
+def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
+    """Adam's state for exactly ``parameters``: moments shaped like them, finite, one group."""
+    if not (isinstance(state, dict) and set(state) == {"state", "param_groups"}
+            and isinstance(state["param_groups"], list) and len(state["param_groups"]) == 1
+            and isinstance(state["param_groups"][0], dict)
+            and state["param_groups"][0].get("params") == list(range(len(parameters)))
+            and isinstance(state["state"], dict)):
+        raise _bad(path, "optimizer", "is not the Adam state of this run's networks")
+    for index, moments in state["state"].items():
+        if not (type(index) is int and 0 <= index < len(parameters) and isinstance(moments, dict)
+                and set(moments) == {"step", "exp_avg", "exp_avg_sq"}):
+            raise _bad(path, "optimizer", f"state {shown(index)} is not an Adam moment entry")
+        shape = tuple(parameters[index].shape)
+        for key in ("exp_avg", "exp_avg_sq"):
+            tensor = moments[key]
+            if not (isinstance(tensor, torch.Tensor) and tuple(tensor.shape) == shape
+                    and tensor.dtype == torch.float32 and bool(torch.isfinite(tensor).all())):
+                raise _bad(path, "optimizer", f"state {index}.{key} must be finite float32 {shape}")
+        step = moments["step"]
+        if not (isinstance(step, torch.Tensor) and step.numel() == 1
+                and math.isfinite(float(step)) and 0 <= float(step) <= 1e12):
+            raise _bad(path, "optimizer", f"state {index}.step is not a step count")
+    group = state["param_groups"][0]
+    for key in ("lr", "eps", "weight_decay"):
+        value = group.get(key)
+        if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
+            raise _bad(path, "optimizer", f"param_groups[0].{key} must be a finite number")
+
+
+def check_resume(data: dict, cfg: TrainConfig, model, critic, path) -> None:
+    """Every resume piece but the engine's (checked as it loads: :func:`load_engine`), against
+    fresh networks built from ``cfg``; nothing is changed."""
+    check_counters(data, cfg, path)
+    check_rng(data.get("rng"), path)
+    if critic is not None:
+        check_weights(data.get("critic"), {k: tuple(v.shape) for k, v in
+                                           critic.state_dict().items()}, path, "critic")
+    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
+    check_optimizer(data.get("optimizer"), parameters, cfg, path)
+    check_pool(data.get("pool"), cfg, path)
+
+
+def load_engine(engine, state, path) -> None:
+    """``engine.load_state_dict(state)``, its ``ValueError`` as a :class:`CheckpointError`
+    naming ``engine`` (the engine checks every field before changing anything)."""
+    try:
+        engine.load_state_dict(state)
+    except (ValueError, TypeError, KeyError) as error:
+        raise _bad(path, "engine", f"is unusable: {str(error)[:200]}") from None
+
+
+def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
+    """The run's config for ``--resume``: the checkpoint's saved config with the output folders
+    reset to the defaults (``runs/``, ``checkpoints/``: a downloaded file never decides where
+    files go), then the user's ``--set`` on top (which may choose other folders)."""
+    saved = data.get("config")
+    if not isinstance(saved, dict):
+        raise _bad(path, "config", "must be a dict of config fields")
+    values = {"action_features": data["model_config"].get("action_features", 0),
+              "critic": "shared"}  # runs from before these fields
+    values.update(saved)
+    if type(values["action_features"]) is bool:
+        values["action_features"] = int(values["action_features"])
+    for key in ("log_dir", "checkpoint_dir"):
+        values[key] = TrainConfig.model_fields[key].default
+    try:
+        before = config_from_dict(values, "config")
+    except ConfigError as error:
+        raise _bad(path, "config", f"is invalid: {str(error)[:300]}") from None
+    cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
+                           origins={key: "--set" for key in overrides})
+    for key in ("hidden_sizes", "action_features", "critic"):  # the networks' shapes
+        if getattr(cfg, key) != getattr(before, key):
+            raise ConfigError(f"--set: {key} cannot change on --resume (the run has "
+                              f"{getattr(before, key)!r}); start a new run instead", key)
+    return cfg
