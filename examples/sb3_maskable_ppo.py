@@ -123,8 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--n-envs", type=int, default=1)
     parser.add_argument("--n-steps", type=int, default=2048, help="rollout length per env")
-    parser.add_argument("--reward", default="win", choices=["win", "points"],
-                        help="env reward: R8 win/loss, or the score margin / 100 (dense)")
+    parser.add_argument("--reward", default="win", choices=["win", "points", "shaped"],
+                        help="env reward: R8 win/loss, the score margin / 100 (dense), or "
+                             "shaped = 0.01 * margin +- 1 (the project trainer's reward)")
     parser.add_argument("--refresh", type=int, default=16_384,
                         help="--opponents self: copy the learner every N steps (a multiple of --n-steps)")
     parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")

@@ -133,6 +133,8 @@ def test_torchrl_check_env_specs_on_the_pettingzoo_wrapper():
     from torchrl.envs import PettingZooWrapper
     from torchrl.envs.utils import check_env_specs
 
+    # TorchRL warns that it is "tested using [PettingZoo] 1.24.3": a note about its own test
+    # matrix, not about this env (1.24.3 is also our lower bound, tests/test_adapters_compat.py)
     env = PettingZooWrapper(sevenrocks_v0.env(), use_mask=True, seed=0)
     check_env_specs(env, seed=0)
     rollout = env.rollout(200)
