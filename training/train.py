@@ -154,6 +154,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
+    interrupt = _Interrupt().__enter__()  # before the first line: Ctrl-C from here is handled
     if final_table:
         print(f"resumed from step {global_step}" if resume is not None else
               f"run {cfg.run_name}", f"(logs {run_dir}, checkpoints {ckpt_dir})", flush=True)
@@ -174,8 +175,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                                         engine.state_dict(),
                                         pool.state_dict() if pool is not None else None, critic)
 
-    update, interrupt = start_update, _Interrupt()
-    with interrupt:
+    update = start_update
+    try:
         for update in range(start_update + 1, num_updates + 1):
             # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
             lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
@@ -227,6 +228,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             if interrupt.requested:
                 checkpoint = save(update)
                 break
+    finally:
+        interrupt.__exit__()
     bar.close()
     if checkpoint is None or update == start_update:
         checkpoint = save(update)
