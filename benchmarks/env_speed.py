@@ -61,6 +61,13 @@ def engine_random_play(seconds: float) -> tuple[int, int, int, float]:
     return actions, placements, matches, time.perf_counter() - start
 
 
+def pettingzoo_performance_benchmark() -> None:
+    """PettingZoo's own performance_benchmark (5 s of random legal play), printed as it prints it."""
+    from pettingzoo.test import performance_benchmark
+    print("\nPettingZoo performance_benchmark(sevenrocks_v0.env()):")
+    performance_benchmark(sevenrocks_v0.env())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="time per row and repeat")
@@ -103,6 +110,7 @@ def main() -> None:
     if connect_four_v3 is not None:
         print(f"\nsteps/s ratio, wrapped / wrapped: {rows[0][1] / rows[-2][1]:.1f}x;"
               f" raw / raw: {rows[1][1] / rows[-1][1]:.1f}x")
+    pettingzoo_performance_benchmark()
 
 
 if __name__ == "__main__":
