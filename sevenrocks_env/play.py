@@ -5,8 +5,10 @@
 Each turn shows the text board, your hand and your legal moves as a numbered list in plain
 words ("3|5 on the east end -> end sum 15, scores 15").  Answer with the number or with a tile
 and an end (``3-5 e``, ``3|5 east``; the end may be left out when only one fits).  A wrong
-answer is refused with the reason and asked again.  ``q`` (or end of input) stops and saves the
-match as a game record.  Knocks are announced; at each round's end every hand is shown with its
+answer is refused with the reason and asked again.  A forced knock plays itself after a note.
+``q``, end of input or Ctrl-C stops and saves the match as a game record (in ``games/`` unless
+``--record`` says where; a bad ``--record`` is refused before the game starts).  In a terminal
+the game pauses between rounds until Enter.  Knocks are announced; at each round's end every hand is shown with its
 rounding, the deductions and the scores (R7).  Reads plain lines, so it works with a pipe::
 
     printf '1\\n1\\n1\\n' | sevenrocks play --seat 0 --seed 3 --opponents random
@@ -15,8 +17,10 @@ rounding, the deductions and the scores (R7).  Reads plain lines, so it works wi
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import sys
+from pathlib import Path
 
 from . import record as records
 from .agents import make_agent
@@ -25,6 +29,8 @@ from .rules import Match, apply_action, is_legal, legal_actions, partner_of, rou
 from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
 
+#: Default folder of game records (git-ignored).
+GAMES = "games"
 SLOT_WORDS = {"w": 0, "west": 0, "e": 1, "east": 1, "n": 2, "north": 2, "a": 2,
               "s": 3, "south": 3, "b": 3}
 PLACE_WORDS = ("the west end", "the east end", "branch A (north)", "branch B (south)")
@@ -99,6 +105,11 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     return 4 * tile + slot
 
 
+def deduction_text(points: int) -> str:
+    """``-15``, or ``no deduction`` (never ``-0``)."""
+    return f"-{points}" if points else "no deduction"
+
+
 def round_summary(log) -> list[str]:
     """Every remaining hand with its rounding and deduction, and the scores (R7, R8)."""
     remaining = log.remaining_hands()
@@ -108,7 +119,8 @@ def round_summary(log) -> list[str]:
             pips = pips_of(remaining[seat])
             hand = " ".join(tile_name(t) for t in tiles_of(remaining[seat])) or "(empty)"
             lines.append(f"  seat {seat}: {hand:<24} {pips:>2} pips -> rounds to "
-                         f"{round_to_five(pips):>2}, team {team_of(seat)} -{log.deductions[seat]}")
+                         f"{round_to_five(pips):>2}, team {team_of(seat)} "
+                         f"{deduction_text(log.deductions[seat])}")
     lines.append(f"  scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}")
     return lines
 
@@ -117,10 +129,10 @@ class Session:
     """One terminal match: the human's seat, the agents at the others, input and output streams."""
 
     def __init__(self, seat: int, agents: dict, seed: int, target: int, stdin, stdout,
-                 echo: bool):
+                 echo: bool, pause: bool = False):
         self.seat, self.agents = seat, agents
         self.match = Match.new(seed, target=target)
-        self.stdin, self.stdout, self.echo = stdin, stdout, echo
+        self.stdin, self.stdout, self.echo, self.pause = stdin, stdout, echo, pause
 
     def say(self, text: str = "") -> None:
         print(text, file=self.stdout, flush=True)
@@ -142,6 +154,9 @@ class Session:
         legal = legal_actions(match)
         self.say()
         self.say(render_text(match, observer=self.seat))
+        if legal == [KNOCK]:
+            self.say("no tile of yours fits any open end: you knock (R6)")
+            return KNOCK
         self.say(f"your move, seat {self.seat}:")
         for number, action in enumerate(legal, start=1):
             self.say(f"  {number:>2}. {move_words(match, action)}")
@@ -181,6 +196,9 @@ class Session:
                 self.say()
                 for text in round_summary(log):
                     self.say(text)
+                if self.pause and not match.over and self.ask(
+                        "press Enter for the next round (q to quit): ") in (None, "q\n"):
+                    return False
         self.say()
         if match.winner is not None:
             mine = team_of(self.seat) == match.winner
@@ -201,7 +219,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=None, help="deal seed (default: random)")
     parser.add_argument("--target", type=int, default=250, help="points to win (R8)")
     parser.add_argument("--record", default=None,
-                        help="where to save the game record (default sevenrocks-game-SEED.json)")
+                        help=f"where to save the game record (default {GAMES}/sevenrocks-game-"
+                             "SEED.json)")
     return parser
 
 
@@ -211,15 +230,28 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    stdin = sys.stdin if stdin is None else stdin
+    if stdin is None:
+        stdin = sys.stdin
+        try:  # undecodable bytes end the game with a clear line, whatever the locale says
+            stdin.reconfigure(encoding="utf-8", errors="strict")
+        except (AttributeError, ValueError):
+            pass
     stdout = sys.stdout if stdout is None else stdout
     if len(args.opponents) > 2:
         print("error: --opponents takes one spec (both) or two (left, right)", file=sys.stderr)
         return 2
-    if args.target <= 0:
-        print("error: --target must be positive", file=sys.stderr)
+    if not 0 < args.target <= records.MAX_TARGET:
+        print(f"error: --target must be in 1..{records.MAX_TARGET}", file=sys.stderr)
         return 2
     seed = secrets.randbelow(2**31) if args.seed is None else args.seed
+    if not 0 <= seed < 2**63:
+        print("error: --seed must be in 0..2**63-1", file=sys.stderr)
+        return 2
+    path = Path(args.record) if args.record else Path(GAMES) / f"sevenrocks-game-{seed}.json"
+    problem = record_path_problem(path, default=not args.record)
+    if problem:
+        print(f"error: --record {path}: {problem}", file=sys.stderr)
+        return 2
     left, right = (args.opponents * 2)[:2]
     specs = {partner_of(args.seat): args.partner, (args.seat + 1) % 4: left,
              (args.seat + 3) % 4: right}
@@ -228,20 +260,46 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    interactive = getattr(stdin, "isatty", lambda: False)()
     session = Session(args.seat, agents, seed, args.target, stdin, stdout,
-                      echo=not getattr(stdin, "isatty", lambda: False)())
+                      echo=not interactive, pause=interactive)
     session.say(f"Seven Rocks, seed {seed}: you are seat {args.seat} (team {team_of(args.seat)}); "
                 f"partner seat {partner_of(args.seat)} = {args.partner}; opponents seat "
                 f"{(args.seat + 1) % 4} = {left}, seat {(args.seat + 3) % 4} = {right}")
-    finished = session.run()
-    path = args.record or f"sevenrocks-game-{seed}.json"
+    status, how = 0, None
     try:
+        finished = session.run()
+    except KeyboardInterrupt:
+        finished, status, how = False, 130, "interrupted"
+    except UnicodeDecodeError:
+        finished, status, how = False, 2, "error: input is not UTF-8 text"
+    try:
+        if path.parent != Path("") and not path.parent.exists():
+            path.parent.mkdir(parents=True)  # only the default games/ folder gets here
         records.save(records.game_record(session.match), path)
     except OSError as error:
-        print(f"error: cannot save the record to {path}: {error}", file=sys.stderr)
+        print(f"error: cannot save the record to {path}: {error.strerror or error}",
+              file=sys.stderr)
         return 2
+    if how is not None:
+        print(f"\n{how}; game record saved to {path}", file=sys.stderr)
+        return status
     session.say(("match over" if finished else "quit") + f"; game record saved to {path}")
     return 0
+
+
+def record_path_problem(path: Path, default: bool) -> str | None:
+    """Why ``path`` cannot take the game record (checked before the game), or ``None``."""
+    if path.is_dir():
+        return "is a folder; give a file name"
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.exists():
+        return None if default else f"folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is not a folder"
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "not writable"
+    return None
 
 
 if __name__ == "__main__":

@@ -1,0 +1,105 @@
+"""``sevenrocks play`` under hostile input and signals (issues 14, 15): Ctrl-C and undecodable
+bytes save the game record and exit with one line; records go to ``games/`` unless ``--record``
+says otherwise, and a bad ``--record`` is refused before the game starts."""
+
+from __future__ import annotations
+
+import io
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sevenrocks_env import record as records
+from sevenrocks_env.play import GAMES, main, round_summary
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+PLAYERS = ["--partner", "random", "--opponents", "random"]
+
+
+def start_play(tmp_path, *args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sevenrocks_env.play", "--seat", "0",
+                             "--seed", "3", *PLAYERS, *args], cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+
+
+def read_until(process, text: bytes, limit: float = 120) -> bytes:
+    """stdout until ``text`` appears (the prompt has no newline, so read raw chunks)."""
+    seen, deadline = b"", time.monotonic() + limit
+    while text not in seen:
+        assert time.monotonic() < deadline, seen[-500:]
+        ready, _, _ = select.select([process.stdout], [], [], 1)
+        if ready:
+            chunk = os.read(process.stdout.fileno(), 4096)
+            assert chunk, seen[-500:]
+            seen += chunk
+    return seen
+
+
+def test_ctrl_c_at_the_prompt_saves_the_record(tmp_path):
+    process = start_play(tmp_path)
+    read_until(process, b"choose a number")
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert lines == [f"interrupted; game record saved to {GAMES}/sevenrocks-game-3.json"], err
+    record = records.load(tmp_path / GAMES / "sevenrocks-game-3.json")
+    assert record["rounds"][-1]["result"] is None
+    assert sorted(os.listdir(tmp_path)) == [GAMES]  # nothing else written
+
+
+def test_undecodable_input_saves_the_record(tmp_path):
+    process = start_play(tmp_path, "--record", "game.json")
+    _, err = process.communicate(b"\xff\xfe\xfd\n", timeout=60)
+    assert process.returncode == 2
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert lines == ["error: input is not UTF-8 text; game record saved to game.json"], err
+    records.load(tmp_path / "game.json")
+
+
+@pytest.mark.parametrize("record,words", [
+    ("missing/folder/g.json", "does not exist"),
+    (".", "is a folder"),
+])
+def test_a_bad_record_path_is_refused_before_the_game(tmp_path, monkeypatch, capsys, record,
+                                                      words):
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert main(["--seed", "1", *PLAYERS, "--record", record], stdin=io.StringIO("1\n"),
+                stdout=out) == 2
+    assert words in capsys.readouterr().err and out.getvalue() == ""  # no game shown
+    assert os.listdir(tmp_path) == []
+
+
+def test_records_go_to_games_by_default(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    assert main(["--seed", "5", *PLAYERS], stdin=io.StringIO("q\n"), stdout=out) == 0
+    assert (tmp_path / GAMES / "sevenrocks-game-5.json").is_file()
+
+
+def test_deductions_never_show_minus_zero():
+    for seed in range(40):
+        match = Match.new(seed, target=60)
+        while not match.over:
+            apply_action(match, legal_actions(match)[0])
+        for log in match.history:
+            assert not any("-0" in line.split("->")[-1] for line in round_summary(log)[1:])
+
+
+def test_forced_knock_plays_itself_with_a_note():
+    notes = 0
+    for seed in range(12):
+        out = io.StringIO()
+        main(["--seat", "0", "--seed", str(seed), *PLAYERS, "--target", "100", "--record",
+              os.devnull], stdin=io.StringIO("1\n" * 400), stdout=out)
+        text = out.getvalue()
+        notes += text.count("you knock (R6)")
+        assert "knock (no tile fits)" not in text  # never offered as a numbered choice
+    assert notes > 0
