@@ -1,0 +1,244 @@
+"""The batched self-play engine against an independent reference loop over ``rules.Match``.
+
+With a deterministic stub policy (the lowest legal action) every transition the batched engine
+stores -- observation, mask, hidden hands, action, value, reward, done, ``next_index``, and the
+cut-off's bootstrap (issue 17: V at the open seat's next real decision) -- can be recomputed by
+playing the same matches one by one with ``rules.apply_action``.  The deals come from the batched
+engine's counter-based deal function, a pure function of (seed, env, match count, round).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sevenrocks_env.batched.deal import deal  # noqa: E402
+from sevenrocks_env.observation import encode  # noqa: E402
+from sevenrocks_env.policy import PolicyNet  # noqa: E402
+from sevenrocks_env.rules import DOMINO, Match, apply_action, legal_actions, team_of  # noqa: E402
+from sevenrocks_env.tiles import NUM_ACTIONS  # noqa: E402
+from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
+from training.config import TrainConfig  # noqa: E402
+from training.critic import OracleCritic, hidden_hands  # noqa: E402
+from training.opponents import OpponentPool  # noqa: E402
+from training.ppo import compute_gae, ppo_update  # noqa: E402
+from training.rollout import RolloutBuffer  # noqa: E402
+
+from test_rollout import LowestActionModel, StubCritic  # noqa: E402
+
+SCALE, WIN = 0.01, 1.0
+TARGET, MAX_ROUNDS = 60, 3   # short matches: wins, truncations and new rounds in a few steps
+FIELDS = ("obs", "hands", "masks", "actions", "logprobs", "values", "rewards", "dones",
+          "next_index", "bootstrap")
+
+
+class Reference:
+    """The trainer's rollout semantics, one ``rules.Match`` per env, lowest legal action."""
+
+    def __init__(self, seed: int, num_envs: int, model, critic):
+        self.seed, self.model, self.critic = seed, model, critic
+        self.finished = [0] * num_envs
+        self.matches = [self._deal(env, None) for env in range(num_envs)]
+        self.pending = {}   # (env, seat) -> (transition, team margin when it opened)
+        self.cut_positions = set()
+
+    def _deal(self, env: int, match: Match | None) -> Match:
+        """Env ``env``'s next round (R2's opener after a domino) or, if ``match`` is None or
+        over, its next match."""
+        new = match is None or match.over
+        rounds = 0 if new else match.round_index
+        hands, opener = deal(self.seed, torch.tensor([env]),
+                             torch.tensor([self.finished[env]]), torch.tensor([rounds]))
+        hands, opener = hands[0].tolist(), int(opener[0])
+        if new:
+            return Match.from_deal(hands, opener, target=TARGET, max_rounds=MAX_ROUNDS)
+        last = match.history[-1]
+        match.start_round(hands, last.finisher if last.result == DOMINO else opener)
+        return match
+
+    def _play(self, env: int, match: Match, action: int) -> None:
+        apply_action(match, action)
+        if match.awaiting_deal:
+            self._deal(env, match)
+
+    @staticmethod
+    def _margin(match: Match, seat: int) -> int:
+        ours = team_of(seat)
+        return match.scores[ours] - match.scores[1 - ours]
+
+    def _reward(self, match: Match, seat: int, since: int) -> float:
+        sign = 0 if match.winner is None else (1 if match.winner == team_of(seat) else -1)
+        return SCALE * (self._margin(match, seat) - since) + WIN * sign
+
+    def _value(self, match: Match, seat: int) -> float:
+        obs = torch.from_numpy(encode(match, seat))[None]
+        if self.critic is None:
+            return float(self.model.value(obs)[0])
+        return float(self.critic(obs, torch.from_numpy(hidden_hands(match, seat))[None])[0])
+
+    def collect(self, num_steps: int) -> dict:
+        capacity = num_steps * len(self.matches)
+        out = {name: [] for name in ("obs", "hands", "masks", "actions", "values")}
+        rewards, dones = np.zeros(capacity), np.zeros(capacity, bool)
+        next_index, bootstrap = np.full(capacity, -1), np.zeros(capacity)
+        size = 0
+        while size < capacity:
+            for env, match in enumerate(self.matches):
+                legal = legal_actions(match)
+                seat = match.turn
+                if len(legal) > 1:
+                    if size == capacity:
+                        continue   # the cut: this decision stays unplayed
+                    out["obs"].append(encode(match, seat))
+                    out["hands"].append(hidden_hands(match, seat))
+                    mask = np.zeros(NUM_ACTIONS, bool)
+                    mask[legal] = True
+                    out["masks"].append(mask)
+                    out["actions"].append(min(legal))
+                    out["values"].append(self._value(match, seat))
+                    if (env, seat) in self.pending:
+                        k, since = self.pending[env, seat]
+                        rewards[k] += self._reward(match, seat, since)
+                        next_index[k] = size
+                    self.pending[env, seat] = (size, self._margin(match, seat))
+                    size += 1
+                self._play(env, match, min(legal))
+                if match.over:
+                    for s in range(4):
+                        if (env, s) in self.pending:
+                            k, since = self.pending.pop((env, s))
+                            rewards[k] += self._reward(match, s, since)
+                            dones[k] = True
+                    self.finished[env] += 1
+                    self.matches[env] = self._deal(env, None)
+        for env, match in enumerate(self.matches):   # the cut, on clones
+            open_seats = sorted(s for (e, s) in self.pending if e == env)
+            for s in open_seats:
+                self.cut_positions.add((match.turn - s) & 3)
+            clone = copy.deepcopy(match)
+            while open_seats:
+                legal = legal_actions(clone)
+                if len(legal) > 1 and clone.turn in open_seats:
+                    k, since = self.pending[env, clone.turn]
+                    rewards[k] += self._reward(clone, clone.turn, since)
+                    bootstrap[k] = self._value(clone, clone.turn)
+                    open_seats.remove(clone.turn)
+                    continue
+                apply_action(clone, min(legal))
+                if clone.over:
+                    for s in open_seats:
+                        k, since = self.pending[env, s]
+                        rewards[k] += self._reward(clone, s, since)
+                        dones[k] = True
+                    open_seats = []
+                elif clone.awaiting_deal:
+                    self._deal(env, clone)
+        self.pending.clear()
+        result = {name: np.array(values) for name, values in out.items()}
+        result.update(rewards=rewards, dones=dones, next_index=next_index, bootstrap=bootstrap)
+        return result
+
+
+def _buffers(engine, model, rollouts: int, num_steps: int, critic=None) -> list[dict]:
+    buffer = RolloutBuffer(engine.num_matches * num_steps)
+    out = []
+    for _ in range(rollouts):
+        engine.collect(model, buffer, num_steps, critic)
+        assert buffer.size == engine.num_matches * num_steps
+        out.append({name: getattr(buffer, name).copy() for name in FIELDS})
+    return out
+
+
+@pytest.mark.parametrize("use_critic", [False, True])
+def test_agrees_with_reference_loop_over_rules(use_critic):
+    model, critic = LowestActionModel(), (StubCritic() if use_critic else None)
+    engine = BatchedSelfPlayEngine(6, seed=3, target=TARGET, max_rounds=MAX_ROUNDS,
+                                   points_scale=SCALE, win_reward=WIN)
+    reference = Reference(engine.venv.seed, 6, model, critic)
+    dones = 0
+    for got in _buffers(engine, model, rollouts=6, num_steps=5, critic=critic):
+        want = reference.collect(5)
+        for name in ("obs", "hands", "masks", "actions", "next_index", "dones"):
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+        for name in ("values", "rewards", "bootstrap"):
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-5,
+                                       err_msg=name)
+        assert (got["masks"].sum(1) > 1).all()   # forced moves are never recorded
+        dones += got["dones"].sum()
+    assert dones > 0
+    assert reference.cut_positions == {0, 1, 2, 3}   # every relative position of a cut seen
+
+
+def test_same_seed_same_buffers_and_resume_continues_identically():
+    torch.manual_seed(0)
+    model = PolicyNet((32,), action_features=0).eval()
+    first = BatchedSelfPlayEngine(8, seed=11, target=TARGET, max_rounds=MAX_ROUNDS)
+    a = _buffers(first, model, rollouts=2, num_steps=6)
+    second = BatchedSelfPlayEngine(8, seed=11, target=TARGET, max_rounds=MAX_ROUNDS)
+    b = _buffers(second, model, rollouts=1, num_steps=6)
+    state = copy.deepcopy(second.state_dict())
+    resumed = BatchedSelfPlayEngine(8, seed=99, target=TARGET, max_rounds=MAX_ROUNDS)
+    resumed.load_state_dict(state)
+    b += _buffers(resumed, model, rollouts=1, num_steps=6)
+    for x, y in zip(a, b):
+        for name in FIELDS:
+            np.testing.assert_array_equal(x[name], y[name], err_msg=name)
+    assert first.env_steps == resumed.env_steps
+
+
+@pytest.mark.parametrize("piece, corrupt, message", [
+    ("generator", lambda s: s["generator"][:-1], "generator"),
+    ("deal_seed", lambda s: -1, "deal_seed"),
+    ("matches", lambda s: {**s["matches"], "turn": s["matches"]["turn"][:-1]}, "matches.turn"),
+    ("matches", lambda s: {**s["matches"], "hands": [[1, 2, 3, 4]] * 4}, "matches row 0"),
+    ("learner", lambda s: [[True, False, True, True]] * 4, "learner[0]"),
+    ("opponents", lambda s: [None] * 3, "opponents must be a list of 4"),
+    ("counters", lambda s: [[0] * 4] * 2, "counters"),
+    ("env_steps", lambda s: -5, "env_steps"),
+    ("rng", lambda s: {"bit_generator": "nope"}, "rng"),
+])
+def test_bad_state_pieces_raise_value_error_naming_them(piece, corrupt, message):
+    engine = BatchedSelfPlayEngine(4, seed=1)
+    state = copy.deepcopy(engine.state_dict())
+    before = copy.deepcopy(state)
+    state[piece] = corrupt(state)
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        BatchedSelfPlayEngine(4, seed=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="keys"):
+        engine.load_state_dict({k: v for k, v in state.items() if k != piece})
+    assert engine.state_dict() == before   # nothing changed
+
+
+def test_opponents_and_a_ppo_update_on_the_batch():
+    torch.manual_seed(0)
+    cfg = TrainConfig()
+    cfg.hidden_sizes, cfg.num_minibatches, cfg.update_epochs = [32], 2, 1
+    model = PolicyNet(cfg.hidden_sizes).eval()
+    critic = OracleCritic(cfg.hidden_sizes).eval()
+    optimizer = torch.optim.Adam(list(model.parameters()) + list(critic.parameters()), lr=1e-3)
+    pool = OpponentPool(["greedy", "past"], model)
+    engine = BatchedSelfPlayEngine(16, seed=5, target=TARGET, max_rounds=MAX_ROUNDS,
+                                   opponent_fraction=0.75, opponent_pool=pool)
+    assert not engine.learner.all()
+    buffer = RolloutBuffer(16 * 8)
+    for _ in range(2):
+        engine.collect(model, buffer, 8, critic)
+    stats = engine.pop_stats()
+    assert any(key.startswith("win_vs_") for key in stats) and stats["episodic_length"]
+    assert (buffer.masks.sum(1) > 1).all()
+    advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
+                                      buffer.next_index, buffer.bootstrap, 0.99, 0.95)
+    from training.train import rollout_batch
+    before = [p.detach().clone() for p in model.parameters()]
+    losses = ppo_update(model, optimizer, rollout_batch(buffer, advantages, returns), cfg, critic)
+    assert np.isfinite(list(losses.values())).all()
+    assert any(not torch.equal(p, q) for p, q in zip(before, model.parameters()))
+    state = engine.state_dict()   # opponents in progress survive a round trip
+    again = BatchedSelfPlayEngine(16, seed=0, target=TARGET, max_rounds=MAX_ROUNDS,
+                                  opponent_fraction=0.75, opponent_pool=pool)
+    again.load_state_dict(copy.deepcopy(state))
+    assert again.state_dict() == state

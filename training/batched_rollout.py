@@ -1,0 +1,449 @@
+"""Self-play rollouts on the batched engine: every match advances in one tensor step.
+
+:class:`BatchedSelfPlayEngine` is :class:`training.rollout.SelfPlayEngine` with the matches held
+by one :class:`sevenrocks_env.batched.VectorEnv` (``reward="shaped"``) instead of N
+``rules.Match`` objects.  The training data have the same meaning (see that module's docstring):
+
+* every learner seat is its own trajectory; a transition is one of its real (non-forced)
+  decisions; forced moves (one legal action) are played without a transition;
+* a transition's reward is what happened to the seat's team until that seat's next decision,
+  the sum of the env's per-seat shaped rewards (R5 placements, R7 deductions, R8's win reward:
+  the :func:`sevenrocks_env.rewards.team0_reward` formula), ``done`` when the match ended;
+* ``next_index`` links each (match, seat)'s transitions, which is what GAE follows.
+
+Each step: one batched policy forward pass for all learner seats with a real choice (values
+from the oracle critic with the hidden hands if given); ``past`` snapshots batched per
+snapshot; other opponents through their ``act`` on the CPU side path.  The buffer fills at a
+varying rate (only seats with a real choice add transitions); the step that would overflow it
+records what fits and leaves the other seats' decisions unplayed (those rows of the state are
+put back): they are the rollout's cut.
+
+Cut-off (issue 17): every open transition is played on, on a clone of the batched state, with
+the current policy (sampled with a generator seeded by one draw of the engine's rng, nothing
+recorded, opponents' generators restored) until its seat's next real decision -- reward until
+there, bootstrap with V there -- or the match's end (final reward, ``done``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import torch
+
+from sevenrocks_env.batched import BatchState, VectorEnv
+from sevenrocks_env.batched import layout
+from sevenrocks_env.batched.state import BOOL_FIELDS, FIELDS
+from sevenrocks_env.policy import MaskedCategorical, PolicyAgent
+from sevenrocks_env.rules import Match
+from sevenrocks_env.tiles import KNOCK, NUM_SEATS, NUM_TILES
+
+from .critic import HANDS_SIZE
+from .opponents import restore_generators, save_generators
+from .rollout import RolloutBuffer, _is_count, _LEARNER_ROWS, _MAX_COUNT
+
+_TEAM_OF = np.array([0, 1, 0, 1])
+_BITS = torch.arange(NUM_TILES)
+_RELATIVE = torch.arange(1, NUM_SEATS)
+
+
+def hidden_hands_batch(hands: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:
+    """``[N, 84]`` float: the hands of relative seats 1, 2, 3 of ``seats`` (``hands`` ``[N, 4]``
+    tile bitmasks), 28 bits each in tile order: :func:`training.critic.hidden_hands` batched."""
+    others = hands.gather(1, (seats[:, None] + _RELATIVE) & 3)                  # [N, 3]
+    return ((others[:, :, None] >> _BITS) & 1).to(torch.float32).reshape(len(seats), HANDS_SIZE)
+
+
+def clone_state(state: BatchState) -> BatchState:
+    """A copy of every state tensor."""
+    copy = BatchState(state.num_envs, state.turn.device)
+    for name in FIELDS:
+        getattr(copy, name).copy_(getattr(state, name))
+    return copy
+
+
+class _Seats:
+    """What the seats on turn face in every match: seat, mask, observation, real choice."""
+
+    def __init__(self, venv: VectorEnv):
+        self.seat_t = venv.current_seat.clone()
+        self.seat = self.seat_t.numpy()
+        self.mask = venv.action_mask
+        self.obs = venv.observation
+        self.real = (self.mask.sum(1) > 1).numpy()
+        self.first_legal = self.mask.to(torch.uint8).argmax(1)  # forced: the one legal action
+
+
+class BatchedSelfPlayEngine:
+    """``num_matches`` matches in one :class:`VectorEnv`; the interface of ``SelfPlayEngine``."""
+
+    def __init__(self, num_matches: int, seed: int, target: int = 250, max_rounds: int = 60,
+                 points_scale: float = 0.01, win_reward: float = 1.0,
+                 opponent_fraction: float = 0.0, opponent_pool=None):
+        self.num_matches = num_matches
+        self.target, self.max_rounds = target, max_rounds
+        self.points_scale, self.win_reward = points_scale, win_reward
+        self.opponent_fraction = opponent_fraction
+        self.opponent_pool = opponent_pool
+        self.rng = np.random.default_rng(seed)
+        settings = dict(target=target, max_rounds=max_rounds, reward="shaped",
+                        points_scale=points_scale, win_reward=win_reward, validate=False)
+        self.venv = VectorEnv(num_matches, **settings)
+        self._shadow = VectorEnv(num_matches, **settings)   # the cut's continuation
+        self.venv.reset(seed=int(self.rng.integers(2 ** 62)))
+        self.generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
+        self._rows = np.arange(num_matches)
+        self.learner = np.ones((num_matches, NUM_SEATS), dtype=bool)
+        self.opponents: list = [None] * num_matches
+        self.opponent_names: list = [None] * num_matches
+        self.pending = np.full((num_matches, NUM_SEATS), -1, dtype=np.int64)
+        self.acc = np.zeros((num_matches, NUM_SEATS), dtype=np.float64)  # reward since opened
+        self._return = np.zeros(num_matches, dtype=np.float64)          # team 0's, this match
+        self._placements = np.zeros(num_matches, dtype=np.int64)
+        self._points = np.zeros(num_matches, dtype=np.int64)
+        self._decisions = np.zeros(num_matches, dtype=np.int64)
+        self.stats = defaultdict(list)
+        self.env_steps = 0
+        for i in range(num_matches):
+            self._new_match(i)
+
+    # -- match lifecycle ---------------------------------------------------------------------
+
+    def _new_match(self, i: int) -> None:
+        """Seats of env ``i``'s new match: self-play, or one random team to a pool opponent."""
+        self.learner[i] = True
+        self.opponents[i] = self.opponent_names[i] = None
+        if self.opponent_pool is not None and self.rng.random() < self.opponent_fraction:
+            opponent_team = int(self.rng.integers(2))
+            self.opponent_names[i], self.opponents[i] = self.opponent_pool(self.rng)
+            self.opponents[i].seed(int(self.rng.integers(2 ** 31)))
+            self.learner[i] = _TEAM_OF != opponent_team
+        self.pending[i] = -1
+        self.acc[i] = 0.0
+        self._return[i] = 0.0
+        self._placements[i] = self._points[i] = self._decisions[i] = 0
+
+    def _end_match(self, i: int, buffer: RolloutBuffer, rounds: int, winner: int,
+                   truncated: bool) -> None:
+        """Close env ``i``'s pending transitions with the final reward (R8), stats, new seats."""
+        for seat in np.flatnonzero(self.pending[i] >= 0):
+            k = self.pending[i, seat]
+            buffer.rewards[k] += self.acc[i, seat]
+            buffer.dones[k] = True
+        for team in (0, 1):
+            if self.learner[i, team]:  # seats 0/1 stand for teams 0/1
+                self.stats["episodic_return"].append(self._return[i] * (1 - 2 * team))
+                if self.opponents[i] is not None:
+                    self.stats[f"win_vs_{self.opponent_names[i]}"].append(float(winner == team))
+        self.stats["rounds_per_match"].append(rounds)
+        self.stats["episodic_length"].append(int(self._decisions[i]))
+        self.stats["truncated"].append(float(truncated))
+        if self._placements[i]:
+            self.stats["points_per_placement"].append(self._points[i] / self._placements[i])
+        self._new_match(i)
+
+    # -- choosing actions ---------------------------------------------------------------------
+
+    def _opponent_actions(self, rows: np.ndarray, seats: _Seats, actions: torch.Tensor) -> None:
+        """Opponents' moves for ``rows``: each past snapshot once for its rows, others per row."""
+        groups = defaultdict(list)
+        for i in rows.tolist():
+            groups[id(self.opponents[i])].append(i)
+        for members in groups.values():
+            agent = self.opponents[members[0]]
+            index = torch.tensor(members)
+            if isinstance(agent, PolicyAgent):
+                mask = seats.mask[index]
+                logits, _ = agent.model(seats.obs[index], mask)
+                dist = MaskedCategorical(logits, mask)
+                actions[index] = dist.mode() if agent.deterministic else torch.multinomial(
+                    dist.probs, 1, generator=agent._generator).squeeze(1)
+            else:
+                obs, mask = seats.obs[index].numpy(), seats.mask[index].numpy().astype(np.int8)
+                actions[index] = torch.tensor([int(agent.act(o, m)) for o, m in zip(obs, mask)])
+
+    def _count_placements(self, rows: np.ndarray, actions: torch.Tensor) -> None:
+        """Stats: learner placements in ``rows`` and their points (R5), before they are played."""
+        index = torch.from_numpy(rows)
+        chosen = actions[index]
+        placed = chosen != KNOCK
+        index, chosen = index[placed], chosen[placed]
+        state = self.venv.state
+        ends, double, started, _ = layout.place_tiles(
+            state.ends[index], state.end_double[index], state.branch_started[index],
+            state.spinner[index], state.placements[index], chosen >> 2, chosen & 3)
+        points = layout.placement_points(layout.end_sum(ends, double, started))
+        rows = index.numpy()
+        self._placements[rows] += 1
+        self._points[rows] += points.numpy()
+
+    # -- rollouts -----------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def collect(self, model, buffer: RolloutBuffer, num_steps: int, critic=None) -> None:
+        """Fill ``buffer`` with exactly ``num_steps * num_matches`` learner decisions."""
+        buffer.reset()
+        capacity = num_steps * self.num_matches
+        if capacity > len(buffer.actions):
+            raise ValueError(f"buffer holds {len(buffer.actions)} transitions, the rollout "
+                             f"needs {capacity}")
+        venv = self.venv
+        while buffer.size < capacity:
+            seats = _Seats(venv)
+            actions = seats.first_legal.clone()
+            learner_on_turn = self.learner[self._rows, seats.seat]
+            chosen = np.flatnonzero(seats.real & learner_on_turn)
+            room = capacity - buffer.size
+            chosen, extra = chosen[:room], chosen[room:]
+            if len(chosen):
+                self._record(model, critic, buffer, chosen, seats, actions)
+            opponents = np.flatnonzero(seats.real & ~learner_on_turn)
+            if len(opponents):
+                self._opponent_actions(opponents, seats, actions)
+            played = learner_on_turn.copy()
+            played[extra] = False
+            self._count_placements(np.flatnonzero(played), actions)
+            rounds = venv.state.round_index.numpy() + 1
+            saved = clone_state(venv.state) if len(extra) else None
+            rewards, terminated, truncated = venv.step(actions)
+            rewards = rewards.numpy().astype(np.float64)
+            ended = (terminated | truncated).numpy()
+            if saved is not None:  # the cut: these decisions stay unplayed
+                put_back = torch.from_numpy(extra)
+                for name in FIELDS:
+                    getattr(venv.state, name)[put_back] = getattr(saved, name)[put_back]
+                rewards[extra], ended[extra] = 0.0, False
+            self.env_steps += self.num_matches - len(extra)
+            self.acc += rewards
+            self._return += rewards[:, 0]
+            winners = seats.seat & 1
+            for i in np.flatnonzero(ended).tolist():
+                self._end_match(i, buffer, int(rounds[i]), int(winners[i]) if terminated[i]
+                                else -1, bool(truncated[i]))
+        self._cut(model, buffer, critic)
+
+    def _record(self, model, critic, buffer: RolloutBuffer, rows: np.ndarray, seats: _Seats,
+                actions: torch.Tensor) -> None:
+        """Sample the learner seats of ``rows`` in one forward pass and store the transitions."""
+        index = torch.from_numpy(rows)
+        obs, mask = seats.obs[index], seats.mask[index]
+        logits, values = model(obs, mask)
+        hands = hidden_hands_batch(self.venv.state.hands[index], seats.seat_t[index])
+        if critic is not None:
+            values = critic(obs, hands)
+        dist = MaskedCategorical(logits, mask)
+        chosen = torch.multinomial(dist.probs, 1, generator=self.generator).squeeze(1)
+        actions[index] = chosen
+        start, end = buffer.size, buffer.size + len(rows)
+        buffer.obs[start:end] = obs.numpy()
+        buffer.hands[start:end] = hands.numpy()
+        buffer.masks[start:end] = mask.numpy()
+        buffer.actions[start:end] = chosen.numpy()
+        buffer.logprobs[start:end] = dist.log_prob(chosen).numpy()
+        buffer.values[start:end] = values.numpy()
+        buffer.size = end
+        self._link(buffer, rows, seats.seat[rows], np.arange(start, end))
+        self._decisions[rows] += 1
+
+    def _link(self, buffer: RolloutBuffer, rows, seat, new) -> None:
+        """Close the previous transition of each (row, seat) (reward so far, successor ``new``)
+        and open ``new``."""
+        previous = self.pending[rows, seat]
+        has = previous >= 0
+        buffer.rewards[previous[has]] += self.acc[rows[has], seat[has]]
+        buffer.next_index[previous[has]] = new[has]
+        self.pending[rows, seat] = new
+        self.acc[rows, seat] = 0.0
+
+    def _cut(self, model, buffer: RolloutBuffer, critic=None) -> None:
+        """Close every open transition at its seat's next real decision (V there) or at the
+        match's end, playing on a clone of the state (see the module docstring)."""
+        still_open = self.pending >= 0
+        if not still_open.any():
+            return
+        generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
+        shadow = self._shadow
+        shadow.reset(seed=self.venv.seed)   # fresh caches; the state is replaced at once
+        shadow.state = clone_state(self.venv.state)
+        live_envs = np.flatnonzero(still_open.any(1))
+        saved = save_generators(self.opponents[i] for i in live_envs)
+        acc = self.acc.copy()
+        queued = []   # (transitions, observations, hidden hands) to bootstrap
+        while True:
+            seats = _Seats(shadow)
+            here = np.flatnonzero(seats.real & still_open[self._rows, seats.seat])
+            if len(here):
+                seat = seats.seat[here]
+                k = self.pending[here, seat]
+                buffer.rewards[k] += acc[here, seat]
+                index = torch.from_numpy(here)
+                queued.append((k, seats.obs[index].clone(), hidden_hands_batch(
+                    shadow.state.hands[index], seats.seat_t[index])))
+                still_open[here, seat] = False
+            live = still_open.any(1)
+            if not live.any():
+                break
+            actions = seats.first_legal.clone()
+            learner_on_turn = self.learner[self._rows, seats.seat]
+            rows = torch.from_numpy(np.flatnonzero(live & seats.real & learner_on_turn))
+            if len(rows):
+                mask = seats.mask[rows]
+                logits, _ = model(seats.obs[rows], mask)
+                probs = MaskedCategorical(logits, mask).probs
+                actions[rows] = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+            opponents = np.flatnonzero(live & seats.real & ~learner_on_turn)
+            if len(opponents):
+                self._opponent_actions(opponents, seats, actions)
+            rewards, terminated, truncated = shadow.step(actions)
+            acc += rewards.numpy()
+            for i in np.flatnonzero(live & (terminated | truncated).numpy()).tolist():
+                k = self.pending[i, still_open[i]]
+                buffer.rewards[k] += acc[i, still_open[i]]
+                buffer.dones[k] = True
+                still_open[i] = False
+        restore_generators(saved)
+        if queued:
+            k = np.concatenate([q[0] for q in queued])
+            obs = torch.cat([q[1] for q in queued])
+            values = model.value(obs) if critic is None else critic(
+                obs, torch.cat([q[2] for q in queued]))
+            buffer.bootstrap[k] = values.numpy()
+        self.pending.fill(-1)
+        self.acc.fill(0.0)
+
+    def pop_stats(self) -> dict[str, list]:
+        stats, self.stats = self.stats, defaultdict(list)
+        return dict(stats)
+
+    # -- resume -------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        """Plain-Python state (the batched matches, generators, seats) so ``--resume`` replays
+        the run bit for bit.  Taken between rollouts, when no transition is open."""
+        state = self.venv.state
+        return {
+            "rng": self.rng.bit_generator.state,
+            "generator": self.generator.get_state().tolist(),
+            "deal_seed": self.venv.seed,
+            "matches": {name: getattr(state, name).tolist() for name in FIELDS},
+            "learner": self.learner.tolist(),
+            "opponents": [None if name is None else self.opponent_pool.key(name, agent)
+                          for name, agent in zip(self.opponent_names, self.opponents)],
+            "counters": [self._placements.tolist(), self._points.tolist(),
+                         self._decisions.tolist()],
+            "returns": self._return.tolist(),
+            "env_steps": self.env_steps,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict`'s output (from an untrusted checkpoint file).
+
+        Every piece is checked before anything changes; ``ValueError`` names the bad piece."""
+        checked = _check_state(self, state)
+        self.rng.bit_generator.state = state["rng"]
+        self.generator.set_state(checked["generator"])
+        self.venv.reset(seed=state["deal_seed"])
+        self.venv.state = checked["matches"]
+        self.learner[:] = checked["learner"]
+        for i, (name, agent) in enumerate(checked["opponents"]):
+            self.opponent_names[i], self.opponents[i] = name, agent
+        self._placements[:], self._points[:], self._decisions[:] = (
+            np.array(c, dtype=np.int64) for c in state["counters"])
+        self._return[:] = state["returns"]
+        self.env_steps = state["env_steps"]
+        self.pending.fill(-1)
+        self.acc.fill(0.0)
+
+
+_STATE_KEYS = {"rng", "generator", "deal_seed", "matches", "learner", "opponents", "counters",
+               "returns", "env_steps"}
+_WIDTHS = {name: 4 for name in ("hands", "played_by", "ends", "voids", "end_double",
+                                 "branch_started")} | {"scores": 2}
+
+
+def _check_state(engine: BatchedSelfPlayEngine, state) -> dict:
+    """The checked pieces of a state dict (see ``load_state_dict``); raises ``ValueError``."""
+    n = engine.num_matches
+    if not isinstance(state, dict) or set(state) != _STATE_KEYS:
+        got = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+        raise ValueError(f"engine state must be a dict with keys {sorted(_STATE_KEYS)}, "
+                         f"got {got!s:.200}")
+    try:
+        np.random.default_rng().bit_generator.state = state["rng"]
+    except (TypeError, ValueError, KeyError, OverflowError) as error:
+        raise ValueError(f"engine state: rng is not a PCG64 state ({error})") from None
+    size = len(torch.Generator().get_state())
+    gen = state["generator"]
+    if not (isinstance(gen, list) and len(gen) == size
+            and all(type(b) is int and 0 <= b < 256 for b in gen)):
+        raise ValueError(f"engine state: generator must be {size} bytes (a torch.Generator state)")
+    generator = torch.tensor(gen, dtype=torch.uint8)
+    try:
+        torch.Generator().set_state(generator)
+    except RuntimeError as error:
+        raise ValueError(f"engine state: generator is not a torch.Generator state ({error})") \
+            from None
+    if not (type(state["deal_seed"]) is int and 0 <= state["deal_seed"] < 2 ** 63):
+        raise ValueError("engine state: deal_seed must be an int in [0, 2**63)")
+    matches = _check_matches(engine, state["matches"])
+    for key in ("learner", "opponents", "returns"):
+        if not isinstance(state[key], list) or len(state[key]) != n:
+            raise ValueError(f"engine state: {key} must be a list of {n} entries (one per "
+                             f"match; num_matches must not change on resume)")
+    if not all(type(r) is float and abs(r) < 1e12 for r in state["returns"]):
+        raise ValueError("engine state: returns must be finite floats")
+    learner = np.zeros((n, NUM_SEATS), dtype=bool)
+    for i, (row, key) in enumerate(zip(state["learner"], state["opponents"])):
+        if row not in _LEARNER_ROWS[key is None]:
+            raise ValueError(f"engine state: learner[{i}] must be four bools, all True in "
+                             f"self-play or one team's seats with an opponent, got {row!r:.80}")
+        learner[i] = row
+    if any(key is not None for key in state["opponents"]) and engine.opponent_pool is None:
+        raise ValueError("engine state: matches against opponents but the run has none")
+    opponents = []
+    for i, key in enumerate(state["opponents"]):
+        try:
+            opponents.append((None, None) if key is None else engine.opponent_pool.restore(key))
+        except ValueError as error:
+            raise ValueError(f"engine state: opponents[{i}]: {error}") from None
+    counters = state["counters"]
+    if not (isinstance(counters, list) and len(counters) == 3 and all(
+            isinstance(c, list) and len(c) == n and all(_is_count(v) for v in c)
+            for c in counters)):
+        raise ValueError(f"engine state: counters must be 3 lists of {n} counts in "
+                         f"[0, {_MAX_COUNT}]")
+    if not _is_count(state["env_steps"]):
+        raise ValueError(f"engine state: env_steps must be a count in [0, {_MAX_COUNT}], "
+                         f"got {state['env_steps']!r:.80}")
+    return {"generator": generator, "matches": matches, "learner": learner,
+            "opponents": opponents}
+
+
+def _check_matches(engine: BatchedSelfPlayEngine, fields) -> BatchState:
+    """The batched matches of a state dict, every row checked by ``rules.Match.from_state``."""
+    n = engine.num_matches
+    if not isinstance(fields, dict) or set(fields) != set(FIELDS):
+        raise ValueError(f"engine state: matches must be a dict with keys {sorted(FIELDS)}")
+    batch = BatchState(n, "cpu")
+    for name in FIELDS:
+        value, width = fields[name], _WIDTHS.get(name)
+        rows = value if isinstance(value, list) and len(value) == n else None
+        ok = rows is not None and all(
+            type(v) in ((bool,) if name in BOOL_FIELDS else (int,)) and abs(v) < 2 ** 62
+            for row in rows for v in (row if width and isinstance(row, list)
+                                      and len(row) == width else [None] if width else [row]))
+        if not ok:
+            raise ValueError(f"engine state: matches.{name} must be {n} "
+                             f"{'rows of ' + str(width) + ' ' if width else ''}"
+                             f"{'bools' if name in BOOL_FIELDS else 'ints'}")
+        getattr(batch, name).copy_(torch.tensor(value))
+    if not bool((batch.matches >= 0).all()):
+        raise ValueError("engine state: matches.matches must be counts >= 0")
+    for i in range(n):
+        try:
+            match = batch.match(i, engine.target, engine.max_rounds)
+        except ValueError as error:
+            raise ValueError(f"engine state: matches row {i}: {error}") from None
+        if match.over or match.turn < 0:
+            raise ValueError(f"engine state: matches row {i} is not a match in progress")
+    return batch
