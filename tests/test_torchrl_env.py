@@ -1,0 +1,183 @@
+"""SevenRocksTorchRLEnv: TorchRL's own checker, agreement with VectorEnv, masks, auto-reset, seeds."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torchrl", reason="TorchRL is an optional extra: pip install -e '.[torchrl]'")
+import torch  # noqa: E402
+from tensordict import TensorDict  # noqa: E402
+from torchrl.envs.utils import check_env_specs  # noqa: E402
+
+from sevenrocks_env.batched import VectorEnv  # noqa: E402
+from sevenrocks_env.torchrl_env import GROUP, SevenRocksTorchRLEnv  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "torchrl_collector.py"
+# a low target ends matches within a few dozen steps, so rollouts cross many auto-resets
+SHORT = dict(target=25, max_rounds=3)
+
+
+def masked_random(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    return torch.multinomial(mask.to(torch.float32), 1, generator=generator).squeeze(-1)
+
+
+def run(env: SevenRocksTorchRLEnv, steps: int, action_seed: int = 0):
+    """``steps`` of step_and_maybe_reset with masked random actions; the stacked step data."""
+    generator = torch.Generator().manual_seed(action_seed)
+    td = env.reset()
+    first = td.clone()
+    data = []
+    for _ in range(steps):
+        td["action"] = masked_random(td["action_mask"], generator)
+        step, td = env.step_and_maybe_reset(td)
+        data.append(step.clone())
+    return first, torch.stack(data, dim=1)
+
+
+@pytest.mark.parametrize("kwargs", [{}, SHORT, dict(max_rounds=None, reward="shaped")])
+def test_check_env_specs(kwargs):
+    env = SevenRocksTorchRLEnv(6, seed=3, **kwargs)
+    check_env_specs(env, seed=0, break_when_any_done="both")
+
+
+def test_specs_layout():
+    env = SevenRocksTorchRLEnv(5, seed=1)
+    assert env.batch_size == torch.Size([5])
+    assert env.full_reward_spec[GROUP, "reward"].shape == (5, 4, 1)
+    assert env.reward_key == (GROUP, "reward")
+    assert env.action_spec.n == 113 and env.action_spec.shape == (5,)
+    assert set(env.done_keys) == {"done", "terminated", "truncated"}
+    assert env.observation_spec["observation"].shape == (5, 238)
+
+
+def test_rollout_agrees_with_vector_env():
+    num_envs, steps = 16, 150
+    env = SevenRocksTorchRLEnv(num_envs, seed=11, **SHORT)
+    first, data = run(env, steps, action_seed=5)
+    vec = VectorEnv(num_envs, **SHORT)
+    vec.reset(seed=env.vector_env.seed)
+    assert torch.equal(first["observation"], vec.observation)
+    assert torch.equal(first["action_mask"], vec.action_mask)
+    assert torch.equal(first["current_seat"], vec.current_seat)
+    for t in range(steps):
+        step = data[:, t]
+        assert torch.equal(step["observation"], vec.observation)
+        assert torch.equal(step["action_mask"], vec.action_mask)
+        assert torch.equal(step["current_seat"], vec.current_seat)
+        rewards, terminated, truncated = vec.step(step["action"])
+        nxt = step["next"]
+        assert torch.equal(nxt[GROUP, "reward"].squeeze(-1), rewards)
+        assert torch.equal(nxt["terminated"].squeeze(-1), terminated)
+        assert torch.equal(nxt["truncated"].squeeze(-1), truncated)
+        assert torch.equal(nxt["done"].squeeze(-1), terminated | truncated)
+        # the engine auto-resets: "next" already shows the next match of a finished env
+        assert torch.equal(nxt["observation"], vec.observation)
+        assert torch.equal(nxt["action_mask"], vec.action_mask)
+    done = data["next", "done"]
+    assert done.sum() >= num_envs, "the rollout should cross many match ends"
+    assert data["next", "truncated"].any() and data["next", "terminated"].any()
+
+
+def test_finished_match_resets_to_the_already_started_next_match():
+    env = SevenRocksTorchRLEnv(8, seed=2, **SHORT)
+    _, data = run(env, 120)
+    done = data["next", "done"].squeeze(-1)
+    assert done.any()
+    # after a done step, the root data the policy sees next is exactly the "next" data: the
+    # partial _reset changed nothing, and the done flags are cleared
+    for t in range(data.shape[1] - 1):
+        ended = done[:, t]
+        if ended.any():
+            assert torch.equal(data[:, t + 1]["observation"][ended],
+                               data[:, t]["next", "observation"][ended])
+            assert not data[:, t + 1]["done"][ended].any()
+
+
+def test_rewards_are_per_seat_and_zero_sum():
+    env = SevenRocksTorchRLEnv(8, seed=4, **SHORT)
+    _, data = run(env, 120)
+    rewards = data["next", GROUP, "reward"].squeeze(-1)
+    assert torch.equal(rewards[..., 0], rewards[..., 2])
+    assert torch.equal(rewards[..., 1], -rewards[..., 0])
+    assert torch.equal(rewards[..., 3], -rewards[..., 0])
+    # reward="win": +-1 only on a won match end, 0 elsewhere (also on truncation)
+    ended = data["next", "terminated"].squeeze(-1)
+    assert torch.equal(rewards[..., 0].abs(), ended.to(torch.float32))
+
+
+def test_spec_random_actions_respect_the_mask():
+    env = SevenRocksTorchRLEnv(8, seed=6, **SHORT)
+    data = env.rollout(200, break_when_any_done=False)  # actions from action_spec.rand()
+    chosen = data["action_mask"].gather(-1, data["action"].unsqueeze(-1))
+    assert chosen.all()
+    assert env.observation_spec.is_in(data[:, -1]["next"].select(*env.observation_spec.keys()))
+
+
+def test_illegal_action_is_refused():
+    env = SevenRocksTorchRLEnv(3, seed=0)
+    td = env.reset()
+    illegal = (~td["action_mask"]).to(torch.float32).argmax(-1)
+    td["action"] = illegal
+    with pytest.raises(ValueError, match="illegal action"):
+        env.step(td)
+
+
+def test_seeding_is_reproducible():
+    a = SevenRocksTorchRLEnv(6, **SHORT)
+    b = SevenRocksTorchRLEnv(6, **SHORT)
+    a.set_seed(123)
+    b.set_seed(123)
+    first_a, data_a = run(a, 60)
+    first_b, data_b = run(b, 60)
+    assert (first_a == first_b).all() and (data_a == data_b).all()
+    # a later full reset is also determined by the seed
+    assert torch.equal(a.reset()["observation"], b.reset()["observation"])
+    c = SevenRocksTorchRLEnv(6, seed=124, **SHORT)
+    assert not torch.equal(c.reset()["observation"], first_a["observation"])
+
+
+def test_bad_seed_and_arguments():
+    with pytest.raises(ValueError, match="seed"):
+        SevenRocksTorchRLEnv(2, seed=-1)
+    with pytest.raises(TypeError, match="seed"):
+        SevenRocksTorchRLEnv(2, seed="7")
+    with pytest.raises(TypeError, match="records"):
+        SevenRocksTorchRLEnv(2, records=True)
+    with pytest.raises(ValueError, match="num_envs"):
+        SevenRocksTorchRLEnv(0)
+
+
+def test_partial_reset_of_a_match_in_progress_is_refused():
+    env = SevenRocksTorchRLEnv(4, seed=0)
+    env.reset()
+    partial = TensorDict({"_reset": torch.tensor([[True], [False], [False], [False]])},
+                         batch_size=[4])
+    with pytest.raises(ValueError, match="partial reset"):
+        env.reset(partial)
+    # reset() without "_reset" restarts every match (a new deal stream)
+    before = env.vector_env.seed
+    env.reset()
+    assert env.vector_env.seed != before
+
+
+def test_collector_example_runs():
+    spec = importlib.util.spec_from_file_location("torchrl_collector", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for policy in ("mlp", "random"):
+        summary = module.main(["--num-envs", "4", "--frames", "96", "--steps-per-batch", "8",
+                               "--policy", policy])
+        assert summary["frames"] == 96
+        assert summary["illegal_actions"] == 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_device():
+    env = SevenRocksTorchRLEnv(32, device="cuda", seed=1, **SHORT)
+    check_env_specs(env, seed=0)
+    _, data = run(env, 20)
+    assert data.device.type == "cuda"
+    assert data["next", GROUP, "reward"].device.type == "cuda"
