@@ -1,17 +1,17 @@
-"""The batched engine as a TorchRL environment: :class:`SevenRocksTorchRLEnv` (see ``docs/torchrl.md``).
+"""The batched engine as a TorchRL environment (see ``docs/torchrl.md``).
 
-One :class:`~torchrl.envs.EnvBase` with ``batch_size=[num_envs]`` over
-:class:`sevenrocks_env.batched.VectorEnv`, on the engine's device (CPU or GPU).  Each step moves
-the seat on turn in every match, so the policy sees one observation per match:
+:class:`SevenRocksTorchRLEnv` is one :class:`~torchrl.envs.EnvBase` with
+``batch_size=[num_envs]`` over :class:`sevenrocks_env.batched.VectorEnv`, on the engine's
+device (CPU or GPU).  Each step moves the seat on turn in every match, so the policy sees one
+observation per match:
 
-| key                     | shape           | meaning                                                       |
-|-------------------------|-----------------|---------------------------------------------------------------|
-| ``observation``         | ``[B, 238]``    | ``observation.encode`` of the seat on turn (seat-relative)     |
-| ``action_mask``         | ``[B, 113]``    | bool, the legal actions of the seat on turn (R3, R6)           |
-| ``current_seat``        | ``[B]``         | the seat on turn, 0-3 (seats 0 and 2 are team 0)              |
-| ``action``              | ``[B]``         | ``Categorical(113)`` whose ``mask`` is the current action mask |
-| ``("agents", "reward")``| ``[B, 4, 1]``   | every seat's reward for the step (``sevenrocks_env.rewards``)   |
-| ``done`` / ``terminated`` / ``truncated`` | ``[B, 1]`` | the match ended: won (R8) / cut at ``max_rounds`` |
+* ``observation`` ``[B, 238]``: ``observation.encode`` of the seat on turn (seat-relative);
+* ``action_mask`` ``[B, 113]`` bool: the legal actions of the seat on turn (R3, R6);
+* ``current_seat`` ``[B]``: the seat on turn, 0-3 (seats 0 and 2 are team 0);
+* ``action`` ``[B]``: ``Categorical(113)`` whose ``mask`` is the current action mask;
+* ``("agents", "reward")`` ``[B, 4, 1]``: every seat's reward (``sevenrocks_env.rewards``);
+* ``done`` / ``terminated`` / ``truncated`` ``[B, 1]``: the match ended, won (R8) / cut at
+  ``max_rounds``.
 
 The rewards follow TorchRL's multi-agent layout (as in ``VmasEnv``): a group ``"agents"`` of the
 four seats, ``[B, n_agents, 1]``, with the done flags shared at the root because a match ends for
@@ -26,7 +26,9 @@ the next match has already started.  Consequences: value targets must not bootst
 done step -- with the default ``reward="win"`` a truncated match (``max_rounds``) ends with reward
 0, so treat ``truncated`` as terminal, or use ``max_rounds=None``.  A ``_reset`` that names a
 match still in progress is refused (the engine cannot restart one match alone); ``reset()``
-without ``"_reset"`` restarts every match.
+without ``"_reset"`` restarts every match.  (TorchRL's private "native autoreset" path for such
+engines writes NaN placeholders under ``"next"`` instead; real observations need no masking
+before arithmetic, and the done flags say which ones begin a new match.)
 """
 
 from __future__ import annotations

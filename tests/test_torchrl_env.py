@@ -1,4 +1,4 @@
-"""SevenRocksTorchRLEnv: TorchRL's own checker, agreement with VectorEnv, masks, auto-reset, seeds."""
+"""SevenRocksTorchRLEnv: TorchRL's checker, agreement with VectorEnv, masks, auto-reset, seeds."""
 
 from __future__ import annotations
 
