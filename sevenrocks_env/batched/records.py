@@ -1,23 +1,23 @@
 """Game records (``sevenrocks-record/1``) of the batched engine's matches, from its own numbers.
 
-Each env keeps a CPU log of its current match: per round the hands as dealt, the opener, every
-move as ``(seat, action, end_sum, points)`` the engine computed, and the round's result,
-deductions and scores.  A finished match becomes a record dict; ``record.validate`` replaying it
-with the scalar engine is then an independent check of the batched one.
+Every step appends one ``[B, 4]`` row ``(seat, action, end_sum, points)`` -- what the engine
+computed -- to a CPU move log shared by all envs; per env only the current match's rounds are
+kept (hands as dealt, opener, the log rows where the round began and ended, result, deductions,
+scores).  A finished match becomes a record dict; ``record.validate`` replaying it with the
+scalar engine is then an independent check of the batched one.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ..record import FORMAT
 from ..tiles import KNOCK, tile_name, tiles_of
 from .engine import BLOCKED, DOMINO, WON, StepEvents
 
+_TILE_NAMES = tuple(tile_name(t) for t in range(28))
 _RESULT_NAMES = {DOMINO: "domino", BLOCKED: "blocked", WON: "won"}
-
-
-def _round(opener: int, hands) -> dict:
-    return {"opener": opener, "hands": list(hands), "moves": [], "result": None,
-            "deductions": [0, 0, 0, 0], "scores": None}
+_RESULT_CODES = {name: code for code, name in _RESULT_NAMES.items()}
 
 
 def _starting_scores(match) -> list[int]:
@@ -32,17 +32,26 @@ def _starting_scores(match) -> list[int]:
 
 
 class RecordKeeper:
-    """Per-env move logs, turned into record dicts when a match ends."""
+    """The shared move log and per-env round lists, turned into record dicts when a match ends."""
 
     def __init__(self, num_envs: int, target: int):
         self.target = target
+        self.num_envs = num_envs
+        self.log = np.zeros((64, num_envs, 4), np.int16)
+        self.base = 0            # step number of log[0]
+        self.steps = 0           # steps logged so far
         self.rounds: list[list[dict] | None] = [[] for _ in range(num_envs)]
         self.finished: list[tuple[int, dict]] = []
 
+    def _round(self, opener: int, hands, moves=()) -> dict:
+        return {"opener": opener, "hands": list(hands), "earlier": list(moves),
+                "start": self.steps, "stop": None, "result": None, "deductions": [0, 0, 0, 0],
+                "scores": None}
+
     def start(self, envs, hands, openers) -> None:
-        """Fresh matches in ``envs`` (lists of ints) with these first deals."""
+        """Fresh matches in ``envs`` with these first deals."""
         for env, hand, opener in zip(envs, hands, openers):
-            self.rounds[env] = [_round(opener, hand)]
+            self.rounds[env] = [self._round(opener, hand)]
 
     def load(self, env: int, match) -> None:
         """Continue the log of a loaded ``rules.Match``: from its history if it has one that
@@ -53,22 +62,23 @@ class RecordKeeper:
             return
         rounds = []
         for log in history:
-            rounds.append({"opener": log.opener, "hands": list(log.hands),
-                           "moves": list(log.moves), "result": None,
-                           "deductions": list(log.deductions),
-                           "scores": None if log.scores is None else list(log.scores)})
+            rnd = self._round(log.opener, log.hands, log.moves)
             if log.result is not None:
-                rounds[-1]["result"] = {"domino": DOMINO, "blocked": BLOCKED, "won": WON}[
-                    log.result]
+                rnd.update(stop=self.steps, result=_RESULT_CODES[log.result],
+                           deductions=list(log.deductions), scores=list(log.scores))
+            rounds.append(rnd)
         self.rounds[env] = rounds
 
-    def log(self, actions, events: StepEvents) -> None:
-        """Append every env's move, then close the rounds and matches that ended."""
-        moves = zip(events.seat.tolist(), actions.tolist(), events.end_sum.tolist(),
-                    events.points.tolist())
-        for rounds, move in zip(self.rounds, moves):
-            if rounds is not None:
-                rounds[-1]["moves"].append(move)
+    def append(self, actions, events: StepEvents) -> None:
+        """Log every env's move, then close the rounds and matches that ended."""
+        if self.steps - self.base == len(self.log):
+            self._make_room()
+        row = self.log[self.steps - self.base]
+        row[:, 0] = events.seat.cpu().numpy()
+        row[:, 1] = actions.cpu().numpy()
+        row[:, 2] = events.end_sum.cpu().numpy()
+        row[:, 3] = events.points.cpu().numpy()
+        self.steps += 1
         if not events.rows.numel():
             return
         columns = zip(events.rows.tolist(), events.result.tolist(), events.deductions.tolist(),
@@ -78,27 +88,38 @@ class RecordKeeper:
         for env, result, deductions, scores, over, winner, hands, opener in columns:
             rounds = self.rounds[env]
             if rounds is not None:
-                current = rounds[-1]
-                current.update(result=result, deductions=deductions, scores=scores)
+                rounds[-1].update(stop=self.steps, result=result, deductions=deductions,
+                                  scores=scores)
                 if over:
-                    self.finished.append((env, self._record(rounds, winner, scores)))
+                    self.finished.append((env, self._record(env, rounds, winner, scores)))
             if over:
-                self.rounds[env] = [_round(opener, hands)]
+                self.rounds[env] = [self._round(opener, hands)]
             elif rounds is not None:
-                rounds.append(_round(opener, hands))
+                rounds.append(self._round(opener, hands))
 
-    def _record(self, rounds: list[dict], winner: int, scores: list[int]) -> dict:
-        out = []
+    def _make_room(self) -> None:
+        """Drop log rows no live round needs; grow the log if that frees too little."""
+        live = [rounds[0]["start"] for rounds in self.rounds if rounds]
+        first = min(live, default=self.steps)
+        kept = self.log[first - self.base:self.steps - self.base]
+        size = len(self.log) if len(kept) < len(self.log) // 2 else 2 * len(self.log)
+        log = np.zeros((size, self.num_envs, 4), np.int16)
+        log[:len(kept)] = kept
+        self.log, self.base = log, first
+
+    def _record(self, env: int, rounds: list[dict], winner: int, scores: list[int]) -> dict:
+        out, names = [], _TILE_NAMES
         for rnd in rounds:
+            logged = self.log[rnd["start"] - self.base:rnd["stop"] - self.base, env].tolist()
             moves = []
-            for seat, action, total, points in rnd["moves"]:
+            for seat, action, total, points in rnd["earlier"] + logged:
                 if action == KNOCK:
                     moves.append({"seat": seat, "action": KNOCK, "pass": True})
                 else:
-                    moves.append({"seat": seat, "action": action, "tile": tile_name(action >> 2),
+                    moves.append({"seat": seat, "action": action, "tile": names[action >> 2],
                                   "slot": action & 3, "end_sum": total, "points": points})
             out.append({"opener": rnd["opener"],
-                        "hands": [[tile_name(t) for t in tiles_of(h)] for h in rnd["hands"]],
+                        "hands": [[names[t] for t in tiles_of(h)] for h in rnd["hands"]],
                         "moves": moves, "result": _RESULT_NAMES[rnd["result"]],
                         "deductions": rnd["deductions"], "scores": rnd["scores"]})
         return {"format": FORMAT, "target": self.target, "rounds": out,

@@ -36,7 +36,9 @@ def _numpy_tables() -> dict[str, np.ndarray]:
         "spread14": spread14.astype(np.int64),
         "pips14": (bits14 * np.array(TILE_PIPS[:HALF])).sum(1).astype(np.int64),
         "pips14_high": (bits14 * np.array(TILE_PIPS[HALF:])).sum(1).astype(np.int64),
-        "byte_bits": ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(bool),
+        # byte_bits64[v]: an int64 whose 8 bytes (in memory order) are the bits of v
+        "byte_bits64": np.ascontiguousarray(
+            ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.uint8)).view(np.int64)[:, 0],
         # observation pieces, float32 exactly as observation.encode builds them
         "half_bits": bits14.astype(f32),                               # [16384, 14]
         "number_onehot": np.vstack([np.zeros((1, 7)), np.eye(7)]).astype(f32),   # end + 1
@@ -66,6 +68,9 @@ class Tables:
             setattr(self, name, torch.from_numpy(array).to(device))
         long = dict(dtype=torch.long, device=device)
         self.slots = torch.arange(4, **long)
+        self.first = (self.slots == 0).long()
+        self.second = (self.slots == 1).long()
+        self.open_ends_base = -(self.slots >= 2).long()      # north, south closed: -1
         self.straight = self.slots < 2                       # west, east vs the branches
         self.branch = ~self.straight
         self.seat_signs = torch.tensor(SEAT_SIGNS, dtype=torch.float32, device=device)

@@ -66,8 +66,8 @@ class VectorEnv:
         self.state = BatchState(self.num_envs, self.device)
         self.env_ids = torch.arange(self.num_envs, device=self.device)
         self._records = RecordKeeper(self.num_envs, target) if records else None
-        self._mask = torch.empty((self.num_envs, NUM_ACTIONS), dtype=torch.bool,
-                                 device=self.device)
+        self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long, device=self.device)
+        self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
         self._obs = torch.empty((self.num_envs, OBS_SIZE), dtype=torch.float32,
                                 device=self.device)
         self._mask_fresh = self._obs_fresh = False
@@ -175,12 +175,13 @@ class VectorEnv:
 
     @property
     def action_mask(self) -> torch.Tensor:
-        """``BoolTensor[B, 113]``: the legal actions of the seat on turn (read-only)."""
+        """``BoolTensor[B, 113]``: the legal actions of the seat on turn (read-only; a view with
+        row stride 120, rebuilt in place after each step)."""
         self._require_ready()
         if not self._mask_fresh:
             state = self.state
             hands = state.hands.gather(1, state.turn[:, None]).squeeze(1)
-            layout.legal_mask(hands, state.ends, state.placements == 0, out=self._mask)
+            layout.legal_mask(hands, state.ends, state.placements == 0, out=self._mask_words)
             self._mask_fresh = True
         return self._mask
 
@@ -213,7 +214,7 @@ class VectorEnv:
         rewards, terminated, truncated, events = engine.step(self.state, actions, self.settings,
                                                              self.env_ids)
         if self._records is not None:
-            self._records.log(actions, events)
+            self._records.append(actions, events)
         self._changed()
         return rewards, terminated, truncated
 
@@ -243,7 +244,7 @@ class VectorEnv:
 
     def nbytes(self) -> int:
         """Bytes of this env's tensors: the state plus the cached mask and observation."""
-        return self.state.nbytes() + self._mask.nelement() + 4 * self._obs.nelement()
+        return self.state.nbytes() + 8 * self._mask_words.nelement() + 4 * self._obs.nelement()
 
     def _changed(self) -> None:
         self._mask_fresh = self._obs_fresh = False
