@@ -1,0 +1,28 @@
+"""Fuzz the training-config reader (atheris / libFuzzer): any bytes -> a config or ConfigError.
+
+    .venv/bin/python tests/fuzz/fuzz_config.py -max_total_time=600 tests/fuzz/corpus_config
+
+The bytes go through what ``load_config`` does with a file's content (UTF-8, YAML, pydantic);
+any other exception (or a hang: libFuzzer's -timeout) is a bug; see docs/security.md.
+"""
+
+import sys
+
+import atheris
+
+with atheris.instrument_imports():
+    from training.config import ConfigError, _read_yaml, config_from_dict
+
+
+def test_one_input(data: bytes) -> None:
+    try:
+        loaded = _read_yaml(data.decode("utf-8"), "fuzz") or {}
+        if isinstance(loaded, dict):
+            config_from_dict(loaded, "fuzz")
+    except (ConfigError, UnicodeDecodeError):
+        pass
+
+
+if __name__ == "__main__":
+    atheris.Setup(sys.argv, test_one_input)
+    atheris.Fuzz()

@@ -1,0 +1,21 @@
+"""A short fixed-budget atheris run of the record and config fuzzers (``tests/fuzz/``); the longer
+run is in docs/security.md."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("atheris")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("target", ["fuzz_record.py", "fuzz_config.py"])
+def test_fuzzer_finds_nothing_in_a_short_run(target, tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "fuzz" / target), "-max_total_time=4",
+         "-timeout=10", "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Done" in result.stderr and list(tmp_path.iterdir()) == []
