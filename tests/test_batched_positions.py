@@ -1,0 +1,204 @@
+"""Chosen positions in the batched engine, each checked against the scalar rules (R3-R8).
+
+Positions come from explicit deals (``reset(deals=...)``) or from scalar matches loaded mid-round
+(``load``); :class:`Lockstep` then compares state, mask, observation and rewards with
+``rules.Match`` after every step.
+"""
+
+import random
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.batched import layout
+from sevenrocks_env.batched.lockstep import Lockstep
+from sevenrocks_env.rules import BLOCKED, DOMINO, Match, apply_action, deal, legal_actions
+from sevenrocks_env.scoring import deduction
+from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_LOW, mask_of, parse_tile, tiles_of
+
+seeds = st.integers(min_value=0, max_value=2**31 - 1)
+
+
+def one_env(**kwargs):
+    return sevenrocks_v0.vector_env(num_envs=1, **kwargs)
+
+
+def act(action: int) -> torch.Tensor:
+    return torch.tensor([action])
+
+
+def find_position(seed: int, wanted, tries: int = 200, target: int = 250):
+    """A scalar match (with history) just before a move ``wanted(match, action, after)`` accepts,
+    where ``after`` is a clone with the move applied; random play, from ``seed`` onwards."""
+    for attempt in range(tries):
+        match = Match.new(seed + attempt, target=10 ** 6)
+        rng = random.Random(seed + attempt)
+        while not match.over and match.round_index < 3:
+            for action in legal_actions(match):
+                after = match.clone(keep_history=True)
+                apply_action(after, action)
+                if wanted(match, action, after):
+                    match.target = target
+                    return match, action
+            apply_action(match, rng.choice(legal_actions(match)))
+    raise AssertionError("no such position found")
+
+
+@settings(max_examples=25, deadline=None)
+@given(seeds)
+def test_opening_double_is_the_spinner(seed):
+    hands, _ = deal(seed, 0)
+    opener = next(s for s in range(4) if any(TILE_IS_DOUBLE[t] for t in tiles_of(hands[s])))
+    venv = one_env()
+    venv.reset(seed=seed, deals=(torch.tensor([hands]), torch.tensor([opener])))
+    lockstep = Lockstep(venv, [0])
+    lockstep.check()
+    double = max(t for t in tiles_of(hands[opener]) if TILE_IS_DOUBLE[t])
+    lockstep.step(act(4 * double))
+    number = TILE_LOW[double]
+    state = venv.state
+    assert state.spinner.tolist() == [number]                                 # R4
+    assert state.ends[0].tolist() == [number, number, -1, -1]
+    assert state.end_double[0].tolist() == [True, True, False, False]
+    assert state.last_end_sum.tolist() == [2 * number]                       # Example B
+
+
+@settings(max_examples=20, deadline=None)
+@given(seeds)
+def test_spinner_later_and_branches_open_only_when_both_sides_are_covered(seed):
+    venv = one_env()
+    venv.reset(seed=seed)
+    lockstep = Lockstep(venv, [0])
+    rng = random.Random(seed)
+    for _ in range(120):
+        legal = venv.action_mask[0].nonzero().squeeze(1).tolist()
+        doubles = [a for a in legal if a != KNOCK and TILE_IS_DOUBLE[a >> 2]]
+        placements = int(venv.state.placements[0])
+        action = rng.choice(doubles if doubles and placements else legal)
+        spinner_before = int(venv.state.spinner[0])
+        lockstep.step(act(action))
+        state = venv.state
+        spinner, ends, double = int(state.spinner[0]), state.ends[0].tolist(), \
+            state.end_double[0].tolist()
+        if spinner_before < 0 <= spinner and placements and not state.placements[0] == 0:
+            assert ends[action & 3] == spinner                   # attached by line A (R4)
+        if spinner >= 0 and state.placements[0] > 0:
+            exposed = any(double[s] and ends[s] == spinner for s in (0, 1))
+            assert (ends[2] >= 0) == (not exposed)               # branches open iff covered
+            assert (ends[3] >= 0) == (ends[2] >= 0)
+
+
+def test_a_spinner_played_later_opens_its_branches():
+    """Over a few seeds the situations of R4 all occur (the property test above checks them)."""
+    seen = set()
+    for seed in range(30):
+        match, action = find_position(
+            seed, lambda m, a, after: m.spinner < 0 and m.placements > 0 and after.spinner >= 0)
+        venv = one_env()
+        venv.load([match])
+        Lockstep(venv, [0]).step(act(action))
+        seen.add("later")
+        match, action = find_position(
+            seed, lambda m, a, after: m.ends[2] < 0 <= after.ends[2] and after.round_index == 0)
+        venv.load([match])
+        Lockstep(venv, [0]).step(act(action))
+        assert venv.state.ends[0, 2] == venv.state.spinner[0]
+        seen.add("branches")
+        if seed == 3:
+            break
+    assert seen == {"later", "branches"}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_blocked_round_deducts_and_draws_the_next_opener(seed):
+    match, action = find_position(
+        seed * 50, lambda m, a, after: after.history[len(m.history) - 1].result == BLOCKED)
+    venv = one_env(records=True)
+    venv.load([match])
+    lockstep = Lockstep(venv, [0])
+    lockstep.step(act(action))                      # compares scores after deductions (R7)
+    assert venv.state.placements.tolist() == [0]    # the next round is dealt
+
+
+@pytest.mark.parametrize("blocking", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_win_at_target_on_the_last_tile_or_a_blocking_tile(seed, blocking):
+    def wanted(m, a, after):
+        log = after.history[len(m.history) - 1]
+        points = log.moves[-1][3] if a != KNOCK else 0
+        if not points:
+            return False
+        if blocking:
+            return log.result == BLOCKED
+        return log.result == DOMINO
+    match, action = find_position(seed * 100, wanted)
+    team = match.turn & 1
+    trial = match.clone(keep_history=True)
+    points = apply_action(trial, action)
+    match.scores[team] = 250 - points               # this placement reaches the target (R8)
+    venv = one_env(records=True)
+    venv.load([match])
+    lockstep = Lockstep(venv, [0])
+    rewards, terminated, truncated = lockstep.step(act(action))
+    assert terminated.tolist() == [True] and truncated.tolist() == [False]
+    sign = 1.0 if team == 0 else -1.0
+    assert rewards[0].tolist() == [sign, -sign, sign, -sign]
+    assert venv.state.scores.tolist() == [[0, 0]] and venv.state.matches.tolist() == [1]
+    assert venv.pop_finished_records() == []        # scores were edited: no replayable record
+
+
+def test_win_from_zero_gives_a_record_with_no_deductions():
+    venv = sevenrocks_v0.vector_env(num_envs=64, records=True, target=60)
+    venv.reset(seed=5)
+    generator = torch.Generator().manual_seed(5)
+    records = []
+    while len(records) < 20:
+        keys = torch.rand(venv.action_mask.shape, generator=generator)
+        venv.step(torch.where(venv.action_mask, keys, -1.0).argmax(1))
+        records += venv.pop_finished_records()
+    for _, record in records:
+        last = record["rounds"][-1]
+        assert last["result"] == "won" and last["deductions"] == [0, 0, 0, 0]     # R8
+        assert max(record["scores"]) >= 60
+
+
+@pytest.mark.parametrize("tiles,expected", [
+    (["0|2"], 0), (["0|3"], 5), (["6|6"], 10), (["6|6", "0|1"], 15), (["6|6", "0|2"], 15),
+    (["1|2"], 5), ([], 0)])
+def test_deduction_rounding_examples(tiles, expected):
+    hand = mask_of(parse_tile(t) for t in tiles)
+    assert layout.deductions(torch.tensor([hand])).tolist() == [expected]      # R7
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.sets(st.integers(0, 27), max_size=7))
+def test_deductions_equal_the_scalar_rule(tiles):
+    hand = mask_of(tiles)
+    assert layout.deductions(torch.tensor([hand])).tolist() == [deduction(hand)]
+
+
+def test_partners_are_rounded_separately():
+    """Example E: seats 1 and 3 with 3 pips each cost team 1 5 + 5 = 10."""
+    three = mask_of([parse_tile("0|3")])
+    costs = layout.deductions(torch.tensor([three, three])).tolist()
+    assert sum(costs) == 10
+
+
+def test_max_rounds_truncates_with_zero_win_reward_and_starts_a_fresh_match():
+    venv = sevenrocks_v0.vector_env(num_envs=8, max_rounds=1, reward="win")
+    venv.reset(seed=11)
+    lockstep = Lockstep(venv, range(8))
+    generator = torch.Generator().manual_seed(0)
+    seen = 0
+    for _ in range(200):
+        keys = torch.rand(venv.action_mask.shape, generator=generator)
+        rewards, terminated, truncated = lockstep.step(
+            torch.where(venv.action_mask, keys, -1.0).argmax(1))
+        for env in truncated.nonzero().squeeze(1).tolist():
+            seen += 1
+            assert not terminated[env] and rewards[env].tolist() == [0.0] * 4
+            assert venv.state.round_index[env] == 0 and venv.state.scores[env].tolist() == [0, 0]
+    assert seen > 0
