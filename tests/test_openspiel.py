@@ -155,6 +155,20 @@ def test_one_round_returns_the_round_margin():
         assert state.move_number() - 29 <= MAX_ROUND_MOVES
 
 
+def test_rl_environment_plays_an_episode():
+    """OpenSpiel's RL API (NFSP, DQN, ... train through it) runs the game, chance included."""
+    rl_environment = pytest.importorskip("open_spiel.python.rl_environment")
+    env = rl_environment.Environment(load(rounds=1), seed=3)
+    assert env.observation_spec()["info_state"] == (12587,)
+    rng = np.random.default_rng(3)
+    step = env.reset()
+    while not step.last():
+        player = step.observations["current_player"]
+        step = env.step([int(rng.choice(step.observations["legal_actions"][player]))])
+    margin = step.rewards[0]
+    assert step.rewards == [margin, -margin, margin, -margin]
+
+
 # -- serialisation --------------------------------------------------------------------------
 
 def test_serialize_round_trip_mid_match():
