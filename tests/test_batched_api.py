@@ -1,0 +1,199 @@
+"""Batched engine API: determinism of the deal stream, explicit deals, bad input, CPU/GPU parity."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.batched.deal import deal
+from sevenrocks_env.batched.lockstep import random_actions
+from sevenrocks_env.batched.state import FIELDS, STATE_BYTES
+from sevenrocks_env.record import game_record
+from sevenrocks_env.rules import Match, apply_action
+from sevenrocks_env.rules import deal as scalar_deal
+
+
+def first_legal(venv):
+    """A deterministic policy that depends only on the env's own state."""
+    return venv.action_mask.to(torch.uint8).argmax(1)
+
+
+def snapshot(venv):
+    return {name: getattr(venv.state, name).clone() for name in FIELDS}
+
+
+def test_same_seed_same_trajectories_for_any_batch_size():
+    small = sevenrocks_v0.vector_env(num_envs=3)
+    large = sevenrocks_v0.vector_env(num_envs=11)
+    small.reset(seed=42)
+    large.reset(seed=42)
+    for _ in range(600):  # several rounds and matches: the stream is (seed, env, match, round)
+        for name in FIELDS:
+            assert torch.equal(getattr(small.state, name), getattr(large.state, name)[:3]), name
+        assert torch.equal(small.observation, large.observation[:3])
+        small.step(first_legal(small))
+        large.step(first_legal(large))
+    assert int(small.state.matches.sum()) > 0
+
+
+def test_deals_depend_only_on_their_coordinates():
+    env_ids = torch.arange(10)
+    hands, openers = deal(7, env_ids, torch.full((10,), 2), torch.full((10,), 3))
+    one, opener = deal(7, torch.tensor([4]), torch.tensor([2]), torch.tensor([3]))
+    assert torch.equal(hands[4:5], one) and torch.equal(openers[4:5], opener)
+    assert (hands.sum(1) == (1 << 28) - 1).all()
+    other, _ = deal(8, env_ids, torch.full((10,), 2), torch.full((10,), 3))
+    assert not torch.equal(hands, other)
+    _, many = deal(0, torch.arange(4000), torch.zeros(4000, dtype=torch.long),
+                   torch.zeros(4000, dtype=torch.long))
+    counts = torch.bincount(many, minlength=4)
+    assert counts.min() > 850  # a fair draw (R2): every seat about 1000 times
+
+
+def test_explicit_deals_give_the_records_of_rules_from_deal():
+    num = 4
+    deals = [scalar_deal(100 + i, 0) for i in range(num)]
+    hands = torch.tensor([h for h, _ in deals])
+    openers = torch.tensor([o for _, o in deals])
+    venv = sevenrocks_v0.vector_env(num_envs=num, records=True, target=120)
+    venv.reset(seed=3, deals=(hands, openers))
+    shadows = {i: Match.from_deal(deals[i][0], deals[i][1], target=120) for i in range(num)}
+    compared = 0
+    generator = torch.Generator().manual_seed(1)
+    while shadows:
+        actions = random_actions(venv.action_mask, generator)
+        venv.step(actions)
+        for env, match in list(shadows.items()):
+            apply_action(match, int(actions[env]))
+            if match.awaiting_deal:
+                dealt = venv.match(env)
+                match.start_round(dealt.hands, dealt.opener)
+        for env, record in venv.pop_finished_records():
+            if env in shadows:
+                assert record == game_record(shadows.pop(env))
+                compared += 1
+    assert compared == num
+
+
+def test_illegal_action_names_env_seat_action_and_legal_set_and_changes_nothing():
+    venv = sevenrocks_v0.vector_env(num_envs=5)
+    venv.reset(seed=1)
+    actions = first_legal(venv)
+    env = 2
+    seat = int(venv.current_seat[env])
+    illegal = int((~venv.action_mask[env]).nonzero()[0, 0])
+    actions[env] = illegal
+    before, mask = snapshot(venv), venv.action_mask.clone()
+    with pytest.raises(ValueError) as error:
+        venv.step(actions)
+    message = str(error.value)
+    assert f"env {env}, seat {seat}" in message and "legal actions: [" in message
+    from sevenrocks_env.tiles import describe_action
+    assert describe_action(illegal) in message
+    for name, value in before.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+    assert torch.equal(mask, venv.action_mask)
+    venv.step(first_legal(venv))  # still usable
+
+
+@pytest.mark.parametrize("actions,error", [
+    (torch.zeros(4, dtype=torch.long), ValueError),                 # wrong shape
+    (torch.zeros(5, dtype=torch.int32), TypeError),                 # wrong dtype
+    (torch.zeros(5), TypeError),
+    ([0, 0, 0, 0, 0], TypeError),                                   # not a tensor
+    (torch.full((5,), 113, dtype=torch.long), ValueError),          # out of range
+    (torch.full((5,), -1, dtype=torch.long), ValueError),
+    (torch.zeros(5, dtype=torch.long, device="meta"), ValueError),  # wrong device
+])
+def test_bad_actions_raise_and_change_nothing(actions, error):
+    venv = sevenrocks_v0.vector_env(num_envs=5)
+    venv.reset(seed=2)
+    before = snapshot(venv)
+    with pytest.raises(error, match="expected|illegal"):
+        venv.step(actions)
+    for name, value in before.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+
+
+@pytest.mark.parametrize("seed,error", [(1.5, TypeError), ("0", TypeError), (True, TypeError),
+                                        (-1, ValueError), (2 ** 63, ValueError)])
+def test_bad_seeds(seed, error):
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=0)
+    before = snapshot(venv)
+    with pytest.raises(error, match="seed"):
+        venv.reset(seed=seed)
+    for name, value in before.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+
+
+def test_bad_deals_and_loads():
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    hands = torch.tensor([scalar_deal(0, 0)[0]] * 2)
+    with pytest.raises(ValueError, match="env 1 .*disjoint"):
+        bad = hands.clone()
+        bad[1, 0] = bad[1, 1]
+        venv.reset(seed=0, deals=(bad, torch.tensor([0, 1])))
+    with pytest.raises(ValueError, match="opener"):
+        venv.reset(seed=0, deals=(hands, torch.tensor([0, 4])))
+    with pytest.raises(TypeError, match="dtype"):
+        venv.reset(seed=0, deals=(hands.int(), torch.tensor([0, 1])))
+    with pytest.raises(RuntimeError, match="reset"):
+        venv.step(torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match="expected 2 matches"):
+        venv.load([Match.new(0)])
+    with pytest.raises(TypeError, match="rules.Match"):
+        venv.load([Match.new(0), "match"])
+    with pytest.raises(ValueError, match="target"):
+        venv.load([Match.new(0), Match.new(1, target=100)])
+    with pytest.raises(RuntimeError, match="records=True"):
+        venv.pop_finished_records()
+    with pytest.raises(ValueError, match="reward"):
+        sevenrocks_v0.vector_env(num_envs=2, reward="score")
+    with pytest.raises(ValueError, match="points_scale"):
+        sevenrocks_v0.vector_env(num_envs=2, reward="win", points_scale=0.1)
+    with pytest.raises(ValueError, match="num_envs"):
+        sevenrocks_v0.vector_env(num_envs=0)
+
+
+def test_validate_false_skips_the_check_for_trusted_callers():
+    venv = sevenrocks_v0.vector_env(num_envs=3, validate=False)
+    venv.reset(seed=0)
+    for _ in range(50):
+        venv.step(first_legal(venv))
+    assert venv.observation.shape == (3, 238) and venv.action_mask.shape == (3, 113)
+
+
+def test_state_is_small_and_documented():
+    venv = sevenrocks_v0.vector_env(num_envs=100)
+    assert venv.state.nbytes() == 100 * STATE_BYTES == 100 * 216
+    assert venv.nbytes() == 100 * (216 + 120 + 952)
+
+
+def test_importing_sevenrocks_v0_does_not_import_the_batched_engine():
+    code = ("import sys; from sevenrocks_env import sevenrocks_v0; "
+            "print('sevenrocks_env.batched' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CPU/GPU parity needs a CUDA device")
+def test_cpu_and_gpu_give_the_same_matches():
+    cpu = sevenrocks_v0.vector_env(num_envs=256, records=True)
+    gpu = sevenrocks_v0.vector_env(num_envs=256, device="cuda", records=True)
+    cpu.reset(seed=9)
+    gpu.reset(seed=9)
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(1500):
+        assert torch.equal(cpu.action_mask, gpu.action_mask.cpu())
+        assert torch.equal(cpu.observation, gpu.observation.cpu())
+        actions = random_actions(cpu.action_mask, generator)
+        out_cpu = cpu.step(actions)
+        out_gpu = gpu.step(actions.cuda())
+        for a, b in zip(out_cpu, out_gpu):
+            assert torch.equal(a, b.cpu())
+        for name in FIELDS:
+            assert torch.equal(getattr(cpu.state, name), getattr(gpu.state, name).cpu()), name
+    assert cpu.pop_finished_records() == gpu.pop_finished_records()
