@@ -1,10 +1,14 @@
 """Trainer throughput: rollout, GAE and PPO update timings, as a table.
 
-    .venv/bin/python benchmarks/train_speed.py [--matches 128] [--steps 64] [--rollouts 3] [--set critic=shared]
+    .venv/bin/python benchmarks/train_speed.py [--matches 128] [--steps 64] [--rollouts 3]
+        [--engines python,batched] [--threads 1] [--set critic=shared]
 
-Measures the real trainer pieces (``training.rollout.SelfPlayEngine``, ``compute_gae``,
-``ppo_update``) with the default config's networks (policy and critic, built as the trainer
-builds them); numbers depend on how busy the CPU is.
+Measures the real trainer pieces (the rollout engines ``training.rollout.SelfPlayEngine`` --
+one ``rules.Match`` per match -- and ``training.batched_rollout.BatchedSelfPlayEngine`` -- all
+matches in one ``VectorEnv``; ``compute_gae``; ``ppo_update``) with the default config's
+networks (policy and critic, built as the trainer builds them), both engines in the same run,
+one column each.  Numbers depend on how busy the CPU is.  The last line says what bounds the
+overall training decisions/s: the share of the time spent in rollouts and in updates.
 """
 
 from __future__ import annotations
@@ -21,14 +25,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.config import load_config  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
+from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
 from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
 from training.train import build_networks, rollout_batch  # noqa: E402
 
 
-def measure(cfg, opponent_fraction: float, rollouts: int) -> dict:
+ENGINES = {"python": SelfPlayEngine, "batched": BatchedSelfPlayEngine}
+
+
+def measure(cfg, opponent_fraction: float, rollouts: int, engine_class=SelfPlayEngine) -> dict:
+    torch.manual_seed(cfg.seed)
     model, critic, optimizer = build_networks(cfg)
     pool = OpponentPool(cfg.opponents, model) if opponent_fraction and cfg.opponents else None
-    engine = SelfPlayEngine(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
+    engine = engine_class(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
                             cfg.points_scale, cfg.win_reward, opponent_fraction, pool)
     buffer = RolloutBuffer(cfg.batch_size)
     times = {"rollout": 0.0, "gae": 0.0, "update": 0.0}
@@ -54,6 +63,8 @@ def measure(cfg, opponent_fraction: float, rollouts: int) -> dict:
         "update s / rollout": times["update"] / rollouts,
         "training SPS (overall)": decisions / total,
         "updates/s": rollouts / total,
+        "rollout share of time %": 100 * times["rollout"] / total,
+        "update share of time %": 100 * times["update"] / total,
     }
 
 
@@ -65,6 +76,8 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int)
     parser.add_argument("--rollouts", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--engines", default="python,batched",
+                        help="comma-separated rollout engines to compare: python, batched")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field, e.g. critic=shared (repeatable)")
     args = parser.parse_args(argv)
@@ -73,13 +86,20 @@ def main(argv=None) -> int:
     overrides += [f"num_steps={args.steps}"] if args.steps else []
     cfg = load_config(args.config, overrides)
     torch.set_num_threads(args.threads)
-    rows = {"self-play": measure(cfg, 0.0, args.rollouts)}
-    if cfg.opponents:
-        rows[f"{cfg.opponent_fraction:.0%} vs pool {cfg.opponents}"] = measure(
-            cfg, cfg.opponent_fraction, args.rollouts)
+    engines = [name.strip() for name in args.engines.split(",") if name.strip()]
+    unknown = sorted(set(engines) - set(ENGINES))
+    if unknown or not engines:
+        parser.error(f"--engines: unknown {unknown}; choose from {sorted(ENGINES)}")
+    rows = {}
+    for name in engines:
+        rows[f"{name} self-play"] = measure(cfg, 0.0, args.rollouts, ENGINES[name])
+        if cfg.opponents:
+            rows[f"{name} {cfg.opponent_fraction:.0%} vs pool"] = measure(
+                cfg, cfg.opponent_fraction, args.rollouts, ENGINES[name])
     print(f"batch {cfg.num_matches} matches x {cfg.num_steps} steps = {cfg.batch_size}, "
           f"hidden {cfg.hidden_sizes}, action features v{cfg.action_features}, critic {cfg.critic}, "
-          f"torch threads {args.threads}, {args.rollouts} rollouts")
+          f"torch threads {args.threads}, {args.rollouts} rollouts"
+          + (f", pool {cfg.opponents}" if cfg.opponents else ""))
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)
     print(f"| {'metric':<{width}} | " + " | ".join(rows) + " |")
@@ -87,6 +107,17 @@ def main(argv=None) -> int:
     for metric in metrics:
         cells = " | ".join(f"{rows[r][metric]:>{len(r)},.1f}" for r in rows)
         print(f"| {metric:<{width}} | {cells} |")
+    if len(engines) > 1:
+        for suffix in ("self-play", f"{cfg.opponent_fraction:.0%} vs pool"):
+            base, new = rows.get(f"{engines[0]} {suffix}"), rows.get(f"{engines[-1]} {suffix}")
+            if base and new:
+                ratio = new["rollout decisions/s"] / base["rollout decisions/s"]
+                print(f"{suffix}: {engines[-1]} rollout decisions/s = {ratio:.1f}x {engines[0]}")
+    for name, row in rows.items():
+        bound = "the PPO update" if row["update share of time %"] > 50 else "the rollout"
+        print(f"{name}: overall training decisions/s bounded by {bound} "
+              f"({row['rollout share of time %']:.0f}% rollout, "
+              f"{row['update share of time %']:.0f}% update)")
     return 0
 
 
