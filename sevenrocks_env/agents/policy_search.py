@@ -1,0 +1,198 @@
+"""``search:policy=...``: determinized search whose rollouts are played by a trained policy.
+
+For each decision with more than one legal action (a forced move is played without search):
+
+1. sample ``samples`` worlds: the three hidden hands drawn uniformly among the deals consistent
+   with what the seat has seen -- unseen tiles, every seat's tile count, and the numbers knocks
+   showed a seat lacks (R1, R6) -- with the sampler the ``search`` agent uses
+   (:class:`~sevenrocks_env.agents.belief.HandSampler`);
+2. load ``samples x actions`` copies into **one** batched engine
+   (:class:`~sevenrocks_env.batched.VectorEnv`), world ``s`` repeated once per legal action, and
+   play each copy's action as the first step of all of them;
+3. play every copy on to the end of the round (R7; or to the end of the match, at most
+   ``horizon`` rounds, once a partnership is within ``reach`` points of the target, R8) with the
+   policy network choosing for **all four seats**: one batched forward per step over the copies
+   whose seat on turn has a real choice, each seat deciding from its own observation of its world;
+4. score each action by its mean outcome for our partnership over the worlds -- our score change
+   minus theirs (placement points R5 and the round's deductions R7), plus ``win_bonus`` if we win
+   the match in the rollout (minus it if they do) -- plus ``prior`` times the policy's own
+   log-probability of the action at the real observation, and play the best (ties: lower action).
+
+Rollout moves are the policy's most probable legal action (``rollout="argmax"``, default): it is
+how the policy plays when it is shipped, and deterministic rollouts leave the sampling of worlds
+as the only noise in the estimate; ``rollout="sample"`` draws from the policy instead.
+
+**Strategy fusion** (Frank & Basin 1998) is what makes determinized search go wrong: solving
+each sampled world as if its cards were known lets the searcher pick, at a later information
+set, a different move in each world -- a strategy no real player can follow, because the worlds
+look the same to it. Here the search is one ply deep and every later move (ours included) is
+chosen by the policy from that seat's *observation* of the world, never from its hidden hands,
+so later moves are the same in every world the seat cannot tell apart: the evaluated plans are
+ones the seat could actually play, and the root action is one action averaged over all worlds.
+What remains is the weaker sibling of fusion -- the rollouts assume everyone plays the policy
+(the value is "this action, then the policy", a policy-improvement step, not an equilibrium) and
+the worlds are uniform among consistent deals, without reading intentions into the other seats'
+past plays -- and the noise of ``samples`` worlds, which the ``prior`` term damps: actions the
+policy ranks low need a clearly better rollout value to be chosen.
+
+The agent only ever sees ``(observation, action_mask)``; the hidden tiles cannot reach it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..batched import VectorEnv
+from ..observation import decode
+from ..policy import MaskedCategorical, PolicyNet, load_policy
+from .belief import HandSampler, world_match
+from .layout import legal_from_mask
+
+ROLLOUT_MODES = ("argmax", "sample")
+#: Bound on samples x actions (the batched engine's size for one decision).
+MAX_BATCH = 1 << 16
+
+
+class PolicySearchAgent:
+    """Policy-guided determinized search (module docstring).
+
+    ``policy``: a :class:`~sevenrocks_env.policy.PolicyNet`, or a checkpoint path / ``"shipped"``
+    read with :func:`~sevenrocks_env.policy.load_policy`.  ``samples``: worlds per decision.
+    ``prior``: points per nat of the policy's log-probability added to each action's value.
+    ``reach``/``horizon``: when a partnership's score is within ``reach`` of the target, rollouts
+    go on past the round, to the match's end or ``horizon`` rounds.  ``threads``: torch's
+    intra-op threads during a decision (restored after it; ``None`` leaves torch's setting): the
+    batches are small, so one thread is fastest, and far faster on a busy machine where torch's
+    default threads spin waiting for each other.
+    """
+
+    name = "search:policy"
+
+    def __init__(self, policy="shipped", samples: int = 64, seed: int | None = None,
+                 prior: float = 1.0, win_bonus: float = 50.0, reach: int = 60, horizon: int = 3,
+                 rollout: str = "argmax", device: str = "cpu", threads: int | None = 1):
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise ValueError(f"search:policy: samples must be an int >= 1, got {samples!r}")
+        if samples * 113 > MAX_BATCH:
+            raise ValueError(f"search:policy: samples must be <= {MAX_BATCH // 113}, got {samples}")
+        if rollout not in ROLLOUT_MODES:
+            raise ValueError(f"search:policy: rollout must be one of {', '.join(ROLLOUT_MODES)}, "
+                             f"got {rollout!r}")
+        for label, value in (("prior", prior), ("win_bonus", win_bonus)):
+            if not np.isfinite(value) or not 0 <= value <= 1e6:
+                raise ValueError(f"search:policy: {label} must be in [0, 1e6], got {value!r}")
+        if threads is not None and not 1 <= threads <= 256:
+            raise ValueError(f"search:policy: threads must be in [1, 256] or None, got {threads!r}")
+        if not 0 <= reach <= 10 ** 6 or not 1 <= horizon <= 100:
+            raise ValueError(f"search:policy: reach must be in [0, 1e6] and horizon in [1, 100], "
+                             f"got {reach!r}, {horizon!r}")
+        self.device = torch.device(device)
+        if isinstance(policy, PolicyNet):
+            model, label = policy, "net"
+        else:
+            model, label = load_policy(policy, device=device).model, str(policy)
+        self.model = model.to(self.device).eval()
+        if label != "shipped":
+            self.name = f"search:policy={label}"
+        self.samples, self.prior, self.win_bonus = samples, float(prior), float(win_bonus)
+        self.reach, self.horizon, self.rollout = int(reach), int(horizon), rollout
+        self.threads = threads
+        self._envs: dict[tuple[int, int], VectorEnv] = {}
+        self.seed(seed)
+
+    def seed(self, seed: int | None) -> None:
+        self._rng = np.random.default_rng(seed)
+        self._generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        legal = legal_from_mask(action_mask)
+        if len(legal) == 1:
+            return legal[0]
+        previous = torch.get_num_threads()
+        if self.threads is not None and self.threads != previous:
+            torch.set_num_threads(self.threads)
+        try:
+            values = self.action_values(observation, action_mask)
+        finally:
+            if torch.get_num_threads() != previous:
+                torch.set_num_threads(previous)
+        best = max(range(len(legal)), key=lambda i: (values[i], -legal[i]))
+        return legal[best]
+
+    @torch.inference_mode()
+    def action_values(self, observation: np.ndarray, action_mask: np.ndarray) -> list[float]:
+        """Score of each legal action (ascending action order): mean rollout value + prior term."""
+        legal = legal_from_mask(action_mask)
+        view = decode(observation)
+        prior = self._log_probs(observation, action_mask)[legal]
+        sampler = HandSampler(view)
+        worlds = [world_match(view, sampler.sample(self._rng)) for _ in range(self.samples)]
+        rollout = self._rollout_values(worlds, legal, view)      # [samples, actions]
+        return (rollout.mean(0) + self.prior * prior).tolist()
+
+    def _log_probs(self, observation, action_mask) -> torch.Tensor:
+        obs = torch.as_tensor(np.asarray(observation, dtype=np.float32), device=self.device)[None]
+        mask = torch.as_tensor(np.asarray(action_mask).astype(bool), device=self.device)[None]
+        logits, _ = self.model(obs, mask)
+        return MaskedCategorical(logits, mask).log_probs[0].double().cpu()
+
+    def _env(self, size: int, target: int) -> VectorEnv:
+        key = (size, target)
+        if key not in self._envs:
+            if len(self._envs) > 8:
+                self._envs.clear()
+            self._envs[key] = VectorEnv(size, device=self.device, target=target, max_rounds=None,
+                                        reward="shaped", points_scale=1.0,
+                                        win_reward=self.win_bonus, validate=False)
+        return self._envs[key]
+
+    def _rollout_values(self, worlds, legal: list[int], view) -> torch.Tensor:
+        """Team outcome of every (world, action) pair, played out in one batched engine."""
+        samples, actions = len(worlds), len(legal)
+        env = self._env(samples * actions, view.target)
+        whole_match = max(view.scores) >= view.target - self.reach
+        if whole_match:  # later rounds are dealt from the env's stream: a fresh seed each time
+            env.reset(seed=int(self._rng.integers(1 << 62)))
+        env.load([world for world in worlds for _ in legal])
+        state = env.state
+        start_round, start_match = state.round_index.clone(), state.matches.clone()
+        first = torch.tensor(legal * samples, dtype=torch.long, device=self.device)
+        value = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
+        done = torch.zeros(env.num_envs, dtype=torch.bool, device=self.device)
+        action = first
+        while True:
+            rewards, _, _ = env.step(action)
+            value += torch.where(done, 0.0, rewards[:, 0].double())  # world seat 0 is us
+            state = env.state
+            if whole_match:
+                ended = (state.matches != start_match) | (
+                    state.round_index - start_round >= self.horizon)
+            else:
+                ended = (state.matches != start_match) | (state.round_index != start_round)
+            done |= ended
+            if bool(done.all()):
+                break
+            action = self._policy_actions(env, done)
+        return value.view(samples, actions)
+
+    def _policy_actions(self, env: VectorEnv, done: torch.Tensor) -> torch.Tensor:
+        """The policy's move in every env (finished ones just play their first legal action)."""
+        mask = env.action_mask
+        action = mask.to(torch.int8).argmax(1)
+        choice = ~done & (mask.sum(1) > 1)
+        rows = choice.nonzero().squeeze(1)
+        if rows.numel():
+            sub_mask = mask[rows]
+            logits, _ = self.model(env.observation[rows], sub_mask)
+            dist = MaskedCategorical(logits, sub_mask)
+            if self.rollout == "argmax":
+                picked = dist.mode()
+            else:
+                picked = torch.multinomial(dist.probs.cpu(), 1, generator=self._generator)
+                picked = picked.squeeze(1).to(self.device)
+            action = action.index_copy(0, rows, picked)
+        return action
+
+
+__all__ = ["PolicySearchAgent", "ROLLOUT_MODES"]
