@@ -1,0 +1,277 @@
+"""Policy-guided determinized search: the worlds it samples, its rollouts, legality, information.
+
+The sampler is :class:`~sevenrocks_env.agents.belief.HandSampler` (shared with ``search``;
+``tests/test_agents.py`` checks it on one position with one knocking seat).  Here: every sample
+over random positions is consistent with counts and knocks, and the sampler is uniform on
+positions where two seats knocked, by a chi-square test strong enough to reject a naive sampler.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from sevenrocks_env import rules
+from sevenrocks_env.agents import GreedyAgent
+from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler, excluded_tiles, world_match
+from sevenrocks_env.agents.layout import view_of
+from sevenrocks_env.agents.policy_search import PolicySearchAgent
+from sevenrocks_env.arena import evaluate
+from sevenrocks_env.driver import MatchDriver
+from sevenrocks_env.observation import action_mask, encode
+from sevenrocks_env.policy import MaskedCategorical, load_policy
+from sevenrocks_env.tiles import mask_of, tiles_of
+
+# (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
+TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_policy("shipped").model
+
+
+def random_state(seed: int, moves: int) -> rules.Match:
+    """A match after ``moves`` uniformly random legal actions (possibly across rounds)."""
+    rng = np.random.default_rng(seed)
+    match = rules.Match.new(seed)
+    for _ in range(moves):
+        if match.over:
+            break
+        legal = rules.legal_actions(match)
+        rules.apply_action(match, legal[int(rng.integers(len(legal)))])
+    return match
+
+
+def consistent(view, hidden) -> bool:
+    """The hidden hands hold exactly the unseen tiles, in the right counts, none a knock excludes."""
+    if hidden[0] & hidden[1] or hidden[0] & hidden[2] or hidden[1] & hidden[2]:
+        return False
+    if hidden[0] | hidden[1] | hidden[2] != view.unseen:
+        return False
+    for hand, k in zip(hidden, HIDDEN_SEATS):
+        if hand.bit_count() != view.tile_counts[k] or hand & excluded_tiles(view.voids[k]):
+            return False
+    return True
+
+
+def all_consistent_deals(view) -> list[tuple[int, int, int]]:
+    unseen = tiles_of(view.unseen)
+    deals = []
+    for owners in itertools.product(range(3), repeat=len(unseen)):
+        hidden = tuple(mask_of(t for t, o in zip(unseen, owners) if o == j) for j in range(3))
+        if consistent(view, hidden):
+            deals.append(hidden)
+    return deals
+
+
+def chi_square(counts: dict, support: list, draws: int) -> tuple[float, float]:
+    """Pearson's statistic against uniform over ``support``, and a bound it exceeds with
+    negligible probability under uniformity (mean k-1 plus 6 standard deviations)."""
+    expected = draws / len(support)
+    stat = sum((counts.get(d, 0) - expected) ** 2 / expected for d in support)
+    dof = len(support) - 1
+    return stat, dof + 6 * (2 * dof) ** 0.5
+
+
+def naive_sample(view, rng) -> tuple[int, int, int]:
+    """A tempting but biased sampler: each tile to a uniformly chosen seat that may still take it
+    (restarting on a dead end).  The uniformity test must reject it."""
+    while True:
+        hands, room = [0, 0, 0], [view.tile_counts[k] for k in HIDDEN_SEATS]
+        for tile in tiles_of(view.unseen):
+            seats = [j for j in range(3) if room[j]
+                     and not (excluded_tiles(view.voids[HIDDEN_SEATS[j]]) >> tile) & 1]
+            if not seats:
+                break
+            j = seats[int(rng.integers(len(seats)))]
+            hands[j] |= 1 << tile
+            room[j] -= 1
+        else:
+            return tuple(hands)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 80))
+def test_every_sampled_world_is_consistent_with_counts_and_knocks(seed, moves):
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    view = view_of(match, match.turn)
+    truth = tuple(match.hands[(match.turn + k) & 3] for k in HIDDEN_SEATS)
+    assert consistent(view, truth)  # the real deal is one of the worlds the seat must consider
+    sampler = HandSampler(view)
+    rng = np.random.default_rng(seed)
+    for _ in range(20):
+        hidden = sampler.sample(rng)
+        assert consistent(view, hidden), (view, hidden)
+        world = world_match(view, hidden)
+        assert view_of(world, 0) == view  # the world looks the same from the observer's seat
+
+
+@pytest.mark.parametrize("seed, moves", TWO_KNOCKERS)
+def test_sampler_is_uniform_over_consistent_deals_with_two_knocking_seats(seed, moves):
+    match = random_state(seed, moves)
+    view = view_of(match, match.turn)
+    assert sum(1 for k in HIDDEN_SEATS if view.voids[k]) >= 2
+    support = all_consistent_deals(view)
+    sampler = HandSampler(view)
+    assert sampler.consistent_deals == len(support) >= 5
+    rng = np.random.default_rng(seed)
+    draws = 200 * len(support)
+    counts = {}
+    for _ in range(draws):
+        hidden = sampler.sample(rng)
+        counts[hidden] = counts.get(hidden, 0) + 1
+    assert set(counts) <= set(support)
+    stat, bound = chi_square(counts, support, draws)
+    assert stat < bound, (stat, bound)
+
+
+def test_the_uniformity_test_rejects_a_naive_sampler():
+    """The chi-square check above has power: tile-by-tile uniform choices are biased here."""
+    rejected = 0
+    for seed, moves in TWO_KNOCKERS:
+        view = view_of(random_state(seed, moves), random_state(seed, moves).turn)
+        support = all_consistent_deals(view)
+        rng = np.random.default_rng(seed)
+        draws = 200 * len(support)
+        counts = {}
+        for _ in range(draws):
+            hidden = naive_sample(view, rng)
+            counts[hidden] = counts.get(hidden, 0) + 1
+        stat, bound = chi_square(counts, support, draws)
+        rejected += stat >= bound
+    assert rejected >= 3
+
+
+def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
+    """Same match, one tile swapped between two other seats' hands (same counts, same view)."""
+    twin = match.clone()
+    seat = match.turn
+    for a, b in itertools.combinations([s for s in range(4) if s != seat], 2):
+        forbidden_a = excluded_tiles(match.voids[a])
+        forbidden_b = excluded_tiles(match.voids[b])
+        for ta in tiles_of(match.hands[a] & ~forbidden_b):
+            for tb in tiles_of(match.hands[b] & ~forbidden_a):
+                twin.hands[a] ^= (1 << ta) | (1 << tb)
+                twin.hands[b] ^= (1 << ta) | (1 << tb)
+                return twin
+    raise AssertionError("no swap keeps the knocks consistent")
+
+
+@pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])
+def test_search_sees_only_the_observation(shipped, seed, moves):
+    match = random_state(seed, moves)
+    twin = twin_with_other_hidden_tiles(match)
+    assert twin.hands != match.hands
+    seat = match.turn
+    obs, twin_obs = encode(match, seat), encode(twin, seat)
+    assert np.array_equal(obs, twin_obs)
+    mask = action_mask(match, seat)
+    values = PolicySearchAgent(shipped, samples=4, seed=7).action_values(obs, mask)
+    twin_values = PolicySearchAgent(shipped, samples=4, seed=7).action_values(twin_obs, mask)
+    assert values == twin_values
+    assert (PolicySearchAgent(shipped, samples=4, seed=7).act(obs, mask)
+            == PolicySearchAgent(shipped, samples=4, seed=7).act(twin_obs, mask))
+
+
+def policy_rollout(model, world: rules.Match, action: int, win_bonus: float) -> float:
+    """The rollout value by the rules: ``action``, then the policy's argmax for every seat from
+    its own observation of the world, to the round's end (or a win)."""
+    start = world.scores[0] - world.scores[1]
+    rules.apply_action(world, action)
+    while not world.over and not world.awaiting_deal:
+        legal = rules.legal_actions(world)
+        if len(legal) > 1:
+            obs = torch.as_tensor(encode(world, world.turn))[None]
+            mask = torch.as_tensor(action_mask(world, world.turn))[None]
+            logits, _ = model(obs, mask)
+            legal = [int(MaskedCategorical(logits, mask).mode()[0])]
+        rules.apply_action(world, legal[0])
+    value = float(world.scores[0] - world.scores[1] - start)
+    if world.winner is not None:
+        value += win_bonus if world.winner == 0 else -win_bonus
+    return value
+
+
+@pytest.mark.parametrize("seed, moves, scores", [(11, 0, (0, 0)), (12, 6, (40, 90)),
+                                                 (13, 3, (235, 228)), (14, 10, (244, 240))])
+def test_batched_rollouts_equal_rule_rollouts(shipped, seed, moves, scores):
+    """Every (world, action) value from the batched engine equals the rules' own playout: the
+    round's end is detected (no points from the auto-reset's next round), deductions and the
+    win (R7, R8) counted.  ``reach=0`` keeps even near-target positions to one round."""
+    match = random_state(seed, moves)
+    match.scores = list(scores)
+    view = view_of(match, match.turn)
+    legal = rules.legal_actions(match)
+    agent = PolicySearchAgent(shipped, samples=3, seed=seed, reach=0, win_bonus=50.0)
+    sampler = HandSampler(view)
+    worlds = [world_match(view, sampler.sample(np.random.default_rng(seed + s))) for s in range(3)]
+    with torch.inference_mode():
+        batched = agent._rollout_values(worlds, legal, view)
+        expected = [[policy_rollout(shipped, w.clone(), a, 50.0) for a in legal] for w in worlds]
+    assert batched.tolist() == expected
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
+def test_search_plays_legal_actions_from_random_positions(shipped, seed, moves):
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    seat = match.turn
+    agent = PolicySearchAgent(shipped, samples=2, seed=seed)
+    action = agent.act(encode(match, seat), action_mask(match, seat))
+    assert rules.is_legal(match, action), (action, rules.legal_actions(match))
+
+
+def test_search_never_plays_an_illegal_move_over_random_matches(shipped):
+    """Whole (short) matches with the search at two seats; the driver raises on an illegal move."""
+    agent = PolicySearchAgent(shipped, samples=2, seed=0)
+    for seed in range(2):
+        match = rules.Match.new(seed, target=80, max_rounds=6)
+        driver = MatchDriver(match, [agent, GreedyAgent(), agent, GreedyAgent()])
+        driver.run()
+        assert match.over
+        assert driver.decisions[0] + driver.decisions[2] > 0
+
+
+def test_small_arena_against_greedy_finishes(shipped):
+    result = evaluate(PolicySearchAgent(shipped, samples=2), GreedyAgent(), pairs=1, seed=5,
+                      target=60)
+    assert result.matches == 2 and 0.0 <= result.win_rate <= 1.0
+
+
+def test_forced_move_is_played_without_search(shipped):
+    agent = PolicySearchAgent(shipped, samples=1, seed=0)
+    mask = np.zeros(113, dtype=np.int8)
+    mask[112] = 1
+    agent._rollout_values = None  # any search would fail
+    assert agent.act(np.zeros(238, dtype=np.float32), mask) == 112
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"samples": 0}, "samples"), ({"samples": 10_000}, "samples"), ({"rollout": "mcts"}, "rollout"),
+    ({"prior": -1.0}, "prior"), ({"win_bonus": float("nan")}, "win_bonus"),
+    ({"horizon": 0}, "horizon"), ({"threads": 0}, "threads"),
+])
+def test_bad_settings_are_refused_with_their_name(shipped, kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        PolicySearchAgent(shipped, **kwargs)
+
+
+def test_bad_policy_path_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="missing"):
+        PolicySearchAgent(str(tmp_path / "missing.pt"))
+
+
+def test_threads_setting_is_restored_after_a_decision(shipped):
+    match = random_state(2, 5)
+    before = torch.get_num_threads()
+    PolicySearchAgent(shipped, samples=1, seed=0, threads=1).act(
+        encode(match, match.turn), action_mask(match, match.turn))
+    assert torch.get_num_threads() == before
+
