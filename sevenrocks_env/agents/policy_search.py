@@ -91,7 +91,10 @@ class PolicySearchAgent:
         if isinstance(policy, PolicyNet):
             model, label = policy, "net"
         else:
-            model, label = load_policy(policy, device=device).model, str(policy)
+            try:
+                model, label = load_policy(policy, device=device).model, str(policy)
+            except ValueError as error:  # CheckpointError: missing, corrupt, wrong layout
+                raise ValueError(f"search:policy: cannot load policy {policy!r}: {error}") from None
         self.model = model.to(self.device).eval()
         if label != "shipped":
             self.name = f"search:policy={label}"
