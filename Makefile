@@ -44,7 +44,7 @@ train: install
 
 # A seconds-long training run: checks that the trainer works on this machine.
 smoke: install
-	$(PY) -m training.train --config configs/smoke.yaml
+	$(PY) -m training.train --config configs/smoke.yaml --force
 
 # Play against the bots in the browser: open the printed address.
 serve: install

@@ -116,3 +116,24 @@ def test_full_round_layouts_fit_without_overlap(seed):
     for i, a in enumerate(boxes):
         for b in boxes[i + 1:]:
             assert not _boxes_overlap(a, b), (a, b)
+
+
+@pytest.mark.parametrize("target, most_holes", [(250, 50), (500, 100), (10 ** 6, 100)])
+def test_score_track_has_a_bounded_number_of_holes(target, most_holes):
+    """A record's target sizes no work: the score track has at most 100 holes per team, however
+    large the target (a target of 10**6 used to mean 200,000 holes per frame)."""
+    from PIL import Image, ImageDraw
+
+    from sevenrocks_env.render.picture import draw_scores
+    from sevenrocks_env.rules import Match
+
+    calls = []
+
+    class Counting(ImageDraw.ImageDraw):
+        def ellipse(self, *args, **kwargs):
+            calls.append(args)
+            return super().ellipse(*args, **kwargs)
+
+    image = Image.new("RGB", (900, 120))
+    draw_scores(Counting(image), Match.new(0, target=target), 900)
+    assert len(calls) == 2 * most_holes

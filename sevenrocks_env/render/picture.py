@@ -127,7 +127,7 @@ def draw_scores(draw: ImageDraw.ImageDraw, match: Match, width: int) -> None:
     """Both partnerships' scores as pegs on a track with a hole every 5 points (R1, R8)."""
     draw.rectangle((0, 0, width, HEADER_H), fill=PANEL)
     target = match.target
-    step = 5 if target <= 500 else 10
+    step = 5 * -(-target // 500)  # a hole every 5 points up to 500, then at most 100 holes
     holes = max(1, target // step)
     track_x0, track_x1 = 330, width - 150
     for team in (0, 1):
