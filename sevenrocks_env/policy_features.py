@@ -25,6 +25,8 @@ FEATURE_NAMES: tuple[str, ...] = (
     "tile_pips", "tile_double", *(f"open_number_{n}" for n in range(7)),
     "left_best_reply", "left_reply_sum", "partner_best_reply", "partner_reply_sum",
     "left_must_knock", "partner_must_knock", "own_tiles_fitting",
+    "right_best_reply", "right_reply_sum", "own_next_best", "partner_played_fitting",
+    "partner_void_open", "our_need", "their_need", "wins_match", "left_can_win",
 )
 
 
@@ -54,6 +56,22 @@ class ActionFeatures(nn.Module):
     | 22    | partner_must_knock      | P(the partner must knock on the new layout) (version 2) |
     | 23    | own_tiles_fitting       | own remaining tiles that fit the new layout / tiles in  |
     |       |                         | hand (version 2)                                        |
+    | 24    | right_best_reply        | as 17, for the right opponent, same layout (as if the   |
+    |       |                         | left opponent and the partner knocked; version 3)       |
+    | 25    | right_reply_sum         | as 18, for the right opponent (version 3)               |
+    | 26    | own_next_best           | most points / 35 one of our remaining tiles could score |
+    |       |                         | on the new layout: our next turn if the three others    |
+    |       |                         | knocked, a two-move look-ahead of the end sum (v3)      |
+    | 27    | partner_played_fitting  | tiles the partner played this round that fit the new    |
+    |       |                         | layout / 7: the open numbers it has been playing (v3)   |
+    | 28    | partner_void_open       | share of the new layout's open numbers the partner      |
+    |       |                         | showed it lacks by knocking (R6; version 3)             |
+    | 29    | our_need                | (target - our score) / target, clipped to [0, 1] (R8)   |
+    | 30    | their_need              | (target - their score) / target, clipped to [0, 1]      |
+    | 31    | wins_match              | 1 if the placement scores at least what we still need:  |
+    |       |                         | it wins the match at once (R8; version 3)               |
+    | 32    | left_can_win            | 1 if the left opponent's best reply (17) would win the  |
+    |       |                         | match for its team (R8; version 3)                      |
 
     Names are :data:`FEATURE_NAMES`.  Features 18 and 20 were once documented as an "expected
     best reply"; the values were always the sum above (the shipped policy was trained on them,
@@ -64,10 +82,13 @@ class ActionFeatures(nn.Module):
     which the observation counts once, stops being exposed on both sides with any placement).
     A seat's chance of holding a hidden tile is its share of the hidden tiles (as in
     ``heuristic``), holdings independent.  Version 1 (checkpoints from before version 2) is
-    the first 21 features.
+    the first 21 features, version 2 the first 24; version 3 adds what a strong player weighs
+    and the heuristic does not (the right opponent's reply, our own next score, the partner's
+    plays and knocks, the match score near the target).  Features 29 and 30 are the same for
+    every placement of a state: only a non-linear scorer (``action_scorer: mlp``) can use them.
     """
 
-    SIZES = {1: 21, 2: 24}
+    SIZES = {1: 21, 2: 24, 3: 33}
     LATEST = 2
 
     def __init__(self, version: int = LATEST):
@@ -153,9 +174,10 @@ class ActionFeatures(nn.Module):
                      + self.other[:, number].permute(1, 0, 2) * self.double_factor)
         reply_points = reply_sum * ((reply_sum.remainder(5) == 0) & (reply_sum > 0)) * reply_fits
         best_reply = reply_points.amax(-1)                                        # [P, 28]
-        possible, share = self._holdings(obs)                                     # [P, 2, 28]
+        possible, share = self._holdings(obs, 3 if self.version >= 3 else 2)    # [P, S, 28]
         candidates = best_reply.unsqueeze(1) * possible
         best, reply_sum = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
+        possible, share = possible[:, :2], share[:, :2]  # left opponent, partner
 
         # -- version 2: who may have to knock on the new layout (R6), own tiles still fitting -
         fits_after = reply_fits.amax(-1)                                          # [P, 28]
@@ -165,15 +187,41 @@ class ActionFeatures(nn.Module):
         rest[index, tile] = 0.0
         control = (rest * fits_after).sum(-1) / hand.sum(-1).clamp(min=1.0)
 
-        parts = torch.cat([
+        parts = [
             torch.stack([end_sum * scores / 35.0, scores, end_sum / 36.0], -1),
             nn.functional.one_hot(remainder.long(), 5).float(),
             torch.stack([self.tile_pips[tile] / 12.0, tile_double], -1),
             nn.functional.one_hot(torch.where(opening, 7, new_end), 8)[:, :7].float(),
             torch.stack([best[:, 0], reply_sum[:, 0], best[:, 1], reply_sum[:, 1]], -1),
             must_knock, control.unsqueeze(-1),
-        ], -1)[:, :self.size]
-        return parts * fits.unsqueeze(-1)
+        ]
+        if self.version >= 3:
+            parts.append(self._version3(obs, end_sum * scores, best, reply_sum, best_reply,
+                                        rest, fits_after, number, open_))
+        return torch.cat(parts, -1)[:, :self.size] * fits.unsqueeze(-1)
+
+    def _version3(self, obs, points, best, reply_sum, best_reply, rest, fits_after, number,
+                  open_) -> torch.Tensor:
+        """Features 24-32 (see the table): the right opponent's reply, our own next best score,
+        the partner's plays and knocks against the new layout, the match score (R8)."""
+        own_next = (best_reply * rest).amax(-1) / 35.0
+        partner_played = self._piece(obs, "played_by").reshape(-1, 4, NUM_TILES)[:, 2]
+        partner_fitting = (partner_played * fits_after).sum(-1) / 7.0
+        open_numbers = (nn.functional.one_hot(number, 7).float()
+                        * open_.unsqueeze(-1)).amax(1)                           # [P, 7]
+        partner_voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, 1]
+        void_open = (open_numbers * partner_voids).sum(-1) / open_numbers.sum(-1).clamp(min=1.0)
+        scores = self._piece(obs, "scores")
+        target = (scores[:, 2] * 1000.0).round()
+        ours, theirs = (scores[:, 0] * target).round(), (scores[:, 1] * target).round()
+        our_need, their_need = target - ours, target - theirs
+        left_points = best[:, 0] * 35.0
+        wins = ((points > 0) & (points >= our_need)).float()
+        left_wins = ((left_points > 0) & (left_points >= their_need)).float()
+        return torch.stack([
+            best[:, 2], reply_sum[:, 2], own_next, partner_fitting, void_open,
+            (our_need / target.clamp(min=1.0)).clamp(0.0, 1.0),
+            (their_need / target.clamp(min=1.0)).clamp(0.0, 1.0), wins, left_wins], -1)
 
     @staticmethod
     def _values(open_, number, double, started) -> torch.Tensor:
@@ -181,14 +229,15 @@ class ActionFeatures(nn.Module):
         counted = torch.cat([open_[:, :NORTH], open_[:, NORTH:] * started[:, NORTH:]], -1)
         return counted * number * (1.0 + double)
 
-    def _holdings(self, obs) -> tuple[torch.Tensor, torch.Tensor]:
-        """For the left opponent and the partner: which hidden tiles each may hold (not in our
-        hand, not played, no number it is void in) ``[P, 2, 28]``, and its share of the hidden
-        tiles ``[P, 2]`` (the chance it holds any one of them)."""
+    def _holdings(self, obs, seats: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+        """For the left opponent, the partner (and with ``seats=3`` the right opponent): which
+        hidden tiles each may hold (not in our hand, not played, no number it is void in)
+        ``[P, seats, 28]``, and its share of the hidden tiles ``[P, seats]`` (the chance it
+        holds any one of them)."""
         played = self._piece(obs, "played_by").reshape(-1, 4, NUM_TILES).amax(1)
         hidden = (1.0 - self._piece(obs, "hand")) * (1.0 - played)                # [P, 28]
-        voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :2]                  # [P, 2, 7]
-        possible = hidden.unsqueeze(1) * (voids @ self.tile_numbers.T == 0)         # [P, 2, 28]
-        holds = self._piece(obs, "tile_counts")[:, 1:3] * 7.0                       # [P, 2]
+        voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :seats]              # [P, S, 7]
+        possible = hidden.unsqueeze(1) * (voids @ self.tile_numbers.T == 0)         # [P, S, 28]
+        holds = self._piece(obs, "tile_counts")[:, 1:1 + seats] * 7.0               # [P, S]
         share = (holds / hidden.sum(-1, keepdim=True).clamp(min=1.0)).clamp(max=1.0)
         return possible, share

@@ -1,4 +1,4 @@
-"""Every action feature (0-23) against an independent computation with the rules engine (R3-R7).
+"""Every action feature (0-32) against an independent computation with the rules engine (R3-R7).
 
 :class:`~sevenrocks_env.policy_features.ActionFeatures` recomputes placements in torch from the
 observation's slot pieces.  Here each feature is computed again from the decoded
@@ -23,12 +23,12 @@ from sevenrocks_env.policy_features import FEATURE_NAMES, ActionFeatures
 from sevenrocks_env.scoring import placement_points
 from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_PIPS, tiles_of
 
-LEFT_OPPONENT, PARTNER = 1, 2  # relative seats
+LEFT_OPPONENT, PARTNER, RIGHT_OPPONENT = 1, 2, 3  # relative seats
 
 
-def random_state(seed: int, moves: int) -> rules.Match:
+def random_state(seed: int, moves: int, target: int = 250) -> rules.Match:
     rng = np.random.default_rng(seed)
-    match = rules.Match.new(seed, max_rounds=4)
+    match = rules.Match.new(seed, target=target, max_rounds=4)
     for _ in range(moves):
         if match.over:
             break
@@ -37,13 +37,13 @@ def random_state(seed: int, moves: int) -> rules.Match:
     return match
 
 
-def reference_features(view, action: int) -> list[float]:
-    """The 24 features of placement ``action`` for ``view``, from the rules engine."""
+def reference_features(view, action: int, version: int = 2) -> list[float]:
+    """The features of placement ``action`` for ``view``, from the rules engine."""
     tile, slot = action >> 2, action & 3
     after = LookaheadLayout.of(view).after(action)      # rules.place_tile on the view's layout
     total = after.end_sum()                             # scoring.end_sum (R5)
     points = placement_points(total)
-    features = [0.0] * 24
+    features = [0.0] * ActionFeatures.SIZES[version]
     features[0] = points / 35
     features[1] = float(points > 0)
     features[2] = total / 36
@@ -64,6 +64,23 @@ def reference_features(view, action: int) -> list[float]:
         features[knock] = math.prod(1.0 - share for t in possible if (fits_after >> t) & 1)
     rest = view.hand & ~(1 << tile)
     features[23] = (rest & fits_after).bit_count() / max(view.hand.bit_count(), 1)
+    if version >= 3:
+        possible = tiles_of(hidden & ~excluded_tiles(view.voids[RIGHT_OPPONENT]))
+        share = min(1.0, view.tile_counts[RIGHT_OPPONENT] / max(hidden.bit_count(), 1))
+        replies = [after.best_points(t) for t in possible]
+        features[24] = max(replies, default=0) / 35
+        features[25] = sum(replies) * share / 35
+        features[26] = max((after.best_points(t) for t in tiles_of(rest)), default=0) / 35
+        features[27] = (view.played_by[PARTNER] & fits_after).bit_count() / 7
+        open_numbers = {end for end in after.ends if end >= 0}
+        lacking = [n for n in open_numbers if (view.voids[PARTNER] >> n) & 1]
+        features[28] = len(lacking) / max(len(open_numbers), 1)
+        ours, theirs = view.scores
+        features[29] = min(1.0, max(0.0, (view.target - ours) / view.target))
+        features[30] = min(1.0, max(0.0, (view.target - theirs) / view.target))
+        features[31] = float(0 < points >= view.target - ours)              # R8: wins at once
+        left_best = round(features[17] * 35)
+        features[32] = float(0 < left_best >= view.target - theirs)
     return features
 
 
@@ -74,8 +91,9 @@ def features_of(match: rules.Match, actions: list[int], version: int = 2) -> np.
 
 
 def test_names_cover_every_feature():
-    assert len(FEATURE_NAMES) == ActionFeatures.SIZES[ActionFeatures.LATEST] == 24
-    assert len(set(FEATURE_NAMES)) == 24
+    assert len(FEATURE_NAMES) == max(ActionFeatures.SIZES.values()) == 33
+    assert len(set(FEATURE_NAMES)) == 33
+    assert ActionFeatures.LATEST == 2  # version 3 becomes the default only if the ablation wins
     # 18 and 20 are share-weighted sums over the possible tiles, not an expected maximum
     assert "best" not in FEATURE_NAMES[18] and "best" not in FEATURE_NAMES[20]
     assert "sum" in FEATURE_NAMES[18] and "sum" in FEATURE_NAMES[20]
@@ -112,25 +130,49 @@ def test_placements_that_do_not_fit_are_all_zero_and_version_1_is_a_prefix(seed,
     placements = sorted(legal - {KNOCK})
     if placements:
         v1, v2 = features_of(match, placements, 1), features_of(match, placements, 2)
+        v3 = features_of(match, placements, 3)
         assert v1.shape[1] == 21 and np.array_equal(v1, v2[:, :21])
+        assert v3.shape[1] == 33 and np.array_equal(v2, v3[:, :24])
+    if illegal:
+        assert not features_of(match, illegal, 3).any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), moves=st.integers(0, 160),
+       target=st.sampled_from([15, 30, 60, 250]))
+def test_every_version_3_feature_matches_the_rules_engine(seed, moves, target):
+    """Small targets put the scores near the target, where features 29-32 matter (R8)."""
+    match = random_state(seed, moves, target)
+    if match.over or match.awaiting_deal:
+        return
+    legal = [a for a in rules.legal_actions(match) if a != KNOCK]
+    if not legal:
+        return
+    view = decode(encode(match, match.turn))
+    assert view.scores == tuple(match.scores[(match.turn + k) & 1] for k in (0, 1))
+    got = features_of(match, legal, 3)
+    for row, action in zip(got, legal):
+        expected = reference_features(view, action, 3)
+        for index, (value, want) in enumerate(zip(row, expected)):
+            assert value == pytest.approx(want, abs=1e-5), (FEATURE_NAMES[index], action)
 
 
 
 def test_every_feature_is_exercised_with_nonzero_values():
     """Fixed states where each of the 24 features is nonzero somewhere, so the comparison above
     cannot pass by both sides being zero; checked against the engine here too."""
-    seen = np.zeros(24, dtype=bool)
+    seen = np.zeros(33, dtype=bool)
     for seed in range(40):
-        for moves in (0, 1, 5, 9, 14, 20):
-            match = random_state(seed, moves)
+        for moves in (0, 1, 5, 9, 14, 20, 40):
+            match = random_state(seed, moves, target=30 if seed % 2 else 250)
             if match.over or match.awaiting_deal:
                 continue
             legal = [a for a in rules.legal_actions(match) if a != KNOCK]
             if not legal:
                 continue
             view = decode(encode(match, match.turn))
-            got = features_of(match, legal)
-            want = np.array([reference_features(view, a) for a in legal])
+            got = features_of(match, legal, 3)
+            want = np.array([reference_features(view, a, 3) for a in legal])
             assert np.allclose(got, want, atol=1e-5)
             seen |= (got != 0).any(0)
     assert seen.all(), [FEATURE_NAMES[i] for i in np.flatnonzero(~seen)]
