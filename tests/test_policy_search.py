@@ -216,6 +216,28 @@ def test_batched_rollouts_equal_rule_rollouts(shipped, seed, moves, scores):
     assert batched.tolist() == expected
 
 
+def test_match_horizon_goes_past_the_round_only_when_the_target_is_in_reach(shipped):
+    """Near the target with ``horizon=1`` the match-horizon rollout is the round rollout; with
+    ``horizon=3`` some copies play on into the next deal (values change), and every value counts
+    a win or loss (R8) or at most three rounds."""
+    match = random_state(21, 4)
+    match.scores = [220, 215]
+    view = view_of(match, match.turn)
+    legal = rules.legal_actions(match)
+    sampler = HandSampler(view)
+    worlds = [world_match(view, sampler.sample(np.random.default_rng(s))) for s in range(4)]
+    values = {}
+    with torch.inference_mode():
+        for label, reach, horizon in (("round", 0, 1), ("one", 60, 1), ("three", 60, 3)):
+            agent = PolicySearchAgent(shipped, samples=4, seed=0, reach=reach, horizon=horizon,
+                                      win_bonus=1000.0)
+            values[label] = agent._rollout_values(worlds, legal, view)
+    assert torch.equal(values["round"], values["one"])
+    assert not torch.equal(values["round"], values["three"])
+    decided = values["three"].abs() > 500  # the bonus dwarfs three rounds' points
+    assert decided.float().mean() > 0.5
+
+
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
 def test_search_plays_legal_actions_from_random_positions(shipped, seed, moves):
@@ -240,8 +262,10 @@ def test_search_never_plays_an_illegal_move_over_random_matches(shipped):
 
 
 def test_small_arena_against_greedy_finishes(shipped):
+    """Target 30: every decision is within ``reach`` of it, so the match-horizon rollouts (with
+    the engine's next deals) run too."""
     result = evaluate(PolicySearchAgent(shipped, samples=2), GreedyAgent(), pairs=1, seed=5,
-                      target=60)
+                      target=30)
     assert result.matches == 2 and 0.0 <= result.win_rate <= 1.0
 
 
