@@ -27,6 +27,10 @@ tutorial wrapper only returns the reward of the learner's own move and drops thi
 scored before the learner's first decision (``reward="points"``, opponents open) are added to the
 first step's reward.
 
+The match flow is :class:`~sevenrocks_env.driver.MatchDriver`'s, shared with the arena and
+``sevenrocks play``: the other seats' forced moves (a knock, or a single fitting placement, R6)
+play themselves without asking their agents.
+
 Other options: ``seat="random"`` draws the learner's seat at every reset; ``skip_forced=True``
 plays a learner seat's single legal action (a forced knock, R6) without asking, so steps count
 real decisions only (as the project's own trainer counts them); ``target``, ``max_rounds``,
@@ -56,8 +60,11 @@ import gymnasium
 import numpy as np
 
 from .agents import make_agent
+from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
+from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
+from .tiles import describe_action
 
 ENV_ID = "sevenrocks/SevenRocks-v0"
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
@@ -97,9 +104,10 @@ class SingleAgentEnv(gymnasium.Env):
         self.opponent_specs = tuple(_label(o) for o in opponents)
         self.partner_spec = "self" if partner == "self" else _label(partner)
         self.seat = 0 if seat == "random" else seat
-        self._agents: dict[int, object] = {}
+        self._driver: MatchDriver | None = None
         self._obs: dict | None = None
-        self._pending = 0.0
+        self._pending = 0.0  # the learner team's reward since its last decision
+        self._margin = 0
         self._done = True
 
     # -- the learner's seats --------------------------------------------------------------------
@@ -116,7 +124,10 @@ class SingleAgentEnv(gymnasium.Env):
 
     @property
     def aec_env(self) -> raw_env:
-        """The underlying AEC environment (unwrapped)."""
+        """The AEC environment that holds the match, its settings and its views (``observe``,
+        ``game_record``, ``render``).  Moves are played by a
+        :class:`~sevenrocks_env.driver.MatchDriver`, not by its ``step``, so its reward and
+        termination dictionaries are not kept: read the match (``.match``) instead."""
         return self._aec
 
     def action_masks(self) -> np.ndarray:
@@ -145,7 +156,7 @@ class SingleAgentEnv(gymnasium.Env):
             if self.seat_option == "random":
                 self.seat = int(self.np_random.integers(4))
             self._start(match_seed, start)
-            self._pending = self._advance()
+            self._driver.advance()  # the learner team's reward on the way waits in _pending
             if not self.match.over:
                 break
             if start is not None:
@@ -158,18 +169,16 @@ class SingleAgentEnv(gymnasium.Env):
     def step(self, action):
         if self._done:
             raise RuntimeError("the match is over: call reset() before step()")
-        learner = AGENTS[self.seat]
         if isinstance(action, np.ndarray) and action.shape == () \
                 and np.issubdtype(action.dtype, np.integer):
             action = int(action)  # a 0-d integer array is a member of Discrete (gymnasium)
-        if self.illegal_action == "terminate" and not is_legal(self.match, action):
-            if self.action_space.contains(action):
+        if not is_legal(self.match, action):
+            if self.illegal_action == "terminate" and self.action_space.contains(action):
                 return self._end_on_illegal_action()
-            # outside the action space: the AEC env's ValueError names it and the legal actions
-        self._aec.step(action)  # raises ValueError for an illegal action, state unchanged
-        reward = self._pending + self._aec.rewards.get(learner, 0.0)
-        self._pending = 0.0
-        reward += self._advance()
+            raise ValueError(self._illegal_message(action))  # state unchanged
+        self._driver.play(action)
+        self._driver.advance()
+        reward, self._pending = self._pending, 0.0
         match = self.match
         terminated = match.winner is not None
         truncated = match.truncated and not terminated
@@ -200,38 +209,41 @@ class SingleAgentEnv(gymnasium.Env):
             aec.match = start
             aec.agent_selection = AGENTS[start.turn]
         left, right = (self.seat + 1) & 3, (self.seat + 3) & 3
-        self._agents = {left: self._others[0], right: self._others[1]}
+        agents = {left: self._others[0], right: self._others[1]}
         if self._partner is not None:
-            self._agents[partner_of(self.seat)] = self._partner
-        for seat, agent in self._agents.items():
+            agents[partner_of(self.seat)] = self._partner
+        for seat, agent in agents.items():
             agent.seed(int(np.random.SeedSequence([match_seed, seat]).generate_state(1)[0]))
+        self._pending = 0.0
+        self._margin = self.match.scores[0] - self.match.scores[1]
+        # One match flow for every front end (sevenrocks_env.driver): forced moves of the other
+        # seats play themselves; learner seats stop the driver, even when forced unless skip_forced.
+        self._driver = MatchDriver(self.match, agents, on_move=self._on_move,
+                                   ask_forced=() if self.skip_forced else self.learner_seats)
 
-    def _advance(self) -> float:
-        """Play the other seats (and forced learner moves with ``skip_forced``) until a learner
-        seat has a real decision or the match is over; return the learner team's reward on the way."""
-        aec, match, reward = self._aec, self.match, 0.0
-        learner = AGENTS[self.seat]
-        while not match.over:
-            seat = match.turn
-            agent = self._agents.get(seat)
-            if agent is None:
-                if not self.skip_forced:
-                    break
-                legal = legal_actions(match)
-                if len(legal) > 1:
-                    break
-                action = legal[0]
-            else:
-                obs = aec.observe(AGENTS[seat])
-                mask = obs["action_mask"]
-                action = agent.act(obs["observation"], mask)
-                if not (isinstance(action, (int, np.integer)) and 0 <= action < len(mask)
-                        and mask[action]):
-                    raise RuntimeError(f"agent {_label(agent)!r} at seat {seat} chose illegal "
-                                       f"action {action!r}; legal: {legal_actions(match)}")
-            aec.step(int(action))
-            reward += aec.rewards.get(learner, 0.0)
-        return reward
+    def _on_move(self, match: Match, seat: int, action: int, points: int, forced: bool) -> None:
+        """After every move: add the learner team's reward (:mod:`sevenrocks_env.rewards`, one
+        formula for every view) and keep the AEC env's turn in step with the match."""
+        margin = match.scores[0] - match.scores[1]
+        change, self._margin = margin - self._margin, margin
+        winner = match.winner
+        sign = 0 if winner is None else (1 if winner == 0 else -1)
+        if change or sign:
+            team0 = team0_reward(change, sign, self._aec.points_scale, self._aec.win_reward)
+            self._pending += float(team0 if self.seat % 2 == 0 else -team0)
+        if not match.over:
+            self._aec.agent_selection = AGENTS[match.turn]
+        if self.render_mode == "human":
+            self._aec.render()
+
+    def _illegal_message(self, action) -> str:
+        legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(self.match))
+        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)) \
+                and 0 <= int(action) < self.action_space.n:
+            action = f"{int(action)} ({describe_action(int(action))})"
+        else:
+            action = repr(action)
+        return f"illegal action {action} for seat {self.match.turn}; legal actions: [{legal}]"
 
     def _observe(self) -> dict:
         match = self.match
@@ -250,7 +262,7 @@ class SingleAgentEnv(gymnasium.Env):
 
 
 def _label(agent) -> str:
-    return agent if isinstance(agent, str) else getattr(agent, "name", type(agent).__name__)
+    return agent if isinstance(agent, str) else agent_name(agent)
 
 
 __all__ = ["ENV_ID", "ILLEGAL_ACTION_MODES", "ILLEGAL_REWARD", "SingleAgentEnv"]

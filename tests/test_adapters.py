@@ -284,3 +284,33 @@ def test_parallel_env_carries_masks_and_every_final_reward():
     winner = env.unwrapped.match.winner
     assert winner in (0, 1)
     assert totals == {f"player_{s}": (1.0 if s % 2 == winner else -1.0) for s in range(4)}
+
+
+# -- one match flow: the driver's ------------------------------------------------------------------
+
+class _StrictRandom(sevenrocks_env.agents.RandomAgent):
+    """A random agent that fails if it is ever asked about a forced move (R6)."""
+
+    name = "strict"
+
+    def act(self, observation, action_mask):
+        assert action_mask.sum() > 1, "a forced move reached an opponent"
+        return super().act(observation, action_mask)
+
+
+@pytest.mark.parametrize("skip_forced", [False, True])
+def test_other_seats_are_never_asked_about_forced_moves(skip_forced):
+    env = SingleAgentEnv(opponents=(_StrictRandom(), _StrictRandom()), partner=_StrictRandom(),
+                         seat=1, skip_forced=skip_forced, target=150)
+    rng = np.random.default_rng(3)
+    forced_steps = 0
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            mask = env.action_masks()
+            forced_steps += mask.sum() == 1
+            obs, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+            done = terminated or truncated
+    # the learner is asked about its own forced moves unless skip_forced (sevenrocks_env.driver)
+    assert (forced_steps == 0) == skip_forced
