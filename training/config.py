@@ -130,7 +130,13 @@ class TrainConfig(BaseModel):
     num_matches: Int(1, 65536) = 128
     """Matches played side by side in one process; one batched forward pass per step."""
     num_steps: Int(1, 65536) = 64
-    """Learner decisions per match per rollout: batch size = num_matches * num_steps."""
+    """Learner decisions per match per rollout: batch size = num_matches * num_steps learner
+    decisions (the batched engine fills it at a varying rate per match)."""
+    engine: Literal["batched", "python"] = "batched"
+    """Rollout engine: ``batched`` steps all matches in one ``VectorEnv`` call
+    (:mod:`training.batched_rollout`); ``python`` plays one ``rules.Match`` per match
+    (:mod:`training.rollout`).  Same training data; their resume states differ, so a run keeps
+    its engine."""
     target: Int(1, MAX_TARGET) = 250
     """Match target score (R8)."""
     max_rounds: Int(1, MAX_ROUNDS) = 60

@@ -149,7 +149,7 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
     if not isinstance(saved, dict):
         raise _bad(path, "config", "must be a dict of config fields")
     values = {"action_features": data["model_config"].get("action_features", 0),
-              "critic": "shared"}  # runs from before these fields
+              "critic": "shared", "engine": "python"}  # runs from before these fields
     values.update(saved)
     if type(values["action_features"]) is bool:
         values["action_features"] = int(values["action_features"])
@@ -161,7 +161,7 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
         raise _bad(path, "config", f"is invalid: {str(error)[:300]}") from None
     cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
                            origins={key: "--set" for key in overrides})
-    for key in ("hidden_sizes", "action_features", "critic"):  # the networks' shapes
+    for key in ("hidden_sizes", "action_features", "critic", "engine"):  # shapes, resume state
         if getattr(cfg, key) != getattr(before, key):
             raise ConfigError(f"--set: {key} cannot change on --resume (the run has "
                               f"{getattr(before, key)!r}); start a new run instead", key)

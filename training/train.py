@@ -38,6 +38,7 @@ from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_
 from .opponents import PAST, OpponentPool
 from .ppo import compute_gae, ppo_update
 from .resume import check_resume, load_engine, resumed_config
+from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import RolloutBuffer, SelfPlayEngine
 
 
@@ -82,6 +83,10 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
     picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed)
     writer.add_image("eval/game", picture, global_step, dataformats="HWC")
     return results
+
+
+#: Rollout engines by the config's ``engine`` field (same interface, same training data).
+ENGINES = {"batched": BatchedSelfPlayEngine, "python": SelfPlayEngine}
 
 
 def build_networks(cfg: TrainConfig):
@@ -139,8 +144,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
 
     model, critic, optimizer = build_networks(cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
-    engine = SelfPlayEngine(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
-                            cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
+    engine = ENGINES[cfg.engine](cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
+                                 cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
     start_update, global_step, wall_before = 0, 0, 0.0
     if resume is not None:
         check_resume(resume, cfg, model, critic, resume_path)  # all but the engine's state
