@@ -24,8 +24,8 @@ from pathlib import Path
 
 from . import record as records
 from .agents import make_agent
-from .observation import action_mask, encode
-from .rules import Match, apply_action, is_legal, legal_actions, partner_of, round_to_five, team_of
+from .driver import MatchDriver, agent_name
+from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
 
@@ -169,36 +169,23 @@ class Session:
             except ValueError as reason:
                 self.say(f"  not accepted: {reason}")
 
-    def agent_turn(self) -> int:
-        match, seat = self.match, self.match.turn
-        action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
-        if not is_legal(match, action):
-            raise RuntimeError(f"agent at seat {seat} chose illegal action {action}")
-        return action
-
     def run(self) -> bool:
-        """Play until the match ends (True) or the human quits (False)."""
+        """Play until the match ends (True) or the human quits (False).
+
+        The match flow is :class:`~sevenrocks_env.driver.MatchDriver`'s, as in the arena: the
+        agents' forced moves play themselves; the human's seat stops the driver on every turn
+        (a forced knock then plays itself after a note, see :meth:`human_turn`)."""
         match = self.match
-        while not match.over:
-            seat = match.turn
-            action = self.human_turn() if seat == self.seat else self.agent_turn()
-            if action is None:
-                return False
-            log = match.history[-1]
-            apply_action(match, action)
-            who = "you" if seat == self.seat else f"seat {seat} ({self.agents[seat].name})"
-            line = describe_move(log, len(log.moves) - 1)
-            if action == KNOCK:
-                self.say(f">> {who} knock{'' if seat == self.seat else 's'}: no tile fits")
-            else:
-                self.say(f">> {who}: {line.split(': ', 1)[1]}")
-            if log.result is not None:
-                self.say()
-                for text in round_summary(log):
-                    self.say(text)
-                if self.pause and not match.over and self.ask(
-                        "press Enter for the next round (q to quit): ") in (None, "q\n"):
+        self._round = match.history[-1]
+        driver = MatchDriver(match, self.agents, on_move=self.announce, ask_forced=(self.seat,))
+        try:
+            while driver.advance() is not None:
+                action = self.human_turn()
+                if action is None:
                     return False
+                driver.play(action)
+        except _Quit:
+            return False
         self.say()
         if match.winner is not None:
             mine = team_of(self.seat) == match.winner
@@ -207,6 +194,29 @@ class Session:
         else:
             self.say(f"stopped after the round limit: {match.scores[0]} - {match.scores[1]}")
         return True
+
+    def announce(self, match: Match, seat: int, action: int, points: int, forced: bool) -> None:
+        """The driver's move hook: say the move; at a round's end show every hand, the
+        deductions and the scores (R7), then pause in a terminal."""
+        log = self._round
+        who = "you" if seat == self.seat else f"seat {seat} ({agent_name(self.agents[seat])})"
+        if action == KNOCK:
+            self.say(f">> {who} knock{'' if seat == self.seat else 's'}: no tile fits")
+        else:
+            self.say(f">> {who}: {describe_move(log, len(log.moves) - 1).split(': ', 1)[1]}")
+        if log.result is None:
+            return
+        self._round = match.history[-1]
+        self.say()
+        for text in round_summary(log):
+            self.say(text)
+        if self.pause and not match.over and self.ask(
+                "press Enter for the next round (q to quit): ") in (None, "q\n"):
+            raise _Quit
+
+
+class _Quit(Exception):
+    """The human quit at the pause between rounds."""
 
 
 def _parser() -> argparse.ArgumentParser:

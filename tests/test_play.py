@@ -78,3 +78,48 @@ def test_parse_answer_reasons():
     with pytest.raises(ValueError, match="not on the list"):
         parse_answer("0", match, legal)
     assert parse_answer("1", match, [KNOCK]) == KNOCK
+
+
+class _QuitAtPause(io.StringIO):
+    """Answers 1 to every move prompt and q at the pause between rounds."""
+
+    def __init__(self, out: io.StringIO):
+        super().__init__()
+        self.out = out
+
+    def readline(self, *args):
+        return "q\n" if self.out.getvalue().endswith("press Enter for the next round (q to quit): ") \
+            else "1\n"
+
+
+def test_pause_between_rounds_and_quit_there():
+    from sevenrocks_env.agents import make_agent
+    from sevenrocks_env.play import Session
+
+    out = io.StringIO()
+    agents = {s: make_agent("random", seed=s) for s in (1, 2, 3)}
+    session = Session(0, agents, seed=3, target=250, stdin=_QuitAtPause(out), stdout=out,
+                      echo=False, pause=True)
+    assert session.run() is False
+    text = out.getvalue()
+    assert text.count("press Enter for the next round") == 1 and "scores: team 0" in text
+    match = session.match
+    assert not match.over and match.history[0].result is not None and not match.history[-1].moves
+
+
+def test_agents_are_never_asked_about_forced_moves():
+    from sevenrocks_env.agents import RandomAgent
+    from sevenrocks_env.play import Session
+
+    class Strict(RandomAgent):
+        name = "strict"
+
+        def act(self, observation, action_mask):
+            assert action_mask.sum() > 1, "a forced move reached an agent"
+            return super().act(observation, action_mask)
+
+    out = io.StringIO()
+    session = Session(2, {s: Strict(seed=s) for s in (0, 1, 3)}, seed=11, target=100,
+                      stdin=io.StringIO("1\n" * 400), stdout=out, echo=False)
+    assert session.run() is True and session.match.over
+    assert "seat 1 (strict)" in out.getvalue()
