@@ -15,6 +15,15 @@ from sevenrocks_env.rules import Match, apply_action
 from sevenrocks_env.rules import deal as scalar_deal
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Small tensors: one thread is faster, and keeps a busy machine's cores for other work."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def first_legal(venv):
     """A deterministic policy that depends only on the env's own state."""
     return venv.action_mask.to(torch.uint8).argmax(1)
@@ -29,7 +38,7 @@ def test_same_seed_same_trajectories_for_any_batch_size():
     large = sevenrocks_v0.vector_env(num_envs=11)
     small.reset(seed=42)
     large.reset(seed=42)
-    for _ in range(600):  # several rounds and matches: the stream is (seed, env, match, round)
+    for _ in range(400):  # several rounds and matches: the stream is (seed, env, match, round)
         for name in FIELDS:
             assert torch.equal(getattr(small.state, name), getattr(large.state, name)[:3]), name
         assert torch.equal(small.observation, large.observation[:3])

@@ -19,6 +19,15 @@ from sevenrocks_env.rules import BLOCKED, DOMINO, Match, apply_action, deal, leg
 from sevenrocks_env.scoring import deduction
 from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_LOW, mask_of, parse_tile, tiles_of
 
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Small tensors: one thread is faster, and keeps a busy machine's cores for other work."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 seeds = st.integers(min_value=0, max_value=2**31 - 1)
 
 
@@ -66,7 +75,7 @@ def test_opening_double_is_the_spinner(seed):
     assert state.last_end_sum.tolist() == [2 * number]                       # Example B
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(seeds)
 def test_spinner_later_and_branches_open_only_when_both_sides_are_covered(seed):
     venv = one_env()

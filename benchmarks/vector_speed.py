@@ -1,0 +1,137 @@
+"""Speed of the batched engine (``sevenrocks_v0.vector_env``) against the AEC env, same run.
+
+    .venv/bin/python benchmarks/vector_speed.py [--sizes 256 1024 4096 16384 65536]
+        [--seconds 3] [--threads 1] [--device cpu] [--plot docs/vector_speed.png]
+
+Random legal play: every step samples one legal action per match from the action mask in batch
+(random uint8 keys from a pre-drawn pool, masked, argmax) and steps all matches with
+``validate=False`` (the trainer's setting; ``--validate`` measures the default).  Rows: steps/s
+(one step = one decision in one match) for masks only and for masks plus observations, beside
+``raw_env`` driven through the same random play (its mask alone, and its full observation).
+Memory is measured at the largest size: the env's tensors and the process's RSS growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import resource
+import time
+
+import numpy as np
+import torch
+
+from sevenrocks_env import observation as obs_mod
+from sevenrocks_env import sevenrocks_v0
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def batched(num_envs: int, seconds: float, observe: bool, device: str, validate: bool):
+    """Steps/s of random play over ``num_envs`` matches; also the env's tensor bytes."""
+    venv = sevenrocks_v0.vector_env(num_envs=num_envs, device=device, validate=validate)
+    venv.reset(seed=0)
+    generator = torch.Generator(device=device).manual_seed(0)
+    pool = torch.randint(1, 256, (1024, 113), dtype=torch.uint8, device=device,
+                         generator=generator)
+
+    def step():
+        rows = torch.randint(0, 1024, (num_envs,), device=device, generator=generator)
+        if observe:
+            venv.observation
+        actions = (torch.index_select(pool, 0, rows) * venv.action_mask).argmax(1)
+        venv.step(actions)
+
+    for _ in range(5):
+        step()
+    if device != "cpu":
+        torch.cuda.synchronize()
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds or steps < 10:
+        step()
+        steps += 1
+    if device != "cpu":
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    return steps * num_envs / elapsed, venv.nbytes()
+
+
+def aec(seconds: float, observe: bool) -> float:
+    """Steps/s of random play in ``raw_env``: its mask only, or its full observation as well."""
+    env = sevenrocks_v0.raw_env()
+    rng = random.Random(0)
+    steps, matches, start = 0, 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.reset(seed=matches)
+        matches += 1
+        while not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
+            agent = env.agent_selection
+            if observe:
+                mask = env.observe(agent)["action_mask"]
+            else:
+                mask = obs_mod.action_mask(env.match, int(agent[-1]))
+            legal = np.flatnonzero(mask)
+            env.step(int(legal[rng.randrange(len(legal))]))
+            steps += 1
+    return steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096, 16384, 65536])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per row")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--validate", action="store_true", help="step with validate=True")
+    parser.add_argument("--plot", help="write the steps/s curve to this PNG")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+          f"{args.threads} thread(s), device {args.device}, validate={args.validate}")
+    raw_masks = aec(args.seconds, observe=False)
+    raw_obs = aec(args.seconds, observe=True)
+    print(f"raw_env random play: {raw_masks:,.0f} steps/s (mask only), "
+          f"{raw_obs:,.0f} steps/s (observation + mask)\n")
+    print("| B | masks only, steps/s | x raw_env | masks + observations, steps/s | x raw_env |")
+    print("|---:|---:|---:|---:|---:|")
+    rows = []
+    memory = None
+    for size in args.sizes:
+        before = rss_bytes()
+        masks, _ = batched(size, args.seconds, False, args.device, args.validate)
+        full, nbytes = batched(size, args.seconds, True, args.device, args.validate)
+        memory = (size, nbytes, rss_bytes() - before)
+        rows.append((size, masks, full))
+        print(f"| {size:,} | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
+              f"{full / raw_obs:.1f} |", flush=True)
+    size, nbytes, rss = memory
+    print(f"\nmemory at B = {size:,}: env tensors {nbytes / 2**20:.1f} MiB "
+          f"({nbytes / size:.0f} bytes/match), process RSS growth {rss / 2**20:.1f} MiB")
+    if args.plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        sizes = [r[0] for r in rows]
+        ax.plot(sizes, [r[1] for r in rows], "o-", label="batched, masks only")
+        ax.plot(sizes, [r[2] for r in rows], "s-", label="batched, masks + observations")
+        ax.axhline(raw_masks, color="grey", linestyle="--", label="raw_env, mask only")
+        ax.axhline(raw_obs, color="grey", linestyle=":", label="raw_env, observation + mask")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("matches stepped together (B)")
+        ax.set_ylabel("steps / s")
+        ax.set_title(f"Seven Rocks random play, {args.device}, {args.threads} torch thread(s)")
+        ax.legend(fontsize=8)
+        ax.grid(True, which="both", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print(f"wrote {args.plot}")
+
+
+if __name__ == "__main__":
+    main()
