@@ -20,7 +20,7 @@ Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``-
 | `obs_version`  | :data:`sevenrocks_env.observation.OBS_VERSION` the policy was trained on |
 | `obs_size`     | observation length (238)                                                 |
 | `num_actions`  | 113 (112 placements + knock)                                             |
-| `model_config` | ``{"hidden_sizes": [...], "action_features": version, "value_head": bool}``: rebuilds :class:`PolicyNet` (``value_head`` false: shipped without one) |
+| `model_config` | ``{"hidden_sizes": [...], "action_features": version, "value_head": bool, "action_scorer": "bilinear"/"mlp", "scorer_sizes": [...]}``: rebuilds :class:`PolicyNet` (``value_head`` false: shipped without one; no ``action_scorer``: bilinear, as before it existed) |
 | `model`        | the network's ``state_dict``                                             |
 | `global_step`  | training decisions seen                                                  |
 """
@@ -38,6 +38,8 @@ from torch import nn
 
 from .observation import OBS_SIZE, OBS_VERSION
 from .policy_features import ActionFeatures
+from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, MAX_LAYERS as \
+    MAX_SCORER_LAYERS, MAX_WIDTH as MAX_SCORER_WIDTH, PlacementScorer, layer_init, scorer_shapes
 from .tiles import KNOCK, NUM_ACTIONS
 
 CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
@@ -45,6 +47,9 @@ CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
 #: allocated: at most 8 hidden layers of at most 4096 units (~130 M parameters at the extreme).
 MAX_HIDDEN_LAYERS = 8
 MAX_HIDDEN_WIDTH = 4096
+#: Per-action scorers (``action_scorer``): ``bilinear`` (features . weights(state)) or ``mlp``
+#: (:class:`~sevenrocks_env.policy_scorer.PlacementScorer`, hidden layers ``scorer_sizes``).
+ACTION_SCORERS = ("bilinear", "mlp")
 #: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
 MAX_CHECKPOINT_BYTES = 1 << 30
 #: Logit given to illegal actions: exp() of it underflows to exactly 0 probability.
@@ -75,6 +80,14 @@ class PolicyNet(nn.Module):
     ``action_features`` is the feature version (``ActionFeatures.SIZES``; ``True`` means version
     1, what checkpoints from before versions stored) or ``0``/``False`` for none.
 
+    ``action_scorer="mlp"`` replaces the bilinear term with a small network scoring each legal
+    placement from [a projection of the trunk's output (64), its action features, an embedding
+    of its tile (16) and of its slot (4)] through ReLU layers ``scorer_sizes`` to one number,
+    added to the placement's logit where the bilinear term goes (the knock keeps its
+    ``policy_head`` logit alone).  It can learn what the features do not say linearly (which
+    feature matters when, per tile); its last layer starts near 0 (gain 0.01), so the initial
+    policy is near uniform, and its cost grows with the number of legal placements only.
+
     The value head is trained only with the trainer's ``critic: shared``; a policy trained with
     the oracle critic (``training/critic.py``) is exported without it (``model_config
     ["value_head"]`` false): :func:`build_model` then puts :class:`MissingValueHead` in its
@@ -82,8 +95,15 @@ class PolicyNet(nn.Module):
     """
 
     def __init__(self, hidden_sizes=(256, 256), obs_size: int = OBS_SIZE,
-                 num_actions: int = NUM_ACTIONS, action_features: int = ActionFeatures.LATEST):
+                 num_actions: int = NUM_ACTIONS, action_features: int = ActionFeatures.LATEST,
+                 action_scorer: str = "bilinear", scorer_sizes=DEFAULT_SCORER_SIZES):
         super().__init__()
+        if action_scorer not in ACTION_SCORERS:
+            raise ValueError(f"action_scorer must be one of {ACTION_SCORERS}, got "
+                             f"{action_scorer!r}")
+        if action_scorer == "mlp" and not int(action_features):
+            raise ValueError("action_scorer 'mlp' needs action features (action_features >= 1)")
+        self.action_scorer = action_scorer
         self.hidden_sizes = [int(h) for h in hidden_sizes]
         self.trunk = mlp(obs_size, self.hidden_sizes)
         width = self.hidden_sizes[-1]
@@ -91,7 +111,9 @@ class PolicyNet(nn.Module):
         self.value_head = layer_init(nn.Linear(width, 1), 1.0)
         version = int(action_features)  # True -> 1
         self.action_features = ActionFeatures(version) if version else None
-        if self.action_features is not None:
+        if action_scorer == "mlp":
+            self.scorer = PlacementScorer(width, self.action_features.size, scorer_sizes)
+        elif self.action_features is not None:
             self.feature_weights = layer_init(nn.Linear(width, self.action_features.size), 0.01)
 
     def forward(self, obs: torch.Tensor, mask: torch.Tensor | None = None,
@@ -107,8 +129,11 @@ class PolicyNet(nn.Module):
         logits = self.policy_head(hidden)
         if self.action_features is not None:
             actions, values = self.legal_features(obs, mask) if features is None else features
-            weights = self.feature_weights(hidden)                           # [B, F]
-            term = (values * weights.unsqueeze(1)).sum(-1)                   # [B, K]
+            if self.action_scorer == "mlp":
+                term = self.scorer(hidden, actions, values)                  # [B, K]
+            else:
+                weights = self.feature_weights(hidden)                       # [B, F]
+                term = (values * weights.unsqueeze(1)).sum(-1)               # [B, K]
             logits = logits.scatter_add(1, actions, term)
         if isinstance(self.value_head, MissingValueHead):
             return logits, torch.full(logits.shape[:1], float("nan"))
@@ -140,6 +165,9 @@ class PolicyNet(nn.Module):
         config = {"hidden_sizes": list(self.hidden_sizes),
                   "action_features": 0 if self.action_features is None
                   else self.action_features.version}
+        if self.action_scorer == "mlp":
+            config["action_scorer"] = "mlp"
+            config["scorer_sizes"] = list(self.scorer.sizes)
         if isinstance(self.value_head, MissingValueHead):
             config["value_head"] = False
         return config
@@ -153,7 +181,9 @@ class MissingValueHead(nn.Module):
 
 
 def expected_shapes(hidden_sizes, action_features: int, value_head: bool = True,
-                    obs_size: int = OBS_SIZE, num_actions: int = NUM_ACTIONS) -> dict:
+                    obs_size: int = OBS_SIZE, num_actions: int = NUM_ACTIONS,
+                    action_scorer: str = "bilinear",
+                    scorer_sizes=DEFAULT_SCORER_SIZES) -> dict:
     """Parameter name -> shape of the :class:`PolicyNet` a ``model_config`` describes, computed
     without building it (a test checks it against ``PolicyNet.state_dict()``)."""
     shapes, width = {}, obs_size
@@ -164,17 +194,12 @@ def expected_shapes(hidden_sizes, action_features: int, value_head: bool = True,
     shapes["policy_head.weight"], shapes["policy_head.bias"] = (num_actions, width), (num_actions,)
     if value_head:
         shapes["value_head.weight"], shapes["value_head.bias"] = (1, width), (1,)
-    if action_features:
+    if action_features and action_scorer == "mlp":
+        shapes.update(scorer_shapes(width, ActionFeatures.SIZES[action_features], scorer_sizes))
+    elif action_features:
         size = ActionFeatures.SIZES[action_features]
         shapes["feature_weights.weight"], shapes["feature_weights.bias"] = (size, width), (size,)
     return shapes
-
-
-def layer_init(layer: nn.Linear, gain: float) -> nn.Linear:
-    """Orthogonal weights, zero bias (CleanRL's ``layer_init``)."""
-    nn.init.orthogonal_(layer.weight, gain)
-    nn.init.constant_(layer.bias, 0.0)
-    return layer
 
 
 def mlp(width: int, hidden_sizes) -> nn.Sequential:
@@ -283,9 +308,11 @@ def read_checkpoint(path) -> dict:
     return data
 
 
-def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool]:
-    """``(hidden_sizes, action_features, value_head)`` of a checkpoint's ``model_config``, each
-    checked and bounded (:data:`MAX_HIDDEN_LAYERS`, :data:`MAX_HIDDEN_WIDTH`)."""
+def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool, dict]:
+    """``(hidden_sizes, action_features, value_head, scorer)`` of a checkpoint's
+    ``model_config``, each checked and bounded (:data:`MAX_HIDDEN_LAYERS`,
+    :data:`MAX_HIDDEN_WIDTH`, :data:`MAX_SCORER_LAYERS`, :data:`MAX_SCORER_WIDTH`); ``scorer``
+    is ``{"action_scorer": ..., "scorer_sizes": [...]}`` (no ``action_scorer``: bilinear)."""
     from .record import shown
     if not isinstance(config, dict):
         raise CheckpointError(f"{path}: model_config must be a dict")
@@ -303,7 +330,19 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool]
     value_head = config.get("value_head", True)
     if type(value_head) is not bool:
         raise CheckpointError(f"{path}: model_config.value_head must be true or false")
-    return list(hidden), features, value_head
+    scorer = config.get("action_scorer", "bilinear")  # checkpoints from before the mlp scorer
+    if not (type(scorer) is str and scorer in ACTION_SCORERS):
+        raise CheckpointError(f"{path}: model_config.action_scorer must be one of "
+                              f"{', '.join(ACTION_SCORERS)}, got {shown(scorer)}")
+    if scorer == "mlp" and not features:
+        raise CheckpointError(f"{path}: model_config.action_scorer 'mlp' needs action features")
+    sizes = config.get("scorer_sizes", list(DEFAULT_SCORER_SIZES))
+    if not (isinstance(sizes, (list, tuple)) and 0 < len(sizes) <= MAX_SCORER_LAYERS
+            and all(type(h) is int and 0 < h <= MAX_SCORER_WIDTH for h in sizes)):
+        raise CheckpointError(f"{path}: model_config.scorer_sizes must be 1-{MAX_SCORER_LAYERS} "
+                              f"layer widths (1-{MAX_SCORER_WIDTH}), got {shown(sizes)}")
+    return list(hidden), features, value_head, {"action_scorer": scorer,
+                                                "scorer_sizes": list(sizes)}
 
 
 def build_model(data: dict, path="checkpoint") -> PolicyNet:
@@ -312,11 +351,11 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
     The declared network is bounded and every tensor's name, shape and dtype is checked against
     it (:func:`expected_shapes`) before the network is built, so a small file cannot make this
     allocate more than its own weights."""
-    hidden, features, value_head = check_model_config(data["model_config"], path)
+    hidden, features, value_head, scorer = check_model_config(data["model_config"], path)
     weights = data["model"]
     if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in weights.items()):
         raise CheckpointError(f"{path}: 'model' must map parameter names to tensors")
-    expected = expected_shapes(hidden, features, value_head)
+    expected = expected_shapes(hidden, features, value_head, **scorer)
     if set(weights) != set(expected):
         odd = sorted(set(weights) ^ set(expected))
         raise CheckpointError(f"{path}: weights do not fit the network it describes (missing or "
@@ -328,7 +367,7 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
                                   f"network it describes needs float32 {shape}")
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"{path}: non-finite weights in {key}")
-    model = PolicyNet(hidden, action_features=features)
+    model = PolicyNet(hidden, action_features=features, **scorer)
     if not value_head:
         model.value_head = MissingValueHead()
     model.load_state_dict(weights)
@@ -384,6 +423,6 @@ def load_policy(path, device: str = "cpu", deterministic: bool = True) -> Policy
     return PolicyAgent(model, name=f"ckpt:{path}", deterministic=deterministic, device=device)
 
 
-__all__ = ["ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError", "MaskedCategorical",
+__all__ = ["ACTION_SCORERS", "ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError", "MaskedCategorical",
            "MissingValueHead", "PolicyAgent", "PolicyNet", "SHIPPED", "build_model",
            "expected_shapes", "load_policy", "read_checkpoint", "shipped_path"]

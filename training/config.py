@@ -23,6 +23,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from sevenrocks_env.policy import MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH
+from sevenrocks_env.policy_scorer import MAX_LAYERS as MAX_SCORER_LAYERS, \
+    MAX_WIDTH as MAX_SCORER_WIDTH
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, shown
 
 
@@ -98,6 +100,8 @@ Specs = Annotated[list[Annotated[str, Field(max_length=1024, strict=True)]],
                   BeforeValidator(_as_list), Field(max_length=32)]
 Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
                    Field(min_length=1, max_length=MAX_HIDDEN_LAYERS)]
+ScorerWidths = Annotated[list[Int(1, MAX_SCORER_WIDTH)], BeforeValidator(_as_list),
+                         Field(min_length=1, max_length=MAX_SCORER_LAYERS)]
 BIG = 10 ** 9
 
 
@@ -164,7 +168,14 @@ class TrainConfig(BaseModel):
     action_features: Int(0, 1000) = 2
     """Version of the policy's per-action feature layer (``sevenrocks_env.policy_features``:
     1 = points, end sums and replies; 2 = also the chance a seat must knock and own tiles that
-    still fit); 0 = none."""
+    still fit; 3 = also the right opponent's reply, our own next score, the partner's plays and
+    knocks, the match score near the target); 0 = none."""
+    action_scorer: Literal["bilinear", "mlp"] = "bilinear"
+    """How the action features become logits: ``bilinear`` = features . weights(state);
+    ``mlp`` = a small network per legal placement over [state, features, tile and slot
+    embeddings] (``sevenrocks_env.policy_scorer``; needs ``action_features`` >= 1)."""
+    scorer_sizes: ScorerWidths = Field(default_factory=lambda: [128, 64])
+    """Hidden layer widths of the ``mlp`` action scorer (ignored with ``bilinear``)."""
     critic: Literal["shared", "oracle"] = "oracle"
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
@@ -188,7 +199,11 @@ class TrainConfig(BaseModel):
     clip_vloss: Flag = True
     """Clip the value loss as in the PPO paper's code."""
     ent_coef: Real(0, 100) = 0.01
-    """Entropy bonus coefficient (entropy over legal actions only)."""
+    """Entropy bonus coefficient (entropy over legal actions only); at the start of the run
+    when ``ent_coef_final`` is set."""
+    ent_coef_final: Real(0, 100) | None = None
+    """Entropy coefficient at the end of the run, reached linearly over ``total_steps`` (like
+    the learning rate with ``anneal_lr``); ``null`` = constant ``ent_coef``."""
     vf_coef: Real(0, 1000) = 0.5
     """Value loss coefficient."""
     max_grad_norm: Real(0, 1e6) = 0.5
@@ -214,6 +229,9 @@ class TrainConfig(BaseModel):
         if self.action_features != 0 and self.action_features not in ActionFeatures.SIZES:
             raise ConfigError(f"action_features must be 0 or one of {sorted(ActionFeatures.SIZES)}, "
                               f"got {self.action_features}", "action_features")
+        if self.action_scorer == "mlp" and self.action_features == 0:
+            raise ConfigError("action_scorer mlp scores the action features: it needs "
+                              "action_features >= 1", "action_scorer")
         if self.opponent_fraction > 0 and not self.opponents:
             raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
                               "opponent_fraction")
@@ -243,6 +261,14 @@ class TrainConfig(BaseModel):
     @property
     def num_updates(self) -> int:
         return self.total_steps // self.batch_size
+
+    def ent_coef_at(self, update: int, num_updates: int) -> float:
+        """Entropy coefficient of update ``update`` (1-based) of ``num_updates``: ``ent_coef``,
+        or linearly from it to ``ent_coef_final`` (the learning rate's schedule, CleanRL)."""
+        if self.ent_coef_final is None:
+            return self.ent_coef
+        done = (update - 1.0) / max(num_updates, 1)
+        return self.ent_coef + (self.ent_coef_final - self.ent_coef) * done
 
     def as_dict(self) -> dict:
         return self.model_dump()

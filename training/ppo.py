@@ -42,13 +42,17 @@ def compute_gae(rewards, values, dones, next_index, bootstrap, gamma: float, gae
 
 
 def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg,
-               critic: nn.Module | None = None) -> dict:
+               critic: nn.Module | None = None, ent_coef: float | None = None) -> dict:
     """Minibatch epochs of the clipped PPO objective; returns the CleanRL loss statistics.
+
+    ``ent_coef`` is this update's entropy coefficient (the trainer's schedule,
+    ``TrainConfig.ent_coef_at``); ``None``: ``cfg.ent_coef``.
 
     ``batch`` holds tensors ``obs, masks, actions, logprobs, values, advantages, returns`` (and
     ``hands`` with an oracle ``critic``, which then gives the values instead of the model's
     value head; the optimizer must hold both networks' parameters).
     """
+    ent_coef = cfg.ent_coef if ent_coef is None else ent_coef
     size = len(batch["actions"])
     minibatch_size = size // cfg.num_minibatches
     clipfracs, approx_kl = [], torch.tensor(0.0)
@@ -97,7 +101,7 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
                 v_loss = 0.5 * ((new_values - returns) ** 2).mean()
 
             entropy_loss = entropy.mean()
-            loss = pg_loss - cfg.ent_coef * entropy_loss + v_loss * cfg.vf_coef
+            loss = pg_loss - ent_coef * entropy_loss + v_loss * cfg.vf_coef
 
             optimizer.zero_grad()
             loss.backward()

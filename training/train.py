@@ -92,7 +92,8 @@ ENGINES = {"batched": BatchedSelfPlayEngine, "python": SelfPlayEngine}
 def build_networks(cfg: TrainConfig):
     """``(model, critic, optimizer)`` for ``cfg``: the policy, the oracle critic or ``None``
     (``critic: shared``), and one Adam over both networks' parameters."""
-    model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features).eval()
+    model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features,
+                      action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes).eval()
     critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
     parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
     return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5)
@@ -186,6 +187,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
             lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
             optimizer.param_groups[0]["lr"] = lr
+            ent_coef = cfg.ent_coef_at(update, num_updates)  # constant unless ent_coef_final
 
             # -- rollout --------------------------------------------------------------------------
             rollout_start = time.time()
@@ -197,7 +199,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             batch = rollout_batch(buffer, advantages, returns)
 
             # -- PPO update -----------------------------------------------------------------------
-            losses = ppo_update(model, optimizer, batch, cfg, critic)
+            losses = ppo_update(model, optimizer, batch, cfg, critic, ent_coef)
             global_step += cfg.batch_size
             session_steps += cfg.batch_size
             if pool is not None and PAST in cfg.opponents and update % cfg.snapshot_every == 0:
@@ -207,6 +209,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             elapsed = time.time() - start_time
             scalars = dict(losses)
             scalars["charts/learning_rate"] = lr
+            scalars["charts/ent_coef"] = ent_coef
             scalars["charts/SPS"] = session_steps / elapsed
             scalars["charts/rollout_SPS"] = cfg.batch_size / rollout_time
             scalars["charts/env_steps_per_s"] = (engine.env_steps - env_steps_before) / elapsed
