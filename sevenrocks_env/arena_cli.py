@@ -32,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="sevenrocks arena",
         description="Duplicate-deal matches between agents (A on seats 0/2, then 1/3, same deals).",
         epilog=f"agent specs: {valid_specs()}; any spec may be written NAME=SPEC to show NAME "
-               f"in tables (e.g. shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt)")
+               f"in tables (e.g. shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt). "
+               f"R1–R8 are the sections of the rules in docs/rules.md")
     parser.add_argument("agents", nargs="+",
                         help="two agent specs (A, B), or several with --round-robin")
     parser.add_argument("--round-robin", action="store_true",

@@ -12,9 +12,10 @@
 | Observation Shape  | (238,)                                            |
 | Observation Values | [0, 1], except the scores (finite bounds, see below) |
 
-Seven Rocks is a four-player partnership dominoes game of the "fives" family with one spinner
-(``shared/RULES.md``).  A match is one episode: rounds are dealt one after another until a
-partnership reaches the target (250) right after a scoring placement.
+Seven Rocks is a four-player partnership dominoes game of the "fives" family with one spinner;
+its rules are ``docs/rules.md``, and R1-R8 below are its sections.  A match is one episode: rounds
+are dealt one after another until a partnership reaches the target (250) right after a scoring
+placement.
 
 ### Observation Space
 

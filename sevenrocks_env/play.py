@@ -29,6 +29,8 @@ from .rules import Match, apply_action, legal_actions, partner_of, round_to_five
 from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
 
+#: Where the rule sections cited in help texts and errors are written down.
+RULES_EPILOG = "R1–R8 are the sections of the rules in docs/rules.md"
 #: Default folder of game records (git-ignored).
 GAMES = "games"
 SLOT_WORDS = {"w": 0, "west": 0, "e": 1, "east": 1, "n": 2, "north": 2, "a": 2,
@@ -71,9 +73,9 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     if text in ("k", "knock", "pass"):
         if legal == [KNOCK]:
             return KNOCK
-        raise ValueError("you hold a tile that fits, so you must place one (R6)")
+        raise ValueError("you hold a tile that fits, so you must place one (R6, see docs/rules.md)")
     if legal == [KNOCK]:
-        raise ValueError("no tile of yours fits any open end: answer 1 to knock (R6)")
+        raise ValueError("no tile of yours fits any open end: answer 1 to knock (R6, see docs/rules.md)")
     parts = text.replace(",", " ").split()
     slot = None
     if len(parts) >= 2 and parts[-1] in SLOT_WORDS:
@@ -98,7 +100,7 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
         return fits[0]  # the opening tile goes in the middle whatever end was named
     if match.ends[slot] < 0:
         raise ValueError(f"the {SLOT_NAMES[slot]} end is not open"
-                         + (" (branches open once the spinner is internal, R4)" if slot >= 2 else ""))
+                         + (" (branches open once the spinner is internal: R4, see docs/rules.md)" if slot >= 2 else ""))
     if 4 * tile + slot not in fits:
         raise ValueError(f"{tile_name(tile)} does not fit the {SLOT_NAMES[slot]} end "
                          f"(open number {match.ends[slot]})")
@@ -221,7 +223,8 @@ class _Quit(Exception):
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sevenrocks play",
-                                     description="Play one seat of Seven Rocks in the terminal.")
+                                     description="Play one seat of Seven Rocks in the terminal.",
+                                     epilog=RULES_EPILOG)
     parser.add_argument("--seat", type=int, default=0, choices=range(4), help="your seat (0-3)")
     parser.add_argument("--partner", default="heuristic", help="agent spec of your partner")
     parser.add_argument("--opponents", nargs="+", default=["heuristic"], metavar="SPEC",

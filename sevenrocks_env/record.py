@@ -177,7 +177,7 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
             prev = match.history[-1]
             if prev.result == DOMINO and opener != prev.finisher:
                 raise RecordError(f"{where}: opener {opener} but seat {prev.finisher} dominoed the "
-                                  f"previous round and must open (R2)")
+                                  f"previous round and must open (R2, see docs/rules.md)")
             match.start_round(hands, opener)
         yield match, None, r
         for i, move in enumerate(rnd["moves"]):
@@ -246,7 +246,7 @@ def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
         raise RecordError(f"{where}: 'moves' must be a list")
     if len(rnd["moves"]) > MAX_MOVES_PER_ROUND:
         raise RecordError(f"{where}: {len(rnd['moves'])} moves; a round has at most "
-                          f"{MAX_MOVES_PER_ROUND} (R6)")
+                          f"{MAX_MOVES_PER_ROUND} (R6, see docs/rules.md)")
     return masks, rnd["opener"]
 
 
@@ -276,7 +276,7 @@ def _apply_move(match: Match, move, where: str) -> None:
     points = apply_action(match, action)
     if not (_same(move.get("end_sum"), match.last_end_sum) and _same(move.get("points"), points)):
         raise RecordError(f"{where}: {describe_action(action)} gives end sum {match.last_end_sum} "
-                          f"and {points} points (R5), the record says "
+                          f"and {points} points (R5, see docs/rules.md), the record says "
                           f"{shown(move.get('end_sum'))} and {shown(move.get('points'))}")
 
 
@@ -297,7 +297,7 @@ def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
     deductions = log.deductions
     if not _same(rnd["deductions"], deductions):
         raise RecordError(f"{where}: record says deductions {rnd['deductions']}, "
-                          f"R7 gives {deductions}")
+                          f"R7 of docs/rules.md gives {deductions}")
     scores = log.scores if log.scores is not None else match.scores
     if not _same(rnd["scores"], list(scores)):
         raise RecordError(f"{where}: record says scores {rnd['scores']}, replay gives {scores}")

@@ -109,7 +109,7 @@ def position(played: list[tuple[str, int]], hand: list[str]) -> rules.Match:
 
 
 @pytest.mark.parametrize("played, hand, expected, points", [
-    # RULES.md example A step 3: 4|4 on the 4 end scores spinner 2 + 8 = 10
+    # docs/rules.md example A step 3: 4|4 on the 4 end scores spinner 2 + 8 = 10
     ([("1|4", WEST), ("1|1", WEST)], ["4|4", "2|4"], ("4|4", EAST), 10),
     # example A step 5: 1|2 on the spinner's line B scores 5
     ([("1|4", WEST), ("1|1", WEST), ("4|4", EAST), ("3|4", EAST)], ["1|2", "1|6"],

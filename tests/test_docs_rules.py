@@ -210,3 +210,47 @@ def test_example_e_tables_match_the_data():
         [(h["tiles"], h["pips"], h["deduction"]) for h in data["single_hands"]]
     rounding = table_with_header(text, "pips")
     assert [[int(r["pips"]), int(r["rounded"])] for r in rounding] == data["rounding"]
+
+
+# -- every citation points inside the repository ------------------------------------------------------
+
+OUTSIDE = ("shared/" + "RULES.md", "../" + "shared")  # split so this file does not find itself
+
+
+def _files_mentioning(needle: str) -> list[str]:
+    """Tracked files (``git grep``), or every text file outside dot-folders without git."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "grep", "-n", "-F", needle, "--", ".",
+                               ":!tests/test_docs_rules.py"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+        if proc.returncode in (0, 1):
+            return proc.stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    hits = []
+    for path in ROOT.rglob("*"):
+        parts = path.relative_to(ROOT).parts
+        if path.is_file() and not any(p.startswith(".") for p in parts) \
+                and path.suffix in (".py", ".md", ".toml", ".yaml", ".yml", ".txt", ".cfg", "") \
+                and path.name != "test_docs_rules.py":
+            text = path.read_text(encoding="utf-8", errors="replace")
+            hits += [f"{path}:{n}" for n, line in enumerate(text.splitlines(), 1) if needle in line]
+    return hits
+
+
+@pytest.mark.parametrize("needle", OUTSIDE)
+def test_nothing_cites_the_rules_outside_the_repository(needle):
+    assert _files_mentioning(needle) == []
+
+
+def test_links_to_rule_sections_name_real_sections():
+    anchors = set(SECTION_ANCHORS) | {
+        re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", TEXT, flags=re.M)}
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    links = [(doc.name, a) for doc in docs if doc.exists()
+             for a in re.findall(r"rules\.md#([\w-]+)", doc.read_text(encoding="utf-8"))]
+    assert links, "no document links a rule section"
+    assert [link for link in links if link[1] not in anchors] == []

@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sevenrocks replay",
         description="Turn a game record into an animated GIF or a folder of PNG frames "
-                    "(one frame per placement or knock).")
+                    "(one frame per placement or knock).",
+        epilog="R1–R8 are the sections of the rules in docs/rules.md")
     parser.add_argument("record", help="game record JSON (sevenrocks-record/1)")
     parser.add_argument("--out", required=True, help="game.gif, or a folder for PNG frames")
     parser.add_argument("--round", type=int, default=None, dest="round_index",
