@@ -38,11 +38,20 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import torch
-from ray.rllib.core.columns import Columns
-from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
-from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
-from ray.rllib.core.rl_module.torch import TorchRLModule
-from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+try:
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+    from ray.rllib.core.rl_module.torch import TorchRLModule
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+except ImportError as missing:
+    if __name__ != "__main__" or not (missing.name or "").startswith("ray"):
+        raise
+    print(f"rllib_ppo.py needs Ray RLlib ({missing.name} is not installed in {sys.executable}): "
+          f"run it with .venv-rllib/bin/python (make install-rllib), or "
+          f"pip install -e \".[rllib]\"", file=sys.stderr)
+    sys.exit(2)
 
 from sevenrocks_env.arena import add_evaluation_arguments
 from sevenrocks_env.agents import make_agent

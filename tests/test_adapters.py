@@ -314,3 +314,19 @@ def test_other_seats_are_never_asked_about_forced_moves(skip_forced):
             done = terminated or truncated
     # the learner is asked about its own forced moves unless skip_forced (sevenrocks_env.driver)
     assert (forced_steps == 0) == skip_forced
+
+
+def test_rllib_example_without_ray_says_where_ray_is():
+    """Run as a script where Ray cannot be imported (blocked, so this holds in every venv)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "rllib_ppo.py"
+    code = ("import runpy, sys; sys.modules['ray'] = None; sys.argv = ['rllib_ppo.py', '--help']; "
+            f"runpy.run_path({str(example)!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and ".venv-rllib" in lines[0] and "make install-rllib" in lines[0] \
+        and "[rllib]" in lines[0]
