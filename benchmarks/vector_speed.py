@@ -110,7 +110,8 @@ def main() -> None:
               f"{full / raw_obs:.1f} |", flush=True)
     size, nbytes, rss = memory
     print(f"\nmemory at B = {size:,}: env tensors {nbytes / 2**20:.1f} MiB "
-          f"({nbytes / size:.0f} bytes/match), process RSS growth {rss / 2**20:.1f} MiB")
+          f"({nbytes / size:.0f} bytes/match), process RSS growth {rss / 2**20:.1f} MiB, "
+          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB")
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
