@@ -211,3 +211,28 @@ def test_max_rounds_truncates_with_zero_win_reward_and_starts_a_fresh_match():
             assert not terminated[env] and rewards[env].tolist() == [0.0] * 4
             assert venv.state.round_index[env] == 0 and venv.state.scores[env].tolist() == [0, 0]
     assert seen > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_loaded_match_with_history_finishes_as_a_valid_record(seed):
+    """load() continues the record of a match that started at 0-0 (its history) mid-round."""
+    from sevenrocks_env.record import game_record, validate
+    match = Match.new(seed, target=150)
+    rng = random.Random(seed)
+    for _ in range(80):  # a few rounds in, mid-round
+        apply_action(match, rng.choice(legal_actions(match)))
+    assert not match.over and match.placements > 0
+    venv = sevenrocks_v0.vector_env(num_envs=2, target=150, records=True)
+    venv.load([match, match.clone(keep_history=False)])
+    generator = torch.Generator().manual_seed(seed)
+    records = []
+    while not any(env == 0 for env, _ in records):
+        keys = torch.rand(venv.action_mask.shape, generator=generator)
+        venv.step(torch.where(venv.action_mask, keys, -1.0).argmax(1))
+        records += venv.pop_finished_records()
+    record = next(r for env, r in records if env == 0)
+    validate(record)
+    assert record["rounds"][0] == game_record(match)["rounds"][0]   # the loaded history
+    # env 1 was loaded without history: its first match has no record, later ones do
+    finished_in_env1 = int(venv.state.matches[1])
+    assert sum(env == 1 for env, _ in records) == max(finished_in_env1 - 1, 0)
