@@ -13,7 +13,10 @@ played by the env (``skip_forced=True``) so a step is a real decision.  Maskable
 legal actions from ``env.action_masks()`` and never samples an illegal one.
 
 At the end the policy plays ``greedy`` and ``heuristic`` in the arena (duplicate deals, CIs) as
-:class:`SB3Agent`, an :class:`~sevenrocks_env.agents.base.Agent`.
+:class:`~sevenrocks_env.agents.sb3_agent.SB3Agent`, an :class:`~sevenrocks_env.agents.base.Agent`.
+The saved zip plays anywhere as the agent spec ``sb3:PATH``, e.g.
+``sevenrocks arena sb3:checkpoints/sb3/maskable_ppo.zip heuristic`` (an SB3 zip is a pickle:
+use only files you trust).
 """
 
 from __future__ import annotations
@@ -30,27 +33,7 @@ import numpy as np
 import sevenrocks_env  # noqa: F401  (registers sevenrocks/SevenRocks-v0)
 from sevenrocks_env.arena import add_evaluation_arguments
 from sevenrocks_env.agents import make_agent
-
-
-class SB3Agent:
-    """A trained MaskablePPO model (or its policy) as an arena :class:`~sevenrocks_env.agents.base.Agent`."""
-
-    def __init__(self, model, name: str = "sb3-maskable-ppo", deterministic: bool = True):
-        self.model = model
-        self.name = name
-        self.deterministic = deterministic
-
-    def seed(self, seed: int | None) -> None:
-        """Deterministic play has no randomness (and SB3's seeding would touch global RNGs)."""
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        mask = np.asarray(action_mask).astype(bool)
-        legal = np.flatnonzero(mask)
-        if len(legal) == 1:
-            return int(legal[0])
-        obs = {"observation": np.asarray(observation, np.float32), "action_mask": np.asarray(action_mask, np.int8)}
-        action, _ = self.model.predict(obs, action_masks=mask, deterministic=self.deterministic)
-        return int(action)
+from sevenrocks_env.agents.sb3_agent import SB3Agent
 
 
 class _FrozenCopy:
@@ -147,13 +130,14 @@ def main(argv=None) -> int:
                            refresh=args.refresh, reward=args.reward, verbose=1)
     Path(args.save).parent.mkdir(parents=True, exist_ok=True)
     model.save(args.save)
+    print(f"saved {args.save}; in the arena: sevenrocks arena sb3:{args.save} heuristic")
     results = {"env_steps": int(model.num_timesteps), "train_seconds": seconds, "model": args.save,
                "arena": {}}
     if args.eval_pairs:
         from sevenrocks_env.arena import evaluate
 
         for spec in args.eval_against:
-            arena = evaluate(SB3Agent(model), make_agent(spec), args.eval_pairs, args.eval_seed)
+            arena = evaluate(SB3Agent(model, name="sb3-maskable-ppo"), make_agent(spec), args.eval_pairs, args.eval_seed)
             print(f"\nMaskablePPO vs {spec}\n{arena.table()}")
             results["arena"][spec] = arena.as_dict()
     if args.json:

@@ -12,6 +12,7 @@ command line:
 | ``search[:samples=64,time_limit=0.5,rollout=defensive,win_bonus=50]`` | determinized Monte-Carlo |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 | ``ckpt:shipped``                       | the policy installed with the package               |
+| ``sb3:PATH``                           | an sb3-contrib MaskablePPO zip (``sb3_agent``); **trusted files only**: an SB3 zip is a pickle and loading it can run code |
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ AGENTS = {
                              "win_bonus": float}),
 }
 CHECKPOINT_SPECS = ("ckpt", "policy")
+SB3_SPEC = "sb3"
 
 
 def valid_specs() -> str:
@@ -41,7 +43,8 @@ def valid_specs() -> str:
     for name, (_, params) in AGENTS.items():
         extra = ",".join(f"{p}=<{t.__name__}>" for p, t in params.items())
         lines.append(f"{name}[:{extra}]" if extra else name)
-    lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS] + ["ckpt:shipped"]
+    lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS] + ["ckpt:shipped",
+                                                                   f"{SB3_SPEC}:PATH (trusted files only)"]
     return ", ".join(lines)
 
 
@@ -59,6 +62,10 @@ def make_agent(spec, seed: int | None = None) -> Agent:
     name, _, rest = spec.strip().partition(":")
     if name in CHECKPOINT_SPECS:
         return _load_checkpoint(rest.strip(), seed)
+    if name == SB3_SPEC:
+        from .sb3_agent import load_sb3_agent  # imports sb3-contrib only when asked for
+
+        return load_sb3_agent(rest.strip(), seed)
     if name not in AGENTS:
         raise ValueError(f"unknown agent spec {spec!r}; valid specs: {valid_specs()}")
     cls, types = AGENTS[name]
