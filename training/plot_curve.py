@@ -1,90 +1,157 @@
-"""Learning curve picture from a run's TensorBoard logs: eval win rate against wall time.
+"""Learning curve picture from a run's TensorBoard logs: eval win rate with 95% bands.
 
     python -m training.plot_curve runs/<run> --out docs/learning_curve.png
+    python -m training.plot_curve runs/smoke --x steps          # against env steps
 
 Reads the ``eval/win_rate_vs_<agent>`` scalars and ``eval/wall_minutes`` (logged at each
-evaluation, resume-safe) and draws them with Pillow (no plotting library needed).
+evaluation, resume-safe).  The x axis is wall time in the unit that suits the run (seconds for a
+run shorter than two minutes, minutes up to two hours, then hours), or env steps with ``--x
+steps``.  Each win rate gets the arena's 95% Wilson interval over its duplicate pairs
+(:func:`sevenrocks_env.ratings.wilson_interval`): the number of pairs is read from the run's
+logged hyperparameters (``eval_pairs``; ``final_eval_pairs`` for the last evaluation), or given
+with ``--pairs``.  Drawn with matplotlib (the ``[train]`` extra).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
-from PIL import Image, ImageDraw
+from sevenrocks_env.ratings import wilson_interval
 
-COLOURS = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189)]
-WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 900, 520, 70, 170, 40, 60
+#: (largest x in seconds, unit name, seconds per unit): the first that fits the run is used.
+TIME_UNITS = [(120.0, "seconds", 1.0), (7200.0, "minutes", 60.0), (float("inf"), "hours", 3600.0)]
 
 
-def read_curves(run_dir) -> tuple[dict[str, list[tuple[float, float]]], str]:
-    """``{agent: [(minutes, win_rate), ...]}`` and the run name."""
+def read_run(run_dir) -> dict:
+    """``{"curves": {agent: [(step, seconds, win_rate), ...]}, "pairs": (eval, final) or None,
+    "name": run name}`` from a run's TensorBoard folder; ``ValueError`` if it has no evaluations."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"{run_dir}: no such folder")
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
     acc.Reload()
-    tags = acc.Tags()["scalars"]
-    if "eval/wall_minutes" not in tags:
+    tags = acc.Tags()
+    if "eval/wall_minutes" not in tags["scalars"]:
         raise ValueError(f"{run_dir}: no evaluations logged (eval/wall_minutes missing)")
-    minutes = {e.step: e.value for e in acc.Scalars("eval/wall_minutes")}
+    seconds = {e.step: 60.0 * e.value for e in acc.Scalars("eval/wall_minutes")}
     curves = {}
-    for tag in sorted(t for t in tags if t.startswith("eval/win_rate_vs_")):
-        points = [(minutes[e.step], e.value) for e in acc.Scalars(tag) if e.step in minutes]
-        curves[tag.removeprefix("eval/win_rate_vs_")] = sorted(points)
-    return curves, Path(run_dir).name
+    for tag in sorted(t for t in tags["scalars"] if t.startswith("eval/win_rate_vs_")):
+        points = {e.step: (e.step, seconds[e.step], e.value)
+                  for e in acc.Scalars(tag) if e.step in seconds}  # a resumed step: the last one
+        curves[tag.removeprefix("eval/win_rate_vs_")] = sorted(points.values())
+    if not curves:
+        raise ValueError(f"{run_dir}: no eval/win_rate_vs_<agent> scalars")
+    pairs = None
+    if "hyperparameters/text_summary" in tags.get("tensors", []):
+        table = acc.Tensors("hyperparameters/text_summary")[-1].tensor_proto.string_val[0]
+        pairs = _pairs_from_table(table.decode("utf-8", "replace"))
+    return {"curves": curves, "pairs": pairs, "name": run_dir.name}
 
 
-def draw(curves: dict, title: str, out) -> Path:
-    image = Image.new("RGB", (WIDTH, HEIGHT), "white")
-    pen = ImageDraw.Draw(image)
-    x_max = max((m for points in curves.values() for m, _ in points), default=1.0) or 1.0
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+def _pairs_from_table(table: str) -> tuple[int, int] | None:
+    """``(eval_pairs, final_eval_pairs)`` from the logged hyperparameter table, if both are there."""
+    found = dict(re.findall(r"^\|(eval_pairs|final_eval_pairs)\|(\d+)\|$", table, flags=re.M))
+    if len(found) != 2:
+        return None
+    return int(found["eval_pairs"]), int(found["final_eval_pairs"])
 
-    def xy(minutes, rate):
-        return LEFT + plot_w * minutes / x_max, TOP + plot_h * (1.0 - rate)
 
-    for i in range(11):  # horizontal grid every 10%
-        y = TOP + plot_h * i / 10
-        pen.line([(LEFT, y), (LEFT + plot_w, y)], fill=(225, 225, 225))
-        pen.text((LEFT - 40, y - 6), f"{100 - 10 * i}%", fill="black")
-    for i in range(6):
-        x = LEFT + plot_w * i / 5
-        pen.line([(x, TOP + plot_h), (x, TOP + plot_h + 5)], fill="black")
-        pen.text((x - 10, TOP + plot_h + 10), f"{x_max * i / 5:.0f}", fill="black")
-    y50 = xy(0, 0.5)[1]
-    pen.line([(LEFT, y50), (LEFT + plot_w, y50)], fill=(150, 150, 150), width=2)
-    pen.rectangle([LEFT, TOP, LEFT + plot_w, TOP + plot_h], outline="black")
-    for k, (agent, points) in enumerate(curves.items()):
-        colour = COLOURS[k % len(COLOURS)]
-        coords = [xy(m, r) for m, r in points]
-        if len(coords) > 1:
-            pen.line(coords, fill=colour, width=3)
-        for x, y in coords:
-            pen.ellipse([x - 3, y - 3, x + 3, y + 3], fill=colour)
-        pen.line([(WIDTH - RIGHT + 15, TOP + 20 + 22 * k), (WIDTH - RIGHT + 40, TOP + 20 + 22 * k)],
-                 fill=colour, width=3)
-        pen.text((WIDTH - RIGHT + 47, TOP + 14 + 22 * k), f"vs {agent}", fill="black")
-    pen.text((LEFT, 12), f"{title}: match win rate (duplicate arena) vs wall time", fill="black")
-    pen.text((LEFT + plot_w / 2 - 60, HEIGHT - 25), "wall time (minutes)", fill="black")
+def time_unit(max_seconds: float) -> tuple[str, float]:
+    """The unit (name, seconds per unit) for a run whose last evaluation is at ``max_seconds``."""
+    return next((name, size) for limit, name, size in TIME_UNITS if max_seconds < limit)
+
+
+def x_axis(run: dict, x: str) -> tuple[str, float, int]:
+    """``(label, units per x value, column of the points)`` for ``x`` = ``"time"`` or ``"steps"``."""
+    if x == "steps":
+        return "env steps", 1.0, 0
+    unit, scale = time_unit(max(p[1] for points in run["curves"].values() for p in points))
+    return f"wall time ({unit})", scale, 1
+
+
+def draw(run: dict, out, x: str = "time", pairs: int | None = None) -> Path:
+    """Write the picture; ``x`` is ``"time"`` or ``"steps"``; ``pairs`` overrides the logged
+    number of duplicate pairs per evaluation (no bands when neither is known)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+    curves = run["curves"]
+    last_step = max(p[0] for points in curves.values() for p in points)
+    label, scale, column = x_axis(run, x)
+    fig, ax = plt.subplots(figsize=(9, 5.2), dpi=100)
+    banded = False
+    for agent, points in curves.items():
+        xs = [p[column] / scale for p in points]
+        rates = [p[2] for p in points]
+        line, = ax.plot(xs, rates, marker="o", linewidth=2, label=f"vs {agent}")
+        counts = [_pairs_at(step, last_step, run.get("pairs"), pairs) for step, _, _ in points]
+        if all(counts):
+            bands = [wilson_interval(r, n) for r, n in zip(rates, counts)]
+            ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands],
+                            color=line.get_color(), alpha=0.18, linewidth=0)
+            banded = True
+    ax.axhline(0.5, color="grey", linewidth=1.2, linestyle="--")
+    ax.set_ylim(-0.01, 1.01)  # a 100% line stays visible above the frame
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10],
+                                           integer=x == "steps"))
+    if x == "steps":
+        ax.ticklabel_format(axis="x", style="plain")
+    ax.set_xlim(left=0)
+    ax.set_xlabel(label)
+    ax.set_ylabel("match win rate (duplicate arena)")
+    band = "; bands: 95% Wilson over duplicate pairs" if banded else ""
+    ax.set_title(f"{run['name']}: win rate vs {label.split(' (')[0]}{band}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    image.save(out)
+    fig.savefig(out)
+    plt.close(fig)
     return out
+
+
+def _pairs_at(step: int, last_step: int, logged: tuple[int, int] | None,
+              override: int | None) -> int | None:
+    if override:
+        return override
+    if logged is None:
+        return None
+    return logged[1] if step == last_step else logged[0]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.plot_curve", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", help="runs/<run-name>")
+    parser.add_argument("run_dir", help="runs/<run-name> (a TensorBoard folder of one run)")
     parser.add_argument("--out", default="docs/learning_curve.png")
+    parser.add_argument("--x", choices=("time", "steps"), default="time",
+                        help="x axis: wall time (unit chosen by the run's length) or env steps")
+    parser.add_argument("--pairs", type=int, default=None,
+                        help="duplicate pairs per evaluation (default: read from the run's logs)")
     args = parser.parse_args(argv)
+    if args.pairs is not None and args.pairs < 1:
+        print("error: --pairs must be at least 1", file=sys.stderr)
+        return 2
     try:
-        curves, name = read_curves(args.run_dir)
+        run = read_run(args.run_dir)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(draw(curves, name, args.out))
+    try:
+        print(draw(run, args.out, args.x, args.pairs))
+    except ImportError:
+        print("error: plot_curve needs matplotlib: pip install -e \".[train]\"", file=sys.stderr)
+        return 2
     return 0
 
 

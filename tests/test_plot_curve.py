@@ -1,0 +1,64 @@
+"""training.plot_curve: readable axes for runs of seconds or hours, bands from the logged pairs."""
+
+import pytest
+
+pytest.importorskip("matplotlib", reason="needs the [train] extra")
+pytest.importorskip("tensorboard", reason="needs the [train] extra")
+
+from PIL import Image  # noqa: E402
+from torch.utils.tensorboard import SummaryWriter  # noqa: E402
+
+from training.plot_curve import _pairs_from_table, main, read_run, time_unit, x_axis  # noqa: E402
+
+
+def write_run(folder, minutes, pairs=(1, 2), rates=(0.25, 0.5, 0.75)):
+    writer = SummaryWriter(str(folder))
+    if pairs is not None:
+        writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n|eval_pairs|{pairs[0]}|\n"
+                                           f"|final_eval_pairs|{pairs[1]}|")
+    for k, (m, rate) in enumerate(zip(minutes, rates), start=1):
+        writer.add_scalar("eval/win_rate_vs_random", rate, 256 * k)
+        writer.add_scalar("eval/win_rate_vs_greedy", rate / 2, 256 * k)
+        writer.add_scalar("eval/wall_minutes", m, 256 * k)
+    writer.close()
+    return folder
+
+
+@pytest.mark.parametrize("seconds, unit", [(3.5, "seconds"), (119, "seconds"), (120, "minutes"),
+                                           (3600, "minutes"), (7200, "hours"), (36000, "hours")])
+def test_time_unit_suits_the_run_length(seconds, unit):
+    assert time_unit(seconds)[0] == unit
+
+
+def test_a_seconds_long_run_reads_in_seconds_with_bands(tmp_path):
+    run = read_run(write_run(tmp_path / "smoke", minutes=(0.01, 0.03, 0.06)))
+    assert run["pairs"] == (1, 2) and run["name"] == "smoke"
+    points = run["curves"]["random"]  # float32 scalars: seconds to within 1e-6
+    assert [p[0] for p in points] == [256, 512, 768]
+    assert [p[1] for p in points] == pytest.approx([0.6, 1.8, 3.6], rel=1e-6)
+    assert x_axis(run, "time") == ("wall time (seconds)", 1.0, 1)
+    assert x_axis(run, "steps") == ("env steps", 1.0, 0)
+    out = tmp_path / "curve.png"
+    assert main([str(tmp_path / "smoke"), "--out", str(out)]) == 0
+    assert Image.open(out).size == (900, 520)
+    assert main([str(tmp_path / "smoke"), "--out", str(out), "--x", "steps"]) == 0
+
+
+def test_long_run_in_hours_and_pairs_from_the_command_line(tmp_path):
+    run = read_run(write_run(tmp_path / "long", minutes=(30, 200, 400), pairs=None))
+    assert run["pairs"] is None and x_axis(run, "time")[0] == "wall time (hours)"
+    assert main([str(tmp_path / "long"), "--out", str(tmp_path / "c.png"), "--pairs", "50"]) == 0
+
+
+def test_hparams_table_parsing():
+    assert _pairs_from_table("|param|value|\n|eval_pairs|3|\n|final_eval_pairs|40|") == (3, 40)
+    assert _pairs_from_table("|param|value|\n|eval_pairs|3|") is None
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main([str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    SummaryWriter(str(tmp_path / "empty")).close()
+    assert main([str(tmp_path / "empty")]) == 2
+    assert "no evaluations logged" in capsys.readouterr().err
+    assert main([str(tmp_path / "empty"), "--pairs", "0"]) == 2
