@@ -276,3 +276,17 @@ def test_smoke_run_with_mlp_scorer_features_3_and_entropy_anneal(tmp_path):
     coefs = [e.value for e in events.Scalars("charts/ent_coef")]
     assert coefs == pytest.approx([0.03, 0.03 - 0.025 / 3, 0.03 - 0.05 / 3])
     assert all(np.isfinite(e.value) for e in events.Scalars("losses/entropy"))
+
+
+def test_mlp_run_resumes_and_keeps_its_scorer(tmp_path, capsys):
+    """--resume of an MLP-scorer run with past snapshots in its pool (the pool's networks have the
+    scorer's parameters too); the scorer cannot change on resume."""
+    from training.train import main
+    dirs = [f"--set=log_dir={tmp_path / 'runs'}", f"--set=checkpoint_dir={tmp_path / 'ckpt'}"]
+    assert main(["--config", SMOKE, "--set=action_scorer=mlp", "--set=total_steps=512",
+                 "--set=eval_every=0", *dirs]) == 0
+    latest = str(tmp_path / "ckpt" / "smoke" / "latest.pt")
+    assert main(["--resume", latest, "--set=total_steps=1024", *dirs]) == 0
+    assert "resumed from step 512" in capsys.readouterr().out
+    assert main(["--resume", latest, "--set=action_scorer=bilinear", *dirs]) == 2
+    assert "action_scorer cannot change on --resume" in capsys.readouterr().err

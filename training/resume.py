@@ -82,7 +82,8 @@ def check_pool(pool, cfg: TrainConfig, path) -> None:
             and len(pool["snapshots"]) == len(pool["generators"]) <= cfg.max_snapshots):
         raise _bad(path, "pool", f"must hold matching lists of at most {cfg.max_snapshots} "
                                  "snapshots and generators")
-    shapes = expected_shapes(cfg.hidden_sizes, cfg.action_features)
+    shapes = expected_shapes(cfg.hidden_sizes, cfg.action_features,
+                             action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes)
     for index, (weights, generator) in enumerate(zip(pool["snapshots"], pool["generators"])):
         check_weights(weights, shapes, path, "pool")
         if not (isinstance(generator, torch.Tensor) and generator.dtype == torch.uint8
@@ -161,7 +162,8 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
         raise _bad(path, "config", f"is invalid: {str(error)[:300]}") from None
     cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
                            origins={key: "--set" for key in overrides})
-    for key in ("hidden_sizes", "action_features", "critic", "engine"):  # shapes, resume state
+    for key in ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
+                "engine"):  # shapes, resume state
         if getattr(cfg, key) != getattr(before, key):
             raise ConfigError(f"--set: {key} cannot change on --resume (the run has "
                               f"{getattr(before, key)!r}); start a new run instead", key)

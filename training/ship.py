@@ -73,7 +73,8 @@ def _markdown(card: dict) -> str:
              f"| training decisions | {card['global_step']:,} |",
              f"| training wall time | {card['train_minutes']:.1f} min on {card['machine']} |",
              f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
-             f"v{int(card['model_config'].get('action_features', 0))} |",
+             f"v{int(card['model_config'].get('action_features', 0))}, "
+             f"{card['model_config'].get('action_scorer', 'bilinear')} action scorer |",
              f"| critic (training only) | {_critic(card['config'])} |",
              f"| file size | {card['file_bytes'] / 1e6:.2f} MB |", "",
              "## Arena results (duplicate deals, policy plays greedily, 95% Wilson CI over pairs)",
