@@ -29,7 +29,7 @@ def test_example_a_layout():
 
 
 def test_example_a_after_step_5_continuation_points():
-    """RULES.md: after step 5 the points are both branches (1) and the 2 and 3 ends; two counted."""
+    """docs/rules.md example A: after step 5 the points are both branches (1) and the 2 and 3 ends; two counted."""
     layout = layout_from_tiles([(t, s) for t, s, *_ in EXAMPLES["A"][:5]])
     assert layout.continuation_points() == {WEST: 2, EAST: 3, NORTH: 1, SOUTH: 1}
     assert layout.counted_ends() == {WEST: 2, EAST: 3}

@@ -63,7 +63,7 @@ def test_example_pictures_mark_spinner_and_ends(name, step):
 
 
 def test_example_a_step_5_branches_are_hollow_ends_are_counted():
-    """RULES.md: after step 5 both branches are legal but not counted; the 2 and 3 ends count."""
+    """docs/rules.md example A: after step 5 both branches are legal but not counted; the 2 and 3 ends count."""
     _, geometry = draw_picture(example_match(EXAMPLES["A"], steps=5))
     assert not geometry.marker(NORTH).counted and not geometry.marker(SOUTH).counted
     spinner_x = (geometry.spinner.box[0] + geometry.spinner.box[2]) / 2

@@ -1,0 +1,87 @@
+"""Training ablations (issue 17): train each variant for the same budget, then the arena on fresh deals.
+
+    python benchmarks/ablation.py --variants baseline mlp --steps 2000000 --seed 1 \\
+        --pairs 1000 --deal-seed 9001 --out runs/ablation
+
+Each variant is ``configs/default.yaml`` with the variant's ``--set`` flags, a fixed number of
+learner decisions (``max_minutes`` off, so a busy machine changes the wall time, not the
+result), then the trained policy plays ``heuristic`` and ``greedy`` in the arena on duplicate
+deals from ``--deal-seed`` (deals not used to pick anything before).  Prints one markdown row
+per variant; ``--json`` files under ``--out`` keep the full results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+VARIANTS = {
+    "baseline": [],  # configs/default.yaml: action features v2, bilinear scorer, ent_coef 0.01
+    "mlp": ["action_scorer=mlp"],
+    "features_v3": ["action_features=3"],
+    "ent_anneal": ["ent_coef=0.03", "ent_coef_final=0.005"],
+    "combined": ["action_scorer=mlp", "action_features=3", "ent_coef=0.03",
+                 "ent_coef_final=0.005"],
+    "python_engine": ["engine=python"],
+}
+
+
+def run(variant: str, args) -> dict:
+    name = f"abl_{variant}_s{args.seed}"
+    ckpt_dir, log_dir = Path(args.out) / "ckpt", Path(args.out) / "runs"
+    sets = [f"total_steps={args.steps}", "max_minutes=0", f"seed={args.seed}",
+            f"run_name={name}", "eval_every=0", "final_eval_pairs=10", "progress=false",
+            f"checkpoint_dir={ckpt_dir}", f"log_dir={log_dir}", *VARIANTS[variant]]
+    start = time.time()
+    subprocess.run([sys.executable, "-m", "training.train", "--config", "configs/default.yaml",
+                    "--force", *(f"--set={s}" for s in sets)], check=True,
+                   stdout=subprocess.DEVNULL)
+    minutes = (time.time() - start) / 60
+    checkpoint = ckpt_dir / name / "latest.pt"
+    results = {"variant": variant, "flags": VARIANTS[variant], "train_minutes": minutes}
+    for opponent, pairs in (("heuristic", args.pairs), ("greedy", args.pairs // 5)):
+        out = subprocess.run(
+            [sys.executable, "-m", "sevenrocks_env.arena", f"{variant}=ckpt:{checkpoint}", opponent,
+             "--pairs", str(pairs), "--seed", str(args.deal_seed), "--json", "--no-progress"],
+            check=True, capture_output=True, text=True).stdout
+        results[opponent] = json.loads(out)
+    (Path(args.out) / f"{name}.json").write_text(json.dumps(results, indent=1))
+    return results
+
+
+def row(results: dict) -> str:
+    cells = []
+    for opponent in ("heuristic", "greedy"):
+        r = results[opponent]
+        low, high = r["ci95"]
+        cells.append(f"{100 * r['win_rate']:.1f} % [{100 * low:.1f}, {100 * high:.1f}] "
+                     f"({r['pairs']} pairs)")
+    flags = " ".join(f"`{f}`" for f in results["flags"]) or "(default)"
+    return f"| {results['variant']} | {flags} | {results['train_minutes']:.1f} | " + " | ".join(cells) + " |"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["baseline"])
+    parser.add_argument("--steps", type=int, default=2_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--pairs", type=int, default=1000, help="pairs against heuristic "
+                        "(a fifth of them against greedy)")
+    parser.add_argument("--deal-seed", type=int, default=9001)
+    parser.add_argument("--out", default="runs/ablation")
+    args = parser.parse_args(argv)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    print("| variant | flags | train min | vs heuristic [95% CI] | vs greedy [95% CI] |")
+    print("|---|---|---:|---|---|")
+    for variant in args.variants:
+        print(row(run(variant, args)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
