@@ -34,8 +34,8 @@ def snapshot(venv):
 
 
 def test_same_seed_same_trajectories_for_any_batch_size():
-    small = sevenrocks_v0.vector_env(num_envs=3)
-    large = sevenrocks_v0.vector_env(num_envs=11)
+    small = sevenrocks_v0.vector_env(num_envs=3, target=100)
+    large = sevenrocks_v0.vector_env(num_envs=11, target=100)
     small.reset(seed=42)
     large.reset(seed=42)
     for _ in range(400):  # several rounds and matches: the stream is (seed, env, match, round)

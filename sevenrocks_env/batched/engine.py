@@ -60,10 +60,11 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     seat = state.turn
     knock = actions == KNOCK
     place = ~knock
-    tile = (actions >> 2) * place
+    placed = place.long()                                  # int 0/1: no bool promotion below
+    tile = (actions >> 2) * placed
     slot = actions & 3
-    bit = torch.bitwise_left_shift(place, tile)
-    at_seat = t.slots == seat[:, None]                                      # [B, 4]
+    bit = torch.bitwise_left_shift(placed, tile)
+    at_seat = layout.rows_of(t.onehot4, seat)              # [B, 4] int one-hot
     seat_bit = at_seat * bit[:, None]
     state.hands ^= seat_bit
     state.played_by |= seat_bit
@@ -75,22 +76,24 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
         tile, slot)
     rows = place[:, None]
     # R6: a knock shows the seat lacks every open number
-    state.voids |= at_seat * (layout.open_numbers(state.ends) * knock)[:, None]
+    state.voids |= at_seat * (layout.open_numbers(state.ends) * (1 - placed))[:, None]
     state.ends = layout.select(rows, ends, state.ends)
     state.end_double = (rows & end_double) | (knock[:, None] & state.end_double)
     state.branch_started = (rows & started) | (knock[:, None] & state.branch_started)
     state.spinner = layout.select(place, spinner, state.spinner)
-    state.placements += place
+    state.placements += placed
 
     # R5: score the placement; R8: the win is checked right after it
     total = layout.end_sum(state.ends, state.end_double, state.branch_started)
     logged_sum = layout.select(place, total, state.last_end_sum)  # a knock logs the last sum
     state.last_end_sum = logged_sum
-    points = layout.placement_points(total) * place
+    points = layout.placement_points(total) * placed
     team = seat & 1
-    team_points = (t.slots[:2] == team[:, None]) * points[:, None]          # [B, 2]
+    team_points = layout.rows_of(t.onehot2, team) * points[:, None]        # [B, 2]
     state.scores += team_points
-    won = (points > 0) & (state.scores.gather(1, team[:, None]).squeeze(1) >= settings.target)
+    scores = state.scores
+    team_score = scores[:, 0] + team * (scores[:, 1] - scores[:, 0])
+    won = (points > 0) & (team_score >= settings.target)
     # R6, R7: domino or blocked
     domino = place & ~won & (state.hands.gather(1, seat[:, None]).squeeze(1) == 0)
     blocked = place & ~won & ~domino & (

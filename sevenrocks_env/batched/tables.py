@@ -78,6 +78,8 @@ class Tables:
         self.byte_shift = torch.arange(0, 64, 8, **long)[:7]  # 7 bytes of a 56-bit word
         self.tile_index = torch.arange(NUM_TILES + 1, **long)
         self.count_base = torch.tensor([0, 8, 8, 8], **long)
+        self.onehot4 = torch.eye(4, **long)                  # row s: 1 at column s (int64)
+        self.onehot2 = torch.eye(2, **long)
         # the observer is always the seat on turn: relative seat 0 (observation piece `turn`)
         self.turn_piece = torch.tensor([[1.0, 0.0, 0.0, 0.0]], device=device)
 
