@@ -52,6 +52,7 @@ serve: install
 
 bench: install
 	$(PY) benchmarks/env_speed.py --seconds 5 --repeats 3
+	$(PY) benchmarks/vector_speed.py --seconds 3
 
 clean:
 	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat runs .pytest_cache .hypothesis
