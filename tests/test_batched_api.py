@@ -206,3 +206,34 @@ def test_cpu_and_gpu_give_the_same_matches():
         for name in FIELDS:
             assert torch.equal(getattr(cpu.state, name), getattr(gpu.state, name).cpu()), name
     assert cpu.pop_finished_records() == gpu.pop_finished_records()
+
+
+def test_deal_streams_give_envs_the_same_deals():
+    """Envs on one deal stream are dealt identical rounds whatever they play (duplicate deals)."""
+    import torch
+    from sevenrocks_env import sevenrocks_v0
+    streams = torch.tensor([0, 0, 5, 5])
+    venv = sevenrocks_v0.vector_env(num_envs=4, deal_streams=streams, records=True, target=60)
+    venv.reset(seed=11)
+    plain = sevenrocks_v0.vector_env(num_envs=6, records=True, target=60)
+    plain.reset(seed=11)
+    assert torch.equal(venv.state.hands[0], venv.state.hands[1])
+    assert torch.equal(venv.state.hands[2], plain.state.hands[5])
+    assert not torch.equal(venv.state.hands[0], venv.state.hands[2])
+    generator = torch.Generator().manual_seed(3)
+    finished = {}
+    for _ in range(3000):
+        mask = venv.action_mask
+        venv.step(torch.where(mask, torch.rand(mask.shape, generator=generator), -1.0).argmax(1))
+        for env, record in venv.pop_finished_records():
+            finished.setdefault(env, record)
+        if len(finished) == 4:
+            break
+    assert len(finished) == 4
+    for a, b in ((0, 1), (2, 3)):  # same deals, round by round, as far as both matches went
+        rounds = zip(finished[a]["rounds"], finished[b]["rounds"])
+        assert all(ra["hands"] == rb["hands"] for ra, rb in rounds)
+    with pytest.raises(ValueError, match="deal_streams"):
+        sevenrocks_v0.vector_env(num_envs=2, deal_streams=torch.tensor([0, -1]))
+    with pytest.raises(ValueError, match="deal_streams"):
+        sevenrocks_v0.vector_env(num_envs=2, deal_streams=torch.tensor([0, 1, 2]))

@@ -51,7 +51,10 @@ class VectorEnv:
     def __init__(self, num_envs: int = 4096, device="cpu", target: int = DEFAULT_TARGET,
                  max_rounds: int | None = 100, reward: str = "win",
                  points_scale: float | None = None, win_reward: float | None = None,
-                 records: bool = False, validate: bool = True):
+                 records: bool = False, validate: bool = True, deal_streams=None):
+        """``deal_streams`` (optional ``LongTensor[num_envs]``, values in ``[0, 2**40]``): env
+        ``i`` is dealt from stream ``deal_streams[i]`` instead of ``i``, so several envs can play
+        the same deals -- duplicate-deal evaluation gives both games of a pair one stream."""
         self.num_envs = _check_int("num_envs", num_envs, 1, _MAX_ENVS)
         self.device = torch.device(device)
         if self.device.type == "cuda" and self.device.index is None:
@@ -64,7 +67,15 @@ class VectorEnv:
         self.validate = bool(validate)
         self.settings = engine.Settings(0, target, max_rounds, scale, win)
         self.state = BatchState(self.num_envs, self.device)
-        self.env_ids = torch.arange(self.num_envs, device=self.device)
+        if deal_streams is None:
+            self.env_ids = torch.arange(self.num_envs, device=self.device)
+        else:  # the deal coordinate of each env (named env_ids throughout the engine)
+            _check_tensor("deal_streams", deal_streams, (self.num_envs,), torch.long,
+                          deal_streams.device if isinstance(deal_streams, torch.Tensor)
+                          else self.device)
+            if bool(((deal_streams < 0) | (deal_streams > 1 << 40)).any()):
+                raise ValueError("deal_streams must lie in [0, 2**40]")
+            self.env_ids = deal_streams.to(self.device).clone()
         self._records = RecordKeeper(self.num_envs, target) if records else None
         self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long, device=self.device)
         self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
