@@ -1,0 +1,286 @@
+"""The arena on the batched engine: thousands of duplicate pairs stepped together as tensors.
+
+:func:`evaluate_batched` gives the same :class:`~sevenrocks_env.arena.ArenaResult` as
+:func:`sevenrocks_env.arena.evaluate` -- the same duplicate design and the same statistics (A's
+share of matches, truncated = 1/2, with a Wilson interval over pairs) -- computed by
+:func:`sevenrocks_env.arena._summarise` from one :class:`~sevenrocks_env.arena.PairOutcome` per
+pair.  Pair ``k`` is two envs of a :class:`~sevenrocks_env.batched.VectorEnv` on deal stream
+``k``: env ``2k`` has A on seats 0/2, env ``2k + 1`` A on seats 1/3, and round ``r`` of both is
+dealt from ``(seed, k, r)`` alone, so both games see the same hands and luck cancels.  Only the
+first match of each env counts (the engine's auto-reset deals a next one; what it plays is
+ignored).  Deals come from the batched engine's own generator, so the deals of pair ``k`` differ
+from the unbatched arena's pair ``k``: the two arenas estimate the same win rate on different
+samples of deals.
+
+Batchable agents (anything else raises ``ValueError``: use :func:`~sevenrocks_env.arena.evaluate`):
+
+* trained policies (``ckpt:PATH``, ``ckpt:shipped``, a deterministic
+  :class:`~sevenrocks_env.policy.PolicyAgent`): the most probable legal action, one forward pass
+  per step for all envs where that agent's seats are on turn;
+* ``greedy``: :func:`sevenrocks_env.batched.greedy.greedy_actions`, exactly ``GreedyAgent``'s
+  choice;
+* ``random``: uniform over the legal actions, drawn from a counter-based hash of
+  ``(seed, pair, game, move number)``.
+
+Every agent is a function of the env's own coordinates, never of the batch, so the result is
+the same for any ``batch`` (pairs stepped together).  As in the unbatched arena, a forced move
+(one legal action, usually a knock, R6) is played without asking the agent and ``decisions``
+count the real choices.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+
+import torch
+
+from . import rules
+from .agents import make_agent
+from .agents.greedy import GreedyAgent
+from .agents.random_agent import RandomAgent
+from .arena import ArenaResult, PairOutcome, _summarise, split_name
+from .batched import VectorEnv
+from .batched.deal import MAX_SEED, mix
+from .batched.greedy import greedy_actions
+
+#: Pairs stepped together by default (2 envs each).
+DEFAULT_BATCH = 4096
+_GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
+_RANDOM_SALT = 0x5EED
+
+
+class BatchedAgent:
+    """One side's decisions for many envs at once: :meth:`actions` of the seats on turn."""
+
+    name = "agent"
+    needs_observation = False
+
+    def actions(self, env: VectorEnv, envs: torch.Tensor, context: dict) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class BatchedGreedy(BatchedAgent):
+    """``greedy`` (:mod:`sevenrocks_env.batched.greedy`)."""
+
+    name = "greedy"
+
+    def actions(self, env, envs, context):
+        return greedy_actions(env.state, env.action_mask, envs)
+
+
+class BatchedRandom(BatchedAgent):
+    """Uniform over the legal actions; the draw of env ``e``'s ``n``-th move is a hash of
+    ``(seed, pair, game, n)`` (SplitMix64, :func:`sevenrocks_env.batched.deal.mix`)."""
+
+    name = "random"
+
+    def actions(self, env, envs, context):
+        mask = env.action_mask[envs]
+        key = mix(torch.full_like(envs, context["seed"] + _RANDOM_SALT) + _GOLDEN)
+        key = mix(key + context["coordinate"][envs] * _GOLDEN)
+        key = mix(key + context["moves"][envs] * _GOLDEN) & ((1 << 62) - 1)
+        legal = mask.sum(1)
+        pick = key % legal                                  # the pick-th legal action
+        cumulative = mask.long().cumsum(1)
+        return ((cumulative == (pick + 1)[:, None]) & mask).long().argmax(1)
+
+
+class BatchedPolicy(BatchedAgent):
+    """A trained policy played deterministically: argmax of the masked distribution, as
+    :meth:`sevenrocks_env.policy.PolicyAgent.act`, for all given envs in one forward pass."""
+
+    needs_observation = True
+
+    def __init__(self, agent, device: torch.device):
+        self.name = agent.name
+        model = agent.model
+        if next(model.parameters()).device != device:
+            model = copy.deepcopy(model).to(device)
+        self.model = model.eval()
+
+    @torch.inference_mode()
+    def actions(self, env, envs, context):
+        from .policy import MaskedCategorical
+        obs, mask = env.observation[envs], env.action_mask[envs]
+        logits, _ = self.model(obs, mask)
+        chosen = MaskedCategorical(logits, mask).mode()
+        if not bool(mask.gather(1, chosen[:, None]).all()):
+            raise RuntimeError(f"{self.name}: the network chose an illegal action; its outputs "
+                               "are not finite")
+        return chosen
+
+
+def batched_agent(agent, device="cpu") -> BatchedAgent:
+    """The batched version of an agent spec or object, or ``ValueError`` if it has none."""
+    from .policy import PolicyAgent
+    device = torch.device(device)
+    if isinstance(agent, str):
+        kind = agent.strip().partition(":")[0]
+        if agent.strip() == "greedy":
+            return BatchedGreedy()
+        if agent.strip() == "random":
+            return BatchedRandom()
+        if kind not in ("ckpt", "policy"):
+            make_agent(agent)  # a bad spec gets make_agent's message naming the valid ones
+            raise ValueError(f"agent {agent!r} has no batched version; the batched arena plays "
+                             "ckpt:/policy: checkpoints, greedy and random -- use the unbatched "
+                             "arena (sevenrocks arena without --batched, arena.evaluate)")
+        agent = make_agent(agent)
+    if isinstance(agent, PolicyAgent):
+        if not agent.deterministic:
+            raise ValueError(f"{agent.name}: the batched arena plays policies deterministically; "
+                             "use the unbatched arena for a sampling policy")
+        return BatchedPolicy(agent, device)
+    if isinstance(agent, GreedyAgent):
+        return BatchedGreedy()
+    if isinstance(agent, RandomAgent):
+        return BatchedRandom()
+    if isinstance(agent, BatchedAgent):
+        return agent
+    raise ValueError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} has no batched "
+                     "version (batchable: ckpt:/policy: checkpoints, greedy, random); use the "
+                     "unbatched arena (arena.evaluate)")
+
+
+def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, first: int,
+                       pairs: int, target: int, max_rounds: int, device="cpu",
+                       records: bool = False):
+    """Pairs ``first .. first + pairs - 1`` stepped together: their :class:`PairOutcome` list,
+    and with ``records=True`` also each env's first match as a game record (``[2 * pairs]``;
+    env ``2k`` is pair ``first + k`` with A on seats 0/2, env ``2k + 1`` with A on 1/3)."""
+    device = torch.device(device)
+    n = 2 * pairs
+    index = torch.arange(n, device=device)
+    a_team = index & 1                                    # A's team in each env
+    env = VectorEnv(n, device, target, max_rounds=None, reward="shaped", points_scale=1.0,
+                    win_reward=0.0, records=records, validate=False,
+                    deal_streams=(first + index // 2).to(device))
+    env.reset(seed)
+    context = {"seed": seed, "coordinate": (first + index // 2) * 2 + a_team,
+               "moves": torch.zeros(n, dtype=torch.long, device=device)}
+    active = torch.ones(n, dtype=torch.bool, device=device)
+    round_margin = torch.zeros(n, dtype=torch.long, device=device)   # team 0's, this round
+    rounds = torch.zeros(n, dtype=torch.long, device=device)
+    round_wins2 = torch.zeros(n, dtype=torch.long, device=device)   # A's rounds, 2 per win
+    final = torch.zeros(n, 2, dtype=torch.long, device=device)       # final scores per team
+    score2 = torch.zeros(n, dtype=torch.long, device=device)         # A's match score, x2
+    truncated = torch.zeros(n, dtype=torch.bool, device=device)
+    decisions = torch.zeros(n, 2, dtype=torch.long, device=device)   # A, B
+    think = torch.zeros(n, 2, dtype=torch.float64)
+    first_records: list = [None] * n
+    while bool(active.any()):
+        seat, mask = env.current_seat, env.action_mask
+        actions = mask.long().argmax(1)                   # forced moves and finished envs
+        choice = active & (mask.sum(1) > 1)
+        a_on_turn = (seat & 1) == a_team
+        for side, (agent, on_turn) in enumerate(((side_a, a_on_turn), (side_b, ~a_on_turn))):
+            envs = (choice & on_turn).nonzero().squeeze(1)
+            if not envs.numel():
+                continue
+            started = time.perf_counter()
+            actions[envs] = agent.actions(env, envs, context)
+            think[envs.cpu(), side] += (time.perf_counter() - started) / envs.numel()
+            decisions[envs, side] += 1
+        scores_before, rounds_before = env.state.scores.clone(), env.state.round_index.clone()
+        rewards, won, _ = env.step(actions)
+        context["moves"] += 1
+        round_margin += rewards[:, 0].round().long()      # points_scale 1: team 0's change
+        ended = active & (won | (env.state.round_index != rounds_before))
+        if bool(ended.any()):
+            _close_rounds(ended, won, seat, scores_before, rewards, env, a_team, round_margin,
+                          rounds, round_wins2, final, score2, truncated, max_rounds, active)
+        if records:
+            for i, record in env.pop_finished_records():
+                if first_records[i] is None:
+                    first_records[i] = record
+    outcomes = _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2,
+                         decisions, think)
+    return (outcomes, first_records) if records else outcomes
+
+
+def _close_rounds(ended, won, seat, scores_before, rewards, env, a_team, round_margin, rounds,
+                  round_wins2, final, score2, truncated, max_rounds, active) -> None:
+    """Book the rounds that just ended (R7) and the matches that ended with them (R8)."""
+    sign = 1 - 2 * a_team                                 # team 0's margin -> A's
+    a_margin = round_margin * sign
+    rounds += ended
+    round_wins2 += ended * (2 * (a_margin > 0) + (a_margin == 0))
+    round_margin *= ~ended
+    # a win (R8): no deductions, so the winners' change is the step's whole margin
+    winning = ended & won
+    winner = seat & 1
+    gained = rewards[:, 0].round().long().abs()
+    won_final = scores_before + torch.nn.functional.one_hot(winner, 2) * gained[:, None]
+    final[winning] = won_final[winning]
+    score2 += winning * 2 * (winner == a_team)
+    # max_rounds: the engine runs without a limit, the arena stops the match here
+    cut = ended & ~won & (rounds >= max_rounds)
+    final[cut] = env.state.scores[cut]
+    score2 += cut
+    truncated |= cut
+    active &= ~(winning | cut)
+
+
+def _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2, decisions, think):
+    columns = [t.cpu().tolist() for t in (a_team, score2, truncated, final, rounds, round_wins2,
+                                           decisions)]
+    a_team, score2, truncated, final, rounds, round_wins2, decisions = columns
+    think = think.tolist()
+    outcomes = []
+    for pair in range(pairs):
+        out = PairOutcome()
+        for e in (2 * pair, 2 * pair + 1):
+            a, b = a_team[e], 1 - a_team[e]
+            out.score += score2[e] / 2
+            out.truncated += truncated[e]
+            out.margin += final[e][a] - final[e][b]
+            out.rounds += rounds[e]
+            out.points_a += final[e][a]
+            out.points_b += final[e][b]
+            out.round_wins_a += round_wins2[e] / 2
+            for side in (0, 1):
+                out.decisions[side] += decisions[e][side]
+                out.think_s[side] += think[e][side]
+        outcomes.append(out)
+    return outcomes
+
+
+def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
+                     target: int = rules.DEFAULT_TARGET, max_rounds: int = 100, device="cpu",
+                     batch: int = DEFAULT_BATCH, progress: bool = False) -> ArenaResult:
+    """Agent A against agent B over ``pairs`` duplicate pairs on the batched engine.
+
+    ``agent_a``/``agent_b``: spec strings (optionally ``name=spec``) or agent objects with a
+    batched version (module docstring); ``batch`` pairs are stepped together (``2 * batch``
+    envs); the result does not depend on it.
+    """
+    for name, value, low in (("pairs", pairs, 1), ("batch", batch, 1), ("target", target, 1),
+                             ("max_rounds", max_rounds, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an int, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
+    if seed > MAX_SEED:
+        raise ValueError(f"seed must be <= {MAX_SEED}, got {seed}")
+    (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
+    side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
+    from .arena_report import progress_bar
+
+    started = time.perf_counter()
+    bar = progress_bar(pairs, f"{name_a} vs {name_b} (batched)", progress)
+    outcomes = []
+    for first in range(0, pairs, batch):
+        count = min(batch, pairs - first)
+        outcomes += play_pairs_batched(side_a, side_b, seed, first, count, target, max_rounds,
+                                       device)
+        bar.update(count)
+    bar.close()
+    specs = tuple(a if isinstance(a, str) else n for a, n in ((agent_a, name_a),
+                                                             (agent_b, name_b)))
+    return _summarise((name_a, name_b), specs, outcomes, seed, target,
+                      time.perf_counter() - started)
+
+
+__all__ = ["BatchedAgent", "BatchedGreedy", "BatchedPolicy", "BatchedRandom", "DEFAULT_BATCH",
+           "batched_agent", "evaluate_batched", "play_pairs_batched"]
