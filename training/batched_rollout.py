@@ -12,8 +12,9 @@ by one :class:`sevenrocks_env.batched.VectorEnv` (``reward="shaped"``) instead o
 * ``next_index`` links each (match, seat)'s transitions, which is what GAE follows.
 
 Each step: one batched policy forward pass for all learner seats with a real choice (values
-from the oracle critic with the hidden hands if given); ``past`` snapshots batched per
-snapshot; other opponents through their ``act`` on the CPU side path.  The buffer fills at a
+from the oracle critic with the hidden hands if given); every policy-network opponent
+(``past`` snapshots and ``ckpt:`` specs) one forward pass per opponent for all its matches;
+other opponents (``heuristic``, ``search``...) through their ``act`` on the CPU side path.  The buffer fills at a
 varying rate (only seats with a real choice add transitions); the step that would overflow it
 records what fits and leaves the other seats' decisions unplayed (those rows of the state are
 put back): they are the rollout's cut.
@@ -39,7 +40,7 @@ from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import KNOCK, NUM_SEATS, NUM_TILES
 
 from .critic import HANDS_SIZE
-from .opponents import restore_generators, save_generators
+from .opponents import policy_actions, restore_generators, save_generators
 from .rollout import RolloutBuffer, _is_count, _LEARNER_ROWS, _MAX_COUNT
 
 _TEAM_OF = np.array([0, 1, 0, 1])
@@ -153,7 +154,9 @@ class BatchedSelfPlayEngine:
     # -- choosing actions ---------------------------------------------------------------------
 
     def _opponent_actions(self, rows: np.ndarray, seats: _Seats, actions: torch.Tensor) -> None:
-        """Opponents' moves for ``rows``: each past snapshot once for its rows, others per row."""
+        """Opponents' moves for ``rows``: the rows are grouped by opponent object; a policy
+        network (``past`` snapshot or ``ckpt:`` spec) plays its whole group in one forward pass
+        (:func:`training.opponents.policy_actions`), any other agent through ``act`` per row."""
         groups = defaultdict(list)
         for i in rows.tolist():
             groups[id(self.opponents[i])].append(i)
@@ -161,11 +164,7 @@ class BatchedSelfPlayEngine:
             agent = self.opponents[members[0]]
             index = torch.tensor(members)
             if isinstance(agent, PolicyAgent):
-                mask = seats.mask[index]
-                logits, _ = agent.model(seats.obs[index], mask)
-                dist = MaskedCategorical(logits, mask)
-                actions[index] = dist.mode() if agent.deterministic else torch.multinomial(
-                    dist.probs, 1, generator=agent._generator).squeeze(1)
+                actions[index] = policy_actions(agent, seats.obs[index], seats.mask[index])
             else:
                 obs, mask = seats.obs[index].numpy(), seats.mask[index].numpy().astype(np.int8)
                 actions[index] = torch.tensor([int(agent.act(o, m)) for o, m in zip(obs, mask)])

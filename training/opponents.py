@@ -15,9 +15,24 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents import make_agent
-from sevenrocks_env.policy import PolicyAgent, PolicyNet
+from sevenrocks_env.policy import MaskedCategorical, PolicyAgent, PolicyNet
 
 PAST = "past"
+
+
+def policy_actions(agent: PolicyAgent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``PolicyAgent.act`` for a batch of seats in one forward pass: ``[N]`` actions (CPU int64)
+    from observations ``[N, 238]`` and legal-action masks ``[N, 113]`` (bool, each row with a
+    real choice).  Deterministic agents play the most probable legal action, as ``act`` does;
+    sampling agents draw from the masked distribution with their own seeded generator.  Any
+    policy-network opponent goes through here: a ``past`` snapshot or a ``ckpt:`` spec."""
+    device = agent.device
+    mask = mask.to(device)
+    logits, _ = agent.model(obs.to(device), mask)
+    dist = MaskedCategorical(logits, mask)
+    if agent.deterministic:
+        return dist.mode().cpu()
+    return torch.multinomial(dist.probs.cpu(), 1, generator=agent._generator).squeeze(1)
 
 
 def save_generators(agents) -> list:

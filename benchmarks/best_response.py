@@ -1,0 +1,139 @@
+"""Exploitability test (issue 11): train a fresh PPO team against a frozen policy, then measure it.
+
+    python benchmarks/best_response.py --opponent ckpt:shipped --steps 2000000 --seed 1 \\
+        --pairs 500 --deal-seed 7001 --out runs/best_response
+    python benchmarks/best_response.py --opponent heuristic ...     # sanity check of the test
+    python benchmarks/best_response.py --opponent ckpt:shipped --smoke --pairs 2   # seconds
+
+The frozen opponent is an agent spec (``ckpt:shipped``, ``ckpt:PATH``, ``heuristic``...).  The
+best response starts from scratch: ``configs/default.yaml`` with ``opponents=[the frozen spec]``
+and ``opponent_fraction=1.0``, so every training match is the learner's team against the frozen
+team (the learner's side drawn per match), a fixed number of learner decisions (``--steps``;
+``max_minutes`` off, so a busy machine changes the wall time, not the result), on the batched
+engine (a policy-network opponent plays all its matches in one forward pass per step).  Its
+run folder is ``<out>/runs/<name>`` and ``<out>/ckpt/<name>``.  Then the arena: the best
+response against the frozen opponent on duplicate deals from ``--deal-seed`` (deals never used to
+choose anything), Wilson 95% interval over pairs.  Prints one markdown row; ``<out>/<name>.json``
+keeps the full arena result.
+
+A frozen policy that is hard to exploit keeps the best response near 50%; ``heuristic`` (a fixed
+rule-based player) is expected to be beaten clearly, which checks that the test can find an
+exploit at all.  ``--set KEY=VALUE`` passes any config field through (after ``--smoke``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from sevenrocks_env.arena import evaluate, split_name  # noqa: E402
+from training.config import ConfigError, load_config  # noqa: E402
+from training.opponents import PAST  # noqa: E402
+from training.train import train  # noqa: E402
+
+CONFIG = ROOT / "configs" / "default.yaml"
+#: ``--smoke``: tiny networks, rollouts and matches, so the whole test runs in seconds.
+SMOKE = ["num_matches=8", "num_steps=16", "num_minibatches=2", "update_epochs=1",
+         "hidden_sizes=[32,32]", "target=40", "checkpoint_every=1000"]
+HEADER = ("| frozen opponent | best-response steps | seed | pairs | deal seed | "
+          "best response's win rate [95% CI] | margin/match | train min |\n"
+          "|---|---:|---:|---:|---:|---|---:|---:|")
+
+
+def run_name(opponent: str, steps: int, seed: int) -> str:
+    """A plain folder name for this run: ``br_<opponent>_<steps>_s<seed>``."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", opponent).strip("_.")[:60] or "opponent"
+    return f"br_{slug}_{steps}_s{seed}"
+
+
+def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke: bool = False,
+                         overrides=()):
+    """The training config of the best response to ``opponent`` (a spec without a display
+    name); raises :class:`ConfigError` naming a bad value."""
+    if opponent == PAST:
+        raise ConfigError("the frozen opponent must be an agent spec (ckpt:PATH, heuristic...); "
+                          "'past' is the run's own snapshot", "opponents")
+    name = run_name(opponent, steps, seed)
+    sets = [*(SMOKE if smoke else []), f"total_steps={steps}", "max_minutes=0", f"seed={seed}",
+            f"run_name={name}", f"opponents=[{json.dumps(opponent)}]", "opponent_fraction=1.0",
+            "engine=batched", "eval_every=0", f"eval_agents=[{json.dumps(opponent)}]",
+            "final_eval_pairs=1", "progress=false", f"checkpoint_dir={out / 'ckpt'}",
+            f"log_dir={out / 'runs'}", *overrides]
+    return load_config(CONFIG, sets)
+
+
+def run(args) -> dict:
+    """Train the best response, play the arena; the results as a plain dict."""
+    display, opponent = split_name(args.opponent)
+    out = Path(args.out)
+    cfg = best_response_config(opponent, args.steps, args.seed, out, args.smoke, args.set)
+    started = time.time()
+    trained = train(cfg, final_table=False, force=args.force)
+    train_minutes = (time.time() - started) / 60
+    frozen = opponent if display == opponent else f"{display}={opponent}"
+    result = evaluate(f"best_response=ckpt:{trained['checkpoint']}", frozen,
+                      args.pairs, seed=args.deal_seed, workers=args.workers, target=cfg.target)
+    record = {"opponent": display, "spec": opponent, "steps": trained["global_step"],
+              "seed": args.seed, "deal_seed": args.deal_seed, "pairs": args.pairs,
+              "target": cfg.target, "checkpoint": str(trained["checkpoint"]),
+              "train_minutes": train_minutes, "overrides": list(args.set),
+              "smoke": bool(args.smoke), "arena": result.as_dict()}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{cfg.run_name}.json").write_text(json.dumps(record, indent=1))
+    return record
+
+
+def row(record: dict) -> str:
+    arena = record["arena"]
+    low, high = arena["ci95"]
+    return (f"| {record['opponent']} | {record['steps']} | {record['seed']} | {record['pairs']} | "
+            f"{record['deal_seed']} | {100 * arena['win_rate']:.1f} % [{100 * low:.1f}, "
+            f"{100 * high:.1f}] | {arena['mean_margin']:+.1f} | {record['train_minutes']:.1f} |")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python benchmarks/best_response.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--opponent", default="ckpt:shipped",
+                        help="the frozen agent spec (optionally name=spec)")
+    parser.add_argument("--steps", type=_positive, default=2_000_000,
+                        help="learner decisions the best response trains for")
+    parser.add_argument("--seed", type=int, default=1, help="training seed")
+    parser.add_argument("--pairs", type=_positive, default=500, help="arena duplicate pairs")
+    parser.add_argument("--deal-seed", type=int, default=7001,
+                        help="arena deal seed (fresh deals)")
+    parser.add_argument("--workers", type=_positive, default=1, help="arena processes")
+    parser.add_argument("--out", default="runs/best_response")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny network, rollouts and target (the test's budget)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a training config field (repeatable)")
+    parser.add_argument("--force", action="store_true", help="write into an existing run folder")
+    args = parser.parse_args(argv)
+    try:
+        record = run(args)
+    except (ConfigError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(HEADER)
+    print(row(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
