@@ -46,7 +46,8 @@ def random_state(seed: int, moves: int) -> rules.Match:
 
 
 def consistent(view, hidden) -> bool:
-    """The hidden hands hold exactly the unseen tiles, in the right counts, none a knock excludes."""
+    """The hidden hands hold exactly the unseen tiles, in the right counts, none excluded by a
+    knock (R6)."""
     if hidden[0] & hidden[1] or hidden[0] & hidden[2] or hidden[1] & hidden[2]:
         return False
     if hidden[0] | hidden[1] | hidden[2] != view.unseen:
