@@ -1,0 +1,151 @@
+"""The exploitability test (issue 11): batched policy-network opponents and the script's smoke run.
+
+* :func:`training.opponents.policy_actions` picks exactly what ``PolicyAgent.act`` picks for a
+  deterministic policy, row by row, on positions of real games;
+* the batched training engine plays a ``ckpt:`` opponent through that one forward per step
+  (never ``act``), and every move it played is ``act``'s;
+* ``benchmarks/best_response.py --smoke`` trains, plays the arena and prints its table row.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sevenrocks_env.agents import make_agent  # noqa: E402
+from sevenrocks_env.batched import VectorEnv  # noqa: E402
+from sevenrocks_env.policy import PolicyAgent, PolicyNet  # noqa: E402
+from training import batched_rollout  # noqa: E402
+from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
+from training.opponents import OpponentPool, policy_actions  # noqa: E402
+from training.rollout import RolloutBuffer  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import best_response  # noqa: E402
+
+SHIPPED = "ckpt:shipped"
+
+
+def _real_choices(venv: VectorEnv):
+    """(observations, masks) of the matches whose seat on turn has more than one legal action."""
+    mask = venv.action_mask
+    real = mask.sum(1) > 1
+    return venv.observation[real], mask[real]
+
+
+def test_batched_policy_actions_are_act_for_a_deterministic_policy():
+    agent = make_agent(SHIPPED)
+    assert isinstance(agent, PolicyAgent) and agent.deterministic
+    venv = VectorEnv(32, target=60, validate=False)
+    venv.reset(seed=3)
+    rng = torch.Generator().manual_seed(4)
+    compared = 0
+    for _ in range(60):
+        obs, mask = _real_choices(venv)
+        if len(obs):
+            batched = policy_actions(agent, obs, mask)
+            one_by_one = [agent.act(o, m) for o, m in zip(obs.numpy(), mask.numpy())]
+            assert batched.tolist() == one_by_one
+            compared += len(obs)
+        legal = venv.action_mask.to(torch.float32)   # move on by a random legal action
+        venv.step(torch.multinomial(legal, 1, generator=rng).squeeze(1))
+    assert compared > 500
+
+
+def test_batched_policy_actions_sample_legal_moves_from_the_agents_generator():
+    torch.manual_seed(0)
+    agent = PolicyAgent(PolicyNet([16]), deterministic=False)
+    venv = VectorEnv(64, validate=False)
+    venv.reset(seed=1)
+    obs, mask = _real_choices(venv)
+    agent.seed(7)
+    first = policy_actions(agent, obs, mask)
+    assert mask[torch.arange(len(first)), first].all()
+    agent.seed(7)
+    assert torch.equal(policy_actions(agent, obs, mask), first)
+    agent.seed(8)
+    draws = torch.stack([policy_actions(agent, obs, mask) for _ in range(20)])
+    assert (draws != draws[0]).any()   # it samples: an untrained policy is far from one-hot
+
+
+def test_training_engine_plays_a_ckpt_opponent_in_batches_as_act_would(monkeypatch):
+    model = PolicyNet([32]).eval()
+    pool = OpponentPool([SHIPPED], model)
+    frozen = pool._fixed[SHIPPED]
+    calls = []
+
+    def recorded(agent, obs, mask):
+        actions = policy_actions(agent, obs, mask)
+        calls.append((agent, obs.clone(), mask.clone(), actions.clone()))
+        return actions
+
+    def no_act(*args, **kwargs):
+        raise AssertionError("a policy-network opponent must not go through act()")
+
+    monkeypatch.setattr(batched_rollout, "policy_actions", recorded)
+    monkeypatch.setattr(frozen, "act", no_act)
+    engine = BatchedSelfPlayEngine(16, seed=2, target=60, opponent_fraction=1.0,
+                                   opponent_pool=pool)
+    assert all(name == SHIPPED for name in engine.opponent_names)
+    assert (engine.learner.sum(1) == 2).all()   # every match: learner team vs frozen team
+    buffer = RolloutBuffer(16 * 8)
+    engine.collect(model, buffer, 8)
+    assert calls and max(len(actions) for *_, actions in calls) > 1   # batched, not per row
+    for agent, obs, mask, actions in calls:
+        assert agent is frozen
+        assert actions.tolist() == [PolicyAgent.act(frozen, o, m)
+                                    for o, m in zip(obs.numpy(), mask.numpy())]
+
+
+def test_smoke_budget_runs_end_to_end_and_prints_a_row(tmp_path, capsys):
+    code = best_response.main(["--opponent", SHIPPED, "--smoke", "--steps", "256", "--seed", "3",
+                               "--pairs", "2", "--deal-seed", "11", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    header, _, row = out.strip().splitlines()
+    assert header.startswith("| frozen opponent |")
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[:5] == [SHIPPED, "256", "3", "2", "11"]
+    record = json.loads((tmp_path / "br_ckpt_shipped_256_s3.json").read_text())
+    arena = record["arena"]
+    assert arena["pairs"] == 2 and arena["matches"] == 4 and arena["seed"] == 11
+    assert 0.0 <= arena["ci95"][0] <= arena["win_rate"] <= arena["ci95"][1] <= 1.0
+    assert arena["spec_b"] == SHIPPED and arena["agent_a"] == "best_response"
+    assert cells[5].startswith(f"{100 * arena['win_rate']:.1f} %")
+    checkpoint = Path(record["checkpoint"])
+    assert checkpoint.is_file() and checkpoint.parent.parent == tmp_path / "ckpt"
+    assert record["target"] == 40 and record["steps"] == 256   # the smoke sizes were used
+
+
+def test_training_config_pits_every_match_against_the_frozen_spec(tmp_path):
+    cfg = best_response.best_response_config("heuristic", 1000, 5, tmp_path,
+                                             overrides=["num_matches=4", "num_steps=8"])
+    assert cfg.opponents == ["heuristic"] and cfg.opponent_fraction == 1.0
+    assert cfg.total_steps == 1000 and cfg.max_minutes == 0 and cfg.engine == "batched"
+    assert cfg.num_matches == 4 and cfg.hidden_sizes == [256, 256]   # default.yaml otherwise
+    assert Path(cfg.checkpoint_dir) == tmp_path / "ckpt"
+
+
+@pytest.mark.parametrize("opponent, message", [
+    ("past", "frozen opponent must be an agent spec"),
+    ("nosuchagent", "opponents"),
+    ("ckpt:/no/such/file.pt", "cannot read checkpoint"),
+])
+def test_bad_opponent_is_a_clear_error(opponent, message, tmp_path, capsys):
+    code = best_response.main(["--opponent", opponent, "--smoke", "--steps", "128",
+                               "--out", str(tmp_path)])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "ckpt").exists()   # refused before training
+
+
+def test_bad_numbers_are_refused_by_the_parser(tmp_path):
+    with pytest.raises(SystemExit):
+        best_response.main(["--pairs", "0", "--out", str(tmp_path)])
+    assert not np.any([p.exists() for p in (tmp_path / "ckpt", tmp_path / "runs")])
