@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,torchrl]"
+	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,torchrl,openspiel]"
 	touch $@
 
 $(VENV_RLLIB)/.installed: pyproject.toml Makefile

@@ -350,3 +350,11 @@ def test_bots_are_reproducible_for_a_seed():
 def test_bad_bot_specs_are_named(spec, word):
     with pytest.raises(ValueError, match=word):
         make_openspiel_agent(spec)
+
+
+def test_make_agent_knows_openspiel_specs():
+    agent = make_agent("openspiel:ismcts:sims=8", seed=1)
+    assert agent.name == "openspiel:ismcts:sims=8"
+    assert make_agent("openspiel:mcts:sims=8,uct_c=10").name == "openspiel:mcts:sims=8,uct_c=10"
+    with pytest.raises(ValueError, match="ismcts"):
+        make_agent("openspiel:nonsense")

@@ -13,6 +13,7 @@ command line:
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 | ``ckpt:shipped``                       | the policy installed with the package               |
 | ``sb3:PATH``                           | an sb3-contrib MaskablePPO zip (``sb3_agent``); **trusted files only**: an SB3 zip is a pickle and loading it can run code |
+| ``openspiel:ismcts[:sims=100,uct_c=40,rollouts=1]`` / ``openspiel:mcts[...]`` | OpenSpiel's IS-MCTS / MCTS on the current round (``docs/openspiel.md``; extra ``[openspiel]``) |
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ AGENTS = {
 }
 CHECKPOINT_SPECS = ("ckpt", "policy")
 SB3_SPEC = "sb3"
+OPENSPIEL_SPEC = "openspiel"
 
 
 def valid_specs() -> str:
@@ -45,6 +47,7 @@ def valid_specs() -> str:
         lines.append(f"{name}[:{extra}]" if extra else name)
     lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS] + ["ckpt:shipped",
                                                                    f"{SB3_SPEC}:PATH (trusted files only)"]
+    lines.append(f"{OPENSPIEL_SPEC}:ismcts|mcts[:sims=<int>,uct_c=<float>,rollouts=<int>]")
     return ", ".join(lines)
 
 
@@ -66,6 +69,8 @@ def make_agent(spec, seed: int | None = None) -> Agent:
         from .sb3_agent import load_sb3_agent  # imports sb3-contrib only when asked for
 
         return load_sb3_agent(rest.strip(), seed)
+    if name == OPENSPIEL_SPEC:
+        return _load_openspiel(rest, seed)
     if name not in AGENTS:
         raise ValueError(f"unknown agent spec {spec!r}; valid specs: {valid_specs()}")
     cls, types = AGENTS[name]
@@ -83,6 +88,15 @@ def make_agent(spec, seed: int | None = None) -> Agent:
             raise ValueError(f"agent {name!r}: {key} must be {types[key].__name__}, "
                              f"got {value.strip()!r}") from None
     return cls(seed=seed, **params)
+
+
+def _load_openspiel(rest: str, seed: int | None) -> Agent:
+    try:
+        from ..openspiel.bots import make_openspiel_agent
+    except ImportError as error:
+        raise ValueError("openspiel agents need the open-spiel package "
+                         f"(pip install open-spiel, or the [openspiel] extra): {error}") from None
+    return make_openspiel_agent(rest, seed)
 
 
 def _load_checkpoint(path: str, seed: int | None) -> Agent:
