@@ -1,0 +1,219 @@
+"""The batched arena (``sevenrocks_env.arena_batched``): duplicate deals, agents that choose what
+their unbatched twins choose, statistics that match the games' records, batch-size invariance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from sevenrocks_env import record as game_record, rules
+from sevenrocks_env.agents import GreedyAgent, make_agent
+from sevenrocks_env.arena import PairOutcome
+from sevenrocks_env.arena_batched import (BatchedGreedy, BatchedRandom, batched_agent,
+                                          evaluate_batched, play_pairs_batched)
+from sevenrocks_env.batched import VectorEnv
+from sevenrocks_env.batched.greedy import greedy_actions
+from sevenrocks_env.observation import encode
+from sevenrocks_env.tiles import NUM_ACTIONS
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return make_agent("ckpt:shipped")
+
+
+def _mask(match) -> np.ndarray:
+    mask = np.zeros(NUM_ACTIONS, dtype=bool)
+    mask[rules.legal_actions(match)] = True
+    return mask
+
+
+def _random_positions(num_envs: int, steps: int, seed: int):
+    """Yield a VectorEnv after each of ``steps`` random legal moves in ``num_envs`` matches."""
+    env = VectorEnv(num_envs, target=250)
+    env.reset(seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        yield env
+        env.step(torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1))
+
+
+# -- the agents choose what the unbatched agents choose -------------------------------------------
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 2**31))
+def test_batched_greedy_is_greedy_agent_on_random_states(seed):
+    greedy, checked = GreedyAgent(), 0
+    for env in _random_positions(32, 40, seed):
+        actions = greedy_actions(env.state, env.action_mask, torch.arange(32))
+        obs, mask = env.observation.numpy(), env.action_mask.numpy()
+        for i in range(32):
+            assert int(actions[i]) == greedy.act(obs[i], mask[i]), (seed, i)
+            checked += mask[i].sum() > 1
+    assert checked > 300  # most positions offered a real choice
+
+
+def test_batched_policy_decisions_equal_policy_agent_act(shipped):
+    side = batched_agent(shipped)
+    compared = 0
+    for env in _random_positions(32, 30, seed=7):
+        envs = (env.action_mask.sum(1) > 1).nonzero().squeeze(1)
+        if not envs.numel():
+            continue
+        chosen = side.actions(env, envs, {})
+        obs, mask = env.observation.numpy(), env.action_mask.numpy()
+        for k, e in enumerate(envs.tolist()):
+            assert int(chosen[k]) == shipped.act(obs[e], mask[e])
+            compared += 1
+    assert compared > 400
+
+
+def test_batched_random_is_uniform_over_legal_and_legal():
+    env = VectorEnv(4, target=250)
+    env.reset(seed=1)
+    counts = torch.zeros(4, NUM_ACTIONS)
+    moves = torch.zeros(4, dtype=torch.long)
+    for n in range(4000):
+        context = {"seed": 3, "coordinate": torch.arange(4), "moves": moves + n}
+        counts[torch.arange(4), BatchedRandom().actions(env, torch.arange(4), context)] += 1
+    mask = env.action_mask
+    assert (counts[~mask] == 0).all()
+    for row in range(4):
+        legal = counts[row][mask[row]]
+        expected = 4000 / len(legal)
+        assert ((legal - expected).abs() < 5 * expected ** 0.5).all(), legal.tolist()
+
+
+# -- duplicate deals and the games behind the statistics ------------------------------------------
+
+def _replay_checking_agents(record, agents_by_seat) -> None:
+    """Replay ``record``; every recorded action must be the scalar agent's choice there."""
+    expected = None
+    for match, move, _ in game_record.replay(record):
+        if move is not None:
+            assert move["action"] == expected
+        expected = None
+        if not match.over and not match.awaiting_deal:
+            seat = match.turn
+            expected = agents_by_seat[seat].act(encode(match, seat), _mask(match))
+
+
+def _outcome_from_records(first, second) -> PairOutcome:
+    """What arena.play_pair books for a pair, computed from its two game records."""
+    out = PairOutcome()
+    for a_team, record in ((0, first), (1, second)):
+        b_team = 1 - a_team
+        winner = record["winner"]
+        out.score += 0.5 if winner is None else float(winner == a_team)
+        out.margin += record["scores"][a_team] - record["scores"][b_team]
+        out.rounds += len(record["rounds"])
+        previous = (0, 0)
+        for rnd in record["rounds"]:
+            net = [rnd["scores"][t] - previous[t] for t in (0, 1)]
+            previous = rnd["scores"]
+            out.points_a += net[a_team]
+            out.points_b += net[b_team]
+            ahead = net[a_team] - net[b_team]
+            out.round_wins_a += 1.0 if ahead > 0 else 0.5 if ahead == 0 else 0.0
+    return out
+
+
+def test_pairs_share_deals_agents_match_scalar_agents_and_statistics_match_records(shipped):
+    pairs = 6
+    outcomes, records = play_pairs_batched(batched_agent(shipped), BatchedGreedy(), seed=11,
+                                           first=0, pairs=pairs, target=250, max_rounds=100,
+                                           records=True)
+    greedy = GreedyAgent()
+    for pair in range(pairs):
+        first, second = records[2 * pair], records[2 * pair + 1]
+        game_record.validate(first)
+        game_record.validate(second)
+        common = min(len(first["rounds"]), len(second["rounds"]))
+        assert common >= 1
+        for r in range(common):  # the same hands round by round (R1)
+            assert first["rounds"][r]["hands"] == second["rounds"][r]["hands"]
+        assert first["rounds"][0]["opener"] == second["rounds"][0]["opener"]
+        # A (the policy) on seats 0/2 in the first game, 1/3 in the second
+        _replay_checking_agents(first, [shipped, greedy, shipped, greedy])
+        _replay_checking_agents(second, [greedy, shipped, greedy, shipped])
+        expected, got = _outcome_from_records(first, second), outcomes[pair]
+        for name in ("score", "margin", "rounds", "points_a", "points_b", "round_wins_a"):
+            assert getattr(got, name) == getattr(expected, name), (pair, name)
+    assert len({str(records[2 * p]["rounds"][0]["hands"]) for p in range(pairs)}) == pairs
+
+
+def test_max_rounds_truncates_and_counts_half():
+    result = evaluate_batched("random", "random", 40, seed=2, max_rounds=2)
+    assert result.rounds_per_match <= 2
+    assert result.truncated > 0
+    outcomes = play_pairs_batched(BatchedRandom(), BatchedRandom(), 2, 0, 40, 250, 2)
+    for out in outcomes:
+        assert out.rounds <= 4
+        assert out.score * 2 == int(out.score * 2)
+    assert sum(o.truncated for o in outcomes) == result.truncated
+
+
+# -- the statistics -------------------------------------------------------------------------------
+
+def test_shipped_beats_greedy_batched():
+    """The unbatched arena measured 87%; 200 pairs put the lower 95% bound well above 0.7."""
+    result = evaluate_batched("shipped=ckpt:shipped", "greedy", 200, seed=0)
+    assert result.pairs == 200 and result.matches == 400
+    assert result.ci_method == "Wilson over duplicate pairs"
+    assert result.ci95[0] > 0.7, result.table()
+    assert result.agent_a == "shipped" and result.spec_a == "ckpt:shipped"
+
+
+def test_same_result_for_any_batch_size():
+    timing = False
+    results = [evaluate_batched("random", "greedy", 12, seed=5, batch=b).as_dict(timing)
+               for b in (12, 5, 2)]
+    assert results[0] == results[1] == results[2]
+    assert results[0]["win_rate"] < 0.5  # greedy beats random
+
+
+def test_result_is_a_symmetric_duplicate(shipped):
+    """Swapping two deterministic agents plays the same games: the results mirror exactly."""
+    ab = evaluate_batched(shipped, "greedy", 8, seed=4)
+    ba = evaluate_batched("greedy", shipped, 8, seed=4)
+    assert ab.win_rate + ba.win_rate == pytest.approx(1.0)
+    assert ab.mean_margin == pytest.approx(-ba.mean_margin)
+    assert ab.round_win_rate == pytest.approx(1.0 - ba.round_win_rate)
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, message", [
+    ("heuristic", "no batched version"),
+    ("search:samples=4", "no batched version"),
+    ("nonsense", "unknown agent spec"),
+    ("ckpt:/no/such/file.pt", "cannot read checkpoint"),
+    ("ckpt:", "needs a path"),
+])
+def test_bad_specs_get_clear_errors(spec, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate_batched(spec, "greedy", 1)
+
+
+def test_sampling_policy_and_other_objects_are_refused(shipped):
+    from sevenrocks_env.policy import PolicyAgent
+    sampling = PolicyAgent(shipped.model, deterministic=False)
+    with pytest.raises(ValueError, match="deterministically"):
+        evaluate_batched(sampling, "greedy", 1)
+    with pytest.raises(ValueError, match="no batched version"):
+        evaluate_batched(make_agent("heuristic"), "greedy", 1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"pairs": 0}, "pairs must be >= 1"), ({"batch": 0}, "batch must be >= 1"),
+    ({"seed": -1}, "seed must be >= 0"), ({"target": 0}, "target must be >= 1"),
+    ({"max_rounds": 0}, "max_rounds must be >= 1"), ({"pairs": 2.5}, "pairs must be an int"),
+])
+def test_bad_numbers_get_clear_errors(kwargs, message):
+    arguments = {"pairs": 1, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        evaluate_batched("random", "greedy", **arguments)
