@@ -3,6 +3,7 @@
     sevenrocks arena heuristic greedy --pairs 1000 --seed 0 --workers 2 [--json]
     sevenrocks arena --round-robin random greedy heuristic search:samples=16 --pairs 200
     sevenrocks arena shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt heuristic --pairs 200
+    sevenrocks arena ckpt:shipped greedy --pairs 10000 --batched [--device cuda]
 
 The library is :mod:`sevenrocks_env.arena`; this module only parses arguments and prints.
 """
@@ -47,6 +48,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="match target (R8)")
     parser.add_argument("--max-rounds", type=int, default=100,
                         help="truncate a match after this many rounds")
+    parser.add_argument("--batched", action="store_true",
+                        help="step all pairs together on the batched engine (policies, greedy "
+                             "and random only; sevenrocks_env.arena_batched)")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device of the batched arena (default cpu)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="pairs stepped together by the batched arena (default 4096)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads of the batched arena (default 1: on a small or busy "
+                             "machine more threads mostly spin)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -60,7 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:
         return int(stop.code or 0)
     try:
-        if args.round_robin:
+        if not args.batched and (args.device != "cpu" or args.batch is not None
+                                 or args.threads != 1):
+            raise ValueError("--device, --batch and --threads are options of --batched")
+        if args.batched:
+            result = _batched(args)
+        elif args.round_robin:
             result = round_robin(args.agents, args.pairs, args.seed, args.workers,
                                  not args.no_progress, args.target, args.max_rounds)
         elif len(args.agents) != 2:
@@ -73,6 +89,34 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
     return 0
+
+
+def _batched(args):
+    """``--batched``: :func:`sevenrocks_env.arena_batched.evaluate_batched`."""
+    if args.round_robin:
+        raise ValueError("--batched plays one pairing (A B); --round-robin needs the "
+                         "unbatched arena")
+    if len(args.agents) != 2:
+        raise ValueError(f"give exactly two agents (A B); got {args.agents}")
+    if args.workers != 1:
+        raise ValueError("--workers is an option of the unbatched arena; --batched runs in "
+                         "one process")
+    import torch
+
+    from .arena_batched import DEFAULT_BATCH, evaluate_batched
+    try:
+        device = torch.device(args.device)
+    except RuntimeError as error:
+        raise ValueError(f"--device {args.device!r}: {error}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {args.device}: CUDA is not available here")
+    if not 1 <= args.threads <= 256:
+        raise ValueError(f"--threads must be in [1, 256], got {args.threads}")
+    torch.set_num_threads(args.threads)
+    return evaluate_batched(args.agents[0], args.agents[1], args.pairs, args.seed, args.target,
+                            args.max_rounds, device,
+                            DEFAULT_BATCH if args.batch is None else args.batch,
+                            not args.no_progress)
 
 
 if __name__ == "__main__":

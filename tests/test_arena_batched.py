@@ -217,3 +217,30 @@ def test_bad_numbers_get_clear_errors(kwargs, message):
     arguments = {"pairs": 1, **kwargs}
     with pytest.raises(ValueError, match=message):
         evaluate_batched("random", "greedy", **arguments)
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+def test_cli_batched_prints_the_result(capsys):
+    import json
+
+    from sevenrocks_env.arena_cli import main
+    assert main(["random", "greedy", "--batched", "--pairs", "3", "--batch", "2", "--json",
+                 "--no-progress"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["pairs"] == 3 and data["matches"] == 6
+    assert data["ci_method"] == "Wilson over duplicate pairs"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["heuristic", "greedy", "--batched"], "no batched version"),
+    (["random", "greedy", "--device", "cpu:0"], "options of --batched"),
+    (["random", "greedy", "--batched", "--workers", "2"], "one process"),
+    (["random", "greedy", "greedy", "--batched", "--round-robin"], "unbatched arena"),
+    (["random", "greedy", "--batched", "--device", "nonsense"], "--device 'nonsense'"),
+    (["random", "greedy", "--batched", "--threads", "0"], "--threads"),
+])
+def test_cli_batched_bad_input(argv, message, capsys):
+    from sevenrocks_env.arena_cli import main
+    assert main(argv + ["--pairs", "1", "--no-progress"]) == 2
+    assert message in capsys.readouterr().err
