@@ -10,7 +10,7 @@ CONFIG     ?= configs/default.yaml
 PY          = $(VENV)/bin/python
 PY_RLLIB    = $(VENV_RLLIB)/bin/python
 
-.PHONY: install install-rllib chromium test train smoke serve bench clean
+.PHONY: install install-rllib chromium test train smoke serve bench exploit clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ serve: install
 bench: install
 	$(PY) benchmarks/env_speed.py --seconds 5 --repeats 3
 	$(PY) benchmarks/vector_speed.py --seconds 3
+
+# Exploitability test (issue 11): best responses trained against the shipped policy and against
+# heuristic, then the arena on fresh deals (~2.5 h on 2 cores).
+exploit: install
+	$(PY) benchmarks/best_response.py --opponent ckpt:shipped --steps 2000000 --seed 1 --pairs 500 --deal-seed 7001 --workers 2 --out runs/best_response
+	$(PY) benchmarks/best_response.py --opponent heuristic --steps 2000000 --seed 1 --pairs 500 --deal-seed 7001 --workers 2 --out runs/best_response
 
 clean:
 	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat runs .pytest_cache .hypothesis
