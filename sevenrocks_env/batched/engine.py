@@ -58,34 +58,56 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     """
     t = tables(state.turn.device)
     seat = state.turn
-    knock = actions == KNOCK
-    place = ~knock
-    placed = place.long()                                  # int 0/1: no bool promotion below
-    tile = (actions >> 2) * placed
-    slot = actions & 3
-    bit = torch.bitwise_left_shift(placed, tile)
-    at_seat = layout.rows_of(t.onehot4, seat)              # [B, 4] int one-hot
-    seat_bit = at_seat * bit[:, None]
-    state.hands ^= seat_bit
-    state.played_by |= seat_bit
+    seat_col = seat[:, None]
+    # the action, decoded by lookups (a knock: placed 0, no tile bit, slot 0)
+    placed = torch.take(t.act_placed, actions)
+    bit = torch.take(t.act_bit, actions)
+    slot_col = torch.take(t.act_slot, actions)[:, None]
+    low, high = torch.take(t.act_low, actions), torch.take(t.act_high, actions)
+    hand = state.hands.gather(1, seat_col) ^ bit[:, None]                 # [B, 1] after the move
+    state.hands.scatter_(1, seat_col, hand)
+    state.played_by.scatter_(1, seat_col, state.played_by.gather(1, seat_col) | bit[:, None])
     state.played |= bit
 
-    # R3, R4: the layout after a placement (a knock leaves it as it is)
-    ends, end_double, started, spinner = layout.place_tiles(
-        state.ends, state.end_double, state.branch_started, state.spinner, state.placements,
-        tile, slot)
-    rows = place[:, None]
-    # R6: a knock shows the seat lacks every open number
-    state.voids |= at_seat * (layout.open_numbers(state.ends) * (1 - placed))[:, None]
-    state.ends = layout.select(rows, ends, state.ends)
-    state.end_double = (rows & end_double) | (knock[:, None] & state.end_double)
-    state.branch_started = (rows & started) | (knock[:, None] & state.branch_started)
-    state.spinner = layout.select(place, spinner, state.spinner)
+    # R3, R4: the layout after a placement; a knock writes back what is there
+    opening = state.placements == 0
+    spinner = state.spinner
+    joined = state.ends.gather(1, slot_col).squeeze(1)
+    other = layout.select(opening, low, low + high - joined)
+    state.ends.scatter_(1, slot_col, layout.select(placed, other, joined)[:, None])
+    double_col = torch.take(t.act_double, actions)[:, None]
+    state.end_double.scatter_(1, slot_col, double_col | (~placed.bool()[:, None]
+                                                         & state.end_double.gather(1, slot_col)))
+    state.branch_started.scatter_(1, slot_col, torch.take(t.act_branch, actions)[:, None]
+                                  | state.branch_started.gather(1, slot_col))
+    # the opening: low half west, high half east, both a double if the tile is one
+    ends, end_double = state.ends, state.end_double
+    ends[:, 1] = layout.select(opening, high, ends[:, 1])
+    end_double[:, 1] |= opening & double_col[:, 0]
+    straight = torch.take(t.act_straight, actions) & ~opening
+    # the first double of the round (not the opening) is the spinner, joined by line A
+    first_double = straight & double_col[:, 0] & (spinner < 0)
+    # the branches open once neither straight end shows the spinner as a double (R4)
+    exposed = (end_double[:, 0] & (ends[:, 0] == spinner)) | (
+        end_double[:, 1] & (ends[:, 1] == spinner))
+    branches_open = straight & (spinner >= 0) & (ends[:, 2] < 0) & ~exposed
+    ends[:, 2:] = layout.select(branches_open[:, None], spinner[:, None], ends[:, 2:])
+    new_spinner = layout.select(first_double, joined, spinner)
+    state.spinner = layout.select(opening, layout.select(double_col[:, 0], low, -1), new_spinner)
     state.placements += placed
 
+    # R6: a knock shows the seat lacks every open number (the open ends also decide a block)
+    code = torch.take(t.end_code, ends + 1)
+    code = code[:, 0] | code[:, 1] | code[:, 2] | code[:, 3]
+    voids = state.voids.gather(1, seat_col)
+    state.voids.scatter_(1, seat_col, voids | ((code >> 28) * (1 - placed))[:, None])
+
     # R5: score the placement; R8: the win is checked right after it
-    total = layout.end_sum(state.ends, state.end_double, state.branch_started)
-    logged_sum = layout.select(place, total, state.last_end_sum)  # a knock logs the last sum
+    value = torch.take(t.counted_value, ends + t.slot_base + 8 * end_double
+                       + 16 * state.branch_started)
+    alone = (state.placements == 1) & (state.spinner >= 0)   # an opening spinner counts once
+    total = value.sum(1) - value[:, 1] * alone
+    logged_sum = layout.select(placed, total, state.last_end_sum)  # a knock logs the last sum
     state.last_end_sum = logged_sum
     points = layout.placement_points(total) * placed
     team = seat & 1
@@ -94,10 +116,10 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     scores = state.scores
     team_score = scores[:, 0] + team * (scores[:, 1] - scores[:, 0])
     won = (points > 0) & (team_score >= settings.target)
+    place = placed.bool()
     # R6, R7: domino or blocked
-    domino = place & ~won & (state.hands.gather(1, seat[:, None]).squeeze(1) == 0)
-    blocked = place & ~won & ~domino & (
-        (ALL_TILES & ~state.played & layout.matching_tiles(state.ends)) == 0)
+    domino = place & ~won & (hand[:, 0] == 0)
+    blocked = place & ~won & ~domino & ((ALL_TILES & ~state.played & code) == 0)
     state.turn = (seat + 1) & 3
     margin = team_points[:, 0] - team_points[:, 1]
 

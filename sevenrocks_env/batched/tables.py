@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..tiles import NUM_NUMBERS, NUM_TILES, TILE_HIGH, TILE_LOW, TILE_PIPS, WITH_NUMBER
+from ..tiles import KNOCK, NUM_NUMBERS, NUM_TILES, TILE_HIGH, TILE_LOW, TILE_PIPS, WITH_NUMBER
 
 HALF = 14
 HALF_MASK = (1 << HALF) - 1
@@ -52,6 +52,56 @@ def _numpy_tables() -> dict[str, np.ndarray]:
                                 f32),
         "void_bits": ((np.arange(128)[:, None] >> np.arange(NUM_NUMBERS)) & 1).astype(f32),
     }
+    # per action 4 t + slot (112 = the knock): what the step needs of it, one lookup each
+    actions = np.arange(KNOCK + 1)
+    placed = actions < KNOCK
+    tile = np.where(placed, actions >> 2, 0)
+    slot = np.where(placed, actions & 3, 0)
+    low = np.where(placed, np.array(TILE_LOW)[tile], 0)
+    high = np.where(placed, np.array(TILE_HIGH)[tile], 0)
+    tables.update(
+        act_placed=placed.astype(np.int64),
+        act_bit=np.where(placed, 1 << tile, 0).astype(np.int64),
+        act_slot=slot.astype(np.int64),
+        act_low=low.astype(np.int64),
+        act_high=high.astype(np.int64),
+        act_double=(placed & (low == high)),
+        act_branch=(placed & (slot >= 2)),
+        act_straight=(placed & (slot < 2)),
+        # end_code[end + 1]: the tiles showing that number, and bit 28 + n for the number itself
+        end_code=np.array([0] + [WITH_NUMBER[n] | 1 << (NUM_TILES + n) for n in range(NUM_NUMBERS)],
+                          np.int64),
+        # counted_value[32 slot_kind + 16 started + 8 double + end + 1]: what a slot adds to the
+        # end sum (R5); slot_kind 0 = west/east (always counted), 1 = a branch (once started)
+        counted_value=np.array([(e * (1 + d) if e >= 0 and (kind == 0 or st) else 0)
+                                for kind in range(2) for st in range(2) for d in range(2)
+                                for e in range(-1, NUM_NUMBERS)], np.int64),
+    )
+    # observation: slot_piece[code] for code = counted_value's index, + 64 on the east slot of an
+    # opening spinner (counted once, R5): [open, number one-hot (7), double, branch, counted / 12]
+    counted = tables["counted_value"]
+    slot_piece = np.zeros((128, 11), f32)
+    for code in range(128):
+        c = code & 63
+        e, d, st = (c & 7) - 1, (c >> 3) & 1, (c >> 4) & 1
+        value = 0 if code >= 64 else counted[c]
+        slot_piece[code, 0] = e >= 0
+        slot_piece[code, 1:8] = tables["number_onehot"][e + 1]
+        slot_piece[code, 8] = e >= 0 and d
+        slot_piece[code, 9] = st
+        slot_piece[code, 10] = tables["counted"][value]
+    tables["slot_piece"] = slot_piece
+    tables["slot_counted"] = np.where(np.arange(128) >= 64, 0, np.tile(counted, 2)).astype(np.int64)
+    # [spinner piece (8), end sum piece (6)] at (spinner + 1) * 37 + end sum
+    tables["spinner_end_sum"] = np.array(
+        [np.r_[tables["spinner_piece"][s], tables["end_sum_piece"][t]]
+         for s in range(8) for t in range(37)], f32)
+    # per 14-bit half: byte n counts the half's tiles showing number n (for the unseen piece)
+    numbers = np.zeros(NUM_TILES, np.int64)
+    for tile in range(NUM_TILES):
+        numbers[tile] = (1 << 8 * TILE_LOW[tile]) | (1 << 8 * TILE_HIGH[tile])
+    tables["number_counts14"] = (bits14 * numbers[:HALF]).sum(1)
+    tables["number_counts14_high"] = (bits14 * numbers[HALF:]).sum(1)
     return tables
 
 
@@ -80,6 +130,9 @@ class Tables:
         self.count_base = torch.tensor([0, 8, 8, 8], **long)
         self.onehot4 = torch.eye(4, **long)                  # row s: 1 at column s (int64)
         self.onehot2 = torch.eye(2, **long)
+        self.slot_base = torch.tensor([1, 1, 33, 33], **long)    # counted_value: end + 1, kind
+        self.half_shift = torch.tensor([0, HALF], **long)
+        self.count_base5 = torch.tensor([0, 0, 8, 8, 8], **long)
         # the observer is always the seat on turn: relative seat 0 (observation piece `turn`)
         self.turn_piece = torch.tensor([[1.0, 0.0, 0.0, 0.0]], device=device)
 
