@@ -1,0 +1,75 @@
+"""Pairs per second of the batched arena beside the process-pool arena, in the same run.
+
+    .venv/bin/python benchmarks/arena_speed.py [--pairs 1000] [--pool-pairs 100] [--workers 2]
+        [--threads 1] [--device cpu] [--batch 4096]
+
+Two pairings: the shipped policy against ``greedy`` and against itself.  The unbatched arena
+(``arena.evaluate`` with ``--workers`` processes) plays ``--pool-pairs`` pairs, the batched one
+(``arena_batched.evaluate_batched``) ``--pairs``; each row prints pairs/s, the win rate with its
+95% interval (the two arenas deal different samples, so the rates agree within their intervals,
+not exactly) and the batched arena's speed-up.  Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+import torch
+
+from sevenrocks_env.arena import evaluate
+from sevenrocks_env.arena_batched import DEFAULT_BATCH, evaluate_batched
+
+PAIRINGS = (("shipped=ckpt:shipped", "greedy"), ("shipped=ckpt:shipped", "shipped=ckpt:shipped"))
+
+
+def _row(label, result, wall) -> tuple[str, float]:
+    rate = result.pairs / wall
+    low, high = result.ci95
+    return (f"| {label} | {result.pairs:,} | {wall:.1f} | {rate:,.1f} | "
+            f"{result.win_rate:.3f} [{low:.3f}, {high:.3f}] |"), rate
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=1000, help="pairs of the batched arena")
+    parser.add_argument("--pool-pairs", type=int, default=100,
+                        help="pairs of the process-pool arena (0: skip it)")
+    parser.add_argument("--workers", type=int, default=2, help="processes of the pool arena")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (batched arena)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}, torch {torch.__version__}, {args.threads} torch thread(s), "
+          f"device {args.device}, batch {args.batch} pairs\n")
+    print("| pairing, arena | pairs | wall s | pairs/s | A's win rate [95% CI] |")
+    print("|---|---:|---:|---:|---|")
+    speedups = []
+    for spec_a, spec_b in PAIRINGS:
+        label = f"{spec_a.partition('=')[0]} vs {spec_b.partition('=')[0]}"
+        pool_rate = None
+        if args.pool_pairs:
+            started = time.perf_counter()
+            result = evaluate(spec_a, spec_b, args.pool_pairs, seed=0, workers=args.workers)
+            line, pool_rate = _row(f"{label}, pool ({args.workers} workers)", result,
+                                   time.perf_counter() - started)
+            print(line, flush=True)
+        started = time.perf_counter()
+        result = evaluate_batched(spec_a, spec_b, args.pairs, seed=0, device=args.device,
+                                  batch=args.batch)
+        line, rate = _row(f"{label}, batched", result, time.perf_counter() - started)
+        print(line, flush=True)
+        if pool_rate:
+            speedups.append(f"{label}: {rate / pool_rate:.1f}x")
+    if speedups:
+        print("\nbatched / pool pairs/s: " + ", ".join(speedups))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
