@@ -34,14 +34,15 @@ import torch
 
 from sevenrocks_env.batched import BatchState, VectorEnv
 from sevenrocks_env.batched import layout
-from sevenrocks_env.batched.state import BOOL_FIELDS, FIELDS
+from sevenrocks_env.batched.state import FIELDS
 from sevenrocks_env.policy import MASKED_LOGIT, MaskedCategorical, PolicyAgent
-from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import KNOCK, NUM_SEATS, NUM_TILES
 
 from .critic import HANDS_SIZE
 from .opponents import policy_actions, restore_generators, save_generators
-from .rollout import RolloutBuffer, _is_count, _LEARNER_ROWS, _MAX_COUNT
+from .engine_state import check_batch, check_counters, check_keys, check_per_match, check_players, \
+    check_rng
+from .rollout import RolloutBuffer
 
 _TEAM_OF = np.array([0, 1, 0, 1])
 _BITS = torch.arange(NUM_TILES)
@@ -363,21 +364,13 @@ class BatchedSelfPlayEngine:
 
 _STATE_KEYS = {"rng", "generator", "deal_seed", "matches", "learner", "opponents", "counters",
                "returns", "env_steps"}
-_WIDTHS = {name: 4 for name in ("hands", "played_by", "ends", "voids", "end_double",
-                                 "branch_started")} | {"scores": 2}
 
 
 def _check_state(engine: BatchedSelfPlayEngine, state) -> dict:
     """The checked pieces of a state dict (see ``load_state_dict``); raises ``ValueError``."""
     n = engine.num_matches
-    if not isinstance(state, dict) or set(state) != _STATE_KEYS:
-        got = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
-        raise ValueError(f"engine state must be a dict with keys {sorted(_STATE_KEYS)}, "
-                         f"got {got!s:.200}")
-    try:
-        np.random.default_rng().bit_generator.state = state["rng"]
-    except (TypeError, ValueError, KeyError, OverflowError) as error:
-        raise ValueError(f"engine state: rng is not a PCG64 state ({error})") from None
+    check_keys(state, _STATE_KEYS)
+    check_rng(state["rng"])
     size = len(torch.Generator().get_state())
     gen = state["generator"]
     if not (isinstance(gen, list) and len(gen) == size
@@ -391,65 +384,11 @@ def _check_state(engine: BatchedSelfPlayEngine, state) -> dict:
             from None
     if not (type(state["deal_seed"]) is int and 0 <= state["deal_seed"] < 2 ** 63):
         raise ValueError("engine state: deal_seed must be an int in [0, 2**63)")
-    matches = _check_matches(engine, state["matches"])
-    for key in ("learner", "opponents", "returns"):
-        if not isinstance(state[key], list) or len(state[key]) != n:
-            raise ValueError(f"engine state: {key} must be a list of {n} entries (one per "
-                             f"match; num_matches must not change on resume)")
+    matches = check_batch(state["matches"], n, engine.target, engine.max_rounds)
+    check_per_match(state, ("learner", "opponents", "returns"), n)
     if not all(type(r) is float and abs(r) < 1e12 for r in state["returns"]):
         raise ValueError("engine state: returns must be finite floats")
-    learner = np.zeros((n, NUM_SEATS), dtype=bool)
-    for i, (row, key) in enumerate(zip(state["learner"], state["opponents"])):
-        if row not in _LEARNER_ROWS[key is None]:
-            raise ValueError(f"engine state: learner[{i}] must be four bools, all True in "
-                             f"self-play or one team's seats with an opponent, got {row!r:.80}")
-        learner[i] = row
-    if any(key is not None for key in state["opponents"]) and engine.opponent_pool is None:
-        raise ValueError("engine state: matches against opponents but the run has none")
-    opponents = []
-    for i, key in enumerate(state["opponents"]):
-        try:
-            opponents.append((None, None) if key is None else engine.opponent_pool.restore(key))
-        except ValueError as error:
-            raise ValueError(f"engine state: opponents[{i}]: {error}") from None
-    counters = state["counters"]
-    if not (isinstance(counters, list) and len(counters) == 3 and all(
-            isinstance(c, list) and len(c) == n and all(_is_count(v) for v in c)
-            for c in counters)):
-        raise ValueError(f"engine state: counters must be 3 lists of {n} counts in "
-                         f"[0, {_MAX_COUNT}]")
-    if not _is_count(state["env_steps"]):
-        raise ValueError(f"engine state: env_steps must be a count in [0, {_MAX_COUNT}], "
-                         f"got {state['env_steps']!r:.80}")
+    learner, opponents = check_players(state, n, engine.opponent_pool)
+    check_counters(state, n)
     return {"generator": generator, "matches": matches, "learner": learner,
             "opponents": opponents}
-
-
-def _check_matches(engine: BatchedSelfPlayEngine, fields) -> BatchState:
-    """The batched matches of a state dict, every row checked by ``rules.Match.from_state``."""
-    n = engine.num_matches
-    if not isinstance(fields, dict) or set(fields) != set(FIELDS):
-        raise ValueError(f"engine state: matches must be a dict with keys {sorted(FIELDS)}")
-    batch = BatchState(n, "cpu")
-    for name in FIELDS:
-        value, width = fields[name], _WIDTHS.get(name)
-        rows = value if isinstance(value, list) and len(value) == n else None
-        ok = rows is not None and all(
-            type(v) in ((bool,) if name in BOOL_FIELDS else (int,)) and abs(v) < 2 ** 62
-            for row in rows for v in (row if width and isinstance(row, list)
-                                      and len(row) == width else [None] if width else [row]))
-        if not ok:
-            raise ValueError(f"engine state: matches.{name} must be {n} "
-                             f"{'rows of ' + str(width) + ' ' if width else ''}"
-                             f"{'bools' if name in BOOL_FIELDS else 'ints'}")
-        getattr(batch, name).copy_(torch.tensor(value))
-    if not bool((batch.matches >= 0).all()):
-        raise ValueError("engine state: matches.matches must be counts >= 0")
-    for i in range(n):
-        try:
-            match = batch.match(i, engine.target, engine.max_rounds)
-        except ValueError as error:
-            raise ValueError(f"engine state: matches row {i}: {error}") from None
-        if match.over or match.turn < 0:
-            raise ValueError(f"engine state: matches row {i} is not a match in progress")
-    return batch

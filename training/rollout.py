@@ -37,6 +37,7 @@ from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
 
 from .critic import HANDS_SIZE, hidden_hands
+from .engine_state import check_counters, check_keys, check_per_match, check_players, check_rng
 from .opponents import restore_generators, save_generators
 
 
@@ -354,20 +355,9 @@ class SelfPlayEngine:
 
         Every piece is checked before anything changes; ``ValueError`` names the bad piece."""
         n = self.num_matches
-        if not isinstance(state, dict) or set(state) != _STATE_KEYS:
-            got = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"engine state must be a dict with keys {sorted(_STATE_KEYS)}, "
-                             f"got {got!s:.200}")
-        rng = np.random.default_rng()
-        try:
-            rng.bit_generator.state = state["rng"]
-        except (TypeError, ValueError, KeyError, OverflowError) as error:
-            raise ValueError(f"engine state: rng is not a {type(rng.bit_generator).__name__} "
-                             f"state ({error})") from None
-        for key in ("matches", "learner", "opponents"):
-            if not isinstance(state[key], list) or len(state[key]) != n:
-                raise ValueError(f"engine state: {key} must be a list of {n} entries (one per "
-                                 f"match; num_matches must not change on resume)")
+        check_keys(state, _STATE_KEYS)
+        check_rng(state["rng"])
+        check_per_match(state, ("matches", "learner", "opponents"), n)
         matches = []
         for i, values in enumerate(state["matches"]):
             try:
@@ -377,29 +367,9 @@ class SelfPlayEngine:
             if match.seed is None or match.turn < 0 or match.over:
                 raise ValueError(f"engine state: matches[{i}] is not a match in progress")
             matches.append(match)
-        learner = np.zeros((n, NUM_SEATS), dtype=bool)
-        for i, (row, key) in enumerate(zip(state["learner"], state["opponents"])):
-            if row not in _LEARNER_ROWS[key is None]:
-                raise ValueError(f"engine state: learner[{i}] must be four bools, all True in "
-                                 f"self-play or one team's seats with an opponent, got {row!r:.80}")
-            learner[i] = row
-        if any(key is not None for key in state["opponents"]) and self.opponent_pool is None:
-            raise ValueError("engine state: matches against opponents but the run has none")
-        opponents = []
-        for i, key in enumerate(state["opponents"]):
-            try:
-                opponents.append((None, None) if key is None else self.opponent_pool.restore(key))
-            except ValueError as error:
-                raise ValueError(f"engine state: opponents[{i}]: {error}") from None
+        learner, opponents = check_players(state, n, self.opponent_pool)
+        check_counters(state, n)
         counters = state["counters"]
-        if not (isinstance(counters, list) and len(counters) == 3 and all(
-                isinstance(c, list) and len(c) == n and all(_is_count(v) for v in c)
-                for c in counters)):
-            raise ValueError(f"engine state: counters must be 3 lists of {n} counts in "
-                             f"[0, {_MAX_COUNT}]")
-        if not _is_count(state["env_steps"]):
-            raise ValueError(f"engine state: env_steps must be a count in [0, {_MAX_COUNT}], "
-                             f"got {state['env_steps']!r:.80}")
         # everything checked: now change the engine
         self.rng.bit_generator.state = state["rng"]
         self.matches = matches
@@ -413,10 +383,3 @@ class SelfPlayEngine:
 
 
 _STATE_KEYS = {"rng", "matches", "learner", "opponents", "counters", "env_steps"}
-_MAX_COUNT = 2 ** 62
-#: Valid ``learner`` rows: self-play (no opponent) or one team against an opponent.
-_LEARNER_ROWS = {True: [[True] * 4], False: [[True, False] * 2, [False, True] * 2]}
-
-
-def _is_count(value) -> bool:
-    return type(value) is int and 0 <= value <= _MAX_COUNT
