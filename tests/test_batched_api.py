@@ -15,13 +15,7 @@ from sevenrocks_env.rules import Match, apply_action
 from sevenrocks_env.rules import deal as scalar_deal
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small tensors: one thread is faster, and keeps a busy machine's cores for other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def first_legal(venv):

@@ -17,13 +17,7 @@ from sevenrocks_env.batched.lockstep import Lockstep, random_actions
 from sevenrocks_env.record import replay
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small tensors: one thread is faster, and keeps a busy machine's cores for other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 LONG = os.environ.get("SEVENROCKS_LONG_TESTS") == "1"
 SCALE = 10 if LONG else 1

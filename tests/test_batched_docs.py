@@ -4,16 +4,8 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
-
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small tensors: one thread is faster, and keeps a busy machine's cores for other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "vector.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)

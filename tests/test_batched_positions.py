@@ -20,13 +20,7 @@ from sevenrocks_env.scoring import deduction
 from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_LOW, mask_of, parse_tile, tiles_of
 
 
-@pytest.fixture(autouse=True)
-def _one_torch_thread():
-    """Small tensors: one thread is faster, and keeps a busy machine's cores for other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 seeds = st.integers(min_value=0, max_value=2**31 - 1)
 
