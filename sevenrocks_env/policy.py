@@ -136,7 +136,7 @@ class PolicyNet(nn.Module):
                 term = (values * weights.unsqueeze(1)).sum(-1)               # [B, K]
             logits = logits.scatter_add(1, actions, term)
         if isinstance(self.value_head, MissingValueHead):
-            return logits, torch.full(logits.shape[:1], float("nan"))
+            return logits, torch.full(logits.shape[:1], float("nan"), device=logits.device)
         return logits, self.value_head(hidden).squeeze(-1)
 
     def legal_features(self, obs: torch.Tensor, mask: torch.Tensor | None = None
@@ -144,16 +144,17 @@ class PolicyNet(nn.Module):
         """Action features of each row's placements, padded: ``(actions [B, K], values [B, K, F])``
         (padding points at the knock with zero features, so it adds nothing)."""
         if mask is None:
-            mask = torch.ones(obs.shape[0], KNOCK, dtype=torch.bool)
+            mask = torch.ones(obs.shape[0], KNOCK, dtype=torch.bool, device=obs.device)
         placements = mask[:, :KNOCK].bool()
         rows, actions = torch.nonzero(placements, as_tuple=True)
         counts = placements.sum(1)
         width = max(int(counts.max()) if len(counts) else 0, 1)
         starts = torch.cumsum(counts, 0) - counts
-        position = torch.arange(len(rows)) - starts[rows]
-        padded_actions = torch.full((obs.shape[0], width), KNOCK, dtype=torch.long)
+        position = torch.arange(len(rows), device=obs.device) - starts[rows]
+        padded_actions = torch.full((obs.shape[0], width), KNOCK, dtype=torch.long,
+                                    device=obs.device)
         padded_actions[rows, position] = actions
-        padded = torch.zeros(obs.shape[0], width, self.action_features.size)
+        padded = torch.zeros(obs.shape[0], width, self.action_features.size, device=obs.device)
         padded[rows, position] = self.action_features(obs, rows, actions)
         return padded_actions, padded
 

@@ -134,7 +134,7 @@ class ActionFeatures(nn.Module):
         spinner_piece = self._piece(obs, "spinner")
         spinner = torch.where(spinner_piece[:, 0] > 0.5, spinner_piece[:, 1:].argmax(-1), -1)
         tile, slot = actions // 4, actions % 4
-        index = torch.arange(size)
+        index = torch.arange(size, device=obs.device)
         tile_double = self.tile_double[tile]
 
         # -- this placement (R3-R5) -----------------------------------------------------------

@@ -236,3 +236,18 @@ def test_action_features_agree_with_the_engine(seed):
                 control = (after.hands[seat] & fits).bit_count() / match.hands[seat].bit_count()
                 assert row[23].item() == pytest.approx(control, abs=1e-6)
         apply_action(match, rng.choice(legal_actions(match)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_shipped_policy_runs_on_cuda_with_cpu_equal_logits():
+    """Every tensor the action features build lives on the observation's device."""
+    from sevenrocks_env.observation import action_mask, encode
+    from sevenrocks_env.policy import load_policy
+    from sevenrocks_env.rules import Match
+    model = load_policy("shipped").model
+    match = Match.new(3)
+    obs = torch.from_numpy(encode(match, match.turn)).unsqueeze(0)
+    mask = torch.from_numpy(action_mask(match, match.turn).astype(bool)).unsqueeze(0)
+    cpu_logits, _ = model(obs, mask)
+    gpu_logits, _ = model.to("cuda")(obs.cuda(), mask.cuda())
+    assert torch.allclose(cpu_logits, gpu_logits.cpu(), atol=1e-4)
