@@ -60,10 +60,11 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     seat = state.turn
     seat_col = seat[:, None]
     # the action, decoded by lookups (a knock: placed 0, no tile bit, slot 0)
-    placed = torch.take(t.act_placed, actions)
-    bit = torch.take(t.act_bit, actions)
-    slot_col = torch.take(t.act_slot, actions)[:, None]
-    low, high = torch.take(t.act_low, actions), torch.take(t.act_high, actions)
+    placed = layout.lookup(t.act_placed, actions)
+    place = actions != KNOCK
+    bit = layout.lookup(t.act_bit, actions)
+    slot_col = layout.lookup(t.act_slot, actions)[:, None]
+    low, high = layout.lookup(t.act_low, actions), layout.lookup(t.act_high, actions)
     hand = state.hands.gather(1, seat_col) ^ bit[:, None]                 # [B, 1] after the move
     state.hands.scatter_(1, seat_col, hand)
     state.played_by.scatter_(1, seat_col, state.played_by.gather(1, seat_col) | bit[:, None])
@@ -74,17 +75,17 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     spinner = state.spinner
     joined = state.ends.gather(1, slot_col).squeeze(1)
     other = layout.select(opening, low, low + high - joined)
-    state.ends.scatter_(1, slot_col, layout.select(placed, other, joined)[:, None])
-    double_col = torch.take(t.act_double, actions)[:, None]
-    state.end_double.scatter_(1, slot_col, double_col | (~placed.bool()[:, None]
+    state.ends.scatter_(1, slot_col, layout.select(place, other, joined)[:, None])
+    double_col = layout.lookup(t.act_double, actions)[:, None]
+    state.end_double.scatter_(1, slot_col, double_col | (~place[:, None]
                                                          & state.end_double.gather(1, slot_col)))
-    state.branch_started.scatter_(1, slot_col, torch.take(t.act_branch, actions)[:, None]
+    state.branch_started.scatter_(1, slot_col, layout.lookup(t.act_branch, actions)[:, None]
                                   | state.branch_started.gather(1, slot_col))
     # the opening: low half west, high half east, both a double if the tile is one
     ends, end_double = state.ends, state.end_double
     ends[:, 1] = layout.select(opening, high, ends[:, 1])
     end_double[:, 1] |= opening & double_col[:, 0]
-    straight = torch.take(t.act_straight, actions) & ~opening
+    straight = layout.lookup(t.act_straight, actions) & ~opening
     # the first double of the round (not the opening) is the spinner, joined by line A
     first_double = straight & double_col[:, 0] & (spinner < 0)
     # the branches open once neither straight end shows the spinner as a double (R4)
@@ -97,17 +98,17 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     state.placements += placed
 
     # R6: a knock shows the seat lacks every open number (the open ends also decide a block)
-    code = torch.take(t.end_code, ends + 1)
+    code = layout.lookup(t.end_code, ends + 1)
     code = code[:, 0] | code[:, 1] | code[:, 2] | code[:, 3]
     voids = state.voids.gather(1, seat_col)
     state.voids.scatter_(1, seat_col, voids | ((code >> 28) * (1 - placed))[:, None])
 
     # R5: score the placement; R8: the win is checked right after it
-    value = torch.take(t.counted_value, ends + t.slot_base + 8 * end_double
+    value = layout.lookup(t.counted_value, ends + t.slot_base + 8 * end_double
                        + 16 * state.branch_started)
     alone = (state.placements == 1) & (state.spinner >= 0)   # an opening spinner counts once
     total = value.sum(1) - value[:, 1] * alone
-    logged_sum = layout.select(placed, total, state.last_end_sum)  # a knock logs the last sum
+    logged_sum = layout.select(place, total, state.last_end_sum)  # a knock logs the last sum
     state.last_end_sum = logged_sum
     points = layout.placement_points(total) * placed
     team = seat & 1
@@ -116,7 +117,6 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     scores = state.scores
     team_score = scores[:, 0] + team * (scores[:, 1] - scores[:, 0])
     won = (points > 0) & (team_score >= settings.target)
-    place = placed.bool()
     # R6, R7: domino or blocked
     domino = place & ~won & (hand[:, 0] == 0)
     blocked = place & ~won & ~domino & ((ALL_TILES & ~state.played & code) == 0)

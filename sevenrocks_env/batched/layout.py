@@ -15,10 +15,17 @@ import torch
 from .tables import HALF, HALF_MASK, tables
 
 
-def select(condition: torch.Tensor, a: torch.Tensor, b) -> torch.Tensor:
-    """``torch.where(condition, a, b)`` for int tensors, as arithmetic (several times faster on
-    CPU than ``where``)."""
-    return b + condition * (a - b)
+def select(condition: torch.Tensor, a, b) -> torch.Tensor:
+    """``torch.where(condition, a, b)``; an int condition counts as ``!= 0``."""
+    if condition.dtype != torch.bool:
+        condition = condition != 0
+    return torch.where(condition, a, b)
+
+
+def lookup(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``table[index]`` for a 1-d table, in ``index``'s shape (``index_select``: about 3 times
+    faster on CPU than ``torch.take``)."""
+    return torch.index_select(table, 0, index.reshape(-1)).view(index.shape)
 
 
 def rows_of(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -29,13 +36,13 @@ def rows_of(table: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 def popcount(masks: torch.Tensor) -> torch.Tensor:
     """Number of tiles in each 28-bit tile set."""
     t = tables(masks.device)
-    return torch.take(t.popcount14, masks & HALF_MASK) + torch.take(t.popcount14, masks >> HALF)
+    return lookup(t.popcount14, masks & HALF_MASK) + lookup(t.popcount14, masks >> HALF)
 
 
 def pips(masks: torch.Tensor) -> torch.Tensor:
     """Total pips of each tile set (R7)."""
     t = tables(masks.device)
-    return torch.take(t.pips14, masks & HALF_MASK) + torch.take(t.pips14_high, masks >> HALF)
+    return lookup(t.pips14, masks & HALF_MASK) + lookup(t.pips14_high, masks >> HALF)
 
 
 def deductions(hands: torch.Tensor) -> torch.Tensor:
@@ -45,7 +52,7 @@ def deductions(hands: torch.Tensor) -> torch.Tensor:
 
 def matching_tiles(ends: torch.Tensor) -> torch.Tensor:
     """``[N]`` tile sets showing a number open at some slot (``ends`` ``[N, 4]``)."""
-    fit = torch.take(tables(ends.device).with_number, ends + 1)
+    fit = lookup(tables(ends.device).with_number, ends + 1)
     return fit[:, 0] | fit[:, 1] | fit[:, 2] | fit[:, 3]
 
 
@@ -90,7 +97,7 @@ def place_tiles(ends, end_double, branch_started, spinner, placements, tile, slo
     * a tile on a branch starts it, so it counts from then on.
     """
     t = tables(ends.device)
-    low, high = torch.take(t.tile_low, tile), torch.take(t.tile_high, tile)
+    low, high = lookup(t.tile_low, tile), lookup(t.tile_high, tile)
     double = low == high
     opening = placements == 0
     at_slot = t.slots == slot[:, None]
@@ -119,7 +126,7 @@ def slot_fits(hands, ends, opening) -> torch.Tensor:
     """``[N, 4]`` tile sets of ``hands`` (``[N]``) playable at each slot; at the opening every
     tile fits slot 0 (R3)."""
     t = tables(hands.device)
-    fit = hands[:, None] & torch.take(t.with_number, ends + 1)
+    fit = hands[:, None] & lookup(t.with_number, ends + 1)
     rows = opening[:, None]
     return select(rows, hands[:, None] * t.first, fit)
 
@@ -134,19 +141,20 @@ def legal_mask(hands, ends, opening, out: torch.Tensor | None = None) -> torch.T
     int64 values whose 8 bytes are 0 or 1, read back as bools.
     """
     t = tables(hands.device)
-    fits = slot_fits(hands, ends, opening)
-    low = (torch.take(t.spread14, fits & HALF_MASK) << t.slot_shift).sum(1)
-    high = (torch.take(t.spread14, fits >> HALF) << t.slot_shift).sum(1)
-    knock = fits.sum(1) == 0
-    # 15 bytes of bits: 7 + 7 from the two words, then the knock; each byte becomes 8 bools
-    data = torch.cat(((low[:, None] >> t.byte_shift) & 255, (high[:, None] >> t.byte_shift) & 255,
-                      knock[:, None]), 1)
+    fits = slot_fits(hands, ends, opening)                          # [N, 4]
+    # each slot's two 14-bit halves, spread to bits 4 t + slot by one table per slot
+    halves = ((fits[:, :, None] >> t.half_shift) & HALF_MASK) + t.spread_offset
+    low, high = lookup(t.spread14_slots, halves).sum(1).unbind(1)   # tiles 0-13, 14-27
+    knock = (low | high) == 0
+    # 113 bits in two words: tiles 0-13, tiles 14-27 from bit 56, the knock at bit 112
+    words = torch.stack((low | (high << 56), (high >> 8) | (knock.long() << 48)), 1)
+    data = words.view(torch.uint8)[:, :15].long()                   # 15 bytes, each 8 bools
     if out is None:
         out = torch.empty((hands.shape[0], 15), dtype=torch.long, device=hands.device)
-    torch.take(t.byte_bits64, data, out=out)
+    torch.index_select(t.byte_bits64, 0, data.view(-1), out=out.view(-1))
     return out.view(torch.bool)[:, :113]
 
 
-__all__ = ["counted_ends", "deductions", "end_sum", "legal_mask", "matching_tiles",
+__all__ = ["counted_ends", "deductions", "lookup", "end_sum", "legal_mask", "matching_tiles",
            "open_numbers", "opening_spinner", "pips", "place_tiles", "placement_points",
            "popcount", "rows_of", "select", "slot_fits"]

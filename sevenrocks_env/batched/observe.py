@@ -16,48 +16,56 @@ from .state import BatchState
 from .tables import ALL_TILES, HALF, HALF_MASK, tables
 
 
+def slot_codes(state: BatchState) -> torch.Tensor:
+    """``[B, 4]`` index of each slot in ``tables.counted_value`` / ``slot_piece``: its end, double
+    and started flags and kind (west/east or a branch), + 64 on the east slot of an opening
+    spinner (it is counted once, at west, R5)."""
+    t = tables(state.turn.device)
+    code = state.ends + t.slot_base + 8 * state.end_double + 16 * state.branch_started
+    code[:, 1] += 64 * ((state.placements == 1) & (state.spinner >= 0))
+    return code
+
+
 def encode(state: BatchState, target: int, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Observation of the seat on turn in every match (R1's seat-relative view)."""
+    """Observation of the seat on turn in every match (R1's seat-relative view), written piece by
+    piece into ``out`` (allocated if not given) from table lookups."""
     t = tables(state.turn.device)
     n = state.num_envs
     seat = state.turn
-    relative = (seat[:, None] + t.slots) & 3                       # self, left, partner, right
-    hand = state.hands.gather(1, seat[:, None])                     # [B, 1]
-    played = state.played_by.gather(1, relative)                    # [B, 4]
-    sets = torch.cat((hand, played), 1)                             # [B, 5]
-    halves = torch.stack((sets & HALF_MASK, sets >> HALF), 2)
-    tile_bits = layout.rows_of(t.half_bits, halves).view(n, 140)
-
-    ends, end_double, started = state.ends, state.end_double, state.branch_started
-    open_ = ends >= 0
-    slot_open = open_.to(torch.float32)
-    slot_number = layout.rows_of(t.number_onehot, ends + 1).view(n, 28)
-    slot_double = (open_ & end_double).to(torch.float32)
-    branch = started.to(torch.float32)
-    counts = open_ & (t.straight | started)
-    counts[:, 1] &= ~layout.opening_spinner(ends, end_double)     # counted once (R5)
-    counted = torch.take(t.counted, layout.select(counts, ends + end_double * ends, 13))
-    spinner = layout.rows_of(t.spinner_piece, state.spinner + 1)
-    total = layout.end_sum(ends, end_double, started)
-    end_sum = layout.rows_of(t.end_sum_piece, total)
-
-    held = torch.cat((hand, played[:, 1:]), 1)                      # own hand, others' played
-    tile_counts = torch.take(t.tile_counts, layout.popcount(held) + t.count_base)
-    voids = layout.rows_of(t.void_bits, state.voids.gather(1, relative[:, 1:])).view(n, 21)
-    unseen = ALL_TILES & ~(hand | state.played[:, None])            # [B, 1]
-    unseen_counts = torch.take(t.tile_counts, layout.popcount(unseen & t.with_number_7))
-    team = seat & 1
-    ours_theirs = state.scores.gather(1, torch.stack((team, team ^ 1), 1))
-    scores = torch.cat((ours_theirs.to(torch.float64) / target,
-                        torch.full((n, 1), target / 1000.0, dtype=torch.float64,
-                                   device=seat.device)), 1).to(torch.float32)
-    turn = t.turn_piece.expand(n, 4)
-    opening = (state.placements == 0).to(torch.float32)[:, None]
-    pieces = (tile_bits, slot_open, slot_number, slot_double, branch, counted, spinner, end_sum,
-              tile_counts, voids, unseen_counts, scores, turn, opening)
     if out is None:
         out = torch.empty((n, OBS_SIZE), dtype=torch.float32, device=seat.device)
-    return torch.cat(pieces, 1, out=out)
+    relative = (seat[:, None] + t.slots) & 3                       # self, left, partner, right
+    sets = torch.cat((state.hands.gather(1, seat[:, None]), state.played_by.gather(1, relative)), 1)
+    halves = (sets[:, :, None] >> t.half_shift) & HALF_MASK         # [B, 5, 2]
+    out[:, :140].view(n, 10, 14).copy_(layout.rows_of(t.half_bits, halves).view(n, 10, 14))
+    counts = layout.lookup(t.popcount14, halves).sum(2)                # [B, 5]
+    tile_counts = layout.lookup(t.tile_counts, counts + t.count_base5)  # own hand, others' played
+    out[:, 198] = tile_counts[:, 0]
+    out[:, 199:202] = tile_counts[:, 2:]
+
+    code = slot_codes(state)
+    pieces = layout.rows_of(t.slot_piece, code)                     # [B, 4, 11]
+    out[:, 140:144] = pieces[:, :, 0]
+    out[:, 144:172].view(n, 4, 7).copy_(pieces[:, :, 1:8])
+    out[:, 172:176] = pieces[:, :, 8]
+    out[:, 176:180] = pieces[:, :, 9]
+    out[:, 180:184] = pieces[:, :, 10]
+    total = layout.lookup(t.slot_counted, code).sum(1)                 # the end sum (R5)
+    out[:, 184:198] = layout.rows_of(t.spinner_end_sum, (state.spinner + 1) * 37 + total)
+
+    voids = state.voids.gather(1, relative[:, 1:])
+    out[:, 202:223].view(n, 3, 7).copy_(layout.rows_of(t.void_bits, voids))
+    unseen = ALL_TILES & ~(sets[:, 0] | state.played)
+    by_number = layout.lookup(t.number_counts14, unseen & HALF_MASK) + layout.lookup(
+        t.number_counts14_high, unseen >> HALF)                     # byte k: tiles showing k
+    out[:, 223:230] = layout.lookup(t.tile_counts, by_number.view(torch.uint8).view(n, 8)[:, :7].long())
+    team = seat & 1
+    ours_theirs = state.scores.gather(1, torch.stack((team, team ^ 1), 1))
+    out[:, 230:232] = ours_theirs.to(torch.float64) / target
+    out[:, 232] = target / 1000.0
+    out[:, 233:237] = t.turn_piece
+    out[:, 237] = state.placements == 0
+    return out
 
 
-__all__ = ["encode"]
+__all__ = ["encode", "slot_codes"]

@@ -91,6 +91,8 @@ def _numpy_tables() -> dict[str, np.ndarray]:
         slot_piece[code, 9] = st
         slot_piece[code, 10] = tables["counted"][value]
     tables["slot_piece"] = slot_piece
+    # spread14 shifted to each slot's bit: spread14_slots[16384 slot + x] = spread14[x] << slot
+    tables["spread14_slots"] = np.concatenate([spread14 << slot for slot in range(4)])
     tables["slot_counted"] = np.where(np.arange(128) >= 64, 0, np.tile(counted, 2)).astype(np.int64)
     # [spinner piece (8), end sum piece (6)] at (spinner + 1) * 37 + end sum
     tables["spinner_end_sum"] = np.array(
@@ -132,6 +134,7 @@ class Tables:
         self.onehot2 = torch.eye(2, **long)
         self.slot_base = torch.tensor([1, 1, 33, 33], **long)    # counted_value: end + 1, kind
         self.half_shift = torch.tensor([0, HALF], **long)
+        self.spread_offset = (self.slots[:, None] << HALF).expand(4, 2).contiguous()
         self.count_base5 = torch.tensor([0, 0, 8, 8, 8], **long)
         # the observer is always the seat on turn: relative seat 0 (observation piece `turn`)
         self.turn_piece = torch.tensor([[1.0, 0.0, 0.0, 0.0]], device=device)
