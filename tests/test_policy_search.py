@@ -300,3 +300,11 @@ def test_threads_setting_is_restored_after_a_decision(shipped):
         encode(match, match.turn), action_mask(match, match.turn))
     assert torch.get_num_threads() == before
 
+
+
+def test_agent_spec_builds_the_policy_search():
+    from sevenrocks_env.agents import SearchAgent, make_agent
+    assert isinstance(make_agent("search:policy=shipped,samples=4"), PolicySearchAgent)
+    assert isinstance(make_agent("search:samples=4"), SearchAgent)
+    with pytest.raises(ValueError, match="parameters: policy, samples"):
+        make_agent("search:policy=shipped,bogus=1")

@@ -10,6 +10,7 @@ command line:
 | ``greedy``                             | most points now, then heaviest tile                 |
 | ``heuristic``                          | one-ply lookahead with defence (see its docstring)  |
 | ``search[:samples=64,time_limit=0.5,rollout=defensive,win_bonus=50]`` | determinized Monte-Carlo |
+| ``search:policy=shipped[,samples=64,prior=1,win_bonus=50,reach=60,horizon=3,rollout=argmax,threads=1]`` | policy-guided determinized search (``policy=PATH``: a checkpoint) |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 | ``ckpt:shipped``                       | the policy installed with the package               |
 | ``sb3:PATH``                           | an sb3-contrib MaskablePPO zip (``sb3_agent``); **trusted files only**: an SB3 zip is a pickle and loading it can run code |
@@ -35,6 +36,9 @@ AGENTS = {
                              "win_bonus": float}),
 }
 CHECKPOINT_SPECS = ("ckpt", "policy")
+#: ``search:policy=...``: the policy-guided search (imported lazily: it needs torch).
+POLICY_SEARCH_PARAMS = {"policy": str, "samples": int, "prior": float, "win_bonus": float,
+                        "reach": int, "horizon": int, "rollout": str, "threads": int}
 SB3_SPEC = "sb3"
 OPENSPIEL_SPEC = "openspiel"
 
@@ -45,6 +49,8 @@ def valid_specs() -> str:
     for name, (_, params) in AGENTS.items():
         extra = ",".join(f"{p}=<{t.__name__}>" for p, t in params.items())
         lines.append(f"{name}[:{extra}]" if extra else name)
+    lines.append("search:policy=<shipped|PATH>[," + ",".join(
+        f"{p}=<{t.__name__}>" for p, t in POLICY_SEARCH_PARAMS.items() if p != "policy") + "]")
     lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS] + ["ckpt:shipped",
                                                                    f"{SB3_SPEC}:PATH (trusted files only)"]
     lines.append(f"{OPENSPIEL_SPEC}:ismcts|mcts[:sims=<int>,uct_c=<float>,rollouts=<int>]")
@@ -74,6 +80,9 @@ def make_agent(spec, seed: int | None = None) -> Agent:
     if name not in AGENTS:
         raise ValueError(f"unknown agent spec {spec!r}; valid specs: {valid_specs()}")
     cls, types = AGENTS[name]
+    if name == "search" and any(part.partition("=")[0].strip() == "policy"
+                                for part in rest.split(",")):
+        types = POLICY_SEARCH_PARAMS
     params = {}
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, value = item.partition("=")
@@ -87,7 +96,20 @@ def make_agent(spec, seed: int | None = None) -> Agent:
         except ValueError:
             raise ValueError(f"agent {name!r}: {key} must be {types[key].__name__}, "
                              f"got {value.strip()!r}") from None
+    if types is POLICY_SEARCH_PARAMS:
+        return _policy_search(params, seed)
     return cls(seed=seed, **params)
+
+
+def _policy_search(params: dict, seed: int | None) -> Agent:
+    """``search:policy=shipped|PATH,...``: :class:`~.policy_search.PolicySearchAgent`."""
+    try:
+        from .policy_search import PolicySearchAgent
+    except ImportError as error:
+        raise ValueError(f"search:policy needs torch ({error})") from None
+    if not params["policy"]:
+        raise ValueError("search:policy needs a checkpoint: policy=shipped or policy=PATH")
+    return PolicySearchAgent(seed=seed, **params)
 
 
 def _load_openspiel(rest: str, seed: int | None) -> Agent:
