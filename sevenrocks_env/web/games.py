@@ -53,6 +53,8 @@ def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     menu = list(BUILTIN_AGENTS)
     if SHIPPED_CHECKPOINT.is_file():
         menu.append((f"ckpt:{SHIPPED_CHECKPOINT}", "shipped policy"))
+        menu.append((f"search:policy={SHIPPED_CHECKPOINT},samples=16",
+                     "shipped policy with search"))
     menu += [(spec, spec) for spec in extra]
     return menu
 
