@@ -143,15 +143,15 @@ def legal_mask(hands, ends, opening, out: torch.Tensor | None = None) -> torch.T
     t = tables(hands.device)
     fits = slot_fits(hands, ends, opening)                          # [N, 4]
     # each slot's two 14-bit halves, spread to bits 4 t + slot by one table per slot
-    halves = ((fits[:, :, None] >> t.half_shift) & HALF_MASK) + t.spread_offset
-    low, high = lookup(t.spread14_slots, halves).sum(1).unbind(1)   # tiles 0-13, 14-27
+    halves = torch.stack((fits & HALF_MASK, fits >> HALF), 1) + t.spread_offset  # [N, 2, 4]
+    low, high = lookup(t.spread14_slots, halves).sum(2).unbind(1)   # tiles 0-13, 14-27
     knock = (low | high) == 0
     # 113 bits in two words: tiles 0-13, tiles 14-27 from bit 56, the knock at bit 112
     words = torch.stack((low | (high << 56), (high >> 8) | (knock.long() << 48)), 1)
-    data = words.view(torch.uint8)[:, :15].long()                   # 15 bytes, each 8 bools
+    data = words.view(torch.uint8).long()[:, :15].reshape(-1)       # 15 bytes, each 8 bools
     if out is None:
         out = torch.empty((hands.shape[0], 15), dtype=torch.long, device=hands.device)
-    torch.index_select(t.byte_bits64, 0, data.view(-1), out=out.view(-1))
+    torch.index_select(t.byte_bits64, 0, data, out=out.view(-1))
     return out.view(torch.bool)[:, :113]
 
 

@@ -36,7 +36,7 @@ def encode(state: BatchState, target: int, out: torch.Tensor | None = None) -> t
         out = torch.empty((n, OBS_SIZE), dtype=torch.float32, device=seat.device)
     relative = (seat[:, None] + t.slots) & 3                       # self, left, partner, right
     sets = torch.cat((state.hands.gather(1, seat[:, None]), state.played_by.gather(1, relative)), 1)
-    halves = (sets[:, :, None] >> t.half_shift) & HALF_MASK         # [B, 5, 2]
+    halves = torch.stack((sets & HALF_MASK, sets >> HALF), 2)       # [B, 5, 2]
     out[:, :140].view(n, 10, 14).copy_(layout.rows_of(t.half_bits, halves).view(n, 10, 14))
     counts = layout.lookup(t.popcount14, halves).sum(2)                # [B, 5]
     tile_counts = layout.lookup(t.tile_counts, counts + t.count_base5)  # own hand, others' played

@@ -133,8 +133,7 @@ class Tables:
         self.onehot4 = torch.eye(4, **long)                  # row s: 1 at column s (int64)
         self.onehot2 = torch.eye(2, **long)
         self.slot_base = torch.tensor([1, 1, 33, 33], **long)    # counted_value: end + 1, kind
-        self.half_shift = torch.tensor([0, HALF], **long)
-        self.spread_offset = (self.slots[:, None] << HALF).expand(4, 2).contiguous()
+        self.spread_offset = (self.slots << HALF).expand(2, 4).contiguous()   # [half, slot]
         self.count_base5 = torch.tensor([0, 0, 8, 8, 8], **long)
         # the observer is always the seat on turn: relative seat 0 (observation piece `turn`)
         self.turn_piece = torch.tensor([[1.0, 0.0, 0.0, 0.0]], device=device)
