@@ -58,50 +58,44 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     """
     t = tables(state.turn.device)
     seat = state.turn
-    seat_col = seat[:, None]
-    # the action, decoded by lookups (a knock: placed 0, no tile bit, slot 0)
-    placed = layout.lookup(t.act_placed, actions)
+    # the action, decoded by two row lookups (a knock: placed 0, no tile bit, no slot)
+    placed, bit, slot, low, high = torch.index_select(t.act_ints, 0, actions).unbind(1)
+    flags = torch.index_select(t.act_flags, 0, actions)                    # [B, 10] bool
+    at_slot, on_branch, double, straight = flags[:, :4], flags[:, 4:8], flags[:, 8], flags[:, 9]
     place = actions != KNOCK
-    bit = layout.lookup(t.act_bit, actions)
-    slot_col = layout.lookup(t.act_slot, actions)[:, None]
-    low, high = layout.lookup(t.act_low, actions), layout.lookup(t.act_high, actions)
-    hand = state.hands.gather(1, seat_col) ^ bit[:, None]                 # [B, 1] after the move
-    state.hands.scatter_(1, seat_col, hand)
-    state.played_by.scatter_(1, seat_col, state.played_by.gather(1, seat_col) | bit[:, None])
+    at_seat = torch.index_select(t.onehot4, 0, seat)                       # [B, 4] int one-hot
+    seat_bit = at_seat * bit[:, None]
+    state.hands ^= seat_bit
+    state.played_by |= seat_bit
     state.played |= bit
 
-    # R3, R4: the layout after a placement; a knock writes back what is there
+    # R3, R4: the layout after a placement (a knock changes no slot)
     opening = state.placements == 0
     spinner = state.spinner
-    joined = state.ends.gather(1, slot_col).squeeze(1)
-    other = layout.select(opening, low, low + high - joined)
-    state.ends.scatter_(1, slot_col, layout.select(place, other, joined)[:, None])
-    double_col = layout.lookup(t.act_double, actions)[:, None]
-    state.end_double.scatter_(1, slot_col, double_col | (~place[:, None]
-                                                         & state.end_double.gather(1, slot_col)))
-    state.branch_started.scatter_(1, slot_col, layout.lookup(t.act_branch, actions)[:, None]
-                                  | state.branch_started.gather(1, slot_col))
+    joined = state.ends.gather(1, slot[:, None]).squeeze(1)
+    other = torch.where(opening, low, low + high - joined)
+    state.ends = ends = torch.where(at_slot, other[:, None], state.ends)
+    state.end_double = end_double = torch.where(at_slot, double[:, None], state.end_double)
+    state.branch_started = state.branch_started | on_branch
     # the opening: low half west, high half east, both a double if the tile is one
-    ends, end_double = state.ends, state.end_double
-    ends[:, 1] = layout.select(opening, high, ends[:, 1])
-    end_double[:, 1] |= opening & double_col[:, 0]
-    straight = layout.lookup(t.act_straight, actions) & ~opening
+    ends[:, 1] = torch.where(opening, high, ends[:, 1])
+    end_double[:, 1] |= opening & double
+    straight = straight & ~opening
     # the first double of the round (not the opening) is the spinner, joined by line A
-    first_double = straight & double_col[:, 0] & (spinner < 0)
+    first_double = straight & double & (spinner < 0)
     # the branches open once neither straight end shows the spinner as a double (R4)
     exposed = (end_double[:, 0] & (ends[:, 0] == spinner)) | (
         end_double[:, 1] & (ends[:, 1] == spinner))
     branches_open = straight & (spinner >= 0) & (ends[:, 2] < 0) & ~exposed
     ends[:, 2:] = layout.select(branches_open[:, None], spinner[:, None], ends[:, 2:])
     new_spinner = layout.select(first_double, joined, spinner)
-    state.spinner = layout.select(opening, layout.select(double_col[:, 0], low, -1), new_spinner)
+    state.spinner = layout.select(opening, torch.where(double, low, -1), new_spinner)
     state.placements += placed
 
     # R6: a knock shows the seat lacks every open number (the open ends also decide a block)
     code = layout.lookup(t.end_code, ends + 1)
     code = code[:, 0] | code[:, 1] | code[:, 2] | code[:, 3]
-    voids = state.voids.gather(1, seat_col)
-    state.voids.scatter_(1, seat_col, voids | ((code >> 28) * (1 - placed))[:, None])
+    state.voids |= at_seat * ((code >> 28) * (1 - placed))[:, None]
 
     # R5: score the placement; R8: the win is checked right after it
     value = layout.lookup(t.counted_value, ends + t.slot_base + 8 * end_double
@@ -118,7 +112,7 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     team_score = scores[:, 0] + team * (scores[:, 1] - scores[:, 0])
     won = (points > 0) & (team_score >= settings.target)
     # R6, R7: domino or blocked
-    domino = place & ~won & (hand[:, 0] == 0)
+    domino = place & ~won & (state.hands.gather(1, seat[:, None]).squeeze(1) == 0)
     blocked = place & ~won & ~domino & ((ALL_TILES & ~state.played & code) == 0)
     state.turn = (seat + 1) & 3
     margin = team_points[:, 0] - team_points[:, 1]

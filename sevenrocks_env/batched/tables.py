@@ -60,14 +60,13 @@ def _numpy_tables() -> dict[str, np.ndarray]:
     low = np.where(placed, np.array(TILE_LOW)[tile], 0)
     high = np.where(placed, np.array(TILE_HIGH)[tile], 0)
     tables.update(
-        act_placed=placed.astype(np.int64),
-        act_bit=np.where(placed, 1 << tile, 0).astype(np.int64),
-        act_slot=slot.astype(np.int64),
-        act_low=low.astype(np.int64),
-        act_high=high.astype(np.int64),
-        act_double=(placed & (low == high)),
-        act_branch=(placed & (slot >= 2)),
-        act_straight=(placed & (slot < 2)),
+        # act_ints[a] = (placed, tile bit, slot, low, high); act_flags[a] = (at slot s (4),
+        # on branch slot s (4), double, west/east): rows of zeros for the knock
+        act_ints=np.stack([placed, np.where(placed, 1 << tile, 0), slot, low, high], 1).astype(
+            np.int64),
+        act_flags=np.hstack([placed[:, None] & (slot[:, None] == np.arange(4)),
+                             placed[:, None] & (slot[:, None] == np.arange(4)) & (slot[:, None] >= 2),
+                             (placed & (low == high))[:, None], (placed & (slot < 2))[:, None]]),
         # end_code[end + 1]: the tiles showing that number, and bit 28 + n for the number itself
         end_code=np.array([0] + [WITH_NUMBER[n] | 1 << (NUM_TILES + n) for n in range(NUM_NUMBERS)],
                           np.int64),
