@@ -37,9 +37,8 @@ from pathlib import Path
 
 import gymnasium
 import numpy as np
-import torch
 
-try:
+try:  # Ray first: without it, say where it is (the main venv has no Ray, and may have no torch)
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
@@ -52,6 +51,8 @@ except ImportError as missing:
           f"run it with .venv-rllib/bin/python (make install-rllib), or "
           f"pip install -e \".[rllib]\"", file=sys.stderr)
     sys.exit(2)
+
+import torch  # noqa: E402  (after the Ray check above)
 
 from sevenrocks_env.arena import add_evaluation_arguments
 from sevenrocks_env.agents import make_agent

@@ -21,11 +21,19 @@ from sevenrocks_env.rules import Match, apply_action, legal_actions
 PLAYERS = ["--partner", "random", "--opponents", "random"]
 
 
+def default_sigint() -> None:
+    """In the child: Ctrl-C's default action.  A test run started in the background by a
+    non-interactive shell (as CI may be) inherits SIGINT *ignored*, and Python then installs no
+    KeyboardInterrupt handler, so the SIGINT tests would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_play(tmp_path, *args) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "sevenrocks_env.play", "--seat", "0",
                              "--seed", "3", *PLAYERS, *args], cwd=tmp_path,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                            stderr=subprocess.PIPE, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                            preexec_fn=default_sigint)
 
 
 def read_until(process, text: bytes, limit: float = 120) -> bytes:

@@ -125,6 +125,7 @@ def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
 
 
 def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):
+    from test_hostile_cli import default_sigint
     """The real CLI in a subprocess: SIGINT after its first line; exit 130, one line on stderr,
     and a checkpoint that resumes."""
     command = [sys.executable, "-m", "training.train", "--config", str(SMOKE),
@@ -132,7 +133,8 @@ def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):
                f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=1000000",
                "--set", "eval_every=0", "--set", "checkpoint_every=100000"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                               text=True, env=dict(os.environ, PYTHONUNBUFFERED="1"),
+                               preexec_fn=default_sigint)
     first = process.stdout.readline()
     assert first.startswith("run smoke"), first
     process.send_signal(signal.SIGINT)
