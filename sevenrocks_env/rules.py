@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .match_state import check_match_state
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
 from .tiles import (
     ALL_TILES,
@@ -192,7 +193,7 @@ class Match:
             value = state[name]
             setattr(match, name, list(value) if isinstance(value, list) else value)
         match.history = None
-        _check_state(match)
+        check_match_state(match)
         return match
 
     def clone(self, keep_history: bool = False) -> "Match":
@@ -389,72 +390,6 @@ def _close_round(match: Match, result: str, finisher: int | None) -> None:
         return
     hands, drawn = deal(match.seed, match.round_index)
     match.start_round(hands, finisher if result == DOMINO else drawn)
-
-
-def _is_int(value, low: int, high: int) -> bool:
-    return type(value) is int and low <= value <= high
-
-
-def _check_state(match: Match) -> None:
-    """Raise ``ValueError`` naming the first field of ``match`` that no real match can have."""
-    def bad(name: str, what: str):
-        raise ValueError(f"match state: {name} must be {what}, got {getattr(match, name)!r:.80}")
-
-    big = 10 ** 9
-    if match.seed is not None and not _is_int(match.seed, 0, 2 ** 64):
-        bad("seed", "None or an int in [0, 2**64]")
-    if not _is_int(match.target, 1, big):
-        bad("target", f"an int in [1, {big}]")
-    if match.max_rounds is not None and not _is_int(match.max_rounds, 1, big):
-        bad("max_rounds", f"None or an int in [1, {big}]")
-    if not (isinstance(match.scores, list) and len(match.scores) == 2
-            and all(_is_int(v, -big, big) for v in match.scores)):
-        bad("scores", "two ints")
-    if match.winner not in (None, 0, 1) or type(match.winner) is bool:
-        bad("winner", "None, 0 or 1")
-    if type(match.truncated) is not bool:
-        bad("truncated", "a bool")
-    if not _is_int(match.round_index, 0, big):
-        bad("round_index", "a non-negative int")
-    for name in ("hands", "played_by", "voids"):
-        value = getattr(match, name)
-        limit = ALL_TILES if name != "voids" else (1 << 7) - 1
-        if not (isinstance(value, list) and len(value) == NUM_SEATS
-                and all(_is_int(v, 0, limit) for v in value)):
-            bad(name, "four bitmasks")
-    if not (isinstance(match.ends, list) and len(match.ends) == 4
-            and all(_is_int(v, -1, 6) for v in match.ends)):
-        bad("ends", "four ints in [-1, 6]")
-    for name in ("end_double", "branch_started"):
-        value = getattr(match, name)
-        if not (isinstance(value, list) and len(value) == 4 and all(type(v) is bool for v in value)):
-            bad(name, "four bools")
-    if not _is_int(match.spinner, -1, 6):
-        bad("spinner", "an int in [-1, 6]")
-    if not _is_int(match.turn, -1, 3):
-        bad("turn", "a seat 0-3 (or -1 between rounds)")
-    if not _is_int(match.opener, 0, 3):
-        bad("opener", "a seat 0-3")
-    if not _is_int(match.placements, 0, NUM_TILES):
-        bad("placements", "an int in [0, 28]")
-    if not _is_int(match.last_end_sum, 0, 36):
-        bad("last_end_sum", "an int in [0, 36]")
-    played = 0
-    for seat in range(NUM_SEATS):
-        if played & match.played_by[seat]:
-            bad("played_by", "disjoint tile sets")
-        played |= match.played_by[seat]
-    if match.played != played:
-        bad("played", "the union of played_by")
-    held = 0
-    for seat in range(NUM_SEATS):
-        if held & match.hands[seat] or played & match.hands[seat]:
-            bad("hands", "disjoint from each other and from the played tiles (R1)")
-        held |= match.hands[seat]
-        if match.hands[seat].bit_count() + match.played_by[seat].bit_count() != 7:
-            bad("hands", "7 tiles per seat, held or played (R1)")
-    if held | played != ALL_TILES or played.bit_count() != match.placements:
-        bad("placements", "the number of tiles played")
 
 
 def _copy_round(log: Round) -> Round:
