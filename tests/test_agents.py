@@ -14,21 +14,10 @@ from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.tiles import (
     EAST, KNOCK, NORTH, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
 )
+from positions import random_state
 
 SPECS = ["random", "greedy", "heuristic", "search:samples=2", "search:samples=2,rollout=greedy",
          "search:samples=1,rollout=heuristic"]
-
-
-def random_state(seed: int, moves: int) -> rules.Match:
-    """A match after ``moves`` uniformly random legal actions (possibly across rounds)."""
-    rng = np.random.default_rng(seed)
-    match = rules.Match.new(seed)
-    for _ in range(moves):
-        if match.over:
-            break
-        legal = rules.legal_actions(match)
-        rules.apply_action(match, legal[int(rng.integers(len(legal)))])
-    return match
 
 
 def points_by_action(match: rules.Match) -> dict[int, int]:

@@ -22,19 +22,13 @@ from sevenrocks_env.observation import decode, encode
 from sevenrocks_env.policy_features import FEATURE_NAMES, ActionFeatures
 from sevenrocks_env.scoring import placement_points
 from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_PIPS, tiles_of
+import positions
 
 LEFT_OPPONENT, PARTNER, RIGHT_OPPONENT = 1, 2, 3  # relative seats
 
 
 def random_state(seed: int, moves: int, target: int = 250) -> rules.Match:
-    rng = np.random.default_rng(seed)
-    match = rules.Match.new(seed, target=target, max_rounds=4)
-    for _ in range(moves):
-        if match.over:
-            break
-        legal = rules.legal_actions(match)
-        rules.apply_action(match, legal[int(rng.integers(len(legal)))])
-    return match
+    return positions.random_state(seed, moves, target=target, max_rounds=4)
 
 
 def reference_features(view, action: int, version: int = 2) -> list[float]:

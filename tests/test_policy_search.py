@@ -23,6 +23,7 @@ from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.tiles import mask_of, tiles_of
+from positions import random_state
 
 # (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
 TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
@@ -31,18 +32,6 @@ TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
 @pytest.fixture(scope="module")
 def shipped():
     return load_policy("shipped").model
-
-
-def random_state(seed: int, moves: int) -> rules.Match:
-    """A match after ``moves`` uniformly random legal actions (possibly across rounds)."""
-    rng = np.random.default_rng(seed)
-    match = rules.Match.new(seed)
-    for _ in range(moves):
-        if match.over:
-            break
-        legal = rules.legal_actions(match)
-        rules.apply_action(match, legal[int(rng.integers(len(legal)))])
-    return match
 
 
 def consistent(view, hidden) -> bool:
