@@ -3,7 +3,8 @@ browser download), against the server running in this process on a free localhos
 
 A whole round is played by clicking highlighted tiles and ends; the page's scores must equal the
 server's record, and the downloaded record must validate.  A screenshot of a mid-round board is
-saved to docs/web_screenshot.png.  Without /usr/bin/chromium this test FAILS (install it with
+taken (into the test's temp folder; ``SEVENROCKS_UPDATE_SCREENSHOT=1`` writes it to
+docs/web_screenshot.png instead, the picture in the README).  Without /usr/bin/chromium this test FAILS (install it with
 ``apt-get install -y chromium``): it never passes silently.
 """
 
@@ -27,7 +28,7 @@ from sevenrocks_env.web.games import GameStore
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "web_screenshot.png"
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "web_screenshot.png"
 
 
 def free_port() -> int:
@@ -123,8 +124,10 @@ def test_play_a_round_in_chromium(server, browser, tmp_path):
             # mid-round, a tile picked that fits two ends: both ends highlighted
             page.locator("#hand .hand-tile").nth(choice).click()
             page.wait_for_selector("#board .marker.target")
-            SCREENSHOT.parent.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            shot = (DOCS_SCREENSHOT if os.environ.get("SEVENROCKS_UPDATE_SCREENSHOT") == "1"
+                    else tmp_path / "web_screenshot.png")
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000  # a real picture, not an empty page
             screenshot_taken = True
         play_my_turn(page, notes)
     assert screenshot_taken, "seed 4 no longer gives a mid-round board with a spinner"
