@@ -11,7 +11,9 @@ fits), or a single tile that fits a single slot.  :class:`MatchDriver` moves a
   seat; the caller decides and hands the action to :meth:`MatchDriver.play`.
 
 The arena drives whole matches with it; the single-agent view, ``play`` and the trainer's
-rollouts are the other users it is meant for (each stops at its own seats).
+Python rollouts (``training/rollout.py``, also for the cut-off continuation) use it too, each
+stopping at its own seats.  The batched engine's rollouts (``training/batched_rollout.py``) apply
+the same rule to tensors: a row whose mask has one legal action plays it.
 
     driver = MatchDriver(match, [heuristic, None, heuristic, greedy])
     while (seat := driver.advance()) is not None:

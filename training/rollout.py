@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import OBS_SIZE, encode
 from sevenrocks_env.policy import MaskedCategorical
 from sevenrocks_env.rewards import team0_reward
@@ -170,35 +171,35 @@ class SelfPlayEngine:
                             _winner_sign(match, seat), self.points_scale, self.win_reward)
 
     def _play(self, i: int, action: int, buffer: RolloutBuffer) -> None:
+        """A learner's move in the real match."""
         match = self.matches[i]
         seat = match.turn
-        points = apply_action(match, action)
+        self._book(i, seat, action, apply_action(match, action), buffer)
+
+    def _book(self, i: int, seat: int, action: int, points: int, buffer: RolloutBuffer) -> None:
+        """After any move of the real match: counters, and at the match's end the final rewards
+        and the next match (:meth:`_end_match`)."""
         self.env_steps += 1
         if self.learner[i, seat] and action != KNOCK:
             self._placements[i] += 1
             self._points[i] += points
-        if match.over:
+        if self.matches[i].over:
             self._end_match(i, buffer)
+
+    def _driver(self, i: int, match: Match, on_move=None) -> MatchDriver:
+        """The match flow of :mod:`sevenrocks_env.driver`: forced moves play themselves (not
+        trained on), opponents are asked, and learner seats stop it at every real choice."""
+        agents = [None if self.learner[i, seat] else self.opponents[i] for seat in range(NUM_SEATS)]
+        return MatchDriver(match, agents, on_move=on_move)
 
     def _advance(self, i: int, buffer: RolloutBuffer) -> None:
         """Play forced moves and opponent moves until a learner seat has a real choice."""
-        while True:
-            match = self.matches[i]
-            seat = match.turn
-            legal = legal_actions(match)
-            if len(legal) > 1:
-                if self.learner[i, seat]:
-                    self.legal[i] = legal
-                    return
-                action = self._opponent_action(i, match, legal)
-            else:
-                action = legal[0]  # forced (a knock, or a single fitting tile): not trained on
-            self._play(i, action, buffer)
+        def book(match, seat, action, points, forced):
+            self._book(i, seat, action, points, buffer)
 
-    def _opponent_action(self, i: int, match: Match, legal: list[int]) -> int:
-        mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-        mask[legal] = 1
-        return int(self.opponents[i].act(encode(match, match.turn), mask))
+        while self._driver(i, self.matches[i], book).advance() is None:
+            pass  # the match ended; _end_match dealt the next one: go on with it
+        self.legal[i] = legal_actions(self.matches[i])
 
     # -- rollouts -----------------------------------------------------------------------------
 
@@ -305,30 +306,22 @@ class SelfPlayEngine:
         An open seat that reaches a real decision gets its reward so far and is queued for its
         bootstrap; if the match ends, every seat still open gets the final reward and ``done``."""
         i, match = c.index, c.match
-        while True:
-            if match.over:
-                for seat in c.open_seats:
-                    k = self.pending[i, seat]
-                    buffer.rewards[k] += self._reward_since(i, seat, match)
-                    buffer.dones[k] = True
+        seat = self._driver(i, match).advance()  # a learner seat's real choice, or the end
+        if seat is None:
+            for seat in c.open_seats:
+                k = self.pending[i, seat]
+                buffer.rewards[k] += self._reward_since(i, seat, match)
+                buffer.dones[k] = True
+            return False
+        if seat in c.open_seats:
+            k = self.pending[i, seat]
+            buffer.rewards[k] += self._reward_since(i, seat, match)
+            to_value.append((k, encode(match, seat), hidden_hands(match, seat)))
+            c.open_seats.remove(seat)
+            if not c.open_seats:
                 return False
-            seat = match.turn
-            legal = legal_actions(match)
-            if len(legal) > 1:
-                if seat in c.open_seats:
-                    k = self.pending[i, seat]
-                    buffer.rewards[k] += self._reward_since(i, seat, match)
-                    to_value.append((k, encode(match, seat), hidden_hands(match, seat)))
-                    c.open_seats.remove(seat)
-                    if not c.open_seats:
-                        return False
-                if self.learner[i, seat]:
-                    c.legal = legal
-                    return True
-                action = self._opponent_action(i, match, legal)
-            else:
-                action = legal[0]
-            apply_action(match, action)
+        c.legal = legal_actions(match)
+        return True
 
     def pop_stats(self) -> dict[str, list]:
         stats, self.stats = self.stats, defaultdict(list)
