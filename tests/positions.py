@@ -1,8 +1,12 @@
 """Random positions for tests: a match after some uniformly random legal moves."""
 
+import itertools
+
 import numpy as np
 
 from sevenrocks_env import rules
+from sevenrocks_env.agents.belief import excluded_tiles
+from sevenrocks_env.tiles import tiles_of
 
 
 def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
@@ -16,3 +20,18 @@ def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
         legal = rules.legal_actions(match)
         rules.apply_action(match, legal[int(rng.integers(len(legal)))])
     return match
+
+
+def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
+    """Same match, one tile swapped between two other seats' hands (same counts, same view)."""
+    twin = match.clone()
+    seat = match.turn
+    for a, b in itertools.combinations([s for s in range(4) if s != seat], 2):
+        forbidden_a = excluded_tiles(match.voids[a])
+        forbidden_b = excluded_tiles(match.voids[b])
+        for ta in tiles_of(match.hands[a] & ~forbidden_b):
+            for tb in tiles_of(match.hands[b] & ~forbidden_a):
+                twin.hands[a] ^= (1 << ta) | (1 << tb)
+                twin.hands[b] ^= (1 << ta) | (1 << tb)
+                return twin
+    raise AssertionError("no swap keeps the knocks consistent")

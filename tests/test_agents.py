@@ -14,7 +14,7 @@ from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.tiles import (
     EAST, KNOCK, NORTH, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
 )
-from positions import random_state
+from positions import random_state, twin_with_other_hidden_tiles
 
 SPECS = ["random", "greedy", "heuristic", "search:samples=2", "search:samples=2,rollout=greedy",
          "search:samples=1,rollout=heuristic"]
@@ -120,17 +120,6 @@ def test_greedy_prefers_heavier_tile_on_equal_points():
     match = position([("1|4", WEST)], ["0|4", "4|6"])
     action = GreedyAgent().act(encode(match, match.turn), action_mask(match, match.turn))
     assert action >> 2 == parse_tile("4|6")
-
-
-def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
-    """A copy where two hidden seats swap one unplayed tile each: same observation for the mover."""
-    twin = match.clone()
-    others = [s for s in range(4) if s != match.turn and twin.hands[s]]
-    a, b = others[0], others[1]
-    ta, tb = tiles_of(twin.hands[a])[0], tiles_of(twin.hands[b])[0]
-    twin.hands[a] ^= (1 << ta) | (1 << tb)
-    twin.hands[b] ^= (1 << ta) | (1 << tb)
-    return twin
 
 
 @pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])

@@ -23,7 +23,7 @@ from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.tiles import mask_of, tiles_of
-from positions import random_state
+from positions import random_state, twin_with_other_hidden_tiles
 
 # (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
 TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
@@ -135,21 +135,6 @@ def test_the_uniformity_test_rejects_a_naive_sampler():
         stat, bound = chi_square(counts, support, draws)
         rejected += stat >= bound
     assert rejected == len(TWO_KNOCKERS)
-
-
-def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
-    """Same match, one tile swapped between two other seats' hands (same counts, same view)."""
-    twin = match.clone()
-    seat = match.turn
-    for a, b in itertools.combinations([s for s in range(4) if s != seat], 2):
-        forbidden_a = excluded_tiles(match.voids[a])
-        forbidden_b = excluded_tiles(match.voids[b])
-        for ta in tiles_of(match.hands[a] & ~forbidden_b):
-            for tb in tiles_of(match.hands[b] & ~forbidden_a):
-                twin.hands[a] ^= (1 << ta) | (1 << tb)
-                twin.hands[b] ^= (1 << ta) | (1 << tb)
-                return twin
-    raise AssertionError("no swap keeps the knocks consistent")
 
 
 @pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])
