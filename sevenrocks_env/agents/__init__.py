@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from .base import Agent
+from .base import Agent, parse_spec_params
 from .greedy import GreedyAgent
 from .heuristic import HeuristicAgent
 from .random_agent import RandomAgent
@@ -83,19 +83,7 @@ def make_agent(spec, seed: int | None = None) -> Agent:
     if name == "search" and any(part.partition("=")[0].strip() == "policy"
                                 for part in rest.split(",")):
         types = POLICY_SEARCH_PARAMS
-    params = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or key not in types:
-            allowed = ", ".join(types) or "none"
-            raise ValueError(f"bad parameter {item!r} for agent {name!r} (parameters: {allowed}); "
-                             f"valid specs: {valid_specs()}")
-        try:
-            params[key] = types[key](value.strip())
-        except ValueError:
-            raise ValueError(f"agent {name!r}: {key} must be {types[key].__name__}, "
-                             f"got {value.strip()!r}") from None
+    params = parse_spec_params(rest, types, f"agent {name!r}", f"; valid specs: {valid_specs()}")
     if types is POLICY_SEARCH_PARAMS:
         return _policy_search(params, seed)
     return cls(seed=seed, **params)

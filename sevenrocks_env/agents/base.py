@@ -44,3 +44,22 @@ class ViewAgent:
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
         raise NotImplementedError
+
+
+def parse_spec_params(rest: str, types: dict, owner: str, hint: str = "") -> dict:
+    """``"samples=64,rollout=greedy"`` -> ``{"samples": 64, "rollout": "greedy"}``, each value
+    converted by ``types[key]``; ``ValueError`` naming ``owner`` (e.g. ``agent 'search'``) for an
+    unknown key or a value of the wrong type (``hint`` is appended to the unknown-key message)."""
+    params = {}
+    for item in filter(None, (part.strip() for part in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in types:
+            allowed = ", ".join(types) or "none"
+            raise ValueError(f"bad parameter {item!r} for {owner} (parameters: {allowed}){hint}")
+        try:
+            params[key] = types[key](value.strip())
+        except ValueError:
+            raise ValueError(f"{owner}: {key} must be {types[key].__name__}, "
+                             f"got {value.strip()!r}") from None
+    return params

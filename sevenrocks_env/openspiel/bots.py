@@ -38,6 +38,7 @@ import numpy as np
 import pyspiel
 from open_spiel.python.algorithms import ismcts, mcts
 
+from ..agents.base import parse_spec_params
 from ..agents.belief import HandSampler
 from ..observation import decode
 from .game import GAME_NAME, state_from_view
@@ -135,18 +136,7 @@ def make_openspiel_agent(spec_rest: str, seed: int | None = None) -> OpenSpielAg
         raise ValueError(f"unknown OpenSpiel bot {kind!r} in 'openspiel:{spec_rest}'; valid: "
                          + ", ".join(f"openspiel:{k}[:sims=<int>,uct_c=<float>,rollouts=<int>]"
                                      for k in KINDS))
-    params = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, value = item.partition("=")
-        key = key.strip()
-        if not eq or key not in PARAMS:
-            raise ValueError(f"bad parameter {item!r} for openspiel:{kind} "
-                             f"(parameters: {', '.join(PARAMS)})")
-        try:
-            params[key] = PARAMS[key](value.strip())
-        except ValueError:
-            raise ValueError(f"openspiel:{kind}: {key} must be {PARAMS[key].__name__}, "
-                             f"got {value.strip()!r}") from None
+    params = parse_spec_params(rest, PARAMS, f"openspiel:{kind}")
     return OpenSpielAgent(kind, seed=seed, **params)
 
 
