@@ -20,7 +20,11 @@ Batchable agents (anything else raises ``ValueError``: use :func:`~sevenrocks_en
 * ``greedy``: :func:`sevenrocks_env.batched.greedy.greedy_actions`, exactly ``GreedyAgent``'s
   choice;
 * ``random``: uniform over the legal actions, drawn from a counter-based hash of
-  ``(seed, pair, game, move number)``.
+  ``(seed, pair, game, move number)``;
+* ``search`` (``defensive`` or ``greedy`` rollouts, no ``time_limit``) and ``search:policy=...``
+  (``rollout=argmax``): every decision of a step searched in one batched engine
+  (:mod:`sevenrocks_env.agents.world_rollouts`), the worlds of decision ``(pair, game, move)``
+  drawn from a generator seeded by those numbers and the arena's seed.
 
 Every agent is a function of the env's own coordinates, never of the batch, so the result is
 the same for any ``batch`` (pairs stepped together).  As in the unbatched arena, a forced move
@@ -40,7 +44,7 @@ from .agents import make_agent
 from .agents.greedy import GreedyAgent
 from .agents.random_agent import RandomAgent
 from .arena import ArenaResult, PairOutcome, _summarise, split_name
-from .batched import VectorEnv
+from .batched import VectorEnv, layout
 from .batched.deal import MAX_SEED, mix
 from .batched.greedy import greedy_actions
 
@@ -48,6 +52,7 @@ from .batched.greedy import greedy_actions
 DEFAULT_BATCH = 4096
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 _RANDOM_SALT = 0x5EED
+_SEARCH_SALT = 0x5EA2C
 
 
 class BatchedAgent:
@@ -80,7 +85,7 @@ class BatchedRandom(BatchedAgent):
         key = mix(torch.full_like(envs, context["seed"] + _RANDOM_SALT) + _GOLDEN)
         key = mix(key + context["coordinate"][envs] * _GOLDEN)
         key = mix(key + context["moves"][envs] * _GOLDEN) & ((1 << 62) - 1)
-        legal = mask.sum(1)
+        legal = layout.legal_counts(mask).long()
         pick = key % legal                                  # the pick-th legal action
         cumulative = mask.long().cumsum(1)
         return ((cumulative == (pick + 1)[:, None]) & mask).long().argmax(1)
@@ -111,6 +116,54 @@ class BatchedPolicy(BatchedAgent):
         return chosen
 
 
+class BatchedSearchAgent(BatchedAgent):
+    """``search`` (:class:`~sevenrocks_env.agents.search_batched.BatchedSearch`) or
+    ``search:policy=...`` (:meth:`~sevenrocks_env.agents.policy_search.PolicySearchAgent.choose_many`):
+    all decisions of a step searched together.  The agent gets only each seat's observation and
+    mask; decision ``(pair, game, move)`` samples its worlds from a generator seeded by
+    ``(seed, pair, game, move)``, so the result does not depend on ``batch``."""
+
+    needs_observation = True
+
+    def __init__(self, searcher):
+        self.searcher = searcher
+        self.name = searcher.name
+
+    def actions(self, env, envs, context):
+        import numpy as np
+        observations = env.observation[envs].cpu().numpy()
+        masks = env.action_mask[envs].cpu().numpy()
+        keys = zip(context["coordinate"][envs].tolist(), context["moves"][envs].tolist())
+        rngs = [np.random.default_rng((context["seed"], _SEARCH_SALT, coordinate, move))
+                for coordinate, move in keys]
+        chosen = self.searcher.choose_many(observations, masks, rngs)
+        return torch.tensor(chosen, dtype=torch.long, device=envs.device)
+
+
+def _batched_search(agent, device) -> BatchedAgent | None:
+    """The batched version of a search agent, or ``None`` if ``agent`` is none."""
+    from .agents.search import SearchAgent
+    if isinstance(agent, SearchAgent):
+        if agent.time_limit is not None:
+            raise ValueError("search: time_limit has no batched version (every decision gets its "
+                             "samples); drop it or use the unbatched arena")
+        from .agents.search_batched import BatchedSearch
+        return BatchedSearchAgent(BatchedSearch(agent, device))
+    try:
+        from .agents.policy_search import PolicySearchAgent
+    except ImportError:  # pragma: no cover - torch is imported above
+        return None
+    if isinstance(agent, PolicySearchAgent):
+        if agent.rollout != "argmax":
+            raise ValueError("search:policy: the batched arena plays rollout=argmax only (sampled "
+                             "rollouts would depend on how decisions are grouped)")
+        if agent.device != torch.device(device):
+            raise ValueError(f"search:policy: the agent runs on {agent.device}, the arena on "
+                             f"{device}; give both the same device")
+        return BatchedSearchAgent(agent)
+    return None
+
+
 def batched_agent(agent, device="cpu") -> BatchedAgent:
     """The batched version of an agent spec or object, or ``ValueError`` if it has none."""
     from .policy import PolicyAgent
@@ -121,12 +174,15 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
             return BatchedGreedy()
         if agent.strip() == "random":
             return BatchedRandom()
-        if kind not in ("ckpt", "policy"):
+        if kind not in ("ckpt", "policy", "search"):
             make_agent(agent)  # a bad spec gets make_agent's message naming the valid ones
             raise ValueError(f"agent {agent!r} has no batched version; the batched arena plays "
-                             "ckpt:/policy: checkpoints, greedy and random -- use the unbatched "
-                             "arena (sevenrocks arena without --batched, arena.evaluate)")
+                             "ckpt:/policy: checkpoints, search, greedy and random -- use the "
+                             "unbatched arena (sevenrocks arena without --batched, arena.evaluate)")
         agent = make_agent(agent)
+    search = _batched_search(agent, device)
+    if search is not None:
+        return search
     if isinstance(agent, PolicyAgent):
         if not agent.deterministic:
             raise ValueError(f"{agent.name}: the batched arena plays policies deterministically; "
@@ -139,7 +195,8 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
     if isinstance(agent, BatchedAgent):
         return agent
     raise ValueError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} has no batched "
-                     "version (batchable: ckpt:/policy: checkpoints, greedy, random); use the "
+                     "version (batchable: ckpt:/policy: checkpoints, search, greedy, random); "
+                     "use the "
                      "unbatched arena (arena.evaluate)")
 
 
@@ -172,7 +229,7 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
     while bool(active.any()):
         seat, mask = env.current_seat, env.action_mask
         actions = mask.long().argmax(1)                   # forced moves and finished envs
-        choice = active & (mask.sum(1) > 1)
+        choice = active & (layout.legal_counts(mask) > 1)
         a_on_turn = (seat & 1) == a_team
         for side, (agent, on_turn) in enumerate(((side_a, a_on_turn), (side_b, ~a_on_turn))):
             envs = (choice & on_turn).nonzero().squeeze(1)
@@ -282,5 +339,5 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
                       time.perf_counter() - started)
 
 
-__all__ = ["BatchedAgent", "BatchedGreedy", "BatchedPolicy", "BatchedRandom", "DEFAULT_BATCH",
+__all__ = ["BatchedAgent", "BatchedGreedy", "BatchedPolicy", "BatchedRandom", "BatchedSearchAgent", "DEFAULT_BATCH",
            "batched_agent", "evaluate_batched", "play_pairs_batched"]

@@ -189,7 +189,8 @@ def test_result_is_a_symmetric_duplicate(shipped):
 
 @pytest.mark.parametrize("spec, message", [
     ("heuristic", "no batched version"),
-    ("search:samples=4", "no batched version"),
+    ("search:samples=4,rollout=heuristic", "no batched version"),
+    ("search:samples=4,time_limit=0.5", "time_limit has no batched version"),
     ("nonsense", "unknown agent spec"),
     ("ckpt:/no/such/file.pt", "cannot read checkpoint"),
     ("ckpt:", "needs a path"),

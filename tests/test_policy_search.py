@@ -18,6 +18,7 @@ from sevenrocks_env.agents import GreedyAgent
 from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler, excluded_tiles, world_match
 from sevenrocks_env.agents.layout import view_of
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
+from sevenrocks_env.agents.world_rollouts import Decision
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import action_mask, encode
@@ -184,33 +185,40 @@ def test_batched_rollouts_equal_rule_rollouts(shipped, seed, moves, scores):
     legal = rules.legal_actions(match)
     agent = PolicySearchAgent(shipped, samples=3, seed=seed, reach=0, win_bonus=50.0)
     sampler = HandSampler(view)
-    worlds = [world_match(view, sampler.sample(np.random.default_rng(seed + s))) for s in range(3)]
+    hidden = [sampler.sample(np.random.default_rng(seed + s)) for s in range(3)]
     with torch.inference_mode():
-        batched = agent._rollout_values(worlds, legal, view)
-        expected = [[policy_rollout(shipped, w.clone(), a, 50.0) for a in legal] for w in worlds]
+        [batched] = agent.world_values([Decision(view, legal, hidden)])
+        expected = [[policy_rollout(shipped, world_match(view, h), a, 50.0) for a in legal]
+                    for h in hidden]
     assert batched.tolist() == expected
 
 
 def test_match_horizon_goes_past_the_round_only_when_the_target_is_in_reach(shipped):
-    """Near the target with ``horizon=1`` the match-horizon rollout is the round rollout; with
-    ``horizon=3`` some copies play on into the next deal (values change), and every value counts
-    a win or loss (R8) or at most three rounds."""
+    """With a three-round budget some copies play on into the next deal (values change) and most
+    values count a win or loss (R8); the agent asks for that budget exactly when a partnership
+    is within ``reach`` of the target."""
     match = random_state(21, 4)
     match.scores = [220, 215]
     view = view_of(match, match.turn)
     legal = rules.legal_actions(match)
     sampler = HandSampler(view)
-    worlds = [world_match(view, sampler.sample(np.random.default_rng(s))) for s in range(4)]
+    hidden = [sampler.sample(np.random.default_rng(s)) for s in range(4)]
     values = {}
     with torch.inference_mode():
-        for label, reach, horizon in (("round", 0, 1), ("one", 60, 1), ("three", 60, 3)):
-            agent = PolicySearchAgent(shipped, samples=4, seed=0, reach=reach, horizon=horizon,
-                                      win_bonus=1000.0)
-            values[label] = agent._rollout_values(worlds, legal, view)
-    assert torch.equal(values["round"], values["one"])
-    assert not torch.equal(values["round"], values["three"])
-    decided = values["three"].abs() > 500  # the bonus dwarfs three rounds' points
-    assert decided.float().mean() > 0.5
+        for label, rounds in (("one", 1), ("three", 3)):
+            agent = PolicySearchAgent(shipped, samples=4, seed=0, win_bonus=1000.0)
+            [values[label]] = agent.world_values([Decision(view, legal, hidden, range(4), rounds)])
+    assert not np.array_equal(values["one"], values["three"])
+    decided = np.abs(values["three"]) > 500  # the bonus dwarfs three rounds' points
+    assert decided.mean() > 0.5
+    # the agent asks for the match horizon exactly when a partnership is within reach
+    seen = []
+    for reach, horizon in ((0, 3), (60, 1), (60, 3)):
+        agent = PolicySearchAgent(shipped, samples=1, seed=0, reach=reach, horizon=horizon)
+        agent.world_values = lambda decisions: seen.append(decisions[0].rounds) or [
+            np.zeros((1, len(legal)))]
+        agent.act(encode(match, match.turn), action_mask(match, match.turn))
+    assert seen == [1, 1, 3]
 
 
 @settings(max_examples=12, deadline=None)
@@ -248,7 +256,7 @@ def test_forced_move_is_played_without_search(shipped):
     agent = PolicySearchAgent(shipped, samples=1, seed=0)
     mask = np.zeros(113, dtype=np.int8)
     mask[112] = 1
-    agent._rollout_values = None  # any search would fail
+    agent._rollouts = None  # any search would fail
     assert agent.act(np.zeros(238, dtype=np.float32), mask) == 112
 
 
@@ -282,3 +290,24 @@ def test_agent_spec_builds_the_policy_search():
     assert isinstance(make_agent("search:samples=4"), SearchAgent)
     with pytest.raises(ValueError, match="parameters: policy, samples"):
         make_agent("search:policy=shipped,bogus=1")
+
+
+def test_choices_do_not_depend_on_how_decisions_are_grouped(shipped):
+    """``choose_many`` (the batched arena's call) equals one decision at a time, each decision
+    sampling from its own generator: grouping only changes the batch, never a value."""
+    agent = PolicySearchAgent(shipped, samples=3)
+    matches = [m for m in (random_state(s, 4 + s % 30) for s in range(16))
+               if not m.over and len(rules.legal_actions(m)) > 1]
+    observations = [encode(m, m.turn) for m in matches]
+    masks = [action_mask(m, m.turn) for m in matches]
+    together = agent.choose_many(observations, masks,
+                                 [np.random.default_rng(k) for k in range(len(matches))])
+    alone = [agent.choose_many([o], [mk], [np.random.default_rng(k)])[0]
+             for k, (o, mk) in enumerate(zip(observations, masks))]
+    assert together == alone and len(matches) > 5
+
+
+def test_batched_arena_refuses_sampled_rollouts(shipped):
+    from sevenrocks_env.arena_batched import evaluate_batched
+    with pytest.raises(ValueError, match="rollout=argmax"):
+        evaluate_batched(PolicySearchAgent(shipped, samples=2, rollout="sample"), "greedy", 1)

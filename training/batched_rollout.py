@@ -80,7 +80,7 @@ class _Seats:
         self.seat = self.seat_t.numpy()
         self.mask = venv.action_mask
         self.obs = venv.observation
-        self.real = (self.mask.sum(1) > 1).numpy()
+        self.real = (layout.legal_counts(self.mask) > 1).numpy()
         self.first_legal = self.mask.to(torch.uint8).argmax(1)  # forced: the one legal action
 
 

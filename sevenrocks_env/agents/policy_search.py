@@ -7,12 +7,15 @@ For each decision with more than one legal action (a forced move is played witho
    showed a seat lacks (R1, R6) -- with the sampler the ``search`` agent uses
    (:class:`~sevenrocks_env.agents.belief.HandSampler`);
 2. load ``samples x actions`` copies into **one** batched engine
-   (:class:`~sevenrocks_env.batched.VectorEnv`), world ``s`` repeated once per legal action, and
-   play each copy's action as the first step of all of them;
+   (:class:`~sevenrocks_env.agents.world_rollouts.WorldRollouts`, shared with the batched
+   ``search``), world ``s`` repeated once per legal action, and play each copy's action as the
+   first step of all of them (:meth:`PolicySearchAgent.choose_many` does this for many decisions
+   at once: the batched arena's way to play this agent);
 3. play every copy on to the end of the round (R7; or to the end of the match, at most
-   ``horizon`` rounds, once a partnership is within ``reach`` points of the target, R8) with the
-   policy network choosing for **all four seats**: one batched forward per step over the copies
-   whose seat on turn has a real choice, each seat deciding from its own observation of its world;
+   ``horizon`` rounds, once a partnership is within ``reach`` points of the target, R8 -- the
+   copies of one world then share its later deals) with the policy network choosing for **all
+   four seats**: one batched forward per step over the copies whose seat on turn has a real
+   choice, each seat deciding from its own observation of its world;
 4. score each action by its mean outcome for our partnership over the worlds -- our score change
    minus theirs (placement points R5 and the round's deductions R7), plus ``win_bonus`` if we win
    the match in the rollout (minus it if they do) -- plus ``prior`` times the policy's own
@@ -46,12 +49,10 @@ import torch
 from ..batched import VectorEnv
 from ..observation import decode
 from ..policy import MaskedCategorical, PolicyNet, load_policy
-from .belief import HandSampler, world_match
 from .layout import legal_from_mask
+from .world_rollouts import MAX_COPIES, Decision, WorldRollouts
 
 ROLLOUT_MODES = ("argmax", "sample")
-#: Bound on samples x actions (the batched engine's size for one decision).
-MAX_BATCH = 1 << 16
 
 
 class PolicySearchAgent:
@@ -74,8 +75,8 @@ class PolicySearchAgent:
                  rollout: str = "argmax", device: str = "cpu", threads: int | None = 1):
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"search:policy: samples must be an int >= 1, got {samples!r}")
-        if samples * 113 > MAX_BATCH:
-            raise ValueError(f"search:policy: samples must be <= {MAX_BATCH // 113}, got {samples}")
+        if samples * 113 > MAX_COPIES:
+            raise ValueError(f"search:policy: samples must be <= {MAX_COPIES // 113}, got {samples}")
         if rollout not in ROLLOUT_MODES:
             raise ValueError(f"search:policy: rollout must be one of {', '.join(ROLLOUT_MODES)}, "
                              f"got {rollout!r}")
@@ -101,7 +102,7 @@ class PolicySearchAgent:
         self.samples, self.prior, self.win_bonus = samples, float(prior), float(win_bonus)
         self.reach, self.horizon, self.rollout = int(reach), int(horizon), rollout
         self.threads = threads
-        self._envs: dict[tuple[int, int], VectorEnv] = {}
+        self._rollouts = WorldRollouts(self.device, self.win_bonus)
         self.seed(seed)
 
     def seed(self, seed: int | None) -> None:
@@ -112,90 +113,64 @@ class PolicySearchAgent:
         legal = legal_from_mask(action_mask)
         if len(legal) == 1:
             return legal[0]
+        return self.choose_many([observation], [action_mask], [self._rng])[0]
+
+    def choose_many(self, observations, masks, rngs) -> list[int]:
+        """The search's action for each ``(observation, mask)``, all rollouts in one batched
+        engine; decision ``i`` samples its worlds from ``rngs[i]`` (a ``numpy.random.Generator``),
+        so with ``rollout="argmax"`` the choices do not depend on how decisions are grouped."""
         previous = torch.get_num_threads()
         if self.threads is not None and self.threads != previous:
             torch.set_num_threads(self.threads)
         try:
-            values = self.action_values(observation, action_mask)
+            values = self.action_values_many(observations, masks, rngs)
         finally:
             if torch.get_num_threads() != previous:
                 torch.set_num_threads(previous)
-        best = max(range(len(legal)), key=lambda i: (values[i], -legal[i]))
-        return legal[best]
+        chosen = []
+        for mask, value in zip(masks, values):
+            legal = legal_from_mask(mask)
+            best = max(range(len(legal)), key=lambda i: (value[i], -legal[i]))
+            chosen.append(legal[best])
+        return chosen
 
-    @torch.inference_mode()
     def action_values(self, observation: np.ndarray, action_mask: np.ndarray) -> list[float]:
         """Score of each legal action (ascending action order): mean rollout value + prior term."""
-        legal = legal_from_mask(action_mask)
-        view = decode(observation)
-        prior = self._log_probs(observation, action_mask)[legal]
-        sampler = HandSampler(view)
-        worlds = [world_match(view, sampler.sample(self._rng)) for _ in range(self.samples)]
-        rollout = self._rollout_values(worlds, legal, view)      # [samples, actions]
-        return (rollout.mean(0) + self.prior * prior).tolist()
+        return self.action_values_many([observation], [action_mask], [self._rng])[0]
 
-    def _log_probs(self, observation, action_mask) -> torch.Tensor:
-        obs = torch.as_tensor(np.asarray(observation, dtype=np.float32), device=self.device)[None]
-        mask = torch.as_tensor(np.asarray(action_mask).astype(bool), device=self.device)[None]
+    @torch.inference_mode()
+    def action_values_many(self, observations, masks, rngs) -> list[list[float]]:
+        """:meth:`action_values` of many decisions, their rollouts played together."""
+        priors = self._log_probs(observations, masks)
+        decisions = []
+        for observation, mask, rng in zip(observations, masks, rngs):
+            view = decode(observation)
+            whole_match = max(view.scores) >= view.target - self.reach
+            decisions.append(Decision.sample(view, legal_from_mask(mask), self.samples, rng,
+                                      rounds=self.horizon if whole_match else 1))
+        values = self.world_values(decisions)
+        return [(value.mean(0) + self.prior * prior[d.legal]).tolist()
+                for d, value, prior in zip(decisions, values, priors)]
+
+    def world_values(self, decisions: list[Decision]) -> list[np.ndarray]:
+        """Per decision, ``float64[worlds, actions]`` rollout values (no prior term)."""
+        return self._rollouts.values(decisions, self._policy_moves)
+
+    def _log_probs(self, observations, masks) -> np.ndarray:
+        obs = torch.as_tensor(np.asarray(observations, dtype=np.float32), device=self.device)
+        mask = torch.as_tensor(np.asarray(masks).astype(bool), device=self.device)
         logits, _ = self.model(obs, mask)
-        return MaskedCategorical(logits, mask).log_probs[0].double().cpu()
+        return MaskedCategorical(logits, mask).log_probs.double().cpu().numpy()
 
-    def _env(self, size: int, target: int) -> VectorEnv:
-        key = (size, target)
-        if key not in self._envs:
-            if len(self._envs) > 8:
-                self._envs.clear()
-            self._envs[key] = VectorEnv(size, device=self.device, target=target, max_rounds=None,
-                                        reward="shaped", points_scale=1.0,
-                                        win_reward=self.win_bonus, validate=False)
-        return self._envs[key]
-
-    def _rollout_values(self, worlds, legal: list[int], view) -> torch.Tensor:
-        """Team outcome of every (world, action) pair, played out in one batched engine."""
-        samples, actions = len(worlds), len(legal)
-        env = self._env(samples * actions, view.target)
-        whole_match = max(view.scores) >= view.target - self.reach
-        if whole_match:  # later rounds are dealt from the env's stream: a fresh seed each time
-            env.reset(seed=int(self._rng.integers(1 << 62)))
-        env.load([world for world in worlds for _ in legal])
-        state = env.state
-        start_round, start_match = state.round_index.clone(), state.matches.clone()
-        first = torch.tensor(legal * samples, dtype=torch.long, device=self.device)
-        value = torch.zeros(env.num_envs, dtype=torch.float64, device=self.device)
-        done = torch.zeros(env.num_envs, dtype=torch.bool, device=self.device)
-        action = first
-        while True:
-            rewards, _, _ = env.step(action)
-            value += torch.where(done, 0.0, rewards[:, 0].double())  # world seat 0 is us
-            state = env.state
-            if whole_match:
-                ended = (state.matches != start_match) | (
-                    state.round_index - start_round >= self.horizon)
-            else:
-                ended = (state.matches != start_match) | (state.round_index != start_round)
-            done |= ended
-            if bool(done.all()):
-                break
-            action = self._policy_actions(env, done)
-        return value.view(samples, actions)
-
-    def _policy_actions(self, env: VectorEnv, done: torch.Tensor) -> torch.Tensor:
-        """The policy's move in every env (finished ones just play their first legal action)."""
-        mask = env.action_mask
-        action = mask.to(torch.int8).argmax(1)
-        choice = ~done & (mask.sum(1) > 1)
-        rows = choice.nonzero().squeeze(1)
-        if rows.numel():
-            sub_mask = mask[rows]
-            logits, _ = self.model(env.observation[rows], sub_mask)
-            dist = MaskedCategorical(logits, sub_mask)
-            if self.rollout == "argmax":
-                picked = dist.mode()
-            else:
-                picked = torch.multinomial(dist.probs.cpu(), 1, generator=self._generator)
-                picked = picked.squeeze(1).to(self.device)
-            action = action.index_copy(0, rows, picked)
-        return action
+    def _policy_moves(self, env: VectorEnv, rows: torch.Tensor) -> torch.Tensor:
+        """The policy's move in the envs ``rows`` (each with a real choice)."""
+        sub_mask = env.action_mask[rows]
+        logits, _ = self.model(env.observation[rows], sub_mask)
+        dist = MaskedCategorical(logits, sub_mask)
+        if self.rollout == "argmax":
+            return dist.mode()
+        picked = torch.multinomial(dist.probs.cpu(), 1, generator=self._generator)
+        return picked.squeeze(1).to(self.device)
 
 
 __all__ = ["PolicySearchAgent", "ROLLOUT_MODES"]

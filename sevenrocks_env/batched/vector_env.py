@@ -176,6 +176,29 @@ class VectorEnv:
         self._changed()
         self._ready = True
 
+    def load_state(self, state: BatchState, seed: int = 0, deal_streams=None) -> None:
+        """Trusted fast path of :meth:`load` for search: take ``state`` (a :class:`BatchState`
+        of this env's size and device, e.g. :func:`~sevenrocks_env.batched.worlds.views_state`)
+        as it is, without checking that it is a reachable position.  Later rounds are dealt from
+        ``(seed, deal_streams[i], matches, round)`` (``deal_streams`` default: the env index; they
+        replace the env's streams), so envs given one stream see the same later deals.  Not for
+        envs that keep records."""
+        if self._records is not None:
+            raise RuntimeError("load_state: this env keeps records; use load(matches)")
+        if not isinstance(state, BatchState) or state.num_envs != self.num_envs \
+                or state.turn.device != self.device:
+            raise ValueError(f"load_state: expected a BatchState of {self.num_envs} envs on "
+                             f"{self.device}")
+        self.settings.seed = _check_int("seed", seed, 0, MAX_SEED)
+        if deal_streams is None:
+            self.env_ids = torch.arange(self.num_envs, device=self.device)
+        else:
+            _check_tensor("deal_streams", deal_streams, (self.num_envs,), torch.long, self.device)
+            self.env_ids = deal_streams
+        self.state = state
+        self._changed()
+        self._ready = True
+
     # -- what the seats on turn see -----------------------------------------------------------
 
     @property

@@ -1,0 +1,97 @@
+"""Time per decision of the search agents, one decision at a time and many decisions together.
+
+    nice -n 10 .venv/bin/python benchmarks/search_speed.py --decisions 40 --samples 64
+
+Positions: the non-forced decisions of random-play matches (seed ``--seed``), the same for every
+row.  Rows: ``search`` in the rule engine (``SearchAgent.act``, the unbatched arena's way); the
+batched ``search`` (``BatchedSearch.choose_many``) for one decision at a time and for all
+decisions together (the batched arena's way); ``search:policy=shipped`` the same two ways.
+Prints a markdown table of mean, median and p90 ms per decision (1 torch thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+from sevenrocks_env import rules
+from sevenrocks_env.agents.policy_search import PolicySearchAgent
+from sevenrocks_env.agents.search import SearchAgent
+from sevenrocks_env.agents.search_batched import BatchedSearch
+from sevenrocks_env.observation import action_mask, encode
+
+
+def positions(count: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``count`` (observation, mask) pairs with a real choice, from random-play matches."""
+    rng = np.random.default_rng(seed)
+    found, match_seed = [], seed
+    while len(found) < count:
+        match = rules.Match.new(match_seed)
+        match_seed += 1
+        while not match.over and len(found) < count:
+            legal = rules.legal_actions(match)
+            if len(legal) > 1:
+                found.append((encode(match, match.turn), action_mask(match, match.turn)))
+            rules.apply_action(match, legal[int(rng.integers(len(legal)))])
+    return found
+
+
+def timed(decide, found, size: int) -> list[float]:
+    """ms per decision, calling ``decide`` on ``size`` decisions at a time: each call's time is
+    split evenly over the decisions it made."""
+    per = []
+    for start in range(0, len(found), size):
+        chunk = found[start:start + size]
+        began = time.perf_counter()
+        decide(chunk)
+        per += [(time.perf_counter() - began) * 1e3 / len(chunk)] * len(chunk)
+    return per
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--decisions", type=int, default=40)
+    parser.add_argument("--samples", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    found = positions(args.decisions, args.seed)
+    n, samples = len(found), args.samples
+
+    def rngs(chunk):
+        return [np.random.default_rng(k) for k in range(len(chunk))]
+
+    search = SearchAgent(samples=samples, seed=0)
+    batched = BatchedSearch(search)
+    guided = PolicySearchAgent("shipped", samples=samples, seed=0)
+    rows = [
+        ("`search`, rule engine", lambda c: [search.act(o, m) for o, m in c], 1),
+        ("`search`, batched, one decision a call",
+         lambda c: batched.choose_many(*zip(*c), rngs(c)), 1),
+        (f"`search`, batched, {n} decisions a call",
+         lambda c: batched.choose_many(*zip(*c), rngs(c)), n),
+        ("`search:policy=shipped`, one decision a call",
+         lambda c: guided.choose_many(*zip(*c), rngs(c)), 1),
+        (f"`search:policy=shipped`, {n} decisions a call",
+         lambda c: guided.choose_many(*zip(*c), rngs(c)), n),
+    ]
+    batched.choose_many(*zip(*found[:2]), rngs(found[:2]))  # warm-up: tables, allocations
+    guided.choose_many(*zip(*found[:2]), rngs(found[:2]))
+    print(f"{n} decisions, samples={samples}, 1 torch thread\n")
+    print("| agent, how called | mean ms | median ms | p90 ms |")
+    print("|---|---:|---:|---:|")
+    for label, decide, size in rows:
+        ms = timed(decide, found, size)
+        p90 = float(np.percentile(ms, 90))
+        print(f"| {label} | {statistics.fmean(ms):.1f} | {statistics.median(ms):.1f} | "
+              f"{p90:.1f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""``search`` on the batched engine: the same values for many decisions at once (needs torch).
+
+:class:`BatchedSearch` plays the rollouts of :class:`~sevenrocks_env.agents.search.SearchAgent`
+(module docstring there: sampled worlds, every legal action, the round played out, mean team
+outcome) for a list of decisions in one :class:`~sevenrocks_env.agents.world_rollouts.WorldRollouts`
+engine, with the ``defensive`` rollout move computed by
+:func:`sevenrocks_env.batched.defensive.defensive_actions` and ``greedy`` by
+:func:`sevenrocks_env.batched.greedy.greedy_actions` (``heuristic`` rollouts have no batched
+version).  Given the same worlds it returns exactly ``SearchAgent.action_values``' numbers
+(``tests/test_batched_search.py``).  It is how the batched arena plays ``search``; ``time_limit``
+has no meaning here (every decision gets its ``samples`` worlds).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..batched.defensive import defensive_actions
+from ..batched.greedy import greedy_actions
+from ..observation import decode
+from .layout import legal_from_mask
+from .search import SearchAgent
+from .world_rollouts import Decision, WorldRollouts
+
+
+class BatchedSearch:
+    """The batched twin of a :class:`SearchAgent` (module docstring)."""
+
+    def __init__(self, agent: SearchAgent, device="cpu"):
+        if agent.rollout not in ("defensive", "greedy"):
+            raise ValueError(f"search: rollout={agent.rollout} has no batched version "
+                             "(batched: defensive, greedy)")
+        self.agent = agent
+        self.name = agent.name
+        self._rollouts = WorldRollouts(device, agent.win_bonus)
+        self._move = defensive_actions if agent.rollout == "defensive" else greedy_actions
+
+    def decisions(self, observations, masks, rngs) -> list[Decision]:
+        return [Decision.sample(decode(obs), legal_from_mask(mask), self.agent.samples, rng)
+                for obs, mask, rng in zip(observations, masks, rngs)]
+
+    def world_values(self, decisions: list[Decision]) -> list[np.ndarray]:
+        """Per decision, ``float64[worlds, actions]`` rollout values."""
+        return self._rollouts.values(
+            decisions, lambda env, rows: self._move(env.state, env.action_mask, rows))
+
+    def choose_many(self, observations, masks, rngs) -> list[int]:
+        """Search's action for each ``(observation, mask)``; decision ``i`` samples its worlds
+        from ``rngs[i]`` (a ``numpy.random.Generator``).  Ties go to the lower action."""
+        decisions = self.decisions(observations, masks, rngs)
+        chosen = []
+        for decision, values in zip(decisions, self.world_values(decisions)):
+            means = values.mean(0)
+            best = max(range(len(decision.legal)), key=lambda i: (means[i], -decision.legal[i]))
+            chosen.append(decision.legal[best])
+        return chosen
+
+
+__all__ = ["BatchedSearch"]

@@ -1,0 +1,164 @@
+"""``search`` on the batched engine: worlds, the defensive rollout move, values, the arena.
+
+The batched search (``agents/search_batched.py`` over ``agents/world_rollouts.py``) must be the
+``search`` agent, only faster: given the same sampled worlds its values equal
+``SearchAgent``'s rule-engine rollouts exactly, world by world and action by action.
+"""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from sevenrocks_env import rules
+from sevenrocks_env.agents.belief import HandSampler, world_match
+from sevenrocks_env.agents.layout import view_of
+from sevenrocks_env.agents.search import SearchAgent, defensive_choice
+from sevenrocks_env.agents.search_batched import BatchedSearch
+from sevenrocks_env.agents.world_rollouts import MAX_COPIES, Decision
+from sevenrocks_env.arena_batched import evaluate_batched
+from sevenrocks_env.batched import BatchState, VectorEnv, layout
+from sevenrocks_env.batched.defensive import defensive_actions
+from sevenrocks_env.batched.state import FIELDS
+from sevenrocks_env.batched.worlds import views_state
+from sevenrocks_env.observation import action_mask, encode
+from positions import random_state
+
+
+def position(seed: int, moves: int, target: int = 250):
+    """A random position with a real choice for the seat on turn, or ``None``."""
+    match = random_state(seed, moves, target=target)
+    if match.over or match.awaiting_deal or len(rules.legal_actions(match)) < 2:
+        return None
+    return match
+
+
+def decision(match, samples: int, seed: int) -> Decision:
+    view = view_of(match, match.turn)
+    return Decision.sample(view, rules.legal_actions(match), samples, np.random.default_rng(seed))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
+def test_views_state_is_world_match(seed, moves):
+    match = random_state(seed, moves)
+    if match.over or match.awaiting_deal:
+        return
+    view = view_of(match, match.turn)
+    sampler = HandSampler(view)
+    hidden = [sampler.sample(np.random.default_rng(seed + k)) for k in range(3)]
+    state = views_state([view], torch.zeros(3, dtype=torch.long), torch.tensor(hidden))
+    for row, world in enumerate(hidden):
+        expected = world_match(view, world).to_state()
+        got = state.match(row, view.target).to_state()
+        assert got == expected
+
+
+def test_defensive_actions_are_defensive_choice_on_random_worlds():
+    worlds = [m for m in (position(s, s % 50) for s in range(300)) if m is not None]
+    env = VectorEnv(len(worlds), validate=False)
+    env.reset(seed=0)
+    env.load(worlds)
+    rows = torch.arange(len(worlds))
+    got = defensive_actions(env.state, env.action_mask, rows).tolist()
+    assert got == [defensive_choice(m, rules.legal_actions(m)) for m in worlds]
+    assert len(worlds) > 150
+
+
+@pytest.mark.parametrize("rollout", ["defensive", "greedy"])
+def test_world_values_equal_the_search_agents_rule_rollouts(rollout):
+    """Every (world, action) value equals ``SearchAgent``'s playout in ``rules``: placement points,
+    the round's deductions (R7), the win bonus when a partnership reaches the target (R8) --
+    target 60 makes wins common -- and no points from the engine's next round."""
+    agent = SearchAgent(samples=4, rollout=rollout, win_bonus=50.0)
+    batched = BatchedSearch(agent)
+    decisions, expected = [], []
+    for seed in range(40):
+        match = position(seed, seed % 40, target=60 if seed % 2 else 250)
+        if match is None:
+            continue
+        d = decision(match, 4, seed)
+        decisions.append(d)
+        expected.append([[agent._rollout_value(world_match(d.view, h), a) for a in d.legal]
+                         for h in d.hidden])
+    values = batched.world_values(decisions)
+    assert [v.tolist() for v in values] == expected
+    assert any(abs(x) >= 50 for e in expected for row in e for x in row)  # wins were counted
+
+
+def test_choices_do_not_depend_on_how_decisions_are_grouped():
+    agent = SearchAgent(samples=6)
+    batched = BatchedSearch(agent)
+    matches = [m for m in (position(s, 5 + s % 30) for s in range(20)) if m is not None]
+    observations = [encode(m, m.turn) for m in matches]
+    masks = [action_mask(m, m.turn) for m in matches]
+    together = batched.choose_many(observations, masks,
+                                   [np.random.default_rng(k) for k in range(len(matches))])
+    alone = [batched.choose_many([o], [mk], [np.random.default_rng(k)])[0]
+             for k, (o, mk) in enumerate(zip(observations, masks))]
+    assert together == alone
+    assert all(rules.is_legal(m, a) for m, a in zip(matches, together))
+
+
+def test_the_choice_is_the_best_mean_value_with_ties_to_the_lower_action():
+    agent = SearchAgent(samples=3)
+    batched = BatchedSearch(agent)
+    batched.world_values = lambda decisions: [np.array([[1.0, 5.0, 5.0], [3.0, 1.0, 1.0]])]
+    match = next(m for m in (position(s, 9) for s in range(100))
+                 if m is not None and len(rules.legal_actions(m)) == 3)
+    legal = rules.legal_actions(match)
+    chosen = batched.choose_many([encode(match, match.turn)], [action_mask(match, match.turn)],
+                                 [np.random.default_rng(0)])
+    assert chosen == [legal[1]]  # means 2, 3, 3: the tie goes to the lower action
+
+
+def test_large_batches_are_split_into_groups_of_bounded_size():
+    match = next(m for m in (position(s, 3) for s in range(50)) if m is not None)
+    d = decision(match, 64, 0)
+    copies = d.copies
+    many = [d] * (MAX_COPIES // copies + 2)          # more than one group
+    agent = SearchAgent(samples=64)
+    values = BatchedSearch(agent).world_values(many)
+    assert len(values) == len(many)
+    assert all(np.array_equal(v, values[0]) for v in values)
+
+
+def test_rollouts_heuristic_has_no_batched_version():
+    with pytest.raises(ValueError, match="no batched version"):
+        BatchedSearch(SearchAgent(rollout="heuristic"))
+
+
+def test_legal_counts_equal_the_mask_sums():
+    env = VectorEnv(64, validate=False)
+    env.reset(seed=3)
+    for _ in range(20):
+        mask = env.action_mask
+        assert torch.equal(layout.legal_counts(mask).long(), mask.sum(1))
+        env.step(mask.to(torch.int8).argmax(1))
+
+
+def test_load_state_checks_what_it_is_given():
+    env = VectorEnv(4, validate=False)
+    with pytest.raises(ValueError, match="BatchState of 4 envs"):
+        env.load_state(BatchState(3, "cpu"))
+    with pytest.raises(ValueError, match="deal_streams"):
+        env.load_state(BatchState(4, "cpu"), deal_streams=torch.zeros(5, dtype=torch.long))
+    with pytest.raises(RuntimeError, match="records"):
+        VectorEnv(4, records=True).load_state(BatchState(4, "cpu"))
+
+
+def test_batched_arena_plays_search_legally_and_the_same_for_any_batch():
+    """``search`` in the batched arena: every match's record replays (so every move was legal),
+    and the result is the same for any batch, each decision's worlds seeded by its own
+    coordinates (pair, game, move)."""
+    from sevenrocks_env import record as game_record
+    from sevenrocks_env.arena_batched import BatchedGreedy, batched_agent, play_pairs_batched
+    _, records = play_pairs_batched(batched_agent("search:samples=2"), BatchedGreedy(), seed=4,
+                                    first=0, pairs=2, target=60, max_rounds=100, records=True)
+    for record in records:
+        game_record.validate(record)
+    spec = "search:samples=2"
+    one = evaluate_batched(spec, "greedy", pairs=3, seed=4, target=60, batch=1)
+    three = evaluate_batched(spec, "greedy", pairs=3, seed=4, target=60, batch=3)
+    assert one.win_rate == three.win_rate and one.mean_margin == three.mean_margin
+    assert one.matches == 6
