@@ -5,9 +5,12 @@
 
 Each variant is ``configs/default.yaml`` with the variant's ``--set`` flags, a fixed number of
 learner decisions (``max_minutes`` off, so a busy machine changes the wall time, not the
-result), then the trained policy plays ``heuristic`` and ``greedy`` in the arena on duplicate
-deals from ``--deal-seed`` (deals not used to pick anything before).  Prints one markdown row
-per variant; ``--json`` files under ``--out`` keep the full results.
+result), then the trained policy plays ``--opponents`` in the arena on duplicate deals from
+``--deal-seed`` (deals not used to pick anything before): ``heuristic`` over ``--pairs`` pairs,
+``greedy`` over a fifth of them, ``search`` (64 samples) over ``--search-pairs`` on the batched
+arena.  ``--reuse`` skips the training of a variant whose checkpoint is already under ``--out``
+(a run with the same seed reproduces its weights bit for bit).  Prints one markdown row per
+variant; the json files under ``--out`` keep the full results.
 """
 
 from __future__ import annotations
@@ -36,26 +39,36 @@ def run(variant: str, args) -> dict:
     sets = [f"total_steps={args.steps}", "max_minutes=0", f"seed={args.seed}",
             f"run_name={name}", "eval_every=0", "final_eval_pairs=10", "progress=false",
             f"checkpoint_dir={ckpt_dir}", f"log_dir={log_dir}", *VARIANTS[variant]]
-    start = time.time()
-    subprocess.run([sys.executable, "-m", "training.train", "--config", "configs/default.yaml",
-                    "--force", *(f"--set={s}" for s in sets)], check=True,
-                   stdout=subprocess.DEVNULL)
-    minutes = (time.time() - start) / 60
     checkpoint = ckpt_dir / name / "latest.pt"
+    start = time.time()
+    if not (args.reuse and checkpoint.exists()):
+        subprocess.run([sys.executable, "-m", "training.train", "--config", "configs/default.yaml",
+                        "--force", *(f"--set={s}" for s in sets)], check=True,
+                       stdout=subprocess.DEVNULL)
+    minutes = (time.time() - start) / 60
     results = {"variant": variant, "flags": VARIANTS[variant], "train_minutes": minutes}
-    for opponent, pairs in (("heuristic", args.pairs), ("greedy", args.pairs // 5)):
+    for opponent in args.opponents:
+        spec, pairs, extra = OPPONENTS[opponent](args)
         out = subprocess.run(
-            [sys.executable, "-m", "sevenrocks_env.arena", f"{variant}=ckpt:{checkpoint}", opponent,
-             "--pairs", str(pairs), "--seed", str(args.deal_seed), "--json", "--no-progress"],
-            check=True, capture_output=True, text=True).stdout
+            [sys.executable, "-m", "sevenrocks_env.arena", f"{variant}=ckpt:{checkpoint}", spec,
+             "--pairs", str(pairs), "--seed", str(args.deal_seed), "--json", "--no-progress",
+             *extra], check=True, capture_output=True, text=True).stdout
         results[opponent] = json.loads(out)
     (Path(args.out) / f"{name}.json").write_text(json.dumps(results, indent=1))
     return results
 
 
-def row(results: dict) -> str:
+#: opponent -> (spec, pairs, extra arena flags) from the arguments
+OPPONENTS = {
+    "heuristic": lambda args: ("heuristic", args.pairs, []),
+    "greedy": lambda args: ("greedy", args.pairs // 5, []),
+    "search": lambda args: ("search:samples=64", args.search_pairs, ["--batched"]),
+}
+
+
+def row(results: dict, opponents) -> str:
     cells = []
-    for opponent in ("heuristic", "greedy"):
+    for opponent in opponents:
         r = results[opponent]
         low, high = r["ci95"]
         cells.append(f"{100 * r['win_rate']:.1f} % [{100 * low:.1f}, {100 * high:.1f}] "
@@ -72,14 +85,20 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--pairs", type=int, default=1000, help="pairs against heuristic "
                         "(a fifth of them against greedy)")
+    parser.add_argument("--search-pairs", type=int, default=100)
+    parser.add_argument("--opponents", nargs="+", choices=list(OPPONENTS),
+                        default=["heuristic", "greedy"])
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep a variant's checkpoint if it exists (no training)")
     parser.add_argument("--deal-seed", type=int, default=9001)
     parser.add_argument("--out", default="runs/ablation")
     args = parser.parse_args(argv)
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    print("| variant | flags | train min | vs heuristic [95% CI] | vs greedy [95% CI] |")
-    print("|---|---|---:|---|---|")
+    print("| variant | flags | train min | " + " | ".join(
+        f"vs {o} [95% CI]" for o in args.opponents) + " |")
+    print("|---|---|---:|" + "---|" * len(args.opponents))
     for variant in args.variants:
-        print(row(run(variant, args)), flush=True)
+        print(row(run(variant, args), args.opponents), flush=True)
     return 0
 
 
