@@ -36,6 +36,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .batched import layout
 from .observation import OBS_SIZE, OBS_VERSION
 from .policy_features import ActionFeatures
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, MAX_LAYERS as \
@@ -147,7 +148,7 @@ class PolicyNet(nn.Module):
             mask = torch.ones(obs.shape[0], KNOCK, dtype=torch.bool, device=obs.device)
         placements = mask[:, :KNOCK].bool()
         rows, actions = torch.nonzero(placements, as_tuple=True)
-        counts = placements.sum(1)
+        counts = layout.legal_counts(placements).long()
         width = max(int(counts.max()) if len(counts) else 0, 1)
         starts = torch.cumsum(counts, 0) - counts
         position = torch.arange(len(rows), device=obs.device) - starts[rows]

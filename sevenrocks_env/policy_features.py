@@ -2,7 +2,9 @@
 
 :class:`ActionFeatures` is a parameter-free part of :class:`sevenrocks_env.policy.PolicyNet`: for
 every legal placement it rebuilds the layout after it (new end, spinner, opened branches) from the
-observation's slot pieces, scores it (R5), and looks one move further: what the next player -- the
+observation's slot pieces with the batched engine's own rule functions
+(:func:`sevenrocks_env.batched.layout.place_tiles`, :func:`~sevenrocks_env.batched.layout.end_sum`:
+one implementation of R3-R5 in torch), scores it (R5), and looks one move further: what the next player -- the
 left opponent -- and the partner could score in reply with tiles they may still hold (tiles not in
 our hand, not played, without a number that seat showed it lacks by knocking).  Only what the seat
 may know is used, so the policy stays a function of the observation.
@@ -13,9 +15,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .batched import layout
 from .observation import OFFSETS
-from .tiles import NUM_TILES, OTHER_HALF, TILE_HIGH, TILE_IS_DOUBLE, TILE_LOW, TILE_NUMBERS_NP, \
-    TILE_PIPS
+from .tiles import NUM_TILES, OTHER_HALF, TILE_IS_DOUBLE, TILE_NUMBERS_NP, TILE_PIPS
 
 WEST, EAST, NORTH = 0, 1, 2
 
@@ -104,11 +106,9 @@ class ActionFeatures(nn.Module):
             "fits": (other >= 0).float(), "other": other.clamp(min=0),
             "tile_double": torch.tensor(TILE_IS_DOUBLE, dtype=torch.float32),
             "tile_pips": torch.tensor(TILE_PIPS, dtype=torch.float32),
-            "tile_low": torch.tensor(TILE_LOW), "tile_high": torch.tensor(TILE_HIGH),
-            "tile_numbers": torch.from_numpy(TILE_NUMBERS_NP),         # [28, 7]
+                "tile_numbers": torch.from_numpy(TILE_NUMBERS_NP),         # [28, 7]
             "double_factor": (1 + torch.tensor(TILE_IS_DOUBLE, dtype=torch.float32)).view(1, -1, 1),
-            "straight": torch.tensor([1.0, 1.0, 0.0, 0.0]),            # west/east vs branches
-        }
+            }
         for name, tensor in buffers.items():
             self.register_buffer(name, tensor, persistent=False)
 
@@ -137,35 +137,20 @@ class ActionFeatures(nn.Module):
         index = torch.arange(size, device=obs.device)
         tile_double = self.tile_double[tile]
 
-        # -- this placement (R3-R5) -----------------------------------------------------------
+        # -- this placement and the layout after it (R3-R5), by the batched engine's rules ----
         joined = number[index, slot]
         fits = torch.where(opening, (slot == WEST).float(),
                            self.fits[tile, joined] * open_[index, slot])
         new_end = self.other[tile, joined]
-        before = self._values(open_, number, double, started)
-        end_sum = before.sum(-1) - before[index, slot] + new_end * (1 + tile_double)
-        end_sum = torch.where(opening, self.tile_pips[tile], end_sum) * fits
+        ends = torch.where(open_ > 0.5, number, -1)
+        ends, end_double, branch_started, _ = layout.place_tiles(
+            ends, double > 0.5, started > 0.5, spinner, (~opening).long(), tile, slot)
+        end_sum = layout.end_sum(ends, end_double, branch_started).float() * fits
         remainder = end_sum.remainder(5)
         scores = ((remainder == 0) & (end_sum > 0)).float()
-
-        # -- the layout after it (R4: spinner, branches opening) ------------------------------
-        number, double, started = number.clone(), double.clone(), started.clone()
-        number[index, slot] = new_end
-        double[index, slot] = tile_double
-        started[index, slot] = (slot >= NORTH).float()
-        spinner = torch.where((spinner < 0) & (tile_double > 0), self.tile_low[tile], spinner)
-        first = opening.unsqueeze(-1)
-        low = self.tile_low[tile]
-        number = torch.where(first, torch.stack([low, self.tile_high[tile], low, low], -1), number)
-        double = torch.where(first, tile_double.unsqueeze(-1) * self.straight, double)
-        open_ = torch.where(first, self.straight, open_)
-        started = torch.where(first, 0.0, started)
-        exposed = ((double[:, :NORTH] > 0) & (number[:, :NORTH] == spinner.unsqueeze(-1))).any(-1)
-        opens = (spinner >= 0) & (open_[:, NORTH] < 0.5) & ~exposed
-        branch = opens.unsqueeze(-1) & (self.straight < 0.5)
-        number = torch.where(branch, spinner.unsqueeze(-1), number)
-        double = torch.where(branch, 0.0, double)
-        open_ = torch.where(branch, 1.0, open_)
+        open_ = (ends >= 0).float()
+        # (rows where the tile does not fit hold garbage, zeroed at the end: keep it in range)
+        number, double, started = ends.clamp(0, 6), end_double.float(), branch_started.float()
         after = self._values(open_, number, double, started)                    # [P, 4]
 
         # -- replies: every tile at every open slot of the new layout -------------------------
