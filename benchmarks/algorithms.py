@@ -1,7 +1,7 @@
 """Benchmark RL algorithms on Seven Rocks: same env-step budget, same seeds, same arena.
 
     .venv/bin/python benchmarks/algorithms.py --budget 98304 --seeds 1 2 --pairs 100 \
-        [--algos ours sb3-heuristic sb3-self rllib] [--rllib-python .venv-rllib/bin/python] [--json out.json]
+        [--algos ours sb3-heuristic sb3-self rllib openspiel-dqn] [--rllib-python .venv-rllib/bin/python] [--json out.json]
 
 Trains each algorithm once per seed, each in its own process (RLlib runs in its own venv, since
 Ray pins its own gymnasium; see docs/adapters.md):
@@ -12,20 +12,28 @@ Ray pins its own gymnasium; see docs/adapters.md):
 | `sb3-heuristic` | `examples/sb3_maskable_ppo.py --opponents heuristic` (partnership vs heuristic) |
 | `sb3-self`      | `examples/sb3_maskable_ppo.py --opponents self` (vs frozen copies of itself) |
 | `rllib`         | `examples/rllib_ppo.py --opponent self` (RLlib PPO, shared masked policy)  |
+| `openspiel-dqn` | `examples/openspiel_dqn.py` (OpenSpiel's PyTorch DQN through `rl_environment`, four seats sharing one Q-network; one-round episodes) |
 
 **Reward:** the same for all: the score margin / 100 after every scoring event (the env's
 ``reward="points"``; our trainer with ``points_scale=0.01, win_reward=0``), so a match's return
 is its final margin / 100.  The sparse R8 win/loss reward gives no signal here: a fresh policy
 never wins a 250-point match against ``heuristic`` (``random`` loses all 40 of 40 matches to
 ``greedy`` in the arena), so SB3 trained on it stayed at return -1.
+``openspiel-dqn`` gets the same points cut into one-round episodes (OpenSpiel's
+``python_sevenrocks`` with ``rounds=1``: returns = the round margin, scaled by 1/100); the round
+margins of a match sum to its final margin, but its episodes all start at 0:0.
 
 **Budget unit:** decisions of learner-controlled seats, forced moves (single legal action,
 R6 knocks) excluded: our trainer's ``total_steps``, SB3's timesteps with ``skip_forced=True``,
-RLlib's env steps with ``skip_forced``.  Libraries round to whole rollouts, so the table reports
+RLlib's env steps with ``skip_forced``; OpenSpiel DQN's steps of the four seats, forced moves
+played without asking them.  Libraries round to whole rollouts, so the table reports
 the steps each run really took.  Common hyperparameters: MLP 256x256, lr 2.5e-4, gamma 0.99,
 GAE lambda 0.95, entropy 0.01, 4 epochs, clip 0.2, 1 torch thread; rollout sizes are each
 library's usual (ours 8192, SB3 2048, RLlib 4096), so the default budget 98,304 is whole
 rollouts for every one of them.
+DQN (off-policy) has its own: MLP 256x256, Adam lr 2.5e-4, gamma 0.99, batch 128, Huber
+loss, a 50,000-transition buffer, one update per 4 decisions, epsilon 1 -> 0.05 over the first
+half of the budget (see the example's docstring).
 
 Then every trained policy plays ``greedy`` and ``heuristic`` in this process's arena with the
 same deals (duplicate pairs from ``--eval-seed``).  Win rates pool the pairs of all seeds; the
@@ -44,7 +52,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ALGOS = ("ours", "sb3-heuristic", "sb3-self", "rllib")
+ALGOS = ("ours", "sb3-heuristic", "sb3-self", "rllib", "openspiel-dqn")
 OPPONENTS = ("greedy", "heuristic")
 REWARD_TAG = "points"  # what --reuse checks besides the budget
 
@@ -102,21 +110,37 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
         data = json.loads(result.read_text())
         return {"agent": f"ckpt:{checkpoint}", "env_steps": data["env_steps"],
                 "train_s": data["train_seconds"], "process_s": wall}
+    if algo == "openspiel-dqn":
+        network = out / "q_network.pt"
+        cmd = [sys.executable, "examples/openspiel_dqn.py", "--steps", str(budget), "--seed",
+               str(seed), "--save", str(network), "--eval-pairs", "0", "--json", str(result)]
+        wall = _run(cmd, log)
+        data = json.loads(result.read_text())
+        return {"agent": f"osdqn:{network}", "env_steps": data["env_steps"],
+                "train_s": data["train_seconds"], "process_s": wall}
     raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGOS}")
 
 
-def load_agent(spec: str):
-    """An arena agent from ``ckpt:PATH`` or ``sb3:PATH`` (a MaskablePPO zip)."""
-    if spec.startswith("sb3:"):
-        import importlib.util
+def _example(name: str):
+    """The module ``examples/<name>.py`` (examples are scripts, not a package)."""
+    import importlib.util
 
+    module_spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    example = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(example)
+    return example
+
+
+def load_agent(spec: str):
+    """An arena agent from ``ckpt:PATH``, ``sb3:PATH`` (a MaskablePPO zip) or ``osdqn:PATH``
+    (a Q-network saved by ``examples/openspiel_dqn.py``)."""
+    if spec.startswith("sb3:"):
         from sb3_contrib import MaskablePPO
 
-        path = ROOT / "examples" / "sb3_maskable_ppo.py"
-        module_spec = importlib.util.spec_from_file_location("sb3_maskable_ppo", path)
-        example = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(example)
+        example = _example("sb3_maskable_ppo")
         return example.SB3Agent(MaskablePPO.load(spec[4:], device="cpu"))
+    if spec.startswith("osdqn:"):
+        return _example("openspiel_dqn").load_agent(spec[len("osdqn:"):])
     from sevenrocks_env.agents import make_agent
 
     return make_agent(spec)
