@@ -187,13 +187,16 @@ def _shared_buffer_class(dqn):
 
 def make_learners(steps: int, seed: int, hidden=HIDDEN, learning_rate: float = 2.5e-4,
                   batch_size: int = 128, buffer: int = 50_000, learn_every: int = 4,
-                  target_every: int = 250, gamma: float = 0.99, epsilon_end: float = 0.05):
+                  target_every: int = 250, gamma: float = 0.99, epsilon_end: float = 0.05,
+                  min_buffer: int = 1000):
     """Four ``dqn.DQN`` (one per seat) sharing one Q-network, target, optimiser and buffer.
 
     Per-seat counts: each seat takes about ``steps / 4`` decisions, so it learns every
     ``learn_every`` of its own steps (one update per ``learn_every`` decisions overall, as four
     seats learn), copies the target every ``target_every`` of its own steps, and decays epsilon
-    linearly from 1 to ``epsilon_end`` over the first half of its steps."""
+    linearly from 1 to ``epsilon_end`` over the first half of its steps (a seat's step count
+    also includes the one step per round in which it sees the round's end).  Learning starts once
+    the shared buffer holds ``min_buffer`` transitions."""
     from open_spiel.python.pytorch import dqn
 
     if learn_every < 2:  # a seat's first learn() must come after its first transition
@@ -205,7 +208,7 @@ def make_learners(steps: int, seed: int, hidden=HIDDEN, learning_rate: float = 2
                         replay_buffer_capacity=buffer, learning_rate=learning_rate,
                         update_target_network_every=target_every,
                         learn_every=learn_every, discount_factor=gamma,
-                        min_buffer_size_to_learn=1000, epsilon_start=1.0, epsilon_end=epsilon_end,
+                        min_buffer_size_to_learn=min_buffer, epsilon_start=1.0, epsilon_end=epsilon_end,
                         epsilon_decay_duration=max(1, steps // (2 * NUM_SEATS)),
                         epsilon_decay_schedule_str="linear", optimizer_str="adam",
                         loss_str="huber", seed=seed + seat)
