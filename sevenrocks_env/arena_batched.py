@@ -24,7 +24,8 @@ Batchable agents (anything else raises ``ValueError``: use :func:`~sevenrocks_en
 * ``search`` (``defensive`` or ``greedy`` rollouts, no ``time_limit``) and ``search:policy=...``
   (``rollout=argmax``): every decision of a step searched in one batched engine
   (:mod:`sevenrocks_env.agents.world_rollouts`), the worlds of decision ``(pair, game, move)``
-  drawn from a generator seeded by those numbers and the arena's seed.
+  drawn from a generator seeded by those numbers and the arena's seed;
+* ``heuristic``: asked once per env (:class:`BatchedOneByOne`), the same choices as unbatched.
 
 Every agent is a function of the env's own coordinates, never of the batch, so the result is
 the same for any ``batch`` (pairs stepped together).  As in the unbatched arena, a forced move
@@ -42,6 +43,7 @@ import torch
 from . import rules
 from .agents import make_agent
 from .agents.greedy import GreedyAgent
+from .agents.heuristic import HeuristicAgent
 from .agents.random_agent import RandomAgent
 from .arena import ArenaResult, PairOutcome, _summarise, split_name
 from .batched import VectorEnv, layout
@@ -140,6 +142,23 @@ class BatchedSearchAgent(BatchedAgent):
         return torch.tensor(chosen, dtype=torch.long, device=envs.device)
 
 
+class BatchedOneByOne(BatchedAgent):
+    """``heuristic``: a deterministic rule-based agent without a tensor version, asked once per
+    env with that seat's observation and mask (``act``), so its choices are the unbatched
+    arena's; it runs at the agent's own speed (about 1 ms a decision)."""
+
+    needs_observation = True
+
+    def __init__(self, agent):
+        self.agent, self.name = agent, agent.name
+
+    def actions(self, env, envs, context):
+        observations = env.observation[envs].cpu().numpy()
+        masks = env.action_mask[envs].cpu().numpy()
+        chosen = [self.agent.act(o, m) for o, m in zip(observations, masks)]
+        return torch.tensor(chosen, dtype=torch.long, device=envs.device)
+
+
 def _batched_search(agent, device) -> BatchedAgent | None:
     """The batched version of a search agent, or ``None`` if ``agent`` is none."""
     from .agents.search import SearchAgent
@@ -174,11 +193,12 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
             return BatchedGreedy()
         if agent.strip() == "random":
             return BatchedRandom()
-        if kind not in ("ckpt", "policy", "search"):
+        if kind not in ("ckpt", "policy", "search", "heuristic"):
             make_agent(agent)  # a bad spec gets make_agent's message naming the valid ones
             raise ValueError(f"agent {agent!r} has no batched version; the batched arena plays "
-                             "ckpt:/policy: checkpoints, search, greedy and random -- use the "
-                             "unbatched arena (sevenrocks arena without --batched, arena.evaluate)")
+                             "ckpt:/policy: checkpoints, search, heuristic, greedy and random -- "
+                             "use the unbatched arena (sevenrocks arena without --batched, "
+                             "arena.evaluate)")
         agent = make_agent(agent)
     search = _batched_search(agent, device)
     if search is not None:
@@ -192,10 +212,13 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
         return BatchedGreedy()
     if isinstance(agent, RandomAgent):
         return BatchedRandom()
+    if isinstance(agent, HeuristicAgent):
+        return BatchedOneByOne(agent)
     if isinstance(agent, BatchedAgent):
         return agent
     raise ValueError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} has no batched "
-                     "version (batchable: ckpt:/policy: checkpoints, search, greedy, random); "
+                     "version (batchable: ckpt:/policy: checkpoints, search, heuristic, greedy, "
+                     "random); "
                      "use the "
                      "unbatched arena (arena.evaluate)")
 
@@ -339,5 +362,5 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
                       time.perf_counter() - started)
 
 
-__all__ = ["BatchedAgent", "BatchedGreedy", "BatchedPolicy", "BatchedRandom", "BatchedSearchAgent", "DEFAULT_BATCH",
-           "batched_agent", "evaluate_batched", "play_pairs_batched"]
+__all__ = ["BatchedAgent", "BatchedGreedy", "BatchedOneByOne", "BatchedPolicy", "BatchedRandom",
+           "BatchedSearchAgent", "DEFAULT_BATCH", "batched_agent", "evaluate_batched", "play_pairs_batched"]

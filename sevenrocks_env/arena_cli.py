@@ -49,8 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-rounds", type=int, default=100,
                         help="truncate a match after this many rounds")
     parser.add_argument("--batched", action="store_true",
-                        help="step all pairs together on the batched engine (policies, greedy "
-                             "and random only; sevenrocks_env.arena_batched)")
+                        help="step all pairs together on the batched engine (policies, search, "
+                             "heuristic, greedy and random; sevenrocks_env.arena_batched)")
     parser.add_argument("--device", default="cpu",
                         help="torch device of the batched arena (default cpu)")
     parser.add_argument("--batch", type=int, default=None,

@@ -188,7 +188,7 @@ def test_result_is_a_symmetric_duplicate(shipped):
 # -- bad input ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec, message", [
-    ("heuristic", "no batched version"),
+    ("sb3:/no/such.zip", "no such file"),
     ("search:samples=4,rollout=heuristic", "no batched version"),
     ("search:samples=4,time_limit=0.5", "time_limit has no batched version"),
     ("nonsense", "unknown agent spec"),
@@ -206,7 +206,20 @@ def test_sampling_policy_and_other_objects_are_refused(shipped):
     with pytest.raises(ValueError, match="deterministically"):
         evaluate_batched(sampling, "greedy", 1)
     with pytest.raises(ValueError, match="no batched version"):
-        evaluate_batched(make_agent("heuristic"), "greedy", 1)
+        evaluate_batched(make_agent("search:rollout=heuristic"), "greedy", 1)
+    with pytest.raises(ValueError, match="no batched version"):
+        evaluate_batched(object(), "greedy", 1)
+
+
+def test_heuristic_plays_as_in_the_unbatched_arena():
+    """``heuristic`` is asked env by env: every move in the records is ``HeuristicAgent``'s."""
+    from sevenrocks_env.agents import HeuristicAgent
+    _, records = play_pairs_batched(batched_agent("heuristic"), BatchedGreedy(), seed=2, first=0,
+                                    pairs=2, target=250, max_rounds=100, records=True)
+    for k, record in enumerate(records):
+        heuristic_seats = (0, 2) if k % 2 == 0 else (1, 3)
+        players = [HeuristicAgent() if s in heuristic_seats else GreedyAgent() for s in range(4)]
+        _replay_checking_agents(record, players)
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -234,7 +247,7 @@ def test_cli_batched_prints_the_result(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["heuristic", "greedy", "--batched"], "no batched version"),
+    (["search:rollout=heuristic", "greedy", "--batched"], "no batched version"),
     (["random", "greedy", "--device", "cpu:0"], "options of --batched"),
     (["random", "greedy", "--batched", "--workers", "2"], "one process"),
     (["random", "greedy", "greedy", "--batched", "--round-robin"], "unbatched arena"),
