@@ -1,0 +1,126 @@
+"""The ratings ladder (issue 11): chosen pairings in the batched arena, Bradley-Terry ratings.
+
+    nice -n 5 .venv/bin/python benchmarks/ladder.py --seed 31337 --out runs/ladder \\
+        --plot docs/ratings.png
+
+Every pairing is a batched-arena run (duplicate deals from ``--seed``, Wilson 95% interval over
+pairs; ``sevenrocks_env.arena_batched``), saved as ``<out>/<A>__<B>.json`` so an interrupted
+ladder resumes where it stopped (``--reuse``, the default) and results measured elsewhere can be
+added as files.  Not every agent plays every other: the slow searchers play a few neighbours
+(``PAIRINGS``), which a Bradley-Terry fit handles as long as the pairings connect all agents.
+Ratings are on the Elo scale, centred on 0, with ±1.96 standard errors
+(:func:`sevenrocks_env.ratings.bradley_terry`); the plot is matplotlib with those intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+#: name -> agent spec
+AGENTS = {
+    "random": "random",
+    "greedy": "greedy",
+    "heuristic": "heuristic",
+    "search16": "search:samples=16",
+    "search64": "search:samples=64",
+    "search256": "search:samples=256",
+    "shipped": "ckpt:shipped",
+    "shipped+search": "search:policy=shipped,samples=64",
+}
+
+#: (A, B, pairs): cheap pairings get many pairs, the slow searchers a few neighbours
+PAIRINGS = [
+    ("greedy", "random", 200), ("heuristic", "random", 200), ("heuristic", "greedy", 500),
+    ("shipped", "greedy", 1000), ("shipped", "heuristic", 1000),
+    ("search16", "greedy", 200), ("search16", "heuristic", 200), ("search64", "search16", 100),
+    ("search64", "greedy", 200), ("search64", "heuristic", 200), ("shipped", "search64", 500),
+    ("search256", "search64", 50), ("shipped+search", "search64", 200),
+    ("shipped+search", "shipped", 50),
+]
+
+
+def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool) -> dict:
+    path = out / f"{a}__{b}.json"
+    if reuse and path.exists():
+        return json.loads(path.read_text())
+    from sevenrocks_env.arena_batched import evaluate_batched
+    started = time.perf_counter()
+    result = evaluate_batched(f"{a}={AGENTS[a]}", f"{b}={AGENTS[b]}", pairs, seed=seed,
+                              batch=min(pairs, 256))
+    data = result.as_dict()
+    data["wall_s"] = time.perf_counter() - started
+    path.write_text(json.dumps(data, indent=1))
+    return data
+
+
+def ratings(results: list[dict]) -> list[dict]:
+    from sevenrocks_env.ratings import bradley_terry
+    names = list(dict.fromkeys(n for r in results for n in (r["agent_a"], r["agent_b"])))
+    table = {}
+    for r in results:
+        i, j = names.index(r["agent_a"]), names.index(r["agent_b"])
+        table[(i, j)] = (r["win_rate"] * r["pairs"], r["pairs"])
+    return sorted(bradley_terry(names, table), key=lambda x: -x["rating"])
+
+
+def plot(rated: list[dict], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rated = rated[::-1]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rated) + 1.2))
+    ys = range(len(rated))
+    ax.errorbar([r["rating"] for r in rated], ys, xerr=[1.96 * r["stderr"] for r in rated],
+                fmt="o", capsize=4)
+    ax.set_yticks(list(ys), [r["agent"] for r in rated])
+    ax.set_xlabel("Bradley-Terry rating (Elo scale, mean 0), 95% interval")
+    ax.set_title("Seven Rocks ratings ladder (batched arena, duplicate deals)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=31337)
+    parser.add_argument("--out", default="runs/ladder")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply every pairing's pairs (e.g. 0.1 for a quick look)")
+    parser.add_argument("--no-reuse", dest="reuse", action="store_false")
+    parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
+    parser.add_argument("--plot", help="write the ratings plot here (PNG)")
+    args = parser.parse_args(argv)
+    if args.scale <= 0:
+        parser.error("--scale must be > 0")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+    torch.set_num_threads(1)
+    results = []
+    print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B | wall s |")
+    print("|---|---|---:|---|---:|---|---:|")
+    for a, b, pairs in PAIRINGS:
+        if args.only and a not in args.only and b not in args.only:
+            continue
+        r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse)
+        results.append(r)
+        ms = " / ".join(f"{1000 * s:.1f}" for s in r["seconds_per_decision"])
+        print(f"| {a} | {b} | {r['pairs']} | {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, "
+              f"{r['ci95'][1]:.3f}] | {r['mean_margin']:+.1f} | {ms} | {r['wall_s']:.0f} |",
+              flush=True)
+    rated = ratings(results)
+    print("\n| agent | rating | ±95% |\n|---|---:|---:|")
+    for r in rated:
+        print(f"| {r['agent']} | {r['rating']:+.0f} | {1.96 * r['stderr']:.0f} |")
+    if args.plot:
+        plot(rated, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
