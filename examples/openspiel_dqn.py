@@ -152,7 +152,8 @@ def save(network: nn.Module, path, hidden, env_steps: int, seed: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"format": FORMAT, "hidden": list(hidden), "obs_size": OBS_SIZE,
                 "num_actions": NUM_ACTIONS, "env_steps": int(env_steps), "seed": int(seed),
-                "q_network": {k: v.detach().cpu().clone() for k, v in network.state_dict().items()}},
+                "q_network": {k: v.detach().cpu().clone()
+                              for k, v in network.state_dict().items()}},
                path)
 
 
@@ -208,7 +209,8 @@ def make_learners(steps: int, seed: int, hidden=HIDDEN, learning_rate: float = 2
                         replay_buffer_capacity=buffer, learning_rate=learning_rate,
                         update_target_network_every=target_every,
                         learn_every=learn_every, discount_factor=gamma,
-                        min_buffer_size_to_learn=min_buffer, epsilon_start=1.0, epsilon_end=epsilon_end,
+                        min_buffer_size_to_learn=min_buffer, epsilon_start=1.0,
+                        epsilon_end=epsilon_end,
                         epsilon_decay_duration=max(1, steps // (2 * NUM_SEATS)),
                         epsilon_decay_schedule_str="linear", optimizer_str="adam",
                         loss_str="huber", seed=seed + seat)
@@ -229,7 +231,7 @@ def _scaled(time_step):
 
 
 def train(steps: int = 98_304, seed: int = 1, progress: bool = False, **hyper):
-    """Self-play DQN for ``steps`` counted decisions; returns ``(q_network, decisions, seconds)``."""
+    """Self-play DQN for ``steps`` counted decisions; ``(q_network, decisions, seconds)``."""
     torch.set_num_threads(1)
     env = make_environment(seed)
     learners = make_learners(steps, seed, **hyper)
@@ -285,10 +287,10 @@ def main(argv=None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        import open_spiel  # noqa: F401
+        from open_spiel.python.pytorch import dqn  # noqa: F401  (needs dm-tree too)
     except ImportError:
-        print("error: needs open-spiel (pip install open-spiel, or the [openspiel] extra)",
-              file=sys.stderr)
+        print("error: needs open-spiel and dm-tree (pip install open-spiel dm-tree, or the "
+              "[openspiel] extra)", file=sys.stderr)
         return 2
     network, decisions, seconds = train(args.steps, args.seed, progress=args.progress)
     save(network, args.save, HIDDEN, decisions, args.seed)
