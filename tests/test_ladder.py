@@ -1,0 +1,47 @@
+"""``benchmarks/ladder.py``: the ratings ladder runs, resumes from its files, fits and plots."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("matplotlib")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import ladder  # noqa: E402
+
+
+def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
+    out, png = tmp_path / "ladder", tmp_path / "ratings.png"
+    assert ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out),
+                        "--plot", str(png)]) == 0
+    first = capsys.readouterr().out
+    saved = sorted(p.name for p in out.glob("*.json"))
+    assert saved == ["greedy__random.json", "heuristic__random.json"]
+    assert png.stat().st_size > 1000
+    # random never beats greedy or heuristic: it is rated lowest
+    rows = [line for line in first.splitlines() if line.startswith("| random |")]
+    assert rows and "-" in rows[-1].split("|")[2]
+    # a second run reads the files instead of playing again
+    data = json.loads((out / "greedy__random.json").read_text())
+    data["win_rate"] = 0.0
+    (out / "greedy__random.json").write_text(json.dumps(data))
+    ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out)])
+    assert "| greedy | random | 1 | 0.000" in capsys.readouterr().out
+
+
+def test_ratings_follow_the_results():
+    results = [{"agent_a": "a", "agent_b": "b", "win_rate": 0.8, "pairs": 100},
+               {"agent_a": "b", "agent_b": "c", "win_rate": 0.8, "pairs": 100}]
+    rated = ladder.ratings(results)
+    assert [r["agent"] for r in rated] == ["a", "b", "c"]
+    assert rated[0]["rating"] > 0 > rated[2]["rating"]
+
+
+def test_bad_scale_is_refused():
+    with pytest.raises(SystemExit):
+        ladder.main(["--scale", "0"])
