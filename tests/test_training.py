@@ -127,6 +127,20 @@ def test_smoke_run_logs_and_checkpoints(tmp_path):
     assert data["global_step"] == cfg.total_steps and data["update"] == cfg.num_updates
 
 
+def test_two_runs_with_one_seed_give_the_same_weights_bit_for_bit(tmp_path):
+    """The default engine (batched) and critic (oracle): a run is a function of its config."""
+    weights = []
+    for name in ("first", "second"):
+        cfg = _smoke(tmp_path / name, "total_steps=512", "eval_every=0", "seed=7")
+        train(cfg, final_table=False)
+        weights.append(torch.load(tmp_path / name / "ckpt" / "smoke" / "latest.pt",
+                                  weights_only=True))
+    assert weights[0]["global_step"] == weights[1]["global_step"] == 512
+    for part in ("model", "critic"):
+        for key, tensor in weights[0][part].items():
+            assert torch.equal(tensor, weights[1][part][key]), (part, key)
+
+
 @pytest.mark.parametrize("critic", ["shared", "oracle"])
 def test_resume_continues_bit_for_bit(tmp_path, critic):
     # Run three updates straight, then resume the same run from its first checkpoint:
