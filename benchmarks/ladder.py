@@ -94,6 +94,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-reuse", dest="reuse", action="store_false")
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
     parser.add_argument("--plot", help="write the ratings plot here (PNG)")
+    parser.add_argument("--no-play", action="store_true",
+                        help="only the pairings already saved under --out (ratings and plot)")
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be > 0")
@@ -106,6 +108,8 @@ def main(argv=None) -> int:
     print("|---|---|---:|---|---:|---|---:|")
     for a, b, pairs in PAIRINGS:
         if args.only and a not in args.only and b not in args.only:
+            continue
+        if args.no_play and not (out / f"{a}__{b}.json").exists():
             continue
         r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse)
         results.append(r)

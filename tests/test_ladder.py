@@ -32,6 +32,11 @@ def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
     (out / "greedy__random.json").write_text(json.dumps(data))
     ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out)])
     assert "| greedy | random | 1 | 0.000" in capsys.readouterr().out
+    # --no-play fits only what is saved
+    (out / "heuristic__random.json").unlink()
+    ladder.main(["--no-play", "--out", str(out)])
+    table = capsys.readouterr().out
+    assert "| greedy | random |" in table and "| heuristic |" not in table
 
 
 def test_ratings_follow_the_results():
