@@ -10,6 +10,8 @@ differential tests in ``tests/test_batched_*.py``.
 * :mod:`.engine`: one step of every match, with auto-reset;
 * :mod:`.observe`: the ``[B, 238]`` observation of the seats on turn;
 * :mod:`.records`: game records from the engine's own numbers;
+* :mod:`.greedy`, :mod:`.defensive`: the ``greedy`` agent's move and ``search``'s rollout move;
+* :mod:`.worlds`: sampled worlds of many decisions as one state (search);
 * :mod:`.vector_env`: :class:`VectorEnv`, the public class (``sevenrocks_v0.vector_env``).
 """
 
