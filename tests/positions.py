@@ -35,3 +35,16 @@ def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
                 twin.hands[b] ^= (1 << ta) | (1 << tb)
                 return twin
     raise AssertionError("no swap keeps the knocks consistent")
+
+
+def choices_grouped_and_alone(choose_many, matches: list[rules.Match]):
+    """``choose_many(observations, masks, rngs)`` on all ``matches`` at once and on each alone,
+    decision ``k`` always sampling from ``default_rng(k)``: ``(together, alone)`` choice lists."""
+    from sevenrocks_env.observation import action_mask, encode
+    observations = [encode(m, m.turn) for m in matches]
+    masks = [action_mask(m, m.turn) for m in matches]
+    together = choose_many(observations, masks,
+                           [np.random.default_rng(k) for k in range(len(matches))])
+    alone = [choose_many([o], [mk], [np.random.default_rng(k)])[0]
+             for k, (o, mk) in enumerate(zip(observations, masks))]
+    return together, alone

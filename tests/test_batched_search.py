@@ -22,7 +22,7 @@ from sevenrocks_env.batched.defensive import defensive_actions
 from sevenrocks_env.batched.state import FIELDS
 from sevenrocks_env.batched.worlds import views_state
 from sevenrocks_env.observation import action_mask, encode
-from positions import random_state
+from positions import choices_grouped_and_alone, random_state
 
 
 def position(seed: int, moves: int, target: int = 250):
@@ -90,12 +90,7 @@ def test_choices_do_not_depend_on_how_decisions_are_grouped():
     agent = SearchAgent(samples=6)
     batched = BatchedSearch(agent)
     matches = [m for m in (position(s, 5 + s % 30) for s in range(20)) if m is not None]
-    observations = [encode(m, m.turn) for m in matches]
-    masks = [action_mask(m, m.turn) for m in matches]
-    together = batched.choose_many(observations, masks,
-                                   [np.random.default_rng(k) for k in range(len(matches))])
-    alone = [batched.choose_many([o], [mk], [np.random.default_rng(k)])[0]
-             for k, (o, mk) in enumerate(zip(observations, masks))]
+    together, alone = choices_grouped_and_alone(batched.choose_many, matches)
     assert together == alone
     assert all(rules.is_legal(m, a) for m, a in zip(matches, together))
 

@@ -24,7 +24,7 @@ from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.tiles import mask_of, tiles_of
-from positions import random_state, twin_with_other_hidden_tiles
+from positions import choices_grouped_and_alone, random_state, twin_with_other_hidden_tiles
 
 # (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
 TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
@@ -298,12 +298,7 @@ def test_choices_do_not_depend_on_how_decisions_are_grouped(shipped):
     agent = PolicySearchAgent(shipped, samples=3)
     matches = [m for m in (random_state(s, 4 + s % 30) for s in range(16))
                if not m.over and len(rules.legal_actions(m)) > 1]
-    observations = [encode(m, m.turn) for m in matches]
-    masks = [action_mask(m, m.turn) for m in matches]
-    together = agent.choose_many(observations, masks,
-                                 [np.random.default_rng(k) for k in range(len(matches))])
-    alone = [agent.choose_many([o], [mk], [np.random.default_rng(k)])[0]
-             for k, (o, mk) in enumerate(zip(observations, masks))]
+    together, alone = choices_grouped_and_alone(agent.choose_many, matches)
     assert together == alone and len(matches) > 5
 
 
