@@ -4,10 +4,12 @@
         --plot docs/ratings.png
 
 Every pairing is a batched-arena run (duplicate deals from ``--seed``, Wilson 95% interval over
-pairs; ``sevenrocks_env.arena_batched``), saved as ``<out>/<A>__<B>.json`` so an interrupted
-ladder resumes where it stopped (``--reuse``, the default) and results measured elsewhere can be
-added as files.  Not every agent plays every other: the slow searchers play a few neighbours
-(``PAIRINGS``), which a Bradley-Terry fit handles as long as the pairings connect all agents.
+pairs; ``sevenrocks_env.arena_batched``) -- except OpenSpiel's IS-MCTS (issue 13), which has no
+batched form and plays in the process-pool arena (``sevenrocks_env.arena``, ``--workers``) -- saved
+as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (``--reuse``, the
+default) and results measured elsewhere can be added as files.  Not every agent plays every
+other: the slow searchers play a few neighbours (``PAIRINGS``), which a Bradley-Terry fit
+handles as long as the pairings connect all agents.
 Ratings are on the Elo scale, centred on 0, with ±1.96 standard errors
 (:func:`sevenrocks_env.ratings.bradley_terry`); the plot is matplotlib with those intervals.
 """
@@ -30,6 +32,9 @@ AGENTS = {
     "search256": "search:samples=256",
     "shipped": "ckpt:shipped",
     "shipped+search": "search:policy=shipped,samples=64",
+    "ismcts100": "openspiel:ismcts:sims=100",
+    "ismcts400": "openspiel:ismcts:sims=400",
+    "ismcts1600": "openspiel:ismcts:sims=1600",
 }
 
 #: (A, B, pairs): cheap pairings get many pairs, the slow searchers a few neighbours
@@ -40,17 +45,24 @@ PAIRINGS = [
     ("search64", "greedy", 200), ("search64", "heuristic", 200), ("shipped", "search64", 500),
     ("search256", "search64", 50), ("shipped+search", "search64", 200),
     ("shipped+search", "shipped", 50),
+    # OpenSpiel's IS-MCTS: 400 simulations is the largest setting under 0.5 s a decision here
+    ("shipped", "ismcts400", 100), ("ismcts100", "greedy", 40), ("ismcts100", "heuristic", 40),
+    ("ismcts400", "ismcts100", 20), ("ismcts400", "heuristic", 20), ("ismcts1600", "ismcts400", 5),
 ]
 
 
-def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool) -> dict:
+def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1) -> dict:
     path = out / f"{a}__{b}.json"
     if reuse and path.exists():
         return json.loads(path.read_text())
-    from sevenrocks_env.arena_batched import evaluate_batched
+    spec_a, spec_b = f"{a}={AGENTS[a]}", f"{b}={AGENTS[b]}"
     started = time.perf_counter()
-    result = evaluate_batched(f"{a}={AGENTS[a]}", f"{b}={AGENTS[b]}", pairs, seed=seed,
-                              batch=min(pairs, 256))
+    if AGENTS[a].startswith("openspiel:") or AGENTS[b].startswith("openspiel:"):
+        from sevenrocks_env.arena import evaluate
+        result = evaluate(spec_a, spec_b, pairs, seed=seed, workers=workers, progress=True)
+    else:
+        from sevenrocks_env.arena_batched import evaluate_batched
+        result = evaluate_batched(spec_a, spec_b, pairs, seed=seed, batch=min(pairs, 256))
     data = result.as_dict()
     data["wall_s"] = time.perf_counter() - started
     path.write_text(json.dumps(data, indent=1))
@@ -94,6 +106,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-reuse", dest="reuse", action="store_false")
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
     parser.add_argument("--plot", help="write the ratings plot here (PNG)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="processes for the pairings that are not batched (IS-MCTS)")
     parser.add_argument("--no-play", action="store_true",
                         help="only the pairings already saved under --out (ratings and plot)")
     args = parser.parse_args(argv)
@@ -111,7 +125,8 @@ def main(argv=None) -> int:
             continue
         if args.no_play and not (out / f"{a}__{b}.json").exists():
             continue
-        r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse)
+        r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
+                 args.workers)
         results.append(r)
         ms = " / ".join(f"{1000 * s:.1f}" for s in r["seconds_per_decision"])
         print(f"| {a} | {b} | {r['pairs']} | {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, "

@@ -1,0 +1,152 @@
+"""``training.distill``: search's choices as labels, a student that learns them, safe label files.
+
+* collecting labels: every label is the teacher's choice for exactly that observation and mask
+  (asked again, one decision at a time), every labelled decision is a real choice;
+* training moves the student toward the labels (agreement rises on held-out labels of a rule
+  it can learn);
+* a labels file is checked before use; the output is a policy ``load_policy`` reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sevenrocks_env.policy import PolicyNet, load_policy, read_checkpoint  # noqa: E402
+from training import distill  # noqa: E402
+from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+
+
+def _same_student():
+    torch.manual_seed(0)
+    return PolicyNet((32, 32)).eval()
+
+
+@pytest.fixture(scope="module")
+def teacher():
+    return distill.make_teacher("search:samples=4")
+
+
+@pytest.fixture(scope="module")
+def collected(teacher):
+    return distill.collect(_same_student(), teacher, 60, num_envs=8, seed=3, log=lambda *_: None)
+
+
+def test_labels_are_the_teachers_choices_on_real_decisions(collected, teacher):
+    obs, mask, action = collected["observation"], collected["action_mask"], collected["action"]
+    assert len(action) == len(obs) == len(mask) == 60
+    assert (mask.sum(1) >= 2).all(), "a forced move was labelled"
+    assert mask[np.arange(60), action].all(), "a label is illegal"
+    # each label is the teacher's own choice for that observation (its worlds come from the
+    # decision's generator, so asking again with the same generator gives the same answer)
+    again = distill.collect(_same_student(), teacher, 60, num_envs=8, seed=3,
+                            log=lambda *_: None)
+    np.testing.assert_array_equal(again["action"], action)
+    np.testing.assert_array_equal(again["observation"], obs)
+
+
+def test_only_search_agents_can_teach():
+    with pytest.raises(ValueError, match="not a search agent"):
+        distill.make_teacher("greedy")
+
+
+def test_training_moves_the_student_toward_the_labels(collected):
+    # a rule the student can learn: the highest legal action
+    labels = dict(collected)
+    n = 600
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(labels["action"]), n)
+    labels = {key: value[picks] for key, value in labels.items()}
+    labels["action"] = np.array([np.flatnonzero(m).max() for m in labels["action_mask"]])
+    torch.manual_seed(1)
+    student = PolicyNet((32, 32), action_features=0)
+    obs, mask = torch.from_numpy(labels["observation"]), torch.from_numpy(labels["action_mask"])
+    action = torch.from_numpy(labels["action"])
+    before = distill.agreement_on(student, obs, mask, action)
+    args = distill.Args(epochs=15, batch_size=64, learning_rate=3e-3, seed=0)
+    result = distill.train_student(student, labels, args, log=lambda *_: None)
+    assert result["holdout"] == 60
+    assert result["holdout_agreement"] > before + 0.3, (before, result)
+
+
+def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
+    path = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
+    labels, teacher = distill.load_labels(path)
+    assert teacher == "search:samples=4"
+    for key in ("observation", "action_mask", "action"):
+        np.testing.assert_array_equal(labels[key], collected[key])
+
+    def broken(name, **change):
+        data = {**collected, **change}
+        target = tmp_path / name
+        np.savez(target, observation=data["observation"], action_mask=data["action_mask"],
+                 action=data["action"], teacher=np.array("t"))
+        return target
+
+    illegal = collected["action"].copy()
+    illegal[5] = int(np.flatnonzero(~collected["action_mask"][5])[0])
+    with pytest.raises(distill.LabelsError, match="label 5 .* not legal"):
+        distill.load_labels(broken("illegal.npz", action=illegal))
+    with pytest.raises(distill.LabelsError, match="observation"):
+        distill.load_labels(broken("shape.npz", observation=collected["observation"][:, :10]))
+    nan = collected["observation"].copy()
+    nan[0, 0] = np.nan
+    with pytest.raises(distill.LabelsError, match="finite"):
+        distill.load_labels(broken("nan.npz", observation=nan))
+    with pytest.raises(distill.LabelsError, match="0..112"):
+        distill.load_labels(broken("range.npz", action=collected["action"] + 200))
+    objects = tmp_path / "pickle.npz"
+    np.savez(objects, observation=np.array([object()], dtype=object), action_mask=np.zeros(1),
+             action=np.zeros(1), teacher=np.array("t"))
+    with pytest.raises(distill.LabelsError, match="not a labels file"):
+        distill.load_labels(objects)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(distill.LabelsError, match="not a labels file"):
+        distill.load_labels(tmp_path / "junk.npz")
+
+
+def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
+    torch.manual_seed(2)
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
+    labels = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
+    out = tmp_path / "student.pt"
+    args = distill.Args(init=str(init), labels=str(labels), epochs=2, out=str(out),
+                        log_dir=str(tmp_path / "runs"))
+    info = distill.run(args, log=lambda *_: None)
+    assert info["labels"] == 60 and info["teacher"] == "search:samples=4"
+    agent = load_policy(out)
+    first = read_checkpoint(init)["model"]
+    changed = [k for k, v in agent.model.state_dict().items() if not torch.equal(v, first[k])]
+    assert changed, "training left every weight as it was"
+    assert read_checkpoint(out)["global_step"] == 7
+    assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
+
+
+def test_cli_reports_a_bad_labels_file_in_one_line(tmp_path, capsys):
+    (tmp_path / "bad.npz").write_bytes(b"junk")
+    with pytest.raises(SystemExit) as exit_info:
+        distill.main(["--labels", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "o.pt")])
+    assert exit_info.value.code == 2
+    assert "not a labels file" in capsys.readouterr().err
+
+
+def test_every_label_comes_from_the_teacher_for_that_very_decision():
+    class Highest:
+        """A stand-in teacher: the highest legal action; remembers what it was shown."""
+        shown = []
+
+        def choose_many(self, observations, masks, rngs):
+            assert len(observations) == len(masks) == len(rngs)
+            self.shown.extend(zip(observations.copy(), masks.copy()))
+            return [int(np.flatnonzero(m).max()) for m in masks]
+
+    teacher = Highest()
+    labels = distill.collect(_same_student(), teacher, 40, num_envs=4, seed=5,
+                             log=lambda *_: None)
+    assert len(teacher.shown) == 40
+    for i, (obs, mask) in enumerate(teacher.shown):
+        np.testing.assert_array_equal(labels["observation"][i], obs)
+        np.testing.assert_array_equal(labels["action_mask"][i], mask)
+        assert labels["action"][i] == np.flatnonzero(mask).max()
