@@ -11,6 +11,13 @@ teams swapped; win rate over all matches, 95% CI Wilson over pairs) of
 ``--swap``.  ``ms/decision`` is the time inside ``act()`` of the IS-MCTS seats, which depends on
 the machine and its load.  ``--kind mcts`` measures the determinized MCTS reference instead.
 
+    .venv/bin/python benchmarks/openspiel_ladder.py --sims 100 400 1600 --timing 30
+
+``--timing N`` plays no arena: it times the bot's first ``N`` real decisions (two or more legal
+actions) of matches against ``greedy``, as wall time and as this process's CPU time.  The CPU
+time hardly changes with the machine's load, so it is the figure to pick ``--sims`` by (the
+ladder's "at most about 0.5 s a decision" setting).
+
 With ``--workers > 1`` the agents are spec strings, which needs ``make_agent`` to know
 ``openspiel:`` specs; otherwise the bots are built here and played in this process.
 """
@@ -36,6 +43,40 @@ def _bot(spec: str, workers: int):
         return make_openspiel_agent(spec.partition(":")[2])
 
 
+def timing(spec: str, decisions: int, seed: int = 0) -> tuple[float, float]:
+    """``(wall ms, CPU ms)`` per real decision of ``spec``, over its first ``decisions``."""
+    import time
+
+    import numpy as np
+
+    from sevenrocks_env.arena import play_match
+
+    bot = make_openspiel_agent(spec.partition(":")[2])
+    wall, cpu = [], []
+
+    class Timed:
+        name = bot.name
+
+        def act(self, observation, action_mask):
+            if len(wall) >= decisions or np.count_nonzero(action_mask) < 2:
+                return greedy.act(observation, action_mask)
+            w, c = time.perf_counter(), time.process_time()
+            action = bot.act(observation, action_mask)
+            wall.append(time.perf_counter() - w)
+            cpu.append(time.process_time() - c)
+            return action
+
+        def seed(self, value):
+            bot.seed(value)
+
+    greedy = make_agent("greedy")
+    while len(wall) < decisions:
+        timed = Timed()
+        play_match([timed, greedy, timed, greedy], seed)
+        seed += 1
+    return 1e3 * float(np.mean(wall)), 1e3 * float(np.mean(cpu))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sims", type=int, nargs="+", default=[25, 100, 400])
@@ -45,7 +86,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--swap", action="store_true", help="the opponent is agent A")
+    parser.add_argument("--timing", type=int, metavar="N",
+                        help="only time N real decisions per setting (no arena)")
     args = parser.parse_args(argv)
+    if args.timing is not None:
+        if args.timing < 1:
+            parser.error("--timing must be >= 1")
+        print("| bot | decisions | wall ms/decision | CPU ms/decision |\n|---|---:|---:|---:|")
+        for sims in args.sims:
+            spec = f"openspiel:{args.kind}:sims={sims}"
+            wall, cpu = timing(spec, args.timing, args.seed)
+            print(f"| `{spec}` | {args.timing} | {wall:.0f} | {cpu:.0f} |", flush=True)
+        return 0
     print("| A | B | pairs | A win rate [95% CI] | ms/decision (bot) |")
     print("|---|---|---:|---|---:|")
     for sims in args.sims:
