@@ -106,7 +106,8 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
                "--seed", str(seed), "--export", str(checkpoint), "--eval-pairs", "0", "--reward", "points",
                "--train-batch-size", "4096", "--minibatch-size", "512", "--num-cpus", "2",
                "--json", str(result)]
-        wall = _run(cmd, log)
+        # Ray starts its workers at the lowest CPU priority: on a shared machine they starve
+        wall = _run(cmd, log, {"RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0")})
         data = json.loads(result.read_text())
         return {"agent": f"ckpt:{checkpoint}", "env_steps": data["env_steps"],
                 "train_s": data["train_seconds"], "process_s": wall}
