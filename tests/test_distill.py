@@ -142,11 +142,26 @@ def test_every_label_comes_from_the_teacher_for_that_very_decision():
             self.shown.extend(zip(observations.copy(), masks.copy()))
             return [int(np.flatnonzero(m).max()) for m in masks]
 
-    teacher = Highest()
+    teacher, saved = Highest(), []
     labels = distill.collect(_same_student(), teacher, 40, num_envs=4, seed=5,
-                             log=lambda *_: None)
+                             log=lambda *_: None, save=saved.append)
     assert len(teacher.shown) == 40
+    assert saved == [], "saved before the first thousand labels"
     for i, (obs, mask) in enumerate(teacher.shown):
         np.testing.assert_array_equal(labels["observation"][i], obs)
         np.testing.assert_array_equal(labels["action_mask"][i], mask)
         assert labels["action"][i] == np.flatnonzero(mask).max()
+
+
+def test_a_long_collection_saves_its_labels_every_thousand():
+    class First:
+        def choose_many(self, observations, masks, rngs):
+            return [int(np.flatnonzero(m)[0]) for m in masks]
+
+    saved = []
+    labels = distill.collect(_same_student(), First(), 2100, num_envs=64, seed=1,
+                             log=lambda *_: None, save=saved.append)
+    assert [len(s["action"]) // 1000 for s in saved] == [1, 2]
+    for partial in saved:
+        n = len(partial["action"])
+        np.testing.assert_array_equal(partial["observation"], labels["observation"][:n])

@@ -12,8 +12,8 @@ Read top to bottom, it does three things:
    actions) is labelled with the *teacher's* action: a search agent (``search:...`` or
    ``search:policy=...``) given only that seat's observation and mask, all decisions of a step
    searched together.  Decision ``(step, env)`` samples its worlds from a generator seeded by
-   ``(seed, step, env)``.  The labels are saved (``<out>.labels.npz``) so training can be re-run
-   without searching again (``--labels``).
+   ``(seed, step, env)``.  The labels are saved (``<out stem>.labels.npz``, also every thousand
+   labels while collecting) so training can be re-run without searching again (``--labels``).
 2. **Train**: the student, starting from ``init``'s weights, minimises the cross entropy between
    its masked distribution and the teacher's action, ``epochs`` passes over the labels in
    shuffled minibatches; 10% of the labels are held out to measure agreement with the teacher.
@@ -85,11 +85,12 @@ def make_teacher(spec: str):
 
 @torch.inference_mode()
 def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: int,
-            log=print) -> dict:
+            log=print, save=None) -> dict:
     """Play student-vs-student matches, label every real choice with the teacher's action.
 
     Returns ``{"observation": float32 [N, 238], "action_mask": bool [N, 113], "action": int64
-    [N]}`` with ``N == decisions``."""
+    [N]}`` with ``N == decisions``; ``save(labels)`` (optional) gets the labels so far after
+    every thousand, so a long collection that is stopped keeps what it searched."""
     from sevenrocks_env import sevenrocks_v0
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False)
     venv.reset(seed=seed)
@@ -113,8 +114,14 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
             if have // 1000 != (have - len(rows)) // 1000:
                 rate = have / (time.perf_counter() - started)
                 log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
+                if save is not None and have < decisions:
+                    save(_joined(observations, masks, actions))
         venv.step(chosen)
         step += 1
+    return _joined(observations, masks, actions)
+
+
+def _joined(observations, masks, actions) -> dict:
     return {"observation": np.concatenate(observations), "action_mask": np.concatenate(masks),
             "action": np.concatenate(actions)}
 
@@ -224,10 +231,11 @@ def run(args: Args, log=print) -> dict:
         teacher = args.teacher
         searcher = make_teacher(teacher)
         started = time.perf_counter()
-        labels = collect(student.eval(), searcher, args.decisions, args.num_envs, args.seed, log)
+        path = out.with_name(out.stem + ".labels.npz")
+        labels = collect(student.eval(), searcher, args.decisions, args.num_envs, args.seed, log,
+                         save=lambda so_far: save_labels(path, so_far, teacher))
         log(f"collected {args.decisions:,} labels in {time.perf_counter() - started:.0f} s")
-        saved = save_labels(out.with_name(out.stem + ".labels.npz"), labels, teacher)
-        log(f"labels saved to {saved}")
+        log(f"labels saved to {save_labels(path, labels, teacher)}")
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))
     before = agreement_on(student, torch.from_numpy(labels["observation"]),
