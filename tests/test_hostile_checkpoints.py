@@ -127,8 +127,8 @@ def test_weights_must_fit_the_declared_network(tmp_path, edit, words):
 
 
 def test_file_size_is_bounded(tmp_path, monkeypatch):
-    import sevenrocks_env.policy as policy
-    monkeypatch.setattr(policy, "MAX_CHECKPOINT_BYTES", 1000)
+    import sevenrocks_env.policy_file as policy_file
+    monkeypatch.setattr(policy_file, "MAX_CHECKPOINT_BYTES", 1000)
     refused(save_policy(tmp_path / "p.pt"), "larger than")
 
 

@@ -1,0 +1,149 @@
+"""Reading a policy checkpoint file safely: size, archive, safe unpickler, layout, network bounds.
+
+A checkpoint is an untrusted file (``docs/security.md``).  :func:`read_checkpoint` returns its
+validated dict without building anything; :func:`check_model_config` bounds the network it
+declares.  :mod:`sevenrocks_env.policy` builds the network from them (``build_model``,
+``load_policy``) and re-exports these names.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+from .observation import OBS_SIZE, OBS_VERSION
+from .policy_features import ActionFeatures
+from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, MAX_LAYERS as \
+    MAX_SCORER_LAYERS, MAX_WIDTH as MAX_SCORER_WIDTH
+from .tiles import NUM_ACTIONS
+
+CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
+#: Bounds on a network a checkpoint (an untrusted file) may declare, checked before anything is
+#: allocated: at most 8 hidden layers of at most 4096 units (~130 M parameters at the extreme).
+MAX_HIDDEN_LAYERS = 8
+MAX_HIDDEN_WIDTH = 4096
+#: Per-action scorers (``action_scorer``): ``bilinear`` (features . weights(state)) or ``mlp``
+#: (:class:`~sevenrocks_env.policy_scorer.PlacementScorer`, hidden layers ``scorer_sizes``).
+ACTION_SCORERS = ("bilinear", "mlp")
+#: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
+MAX_CHECKPOINT_BYTES = 1 << 30
+
+#: ``load_policy(SHIPPED)`` / ``ckpt:shipped``: the policy installed with the package.
+SHIPPED = "shipped"
+SHIPPED_FILE = "sevenrocks_ppo.pt"
+
+
+class CheckpointError(ValueError):
+    """A file that is not a usable sevenrocks policy checkpoint (missing, truncated, wrong kind,
+    or made for another observation/action layout)."""
+
+
+def shipped_path() -> Path:
+    """The shipped policy's file: package data (``sevenrocks_env/shipped/``), or, in a source
+    checkout where that is missing, ``checkpoints/shipped/`` beside the package."""
+    packaged = resources.files("sevenrocks_env") / "shipped" / SHIPPED_FILE
+    if packaged.is_file():
+        return Path(str(packaged))
+    return Path(__file__).resolve().parents[1] / "checkpoints" / "shipped" / SHIPPED_FILE
+
+
+def resolve_path(path) -> Path:
+    """``"shipped"`` -> :func:`shipped_path`; any other path as given.  Raises
+    :class:`CheckpointError` ``no such file: PATH (relative to CWD)`` when it is not a file."""
+    resolved = shipped_path() if str(path) == SHIPPED else Path(path)
+    if not resolved.is_file():
+        raise CheckpointError(f"no such file: {resolved} (relative to {os.getcwd()})")
+    return resolved
+
+
+def read_checkpoint(path) -> dict:
+    """Load and validate a checkpoint dict (safely, ``weights_only=True``); raise
+    :class:`CheckpointError` with a clear message when it cannot be used."""
+    path = resolve_path(path)
+    if path.stat().st_size > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"{path} is larger than {MAX_CHECKPOINT_BYTES >> 20} MB; "
+                              "not a sevenrocks checkpoint")
+    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; a cut one loses its index
+        raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a file "
+                              "written by torch.save)")
+    try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as error:
+        raise CheckpointError(f"{path} is not a readable checkpoint: {error}") from None
+    if damaged is not None:
+        raise CheckpointError(f"{path} is damaged: {damaged} fails its checksum")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as error:
+        raise CheckpointError(
+            f"{path} is not a readable checkpoint (truncated or not a torch file): "
+            f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
+    except Exception as error:  # e.g. pickle.UnpicklingError: an object weights_only refuses
+        raise CheckpointError(
+            f"{path} was refused by the safe loader (it holds more than tensors and plain "
+            f"Python values): {type(error).__name__}") from None
+    if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
+        from .record import shown
+        found = shown(data.get("format")) if isinstance(data, dict) else type(data).__name__
+        raise CheckpointError(f"{path} is not a sevenrocks policy checkpoint "
+                              f"(format {found}, expected {CHECKPOINT_FORMAT!r})")
+    layout = (data.get("obs_version"), data.get("obs_size"), data.get("num_actions"))
+    if not all(type(value) is int for value in layout) or layout != (OBS_VERSION, OBS_SIZE,
+                                                                      NUM_ACTIONS):
+        from .record import shown
+        layout = tuple(shown(value) for value in layout)
+        raise CheckpointError(
+            f"{path} was trained on observation layout v{layout[0]} ({layout[1]} features, "
+            f"{layout[2]} actions); this sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features, "
+            f"{NUM_ACTIONS} actions). Retrain or use a matching sevenrocks version.")
+    for key in ("model", "model_config"):
+        if not isinstance(data.get(key), dict):
+            raise CheckpointError(f"{path} has no {key!r} entry")
+    return data
+
+
+def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool, dict]:
+    """``(hidden_sizes, action_features, value_head, scorer)`` of a checkpoint's
+    ``model_config``, each checked and bounded (:data:`MAX_HIDDEN_LAYERS`,
+    :data:`MAX_HIDDEN_WIDTH`, :data:`MAX_SCORER_LAYERS`, :data:`MAX_SCORER_WIDTH`); ``scorer``
+    is ``{"action_scorer": ..., "scorer_sizes": [...]}`` (no ``action_scorer``: bilinear)."""
+    from .record import shown
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: model_config must be a dict")
+    hidden = config.get("hidden_sizes")
+    if not (isinstance(hidden, (list, tuple)) and 0 < len(hidden) <= MAX_HIDDEN_LAYERS
+            and all(type(h) is int and 0 < h <= MAX_HIDDEN_WIDTH for h in hidden)):
+        raise CheckpointError(f"{path}: model_config.hidden_sizes must be 1-{MAX_HIDDEN_LAYERS} "
+                              f"layer widths (1-{MAX_HIDDEN_WIDTH}), got {shown(hidden)}")
+    features = config.get("action_features", False)
+    if type(features) is bool:  # checkpoints from before feature versions
+        features = int(features)
+    if type(features) is not int or (features and features not in ActionFeatures.SIZES):
+        raise CheckpointError(f"{path}: model_config.action_features must be 0 or a feature "
+                              f"version {sorted(ActionFeatures.SIZES)}, got {shown(features)}")
+    value_head = config.get("value_head", True)
+    if type(value_head) is not bool:
+        raise CheckpointError(f"{path}: model_config.value_head must be true or false")
+    scorer = config.get("action_scorer", "bilinear")  # checkpoints from before the mlp scorer
+    if not (type(scorer) is str and scorer in ACTION_SCORERS):
+        raise CheckpointError(f"{path}: model_config.action_scorer must be one of "
+                              f"{', '.join(ACTION_SCORERS)}, got {shown(scorer)}")
+    if scorer == "mlp" and not features:
+        raise CheckpointError(f"{path}: model_config.action_scorer 'mlp' needs action features")
+    sizes = config.get("scorer_sizes", list(DEFAULT_SCORER_SIZES))
+    if not (isinstance(sizes, (list, tuple)) and 0 < len(sizes) <= MAX_SCORER_LAYERS
+            and all(type(h) is int and 0 < h <= MAX_SCORER_WIDTH for h in sizes)):
+        raise CheckpointError(f"{path}: model_config.scorer_sizes must be 1-{MAX_SCORER_LAYERS} "
+                              f"layer widths (1-{MAX_SCORER_WIDTH}), got {shown(sizes)}")
+    return list(hidden), features, value_head, {"action_scorer": scorer,
+                                                "scorer_sizes": list(sizes)}
+
+
+__all__ = ["ACTION_SCORERS", "CHECKPOINT_FORMAT", "CheckpointError", "MAX_CHECKPOINT_BYTES",
+           "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "SHIPPED", "check_model_config",
+           "read_checkpoint", "resolve_path", "shipped_path"]
