@@ -50,3 +50,20 @@ def test_ratings_follow_the_results():
 def test_bad_scale_is_refused():
     with pytest.raises(SystemExit):
         ladder.main(["--scale", "0"])
+
+
+def test_openspiel_bots_play_in_the_process_pool_arena(tmp_path, monkeypatch):
+    pytest.importorskip("pyspiel", reason="open-spiel is not installed")
+    import sevenrocks_env.arena as arena
+    import sevenrocks_env.arena_batched as arena_batched
+
+    monkeypatch.setitem(ladder.AGENTS, "tiny", "openspiel:ismcts:sims=2")
+    used = []
+    real = arena.evaluate
+    monkeypatch.setattr(arena, "evaluate", lambda *a, **k: used.append(k) or real(*a, **k))
+    monkeypatch.setattr(arena_batched, "evaluate_batched",
+                        lambda *a, **k: pytest.fail("IS-MCTS has no batched version"))
+    data = ladder.play("tiny", "random", 1, 5, tmp_path, reuse=False, workers=1)
+    assert used and used[0]["workers"] == 1
+    assert (data["agent_a"], data["agent_b"], data["pairs"]) == ("tiny", "random", 1)
+    assert json.loads((tmp_path / "tiny__random.json").read_text())["win_rate"] == data["win_rate"]
