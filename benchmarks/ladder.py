@@ -1,7 +1,7 @@
 """The ratings ladder (issue 11): chosen pairings in the batched arena, Bradley-Terry ratings.
 
     nice -n 5 .venv/bin/python benchmarks/ladder.py --seed 31337 --out runs/ladder \\
-        --plot docs/ratings.png
+        --plot docs/ratings.png [--make-train checkpoints/<run>/latest.pt]
 
 Every pairing is a batched-arena run (duplicate deals from ``--seed``, Wilson 95% interval over
 pairs; ``sevenrocks_env.arena_batched``) -- except OpenSpiel's IS-MCTS (issue 13), which has no
@@ -49,6 +49,8 @@ PAIRINGS = [
     ("shipped", "ismcts400", 100), ("ismcts100", "greedy", 40), ("ismcts100", "heuristic", 40),
     ("ismcts400", "ismcts100", 20), ("ismcts400", "heuristic", 20), ("ismcts1600", "ismcts400", 5),
 ]
+#: with ``--make-train PATH``: the policy ``make train`` wrote (issue 11's "make train" bar)
+MAKE_TRAIN_PAIRINGS = [("make_train", "heuristic", 1000), ("make_train", "shipped", 200)]
 
 
 def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1) -> dict:
@@ -106,6 +108,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-reuse", dest="reuse", action="store_false")
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
     parser.add_argument("--plot", help="write the ratings plot here (PNG)")
+    parser.add_argument("--make-train", metavar="PATH",
+                        help="also rate this checkpoint as make_train (e.g. checkpoints/<run>/latest.pt)")
     parser.add_argument("--workers", type=int, default=1,
                         help="processes for the pairings that are not batched (IS-MCTS)")
     parser.add_argument("--no-play", action="store_true",
@@ -120,7 +124,11 @@ def main(argv=None) -> int:
     results = []
     print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B | wall s |")
     print("|---|---|---:|---|---:|---|---:|")
-    for a, b, pairs in PAIRINGS:
+    pairings = list(PAIRINGS)
+    if args.make_train:
+        AGENTS["make_train"] = f"ckpt:{args.make_train}"
+        pairings += MAKE_TRAIN_PAIRINGS
+    for a, b, pairs in pairings:
         if args.only and a not in args.only and b not in args.only:
             continue
         if args.no_play and not (out / f"{a}__{b}.json").exists():
@@ -132,6 +140,10 @@ def main(argv=None) -> int:
         print(f"| {a} | {b} | {r['pairs']} | {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, "
               f"{r['ci95'][1]:.3f}] | {r['mean_margin']:+.1f} | {ms} | {r['wall_s']:.0f} |",
               flush=True)
+    if not results:
+        print(f"error: no pairing played or saved under {out} (see --only, --no-play)",
+              file=sys.stderr)
+        return 2
     rated = ratings(results)
     print("\n| agent | rating | ±95% |\n|---|---:|---:|")
     for r in rated:

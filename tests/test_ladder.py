@@ -67,3 +67,23 @@ def test_openspiel_bots_play_in_the_process_pool_arena(tmp_path, monkeypatch):
     assert used and used[0]["workers"] == 1
     assert (data["agent_a"], data["agent_b"], data["pairs"]) == ("tiny", "random", 1)
     assert json.loads((tmp_path / "tiny__random.json").read_text())["win_rate"] == data["win_rate"]
+
+
+def test_make_train_joins_the_ladder_when_given(tmp_path, capsys, monkeypatch):
+    import torch
+
+    from sevenrocks_env.policy import PolicyNet
+    from training.checkpoint import policy_entries, save_checkpoint
+
+    torch.manual_seed(0)
+    path = save_checkpoint(tmp_path / "latest.pt", policy_entries(PolicyNet((8, 8)), 0))
+    monkeypatch.setattr(ladder, "AGENTS", dict(ladder.AGENTS))
+    out = tmp_path / "ladder"
+    assert ladder.main(["--scale", "0.001", "--only", "make_train", "--make-train", str(path),
+                        "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.glob("*.json")) == ["make_train__heuristic.json",
+                                                         "make_train__shipped.json"]
+    assert "| make_train | heuristic | 1 |" in capsys.readouterr().out
+    # without --make-train its saved pairings are left out of the fit: nothing left here
+    assert ladder.main(["--no-play", "--out", str(out)]) == 2
+    assert "no pairing played or saved" in capsys.readouterr().err
