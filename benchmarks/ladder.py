@@ -92,7 +92,7 @@ def plot(rated: list[dict], path: str) -> None:
                 fmt="o", capsize=4)
     ax.set_yticks(list(ys), [r["agent"] for r in rated])
     ax.set_xlabel("Bradley-Terry rating (Elo scale, mean 0), 95% interval")
-    ax.set_title("Seven Rocks ratings ladder (batched arena, duplicate deals)")
+    ax.set_title("Seven Rocks ratings ladder (arena, duplicate deals)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
