@@ -53,13 +53,16 @@ PAIRINGS = [
 MAKE_TRAIN_PAIRINGS = [("make_train", "heuristic", 1000), ("make_train", "shipped", 200)]
 
 
-def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1) -> dict:
+def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1,
+         agents: dict | None = None) -> dict:
+    """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved file."""
     path = out / f"{a}__{b}.json"
     if reuse and path.exists():
         return json.loads(path.read_text())
-    spec_a, spec_b = f"{a}={AGENTS[a]}", f"{b}={AGENTS[b]}"
+    agents = AGENTS if agents is None else agents
+    spec_a, spec_b = f"{a}={agents[a]}", f"{b}={agents[b]}"
     started = time.perf_counter()
-    if AGENTS[a].startswith("openspiel:") or AGENTS[b].startswith("openspiel:"):
+    if agents[a].startswith("openspiel:") or agents[b].startswith("openspiel:"):
         from sevenrocks_env.arena import evaluate
         result = evaluate(spec_a, spec_b, pairs, seed=seed, workers=workers, progress=True)
     else:
@@ -124,9 +127,9 @@ def main(argv=None) -> int:
     results = []
     print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B | wall s |")
     print("|---|---|---:|---|---:|---|---:|")
-    pairings = list(PAIRINGS)
+    agents, pairings = dict(AGENTS), list(PAIRINGS)
     if args.make_train:
-        AGENTS["make_train"] = f"ckpt:{args.make_train}"
+        agents["make_train"] = f"ckpt:{args.make_train}"
         pairings += MAKE_TRAIN_PAIRINGS
     for a, b, pairs in pairings:
         if args.only and a not in args.only and b not in args.only:
@@ -134,7 +137,7 @@ def main(argv=None) -> int:
         if args.no_play and not (out / f"{a}__{b}.json").exists():
             continue
         r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
-                 args.workers)
+                 args.workers, agents)
         results.append(r)
         ms = " / ".join(f"{1000 * s:.1f}" for s in r["seconds_per_decision"])
         print(f"| {a} | {b} | {r['pairs']} | {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, "

@@ -57,19 +57,19 @@ def test_openspiel_bots_play_in_the_process_pool_arena(tmp_path, monkeypatch):
     import sevenrocks_env.arena as arena
     import sevenrocks_env.arena_batched as arena_batched
 
-    monkeypatch.setitem(ladder.AGENTS, "tiny", "openspiel:ismcts:sims=2")
     used = []
     real = arena.evaluate
     monkeypatch.setattr(arena, "evaluate", lambda *a, **k: used.append(k) or real(*a, **k))
     monkeypatch.setattr(arena_batched, "evaluate_batched",
                         lambda *a, **k: pytest.fail("IS-MCTS has no batched version"))
-    data = ladder.play("tiny", "random", 1, 5, tmp_path, reuse=False, workers=1)
+    agents = {"tiny": "openspiel:ismcts:sims=2", "random": "random"}
+    data = ladder.play("tiny", "random", 1, 5, tmp_path, reuse=False, workers=1, agents=agents)
     assert used and used[0]["workers"] == 1
     assert (data["agent_a"], data["agent_b"], data["pairs"]) == ("tiny", "random", 1)
     assert json.loads((tmp_path / "tiny__random.json").read_text())["win_rate"] == data["win_rate"]
 
 
-def test_make_train_joins_the_ladder_when_given(tmp_path, capsys, monkeypatch):
+def test_make_train_joins_the_ladder_when_given(tmp_path, capsys):
     import torch
 
     from sevenrocks_env.policy import PolicyNet
@@ -77,13 +77,13 @@ def test_make_train_joins_the_ladder_when_given(tmp_path, capsys, monkeypatch):
 
     torch.manual_seed(0)
     path = save_checkpoint(tmp_path / "latest.pt", policy_entries(PolicyNet((8, 8)), 0))
-    monkeypatch.setattr(ladder, "AGENTS", dict(ladder.AGENTS))
     out = tmp_path / "ladder"
     assert ladder.main(["--scale", "0.001", "--only", "make_train", "--make-train", str(path),
                         "--out", str(out)]) == 0
     assert sorted(p.name for p in out.glob("*.json")) == ["make_train__heuristic.json",
                                                          "make_train__shipped.json"]
     assert "| make_train | heuristic | 1 |" in capsys.readouterr().out
+    assert "make_train" not in ladder.AGENTS  # the module's table is left as it was
     # without --make-train its saved pairings are left out of the fit: nothing left here
     assert ladder.main(["--no-play", "--out", str(out)]) == 2
     assert "no pairing played or saved" in capsys.readouterr().err
