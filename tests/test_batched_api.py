@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.batched.deal import deal
+from sevenrocks_env.batched.deal import deal, mix, mix_int
 from sevenrocks_env.batched.lockstep import random_actions
 from sevenrocks_env.batched.state import FIELDS, STATE_BYTES
 from sevenrocks_env.record import game_record
@@ -53,6 +53,19 @@ def test_deals_depend_only_on_their_coordinates():
                    torch.zeros(4000, dtype=torch.long))
     counts = torch.bincount(many, minlength=4)
     assert counts.min() > 850  # a fair draw (R2): every seat about 1000 times
+
+
+def test_the_deal_stream_is_pinned():
+    """Deals are part of a seed's meaning (records, duplicate evaluation): they never change
+    silently.  Values from the engine as of 2026-12-01; the seed's own mix is done in Python."""
+    hands, openers = deal((1 << 63) - 1, torch.tensor([0, 5, 1 << 40]), torch.tensor([0, 3, 7]),
+                          torch.tensor([0, 1, 99]))
+    assert hands.tolist() == [[9479202, 21300096, 167907341, 69748816],
+                              [67272793, 38871300, 8408226, 153883136],
+                              [201459747, 106836, 29102080, 37766792]]
+    assert openers.tolist() == [0, 2, 3]
+    words = [0, 1, -1, (1 << 63) - 1, -(1 << 63), 0x9E3779B97F4A7C15 - (1 << 64), 123456789]
+    assert [mix_int(w) for w in words] == mix(torch.tensor(words)).tolist()
 
 
 def test_explicit_deals_give_the_records_of_rules_from_deal():
@@ -172,7 +185,8 @@ def test_validate_false_skips_the_check_for_trusted_callers():
 def test_state_is_small_and_documented():
     venv = sevenrocks_v0.vector_env(num_envs=100)
     assert venv.state.nbytes() == 100 * STATE_BYTES == 100 * 216
-    assert venv.nbytes() == 100 * (216 + 120 + 952)
+    # + the cached mask, the observation and the observation's scratch tensors
+    assert venv.nbytes() == 100 * (216 + 120 + 952 + 1052)
 
 
 def test_importing_sevenrocks_v0_does_not_import_the_batched_engine():

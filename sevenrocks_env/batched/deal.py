@@ -36,10 +36,25 @@ def mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ _shr(x, 31)
 
 
+def _signed(x: int) -> int:
+    """A 64-bit word as torch's int64 holds it."""
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >> 63 else x
+
+
+def mix_int(x: int) -> int:
+    """:func:`mix` of one Python int (a word given as a signed int64 value): the same bits."""
+    x &= (1 << 64) - 1
+    x ^= x >> 30
+    x = (x * _M1) & ((1 << 64) - 1)
+    x ^= x >> 27
+    x = (x * _M2) & ((1 << 64) - 1)
+    return _signed(x ^ (x >> 31))
+
+
 def deal_key(seed: int, env_ids, matches, rounds) -> torch.Tensor:
     """``[N]`` int64 key of each (seed, env, match count, round)."""
-    key = mix(torch.full_like(env_ids, seed) + _GOLDEN)
-    key = mix(key + env_ids * _GOLDEN)
+    key = mix(mix_int(_signed(seed + _GOLDEN)) + env_ids * _GOLDEN)
     key = mix(key + matches * _GOLDEN)
     return mix(key + rounds * _GOLDEN)
 
@@ -56,4 +71,4 @@ def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.
     return hands, opener
 
 
-__all__ = ["MAX_SEED", "deal", "deal_key", "mix"]
+__all__ = ["MAX_SEED", "deal", "deal_key", "mix", "mix_int"]

@@ -2,18 +2,31 @@
 
 Every piece is a lookup in a float32 table built as :mod:`sevenrocks_env.observation` builds its
 bytes (tile sets by 14-bit halves, counts as ``float32(c / 7)``, the end sum as ``float32(t / 36)``),
-and the pieces are joined by one ``torch.cat`` into a preallocated buffer.  See the piece table in
-:mod:`sevenrocks_env.observation` (offsets 0-237).
+written into the observation buffer.  See the piece table in :mod:`sevenrocks_env.observation`
+(offsets 0-237).
+
+:class:`ObservationWriter` owns the buffer and the scratch tensors the lookups write into: a
+fresh multi-megabyte temporary per call costs page faults that are a large part of the time at
+B = 4,096, and the pieces that never change for an env (``target / 1000``, the ``turn`` one-hot
+of the observer) are written once.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..observation import OBS_SIZE
-from . import layout
+from ..observation import OBS_SIZE, OFFSETS
 from .state import BatchState
 from .tables import ALL_TILES, HALF, HALF_MASK, tables
+
+_SLOT_OPEN = OFFSETS["slot_open"].start
+_SPINNER = OFFSETS["spinner"].start               # spinner, end_sum: one table row
+_COUNTS = OFFSETS["tile_counts"].start
+_VOIDS = OFFSETS["voids"].start
+_UNSEEN = OFFSETS["unseen"].start
+_SCORES = OFFSETS["scores"].start
+_TURN = OFFSETS["turn"].start
+_OPENING = OFFSETS["opening"].start
 
 
 def slot_codes(state: BatchState) -> torch.Tensor:
@@ -26,46 +39,78 @@ def slot_codes(state: BatchState) -> torch.Tensor:
     return code
 
 
-def encode(state: BatchState, target: int, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Observation of the seat on turn in every match (R1's seat-relative view), written piece by
-    piece into ``out`` (allocated if not given) from table lookups."""
-    t = tables(state.turn.device)
-    n = state.num_envs
-    seat = state.turn
-    if out is None:
-        out = torch.empty((n, OBS_SIZE), dtype=torch.float32, device=seat.device)
-    relative = (seat[:, None] + t.slots) & 3                       # self, left, partner, right
-    sets = torch.cat((state.hands.gather(1, seat[:, None]), state.played_by.gather(1, relative)), 1)
-    halves = torch.stack((sets & HALF_MASK, sets >> HALF), 2)       # [B, 5, 2]
-    out[:, :140].view(n, 10, 14).copy_(layout.rows_of(t.half_bits, halves).view(n, 10, 14))
-    counts = layout.lookup(t.popcount14, halves).sum(2)                # [B, 5]
-    tile_counts = layout.lookup(t.tile_counts, counts + t.count_base5)  # own hand, others' played
-    out[:, 198] = tile_counts[:, 0]
-    out[:, 199:202] = tile_counts[:, 2:]
+class ObservationWriter:
+    """Writes the observation of the seat on turn of ``num_envs`` matches into :attr:`out`
+    (``FloatTensor[num_envs, 238]``), rebuilt in place by each call."""
 
-    code = slot_codes(state)
-    pieces = layout.rows_of(t.slot_piece, code)                     # [B, 4, 11]
-    out[:, 140:144] = pieces[:, :, 0]
-    out[:, 144:172].view(n, 4, 7).copy_(pieces[:, :, 1:8])
-    out[:, 172:176] = pieces[:, :, 8]
-    out[:, 176:180] = pieces[:, :, 9]
-    out[:, 180:184] = pieces[:, :, 10]
-    total = layout.lookup(t.slot_counted, code).sum(1)                 # the end sum (R5)
-    out[:, 184:198] = layout.rows_of(t.spinner_end_sum, (state.spinner + 1) * 37 + total)
+    def __init__(self, num_envs: int, device, target: int):
+        n = num_envs
+        self.out = torch.empty((n, OBS_SIZE), dtype=torch.float32, device=device)
+        self.target = target
+        f32 = dict(dtype=torch.float32, device=device)
+        self._bits = torch.empty((n * 10, HALF), **f32)       # 5 tile sets x 2 halves
+        self._slots = torch.empty((n * 4, 11), **f32)          # 4 slots' pieces
+        self._slot_block = torch.empty((n, 44), **f32)         # the same in piece order
+        self._spinner = torch.empty((n, 14), **f32)           # spinner + end sum
+        self._voids = torch.empty((n * 3, 7), **f32)
+        t = tables(device)
+        # the constant pieces: target / 1000 and the observer on turn (relative seat 0)
+        self.out[:, _SCORES + 2] = target / 1000.0
+        self.out[:, _TURN:_TURN + 4] = t.turn_piece
 
-    voids = state.voids.gather(1, relative[:, 1:])
-    out[:, 202:223].view(n, 3, 7).copy_(layout.rows_of(t.void_bits, voids))
-    unseen = ALL_TILES & ~(sets[:, 0] | state.played)
-    by_number = layout.lookup(t.number_counts14, unseen & HALF_MASK) + layout.lookup(
-        t.number_counts14_high, unseen >> HALF)                     # byte k: tiles showing k
-    out[:, 223:230] = layout.lookup(t.tile_counts, by_number.view(torch.uint8).view(n, 8)[:, :7].long())
-    team = seat & 1
-    ours_theirs = state.scores.gather(1, torch.stack((team, team ^ 1), 1))
-    out[:, 230:232] = ours_theirs.to(torch.float64) / target
-    out[:, 232] = target / 1000.0
-    out[:, 233:237] = t.turn_piece
-    out[:, 237] = state.placements == 0
-    return out
+    def nbytes(self) -> int:
+        """Bytes of the buffer and the scratch tensors."""
+        return 4 * sum(x.nelement() for x in (self.out, self._bits, self._slots, self._slot_block,
+                                              self._spinner, self._voids))
+
+    def __call__(self, state: BatchState) -> torch.Tensor:
+        t = tables(state.turn.device)
+        out, n = self.out, state.num_envs
+        seat = state.turn
+        relative = (seat[:, None] + t.slots) & 3                       # self, left, partner, right
+        # own hand, then the tiles each relative seat played this round: 10 halves, 10 lookups
+        sets = torch.cat((state.hands.gather(1, seat[:, None]),
+                          state.played_by.gather(1, relative)), 1)   # [B, 5]
+        halves = (sets[:, :, None] >> t.half_shift) & HALF_MASK          # [B, 5, 2]
+        torch.index_select(t.half_bits, 0, halves.view(-1), out=self._bits)
+        out[:, :_SLOT_OPEN] = self._bits.view(n, 10 * HALF)
+        # tiles held: own hand count, 7 - played for the others (set 1, our own plays, unused)
+        counts = torch.index_select(t.popcount14, 0, halves.view(-1)).view(n, 5, 2)
+        counts = counts[:, :, 0] + counts[:, :, 1]
+        held = torch.index_select(t.tile_counts, 0, (counts + t.count_base5).view(-1)).view(n, 5)
+        out[:, _COUNTS] = held[:, 0]
+        out[:, _COUNTS + 1:_COUNTS + 4] = held[:, 2:]
+
+        # the four slots (R3-R5): open, number one-hot, double, branch started, counted / 12
+        code = slot_codes(state)
+        torch.index_select(t.slot_piece, 0, code.view(-1), out=self._slots)
+        # slot-major [4 x 11] to the observation's piece order: one column gather, one copy
+        torch.index_select(self._slots.view(n, 44), 1, t.slot_piece_order, out=self._slot_block)
+        out[:, _SLOT_OPEN:_SPINNER] = self._slot_block
+        total = torch.index_select(t.slot_counted, 0, code.view(-1)).view(n, 4).sum(1)  # R5
+        torch.index_select(t.spinner_end_sum, 0, (state.spinner + 1) * 37 + total,
+                           out=self._spinner)
+        out[:, _SPINNER:_SPINNER + 14] = self._spinner
+
+        voids = state.voids.gather(1, relative[:, 1:])
+        torch.index_select(t.void_bits, 0, voids.view(-1), out=self._voids)
+        out[:, _VOIDS:_VOIDS + 21] = self._voids.view(n, 21)
+        unseen = ALL_TILES & ~(sets[:, 0] | state.played)
+        by_number = torch.index_select(t.number_counts14, 0, unseen & HALF_MASK) + torch.index_select(
+            t.number_counts14_high, 0, unseen >> HALF)                    # byte k: tiles showing k
+        out[:, _UNSEEN:_UNSEEN + 7] = torch.index_select(
+            t.tile_counts, 0, by_number.view(torch.uint8).view(n, 8)[:, :7].reshape(-1).long()
+        ).view(n, 7)
+        team = seat & 1
+        ours_theirs = state.scores.gather(1, torch.stack((team, team ^ 1), 1))
+        out[:, _SCORES:_SCORES + 2] = ours_theirs.to(torch.float64) / self.target
+        out[:, _OPENING] = state.placements == 0
+        return out
 
 
-__all__ = ["encode", "slot_codes"]
+def encode(state: BatchState, target: int) -> torch.Tensor:
+    """Observation of the seat on turn in every match (R1's seat-relative view), a new tensor."""
+    return ObservationWriter(state.num_envs, state.turn.device, target)(state).clone()
+
+
+__all__ = ["ObservationWriter", "encode", "slot_codes"]

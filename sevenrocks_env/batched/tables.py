@@ -134,6 +134,12 @@ class Tables:
         self.slot_base = torch.tensor([1, 1, 33, 33], **long)    # counted_value: end + 1, kind
         self.spread_offset = (self.slots << HALF).expand(2, 4).contiguous()   # [half, slot]
         self.count_base5 = torch.tensor([0, 0, 8, 8, 8], **long)
+        self.half_shift = torch.tensor([0, HALF], **long)          # a tile set's two halves
+        # slot_piece rows of the 4 slots side by side (slot-major, 4 x 11) -> the observation's
+        # slot_open (4), slot_number (4 x 7), slot_double, branch_started, slot_counted (4 each)
+        self.slot_piece_order = torch.tensor(
+            [11 * s for s in range(4)] + [11 * s + 1 + k for s in range(4) for k in range(7)]
+            + [11 * s + j for j in (8, 9, 10) for s in range(4)], **long)
         # the observer is always the seat on turn: relative seat 0 (observation piece `turn`)
         self.turn_piece = torch.tensor([[1.0, 0.0, 0.0, 0.0]], device=device)
 

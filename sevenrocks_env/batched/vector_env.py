@@ -7,7 +7,6 @@ import numbers
 import numpy as np
 import torch
 
-from ..observation import OBS_SIZE
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
@@ -79,8 +78,8 @@ class VectorEnv:
         self._records = RecordKeeper(self.num_envs, target) if records else None
         self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long, device=self.device)
         self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
-        self._obs = torch.empty((self.num_envs, OBS_SIZE), dtype=torch.float32,
-                                device=self.device)
+        self._observe = observe.ObservationWriter(self.num_envs, self.device, target)
+        self._obs = self._observe.out
         self._mask_fresh = self._obs_fresh = False
         self._ready = False
 
@@ -224,7 +223,7 @@ class VectorEnv:
         """``FloatTensor[B, 238]``: ``observation.encode`` of the seat on turn (read-only)."""
         self._require_ready()
         if not self._obs_fresh:
-            observe.encode(self.state, self.target, out=self._obs)
+            self._observe(self.state)
             self._obs_fresh = True
         return self._obs
 
@@ -277,8 +276,9 @@ class VectorEnv:
         return self._records.pop()
 
     def nbytes(self) -> int:
-        """Bytes of this env's tensors: the state plus the cached mask and observation."""
-        return self.state.nbytes() + 8 * self._mask_words.nelement() + 4 * self._obs.nelement()
+        """Bytes of this env's tensors: the state, the cached mask, the observation and its
+        scratch tensors."""
+        return self.state.nbytes() + 8 * self._mask_words.nelement() + self._observe.nbytes()
 
     def _changed(self) -> None:
         self._mask_fresh = self._obs_fresh = False
