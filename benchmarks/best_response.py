@@ -3,10 +3,13 @@
     python benchmarks/best_response.py --opponent ckpt:shipped --steps 2000000 --seed 1 \\
         --pairs 500 --deal-seed 7001 --out runs/best_response
     python benchmarks/best_response.py --opponent heuristic ...     # sanity check of the test
+    python benchmarks/best_response.py --opponent ckpt:shipped --init shipped --steps 1000000 ...
     python benchmarks/best_response.py --opponent ckpt:shipped --smoke --pairs 2   # seconds
 
 The frozen opponent is an agent spec (``ckpt:shipped``, ``ckpt:PATH``, ``heuristic``...).  The
-best response starts from scratch: ``configs/default.yaml`` with ``opponents=[the frozen spec]``
+best response starts from scratch, or with ``--init POLICY`` from a policy's weights (warm start:
+``--init shipped`` against ``ckpt:shipped`` asks whether PPO can improve on the policy against
+itself frozen, the main-exploiter pattern): ``configs/default.yaml`` with ``opponents=[the frozen spec]``
 and ``opponent_fraction=1.0``, so every training match is the learner's team against the frozen
 team (the learner's side drawn per match), a fixed number of learner decisions (``--steps``;
 ``max_minutes`` off, so a busy machine changes the wall time, not the result), on the batched
@@ -43,27 +46,32 @@ CONFIG = ROOT / "configs" / "default.yaml"
 #: ``--smoke``: tiny networks, rollouts and matches, so the whole test runs in seconds.
 SMOKE = ["num_matches=8", "num_steps=16", "num_minibatches=2", "update_epochs=1",
          "hidden_sizes=[32,32]", "target=40", "checkpoint_every=1000"]
-HEADER = ("| frozen opponent | best-response steps | seed | pairs | deal seed | "
+HEADER = ("| frozen opponent | starts from | best-response steps | seed | pairs | deal seed | "
           "best response's win rate [95% CI] | margin/match | train min |\n"
-          "|---|---:|---:|---:|---:|---|---:|---:|")
+          "|---|---|---:|---:|---:|---:|---|---:|---:|")
 
 
-def run_name(opponent: str, steps: int, seed: int) -> str:
-    """A plain folder name for this run: ``br_<opponent>_<steps>_s<seed>``."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", opponent).strip("_.")[:60] or "opponent"
-    return f"br_{slug}_{steps}_s{seed}"
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_.")[:60] or "policy"
+
+
+def run_name(opponent: str, steps: int, seed: int, init: str = "") -> str:
+    """A plain folder name for this run: ``br_<opponent>_<steps>_s<seed>[_from_<init>]``."""
+    warm = f"_from_{_slug(init)}" if init else ""
+    return f"br_{_slug(opponent)}_{steps}_s{seed}{warm}"
 
 
 def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke: bool = False,
-                         overrides=()):
+                         overrides=(), init: str = ""):
     """The training config of the best response to ``opponent`` (a spec without a display
-    name); raises :class:`ConfigError` naming a bad value."""
+    name), from scratch or warm-started from the policy checkpoint ``init`` (``init_from``);
+    raises :class:`ConfigError` naming a bad value."""
     if opponent == PAST:
         raise ConfigError("the frozen opponent must be an agent spec (ckpt:PATH, heuristic...); "
                           "'past' is the run's own snapshot", "opponents")
-    name = run_name(opponent, steps, seed)
-    sets = [*(SMOKE if smoke else []), f"total_steps={steps}", "max_minutes=0", f"seed={seed}",
-            f"run_name={name}", f"opponents=[{json.dumps(opponent)}]", "opponent_fraction=1.0",
+    name = run_name(opponent, steps, seed, init)
+    sets = [*(SMOKE if smoke else []), f"init_from={init}", f"total_steps={steps}",
+            "max_minutes=0", f"seed={seed}", f"run_name={name}", f"opponents=[{json.dumps(opponent)}]", "opponent_fraction=1.0",
             "engine=batched", "eval_every=0", f"eval_agents=[{json.dumps(opponent)}]",
             "final_eval_pairs=1", "progress=false", f"checkpoint_dir={out / 'ckpt'}",
             f"log_dir={out / 'runs'}", *overrides]
@@ -74,14 +82,16 @@ def run(args) -> dict:
     """Train the best response, play the arena; the results as a plain dict."""
     display, opponent = split_name(args.opponent)
     out = Path(args.out)
-    cfg = best_response_config(opponent, args.steps, args.seed, out, args.smoke, args.set)
+    cfg = best_response_config(opponent, args.steps, args.seed, out, args.smoke, args.set,
+                               args.init)
     started = time.time()
     trained = train(cfg, final_table=False, force=args.force)
     train_minutes = (time.time() - started) / 60
     frozen = opponent if display == opponent else f"{display}={opponent}"
     result = evaluate(f"best_response=ckpt:{trained['checkpoint']}", frozen,
                       args.pairs, seed=args.deal_seed, workers=args.workers, target=cfg.target)
-    record = {"opponent": display, "spec": opponent, "steps": trained["global_step"],
+    record = {"opponent": display, "spec": opponent, "init": args.init or "scratch",
+              "steps": trained["global_step"],
               "seed": args.seed, "deal_seed": args.deal_seed, "pairs": args.pairs,
               "target": cfg.target, "checkpoint": str(trained["checkpoint"]),
               "train_minutes": train_minutes, "overrides": list(args.set),
@@ -94,7 +104,7 @@ def run(args) -> dict:
 def row(record: dict) -> str:
     arena = record["arena"]
     low, high = arena["ci95"]
-    return (f"| {record['opponent']} | {record['steps']} | {record['seed']} | {record['pairs']} | "
+    return (f"| {record['opponent']} | {record.get('init', 'scratch')} | {record['steps']} | {record['seed']} | {record['pairs']} | "
             f"{record['deal_seed']} | {100 * arena['win_rate']:.1f} % [{100 * low:.1f}, "
             f"{100 * high:.1f}] | {arena['mean_margin']:+.1f} | {record['train_minutes']:.1f} |")
 
@@ -117,6 +127,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=_positive, default=500, help="arena duplicate pairs")
     parser.add_argument("--deal-seed", type=int, default=7001,
                         help="arena deal seed (fresh deals)")
+    parser.add_argument("--init", default="",
+                        help="warm-start from this policy checkpoint (a path or 'shipped'); "
+                             "default: from scratch")
     parser.add_argument("--workers", type=_positive, default=1, help="arena processes")
     parser.add_argument("--out", default="runs/best_response")
     parser.add_argument("--smoke", action="store_true",

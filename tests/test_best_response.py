@@ -20,10 +20,11 @@ torch = pytest.importorskip("torch")
 
 from sevenrocks_env.agents import make_agent  # noqa: E402
 from sevenrocks_env.batched import VectorEnv  # noqa: E402
-from sevenrocks_env.policy import PolicyAgent, PolicyNet  # noqa: E402
+from sevenrocks_env.policy import PolicyAgent, PolicyNet, load_policy  # noqa: E402
 from training import batched_rollout  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
 from training.opponents import OpponentPool, policy_actions  # noqa: E402
+from training.checkpoint import policy_entries  # noqa: E402
 from training.rollout import RolloutBuffer  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -111,13 +112,13 @@ def test_smoke_budget_runs_end_to_end_and_prints_a_row(tmp_path, capsys):
     header, _, row = out.strip().splitlines()
     assert header.startswith("| frozen opponent |")
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:5] == [SHIPPED, "256", "3", "2", "11"]
+    assert cells[:6] == [SHIPPED, "scratch", "256", "3", "2", "11"]
     record = json.loads((tmp_path / "br_ckpt_shipped_256_s3.json").read_text())
     arena = record["arena"]
     assert arena["pairs"] == 2 and arena["matches"] == 4 and arena["seed"] == 11
     assert 0.0 <= arena["ci95"][0] <= arena["win_rate"] <= arena["ci95"][1] <= 1.0
     assert arena["spec_b"] == SHIPPED and arena["agent_a"] == "best_response"
-    assert cells[5].startswith(f"{100 * arena['win_rate']:.1f} %")
+    assert cells[6].startswith(f"{100 * arena['win_rate']:.1f} %")
     checkpoint = Path(record["checkpoint"])
     assert checkpoint.is_file() and checkpoint.parent.parent == tmp_path / "ckpt"
     assert record["target"] == 40 and record["steps"] == 256   # the smoke sizes were used
@@ -149,3 +150,21 @@ def test_bad_numbers_are_refused_by_the_parser(tmp_path):
     with pytest.raises(SystemExit):
         best_response.main(["--pairs", "0", "--out", str(tmp_path)])
     assert not np.any([p.exists() for p in (tmp_path / "ckpt", tmp_path / "runs")])
+
+
+def test_a_warm_started_best_response_starts_from_the_given_policy(tmp_path, capsys):
+    """``--init``: the run starts from that policy's weights (learning rate 0: it ends there too)."""
+    small = PolicyNet([32, 32], action_features=2)
+    start = tmp_path / "start.pt"
+    torch.save(policy_entries(small, 0), start)
+    code = best_response.main(["--opponent", "heuristic", "--init", str(start), "--smoke",
+                               "--steps", "256", "--seed", "3", "--pairs", "1", "--out",
+                               str(tmp_path), "--set", "learning_rate=0"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    cells = [c.strip() for c in out.strip().splitlines()[-1].strip("|").split("|")]
+    assert cells[:3] == ["heuristic", str(start), "256"]
+    record = json.loads(next(tmp_path.glob("br_heuristic_256_s3_from_*.json")).read_text())
+    trained = load_policy(record["checkpoint"]).model.state_dict()
+    assert all(torch.equal(trained[k], v) for k, v in small.state_dict().items()
+               if not k.startswith("value_head."))

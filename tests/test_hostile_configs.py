@@ -159,3 +159,36 @@ def test_defaults_and_repo_configs_are_valid():
         load_config(path)
     config_from_dict(TrainConfig().as_dict())
     assert yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())["run_name"] == "smoke"
+
+
+def test_init_from_must_be_a_policy_of_the_configs_network(tmp_path):
+    """``init_from``: the file is read as an untrusted checkpoint and must hold this config's
+    network; every refusal is a ConfigError naming the key, raised before a run folder exists."""
+    import torch
+
+    from sevenrocks_env.policy import PolicyNet
+    from training.checkpoint import policy_entries
+    from training.train import build_networks, train, warm_start
+
+    small = PolicyNet([16], action_features=1)
+    path = tmp_path / "small.pt"
+    torch.save(policy_entries(small, 0), path)
+    fits = load_config(None, [f"init_from={path}", "hidden_sizes=[16]", "action_features=1"])
+    model, _, _ = build_networks(fits)
+    warm_start(model, fits)
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in small.state_dict().items())
+
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    for overrides, words in [
+        ([f"init_from={path}", "hidden_sizes=[32]", "action_features=1"], "hidden_sizes"),
+        ([f"init_from={path}", "hidden_sizes=[16]", "action_features=2"], "action_features"),
+        ([f"init_from={tmp_path / 'junk.pt'}"], "not a readable checkpoint"),
+        ([f"init_from={tmp_path / 'missing.pt'}"], "no such file"),
+    ]:
+        cfg = load_config(None, overrides + [f"log_dir={tmp_path / 'runs'}",
+                                             f"checkpoint_dir={tmp_path / 'ckpt'}",
+                                             "run_name=r", "progress=false"])
+        with pytest.raises(ConfigError, match=words) as caught:
+            train(cfg)
+        assert caught.value.key == "init_from"
+        assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()

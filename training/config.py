@@ -176,6 +176,12 @@ class TrainConfig(BaseModel):
     embeddings] (``sevenrocks_env.policy_scorer``; needs ``action_features`` >= 1)."""
     scorer_sizes: ScorerWidths = Field(default_factory=lambda: [128, 64])
     """Hidden layer widths of the ``mlp`` action scorer (ignored with ``bilinear``)."""
+    init_from: Annotated[str, Field(max_length=1024, pattern=r"^[^\x00]*$", strict=True)] = ""
+    """Start the policy from this policy checkpoint's weights (a path, or ``shipped``) instead of
+    a random initialisation: fine-tuning, or a best response warm-started from the policy it
+    attacks.  Its network must be this config's (``hidden_sizes``, ``action_features``,
+    ``action_scorer``, ``scorer_sizes``).  The critic, the optimiser and the opponents start
+    fresh; ignored on ``--resume``.  Empty: random weights."""
     critic: Literal["shared", "oracle"] = "oracle"
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands

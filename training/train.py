@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sevenrocks_env.policy import CheckpointError, PolicyNet
+from sevenrocks_env.policy import (CheckpointError, PolicyNet, build_model, check_model_config,
+                                   read_checkpoint)
 
 from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
@@ -99,6 +100,30 @@ def build_networks(cfg: TrainConfig):
     return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5)
 
 
+def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
+    """Copy the weights of the policy checkpoint ``cfg.init_from`` into ``model``; a
+    :class:`ConfigError` naming ``init_from`` when the file is not a policy checkpoint or its
+    network is not the config's."""
+    try:
+        data = read_checkpoint(cfg.init_from)
+        source = build_model(data, cfg.init_from)
+    except CheckpointError as error:
+        raise ConfigError(f"init_from: {error}", "init_from") from error
+    hidden, features, _, scorer = check_model_config(data["model_config"], cfg.init_from)
+    theirs = {"hidden_sizes": hidden, "action_features": features,
+              "action_scorer": scorer.get("action_scorer", "bilinear")}
+    ours = {"hidden_sizes": cfg.hidden_sizes, "action_features": cfg.action_features,
+            "action_scorer": cfg.action_scorer}
+    if theirs["action_scorer"] == "mlp":
+        theirs["scorer_sizes"], ours["scorer_sizes"] = scorer["scorer_sizes"], cfg.scorer_sizes
+    if theirs != ours:
+        raise ConfigError(f"init_from: {cfg.init_from} holds a network with {theirs}, this config "
+                          f"builds {ours}; set those fields to the checkpoint's", "init_from")
+    # a policy file trained with the oracle critic has no value head: ours starts fresh then
+    missing, unexpected = model.load_state_dict(source.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("value_head.") for k in missing), missing
+
+
 def rollout_batch(buffer: RolloutBuffer, advantages, returns) -> dict:
     """The tensors :func:`training.ppo.ppo_update` trains on (views of the rollout buffer)."""
     return {
@@ -144,6 +169,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     torch.manual_seed(cfg.seed)
 
     model, critic, optimizer = build_networks(cfg)
+    if cfg.init_from and resume is None:
+        warm_start(model, cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
     engine = ENGINES[cfg.engine](cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
                                  cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
