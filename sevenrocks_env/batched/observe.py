@@ -1,8 +1,8 @@
 """The ``[B, 238]`` observation of the seat on turn, equal byte for byte to ``observation.encode``.
 
 Every piece is a lookup in a float32 table built as :mod:`sevenrocks_env.observation` builds its
-bytes (tile sets by 14-bit halves, counts as ``float32(c / 7)``, the end sum as ``float32(t / 36)``),
-written into the observation buffer.  See the piece table in :mod:`sevenrocks_env.observation`
+bytes (tile sets by 14-bit halves, counts as ``float32(c / 7)``, the end sum as
+``float32(t / 36)``), written into the observation buffer.  See the piece table in :mod:`sevenrocks_env.observation`
 (offsets 0-237).
 
 :class:`ObservationWriter` owns the buffer and the scratch tensors the lookups write into: a
@@ -19,14 +19,8 @@ from ..observation import OBS_SIZE, OFFSETS
 from .state import BatchState
 from .tables import ALL_TILES, HALF, HALF_MASK, tables
 
-_SLOT_OPEN = OFFSETS["slot_open"].start
-_SPINNER = OFFSETS["spinner"].start               # spinner, end_sum: one table row
-_COUNTS = OFFSETS["tile_counts"].start
-_VOIDS = OFFSETS["voids"].start
-_UNSEEN = OFFSETS["unseen"].start
-_SCORES = OFFSETS["scores"].start
-_TURN = OFFSETS["turn"].start
-_OPENING = OFFSETS["opening"].start
+_PIECE = OFFSETS  # piece name -> its slice of the vector
+_COUNTS = _PIECE["tile_counts"].start
 
 
 def slot_codes(state: BatchState) -> torch.Tensor:
@@ -55,8 +49,8 @@ class ObservationWriter:
         self._voids = torch.empty((n * 3, 7), **f32)
         t = tables(device)
         # the constant pieces: target / 1000 and the observer on turn (relative seat 0)
-        self.out[:, _SCORES + 2] = target / 1000.0
-        self.out[:, _TURN:_TURN + 4] = t.turn_piece
+        self.out[:, _PIECE["scores"].start + 2] = target / 1000.0
+        self.out[:, _PIECE["turn"]] = t.turn_piece
 
     def nbytes(self) -> int:
         """Bytes of the buffer and the scratch tensors."""
@@ -73,7 +67,7 @@ class ObservationWriter:
                           state.played_by.gather(1, relative)), 1)   # [B, 5]
         halves = (sets[:, :, None] >> t.half_shift) & HALF_MASK          # [B, 5, 2]
         torch.index_select(t.half_bits, 0, halves.view(-1), out=self._bits)
-        out[:, :_SLOT_OPEN] = self._bits.view(n, 10 * HALF)
+        out[:, _PIECE["hand"].start:_PIECE["played_by"].stop] = self._bits.view(n, 10 * HALF)
         # tiles held: own hand count, 7 - played for the others (set 1, our own plays, unused)
         counts = torch.index_select(t.popcount14, 0, halves.view(-1)).view(n, 5, 2)
         counts = counts[:, :, 0] + counts[:, :, 1]
@@ -86,25 +80,26 @@ class ObservationWriter:
         torch.index_select(t.slot_piece, 0, code.view(-1), out=self._slots)
         # slot-major [4 x 11] to the observation's piece order: one column gather, one copy
         torch.index_select(self._slots.view(n, 44), 1, t.slot_piece_order, out=self._slot_block)
-        out[:, _SLOT_OPEN:_SPINNER] = self._slot_block
+        out[:, _PIECE["slot_open"].start:_PIECE["slot_counted"].stop] = self._slot_block
         total = torch.index_select(t.slot_counted, 0, code.view(-1)).view(n, 4).sum(1)  # R5
         torch.index_select(t.spinner_end_sum, 0, (state.spinner + 1) * 37 + total,
                            out=self._spinner)
-        out[:, _SPINNER:_SPINNER + 14] = self._spinner
+        out[:, _PIECE["spinner"].start:_PIECE["end_sum"].stop] = self._spinner
 
         voids = state.voids.gather(1, relative[:, 1:])
         torch.index_select(t.void_bits, 0, voids.view(-1), out=self._voids)
-        out[:, _VOIDS:_VOIDS + 21] = self._voids.view(n, 21)
+        out[:, _PIECE["voids"]] = self._voids.view(n, 21)
         unseen = ALL_TILES & ~(sets[:, 0] | state.played)
-        by_number = torch.index_select(t.number_counts14, 0, unseen & HALF_MASK) + torch.index_select(
-            t.number_counts14_high, 0, unseen >> HALF)                    # byte k: tiles showing k
-        out[:, _UNSEEN:_UNSEEN + 7] = torch.index_select(
+        by_number = (torch.index_select(t.number_counts14, 0, unseen & HALF_MASK)
+                     + torch.index_select(t.number_counts14_high, 0, unseen >> HALF))  # byte k: k
+        out[:, _PIECE["unseen"]] = torch.index_select(
             t.tile_counts, 0, by_number.view(torch.uint8).view(n, 8)[:, :7].reshape(-1).long()
         ).view(n, 7)
         team = seat & 1
         ours_theirs = state.scores.gather(1, torch.stack((team, team ^ 1), 1))
-        out[:, _SCORES:_SCORES + 2] = ours_theirs.to(torch.float64) / self.target
-        out[:, _OPENING] = state.placements == 0
+        ours_theirs = ours_theirs.to(torch.float64) / self.target
+        out[:, _PIECE["scores"].start:_PIECE["scores"].start + 2] = ours_theirs
+        out[:, _PIECE["opening"].start] = state.placements == 0
         return out
 
 
