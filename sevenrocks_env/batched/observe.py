@@ -2,8 +2,8 @@
 
 Every piece is a lookup in a float32 table built as :mod:`sevenrocks_env.observation` builds its
 bytes (tile sets by 14-bit halves, counts as ``float32(c / 7)``, the end sum as
-``float32(t / 36)``), written into the observation buffer.  See the piece table in :mod:`sevenrocks_env.observation`
-(offsets 0-237).
+``float32(t / 36)``), written into the observation buffer.  See the piece table in
+:mod:`sevenrocks_env.observation` (offsets 0-237).
 
 :class:`ObservationWriter` owns the buffer and the scratch tensors the lookups write into: a
 fresh multi-megabyte temporary per call costs page faults that are a large part of the time at
