@@ -124,8 +124,8 @@ def play_pair(agents_a, agents_b, seed: int, pair: int, target: int,
     return out
 
 
-#: ``name=spec``: a display name (letters, digits, ``_.-``; no ``:``) before the first ``=``.
-_NAMED_SPEC = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*=\s*(\S.*)$")
+#: ``name=spec``: a display name (letters, digits, ``_.+-``; no ``:``) before the first ``=``.
+_NAMED_SPEC = re.compile(r"^\s*([A-Za-z0-9_.+-]+)\s*=\s*(\S.*)$")
 
 
 def split_name(agent) -> tuple[str, object]:

@@ -148,6 +148,8 @@ def test_agent_object_against_a_spec_string():
      ("shipped", "ckpt:checkpoints/shipped/sevenrocks_ppo.pt")),
     ("search:samples=16", ("search:samples=16", "search:samples=16")),  # a parameter, not a name
     (" mine = greedy ", ("mine", "greedy")),
+    ("shipped+search=search:policy=shipped,samples=64",   # the ladder's name for it
+     ("shipped+search", "search:policy=shipped,samples=64")),
     ("greedy", ("greedy", "greedy")),
 ])
 def test_split_name(given, expected):
