@@ -103,9 +103,4 @@ class ObservationWriter:
         return out
 
 
-def encode(state: BatchState, target: int) -> torch.Tensor:
-    """Observation of the seat on turn in every match (R1's seat-relative view), a new tensor."""
-    return ObservationWriter(state.num_envs, state.turn.device, target)(state).clone()
-
-
-__all__ = ["ObservationWriter", "encode", "slot_codes"]
+__all__ = ["ObservationWriter", "slot_codes"]
