@@ -9,11 +9,11 @@
 The frozen opponent is an agent spec (``ckpt:shipped``, ``ckpt:PATH``, ``heuristic``...).  The
 best response starts from scratch, or with ``--init POLICY`` from a policy's weights (warm start:
 ``--init shipped`` against ``ckpt:shipped`` asks whether PPO can improve on the policy against
-itself frozen, the main-exploiter pattern): ``configs/default.yaml`` with ``opponents=[the frozen spec]``
-and ``opponent_fraction=1.0``, so every training match is the learner's team against the frozen
-team (the learner's side drawn per match), a fixed number of learner decisions (``--steps``;
-``max_minutes`` off, so a busy machine changes the wall time, not the result), on the batched
-engine (a policy-network opponent plays all its matches in one forward pass per step).  Its
+itself frozen, the main-exploiter pattern): ``configs/default.yaml`` with
+``opponents=[the frozen spec]`` and ``opponent_fraction=1.0``, so every training match is the
+learner's team against the frozen team (the learner's side drawn per match), a fixed number
+of learner decisions (``--steps``; ``max_minutes`` off, so a busy machine changes the wall
+time, not the result), on the batched engine (a policy-network opponent plays all its matches in one forward pass per step).  Its
 run folder is ``<out>/runs/<name>`` and ``<out>/ckpt/<name>``.  Then the arena: the best
 response against the frozen opponent on duplicate deals from ``--deal-seed`` (deals never used to
 choose anything), Wilson 95% interval over pairs.  Prints one markdown row; ``<out>/<name>.json``
@@ -71,9 +71,10 @@ def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke:
                           "'past' is the run's own snapshot", "opponents")
     name = run_name(opponent, steps, seed, init)
     sets = [*(SMOKE if smoke else []), f"init_from={init}", f"total_steps={steps}",
-            "max_minutes=0", f"seed={seed}", f"run_name={name}", f"opponents=[{json.dumps(opponent)}]", "opponent_fraction=1.0",
-            "engine=batched", "eval_every=0", f"eval_agents=[{json.dumps(opponent)}]",
-            "final_eval_pairs=1", "progress=false", f"checkpoint_dir={out / 'ckpt'}",
+            "max_minutes=0", f"seed={seed}", f"run_name={name}",
+            f"opponents=[{json.dumps(opponent)}]", "opponent_fraction=1.0", "engine=batched",
+            "eval_every=0", f"eval_agents=[{json.dumps(opponent)}]", "final_eval_pairs=1",
+            "progress=false", f"checkpoint_dir={out / 'ckpt'}",
             f"log_dir={out / 'runs'}", *overrides]
     return load_config(CONFIG, sets)
 
@@ -104,9 +105,10 @@ def run(args) -> dict:
 def row(record: dict) -> str:
     arena = record["arena"]
     low, high = arena["ci95"]
-    return (f"| {record['opponent']} | {record.get('init', 'scratch')} | {record['steps']} | {record['seed']} | {record['pairs']} | "
-            f"{record['deal_seed']} | {100 * arena['win_rate']:.1f} % [{100 * low:.1f}, "
-            f"{100 * high:.1f}] | {arena['mean_margin']:+.1f} | {record['train_minutes']:.1f} |")
+    return (f"| {record['opponent']} | {record.get('init', 'scratch')} | {record['steps']} | "
+            f"{record['seed']} | {record['pairs']} | {record['deal_seed']} | "
+            f"{100 * arena['win_rate']:.1f} % [{100 * low:.1f}, {100 * high:.1f}] | "
+            f"{arena['mean_margin']:+.1f} | {record['train_minutes']:.1f} |")
 
 
 def _positive(text: str) -> int:

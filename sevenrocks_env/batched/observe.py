@@ -5,10 +5,11 @@ bytes (tile sets by 14-bit halves, counts as ``float32(c / 7)``, the end sum as
 ``float32(t / 36)``), written into the observation buffer.  See the piece table in
 :mod:`sevenrocks_env.observation` (offsets 0-237).
 
-:class:`ObservationWriter` owns the buffer and the scratch tensors the lookups write into: a
-fresh multi-megabyte temporary per call costs page faults that are a large part of the time at
-B = 4,096, and the pieces that never change for an env (``target / 1000``, the ``turn`` one-hot
-of the observer) are written once.
+:class:`ObservationWriter` owns the buffer and the scratch tensors the lookups write into, so a
+call allocates no multi-megabyte temporaries, and it moves the four slots' pieces into the
+vector's order with one column gather (``tables.slot_piece_order``) rather than five strided
+copies.  Every call rewrites all 238 columns: a caller that changed the buffer in place gets a
+correct observation next time.
 """
 
 from __future__ import annotations
@@ -47,10 +48,6 @@ class ObservationWriter:
         self._slot_block = torch.empty((n, 44), **f32)         # the same in piece order
         self._spinner = torch.empty((n, 14), **f32)           # spinner + end sum
         self._voids = torch.empty((n * 3, 7), **f32)
-        t = tables(device)
-        # the constant pieces: target / 1000 and the observer on turn (relative seat 0)
-        self.out[:, _PIECE["scores"].start + 2] = target / 1000.0
-        self.out[:, _PIECE["turn"]] = t.turn_piece
 
     def nbytes(self) -> int:
         """Bytes of the buffer and the scratch tensors."""
@@ -99,6 +96,8 @@ class ObservationWriter:
         ours_theirs = state.scores.gather(1, torch.stack((team, team ^ 1), 1))
         ours_theirs = ours_theirs.to(torch.float64) / self.target
         out[:, _PIECE["scores"].start:_PIECE["scores"].start + 2] = ours_theirs
+        out[:, _PIECE["scores"].start + 2] = self.target / 1000.0
+        out[:, _PIECE["turn"]] = t.turn_piece          # the observer is on turn: relative seat 0
         out[:, _PIECE["opening"].start] = state.placements == 0
         return out
 
