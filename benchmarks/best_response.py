@@ -13,11 +13,12 @@ itself frozen, the main-exploiter pattern): ``configs/default.yaml`` with
 ``opponents=[the frozen spec]`` and ``opponent_fraction=1.0``, so every training match is the
 learner's team against the frozen team (the learner's side drawn per match), a fixed number
 of learner decisions (``--steps``; ``max_minutes`` off, so a busy machine changes the wall
-time, not the result), on the batched engine (a policy-network opponent plays all its matches in one forward pass per step).  Its
-run folder is ``<out>/runs/<name>`` and ``<out>/ckpt/<name>``.  Then the arena: the best
-response against the frozen opponent on duplicate deals from ``--deal-seed`` (deals never used to
-choose anything), Wilson 95% interval over pairs.  Prints one markdown row; ``<out>/<name>.json``
-keeps the full arena result.
+time, not the result), on the batched engine (a policy-network opponent plays all its matches
+in one forward pass per step).  Its run folder is ``<out>/runs/<name>`` and
+``<out>/ckpt/<name>``.  Then the arena: the best response against the frozen opponent on
+duplicate deals from ``--deal-seed`` (deals never used to choose anything), Wilson 95%
+interval over pairs.  Prints one markdown row; ``<out>/<name>.json`` keeps the full arena
+result.
 
 A frozen policy that is hard to exploit keeps the best response near 50%; ``heuristic`` (a fixed
 rule-based player) is expected to be beaten clearly, which checks that the test can find an

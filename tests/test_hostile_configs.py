@@ -180,8 +180,10 @@ def test_init_from_must_be_a_policy_of_the_configs_network(tmp_path):
 
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     for overrides, words in [
-        ([f"init_from={path}", "hidden_sizes=[32]", "action_features=1"], "hidden_sizes"),
-        ([f"init_from={path}", "hidden_sizes=[16]", "action_features=2"], "action_features"),
+        ([f"init_from={path}", "hidden_sizes=[32]", "action_features=1"],
+         r"'hidden_sizes': \[16\].*builds \{'hidden_sizes': \[32\]"),
+        ([f"init_from={path}", "hidden_sizes=[16]", "action_features=2"],
+         r"'action_features': 1.*builds .*'action_features': 2"),
         ([f"init_from={tmp_path / 'junk.pt'}"], "not a readable checkpoint"),
         ([f"init_from={tmp_path / 'missing.pt'}"], "no such file"),
     ]:
