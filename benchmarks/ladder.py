@@ -55,7 +55,8 @@ MAKE_TRAIN_PAIRINGS = [("make_train", "heuristic", 1000), ("make_train", "shippe
 
 def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1,
          agents: dict | None = None) -> dict:
-    """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved file."""
+    """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved
+    file."""
     path = out / f"{a}__{b}.json"
     if reuse and path.exists():
         return json.loads(path.read_text())
@@ -112,7 +113,8 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
     parser.add_argument("--plot", help="write the ratings plot here (PNG)")
     parser.add_argument("--make-train", metavar="PATH",
-                        help="also rate this checkpoint as make_train (e.g. checkpoints/<run>/latest.pt)")
+                        help="also rate this checkpoint as make_train "
+                             "(e.g. checkpoints/<run>/latest.pt)")
     parser.add_argument("--workers", type=int, default=1,
                         help="processes for the pairings that are not batched (IS-MCTS)")
     parser.add_argument("--no-play", action="store_true",

@@ -29,8 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sevenrocks_env.policy import (CheckpointError, PolicyNet, build_model, check_model_config,
-                                   read_checkpoint)
+from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
@@ -105,17 +104,12 @@ def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
     :class:`ConfigError` naming ``init_from`` when the file is not a policy checkpoint or its
     network is not the config's."""
     try:
-        data = read_checkpoint(cfg.init_from)
-        source = build_model(data, cfg.init_from)
+        source = build_model(read_checkpoint(cfg.init_from), cfg.init_from)
     except CheckpointError as error:
         raise ConfigError(f"init_from: {error}", "init_from") from error
-    hidden, features, _, scorer = check_model_config(data["model_config"], cfg.init_from)
-    theirs = {"hidden_sizes": hidden, "action_features": features,
-              "action_scorer": scorer.get("action_scorer", "bilinear")}
-    ours = {"hidden_sizes": cfg.hidden_sizes, "action_features": cfg.action_features,
-            "action_scorer": cfg.action_scorer}
-    if theirs["action_scorer"] == "mlp":
-        theirs["scorer_sizes"], ours["scorer_sizes"] = scorer["scorer_sizes"], cfg.scorer_sizes
+    theirs, ours = source.model_config(), model.model_config()
+    theirs.pop("value_head", None)
+    ours.pop("value_head", None)
     if theirs != ours:
         raise ConfigError(f"init_from: {cfg.init_from} holds a network with {theirs}, this config "
                           f"builds {ours}; set those fields to the checkpoint's", "init_from")
