@@ -32,6 +32,30 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 
+#: Largest sum the other three slots of a layout can show (three doubles of six: 3 x 12).
+MAX_OTHER_SLOTS = 36
+
+
+def reply_table() -> torch.Tensor:
+    """``[(MAX_OTHER_SLOTS + 1) * 7 + 1, 28]``: row ``base * 7 + number``, column ``tile``: the
+    points (R5) that ``tile`` scores joined at a slot showing ``number`` while the other slots add
+    ``base`` to the end sum (0 where it does not fit or does not score); the last row, for a
+    closed slot, is all zeros."""
+    other = torch.tensor(OTHER_HALF, dtype=torch.long).T                  # [7, 28], -1: no fit
+    counted = other.clamp(min=0) * (1 + torch.tensor(TILE_IS_DOUBLE, dtype=torch.long))
+    total = torch.arange(MAX_OTHER_SLOTS + 1).view(-1, 1, 1) + counted      # [37, 7, 28]
+    points = total * ((total % 5 == 0) & (total > 0) & (other >= 0))
+    return torch.cat([points.reshape(-1, NUM_TILES), torch.zeros(1, NUM_TILES, dtype=torch.long)]
+                     ).float()
+
+
+def fits_table() -> torch.Tensor:
+    """``[128, 28]``: row ``numbers`` (a set of open numbers, bit ``n`` for number ``n``), column
+    ``tile``: 1 if the tile shows one of them (it fits one of those ends, R4)."""
+    tile_bits = (torch.from_numpy(TILE_NUMBERS_NP) > 0).long() @ (1 << torch.arange(7))  # [28]
+    return ((torch.arange(128).view(-1, 1) & tile_bits) != 0).float()
+
+
 class ActionFeatures(nn.Module):
     """Features ``[P, SIZE]`` of placements (zeros where the tile does not fit):
 
@@ -106,8 +130,9 @@ class ActionFeatures(nn.Module):
             "fits": (other >= 0).float(), "other": other.clamp(min=0),
             "tile_double": torch.tensor(TILE_IS_DOUBLE, dtype=torch.float32),
             "tile_pips": torch.tensor(TILE_PIPS, dtype=torch.float32),
-                "tile_numbers": torch.from_numpy(TILE_NUMBERS_NP),         # [28, 7]
-            "double_factor": (1 + torch.tensor(TILE_IS_DOUBLE, dtype=torch.float32)).view(1, -1, 1),
+            "number_bits": (1 << torch.arange(7)).float(),                   # [7]
+            "reply_points": reply_table(),                                  # [37 * 7 + 1, 28]
+            "set_fits": fits_table(),                                       # [128, 28]
             }
         for name, tensor in buffers.items():
             self.register_buffer(name, tensor, persistent=False)
@@ -122,17 +147,14 @@ class ActionFeatures(nn.Module):
         """Features of placement ``actions[p]`` (< 112) in observation ``rows[p]``.
 
         Written with few, whole-tensor operations: a policy agent calls this for one state per
-        decision, where the per-operation overhead is what costs.
+        decision, where the per-operation overhead is what costs.  What a row's placements share
+        (its layout, who may hold which tile) is read once per row, then gathered; the replies
+        are looked up in :attr:`reply_points` instead of being summed tile by tile.
         """
-        obs = obs[rows]                                                       # [P, 238]
+        state = self._row_state(obs)
+        opening, open_, number, double, started, spinner, hand, possible, share = (
+            part[rows] for part in state)
         size = len(actions)
-        opening = self._piece(obs, "opening")[:, 0] > 0.5                     # [P]
-        open_ = self._piece(obs, "slot_open")                                  # [P, 4]
-        number = self._piece(obs, "slot_number").reshape(size, 4, 7).argmax(-1)
-        double = self._piece(obs, "slot_double")
-        started = self._piece(obs, "branch_started")
-        spinner_piece = self._piece(obs, "spinner")
-        spinner = torch.where(spinner_piece[:, 0] > 0.5, spinner_piece[:, 1:].argmax(-1), -1)
         tile, slot = actions // 4, actions % 4
         index = torch.arange(size, device=obs.device)
         tile_double = self.tile_double[tile]
@@ -154,20 +176,22 @@ class ActionFeatures(nn.Module):
         after = self._values(open_, number, double, started)                    # [P, 4]
 
         # -- replies: every tile at every open slot of the new layout -------------------------
-        reply_fits = self.fits[:, number].permute(1, 0, 2) * open_.unsqueeze(1)   # [P, 28, 4]
-        reply_sum = (after.sum(-1).view(-1, 1, 1) - after.unsqueeze(1)
-                     + self.other[:, number].permute(1, 0, 2) * self.double_factor)
-        reply_points = reply_sum * ((reply_sum.remainder(5) == 0) & (reply_sum > 0)) * reply_fits
-        best_reply = reply_points.amax(-1)                                        # [P, 28]
-        possible, share = self._holdings(obs, 3 if self.version >= 3 else 2)    # [P, S, 28]
+        # what the other three slots add and the number showing index the reply table (closed
+        # slots its last row, all zeros); the open numbers, as a 7-bit set, which tiles fit
+        base = (after.sum(-1, keepdim=True) - after).long()                       # [P, 4]
+        at_slot = torch.where(ends >= 0, base * 7 + number, len(self.reply_points) - 1)
+        replies = self.reply_points.index_select(0, at_slot.view(-1)).view(size, 4, NUM_TILES)
+        best_reply = torch.maximum(torch.maximum(replies[:, 0], replies[:, 1]),
+                                   torch.maximum(replies[:, 2], replies[:, 3]))   # [P, 28]
+        numbers = torch.where(ends >= 0, 1 << number, 0)
+        fits_after = self.set_fits.index_select(
+            0, (numbers[:, 0] | numbers[:, 1]) | (numbers[:, 2] | numbers[:, 3]))  # [P, 28]
         candidates = best_reply.unsqueeze(1) * possible
         best, reply_sum = candidates.amax(-1) / 35.0, candidates.sum(-1) * share / 35.0
         possible, share = possible[:, :2], share[:, :2]  # left opponent, partner
 
         # -- version 2: who may have to knock on the new layout (R6), own tiles still fitting -
-        fits_after = reply_fits.amax(-1)                                          # [P, 28]
         must_knock = (1.0 - fits_after.unsqueeze(1) * possible * share.unsqueeze(-1)).prod(-1)
-        hand = self._piece(obs, "hand")
         rest = hand.clone()
         rest[index, tile] = 0.0
         control = (rest * fits_after).sum(-1) / hand.sum(-1).clamp(min=1.0)
@@ -181,7 +205,7 @@ class ActionFeatures(nn.Module):
             must_knock, control.unsqueeze(-1),
         ]
         if self.version >= 3:
-            parts.append(self._version3(obs, end_sum * scores, best, reply_sum, best_reply,
+            parts.append(self._version3(obs[rows], end_sum * scores, best, reply_sum, best_reply,
                                         rest, fits_after, number, open_))
         return torch.cat(parts, -1)[:, :self.size] * fits.unsqueeze(-1)
 
@@ -208,6 +232,17 @@ class ActionFeatures(nn.Module):
             (our_need / target.clamp(min=1.0)).clamp(0.0, 1.0),
             (their_need / target.clamp(min=1.0)).clamp(0.0, 1.0), wins, left_wins], -1)
 
+    def _row_state(self, obs) -> tuple[torch.Tensor, ...]:
+        """Per observation row: opening, slots open / number / double / branch started, the
+        spinner's number (-1: none), the hand, and :meth:`_holdings`."""
+        spinner = self._piece(obs, "spinner")
+        possible, share = self._holdings(obs, 3 if self.version >= 3 else 2)
+        return (self._piece(obs, "opening")[:, 0] > 0.5, self._piece(obs, "slot_open"),
+                self._piece(obs, "slot_number").reshape(-1, 4, 7).argmax(-1),
+                self._piece(obs, "slot_double"), self._piece(obs, "branch_started"),
+                torch.where(spinner[:, 0] > 0.5, spinner[:, 1:].argmax(-1), -1),
+                self._piece(obs, "hand"), possible, share)
+
     @staticmethod
     def _values(open_, number, double, started) -> torch.Tensor:
         """What each slot adds to the end sum (R5; an unopened branch adds 0)."""
@@ -221,8 +256,10 @@ class ActionFeatures(nn.Module):
         holds any one of them)."""
         played = self._piece(obs, "played_by").reshape(-1, 4, NUM_TILES).amax(1)
         hidden = (1.0 - self._piece(obs, "hand")) * (1.0 - played)                # [P, 28]
-        voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :seats]              # [P, S, 7]
-        possible = hidden.unsqueeze(1) * (voids @ self.tile_numbers.T == 0)         # [P, S, 28]
+        voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :seats] @ self.number_bits
+        # (a seat may hold the tiles showing none of its void numbers)
+        lacking = 1.0 - self.set_fits.index_select(0, voids.long().view(-1))
+        possible = hidden.unsqueeze(1) * lacking.view(len(obs), seats, NUM_TILES)  # [P, S, 28]
         holds = self._piece(obs, "tile_counts")[:, 1:1 + seats] * 7.0               # [P, S]
         share = (holds / hidden.sum(-1, keepdim=True).clamp(min=1.0)).clamp(max=1.0)
         return possible, share

@@ -19,9 +19,10 @@ from sevenrocks_env import rules
 from sevenrocks_env.agents.belief import excluded_tiles
 from sevenrocks_env.agents.layout import LookaheadLayout
 from sevenrocks_env.observation import decode, encode
-from sevenrocks_env.policy_features import FEATURE_NAMES, ActionFeatures
+from sevenrocks_env.policy_features import (FEATURE_NAMES, MAX_OTHER_SLOTS, ActionFeatures,
+                                          fits_table, reply_table)
 from sevenrocks_env.scoring import placement_points
-from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_PIPS, tiles_of
+from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_PIPS, TILES, tiles_of
 import positions
 
 LEFT_OPPONENT, PARTNER, RIGHT_OPPONENT = 1, 2, 3  # relative seats
@@ -170,3 +171,19 @@ def test_every_feature_is_exercised_with_nonzero_values():
             assert np.allclose(got, want, atol=1e-5)
             seen |= (got != 0).any(0)
     assert seen.all(), [FEATURE_NAMES[i] for i in np.flatnonzero(~seen)]
+
+
+def test_reply_and_fits_tables_match_the_scoring_rule():
+    """The lookup tables behind the reply features (R4, R5), entry by entry."""
+    replies, fits = reply_table(), fits_table()
+    assert replies.shape == ((MAX_OTHER_SLOTS + 1) * 7 + 1, 28) and fits.shape == (128, 28)
+    assert not replies[-1].any()  # a closed slot
+    for tile, (low, high) in enumerate(TILES):
+        for number in range(7):
+            shows = number in (low, high)
+            other = low + high - number
+            for base in range(MAX_OTHER_SLOTS + 1):
+                value = placement_points(base + other * (2 if low == high else 1)) if shows else 0
+                assert replies[base * 7 + number, tile] == value, (base, number, tile)
+        for numbers in range(128):
+            assert fits[numbers, tile] == bool(numbers >> low & 1 or numbers >> high & 1)
