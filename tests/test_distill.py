@@ -75,7 +75,7 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
     path = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
     labels, teacher = distill.load_labels(path)
     assert teacher == "search:samples=4"
-    for key in ("observation", "action_mask", "action"):
+    for key in ("observation", "action_mask", "action", "values"):
         np.testing.assert_array_equal(labels[key], collected[key])
 
     def broken(name, **change):
@@ -97,6 +97,15 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
         distill.load_labels(broken("nan.npz", observation=nan))
     with pytest.raises(distill.LabelsError, match="0..112"):
         distill.load_labels(broken("range.npz", action=collected["action"] + 200))
+    for name, values in (("values_nan", np.where(collected["action_mask"], np.nan, 0)),
+                         ("values_huge", collected["values"] + 1e9),
+                         ("values_shape", collected["values"][:, :5])):
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, observation=collected["observation"],
+                 action_mask=collected["action_mask"], action=collected["action"],
+                 values=values.astype(np.float32), teacher=np.array("t"))
+        with pytest.raises(distill.LabelsError, match="'values' must be float32"):
+            distill.load_labels(target)
     objects = tmp_path / "pickle.npz"
     np.savez(objects, observation=np.array([object()], dtype=object), action_mask=np.zeros(1),
              action=np.zeros(1), teacher=np.array("t"))
@@ -137,10 +146,10 @@ def test_every_label_comes_from_the_teacher_for_that_very_decision():
         """A stand-in teacher: the highest legal action; remembers what it was shown."""
         shown = []
 
-        def choose_many(self, observations, masks, rngs):
+        def action_values_many(self, observations, masks, rngs):
             assert len(observations) == len(masks) == len(rngs)
             self.shown.extend(zip(observations.copy(), masks.copy()))
-            return [int(np.flatnonzero(m).max()) for m in masks]
+            return [np.flatnonzero(m).tolist() for m in masks]  # value = the action
 
     teacher, saved = Highest(), []
     labels = distill.collect(_same_student(), teacher, 40, num_envs=4, seed=5,
@@ -151,12 +160,15 @@ def test_every_label_comes_from_the_teacher_for_that_very_decision():
         np.testing.assert_array_equal(labels["observation"][i], obs)
         np.testing.assert_array_equal(labels["action_mask"][i], mask)
         assert labels["action"][i] == np.flatnonzero(mask).max()
+        legal = np.flatnonzero(mask)
+        np.testing.assert_array_equal(labels["values"][i][legal], legal)
+        assert not labels["values"][i][~mask].any(), "an illegal action got a value"
 
 
 def test_a_long_collection_saves_its_labels_every_thousand():
     class First:
-        def choose_many(self, observations, masks, rngs):
-            return [int(np.flatnonzero(m)[0]) for m in masks]
+        def action_values_many(self, observations, masks, rngs):
+            return [[1.0] + [0.0] * (int(m.sum()) - 1) for m in masks]
 
     saved = []
     labels = distill.collect(_same_student(), First(), 2100, num_envs=64, seed=1,
@@ -165,3 +177,48 @@ def test_a_long_collection_saves_its_labels_every_thousand():
     for partial in saved:
         n = len(partial["action"])
         np.testing.assert_array_equal(partial["observation"], labels["observation"][:n])
+
+
+def test_the_teachers_values_are_its_choice_and_files_without_them_still_load(tmp_path,
+                                                                               collected, teacher):
+    values, mask = collected["values"], collected["action_mask"]
+    for row in range(len(values)):
+        legal = np.flatnonzero(mask[row])
+        best = legal[np.argmax(values[row][legal])]  # argmax: the first (lowest) of ties
+        assert collected["action"][row] == best
+    old = tmp_path / "old.npz"  # a file saved before values were kept
+    np.savez(old, observation=collected["observation"], action_mask=mask,
+             action=collected["action"], teacher=np.array("t"))
+    labels, _ = distill.load_labels(old)
+    assert labels["values"] is None
+    with pytest.raises(distill.LabelsError, match="needs the teacher's values"):
+        distill.train_student(_same_student(), labels, distill.Args(temperature=5.0),
+                              log=lambda *_: None)
+
+
+def test_soft_targets_follow_the_teachers_values():
+    values = torch.tensor([[10.0, 5.0, 0.0, 99.0], [3.0, 3.0, 0.0, 0.0]])
+    mask = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    targets = distill.soft_targets(values, mask, temperature=5.0)
+    assert torch.allclose(targets.sum(1), torch.ones(2))
+    assert targets[0, 3] == 0 and (targets[1, 2:] == 0).all(), "an illegal action got weight"
+    assert torch.allclose(targets[0, 0] / targets[0, 1], torch.tensor(np.e))
+    assert torch.allclose(targets[1, :2], torch.tensor([0.5, 0.5]))
+
+
+def test_soft_target_training_moves_the_student_toward_the_preferred_actions(collected):
+    # values that prefer the highest legal action by 20 points over the next: the soft student
+    # must come to agree with it, as the hard one does
+    n = 600
+    picks = np.random.default_rng(0).integers(0, len(collected["action"]), n)
+    labels = {key: value[picks] for key, value in collected.items()}
+    labels["values"] = np.where(labels["action_mask"], np.arange(113) * 20.0, 0.0
+                                ).astype(np.float32)
+    labels["action"] = np.array([np.flatnonzero(m).max() for m in labels["action_mask"]])
+    torch.manual_seed(1)
+    student = PolicyNet((32, 32), action_features=0)
+    obs, mask = torch.from_numpy(labels["observation"]), torch.from_numpy(labels["action_mask"])
+    before = distill.agreement_on(student, obs, mask, torch.from_numpy(labels["action"]))
+    args = distill.Args(epochs=15, batch_size=64, learning_rate=3e-3, seed=0, temperature=5.0)
+    result = distill.train_student(student, labels, args, log=lambda *_: None)
+    assert result["holdout_agreement"] > before + 0.3, (before, result)

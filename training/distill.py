@@ -9,19 +9,21 @@ Read top to bottom, it does three things:
 1. **Collect** (DAgger): ``num_envs`` matches on the batched engine, every seat played by the
    *student* (the ``init`` policy, sampling from its distribution so that the states are the
    ones it visits, plus some variety).  Every decision with a real choice (two or more legal
-   actions) is labelled with the *teacher's* action: a search agent (``search:...`` or
-   ``search:policy=...``) given only that seat's observation and mask, all decisions of a step
-   searched together.  Decision ``(step, env)`` samples its worlds from a generator seeded by
+   actions) is labelled with the *teacher's* action and its value of every legal action (what
+   it maximises: the mean rollout margin, plus the prior term for ``search:policy``): a search
+   agent (``search:...`` or ``search:policy=...``) given only that seat's observation and mask,
+   all decisions of a step searched together.  Decision ``(step, env)`` samples its worlds from a generator seeded by
    ``(seed, step, env)``.  The labels are saved (``<out stem>.labels.npz``, also every thousand
    labels while collecting) so training can be re-run without searching again (``--labels``).
 2. **Train**: the student, starting from ``init``'s weights, minimises the cross entropy between
-   its masked distribution and the teacher's action, ``epochs`` passes over the labels in
-   shuffled minibatches; 10% of the labels are held out to measure agreement with the teacher.
+   its masked distribution and the teacher's action (or, with ``--temperature T`` > 0, the soft
+   target ``softmax(values / T)`` over the legal actions: the teacher's preferences, not only
+   its choice), ``epochs`` passes over the labels in shuffled minibatches; 10% of the labels are held out to measure agreement with the teacher.
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), same network shape as
    ``init``; the file records the teacher, the number of labels and the agreement.
 
 TensorBoard (``<log_dir>/<run_name>``): ``losses/distill_loss``, ``charts/teacher_agreement``
-(on the training minibatches), ``charts/holdout_agreement`` (per epoch) and ``charts/labels_per_s``.
+(on the training minibatches) and ``charts/holdout_agreement`` (per epoch).
 Whether the result is *stronger* is the arena's question, on fresh deals (``docs/training.md``).
 """
 
@@ -35,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.batched import layout
 from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.policy import (MaskedCategorical, PolicyNet, build_model, read_checkpoint)
@@ -44,6 +47,8 @@ from .checkpoint import policy_entries, save_checkpoint
 
 #: Labels a file may hold (bounds the work a labels file from elsewhere can ask for).
 MAX_LABELS = 2_000_000
+#: Largest teacher value a file may hold, in points (a match is won at a few hundred).
+MAX_VALUE = 1e6
 _SALT = 0xD157
 
 
@@ -62,6 +67,10 @@ class Args:
     epochs: int = 6
     batch_size: int = 256
     learning_rate: float = 1e-4
+    temperature: float = 0.0
+    """0: train toward the teacher's action (hard labels); > 0: toward the soft target
+    softmax(teacher's action values / temperature) over the legal actions (values in points;
+    needs labels collected with values, as every collection since they were added is)"""
     seed: int = 1
     out: str = "checkpoints/distilled/sevenrocks_ppo.pt"
     log_dir: str = "runs"
@@ -74,7 +83,7 @@ class LabelsError(ValueError):
 
 # ---------------------------------------------------------------------------- 1. collect
 def make_teacher(spec: str):
-    """The batched searcher of a ``search`` spec: an object with ``choose_many``."""
+    """The batched searcher of a ``search`` spec: an object with ``action_values_many``."""
     from sevenrocks_env.arena_batched import BatchedSearchAgent, batched_agent
     teacher = batched_agent(spec)
     if not isinstance(teacher, BatchedSearchAgent):
@@ -86,16 +95,18 @@ def make_teacher(spec: str):
 @torch.inference_mode()
 def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: int,
             log=print, save=None) -> dict:
-    """Play student-vs-student matches, label every real choice with the teacher's action.
+    """Play student-vs-student matches, label every real choice with the teacher's values.
 
     Returns ``{"observation": float32 [N, 238], "action_mask": bool [N, 113], "action": int64
-    [N]}`` with ``N == decisions``; ``save(labels)`` (optional) gets the labels so far after
-    every thousand, so a long collection that is stopped keeps what it searched."""
+    [N], "values": float32 [N, 113]}`` with ``N == decisions``: the teacher's action (its best
+    value, ties to the lower action) and its value of every legal action (0 for illegal ones);
+    ``save(labels)`` (optional) gets the labels so far after every thousand, so a long
+    collection that is stopped keeps what it searched."""
     from sevenrocks_env import sevenrocks_v0
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False)
     venv.reset(seed=seed)
     generator = torch.Generator().manual_seed(seed)
-    observations, masks, actions = [], [], []
+    observations, masks, actions, values = [], [], [], []
     have, step, started = 0, 0, time.perf_counter()
     while have < decisions:
         obs, mask = venv.observation, venv.action_mask
@@ -106,42 +117,50 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
         if len(rows):
             obs_np, mask_np = obs[rows].numpy(), mask[rows].numpy()
             rngs = [np.random.default_rng((seed, _SALT, step, int(r))) for r in rows]
-            labels = teacher.choose_many(obs_np, mask_np, rngs)
+            scores = teacher.action_values_many(obs_np, mask_np, rngs)
+            table = np.zeros(mask_np.shape, dtype=np.float32)
+            for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
+                legal = legal_from_mask(legal_mask)
+                table[row, legal] = score
+                actions.append(best_action(legal, score))
             observations.append(obs_np.copy())
             masks.append(mask_np.copy())
-            actions.append(np.asarray(labels, dtype=np.int64))
+            values.append(table)
             have += len(rows)
             if have // 1000 != (have - len(rows)) // 1000:
                 rate = have / (time.perf_counter() - started)
                 log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
                 if save is not None and have < decisions:
-                    save(_joined(observations, masks, actions))
+                    save(_joined(observations, masks, actions, values))
         venv.step(chosen)
         step += 1
-    return _joined(observations, masks, actions)
+    return _joined(observations, masks, actions, values)
 
 
-def _joined(observations, masks, actions) -> dict:
+def _joined(observations, masks, actions, values) -> dict:
     return {"observation": np.concatenate(observations), "action_mask": np.concatenate(masks),
-            "action": np.concatenate(actions)}
+            "action": np.asarray(actions, dtype=np.int64), "values": np.concatenate(values)}
 
 
 def save_labels(path, labels: dict, teacher: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    extra = {} if labels.get("values") is None else {"values": labels["values"]}
     np.savez_compressed(path, observation=labels["observation"],
                         action_mask=labels["action_mask"], action=labels["action"],
-                        teacher=np.array(teacher))
+                        teacher=np.array(teacher), **extra)
     return path
 
 
 def load_labels(path) -> tuple[dict, str]:
-    """A labels file, every array checked (shapes, dtypes, finite, each label legal under its
-    mask); :class:`LabelsError` naming what is wrong.  No pickles are read."""
+    """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
+    legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
+    ``values`` is ``None`` for files from before the teacher's values were kept."""
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: data[key] for key in ("observation", "action_mask", "action",
                                                  "teacher")}
+            arrays["values"] = data["values"] if "values" in data.files else None
     except (OSError, ValueError, KeyError) as error:
         raise LabelsError(f"{path}: not a labels file ({error})") from None
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
@@ -159,18 +178,32 @@ def load_labels(path) -> tuple[dict, str]:
     if len(illegal):
         raise LabelsError(f"{path}: label {illegal[0]} ({action[illegal[0]]}) is not legal "
                           "under its mask")
+    values = arrays["values"]
+    if values is not None and (values.shape != mask.shape or values.dtype != np.float32
+                               or not np.isfinite(values).all()
+                               or np.abs(values).max() > MAX_VALUE):
+        raise LabelsError(f"{path}: 'values' must be float32 of shape ({n}, {NUM_ACTIONS}) "
+                          f"with finite values within +-{MAX_VALUE:g}")
     teacher = arrays["teacher"]
     if teacher.ndim != 0 or teacher.dtype.kind != "U":
         raise LabelsError(f"{path}: 'teacher' must be a string")
-    return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64)}, \
-        str(teacher)[:200]
+    return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64),
+            "values": values}, str(teacher)[:200]
 
 
 # ---------------------------------------------------------------------------- 2. train
 def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log=print) -> dict:
-    """Cross entropy toward the teacher's actions; returns the final agreements."""
+    """Cross entropy toward the teacher's actions (or, with ``args.temperature``, toward the
+    soft targets of :func:`soft_targets`); returns the final agreements."""
     generator = torch.Generator().manual_seed(args.seed)
     n = len(labels["action"])
+    targets = None
+    if args.temperature > 0:
+        if labels.get("values") is None:
+            raise LabelsError("temperature > 0 needs the teacher's values, and these labels "
+                              "have none (collected before values were kept)")
+        targets = soft_targets(torch.from_numpy(labels["values"]),
+                               torch.from_numpy(labels["action_mask"]), args.temperature)
     order = torch.randperm(n, generator=generator)
     held = max(1, n // 10) if n >= 10 else 0
     test, train = order[:held], order[held:]
@@ -187,7 +220,10 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
             rows = shuffled[start:start + args.batch_size]
             logits, _ = student(obs[rows], mask[rows])
             dist = MaskedCategorical(logits, mask[rows])
-            loss = -dist.log_prob(action[rows]).mean()
+            if targets is None:
+                loss = -dist.log_prob(action[rows]).mean()
+            else:
+                loss = -(targets[rows] * dist.log_probs).sum(-1).mean()
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(student.parameters(), 0.5)
@@ -206,6 +242,14 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     return {"train_agreement": agreement, "holdout_agreement": holdout, "holdout": held}
 
 
+def soft_targets(values: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``softmax(values / temperature)`` over each row's legal actions, 0 elsewhere: the teacher's
+    preferences, not only its choice (an action worth ``temperature`` points less gets ``1/e``
+    times the weight)."""
+    scaled = torch.where(mask, values / temperature, torch.full_like(values, -torch.inf))
+    return torch.softmax(scaled, dim=-1)
+
+
 @torch.inference_mode()
 def agreement_on(model: PolicyNet, obs, mask, action) -> float:
     """Fraction of decisions where the model's most probable action is the teacher's."""
@@ -220,6 +264,8 @@ def agreement_on(model: PolicyNet, obs, mask, action) -> float:
 def run(args: Args, log=print) -> dict:
     if args.decisions < 1 or args.num_envs < 1 or args.epochs < 0 or args.batch_size < 1:
         raise ValueError("decisions, num_envs and batch_size must be >= 1, epochs >= 0")
+    if not 0 <= args.temperature <= 1e6:
+        raise ValueError(f"temperature must be in [0, 1e6] points, got {args.temperature!r}")
     torch.manual_seed(args.seed)
     init_data = read_checkpoint(args.init)
     student = build_model(init_data, args.init)

@@ -95,6 +95,13 @@ def legal_from_mask(action_mask: np.ndarray) -> list[int]:
     return legal
 
 
+def best_action(legal: list[int], values) -> int:
+    """The legal action with the highest value (``values[i]`` is ``legal[i]``'s); ties go to the
+    lower action, so a search's choice does not depend on float noise in the order."""
+    best = max(range(len(legal)), key=lambda i: (values[i], -legal[i]))
+    return legal[best]
+
+
 def tile_pips(action: int) -> int:
     return 0 if action == KNOCK else TILE_PIPS[action >> 2]
 

@@ -49,7 +49,7 @@ import torch
 from ..batched import VectorEnv
 from ..observation import decode
 from ..policy import MaskedCategorical, PolicyNet, load_policy
-from .layout import legal_from_mask
+from .layout import best_action, legal_from_mask
 from .world_rollouts import MAX_COPIES, Decision, WorldRollouts
 
 ROLLOUT_MODES = ("argmax", "sample")
@@ -127,12 +127,7 @@ class PolicySearchAgent:
         finally:
             if torch.get_num_threads() != previous:
                 torch.set_num_threads(previous)
-        chosen = []
-        for mask, value in zip(masks, values):
-            legal = legal_from_mask(mask)
-            best = max(range(len(legal)), key=lambda i: (value[i], -legal[i]))
-            chosen.append(legal[best])
-        return chosen
+        return [best_action(legal_from_mask(mask), value) for mask, value in zip(masks, values)]
 
     def action_values(self, observation: np.ndarray, action_mask: np.ndarray) -> list[float]:
         """Score of each legal action (ascending action order): mean rollout value + prior term."""

@@ -33,7 +33,7 @@ from .base import ViewAgent
 from .belief import HandSampler, world_match
 from .greedy import greedy_choice
 from .heuristic import HeuristicAgent
-from .layout import LookaheadLayout, view_of
+from .layout import LookaheadLayout, best_action, view_of
 
 ROLLOUTS = ("greedy", "defensive", "heuristic")
 OURS, THEIRS = rules.team_of(0), rules.team_of(1)  # world seat 0 is the observer
@@ -63,9 +63,7 @@ class SearchAgent(ViewAgent):
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
         """Best mean rollout value among ``legal`` (see the module docstring)."""
-        values = self.action_values(view, legal)
-        best = max(range(len(legal)), key=lambda i: (values[i], -legal[i]))
-        return legal[best]
+        return best_action(legal, self.action_values(view, legal))
 
     def action_values(self, view: SeatView, legal: list[int]) -> list[float]:
         """Mean rollout value of each legal action over the sampled worlds."""

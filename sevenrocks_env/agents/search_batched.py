@@ -18,7 +18,7 @@ import numpy as np
 from ..batched.defensive import defensive_actions
 from ..batched.greedy import greedy_actions
 from ..observation import decode
-from .layout import legal_from_mask
+from .layout import best_action, legal_from_mask
 from .search import SearchAgent
 from .world_rollouts import Decision, WorldRollouts
 
@@ -44,16 +44,17 @@ class BatchedSearch:
         return self._rollouts.values(
             decisions, lambda env, rows: self._move(env.state, env.action_mask, rows))
 
-    def choose_many(self, observations, masks, rngs) -> list[int]:
-        """Search's action for each ``(observation, mask)``; decision ``i`` samples its worlds
-        from ``rngs[i]`` (a ``numpy.random.Generator``).  Ties go to the lower action."""
+    def action_values_many(self, observations, masks, rngs) -> list[list[float]]:
+        """Each decision's mean rollout value of every legal action (ascending action order);
+        decision ``i`` samples its worlds from ``rngs[i]`` (a ``numpy.random.Generator``)."""
         decisions = self.decisions(observations, masks, rngs)
-        chosen = []
-        for decision, values in zip(decisions, self.world_values(decisions)):
-            means = values.mean(0)
-            best = max(range(len(decision.legal)), key=lambda i: (means[i], -decision.legal[i]))
-            chosen.append(decision.legal[best])
-        return chosen
+        return [values.mean(0).tolist() for values in self.world_values(decisions)]
+
+    def choose_many(self, observations, masks, rngs) -> list[int]:
+        """Search's action for each ``(observation, mask)``: the best mean value, ties to the
+        lower action."""
+        values = self.action_values_many(observations, masks, rngs)
+        return [best_action(legal_from_mask(mask), value) for mask, value in zip(masks, values)]
 
 
 __all__ = ["BatchedSearch"]
