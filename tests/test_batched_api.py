@@ -185,7 +185,11 @@ def test_validate_false_skips_the_check_for_trusted_callers():
 def test_state_is_small_and_documented():
     venv = sevenrocks_v0.vector_env(num_envs=100)
     assert venv.state.nbytes() == 100 * STATE_BYTES == 100 * 216
-    # + the cached mask, the observation and the observation's scratch tensors
+    # + the cached mask; the observation and its scratch tensors once it is first read
+    venv.reset(seed=0)
+    venv.action_mask
+    assert venv.nbytes() == 100 * (216 + 120)
+    venv.observation
     assert venv.nbytes() == 100 * (216 + 120 + 952 + 1052)
 
 

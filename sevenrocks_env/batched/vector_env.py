@@ -78,8 +78,7 @@ class VectorEnv:
         self._records = RecordKeeper(self.num_envs, target) if records else None
         self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long, device=self.device)
         self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
-        self._observe = observe.ObservationWriter(self.num_envs, self.device, target)
-        self._obs = self._observe.out
+        self._observe: observe.ObservationWriter | None = None  # made on the first observation
         self._mask_fresh = self._obs_fresh = False
         self._ready = False
 
@@ -222,10 +221,12 @@ class VectorEnv:
     def observation(self) -> torch.Tensor:
         """``FloatTensor[B, 238]``: ``observation.encode`` of the seat on turn (read-only)."""
         self._require_ready()
+        if self._observe is None:  # a caller that only reads masks never pays for it
+            self._observe = observe.ObservationWriter(self.num_envs, self.device, self.target)
         if not self._obs_fresh:
             self._observe(self.state)
             self._obs_fresh = True
-        return self._obs
+        return self._observe.out
 
     def match(self, env: int) -> Match:
         """Env ``env``'s current match as a ``rules.Match`` (seedless, no history)."""
@@ -276,9 +277,10 @@ class VectorEnv:
         return self._records.pop()
 
     def nbytes(self) -> int:
-        """Bytes of this env's tensors: the state, the cached mask, the observation and its
-        scratch tensors."""
-        return self.state.nbytes() + 8 * self._mask_words.nelement() + self._observe.nbytes()
+        """Bytes of this env's tensors: the state, the cached mask, and (once ``observation`` has
+        been read) the observation and its scratch tensors."""
+        observing = 0 if self._observe is None else self._observe.nbytes()
+        return self.state.nbytes() + 8 * self._mask_words.nelement() + observing
 
     def _changed(self) -> None:
         self._mask_fresh = self._obs_fresh = False
