@@ -1,0 +1,171 @@
+"""Seven Rocks as a Ray RLlib ``MultiAgentEnv`` (needs the ``[rllib]`` extra).
+
+    from sevenrocks_env.rllib_env import SevenRocksMultiAgentEnv
+    config = PPOConfig().environment(SevenRocksMultiAgentEnv, env_config={"opponent": "heuristic"})
+
+The adapter over the AEC env (:func:`sevenrocks_env.env.raw_env`) that ``examples/rllib_ppo.py``
+trains on: turn-based (only the seat to move gets an observation), with the action mask beside
+the observation under the keys RLlib's action-masking modules read, every learner seat's reward
+delivered (its team's, R8 / shaped, :mod:`sevenrocks_env.rewards`) including those that arrive
+while it is not on turn, and forced moves (a single legal action, R6's knocks) played inside the
+env by default.  It lives in the package, not in the example, so that Ray's workers import it
+like any installed module.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+
+try:
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+except ImportError as missing:  # say which extra, not a bare ModuleNotFoundError
+    raise ImportError(f"sevenrocks_env.rllib_env needs Ray RLlib ({missing.name} is missing): "
+                      "pip install -e \".[rllib]\" (make install-rllib)") from missing
+
+from .agents import make_agent
+from .env import AGENTS, raw_env
+from .rules import is_legal, legal_actions, team_of
+
+
+class SevenRocksMultiAgentEnv(MultiAgentEnv):
+    """Seven Rocks as an RLlib ``MultiAgentEnv`` (turn-based: only the seat to move gets an obs).
+
+    Observations are ``{"observations": float32[238], "action_mask": float32[113]}`` (the keys
+    RLlib's action-masking modules use).  ``env_config``: ``opponent`` (None/"self" or an agent
+    spec), ``reward`` (with ``points_scale``/``win_reward`` for ``"shaped"``), ``target``,
+    ``max_rounds``, ``skip_forced`` (default True), ``seed``, ``illegal_action``.
+
+    A masked-out action, with ``illegal_action="terminate"`` (default, as PettingZoo's
+    ``TerminateIllegalWrapper``): the match ends at once, the seat that chose it gets reward
+    exactly -1 and ``infos[seat]["illegal_action"] = True``, the other seats in the episode get
+    what was pending for them, all terminated.  RLlib's own env pre-check steps a random action,
+    which this lets through; the masked module never chooses one.  ``illegal_action="raise"``
+    raises ``ValueError`` instead.  ``illegal_actions`` counts them either way.
+    """
+
+    def __init__(self, config: dict | None = None):
+        super().__init__()
+        worker = getattr(config, "worker_index", 0) or 0  # RLlib's EnvContext carries these
+        vector = getattr(config, "vector_index", 0) or 0
+        config = dict(config or {})
+        self._aec = raw_env(target=config.get("target", 250), max_rounds=config.get("max_rounds", 100),
+                            reward=config.get("reward", "win"),
+                            points_scale=config.get("points_scale"),
+                            win_reward=config.get("win_reward"))
+        self.illegal_action = config.get("illegal_action", "terminate")
+        if self.illegal_action not in ("terminate", "raise"):
+            raise ValueError(f"illegal_action must be 'terminate' or 'raise', "
+                             f"got {self.illegal_action!r}")
+        opponent = config.get("opponent")
+        self._opponent = None if opponent in (None, "self") else make_agent(opponent)
+        self.skip_forced = config.get("skip_forced", True)
+        self._rng = np.random.default_rng([config.get("seed", 0), worker, vector])
+        space = self._aec.observation_space(AGENTS[0])["observation"]
+        obs_space = gymnasium.spaces.Dict({
+            "observations": space,
+            "action_mask": gymnasium.spaces.Box(0.0, 1.0, (self._aec.action_space(AGENTS[0]).n,),
+                                                np.float32),
+        })
+        self.possible_agents = list(AGENTS)
+        self.agents = list(AGENTS)
+        self.observation_spaces = {agent: obs_space for agent in AGENTS}
+        self.action_spaces = {agent: self._aec.action_space(agent) for agent in AGENTS}
+        self.illegal_actions = 0
+        self._learners: tuple[int, ...] = (0, 1, 2, 3)
+        self._pending: dict[int, float] = {}
+        self._seen: set[int] = set()
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        match_seed = int(self._rng.integers(2**62))
+        self._aec.reset(seed=match_seed)
+        if self._opponent is None:
+            self._learners = (0, 1, 2, 3)
+        else:
+            team = int(self._rng.integers(2))
+            self._learners = tuple(s for s in range(4) if team_of(s) == team)
+            self._opponent.seed(int(self._rng.integers(2**31)))
+        self._pending = dict.fromkeys(self._learners, 0.0)
+        self._seen = set()
+        self._advance()
+        return self._outputs()[0], {}
+
+    def step(self, action_dict):
+        match = self._aec.match
+        agent = AGENTS[match.turn]
+        action = action_dict.get(agent)
+        if action is None:
+            raise ValueError(f"no action for {agent}, the seat to move")
+        if not is_legal(match, action):
+            self.illegal_actions += 1
+            if self.illegal_action == "terminate" and self.action_spaces[agent].contains(action):
+                return self._end_on_illegal_action(match.turn)
+            raise ValueError(f"illegal action {action!r} for {agent}; legal: {legal_actions(match)}")
+        self._aec.step(int(action))
+        self._collect()
+        self._advance()
+        return self._outputs()
+
+    # -- inside ---------------------------------------------------------------------------------
+
+    def _end_on_illegal_action(self, mover: int):
+        """Terminate every seat in the episode; the mover's reward is exactly -1."""
+        self._pending[mover] = -1.0
+        seats = sorted(self._seen | {mover})
+        observations = {AGENTS[s]: self._observe(s) for s in seats}
+        rewards = {AGENTS[s]: self._pending[s] for s in seats}
+        self._pending = dict.fromkeys(self._pending, 0.0)
+        terminateds = {**{AGENTS[s]: True for s in seats}, "__all__": True}
+        infos = {AGENTS[mover]: {"illegal_action": True}}
+        return observations, rewards, terminateds, {"__all__": False}, infos
+
+    def _collect(self) -> None:
+        rewards = self._aec.rewards
+        for seat in self._learners:
+            self._pending[seat] += rewards.get(AGENTS[seat], 0.0)
+
+    def _advance(self) -> None:
+        """Play opponent seats and forced moves until a learner seat decides or the match ends."""
+        aec = self._aec
+        match = aec.match
+        while not match.over:
+            seat = match.turn
+            if seat in self._learners:
+                legal = legal_actions(match)
+                if not self.skip_forced or len(legal) > 1:
+                    return
+                action = legal[0]
+            else:
+                obs = aec.observe(AGENTS[seat])
+                action = self._opponent.act(obs["observation"], obs["action_mask"])
+            aec.step(int(action))
+            self._collect()
+
+    def _observe(self, seat: int) -> dict:
+        obs = self._aec.observe(AGENTS[seat])
+        return {"observations": obs["observation"], "action_mask": obs["action_mask"].astype(np.float32)}
+
+    def _outputs(self):
+        match = self._aec.match
+        if match.over:
+            seats = [s for s in self._learners if s in self._seen]
+            observations = {AGENTS[s]: self._observe(s) for s in seats}
+            done = {AGENTS[s]: True for s in seats}
+            flags = ({**done, "__all__": True}, {"__all__": False}) if match.winner is not None \
+                else ({"__all__": False}, {**done, "__all__": True})
+        else:
+            seats = [match.turn]
+            observations = {AGENTS[match.turn]: self._observe(match.turn)}
+            flags = ({"__all__": False}, {"__all__": False})
+        self._seen.update(seats)
+        rewards = {}
+        for seat in self._learners:  # rewards go out once the seat is in the episode
+            if seat in self._seen and (self._pending[seat] or AGENTS[seat] in observations):
+                rewards[AGENTS[seat]] = self._pending[seat]
+                self._pending[seat] = 0.0
+        return observations, rewards, flags[0], flags[1], {}
+
+
+__all__ = ["SevenRocksMultiAgentEnv"]
