@@ -250,16 +250,16 @@ class ActionFeatures(nn.Module):
         return counted * number * (1.0 + double)
 
     def _holdings(self, obs, seats: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
-        """For the left opponent, the partner (and with ``seats=3`` the right opponent): which
-        hidden tiles each may hold (not in our hand, not played, no number it is void in)
-        ``[P, seats, 28]``, and its share of the hidden tiles ``[P, seats]`` (the chance it
-        holds any one of them)."""
+        """For the left opponent, the partner (and with ``seats=3`` the right opponent) of each of
+        the ``N`` observations: which hidden tiles each may hold (not in our hand, not played, no
+        number it is void in) ``[N, seats, 28]``, and its share of the hidden tiles ``[N, seats]``
+        (the chance it holds any one of them)."""
         played = self._piece(obs, "played_by").reshape(-1, 4, NUM_TILES).amax(1)
-        hidden = (1.0 - self._piece(obs, "hand")) * (1.0 - played)                # [P, 28]
+        hidden = (1.0 - self._piece(obs, "hand")) * (1.0 - played)                # [N, 28]
         voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :seats] @ self.number_bits
         # (a seat may hold the tiles showing none of its void numbers)
         lacking = 1.0 - self.set_fits.index_select(0, voids.long().view(-1))
-        possible = hidden.unsqueeze(1) * lacking.view(len(obs), seats, NUM_TILES)  # [P, S, 28]
-        holds = self._piece(obs, "tile_counts")[:, 1:1 + seats] * 7.0               # [P, S]
+        possible = hidden.unsqueeze(1) * lacking.view(len(obs), seats, NUM_TILES)  # [N, S, 28]
+        holds = self._piece(obs, "tile_counts")[:, 1:1 + seats] * 7.0               # [N, S]
         share = (holds / hidden.sum(-1, keepdim=True).clamp(min=1.0)).clamp(max=1.0)
         return possible, share
