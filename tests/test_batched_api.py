@@ -249,3 +249,14 @@ def test_deal_streams_give_envs_the_same_deals():
         sevenrocks_v0.vector_env(num_envs=2, deal_streams=torch.tensor([0, -1]))
     with pytest.raises(ValueError, match="deal_streams"):
         sevenrocks_v0.vector_env(num_envs=2, deal_streams=torch.tensor([0, 1, 2]))
+
+
+def test_the_first_observation_may_be_read_in_inference_mode():
+    # the observation's buffers are made on the first read: inside torch.inference_mode they
+    # must still be normal tensors, or every later read outside it fails
+    venv = sevenrocks_v0.vector_env(num_envs=4)
+    venv.reset(seed=0)
+    with torch.inference_mode():
+        inside = venv.observation.clone()
+    venv.step(first_legal(venv))
+    assert venv.observation.shape == (4, 238) and not torch.equal(venv.observation, inside)

@@ -222,7 +222,8 @@ class VectorEnv:
         """``FloatTensor[B, 238]``: ``observation.encode`` of the seat on turn (read-only)."""
         self._require_ready()
         if self._observe is None:  # a caller that only reads masks never pays for it
-            self._observe = observe.ObservationWriter(self.num_envs, self.device, self.target)
+            with torch.inference_mode(False):  # normal tensors, even on a first read in inference
+                self._observe = observe.ObservationWriter(self.num_envs, self.device, self.target)
         if not self._obs_fresh:
             self._observe(self.state)
             self._obs_fresh = True
