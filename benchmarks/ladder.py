@@ -127,7 +127,8 @@ def main(argv=None) -> int:
     import torch
     torch.set_num_threads(1)
     results = []
-    print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B | wall s |")
+    print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B "
+          "(wall; CPU) | wall s |")
     print("|---|---|---:|---|---:|---|---:|")
     agents, pairings = dict(AGENTS), list(PAIRINGS)
     if args.make_train:
@@ -142,6 +143,8 @@ def main(argv=None) -> int:
                  args.workers, agents)
         results.append(r)
         ms = " / ".join(f"{1000 * s:.1f}" for s in r["seconds_per_decision"])
+        if "cpu_seconds_per_decision" in r:  # (pairings saved before CPU time was kept: wall only)
+            ms += "; " + " / ".join(f"{1000 * s:.1f}" for s in r["cpu_seconds_per_decision"])
         print(f"| {a} | {b} | {r['pairs']} | {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, "
               f"{r['ci95'][1]:.3f}] | {r['mean_margin']:+.1f} | {ms} | {r['wall_s']:.0f} |",
               flush=True)

@@ -49,6 +49,7 @@ class MatchResult:
     round_net: list[tuple[int, int]]  # per round: each team's score change (points - deductions)
     decisions: list[int]               # per seat
     think_s: list[float]               # per seat: seconds inside act()
+    think_cpu_s: list[float]           # per seat: the process's CPU seconds inside act()
 
 
 def play_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
@@ -66,13 +67,13 @@ def run_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
     match = rules.Match.new(seed, target=target, max_rounds=max_rounds)
     driver = MatchDriver(match, agents)
     driver.run()
-    decisions, think = driver.decisions, driver.think_s
+    decisions, think, think_cpu = driver.decisions, driver.think_s, driver.think_cpu_s
     round_net, previous = [], (0, 0)
     for log in match.history:
         round_net.append((log.scores[0] - previous[0], log.scores[1] - previous[1]))
         previous = tuple(log.scores)
     return match, MatchResult(seed, match.winner, tuple(match.scores), len(match.history),
-                              round_net, decisions, think)
+                              round_net, decisions, think, think_cpu)
 
 
 @dataclass
@@ -88,6 +89,7 @@ class PairOutcome:
     round_wins_a: float = 0.0
     decisions: list[int] = field(default_factory=lambda: [0, 0])  # A, B
     think_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    think_cpu_s: list[float] = field(default_factory=lambda: [0.0, 0.0])
 
 
 def agent_seed(seed: int, pair: int, game: int, seat: int) -> int:
@@ -121,6 +123,7 @@ def play_pair(agents_a, agents_b, seed: int, pair: int, target: int,
             side = 0 if rules.team_of(seat) == a_team else 1
             out.decisions[side] += result.decisions[seat]
             out.think_s[side] += result.think_s[seat]
+            out.think_cpu_s[side] += result.think_cpu_s[seat]
     return out
 
 
@@ -165,18 +168,20 @@ class ArenaResult:
     points_per_round: tuple[float, float]  # (A, B): mean net score change per round
     round_win_rate: float           # A's share of rounds by net change (ties 1/2)
     rounds_per_match: float
-    seconds_per_decision: tuple[float, float]  # (A, B), time inside act()
+    seconds_per_decision: tuple[float, float]  # (A, B), wall time inside act()
     decisions_per_s: float          # all decisions / wall time of the run
     wall_s: float
     spec_a: str = ""
     spec_b: str = ""
+    cpu_seconds_per_decision: tuple[float, float] = (0.0, 0.0)  # (A, B), CPU time inside act()
 
-    TIMING = ("seconds_per_decision", "decisions_per_s", "wall_s")
+    TIMING = ("seconds_per_decision", "cpu_seconds_per_decision", "decisions_per_s", "wall_s")
 
     def as_dict(self, timing: bool = True) -> dict:
         data = asdict(self)
         data["ci95"], data["points_per_round"] = list(self.ci95), list(self.points_per_round)
         data["seconds_per_decision"] = list(self.seconds_per_decision)
+        data["cpu_seconds_per_decision"] = list(self.cpu_seconds_per_decision)
         return data if timing else {k: v for k, v in data.items() if k not in self.TIMING}
 
     def table(self) -> str:
@@ -192,6 +197,7 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall) ->
     win_rate = sum(o.score for o in outcomes) / matches
     decisions = [sum(o.decisions[s] for o in outcomes) for s in (0, 1)]
     think = [sum(o.think_s[s] for o in outcomes) for s in (0, 1)]
+    think_cpu = [sum(o.think_cpu_s[s] for o in outcomes) for s in (0, 1)]
     return ArenaResult(
         names[0], names[1], pairs, matches, seed, target, win_rate,
         wilson_interval(win_rate, pairs), "Wilson over duplicate pairs",
@@ -199,7 +205,8 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall) ->
         (sum(o.points_a for o in outcomes) / rounds, sum(o.points_b for o in outcomes) / rounds),
         sum(o.round_wins_a for o in outcomes) / rounds, rounds / matches,
         tuple(t / d if d else 0.0 for t, d in zip(think, decisions)),
-        sum(decisions) / wall if wall > 0 else 0.0, wall, *specs)
+        sum(decisions) / wall if wall > 0 else 0.0, wall, *specs,
+        tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)))
 
 
 def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,

@@ -248,6 +248,7 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
     truncated = torch.zeros(n, dtype=torch.bool, device=device)
     decisions = torch.zeros(n, 2, dtype=torch.long, device=device)   # A, B
     think = torch.zeros(n, 2, dtype=torch.float64)
+    think_cpu = torch.zeros(n, 2, dtype=torch.float64)
     first_records: list = [None] * n
     while bool(active.any()):
         seat, mask = env.current_seat, env.action_mask
@@ -258,9 +259,10 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
             envs = (choice & on_turn).nonzero().squeeze(1)
             if not envs.numel():
                 continue
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             actions[envs] = agent.actions(env, envs, context)
             think[envs.cpu(), side] += (time.perf_counter() - started) / envs.numel()
+            think_cpu[envs.cpu(), side] += (time.process_time() - cpu) / envs.numel()
             decisions[envs, side] += 1
         scores_before, rounds_before = env.state.scores.clone(), env.state.round_index.clone()
         rewards, won, _ = env.step(actions)
@@ -275,7 +277,7 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
                 if first_records[i] is None:
                     first_records[i] = record
     outcomes = _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2,
-                         decisions, think)
+                         decisions, think, think_cpu)
     return (outcomes, first_records) if records else outcomes
 
 
@@ -302,11 +304,12 @@ def _close_rounds(ended, won, seat, scores_before, rewards, env, a_team, round_m
     active &= ~(winning | cut)
 
 
-def _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2, decisions, think):
+def _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2, decisions, think,
+              think_cpu):
     columns = [t.cpu().tolist() for t in (a_team, score2, truncated, final, rounds, round_wins2,
                                            decisions)]
     a_team, score2, truncated, final, rounds, round_wins2, decisions = columns
-    think = think.tolist()
+    think, think_cpu = think.tolist(), think_cpu.tolist()
     outcomes = []
     for pair in range(pairs):
         out = PairOutcome()
@@ -322,6 +325,7 @@ def _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2, deci
             for side in (0, 1):
                 out.decisions[side] += decisions[e][side]
                 out.think_s[side] += think[e][side]
+                out.think_cpu_s[side] += think_cpu[e][side]
         outcomes.append(out)
     return outcomes
 

@@ -63,8 +63,10 @@ def pair_table(result) -> str:
         ("A round win rate", f"{result.round_win_rate:.3f}"),
         ("rounds per match", f"{result.rounds_per_match:.2f}"),
         ("truncated matches", f"{result.truncated}"),
-        ("ms per decision A / B", f"{1e3 * result.seconds_per_decision[0]:.3f} / "
-                                  f"{1e3 * result.seconds_per_decision[1]:.3f}"),
+        ("wall ms per decision A / B", f"{1e3 * result.seconds_per_decision[0]:.3f} / "
+                                       f"{1e3 * result.seconds_per_decision[1]:.3f}"),
+        ("CPU ms per decision A / B", f"{1e3 * result.cpu_seconds_per_decision[0]:.3f} / "
+                                      f"{1e3 * result.cpu_seconds_per_decision[1]:.3f}"),
         ("decisions per second", f"{result.decisions_per_s:,.0f}"),
     ]
     width = max(len(k) for k, _ in rows)

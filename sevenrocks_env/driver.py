@@ -55,7 +55,8 @@ class MatchDriver:
     seats).  ``ask_forced`` lists outside seats that are stopped for even when forced (an env
     whose learner must step every move); otherwise forced moves of every seat play themselves.
     ``on_move`` is called after every move.  ``decisions[seat]`` counts the real choices asked
-    of an agent or taken from outside, ``think_s[seat]`` the seconds spent inside ``act``.
+    of an agent or taken from outside, ``think_s[seat]`` the seconds spent inside ``act`` (wall time) and ``think_cpu_s[seat]`` the
+    process's CPU seconds there (what the agent costs, whatever else the machine runs).
     """
 
     def __init__(self, match: rules.Match, agents: Sequence | Mapping,
@@ -72,6 +73,7 @@ class MatchDriver:
         self.ask_forced = frozenset(ask_forced)
         self.decisions = [0, 0, 0, 0]
         self.think_s = [0.0, 0.0, 0.0, 0.0]
+        self.think_cpu_s = [0.0, 0.0, 0.0, 0.0]
 
     @property
     def stopped(self) -> bool:
@@ -117,9 +119,10 @@ class MatchDriver:
 
     def _ask(self, agent, seat: int, legal: list[int]) -> int:
         match = self.match
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         action = agent.act(encode(match, seat), action_mask(match, seat))
         self.think_s[seat] += time.perf_counter() - started
+        self.think_cpu_s[seat] += time.process_time() - cpu
         if not rules.is_legal(match, action):
             raise IllegalActionError(
                 f"agent {agent_name(agent)!r} at seat {seat} chose illegal action {action!r}; "

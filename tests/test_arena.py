@@ -79,6 +79,17 @@ def test_results_identical_whatever_the_worker_count():
     assert other_seed.as_dict(timing=False) != one.as_dict(timing=False)
 
 
+def test_time_per_decision_is_reported_as_wall_and_cpu_time():
+    result = arena.evaluate("random", "search:samples=8", pairs=2, seed=5)
+    wall, cpu = result.seconds_per_decision, result.cpu_seconds_per_decision
+    assert wall[1] > 0 and cpu[1] > 0, (wall, cpu)
+    assert cpu[1] > 5 * cpu[0], "search costs far more CPU than random"
+    data = result.as_dict()
+    assert data["cpu_seconds_per_decision"] == list(cpu)
+    assert "cpu_seconds_per_decision" not in result.as_dict(timing=False)
+    assert "CPU ms per decision A / B" in result.table()
+
+
 def test_result_fields_table_and_json():
     result = arena.evaluate("heuristic", "random", pairs=2, seed=0)
     data = json.loads(json.dumps(result.as_dict()))

@@ -176,6 +176,12 @@ def test_same_result_for_any_batch_size():
     assert results[0]["win_rate"] < 0.5  # greedy beats random
 
 
+def test_the_batched_arena_reports_cpu_time_per_decision():
+    result = evaluate_batched("random", "search:samples=8", 4, seed=5)
+    cpu = result.cpu_seconds_per_decision
+    assert cpu[0] > 0 and cpu[1] > 5 * cpu[0], cpu
+
+
 def test_result_is_a_symmetric_duplicate(shipped):
     """Swapping two deterministic agents plays the same games: the results mirror exactly."""
     ab = evaluate_batched(shipped, "greedy", 8, seed=4)
