@@ -49,7 +49,7 @@ class MatchResult:
     round_net: list[tuple[int, int]]  # per round: each team's score change (points - deductions)
     decisions: list[int]               # per seat
     think_s: list[float]               # per seat: seconds inside act()
-    think_cpu_s: list[float]           # per seat: the process's CPU seconds inside act()
+    think_cpu_s: list[float] = field(default_factory=lambda: [0.0] * 4)  # per seat: CPU s in act()
 
 
 def play_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,

@@ -55,8 +55,10 @@ class MatchDriver:
     seats).  ``ask_forced`` lists outside seats that are stopped for even when forced (an env
     whose learner must step every move); otherwise forced moves of every seat play themselves.
     ``on_move`` is called after every move.  ``decisions[seat]`` counts the real choices asked
-    of an agent or taken from outside, ``think_s[seat]`` the seconds spent inside ``act`` (wall time) and ``think_cpu_s[seat]`` the
-    process's CPU seconds there (what the agent costs, whatever else the machine runs).
+    of an agent or taken from outside, ``think_s[seat]`` the seconds spent inside ``act`` (wall
+    time) and ``think_cpu_s[seat]`` the process's CPU seconds there (what the agent costs,
+    whatever else the machine runs, as long as torch uses one thread: with more, every thread's
+    time counts, spin-waits included).
     """
 
     def __init__(self, match: rules.Match, agents: Sequence | Mapping,

@@ -258,7 +258,7 @@ class ActionFeatures(nn.Module):
         hidden = (1.0 - self._piece(obs, "hand")) * (1.0 - played)                # [N, 28]
         voids = self._piece(obs, "voids").reshape(-1, 3, 7)[:, :seats] @ self.number_bits
         # (a seat may hold the tiles showing none of its void numbers)
-        lacking = 1.0 - self.set_fits.index_select(0, voids.long().view(-1))
+        lacking = 1.0 - self.set_fits.index_select(0, voids.long().clamp(0, 127).view(-1))
         possible = hidden.unsqueeze(1) * lacking.view(len(obs), seats, NUM_TILES)  # [N, S, 28]
         holds = self._piece(obs, "tile_counts")[:, 1:1 + seats] * 7.0               # [N, S]
         share = (holds / hidden.sum(-1, keepdim=True).clamp(min=1.0)).clamp(max=1.0)

@@ -222,3 +222,31 @@ def test_soft_target_training_moves_the_student_toward_the_preferred_actions(col
     args = distill.Args(epochs=15, batch_size=64, learning_rate=3e-3, seed=0, temperature=5.0)
     result = distill.train_student(student, labels, args, log=lambda *_: None)
     assert result["holdout_agreement"] > before + 0.3, (before, result)
+
+
+def test_soft_targets_stay_finite_at_the_smallest_temperature_and_refuse_smaller():
+    values = torch.tensor([[5.0, -2.0, 5.0, 0.0]])
+    mask = torch.tensor([[True, True, True, False]])
+    targets = distill.soft_targets(values, mask, temperature=distill.MIN_TEMPERATURE)
+    assert torch.isfinite(targets).all()
+    assert torch.allclose(targets, torch.tensor([[0.5, 0.0, 0.5, 0.0]]))  # a tie shares
+    with pytest.raises(ValueError, match="temperature must be in"):
+        distill.soft_targets(values, mask, temperature=1e-45)
+    with pytest.raises(ValueError, match="temperature must be 0"):
+        distill.run(distill.Args(temperature=1e-9))
+
+
+def test_a_teacher_value_out_of_range_stops_the_collection_with_a_clear_error():
+    class Broken:
+        def action_values_many(self, observations, masks, rngs):
+            return [[float("nan")] * int(m.sum()) for m in masks]
+
+    with pytest.raises(ValueError, match="teacher value out of range"):
+        distill.collect(_same_student(), Broken(), 10, num_envs=4, seed=1, log=lambda *_: None)
+
+
+@pytest.mark.parametrize("bonus", ["nan", "1e9", "-1"])
+def test_search_refuses_a_win_bonus_out_of_range(bonus):
+    from sevenrocks_env.agents import make_agent
+    with pytest.raises(ValueError, match="win_bonus must be in"):
+        make_agent(f"search:win_bonus={bonus}")

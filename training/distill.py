@@ -49,6 +49,8 @@ from .checkpoint import policy_entries, save_checkpoint
 MAX_LABELS = 2_000_000
 #: Largest teacher value a file may hold, in points (a match is won at a few hundred).
 MAX_VALUE = 1e6
+#: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
+MIN_TEMPERATURE = 1e-3
 _SALT = 0xD157
 
 
@@ -79,6 +81,10 @@ class Args:
 
 class LabelsError(ValueError):
     """A labels file that is not what :func:`save_labels` writes."""
+
+
+NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have none (collected "
+             "before values were kept)")
 
 
 # ---------------------------------------------------------------------------- 1. collect
@@ -122,7 +128,11 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
             for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
                 legal = legal_from_mask(legal_mask)
                 table[row, legal] = score
-                actions.append(best_action(legal, score))
+                if not np.isfinite(table[row]).all() or np.abs(table[row]).max() > MAX_VALUE:
+                    raise ValueError(f"teacher value out of range (finite, within "
+                                     f"+-{MAX_VALUE:g}) at step {step}: {score}")
+                # chosen from the values as stored, so a label is always their argmax
+                actions.append(best_action(legal, table[row, legal].tolist()))
             observations.append(obs_np.copy())
             masks.append(mask_np.copy())
             values.append(table)
@@ -200,8 +210,7 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     targets = None
     if args.temperature > 0:
         if labels.get("values") is None:
-            raise LabelsError("temperature > 0 needs the teacher's values, and these labels "
-                              "have none (collected before values were kept)")
+            raise LabelsError(NO_VALUES)
         targets = soft_targets(torch.from_numpy(labels["values"]),
                                torch.from_numpy(labels["action_mask"]), args.temperature)
     order = torch.randperm(n, generator=generator)
@@ -246,8 +255,12 @@ def soft_targets(values: torch.Tensor, mask: torch.Tensor, temperature: float) -
     """``softmax(values / temperature)`` over each row's legal actions, 0 elsewhere: the teacher's
     preferences, not only its choice (an action worth ``temperature`` points less gets ``1/e``
     times the weight)."""
-    scaled = torch.where(mask, values / temperature, torch.full_like(values, -torch.inf))
-    return torch.softmax(scaled, dim=-1)
+    if not MIN_TEMPERATURE <= temperature <= MAX_VALUE:
+        raise ValueError(f"temperature must be in [{MIN_TEMPERATURE:g}, {MAX_VALUE:g}] points, "
+                         f"got {temperature!r}")
+    legal = torch.where(mask, values, torch.full_like(values, -torch.inf))
+    best = legal.amax(-1, keepdim=True)  # (x - best) / T <= 0: no overflow at a small T
+    return torch.softmax((legal - best) / temperature, dim=-1)
 
 
 @torch.inference_mode()
@@ -264,14 +277,17 @@ def agreement_on(model: PolicyNet, obs, mask, action) -> float:
 def run(args: Args, log=print) -> dict:
     if args.decisions < 1 or args.num_envs < 1 or args.epochs < 0 or args.batch_size < 1:
         raise ValueError("decisions, num_envs and batch_size must be >= 1, epochs >= 0")
-    if not 0 <= args.temperature <= 1e6:
-        raise ValueError(f"temperature must be in [0, 1e6] points, got {args.temperature!r}")
+    if args.temperature != 0 and not MIN_TEMPERATURE <= args.temperature <= MAX_VALUE:
+        raise ValueError(f"temperature must be 0 (hard labels) or in [{MIN_TEMPERATURE:g}, "
+                         f"{MAX_VALUE:g}] points, got {args.temperature!r}")
     torch.manual_seed(args.seed)
     init_data = read_checkpoint(args.init)
     student = build_model(init_data, args.init)
     out = Path(args.out)
     if args.labels:
         labels, teacher = load_labels(args.labels)
+        if args.temperature > 0 and labels["values"] is None:
+            raise LabelsError(NO_VALUES)
         log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")
     else:
         teacher = args.teacher

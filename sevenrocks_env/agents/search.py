@@ -53,6 +53,8 @@ class SearchAgent(ViewAgent):
         if rollout not in ROLLOUTS:
             raise ValueError(f"search: rollout must be one of {', '.join(ROLLOUTS)}, "
                              f"got {rollout!r}")
+        if not 0 <= win_bonus <= 1e6:  # (NaN fails this too)
+            raise ValueError(f"search: win_bonus must be in [0, 1e6], got {win_bonus!r}")
         self.samples, self.time_limit, self.rollout, self.win_bonus = (
             samples, time_limit, rollout, win_bonus)
         self._heuristic = HeuristicAgent()
