@@ -13,7 +13,8 @@ observation directly (not the PettingZoo env) for speed: a seat with a single le
 
 An agent spec may carry a display name, ``name=spec`` (``shipped=ckpt:path/to/policy.pt``):
 results and tables use the name.  The other arena modules: :mod:`~sevenrocks_env.arena_report`
-(tables, short names, progress), :mod:`~sevenrocks_env.arena_pool` (worker processes) and
+(tables, short names, progress), :mod:`~sevenrocks_env.arena_pool` (worker processes),
+:mod:`~sevenrocks_env.arena_log` (the pair log that lets a long run resume) and
 :mod:`~sevenrocks_env.arena_cli` (``sevenrocks arena``; :func:`main` here calls it).
 
     sevenrocks arena heuristic greedy --pairs 1000 --seed 0 --workers 2 [--json]
@@ -190,7 +191,10 @@ class ArenaResult:
         return pair_table(self)
 
 
-def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall) -> ArenaResult:
+def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
+               logged: int = 0) -> ArenaResult:
+    """The result of ``outcomes``; ``wall`` is the time this run took to play all but the first
+    ``logged`` (read from a pair log), which the decisions/s figure counts."""
     pairs = len(outcomes)
     matches = 2 * pairs
     rounds = sum(o.rounds for o in outcomes)
@@ -205,16 +209,20 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall) ->
         (sum(o.points_a for o in outcomes) / rounds, sum(o.points_b for o in outcomes) / rounds),
         sum(o.round_wins_a for o in outcomes) / rounds, rounds / matches,
         tuple(t / d if d else 0.0 for t, d in zip(think, decisions)),
-        sum(decisions) / wall if wall > 0 else 0.0, wall, *specs,
+        sum(sum(o.decisions) for o in outcomes[logged:]) / wall if wall > 0 else 0.0, wall,
+        *specs,
         tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)))
 
 
 def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
-             target: int = rules.DEFAULT_TARGET, max_rounds: int = 100) -> ArenaResult:
+             target: int = rules.DEFAULT_TARGET, max_rounds: int = 100,
+             log=None) -> ArenaResult:
     """Agent A against agent B over ``pairs`` duplicate pairs.
 
     ``agent_a``/``agent_b`` are spec strings (optionally ``name=spec``), or Agent objects when
-    ``workers == 1``.
+    ``workers == 1``.  ``log``: a path; every finished pair is appended there, and the pairs a
+    log from an earlier run of the same pairing holds are not played again
+    (:mod:`sevenrocks_env.arena_log`).
     """
     if pairs < 1:
         raise ValueError(f"pairs must be >= 1, got {pairs}")
@@ -227,25 +235,35 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     if workers > 1 and not strings:
         raise ValueError("Agent objects can only be used with workers=1; pass spec strings")
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
+    from .arena_log import open_log
     from .arena_report import progress_bar
 
-    started = time.perf_counter()
-    bar = progress_bar(pairs, f"{name_a} vs {name_b}", progress)
-    if workers == 1:
-        duo_a, duo_b = _partnership(agent_a), _partnership(agent_b)
-        outcomes = []
-        for pair in range(pairs):
-            outcomes.append(play_pair(duo_a, duo_b, seed, pair, target, max_rounds))
-            bar.update(1)
-    else:
-        from .arena_pool import play_pairs_in_pool
-        outcomes = play_pairs_in_pool(agent_a, agent_b, seed, pairs, target, max_rounds,
-                                      workers, bar.update)
-    bar.close()
     specs = tuple(a if isinstance(a, str) else n for a, n in ((agent_a, name_a),
                                                              (agent_b, name_b)))
+    outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, "python",
+                                pairs)
+    started, done = time.perf_counter(), len(outcomes)
+    bar = progress_bar(pairs, f"{name_a} vs {name_b}", progress)
+    bar.update(done)
+    try:
+        if workers == 1:
+            duo_a, duo_b = _partnership(agent_a), _partnership(agent_b)
+            for pair in range(done, pairs):
+                outcomes.append(play_pair(duo_a, duo_b, seed, pair, target, max_rounds))
+                writer.write(outcomes[-1:])
+                bar.update(1)
+        else:
+            from .arena_pool import play_pairs_in_pool
+            for outcome in play_pairs_in_pool(agent_a, agent_b, seed, range(done, pairs), target,
+                                              max_rounds, workers):
+                outcomes.append(outcome)
+                writer.write([outcome])
+                bar.update(1)
+    finally:
+        writer.close()
+        bar.close()
     return _summarise((name_a, name_b), specs, outcomes, seed, target,
-                      time.perf_counter() - started)
+                      time.perf_counter() - started, done)
 
 
 def _partnership(agent) -> list:

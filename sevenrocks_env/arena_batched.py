@@ -332,12 +332,14 @@ def _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2, deci
 
 def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
                      target: int = rules.DEFAULT_TARGET, max_rounds: int = 100, device="cpu",
-                     batch: int = DEFAULT_BATCH, progress: bool = False) -> ArenaResult:
+                     batch: int = DEFAULT_BATCH, progress: bool = False,
+                     log=None) -> ArenaResult:
     """Agent A against agent B over ``pairs`` duplicate pairs on the batched engine.
 
     ``agent_a``/``agent_b``: spec strings (optionally ``name=spec``) or agent objects with a
     batched version (module docstring); ``batch`` pairs are stepped together (``2 * batch``
-    envs); the result does not depend on it.
+    envs); the result does not depend on it.  ``log``: a pair log path, as for
+    :func:`sevenrocks_env.arena.evaluate` (each batch is appended when it ends).
     """
     for name, value, low in (("pairs", pairs, 1), ("batch", batch, 1), ("target", target, 1),
                              ("max_rounds", max_rounds, 1), ("seed", seed, 0)):
@@ -349,21 +351,29 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
         raise ValueError(f"seed must be <= {MAX_SEED}, got {seed}")
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
+    from .arena_log import open_log
     from .arena_report import progress_bar
 
-    started = time.perf_counter()
+    outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, "batched",
+                                pairs)
+    started, done = time.perf_counter(), len(outcomes)
     bar = progress_bar(pairs, f"{name_a} vs {name_b} (batched)", progress)
-    outcomes = []
-    for first in range(0, pairs, batch):
-        count = min(batch, pairs - first)
-        outcomes += play_pairs_batched(side_a, side_b, seed, first, count, target, max_rounds,
-                                       device)
-        bar.update(count)
-    bar.close()
+    bar.update(done)
+    try:
+        for first in range(done, pairs, batch):
+            count = min(batch, pairs - first)
+            played = play_pairs_batched(side_a, side_b, seed, first, count, target, max_rounds,
+                                        device)
+            outcomes += played
+            writer.write(played)
+            bar.update(count)
+    finally:
+        writer.close()
+        bar.close()
     specs = tuple(a if isinstance(a, str) else n for a, n in ((agent_a, name_a),
                                                              (agent_b, name_b)))
     return _summarise((name_a, name_b), specs, outcomes, seed, target,
-                      time.perf_counter() - started)
+                      time.perf_counter() - started, done)
 
 
 __all__ = ["BatchedAgent", "BatchedGreedy", "BatchedOneByOne", "BatchedPolicy", "BatchedRandom",

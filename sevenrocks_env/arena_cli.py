@@ -58,6 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads of the batched arena (default 1: on a small or busy "
                              "machine more threads mostly spin)")
+    parser.add_argument("--log", metavar="PATH",
+                        help="append every finished pair to PATH (JSON lines); if PATH holds "
+                             "pairs of an earlier run of the same pairing, play only the rest "
+                             "(raise --pairs to add pairs)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -77,14 +81,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.batched:
             result = _batched(args)
         elif args.round_robin:
+            if args.log:
+                raise ValueError("--log keeps one pairing's pairs; --round-robin plays many")
             result = round_robin(args.agents, args.pairs, args.seed, args.workers,
                                  not args.no_progress, args.target, args.max_rounds)
         elif len(args.agents) != 2:
             raise ValueError(f"give exactly two agents (A B), or --round-robin; got {args.agents}")
         else:
             result = evaluate(args.agents[0], args.agents[1], args.pairs, args.seed, args.workers,
-                              not args.no_progress, args.target, args.max_rounds)
-    except ValueError as error:
+                              not args.no_progress, args.target, args.max_rounds, args.log)
+    except (ValueError, OSError) as error:  # bad input; a --log path that cannot be written
         print(f"sevenrocks arena: error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
@@ -116,7 +122,7 @@ def _batched(args):
     return evaluate_batched(args.agents[0], args.agents[1], args.pairs, args.seed, args.target,
                             args.max_rounds, device,
                             DEFAULT_BATCH if args.batch is None else args.batch,
-                            not args.no_progress)
+                            not args.no_progress, args.log)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import multiprocessing
 import sys
-from collections.abc import Callable
 
 from .agents import make_agent
 
@@ -35,18 +34,14 @@ def pool_context():
     return multiprocessing.get_context("forkserver" if "torch" in sys.modules else "fork")
 
 
-def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: int, target: int,
-                       max_rounds: int, workers: int, done: Callable[[int], None]) -> list:
-    """:class:`~sevenrocks_env.arena.PairOutcome` of pairs ``0 .. pairs-1`` from ``workers``
-    processes, in pair order; ``done(1)`` after each (a progress bar's ``update``)."""
-    outcomes = []
+def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: range, target: int,
+                       max_rounds: int, workers: int):
+    """Yield the :class:`~sevenrocks_env.arena.PairOutcome` of each pair in ``pairs`` from
+    ``workers`` processes, in pair order, as each is ready."""
     with pool_context().Pool(workers, _worker_init,
                              (spec_a, spec_b, seed, target, max_rounds)) as pool:
-        chunk = max(1, min(8, pairs // (4 * workers)))
-        for outcome in pool.imap(_worker_pair, range(pairs), chunksize=chunk):
-            outcomes.append(outcome)
-            done(1)
-    return outcomes
+        chunk = max(1, min(8, len(pairs) // (4 * workers)))
+        yield from pool.imap(_worker_pair, pairs, chunksize=chunk)
 
 
 __all__ = ["play_pairs_in_pool", "pool_context"]

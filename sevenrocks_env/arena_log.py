@@ -1,0 +1,202 @@
+"""The arena's pair log: every finished duplicate pair appended to a file, so a long run resumes.
+
+    sevenrocks arena A B --pairs 10000 --log runs/a_vs_b.jsonl      # stopped after 4,321 pairs
+    sevenrocks arena A B --pairs 10000 --log runs/a_vs_b.jsonl      # plays pairs 4,321 .. 9,999
+    sevenrocks arena A B --pairs 20000 --log runs/a_vs_b.jsonl      # adds 10,000 more pairs
+
+A pair's outcome is a function of ``(agents, seed, pair, target, max_rounds)`` alone (duplicate
+deals from ``seed + pair``, agents re-seeded per match), so pairs played in several sittings give
+the same result as one run (timings aside).  The file is JSON Lines: a header naming what was
+played, then one :class:`~sevenrocks_env.arena.PairOutcome` per line, pairs ``0, 1, 2, ...`` in
+order, each line flushed as it is written.
+
+It is read as untrusted input: the header must name the same agents, seed, target, round limit
+and engine as the run that continues it; every line is size-bounded and every value type- and
+range-checked; pairs must follow each other from 0.  A last line cut short (the run was killed
+while writing it) is dropped; any other bad line is a :class:`PairLogError` with its line number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+FORMAT = "sevenrocks-arena-pairs/1"
+#: Longest line a log may hold, in bytes (a pair's line is about 300).
+MAX_LINE = 4096
+_HEADER_KEYS = ("agent_a", "agent_b", "seed", "target", "max_rounds", "engine")
+#: Bounds of a pair outcome's values (two matches; target and rounds as the arena allows).
+_MAX_ROUNDS, _MAX_POINTS, _MAX_DECISIONS, _MAX_SECONDS = 2_000, 10 ** 8, 10 ** 8, 1e9
+
+
+class PairLogError(ValueError):
+    """A pair log that does not continue this run, or is not what :class:`PairLog` writes."""
+
+
+class PairLog:
+    """The pair log at ``path`` for one pairing (``header``: the run's agents and settings)."""
+
+    def __init__(self, path, agent_a: str, agent_b: str, seed: int, target: int, max_rounds: int,
+                 engine: str):
+        self.path = Path(path)
+        self.header = {"format": FORMAT, "agent_a": agent_a, "agent_b": agent_b, "seed": seed,
+                       "target": target, "max_rounds": max_rounds, "engine": engine}
+        self._valid_bytes: int | None = None
+        self._loaded = 0
+
+    def load(self, pairs: int) -> list:
+        """The outcomes of the pairs already played (at most ``pairs``), in pair order; ``[]``
+        for a new file.  Raises :class:`PairLogError` if the file is of another run or bad."""
+        from .arena import PairOutcome
+
+        outcomes, self._valid_bytes = [], 0
+        if not self.path.exists():
+            return outcomes
+        with open(self.path, "rb") as file:
+            header = file.readline(MAX_LINE + 1)
+            if not header.endswith(b"\n"):
+                raise PairLogError(f"{self.path}: no complete header line (not an arena pair "
+                                   "log)")
+            self._check_header(self._json(header, 1))
+            valid, number = len(header), 1
+            while len(outcomes) < pairs:
+                line, number = file.readline(MAX_LINE + 1), number + 1
+                if not line.endswith(b"\n"):
+                    if len(line) > MAX_LINE:
+                        raise PairLogError(f"{self.path}:{number}: line longer than {MAX_LINE} "
+                                           "bytes")
+                    break  # the end, or a last line cut short by a kill: played again
+                data = _checked_outcome(self._json(line, number), len(outcomes),
+                                        f"{self.path}:{number}")
+                outcomes.append(PairOutcome(**data))
+                valid += len(line)
+        self._valid_bytes, self._loaded = valid, len(outcomes)
+        return outcomes
+
+    def writer(self) -> "_Writer":
+        """The file, open to append the pair after those :meth:`load` returned (a new file gets
+        its header first; a last line cut short is dropped)."""
+        if self._valid_bytes is None:
+            raise RuntimeError("PairLog.load() first: it says where the log continues")
+        if self._valid_bytes == 0:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            file = open(self.path, "w", encoding="utf-8")
+            file.write(json.dumps(self.header) + "\n")
+            file.flush()
+            return _Writer(file, 0)
+        file = open(self.path, "r+", encoding="utf-8")
+        file.truncate(self._valid_bytes)
+        file.seek(self._valid_bytes)
+        return _Writer(file, self._loaded)
+
+    def _json(self, line: bytes, number: int):
+        if len(line) > MAX_LINE:
+            raise PairLogError(f"{self.path}:{number}: line longer than {MAX_LINE} bytes")
+        try:
+            return json.loads(line, parse_constant=_no_constant)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise PairLogError(f"{self.path}:{number}: not JSON ({error})") from None
+
+    def _check_header(self, header) -> None:
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise PairLogError(f"{self.path}: not an arena pair log (header format "
+                               f"{FORMAT!r} expected)")
+        for key in _HEADER_KEYS:
+            if header.get(key) != self.header[key]:
+                raise PairLogError(
+                    f"{self.path}: the log is of another run: its {key} is "
+                    f"{json.dumps(header.get(key))[:80]}, this run's is "
+                    f"{json.dumps(self.header[key])} "
+                    "(use another --log file, or the same settings)")
+
+
+class _Writer:
+    """Appends outcomes to an open pair log, one flushed line each."""
+
+    def __init__(self, file, next_pair: int):
+        self.file, self.next_pair = file, next_pair
+
+    def write(self, outcomes) -> None:
+        from dataclasses import asdict
+        for outcome in outcomes:
+            self.file.write(json.dumps({"pair": self.next_pair, **asdict(outcome)}) + "\n")
+            self.next_pair += 1
+        self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _NoWriter:
+    """What :func:`open_log` returns when there is nothing to write."""
+
+    def write(self, outcomes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, pairs: int):
+    """``(outcomes already logged, writer)`` of the arena run ``specs`` (A's and B's spec strings)
+    with a pair log at ``path``; with ``path`` None, ``([], a writer that writes nothing)``."""
+    if path is None:
+        return [], _NoWriter()
+    if not all(isinstance(spec, str) for spec in specs):
+        raise ValueError("a pair log needs agent spec strings (it names what was played)")
+    log = PairLog(path, specs[0], specs[1], seed, target, max_rounds, engine)
+    outcomes = log.load(pairs)
+    return outcomes, log.writer() if len(outcomes) < pairs else _NoWriter()
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _checked_outcome(data, pair: int, where: str) -> dict:
+    """The PairOutcome fields of one log line, every value checked."""
+    if not isinstance(data, dict):
+        raise PairLogError(f"{where}: a pair line must be a JSON object")
+    if isinstance(data.get("pair"), bool) or data.get("pair") != pair:
+        raise PairLogError(f"{where}: pair {pair} expected, found {str(data.get('pair'))[:20]}")
+    fields = {
+        "score": float(_number(data.get("score"), "score", 0, 2, False, where)),
+        "truncated": _number(data.get("truncated"), "truncated", 0, 2, True, where),
+        "margin": _number(data.get("margin"), "margin", -2 * _MAX_POINTS, 2 * _MAX_POINTS, True,
+                          where),
+        "rounds": _number(data.get("rounds"), "rounds", 0, _MAX_ROUNDS, True, where),
+        "points_a": _number(data.get("points_a"), "points_a", -_MAX_POINTS, _MAX_POINTS, True,
+                            where),
+        "points_b": _number(data.get("points_b"), "points_b", -_MAX_POINTS, _MAX_POINTS, True,
+                            where),
+    }
+    fields["round_wins_a"] = float(_number(data.get("round_wins_a"), "round_wins_a", 0,
+                                           fields["rounds"], False, where))
+    for key, high, integer in (("decisions", _MAX_DECISIONS, True),
+                               ("think_s", _MAX_SECONDS, False),
+                               ("think_cpu_s", _MAX_SECONDS, False)):
+        value = data.get(key)
+        if not isinstance(value, list) or len(value) != 2:
+            raise PairLogError(f"{where}: {key} must be a list of two numbers (A, B)")
+        fields[key] = [_number(v, key, 0, high, integer, where) for v in value]
+    return fields
+
+
+def _number(value, key: str, low, high, integer: bool, where: str):
+    """``value`` if it is a finite int (``integer``) or number in ``[low, high]``."""
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
+            or not low <= value <= high:
+        raise PairLogError(f"{where}: {key} must be {'an int' if integer else 'a number'} in "
+                           f"[{low}, {high}], got {str(value)[:20]}")
+    return value if integer else float(value)
+
+
+__all__ = ["FORMAT", "PairLog", "PairLogError", "open_log"]

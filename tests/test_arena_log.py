@@ -1,0 +1,112 @@
+"""The arena's pair log (``--log``): a run in several sittings equals one run; a log is checked
+like any file from elsewhere (its header must name this run, every value is bounded)."""
+
+import json
+
+import pytest
+
+from sevenrocks_env import arena, arena_cli
+from sevenrocks_env.arena_log import PairLogError
+
+torch = pytest.importorskip("torch")
+from sevenrocks_env.arena_batched import evaluate_batched  # noqa: E402
+
+A, B = "greedy", "random"
+
+
+def _lines(path):
+    return path.read_text().splitlines()
+
+
+@pytest.mark.parametrize("engine", ["python", "batched"])
+def test_a_run_in_sittings_equals_one_run(tmp_path, engine):
+    play = (lambda pairs, log=None: arena.evaluate(A, B, pairs, seed=3, log=log)) \
+        if engine == "python" else \
+        (lambda pairs, log=None: evaluate_batched(A, B, pairs, seed=3, batch=2, log=log))
+    whole = play(5).as_dict(timing=False)
+    log = tmp_path / "a_vs_b.jsonl"
+    assert play(2, log).as_dict(timing=False) == play(2).as_dict(timing=False)
+    assert len(_lines(log)) == 1 + 2
+    assert play(5, log).as_dict(timing=False) == whole  # pairs 2..4 played, 0..1 read
+    assert len(_lines(log)) == 1 + 5
+    assert [json.loads(line)["pair"] for line in _lines(log)[1:]] == [0, 1, 2, 3, 4]
+    # fewer pairs than logged: the first ones, nothing played or written
+    before = log.read_bytes()
+    assert play(3, log).as_dict(timing=False) == play(3).as_dict(timing=False)
+    assert log.read_bytes() == before
+
+
+def test_a_log_of_another_run_is_refused_by_name(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 1, seed=3, log=log)
+    with pytest.raises(PairLogError, match="its seed is 3, this run's is 4"):
+        arena.evaluate(A, B, 2, seed=4, log=log)
+    with pytest.raises(PairLogError, match='its agent_b is "random", this run.s is "heuristic"'):
+        arena.evaluate(A, "heuristic", 2, seed=3, log=log)
+    with pytest.raises(PairLogError, match='its engine is "python"'):
+        evaluate_batched(A, B, 2, seed=3, log=log)
+
+
+def test_a_line_cut_short_by_a_kill_is_played_again(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 3, seed=3, log=log)
+    text = log.read_text()
+    log.write_text(text[: len(text) - 40])  # the last pair's line, half written
+    again = arena.evaluate(A, B, 3, seed=3, log=log)
+    assert again.as_dict(timing=False) == arena.evaluate(A, B, 3, seed=3).as_dict(timing=False)
+    assert log.read_text().count("\n") == 4 and log.read_text().endswith("\n")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(score=3.5), "score must be a number in"),
+    (lambda d: d.update(rounds=-1), "rounds must be an int in"),
+    (lambda d: d.update(decisions=[1]), "decisions must be a list of two"),
+    (lambda d: d.update(think_s=[0.0, "x"]), "think_s"),
+    (lambda d: d.update(pair=7), "pair 1 expected, found 7"),
+    (lambda d: d.update(round_wins_a=1e9), "round_wins_a"),
+])
+def test_every_value_of_a_logged_pair_is_checked(tmp_path, change, message):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 3, seed=3, log=log)
+    lines = _lines(log)
+    data = json.loads(lines[2])
+    change(data)
+    lines[2] = json.dumps(data)
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PairLogError, match=message) as error:
+        arena.evaluate(A, B, 3, seed=3, log=log)
+    assert ":3:" in str(error.value)  # the line number
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "no complete header line"),
+    ('{"format": "something else"}\n', "not an arena pair log"),
+    ("not json\n", "not JSON"),
+    ('{"format": "sevenrocks-arena-pairs/1"}\n' + "x" * 5000 + "\n", None),
+])
+def test_a_file_that_is_not_a_pair_log_is_refused(tmp_path, content, message):
+    log = tmp_path / "l.jsonl"
+    log.write_text(content)
+    with pytest.raises(PairLogError, match=message or "."):
+        arena.evaluate(A, B, 1, seed=3, log=log)
+
+
+def test_cli_log_errors_are_one_line(tmp_path, capsys):
+    log = tmp_path / "l.jsonl"
+    log.write_text("junk\n")
+    assert arena_cli.main([A, B, "--pairs", "1", "--log", str(log), "--no-progress"]) == 2
+    assert "not JSON" in capsys.readouterr().err
+    assert arena_cli.main(["--round-robin", A, B, "random", "--log", str(log)]) == 2
+    assert "--round-robin" in capsys.readouterr().err
+
+
+def test_logged_pairs_are_read_not_played_again(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    lines = _lines(log)
+    first = json.loads(lines[1])
+    first["score"], first["margin"] = 0.0, -12345  # what the log says is what counts
+    lines[1] = json.dumps(first)
+    log.write_text("\n".join(lines) + "\n")
+    result = arena.evaluate(A, B, 2, seed=3, log=log)
+    assert result.mean_margin == (-12345 + json.loads(lines[2])["margin"]) / 4
