@@ -7,6 +7,7 @@ VENV_RLLIB ?= .venv-rllib
 TORCH_SPEC ?= torch==2.13.0
 PIP_FLAGS  ?=
 CONFIG     ?= configs/default.yaml
+TRAIN_ARGS ?=
 PY          = $(VENV)/bin/python
 PY_RLLIB    = $(VENV_RLLIB)/bin/python
 
@@ -40,7 +41,7 @@ test: install install-rllib chromium
 	$(PY_RLLIB) -m pytest -q tests/test_rllib.py
 
 train: install
-	$(PY) -m training.train --config $(CONFIG)
+	$(PY) -m training.train --config $(CONFIG) $(TRAIN_ARGS)
 
 # A seconds-long training run: checks that the trainer works on this machine.
 smoke: install
