@@ -25,7 +25,8 @@ Batchable agents (anything else raises ``ValueError``: use :func:`~sevenrocks_en
   (``rollout=argmax``): every decision of a step searched in one batched engine
   (:mod:`sevenrocks_env.agents.world_rollouts`), the worlds of decision ``(pair, game, move)``
   drawn from a generator seeded by those numbers and the arena's seed;
-* ``heuristic``: asked once per env (:class:`BatchedOneByOne`), the same choices as unbatched.
+* ``heuristic``: :func:`sevenrocks_env.batched.heuristic.heuristic_actions`, exactly
+  ``HeuristicAgent``'s values and choice;
 
 Every agent is a function of the env's own coordinates, never of the batch, so the result is
 the same for any ``batch`` (pairs stepped together).  As in the unbatched arena, a forced move
@@ -49,6 +50,7 @@ from .arena import ArenaResult, PairOutcome, _summarise, split_name
 from .batched import VectorEnv, layout
 from .batched.deal import MAX_SEED, mix
 from .batched.greedy import greedy_actions
+from .batched.heuristic import heuristic_actions
 
 #: Pairs stepped together by default (2 envs each).
 DEFAULT_BATCH = 4096
@@ -142,21 +144,15 @@ class BatchedSearchAgent(BatchedAgent):
         return torch.tensor(chosen, dtype=torch.long, device=envs.device)
 
 
-class BatchedOneByOne(BatchedAgent):
-    """``heuristic``: a deterministic rule-based agent without a tensor version, asked once per
-    env with that seat's observation and mask (``act``), so its choices are the unbatched
-    arena's; it runs at the agent's own speed (about 1 ms a decision)."""
+class BatchedHeuristic(BatchedAgent):
+    """``heuristic`` (:mod:`sevenrocks_env.batched.heuristic`): the agent's values and choices,
+    with its weights."""
 
-    needs_observation = True
-
-    def __init__(self, agent):
-        self.agent, self.name = agent, agent.name
+    def __init__(self, agent: HeuristicAgent):
+        self.weights, self.name = agent.weights, agent.name
 
     def actions(self, env, envs, context):
-        observations = env.observation[envs].cpu().numpy()
-        masks = env.action_mask[envs].cpu().numpy()
-        chosen = [self.agent.act(o, m) for o, m in zip(observations, masks)]
-        return torch.tensor(chosen, dtype=torch.long, device=envs.device)
+        return heuristic_actions(env.state, env.action_mask, envs, self.weights)
 
 
 def _batched_search(agent, device) -> BatchedAgent | None:
@@ -213,7 +209,7 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
     if isinstance(agent, RandomAgent):
         return BatchedRandom()
     if isinstance(agent, HeuristicAgent):
-        return BatchedOneByOne(agent)
+        return BatchedHeuristic(agent)
     if isinstance(agent, BatchedAgent):
         return agent
     raise ValueError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} has no batched "
@@ -376,5 +372,5 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
                       time.perf_counter() - started, done)
 
 
-__all__ = ["BatchedAgent", "BatchedGreedy", "BatchedOneByOne", "BatchedPolicy", "BatchedRandom",
+__all__ = ["BatchedAgent", "BatchedGreedy", "BatchedHeuristic", "BatchedPolicy", "BatchedRandom",
            "BatchedSearchAgent", "DEFAULT_BATCH", "batched_agent", "evaluate_batched", "play_pairs_batched"]

@@ -242,3 +242,25 @@ def test_opponents_and_a_ppo_update_on_the_batch():
                                   opponent_fraction=0.75, opponent_pool=pool)
     again.load_state_dict(copy.deepcopy(state))
     assert again.state_dict() == state
+
+
+@pytest.mark.parametrize("spec", ["greedy", "heuristic"])
+def test_rule_based_opponents_play_exactly_what_their_act_would(spec):
+    # the rollout plays greedy and heuristic with their batched twins: same choices as ``act``
+    from training.batched_rollout import _Seats
+    pool = OpponentPool([spec], PolicyNet([32]).eval())
+    engine = BatchedSelfPlayEngine(32, seed=3, target=250, max_rounds=MAX_ROUNDS,
+                                   opponent_fraction=1.0, opponent_pool=pool)
+    generator, compared = torch.Generator().manual_seed(0), 0
+    for _ in range(40):
+        seats = _Seats(engine.venv)
+        rows = np.flatnonzero(seats.real & ~engine.learner[engine._rows, seats.seat])
+        actions = seats.first_legal.clone()
+        if len(rows):
+            engine._opponent_actions(rows, seats, actions)
+            for i in rows.tolist():
+                expected = engine.opponents[i].act(seats.obs[i].numpy(), seats.mask[i].numpy())
+                assert int(actions[i]) == expected, (spec, i)
+                compared += 1
+        engine.venv.step(torch.multinomial(seats.mask.float(), 1, generator=generator).squeeze(1))
+    assert compared > 100

@@ -14,7 +14,8 @@ by one :class:`sevenrocks_env.batched.VectorEnv` (``reward="shaped"``) instead o
 Each step: one batched policy forward pass for all learner seats with a real choice (values
 from the oracle critic with the hidden hands if given); every policy-network opponent
 (``past`` snapshots and ``ckpt:`` specs) one forward pass per opponent for all its matches;
-other opponents (``heuristic``, ``search``...) through their ``act`` on the CPU side path.  The buffer fills at a
+``greedy`` and ``heuristic`` by their batched twins; other opponents (``search``...) through
+their ``act`` on the CPU side path.  The buffer fills at a
 varying rate (only seats with a real choice add transitions); the step that would overflow it
 records what fits and leaves the other seats' decisions unplayed (those rows of the state are
 put back): they are the rollout's cut.
@@ -32,8 +33,12 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from sevenrocks_env.agents.greedy import GreedyAgent
+from sevenrocks_env.agents.heuristic import HeuristicAgent
 from sevenrocks_env.batched import BatchState, VectorEnv
 from sevenrocks_env.batched import layout
+from sevenrocks_env.batched.greedy import greedy_actions
+from sevenrocks_env.batched.heuristic import heuristic_actions
 from sevenrocks_env.batched.state import FIELDS
 from sevenrocks_env.policy import MASKED_LOGIT, MaskedCategorical, PolicyAgent
 from sevenrocks_env.tiles import KNOCK, NUM_SEATS, NUM_TILES
@@ -76,6 +81,7 @@ class _Seats:
     """What the seats on turn face in every match: seat, mask, observation, real choice."""
 
     def __init__(self, venv: VectorEnv):
+        self.state = venv.state
         self.seat_t = venv.current_seat.clone()
         self.seat = self.seat_t.numpy()
         self.mask = venv.action_mask
@@ -157,7 +163,8 @@ class BatchedSelfPlayEngine:
     def _opponent_actions(self, rows: np.ndarray, seats: _Seats, actions: torch.Tensor) -> None:
         """Opponents' moves for ``rows``: the rows are grouped by opponent object; a policy
         network (``past`` snapshot or ``ckpt:`` spec) plays its whole group in one forward pass
-        (:func:`training.opponents.policy_actions`), any other agent through ``act`` per row."""
+        (:func:`training.opponents.policy_actions`), ``greedy`` and ``heuristic`` by their batched
+        twins (the same choices), any other agent through ``act`` per row."""
         groups = defaultdict(list)
         for i in rows.tolist():
             groups[id(self.opponents[i])].append(i)
@@ -166,6 +173,10 @@ class BatchedSelfPlayEngine:
             index = torch.tensor(members)
             if isinstance(agent, PolicyAgent):
                 actions[index] = policy_actions(agent, seats.obs[index], seats.mask[index])
+            elif isinstance(agent, GreedyAgent):
+                actions[index] = greedy_actions(seats.state, seats.mask, index)
+            elif isinstance(agent, HeuristicAgent):
+                actions[index] = heuristic_actions(seats.state, seats.mask, index, agent.weights)
             else:
                 obs, mask = seats.obs[index].numpy(), seats.mask[index].numpy().astype(np.int8)
                 actions[index] = torch.tensor([int(agent.act(o, m)) for o, m in zip(obs, mask)])

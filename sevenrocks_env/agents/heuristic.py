@@ -109,12 +109,20 @@ class HeuristicAgent(ViewAgent):
     def choose(self, view: SeatView, legal: list[int]) -> int:
         if len(legal) == 1 or legal[0] == KNOCK:
             return legal[0]
+        best, best_value = legal[0], None
+        for action, value in zip(legal, self.values(view, legal)):
+            if best_value is None or value > best_value + 1e-9:
+                best, best_value = action, value
+        return best
+
+    def values(self, view: SeatView, legal: list[int]) -> list[float]:
+        """``value(a)`` of the module docstring for each placement in ``legal``."""
         w = self.weights
         layout = LookaheadLayout.of(view)
         odds = HoldingOdds(view)
         opponent, partner = odds.of(LEFT_OPPONENT), odds.of(PARTNER)
         hand_size = bin(view.hand).count("1")
-        best, best_value = legal[0], None
+        values = []
         for action in legal:
             tile = action >> 2
             after = layout.after(action)
@@ -126,6 +134,5 @@ class HeuristicAgent(ViewAgent):
                 value += w.knock * must_knock(after, opponent)
                 value += w.control * bin(rest & after.matching()).count("1") / hand_size
                 value += w.pips * TILE_PIPS[tile] + w.double * TILE_IS_DOUBLE[tile]
-            if best_value is None or value > best_value + 1e-9:
-                best, best_value = action, value
-        return best
+            values.append(value)
+        return values

@@ -1,0 +1,63 @@
+"""The batched ``heuristic`` (``sevenrocks_env.batched.heuristic``) against ``HeuristicAgent``:
+the same value for every legal placement, bit for bit, and so the same choice, on random
+states of random matches (every seat, every round, blocked and knocked-on layouts included)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+torch = pytest.importorskip("torch")
+
+from sevenrocks_env.agents.heuristic import HeuristicAgent, HeuristicWeights  # noqa: E402
+from sevenrocks_env.agents.layout import legal_from_mask  # noqa: E402
+from sevenrocks_env.batched import VectorEnv  # noqa: E402
+from sevenrocks_env.batched.heuristic import heuristic_actions, heuristic_values  # noqa: E402
+from sevenrocks_env.observation import decode  # noqa: E402
+from sevenrocks_env.tiles import KNOCK  # noqa: E402
+
+
+def _random_positions(num_envs: int, steps: int, seed: int):
+    env = VectorEnv(num_envs, target=150)
+    env.reset(seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        yield env
+        env.step(torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1))
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**31))
+def test_values_and_choices_equal_the_heuristic_agent(seed):
+    agent, compared, knocks = HeuristicAgent(), 0, 0
+    everyone = torch.arange(24)
+    for env in _random_positions(24, 60, seed):
+        rows, actions, values = heuristic_values(env.state, env.action_mask, everyone)
+        chosen = heuristic_actions(env.state, env.action_mask, everyone)
+        obs, mask = env.observation.numpy(), env.action_mask.numpy()
+        for i in range(24):
+            legal = legal_from_mask(mask[i])
+            assert int(chosen[i]) == agent.act(obs[i], mask[i]), (seed, i)
+            if legal[0] == KNOCK:
+                knocks += 1
+                continue
+            mine = values[rows == i].tolist()
+            assert actions[rows == i].tolist() == legal
+            assert mine == agent.values(decode(obs[i]), legal), (seed, i)  # exactly
+            compared += len(legal) > 1
+    assert compared > 400 and knocks > 10
+
+
+def test_other_weights_are_used():
+    weights = HeuristicWeights(threat=0.0, partner=3.0, knock=0.5, control=1.0, pips=2.0,
+                               double=-1.0)
+    agent = HeuristicAgent(weights=weights)
+    everyone = torch.arange(16)
+    differs = 0
+    for env in _random_positions(16, 40, seed=5):
+        chosen = heuristic_actions(env.state, env.action_mask, everyone, weights)
+        default = heuristic_actions(env.state, env.action_mask, everyone)
+        obs, mask = env.observation.numpy(), env.action_mask.numpy()
+        for i in range(16):
+            assert int(chosen[i]) == agent.act(obs[i], mask[i])
+        differs += int((chosen != default).sum())
+    assert differs > 0
