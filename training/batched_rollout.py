@@ -33,18 +33,14 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from sevenrocks_env.agents.greedy import GreedyAgent
-from sevenrocks_env.agents.heuristic import HeuristicAgent
 from sevenrocks_env.batched import BatchState, VectorEnv
 from sevenrocks_env.batched import layout
-from sevenrocks_env.batched.greedy import greedy_actions
-from sevenrocks_env.batched.heuristic import heuristic_actions
 from sevenrocks_env.batched.state import FIELDS
-from sevenrocks_env.policy import MASKED_LOGIT, MaskedCategorical, PolicyAgent
+from sevenrocks_env.policy import MASKED_LOGIT, MaskedCategorical
 from sevenrocks_env.tiles import KNOCK, NUM_SEATS, NUM_TILES
 
 from .critic import HANDS_SIZE
-from .opponents import policy_actions, restore_generators, save_generators
+from .opponents import batch_actions, restore_generators, save_generators
 from .engine_state import check_batch, check_counters, check_keys, check_per_match, check_players, \
     check_rng
 from .rollout import RolloutBuffer
@@ -162,24 +158,15 @@ class BatchedSelfPlayEngine:
 
     def _opponent_actions(self, rows: np.ndarray, seats: _Seats, actions: torch.Tensor) -> None:
         """Opponents' moves for ``rows``: the rows are grouped by opponent object; a policy
-        network (``past`` snapshot or ``ckpt:`` spec) plays its whole group in one forward pass
-        (:func:`training.opponents.policy_actions`), ``greedy`` and ``heuristic`` by their batched
-        twins (the same choices), any other agent through ``act`` per row."""
+        network in one forward pass, ``greedy`` and ``heuristic`` by their batched twins, any
+        other agent through ``act`` per row (:func:`training.opponents.batch_actions`)."""
         groups = defaultdict(list)
         for i in rows.tolist():
             groups[id(self.opponents[i])].append(i)
         for members in groups.values():
-            agent = self.opponents[members[0]]
             index = torch.tensor(members)
-            if isinstance(agent, PolicyAgent):
-                actions[index] = policy_actions(agent, seats.obs[index], seats.mask[index])
-            elif isinstance(agent, GreedyAgent):
-                actions[index] = greedy_actions(seats.state, seats.mask, index)
-            elif isinstance(agent, HeuristicAgent):
-                actions[index] = heuristic_actions(seats.state, seats.mask, index, agent.weights)
-            else:
-                obs, mask = seats.obs[index].numpy(), seats.mask[index].numpy().astype(np.int8)
-                actions[index] = torch.tensor([int(agent.act(o, m)) for o, m in zip(obs, mask)])
+            actions[index] = batch_actions(self.opponents[members[0]], seats.state, seats.obs,
+                                           seats.mask, index)
 
     def _count_placements(self, rows: np.ndarray, actions: torch.Tensor) -> None:
         """Stats: learner placements in ``rows`` and their points (R5), before they are played."""

@@ -35,6 +35,27 @@ def policy_actions(agent: PolicyAgent, obs: torch.Tensor, mask: torch.Tensor) ->
     return torch.multinomial(dist.probs.cpu(), 1, generator=agent._generator).squeeze(1)
 
 
+def batch_actions(agent, state, obs: torch.Tensor, mask: torch.Tensor,
+                  index: torch.Tensor) -> torch.Tensor:
+    """``agent.act`` for the matches ``index`` of a batched engine (``state``: its
+    :class:`~sevenrocks_env.batched.BatchState`; ``obs``/``mask``: every match's seat on turn,
+    each of ``index`` with a real choice): a policy network in one forward pass
+    (:func:`policy_actions`), ``greedy`` and ``heuristic`` by their batched twins (the same
+    choices), any other agent through ``act`` match by match."""
+    from sevenrocks_env.agents.greedy import GreedyAgent
+    from sevenrocks_env.agents.heuristic import HeuristicAgent
+    from sevenrocks_env.batched.greedy import greedy_actions
+    from sevenrocks_env.batched.heuristic import heuristic_actions
+    if isinstance(agent, PolicyAgent):
+        return policy_actions(agent, obs[index], mask[index])
+    if isinstance(agent, GreedyAgent):
+        return greedy_actions(state, mask, index)
+    if isinstance(agent, HeuristicAgent):
+        return heuristic_actions(state, mask, index, agent.weights)
+    observations, masks = obs[index].numpy(), mask[index].numpy().astype(np.int8)
+    return torch.tensor([int(agent.act(o, m)) for o, m in zip(observations, masks)])
+
+
 def save_generators(agents) -> list:
     """The random generator states of these opponents (torch ``_generator`` of policy agents,
     numpy ``_rng`` of random and search agents), for :func:`restore_generators`."""
