@@ -21,7 +21,7 @@ Batchable agents (anything else raises ``ValueError``: use :func:`~sevenrocks_en
   choice;
 * ``random``: uniform over the legal actions, drawn from a counter-based hash of
   ``(seed, pair, game, move number)``;
-* ``search`` (``defensive`` or ``greedy`` rollouts, no ``time_limit``) and ``search:policy=...``
+* ``search`` (any rollout, no ``time_limit``) and ``search:policy=...``
   (``rollout=argmax``): every decision of a step searched in one batched engine
   (:mod:`sevenrocks_env.agents.world_rollouts`), the worlds of decision ``(pair, game, move)``
   drawn from a generator seeded by those numbers and the arena's seed;

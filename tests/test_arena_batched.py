@@ -195,7 +195,6 @@ def test_result_is_a_symmetric_duplicate(shipped):
 
 @pytest.mark.parametrize("spec, message", [
     ("sb3:/no/such.zip", "no such file"),
-    ("search:samples=4,rollout=heuristic", "no batched version"),
     ("search:samples=4,time_limit=0.5", "time_limit has no batched version"),
     ("nonsense", "unknown agent spec"),
     ("ckpt:/no/such/file.pt", "cannot read checkpoint"),
@@ -212,7 +211,7 @@ def test_sampling_policy_and_other_objects_are_refused(shipped):
     with pytest.raises(ValueError, match="deterministically"):
         evaluate_batched(sampling, "greedy", 1)
     with pytest.raises(ValueError, match="no batched version"):
-        evaluate_batched(make_agent("search:rollout=heuristic"), "greedy", 1)
+        evaluate_batched(make_agent("search:time_limit=0.5"), "greedy", 1)
     with pytest.raises(ValueError, match="no batched version"):
         evaluate_batched(object(), "greedy", 1)
 
@@ -253,7 +252,7 @@ def test_cli_batched_prints_the_result(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["search:rollout=heuristic", "greedy", "--batched"], "no batched version"),
+    (["search:time_limit=0.5", "greedy", "--batched"], "no batched version"),
     (["random", "greedy", "--device", "cpu:0"], "options of --batched"),
     (["random", "greedy", "--batched", "--workers", "2"], "one process"),
     (["random", "greedy", "greedy", "--batched", "--round-robin"], "unbatched arena"),

@@ -65,7 +65,7 @@ def test_defensive_actions_are_defensive_choice_on_random_worlds():
     assert len(worlds) > 150
 
 
-@pytest.mark.parametrize("rollout", ["defensive", "greedy"])
+@pytest.mark.parametrize("rollout", ["defensive", "greedy", "heuristic"])
 def test_world_values_equal_the_search_agents_rule_rollouts(rollout):
     """Every (world, action) value equals ``SearchAgent``'s playout in ``rules``: placement points,
     the round's deductions (R7), the win bonus when a partnership reaches the target (R8) --
@@ -116,11 +116,6 @@ def test_large_batches_are_split_into_groups_of_bounded_size():
     values = BatchedSearch(agent).world_values(many)
     assert len(values) == len(many)
     assert all(np.array_equal(v, values[0]) for v in values)
-
-
-def test_rollouts_heuristic_has_no_batched_version():
-    with pytest.raises(ValueError, match="no batched version"):
-        BatchedSearch(SearchAgent(rollout="heuristic"))
 
 
 def test_legal_counts_equal_the_mask_sums():

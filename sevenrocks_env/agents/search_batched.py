@@ -3,11 +3,11 @@
 :class:`BatchedSearch` plays the rollouts of :class:`~sevenrocks_env.agents.search.SearchAgent`
 (module docstring there: sampled worlds, every legal action, the round played out, mean team
 outcome) for a list of decisions in one :class:`~sevenrocks_env.agents.world_rollouts.WorldRollouts`
-engine, with the ``defensive`` rollout move computed by
-:func:`sevenrocks_env.batched.defensive.defensive_actions` and ``greedy`` by
-:func:`sevenrocks_env.batched.greedy.greedy_actions` (``heuristic`` rollouts have no batched
-version).  Given the same worlds it returns exactly ``SearchAgent.action_values``' numbers
-(``tests/test_batched_search.py``).  It is how the batched arena plays ``search``; ``time_limit``
+engine, with the rollout move computed by :data:`ROLLOUT_MOVES`
+(:func:`sevenrocks_env.batched.defensive.defensive_actions`,
+:func:`sevenrocks_env.batched.greedy.greedy_actions`,
+:func:`sevenrocks_env.batched.heuristic.heuristic_actions`).  Given the same worlds it returns
+exactly ``SearchAgent.action_values``' numbers (``tests/test_batched_search.py``).  It is how the batched arena plays ``search``; ``time_limit``
 has no meaning here (every decision gets its ``samples`` worlds).
 """
 
@@ -17,23 +17,26 @@ import numpy as np
 
 from ..batched.defensive import defensive_actions
 from ..batched.greedy import greedy_actions
+from ..batched.heuristic import heuristic_actions
 from ..observation import decode
 from .layout import best_action, legal_from_mask
 from .search import SearchAgent
 from .world_rollouts import Decision, WorldRollouts
 
 
+#: The batched rollout move of each ``search`` rollout (same choices as the rule-engine ones).
+ROLLOUT_MOVES = {"defensive": defensive_actions, "greedy": greedy_actions,
+                 "heuristic": heuristic_actions}
+
+
 class BatchedSearch:
     """The batched twin of a :class:`SearchAgent` (module docstring)."""
 
     def __init__(self, agent: SearchAgent, device="cpu"):
-        if agent.rollout not in ("defensive", "greedy"):
-            raise ValueError(f"search: rollout={agent.rollout} has no batched version "
-                             "(batched: defensive, greedy)")
         self.agent = agent
         self.name = agent.name
         self._rollouts = WorldRollouts(device, agent.win_bonus)
-        self._move = defensive_actions if agent.rollout == "defensive" else greedy_actions
+        self._move = ROLLOUT_MOVES[agent.rollout]
 
     def decisions(self, observations, masks, rngs) -> list[Decision]:
         return [Decision.sample(decode(obs), legal_from_mask(mask), self.agent.samples, rng)
