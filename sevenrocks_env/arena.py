@@ -235,33 +235,46 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     if workers > 1 and not strings:
         raise ValueError("Agent objects can only be used with workers=1; pass spec strings")
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
-    from .arena_log import open_log
-    from .arena_report import progress_bar
 
-    specs = tuple(a if isinstance(a, str) else n for a, n in ((agent_a, name_a),
-                                                             (agent_b, name_b)))
-    outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, "python",
-                                pairs)
-    started, done = time.perf_counter(), len(outcomes)
-    bar = progress_bar(pairs, f"{name_a} vs {name_b}", progress)
-    bar.update(done)
-    try:
+    def chunks(done: int):
         if workers == 1:
             duo_a, duo_b = _partnership(agent_a), _partnership(agent_b)
             for pair in range(done, pairs):
-                outcomes.append(play_pair(duo_a, duo_b, seed, pair, target, max_rounds))
-                writer.write(outcomes[-1:])
-                bar.update(1)
+                yield [play_pair(duo_a, duo_b, seed, pair, target, max_rounds)]
         else:
             from .arena_pool import play_pairs_in_pool
             for outcome in play_pairs_in_pool(agent_a, agent_b, seed, range(done, pairs), target,
                                               max_rounds, workers):
-                outcomes.append(outcome)
-                writer.write([outcome])
-                bar.update(1)
+                yield [outcome]
+
+    return run_pairs(((name_a, agent_a), (name_b, agent_b)), pairs, seed, target, max_rounds,
+                     "python", chunks, log, progress)
+
+
+def run_pairs(named, pairs: int, seed: int, target: int, max_rounds: int, engine: str, chunks,
+              log=None, progress: bool = False) -> ArenaResult:
+    """The arena's common loop: the pairs a pair log already holds, then ``chunks(done)``'s
+    lists of outcomes (pairs ``done, done + 1, ...`` in order), each appended to the log and
+    counted on the progress bar; the summary of them all.  ``named``: ``((name, agent), ...)``
+    for A and B (spec strings, or agent objects without a log)."""
+    from .arena_log import open_log
+    from .arena_report import progress_bar
+
+    (name_a, agent_a), (name_b, agent_b) = named
+    outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, engine, pairs)
+    started, done = time.perf_counter(), len(outcomes)
+    label = f"{name_a} vs {name_b}" + (" (batched)" if engine == "batched" else "")
+    bar = progress_bar(pairs, label, progress)
+    bar.update(done)
+    try:
+        for played in chunks(done) if done < pairs else ():
+            outcomes += played
+            writer.write(played)
+            bar.update(len(played))
     finally:
         writer.close()
         bar.close()
+    specs = tuple(a if isinstance(a, str) else n for n, a in named)
     return _summarise((name_a, name_b), specs, outcomes, seed, target,
                       time.perf_counter() - started, done)
 

@@ -3,7 +3,7 @@
 :func:`evaluate_batched` gives the same :class:`~sevenrocks_env.arena.ArenaResult` as
 :func:`sevenrocks_env.arena.evaluate` -- the same duplicate design and the same statistics (A's
 share of matches, truncated = 1/2, with a Wilson interval over pairs) -- computed by
-:func:`sevenrocks_env.arena._summarise` from one :class:`~sevenrocks_env.arena.PairOutcome` per
+:func:`sevenrocks_env.arena.run_pairs` from one :class:`~sevenrocks_env.arena.PairOutcome` per
 pair.  Pair ``k`` is two envs of a :class:`~sevenrocks_env.batched.VectorEnv` on deal stream
 ``k``: env ``2k`` has A on seats 0/2, env ``2k + 1`` A on seats 1/3, and round ``r`` of both is
 dealt from ``(seed, k, r)`` alone, so both games see the same hands and luck cancels.  Only the
@@ -46,7 +46,7 @@ from .agents import make_agent
 from .agents.greedy import GreedyAgent
 from .agents.heuristic import HeuristicAgent
 from .agents.random_agent import RandomAgent
-from .arena import ArenaResult, PairOutcome, _summarise, split_name
+from .arena import ArenaResult, PairOutcome, run_pairs, split_name
 from .batched import VectorEnv, layout
 from .batched.deal import MAX_SEED, mix
 from .batched.greedy import greedy_actions
@@ -347,29 +347,14 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
         raise ValueError(f"seed must be <= {MAX_SEED}, got {seed}")
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
-    from .arena_log import open_log
-    from .arena_report import progress_bar
 
-    outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, "batched",
-                                pairs)
-    started, done = time.perf_counter(), len(outcomes)
-    bar = progress_bar(pairs, f"{name_a} vs {name_b} (batched)", progress)
-    bar.update(done)
-    try:
+    def chunks(done: int):
         for first in range(done, pairs, batch):
-            count = min(batch, pairs - first)
-            played = play_pairs_batched(side_a, side_b, seed, first, count, target, max_rounds,
-                                        device)
-            outcomes += played
-            writer.write(played)
-            bar.update(count)
-    finally:
-        writer.close()
-        bar.close()
-    specs = tuple(a if isinstance(a, str) else n for a, n in ((agent_a, name_a),
-                                                             (agent_b, name_b)))
-    return _summarise((name_a, name_b), specs, outcomes, seed, target,
-                      time.perf_counter() - started, done)
+            yield play_pairs_batched(side_a, side_b, seed, first, min(batch, pairs - first),
+                                     target, max_rounds, device)
+
+    return run_pairs(((name_a, agent_a), (name_b, agent_b)), pairs, seed, target, max_rounds,
+                     "batched", chunks, log, progress)
 
 
 __all__ = ["BatchedAgent", "BatchedGreedy", "BatchedHeuristic", "BatchedPolicy", "BatchedRandom",

@@ -48,3 +48,17 @@ def choices_grouped_and_alone(choose_many, matches: list[rules.Match]):
     alone = [choose_many([o], [mk], [np.random.default_rng(k)])[0]
              for k, (o, mk) in enumerate(zip(observations, masks))]
     return together, alone
+
+
+def vector_positions(num_envs: int, steps: int, seed: int, target: int = rules.DEFAULT_TARGET):
+    """Yield a batched ``VectorEnv`` after each of ``steps`` random legal moves in ``num_envs``
+    matches (needs torch)."""
+    import torch
+
+    from sevenrocks_env.batched import VectorEnv
+    env = VectorEnv(num_envs, target=target)
+    env.reset(seed=seed)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        yield env
+        env.step(torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1))

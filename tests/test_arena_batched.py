@@ -17,6 +17,7 @@ from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched.greedy import greedy_actions
 from sevenrocks_env.observation import encode
 from sevenrocks_env.tiles import NUM_ACTIONS
+from positions import vector_positions
 
 torch.set_num_threads(1)
 
@@ -32,23 +33,13 @@ def _mask(match) -> np.ndarray:
     return mask
 
 
-def _random_positions(num_envs: int, steps: int, seed: int):
-    """Yield a VectorEnv after each of ``steps`` random legal moves in ``num_envs`` matches."""
-    env = VectorEnv(num_envs, target=250)
-    env.reset(seed=seed)
-    generator = torch.Generator().manual_seed(seed)
-    for _ in range(steps):
-        yield env
-        env.step(torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1))
-
-
 # -- the agents choose what the unbatched agents choose -------------------------------------------
 
 @settings(max_examples=5, deadline=None)
 @given(seed=st.integers(0, 2**31))
 def test_batched_greedy_is_greedy_agent_on_random_states(seed):
     greedy, checked = GreedyAgent(), 0
-    for env in _random_positions(32, 40, seed):
+    for env in vector_positions(32, 40, seed, target=250):
         actions = greedy_actions(env.state, env.action_mask, torch.arange(32))
         obs, mask = env.observation.numpy(), env.action_mask.numpy()
         for i in range(32):
@@ -60,7 +51,7 @@ def test_batched_greedy_is_greedy_agent_on_random_states(seed):
 def test_batched_policy_decisions_equal_policy_agent_act(shipped):
     side = batched_agent(shipped)
     compared = 0
-    for env in _random_positions(32, 30, seed=7):
+    for env in vector_positions(32, 30, seed=7, target=250):
         envs = (env.action_mask.sum(1) > 1).nonzero().squeeze(1)
         if not envs.numel():
             continue

@@ -10,19 +10,10 @@ torch = pytest.importorskip("torch")
 
 from sevenrocks_env.agents.heuristic import HeuristicAgent, HeuristicWeights  # noqa: E402
 from sevenrocks_env.agents.layout import legal_from_mask  # noqa: E402
-from sevenrocks_env.batched import VectorEnv  # noqa: E402
 from sevenrocks_env.batched.heuristic import heuristic_actions, heuristic_values  # noqa: E402
 from sevenrocks_env.observation import decode  # noqa: E402
 from sevenrocks_env.tiles import KNOCK  # noqa: E402
-
-
-def _random_positions(num_envs: int, steps: int, seed: int):
-    env = VectorEnv(num_envs, target=150)
-    env.reset(seed=seed)
-    generator = torch.Generator().manual_seed(seed)
-    for _ in range(steps):
-        yield env
-        env.step(torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1))
+from positions import vector_positions  # noqa: E402
 
 
 @settings(max_examples=4, deadline=None)
@@ -30,7 +21,7 @@ def _random_positions(num_envs: int, steps: int, seed: int):
 def test_values_and_choices_equal_the_heuristic_agent(seed):
     agent, compared, knocks = HeuristicAgent(), 0, 0
     everyone = torch.arange(24)
-    for env in _random_positions(24, 60, seed):
+    for env in vector_positions(24, 60, seed, target=150):
         rows, actions, values = heuristic_values(env.state, env.action_mask, everyone)
         chosen = heuristic_actions(env.state, env.action_mask, everyone)
         obs, mask = env.observation.numpy(), env.action_mask.numpy()
@@ -53,7 +44,7 @@ def test_other_weights_are_used():
     agent = HeuristicAgent(weights=weights)
     everyone = torch.arange(16)
     differs = 0
-    for env in _random_positions(16, 40, seed=5):
+    for env in vector_positions(16, 40, seed=5, target=150):
         chosen = heuristic_actions(env.state, env.action_mask, everyone, weights)
         default = heuristic_actions(env.state, env.action_mask, everyone)
         obs, mask = env.observation.numpy(), env.action_mask.numpy()
