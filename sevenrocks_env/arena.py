@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -169,9 +170,9 @@ class ArenaResult:
     points_per_round: tuple[float, float]  # (A, B): mean net score change per round
     round_win_rate: float           # A's share of rounds by net change (ties 1/2)
     rounds_per_match: float
-    seconds_per_decision: tuple[float, float]  # (A, B), wall time inside act()
-    decisions_per_s: float          # all decisions / wall time of the run
-    wall_s: float
+    seconds_per_decision: tuple[float, float]  # (A, B), wall time inside act(), every pair
+    decisions_per_s: float          # decisions / wall time of this sitting (a pair log's are not)
+    wall_s: float                   # this sitting's wall time
     spec_a: str = ""
     spec_b: str = ""
     cpu_seconds_per_decision: tuple[float, float] = (0.0, 0.0)  # (A, B), CPU time inside act()
@@ -243,9 +244,10 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
                 yield [play_pair(duo_a, duo_b, seed, pair, target, max_rounds)]
         else:
             from .arena_pool import play_pairs_in_pool
-            for outcome in play_pairs_in_pool(agent_a, agent_b, seed, range(done, pairs), target,
-                                              max_rounds, workers):
-                yield [outcome]
+            with closing(play_pairs_in_pool(agent_a, agent_b, seed, range(done, pairs), target,
+                                            max_rounds, workers)) as played:  # pool shut down
+                for outcome in played:
+                    yield [outcome]
 
     return run_pairs(((name_a, agent_a), (name_b, agent_b)), pairs, seed, target, max_rounds,
                      "python", chunks, log, progress)
@@ -263,17 +265,13 @@ def run_pairs(named, pairs: int, seed: int, target: int, max_rounds: int, engine
     (name_a, agent_a), (name_b, agent_b) = named
     outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, engine, pairs)
     started, done = time.perf_counter(), len(outcomes)
-    label = f"{name_a} vs {name_b}" + (" (batched)" if engine == "batched" else "")
-    bar = progress_bar(pairs, label, progress)
-    bar.update(done)
-    try:
+    label = f"{name_a} vs {name_b}" + (" (batched)" if engine.startswith("batched") else "")
+    with closing(writer), closing(progress_bar(pairs, label, progress)) as bar:
+        bar.update(done)
         for played in chunks(done) if done < pairs else ():
             outcomes += played
             writer.write(played)
             bar.update(len(played))
-    finally:
-        writer.close()
-        bar.close()
     specs = tuple(a if isinstance(a, str) else n for n, a in named)
     return _summarise((name_a, name_b), specs, outcomes, seed, target,
                       time.perf_counter() - started, done)

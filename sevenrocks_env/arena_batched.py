@@ -354,7 +354,7 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
                                      target, max_rounds, device)
 
     return run_pairs(((name_a, agent_a), (name_b, agent_b)), pairs, seed, target, max_rounds,
-                     "batched", chunks, log, progress)
+                     f"batched:{torch.device(device).type}", chunks, log, progress)
 
 
 __all__ = ["BatchedAgent", "BatchedGreedy", "BatchedHeuristic", "BatchedPolicy", "BatchedRandom",

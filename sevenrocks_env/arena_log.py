@@ -6,7 +6,9 @@
 
 A pair's outcome is a function of ``(agents, seed, pair, target, max_rounds)`` alone (duplicate
 deals from ``seed + pair``, agents re-seeded per match), so pairs played in several sittings give
-the same result as one run (timings aside).  The file is JSON Lines: a header naming what was
+the same result as one run (timings aside) -- as long as the agents are the same: the header
+names their specs, not the contents of a checkpoint file, so do not overwrite a ``ckpt:`` file
+between sittings.  The batched arena writes a batch (``--batch`` pairs) at a time.  The file is JSON Lines: a header naming what was
 played, then one :class:`~sevenrocks_env.arena.PairOutcome` per line, pairs ``0, 1, 2, ...`` in
 order, each line flushed as it is written.
 
@@ -26,8 +28,10 @@ FORMAT = "sevenrocks-arena-pairs/1"
 #: Longest line a log may hold, in bytes (a pair's line is about 300).
 MAX_LINE = 4096
 _HEADER_KEYS = ("agent_a", "agent_b", "seed", "target", "max_rounds", "engine")
-#: Bounds of a pair outcome's values (two matches; target and rounds as the arena allows).
-_MAX_ROUNDS, _MAX_POINTS, _MAX_DECISIONS, _MAX_SECONDS = 2_000, 10 ** 8, 10 ** 8, 1e9
+#: Most moves a round can take (R6: 28 placements and the knocks between them), and bounds of
+#: a pair's points and think time (far beyond any real match, so never a real pair's).
+MAX_MOVES = 116
+_MAX_POINTS, _MAX_SECONDS = 10 ** 12, 1e9
 
 
 class PairLogError(ValueError):
@@ -42,6 +46,9 @@ class PairLog:
         self.path = Path(path)
         self.header = {"format": FORMAT, "agent_a": agent_a, "agent_b": agent_b, "seed": seed,
                        "target": target, "max_rounds": max_rounds, "engine": engine}
+        if len(json.dumps(self.header)) >= MAX_LINE:
+            raise ValueError(f"the agent specs are too long for a pair log's {MAX_LINE}-byte "
+                             "header; give shorter paths")
         self._valid_bytes: int | None = None
         self._loaded = 0
 
@@ -56,6 +63,8 @@ class PairLog:
         with open(self.path, "rb") as file:
             header = file.readline(MAX_LINE + 1)
             if not header.endswith(b"\n"):
+                if json.dumps(self.header).encode().startswith(header):
+                    return outcomes  # killed while the header was written: start it again
                 raise PairLogError(f"{self.path}: no complete header line (not an arena pair "
                                    "log)")
             self._check_header(self._json(header, 1))
@@ -68,7 +77,7 @@ class PairLog:
                                            "bytes")
                     break  # the end, or a last line cut short by a kill: played again
                 data = _checked_outcome(self._json(line, number), len(outcomes),
-                                        f"{self.path}:{number}")
+                                        f"{self.path}:{number}", self.header["max_rounds"])
                 outcomes.append(PairOutcome(**data))
                 valid += len(line)
         self._valid_bytes, self._loaded = valid, len(outcomes)
@@ -160,8 +169,10 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _checked_outcome(data, pair: int, where: str) -> dict:
-    """The PairOutcome fields of one log line, every value checked."""
+def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
+    """The PairOutcome fields of one log line, every value checked (a pair is two matches of
+    at most ``max_rounds`` rounds, each round at most :data:`MAX_MOVES` moves)."""
+    most_rounds = 2 * max_rounds
     if not isinstance(data, dict):
         raise PairLogError(f"{where}: a pair line must be a JSON object")
     if isinstance(data.get("pair"), bool) or data.get("pair") != pair:
@@ -171,7 +182,7 @@ def _checked_outcome(data, pair: int, where: str) -> dict:
         "truncated": _number(data.get("truncated"), "truncated", 0, 2, True, where),
         "margin": _number(data.get("margin"), "margin", -2 * _MAX_POINTS, 2 * _MAX_POINTS, True,
                           where),
-        "rounds": _number(data.get("rounds"), "rounds", 0, _MAX_ROUNDS, True, where),
+        "rounds": _number(data.get("rounds"), "rounds", 0, most_rounds, True, where),
         "points_a": _number(data.get("points_a"), "points_a", -_MAX_POINTS, _MAX_POINTS, True,
                             where),
         "points_b": _number(data.get("points_b"), "points_b", -_MAX_POINTS, _MAX_POINTS, True,
@@ -179,7 +190,7 @@ def _checked_outcome(data, pair: int, where: str) -> dict:
     }
     fields["round_wins_a"] = float(_number(data.get("round_wins_a"), "round_wins_a", 0,
                                            fields["rounds"], False, where))
-    for key, high, integer in (("decisions", _MAX_DECISIONS, True),
+    for key, high, integer in (("decisions", most_rounds * MAX_MOVES, True),
                                ("think_s", _MAX_SECONDS, False),
                                ("think_cpu_s", _MAX_SECONDS, False)):
         value = data.get(key)

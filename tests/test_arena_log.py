@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sevenrocks_env import arena, arena_cli
-from sevenrocks_env.arena_log import PairLogError
+from sevenrocks_env.arena_log import PairLog, PairLogError
 
 torch = pytest.importorskip("torch")
 from sevenrocks_env.arena_batched import evaluate_batched  # noqa: E402
@@ -79,7 +79,6 @@ def test_every_value_of_a_logged_pair_is_checked(tmp_path, change, message):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("", "no complete header line"),
     ('{"format": "something else"}\n', "not an arena pair log"),
     ("not json\n", "not JSON"),
     ('{"format": "sevenrocks-arena-pairs/1"}\n' + "x" * 5000 + "\n", None),
@@ -110,3 +109,34 @@ def test_logged_pairs_are_read_not_played_again(tmp_path):
     log.write_text("\n".join(lines) + "\n")
     result = arena.evaluate(A, B, 2, seed=3, log=log)
     assert result.mean_margin == (-12345 + json.loads(lines[2])["margin"]) / 4
+
+
+def test_a_header_cut_short_starts_the_log_again_but_another_file_is_never_overwritten(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 1, seed=3, log=log)
+    header = _lines(log)[0]
+    for cut in (30, 0):  # killed while writing the header, or before
+        log.write_text(header[:cut])
+        assert arena.evaluate(A, B, 2, seed=3, log=log).pairs == 2
+        assert len(_lines(log)) == 3
+    other = tmp_path / "notes.txt"
+    other.write_text("my notes, no newline")
+    with pytest.raises(PairLogError, match="no complete header line"):
+        arena.evaluate(A, B, 1, seed=3, log=other)
+    assert other.read_text() == "my notes, no newline"
+
+
+def test_long_matches_are_logged_and_read_back(tmp_path):
+    # a pair's rounds are bounded by the run's own max_rounds, not by a fixed number
+    log = tmp_path / "l.jsonl"
+    first = arena.evaluate(A, B, 2, seed=3, target=2000, max_rounds=1500, log=log)
+    again = arena.evaluate(A, B, 2, seed=3, target=2000, max_rounds=1500, log=log)
+    assert first.as_dict(timing=False) == again.as_dict(timing=False)
+    assert first.rounds_per_match > 20
+
+
+def test_overlong_specs_are_refused_before_any_file_is_written(tmp_path):
+    log = tmp_path / "l.jsonl"
+    with pytest.raises(ValueError, match="too long for a pair log"):
+        PairLog(log, "ckpt:" + "x" * 5000, B, 3, 250, 100, "python")
+    assert not log.exists()

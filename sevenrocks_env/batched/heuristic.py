@@ -10,8 +10,9 @@ For every legal placement of the seat on turn (module docstring of ``agents/heur
 Only what the seat may know is read: its hand, the tiles played, every seat's tile count, the
 numbers each seat showed it lacks by knocking, the layout.  The arithmetic is the Python agent's,
 in float64 and in the same order (sequential products and sums, :func:`torch.cumprod` /
-:func:`torch.cumsum`), so the values are equal and so are the choices, ties included
-(``tests/test_batched_heuristic.py``).  A reply's points come from the policy features' reply
+:func:`torch.cumsum`), so on CPU the values are equal and so are the choices, ties included
+(``tests/test_batched_heuristic.py``; on a GPU the scans may round differently in the last bit,
+which the choice's 1e-9 tolerance absorbs: not tested, no GPU was available).  A reply's points come from the policy features' reply
 table (:func:`sevenrocks_env.policy_features.reply_table`, tied to the rules by its own test).
 """
 
