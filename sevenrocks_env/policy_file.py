@@ -55,7 +55,12 @@ def resolve_path(path) -> Path:
     """``"shipped"`` -> :func:`shipped_path`; any other path as given.  Raises
     :class:`CheckpointError` ``no such file: PATH (relative to CWD)`` when it is not a file."""
     resolved = shipped_path() if str(path) == SHIPPED else Path(path)
-    if not resolved.is_file():
+    try:
+        is_file = resolved.is_file()
+    except OSError as error:  # e.g. a name longer than the file system allows
+        raise CheckpointError(f"cannot read checkpoint path {str(resolved)[:80]}...: "
+                              f"{error.strerror}") from None
+    if not is_file:
         raise CheckpointError(f"no such file: {resolved} (relative to {os.getcwd()})")
     return resolved
 

@@ -81,6 +81,8 @@ def test_missing_files_say_relative_to_what(tmp_path, monkeypatch):
     assert message == f"no such file: nope.pt (relative to {tmp_path})"
     with pytest.raises(ValueError, match="no such file"):
         make_agent("ckpt:nope.pt")
+    with pytest.raises(ValueError, match="cannot read checkpoint path"):  # not an OSError
+        make_agent("ckpt:" + "x" * 5000)
 
 
 @pytest.mark.parametrize("hidden,features,value_head", [
