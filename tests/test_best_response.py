@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 from sevenrocks_env.agents import make_agent  # noqa: E402
 from sevenrocks_env.batched import VectorEnv  # noqa: E402
 from sevenrocks_env.policy import PolicyAgent, PolicyNet, load_policy  # noqa: E402
-from training import batched_rollout  # noqa: E402
+from training import opponents  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
 from training.opponents import OpponentPool, policy_actions  # noqa: E402
 from training.checkpoint import policy_entries  # noqa: E402
@@ -89,7 +89,7 @@ def test_training_engine_plays_a_ckpt_opponent_in_batches_as_act_would(monkeypat
     def no_act(*args, **kwargs):
         raise AssertionError("a policy-network opponent must not go through act()")
 
-    monkeypatch.setattr(batched_rollout, "policy_actions", recorded)
+    monkeypatch.setattr(opponents, "policy_actions", recorded)
     monkeypatch.setattr(frozen, "act", no_act)
     engine = BatchedSelfPlayEngine(16, seed=2, target=60, opponent_fraction=1.0,
                                    opponent_pool=pool)
