@@ -61,36 +61,36 @@ def heuristic_values(state: BatchState, mask: torch.Tensor, envs: torch.Tensor,
     (ascending actions within a row) and its float64 value, as ``HeuristicAgent.values``."""
     t = _tables(mask.device)
     rows, actions = torch.nonzero(mask[envs][:, :KNOCK], as_tuple=True)
-    env = envs[rows]
-    seat = state.turn[env]
-    hand = state.hands[env].gather(1, seat[:, None]).squeeze(1)
-    tile = actions >> 2
+    seat = state.turn[envs]
+    hands = state.hands[envs]
+    hand = hands.gather(1, seat[:, None]).squeeze(1)                               # [N]
 
-    # -- what the seat knows of the hidden seats: counts, voids, the odds of each tile --------
-    unseen = ((1 << NUM_TILES) - 1) & ~hand & ~state.played[env]
-    hidden = (seat[:, None] + torch.tensor(HIDDEN, device=mask.device)) & 3       # [P, 3]
-    counts = layout.popcount(state.hands[env].gather(1, hidden)).double()        # [P, 3]
-    excluded = t["number_set_tiles"][state.voids[env].gather(1, hidden)]         # [P, 3]
-    may_hold = _tile_flags(unseen[:, None] & ~excluded, t["bits"])              # [P, 3, 28]
-    share = (counts[:, :, None] * ~_tile_flags(excluded, t["bits"])).sum(1)       # [P, 28]
+    # -- what the seat knows of the hidden seats: counts, voids, the odds of each tile (per env)
+    unseen = ((1 << NUM_TILES) - 1) & ~hand & ~state.played[envs]
+    hidden = (seat[:, None] + torch.tensor(HIDDEN, device=mask.device)) & 3       # [N, 3]
+    counts = layout.popcount(hands.gather(1, hidden)).double()                    # [N, 3]
+    excluded = t["number_set_tiles"][state.voids[envs].gather(1, hidden)]         # [N, 3]
+    may_hold = _tile_flags(unseen[:, None] & ~excluded, t["bits"])              # [N, 3, 28]
+    share = (counts[:, :, None] * ~_tile_flags(excluded, t["bits"])).sum(1)       # [N, 28]
     odds = torch.where(may_hold & (counts[:, :, None] > 0),
-                       counts[:, :, None] / share.clamp(min=1.0)[:, None], 0.0)   # [P, 3, 28]
+                       counts[:, :, None] / share.clamp(min=1.0)[:, None], 0.0)   # [N, 3, 28]
+    odds, hand, env, tile = odds[rows], hand[rows], envs[rows], actions >> 2     # per placement
 
     # -- the layout after each placement, its points, the replies on it -----------------------
     ends, end_double, started, _ = layout.place_tiles(
         state.ends[env], state.end_double[env], state.branch_started[env], state.spinner[env],
         state.placements[env], tile, actions & 3)
     points = layout.placement_points(layout.end_sum(ends, end_double, started)).double()
-    fitting = _tile_flags(layout.matching_tiles(ends), t["bits"])                 # [P, 28]
+    matching = layout.matching_tiles(ends)
+    fitting = _tile_flags(matching, t["bits"])                                    # [P, 28]
     best = _best_replies(ends, end_double, started, t)                           # [P, 28]
     opponent, partner = odds[:, LEFT_OPPONENT - 1], odds[:, PARTNER - 1]
 
     rest = hand & ~t["bits"][tile]
     hand_size = layout.popcount(hand).double()
-    kept = layout.popcount(rest & layout.matching_tiles(ends)).double()
+    kept = layout.popcount(rest & matching).double()
     w = weights
-    value = points.clone()
-    value = value - w.threat * _expected_best(best, opponent, fitting)
+    value = points - w.threat * _expected_best(best, opponent, fitting)
     value = value + w.partner * _expected_best(best, partner, fitting)
     value = value + w.knock * _must_knock(opponent, fitting)
     value = value + w.control * kept / hand_size
