@@ -140,3 +140,11 @@ def test_overlong_specs_are_refused_before_any_file_is_written(tmp_path):
     with pytest.raises(ValueError, match="too long for a pair log"):
         PairLog(log, "ckpt:" + "x" * 5000, B, 3, 250, 100, "python")
     assert not log.exists()
+
+
+def test_a_run_with_worker_processes_resumes_too(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, workers=2, log=log)
+    resumed = arena.evaluate(A, B, 4, seed=3, workers=2, log=log)
+    assert resumed.as_dict(timing=False) == arena.evaluate(A, B, 4, seed=3).as_dict(timing=False)
+    assert [json.loads(line)["pair"] for line in _lines(log)[1:]] == [0, 1, 2, 3]
