@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import torch
 
-from .. import rules
 from ..agents.heuristic import HeuristicWeights
-from ..policy_features import reply_table
+from ..policy_features import fits_table, reply_table
 from ..tiles import KNOCK, NUM_TILES, TILE_IS_DOUBLE, TILE_PIPS
 from . import layout
 from .state import BatchState
@@ -35,14 +34,10 @@ _TABLES: dict[torch.device, dict] = {}
 
 def _tables(device: torch.device) -> dict:
     if device not in _TABLES:
-        number_set_tiles = [0] * 128  # tiles showing a number of the 7-bit set
-        for numbers in range(128):
-            for number in range(7):
-                if numbers >> number & 1:
-                    number_set_tiles[numbers] |= rules.WITH_NUMBER[number]
-        _TABLES[device] = {
-            "number_set_tiles": torch.tensor(number_set_tiles, dtype=torch.long, device=device),
-            "bits": 1 << torch.arange(NUM_TILES, device=device),
+        bits = 1 << torch.arange(NUM_TILES)
+        _TABLES[device] = {  # number_set_tiles: the tiles showing a number of each 7-bit set
+            "number_set_tiles": (fits_table().long() * bits).sum(1).to(device),
+            "bits": bits.to(device),
             "reply_points": reply_table().double().to(device),         # [37 * 7 + 1, 28]
             "pips": torch.tensor(TILE_PIPS, dtype=torch.float64, device=device),
             "double": torch.tensor(TILE_IS_DOUBLE, dtype=torch.float64, device=device),
