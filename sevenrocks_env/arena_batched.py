@@ -257,8 +257,9 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
                 continue
             started, cpu = time.perf_counter(), time.process_time()
             actions[envs] = agent.actions(env, envs, context)
-            think[envs.cpu(), side] += (time.perf_counter() - started) / envs.numel()
-            think_cpu[envs.cpu(), side] += (time.process_time() - cpu) / envs.numel()
+            rows, share = envs.cpu(), 1.0 / envs.numel()
+            think[rows, side] += (time.perf_counter() - started) * share
+            think_cpu[rows, side] += (time.process_time() - cpu) * share
             decisions[envs, side] += 1
         scores_before, rounds_before = env.state.scores.clone(), env.state.round_index.clone()
         rewards, won, _ = env.step(actions)
