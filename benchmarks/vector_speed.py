@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/vector_speed.py [--sizes 256 1024 4096 16384 65536]
         [--seconds 3] [--threads 1] [--device cpu] [--plot docs/vector_speed.png]
 
-Random legal play: every step samples one legal action per match from the action mask in batch
-(random uint8 keys from a pre-drawn pool, masked, argmax) and steps all matches with
+Random legal play: every step samples one legal action per match, uniformly, from the action mask
+in batch (``sevenrocks_env.batched.random_actions``) and steps all matches with
 ``validate=False`` (the trainer's setting; ``--validate`` measures the default).  Rows: steps/s
 (one step = one decision in one match) for masks only and for masks plus observations, beside
 ``raw_env`` driven through the same random play (its mask alone, and its full observation).
@@ -24,6 +24,7 @@ import torch
 
 from sevenrocks_env import observation as obs_mod
 from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.batched import random_actions
 
 
 def rss_bytes() -> int:
@@ -36,15 +37,11 @@ def batched(num_envs: int, seconds: float, observe: bool, device: str, validate:
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, device=device, validate=validate)
     venv.reset(seed=0)
     generator = torch.Generator(device=device).manual_seed(0)
-    pool = torch.randint(1, 256, (1024, 113), dtype=torch.uint8, device=device,
-                         generator=generator)
 
     def step():
-        rows = torch.randint(0, 1024, (num_envs,), device=device, generator=generator)
         if observe:
             venv.observation
-        actions = (torch.index_select(pool, 0, rows) * venv.action_mask).argmax(1)
-        venv.step(actions)
+        venv.step(random_actions(venv.action_mask, generator, check=False))
 
     for _ in range(5):
         step()

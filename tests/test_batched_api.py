@@ -8,7 +8,7 @@ import torch
 
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.batched.deal import deal, mix, mix_int
-from sevenrocks_env.batched.lockstep import random_actions
+from sevenrocks_env.batched import random_actions
 from sevenrocks_env.batched.state import FIELDS, STATE_BYTES
 from sevenrocks_env.record import game_record
 from sevenrocks_env.rules import Match, apply_action

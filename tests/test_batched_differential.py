@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.batched.lockstep import Lockstep, random_actions
+from sevenrocks_env.batched import random_actions
+from sevenrocks_env.batched.lockstep import Lockstep
 from sevenrocks_env.record import replay
 
 

@@ -12,10 +12,12 @@ differential tests in ``tests/test_batched_*.py``.
 * :mod:`.records`: game records from the engine's own numbers;
 * :mod:`.greedy`, :mod:`.defensive`: the ``greedy`` agent's move and ``search``'s rollout move;
 * :mod:`.worlds`: sampled worlds of many decisions as one state (search);
+* :mod:`.sampling`: :func:`random_actions`, a uniformly random legal action per row of a mask;
 * :mod:`.vector_env`: :class:`VectorEnv`, the public class (``sevenrocks_v0.vector_env``).
 """
 
+from .sampling import random_actions
 from .state import STATE_BYTES, BatchState
 from .vector_env import VectorEnv
 
-__all__ = ["STATE_BYTES", "BatchState", "VectorEnv"]
+__all__ = ["STATE_BYTES", "BatchState", "VectorEnv", "random_actions"]

@@ -74,8 +74,10 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     spinner = state.spinner
     joined = state.ends.gather(1, slot[:, None]).squeeze(1)
     other = torch.where(opening, low, low + high - joined)
-    state.ends = ends = torch.where(at_slot, other[:, None], state.ends)
-    state.end_double = end_double = torch.where(at_slot, double[:, None], state.end_double)
+    # the joined slot now shows ``other`` (arithmetic: torch.where broadcasting a column over
+    # [B, 4] is several times slower on CPU than these elementwise ops)
+    state.ends = ends = state.ends + at_slot * (other - joined)[:, None]
+    state.end_double = end_double = (state.end_double & ~at_slot) | (at_slot & double[:, None])
     state.branch_started = state.branch_started | on_branch
     # the opening: low half west, high half east, both a double if the tile is one
     ends[:, 1] = torch.where(opening, high, ends[:, 1])
@@ -87,7 +89,7 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     exposed = (end_double[:, 0] & (ends[:, 0] == spinner)) | (
         end_double[:, 1] & (ends[:, 1] == spinner))
     branches_open = straight & (spinner >= 0) & (ends[:, 2] < 0) & ~exposed
-    ends[:, 2:] = layout.select(branches_open[:, None], spinner[:, None], ends[:, 2:])
+    ends[:, 2:] += ((spinner + 1) * branches_open)[:, None]   # closed branches are -1
     new_spinner = layout.select(first_double, joined, spinner)
     state.spinner = layout.select(opening, torch.where(double, low, -1), new_spinner)
     state.placements += placed

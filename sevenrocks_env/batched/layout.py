@@ -125,10 +125,9 @@ def place_tiles(ends, end_double, branch_started, spinner, placements, tile, slo
 def slot_fits(hands, ends, opening) -> torch.Tensor:
     """``[N, 4]`` tile sets of ``hands`` (``[N]``) playable at each slot; at the opening every
     tile fits slot 0 (R3)."""
-    t = tables(hands.device)
-    fit = hands[:, None] & lookup(t.with_number, ends + 1)
-    rows = opening[:, None]
-    return select(rows, hands[:, None] * t.first, fit)
+    fit = hands[:, None] & lookup(tables(hands.device).with_number, ends + 1)  # closed: none
+    fit[:, 0] |= hands * opening      # no slot is open before the opening tile
+    return fit
 
 
 def legal_counts(mask: torch.Tensor) -> torch.Tensor:

@@ -103,10 +103,4 @@ class Lockstep:
         return rewards, terminated, truncated
 
 
-def random_actions(mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """A uniformly random legal action per row of ``mask`` (Gumbel-max over random keys)."""
-    keys = torch.rand(mask.shape, generator=generator, device=mask.device)
-    return torch.where(mask, keys, -1.0).argmax(1)
-
-
-__all__ = ["Lockstep", "LockstepError", "random_actions"]
+__all__ = ["Lockstep", "LockstepError"]
