@@ -20,7 +20,7 @@ varying rate (only seats with a real choice add transitions); the step that woul
 records what fits and leaves the other seats' decisions unplayed (those rows of the state are
 put back): they are the rollout's cut.
 
-Cut-off (issue 17): every open transition is played on, on a clone of the batched state, with
+Cut-off (issue 17): every open transition is played on, on a copy of the open matches, with
 the current policy (sampled with a generator seeded by one draw of the engine's rng, nothing
 recorded, opponents' generators restored) until its seat's next real decision -- reward until
 there, bootstrap with V there -- or the match's end (final reward, ``done``).
@@ -33,7 +33,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from sevenrocks_env.batched import BatchState, VectorEnv
+from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.state import FIELDS
 from sevenrocks_env.policy import MASKED_LOGIT, MaskedCategorical
@@ -65,14 +65,6 @@ def sample(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return (logits - torch.log(-torch.log(uniform))).argmax(1)
 
 
-def clone_state(state: BatchState) -> BatchState:
-    """A copy of every state tensor."""
-    copy = BatchState(state.num_envs, state.turn.device)
-    for name in FIELDS:
-        getattr(copy, name).copy_(getattr(state, name))
-    return copy
-
-
 class _Seats:
     """What the seats on turn face in every match: seat, mask, observation, real choice."""
 
@@ -98,10 +90,9 @@ class BatchedSelfPlayEngine:
         self.opponent_fraction = opponent_fraction
         self.opponent_pool = opponent_pool
         self.rng = np.random.default_rng(seed)
-        settings = dict(target=target, max_rounds=max_rounds, reward="shaped",
-                        points_scale=points_scale, win_reward=win_reward, validate=False)
-        self.venv = VectorEnv(num_matches, **settings)
-        self._shadow = VectorEnv(num_matches, **settings)   # the cut's continuation
+        self._settings = dict(target=target, max_rounds=max_rounds, reward="shaped",
+                              points_scale=points_scale, win_reward=win_reward, validate=False)
+        self.venv = VectorEnv(num_matches, **self._settings)
         self.venv.reset(seed=int(self.rng.integers(2 ** 62)))
         self.generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
         self._rows = np.arange(num_matches)
@@ -156,17 +147,19 @@ class BatchedSelfPlayEngine:
 
     # -- choosing actions ---------------------------------------------------------------------
 
-    def _opponent_actions(self, rows: np.ndarray, seats: _Seats, actions: torch.Tensor) -> None:
+    def _opponent_actions(self, rows: np.ndarray, seats: _Seats, actions: torch.Tensor,
+                          envs=None) -> None:
         """Opponents' moves for ``rows``: the rows are grouped by opponent object; a policy
         network in one forward pass, ``greedy`` and ``heuristic`` by their batched twins, any
-        other agent through ``act`` per row (:func:`training.opponents.batch_actions`)."""
+        other agent through ``act`` per row (:func:`training.opponents.batch_actions`).
+        ``envs[row]`` is the match a row of ``seats`` holds (default: the row itself)."""
         groups = defaultdict(list)
         for i in rows.tolist():
-            groups[id(self.opponents[i])].append(i)
+            groups[id(self.opponents[i if envs is None else envs[i]])].append(i)
         for members in groups.values():
             index = torch.tensor(members)
-            actions[index] = batch_actions(self.opponents[members[0]], seats.state, seats.obs,
-                                           seats.mask, index)
+            agent = self.opponents[members[0] if envs is None else envs[members[0]]]
+            actions[index] = batch_actions(agent, seats.state, seats.obs, seats.mask, index)
 
     def _count_placements(self, rows: np.ndarray, actions: torch.Tensor) -> None:
         """Stats: learner placements in ``rows`` and their points (R5), before they are played."""
@@ -210,7 +203,7 @@ class BatchedSelfPlayEngine:
             played[extra] = False
             self._count_placements(np.flatnonzero(played), actions)
             rounds = venv.state.round_index.numpy() + 1
-            saved = clone_state(venv.state) if len(extra) else None
+            saved = venv.state.take() if len(extra) else None
             rewards, terminated, truncated = venv.step(actions)
             rewards = rewards.numpy().astype(np.float64)
             ended = (terminated | truncated).numpy()
@@ -263,24 +256,25 @@ class BatchedSelfPlayEngine:
 
     def _cut(self, model, buffer: RolloutBuffer, critic=None) -> None:
         """Close every open transition at its seat's next real decision (V there) or at the
-        match's end, playing on a clone of the state (see the module docstring)."""
+        match's end, playing on a copy of the open matches (see the module docstring).  The copy
+        shrinks to the matches still open whenever half of it has closed: the last transitions
+        to close (a seat that knocks round after round) do not keep every match stepping."""
         still_open = self.pending >= 0
         if not still_open.any():
             return
         generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
-        shadow = self._shadow
-        shadow.reset(seed=self.venv.seed)   # fresh caches; the state is replaced at once
-        shadow.state = clone_state(self.venv.state)
-        live_envs = np.flatnonzero(still_open.any(1))
-        saved = save_generators(self.opponents[i] for i in live_envs)
-        acc = self.acc.copy()
+        envs = np.flatnonzero(still_open.any(1))     # shadow row -> match
+        shadow = self._continuation(self.venv, torch.from_numpy(envs))
+        saved = save_generators(self.opponents[i] for i in envs)
+        acc, still_open = self.acc[envs], still_open[envs]
         queued = []   # (transitions, observations, hidden hands) to bootstrap
         while True:
             seats = _Seats(shadow)
-            here = np.flatnonzero(seats.real & still_open[self._rows, seats.seat])
+            rows = np.arange(len(envs))
+            here = np.flatnonzero(seats.real & still_open[rows, seats.seat])
             if len(here):
                 seat = seats.seat[here]
-                k = self.pending[here, seat]
+                k = self.pending[envs[here], seat]
                 buffer.rewards[k] += acc[here, seat]
                 index = torch.from_numpy(here)
                 queued.append((k, seats.obs[index].clone(), hidden_hands_batch(
@@ -289,20 +283,25 @@ class BatchedSelfPlayEngine:
             live = still_open.any(1)
             if not live.any():
                 break
+            if 2 * live.sum() <= len(envs):   # keep only the open matches
+                keep = np.flatnonzero(live)
+                envs, acc, still_open = envs[keep], acc[keep], still_open[keep]
+                shadow = self._continuation(shadow, torch.from_numpy(keep))
+                continue
             actions = seats.first_legal.clone()
-            learner_on_turn = self.learner[self._rows, seats.seat]
-            rows = torch.from_numpy(np.flatnonzero(live & seats.real & learner_on_turn))
-            if len(rows):
-                mask = seats.mask[rows]
-                logits, _ = model(seats.obs[rows], mask)
-                actions[rows] = sample(torch.where(mask, logits, MASKED_LOGIT), generator)
+            learner_on_turn = self.learner[envs, seats.seat]
+            index = torch.from_numpy(np.flatnonzero(live & seats.real & learner_on_turn))
+            if len(index):
+                mask = seats.mask[index]
+                logits, _ = model(seats.obs[index], mask)
+                actions[index] = sample(torch.where(mask, logits, MASKED_LOGIT), generator)
             opponents = np.flatnonzero(live & seats.real & ~learner_on_turn)
             if len(opponents):
-                self._opponent_actions(opponents, seats, actions)
+                self._opponent_actions(opponents, seats, actions, envs)
             rewards, terminated, truncated = shadow.step(actions)
             acc += rewards.numpy()
             for i in np.flatnonzero(live & (terminated | truncated).numpy()).tolist():
-                k = self.pending[i, still_open[i]]
+                k = self.pending[envs[i], still_open[i]]
                 buffer.rewards[k] += acc[i, still_open[i]]
                 buffer.dones[k] = True
                 still_open[i] = False
@@ -315,6 +314,14 @@ class BatchedSelfPlayEngine:
             buffer.bootstrap[k] = values.numpy()
         self.pending.fill(-1)
         self.acc.fill(0.0)
+
+    def _continuation(self, venv: VectorEnv, rows: torch.Tensor) -> VectorEnv:
+        """A new env holding copies of ``venv``'s matches ``rows``, dealt later rounds from the
+        same streams (so a round that ends deals what the real env would deal)."""
+        shadow = VectorEnv(len(rows), **self._settings)
+        shadow.load_state(venv.state.take(rows), seed=self.venv.seed,
+                          deal_streams=venv.env_ids[rows])
+        return shadow
 
     def pop_stats(self) -> dict[str, list]:
         stats, self.stats = self.stats, defaultdict(list)

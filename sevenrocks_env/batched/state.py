@@ -60,6 +60,14 @@ class BatchState:
         return sum(getattr(self, name).element_size() * getattr(self, name).nelement()
                    for name in FIELDS)
 
+    def take(self, rows: torch.Tensor | None = None) -> "BatchState":
+        """A copy of the matches in ``rows`` (``LongTensor`` of row indices; all if None)."""
+        copy = BatchState.__new__(BatchState)
+        for name in FIELDS:
+            value = getattr(self, name)
+            setattr(copy, name, value.clone() if rows is None else value[rows])
+        return copy
+
     def start_rounds(self, rows: torch.Tensor, hands: torch.Tensor, opener: torch.Tensor) -> None:
         """Lay out fresh rounds in ``rows`` with these hands and openers (R1, R2)."""
         self.hands[rows] = hands
