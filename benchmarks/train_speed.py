@@ -2,12 +2,14 @@
 
     .venv/bin/python benchmarks/train_speed.py [--matches 128] [--steps 64] [--rollouts 3]
         [--engines python,batched] [--threads 1] [--set critic=shared]
+        [--batched-set num_matches=4096 --batched-set num_steps=16]
 
 Measures the real trainer pieces (the rollout engines ``training.rollout.SelfPlayEngine`` --
 one ``rules.Match`` per match -- and ``training.batched_rollout.BatchedSelfPlayEngine`` -- all
 matches in one ``VectorEnv``; ``compute_gae``; ``ppo_update``) with the default config's
 networks (policy and critic, built as the trainer builds them), both engines in the same run,
-one column each.  Numbers depend on how busy the CPU is.  The last line says what bounds the
+one column each (``--batched-set`` gives the batched engine its own batch shape, e.g. 4,096
+matches, beside the Python engine at the config's).  Numbers depend on how busy the CPU is.  The last line says what bounds the
 overall training decisions/s: the share of the time spent in rollouts and in updates.
 """
 
@@ -80,11 +82,14 @@ def main(argv=None) -> int:
                         help="comma-separated rollout engines to compare: python, batched")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field, e.g. critic=shared (repeatable)")
+    parser.add_argument("--batched-set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config field for the batched engine only (repeatable)")
     args = parser.parse_args(argv)
     overrides = list(args.set)
     overrides += [f"num_matches={args.matches}"] if args.matches else []
     overrides += [f"num_steps={args.steps}"] if args.steps else []
     cfg = load_config(args.config, overrides)
+    configs = {"python": cfg, "batched": load_config(args.config, overrides + args.batched_set)}
     torch.set_num_threads(args.threads)
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]
     unknown = sorted(set(engines) - set(ENGINES))
@@ -92,14 +97,17 @@ def main(argv=None) -> int:
         parser.error(f"--engines: unknown {unknown}; choose from {sorted(ENGINES)}")
     rows = {}
     for name in engines:
-        rows[f"{name} self-play"] = measure(cfg, 0.0, args.rollouts, ENGINES[name])
-        if cfg.opponents:
-            rows[f"{name} {cfg.opponent_fraction:.0%} vs pool"] = measure(
-                cfg, cfg.opponent_fraction, args.rollouts, ENGINES[name])
-    print(f"batch {cfg.num_matches} matches x {cfg.num_steps} steps = {cfg.batch_size}, "
-          f"hidden {cfg.hidden_sizes}, action features v{cfg.action_features}, critic {cfg.critic}, "
-          f"torch threads {args.threads}, {args.rollouts} rollouts"
-          + (f", pool {cfg.opponents}" if cfg.opponents else ""))
+        run = configs[name]
+        rows[f"{name} self-play"] = measure(run, 0.0, args.rollouts, ENGINES[name])
+        if run.opponents:
+            rows[f"{name} {run.opponent_fraction:.0%} vs pool"] = measure(
+                run, run.opponent_fraction, args.rollouts, ENGINES[name])
+    for name in engines:
+        run = configs[name]
+        print(f"{name}: batch {run.num_matches} matches x {run.num_steps} steps = "
+              f"{run.batch_size}, hidden {run.hidden_sizes}, action features "
+              f"v{run.action_features}, critic {run.critic}, torch threads {args.threads}, "
+              f"{args.rollouts} rollouts" + (f", pool {run.opponents}" if run.opponents else ""))
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)
     print(f"| {'metric':<{width}} | " + " | ".join(rows) + " |")
@@ -108,7 +116,7 @@ def main(argv=None) -> int:
         cells = " | ".join(f"{rows[r][metric]:>{len(r)},.1f}" for r in rows)
         print(f"| {metric:<{width}} | {cells} |")
     if len(engines) > 1:
-        for suffix in ("self-play", f"{cfg.opponent_fraction:.0%} vs pool"):
+        for suffix in ("self-play", f"{configs[engines[-1]].opponent_fraction:.0%} vs pool"):
             base, new = rows.get(f"{engines[0]} {suffix}"), rows.get(f"{engines[-1]} {suffix}")
             if base and new:
                 ratio = new["rollout decisions/s"] / base["rollout decisions/s"]
