@@ -7,8 +7,10 @@
 A pair's outcome is a function of ``(agents, seed, pair, target, max_rounds)`` alone (duplicate
 deals from ``seed + pair``, agents re-seeded per match), so pairs played in several sittings give
 the same result as one run (timings aside) -- as long as the agents are the same: the header
-names their specs, not the contents of a checkpoint file, so do not overwrite a ``ckpt:`` file
-between sittings.  The batched arena writes a batch (``--batch`` pairs) at a time.  The file is JSON Lines: a header naming what was
+names their specs and the SHA-256 of every file a spec loads (a checkpoint, a policy search's
+policy, an SB3 zip), and a run whose files differ from the log's is refused, so overwriting a
+checkpoint between sittings cannot mix two networks' pairs under one name.  The batched arena
+writes a batch (``--batch`` pairs) at a time.  The file is JSON Lines: a header naming what was
 played, then one :class:`~sevenrocks_env.arena.PairOutcome` per line, pairs ``0, 1, 2, ...`` in
 order, each line flushed as it is written.
 
@@ -20,6 +22,7 @@ while writing it) is dropped; any other bad line is a :class:`PairLogError` with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -28,6 +31,7 @@ FORMAT = "sevenrocks-arena-pairs/1"
 #: Longest line a log may hold, in bytes (a pair's line is about 300).
 MAX_LINE = 4096
 _HEADER_KEYS = ("agent_a", "agent_b", "seed", "target", "max_rounds", "engine")
+_FILE_KEYS = {"files_a": "A", "files_b": "B"}
 #: Most moves a round can take (R6: 28 placements and the knocks between them), and bounds of
 #: a pair's points and think time (far beyond any real match, so never a real pair's).
 MAX_MOVES = 116
@@ -42,10 +46,11 @@ class PairLog:
     """The pair log at ``path`` for one pairing (``header``: the run's agents and settings)."""
 
     def __init__(self, path, agent_a: str, agent_b: str, seed: int, target: int, max_rounds: int,
-                 engine: str):
+                 engine: str, files_a: str | None = None, files_b: str | None = None):
         self.path = Path(path)
         self.header = {"format": FORMAT, "agent_a": agent_a, "agent_b": agent_b, "seed": seed,
-                       "target": target, "max_rounds": max_rounds, "engine": engine}
+                       "target": target, "max_rounds": max_rounds, "engine": engine,
+                       "files_a": files_a, "files_b": files_b}
         if len(json.dumps(self.header)) >= MAX_LINE:
             raise ValueError(f"the agent specs are too long for a pair log's {MAX_LINE}-byte "
                              "header; give shorter paths")
@@ -118,6 +123,19 @@ class PairLog:
                     f"{json.dumps(header.get(key))[:80]}, this run's is "
                     f"{json.dumps(self.header[key])} "
                     "(use another --log file, or the same settings)")
+        for key, side in _FILE_KEYS.items():
+            logged, now = header.get(key), self.header[key]
+            if logged == now:
+                continue
+            if logged is None:
+                why = ("does not record what its files held (written before the arena kept "
+                       "fingerprints)")
+            else:
+                why = (f"was played with files of SHA-256 {str(logged)[:16]}..., and this run's "
+                       f"{'are ' + now[:16] + '...' if now else 'spec loads none'}")
+            raise PairLogError(f"{self.path}: agent {side} ({self.header['agent_' + side.lower()]})"
+                               f" {why}: the logged pairs were played by other weights (use "
+                               "another --log file)")
 
 
 class _Writer:
@@ -160,9 +178,30 @@ def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, 
         return [], _NoWriter()
     if not all(isinstance(spec, str) for spec in specs):
         raise ValueError("a pair log needs agent spec strings (it names what was played)")
-    log = PairLog(path, specs[0], specs[1], seed, target, max_rounds, engine)
+    log = PairLog(path, specs[0], specs[1], seed, target, max_rounds, engine,
+                  *(files_fingerprint(spec) for spec in specs))
     outcomes = log.load(pairs)
     return outcomes, log.writer() if len(outcomes) < pairs else _NoWriter()
+
+
+def files_fingerprint(spec: str) -> str | None:
+    """SHA-256 (hex) of the contents of the files ``spec`` loads, in order; None if it loads
+    none (``agents.spec_files``)."""
+    from .agents import spec_files
+
+    paths = spec_files(spec)
+    if not paths:
+        return None
+    digest = hashlib.sha256()
+    for path in paths:
+        try:
+            with open(path, "rb") as file:
+                for block in iter(lambda: file.read(1 << 20), b""):
+                    digest.update(block)
+        except OSError as error:
+            raise ValueError(f"{spec}: cannot read {path} ({error.strerror})") from None
+        digest.update(b"\0")
+    return digest.hexdigest()
 
 
 def _no_constant(name: str):

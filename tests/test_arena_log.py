@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sevenrocks_env import arena, arena_cli
-from sevenrocks_env.arena_log import PairLog, PairLogError
+from sevenrocks_env.arena_log import PairLog, PairLogError, files_fingerprint
 
 torch = pytest.importorskip("torch")
 from sevenrocks_env.arena_batched import evaluate_batched  # noqa: E402
@@ -148,3 +148,44 @@ def test_a_run_with_worker_processes_resumes_too(tmp_path):
     resumed = arena.evaluate(A, B, 4, seed=3, workers=2, log=log)
     assert resumed.as_dict(timing=False) == arena.evaluate(A, B, 4, seed=3).as_dict(timing=False)
     assert [json.loads(line)["pair"] for line in _lines(log)[1:]] == [0, 1, 2, 3]
+
+
+def test_a_checkpoint_changed_between_sittings_is_refused(tmp_path):
+    """The header keeps the SHA-256 of every file a spec loads: the same spec with other weights
+    (the file overwritten between sittings) cannot continue the log."""
+    from sevenrocks_env.policy import shipped_path
+
+    ckpt, log = tmp_path / "policy.pt", tmp_path / "l.jsonl"
+    ckpt.write_bytes(shipped_path().read_bytes())
+    spec = f"ckpt:{ckpt}"
+    first = arena.evaluate(spec, A, 1, seed=3, log=log)
+    header = json.loads(_lines(log)[0])
+    assert header["files_a"] is not None and header["files_b"] is None
+    assert arena.evaluate(spec, A, 1, seed=3, log=log).as_dict(timing=False) == \
+        first.as_dict(timing=False)                      # same bytes: resumes
+    data = torch.load(ckpt, weights_only=True)
+    name = next(iter(data["model"]))
+    data["model"][name] = data["model"][name] + 0.01
+    torch.save(data, ckpt)
+    with pytest.raises(PairLogError, match="agent A .* was played with files of SHA-256 "
+                                           f"{header['files_a'][:16]}.*other weights"):
+        arena.evaluate(spec, A, 2, seed=3, log=log)
+    # a policy search reads the same file, so it has the same fingerprint
+    assert files_fingerprint(f"search:policy={ckpt},samples=2") == files_fingerprint(spec)
+    assert files_fingerprint(spec) != header["files_a"] and files_fingerprint(A) is None
+
+
+def test_a_log_from_before_fingerprints_resumes_rule_agents_but_not_checkpoints(tmp_path):
+    from sevenrocks_env.policy import shipped_path
+
+    rules_log, ckpt_log = tmp_path / "rules.jsonl", tmp_path / "ckpt.jsonl"
+    for log, spec in ((rules_log, A), (ckpt_log, f"ckpt:{shipped_path()}")):
+        arena.evaluate(spec, B, 1, seed=3, log=log)
+        lines = _lines(log)
+        header = json.loads(lines[0])
+        del header["files_a"], header["files_b"]          # as the first version wrote it
+        log.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    assert arena.evaluate(A, B, 2, seed=3, log=rules_log).as_dict(timing=False) == \
+        arena.evaluate(A, B, 2, seed=3).as_dict(timing=False)
+    with pytest.raises(PairLogError, match="does not record what its files held"):
+        arena.evaluate(f"ckpt:{shipped_path()}", B, 2, seed=3, log=ckpt_log)

@@ -89,6 +89,27 @@ def make_agent(spec, seed: int | None = None) -> Agent:
     return cls(seed=seed, **params)
 
 
+def spec_files(spec: str) -> list:
+    """The files an agent spec loads (a checkpoint, a policy search's policy, an SB3 zip), as
+    resolved paths; ``[]`` for rule-based agents.  The arena's pair log fingerprints them so that
+    a run is not continued with different weights under the same spec."""
+    from pathlib import Path
+
+    name, _, rest = spec.strip().partition(":")
+    if name in CHECKPOINT_SPECS or (name == "search" and "policy" in {
+            part.partition("=")[0].strip() for part in rest.split(",")}):
+        if name == "search":
+            rest = parse_spec_params(rest, POLICY_SEARCH_PARAMS, "agent 'search'")["policy"]
+        from ..policy import CheckpointError, resolve_path
+        try:
+            return [resolve_path(rest.strip())]
+        except CheckpointError as error:
+            raise ValueError(f"cannot read checkpoint: {error}") from None
+    if name == SB3_SPEC:
+        return [Path(rest.strip()).expanduser()]
+    return []
+
+
 def _policy_search(params: dict, seed: int | None) -> Agent:
     """``search:policy=shipped|PATH,...``: :class:`~.policy_search.PolicySearchAgent`."""
     try:
@@ -133,4 +154,4 @@ def _load_checkpoint(path: str, seed: int | None) -> Agent:
 
 
 __all__ = ["AGENTS", "Agent", "GreedyAgent", "HeuristicAgent", "RandomAgent", "ROLLOUTS",
-           "SearchAgent", "make_agent", "valid_specs"]
+           "SearchAgent", "make_agent", "spec_files", "valid_specs"]
