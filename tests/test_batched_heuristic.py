@@ -52,3 +52,23 @@ def test_other_weights_are_used():
             assert int(chosen[i]) == agent.act(obs[i], mask[i])
         differs += int((chosen != default).sum())
     assert differs > 0
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CPU/GPU parity needs a CUDA device")
+def test_cuda_gives_the_same_choices_as_the_cpu():
+    """On a GPU the float64 values may differ in the last bits (other kernels), never the choice
+    beyond ties closer than 1e-9, so the actions must be equal."""
+    from sevenrocks_env.batched import BatchState
+
+    for env in vector_positions(64, 40, 5, target=150):
+        everyone = torch.arange(64)
+        cpu_state, mask = env.state, env.action_mask
+        gpu_state = BatchState.__new__(BatchState)
+        for name in type(cpu_state).__slots__:
+            setattr(gpu_state, name, getattr(cpu_state, name).cuda())
+        want = heuristic_actions(cpu_state, mask, everyone)
+        got = heuristic_actions(gpu_state, mask.cuda(), everyone.cuda())
+        assert torch.equal(got.cpu(), want)
+        _, _, cpu_values = heuristic_values(cpu_state, mask, everyone)
+        _, _, gpu_values = heuristic_values(gpu_state, mask.cuda(), everyone.cuda())
+        assert torch.allclose(gpu_values.cpu(), cpu_values, rtol=0, atol=1e-9)
