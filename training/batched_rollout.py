@@ -58,11 +58,17 @@ def hidden_hands_batch(hands: torch.Tensor, seats: torch.Tensor) -> torch.Tensor
 
 
 def sample(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """One action per row from softmax(``logits``) (masked logits: illegal ones ``-1e8``), by the
-    Gumbel-max trick: argmax of logits plus Gumbel noise (a few times cheaper than
-    ``torch.multinomial`` on a [~1000, 113] batch)."""
-    uniform = torch.rand(logits.shape, generator=generator).clamp_(min=1e-30)
-    return (logits - torch.log(-torch.log(uniform))).argmax(1)
+    """One action per row from softmax(``logits``) (masked logits: illegal ones ``-1e8``, so
+    probability 0), by the inverse of the cumulative distribution: one uniform draw per row.
+    The chosen ``i`` has ``cdf[i - 1] <= u < cdf[i]``, so its probability is not 0; ``u`` stays
+    below the row's total.  (The Gumbel-max trick draws a number per action and takes ``exp``
+    and ``log`` over the masked entries, a slow CPU path: 3.8 ms against 0.75 ms at
+    ``[3000, 113]``.)"""
+    cdf = torch.softmax(logits, dim=1).cumsum(1)
+    total = cdf[:, -1:]
+    point = torch.rand(total.shape, generator=generator) * total
+    point = torch.minimum(point, torch.nextafter(total, torch.zeros_like(total)))
+    return torch.searchsorted(cdf, point, right=True).squeeze(1)
 
 
 class _Seats:
