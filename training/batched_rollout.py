@@ -43,7 +43,7 @@ from .critic import HANDS_SIZE
 from .opponents import batch_actions, restore_generators, save_generators
 from .engine_state import check_batch, check_counters, check_keys, check_per_match, check_players, \
     check_rng
-from .rollout import RolloutBuffer, fill_critic_values
+from .rollout import RolloutBuffer
 
 _TEAM_OF = np.array([0, 1, 0, 1])
 _BITS = torch.arange(NUM_TILES)
@@ -201,7 +201,7 @@ class BatchedSelfPlayEngine:
             room = capacity - buffer.size
             chosen, extra = chosen[:room], chosen[room:]
             if len(chosen):
-                self._record(model, buffer, chosen, seats, actions)
+                self._record(model, critic, buffer, chosen, seats, actions)
             opponents = np.flatnonzero(seats.real & ~learner_on_turn)
             if len(opponents):
                 self._opponent_actions(opponents, seats, actions)
@@ -226,16 +226,16 @@ class BatchedSelfPlayEngine:
                 self._end_match(i, buffer, int(rounds[i]), int(winners[i]) if terminated[i]
                                 else -1, bool(truncated[i]))
         self._cut(model, buffer, critic)
-        if critic is not None:
-            fill_critic_values(buffer, critic)
 
-    def _record(self, model, buffer: RolloutBuffer, rows: np.ndarray, seats: _Seats,
+    def _record(self, model, critic, buffer: RolloutBuffer, rows: np.ndarray, seats: _Seats,
                 actions: torch.Tensor) -> None:
         """Sample the learner seats of ``rows`` in one forward pass and store the transitions."""
         index = torch.from_numpy(rows)
         obs, mask = seats.obs[index], seats.mask[index]
-        logits, values = model(obs, mask)   # an oracle critic's come after the rollout
+        logits, values = model(obs, mask)
         hands = hidden_hands_batch(self.venv.state.hands[index], seats.seat_t[index])
+        if critic is not None:
+            values = critic(obs, hands)
         dist = MaskedCategorical(logits, mask)
         chosen = sample(dist.log_probs, self.generator)
         actions[index] = chosen

@@ -87,15 +87,6 @@ class _Continuation:
     legal: list[int] = field(default_factory=list)  # the learner on turn's legal actions
 
 
-def fill_critic_values(buffer: RolloutBuffer, critic, chunk: int = 16384) -> None:
-    """The oracle ``critic``'s value of every stored transition, in one pass after the rollout:
-    a few large matrix products instead of a small one per step (the same values)."""
-    for start in range(0, buffer.size, chunk):
-        end = min(start + chunk, buffer.size)
-        buffer.values[start:end] = critic(torch.from_numpy(buffer.obs[start:end]),
-                                          torch.from_numpy(buffer.hands[start:end])).numpy()
-
-
 class SelfPlayEngine:
     """``num_matches`` matches; learner seats act through one batched policy call per step.
 
@@ -220,6 +211,7 @@ class SelfPlayEngine:
         :class:`~training.critic.OracleCritic`, which also sees the hidden hands) if given."""
         buffer.reset()
         obs_t, masks_t = torch.from_numpy(self._obs), torch.from_numpy(self._masks)
+        hands_t = torch.from_numpy(self._hands)
         for _ in range(num_steps):
             for i in range(self.num_matches):
                 self._advance(i, buffer)
@@ -229,7 +221,9 @@ class SelfPlayEngine:
                 self._masks[i, self.legal[i]] = True
                 if critic is not None:
                     hidden_hands(match, match.turn, self._hands[i])
-            logits, values = model(obs_t, masks_t)   # an oracle critic's come after the rollout
+            logits, values = model(obs_t, masks_t)
+            if critic is not None:
+                values = critic(obs_t, hands_t)
             dist = MaskedCategorical(logits, masks_t)
             actions = dist.sample()
             logprobs = dist.log_prob(actions)
@@ -254,8 +248,6 @@ class SelfPlayEngine:
                 self._decisions[i] += 1
                 self._play(i, action, buffer)
         self._cut(model, buffer, critic)
-        if critic is not None:
-            fill_critic_values(buffer, critic)
 
     def _cut(self, model, buffer: RolloutBuffer, critic=None) -> None:
         """Rollout end: close every open transition where its seat's trajectory would go on.
