@@ -80,8 +80,7 @@ def make_agent(spec, seed: int | None = None) -> Agent:
     if name not in AGENTS:
         raise ValueError(f"unknown agent spec {spec!r}; valid specs: {valid_specs()}")
     cls, types = AGENTS[name]
-    if name == "search" and any(part.partition("=")[0].strip() == "policy"
-                                for part in rest.split(",")):
+    if _is_policy_search(name, rest):
         types = POLICY_SEARCH_PARAMS
     params = parse_spec_params(rest, types, f"agent {name!r}", f"; valid specs: {valid_specs()}")
     if types is POLICY_SEARCH_PARAMS:
@@ -96,8 +95,7 @@ def spec_files(spec: str) -> list:
     from pathlib import Path
 
     name, _, rest = spec.strip().partition(":")
-    if name in CHECKPOINT_SPECS or (name == "search" and "policy" in {
-            part.partition("=")[0].strip() for part in rest.split(",")}):
+    if name in CHECKPOINT_SPECS or _is_policy_search(name, rest):
         if name == "search":
             rest = parse_spec_params(rest, POLICY_SEARCH_PARAMS, "agent 'search'")["policy"]
         from ..policy import CheckpointError, resolve_path
@@ -108,6 +106,12 @@ def spec_files(spec: str) -> list:
     if name == SB3_SPEC:
         return [Path(rest.strip()).expanduser()]
     return []
+
+
+def _is_policy_search(name: str, rest: str) -> bool:
+    """``search:...`` with a ``policy=`` parameter: the policy-guided search."""
+    return name == "search" and any(part.partition("=")[0].strip() == "policy"
+                                    for part in rest.split(","))
 
 
 def _policy_search(params: dict, seed: int | None) -> Agent:
