@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from training import config as config_module
@@ -146,12 +146,33 @@ def test_any_values_are_a_valid_config_or_one_short_error(mapping):
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(FIELDS), st.text(max_size=40))
+@example("opponents", "#")  # YAML reads an empty list; the file's opponent_fraction then fails
 def test_any_set_text_is_accepted_or_refused_in_one_line(key, raw):
     try:
         load_config(SMOKE, [f"{key}={raw}"])
     except ConfigError as error:
         assert str(error).startswith("--set") and len(str(error)) < MESSAGE_LIMIT
         assert "\n" not in str(error)
+
+
+@pytest.mark.parametrize("override, blamed", [
+    ("opponents=[]", "--set"),                        # the file's opponent_fraction is 0.25
+    ("num_minibatches=7", "--set"),                   # the file's batch is not divisible by 7
+])
+def test_a_rule_about_several_fields_blames_the_set_that_broke_it(override, blamed):
+    with pytest.raises(ConfigError) as caught:
+        load_config(SMOKE, [override])
+    assert str(caught.value).startswith(f"{blamed}: ")
+    with pytest.raises(ConfigError) as caught:
+        load_config(SMOKE, ["opponent_fraction=0.5", "opponents=[]"])
+    assert caught.value.key == "opponent_fraction" and caught.value.others == ("opponents",)
+
+
+def test_a_rule_broken_by_the_file_alone_blames_the_file(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("opponents: []\nopponent_fraction: 0.5\n")
+    with pytest.raises(ConfigError, match=r"^.*bad\.yaml: opponent_fraction > 0 needs"):
+        load_config(path, ["seed=3"])
 
 
 def test_defaults_and_repo_configs_are_valid():

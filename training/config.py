@@ -29,11 +29,13 @@ from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, shown
 
 
 class ConfigError(ValueError):
-    """A configuration file or override that cannot be used (``key``: the field it is about)."""
+    """A configuration file or override that cannot be used (``key``: the field it is about;
+    ``others``: further fields a rule about a combination of values involves)."""
 
-    def __init__(self, message: str, key: str | None = None):
+    def __init__(self, message: str, key: str | None = None, others: tuple[str, ...] = ()):
         super().__init__(message)
         self.key = key
+        self.others = others
 
 
 CRITICS = ("shared", "oracle")
@@ -237,19 +239,21 @@ class TrainConfig(BaseModel):
                               f"got {self.action_features}", "action_features")
         if self.action_scorer == "mlp" and self.action_features == 0:
             raise ConfigError("action_scorer mlp scores the action features: it needs "
-                              "action_features >= 1", "action_scorer")
+                              "action_features >= 1", "action_scorer", ("action_features",))
         if self.opponent_fraction > 0 and not self.opponents:
             raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
-                              "opponent_fraction")
+                              "opponent_fraction", ("opponents",))
         if self.batch_size > MAX_BATCH:
             raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be at most "
-                              f"{MAX_BATCH}", "num_matches")
+                              f"{MAX_BATCH}", "num_matches", ("num_steps",))
         if self.batch_size % self.num_minibatches:
             raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be divisible by "
-                              f"num_minibatches ({self.num_minibatches})", "num_minibatches")
+                              f"num_minibatches ({self.num_minibatches})", "num_minibatches",
+                              ("num_matches", "num_steps"))
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps ({self.total_steps}) is less than one rollout "
-                              f"({self.batch_size} = num_matches * num_steps)", "total_steps")
+                              f"({self.batch_size} = num_matches * num_steps)", "total_steps",
+                              ("num_matches", "num_steps"))
         from sevenrocks_env.agents import make_agent
         for key in ("opponents", "eval_agents"):
             for spec in getattr(self, key):
@@ -313,7 +317,10 @@ def config_from_dict(values: dict, source: str = "config",
     try:
         cfg.validate_fields()
     except ConfigError as error:
-        raise ConfigError(f"{origins.get(error.key, source)}: {error}", error.key) from None
+        # a rule about several fields blames --set if any of them came from it
+        blamed = [origins[key] for key in (error.key, *error.others) if key in origins]
+        raise ConfigError(f"{blamed[0] if blamed else source}: {error}", error.key,
+                          error.others) from None
     return cfg
 
 
