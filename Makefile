@@ -3,8 +3,11 @@ PYTHON     ?= python3
 VENV       ?= .venv
 # Ray RLlib pins an older gymnasium than the main environment uses, so it gets its own venv.
 VENV_RLLIB ?= .venv-rllib
-# A CPU build of torch by default; override, e.g. make train TORCH_SPEC="torch==2.14.1"
+# torch==2.13.0 is a CPU build on this project's machines; override, e.g. TORCH_SPEC="torch==2.14.1"
 TORCH_SPEC ?= torch==2.13.0
+# pip flags for the torch install only; on plain PyPI ask for the CPU wheel with
+#   TORCH_FLAGS="--index-url https://download.pytorch.org/whl/cpu"
+TORCH_FLAGS ?=
 PIP_FLAGS  ?=
 CONFIG     ?= configs/default.yaml
 TRAIN_ARGS ?=
@@ -16,14 +19,14 @@ PY_RLLIB    = $(VENV_RLLIB)/bin/python
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,torchrl,openspiel]"
 	touch $@
 
 $(VENV_RLLIB)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV_RLLIB)
 	$(PY_RLLIB) -m pip install -q --upgrade pip
-	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) "$(TORCH_SPEC)"
+	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) "$(TORCH_SPEC)"
 	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) -e ".[rllib,test]"
 	touch $@
 
