@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -231,6 +232,16 @@ def test_resume_rejects_a_damaged_oracle_critic(tmp_path, capsys):
         torch.save(broken, tmp_path / "broken.pt")
         assert main(["--resume", str(tmp_path / "broken.pt"), *_folders(tmp_path)]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_the_shipped_model_card_is_what_ship_writes_from_its_json():
+    """MODEL_CARD.md is generated: the committed one must match its model_card.json and file."""
+    from training.ship import _markdown
+
+    folder = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped"
+    card = json.loads((folder / "model_card.json").read_text())
+    assert card["file_bytes"] == (folder / card["file"]).stat().st_size
+    assert (folder / "MODEL_CARD.md").read_text() == _markdown(card)
 
 
 def test_model_card_verdicts_weigh_pairs_and_interval():

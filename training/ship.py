@@ -44,7 +44,7 @@ def _verdict(row: dict, bar: float) -> str:
 def _critic(config: dict) -> str:
     critic = config.get("critic", "shared")
     if critic == "oracle":
-        return "oracle (sees all hands; not shipped, so the policy's own value head is untrained)"
+        return "oracle (sees all hands; training only: the shipped file has no value head)"
     return critic
 
 
@@ -92,6 +92,9 @@ def _markdown(card: dict) -> str:
             lines.append(f"| vs {row['opponent']} >= {bar:.0%} | {row['win_rate']:.1%} "
                          f"[{row['ci95'][0]:.1%}, {row['ci95'][1]:.1%}], {row['pairs']} pairs "
                          f"| {_verdict(row, bar)} |")
+    if card.get("measured_after_shipping"):
+        # results added by hand to model_card.json later (a re-ship starts without them)
+        lines += ["", "## Measured after shipping", "", *card["measured_after_shipping"]]
     lines += ["", "## Commands", "", "```", *card["commands"], "```", "",
               "## Training config", "", "```json", json.dumps(card["config"], indent=1), "```", ""]
     return "\n".join(lines)
