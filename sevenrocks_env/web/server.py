@@ -22,7 +22,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="a game without a move for this long is dropped (default 30)")
     parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
                         help="offer one more agent spec on the start panel, e.g. "
-                             "ckpt:runs/x/final.pt or search:samples=128 (repeatable)")
+                             "ckpt:checkpoints/RUN/latest.pt or search:samples=128 (repeatable)")
     return parser
 
 
