@@ -245,9 +245,11 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
                               f"unexpected: {', '.join(k[:40] for k in odd[:3])})")
     for key, shape in expected.items():
         tensor = weights[key]
-        if tuple(tensor.shape) != shape or tensor.dtype != torch.float32:
-            raise CheckpointError(f"{path}: {key} is {tensor.dtype} {tuple(tensor.shape)}, the "
-                                  f"network it describes needs float32 {shape}")
+        if (tensor.layout != torch.strided or tuple(tensor.shape) != shape
+                or tensor.dtype != torch.float32):
+            raise CheckpointError(f"{path}: {key} is {tensor.dtype} {tuple(tensor.shape)} "
+                                  f"({tensor.layout}), the network it describes needs dense "
+                                  f"float32 {shape}")
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"{path}: non-finite weights in {key}")
     model = PolicyNet(hidden, action_features=features, **scorer)

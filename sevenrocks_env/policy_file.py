@@ -77,6 +77,12 @@ def read_checkpoint(path) -> dict:
                               "written by torch.save)")
     try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
         with zipfile.ZipFile(path) as archive:
+            # what the entries unpack to, before anything is unpacked: a compressed archive
+            # (torch.save stores entries uncompressed) must not ask for more than the file limit
+            unpacked = sum(info.file_size for info in archive.infolist())
+            if unpacked > MAX_CHECKPOINT_BYTES:
+                raise CheckpointError(f"{path} unpacks to {unpacked >> 20} MB, more than "
+                                      f"{MAX_CHECKPOINT_BYTES >> 20} MB; not a sevenrocks checkpoint")
             damaged = archive.testzip()
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise CheckpointError(f"{path} is not a readable checkpoint: {error}") from None

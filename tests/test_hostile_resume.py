@@ -72,6 +72,13 @@ BAD_PIECES = [
     ("config", lambda d: d["config"].update(num_matches=10 ** 9)),
     ("config", lambda d: d["config"].update(learning_rate=float("nan"))),
     ("critic", lambda d: d.update(critic=None)),
+    ("model", lambda d: d.update(model=None)),
+    ("model", lambda d: next(iter(d["model"].values())).fill_(float("nan"))),
+    ("model", lambda d: d["model"].update({k: v[..., :1] for k, v in d["model"].items()})),
+    ("model", lambda d: d["model"].update({k: v.to_sparse() for k, v in d["model"].items()})),
+    ("critic", lambda d: d["critic"].update({k: v.to_sparse() for k, v in d["critic"].items()})),
+    ("optimizer", lambda d: d["optimizer"]["state"][0].update(
+        exp_avg=d["optimizer"]["state"][0]["exp_avg"].to_sparse())),
     ("critic", lambda d: d["critic"].update({k: v[:1] for k, v in d["critic"].items()})),
 ]
 

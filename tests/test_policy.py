@@ -108,6 +108,34 @@ def test_malformed_checkpoint_contents_give_checkpoint_errors(tmp_path, changes,
         load_policy(path)
 
 
+def test_sparse_weights_are_refused_with_a_checkpoint_error(tmp_path):
+    net = PolicyNet([16])
+    sparse = {k: v.detach().to_sparse() for k, v in net.state_dict().items()}
+    path = _save_policy(tmp_path / "sparse.pt", net, model=sparse)
+    with pytest.raises(CheckpointError, match="dense float32"):
+        load_policy(path)
+
+
+def test_a_compressed_checkpoint_may_not_unpack_past_the_size_limit(tmp_path, monkeypatch):
+    """The limit bounds what the archive unpacks to, not only the file's size on disk."""
+    import zipfile
+
+    import sevenrocks_env.policy_file as policy_file
+
+    good = _save_policy(tmp_path / "good.pt", PolicyNet([16]))
+    packed = tmp_path / "packed.pt"
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in source.infolist():
+            out.writestr(info.filename, source.read(info.filename))
+        folder = source.namelist()[0].split("/")[0]
+        out.writestr(f"{folder}/padding", bytes(4 << 20))  # 4 MB of zeros: a few kB compressed
+    assert packed.stat().st_size < 1 << 20
+    load_policy(packed)  # under the limit it loads: compression itself is not refused
+    monkeypatch.setattr(policy_file, "MAX_CHECKPOINT_BYTES", 2 << 20)
+    with pytest.raises(CheckpointError, match="unpacks to 4 MB"):
+        load_policy(packed)
+
+
 def test_non_policy_torch_file_is_refused(tmp_path):
     path = tmp_path / "weights.pt"
     torch.save({"weight": torch.zeros(3)}, path)

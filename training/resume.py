@@ -62,15 +62,21 @@ def check_rng(state, path) -> None:
         raise _bad(path, "rng", f"torch: must be a uint8 tensor of {TORCH_RNG_BYTES} bytes")
 
 
+def finite_float32(tensor, shape: tuple) -> bool:
+    """A dense (strided) float32 tensor of ``shape`` with every value finite."""
+    return (isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided
+            and tensor.dtype == torch.float32 and tuple(tensor.shape) == shape
+            and bool(torch.isfinite(tensor).all()))
+
+
 def check_weights(weights, shapes: dict, path, piece: str) -> None:
     """A state dict with exactly ``shapes``' keys, float32 tensors of those shapes, all finite."""
     if not (isinstance(weights, dict) and set(weights) == set(shapes)):
         raise _bad(path, piece, "does not have the network's parameter names")
     for key, shape in shapes.items():
         tensor = weights[key]
-        if not (isinstance(tensor, torch.Tensor) and tensor.dtype == torch.float32
-                and tuple(tensor.shape) == shape and bool(torch.isfinite(tensor).all())):
-            raise _bad(path, piece, f"{key} must be finite float32 {shape}")
+        if not finite_float32(tensor, shape):
+            raise _bad(path, piece, f"{key} must be dense, finite float32 {shape}")
 
 
 def check_pool(pool, cfg: TrainConfig, path) -> None:
@@ -106,12 +112,12 @@ def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
         shape = tuple(parameters[index].shape)
         for key in ("exp_avg", "exp_avg_sq"):
             tensor = moments[key]
-            if not (isinstance(tensor, torch.Tensor) and tuple(tensor.shape) == shape
-                    and tensor.dtype == torch.float32 and bool(torch.isfinite(tensor).all())):
-                raise _bad(path, "optimizer", f"state {index}.{key} must be finite float32 {shape}")
+            if not finite_float32(tensor, shape):
+                raise _bad(path, "optimizer",
+                           f"state {index}.{key} must be dense, finite float32 {shape}")
         step = moments["step"]
-        if not (isinstance(step, torch.Tensor) and step.numel() == 1
-                and math.isfinite(float(step)) and 0 <= float(step) <= 1e12):
+        if not (isinstance(step, torch.Tensor) and step.layout == torch.strided
+                and step.numel() == 1 and math.isfinite(float(step)) and 0 <= float(step) <= 1e12):
             raise _bad(path, "optimizer", f"state {index}.step is not a step count")
     group = state["param_groups"][0]
     for key in ("lr", "eps", "weight_decay"):
@@ -125,6 +131,8 @@ def check_resume(data: dict, cfg: TrainConfig, model, critic, path) -> None:
     fresh networks built from ``cfg``; nothing is changed."""
     check_counters(data, cfg, path)
     check_rng(data.get("rng"), path)
+    check_weights(data.get("model"), {k: tuple(v.shape) for k, v in model.state_dict().items()},
+                  path, "model")
     if critic is not None:
         check_weights(data.get("critic"), {k: tuple(v.shape) for k, v in
                                            critic.state_dict().items()}, path, "critic")
