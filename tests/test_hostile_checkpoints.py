@@ -156,3 +156,40 @@ def test_nothing_is_written_when_loading(tmp_path, monkeypatch):
     load_policy(path)
     refused(Path("missing.pt"))
     assert sorted(os.listdir(tmp_path)) == before
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"global_step": None}, "'global_step'"),
+    ({"global_step": 2.5}, "'global_step'"),
+    ({"wall_time": float("nan")}, "'wall_time'"),
+    ({"wall_time": "long"}, "'wall_time'"),
+    ({"config": [1, 2]}, "'config'"),
+    ({"config": {"torch_threads": torch.zeros(2)}}, "'config'"),
+    ({"config": {"x": "y" * 70_000}}, "'config'"),
+])
+def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, changes, words):
+    from training.ship import main as ship
+
+    data = policy_entries(PolicyNet([16]), 0)
+    if changes.get("global_step", 0) is None:
+        del data["global_step"]
+        changes = {}
+    data.update(changes)
+    source = save_checkpoint(tmp_path / "source.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err and len(err) < MESSAGE_LIMIT, err[:300]
+    assert not out.parent.exists()
+
+
+def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path):
+    """A file with no wall time or config (policy_entries only) ships, its card saying so."""
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    card = (out.parent / "MODEL_CARD.md").read_text()
+    assert "| training wall time | unknown on " in card

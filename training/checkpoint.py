@@ -9,6 +9,8 @@ progress and the opponent pool (``past`` snapshots and their generators).
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import random
 from pathlib import Path
@@ -18,6 +20,7 @@ import torch
 
 from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
 from sevenrocks_env.policy import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint
+from sevenrocks_env.record import shown
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 
@@ -97,8 +100,32 @@ def load_training_checkpoint(path) -> dict:
     return data
 
 
+MAX_CONFIG_CHARS = 64_000
+
+
+def run_facts(data: dict, path) -> dict:
+    """What a checkpoint says about its run, checked before it is copied or printed:
+    ``global_step`` (an int), ``wall_time`` (seconds, ``None`` when the file has none) and
+    ``config`` (plain JSON values, ``{}`` when the file has none)."""
+    step, wall, config = data.get("global_step"), data.get("wall_time"), data.get("config", {})
+    if type(step) is not int or not 0 <= step <= 10 ** 12:
+        raise CheckpointError(f"{path}: 'global_step' must be an int in [0, 1e12], "
+                              f"got {shown(step)}")
+    if wall is not None and (type(wall) not in (int, float) or not math.isfinite(wall)
+                             or not 0 <= wall <= 10 ** 9):
+        raise CheckpointError(f"{path}: 'wall_time' must be a number of seconds, got {shown(wall)}")
+    try:
+        size = len(json.dumps(config, allow_nan=False)) if isinstance(config, dict) else None
+    except (TypeError, ValueError, RecursionError):
+        size = None
+    if size is None or size > MAX_CONFIG_CHARS:
+        raise CheckpointError(f"{path}: 'config' must be a dict of plain values (JSON, at most "
+                              f"{MAX_CONFIG_CHARS:,} characters)")
+    return {"global_step": step, "wall_time": wall, "config": config}
+
+
 def policy_only(data: dict) -> dict:
-    """The policy keys of a validated checkpoint dict, for playing.  A policy trained with the
+    """The policy keys of a validated checkpoint dict (:func:`run_facts` too), for playing.  A policy trained with the
     oracle critic loses its value head, which was never trained (``model_config["value_head"]``
     becomes false); every other weight is kept bit for bit."""
     small = {k: data[k] for k in ("format", "obs_version", "obs_size", "num_actions",
@@ -115,8 +142,10 @@ def export_policy(source, destination, extra: dict | None = None) -> Path:
     """Copy just the policy (no optimizer or run state, no untrained value head: see
     :func:`policy_only`) to a small file, e.g. for shipping."""
     data = read_checkpoint(source)
+    facts = run_facts(data, source)
     small = policy_only(data)
-    small["config"] = data.get("config", {})
-    small["wall_time"] = data.get("wall_time", 0.0)
+    small["config"] = facts["config"]
+    if facts["wall_time"] is not None:
+        small["wall_time"] = facts["wall_time"]
     small.update(extra or {})
     return save_checkpoint(destination, small)

@@ -18,8 +18,9 @@ import time
 from pathlib import Path
 
 from sevenrocks_env.policy import CheckpointError, read_checkpoint
+from sevenrocks_env.record import shown
 
-from .checkpoint import export_policy
+from .checkpoint import export_policy, run_facts
 
 
 #: Match win rates the shipped policy must reach (issue 4), by opponent.
@@ -39,6 +40,10 @@ def _verdict(row: dict, bar: float) -> str:
     if row["ci95"][0] < bar:
         return "met by the point estimate; the 95% CI reaches below the bar"
     return "met (the whole 95% CI is above the bar)"
+
+
+def _minutes(minutes) -> str:
+    return "unknown" if minutes is None else f"{minutes:.1f} min"
 
 
 def _critic(config: dict) -> str:
@@ -71,7 +76,7 @@ def _markdown(card: dict) -> str:
              "`sevenrocks_env.policy.load_policy(path)` or the agent spec `ckpt:PATH`.", "",
              "| | |", "|-|-|",
              f"| training decisions | {card['global_step']:,} |",
-             f"| training wall time | {card['train_minutes']:.1f} min on {card['machine']} |",
+             f"| training wall time | {_minutes(card['train_minutes'])} on {card['machine']} |",
              f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
              f"v{int(card['model_config'].get('action_features', 0))}, "
              f"{card['model_config'].get('action_scorer', 'bilinear')} action scorer |",
@@ -118,6 +123,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         source = read_checkpoint(args.checkpoint)
+        facts = run_facts(source, args.checkpoint)
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -138,12 +144,12 @@ def main(argv=None) -> int:
         data = json.loads(Path(path).read_text())
         rows.append(_row(data["agent_b"], _Result(data)))
     card = {
-        "file": out.name, "global_step": source["global_step"],
-        "train_minutes": source.get("wall_time", 0.0) / 60,
+        "file": out.name, "global_step": facts["global_step"],
+        "train_minutes": None if facts["wall_time"] is None else facts["wall_time"] / 60,
         "machine": f"{platform.machine()} CPU, 2 cores shared (torch threads "
-                   f"{source.get('config', {}).get('torch_threads', '?')})",
+                   f"{shown(facts['config'].get('torch_threads', '?'))})",
         "obs_version": source["obs_version"], "model_config": source["model_config"],
-        "file_bytes": out.stat().st_size, "arena": rows, "config": source.get("config", {}),
+        "file_bytes": out.stat().st_size, "arena": rows, "config": facts["config"],
         "commands": [args.train_command,
                      f"python -m training.ship {args.checkpoint} --out {args.out} --pairs "
                      f"{args.pairs} --search-pairs {args.search_pairs} --seed {args.seed} "
