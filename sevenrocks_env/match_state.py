@@ -17,7 +17,8 @@ def _is_int(value, low: int, high: int) -> bool:
 def check_match_state(match) -> None:
     """Raise ``ValueError`` naming the first field of ``match`` that no real match can have."""
     def bad(name: str, what: str):
-        raise ValueError(f"match state: {name} must be {what}, got {getattr(match, name)!r:.80}")
+        from .record import shown  # bounded repr (record imports rules, which imports us)
+        raise ValueError(f"match state: {name} must be {what}, got {shown(getattr(match, name))}")
 
     big = 10 ** 9
     if match.seed is not None and not _is_int(match.seed, 0, 2 ** 64):
@@ -29,7 +30,7 @@ def check_match_state(match) -> None:
     if not (isinstance(match.scores, list) and len(match.scores) == 2
             and all(_is_int(v, -big, big) for v in match.scores)):
         bad("scores", "two ints")
-    if match.winner not in (None, 0, 1) or type(match.winner) is bool:
+    if match.winner is not None and not _is_int(match.winner, 0, 1):
         bad("winner", "None, 0 or 1")
     if type(match.truncated) is not bool:
         bad("truncated", "a bool")
@@ -63,7 +64,7 @@ def check_match_state(match) -> None:
         if played & match.played_by[seat]:
             bad("played_by", "disjoint tile sets")
         played |= match.played_by[seat]
-    if match.played != played:
+    if type(match.played) is not int or match.played != played:
         bad("played", "the union of played_by")
     held = 0
     for seat in range(NUM_SEATS):

@@ -56,3 +56,25 @@ def test_missing_and_unknown_fields():
         Match.from_state(state)
     with pytest.raises(ValueError, match="must be a dict"):
         Match.from_state([1, 2])
+
+
+def _deep(depth):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("field, change", [
+    ("played", float), ("played", lambda v: __import__("numpy").int64(v)), ("winner", lambda _: 0.0),
+    ("winner", lambda _: False), ("hands", lambda _: [10 ** 5000] * 4),
+    ("scores", lambda _: _deep(100_000)),
+])
+def test_equal_values_of_the_wrong_type_and_huge_values_are_named_in_short(field, change):
+    """0.0 == 0 and deep or huge values: refused by type, the message bounded (a raw RecursionError,
+    or a float bitmask that broke the first move, before)."""
+    state = good_state()
+    state[field] = change(state[field])
+    with pytest.raises(ValueError, match=f"match state: {field}") as info:
+        Match.from_state(state)
+    assert len(str(info.value)) < 300
