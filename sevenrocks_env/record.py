@@ -236,6 +236,9 @@ def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
                 tile = parse_tile(text)
             except ValueError as error:
                 raise RecordError(f"{where}: seat {seat}'s hand: {error}") from None
+            if text != tile_name(tile):  # one spelling, as in the moves: readers compare strings
+                raise RecordError(f"{where}: seat {seat}'s hand: write tile {shown(text)} as "
+                                  f"'{tile_name(tile)}' (low|high)")
             if (seen | mask) >> tile & 1:
                 raise RecordError(f"{where}: tile {tile_name(tile)} dealt twice")
             mask |= 1 << tile

@@ -60,6 +60,8 @@ def first_placement(record, r=0, skip=0):
     (lambda r: r.update(format="other/9"), "unknown record format"),
     (lambda r: r.pop("rounds"), "missing keys"),
     (lambda r: r["rounds"][0]["hands"][0].__setitem__(0, "7|7"), "no tile 7|7"),
+    (lambda r: r["rounds"][0]["hands"][0].__setitem__(
+        0, "|".join(reversed(r["rounds"][0]["hands"][0][0].split("|"))) + " "), "low|high"),
     (lambda r: r["rounds"][0]["hands"][0].__setitem__(0, r["rounds"][0]["hands"][1][0]),
      "dealt twice"),
     (lambda r: first_placement(r).update(end_sum=first_placement(r)["end_sum"] + 1), "move 0"),

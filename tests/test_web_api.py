@@ -267,6 +267,7 @@ def test_unknown_game_and_replay_ids(client):
     ({"left": "ckpt:/etc/passwd"}, "unknown agent spec"),  # no arbitrary file loading
     ({"seat": 4}, "seat must be"),
     ({"target": 0}, "target must be"),
+    ({"target": records.MAX_TARGET + 1}, "target must be"),  # its record would not load back
     ({"seed": -1}, "seed must be"),
     ({"colour": "red"}, "unknown fields"),
 ])
@@ -274,6 +275,11 @@ def test_bad_setups(client, app, body, words):
     response = client.post("/api/games", json=body)
     assert response.status_code == 422 and words in response.json()["error"], response.text
     assert len(app.state.store) == 0
+
+
+def test_an_integer_past_python_s_digit_limit_is_a_400_not_a_500(client):
+    response = client.post("/api/games", content=b'{"seed": ' + b"9" * 5000 + b"}")
+    assert response.status_code == 400 and "not valid JSON" in response.json()["error"]
 
 
 def test_oversized_body_is_refused_before_parsing(client, waiting):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..agents import make_agent
 from ..observation import action_mask, encode
+from .. import record as records
 from ..rules import Match, apply_action, is_legal, partner_of
 from .moves import why_illegal
 
@@ -35,7 +36,7 @@ BUILTIN_AGENTS = (
     ("heuristic", "heuristic"),
     ("search", "search"),
 )
-MAX_TARGET = 10_000
+MAX_TARGET = records.MAX_TARGET  # a game's record must load back
 MAX_SEED = 2 ** 63 - 1
 
 
