@@ -182,7 +182,10 @@ def test_make_agent_specs_and_errors(tmp_path):
     greedy = GreedyAgent()
     assert make_agent(greedy) is greedy and isinstance(greedy, Agent)
     for bad, words in [("minimax", "valid specs"), ("search:depth=3", "samples"),
-                       ("search:samples=x", "int"), ("search:samples=0", ">= 1"),
+                       ("search:samples=x", "int"), ("search:samples=0", r"\[1, 579\]"),
+                       ("search:samples=1000000000000000", r"\[1, 579\]"),
+                       ("search:time_limit=nan", "time_limit"), ("search:time_limit=1e400", "time_limit"),
+                       ("search:samples=5,samples=7", "given twice"),
                        ("search:rollout=mcts", "rollout"), ("random:seed", "parameters"),
                        ("ckpt:", "path"), (f"ckpt:{tmp_path}/missing.pt", "cannot read"),
                        (3, "Agent")]:

@@ -57,6 +57,8 @@ def parse_spec_params(rest: str, types: dict, owner: str, hint: str = "") -> dic
         if not eq or key not in types:
             allowed = ", ".join(types) or "none"
             raise ValueError(f"bad parameter {item!r} for {owner} (parameters: {allowed}){hint}")
+        if key in params:
+            raise ValueError(f"{owner}: {key} is given twice")
         try:
             params[key] = types[key](value.strip())
         except ValueError:

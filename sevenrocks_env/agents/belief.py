@@ -17,9 +17,12 @@ import numpy as np
 
 from .. import rules
 from ..observation import SeatView
-from ..tiles import WITH_NUMBER, tiles_of
+from ..tiles import NUM_ACTIONS, WITH_NUMBER, tiles_of
 
 HIDDEN_SEATS = (1, 2, 3)  # relative seats whose hands are hidden from the observer
+#: Most worlds a search may sample for one decision: every action of every world of one
+#: decision fits the batched searches' ``MAX_COPIES`` (world_rollouts.py) rollout copies.
+MAX_WORLDS = (1 << 16) // NUM_ACTIONS
 
 
 def excluded_tiles(voids: int) -> int:

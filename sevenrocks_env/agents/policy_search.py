@@ -50,7 +50,8 @@ from ..batched import VectorEnv
 from ..observation import decode
 from ..policy import MaskedCategorical, PolicyNet, load_policy
 from .layout import best_action, legal_from_mask
-from .world_rollouts import MAX_COPIES, Decision, WorldRollouts
+from .belief import MAX_WORLDS
+from .world_rollouts import Decision, WorldRollouts
 
 ROLLOUT_MODES = ("argmax", "sample")
 
@@ -75,8 +76,8 @@ class PolicySearchAgent:
                  rollout: str = "argmax", device: str = "cpu", threads: int | None = 1):
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"search:policy: samples must be an int >= 1, got {samples!r}")
-        if samples * 113 > MAX_COPIES:
-            raise ValueError(f"search:policy: samples must be <= {MAX_COPIES // 113}, got {samples}")
+        if samples > MAX_WORLDS:
+            raise ValueError(f"search:policy: samples must be <= {MAX_WORLDS}, got {samples}")
         if rollout not in ROLLOUT_MODES:
             raise ValueError(f"search:policy: rollout must be one of {', '.join(ROLLOUT_MODES)}, "
                              f"got {rollout!r}")

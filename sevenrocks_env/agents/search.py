@@ -30,13 +30,16 @@ from .. import rules
 from ..observation import SeatView
 from ..tiles import TILE_PIPS, tiles_of
 from .base import ViewAgent
-from .belief import HandSampler, world_match
+from .belief import MAX_WORLDS, HandSampler, world_match
 from .greedy import greedy_choice
 from .heuristic import HeuristicAgent
 from .layout import LookaheadLayout, best_action, view_of
 
 ROLLOUTS = ("greedy", "defensive", "heuristic")
 OURS, THEIRS = rules.team_of(0), rules.team_of(1)  # world seat 0 is the observer
+
+#: Longest ``time_limit`` a decision may be given (seconds).
+MAX_TIME_LIMIT = 3600.0
 
 
 class SearchAgent(ViewAgent):
@@ -46,10 +49,11 @@ class SearchAgent(ViewAgent):
 
     def __init__(self, seed: int | None = None, samples: int = 64, time_limit: float | None = None,
                  rollout: str = "defensive", win_bonus: float = 50.0):
-        if samples < 1:
-            raise ValueError(f"search: samples must be >= 1, got {samples}")
-        if time_limit is not None and time_limit <= 0:
-            raise ValueError(f"search: time_limit must be > 0 seconds, got {time_limit}")
+        if type(samples) is not int or not 1 <= samples <= MAX_WORLDS:
+            raise ValueError(f"search: samples must be an int in [1, {MAX_WORLDS}], got {samples!r}")
+        if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT:  # (NaN fails too)
+            raise ValueError(f"search: time_limit must be in (0, {MAX_TIME_LIMIT}] seconds, "
+                             f"got {time_limit!r}")
         if rollout not in ROLLOUTS:
             raise ValueError(f"search: rollout must be one of {', '.join(ROLLOUTS)}, "
                              f"got {rollout!r}")

@@ -26,10 +26,12 @@ import torch
 from ..batched import VectorEnv, layout
 from ..batched.worlds import views_state
 from ..observation import SeatView
-from .belief import HandSampler
+from ..tiles import NUM_ACTIONS
+from .belief import MAX_WORLDS, HandSampler
 
 #: Most copies (worlds x actions, summed over decisions) stepped together.
 MAX_COPIES = 1 << 16
+assert MAX_WORLDS * NUM_ACTIONS <= MAX_COPIES  # one decision's copies always fit
 _STREAMS = 1 << 40
 
 #: ``choose(env, rows)``: the rollout policy's actions for the envs ``rows`` (each has a choice).
