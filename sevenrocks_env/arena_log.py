@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 
 FORMAT = "sevenrocks-arena-pairs/1"
@@ -109,8 +108,8 @@ class PairLog:
             raise PairLogError(f"{self.path}:{number}: line longer than {MAX_LINE} bytes")
         try:
             return json.loads(line, parse_constant=_no_constant)
-        except (ValueError, UnicodeDecodeError) as error:
-            raise PairLogError(f"{self.path}:{number}: not JSON ({error})") from None
+        except (ValueError, RecursionError) as error:  # (UnicodeDecodeError is a ValueError)
+            raise PairLogError(f"{self.path}:{number}: not JSON ({str(error)[:80]})") from None
 
     def _check_header(self, header) -> None:
         if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -242,8 +241,8 @@ def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
 def _number(value, key: str, low, high, integer: bool, where: str):
     """``value`` if it is a finite int (``integer``) or number in ``[low, high]``."""
     kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value) \
-            or not low <= value <= high:
+    # the range first: NaN fails it, and math.isfinite overflows on an int past a float's range
+    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
         raise PairLogError(f"{where}: {key} must be {'an int' if integer else 'a number'} in "
                            f"[{low}, {high}], got {str(value)[:20]}")
     return value if integer else float(value)

@@ -64,6 +64,7 @@ def test_a_line_cut_short_by_a_kill_is_played_again(tmp_path):
     (lambda d: d.update(think_s=[0.0, "x"]), "think_s"),
     (lambda d: d.update(pair=7), "pair 1 expected, found 7"),
     (lambda d: d.update(round_wins_a=1e9), "round_wins_a"),
+    (lambda d: d.update(margin=10 ** 400), "margin must be"),  # past a float: was OverflowError
 ])
 def test_every_value_of_a_logged_pair_is_checked(tmp_path, change, message):
     log = tmp_path / "l.jsonl"
@@ -88,6 +89,16 @@ def test_a_file_that_is_not_a_pair_log_is_refused(tmp_path, content, message):
     log.write_text(content)
     with pytest.raises(PairLogError, match=message or "."):
         arena.evaluate(A, B, 1, seed=3, log=log)
+
+
+def test_a_deeply_nested_pair_line_is_refused_as_not_json(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 3, seed=3, log=log)
+    lines = _lines(log)
+    lines[2] = "[" * 3000  # fits a line; json.loads recursed past Python's limit
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PairLogError, match=":3: not JSON"):
+        arena.evaluate(A, B, 3, seed=3, log=log)
 
 
 def test_cli_log_errors_are_one_line(tmp_path, capsys):

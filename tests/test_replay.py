@@ -36,6 +36,8 @@ def test_gif_and_png_folder(tmp_path):
     moves = len(record["rounds"][1]["moves"])
     gif = tmp_path / "round.gif"
     assert main([str(path), "--out", str(gif), "--round", "1", "--fps", "4", "--scale", "0.4"]) == 0
+    for fps in ("0.001", "0", "nan", "1000"):  # a GIF frame's duration is 16 bits of ms
+        assert main([str(path), "--out", str(gif), "--fps", fps]) == 2
     with Image.open(gif) as image:
         assert image.n_frames == moves
     folder = tmp_path / "frames"

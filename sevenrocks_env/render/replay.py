@@ -102,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    if not args.fps > 0:
-        print("error: --fps must be positive", file=sys.stderr)
+    if not 0.1 <= args.fps <= 50:  # a GIF frame lasts 20 ms to 65.5 s (x3 at a round's end)
+        print("error: --fps must be between 0.1 and 50", file=sys.stderr)
         return 2
     if not 0.1 <= args.scale <= 4:
         print("error: --scale must be between 0.1 and 4", file=sys.stderr)
