@@ -58,6 +58,7 @@ def test_alias_bomb_in_a_known_key(tmp_path, key):
     ("? [1, 2]\n: 3\n", "not valid YAML"),
     ("1: 2\n", "unknown key"),
     ("learnin_rate: 0.1\n", "did you mean 'learning_rate'"),
+    ("seed: 1\ntotal_steps: 4096\nseed: 7\n", "key 'seed' is given twice (line 3"),
 ])
 def test_bad_files(tmp_path, content, words):
     assert words in refused(write(tmp_path, content))

@@ -338,11 +338,27 @@ def parse_overrides(overrides) -> dict:
     return values
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (plain YAML keeps the
+    last one without a word, so ``seed: 1`` ... ``seed: 7`` would train with 7)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {shown(key)} is given twice", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def _read_yaml(text: str, source: str):
-    """``yaml.safe_load`` with every failure (syntax, nesting too deep, over-long integers) as
-    one short :class:`ConfigError` line."""
+    """``yaml.safe_load`` (keys unique) with every failure (syntax, a repeated key, nesting too
+    deep, over-long integers) as one short :class:`ConfigError` line."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
