@@ -193,3 +193,29 @@ def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path):
                  "--agents", "random"]) == 0
     card = (out.parent / "MODEL_CARD.md").read_text()
     assert "| training wall time | unknown on " in card
+
+
+def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, capsys):
+    import json
+
+    from sevenrocks_env.arena import evaluate
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(evaluate("random", "greedy", 1, seed=1).as_dict()))
+    out = tmp_path / "shipped" / "policy.pt"
+    for content, words in (("[1, 2]", "JSON object"), ("{", "not a readable"),
+                           (json.dumps({**json.loads(good.read_text()), "win_rate": 7}), "win_rate"),
+                           (json.dumps({**json.loads(good.read_text()), "agent_b": None}), "agent_b")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(content)
+        assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                     "--extra-result", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err[:300]
+        assert not out.parent.exists()
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random", "--extra-result", str(good)]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text())
+    assert [row["opponent"] for row in card["arena"]] == ["random", "greedy"]

@@ -69,6 +69,45 @@ class _Result:
         self.__dict__.update(data)
 
 
+def _fraction(value) -> bool:
+    return type(value) in (int, float) and 0 <= value <= 1
+
+
+def _finite(value) -> bool:
+    return type(value) in (int, float) and abs(value) <= 1e9  # (NaN fails too)
+
+
+#: What the card reads from an ``--extra-result`` file, and the check of each value.
+_RESULT_FIELDS = {
+    "agent_b": lambda v: isinstance(v, str) and 0 < len(v) <= 200,
+    "pairs": lambda v: type(v) is int and 0 < v <= 10 ** 7,
+    "matches": lambda v: type(v) is int and 0 < v <= 2 * 10 ** 7,
+    "win_rate": _fraction,
+    "ci95": lambda v: isinstance(v, list) and len(v) == 2 and all(map(_fraction, v)),
+    "mean_margin": _finite,
+    "rounds_per_match": _finite,
+    "seed": lambda v: v is None or (type(v) is int and 0 <= v < 2 ** 64),
+    "seconds_per_decision": lambda v: isinstance(v, list) and len(v) == 2
+    and all(_finite(x) and x >= 0 for x in v),
+}
+
+
+def read_result(path) -> _Result:
+    """An ``sevenrocks arena ... --json`` result file, every value the card uses checked
+    (``ValueError`` naming the file and field), before any arena is played."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8")[:1_000_000])
+    except (OSError, ValueError, RecursionError) as error:
+        raise ValueError(f"{path}: not a readable arena result ({str(error)[:80]})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: an arena result is a JSON object")
+    for field, ok in _RESULT_FIELDS.items():
+        if not ok(data.get(field)):
+            raise ValueError(f"{path}: {field} is missing or out of range, got "
+                             f"{shown(data.get(field))}")
+    return _Result({field: data[field] for field in _RESULT_FIELDS})
+
+
 def _markdown(card: dict) -> str:
     lines = [f"# Model card: {card['file']}", "",
              "A PPO self-play policy for Seven Rocks (one network for all four seats; seat-relative",
@@ -124,7 +163,8 @@ def main(argv=None) -> int:
     try:
         source = read_checkpoint(args.checkpoint)
         facts = run_facts(source, args.checkpoint)
-    except CheckpointError as error:
+        extra = [read_result(path) for path in args.extra_result]
+    except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     from sevenrocks_env.arena import evaluate
@@ -140,9 +180,7 @@ def main(argv=None) -> int:
         result = evaluate(spec, agent, pairs, seed=args.seed, workers=args.workers, progress=True)
         rows.append(_row(agent, result))
         print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
-    for path in args.extra_result:
-        data = json.loads(Path(path).read_text())
-        rows.append(_row(data["agent_b"], _Result(data)))
+    rows += [_row(result.agent_b, result) for result in extra]
     card = {
         "file": out.name, "global_step": facts["global_step"],
         "train_minutes": None if facts["wall_time"] is None else facts["wall_time"] / 60,
