@@ -125,9 +125,9 @@ def run_facts(data: dict, path) -> dict:
 
 
 def policy_only(data: dict) -> dict:
-    """The policy keys of a validated checkpoint dict (:func:`run_facts` too), for playing.  A policy trained with the
-    oracle critic loses its value head, which was never trained (``model_config["value_head"]``
-    becomes false); every other weight is kept bit for bit."""
+    """The policy keys of a validated checkpoint dict (:func:`run_facts` too), for playing.
+    A policy trained with the oracle critic loses its value head, which was never trained
+    (``model_config["value_head"]`` becomes false); every other weight is kept bit for bit."""
     small = {k: data[k] for k in ("format", "obs_version", "obs_size", "num_actions",
                                   "model_config", "model", "global_step")}
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
