@@ -34,6 +34,11 @@ def check_match_state(match) -> None:
         bad("winner", "None, 0 or 1")
     if type(match.truncated) is not bool:
         bad("truncated", "a bool")
+    # R8: a partnership wins the moment a placement takes it to the target; deductions only lower
+    if match.winner is None and max(match.scores) >= match.target:
+        bad("scores", "below the target while no partnership has won (R8)")
+    if match.winner is not None and match.scores[match.winner] < match.target:
+        bad("scores", "at the target for the winner (R8)")
     if not _is_int(match.round_index, 0, big):
         bad("round_index", "a non-negative int")
     for name in ("hands", "played_by", "voids"):

@@ -58,6 +58,14 @@ def test_missing_and_unknown_fields():
         Match.from_state([1, 2])
 
 
+def test_scores_obey_r8_a_target_reached_is_a_win():
+    state = good_state()
+    assert Match.from_state(state).winner is None
+    for scores, winner in (([state["target"], 0], None), ([0, 0], 1)):
+        with pytest.raises(ValueError, match="match state: scores .*R8"):
+            Match.from_state(dict(state, scores=scores, winner=winner))
+
+
 def _deep(depth):
     value: list = []
     for _ in range(depth):
