@@ -153,7 +153,7 @@ class raw_env(AECEnv, EzPickle):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
                              f"got {render_mode!r}")
-        if render_observer not in (None, 0, 1, 2, 3):
+        if isinstance(render_observer, bool) or render_observer not in (None, 0, 1, 2, 3):
             raise ValueError(f"render_observer must be a seat 0-3 or None, got {render_observer!r}")
         self.target = int(target)
         self.max_rounds = int(max_rounds)
@@ -170,9 +170,13 @@ class raw_env(AECEnv, EzPickle):
         self.seed_used: int | None = None
 
     def observation_space(self, agent):
+        if agent not in self.observation_spaces:
+            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
         return self.observation_spaces[agent]
 
     def action_space(self, agent):
+        if agent not in self.action_spaces:
+            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
         return self.action_spaces[agent]
 
     # -- episode ------------------------------------------------------------------------------

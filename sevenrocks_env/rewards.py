@@ -21,6 +21,9 @@ and end-of-round deductions (R7).
 from __future__ import annotations
 
 import math
+import numbers
+
+import numpy as np
 
 REWARD_MODES = ("win", "points", "shaped")
 #: (points_scale, win_reward) of the fixed modes; ``shaped`` takes both as parameters.
@@ -47,7 +50,7 @@ def reward_weights(mode: str, points_scale: float | None = None,
                                  ("win_reward", win_reward, SHAPED_DEFAULTS[1])):
         if value is None:
             value = default
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
                 or not math.isfinite(value) or not 0 <= value <= _MAX_WEIGHT:
             raise ValueError(f"{name} must be a finite number in [0, {_MAX_WEIGHT:g}], "
                              f"got {value!r}")

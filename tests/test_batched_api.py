@@ -160,6 +160,11 @@ def test_bad_deals_and_loads():
         venv.step(torch.zeros(2, dtype=torch.long))
     with pytest.raises(ValueError, match="expected 2 matches"):
         venv.load([Match.new(0)])
+    with pytest.raises(TypeError, match="load: matches must be a list"):
+        venv.load(None)
+    for flag in ("records", "validate"):
+        with pytest.raises(TypeError, match=f"{flag} must be a bool"):
+            sevenrocks_v0.vector_env(num_envs=2, **{flag: "no"})
     with pytest.raises(TypeError, match="rules.Match"):
         venv.load([Match.new(0), "match"])
     with pytest.raises(ValueError, match="target"):

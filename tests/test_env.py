@@ -154,9 +154,28 @@ def test_wrapped_env_out_of_range_asserts():
 
 def test_bad_constructor_arguments():
     for kwargs in ({"reward": "money"}, {"target": 0}, {"max_rounds": -1},
-                   {"render_mode": "3d"}, {"render_observer": 5}):
+                   {"render_mode": "3d"}, {"render_observer": 5}, {"render_observer": True}):
         with pytest.raises(ValueError):
             sevenrocks_v0.raw_env(**kwargs)
+
+
+def test_numpy_reward_weights_are_numbers():
+    env = sevenrocks_v0.raw_env(reward="shaped", points_scale=np.float32(0.5), win_reward=np.int64(2))
+    assert (env.points_scale, env.win_reward) == (0.5, 2.0)
+    with pytest.raises(ValueError, match="points_scale"):
+        sevenrocks_v0.raw_env(reward="shaped", points_scale=np.bool_(True))
+
+
+def test_unknown_agents_and_bool_actions_are_clear_errors():
+    env = sevenrocks_v0.env()
+    env.reset(seed=3)
+    for space in (env.observation_space, env.action_space):
+        with pytest.raises(ValueError, match="unknown agent 'player_9'"):
+            space("player_9")
+    before = env.observe(env.agent_selection)["observation"].copy()
+    with pytest.raises(TypeError, match="a bool"):  # the mask lookup took True as an index array
+        env.step(True)
+    assert np.array_equal(env.observe(env.agent_selection)["observation"], before)
 
 
 def test_raw_env_is_picklable():

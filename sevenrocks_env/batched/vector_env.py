@@ -7,6 +7,7 @@ import numbers
 import numpy as np
 import torch
 
+from ..record import shown
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
@@ -63,6 +64,9 @@ class VectorEnv:
             max_rounds = _check_int("max_rounds", max_rounds, 1, _BIG)
         scale, win = reward_weights(reward, points_scale, win_reward)
         self.reward_mode = reward
+        for name, flag in (("records", records), ("validate", validate)):
+            if not isinstance(flag, (bool, np.bool_)):  # bool("no") would be True
+                raise TypeError(f"{name} must be a bool, got {shown(flag)}")
         self.validate = bool(validate)
         self.settings = engine.Settings(0, target, max_rounds, scale, win)
         self.state = BatchState(self.num_envs, self.device)
@@ -149,6 +153,9 @@ class VectorEnv:
         Later rounds are dealt by this env's stream (the seed of the last :meth:`reset`, 0 if
         none), whatever the match's own seed; the env's ``target`` and ``max_rounds`` apply.
         """
+        if not isinstance(matches, (list, tuple)):
+            raise TypeError(f"load: matches must be a list of {self.num_envs} rules.Match, got "
+                            f"{type(matches).__name__}")
         matches = list(matches)
         if len(matches) != self.num_envs:
             raise ValueError(f"load: expected {self.num_envs} matches, got {len(matches)}")
