@@ -23,8 +23,6 @@ from __future__ import annotations
 import math
 import numbers
 
-import numpy as np
-
 REWARD_MODES = ("win", "points", "shaped")
 #: (points_scale, win_reward) of the fixed modes; ``shaped`` takes both as parameters.
 FIXED_WEIGHTS = {"win": (0.0, 1.0), "points": (0.01, 0.0)}
@@ -50,7 +48,8 @@ def reward_weights(mode: str, points_scale: float | None = None,
                                  ("win_reward", win_reward, SHAPED_DEFAULTS[1])):
         if value is None:
             value = default
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
+        # numbers.Real: Python and numpy ints and floats (np.bool_ is not one)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) \
                 or not math.isfinite(value) or not 0 <= value <= _MAX_WEIGHT:
             raise ValueError(f"{name} must be a finite number in [0, {_MAX_WEIGHT:g}], "
                              f"got {value!r}")

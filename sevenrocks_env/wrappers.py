@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-import numpy as np
-
 from pettingzoo.utils import wrappers
 
 _PER_STEP = ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos",
@@ -72,7 +70,7 @@ class AssertOutOfBoundsWrapper(_DirectAttributes, wrappers.AssertOutOfBoundsWrap
         if type(action) is int and 0 <= action < self._raw_env.action_spaces[
                 self._raw_env.agent_selection].n:
             self.env.step(action)  # what the parent does once its assert passes
-        elif isinstance(action, (bool, np.bool_)):  # Discrete.contains(True) would let it pass
+        elif isinstance(action, bool):  # Discrete.contains(True) would let it pass
             raise TypeError(f"action must be an int action index, got {action!r} (a bool)")
         else:
             super().step(action)

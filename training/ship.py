@@ -181,13 +181,15 @@ def main(argv=None) -> int:
         rows.append(_row(agent, result))
         print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
     rows += [_row(result.agent_b, result) for result in extra]
+    config = facts["config"]
+    threads = shown(config["torch_threads"]) if "torch_threads" in config else "?"
     card = {
         "file": out.name, "global_step": facts["global_step"],
         "train_minutes": None if facts["wall_time"] is None else facts["wall_time"] / 60,
         "machine": f"{platform.machine()} CPU, 2 cores shared (torch threads "
-                   f"{shown(facts['config'].get('torch_threads', '?'))})",
+                   f"{threads})",
         "obs_version": source["obs_version"], "model_config": source["model_config"],
-        "file_bytes": out.stat().st_size, "arena": rows, "config": facts["config"],
+        "file_bytes": out.stat().st_size, "arena": rows, "config": config,
         "commands": [args.train_command,
                      f"python -m training.ship {args.checkpoint} --out {args.out} --pairs "
                      f"{args.pairs} --search-pairs {args.search_pairs} --seed {args.seed} "
