@@ -43,9 +43,8 @@ from .critic import HANDS_SIZE
 from .opponents import batch_actions, restore_generators, save_generators
 from .engine_state import check_batch, check_counters, check_keys, check_per_match, check_players, \
     check_rng
-from .rollout import RolloutBuffer
+from .rollout import MatchSeats, RolloutBuffer
 
-_TEAM_OF = np.array([0, 1, 0, 1])
 _BITS = torch.arange(NUM_TILES)
 _RELATIVE = torch.arange(1, NUM_SEATS)
 
@@ -84,53 +83,32 @@ class _Seats:
         self.first_legal = self.mask.to(torch.uint8).argmax(1)  # forced: the one legal action
 
 
-class BatchedSelfPlayEngine:
+class BatchedSelfPlayEngine(MatchSeats):
     """``num_matches`` matches in one :class:`VectorEnv`; the interface of ``SelfPlayEngine``."""
 
     def __init__(self, num_matches: int, seed: int, target: int = 250, max_rounds: int = 60,
                  points_scale: float = 0.01, win_reward: float = 1.0,
                  opponent_fraction: float = 0.0, opponent_pool=None):
-        self.num_matches = num_matches
-        self.target, self.max_rounds = target, max_rounds
-        self.points_scale, self.win_reward = points_scale, win_reward
-        self.opponent_fraction = opponent_fraction
-        self.opponent_pool = opponent_pool
-        self.rng = np.random.default_rng(seed)
+        super().__init__(num_matches, seed, target, max_rounds, points_scale, win_reward,
+                         opponent_fraction, opponent_pool)
         self._settings = dict(target=target, max_rounds=max_rounds, reward="shaped",
                               points_scale=points_scale, win_reward=win_reward, validate=False)
         self.venv = VectorEnv(num_matches, **self._settings)
         self.venv.reset(seed=int(self.rng.integers(2 ** 62)))
         self.generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
         self._rows = np.arange(num_matches)
-        self.learner = np.ones((num_matches, NUM_SEATS), dtype=bool)
-        self.opponents: list = [None] * num_matches
-        self.opponent_names: list = [None] * num_matches
-        self.pending = np.full((num_matches, NUM_SEATS), -1, dtype=np.int64)
         self.acc = np.zeros((num_matches, NUM_SEATS), dtype=np.float64)  # reward since opened
         self._return = np.zeros(num_matches, dtype=np.float64)          # team 0's, this match
-        self._placements = np.zeros(num_matches, dtype=np.int64)
-        self._points = np.zeros(num_matches, dtype=np.int64)
-        self._decisions = np.zeros(num_matches, dtype=np.int64)
-        self.stats = defaultdict(list)
-        self.env_steps = 0
         for i in range(num_matches):
             self._new_match(i)
 
     # -- match lifecycle ---------------------------------------------------------------------
 
     def _new_match(self, i: int) -> None:
-        """Seats of env ``i``'s new match: self-play, or one random team to a pool opponent."""
-        self.learner[i] = True
-        self.opponents[i] = self.opponent_names[i] = None
-        if self.opponent_pool is not None and self.rng.random() < self.opponent_fraction:
-            opponent_team = int(self.rng.integers(2))
-            self.opponent_names[i], self.opponents[i] = self.opponent_pool(self.rng)
-            self.opponents[i].seed(int(self.rng.integers(2 ** 31)))
-            self.learner[i] = _TEAM_OF != opponent_team
-        self.pending[i] = -1
+        """Seats of env ``i``'s new match (:meth:`MatchSeats._seat_new_match`), rewards zeroed."""
+        self._seat_new_match(i)
         self.acc[i] = 0.0
         self._return[i] = 0.0
-        self._placements[i] = self._points[i] = self._decisions[i] = 0
 
     def _end_match(self, i: int, buffer: RolloutBuffer, rounds: int, winner: int,
                    truncated: bool) -> None:

@@ -87,38 +87,67 @@ class _Continuation:
     legal: list[int] = field(default_factory=list)  # the learner on turn's legal actions
 
 
-class SelfPlayEngine:
-    """``num_matches`` matches; learner seats act through one batched policy call per step.
+_TEAM_OF = np.array([team_of(seat) for seat in range(NUM_SEATS)])  # R1: seats 0, 2 and 1, 3
+
+
+class MatchSeats:
+    """What both self-play engines keep per match besides the game: who the learner is at each
+    seat, the pool opponent if any, each seat's open transition, and the match's counters.
 
     In self-play all four seats are learners.  A fraction ``opponent_fraction`` of new matches
     instead gives one (random) team to an opponent from ``opponent_pool`` (a callable returning
-    an :class:`~sevenrocks_env.agents.base.Agent`, or ``None`` for pure self-play).
+    a name and an :class:`~sevenrocks_env.agents.base.Agent`, or ``None`` for pure self-play).
     """
 
-    def __init__(self, num_matches: int, seed: int, target: int = 250, max_rounds: int = 60,
-                 points_scale: float = 0.01, win_reward: float = 1.0,
-                 opponent_fraction: float = 0.0, opponent_pool=None):
+    def __init__(self, num_matches: int, seed: int, target: int, max_rounds: int,
+                 points_scale: float, win_reward: float, opponent_fraction: float,
+                 opponent_pool):
         self.num_matches = num_matches
         self.target, self.max_rounds = target, max_rounds
         self.points_scale, self.win_reward = points_scale, win_reward
         self.opponent_fraction = opponent_fraction
         self.opponent_pool = opponent_pool
         self.rng = np.random.default_rng(seed)
-        self.matches: list[Match] = [None] * num_matches
         self.learner = np.ones((num_matches, NUM_SEATS), dtype=bool)
         self.opponents: list = [None] * num_matches
         self.opponent_names: list = [None] * num_matches
         self.pending = np.full((num_matches, NUM_SEATS), -1, dtype=np.int64)
+        self._placements = np.zeros(num_matches, dtype=np.int64)
+        self._points = np.zeros(num_matches, dtype=np.int64)
+        self._decisions = np.zeros(num_matches, dtype=np.int64)
+        self.stats = defaultdict(list)
+        self.env_steps = 0  # every move played, forced and opponent moves included
+
+    def _seat_new_match(self, i: int) -> None:
+        """Seats of match ``i``'s new match: self-play, or one random team to a pool opponent."""
+        self.learner[i] = True
+        self.opponents[i] = self.opponent_names[i] = None
+        if self.opponent_pool is not None and self.rng.random() < self.opponent_fraction:
+            opponent_team = int(self.rng.integers(2))
+            self.opponent_names[i], self.opponents[i] = self.opponent_pool(self.rng)
+            self.opponents[i].seed(int(self.rng.integers(2**31)))
+            self.learner[i] = _TEAM_OF != opponent_team
+        self.pending[i] = -1
+        self._placements[i] = self._points[i] = self._decisions[i] = 0
+
+
+class SelfPlayEngine(MatchSeats):
+    """``num_matches`` matches; learner seats act through one batched policy call per step.
+
+    Seats and opponents as in :class:`MatchSeats`.
+    """
+
+    def __init__(self, num_matches: int, seed: int, target: int = 250, max_rounds: int = 60,
+                 points_scale: float = 0.01, win_reward: float = 1.0,
+                 opponent_fraction: float = 0.0, opponent_pool=None):
+        super().__init__(num_matches, seed, target, max_rounds, points_scale, win_reward,
+                         opponent_fraction, opponent_pool)
+        self.matches: list[Match] = [None] * num_matches
         self.pending_margin = np.zeros((num_matches, NUM_SEATS), dtype=np.int64)
         self.legal: list[list[int]] = [[] for _ in range(num_matches)]
         self._obs = np.zeros((num_matches, OBS_SIZE), dtype=np.float32)
         self._hands = np.zeros((num_matches, HANDS_SIZE), dtype=np.float32)
         self._masks = np.zeros((num_matches, NUM_ACTIONS), dtype=bool)
-        self.stats = defaultdict(list)
-        self._placements = np.zeros(num_matches, dtype=np.int64)
-        self._points = np.zeros(num_matches, dtype=np.int64)
-        self._decisions = np.zeros(num_matches, dtype=np.int64)
-        self.env_steps = 0  # every move played, forced and opponent moves included
         for i in range(num_matches):
             self._new_match(i)
 
@@ -127,16 +156,7 @@ class SelfPlayEngine:
     def _new_match(self, i: int) -> None:
         self.matches[i] = Match.new(int(self.rng.integers(2**62)), target=self.target,
                                     max_rounds=self.max_rounds, keep_history=False)
-        self.learner[i] = True
-        self.opponents[i] = self.opponent_names[i] = None
-        if self.opponent_pool is not None and self.rng.random() < self.opponent_fraction:
-            opponent_team = int(self.rng.integers(2))
-            self.opponent_names[i], self.opponents[i] = self.opponent_pool(self.rng)
-            self.opponents[i].seed(int(self.rng.integers(2**31)))
-            for seat in range(NUM_SEATS):
-                self.learner[i, seat] = team_of(seat) != opponent_team
-        self.pending[i] = -1
-        self._placements[i] = self._points[i] = self._decisions[i] = 0
+        self._seat_new_match(i)
 
     def _end_match(self, i: int, buffer: RolloutBuffer) -> None:
         """Close every pending transition with the final reward (R8), record stats, deal anew."""
