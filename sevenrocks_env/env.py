@@ -85,14 +85,13 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from . import observation as obs_mod
-from .record import game_record
+from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import REWARD_MODES, reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions
 from .scoring import round_to_five
 from .tiles import NUM_ACTIONS, NUM_TILES, TILE_PIPS, describe_action
 
 AGENTS = tuple(f"player_{seat}" for seat in range(4))
-_MAX_SETTING = 10**6  # target / max_rounds: far above any real match, small enough to bound work
 #: The largest points one placement scores (R5: the largest scoring end sum).
 MAX_PLACEMENT_POINTS = 35
 _HEAVIEST = sorted(TILE_PIPS[:NUM_TILES], reverse=True)
@@ -144,10 +143,11 @@ class raw_env(AECEnv, EzPickle):
                           render_mode=render_mode, render_observer=render_observer,
                           points_scale=points_scale, win_reward=win_reward)
         super().__init__()
-        for name, value in (("target", target), ("max_rounds", max_rounds)):
+        # the bounds a record must meet (sevenrocks_env.record): every match played can be saved
+        for name, value, high in (("target", target, MAX_TARGET), ("max_rounds", max_rounds, MAX_ROUNDS)):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-                    or not 0 < value <= _MAX_SETTING:
-                raise ValueError(f"{name} must be an int in [1, {_MAX_SETTING}], got {value!r}")
+                    or not 0 < value <= high:
+                raise ValueError(f"{name} must be an int in [1, {high}], got {value!r}")
         # raises ValueError naming the bad mode or weight (one definition: sevenrocks_env.rewards)
         self.points_scale, self.win_reward = reward_weights(reward, points_scale, win_reward)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

@@ -3,10 +3,12 @@ them: unknown agents, use before reset, use after every agent left, odd action t
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, validate
 from sevenrocks_env.rules import legal_actions
 from sevenrocks_env.single_agent import SingleAgentEnv
 
@@ -117,10 +119,30 @@ def test_huge_seeds_are_fine():
     assert env.agents
 
 
-@pytest.mark.parametrize("kwargs", [{"target": True}, {"target": 2.5}, {"target": 10**7},
-                                    {"max_rounds": 10**9}, {"max_rounds": "5"}, {"target": -1}])
+@pytest.mark.parametrize("kwargs", [{"target": True}, {"target": 2.5}, {"target": MAX_TARGET + 1},
+                                    {"max_rounds": MAX_ROUNDS + 1}, {"max_rounds": "5"},
+                                    {"target": -1}])
 def test_bad_settings_are_bounded(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         sevenrocks_v0.raw_env(**kwargs)
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         SingleAgentEnv(opponents="random", **kwargs)
+    with pytest.raises((TypeError, ValueError), match=next(iter(kwargs))):  # TypeError: not an int
+        sevenrocks_v0.vector_env(num_envs=2, **kwargs)
+
+
+@pytest.mark.parametrize("target, max_rounds", [(MAX_TARGET, 2), (60, MAX_ROUNDS)])
+def test_the_largest_settings_play_matches_whose_records_load_back(target, max_rounds):
+    """The env's bounds are the record's: a match at the largest target or round cap saves."""
+    record = finished(sevenrocks_v0.raw_env(target=target, max_rounds=max_rounds)).game_record()
+    validate(record)
+    assert record["target"] == target
+    venv = sevenrocks_v0.vector_env(num_envs=2, target=target, max_rounds=max_rounds,
+                                    records=True)
+    venv.reset(seed=1)
+    while not (records := venv.pop_finished_records()):
+        mask = venv.action_mask
+        venv.step(torch.multinomial(mask.float(), 1).squeeze(1))
+    for _, record in records:
+        validate(record)
+        assert record["target"] == target

@@ -16,7 +16,7 @@ from sevenrocks_env.observation import decode, encode  # noqa: E402
 from sevenrocks_env.openspiel import GAME_NAME, state_from_view  # noqa: E402
 from sevenrocks_env.openspiel.bots import PyspielBotAgent, make_openspiel_agent  # noqa: E402
 from sevenrocks_env.openspiel.game import MAX_ROUND_MARGIN, MAX_ROUND_MOVES  # noqa: E402
-from sevenrocks_env.record import game_record  # noqa: E402
+from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, game_record  # noqa: E402
 from sevenrocks_env.tiles import KNOCK, NUM_TILES  # noqa: E402
 
 
@@ -80,7 +80,9 @@ def test_game_type_is_declared_honestly():
 
 
 @pytest.mark.parametrize("params, word", [({"rounds": 2}, "rounds"), ({"target": 0}, "target"),
-                                          ({"max_rounds": 0}, "max_rounds")])
+                                          ({"max_rounds": 0}, "max_rounds"),
+                                          ({"target": MAX_TARGET + 1}, "target"),
+                                          ({"max_rounds": MAX_ROUNDS + 1}, "max_rounds")])
 def test_bad_parameters_are_named(params, word):
     with pytest.raises(Exception, match=word):
         load(**params)

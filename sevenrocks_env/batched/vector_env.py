@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 import torch
 
-from ..record import shown
+from ..record import MAX_ROUNDS, MAX_TARGET, shown
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
@@ -17,7 +17,6 @@ from .records import RecordKeeper
 from .state import BatchState
 
 _MAX_ENVS = 1 << 24
-_BIG = 10 ** 9
 
 
 def _check_int(name: str, value, low: int, high: int) -> int:
@@ -59,9 +58,10 @@ class VectorEnv:
         self.device = torch.device(device)
         if self.device.type == "cuda" and self.device.index is None:
             self.device = torch.device("cuda", torch.cuda.current_device())
-        target = _check_int("target", target, 1, _BIG)
+        # the bounds a record must meet (records=True writes one for every match)
+        target = _check_int("target", target, 1, MAX_TARGET)
         if max_rounds is not None:
-            max_rounds = _check_int("max_rounds", max_rounds, 1, _BIG)
+            max_rounds = _check_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
         scale, win = reward_weights(reward, points_scale, win_reward)
         self.reward_mode = reward
         for name, flag in (("records", records), ("validate", validate)):

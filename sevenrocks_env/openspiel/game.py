@@ -31,6 +31,7 @@ import pyspiel
 from .. import rules
 from ..agents.belief import HandSampler, world_match
 from ..agents.layout import view_of
+from ..record import MAX_ROUNDS, MAX_TARGET
 from ..tiles import (ALL_TILES, KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, describe_action,
                      tile_name)
 from .observer import HAND, MAX_ROUND_MOVES, SevenRocksObserver, layout_text, position_text
@@ -66,13 +67,13 @@ def _check_params(params: dict) -> tuple[int, int, int]:
                          f"known: {sorted(DEFAULT_PARAMS)}")
     values = {**DEFAULT_PARAMS, **params}
     target, rounds, max_rounds = values["target"], values["rounds"], values["max_rounds"]
-    if type(target) is not int or not 1 <= target <= 10_000:
-        raise ValueError(f"{GAME_NAME}: target must be an int in [1, 10000], got {target!r}")
+    if type(target) is not int or not 1 <= target <= MAX_TARGET:
+        raise ValueError(f"{GAME_NAME}: target must be an int in [1, {MAX_TARGET}], got {target!r}")
     if rounds not in (0, 1) or type(rounds) is not int:
         raise ValueError(f"{GAME_NAME}: rounds must be 0 (whole match) or 1 (one round), "
                          f"got {rounds!r}")
-    if type(max_rounds) is not int or not 1 <= max_rounds <= 10_000:
-        raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, 10000], "
+    if type(max_rounds) is not int or not 1 <= max_rounds <= MAX_ROUNDS:
+        raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, {MAX_ROUNDS}], "
                          f"got {max_rounds!r}")
     return target, rounds, (1 if rounds == 1 else max_rounds)
 
