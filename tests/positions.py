@@ -6,6 +6,7 @@ import numpy as np
 
 from sevenrocks_env import rules
 from sevenrocks_env.agents.belief import excluded_tiles
+from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.tiles import tiles_of
 
 
@@ -35,6 +36,18 @@ def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
                 twin.hands[b] ^= (1 << ta) | (1 << tb)
                 return twin
     raise AssertionError("no swap keeps the knocks consistent")
+
+
+def one_view_of_two_deals(seed: int, moves: int):
+    """``(obs, twin_obs, mask)``: the seat on turn's observation of a random position and of its
+    twin with other hidden tiles (checked equal), for tests that an agent sees only its view."""
+    match = random_state(seed, moves)
+    twin = twin_with_other_hidden_tiles(match)
+    assert twin.hands != match.hands
+    seat = match.turn
+    obs, twin_obs = encode(match, seat), encode(twin, seat)
+    assert np.array_equal(obs, twin_obs)
+    return obs, twin_obs, action_mask(match, seat)
 
 
 def choices_grouped_and_alone(choose_many, matches: list[rules.Match]):

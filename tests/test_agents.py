@@ -14,7 +14,7 @@ from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.tiles import (
     EAST, KNOCK, NORTH, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
 )
-from positions import random_state, twin_with_other_hidden_tiles
+from positions import one_view_of_two_deals, random_state
 
 SPECS = ["random", "greedy", "heuristic", "search:samples=2", "search:samples=2,rollout=greedy",
          "search:samples=1,rollout=heuristic"]
@@ -124,13 +124,7 @@ def test_greedy_prefers_heavier_tile_on_equal_points():
 
 @pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])
 def test_search_sees_only_the_observation(seed, moves):
-    match = random_state(seed, moves)
-    twin = twin_with_other_hidden_tiles(match)
-    assert twin.hands != match.hands
-    seat = match.turn
-    obs, twin_obs = encode(match, seat), encode(twin, seat)
-    assert np.array_equal(obs, twin_obs)
-    mask = action_mask(match, seat)
+    obs, twin_obs, mask = one_view_of_two_deals(seed, moves)
     sampler_a, sampler_b = HandSampler(decode(obs)), HandSampler(decode(twin_obs))
     assert sampler_a.ways == sampler_b.ways  # the same distribution of sampled worlds
     for spec in ("search:samples=4", "search:samples=2,rollout=heuristic"):

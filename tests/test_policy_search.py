@@ -24,7 +24,7 @@ from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.tiles import mask_of, tiles_of
-from positions import choices_grouped_and_alone, random_state, twin_with_other_hidden_tiles
+from positions import choices_grouped_and_alone, one_view_of_two_deals, random_state
 
 # (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
 TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
@@ -140,13 +140,7 @@ def test_the_uniformity_test_rejects_a_naive_sampler():
 
 @pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])
 def test_search_sees_only_the_observation(shipped, seed, moves):
-    match = random_state(seed, moves)
-    twin = twin_with_other_hidden_tiles(match)
-    assert twin.hands != match.hands
-    seat = match.turn
-    obs, twin_obs = encode(match, seat), encode(twin, seat)
-    assert np.array_equal(obs, twin_obs)
-    mask = action_mask(match, seat)
+    obs, twin_obs, mask = one_view_of_two_deals(seed, moves)
     values = PolicySearchAgent(shipped, samples=4, seed=7).action_values(obs, mask)
     twin_values = PolicySearchAgent(shipped, samples=4, seed=7).action_values(twin_obs, mask)
     assert values == twin_values
