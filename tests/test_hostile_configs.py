@@ -176,6 +176,15 @@ def test_a_rule_broken_by_the_file_alone_blames_the_file(tmp_path):
         load_config(path, ["seed=3"])
 
 
+@pytest.mark.parametrize("key", config_module.OUTPUT_FOLDERS)
+def test_a_config_file_cannot_choose_where_a_run_writes(tmp_path, key):
+    """Config files are shared between people: output folders come from the command line."""
+    path = write(tmp_path, f"{key}: /tmp/elsewhere\n")
+    with pytest.raises(ConfigError, match=rf"{key} is not read from a config file.*--set {key}="):
+        load_config(path)
+    assert getattr(load_config(None, [f"{key}={tmp_path / 'out'}"]), key) == str(tmp_path / "out")
+
+
 def test_defaults_and_repo_configs_are_valid():
     for path in (ROOT / "configs").glob("*.yaml"):
         load_config(path)

@@ -105,6 +105,9 @@ Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
 ScorerWidths = Annotated[list[Int(1, MAX_SCORER_WIDTH)], BeforeValidator(_as_list),
                          Field(min_length=1, max_length=MAX_SCORER_LAYERS)]
 BIG = 10 ** 9
+#: Fields naming where a run writes: set on the command line only, never by a config file or a
+#: checkpoint (docs/security.md).
+OUTPUT_FOLDERS = ("log_dir", "checkpoint_dir")
 
 
 class TrainConfig(BaseModel):
@@ -399,6 +402,9 @@ def load_config(path=None, overrides=(), base: dict | None = None) -> TrainConfi
         for key in loaded:
             if not (isinstance(key, str) and key in TrainConfig.model_fields):
                 raise _unknown_key(key, source)
+            if key in OUTPUT_FOLDERS:  # config files are shared: one must not choose where we write
+                raise ConfigError(f"{source}: {key} is not read from a config file; output "
+                                  f"folders come from the command line (--set {key}=PATH)")
         values.update(loaded)
     extra = parse_overrides(overrides)
     values.update(extra)

@@ -15,7 +15,7 @@ import torch
 from sevenrocks_env.policy import CheckpointError, expected_shapes
 from sevenrocks_env.record import shown
 
-from .config import ConfigError, TrainConfig, config_from_dict
+from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict
 
 #: torch's CPU generator state (``torch.get_rng_state()``) is this many bytes.
 TORCH_RNG_BYTES = torch.get_rng_state().numel()
@@ -162,7 +162,7 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
     values.update(saved)
     if type(values["action_features"]) is bool:
         values["action_features"] = int(values["action_features"])
-    for key in ("log_dir", "checkpoint_dir"):
+    for key in OUTPUT_FOLDERS:
         values[key] = TrainConfig.model_fields[key].default
     try:
         before = config_from_dict(values, "config")
