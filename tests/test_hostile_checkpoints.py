@@ -183,16 +183,23 @@ def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, 
     assert not out.parent.exists()
 
 
-def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path):
-    """A file with no wall time or config (policy_entries only) ships, its card saying so."""
+def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path, monkeypatch):
+    """A file with no wall time or config (policy_entries only) ships, its card saying so; the
+    file is read once, so what was checked is what is exported."""
+    from training import checkpoint, ship as ship_module
     from training.ship import main as ship
 
+    reads = []
+    for module in (checkpoint, ship_module):
+        monkeypatch.setattr(module, "read_checkpoint",
+                            lambda path, read=module.read_checkpoint: reads.append(path) or read(path))
     source = save_policy(tmp_path / "plain.pt")
     out = tmp_path / "shipped" / "policy.pt"
     assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
                  "--agents", "random"]) == 0
     card = (out.parent / "MODEL_CARD.md").read_text()
     assert "| training wall time | unknown on " in card
+    assert reads == [str(source)]
 
 
 def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, capsys):

@@ -138,10 +138,11 @@ def policy_only(data: dict) -> dict:
     return small
 
 
-def export_policy(source, destination, extra: dict | None = None) -> Path:
+def export_policy(source, destination, extra: dict | None = None, data: dict | None = None) -> Path:
     """Copy just the policy (no optimizer or run state, no untrained value head: see
-    :func:`policy_only`) to a small file, e.g. for shipping."""
-    data = read_checkpoint(source)
+    :func:`policy_only`) to a small file, e.g. for shipping.  ``data``: the checkpoint at
+    ``source`` as :func:`read_checkpoint` returned it, when the caller has read it already."""
+    data = read_checkpoint(source) if data is None else data
     facts = run_facts(data, source)
     small = policy_only(data)
     small["config"] = facts["config"]

@@ -169,7 +169,7 @@ def main(argv=None) -> int:
         return 2
     from sevenrocks_env.arena import evaluate
 
-    out = export_policy(args.checkpoint, args.out)
+    out = export_policy(args.checkpoint, args.out, data=source)  # read and checked above
     spec = f"ckpt:{out}"
     plan = [(agent, args.pairs) for agent in args.agents]
     if args.search_pairs > 0:
