@@ -2,12 +2,16 @@
 
 ``Match.from_state`` calls :func:`check_match_state` on every state it builds: the state may
 come from an untrusted file (a training checkpoint, a search request), so every field must have
-the right type and range, and the hands and played tiles must partition the 28 tiles.
+the right type and range, the hands and played tiles must partition the 28 tiles, and the layout
+must fit the tiles on the table: a layout no play reaches could stall a round (no open end) or
+score past R5's 35.
 """
 
 from __future__ import annotations
 
-from .tiles import ALL_TILES, NUM_SEATS, NUM_TILES
+from .scoring import end_sum
+from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
+                    TILE_HIGH, TILE_LOW, WEST, tiles_of, tiles_showing)
 
 
 def _is_int(value, low: int, high: int) -> bool:
@@ -80,3 +84,53 @@ def check_match_state(match) -> None:
             bad("hands", "7 tiles per seat, held or played (R1)")
     if held | played != ALL_TILES or played.bit_count() != match.placements:
         bad("placements", "the number of tiles played")
+    for seat in range(NUM_SEATS):
+        if match.hands[seat] & tiles_showing(match.voids[seat]):
+            bad("voids", "numbers the seat holds no tile of (a knock shows it lacks them, R6)")
+    _check_layout(match, bad)
+
+
+def _check_layout(match, bad) -> None:
+    """The ends, doubles, branches and spinner fit the tiles played this round (R3-R5)."""
+    ends, doubles, started, spinner = (match.ends, match.end_double, match.branch_started,
+                                       match.spinner)
+    if match.placements == 0:
+        if ends != [-1] * 4 or any(doubles) or any(started) or spinner != -1:
+            bad("ends", "all closed, with no doubles, branches or spinner, before the first tile")
+        if match.last_end_sum != 0:
+            bad("last_end_sum", "0 before the first tile")
+        return
+    tiles = tiles_of(match.played)
+    if ends[WEST] < 0 or ends[EAST] < 0:
+        bad("ends", "open at west and east once a tile is down (R3)")
+    # R4: the first double is the spinner; its branches open together, once both sides are covered
+    first_double = any(TILE_LOW[t] == TILE_HIGH[t] for t in tiles)
+    if (spinner >= 0) != first_double or (spinner >= 0 and not match.played >> DOUBLE_OF[spinner] & 1):
+        bad("spinner", "the number of a double played this round, -1 if none was (R4)")
+    if started[WEST] or started[EAST] or (ends[NORTH] < 0) != (ends[SOUTH] < 0):
+        bad("branch_started", "set only for north/south, whose ends open together (R4)")
+    exposed = any(doubles[slot] and ends[slot] == spinner for slot in (WEST, EAST))
+    if (ends[NORTH] >= 0) != (spinner >= 0 and not exposed):
+        bad("ends", "open at north/south exactly once both straight sides of the spinner are "
+                    "covered (R4)")
+    for slot in (NORTH, SOUTH):
+        if ends[slot] < 0 and (started[slot] or doubles[slot]):
+            bad("branch_started", "False on a branch that is not open (R4)")
+        if ends[slot] >= 0 and not started[slot] and (ends[slot] != spinner or doubles[slot]):
+            bad("ends", "the spinner's number on an open branch with no tile yet (R4)")
+    for number in range(NUM_NUMBERS):
+        at = [slot for slot in range(4) if doubles[slot] and ends[slot] == number]
+        if at and not match.played >> DOUBLE_OF[number] & 1:
+            bad("end_double", "set only where that double was played (R5)")
+        # one tile per double: at one end, or at both straight ends while it is the exposed spinner
+        if len(at) > 2 or (len(at) == 2 and (at != [WEST, EAST] or number != spinner
+                                             or ends[NORTH] >= 0)):
+            bad("end_double", "one end per double (the opening spinner: west and east) (R5)")
+        if number != spinner:  # along the lines, halves of a number pair up except at open ends
+            halves = sum((TILE_LOW[t] == number) + (TILE_HIGH[t] == number) for t in tiles)
+            open_ends = sum(end == number for end in ends)
+            if halves < open_ends or (halves - open_ends) % 2:
+                bad("ends", "numbers the played tiles leave open (R3)")
+    if match.last_end_sum != end_sum(ends, doubles, started):
+        bad("last_end_sum", "the end sum of the layout (R5)")
+

@@ -35,9 +35,14 @@ RESULTS = ("domino", "blocked", "won")
 MAX_TARGET = 5000
 #: Most rounds a record may hold (a match to 250 takes about 5-15).
 MAX_ROUNDS = 1000
-#: Most moves a round can have: 28 placements, and at most 3 knocks before each of them and 4
-#: at a blocked end (R6).
+#: Most moves a round can have: 28 placements and at most 3 knocks before each of them (R6; a
+#: blocked round ends at its last placement, so no knocks follow it). A loose bound: 4 * 28 + 4.
 MAX_MOVES_PER_ROUND = 4 * 28 + 4
+#: The keys of a record, of a round and of a placement move, exactly (a knock is exactly
+#: ``seat``, ``action``, ``pass``): a key this format does not have is refused, not ignored.
+RECORD_KEYS = frozenset({"format", "target", "rounds", "winner", "scores"})
+ROUND_KEYS = frozenset({"opener", "hands", "moves", "result", "deductions", "scores"})
+PLACEMENT_KEYS = frozenset({"seat", "action", "tile", "slot", "end_sum", "points"})
 #: Largest record file read (a 1000-round record is about 10 MB of indented JSON).
 MAX_RECORD_BYTES = 32 * 2**20
 #: Largest absolute score or deduction a record may state.
@@ -190,15 +195,21 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
         raise RecordError(f"record says scores {record['scores']}, replay gives {match.scores}")
 
 
+def _exact_keys(value: dict, keys: frozenset, where: str) -> None:
+    missing, unknown = keys - value.keys(), value.keys() - keys
+    if missing or unknown:
+        wrong = [f"{what} keys {shown(sorted(map(str, found)))}"
+                 for what, found in (("missing", missing), ("unknown", unknown)) if found]
+        raise RecordError(f"{where}: {', '.join(wrong)}; expected exactly {sorted(keys)}")
+
+
 def _check_top_level(record) -> None:
     if not isinstance(record, dict):
         raise RecordError(f"a game record is a JSON object, got {type(record).__name__}")
     if not (isinstance(record.get("format"), str) and record["format"] == FORMAT):
         raise RecordError(f"unknown record format {shown(record.get('format'))}; "
                           f"expected {FORMAT!r}")
-    missing = {"target", "rounds", "winner", "scores"} - record.keys()
-    if missing:
-        raise RecordError(f"record is missing keys {sorted(missing)}")
+    _exact_keys(record, RECORD_KEYS, "record")
     if not _is_int(record["target"], 1, MAX_TARGET):
         raise RecordError(f"target must be an int in [1, {MAX_TARGET}], "
                           f"got {shown(record['target'])}")
@@ -215,9 +226,7 @@ def _check_top_level(record) -> None:
 def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
     if not isinstance(rnd, dict):
         raise RecordError(f"{where}: a round is a JSON object")
-    missing = {"opener", "hands", "moves", "result", "deductions", "scores"} - rnd.keys()
-    if missing:
-        raise RecordError(f"{where}: missing keys {sorted(missing)}")
+    _exact_keys(rnd, ROUND_KEYS, where)
     if not _is_int(rnd["opener"], 0, 3):
         raise RecordError(f"{where}: opener must be a seat 0-3, got {shown(rnd['opener'])}")
     hands = rnd["hands"]
@@ -271,6 +280,7 @@ def _apply_move(match: Match, move, where: str) -> None:
             raise RecordError(f"{where}: a knock is exactly {{seat, action: 112, pass: true}}")
         apply_action(match, action)
         return
+    _exact_keys(move, PLACEMENT_KEYS, f"{where}: a placement")
     expected_tile, expected_slot = tile_name(action >> 2), action & 3
     if move.get("tile") != expected_tile or not _same(move.get("slot"), expected_slot):
         raise RecordError(f"{where}: action {action} is {expected_tile} at slot {expected_slot}, "

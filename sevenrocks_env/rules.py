@@ -86,7 +86,7 @@ class Round:
         self.hands = list(hands)  # as dealt
         self.moves: list[tuple[int, int, int, int]] = []  # (seat, action, end_sum, points)
         self.result: str | None = None
-        self.finisher: int | None = None
+        self.finisher: int | None = None  # the seat that dominoed (R7); None if nobody did
         self.deductions = [0, 0, 0, 0]
         self.scores: list[int] | None = None
 
@@ -324,7 +324,7 @@ def apply_action(match: Match, action: int) -> int:
         match.scores[team] += points
         if match.scores[team] >= match.target:  # R8: checked right after a positive placement
             match.winner = team
-            _close_round(match, WON, seat)
+            _close_round(match, WON, None if match.hands[seat] else seat)  # dominoed too?
             return points
     if not match.hands[seat]:
         _close_round(match, DOMINO, seat)

@@ -47,6 +47,19 @@ WITH_NUMBER = tuple(
     sum(1 << t for t, (low, high) in enumerate(TILES) if n in (low, high))
     for n in range(NUM_NUMBERS)
 )
+#: DOUBLE_OF[n]: the tile index of the double ``n|n``.
+DOUBLE_OF = tuple(t for t, (low, high) in enumerate(TILES) if low == high)
+
+
+def tiles_showing(numbers: int) -> int:
+    """Bitmask of the tiles showing any number in the 7-bit set ``numbers`` (bit ``n``: ``n``)."""
+    mask = 0
+    for number in range(NUM_NUMBERS):
+        if (numbers >> number) & 1:
+            mask |= WITH_NUMBER[number]
+    return mask
+
+
 #: OTHER_HALF[t][n]: the half of tile t that is not n (t must show n).
 OTHER_HALF = tuple(
     tuple(high if n == low else low if n == high else -1 for n in range(NUM_NUMBERS))

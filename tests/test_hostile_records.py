@@ -151,6 +151,33 @@ def test_bounds_before_work():
     assert "moves" in refused(record)
 
 
+def _placement_index(record) -> int:
+    return next(i for i, move in enumerate(record["rounds"][0]["moves"]) if "tile" in move)
+
+
+@pytest.mark.parametrize("where", ["record", "round", "placement", "knock"])
+@pytest.mark.parametrize("key, value", [("pass", True), ("bogus", [1, 2]), ("x" * 5000, 0)])
+def test_a_key_the_format_does_not_have_is_refused_not_ignored(where, key, value):
+    """A placement that also says ``pass: true``, or any key no writer produces, at any level."""
+    record = copy.deepcopy(RECORD)
+    moves = record["rounds"][0]["moves"]
+    holder = {"record": record, "round": record["rounds"][0],
+              "placement": moves[_placement_index(record)],
+              "knock": next(move for move in moves if move["action"] == 112)}[where]
+    if key in holder:
+        return  # a knock has its pass already
+    holder[key] = value
+    message = refused(record)
+    assert ("unknown keys" in message or "a knock is exactly" in message), message
+
+
+def test_missing_keys_are_named():
+    record = copy.deepcopy(RECORD)
+    del record["rounds"][0]["moves"][_placement_index(record)]["points"]
+    assert "missing keys ['points']" in refused(record)
+    assert "missing keys ['winner']" in refused({k: v for k, v in RECORD.items() if k != "winner"})
+
+
 @pytest.mark.parametrize("text,message", [
     ("[" * 2000 + "]" * 2000, "nested too deeply"),
     ('{"a": ' * 2000 + "1" + "}" * 2000, "nested too deeply"),

@@ -48,6 +48,28 @@ def test_bad_field_is_named(field, value):
         Match.from_state(state)
 
 
+@pytest.mark.parametrize("field, value, words", [
+    ("ends", [-1, -1, -1, -1], "open at west and east"),  # no open end: nobody could ever play
+    ("ends", [0, 3, 3, 3], "north/south exactly once"),   # branches open, spinner exposed (R4)
+    ("ends", [4, 3, -1, -1], "numbers the played tiles leave open"),  # 1|4, 2|4 pair their 4s
+    ("end_double", [True, True, False, False], "where that double was played"),  # no 0|0 down
+    ("last_end_sum", 9, "end sum of the layout"),  # the layout sums to 0 + 2*3 = 6 (R5)
+    ("voids", [0, 0, 0, 1], "holds no tile of"),   # seat 3 "lacks" 0 but holds 0|2 (R6)
+    ("spinner", -1, "double played this round"),   # 3|3 was played: it is the spinner (R4)
+    ("spinner", 6, "double played this round"),    # 6|6 is in seat 3's hand
+    ("branch_started", [False, False, True, False], "a branch that is not open"),
+])
+def test_a_layout_the_played_tiles_cannot_make_is_named(field, value, words):
+    """from_state takes untrusted states: a layout no play reaches (a round that can never end,
+    an end sum above R5's 35) is refused, naming the field (good_state: ends [0, 3, -1, -1], the
+    3|3 spinner exposed at the east end, 8 tiles down)."""
+    state = good_state()
+    assert (state["ends"], state["spinner"], state["last_end_sum"]) == ([0, 3, -1, -1], 3, 6)
+    state[field] = value
+    with pytest.raises(ValueError, match=f"match state: {field} must be .*{words}"):
+        Match.from_state(state)
+
+
 def test_missing_and_unknown_fields():
     state = good_state()
     del state["turn"]

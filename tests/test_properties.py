@@ -98,6 +98,10 @@ def test_conservation_scoring_knocks_and_wins(seed):
                 assert remaining[log.moves[-1][0]] == 0
             else:
                 assert log.result == BLOCKED
+        # the finisher is the seat that dominoed (R7), also when that last tile won the match
+        emptied = [seat for seat, hand in enumerate(log.remaining_hands()) if not hand]
+        assert log.finisher == (emptied[0] if emptied else None)
+        assert log.result != DOMINO or log.finisher == log.moves[-1][0]
         assert log.scores == [before[0] + gained[0] - log.deductions[0] - log.deductions[2],
                               before[1] + gained[1] - log.deductions[1] - log.deductions[3]]
     # deductions never win a match (R8)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import rules
 from ..observation import SeatView
-from ..tiles import NUM_ACTIONS, WITH_NUMBER, tiles_of
+from ..tiles import NUM_ACTIONS, tiles_of, tiles_showing
 
 HIDDEN_SEATS = (1, 2, 3)  # relative seats whose hands are hidden from the observer
 #: Most worlds a search may sample for one decision: every action of every world of one
@@ -27,11 +27,7 @@ MAX_WORLDS = (1 << 16) // NUM_ACTIONS
 
 def excluded_tiles(voids: int) -> int:
     """Tiles a seat cannot hold once it knocked on the numbers in the 7-bit set ``voids`` (R6)."""
-    mask = 0
-    for number in range(7):
-        if (voids >> number) & 1:
-            mask |= WITH_NUMBER[number]
-    return mask
+    return tiles_showing(voids)
 
 
 class HandSampler:
