@@ -65,7 +65,7 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     text = answer.strip().lower()
     if not text:
         raise ValueError("empty answer")
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # not '²', which isdigit() also accepts
         number = int(text)
         if not 1 <= number <= len(legal):
             raise ValueError(f"{number} is not on the list: choose 1..{len(legal)}")
@@ -303,15 +303,18 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
 
 def record_path_problem(path: Path, default: bool) -> str | None:
     """Why ``path`` cannot take the game record (checked before the game), or ``None``."""
-    if path.is_dir():
-        return "is a folder; give a file name"
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.exists():
-        return None if default else f"folder {folder} does not exist"
-    if not folder.is_dir():
-        return f"{folder} is not a folder"
-    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        return "not writable"
+    try:
+        if path.is_dir():
+            return "is a folder; give a file name"
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.exists():
+            return None if default else f"folder {folder} does not exist"
+        if not folder.is_dir():
+            return f"{folder} is not a folder"
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            return "not writable"
+    except OSError as error:  # a name too long for the file system, say
+        return f"cannot be used ({error.strerror or type(error).__name__})"
     return None
 
 

@@ -74,6 +74,7 @@ def test_undecodable_input_saves_the_record(tmp_path):
 @pytest.mark.parametrize("record,words", [
     ("missing/folder/g.json", "does not exist"),
     (".", "is a folder"),
+    ("x" * 300, "cannot be used (File name too long)"),  # an OSError, not a traceback
 ])
 def test_a_bad_record_path_is_refused_before_the_game(tmp_path, monkeypatch, capsys, record,
                                                       words):

@@ -78,6 +78,10 @@ def test_parse_answer_reasons():
     with pytest.raises(ValueError, match="not on the list"):
         parse_answer("0", match, legal)
     assert parse_answer("1", match, [KNOCK]) == KNOCK
+    for odd in ("²", "١"):  # str.isdigit() says yes, int() says no
+        with pytest.raises(ValueError) as info:
+            parse_answer(odd, match, legal)
+        assert "invalid literal" not in str(info.value)
 
 
 class _QuitAtPause(io.StringIO):
