@@ -252,6 +252,21 @@ def test_move_out_of_turn_and_the_same_move_twice(client, app, waiting):
     assert snapshot(app, waiting) == after
 
 
+def test_the_start_panel_offers_the_shipped_policy_by_a_spec_that_loads(client, monkeypatch,
+                                                                        tmp_path):
+    """``ckpt:shipped`` resolves through policy_file.shipped_path (the package's copy when
+    installed), not through a checkout-relative folder."""
+    from sevenrocks_env.agents import make_agent
+    from sevenrocks_env.web import games
+
+    offered = {agent["label"]: agent["spec"] for agent in client.get("/api/agents").json()["agents"]}
+    assert offered["shipped policy"] == "ckpt:shipped"
+    make_agent(offered["shipped policy"])
+    make_agent(offered["shipped policy with search"])
+    monkeypatch.setattr(games, "shipped_path", lambda: tmp_path / "missing.pt")  # no file: not offered
+    assert "shipped policy" not in [label for _, label in games.agent_menu()]
+
+
 def test_unknown_game_and_replay_ids(client):
     for url in ("/api/games/nope", "/api/games/nope/record"):
         response = client.get(url)

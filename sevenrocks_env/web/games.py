@@ -18,16 +18,14 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..agents import make_agent
 from ..observation import action_mask, encode
+from ..policy_file import shipped_path
 from .. import record as records
 from ..rules import Match, apply_action, is_legal, partner_of
 from .moves import why_illegal
 
-#: The shipped policy, as a path that does not depend on the server's working directory.
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[2] / "checkpoints" / "shipped" / "sevenrocks_ppo.pt"
 #: The specs the start panel offers: (spec, label).  Only these (and ``--agent`` extras) are
 #: accepted, so a client on the network cannot make the server load an arbitrary file.
 BUILTIN_AGENTS = (
@@ -52,10 +50,9 @@ class GameError(Exception):
 def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """The agent specs offered on the start panel, with a label each."""
     menu = list(BUILTIN_AGENTS)
-    if SHIPPED_CHECKPOINT.is_file():
-        menu.append((f"ckpt:{SHIPPED_CHECKPOINT}", "shipped policy"))
-        menu.append((f"search:policy={SHIPPED_CHECKPOINT},samples=16",
-                     "shipped policy with search"))
+    if shipped_path().is_file():  # package data when installed, checkpoints/ in a checkout
+        menu.append(("ckpt:shipped", "shipped policy"))
+        menu.append(("search:policy=shipped,samples=16", "shipped policy with search"))
     menu += [(spec, spec) for spec in extra]
     return menu
 
@@ -233,5 +230,4 @@ class GameStore:
         return game
 
 
-__all__ = ["BUILTIN_AGENTS", "Game", "GameError", "GameStore", "SHIPPED_CHECKPOINT",
-           "Setup", "agent_menu"]
+__all__ = ["BUILTIN_AGENTS", "Game", "GameError", "GameStore", "Setup", "agent_menu"]
