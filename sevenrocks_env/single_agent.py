@@ -80,7 +80,8 @@ class SingleAgentEnv(gymnasium.Env):
                  target: int = DEFAULT_TARGET, max_rounds: int = 100, skip_forced: bool = False,
                  render_mode: str | None = None, illegal_action: str = "terminate",
                  points_scale: float | None = None, win_reward: float | None = None):
-        if seat != "random" and (isinstance(seat, bool) or seat not in (0, 1, 2, 3)):
+        if seat != "random" and (isinstance(seat, (bool, np.bool_))
+                                 or not isinstance(seat, (int, np.integer)) or seat not in range(4)):
             raise ValueError(f"seat must be 0-3 or 'random', got {seat!r}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, "
@@ -103,7 +104,7 @@ class SingleAgentEnv(gymnasium.Env):
         self._partner = None if partner == "self" else make_agent(partner)
         self.opponent_specs = tuple(_label(o) for o in opponents)
         self.partner_spec = "self" if partner == "self" else _label(partner)
-        self.seat = 0 if seat == "random" else seat
+        self.seat = 0 if seat == "random" else int(seat)
         self._driver: MatchDriver | None = None
         self._obs: dict | None = None
         self._pending = 0.0  # the learner team's reward since its last decision
@@ -139,16 +140,12 @@ class SingleAgentEnv(gymnasium.Env):
     # -- Gymnasium API ----------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         super().reset(seed=seed)
         start = (options or {}).get("match")
         if start is not None:
-            if not isinstance(start, Match):
-                raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
-                                 f"got {type(start).__name__}")
-            if start.seed is None or start.over:
-                raise ValueError("options['match'] must be a match in play with a seed for the "
-                                 "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
-            start = start.clone(keep_history=True)  # the caller's object stays as it was
+            start = self._starting_match(start)
         match_seed = seed
         while True:
             if match_seed is None:
@@ -200,6 +197,25 @@ class SingleAgentEnv(gymnasium.Env):
         info = self._info()
         info["illegal_action"] = True
         return self._observe(), ILLEGAL_REWARD, True, False, info
+
+    def _starting_match(self, start) -> Match:
+        """A copy of ``options["match"]`` to play on, checked against this env's settings (its
+        observation space is derived from ``target`` and ``max_rounds``)."""
+        if not isinstance(start, Match):
+            raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
+                             f"got {type(start).__name__}")
+        if start.seed is None or start.over:
+            raise ValueError("options['match'] must be a match in play with a seed for the "
+                             "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
+        env = self._aec
+        if start.target != env.target or start.max_rounds not in (None, env.max_rounds):
+            raise ValueError(f"options['match'] has target {start.target} and max_rounds "
+                             f"{start.max_rounds}; this env plays to {env.target} with max_rounds "
+                             f"{env.max_rounds} (max_rounds None takes the env's)")
+        start = start.clone(keep_history=True)  # the caller's object stays as it was
+        start.max_rounds = env.max_rounds
+        Match.from_state(start.to_state())  # raises ValueError naming a field no match can have
+        return start
 
     def _start(self, match_seed: int, start: Match | None) -> None:
         aec = self._aec

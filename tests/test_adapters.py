@@ -126,6 +126,23 @@ def test_options_match_is_validated_and_not_mutated():
     no_seed = Match.from_deal(deal(0, 0)[0], opener=0)
     with pytest.raises(ValueError, match="seed"):
         env.reset(options={"match": no_seed})
+    # the observation space is derived from target and max_rounds: a match must share them
+    for other in (dict(target=4000), dict(max_rounds=7)):
+        with pytest.raises(ValueError, match="this env plays to 250 with max_rounds 100"):
+            env.reset(options={"match": Match.new(5, **other)})
+    env.reset(options={"match": Match.new(5)})  # max_rounds None: the env's
+    assert env.match.max_rounds == 100
+    broken = Match.new(5)
+    broken.ends = [-1, -1, -1, -1]
+    broken.placements = 1  # no open end after a tile: from_state's checks
+    with pytest.raises(ValueError, match="match state"):
+        env.reset(options={"match": broken})
+    with pytest.raises(TypeError, match="options must be a dict"):
+        env.reset(options="x")
+    for seat in (1.0, "1", True, 4):
+        with pytest.raises(ValueError, match="seat must be 0-3"):
+            SingleAgentEnv(opponents="random", seat=seat)
+    assert SingleAgentEnv(opponents="random", seat=np.int64(2)).seat == 2
 
 
 # -- rewards over whole matches (property) -------------------------------------------------------
