@@ -222,6 +222,24 @@ def _bits_to_mask(bits: np.ndarray) -> int:
     return int(np.dot(bits.astype(np.int64) != 0, _BITS[: len(bits)]))
 
 
+def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
+    """An agent's ``(observation, action_mask)`` as ``float32[OBS_SIZE]`` and ``bool[113]``;
+    ``ValueError`` for a wrong shape, a non-finite observation or a mask with no legal action."""
+    obs = np.asarray(obs)
+    if obs.shape != (OBS_SIZE,) or not np.issubdtype(obs.dtype, np.number):
+        raise ValueError(f"observation must be a number array of shape ({OBS_SIZE},), got "
+                         f"{obs.dtype} {obs.shape}")
+    if not np.isfinite(obs).all():
+        raise ValueError("observation has NaN or infinite entries")
+    mask = np.asarray(mask)
+    if mask.shape != (NUM_ACTIONS,):
+        raise ValueError(f"action mask must have shape ({NUM_ACTIONS},), got {mask.shape}")
+    mask = mask.astype(bool)
+    if not mask.any():
+        raise ValueError("action mask has no legal action (is it this seat's turn?)")
+    return obs.astype(np.float32, copy=False), mask
+
+
 def decode(obs: np.ndarray) -> SeatView:
     """Inverse of :func:`encode` for everything a seat knows (structure for rule-based agents)."""
     obs = np.asarray(obs)

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from .batched import layout
-from .observation import OBS_SIZE
+from .observation import OBS_SIZE, checked_inputs
 from .policy_features import ActionFeatures
 from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES,
                           MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH, SHIPPED, CheckpointError,
@@ -279,13 +279,11 @@ class PolicyAgent:
 
     @torch.inference_mode()
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        mask = np.asarray(action_mask).astype(bool)
-        if not mask.any():
-            raise ValueError("action_mask has no legal action (is this seat on turn?)")
+        observation, mask = checked_inputs(observation, action_mask)
         legal = np.flatnonzero(mask)
         if len(legal) == 1:
             return int(legal[0])
-        obs = torch.as_tensor(np.asarray(observation, dtype=np.float32), device=self.device)
+        obs = torch.as_tensor(observation, device=self.device)
         mask_t = torch.as_tensor(mask, device=self.device).unsqueeze(0)
         logits, _ = self.model(obs.unsqueeze(0), mask_t)
         dist = MaskedCategorical(logits, mask_t)

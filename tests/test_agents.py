@@ -12,7 +12,7 @@ from sevenrocks_env.agents.belief import HandSampler, excluded_tiles, world_matc
 from sevenrocks_env.agents.layout import LookaheadLayout, points_after, view_of
 from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.tiles import (
-    EAST, KNOCK, NORTH, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
+    EAST, KNOCK, NORTH, NUM_ACTIONS, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
 )
 from positions import one_view_of_two_deals, random_state
 
@@ -189,6 +189,25 @@ def test_make_agent_specs_and_errors(tmp_path):
     unreadable.write_bytes(b"not a checkpoint")
     with pytest.raises(ValueError, match="checkpoint"):
         make_agent(f"policy:{unreadable}")
+
+
+@pytest.mark.parametrize("spec", [*SPECS, "ckpt:shipped", "search:policy=shipped,samples=2"])
+def test_act_refuses_inputs_of_the_wrong_shape_or_values(spec):
+    """A mask of another env, a short or NaN observation, no legal action: one clear ValueError
+    from every agent (not an IndexError inside, or an action >= 113)."""
+    agent = make_agent(spec, seed=0)
+    match = random_state(3, 6)
+    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
+    assert 0 <= agent.act(obs, mask) < NUM_ACTIONS
+    nan = obs.copy()
+    nan[5] = np.nan
+    for bad_obs, bad_mask, words in [
+            (obs, np.ones(200, np.int8), "action mask must have shape"),
+            (obs[:100], mask, "observation must be"), (nan, mask, "NaN"),
+            (obs.astype(str), mask, "observation must be"),
+            (obs, np.zeros_like(mask), "no legal action")]:
+        with pytest.raises(ValueError, match=words):
+            agent.act(bad_obs, bad_mask)
 
 
 @settings(max_examples=30, deadline=None)

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..observation import SeatView, decode
+from ..observation import SeatView, checked_inputs, decode
 from .layout import legal_from_mask
 
 
@@ -37,6 +37,7 @@ class ViewAgent:
         """Deterministic agents have no randomness to seed."""
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        observation, action_mask = checked_inputs(observation, action_mask)
         legal = legal_from_mask(action_mask)
         if len(legal) == 1:
             return legal[0]

@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from ..batched import VectorEnv
-from ..observation import decode
+from ..observation import checked_inputs, decode
 from ..policy import MaskedCategorical, PolicyNet, load_policy
 from .layout import best_action, legal_from_mask
 from .belief import MAX_WORLDS
@@ -111,6 +111,7 @@ class PolicySearchAgent:
         self._generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
+        observation, action_mask = checked_inputs(observation, action_mask)
         legal = legal_from_mask(action_mask)
         if len(legal) == 1:
             return legal[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..observation import checked_inputs
 from .layout import legal_from_mask
 
 
@@ -19,5 +20,5 @@ class RandomAgent:
         self._rng = np.random.default_rng(seed)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = legal_from_mask(action_mask)
+        legal = legal_from_mask(checked_inputs(observation, action_mask)[1])
         return legal[int(self._rng.integers(len(legal)))]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..observation import OBS_SIZE
+from ..observation import OBS_SIZE, checked_inputs
 from ..tiles import NUM_ACTIONS
 
 #: The file size at which a model is refused before it is read (the shipped-size MLPs are < 10 MB).
@@ -45,12 +45,11 @@ class SB3Agent:
         """Deterministic play has no randomness (and SB3's seeding would touch global RNGs)."""
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        mask = np.asarray(action_mask).astype(bool)
+        observation, mask = checked_inputs(observation, action_mask)
         legal = np.flatnonzero(mask)
         if len(legal) == 1:
             return int(legal[0])
-        obs = {"observation": np.asarray(observation, np.float32),
-               "action_mask": np.asarray(action_mask, np.int8)}
+        obs = {"observation": observation, "action_mask": mask.astype(np.int8)}
         action, _ = self.model.predict(obs, action_masks=mask, deterministic=self.deterministic)
         return int(action)
 

@@ -40,7 +40,7 @@ from open_spiel.python.algorithms import ismcts, mcts
 
 from ..agents.base import parse_spec_params
 from ..agents.belief import HandSampler
-from ..observation import decode
+from ..observation import checked_inputs, decode
 from .game import GAME_NAME, state_from_view
 
 KINDS = ("ismcts", "mcts")
@@ -71,10 +71,8 @@ class PyspielBotAgent:
         return self._games[target]
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
-        legal = np.flatnonzero(np.asarray(action_mask)).tolist()
-        if not legal:
-            raise ValueError(f"{self.name}: the action mask allows no action "
-                             "(not this seat's turn?)")
+        observation, action_mask = checked_inputs(observation, action_mask)
+        legal = np.flatnonzero(action_mask).tolist()
         if len(legal) == 1:
             return legal[0]
         view = decode(observation)
