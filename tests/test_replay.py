@@ -3,6 +3,7 @@
 import json
 import random
 
+import pytest
 from PIL import Image
 
 from sevenrocks_env import record as records
@@ -72,3 +73,28 @@ def test_tiles_keep_their_place_within_a_round():
     for k in range(1, len(moves)):
         for tile in board_geometry(build_layout(moves[:k]), board_box(), framing).tiles:
             assert tile.box == final[tile.placed.move]
+
+
+def test_a_gif_too_large_to_build_in_memory_is_refused_before_drawing(tmp_path, capsys,
+                                                                      monkeypatch):
+    """Pillow holds every GIF frame: a long record (the bounds allow ~116k moves) must not eat
+    the machine. Refused up front, with the ways out named; PNG folders stream and are not capped."""
+    from sevenrocks_env.render import replay
+
+    record = short_match_record()
+    moves = sum(len(r["moves"]) for r in record["rounds"])
+    path = tmp_path / "game.json"
+    records.save(record, path)
+    monkeypatch.setattr(replay, "MAX_GIF_PIXELS", (moves - 1) * 1280 * 860)
+    drawn = []
+    monkeypatch.setattr(replay, "draw_picture", lambda *a, **k: drawn.append(1) or (None, None))
+    assert main([str(path), "--out", str(tmp_path / "x.gif")]) == 2
+    err = capsys.readouterr().err
+    assert f"{moves} frames of 1280x860 are too many" in err and "--round" in err and "PNG" in err
+    assert drawn == [] and not (tmp_path / "x.gif").exists()
+    # the library function checks as it goes (after the 4th frame here)
+    monkeypatch.undo()
+    monkeypatch.setattr(replay, "MAX_GIF_PIXELS", 3 * 1280 * 860)
+    with pytest.raises(ValueError, match="too many for one GIF"):
+        replay.write_gif(replay.record_frames(record), tmp_path / "y.gif", fps=2)
+    assert not (tmp_path / "y.gif").exists()

@@ -51,11 +51,36 @@ def record_frames(record: dict, round_index: int | None = None, spectator: bool 
         yield image, move, r
 
 
+#: Pillow holds every frame of a GIF until it writes the file: at most this many pixels of
+#: frames (800 full-size frames, about 0.9 GB; a match to 250 has about 150-400 moves).
+MAX_GIF_PIXELS = 800 * SIZE[0] * SIZE[1]
+
+
+def frame_count(record: dict, round_index: int | None = None) -> int:
+    """Frames :func:`record_frames` yields for a validated ``record``: one per move."""
+    rounds = record["rounds"] if round_index is None else record["rounds"][round_index:round_index + 1]
+    return sum(len(rnd["moves"]) for rnd in rounds)
+
+
+def _gif_too_large(frames: int, scale: float) -> str | None:
+    width, height = (max(1, round(side * scale)) for side in SIZE)
+    if frames * width * height <= MAX_GIF_PIXELS:
+        return None
+    return (f"{frames} frames of {width}x{height} are too many for one GIF (it is built in "
+            f"memory; at most {MAX_GIF_PIXELS // (width * height)} at this size): use --round N, "
+            f"a smaller --scale, or a folder of PNG frames")
+
+
 def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> int:
-    """Animated GIF; each round's last frame stays ``hold_round_end`` times longer.  Returns frames."""
+    """Animated GIF; each round's last frame stays ``hold_round_end`` times longer.  Returns
+    frames.  ``ValueError`` once the frames pass :data:`MAX_GIF_PIXELS` (nothing is written)."""
     images, durations = [], []
     last_round = None
+    pixels = 0
     for image, _, r in frames:
+        pixels += image.width * image.height
+        if pixels > MAX_GIF_PIXELS:
+            raise ValueError(_gif_too_large(len(images) + 1, image.width / SIZE[0]))
         if last_round is not None and r != last_round:
             durations[-1] = round(durations[-1] * hold_round_end)
         last_round = r
@@ -116,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         record = records.load(args.record)
         frames = record_frames(record, args.round_index, scale=args.scale)
+        if as_gif and 0 <= (args.round_index or 0) < len(record["rounds"]):  # else: record_frames says
+            problem = _gif_too_large(frame_count(record, args.round_index), args.scale)
+            if problem:
+                raise ValueError(problem)
         count = write_gif(frames, out, args.fps) if as_gif else write_pngs(frames, out)
     except (records.RecordError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
