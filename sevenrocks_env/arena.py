@@ -34,8 +34,10 @@ import numpy as np
 
 from . import rules
 from .agents import make_agent
+from .batched.deal import MAX_SEED
 from .driver import IllegalActionError, MatchDriver, agent_name
 from .ratings import bradley_terry, wilson_interval
+from .record import MAX_ROUNDS, MAX_TARGET
 
 A_SEATS = ((0, 2), (1, 3))  # agent A's seats in the first and the second match of a pair
 
@@ -215,6 +217,26 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
         tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)))
 
 
+#: Most worker processes the unbatched arena starts.
+MAX_WORKERS = 64
+
+
+def check_settings(**settings: int) -> None:
+    """The settings both arenas share, each an int: ``pairs`` and ``batch`` >= 1; ``seed`` in
+    ``[0, MAX_SEED]`` (a deal seed); ``target`` and ``max_rounds`` within the bounds a game
+    record must meet (:mod:`sevenrocks_env.record`). ``ValueError`` names the first bad one."""
+    bounds = {"pairs": (1, None), "batch": (1, None), "seed": (0, MAX_SEED),
+              "target": (1, MAX_TARGET), "max_rounds": (1, MAX_ROUNDS)}
+    for name, value in settings.items():
+        low, high = bounds[name]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be an int, got {value!r}")
+        if high is None and value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
+        if high is not None and not low <= value <= high:
+            raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+
+
 def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
              target: int = rules.DEFAULT_TARGET, max_rounds: int = 100,
              log=None) -> ArenaResult:
@@ -225,12 +247,9 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     log from an earlier run of the same pairing holds are not played again
     (:mod:`sevenrocks_env.arena_log`).
     """
-    if pairs < 1:
-        raise ValueError(f"pairs must be >= 1, got {pairs}")
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    if target < 1 or max_rounds < 1:
-        raise ValueError("target and max_rounds must be >= 1")
+    check_settings(pairs=pairs, seed=seed, target=target, max_rounds=max_rounds)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be an int in [1, {MAX_WORKERS}], got {workers!r}")
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     strings = isinstance(agent_a, str) and isinstance(agent_b, str)
     if workers > 1 and not strings:

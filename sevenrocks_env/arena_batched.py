@@ -46,9 +46,9 @@ from .agents import make_agent
 from .agents.greedy import GreedyAgent
 from .agents.heuristic import HeuristicAgent
 from .agents.random_agent import RandomAgent
-from .arena import ArenaResult, PairOutcome, run_pairs, split_name
+from .arena import ArenaResult, PairOutcome, check_settings, run_pairs, split_name
 from .batched import VectorEnv, layout
-from .batched.deal import MAX_SEED, mix
+from .batched.deal import mix
 from .batched.greedy import greedy_actions
 from .batched.heuristic import heuristic_actions
 
@@ -338,14 +338,7 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
     envs); the result does not depend on it.  ``log``: a pair log path, as for
     :func:`sevenrocks_env.arena.evaluate` (each batch is appended when it ends).
     """
-    for name, value, low in (("pairs", pairs, 1), ("batch", batch, 1), ("target", target, 1),
-                             ("max_rounds", max_rounds, 1), ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{name} must be an int, got {value!r}")
-        if value < low:
-            raise ValueError(f"{name} must be >= {low}, got {value}")
-    if seed > MAX_SEED:
-        raise ValueError(f"seed must be <= {MAX_SEED}, got {seed}")
+    check_settings(pairs=pairs, batch=batch, target=target, max_rounds=max_rounds, seed=seed)
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
 

@@ -38,6 +38,7 @@ def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: range, target
                        max_rounds: int, workers: int):
     """Yield the :class:`~sevenrocks_env.arena.PairOutcome` of each pair in ``pairs`` from
     ``workers`` processes, in pair order, as each is ready."""
+    workers = max(1, min(workers, len(pairs)))  # no idle processes for a short run
     with pool_context().Pool(workers, _worker_init,
                              (spec_a, spec_b, seed, target, max_rounds)) as pool:
         chunk = max(1, min(8, len(pairs) // (4 * workers)))

@@ -132,6 +132,10 @@ def test_round_robin_table_and_ratings():
     (["greedy", "random", "--pairs", "-3"], "pairs must be >= 1"),
     (["greedy"], "exactly two agents"),
     (["greedy", "random", "--workers", "0"], "workers"),
+    (["greedy", "random", "--workers", "100000"], "workers must be an int in [1, 64]"),
+    (["greedy", "random", "--seed", "-1"], "seed must be in [0, "),  # numpy's words before
+    (["greedy", "random", "--target", "99999"], "target must be in [1, 5000]"),  # as --batched
+    (["greedy", "random", "--max-rounds", "1001"], "max_rounds must be in [1, 1000]"),
     (["greedy", "ckpt:/no/such/file.pt"], ("no such file", "cannot read checkpoint")),
     (["greedy", "random", "--bogus"], "unrecognized"),
 ])

@@ -220,8 +220,8 @@ def test_heuristic_plays_as_in_the_unbatched_arena():
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"pairs": 0}, "pairs must be >= 1"), ({"batch": 0}, "batch must be >= 1"),
-    ({"seed": -1}, "seed must be >= 0"), ({"target": 0}, "target must be >= 1"),
-    ({"max_rounds": 0}, "max_rounds must be >= 1"), ({"pairs": 2.5}, "pairs must be an int"),
+    ({"seed": -1}, r"seed must be in \[0, "), ({"target": 0}, r"target must be in \[1, 5000\]"),
+    ({"max_rounds": 0}, r"max_rounds must be in \[1, 1000\]"), ({"target": 5001}, "target"), ({"pairs": 2.5}, "pairs must be an int"),
 ])
 def test_bad_numbers_get_clear_errors(kwargs, message):
     arguments = {"pairs": 1, **kwargs}

@@ -140,8 +140,8 @@ def test_a_header_cut_short_starts_the_log_again_but_another_file_is_never_overw
 def test_long_matches_are_logged_and_read_back(tmp_path):
     # a pair's rounds are bounded by the run's own max_rounds, not by a fixed number
     log = tmp_path / "l.jsonl"
-    first = arena.evaluate(A, B, 2, seed=3, target=2000, max_rounds=1500, log=log)
-    again = arena.evaluate(A, B, 2, seed=3, target=2000, max_rounds=1500, log=log)
+    first = arena.evaluate(A, B, 2, seed=3, target=2000, max_rounds=1000, log=log)
+    again = arena.evaluate(A, B, 2, seed=3, target=2000, max_rounds=1000, log=log)
     assert first.as_dict(timing=False) == again.as_dict(timing=False)
     assert first.rounds_per_match > 20
 
