@@ -376,3 +376,13 @@ def test_fuzzed_bodies_never_give_500_and_never_change_the_game(client, app, wai
         assert response.json()["error"]
     if route in ("move", "step") and response.status_code != 200:
         assert snapshot(app, waiting) == before
+
+
+@pytest.mark.parametrize("argv", [["--idle-minutes", "nan"], ["--idle-minutes", "inf"],
+                                  ["--idle-minutes", "0"], ["--port", "0"], ["--max-games", "0"]])
+def test_serve_refuses_bad_settings_before_starting(argv, capsys):
+    """nan idle minutes would never expire a game: the store would answer 429 for good."""
+    from sevenrocks_env.web.server import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: --port must be")

@@ -32,8 +32,9 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
-    if not 0 < args.port < 65536 or args.max_games < 1 or args.idle_minutes <= 0:
-        print("error: --port must be 1-65535, --max-games and --idle-minutes positive",
+    # not (0 < idle <= a week) also refuses nan, which compares false with everything
+    if not 0 < args.port < 65536 or args.max_games < 1 or not 0 < args.idle_minutes <= 7 * 24 * 60:
+        print("error: --port must be 1-65535, --max-games positive, --idle-minutes in (0, 10080]",
               file=sys.stderr)
         return 2
     try:
