@@ -110,12 +110,11 @@ def _batched(args):
     import torch
 
     from .arena_batched import DEFAULT_BATCH, evaluate_batched
+    from .batched.vector_env import checked_device
     try:
-        device = torch.device(args.device)
-    except RuntimeError as error:
-        raise ValueError(f"--device {args.device!r}: {error}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {args.device}: CUDA is not available here")
+        device = checked_device(args.device)
+    except ValueError as error:
+        raise ValueError(f"--{error}") from None
     if not 1 <= args.threads <= 256:
         raise ValueError(f"--threads must be in [1, 256], got {args.threads}")
     torch.set_num_threads(args.threads)

@@ -170,14 +170,17 @@ class raw_env(AECEnv, EzPickle):
         self.seed_used: int | None = None
 
     def observation_space(self, agent):
-        if agent not in self.observation_spaces:
-            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
+        self._check_agent(agent)
         return self.observation_spaces[agent]
 
     def action_space(self, agent):
-        if agent not in self.action_spaces:
-            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
+        self._check_agent(agent)
         return self.action_spaces[agent]
+
+    @staticmethod
+    def _check_agent(agent) -> None:
+        if not isinstance(agent, str) or agent not in AGENTS:  # a list is unhashable: no dict test
+            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
 
     # -- episode ------------------------------------------------------------------------------
 
@@ -262,8 +265,7 @@ class raw_env(AECEnv, EzPickle):
 
     def _check_observable(self, agent) -> None:
         """Raise the error for an ``observe(agent)`` that cannot be answered."""
-        if not isinstance(agent, str) or agent not in self._seat_of:
-            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
+        self._check_agent(agent)
         raise RuntimeError("reset() needs to be called before observe.")
 
     def _set_team_rewards(self, team0_value: float) -> None:

@@ -177,6 +177,10 @@ def test_bad_deals_and_loads():
         sevenrocks_v0.vector_env(num_envs=2, reward="win", points_scale=0.1)
     with pytest.raises(ValueError, match="num_envs"):
         sevenrocks_v0.vector_env(num_envs=0)
+    for device in ("bogus", "mps", None, "cuda:99"):  # in words, not torch's AssertionError
+        with pytest.raises(ValueError, match=r"device .*(Expected one of|runs on 'cpu' or "
+                                             r"'cuda'|invalid combination|CUDA|CUDA device)"):
+            sevenrocks_v0.vector_env(num_envs=2, device=device)
 
 
 def test_validate_false_skips_the_check_for_trusted_callers():

@@ -33,6 +33,9 @@ def test_observe_an_unknown_agent(agent):
     with pytest.raises(ValueError, match="unknown agent") as info:
         env.observe(agent)
     assert "player_0" in str(info.value) and len(str(info.value)) < MAX_MESSAGE
+    for space in (env.observation_space, env.action_space):  # a list: not a TypeError
+        with pytest.raises(ValueError, match="unknown agent"):
+            space(agent)
 
 
 def test_raw_env_before_reset_says_so_in_pettingzoo_words():

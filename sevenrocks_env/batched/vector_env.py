@@ -27,6 +27,26 @@ def _check_int(name: str, value, low: int, high: int) -> int:
     return int(value)
 
 
+def checked_device(device) -> torch.device:
+    """``device`` as a ``torch.device`` the engine can run on: the CPU, or a CUDA device that is
+    there (``"cuda"`` means the current one); ``ValueError`` otherwise, in words."""
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device {device!r}: {str(error)[:120]}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise ValueError(f"device {str(device)!r}: the batched engine runs on 'cpu' or 'cuda'")
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {str(device)!r}: CUDA is not available here")
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        elif device.index >= torch.cuda.device_count():
+            raise ValueError(f"device {str(device)!r}: this machine has "
+                             f"{torch.cuda.device_count()} CUDA device(s)")
+    return device
+
+
 def _check_tensor(name: str, value, shape: tuple, dtype: torch.dtype, device: torch.device):
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name}: expected a torch.Tensor of shape {list(shape)} dtype {dtype}, "
@@ -55,9 +75,7 @@ class VectorEnv:
         ``i`` is dealt from stream ``deal_streams[i]`` instead of ``i``, so several envs can play
         the same deals -- duplicate-deal evaluation gives both games of a pair one stream."""
         self.num_envs = _check_int("num_envs", num_envs, 1, _MAX_ENVS)
-        self.device = torch.device(device)
-        if self.device.type == "cuda" and self.device.index is None:
-            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.device = checked_device(device)
         # the bounds a record must meet (records=True writes one for every match)
         target = _check_int("target", target, 1, MAX_TARGET)
         if max_rounds is not None:
