@@ -87,25 +87,27 @@ def game_record(match: Match) -> dict:
     """The match's history as a record (JSON-serialisable; ints and ``"low|high"`` strings)."""
     if match.history is None:
         raise ValueError("this match keeps no history (built with keep_history=False)")
-    rounds = []
-    for log in match.history:
-        moves = []
-        for seat, action, total, points in log.moves:
-            if action == KNOCK:
-                moves.append({"seat": seat, "action": KNOCK, "pass": True})
-            else:
-                moves.append({"seat": seat, "action": action, "tile": tile_name(action >> 2),
-                              "slot": action & 3, "end_sum": total, "points": points})
-        rounds.append({
-            "opener": log.opener,
-            "hands": [[tile_name(t) for t in tiles_of(hand)] for hand in log.hands],
-            "moves": moves,
-            "result": log.result,
-            "deductions": list(log.deductions),
-            "scores": list(log.scores if log.scores is not None else match.scores),
-        })
+    rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
+                          log.scores if log.scores is not None else match.scores)
+              for log in match.history]
     return {"format": FORMAT, "target": match.target, "rounds": rounds,
             "winner": match.winner, "scores": list(match.scores)}
+
+
+def round_entry(opener: int, hands, moves, result: str | None, deductions, scores) -> dict:
+    """One round of a record (shared by both engines' writers): ``hands`` as dealt (bitmasks),
+    ``moves`` as ``(seat, action, end_sum, points)``, ``result`` one of :data:`RESULTS` or None."""
+    return {
+        "opener": opener,
+        "hands": [[tile_name(t) for t in tiles_of(hand)] for hand in hands],
+        "moves": [{"seat": seat, "action": KNOCK, "pass": True} if action == KNOCK else
+                  {"seat": seat, "action": action, "tile": tile_name(action >> 2),
+                   "slot": action & 3, "end_sum": total, "points": points}
+                  for seat, action, total, points in moves],
+        "result": result,
+        "deductions": list(deductions),
+        "scores": list(scores),
+    }
 
 
 def save(record: dict, path) -> None:

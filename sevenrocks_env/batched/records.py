@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..record import FORMAT
-from ..tiles import KNOCK, tile_name, tiles_of
+from ..record import FORMAT, round_entry
 from .engine import BLOCKED, DOMINO, WON, StepEvents
 
-_TILE_NAMES = tuple(tile_name(t) for t in range(28))
 _RESULT_NAMES = {DOMINO: "domino", BLOCKED: "blocked", WON: "won"}
 _RESULT_CODES = {name: code for code, name in _RESULT_NAMES.items()}
 
@@ -108,20 +106,12 @@ class RecordKeeper:
         self.log, self.base = log, first
 
     def _record(self, env: int, rounds: list[dict], winner: int, scores: list[int]) -> dict:
-        out, names = [], _TILE_NAMES
+        out = []
         for rnd in rounds:
             logged = self.log[rnd["start"] - self.base:rnd["stop"] - self.base, env].tolist()
-            moves = []
-            for seat, action, total, points in rnd["earlier"] + logged:
-                if action == KNOCK:
-                    moves.append({"seat": seat, "action": KNOCK, "pass": True})
-                else:
-                    moves.append({"seat": seat, "action": action, "tile": names[action >> 2],
-                                  "slot": action & 3, "end_sum": total, "points": points})
-            out.append({"opener": rnd["opener"],
-                        "hands": [[names[t] for t in tiles_of(h)] for h in rnd["hands"]],
-                        "moves": moves, "result": _RESULT_NAMES[rnd["result"]],
-                        "deductions": rnd["deductions"], "scores": rnd["scores"]})
+            out.append(round_entry(rnd["opener"], rnd["hands"], rnd["earlier"] + logged,
+                                   _RESULT_NAMES[rnd["result"]], rnd["deductions"],
+                                   rnd["scores"]))
         return {"format": FORMAT, "target": self.target, "rounds": out,
                 "winner": None if winner < 0 else winner, "scores": list(scores)}
 
