@@ -128,6 +128,16 @@ def test_smoke_run_logs_and_checkpoints(tmp_path):
     assert data["global_step"] == cfg.total_steps and data["update"] == cfg.num_updates
 
 
+def test_evaluation_plays_the_run_s_target_and_round_cap():
+    """A run to 40 cut at 1 round is evaluated on such matches, not on the arena's 250/100."""
+    from sevenrocks_env.policy import PolicyNet
+    from training.evaluation import evaluate_policy
+
+    results = evaluate_policy(PolicyNet(), ["random"], pairs=2, seed=0, target=40, max_rounds=1)
+    rounds = results["random"].as_dict()["rounds_per_match"]
+    assert rounds == 1.0, rounds
+
+
 def test_two_runs_with_one_seed_give_the_same_weights_bit_for_bit(tmp_path):
     """The default engine (batched) and critic (oracle): a run is a function of its config."""
     weights = []

@@ -8,16 +8,18 @@ from sevenrocks_env.agents import make_agent
 from sevenrocks_env.policy import PolicyAgent
 
 
-def evaluate_policy(model, specs, pairs: int, seed: int) -> dict:
-    """``{spec: ArenaResult}`` of a frozen copy of ``model`` (team A, greedy play) vs each spec."""
+def evaluate_policy(model, specs, pairs: int, seed: int, target: int, max_rounds: int) -> dict:
+    """``{spec: ArenaResult}`` of a frozen copy of ``model`` (team A, greedy play) vs each spec,
+    in matches to ``target`` cut after ``max_rounds`` rounds: the run's own settings."""
     from sevenrocks_env.arena import evaluate  # the arena module; imported late (it is optional)
 
     agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
-    return {spec: evaluate(agent, make_agent(spec), pairs, seed=seed, workers=1)
+    return {spec: evaluate(agent, make_agent(spec), pairs, seed=seed, workers=1, target=target,
+                           max_rounds=max_rounds)
             for spec in specs}
 
 
-def eval_game_picture(model, spec: str, seed: int):
+def eval_game_picture(model, spec: str, seed: int, target: int, max_rounds: int):
     """Board picture (H x W x 3 uint8) of the end of one evaluation match: the policy at seats
     0 and 2 against ``spec``, every hand face up (for ``SummaryWriter.add_image``)."""
     from sevenrocks_env.arena import run_match
@@ -25,7 +27,8 @@ def eval_game_picture(model, spec: str, seed: int):
 
     agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
     opponent = make_agent(spec, seed=seed)
-    match, _ = run_match([agent, opponent, agent, opponent], seed=seed)
+    match, _ = run_match([agent, opponent, agent, opponent], seed=seed, target=target,
+                         max_rounds=max_rounds)
     return render_picture(match, spectator=True)
 
 

@@ -76,11 +76,13 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
                       wall_seconds: float) -> dict:
     """Arena evaluation against ``cfg.eval_agents``: the eval/ scalars, the wall time, and one
     evaluation match against the last eval agent as a board picture (eval/game)."""
-    results = evaluate_policy(model, cfg.eval_agents, pairs, cfg.eval_seed)
+    results = evaluate_policy(model, cfg.eval_agents, pairs, cfg.eval_seed, cfg.target,
+                              cfg.max_rounds)
     for key, value in eval_scalars(results).items():
         writer.add_scalar(key, value, global_step)
     writer.add_scalar("eval/wall_minutes", wall_seconds / 60, global_step)
-    picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed)
+    picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed, cfg.target,
+                                cfg.max_rounds)
     writer.add_image("eval/game", picture, global_step, dataformats="HWC")
     return results
 
