@@ -99,6 +99,9 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ("eval_agents=[[[[1]]]]", "eval_agents[0]"),
     ("opponents=[" + ",".join(["greedy"] * 40) + "]", "opponents"),
     ("eval_agents=[nosuchagent]", "eval_agents: unknown agent spec 'nosuchagent'"),
+    # a pickle can run code: never loaded because a config (or a checkpoint's config) names it
+    ("eval_agents=[sb3:model.zip]", "eval_agents: sb3:PATH loads a pickle"),
+    ("opponents=[sb3:model.zip]", "opponents: sb3:PATH loads a pickle"),
 ])
 def test_bad_values_blame_set_and_name_the_key(override, words):
     message = refused(SMOKE, [override])
@@ -159,6 +162,7 @@ def test_any_set_text_is_accepted_or_refused_in_one_line(key, raw):
 @pytest.mark.parametrize("override, blamed", [
     ("opponents=[]", "--set"),                        # the file's opponent_fraction is 0.25
     ("num_minibatches=7", "--set"),                   # the file's batch is not divisible by 7
+    ("num_minibatches=256", "--set"),                 # minibatches of 1: std of one value, NaN
 ])
 def test_a_rule_about_several_fields_blames_the_set_that_broke_it(override, blamed):
     with pytest.raises(ConfigError) as caught:

@@ -61,6 +61,7 @@ BAD_PIECES = [
     ("optimizer", lambda d: d.update(optimizer={})),
     ("optimizer", lambda d: d["optimizer"]["state"][0].update(exp_avg=torch.zeros(1))),
     ("optimizer", lambda d: d["optimizer"]["param_groups"][0].update(lr=float("nan"))),
+    ("optimizer", lambda d: d["optimizer"]["state"][0]["exp_avg_sq"].fill_(-1.0)),  # NaN steps
     ("pool", lambda d: d.update(pool={"snapshots": [{}], "generators": [torch.zeros(1)]})),
     ("pool", lambda d: d.update(pool=[1, 2])),
     ("update", lambda d: d.update(update=-1)),
@@ -81,6 +82,26 @@ BAD_PIECES = [
         exp_avg=d["optimizer"]["state"][0]["exp_avg"].to_sparse())),
     ("critic", lambda d: d["critic"].update({k: v[:1] for k, v in d["critic"].items()})),
 ]
+
+
+def test_adam_settings_come_from_the_config_not_the_file(tmp_path, monkeypatch, capsys, good):
+    """maximize (gradient ascent), amsgrad (a KeyError inside) or NaN betas in a file are not
+    taken: only the moments are; the resumed run's Adam is the config's."""
+    import copy
+
+    from training.train import build_networks
+    data = copy.deepcopy(good)
+    data["optimizer"]["param_groups"][0].update(maximize=True, amsgrad=True,
+                                                 betas=(float("nan"), 5.0), weight_decay=1e6)
+    monkeypatch.chdir(tmp_path)
+    code, err = resume(tmp_path, data, capsys, "--set", "total_steps=512", "--set",
+                       "final_eval_pairs=1")
+    assert code == 0, err
+    resumed = torch.load(tmp_path / "ckpt" / "smoke" / "latest.pt", weights_only=True)
+    group = resumed["optimizer"]["param_groups"][0]
+    fresh = build_networks(load_config(SMOKE, []))[2].state_dict()["param_groups"][0]
+    for key in ("maximize", "amsgrad", "betas", "weight_decay", "eps"):
+        assert group[key] == fresh[key], key
 
 
 @pytest.mark.parametrize("piece,damage", BAD_PIECES,

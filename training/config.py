@@ -253,6 +253,11 @@ class TrainConfig(BaseModel):
             raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be divisible by "
                               f"num_minibatches ({self.num_minibatches})", "num_minibatches",
                               ("num_matches", "num_steps"))
+        if self.batch_size // self.num_minibatches < 2:  # advantages are normalised per minibatch
+            raise ConfigError(f"a minibatch of {self.batch_size // self.num_minibatches} sample "
+                              "cannot be normalised (std of one value): give num_minibatches at "
+                              f"most {self.batch_size // 2}", "num_minibatches",
+                              ("num_matches", "num_steps"))
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps ({self.total_steps}) is less than one rollout "
                               f"({self.batch_size} = num_matches * num_steps)", "total_steps",
@@ -263,7 +268,7 @@ class TrainConfig(BaseModel):
                 if key == "opponents" and spec == "past":
                     continue
                 try:
-                    make_agent(spec)
+                    make_agent(spec, allow_pickles=False)  # configs and checkpoints are shared
                 except ValueError as error:
                     raise ConfigError(f"{key}: {str(error)[:300]}", key) from None
 

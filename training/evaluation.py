@@ -14,8 +14,8 @@ def evaluate_policy(model, specs, pairs: int, seed: int, target: int, max_rounds
     from sevenrocks_env.arena import evaluate  # the arena module; imported late (it is optional)
 
     agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
-    return {spec: evaluate(agent, make_agent(spec), pairs, seed=seed, workers=1, target=target,
-                           max_rounds=max_rounds)
+    return {spec: evaluate(agent, make_agent(spec, allow_pickles=False), pairs, seed=seed,
+                           workers=1, target=target, max_rounds=max_rounds)
             for spec in specs}
 
 
@@ -26,7 +26,7 @@ def eval_game_picture(model, spec: str, seed: int, target: int, max_rounds: int)
     from sevenrocks_env.render.picture import render_picture
 
     agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
-    opponent = make_agent(spec, seed=seed)
+    opponent = make_agent(spec, seed=seed, allow_pickles=False)
     match, _ = run_match([agent, opponent, agent, opponent], seed=seed, target=target,
                          max_rounds=max_rounds)
     return render_picture(match, spectator=True)

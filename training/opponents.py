@@ -89,7 +89,8 @@ class OpponentPool:
         self.snapshots: list[dict] = []   # state_dicts, oldest first
         self._past_agents: list[PolicyAgent] = []
         self._template = copy.deepcopy(model)
-        self._fixed = {spec: make_agent(spec) for spec in self.specs if spec != PAST}
+        self._fixed = {spec: make_agent(spec, allow_pickles=False)
+                       for spec in self.specs if spec != PAST}
         if PAST in self.specs:
             self.add_snapshot(model)
 
@@ -134,7 +135,7 @@ class OpponentPool:
             return name, self._past_agents[int(index)]
         if name not in self._fixed:
             try:
-                self._fixed[name] = make_agent(name)
+                self._fixed[name] = make_agent(name, allow_pickles=False)  # a key from a file
             except ValueError as error:
                 raise ValueError(f"opponent key {key!r}: {error}") from error
         return name, self._fixed[name]

@@ -98,7 +98,9 @@ def check_pool(pool, cfg: TrainConfig, path) -> None:
 
 
 def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
-    """Adam's state for exactly ``parameters``: moments shaped like them, finite, one group."""
+    """Adam's state for exactly ``parameters``: moments shaped like them, finite, one group.
+    Only the moments and step counts are taken (:func:`optimizer_state`): the settings of the
+    group (betas, weight decay, amsgrad, maximize, ...) come from this run's config."""
     if not (isinstance(state, dict) and set(state) == {"state", "param_groups"}
             and isinstance(state["param_groups"], list) and len(state["param_groups"]) == 1
             and isinstance(state["param_groups"][0], dict)
@@ -115,6 +117,8 @@ def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
             if not finite_float32(tensor, shape):
                 raise _bad(path, "optimizer",
                            f"state {index}.{key} must be dense, finite float32 {shape}")
+        if bool((moments["exp_avg_sq"] < 0).any()):  # a mean of squares: its sqrt divides steps
+            raise _bad(path, "optimizer", f"state {index}.exp_avg_sq must be >= 0")
         step = moments["step"]
         if not (isinstance(step, torch.Tensor) and step.layout == torch.strided
                 and step.numel() == 1 and math.isfinite(float(step)) and 0 <= float(step) <= 1e12):
@@ -124,6 +128,13 @@ def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
         value = group.get(key)
         if type(value) not in (int, float) or not math.isfinite(value) or value < 0:
             raise _bad(path, "optimizer", f"param_groups[0].{key} must be a finite number")
+
+
+def optimizer_state(saved: dict, optimizer) -> dict:
+    """A checked optimizer state (:func:`check_optimizer`) with the hyperparameters of
+    ``optimizer`` (built from the config), for ``optimizer.load_state_dict``: a file cannot turn
+    on ``maximize`` or ``amsgrad`` or set ``betas`` the checks above do not cover."""
+    return {"state": saved["state"], "param_groups": optimizer.state_dict()["param_groups"]}
 
 
 def check_resume(data: dict, cfg: TrainConfig, model, critic, path) -> None:

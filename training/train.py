@@ -37,7 +37,7 @@ from .critic import OracleCritic
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .ppo import compute_gae, ppo_update
-from .resume import check_resume, load_engine, resumed_config
+from .resume import check_resume, load_engine, optimizer_state, resumed_config
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import RolloutBuffer, SelfPlayEngine
 
@@ -176,7 +176,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         model.load_state_dict(resume["model"])
         if critic is not None:
             critic.load_state_dict(resume["critic"])
-        optimizer.load_state_dict(resume["optimizer"])
+        optimizer.load_state_dict(optimizer_state(resume["optimizer"], optimizer))
         if pool is not None and resume.get("pool"):
             pool.load_state_dict(resume["pool"])
         load_engine(engine, resume.get("engine"), resume_path)  # after the pool it refers to

@@ -57,10 +57,12 @@ def valid_specs() -> str:
     return ", ".join(lines)
 
 
-def make_agent(spec, seed: int | None = None) -> Agent:
+def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Agent:
     """Build an agent from ``spec`` (see the module table); an Agent instance passes through.
 
     Raises ``ValueError`` naming the valid specs and parameters for anything else.
+    ``allow_pickles=False`` refuses ``sb3:PATH`` (a pickle, which can run code): for specs read
+    from files, such as a training config or checkpoint.
     """
     if not isinstance(spec, str):
         if isinstance(spec, Agent):
@@ -72,6 +74,9 @@ def make_agent(spec, seed: int | None = None) -> Agent:
     if name in CHECKPOINT_SPECS:
         return _load_checkpoint(rest.strip(), seed)
     if name == SB3_SPEC:
+        if not allow_pickles:
+            raise ValueError(f"{SB3_SPEC}:PATH loads a pickle, which can run code; it is not "
+                             "read from a config or checkpoint (play it in `sevenrocks arena`)")
         from .sb3_agent import load_sb3_agent  # imports sb3-contrib only when asked for
 
         return load_sb3_agent(rest.strip(), seed)
