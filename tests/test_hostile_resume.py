@@ -64,6 +64,10 @@ BAD_PIECES = [
     ("optimizer", lambda d: d["optimizer"]["state"][0]["exp_avg_sq"].fill_(-1.0)),  # NaN steps
     ("pool", lambda d: d.update(pool={"snapshots": [{}], "generators": [torch.zeros(1)]})),
     ("pool", lambda d: d.update(pool=[1, 2])),
+    ("pool", lambda d: d["pool"].update(retired=[{"weights": {}, "generator": torch.zeros(1)}])),
+    ("pool", lambda d: d["pool"].update(fixed={"random": {"numpy": {"bit_generator": "MT19937"}}})),
+    ("pool", lambda d: d["pool"].update(fixed={"random": {"torch": torch.zeros(3)}})),
+    ("pool", lambda d: d["pool"].update(extra=1)),
     ("update", lambda d: d.update(update=-1)),
     ("update", lambda d: d.update(update=10 ** 30)),
     ("global_step", lambda d: d.update(global_step="many")),

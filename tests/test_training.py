@@ -174,6 +174,56 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
     assert max(steps) == 768
 
 
+@pytest.mark.parametrize("engine", ["batched", "python"])
+@pytest.mark.parametrize("opponents", [
+    ("opponents=[random]", "opponent_fraction=0.5"),  # a baseline with its own generator
+    # one snapshot kept, matches to 250: snapshots are dropped while matches still play them
+    ("opponents=[past]", "opponent_fraction=0.5", "max_snapshots=1", "target=250"),
+], ids=["random", "dropped-snapshots"])
+def test_resume_is_bit_for_bit_with_opponents(tmp_path, engine, opponents):
+    cfg = _smoke(tmp_path, "total_steps=1536", "eval_every=0", f"engine={engine}", *opponents)
+    train(cfg, final_table=False)
+    ckpt_dir = tmp_path / "ckpt" / "smoke"
+    straight = torch.load(ckpt_dir / "step_1536.pt", weights_only=True)
+    middle = torch.load(ckpt_dir / "step_768.pt", weights_only=True)
+    if "opponents=[past]" in opponents:  # the case this test is about did happen
+        assert middle["pool"]["retired"] and any(
+            key and key.startswith("past@") for key in middle["engine"]["opponents"])
+    else:
+        assert "numpy" in middle["pool"]["fixed"]["random"]
+    assert main(["--resume", str(ckpt_dir / "step_768.pt"), "--set", "final_eval_pairs=1",
+                 *_folders(tmp_path)]) == 0
+    resumed = torch.load(ckpt_dir / "latest.pt", weights_only=True)
+    assert resumed["global_step"] == 1536
+    for key, tensor in straight["model"].items():
+        assert torch.equal(tensor, resumed["model"][key]), key
+
+
+def test_past_added_on_resume_starts_from_the_resumed_policy(tmp_path, monkeypatch):
+    """No snapshot in the checkpoint: the first one is the resumed weights, not the fresh
+    network the pool is built with (and drawing `past` does not fail on an empty pool)."""
+    from training.opponents import OpponentPool
+
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "opponents=[greedy]"),
+          final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    saved = torch.load(latest, weights_only=True)
+    assert not saved["pool"]["snapshots"]
+    snapshots, original = [], OpponentPool.add_snapshot
+
+    def recording(pool, model):
+        snapshots.append({k: v.clone() for k, v in model.state_dict().items()})
+        original(pool, model)
+
+    monkeypatch.setattr(OpponentPool, "add_snapshot", recording)
+    assert main(["--resume", str(latest), "--set", "total_steps=512", "--set", "opponents=[past]",
+                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    # [0]: the pool's constructor (fresh weights, then replaced by the checkpoint's empty pool);
+    # [1]: the snapshot taken once the checkpoint's weights are loaded
+    for key, tensor in saved["model"].items():
+        assert torch.equal(snapshots[1][key], tensor), key
+
+
 def test_resume_refuses_to_change_the_networks(tmp_path, capsys):
     train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "critic=shared"), final_table=False)
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"

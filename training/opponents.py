@@ -56,28 +56,44 @@ def batch_actions(agent, state, obs: torch.Tensor, mask: torch.Tensor,
     return torch.tensor([int(agent.act(o, m)) for o, m in zip(observations, masks)])
 
 
+def generators(agent) -> dict:
+    """An opponent's random generators: ``{"torch": ...}`` (policy agents' ``_generator``) and
+    ``{"numpy": ...}`` (random and search agents' ``_rng``), whichever it has."""
+    found = {}
+    if isinstance(getattr(agent, "_generator", None), torch.Generator):
+        found["torch"] = agent._generator
+    if isinstance(getattr(agent, "_rng", None), np.random.Generator):
+        found["numpy"] = agent._rng
+    return found
+
+
+def generator_state(generator):
+    return (generator.get_state() if isinstance(generator, torch.Generator)
+            else generator.bit_generator.state)
+
+
+def set_generator_state(generator, state) -> None:
+    if isinstance(generator, torch.Generator):
+        generator.set_state(state)
+    else:
+        generator.bit_generator.state = state
+
+
 def save_generators(agents) -> list:
-    """The random generator states of these opponents (torch ``_generator`` of policy agents,
-    numpy ``_rng`` of random and search agents), for :func:`restore_generators`."""
+    """The random generator states of these opponents, for :func:`restore_generators`."""
     saved, seen = [], set()
     for agent in agents:
         if agent is None or id(agent) in seen:
             continue
         seen.add(id(agent))
-        if isinstance(getattr(agent, "_generator", None), torch.Generator):
-            saved.append((agent._generator, agent._generator.get_state()))
-        if isinstance(getattr(agent, "_rng", None), np.random.Generator):
-            saved.append((agent._rng, agent._rng.bit_generator.state))
+        saved += [(g, generator_state(g)) for g in generators(agent).values()]
     return saved
 
 
 def restore_generators(saved: list) -> None:
     """Put back the generator states :func:`save_generators` took."""
     for generator, state in saved:
-        if isinstance(generator, torch.Generator):
-            generator.set_state(state)
-        else:
-            generator.bit_generator.state = state
+        set_generator_state(generator, state)
 
 
 class OpponentPool:
@@ -88,10 +104,20 @@ class OpponentPool:
         self.max_snapshots = max_snapshots
         self.snapshots: list[dict] = []   # state_dicts, oldest first
         self._past_agents: list[PolicyAgent] = []
+        # snapshots dropped from the pool while a match still plays them: registered by key()
+        # for the next state_dict(), restored by load_state_dict() for restore("past@k")
+        self._retired: list[PolicyAgent] = []
+        self._fixed_states: dict = {}  # generator states for baselines restore() builds later
         self._template = copy.deepcopy(model)
         self._fixed = {spec: make_agent(spec, allow_pickles=False)
                        for spec in self.specs if spec != PAST}
         if PAST in self.specs:
+            self.add_snapshot(model)
+
+    def ensure_snapshot(self, model: PolicyNet) -> None:
+        """With ``past`` in the pool and no snapshot yet (``past`` added on ``--resume``), take
+        one of ``model``: the resumed policy, not the fresh network the pool was built with."""
+        if PAST in self.specs and not self._past_agents:
             self.add_snapshot(model)
 
     def add_snapshot(self, model: PolicyNet) -> None:
@@ -112,11 +138,17 @@ class OpponentPool:
     # -- resume ---------------------------------------------------------------------------------
 
     def key(self, name: str, agent) -> str:
-        """A plain string that :meth:`restore` turns back into the same opponent."""
+        """A plain string that :meth:`restore` turns back into the same opponent.  A snapshot
+        already dropped from the pool is registered, and saved by the next :meth:`state_dict`
+        (call it after the engine's, whose keys these are)."""
         if name != PAST:
             return name
-        index = next((i for i, a in enumerate(self._past_agents) if a is agent), -1)
-        return f"{PAST}#{index}"  # -1: a snapshot already dropped; the newest stands in
+        index = next((i for i, a in enumerate(self._past_agents) if a is agent), None)
+        if index is not None:
+            return f"{PAST}#{index}"
+        if all(a is not agent for a in self._retired):
+            self._retired.append(agent)
+        return f"{PAST}@{next(i for i, a in enumerate(self._retired) if a is agent)}"
 
     def restore(self, key: str) -> tuple[str, object]:
         """The opponent of a match in progress at save time.  A baseline that is no longer in the
@@ -124,12 +156,18 @@ class OpponentPool:
         Raises ``ValueError`` naming the key if it names no opponent (keys come from files)."""
         if not isinstance(key, str) or len(key) > 4096:
             raise ValueError(f"opponent key must be a string, got {key!r:.80}")
+        if key.startswith(f"{PAST}@"):  # a dropped snapshot, saved with the pool
+            index, count = key[len(PAST) + 1:], len(self._retired)
+            if not (re.fullmatch(r"[0-9]{1,5}", index) and int(index) < count):
+                raise ValueError(f"opponent key {key!r}: no such retired snapshot ({count})")
+            return PAST, self._retired[int(index)]
         name, _, index = key.partition("#")
         if name == PAST:
             if not self._past_agents:
                 raise ValueError("the checkpoint has matches against past snapshots but no "
                                  "snapshots; resume with the run's own opponents setting")
             count = len(self._past_agents)
+            # -1: written before dropped snapshots were saved; the newest stands in
             if not (re.fullmatch(r"-?[0-9]{1,5}", index) and -1 <= int(index) < count):
                 raise ValueError(f"opponent key {key!r}: no such snapshot (the pool has {count})")
             return name, self._past_agents[int(index)]
@@ -138,18 +176,42 @@ class OpponentPool:
                 self._fixed[name] = make_agent(name, allow_pickles=False)  # a key from a file
             except ValueError as error:
                 raise ValueError(f"opponent key {key!r}: {error}") from error
+            self._set_fixed_state(name)
         return name, self._fixed[name]
 
     def state_dict(self) -> dict:
+        """Snapshots, the dropped snapshots still playing (registered by :meth:`key`), and the
+        random generators of every opponent, so that ``--resume`` continues bit for bit."""
+        retired, self._retired = self._retired, []
         return {"snapshots": self.snapshots,
-                "generators": [agent._generator.get_state() for agent in self._past_agents]}
+                "generators": [agent._generator.get_state() for agent in self._past_agents],
+                "retired": [{"weights": agent.model.state_dict(),
+                             "generator": agent._generator.get_state()} for agent in retired],
+                "fixed": {name: {kind: generator_state(g) for kind, g in generators(agent).items()}
+                          for name, agent in self._fixed.items()}}
 
     def load_state_dict(self, state: dict) -> None:
+        """A checked state (``training.resume.check_pool``); ``retired`` and ``fixed`` are
+        absent from checkpoints written before they were kept."""
         self.snapshots, self._past_agents = [], []
         for snapshot, generator in zip(state["snapshots"], state["generators"]):
-            net = copy.deepcopy(self._template)
-            net.load_state_dict(snapshot)
-            agent = PolicyAgent(net, name=PAST, deterministic=False)
-            agent._generator.set_state(generator)
             self.snapshots.append(snapshot)
-            self._past_agents.append(agent)
+            self._past_agents.append(self._frozen(snapshot, generator))
+        self._retired = [self._frozen(entry["weights"], entry["generator"])
+                         for entry in state.get("retired", [])]
+        self._fixed_states = dict(state.get("fixed", {}))
+        for name in self._fixed:
+            self._set_fixed_state(name)
+
+    def _frozen(self, weights: dict, generator) -> PolicyAgent:
+        net = copy.deepcopy(self._template)
+        net.load_state_dict(weights)
+        agent = PolicyAgent(net, name=PAST, deterministic=False)
+        agent._generator.set_state(generator)
+        return agent
+
+    def _set_fixed_state(self, name: str) -> None:
+        """Put back the saved generator states of baseline ``name`` (a missing kind: unchanged)."""
+        for kind, generator in generators(self._fixed[name]).items():
+            if kind in self._fixed_states.get(name, {}):
+                set_generator_state(generator, self._fixed_states[name][kind])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from sevenrocks_env.policy import CheckpointError, expected_shapes
@@ -79,11 +80,28 @@ def check_weights(weights, shapes: dict, path, piece: str) -> None:
             raise _bad(path, piece, f"{key} must be dense, finite float32 {shape}")
 
 
+def _is_torch_rng(state) -> bool:
+    return (isinstance(state, torch.Tensor) and state.dtype == torch.uint8
+            and tuple(state.shape) == (TORCH_RNG_BYTES,))
+
+
+def _is_numpy_rng(state) -> bool:
+    """A state numpy's default generator (PCG64) takes; it checks the state itself."""
+    try:
+        np.random.default_rng().bit_generator.state = state
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return False
+    return True
+
+
 def check_pool(pool, cfg: TrainConfig, path) -> None:
-    """``None`` or ``{"snapshots": [policy weights], "generators": [torch generator states]}``."""
+    """``None`` or ``{"snapshots": [policy weights], "generators": [torch generator states],
+    "retired": [{"weights", "generator"}], "fixed": {spec: {"torch"/"numpy": state}}}`` (the
+    last two absent in older checkpoints)."""
     if pool is None:
         return
-    if not (isinstance(pool, dict) and set(pool) == {"snapshots", "generators"}
+    if not (isinstance(pool, dict) and {"snapshots", "generators"} <= set(pool)
+            <= {"snapshots", "generators", "retired", "fixed"}
             and isinstance(pool["snapshots"], list) and isinstance(pool["generators"], list)
             and len(pool["snapshots"]) == len(pool["generators"]) <= cfg.max_snapshots):
         raise _bad(path, "pool", f"must hold matching lists of at most {cfg.max_snapshots} "
@@ -92,9 +110,26 @@ def check_pool(pool, cfg: TrainConfig, path) -> None:
                              action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes)
     for index, (weights, generator) in enumerate(zip(pool["snapshots"], pool["generators"])):
         check_weights(weights, shapes, path, "pool")
-        if not (isinstance(generator, torch.Tensor) and generator.dtype == torch.uint8
-                and tuple(generator.shape) == (TORCH_RNG_BYTES,)):
+        if not _is_torch_rng(generator):
             raise _bad(path, "pool", f"generator {index} is not a torch generator state")
+    retired = pool.get("retired", [])
+    if not (isinstance(retired, list) and len(retired) <= cfg.num_matches):
+        raise _bad(path, "pool", f"retired must be a list of at most {cfg.num_matches} snapshots")
+    for index, entry in enumerate(retired):
+        if not (isinstance(entry, dict) and set(entry) == {"weights", "generator"}
+                and _is_torch_rng(entry["generator"])):
+            raise _bad(path, "pool", f"retired[{index}] must be weights and a torch generator")
+        check_weights(entry["weights"], shapes, path, "pool")
+    fixed = pool.get("fixed", {})
+    if not (isinstance(fixed, dict) and len(fixed) <= cfg.num_matches + 64):
+        raise _bad(path, "pool", "fixed must be a dict of opponents' generator states")
+    for name, states in fixed.items():
+        if not (isinstance(name, str) and len(name) <= 4096 and isinstance(states, dict)
+                and set(states) <= {"torch", "numpy"}
+                and ("torch" not in states or _is_torch_rng(states["torch"]))
+                and ("numpy" not in states or _is_numpy_rng(states["numpy"]))):
+            raise _bad(path, "pool", f"fixed[{shown(name)}] must map 'torch'/'numpy' to "
+                                     "generator states")
 
 
 def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:

@@ -177,8 +177,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         if critic is not None:
             critic.load_state_dict(resume["critic"])
         optimizer.load_state_dict(optimizer_state(resume["optimizer"], optimizer))
-        if pool is not None and resume.get("pool"):
-            pool.load_state_dict(resume["pool"])
+        if pool is not None:
+            pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
+            pool.ensure_snapshot(model)  # `past` added on resume: a snapshot of the resumed policy
         load_engine(engine, resume.get("engine"), resume_path)  # after the pool it refers to
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
@@ -199,9 +200,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                disable=not cfg.progress, dynamic_ncols=True, desc=cfg.run_name)
 
     def save(update: int) -> Path:
+        engine_state = engine.state_dict()  # first: its opponent keys register dropped snapshots
         return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
-                                        wall_before + time.time() - start_time,
-                                        engine.state_dict(),
+                                        wall_before + time.time() - start_time, engine_state,
                                         pool.state_dict() if pool is not None else None, critic)
 
     update = start_update
