@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -111,6 +113,22 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
              action=np.zeros(1), teacher=np.array("t"))
     with pytest.raises(distill.LabelsError, match="not a labels file"):
         distill.load_labels(objects)
+    # a header may declare any shape: np.load would allocate it (866 TiB here) before checks
+    huge = tmp_path / "huge.npz"
+    np.savez(huge, observation=np.zeros((1, 238), np.float32), action=np.zeros(1, np.int64),
+             action_mask=np.ones((1, 113), bool), teacher=np.array("t"))
+    with zipfile.ZipFile(huge) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = members["observation.npy"]
+    bigger = b"(1000000000000, 238)"  # the same header length: taken from its space padding
+    grown = header.replace(b"(1, 238)", bigger, 1).replace(b" " * (len(bigger) - 8) + b"\n", b"\n", 1)
+    assert len(grown) == len(header) and grown != header
+    members["observation.npy"] = grown
+    with zipfile.ZipFile(huge, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(distill.LabelsError, match="'observation' declares .* larger than"):
+        distill.load_labels(huge)
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(distill.LabelsError, match="not a labels file"):
         distill.load_labels(tmp_path / "junk.npz")

@@ -30,7 +30,9 @@ Whether the result is *stronger* is the arena's question, on fresh deals (``docs
 from __future__ import annotations
 
 import argparse
+import math
 import time
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -162,10 +164,44 @@ def save_labels(path, labels: dict, teacher: str) -> Path:
     return path
 
 
+#: Each array's trailing shape (its first axis is the number of labels); ``teacher`` is a string.
+_LABEL_ARRAYS = {"observation": (OBS_SIZE,), "action_mask": (NUM_ACTIONS,), "action": (),
+                 "values": (NUM_ACTIONS,)}
+_MAX_TEACHER_CHARS = 4096
+
+
+def _check_declared_shapes(path) -> None:
+    """Read each array's ``.npy`` header (not its data) and refuse a shape or dtype that would
+    size an allocation past the bounds: ``np.load`` allocates what a header declares."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for key in (*_LABEL_ARRAYS, "teacher"):
+                if f"{key}.npy" not in archive.namelist():
+                    continue
+                with archive.open(f"{key}.npy") as member:
+                    version = np.lib.format.read_magic(member)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(member)
+                if key == "teacher":
+                    ok = shape == () and dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS
+                else:  # sizes only: the shape and dtype checks below name what is wrong
+                    ok = (dtype.itemsize <= 8 and len(shape) <= 3
+                          and math.prod(shape) <= MAX_LABELS * math.prod(_LABEL_ARRAYS[key]))
+                if not ok:
+                    raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} "
+                                      f"{str(shape)[:60]}: larger than {MAX_LABELS} labels")
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        if isinstance(error, LabelsError):
+            raise
+        raise LabelsError(f"{path}: not a labels file ({str(error)[:200]})") from None
+
+
 def load_labels(path) -> tuple[dict, str]:
     """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
     legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
     ``values`` is ``None`` for files from before the teacher's values were kept."""
+    _check_declared_shapes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: data[key] for key in ("observation", "action_mask", "action",
