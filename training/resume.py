@@ -217,7 +217,7 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
     cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
                            origins={key: "--set" for key in overrides})
     for key in ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
-                "engine"):  # shapes, resume state
+                "engine", "num_matches", "num_steps"):  # shapes, resume state, step counting
         if getattr(cfg, key) != getattr(before, key):
             raise ConfigError(f"--set: {key} cannot change on --resume (the run has "
                               f"{getattr(before, key)!r}); start a new run instead", key)
