@@ -79,18 +79,23 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     def reset(self, *, seed=None, options=None):
         if seed is not None:
             self._rng = np.random.default_rng(seed)
-        match_seed = int(self._rng.integers(2**62))
-        self._aec.reset(seed=match_seed)
-        if self._opponent is None:
-            self._learners = (0, 1, 2, 3)
-        else:
-            team = int(self._rng.integers(2))
-            self._learners = tuple(s for s in range(4) if team_of(s) == team)
-            self._opponent.seed(int(self._rng.integers(2**31)))
-        self._pending = dict.fromkeys(self._learners, 0.0)
-        self._seen = set()
-        self._advance()
-        return self._outputs()[0], {}
+        while True:
+            match_seed = int(self._rng.integers(2**62))
+            self._aec.reset(seed=match_seed)
+            if self._opponent is None:
+                self._learners = (0, 1, 2, 3)
+            else:
+                team = int(self._rng.integers(2))
+                self._learners = tuple(s for s in range(4) if team_of(s) == team)
+                self._opponent.seed(int(self._rng.integers(2**31)))
+            self._pending = dict.fromkeys(self._learners, 0.0)
+            self._seen = set()
+            self._advance()
+            if not self._aec.match.over:
+                break
+            # only a tiny target ends a match before a learner seat decides: deal another
+        # rewards scored before the first decision stay pending: they go out with the next step
+        return self._outputs(deliver_rewards=False)[0], {}
 
     def step(self, action_dict):
         match = self._aec.match
@@ -147,7 +152,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         obs = self._aec.observe(AGENTS[seat])
         return {"observations": obs["observation"], "action_mask": obs["action_mask"].astype(np.float32)}
 
-    def _outputs(self):
+    def _outputs(self, deliver_rewards: bool = True):
         match = self._aec.match
         if match.over:
             seats = [s for s in self._learners if s in self._seen]
@@ -161,7 +166,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
             flags = ({"__all__": False}, {"__all__": False})
         self._seen.update(seats)
         rewards = {}
-        for seat in self._learners:  # rewards go out once the seat is in the episode
+        for seat in self._learners if deliver_rewards else ():  # once the seat is in the episode
             if seat in self._seen and (self._pending[seat] or AGENTS[seat] in observations):
                 rewards[AGENTS[seat]] = self._pending[seat]
                 self._pending[seat] = 0.0

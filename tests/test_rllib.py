@@ -65,6 +65,27 @@ def test_every_learner_seat_gets_its_final_reward(rllib_ppo, opponent):
             assert len(learners) == 2 and int(learners[0][-1]) % 2 == int(learners[1][-1]) % 2
 
 
+def test_points_scored_before_a_seat_first_decides_are_not_lost(rllib_ppo):
+    """reward="points": each learner seat's episode sum is its team's final margin / 100, also
+    when opponents score before the learner's first decision (reset used to drop that)."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "heuristic", "reward": "points"})
+    rng = np.random.default_rng(1)
+    for seed in range(40):
+        totals, _, _ = play(env, rng, seed)
+        scores = env._aec.match.scores
+        for agent, total in totals.items():
+            team = int(agent[-1]) % 2
+            assert total == pytest.approx((scores[team] - scores[1 - team]) / 100), (seed, agent)
+
+
+def test_reset_always_hands_a_learner_seat_an_observation(rllib_ppo):
+    """A tiny target can end a match before a learner moves: reset deals another."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "heuristic", "target": 5})
+    for seed in range(30):
+        obs, _ = env.reset(seed=seed)
+        assert len(obs) == 1 and not env._aec.match.over
+
+
 def test_env_rejects_a_masked_out_action_in_raise_mode(rllib_ppo):
     env = rllib_ppo.SevenRocksMultiAgentEnv({"illegal_action": "raise"})
     obs, _ = env.reset(seed=0)
