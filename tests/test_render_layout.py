@@ -76,3 +76,18 @@ def test_layout_agrees_with_engine_through_random_rounds(seed):
             if slot < NORTH or match.branch_started[slot]:
                 assert layout.outer_tile(slot).crosswise == match.end_double[slot]
         assert len(layout.tiles()) == match.placements
+
+
+def test_the_last_tile_laid_stays_outlined_after_knocks():
+    """docs/web.md and docs/render.md: the last tile laid is outlined -- also when knocks
+    followed it (the outline used to vanish on a knock)."""
+    from sevenrocks_env.render.layout import last_placement
+    from sevenrocks_env.tiles import KNOCK, WEST, encode_action, parse_tile
+    from sevenrocks_env.web.views import board_view
+
+    opening = (2, encode_action(parse_tile("5|5"), WEST), 10, 10)
+    moves = [opening, (3, KNOCK, 10, 0), (0, KNOCK, 10, 0)]
+    assert last_placement([]) is None and last_placement(moves[:1]) == (0, 2)
+    assert last_placement(moves) == (0, 2)
+    tiles = board_view(moves)["tiles"]
+    assert [tile["last"] for tile in tiles] == [True]

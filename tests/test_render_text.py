@@ -27,6 +27,13 @@ def test_unopened_branches_are_marked_as_not_counted():
     assert "counted ends: west 2 + east 3 = end sum 5 -> 5 points" in text
 
 
+def test_a_lone_opening_spinner_counts_once_at_its_west_side():
+    """Example B, step 1: the east side of a lone opening spinner adds nothing (R5), as the
+    picture's ring and the web board's hollow marker show it."""
+    text = render_text(example_match(EXAMPLES["B"], steps=1))
+    assert "W (2) <2:2> (2?) E" in text and "west 4 = end sum 4" in text, text
+
+
 def test_observer_sees_only_own_hand_spectator_sees_all():
     match = example_match(EXAMPLES["A"], steps=3)
     hands = [" ".join(tile_name(t) for t in tiles_of(match.hands[s])) for s in range(4)]

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from sevenrocks_env import record as records
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
-from sevenrocks_env.web.api import MAX_BODY, create_app
+from sevenrocks_env.web.api import MAX_BODY, MAX_REPLAY_BODY, create_app
 from sevenrocks_env.web.games import GameStore
 
 BOTS = {"partner": "greedy", "left": "greedy", "right": "greedy"}
@@ -297,16 +297,39 @@ def test_an_integer_past_python_s_digit_limit_is_a_400_not_a_500(client):
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]
 
 
+def test_a_long_match_record_replays_and_an_empty_setup_starts_a_game(client, app):
+    """A match to 5000 against random bots (the page's largest target) downloads as ~1.4 MB:
+    the page must be able to load it back.  POST /api/games with no body: all defaults."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(3, target=5000, max_rounds=1000)
+    while not match.over:
+        apply_action(match, legal_actions(match)[-1])
+    text = json.dumps(records.game_record(match), indent=1).encode()
+    assert MAX_BODY < len(text) < MAX_REPLAY_BODY
+    assert client.post("/api/replays", content=text).status_code == 201
+    created = client.post("/api/games")
+    assert created.status_code == 201, created.json()
+    assert created.json()["target"] == 250
+    # the random seed is drawn from 2**63 values: one from 2**31 could be found by search from
+    # a player's own hand, and then every hidden hand is known
+    seeds = [app.state.store.get(client.post("/api/games").json()["id"]).setup.seed
+             for _ in range(4)]
+    assert max(seeds) >= 2 ** 32, seeds
+
+
 def test_oversized_body_is_refused_before_parsing(client, waiting):
     big = b'{"ply": 0, "action": 1, "x": "' + b"a" * MAX_BODY + b'"}'
     response = client.post(f"/api/games/{waiting['id']}/move", content=big)
     assert response.status_code == 413 and "too large" in response.json()["error"]
 
-    def chunks():  # no content-length: the limit is enforced while reading
-        for _ in range(MAX_BODY // 1024 + 2):
+    def chunks(limit):  # no content-length: the limit is enforced while reading
+        for _ in range(limit // 1024 + 2):
             yield b"a" * 1024
-    response = client.post("/api/replays", content=chunks())
+    response = client.post(f"/api/games/{waiting['id']}/move", content=chunks(MAX_BODY))
     assert response.status_code == 413
+    response = client.post("/api/replays", content=chunks(MAX_REPLAY_BODY))  # records are larger
+    assert response.status_code == 413 and str(MAX_REPLAY_BODY) in response.json()["error"]
 
 
 def test_game_cap_and_idle_expiry(client, app):

@@ -195,3 +195,62 @@ def test_phone_width_keeps_board_and_hand_on_screen(server, browser):
         box = page.locator("#hand .hand-tile").nth(index).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
+
+
+def _open(page, base: str) -> None:
+    page.goto(base + "/")
+    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+
+
+def _start(page, seat: int, seed: int) -> None:
+    for name in ("partner", "left", "right"):
+        page.select_option(f"select[name={name}]", "greedy")
+    page.select_option("select[name=seat]", str(seat))
+    page.fill("input[name=seed]", str(seed))
+    page.evaluate("document.getElementById('delay').value = 0")
+    page.click("#start-button")
+    page.wait_for_selector("#game:not([hidden])")
+
+
+def test_a_new_match_is_not_taken_over_by_the_old_match_answers(server, browser):
+    """A bot move of the old match still on its way when a new match starts must not replace
+    the new match on the page (it used to, and the new one stalled at move 0)."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.evaluate("""() => { const fetch0 = window.fetch; let steps = 0;
+        window.fetch = async (...args) => { const answer = await fetch0(...args);
+          if (String(args[0]).endsWith('/step') && steps++ === 0)
+            await new Promise((done) => setTimeout(done, 1500));
+          return answer; }; }""")
+    _start(page, seat=0, seed=3)  # seed 3: a bot opens, so a step is sent at once
+    page.wait_for_function("App.ui.busy", timeout=5000)
+    first = page.evaluate("App.ui.view.id")
+    page.click("#new-match")
+    page.select_option("select[name=seat]", "1")
+    page.click("#start-button")
+    page.wait_for_function(f"App.ui.view && App.ui.view.id !== '{first}'")
+    second = page.evaluate("App.ui.view.id")
+    page.wait_for_timeout(2000)  # the old match's delayed answer has arrived
+    assert page.evaluate("App.ui.view.id") == second
+    page.wait_for_function("App.ui.view.ply > 0 || App.ui.view.next === 'you'", timeout=10000)
+
+
+def test_a_tile_that_fits_two_ends_is_played_from_the_keyboard(server, browser):
+    """Enter on the tile, then the highlighted ends are buttons in the tab order: Enter plays."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    _start(page, seat=0, seed=0)
+    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
+                           timeout=20000)
+    index = page.evaluate("App.ui.view.hand.findIndex((t) => t.places.length > 1)")
+    assert index >= 0, "seed 0 no longer gives a first turn with a tile that fits two ends"
+    before = ply(page)
+    page.locator("#hand .hand-tile").nth(index).focus()
+    page.keyboard.press("Enter")
+    targets = page.locator("#board .marker.target[role=button][tabindex='0']")
+    assert targets.count() == 2
+    assert page.evaluate("document.activeElement.matches('#board .marker.target')")
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"App.ui.view.ply > {before}", timeout=10000)

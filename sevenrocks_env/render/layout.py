@@ -220,6 +220,16 @@ def moves_of(round_log) -> list[tuple[int, int]]:
     return normalise_moves(round_log)
 
 
+def last_placement(moves) -> tuple[int, int] | None:
+    """``(move index, seat)`` of the last tile laid among ``moves`` (as :func:`moves_of` takes
+    them), or ``None`` before the first: the tile the board outlines, also after knocks."""
+    pairs = moves_of(moves)
+    for index in range(len(pairs) - 1, -1, -1):
+        if pairs[index][1] != KNOCK:
+            return index, pairs[index][0]
+    return None
+
+
 def build_layout(moves) -> BoardDrawing:
     """Replay the placements of one round (knocks are skipped) into a :class:`BoardDrawing`."""
     layout = BoardDrawing()

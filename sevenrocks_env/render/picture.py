@@ -22,7 +22,7 @@ from PIL import Image, ImageDraw, ImageFont
 from ..rules import Match, team_of
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
-from .layout import BoardDrawing, build_layout
+from .layout import BoardDrawing, build_layout, last_placement
 from .text import round_result
 
 SIZE = (1280, 860)            # width, height
@@ -243,9 +243,7 @@ def draw_picture(match: Match, observer: int | None = None, spectator: bool = Fa
     log = match.history[-1] if match.history else None
     layout = build_layout(log.moves) if log is not None else BoardDrawing()
     geometry = board_geometry(layout, board_box(size), framing)
-    last_move = last_seat = None
-    if log is not None and log.moves and log.moves[-1][1] != KNOCK:
-        last_move, last_seat = len(log.moves) - 1, log.moves[-1][0]
+    last_move, last_seat = (last_placement(log.moves) if log is not None else None) or (None, None)
     draw_scores(draw, match, size[0])
     if layout.empty:
         bx0, by0, bx1, by1 = board_box(size)

@@ -37,7 +37,7 @@ def _end_text(layout: BoardDrawing, slot: int) -> str:
     points = layout.continuation_points()
     if slot not in points:
         return ""
-    if slot in layout.counted_ends() or (slot == EAST and len(layout.line) == 1):
+    if slot in layout.counted_ends():  # a lone opening spinner counts once, at its west side
         return f"({points[slot]})"
     return f"({points[slot]}?)"
 

@@ -38,7 +38,10 @@ from .games import Game, GameError, GameStore
 from .views import game_view, replay_frame
 
 STATIC = Path(__file__).parent / "static"
-MAX_BODY = 512 * 1024  # a long match's record is well under 100 kB
+MAX_BODY = 64 * 1024  # moves and setups are a few dozen bytes
+#: A record to replay: a match to 250 is 20-60 kB of JSON; one to the page's largest target
+#: (5000) against random bots about 1.4 MB.  Replays are held in the game store (--max-games).
+MAX_REPLAY_BODY = 4 * 2**20
 
 
 @dataclass
@@ -54,16 +57,16 @@ def error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-async def read_json(request: Request):
-    """The body as JSON; 413 past ``MAX_BODY`` bytes (checked while reading), 400 if not JSON."""
+async def read_json(request: Request, limit: int = MAX_BODY):
+    """The body as JSON; 413 past ``limit`` bytes (checked while reading), 400 if not JSON."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
-        raise GameError(413, f"request body too large: at most {MAX_BODY} bytes")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        raise GameError(413, f"request body too large: at most {limit} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > MAX_BODY:
-            raise GameError(413, f"request body too large: at most {MAX_BODY} bytes")
+        if size > limit:
+            raise GameError(413, f"request body too large: at most {limit} bytes")
         chunks.append(chunk)
     body = b"".join(chunks)
     if not body:
@@ -110,9 +113,15 @@ def create_app(store: GameStore | None = None) -> Starlette:
         game = await run_in_threadpool(store.new_game, setup)
         return JSONResponse(game_view(game), status_code=201)
 
+    def read_locked(game: Game, read):
+        """``read(game)`` holding the game's lock: a bot move runs in a worker thread, and a
+        view built while it changes the match could see a round half closed."""
+        with game.lock:
+            return read(game)
+
     async def show_game(request: Request) -> Response:
         game = store.get(request.path_params["game"])
-        return JSONResponse(game_view(game))
+        return JSONResponse(await run_in_threadpool(read_locked, game, game_view))
 
     def locked(game: Game, work):
         """Run ``work()`` holding the game's lock; 409 if another request is moving it."""
@@ -146,12 +155,12 @@ def create_app(store: GameStore | None = None) -> Starlette:
 
     async def download(request: Request) -> Response:
         game = store.get(request.path_params["game"])
-        record = player_record(game)
+        record = await run_in_threadpool(read_locked, game, player_record)
         return JSONResponse(record, headers={
             "content-disposition": f'attachment; filename="sevenrocks-{game.id[:8]}.json"'})
 
     async def load_replay(request: Request) -> Response:
-        body = await read_json(request)
+        body = await read_json(request, MAX_REPLAY_BODY)
         try:
             records.validate(body)
         except records.RecordError as problem:

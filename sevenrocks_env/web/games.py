@@ -186,7 +186,9 @@ class GameStore:
         return len(self._games)
 
     def check_setup(self, body) -> Setup:
-        """The start panel's JSON, checked field by field (422 naming the bad field)."""
+        """The start panel's JSON, checked field by field (422 naming the bad field); every
+        field is optional, an empty body included."""
+        body = {} if body is None else body
         if not isinstance(body, dict):
             raise GameError(422, "the request body must be a JSON object")
         allowed = {"seat", "partner", "left", "right", "target", "seed"}
@@ -209,7 +211,9 @@ class GameStore:
             raise GameError(422, f"target must be an int from 1 to {MAX_TARGET}, got {target!r:.40}")
         seed = body.get("seed")
         if seed is None:
-            seed = secrets.randbelow(2 ** 31)
+            # the deals follow from the seed: one small enough to enumerate would let a player
+            # find it from their own hand and a few plays, and then see every hidden hand
+            seed = secrets.randbelow(MAX_SEED + 1)
         elif type(seed) is not int or not 0 <= seed <= MAX_SEED:
             raise GameError(422, f"seed must be null or an int from 0 to {MAX_SEED}, "
                                  f"got {seed!r:.40}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..play import move_words
 from ..render.geometry import board_geometry
-from ..render.layout import build_layout, moves_of
+from ..render.layout import build_layout, last_placement
 from ..render.text import describe_move, round_result
 from ..rules import Match, legal_actions, round_to_five, team_of
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, tile_name, tiles_of, pips_of
@@ -29,8 +29,7 @@ def board_view(moves, last_seat_highlight: bool = True) -> dict:
     """Tiles and end markers of one round's layout, in SVG coordinates (R3, R4, R5)."""
     layout = build_layout(moves)
     geometry = board_geometry(layout, BOARD_BOX)
-    pairs = moves_of(moves)
-    last = len(pairs) - 1 if pairs and pairs[-1][1] != KNOCK else None
+    last = (last_placement(moves) or (None,))[0]
     tiles = [{"box": list(t.box), "vertical": t.vertical, "halves": [t.first_half, t.second_half],
               "spinner": t.spinner, "double": t.placed.crosswise, "seat": t.placed.seat,
               "last": last_seat_highlight and t.placed.move == last}

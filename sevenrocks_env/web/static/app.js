@@ -8,6 +8,7 @@ const ui = {
   selected: null,      // tile index picked from the hand, waiting for an end
   shownRounds: 0,      // ended rounds already summarised
   busy: false,         // a request is in flight
+  generation: 0,       // bumped by a new match: answers to an older match's requests are dropped
   timer: null,
   paused: false,       // a summary is open
   labels: {},
@@ -54,15 +55,27 @@ async function startMatch(event) {
   const body = {seat: Number(form.get("seat")), partner: form.get("partner"),
                 left: form.get("left"), right: form.get("right"),
                 target: Number(form.get("target") || 250)};
-  if (form.get("seed") !== "") body.seed = Number(form.get("seed"));
+  let text = JSON.stringify(body);
+  const seed = String(form.get("seed") || "").trim();
+  if (seed !== "") {
+    // the digits as typed: Number() would round a seed past 2^53 and deal other hands
+    if (!/^[0-9]{1,19}$/.test(seed)) {
+      $("start-error").textContent = "the seed is a whole number (at most 19 digits)";
+      return;
+    }
+    text = text.slice(0, -1) + `,"seed":${seed.replace(/^0+(?=[0-9])/, "")}}`;
+  }
   try {
-    begin(await api("POST", "/api/games", body));
+    begin(await api("POST", "/api/games", text));
   } catch (error) {
     $("start-error").textContent = error.message;
   }
 }
 
 function begin(view) {
+  ui.generation += 1;
+  ui.busy = false;
+  clearTimeout(ui.timer);
   ui.shownRounds = 0;
   ui.selected = null;
   ui.paused = false;
@@ -170,7 +183,10 @@ function clickTile(tile) {
   if (tile.places.length === 1) { sendMove(tile.places[0].action); return; }
   ui.selected = tile.tile;
   notice(`${tile.name}: choose a highlighted end (` + tile.places.map((p) => p.words).join("; ") + ")");
-  show(view);
+  const fromHand = document.activeElement && document.activeElement.closest("#hand");
+  show(view);  // redraws the hand: the focused tile is gone, so focus moves to the first end
+  const first = document.querySelector("#board .marker.target");
+  if (first && fromHand) first.focus();
 }
 
 function clickEnd(slot) {
@@ -184,13 +200,16 @@ function clickEnd(slot) {
 async function sendMove(action) {
   if (ui.busy) return;
   ui.busy = true;
+  const generation = ui.generation;
   try {
     const view = await api("POST", `/api/games/${ui.view.id}/move`, {ply: ui.view.ply, action});
+    if (generation !== ui.generation) return;  // a new match started meanwhile
     ui.selected = null;
     notice("");
     ui.busy = false;
     show(view);
   } catch (error) {
+    if (generation !== ui.generation) return;
     ui.busy = false;
     notice("not accepted: " + error.message, "warn");
   }
@@ -214,13 +233,16 @@ function schedule() {
 }
 
 async function step() {
-  if (ui.busy || ui.paused) return;
+  if (ui.busy || ui.paused || !ui.view) return;
   ui.busy = true;
+  const generation = ui.generation;
   try {
     const view = await api("POST", `/api/games/${ui.view.id}/step`, {ply: ui.view.ply});
+    if (generation !== ui.generation) return;  // the old match's bot move: not shown
     ui.busy = false;
     show(view);
   } catch (error) {
+    if (generation !== ui.generation) return;
     ui.busy = false;
     notice(error.message, "warn");
   }
@@ -300,6 +322,8 @@ async function downloadRecord() {
 }
 
 function newMatch() {
+  ui.generation += 1;  // answers still on their way for this match are dropped
+  ui.busy = false;
   clearTimeout(ui.timer);
   if ($("summary").open) $("summary").close();
   ui.view = null;

@@ -75,7 +75,8 @@ function drawBoard(node, board, targets, onMarker) {
   }
   for (const marker of board.markers) {
     const [cx, cy] = marker.center;
-    const group = svg("g", {class: "marker" + (targets && targets[marker.slot] ? " target" : ""),
+    const target = Boolean(targets && targets[marker.slot]);
+    const group = svg("g", {class: "marker" + (target ? " target" : ""),
                             "data-slot": marker.slot}, node);
     const title = svg("title", {}, group);
     title.textContent = marker.place + ": open " + marker.number +
@@ -91,7 +92,20 @@ function drawBoard(node, board, targets, onMarker) {
     }
     // a larger invisible disc makes the end easy to hit on a phone
     svg("circle", {cx, cy, r: Math.max(marker.radius * 1.6, 22), class: "hit"}, group);
-    if (onMarker) group.addEventListener("click", () => onMarker(marker.slot));
+    if (onMarker) {
+      group.addEventListener("click", () => onMarker(marker.slot));
+      if (target) {  // where the picked tile fits: reachable by Tab, played by Enter or Space
+        group.setAttribute("tabindex", "0");
+        group.setAttribute("role", "button");
+        group.setAttribute("aria-label", "play it at the " + title.textContent);
+        group.addEventListener("keydown", (event) => {
+          if (event.key === "Enter" || event.key === " ") {
+            event.preventDefault();
+            onMarker(marker.slot);
+          }
+        });
+      }
+    }
   }
   fitView(node, board);
   return endSumText(board);
