@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sevenrocks_env.arena import add_evaluation_arguments
+from sevenrocks_env.arena_cli import add_evaluation_arguments, check_evaluation_arguments
 from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.tiles import NUM_ACTIONS, NUM_SEATS
 
@@ -281,8 +281,7 @@ def main(argv=None) -> int:
     try:
         if args.steps < 1:
             raise ValueError("--steps must be >= 1")
-        for spec in args.eval_against:
-            make_agent(spec)
+        check_evaluation_arguments(args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

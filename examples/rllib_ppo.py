@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 import time
 from pathlib import Path
@@ -53,7 +54,7 @@ except ImportError as missing:
 
 import torch  # noqa: E402  (after the Ray check above)
 
-from sevenrocks_env.arena import add_evaluation_arguments
+from sevenrocks_env.arena_cli import add_evaluation_arguments, check_evaluation_arguments
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.env import AGENTS
 from sevenrocks_env.policy import MASKED_LOGIT, PolicyNet
@@ -246,10 +247,17 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        for spec in args.eval_against + ([] if args.opponent == "self" else [args.opponent]):
-            make_agent(spec)
-        if args.env_steps < 1 or args.train_batch_size < args.minibatch_size:
-            raise ValueError("need --env-steps >= 1 and --train-batch-size >= --minibatch-size")
+        check_evaluation_arguments(args)
+        if args.opponent != "self":
+            make_agent(args.opponent)
+        for name, low in (("env_steps", 1), ("minibatch_size", 1), ("num_epochs", 1),
+                          ("num_env_runners", 0), ("num_envs_per_env_runner", 1)):
+            if getattr(args, name) < low:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= {low}")
+        if args.train_batch_size < args.minibatch_size:
+            raise ValueError("need --train-batch-size >= --minibatch-size")
+        if not (args.lr > 0 and math.isfinite(args.lr)) or min(args.hidden) < 1:
+            raise ValueError("need a finite --lr > 0 and --hidden widths >= 1")
         reward_weights(args.reward, args.points_scale, args.win_reward)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)

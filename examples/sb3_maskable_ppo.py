@@ -31,7 +31,7 @@ import gymnasium
 import numpy as np
 
 import sevenrocks_env  # noqa: F401  (registers sevenrocks/SevenRocks-v0)
-from sevenrocks_env.arena import add_evaluation_arguments
+from sevenrocks_env.arena_cli import add_evaluation_arguments, check_evaluation_arguments
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.agents.sb3_agent import SB3Agent
 
@@ -110,7 +110,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="env reward: R8 win/loss, the score margin / 100 (dense), or "
                              "shaped = 0.01 * margin +- 1 (the project trainer's reward)")
     parser.add_argument("--refresh", type=int, default=16_384,
-                        help="--opponents self: copy the learner every N steps (a multiple of --n-steps)")
+                        help="--opponents self: copy the learner every N steps (a multiple of "
+                             "--n-steps * --n-envs, one rollout)")
     parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")
     add_evaluation_arguments(parser)
     return parser
@@ -118,11 +119,17 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if not args.save.endswith(".zip"):
+        args.save += ".zip"  # SB3 adds it when saving: print and record the real file
     try:
-        for spec in args.eval_against + ([] if args.opponents == "self" else [args.opponents]):
-            make_agent(spec)
-        if args.steps < 1:
-            raise ValueError("--steps must be >= 1")
+        check_evaluation_arguments(args)
+        if args.opponents != "self":
+            make_agent(args.opponents)
+        for name in ("steps", "n_envs", "n_steps", "refresh"):
+            if getattr(args, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+        if args.n_steps * args.n_envs < 2:
+            raise ValueError("MaskablePPO needs a rollout of at least 2 steps (--n-steps * --n-envs)")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -28,6 +28,23 @@ def add_evaluation_arguments(parser, seed: int = 12345) -> None:
     parser.add_argument("--json", help="write the results as JSON here")
 
 
+def check_evaluation_arguments(args) -> None:
+    """``ValueError`` for a bad option of :func:`add_evaluation_arguments`, before any training:
+    an unknown agent spec, negative pairs, a seed out of range, a ``--json`` folder that is not
+    there (a script should not train for an hour and then fail to write its results)."""
+    from pathlib import Path
+
+    from .agents import make_agent
+    from .arena import check_settings
+    for spec in args.eval_against:
+        make_agent(spec)
+    if args.eval_pairs < 0:
+        raise ValueError(f"--eval-pairs must be >= 0, got {args.eval_pairs}")
+    check_settings(seed=args.eval_seed)
+    if args.json and not Path(args.json).resolve().parent.is_dir():
+        raise ValueError(f"--json {args.json}: folder {Path(args.json).parent} does not exist")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sevenrocks arena",

@@ -67,3 +67,24 @@ def test_example_train_and_arena_agent():
     obs, _ = example.make_env(opponents="random").reset(seed=0)
     action = agent.act(obs["observation"], obs["action_mask"])
     assert obs["action_mask"][action] == 1
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--opponents", "self", "--refresh", "0"], "--refresh must be >= 1"),  # looped forever
+    (["--n-envs", "0"], "--n-envs must be >= 1"),                            # an IndexError
+    (["--n-steps", "0"], "--n-steps must be >= 1"),                          # an UnboundLocalError
+    (["--eval-pairs", "-1"], "--eval-pairs must be >= 0"),                   # after training
+    (["--json", "/nonexistent/folder/r.json"], "does not exist"),            # after training
+])
+def test_example_refuses_bad_arguments_before_training(argv, words, capsys):
+    assert load_example().main(["--steps", "64", "--save", "/nonexistent/m", *argv]) == 2
+    assert words in capsys.readouterr().err
+
+
+def test_example_prints_the_file_sb3_writes(tmp_path, capsys):
+    """SB3 adds .zip to a save path: the printed arena command must name that file."""
+    path = tmp_path / "model"
+    assert load_example().main(["--opponents", "random", "--steps", "64", "--n-steps", "64",
+                                "--save", str(path), "--eval-pairs", "0"]) == 0
+    assert (tmp_path / "model.zip").is_file()
+    assert f"sevenrocks arena sb3:{path}.zip " in capsys.readouterr().out
