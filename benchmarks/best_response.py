@@ -47,6 +47,7 @@ CONFIG = ROOT / "configs" / "default.yaml"
 #: ``--smoke``: tiny networks, rollouts and matches, so the whole test runs in seconds.
 SMOKE = ["num_matches=8", "num_steps=16", "num_minibatches=2", "update_epochs=1",
          "hidden_sizes=[32,32]", "target=40", "checkpoint_every=1000"]
+SMOKE_STEPS = 256  # two updates of the smoke rollout (8 matches x 16 steps)
 HEADER = ("| frozen opponent | starts from | best-response steps | seed | pairs | deal seed | "
           "best response's win rate [95% CI] | margin/match | train min |\n"
           "|---|---|---:|---:|---:|---:|---|---:|---:|")
@@ -124,8 +125,9 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--opponent", default="ckpt:shipped",
                         help="the frozen agent spec (optionally name=spec)")
-    parser.add_argument("--steps", type=_positive, default=2_000_000,
-                        help="learner decisions the best response trains for")
+    parser.add_argument("--steps", type=_positive, default=None,
+                        help="learner decisions the best response trains for (default "
+                             f"2,000,000; {SMOKE_STEPS} with --smoke)")
     parser.add_argument("--seed", type=int, default=1, help="training seed")
     parser.add_argument("--pairs", type=_positive, default=500, help="arena duplicate pairs")
     parser.add_argument("--deal-seed", type=int, default=7001,
@@ -136,11 +138,13 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=_positive, default=1, help="arena processes")
     parser.add_argument("--out", default="runs/best_response")
     parser.add_argument("--smoke", action="store_true",
-                        help="tiny network, rollouts and target (the test's budget)")
+                        help="tiny network, rollouts, target and step budget: seconds")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a training config field (repeatable)")
     parser.add_argument("--force", action="store_true", help="write into an existing run folder")
     args = parser.parse_args(argv)
+    if args.steps is None:
+        args.steps = SMOKE_STEPS if args.smoke else 2_000_000
     try:
         record = run(args)
     except (ConfigError, ValueError) as error:
