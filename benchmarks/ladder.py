@@ -56,11 +56,16 @@ MAKE_TRAIN_PAIRINGS = [("make_train", "heuristic", 1000), ("make_train", "shippe
 def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1,
          agents: dict | None = None) -> dict:
     """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved
-    file."""
+    file when that was played with the same specs, deal seed and number of pairs (a file from
+    another --seed, --scale or --make-train checkpoint is played again and replaced)."""
     path = out / f"{a}__{b}.json"
-    if reuse and path.exists():
-        return json.loads(path.read_text())
     agents = AGENTS if agents is None else agents
+    if reuse and path.exists():
+        saved = json.loads(path.read_text())
+        if all(saved.get(key) == value for key, value in (
+                ("spec_a", agents[a]), ("spec_b", agents[b]), ("seed", seed), ("pairs", pairs))):
+            return saved
+        print(f"({path.name}: saved with other settings; playing it again)", file=sys.stderr)
     spec_a, spec_b = f"{a}={agents[a]}", f"{b}={agents[b]}"
     started = time.perf_counter()
     if agents[a].startswith("openspiel:") or agents[b].startswith("openspiel:"):
@@ -137,10 +142,14 @@ def main(argv=None) -> int:
     for a, b, pairs in pairings:
         if args.only and a not in args.only and b not in args.only:
             continue
-        if args.no_play and not (out / f"{a}__{b}.json").exists():
-            continue
-        r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
-                 args.workers, agents)
+        saved = out / f"{a}__{b}.json"
+        if args.no_play:  # whatever was saved, with its own seed and pairs (they are printed)
+            if not saved.exists():
+                continue
+            r = json.loads(saved.read_text())
+        else:
+            r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
+                     args.workers, agents)
         results.append(r)
         ms = " / ".join(f"{1000 * s:.1f}" for s in r["seconds_per_decision"])
         if "cpu_seconds_per_decision" in r:  # (pairings saved before CPU time was kept: wall only)

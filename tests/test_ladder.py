@@ -32,6 +32,12 @@ def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
     (out / "greedy__random.json").write_text(json.dumps(data))
     ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out)])
     assert "| greedy | random | 1 | 0.000" in capsys.readouterr().out
+    # ... but not a file saved with another seed or another number of pairs: played again
+    for other in (["--seed", "99"], ["--scale", "0.01"]):
+        ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out), *other])
+        assert "| greedy | random |" in capsys.readouterr().out
+        assert json.loads((out / "greedy__random.json").read_text())["win_rate"] == 1.0
+        (out / "greedy__random.json").write_text(json.dumps(data))
     # --no-play fits only what is saved
     (out / "heuristic__random.json").unlink()
     ladder.main(["--no-play", "--out", str(out)])
