@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
     "baseline": [],  # configs/default.yaml: action features v2, bilinear scorer, ent_coef 0.01
     "mlp": ["action_scorer=mlp"],
@@ -41,18 +42,20 @@ def run(variant: str, args) -> dict:
             f"checkpoint_dir={ckpt_dir}", f"log_dir={log_dir}", *VARIANTS[variant]]
     checkpoint = ckpt_dir / name / "latest.pt"
     start = time.time()
-    if not (args.reuse and checkpoint.exists()):
-        subprocess.run([sys.executable, "-m", "training.train", "--config", "configs/default.yaml",
-                        "--force", *(f"--set={s}" for s in sets)], check=True,
-                       stdout=subprocess.DEVNULL)
+    if not (args.reuse and _trained_for(checkpoint, args.steps)):
+        subprocess.run([sys.executable, "-m", "training.train", "--config",
+                        str(ROOT / "configs" / "default.yaml"), "--force",
+                        *(f"--set={s}" for s in sets)], check=True, stdout=subprocess.DEVNULL,
+                       cwd=ROOT)  # the trainer's package is importable from the repository root
     minutes = (time.time() - start) / 60
-    results = {"variant": variant, "flags": VARIANTS[variant], "train_minutes": minutes}
+    results = {"variant": variant, "flags": VARIANTS[variant], "train_minutes": minutes,
+               "steps": args.steps}
     for opponent in args.opponents:
         spec, pairs, extra = OPPONENTS[opponent](args)
         out = subprocess.run(
             [sys.executable, "-m", "sevenrocks_env.arena", f"{variant}=ckpt:{checkpoint}", spec,
              "--pairs", str(pairs), "--seed", str(args.deal_seed), "--json", "--no-progress",
-             *extra], check=True, capture_output=True, text=True).stdout
+             *extra], check=True, capture_output=True, text=True, cwd=ROOT).stdout
         results[opponent] = json.loads(out)
     (Path(args.out) / f"{name}.json").write_text(json.dumps(results, indent=1))
     return results
@@ -64,6 +67,14 @@ OPPONENTS = {
     "greedy": lambda args: ("greedy", args.pairs // 5, []),
     "search": lambda args: ("search:samples=64", args.search_pairs, ["--batched"]),
 }
+
+
+def _trained_for(checkpoint: Path, steps: int) -> bool:
+    """``--reuse``: the checkpoint exists and holds a run of exactly ``steps`` decisions."""
+    if not checkpoint.exists():
+        return False
+    import torch
+    return torch.load(checkpoint, map_location="cpu", weights_only=True).get("global_step") == steps
 
 
 def row(results: dict, opponents) -> str:
@@ -89,10 +100,15 @@ def main(argv=None) -> int:
     parser.add_argument("--opponents", nargs="+", choices=list(OPPONENTS),
                         default=["heuristic", "greedy"])
     parser.add_argument("--reuse", action="store_true",
-                        help="keep a variant's checkpoint if it exists (no training)")
+                        help="keep a variant's checkpoint if it holds a run of --steps "
+                             "decisions (no training)")
     parser.add_argument("--deal-seed", type=int, default=9001)
     parser.add_argument("--out", default="runs/ablation")
     args = parser.parse_args(argv)
+    if args.steps < 1 or args.pairs < 5 or args.search_pairs < 1:
+        parser.error("need --steps >= 1, --pairs >= 5 (a fifth of them against greedy) and "
+                     "--search-pairs >= 1")
+    args.out = str(Path(args.out).resolve())  # the subprocesses run in the repository root
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print("| variant | flags | train min | " + " | ".join(
         f"vs {o} [95% CI]" for o in args.opponents) + " |")
