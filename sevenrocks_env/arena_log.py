@@ -35,6 +35,9 @@ _FILE_KEYS = {"files_a": "A", "files_b": "B"}
 #: a pair's points and think time (far beyond any real match, so never a real pair's).
 MAX_MOVES = 116
 _MAX_POINTS, _MAX_SECONDS = 10 ** 12, 1e9
+#: Most a partnership's score can move in one round: at most 14 placements of at most 35
+#: points (R5), or a deduction (R7) of at most 120.
+MAX_ROUND_SWING = 14 * 35
 
 
 class PairLogError(ValueError):
@@ -228,6 +231,7 @@ def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
     }
     fields["round_wins_a"] = float(_number(data.get("round_wins_a"), "round_wins_a", 0,
                                            fields["rounds"], False, where))
+    _check_consistent(fields, max_rounds, where)
     for key, high, integer in (("decisions", most_rounds * MAX_MOVES, True),
                                ("think_s", _MAX_SECONDS, False),
                                ("think_cpu_s", _MAX_SECONDS, False)):
@@ -236,6 +240,28 @@ def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
             raise PairLogError(f"{where}: {key} must be a list of two numbers (A, B)")
         fields[key] = [_number(v, key, 0, high, integer, where) for v in value]
     return fields
+
+
+def _check_consistent(fields: dict, max_rounds: int, where: str) -> None:
+    """What every real pair satisfies: two matches of at least one round each, a truncated one
+    being exactly ``max_rounds`` rounds and counting 1/2 (the others 0 or 1), the margin the
+    difference of the points, no round moving a score by more than :data:`MAX_ROUND_SWING`."""
+    score, truncated, rounds = fields["score"], fields["truncated"], fields["rounds"]
+    problems = []
+    if 2 * score != int(2 * score) or (2 * score) % 2 != truncated % 2:
+        problems.append(f"score {score} with {truncated} truncated matches")
+    if truncated == 2 and score != 1:
+        problems.append("two truncated matches score 1/2 each")
+    if not max(2, truncated * max_rounds + (2 - truncated)) <= rounds:
+        problems.append(f"{rounds} rounds for two matches, {truncated} cut at {max_rounds}")
+    if fields["margin"] != fields["points_a"] - fields["points_b"]:
+        problems.append("margin is not points_a - points_b")
+    if max(abs(fields["points_a"]), abs(fields["points_b"])) > MAX_ROUND_SWING * rounds:
+        problems.append(f"points beyond {MAX_ROUND_SWING} a round")
+    if 2 * fields["round_wins_a"] != int(2 * fields["round_wins_a"]):
+        problems.append("round_wins_a is not a multiple of 1/2")
+    if problems:
+        raise PairLogError(f"{where}: not a pair any match can give: {'; '.join(problems)}")
 
 
 def _number(value, key: str, low, high, integer: bool, where: str):

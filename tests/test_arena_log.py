@@ -115,11 +115,31 @@ def test_logged_pairs_are_read_not_played_again(tmp_path):
     arena.evaluate(A, B, 2, seed=3, log=log)
     lines = _lines(log)
     first = json.loads(lines[1])
-    first["score"], first["margin"] = 0.0, -12345  # what the log says is what counts
+    # what the log says is what counts (a pair some match could give: A lost both, by 1234)
+    first.update(score=0.0, truncated=0, margin=-1234)
+    first["points_a"] = first["points_b"] - 1234
     lines[1] = json.dumps(first)
     log.write_text("\n".join(lines) + "\n")
     result = arena.evaluate(A, B, 2, seed=3, log=log)
-    assert result.mean_margin == (-12345 + json.loads(lines[2])["margin"]) / 4
+    assert result.mean_margin == (-1234 + json.loads(lines[2])["margin"]) / 4
+
+
+@pytest.mark.parametrize("change", [
+    {"score": 0.3}, {"score": 1.0, "truncated": 1}, {"truncated": 2, "score": 2.0},
+    {"rounds": 0}, {"rounds": 1}, {"margin": 5}, {"points_a": 10 ** 12}, {"round_wins_a": 0.3},
+])
+def test_a_logged_pair_no_match_can_give_is_refused(tmp_path, change):
+    """Values each in range but not together: a damaged or hostile log (rounds 0 used to end
+    in a ZeroDivisionError, a margin unlike the points in a self-contradicting result)."""
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    lines = _lines(log)
+    first = json.loads(lines[1])
+    first.update(change)
+    lines[1] = json.dumps(first)
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PairLogError, match="not a pair any match can give|must be"):
+        arena.evaluate(A, B, 2, seed=3, log=log)
 
 
 def test_a_header_cut_short_starts_the_log_again_but_another_file_is_never_overwritten(tmp_path):
