@@ -161,7 +161,11 @@ def main(argv=None) -> int:
         print(f"error: no pairing played or saved under {out} (see --only, --no-play)",
               file=sys.stderr)
         return 2
-    rated = ratings(results)
+    try:
+        rated = ratings(results)
+    except ValueError as problem:  # --only can leave groups that never met
+        print(f"error: {problem} (choose --only agents whose pairings connect)", file=sys.stderr)
+        return 2
     print("\n| agent | rating | ±95% |\n|---|---:|---:|")
     for r in rated:
         print(f"| {r['agent']} | {r['rating']:+.0f} | {1.96 * r['stderr']:.0f} |")

@@ -243,7 +243,10 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     """Agent A against agent B over ``pairs`` duplicate pairs.
 
     ``agent_a``/``agent_b`` are spec strings (optionally ``name=spec``), or Agent objects when
-    ``workers == 1``.  ``log``: a path; every finished pair is appended there, and the pairs a
+    ``workers == 1``.  A spec builds one agent per seat, each re-seeded before every match from
+    ``(seed, pair, match, seat)``; an object plays both seats of its team, so a random agent's
+    two seats share one generator (its second seed wins): reproducible, but not the same draws
+    as its spec string.  ``log``: a path; every finished pair is appended there, and the pairs a
     log from an earlier run of the same pairing holds are not played again
     (:mod:`sevenrocks_env.arena_log`).
     """

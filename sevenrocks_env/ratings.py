@@ -39,8 +39,11 @@ def bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, 
 
     ``results[(i, j)] = (score of i, trials)``: the summed pair scores of agent ``i`` against
     ``j`` and the number of pairs.  Returns one ``{"agent", "rating", "stderr"}`` per name.
+    ``ValueError`` if the pairings do not connect every agent: ratings of agents that never
+    met, directly or through others, are not comparable (the fit would still print numbers).
     """
     k = len(names)
+    _check_connected(names, results)
     wins = np.zeros((k, k))
     games = np.zeros((k, k))
     for (i, j), (score, trials) in results.items():
@@ -69,3 +72,18 @@ def bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, 
     beta = beta - beta.mean()
     return [{"agent": names[i], "rating": float(ELO * beta[i]),
              "stderr": float(ELO * math.sqrt(max(covariance[i, i], 0.0)))} for i in range(k)]
+
+
+def _check_connected(names: list[str], results) -> None:
+    group = {0} if names else set()
+    grown = True
+    while grown:
+        grown = False
+        for i, j in results:
+            if (i in group) != (j in group):
+                group |= {i, j}
+                grown = True
+    apart = [names[i] for i in range(len(names)) if i not in group]
+    if apart:
+        raise ValueError(f"the pairings do not connect {names[0]} with {', '.join(apart)}: "
+                         "ratings across unconnected groups are not comparable")

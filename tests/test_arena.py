@@ -27,7 +27,12 @@ def test_bradley_terry_orders_and_centres():
     assert values[0] < values[1] < values[2] and abs(sum(values)) < 1e-6
     assert all(r["stderr"] > 0 for r in ratings)
     # an unbeaten agent still gets a finite rating (the prior)
-    assert all(abs(r["rating"]) < 2000 for r in bradley_terry(names, {(0, 1): (0, 50)}))
+    assert all(abs(r["rating"]) < 2000 for r in bradley_terry(names[:2], {(0, 1): (0, 50)}))
+    # agents that never met, directly or through others, cannot be rated against each other
+    with pytest.raises(ValueError, match="do not connect weak with strong"):
+        bradley_terry(names, {(0, 1): (0, 50)})
+    with pytest.raises(ValueError, match="do not connect a with c, d"):
+        bradley_terry(list("abcd"), {(0, 1): (8, 10), (2, 3): (8, 10)})
 
 
 class Recorder:
