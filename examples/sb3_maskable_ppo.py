@@ -1,7 +1,7 @@
 """sb3-contrib MaskablePPO on Seven Rocks through the Gymnasium single-agent view.
 
     pip install -e ".[sb3]"
-    python examples/sb3_maskable_ppo.py --opponents heuristic --partner self --steps 200000
+    python examples/sb3_maskable_ppo.py --opponents heuristic --steps 200000
     python examples/sb3_maskable_ppo.py --opponents self ...      # vs frozen copies of itself
 
 The learner is a partnership (``partner="self"``: it decides for seat and seat+2, see

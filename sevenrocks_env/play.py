@@ -1,6 +1,6 @@
 """``sevenrocks play``: sit at one seat yourself against (and with) any agents, in the terminal.
 
-    sevenrocks play --seat 0 --partner heuristic --opponents ckpt:checkpoints/shipped/ppo.pt
+    sevenrocks play --seat 0 --partner heuristic --opponents ckpt:shipped
 
 Each turn shows the text board, your hand and your legal moves as a numbered list in plain
 words ("3|5 on the east end -> end sum 15, scores 15").  Answer with the number or with a tile

@@ -3,7 +3,7 @@
 ``rules`` stays the reference implementation; this package is the second one, tied to it by the
 differential tests in ``tests/test_batched_*.py``.
 
-* :mod:`.state`: the state tensors, ``STATE_BYTES`` = 216 bytes per match (plus 113 + 952 for
+* :mod:`.state`: the state tensors, ``STATE_BYTES`` = 216 bytes per match (plus 120 + 952 for
   the cached action mask and observation);
 * :mod:`.deal`: counter-based deals, a function of (seed, env, match count, round);
 * :mod:`.layout`: pure tensor functions of the rules (placement, end sum, legal mask, deductions);

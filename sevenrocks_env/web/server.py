@@ -19,7 +19,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--max-games", type=int, default=64, help="open games at most (default 64)")
     parser.add_argument("--idle-minutes", type=float, default=30.0,
-                        help="a game without a move for this long is dropped (default 30)")
+                        help="a game or replay without a request for this long is dropped (default 30)")
     parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
                         help="offer one more agent spec on the start panel, e.g. "
                              "ckpt:checkpoints/RUN/latest.pt or search:samples=128 (repeatable)")
