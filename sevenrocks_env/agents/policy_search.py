@@ -120,7 +120,10 @@ class PolicySearchAgent:
     def choose_many(self, observations, masks, rngs) -> list[int]:
         """The search's action for each ``(observation, mask)``, all rollouts in one batched
         engine; decision ``i`` samples its worlds from ``rngs[i]`` (a ``numpy.random.Generator``),
-        so with ``rollout="argmax"`` the choices do not depend on how decisions are grouped."""
+        so with ``rollout="argmax"`` the choices do not depend on how decisions are grouped
+        (up to float32 near-ties: the network's outputs vary in the last bits with batch size)."""
+        if not observations:
+            return []
         previous = torch.get_num_threads()
         if self.threads is not None and self.threads != previous:
             torch.set_num_threads(self.threads)
