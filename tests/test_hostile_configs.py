@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from training import config as config_module
+from training import config_yaml
 from training.config import FIELDS, ConfigError, TrainConfig, config_from_dict, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,7 +72,7 @@ def test_nesting_too_deep_to_parse(tmp_path):
 
 
 def test_file_size_is_bounded(tmp_path, monkeypatch):
-    monkeypatch.setattr(config_module, "MAX_CONFIG_BYTES", 64)
+    monkeypatch.setattr(config_yaml, "MAX_CONFIG_BYTES", 64)
     assert "larger than" in refused(write(tmp_path, "# " + "x" * 100 + "\nseed: 1\n"))
 
 

@@ -11,7 +11,8 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from training.config import ConfigError, _read_yaml, config_from_dict
+    from training.config import ConfigError, config_from_dict
+    from training.config_yaml import _read_yaml
 
 
 def test_one_input(data: bytes) -> None:

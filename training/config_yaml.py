@@ -1,0 +1,80 @@
+"""Reading training configs from YAML text: files and ``--set`` values (untrusted input).
+
+Keys must be unique in a mapping (plain YAML keeps the last of two), files are bounded in size
+and must be UTF-8, and every failure -- syntax, nesting too deep, an integer of thousands of
+digits -- is one short :class:`ConfigError` line.  What the values mean and which are allowed
+is :mod:`training.config`'s business.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from sevenrocks_env.record import shown
+
+#: Largest config file read (configs are a few hundred bytes).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+class ConfigError(ValueError):
+    """A configuration file or override that cannot be used (``key``: the field it is about;
+    ``others``: further fields a rule about a combination of values involves)."""
+
+    def __init__(self, message: str, key: str | None = None, others: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.key = key
+        self.others = others
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (plain YAML keeps the
+    last one without a word, so ``seed: 1`` ... ``seed: 7`` would train with 7)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {shown(key)} is given twice", key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_yaml(text: str, source: str):
+    """``yaml.safe_load`` (keys unique) with every failure (syntax, a repeated key, nesting too
+    deep, over-long integers) as one short :class:`ConfigError` line."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(error, "problem", None) or type(error).__name__
+        raise ConfigError(f"{source} is not valid YAML: {str(problem)[:120]}{where}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: YAML nested too deeply") from None
+    except (ValueError, TypeError, OverflowError) as error:  # e.g. a 5000-digit integer
+        raise ConfigError(f"{source}: unreadable value ({str(error)[:80]})") from None
+
+
+def load_yaml_file(path) -> dict:
+    """A config file as a dict: at most :data:`MAX_CONFIG_BYTES`, UTF-8, a YAML mapping."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"cannot read config {path}: {error.strerror or error}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MB; not a config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {error.start})") from None
+    loaded = _read_yaml(text, str(path)) or {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: expected a mapping of key: value, got {type(loaded).__name__}")
+    return loaded
