@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .rules import DOMINO, Match, apply_action, is_legal, legal_actions
+from .textfile import read_text
 from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
 
 FORMAT = "sevenrocks-record/1"
@@ -121,17 +122,11 @@ def load(path) -> dict:
     JSON without ``NaN``/``Infinity``, and nesting too deep for the parser is refused.
     """
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_RECORD_BYTES + 1)
-    except OSError as error:
-        raise RecordError(f"cannot read game record {path}: {error.strerror or error}") from None
-    if len(data) > MAX_RECORD_BYTES:
-        raise RecordError(f"{path} is larger than {MAX_RECORD_BYTES // 2**20} MB; "
-                          "not a game record")
+        text = read_text(path, MAX_RECORD_BYTES, "game record")
+    except ValueError as error:
+        raise RecordError(str(error)) from None
     try:
-        record = parse(data.decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise RecordError(f"{path} is not UTF-8 text (byte {error.start})") from None
+        record = parse(text)
     except RecordError as error:
         raise RecordError(f"{path}: {error}") from None
     validate(record)

@@ -8,11 +8,10 @@ is :mod:`training.config`'s business.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
 from sevenrocks_env.record import shown
+from sevenrocks_env.textfile import read_text
 
 #: Largest config file read (configs are a few hundred bytes).
 MAX_CONFIG_BYTES = 1 << 20
@@ -62,18 +61,10 @@ def _read_yaml(text: str, source: str):
 
 def load_yaml_file(path) -> dict:
     """A config file as a dict: at most :data:`MAX_CONFIG_BYTES`, UTF-8, a YAML mapping."""
-    path = Path(path)
     try:
-        with open(path, "rb") as file:
-            data = file.read(MAX_CONFIG_BYTES + 1)
-    except OSError as error:
-        raise ConfigError(f"cannot read config {path}: {error.strerror or error}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MB; not a config file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{path} is not UTF-8 text (byte {error.start})") from None
+        text = read_text(path, MAX_CONFIG_BYTES, "config file")
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     loaded = _read_yaml(text, str(path)) or {}
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: expected a mapping of key: value, got {type(loaded).__name__}")
