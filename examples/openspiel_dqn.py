@@ -39,7 +39,6 @@ every shape, so a file from elsewhere cannot run code or size work.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -48,7 +47,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from sevenrocks_env.arena_cli import add_evaluation_arguments, check_evaluation_arguments
+from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
+                                      report_evaluation)
 from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.tiles import NUM_ACTIONS, NUM_SEATS
 
@@ -276,8 +276,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    from sevenrocks_env.agents import make_agent
-
     try:
         if args.steps < 1:
             raise ValueError("--steps must be >= 1")
@@ -294,18 +292,8 @@ def main(argv=None) -> int:
     network, decisions, seconds = train(args.steps, args.seed, progress=args.progress)
     save(network, args.save, HIDDEN, decisions, args.seed)
     print(f"{decisions:,} decisions in {seconds:.0f} s; saved {args.save}")
-    results = {"env_steps": decisions, "train_seconds": seconds, "model": str(args.save),
-               "arena": {}}
-    if args.eval_pairs:
-        from sevenrocks_env.arena import evaluate
-
-        agent = load_agent(args.save)
-        for spec in args.eval_against:
-            arena = evaluate(agent, make_agent(spec), args.eval_pairs, args.eval_seed)
-            print(f"\nOpenSpiel DQN vs {spec}\n{arena.table()}")
-            results["arena"][spec] = arena.as_dict()
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    results = {"env_steps": decisions, "train_seconds": seconds, "model": str(args.save)}
+    report_evaluation(load_agent(args.save), "OpenSpiel DQN", args, results)
     return 0
 
 

@@ -30,7 +30,6 @@ per seat decision (one seat acts at a time).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import sys
@@ -54,7 +53,8 @@ except ImportError as missing:
 
 import torch  # noqa: E402  (after the Ray check above)
 
-from sevenrocks_env.arena_cli import add_evaluation_arguments, check_evaluation_arguments
+from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
+                                      report_evaluation)
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.env import AGENTS
 from sevenrocks_env.policy import MASKED_LOGIT, PolicyNet
@@ -279,16 +279,8 @@ def main(argv=None) -> int:
     print(f"exported the policy to {path} (agent spec ckpt:{path})")
     algo.stop()
     ray.shutdown()
-    results = {"env_steps": steps, "train_seconds": seconds, "checkpoint": str(path), "arena": {}}
-    if args.eval_pairs:
-        from sevenrocks_env.arena import evaluate
-
-        for spec in args.eval_against:
-            arena = evaluate(f"ckpt:{path}", spec, args.eval_pairs, args.eval_seed)
-            print(f"\nRLlib PPO vs {spec}\n{arena.table()}")
-            results["arena"][spec] = arena.as_dict()
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    results = {"env_steps": steps, "train_seconds": seconds, "checkpoint": str(path)}
+    report_evaluation(f"ckpt:{path}", "RLlib PPO", args, results)
     return 0
 
 

@@ -22,7 +22,6 @@ use only files you trust).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,8 @@ import gymnasium
 import numpy as np
 
 import sevenrocks_env  # noqa: F401  (registers sevenrocks/SevenRocks-v0)
-from sevenrocks_env.arena_cli import add_evaluation_arguments, check_evaluation_arguments
+from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
+                                      report_evaluation)
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.agents.sb3_agent import SB3Agent
 
@@ -138,17 +138,8 @@ def main(argv=None) -> int:
     Path(args.save).parent.mkdir(parents=True, exist_ok=True)
     model.save(args.save)
     print(f"saved {args.save}; in the arena: sevenrocks arena sb3:{args.save} heuristic")
-    results = {"env_steps": int(model.num_timesteps), "train_seconds": seconds, "model": args.save,
-               "arena": {}}
-    if args.eval_pairs:
-        from sevenrocks_env.arena import evaluate
-
-        for spec in args.eval_against:
-            arena = evaluate(SB3Agent(model, name="sb3-maskable-ppo"), make_agent(spec), args.eval_pairs, args.eval_seed)
-            print(f"\nMaskablePPO vs {spec}\n{arena.table()}")
-            results["arena"][spec] = arena.as_dict()
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+    results = {"env_steps": int(model.num_timesteps), "train_seconds": seconds, "model": args.save}
+    report_evaluation(SB3Agent(model, name="sb3-maskable-ppo"), "MaskablePPO", args, results)
     return 0
 
 

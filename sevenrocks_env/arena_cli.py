@@ -45,6 +45,23 @@ def check_evaluation_arguments(args) -> None:
         raise ValueError(f"--json {args.json}: folder {Path(args.json).parent} does not exist")
 
 
+def report_evaluation(agent, label: str, args, results: dict) -> dict:
+    """The end of a training example: ``agent`` (a spec or an Agent) against each
+    ``--eval-against`` over ``--eval-pairs`` pairs (0: none), every table printed under
+    ``label``, the results under ``results["arena"]``, and ``results`` written to ``--json``."""
+    import json
+    from pathlib import Path
+
+    results.setdefault("arena", {})
+    for spec in args.eval_against if args.eval_pairs else ():
+        arena = evaluate(agent, spec, args.eval_pairs, args.eval_seed)
+        print(f"\n{label} vs {spec}\n{arena.table()}")
+        results["arena"][spec] = arena.as_dict()
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return results
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sevenrocks arena",
