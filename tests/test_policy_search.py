@@ -300,3 +300,14 @@ def test_batched_arena_refuses_sampled_rollouts(shipped):
     from sevenrocks_env.arena_batched import evaluate_batched
     with pytest.raises(ValueError, match="rollout=argmax"):
         evaluate_batched(PolicySearchAgent(shipped, samples=2, rollout="sample"), "greedy", 1)
+
+
+def test_batched_arena_plays_the_policy_search_end_to_end():
+    """The batched arena hands choose_many numpy arrays of observations and masks (a bare
+    ``if not observations`` on them once broke every batched run while the unit tests, which
+    pass lists, stayed green)."""
+    from sevenrocks_env.arena_batched import evaluate_batched
+
+    result = evaluate_batched("search:policy=shipped,samples=2", "greedy", 2, seed=5,
+                              target=100, batch=2)
+    assert result.pairs == 2 and result.matches == 4

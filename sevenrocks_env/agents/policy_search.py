@@ -122,7 +122,7 @@ class PolicySearchAgent:
         engine; decision ``i`` samples its worlds from ``rngs[i]`` (a ``numpy.random.Generator``),
         so with ``rollout="argmax"`` the choices do not depend on how decisions are grouped
         (up to float32 near-ties: the network's outputs vary in the last bits with batch size)."""
-        if not observations:
+        if len(observations) == 0:  # a list, or an array from the batched arena
             return []
         previous = torch.get_num_threads()
         if self.threads is not None and self.threads != previous:
