@@ -277,6 +277,22 @@ def test_threads_setting_is_restored_after_a_decision(shipped):
     assert torch.get_num_threads() == before
 
 
+def test_threads_apply_to_action_values_too(shipped, monkeypatch):
+    """Not only act/choose_many: distillation calls action_values_many directly."""
+    match = random_state(2, 5)
+    agent = PolicySearchAgent(shipped, samples=1, seed=0, threads=1)
+    seen, world_values = [], agent.world_values
+    monkeypatch.setattr(agent, "world_values",
+                        lambda d: seen.append(torch.get_num_threads()) or world_values(d))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        agent.action_values(encode(match, match.turn), action_mask(match, match.turn))
+        assert seen == [1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
 
 def test_agent_spec_builds_the_policy_search():
     from sevenrocks_env.agents import SearchAgent, make_agent

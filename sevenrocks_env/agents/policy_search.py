@@ -124,23 +124,27 @@ class PolicySearchAgent:
         (up to float32 near-ties: the network's outputs vary in the last bits with batch size)."""
         if len(observations) == 0:  # a list, or an array from the batched arena
             return []
-        previous = torch.get_num_threads()
-        if self.threads is not None and self.threads != previous:
-            torch.set_num_threads(self.threads)
-        try:
-            values = self.action_values_many(observations, masks, rngs)
-        finally:
-            if torch.get_num_threads() != previous:
-                torch.set_num_threads(previous)
+        values = self.action_values_many(observations, masks, rngs)
         return [best_action(legal_from_mask(mask), value) for mask, value in zip(masks, values)]
 
     def action_values(self, observation: np.ndarray, action_mask: np.ndarray) -> list[float]:
         """Score of each legal action (ascending action order): mean rollout value + prior term."""
         return self.action_values_many([observation], [action_mask], [self._rng])[0]
 
-    @torch.inference_mode()
     def action_values_many(self, observations, masks, rngs) -> list[list[float]]:
-        """:meth:`action_values` of many decisions, their rollouts played together."""
+        """:meth:`action_values` of many decisions, their rollouts played together, with
+        ``threads`` torch threads (the caller's setting is put back afterwards)."""
+        previous = torch.get_num_threads()
+        if self.threads is not None and self.threads != previous:
+            torch.set_num_threads(self.threads)
+        try:
+            return self._values(observations, masks, rngs)
+        finally:
+            if torch.get_num_threads() != previous:
+                torch.set_num_threads(previous)
+
+    @torch.inference_mode()
+    def _values(self, observations, masks, rngs) -> list[list[float]]:
         priors = self._log_probs(observations, masks)
         decisions = []
         for observation, mask, rng in zip(observations, masks, rngs):
