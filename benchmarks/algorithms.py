@@ -192,7 +192,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-seed", type=int, default=12345)
     parser.add_argument("--rllib-python", default=str(ROOT / ".venv-rllib" / "bin" / "python"),
                         help="a Python with the [rllib] extra installed")
-    parser.add_argument("--out", default="runs/bench_algorithms", help="artifacts and logs")
+    parser.add_argument("--out", default="runs/bench_algorithms",
+                        help="artifacts and logs (relative to the current folder, like --json)")
     parser.add_argument("--reuse", action="store_true",
                         help="skip training where --out already holds a run with this budget")
     parser.add_argument("--json", help="write every run's numbers here")
@@ -211,7 +212,7 @@ def main(argv=None) -> int:
     runs = []
     for algo in args.algos:
         for seed in args.seeds:
-            out = ROOT / args.out / f"{algo}_seed{seed}"
+            out = Path(args.out).resolve() / f"{algo}_seed{seed}"  # relative to here, as --json
             print(f"training {algo} seed {seed} ({args.budget:,} steps) ...", flush=True)
             saved, tag = out / "run.json", f"{args.budget}/{REWARD_TAG}"
             if args.reuse and saved.exists() and json.loads(saved.read_text()).get("tag") == tag:
