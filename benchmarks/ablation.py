@@ -70,11 +70,16 @@ OPPONENTS = {
 
 
 def _trained_for(checkpoint: Path, steps: int) -> bool:
-    """``--reuse``: the checkpoint exists and holds a run of exactly ``steps`` decisions."""
+    """``--reuse``: the checkpoint exists and holds a finished run of ``--steps`` decisions (the
+    trainer stops at the last whole rollout: ``steps // batch * batch``)."""
     if not checkpoint.exists():
         return False
     import torch
-    return torch.load(checkpoint, map_location="cpu", weights_only=True).get("global_step") == steps
+    data = torch.load(checkpoint, map_location="cpu", weights_only=True)
+    config = data.get("config") or {}
+    batch = config.get("num_matches", 0) * config.get("num_steps", 0)
+    return bool(batch) and config.get("total_steps") == steps and \
+        data.get("global_step") == steps // batch * batch
 
 
 def row(results: dict, opponents) -> str:

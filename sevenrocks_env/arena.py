@@ -24,6 +24,7 @@ results and tables use the name.  The other arena modules: :mod:`~sevenrocks_env
 
 from __future__ import annotations
 
+import numbers
 import re
 import sys
 import time
@@ -229,7 +230,7 @@ def check_settings(**settings: int) -> None:
               "target": (1, MAX_TARGET), "max_rounds": (1, MAX_ROUNDS)}
     for name, value in settings.items():
         low, high = bounds[name]
-        if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
             raise ValueError(f"{name} must be an int, got {value!r}")
         if high is None and value < low:
             raise ValueError(f"{name} must be >= {low}, got {value}")

@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from sevenrocks_env import arena, rules
@@ -216,3 +217,13 @@ def test_cli_named_specs(capsys):
     assert arena.main(["a=greedy", "b=random", "--pairs", "1", "--no-progress", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["agent_a"], data["spec_a"], data["agent_b"]) == ("a", "greedy", "b")
+
+
+def test_numpy_integers_are_settings_too():
+    """check_settings takes any integral number, as raw_env does (a np.int64 from a config
+    array used to work and briefly did not)."""
+    result = arena.evaluate("random", "greedy", np.int64(1), seed=np.int64(3),
+                            max_rounds=np.int64(2))
+    assert result.pairs == 1
+    with pytest.raises(ValueError, match="pairs must be an int"):
+        arena.evaluate("random", "greedy", np.True_)

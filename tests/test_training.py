@@ -197,6 +197,11 @@ def test_resume_is_bit_for_bit_with_opponents(tmp_path, engine, opponents):
     assert resumed["global_step"] == 1536
     for key, tensor in straight["model"].items():
         assert torch.equal(tensor, resumed["model"][key]), key
+    # a checkpoint keeps exactly the dropped snapshots its matches still play (the ones a
+    # resume loaded are let go once their matches end: the list must not grow past num_matches)
+    for data in (middle, straight, resumed):
+        playing = {k for k in data["engine"]["opponents"] if k and k.startswith("past@")}
+        assert len(data["pool"].get("retired", [])) == len(playing)
 
 
 def test_past_added_on_resume_starts_from_the_resumed_policy(tmp_path, monkeypatch):

@@ -105,8 +105,9 @@ class OpponentPool:
         self.snapshots: list[dict] = []   # state_dicts, oldest first
         self._past_agents: list[PolicyAgent] = []
         # snapshots dropped from the pool while a match still plays them: registered by key()
-        # for the next state_dict(), restored by load_state_dict() for restore("past@k")
+        # for the next state_dict() (and only those: a match that ended lets its snapshot go)
         self._retired: list[PolicyAgent] = []
+        self._restored: list[PolicyAgent] = []  # a checkpoint's retired ones, for "past@k"
         self._fixed_states: dict = {}  # generator states for baselines restore() builds later
         self._template = copy.deepcopy(model)
         self._fixed = {spec: make_agent(spec, allow_pickles=False)
@@ -157,10 +158,10 @@ class OpponentPool:
         if not isinstance(key, str) or len(key) > 4096:
             raise ValueError(f"opponent key must be a string, got {key!r:.80}")
         if key.startswith(f"{PAST}@"):  # a dropped snapshot, saved with the pool
-            index, count = key[len(PAST) + 1:], len(self._retired)
+            index, count = key[len(PAST) + 1:], len(self._restored)
             if not (re.fullmatch(r"[0-9]{1,5}", index) and int(index) < count):
                 raise ValueError(f"opponent key {key!r}: no such retired snapshot ({count})")
-            return PAST, self._retired[int(index)]
+            return PAST, self._restored[int(index)]
         name, _, index = key.partition("#")
         if name == PAST:
             if not self._past_agents:
@@ -197,8 +198,9 @@ class OpponentPool:
         for snapshot, generator in zip(state["snapshots"], state["generators"]):
             self.snapshots.append(snapshot)
             self._past_agents.append(self._frozen(snapshot, generator))
-        self._retired = [self._frozen(entry["weights"], entry["generator"])
-                         for entry in state.get("retired", [])]
+        self._restored = [self._frozen(entry["weights"], entry["generator"])
+                          for entry in state.get("retired", [])]
+        self._retired = []
         self._fixed_states = dict(state.get("fixed", {}))
         for name in self._fixed:
             self._set_fixed_state(name)

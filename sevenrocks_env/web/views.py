@@ -112,7 +112,9 @@ def game_view(game: Game) -> dict:
                   "words": move_words(match, KNOCK) if legal == [KNOCK] else ""},
         "moves": move_list(current) if live else [],
         "rounds": [round_summary(history[i], i, with_board=i == finished[-1]) for i in finished],
-        "seed": game.setup.seed if match.over else None,
+        # as text: a JSON number past 2^53 is rounded by the browser, and another seed deals
+        # other hands
+        "seed": str(game.setup.seed) if match.over else None,
     }
     return view
 
