@@ -190,7 +190,8 @@ def _check_declared_shapes(path) -> None:
                           and math.prod(shape) <= MAX_LABELS * math.prod(_LABEL_ARRAYS[key]))
                 if not ok:
                     raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} "
-                                      f"{str(shape)[:60]}: larger than {MAX_LABELS} labels")
+                                      f"{str(shape)[:60]}: not an array of at most {MAX_LABELS} "
+                                      "labels")
     except (OSError, ValueError, zipfile.BadZipFile) as error:
         if isinstance(error, LabelsError):
             raise

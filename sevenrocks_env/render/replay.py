@@ -62,8 +62,7 @@ def frame_count(record: dict, round_index: int | None = None) -> int:
     return sum(len(rnd["moves"]) for rnd in rounds)
 
 
-def _gif_too_large(frames: int, scale: float) -> str | None:
-    width, height = (max(1, round(side * scale)) for side in SIZE)
+def _gif_too_large(frames: int, width: int, height: int) -> str | None:
     if frames * width * height <= MAX_GIF_PIXELS:
         return None
     return (f"{frames} frames of {width}x{height} are too many for one GIF (it is built in "
@@ -80,7 +79,8 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
     for image, _, r in frames:
         pixels += image.width * image.height
         if pixels > MAX_GIF_PIXELS:
-            raise ValueError(_gif_too_large(len(images) + 1, image.width / SIZE[0]))
+            raise ValueError(_gif_too_large(len(images) + 1, image.width, image.height)
+                             or f"GIF frames past {MAX_GIF_PIXELS} pixels")
         if last_round is not None and r != last_round:
             durations[-1] = round(durations[-1] * hold_round_end)
         last_round = r
@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         record = records.load(args.record)
         frames = record_frames(record, args.round_index, scale=args.scale)
         if as_gif and 0 <= (args.round_index or 0) < len(record["rounds"]):  # else: record_frames says
-            problem = _gif_too_large(frame_count(record, args.round_index), args.scale)
+            width, height = (max(1, round(side * args.scale)) for side in SIZE)  # as drawn
+            problem = _gif_too_large(frame_count(record, args.round_index), width, height)
             if problem:
                 raise ValueError(problem)
         count = write_gif(frames, out, args.fps) if as_gif else write_pngs(frames, out)
