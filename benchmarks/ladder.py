@@ -58,12 +58,16 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
     """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved
     file when that was played with the same specs, deal seed and number of pairs (a file from
     another --seed, --scale or --make-train checkpoint is played again and replaced)."""
+    from sevenrocks_env.arena_log import files_fingerprint
+
     path = out / f"{a}__{b}.json"
     agents = AGENTS if agents is None else agents
+    files = [files_fingerprint(agents[a]), files_fingerprint(agents[b])]  # a ckpt: retrained
     if reuse and path.exists():
         saved = json.loads(path.read_text())
         if all(saved.get(key) == value for key, value in (
-                ("spec_a", agents[a]), ("spec_b", agents[b]), ("seed", seed), ("pairs", pairs))):
+                ("spec_a", agents[a]), ("spec_b", agents[b]), ("seed", seed), ("pairs", pairs),
+                ("files", files))):
             return saved
         print(f"({path.name}: saved with other settings; playing it again)", file=sys.stderr)
     spec_a, spec_b = f"{a}={agents[a]}", f"{b}={agents[b]}"
@@ -76,6 +80,7 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
         result = evaluate_batched(spec_a, spec_b, pairs, seed=seed, batch=min(pairs, 256))
     data = result.as_dict()
     data["wall_s"] = time.perf_counter() - started
+    data["files"] = files
     path.write_text(json.dumps(data, indent=1))
     return data
 

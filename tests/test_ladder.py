@@ -89,6 +89,15 @@ def test_make_train_joins_the_ladder_when_given(tmp_path, capsys):
     assert sorted(p.name for p in out.glob("*.json")) == ["make_train__heuristic.json",
                                                          "make_train__shipped.json"]
     assert "| make_train | heuristic | 1 |" in capsys.readouterr().out
+    # the same path retrained in place is played again (the saved file's fingerprint differs)
+    saved = json.loads((out / "make_train__heuristic.json").read_text())
+    saved["win_rate"] = 0.123
+    (out / "make_train__heuristic.json").write_text(json.dumps(saved))
+    torch.manual_seed(1)
+    save_checkpoint(tmp_path / "latest.pt", policy_entries(PolicyNet((8, 8)), 0))
+    ladder.main(["--scale", "0.001", "--only", "make_train", "--make-train", str(path),
+                 "--out", str(out)])
+    assert "0.123" not in capsys.readouterr().out
     assert "make_train" not in ladder.AGENTS  # the module's table is left as it was
     # without --make-train its saved pairings are left out of the fit: nothing left here
     assert ladder.main(["--no-play", "--out", str(out)]) == 2
