@@ -144,7 +144,8 @@ class raw_env(AECEnv, EzPickle):
                           points_scale=points_scale, win_reward=win_reward)
         super().__init__()
         # the bounds a record must meet (sevenrocks_env.record): every match played can be saved
-        for name, value, high in (("target", target, MAX_TARGET), ("max_rounds", max_rounds, MAX_ROUNDS)):
+        for name, value, high in (("target", target, MAX_TARGET),
+                                  ("max_rounds", max_rounds, MAX_ROUNDS)):
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
                     or not 0 < value <= high:
                 raise ValueError(f"{name} must be an int in [1, {high}], got {value!r}")

@@ -100,11 +100,15 @@ def _check_layout(match, bad) -> None:
         if match.last_end_sum != 0:
             bad("last_end_sum", "0 before the first tile")
         return
-    tiles = tiles_of(match.played)
+    halves = [0] * NUM_NUMBERS  # how many halves of the played tiles show each number
+    first_double = False
+    for tile in tiles_of(match.played):
+        halves[TILE_LOW[tile]] += 1
+        halves[TILE_HIGH[tile]] += 1
+        first_double |= TILE_LOW[tile] == TILE_HIGH[tile]
     if ends[WEST] < 0 or ends[EAST] < 0:
         bad("ends", "open at west and east once a tile is down (R3)")
     # R4: the first double is the spinner; its branches open together, once both sides are covered
-    first_double = any(TILE_LOW[t] == TILE_HIGH[t] for t in tiles)
     if (spinner >= 0) != first_double or (spinner >= 0 and not match.played >> DOUBLE_OF[spinner] & 1):
         bad("spinner", "the number of a double played this round, -1 if none was (R4)")
     if started[WEST] or started[EAST] or (ends[NORTH] < 0) != (ends[SOUTH] < 0):
@@ -127,10 +131,8 @@ def _check_layout(match, bad) -> None:
                                              or ends[NORTH] >= 0)):
             bad("end_double", "one end per double (the opening spinner: west and east) (R5)")
         if number != spinner:  # along the lines, halves of a number pair up except at open ends
-            halves = sum((TILE_LOW[t] == number) + (TILE_HIGH[t] == number) for t in tiles)
-            open_ends = sum(end == number for end in ends)
-            if halves < open_ends or (halves - open_ends) % 2:
+            open_ends = ends.count(number)
+            if halves[number] < open_ends or (halves[number] - open_ends) % 2:
                 bad("ends", "numbers the played tiles leave open (R3)")
     if match.last_end_sum != end_sum(ends, doubles, started):
         bad("last_end_sum", "the end sum of the layout (R5)")
-

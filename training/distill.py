@@ -173,29 +173,29 @@ _MAX_TEACHER_CHARS = 4096
 def _check_declared_shapes(path) -> None:
     """Read each array's ``.npy`` header (not its data) and refuse a shape or dtype that would
     size an allocation past the bounds: ``np.load`` allocates what a header declares."""
+    declared = {}
     try:
         with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
             for key in (*_LABEL_ARRAYS, "teacher"):
-                if f"{key}.npy" not in archive.namelist():
-                    continue
-                with archive.open(f"{key}.npy") as member:
-                    version = np.lib.format.read_magic(member)
-                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                            else np.lib.format.read_array_header_2_0)
-                    shape, _, dtype = read(member)
-                if key == "teacher":
-                    ok = shape == () and dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS
-                else:  # sizes only: the shape and dtype checks below name what is wrong
-                    ok = (dtype.itemsize <= 8 and len(shape) <= 3
-                          and math.prod(shape) <= MAX_LABELS * math.prod(_LABEL_ARRAYS[key]))
-                if not ok:
-                    raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} "
-                                      f"{str(shape)[:60]}: not an array of at most {MAX_LABELS} "
-                                      "labels")
+                if f"{key}.npy" in names:
+                    with archive.open(f"{key}.npy") as member:
+                        version = np.lib.format.read_magic(member)
+                        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                else np.lib.format.read_array_header_2_0)
+                        shape, _, dtype = read(member)
+                    declared[key] = (shape, dtype)
     except (OSError, ValueError, zipfile.BadZipFile) as error:
-        if isinstance(error, LabelsError):
-            raise
         raise LabelsError(f"{path}: not a labels file ({str(error)[:200]})") from None
+    for key, (shape, dtype) in declared.items():
+        if key == "teacher":
+            ok = shape == () and dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS
+        else:  # sizes only: the shape and dtype checks of load_labels name what is wrong
+            ok = (dtype.itemsize <= 8 and len(shape) <= 3
+                  and math.prod(shape) <= MAX_LABELS * math.prod(_LABEL_ARRAYS[key]))
+        if not ok:
+            raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} {str(shape)[:60]}: "
+                              f"not an array of at most {MAX_LABELS} labels")
 
 
 def load_labels(path) -> tuple[dict, str]:

@@ -144,12 +144,12 @@ class OpponentPool:
         (call it after the engine's, whose keys these are)."""
         if name != PAST:
             return name
-        index = next((i for i, a in enumerate(self._past_agents) if a is agent), None)
-        if index is not None:
-            return f"{PAST}#{index}"
-        if all(a is not agent for a in self._retired):
-            self._retired.append(agent)
-        return f"{PAST}@{next(i for i, a in enumerate(self._retired) if a is agent)}"
+        for prefix, agents in (("#", self._past_agents), ("@", self._retired)):
+            for index, known in enumerate(agents):
+                if known is agent:
+                    return f"{PAST}{prefix}{index}"
+        self._retired.append(agent)
+        return f"{PAST}@{len(self._retired) - 1}"
 
     def restore(self, key: str) -> tuple[str, object]:
         """The opponent of a match in progress at save time.  A baseline that is no longer in the
