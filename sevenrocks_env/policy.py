@@ -197,7 +197,10 @@ class MaskedCategorical:
 
     Illegal logits are replaced by ``MASKED_LOGIT`` so their probability is exactly 0: they are
     never sampled, and the entropy sums over legal actions only (a seat with one legal action has
-    entropy 0).
+    entropy 0).  An action that ``sample``, ``mode`` or ``log_prob`` would return or score
+    outside the mask (a row with no legal action, an illegal action given) is a ``ValueError``,
+    not a silently illegal move or a log-probability of about -1e8 (one gather to check; a
+    check of the mask's rows up front would cost a third of the softmax at 4,096 rows).
     """
 
     def __init__(self, logits: torch.Tensor, mask: torch.Tensor):
@@ -214,16 +217,29 @@ class MaskedCategorical:
         return torch.softmax(self.masked_logits, dim=-1)
 
     def sample(self) -> torch.Tensor:
-        return torch.multinomial(self.probs, 1).squeeze(-1)
+        return self._legal(torch.multinomial(self.probs, 1).squeeze(-1))
 
     def mode(self) -> torch.Tensor:
-        return self.log_probs.argmax(dim=-1)
+        return self._legal(self.log_probs.argmax(dim=-1))
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        return self.log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        index = self._legal(actions.long()).unsqueeze(-1)
+        return self.log_probs.gather(-1, index).squeeze(-1)
+
+    def _legal(self, actions: torch.Tensor) -> torch.Tensor:
+        """``actions``, after checking that the mask allows each of them."""
+        if not self.mask.gather(-1, actions.unsqueeze(-1)).all():
+            rows = torch.nonzero(~self.mask.gather(-1, actions.unsqueeze(-1)).squeeze(-1))
+            row = rows[0].tolist()
+            raise ValueError(f"MaskedCategorical: action {int(actions[tuple(row)])} in row {row} "
+                             "is not legal there (or the row has no legal action)")
+        return actions
 
     def entropy(self) -> torch.Tensor:
-        p_log_p = torch.where(self.mask, self.probs * self.log_probs,
+        # p log p is 0 where p is 0: masked actions, and a legal action whose logit is -inf
+        # (0 * -inf would be NaN)
+        probs = self.probs
+        p_log_p = torch.where(self.mask & (probs > 0), probs * self.log_probs,
                               torch.zeros_like(self.log_probs))
         return -p_log_p.sum(-1)
 

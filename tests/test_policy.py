@@ -52,6 +52,25 @@ def test_entropy_ignores_masked_actions():
     one = MaskedCategorical(logits, torch.tensor([[False, False, False, True]]))
     assert one.entropy().item() == pytest.approx(0.0, abs=1e-6)  # a forced move has no entropy
     assert one.log_prob(torch.tensor([3])).item() == pytest.approx(0.0, abs=1e-6)
+    # a legal action whose logit is -inf has probability 0 and adds 0, not NaN (0 * -inf)
+    minus_inf = MaskedCategorical(torch.tensor([[0.0, float("-inf"), 0.0, 0.0]]),
+                                  torch.tensor([[True, True, True, False]]))
+    assert minus_inf.entropy().item() == pytest.approx(np.log(2), abs=1e-6)
+
+
+def test_an_action_outside_the_mask_is_an_error_not_a_silent_move():
+    """Softmax over an all-illegal row is uniform over illegal actions; an illegal action's log
+    probability is about -1e8: both would be silently wrong data."""
+    empty = MaskedCategorical(torch.zeros(2, 3), torch.tensor([[True, False, False],
+                                                               [False, False, False]]))
+    for call in (empty.sample, empty.mode):
+        with pytest.raises(ValueError, match=r"in row \[1\] is not legal"):
+            call()
+    dist = MaskedCategorical(torch.zeros(2, 3), torch.tensor([[True, False, False],
+                                                              [False, True, True]]))
+    assert dist.log_prob(torch.tensor([0, 2])).tolist() == pytest.approx([0.0, -np.log(2)])
+    with pytest.raises(ValueError, match=r"action 0 in row \[1\] is not legal"):
+        dist.log_prob(torch.tensor([0, 0]))
 
 
 # -- checkpoint errors ----------------------------------------------------------------------------

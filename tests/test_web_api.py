@@ -54,7 +54,7 @@ def visible_strings_and_tiles(view):
     def walk(value, key=None):
         if isinstance(value, dict):
             for k, v in value.items():
-                if k != "rounds":
+                if k != "last_round":
                     walk(v, k)
         elif isinstance(value, list):
             for v in value:
@@ -76,15 +76,19 @@ def assert_nothing_hidden(game, view) -> None:
     shown = {t for text in strings for t in TILE_TEXT.findall(text)} | set(tiles)
     assert not shown & hidden, f"hidden tiles sent to the page: {sorted(shown & hidden)}"
     assert view["seed"] is None or game.match.over  # the seed would give every deal away
-    for summary in view["rounds"]:
-        assert summary["result"] is not None  # hands are shown only for ended rounds (R7)
+    if view["last_round"] is not None:
+        assert view["last_round"]["result"] is not None  # hands only for ended rounds (R7)
 
 
-def play_out(client, app, view, max_requests=3000):
-    """Play the human's seat with its first legal move until the match ends; check every view."""
+def play_out(client, app, view, max_requests=3000, summaries=None):
+    """Play the human's seat with its first legal move until the match ends; check every view.
+    ``summaries`` (a list) gets each ended round's summary, from the view where it first shows."""
     game = game_of(app, view)
     for _ in range(max_requests):
         assert_nothing_hidden(game, view)
+        if summaries is not None and view["rounds_ended"] > len(summaries):
+            assert view["rounds_ended"] == len(summaries) + 1  # a move ends one round at most
+            summaries.append(view["last_round"])
         if view["over"]:
             return view
         if view["next"] == "bot":
@@ -103,7 +107,8 @@ def play_out(client, app, view, max_requests=3000):
 def test_full_match_against_bots_never_shows_hidden_tiles(client, app):
     response = client.post("/api/games", json={"seat": 1, **BOTS, "seed": 7, "target": 100})
     assert response.status_code == 201
-    view = play_out(client, app, response.json())
+    summaries = []
+    view = play_out(client, app, response.json(), summaries=summaries)
     game = game_of(app, view)
     assert view["winner"] == game.match.winner is not None
     assert view["scores"] == game.match.scores
@@ -112,9 +117,28 @@ def test_full_match_against_bots_never_shows_hidden_tiles(client, app):
     record = client.get(f"/api/games/{view['id']}/record").json()
     records.validate(record)
     assert record["scores"] == view["scores"] and record["winner"] == view["winner"]
-    assert len(view["rounds"]) == len(record["rounds"])
-    for summary, rnd in zip(view["rounds"], record["rounds"]):
+    assert view["rounds_ended"] == len(summaries) == len(record["rounds"])
+    for index, (summary, rnd) in enumerate(zip(summaries, record["rounds"])):
+        assert summary["round"] == index
         assert summary["scores"] == rnd["scores"] and summary["deductions"] == rnd["deductions"]
+    assert view["last_round"] == summaries[-1]
+
+
+def test_a_view_does_not_grow_with_the_rounds_played(client, app):
+    """Every move returns a view: a view holding every ended round's summary would make a long
+    match's traffic grow with the square of its length."""
+    from sevenrocks_env.rules import apply_action, legal_actions
+    from sevenrocks_env.web.views import game_view
+
+    view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 5, "target": 5000}).json()
+    game = game_of(app, view)
+    sizes = {}
+    while len(game.match.history) <= 30:
+        apply_action(game.match, legal_actions(game.match)[0])
+        ended = len(game.match.history) - 1
+        if ended in (2, 30) and ended not in sizes and game.match.history[-1].result is None:
+            sizes[ended] = len(json.dumps(game_view(game)))
+    assert sizes[30] < 1.5 * sizes[2], sizes
 
 
 def test_rematch_replays_the_same_deals_from_the_next_seat(client, app):

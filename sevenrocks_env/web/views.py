@@ -111,7 +111,12 @@ def game_view(game: Game) -> dict:
         "knock": {"required": legal == [KNOCK], "action": KNOCK,
                   "words": move_words(match, KNOCK) if legal == [KNOCK] else ""},
         "moves": move_list(current) if live else [],
-        "rounds": [round_summary(history[i], i, with_board=i == finished[-1]) for i in finished],
+        # only the latest ended round: the page summarises each round once, as it ends, and a
+        # long match's whole list in every view would make the traffic grow with its square
+        # (every ended round is in the record, GET /api/games/{id}/record)
+        "rounds_ended": len(finished),
+        "last_round": round_summary(history[finished[-1]], finished[-1], with_board=True)
+        if finished else None,
         # as text: a JSON number past 2^53 is rounded by the browser, and another seed deals
         # other hands
         "seed": str(game.setup.seed) if match.over else None,

@@ -98,8 +98,8 @@ function show(view) {
     .map((s) => s.seat === view.seat ? "you" : `seat ${s.seat}`).join(" & "));
   Board.drawTracks($("tracks"), view.scores, view.target, teamSeats, view.winner);
   drawSeats(view);
-  const finished = view.rounds[view.rounds.length - 1];
-  const justEnded = view.rounds.length > ui.shownRounds;
+  const finished = view.last_round;
+  const justEnded = view.rounds_ended > ui.shownRounds;
   const board = justEnded || !view.board ? finished.board : view.board;
   const targets = {};
   const tile = selectedTile(view);
@@ -109,8 +109,8 @@ function show(view) {
   drawMoves(view);
   $("knock").hidden = !(view.next === "you" && view.knock.required);
   if (justEnded) {
-    ui.shownRounds = view.rounds.length;
-    showSummary(view, view.rounds[view.rounds.length - 1]);
+    ui.shownRounds = view.rounds_ended;
+    showSummary(view, finished);
     return;
   }
   if (view.over) { showSummary(view, finished); return; }
