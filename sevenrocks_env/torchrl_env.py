@@ -8,7 +8,9 @@ observation per match:
 * ``observation`` ``[B, 238]``: ``observation.encode`` of the seat on turn (seat-relative);
 * ``action_mask`` ``[B, 113]`` bool: the legal actions of the seat on turn (R3, R6);
 * ``current_seat`` ``[B]``: the seat on turn, 0-3 (seats 0 and 2 are team 0);
-* ``action`` ``[B]``: ``Categorical(113)`` whose ``mask`` is the current action mask;
+* ``action`` ``[B]``: ``Categorical(113)`` whose ``mask`` is the current action mask (on this
+  env's own spec; a ``TransformedEnv``/``SerialEnv`` copies the spec, so add TorchRL's
+  ``ActionMask()`` transform there);
 * ``("agents", "reward")`` ``[B, 4, 1]``: every seat's reward (``sevenrocks_env.rewards``);
 * ``done`` / ``terminated`` / ``truncated`` ``[B, 1]``: the match ended, won (R8) / cut at
   ``max_rounds``.

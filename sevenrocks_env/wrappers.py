@@ -5,8 +5,9 @@ by walking the wrapper chain with a string check per level; in a three-wrapper s
 over half the time of a step.  These subclasses behave exactly like PettingZoo's
 ``TerminateIllegalWrapper``, ``AssertOutOfBoundsWrapper`` and ``OrderEnforcingWrapper`` (they
 are subclasses and run the same ``step``/``observe`` code), but read the per-step attributes
-straight from the raw env.  Before ``reset()`` the raw env lacks them, so the lookup falls back
-to the wrapper's own ``__getattr__`` and ``OrderEnforcingWrapper`` still raises its usual error.
+straight from the raw env.  Before ``reset()`` the raw env lacks them (``agents``: it is checked),
+so the lookup falls back to the wrapper's own ``__getattr__`` and ``OrderEnforcingWrapper`` still
+raises its usual error.
 Each also has a fast path for the common case (a reset env, a live agent, a legal int action)
 that does what the parent does there without the chain of ``super()`` calls; every other case
 goes to the parent unchanged.
@@ -38,6 +39,18 @@ class _DirectAttributes:
 
 for _name in _PER_STEP:
     setattr(_DirectAttributes, _name, _forwarded(_name))
+
+
+def _agents(self):
+    """``agents`` of the raw env; before ``reset()`` the order-enforcing wrapper's error, as for
+    the other per-step attributes (the raw env has ``agents = []`` from the start, so the
+    fall-back on a missing attribute would not happen)."""
+    if getattr(self, "_has_reset", True):
+        return self._raw_env.agents
+    return self.__getattr__("agents")
+
+
+_DirectAttributes.agents = property(_agents, _forwarded("agents").fset, doc=_agents.__doc__)
 
 
 class TerminateIllegalWrapper(_DirectAttributes, wrappers.TerminateIllegalWrapper):

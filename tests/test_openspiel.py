@@ -88,6 +88,24 @@ def test_bad_parameters_are_named(params, word):
         load(**params)
 
 
+def test_unsupported_observation_types_are_refused():
+    """The observation holds public pieces: a private-only view is refused, not given whole."""
+    game = pyspiel.load_game(GAME_NAME)
+    private_only = pyspiel.IIGObservationType(
+        perfect_recall=False, public_info=False,
+        private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER)
+    with pytest.raises(ValueError, match="public_info=True"):
+        game.make_py_observer(private_only)
+    everyone = pyspiel.IIGObservationType(
+        perfect_recall=False, public_info=True, private_info=pyspiel.PrivateInfoType.ALL_PLAYERS)
+    with pytest.raises(ValueError, match="single-player private"):
+        game.make_py_observer(everyone)
+    default = pyspiel.IIGObservationType(
+        perfect_recall=False, public_info=True,
+        private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER)
+    assert game.make_py_observer(default) is not None
+
+
 def test_illegal_action_is_a_clear_error():
     state = random_state(load(rounds=1), np.random.default_rng(0),
                          stop=lambda s: True)

@@ -116,6 +116,25 @@ def test_spec_random_actions_respect_the_mask():
     assert env.observation_spec.is_in(data[:, -1]["next"].select(*env.observation_spec.keys()))
 
 
+def test_wrapped_envs_need_torchrl_s_action_mask_transform():
+    """TransformedEnv and SerialEnv keep their own copy of the action spec, which never sees the
+    base env's mask updates: with TorchRL's ``ActionMask`` transform (what the docs say to use)
+    their random actions stay legal; without it they do not (documented, not hidden)."""
+    from torchrl.envs import ActionMask, Compose, SerialEnv, StepCounter, TransformedEnv
+
+    wrapped = TransformedEnv(SevenRocksTorchRLEnv(8, seed=0, **SHORT),
+                             Compose(ActionMask(), StepCounter()))
+    check_env_specs(wrapped, seed=0)
+    data = wrapped.rollout(100, break_when_any_done=False)
+    assert data["action_mask"].gather(-1, data["action"].unsqueeze(-1)).all()
+    serial = TransformedEnv(SerialEnv(2, lambda: SevenRocksTorchRLEnv(4, seed=0, **SHORT)),
+                            ActionMask())
+    check_env_specs(serial, seed=0)
+    bare_wrapper = TransformedEnv(SevenRocksTorchRLEnv(8, seed=0, **SHORT), StepCounter())
+    with pytest.raises(ValueError, match="illegal action"):
+        bare_wrapper.rollout(100, break_when_any_done=False)
+
+
 def test_illegal_action_is_refused():
     env = SevenRocksTorchRLEnv(3, seed=0)
     td = env.reset()

@@ -84,5 +84,8 @@ def test_same_trace_for_whole_matches():
 def test_same_errors_before_reset():
     for make in (sevenrocks_v0.env, pettingzoo_env):
         env = make()
-        with pytest.raises(AttributeError, match="before reset"):
-            env.agent_selection
+        for name in ("agent_selection", "agents", "rewards", "num_agents"):
+            with pytest.raises(AttributeError, match=f"{name} cannot be accessed before reset"):
+                getattr(env, name)
+        env.reset(seed=0)
+        assert env.agents == list(env.possible_agents) and env.num_agents == 4

@@ -123,6 +123,11 @@ class SevenRocksGame(pyspiel.Game):
         single = pyspiel.PrivateInfoType.SINGLE_PLAYER
         if iig_obs_type is not None and iig_obs_type.private_info != single:
             raise ValueError(f"{GAME_NAME}: only single-player private information is supported")
+        if iig_obs_type is not None and not iig_obs_type.public_info:
+            # the observation mixes public pieces (layout, scores) with the seat's own hand;
+            # a private-only view is not offered rather than given with the public part in it
+            raise ValueError(f"{GAME_NAME}: only observations with public information are "
+                             "supported (public_info=True)")
         return SevenRocksObserver(perfect_recall)
 
 
