@@ -26,7 +26,7 @@ from training.config import TrainConfig  # noqa: E402
 from training.critic import OracleCritic, hidden_hands  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
-from training.rollout import RolloutBuffer  # noqa: E402
+from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
 
 from test_rollout import LowestActionModel, StubCritic  # noqa: E402
 
@@ -211,6 +211,24 @@ def test_bad_state_pieces_raise_value_error_naming_them(piece, corrupt, message)
     with pytest.raises(ValueError, match="keys"):
         engine.load_state_dict({k: v for k, v in state.items() if k != piece})
     assert engine.state_dict() == before   # nothing changed
+
+
+@pytest.mark.parametrize("engine_class", [BatchedSelfPlayEngine, SelfPlayEngine])
+def test_pool_match_stats_count_a_truncated_match_as_half(engine_class):
+    """max_rounds=1 and a target out of reach: every match is truncated, no winner; the win
+    rate against the opponent is 1/2 a match (as the arena counts it), the tag is the spec made
+    a tag name, and the return against it is logged beside the self-play-diluted one."""
+    model = PolicyNet([16]).eval()
+    pool = OpponentPool(["random"], model)
+    engine = engine_class(8, seed=3, target=500, max_rounds=1, opponent_fraction=1.0,
+                          opponent_pool=pool)
+    buffer = RolloutBuffer(8 * 24)
+    engine.collect(model, buffer, 24)
+    stats = engine.pop_stats()
+    assert stats["truncated"] and all(t == 1.0 for t in stats["truncated"])
+    assert stats["win_vs_random"] and set(stats["win_vs_random"]) == {0.5}
+    assert len(stats["return_vs_random"]) == len(stats["win_vs_random"])
+    assert stats["return_vs_random"] == stats["episodic_return"]  # every match is a pool match
 
 
 def test_opponents_and_a_ppo_update_on_the_batch():

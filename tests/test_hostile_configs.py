@@ -100,6 +100,12 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ("eval_agents=[[[[1]]]]", "eval_agents[0]"),
     ("opponents=[" + ",".join(["greedy"] * 40) + "]", "opponents"),
     ("eval_agents=[nosuchagent]", "eval_agents: unknown agent spec 'nosuchagent'"),
+    # values that switch learning off without a word, or crash the run at its first evaluation
+    ("eval_agents=[]", "eval_agents"),
+    ("eval_agents=null", "eval_agents"),
+    ("learning_rate=0", "learning_rate: Input should be greater than 0"),
+    ("clip_coef=0", "clip_coef: Input should be greater than 0"),
+    ("max_grad_norm=0", "max_grad_norm: Input should be greater than 0"),
     # a pickle can run code: never loaded because a config (or a checkpoint's config) names it
     ("eval_agents=[sb3:model.zip]", "eval_agents: sb3:PATH loads a pickle"),
     ("opponents=[sb3:model.zip]", "opponents: sb3:PATH loads a pickle"),
@@ -172,6 +178,13 @@ def test_a_rule_about_several_fields_blames_the_set_that_broke_it(override, blam
     with pytest.raises(ConfigError) as caught:
         load_config(SMOKE, ["opponent_fraction=0.5", "opponents=[]"])
     assert caught.value.key == "opponent_fraction" and caught.value.others == ("opponents",)
+
+
+def test_rewards_that_are_all_zero_are_refused():
+    with pytest.raises(ConfigError, match="every reward would be 0") as caught:
+        load_config(SMOKE, ["points_scale=0", "win_reward=0"])
+    assert caught.value.key == "points_scale" and caught.value.others == ("win_reward",)
+    assert load_config(SMOKE, ["points_scale=0"]).win_reward == 1.0  # win/loss only: fine
 
 
 def test_a_rule_broken_by_the_file_alone_blames_the_file(tmp_path):

@@ -144,6 +144,42 @@ def test_resumed_run_says_from_which_step(tmp_path, capfd, good):
     assert "resumed from step 256" in capfd.readouterr().out
 
 
+def test_a_bad_set_on_resume_is_named_not_blamed_on_the_checkpoint(tmp_path, capsys, good):
+    """--set values that cannot go with the run are ConfigErrors naming the setting."""
+    two_updates = dict(good, update=2, global_step=512)  # as if saved one update later
+    code, err = resume(tmp_path, two_updates, capsys, "--set", "total_steps=300")
+    assert code == 2 and "--set total_steps=300: the run has trained 512 decisions" in err, err
+    in_progress = [key for key in good["engine"]["opponents"] if key is not None]
+    assert in_progress  # the smoke run plays a quarter of its matches against its pool
+    code, err = resume(tmp_path, good, capsys, "--set", "opponents=[]",
+                       "--set", "opponent_fraction=0")
+    assert code == 2 and "--set opponents: the run's matches in progress play" in err, err
+    assert "resume piece" not in err.split("(")[0]
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "runs").exists()
+
+
+def test_max_minutes_counts_the_whole_run_resumed_sessions_included(tmp_path, capsys, good):
+    used = dict(good, wall_time=600.0)  # ten minutes spent before the checkpoint
+    code, err = resume(tmp_path, used, capsys, "--set", "max_minutes=5")
+    assert code == 2 and "max_minutes (10.0 of 5 min)" in err, err
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_ctrl_c_in_the_final_evaluation_says_the_checkpoint_is_written(tmp_path, capsys,
+                                                                       monkeypatch):
+    import training.train as train_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train_module, "_evaluate_and_log", interrupted)
+    code = main(["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}", "--set",
+                 f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=256",
+                 "--set", "eval_every=0"])
+    err = capsys.readouterr().err
+    assert code == 130 and "interrupted at step 256: checkpoint" in err, err
+    assert (tmp_path / "ckpt" / "smoke" / "latest.pt").exists()
+
+
 def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
     args = ["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}",
             "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=256",

@@ -117,16 +117,8 @@ class BatchedSelfPlayEngine(MatchSeats):
             k = self.pending[i, seat]
             buffer.rewards[k] += self.acc[i, seat]
             buffer.dones[k] = True
-        for team in (0, 1):
-            if self.learner[i, team]:  # seats 0/1 stand for teams 0/1
-                self.stats["episodic_return"].append(self._return[i] * (1 - 2 * team))
-                if self.opponents[i] is not None:
-                    self.stats[f"win_vs_{self.opponent_names[i]}"].append(float(winner == team))
-        self.stats["rounds_per_match"].append(rounds)
-        self.stats["episodic_length"].append(int(self._decisions[i]))
-        self.stats["truncated"].append(float(truncated))
-        if self._placements[i]:
-            self.stats["points_per_placement"].append(self._points[i] / self._placements[i])
+        self._match_stats(i, [self._return[i], -self._return[i]], None if winner < 0 else winner,
+                          rounds, truncated)
         self._new_match(i)
 
     # -- choosing actions ---------------------------------------------------------------------

@@ -85,10 +85,17 @@ def Real(low: float, high: float):  # noqa: N802
                      Field(ge=low, le=high, strict=True, allow_inf_nan=False)]
 
 
+def Positive(high: float):  # noqa: N802
+    """A finite float field in ``(0, high]`` (0 would switch the thing off without a word)."""
+    return Annotated[float, BeforeValidator(_finite_number),
+                     Field(gt=0, le=high, strict=True, allow_inf_nan=False)]
+
+
 Flag = Annotated[bool, Field(strict=True)]
 Folder = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00]*$", strict=True)]
 Specs = Annotated[list[Annotated[str, Field(max_length=1024, strict=True)]],
                   BeforeValidator(_as_list), Field(max_length=32)]
+NonEmptySpecs = Annotated[Specs, Field(min_length=1)]
 Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
                    Field(min_length=1, max_length=MAX_HIDDEN_LAYERS)]
 ScorerWidths = Annotated[list[Int(1, MAX_SCORER_WIDTH)], BeforeValidator(_as_list),
@@ -114,7 +121,8 @@ class TrainConfig(BaseModel):
     total_steps: Int(1, 10 ** 11) = 3_000_000
     """Training decisions (env steps of the learner seats, forced moves excluded) to collect."""
     max_minutes: Real(0, 10 ** 6) = 0.0
-    """Stop early (with a checkpoint and the final evaluation) after this much wall time; 0 = off."""
+    """Stop early (with a checkpoint and the final evaluation) once the run's wall time, resumed
+    sessions included, reaches this many minutes; 0 = off."""
     log_dir: Folder = "runs"
     """Root folder of the TensorBoard runs (on ``--resume`` too: never taken from the checkpoint)."""
     checkpoint_dir: Folder = "checkpoints"
@@ -180,7 +188,7 @@ class TrainConfig(BaseModel):
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
     (training only, ``training/critic.py``; the policy still sees only the observation)."""
-    learning_rate: Real(0, 1) = 2.5e-4
+    learning_rate: Positive(1) = 2.5e-4
     """Adam learning rate at the start."""
     anneal_lr: Flag = True
     """Decay the learning rate linearly to 0 over ``total_steps``."""
@@ -194,7 +202,7 @@ class TrainConfig(BaseModel):
     """Passes over each rollout."""
     norm_adv: Flag = True
     """Normalise advantages per minibatch."""
-    clip_coef: Real(0, 100) = 0.2
+    clip_coef: Positive(100) = 0.2
     """PPO clipping coefficient."""
     clip_vloss: Flag = True
     """Clip the value loss as in the PPO paper's code."""
@@ -206,7 +214,7 @@ class TrainConfig(BaseModel):
     the learning rate with ``anneal_lr``); ``null`` = constant ``ent_coef``."""
     vf_coef: Real(0, 1000) = 0.5
     """Value loss coefficient."""
-    max_grad_norm: Real(0, 1e6) = 0.5
+    max_grad_norm: Positive(1e6) = 0.5
     """Global gradient-norm clip."""
     target_kl: Real(0, 1000) = 0.0
     """Stop an update's epochs early when approx KL exceeds this; 0 = off."""
@@ -214,7 +222,7 @@ class TrainConfig(BaseModel):
     # -- evaluation -------------------------------------------------------------------------
     eval_every: Int(0, BIG) = 25
     """Evaluate with the arena every this many updates (0 = only at the end)."""
-    eval_agents: Specs = Field(default_factory=lambda: ["random", "greedy", "heuristic"])
+    eval_agents: NonEmptySpecs = Field(default_factory=lambda: ["random", "greedy", "heuristic"])
     """Baselines the policy is evaluated against (agent specs)."""
     eval_pairs: Int(1, 100_000) = 30
     """Duplicate match pairs per baseline in periodic evaluations."""
@@ -232,6 +240,9 @@ class TrainConfig(BaseModel):
         if self.action_scorer == "mlp" and self.action_features == 0:
             raise ConfigError("action_scorer mlp scores the action features: it needs "
                               "action_features >= 1", "action_scorer", ("action_features",))
+        if self.points_scale == 0 and self.win_reward == 0:
+            raise ConfigError("points_scale and win_reward are both 0: every reward would be 0",
+                              "points_scale", ("win_reward",))
         if self.opponent_fraction > 0 and not self.opponents:
             raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
                               "opponent_fraction", ("opponents",))

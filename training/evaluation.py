@@ -32,11 +32,16 @@ def eval_game_picture(model, spec: str, seed: int, target: int, max_rounds: int)
     return render_picture(match, spectator=True)
 
 
+def tag_name(spec: str) -> str:
+    """An agent spec as part of a TensorBoard tag (``ckpt:a/b.pt`` -> ``ckpt_a_b.pt``)."""
+    return spec.replace(":", "_").replace("/", "_")
+
+
 def eval_scalars(results: dict) -> dict:
     """TensorBoard scalars ``eval/<metric>_vs_<agent>`` from arena results."""
     scalars = {}
     for spec, result in results.items():
-        name = spec.replace(":", "_").replace("/", "_")
+        name = tag_name(spec)
         scalars[f"eval/win_rate_vs_{name}"] = float(result.win_rate)
         scalars[f"eval/margin_vs_{name}"] = float(result.mean_margin)
         extra = result.as_dict() if hasattr(result, "as_dict") else {}

@@ -216,6 +216,11 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
         raise _bad(path, "config", f"is invalid: {str(error)[:300]}") from None
     cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
                            origins={key: "--set" for key in overrides})
+    update = data.get("update")
+    if "total_steps" in overrides and type(update) is int and update > cfg.num_updates:
+        raise ConfigError(f"--set total_steps={cfg.total_steps}: the run has trained "
+                          f"{update * cfg.batch_size} decisions already (update {update}); give "
+                          "a larger total_steps", "total_steps")
     for key in ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
                 "engine", "num_matches", "num_steps"):  # shapes, resume state, step counting
         if getattr(cfg, key) != getattr(before, key):

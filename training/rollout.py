@@ -39,6 +39,7 @@ from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
 
 from .critic import HANDS_SIZE, hidden_hands
 from .engine_state import check_counters, check_keys, check_per_match, check_players, check_rng
+from .evaluation import tag_name
 from .opponents import restore_generators, save_generators
 
 
@@ -130,6 +131,27 @@ class MatchSeats:
         self.pending[i] = -1
         self._placements[i] = self._points[i] = self._decisions[i] = 0
 
+    def _match_stats(self, i: int, returns, winner: int | None, rounds: int,
+                     truncated: bool) -> None:
+        """The ``charts/`` statistics of match ``i``'s end: each learner team's return
+        (``returns[team]``); in a pool match also its win (a truncated match, no winner, counts
+        1/2 as in the arena) and its return against that opponent (self-play returns cancel out
+        in ``episodic_return``); the match's rounds, decisions, truncation, points a placement."""
+        for team in (0, 1):
+            if not self.learner[i, team]:
+                continue  # seats 0/1 stand for teams 0/1
+            self.stats["episodic_return"].append(returns[team])
+            if self.opponents[i] is not None:
+                name = tag_name(self.opponent_names[i])
+                self.stats[f"win_vs_{name}"].append(0.5 if winner is None
+                                                    else float(winner == team))
+                self.stats[f"return_vs_{name}"].append(returns[team])
+        self.stats["rounds_per_match"].append(rounds)
+        self.stats["episodic_length"].append(int(self._decisions[i]))
+        self.stats["truncated"].append(float(truncated))
+        if self._placements[i]:
+            self.stats["points_per_placement"].append(self._points[i] / self._placements[i])
+
 
 class SelfPlayEngine(MatchSeats):
     """``num_matches`` matches; learner seats act through one batched policy call per step.
@@ -166,20 +188,10 @@ class SelfPlayEngine(MatchSeats):
             if k >= 0:
                 buffer.rewards[k] += self._reward_since(i, seat, match)
                 buffer.dones[k] = True
-        for team in (0, 1):
-            if not self.learner[i, team]:
-                continue  # seats 0/1 stand for teams 0/1
-            won = match.winner == team
-            self.stats["episodic_return"].append(team0_reward(
-                _margin(match, team), _winner_sign(match, team), self.points_scale,
-                self.win_reward))
-            if self.opponents[i] is not None:
-                self.stats[f"win_vs_{self.opponent_names[i]}"].append(float(won))
-        self.stats["rounds_per_match"].append(match.round_index + (match.winner is not None))
-        self.stats["episodic_length"].append(int(self._decisions[i]))
-        self.stats["truncated"].append(float(match.truncated))
-        if self._placements[i]:
-            self.stats["points_per_placement"].append(self._points[i] / self._placements[i])
+        returns = [team0_reward(_margin(match, team), _winner_sign(match, team),
+                                self.points_scale, self.win_reward) for team in (0, 1)]
+        self._match_stats(i, returns, match.winner,
+                          match.round_index + (match.winner is not None), match.truncated)
         self._new_match(i)
 
     def _reward_since(self, i: int, seat: int, match: Match) -> float:

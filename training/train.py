@@ -136,6 +136,23 @@ def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
 
+def _load_engine(engine, resume: dict, cfg: TrainConfig, path) -> None:
+    """The engine's matches in progress from ``resume``; when ``--set`` changed the opponents
+    and those matches cannot be restored with the new ones, a :class:`ConfigError` naming
+    ``opponents`` (not a damaged checkpoint)."""
+    try:
+        load_engine(engine, resume.get("engine"), path)
+    except CheckpointError as error:
+        saved = resume["config"].get("opponents")
+        if isinstance(saved, list) and saved != cfg.opponents:
+            raise ConfigError(
+                f"--set opponents: the run's matches in progress play its opponents {saved} "
+                f"and cannot be restored with {cfg.opponents} ({str(error)[:200]}); keep the "
+                "run's opponents (opponent_fraction=0 starts no new matches against them) or "
+                "start a new run", "opponents") from None
+        raise
+
+
 def run_folders(cfg: TrainConfig) -> tuple[Path, Path]:
     """``(<log_dir>/<run_name>, <checkpoint_dir>/<run_name>)``."""
     return Path(cfg.log_dir) / cfg.run_name, Path(cfg.checkpoint_dir) / cfg.run_name
@@ -180,10 +197,14 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         if pool is not None:
             pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
             pool.ensure_snapshot(model)  # `past` added on resume: a snapshot of the resumed policy
-        load_engine(engine, resume.get("engine"), resume_path)  # after the pool it refers to
+        _load_engine(engine, resume, cfg, resume_path)  # after the pool it refers to
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
+        if cfg.max_minutes and wall_before / 60 >= cfg.max_minutes:
+            raise ConfigError(f"the run has used its max_minutes ({wall_before / 60:.1f} of "
+                              f"{cfg.max_minutes:g} min): continue it with --set max_minutes=M "
+                              "(M larger, or 0 for no limit)", "max_minutes")
     interrupt = _Interrupt().__enter__()  # before the first line: Ctrl-C from here is handled
     if final_table:
         print(f"resumed from step {global_step}" if resume is not None else
@@ -244,14 +265,16 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             for key, value in scalars.items():
                 writer.add_scalar(key, value, global_step)
 
-            if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates:
+            wall = wall_before + time.time() - start_time  # the run's, resumed sessions included
+            out_of_time = cfg.max_minutes and wall / 60 >= cfg.max_minutes
+            if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates \
+                    and not out_of_time:  # the final evaluation follows at this step
                 results = _evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
                                             wall_before + time.time() - start_time)
                 summary = short_summary(results)
             bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
             bar.update(cfg.batch_size)
 
-            out_of_time = cfg.max_minutes and (time.time() - start_time) / 60 >= cfg.max_minutes
             if update % cfg.checkpoint_every == 0 or update == num_updates or out_of_time:
                 checkpoint = save(update)
             if out_of_time:
@@ -271,8 +294,13 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 "results": {}, "interrupted": True}
 
     # -- final evaluation: the arena table against the baselines ------------------------------
-    results = _evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
-                                wall_before + time.time() - start_time)
+    try:
+        results = _evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
+                                    wall_before + time.time() - start_time)
+    except KeyboardInterrupt:  # the checkpoint is written: --resume runs the final evaluation
+        writer.close()
+        return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
+                "results": {}, "interrupted": True}
     writer.close()
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
