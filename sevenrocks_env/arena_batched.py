@@ -48,7 +48,7 @@ from .agents.heuristic import HeuristicAgent
 from .agents.random_agent import RandomAgent
 from .arena import ArenaResult, PairOutcome, check_settings, run_pairs, split_name
 from .batched import VectorEnv, layout
-from .batched.deal import mix
+from .batched.deal import as_int64, mix
 from .batched.greedy import greedy_actions
 from .batched.heuristic import heuristic_actions
 
@@ -86,7 +86,8 @@ class BatchedRandom(BatchedAgent):
 
     def actions(self, env, envs, context):
         mask = env.action_mask[envs]
-        key = mix(torch.full_like(envs, context["seed"] + _RANDOM_SALT) + _GOLDEN)
+        # the sum wraps modulo 2**64 as in deal_key: a seed near MAX_SEED must not overflow
+        key = mix(torch.full_like(envs, as_int64(context["seed"] + _RANDOM_SALT + _GOLDEN)))
         key = mix(key + context["coordinate"][envs] * _GOLDEN)
         key = mix(key + context["moves"][envs] * _GOLDEN) & ((1 << 62) - 1)
         legal = layout.legal_counts(mask).long()

@@ -9,7 +9,7 @@ score past R5's 35.
 
 from __future__ import annotations
 
-from .scoring import end_sum
+from .scoring import end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
                     TILE_HIGH, TILE_LOW, WEST, tiles_of, tiles_showing)
 
@@ -88,6 +88,13 @@ def check_match_state(match) -> None:
         if match.hands[seat] & tiles_showing(match.voids[seat]):
             bad("voids", "numbers the seat holds no tile of (a knock shows it lacks them, R6)")
     _check_layout(match, bad)
+    if match.turn >= 0 and match.winner is None and not match.truncated:  # a round goes on
+        if not all(match.hands):
+            bad("hands", "non-empty for every seat while the round goes on (playing the last "
+                         "tile ends it, R6)")
+        if match.placements and not ALL_TILES & ~match.played & matching_tiles(match.ends):
+            bad("ends", "open to some tile still held while the round goes on (a blocked round "
+                        "ends, R6)")
 
 
 def _check_layout(match, bad) -> None:

@@ -1,8 +1,8 @@
 """Statistics for the arena: a confidence interval over duplicate pairs and Bradley-Terry ratings.
 
 **Win-rate interval.**  Matches of one duplicate pair share their deals, so they are correlated;
-the honest unit is the pair.  Each pair scores ``s`` in {0, 1/2, 1} for agent A (its wins over
-the two matches / 2, a truncated match counting 1/2).  The 95% interval is the Wilson score
+the honest unit is the pair.  Each pair scores ``s`` in [0, 1] for agent A (its wins over the
+two matches / 2, a truncated match counting 1/2: 0, 1/4, 1/2, 3/4 or 1).  The 95% interval is the Wilson score
 interval of the mean pair score with ``n = pairs``: a variable in [0, 1] with mean ``p`` has
 variance at most ``p(1 - p)``, so treating the pairs as ``n`` Bernoulli trials is conservative,
 and, unlike a bootstrap, it stays sensible when every pair has the same result.

@@ -19,6 +19,10 @@ from sevenrocks_env.observation import encode
 from sevenrocks_env.tiles import NUM_ACTIONS
 from positions import vector_positions
 
+#: BatchedRandom's first draws for seed 3 in envs 0-3 after reset(seed=1), before the seed
+#: sum was made to wrap: the fix must not change them
+PINNED_RANDOM_DRAWS = [48, 16, 20, 0]
+
 torch.set_num_threads(1)
 
 
@@ -77,6 +81,22 @@ def test_batched_random_is_uniform_over_legal_and_legal():
         legal = counts[row][mask[row]]
         expected = 4000 / len(legal)
         assert ((legal - expected).abs() < 5 * expected ** 0.5).all(), legal.tolist()
+
+
+def test_batched_random_takes_any_arena_seed():
+    """Every seed the arena accepts (up to MAX_SEED) works; the key wraps modulo 2**64 (it
+    overflowed int64 near the top), and a seed lower down keeps its draws (pinned)."""
+    from sevenrocks_env.batched.deal import MAX_SEED
+
+    env = VectorEnv(4, target=250)
+    env.reset(seed=1)
+    envs = torch.arange(4)
+    for seed in (MAX_SEED, MAX_SEED - 0x5EED + 1):
+        context = {"seed": seed, "coordinate": envs, "moves": torch.zeros(4, dtype=torch.long)}
+        chosen = BatchedRandom().actions(env, envs, context)
+        assert env.action_mask[envs, chosen].all()
+    context = {"seed": 3, "coordinate": envs, "moves": torch.zeros(4, dtype=torch.long)}
+    assert BatchedRandom().actions(env, envs, context).tolist() == PINNED_RANDOM_DRAWS
 
 
 # -- duplicate deals and the games behind the statistics ------------------------------------------

@@ -10,8 +10,8 @@ from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.batched.deal import deal, mix, mix_int
 from sevenrocks_env.batched import random_actions
 from sevenrocks_env.batched.state import FIELDS, STATE_BYTES
-from sevenrocks_env.record import game_record
-from sevenrocks_env.rules import Match, apply_action
+from sevenrocks_env.record import game_record, validate
+from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.rules import deal as scalar_deal
 
 
@@ -189,6 +189,79 @@ def test_validate_false_skips_the_check_for_trusted_callers():
     for _ in range(50):
         venv.step(first_legal(venv))
     assert venv.observation.shape == (3, 238) and venv.action_mask.shape == (3, 113)
+    # validate=False skips only the legality check (the one synchronisation): a tensor of the
+    # wrong shape would be broadcast over every env, and int32 is refused deeper in by torch
+    before = snapshot(venv)
+    for actions, error in ((first_legal(venv)[:1], ValueError), (first_legal(venv)[0], ValueError),
+                           (first_legal(venv).int(), TypeError)):
+        with pytest.raises(error, match="actions: expected"):
+            venv.step(actions)
+    for name, value in before.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+
+
+def test_reset_after_steps_in_inference_mode_and_keeps_unpopped_records():
+    """Evaluating under torch.inference_mode() then resetting to train: reset builds a fresh
+    state (writing in place into tensors made in inference mode is an error).  Matches that
+    finished before the reset are still returned by pop_finished_records."""
+    venv = sevenrocks_v0.vector_env(num_envs=8, target=30, records=True)
+    venv.reset(seed=0)
+    with torch.inference_mode():
+        while len(venv._records.finished) < 2:
+            venv.step(first_legal(venv))
+    finished = len(venv._records.finished)
+    venv.reset(seed=1)
+    assert venv.seed == 1 and bool((venv.state.placements == 0).all())
+    for _ in range(40):  # and it plays on outside inference mode, rounds ending included
+        venv.step(first_legal(venv))
+    records = venv.pop_finished_records()
+    assert len(records) >= finished
+    for _, record in records:
+        validate(record)
+
+
+def test_a_loaded_history_that_does_not_replay_gives_no_record():
+    """With records=True the history of a loaded match becomes its record: a history that is
+    malformed or belongs to another match gives no record (it would not validate), and the
+    matches with a good history still get theirs."""
+    matches = [Match.new(3, target=60), Match.new(4, target=60)]
+    for match in matches:
+        for _ in range(9):
+            apply_action(match, legal_actions(match)[0])
+    swapped = matches[1].clone()
+    swapped.history = matches[0].history
+    malformed = matches[1].clone(keep_history=True)
+    malformed.history[0].moves[2] = ("not", "a move")
+    fresh_swapped = Match.new(4, target=60)  # both at 0-0: only the replay tells them apart
+    fresh_swapped.history = Match.new(3, target=60).history
+    for bad in (swapped, malformed, fresh_swapped):
+        venv = sevenrocks_v0.vector_env(num_envs=2, records=True, target=60)
+        venv.reset(seed=0)
+        venv.load([matches[0], bad])
+        records = []
+        while int(venv.state.matches.min()) == 0:
+            venv.step(first_legal(venv))
+            records += venv.pop_finished_records()
+        assert [env for env, _ in records if env == 1] == []
+        assert [env for env, _ in records if env == 0] == [0]
+        validate(next(record for env, record in records if env == 0))
+
+
+def test_a_match_longer_than_a_record_may_be_keeps_no_record(monkeypatch):
+    """max_rounds=None: a record holds at most record.MAX_ROUNDS rounds (here made 1), so a
+    match that goes past them is not recorded rather than recorded invalid."""
+    import sevenrocks_env.batched.records as records_module
+
+    monkeypatch.setattr(records_module, "MAX_ROUNDS", 1)
+    venv = sevenrocks_v0.vector_env(num_envs=16, target=60, max_rounds=None, records=True)
+    venv.reset(seed=0)
+    ended = 0
+    for _ in range(300):
+        _, terminated, _ = venv.step(first_legal(venv))
+        ended += int(terminated.sum())
+    records = venv.pop_finished_records()
+    assert ended > len(records)  # most matches to 60 take more than one round
+    assert all(len(record["rounds"]) == 1 for _, record in records)
 
 
 def test_state_is_small_and_documented():

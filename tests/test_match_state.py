@@ -108,3 +108,42 @@ def test_equal_values_of_the_wrong_type_and_huge_values_are_named_in_short(field
     with pytest.raises(ValueError, match=f"match state: {field}") as info:
         Match.from_state(state)
     assert len(str(info.value)) < 300
+
+
+def _just_after_the_round_ending_move(kind: str) -> Match:
+    """A match right after a move that dominoes (``kind="domino"``) or blocks the round, but
+    with the round still going (next seat on turn): the state a round never has (R6)."""
+    from sevenrocks_env.rules import place_tile
+    from sevenrocks_env.scoring import end_sum
+    from sevenrocks_env.tiles import KNOCK
+
+    for seed in range(500):
+        match = Match.new(seed, target=10 ** 6, keep_history=False)
+        match.seed = None  # no next deal: the round's end shows as turn -1
+        while match.turn >= 0:
+            before, seat = match.clone(), match.turn
+            action = legal_actions(match)[0]
+            apply_action(match, action)
+            if match.turn >= 0 or action == KNOCK or (kind == "domino") != (not match.hands[seat]):
+                continue
+            tile, slot = action >> 2, action & 3
+            before.hands[seat] ^= 1 << tile
+            before.played |= 1 << tile
+            before.played_by[seat] |= 1 << tile
+            place_tile(before, tile, slot)
+            before.placements += 1
+            before.last_end_sum = end_sum(before.ends, before.end_double, before.branch_started)
+            before.turn = (seat + 1) & 3
+            return before
+    raise AssertionError(f"no {kind} found")
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("domino", "non-empty for every seat while the round goes on"),
+    ("blocked", "open to some tile still held while the round goes on"),
+])
+def test_a_round_that_should_have_ended_is_refused(kind, words):
+    """Loaded into an env, such a round would never end: every seat could only knock."""
+    state = _just_after_the_round_ending_move(kind).to_state()
+    with pytest.raises(ValueError, match=words):
+        Match.from_state(state)

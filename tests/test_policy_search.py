@@ -327,3 +327,17 @@ def test_batched_arena_plays_the_policy_search_end_to_end():
     result = evaluate_batched("search:policy=shipped,samples=2", "greedy", 2, seed=5,
                               target=100, batch=2)
     assert result.pairs == 2 and result.matches == 4
+
+
+def test_unseeded_agents_do_not_share_their_rollout_draws():
+    """seed(None) draws a fresh generator seed for the sampled rollouts, as for the worlds."""
+    from sevenrocks_env.agents import make_agent
+
+    first = make_agent("search:policy=shipped,samples=2,rollout=sample")
+    second = make_agent("search:policy=shipped,samples=2,rollout=sample")
+    first.seed(None)
+    second.seed(None)
+    assert first._generator.initial_seed() != second._generator.initial_seed()
+    first.seed(7)
+    second.seed(7)
+    assert first._generator.initial_seed() == second._generator.initial_seed() == 7

@@ -108,7 +108,9 @@ class PolicySearchAgent:
 
     def seed(self, seed: int | None) -> None:
         self._rng = np.random.default_rng(seed)
-        self._generator = torch.Generator().manual_seed(0 if seed is None else int(seed))
+        # unseeded: a fresh draw, as for the worlds (not 0, which every such agent would share)
+        self._generator = torch.Generator().manual_seed(
+            int(self._rng.integers(2 ** 63)) if seed is None else int(seed))
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         observation, action_mask = checked_inputs(observation, action_mask)

@@ -36,7 +36,7 @@ def mix(x: torch.Tensor) -> torch.Tensor:
     return x ^ _shr(x, 31)
 
 
-def _signed(x: int) -> int:
+def as_int64(x: int) -> int:
     """A 64-bit word as torch's int64 holds it."""
     x &= (1 << 64) - 1
     return x - (1 << 64) if x >> 63 else x
@@ -49,12 +49,12 @@ def mix_int(x: int) -> int:
     x = (x * _M1) & ((1 << 64) - 1)
     x ^= x >> 27
     x = (x * _M2) & ((1 << 64) - 1)
-    return _signed(x ^ (x >> 31))
+    return as_int64(x ^ (x >> 31))
 
 
 def deal_key(seed: int, env_ids, matches, rounds) -> torch.Tensor:
     """``[N]`` int64 key of each (seed, env, match count, round)."""
-    key = mix(mix_int(_signed(seed + _GOLDEN)) + env_ids * _GOLDEN)
+    key = mix(mix_int(as_int64(seed + _GOLDEN)) + env_ids * _GOLDEN)
     key = mix(key + matches * _GOLDEN)
     return mix(key + rounds * _GOLDEN)
 
@@ -71,4 +71,4 @@ def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.
     return hands, opener
 
 
-__all__ = ["MAX_SEED", "deal", "deal_key", "mix", "mix_int"]
+__all__ = ["MAX_SEED", "as_int64", "deal", "deal_key", "mix", "mix_int"]

@@ -4,14 +4,18 @@ Every step appends one ``[B, 4]`` row ``(seat, action, end_sum, points)`` -- wha
 computed -- to a CPU move log shared by all envs; per env only the current match's rounds are
 kept (hands as dealt, opener, the log rows where the round began and ended, result, deductions,
 scores).  A finished match becomes a record dict; ``record.validate`` replaying it with the
-scalar engine is then an independent check of the batched one.
+scalar engine is then an independent check of the batched one.  A match that goes past the
+rounds a record may hold (``record.MAX_ROUNDS``, only possible with ``max_rounds=None``) keeps no
+record, like a match loaded without its history.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..record import FORMAT, round_entry
+from ..record import FORMAT, MAX_ROUNDS, round_entry
+from ..rules import Match, apply_action, is_legal
+from ..tiles import KNOCK
 from .engine import BLOCKED, DOMINO, WON, StepEvents
 
 _RESULT_NAMES = {DOMINO: "domino", BLOCKED: "blocked", WON: "won"}
@@ -26,6 +30,43 @@ def _starting_scores(match) -> list[int]:
             scores[seat & 1] -= points
         scores[0] += log.deductions[0] + log.deductions[2]
         scores[1] += log.deductions[1] + log.deductions[3]
+    return scores
+
+
+def check_history(match) -> list[int]:
+    """The scores ``match.history`` (a list of ``rules.Round``) starts from; ``ValueError``
+    unless the history, replayed move by move from its first deal with the scalar engine,
+    gives every logged move's points and end sum,
+    every ended round's result, deductions and scores, and finally ``match``'s own state."""
+    replayed = None
+    try:
+        scores = _starting_scores(match)
+        for index, log in enumerate(match.history):
+            if replayed is None:
+                replayed = Match.from_deal(list(log.hands), log.opener, target=match.target,
+                                           scores=scores, max_rounds=match.max_rounds)
+            elif replayed.awaiting_deal:
+                replayed.start_round(list(log.hands), log.opener)
+            else:
+                raise ValueError(f"round {index} begins before round {index - 1} ended")
+            for seat, action, total, points in log.moves:
+                if replayed.over or seat != replayed.turn or not is_legal(replayed, action):
+                    raise ValueError(f"round {index}: move {action} of seat {seat} cannot be "
+                                     "played there")
+                if apply_action(replayed, action) != points or (
+                        action != KNOCK and replayed.last_end_sum != total):
+                    raise ValueError(f"round {index}: move {action} of seat {seat} does not "
+                                     f"score {points} (end sum {total})")
+            ended = replayed.history[-1]
+            if (log.result, log.deductions, log.scores) != (ended.result, ended.deductions,
+                                                            ended.scores):
+                raise ValueError(f"round {index} does not end as logged")
+    except (TypeError, ValueError, IndexError, AttributeError) as error:
+        raise ValueError(f"its history does not replay: {str(error)[:200]}") from None
+    mine, theirs = replayed.to_state(), match.to_state()
+    mine["seed"] = theirs["seed"]  # the replay is seedless (it deals from the history)
+    if mine != theirs:
+        raise ValueError("its history does not lead to its state")
     return scores
 
 
@@ -51,21 +92,26 @@ class RecordKeeper:
         for env, hand, opener in zip(envs, hands, openers):
             self.rounds[env] = [self._round(opener, hand)]
 
-    def load(self, env: int, match) -> None:
-        """Continue the log of a loaded ``rules.Match``: from its history if it has one that
-        starts at 0-0, else the env keeps no record of this match (it cannot be replayed)."""
-        history = match.history
-        if not history or _starting_scores(match) != [0, 0]:
-            self.rounds[env] = None
-            return
+    def rounds_of(self, match) -> list[dict] | None:
+        """The round list that continues the log of a loaded ``rules.Match`` (to put in
+        ``rounds[env]``): from its history if it has one that starts at 0-0 and that the scalar
+        engine replays to the match's state, else ``None``, no record of this match (a record
+        of it could not be replayed: e.g. a match whose scores were set by hand)."""
+        if not match.history:
+            return None
+        try:
+            if check_history(match) != [0, 0]:
+                return None
+        except ValueError:
+            return None
         rounds = []
-        for log in history:
+        for log in match.history:
             rnd = self._round(log.opener, log.hands, log.moves)
             if log.result is not None:
                 rnd.update(stop=self.steps, result=_RESULT_CODES[log.result],
                            deductions=list(log.deductions), scores=list(log.scores))
             rounds.append(rnd)
-        self.rounds[env] = rounds
+        return rounds
 
     def append(self, actions, events: StepEvents) -> None:
         """Log every env's move, then close the rounds and matches that ended."""
@@ -92,8 +138,10 @@ class RecordKeeper:
                     self.finished.append((env, self._record(env, rounds, winner, scores)))
             if over:
                 self.rounds[env] = [self._round(opener, hands)]
-            elif rounds is not None:
+            elif rounds is not None and len(rounds) < MAX_ROUNDS:
                 rounds.append(self._round(opener, hands))
+            else:  # past what a record may hold (max_rounds=None): no record of this match
+                self.rounds[env] = None
 
     def _make_room(self) -> None:
         """Drop log rows no live round needs; grow the log if that frees too little."""

@@ -135,14 +135,13 @@ class VectorEnv:
             hands, openers = deal(seed, self.env_ids, zeros, zeros)
         else:
             hands, openers = self._check_deals(deals)
+        # a fresh state, swapped in when ready: nothing changes if this fails, and tensors the
+        # old state got under torch.inference_mode() are never written in place
+        fresh = BatchState(self.num_envs, self.device)
+        fresh.start_rounds(slice(None), hands, openers)
+        self.state = fresh
         self.settings.seed = seed
-        state = self.state
-        state.scores.zero_()
-        state.round_index.zero_()
-        state.matches.zero_()
-        state.start_rounds(slice(None), hands, openers)
-        if self._records is not None:
-            self._records = RecordKeeper(self.num_envs, self.target)
+        if self._records is not None:  # matches finished before, not popped yet, stay
             self._records.start(range(self.num_envs), hands.tolist(), openers.tolist())
         self._changed()
         self._ready = True
@@ -188,14 +187,17 @@ class VectorEnv:
                 raise ValueError(f"load: match {i} has target {match.target}, this env "
                                  f"{self.target}")
             Match.from_state(match.to_state())  # raises ValueError naming a bad field
+        histories = None  # before anything changes
+        if self._records is not None:
+            histories = [self._records.rounds_of(match) for match in matches]
         fresh = BatchState(self.num_envs, self.device)
         fresh.matches.copy_(self.state.matches)
         for i, match in enumerate(matches):
             fresh.set_match(i, match)
         self.state = fresh
-        if self._records is not None:
-            for i, match in enumerate(matches):
-                self._records.load(i, match)
+        if histories is not None:
+            for i, rounds in enumerate(histories):
+                self._records.rounds[i] = rounds
         self._changed()
         self._ready = True
 
@@ -269,6 +271,8 @@ class VectorEnv:
         raises before anything changes.
         """
         self._require_ready()
+        # shape, dtype and device always (no synchronisation); legality with validate=True
+        _check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
         if self.validate:
             self._check_actions(actions)
         rewards, terminated, truncated, events = engine.step(self.state, actions, self.settings,
@@ -279,7 +283,6 @@ class VectorEnv:
         return rewards, terminated, truncated
 
     def _check_actions(self, actions) -> None:
-        _check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
         clamped = actions.clamp(0, KNOCK)
         legal = self.action_mask.gather(1, clamped[:, None]).squeeze(1) & (clamped == actions)
         if bool(legal.all()):  # the one synchronisation
@@ -297,7 +300,8 @@ class VectorEnv:
 
     def pop_finished_records(self) -> list[tuple[int, dict]]:
         """``[(env index, sevenrocks-record/1 dict)]`` of the matches finished since the last call
-        (needs ``records=True``).  A match loaded without a history from 0-0 has no record."""
+        (needs ``records=True``).  A match loaded without a history from 0-0 that replays to its
+        state (:func:`~sevenrocks_env.batched.records.check_history`) has no record."""
         if self._records is None:
             raise RuntimeError("this env keeps no records: create it with records=True")
         return self._records.pop()
