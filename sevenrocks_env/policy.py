@@ -192,6 +192,12 @@ def mlp(width: int, hidden_sizes) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def generator_seed(seed: int) -> int:
+    """``seed`` (any int, e.g. an arena's or the web page's up to 2**63 times 4) as a seed
+    ``torch.Generator.manual_seed`` takes (``[0, 2**64)``); seeds in that range are unchanged."""
+    return int(seed) % (1 << 64)
+
+
 class MaskedCategorical:
     """Categorical distribution over the legal actions only (sb3-contrib's maskable distribution).
 
@@ -291,7 +297,7 @@ class PolicyAgent:
         self._generator = torch.Generator().manual_seed(0)
 
     def seed(self, seed: int | None) -> None:
-        self._generator.manual_seed(0 if seed is None else int(seed))
+        self._generator.manual_seed(0 if seed is None else generator_seed(seed))
 
     @torch.inference_mode()
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
@@ -325,4 +331,5 @@ def load_policy(path, device: str = "cpu", deterministic: bool = True) -> Policy
 __all__ = ["ACTION_SCORERS", "ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError",
            "MAX_CHECKPOINT_BYTES", "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "MaskedCategorical",
            "MissingValueHead", "PolicyAgent", "PolicyNet", "SHIPPED", "build_model",
-           "expected_shapes", "load_policy", "read_checkpoint", "resolve_path", "shipped_path"]
+           "expected_shapes", "generator_seed", "load_policy", "read_checkpoint", "resolve_path",
+           "shipped_path"]

@@ -433,3 +433,49 @@ def test_serve_refuses_bad_settings_before_starting(argv, capsys):
 
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith("error: --port must be")
+
+
+def test_every_menu_agent_plays_at_the_largest_seed(client):
+    """Bots are seeded from the deal seed (seed * 4 + seat); torch generators take seeds below
+    2**64 only, so the shipped-policy bots refused every seed from 2**62 (half the seeds the
+    server draws itself) before their seeds were folded."""
+    from sevenrocks_env.web.games import MAX_SEED
+
+    specs = [entry["spec"] for entry in client.get("/api/agents").json()["agents"]]
+    assert "ckpt:shipped" in specs and any(s.startswith("search:policy") for s in specs)
+    for spec in specs:
+        response = client.post("/api/games", json={"seat": 0, "partner": spec, "left": spec,
+                                                   "right": spec, "seed": MAX_SEED})
+        assert response.status_code == 201, (spec, response.text)
+
+
+def test_hostile_urls_and_headers_get_short_4xx_answers(client, waiting):
+    game = waiting["id"]
+    replay = client.post("/api/replays", json=_one_round_record()).json()["id"]
+    # a path number past Python's 4300-digit int limit failed in Starlette's router: a 500
+    for path in (f"/api/replays/{replay}/{'9' * 5000}/0", f"/api/replays/{replay}/0/-1",
+                 f"/api/replays/{replay}/x/0"):
+        response = client.get(path)
+        assert response.status_code == 404 and len(response.text) < 400, response.text
+    # error messages never repeat a large value
+    for response in (client.post("/api/games", json={"seat": "x" * 60000}),
+                     client.get(f"/api/games/{'a' * 15000}"),
+                     client.post(f"/api/games/{game}/move", json={"ply": 10 ** 4000,
+                                                                 "action": 0}),
+                     client.post("/api/games", json={"x" * 60000: 1})):
+        assert 400 <= response.status_code < 500 and len(response.text) < 400, response.text
+    response = client.delete("/api/games")
+    assert response.status_code == 405 and "POST" in response.headers["allow"]
+    response = client.post(f"/api/games/{game}/move", content=b"{}",
+                           headers={"content-length": "9" * 5000})
+    assert response.status_code == 413
+
+
+def _one_round_record() -> dict:
+    """A finished match's record, small: a target one round reaches."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(5, target=10)
+    while not match.over:
+        apply_action(match, legal_actions(match)[0])
+    return records.game_record(match)

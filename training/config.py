@@ -188,7 +188,7 @@ class TrainConfig(BaseModel):
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
     (training only, ``training/critic.py``; the policy still sees only the observation)."""
-    learning_rate: Positive(1) = 2.5e-4
+    learning_rate: Real(0, 1) = 2.5e-4
     """Adam learning rate at the start."""
     anneal_lr: Flag = True
     """Decay the learning rate linearly to 0 over ``total_steps``."""

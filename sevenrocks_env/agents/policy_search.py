@@ -48,7 +48,7 @@ import torch
 
 from ..batched import VectorEnv
 from ..observation import checked_inputs, decode
-from ..policy import MaskedCategorical, PolicyNet, load_policy
+from ..policy import MaskedCategorical, PolicyNet, generator_seed, load_policy
 from .layout import best_action, legal_from_mask
 from .belief import MAX_WORLDS
 from .world_rollouts import Decision, WorldRollouts
@@ -110,7 +110,7 @@ class PolicySearchAgent:
         self._rng = np.random.default_rng(seed)
         # unseeded: a fresh draw, as for the worlds (not 0, which every such agent would share)
         self._generator = torch.Generator().manual_seed(
-            int(self._rng.integers(2 ** 63)) if seed is None else int(seed))
+            int(self._rng.integers(2 ** 63)) if seed is None else generator_seed(seed))
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         observation, action_mask = checked_inputs(observation, action_mask)

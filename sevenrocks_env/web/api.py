@@ -20,6 +20,7 @@ in a worker thread (``run_in_threadpool``), so a slow ``search`` bot never stall
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -60,7 +61,8 @@ def error(status: int, message: str) -> JSONResponse:
 async def read_json(request: Request, limit: int = MAX_BODY):
     """The body as JSON; 413 past ``limit`` bytes (checked while reading), 400 if not JSON."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+    if declared is not None and (not declared.isdigit() or len(declared) > 12
+                                 or int(declared) > limit):
         raise GameError(413, f"request body too large: at most {limit} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -85,7 +87,8 @@ def object_body(body, fields: dict) -> dict:
         raise GameError(422, "the request body must be a JSON object")
     unknown = sorted(set(body) - set(fields))
     if unknown:
-        raise GameError(422, f"unknown fields {unknown}; allowed: {sorted(fields)}")
+        raise GameError(422, f"unknown fields {records.shown(unknown)}; allowed: "
+                             f"{sorted(fields)}")
     for name, required in fields.items():
         if name not in body:
             if required:
@@ -96,9 +99,18 @@ def object_body(body, fields: dict) -> dict:
     return body
 
 
+def _index(text: str, name: str) -> int:
+    """A round or move number from the URL: 1-6 digits, else 404 (no such step)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 6):
+        raise GameError(404, f"{name} must be a number of at most 6 digits, got "
+                             f"{records.shown(text)}")
+    return int(text)
+
+
 def create_app(store: GameStore | None = None) -> Starlette:
     """The web application; ``store`` holds the games (a fresh :class:`GameStore` by default)."""
     store = store if store is not None else GameStore()
+    replay_checks = asyncio.Semaphore(2)  # records being replayed to check them, at most
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
@@ -161,8 +173,9 @@ def create_app(store: GameStore | None = None) -> Starlette:
 
     async def load_replay(request: Request) -> Response:
         body = await read_json(request, MAX_REPLAY_BODY)
-        try:
-            records.validate(body)
+        try:  # replaying a long record takes about a second: off the event loop, two at a time
+            async with replay_checks:
+                await run_in_threadpool(records.validate, body)
         except records.RecordError as problem:
             raise GameError(422, f"not a valid game record: {problem}") from None
         except Exception as problem:  # an untrusted file: anything odd is the file's fault
@@ -178,7 +191,7 @@ def create_app(store: GameStore | None = None) -> Starlette:
     async def replay_step(request: Request) -> Response:
         replay = store.get(request.path_params["replay"], Replay)
         rounds = replay.record["rounds"]
-        r, m = request.path_params["round"], request.path_params["move"]
+        r, m = (_index(request.path_params[name], name) for name in ("round", "move"))
         if not 0 <= r < len(rounds):
             raise GameError(404, f"round {r} not in this record (it has {len(rounds)})")
         if not 0 <= m <= len(rounds[r]["moves"]):
@@ -189,7 +202,9 @@ def create_app(store: GameStore | None = None) -> Starlette:
         return error(problem.status, problem.message)
 
     async def http_error(request: Request, problem: HTTPException) -> Response:
-        return error(problem.status_code, str(problem.detail))
+        response = error(problem.status_code, str(problem.detail))
+        response.headers.update(problem.headers or {})  # e.g. a 405's Allow (RFC 9110)
+        return response
 
     routes = [
         Route("/", page),
@@ -201,7 +216,8 @@ def create_app(store: GameStore | None = None) -> Starlette:
         Route("/api/games/{game}/rematch", rematch, methods=["POST"]),
         Route("/api/games/{game}/record", download),
         Route("/api/replays", load_replay, methods=["POST"]),
-        Route("/api/replays/{replay}/{round:int}/{move:int}", replay_step),
+        # not {round:int}: Starlette's int() of a path past 4300 digits fails before any handler
+        Route("/api/replays/{replay}/{round}/{move}", replay_step),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={GameError: game_error,

@@ -23,6 +23,7 @@ from ..agents import make_agent
 from ..observation import action_mask, encode
 from ..policy_file import shipped_path
 from .. import record as records
+from ..record import shown
 from ..rules import Match, apply_action, is_legal, partner_of
 from .moves import why_illegal
 
@@ -106,8 +107,9 @@ class Game:
     def play_human(self, action, ply) -> int:
         """Apply the human's ``action`` answering state ``ply``; ``GameError`` says why not."""
         if ply != self.ply:
-            raise GameError(409, f"this move answers move {ply} of the match, but the game is at "
-                                 f"move {self.ply}: it was already sent, or the game moved on")
+            raise GameError(409, f"this move answers move {shown(ply)} of the match, but the game "
+                                 f"is at move {self.ply}: it was already sent, or the game moved "
+                                 "on")
         if self.match.over:
             raise GameError(409, "the match is over")
         if self.match.turn != self.seat:
@@ -120,8 +122,9 @@ class Game:
     def play_bot(self, ply) -> int:
         """Let the agent on turn move once (slow for ``search``: call it off the event loop)."""
         if ply != self.ply:
-            raise GameError(409, f"this step answers move {ply} of the match, but the game is at "
-                                 f"move {self.ply}: it was already sent, or the game moved on")
+            raise GameError(409, f"this step answers move {shown(ply)} of the match, but the game "
+                                 f"is at move {self.ply}: it was already sent, or the game moved "
+                                 "on")
         match = self.match
         if match.over:
             raise GameError(409, "the match is over")
@@ -177,7 +180,7 @@ class GameStore:
             item = self._games.get(key)
             if not isinstance(item, kind):
                 what = "game" if kind is Game else "replay"
-                raise GameError(404, f"no {what} with id {key!r} (unknown, or expired after "
+                raise GameError(404, f"no {what} with id {shown(key)} (unknown, or expired after "
                                      f"{int(self.idle_seconds // 60)} idle minutes)")
             item.touched = now
             return item
@@ -194,10 +197,10 @@ class GameStore:
         allowed = {"seat", "partner", "left", "right", "target", "seed"}
         unknown = sorted(set(body) - allowed)
         if unknown:
-            raise GameError(422, f"unknown fields {unknown}; allowed: {sorted(allowed)}")
+            raise GameError(422, f"unknown fields {shown(unknown)}; allowed: {sorted(allowed)}")
         seat = body.get("seat", 0)
         if type(seat) is not int or not 0 <= seat <= 3:
-            raise GameError(422, f"seat must be 0, 1, 2 or 3, got {seat!r}")
+            raise GameError(422, f"seat must be 0, 1, 2 or 3, got {shown(seat)}")
         specs = self.specs()
         chosen = {}
         for name in ("partner", "left", "right"):
