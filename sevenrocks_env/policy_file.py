@@ -31,6 +31,8 @@ MAX_HIDDEN_WIDTH = 4096
 ACTION_SCORERS = ("bilinear", "mlp")
 #: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
 MAX_CHECKPOINT_BYTES = 1 << 30
+#: Archive entries a checkpoint may hold (a policy has ~15, a training checkpoint a few hundred).
+MAX_ENTRIES = 10_000
 
 #: ``load_policy(SHIPPED)`` / ``ckpt:shipped``: the policy installed with the package.
 SHIPPED = "shipped"
@@ -77,12 +79,19 @@ def read_checkpoint(path) -> dict:
                               "written by torch.save)")
     try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
         with zipfile.ZipFile(path) as archive:
-            # what the entries unpack to, before anything is unpacked: a compressed archive
-            # (torch.save stores entries uncompressed) must not ask for more than the file limit
-            unpacked = sum(info.file_size for info in archive.infolist())
-            if unpacked > MAX_CHECKPOINT_BYTES:
-                raise CheckpointError(f"{path} unpacks to {unpacked >> 20} MB, more than "
-                                      f"{MAX_CHECKPOINT_BYTES >> 20} MB; not a sevenrocks checkpoint")
+            # torch.save stores its entries uncompressed: a compressed entry is refused before
+            # anything is unpacked (zipfile inflates bzip2/lzma entries whole, whatever size they
+            # declare, so a file of a few kB could ask for gigabytes); and so is a flood of them
+            entries = archive.infolist()
+            if len(entries) > MAX_ENTRIES:
+                raise CheckpointError(f"{path} holds {len(entries)} archive entries, more than "
+                                      f"{MAX_ENTRIES}; not a sevenrocks checkpoint")
+            for info in entries:
+                if info.compress_type != zipfile.ZIP_STORED or \
+                        info.compress_size != info.file_size:
+                    raise CheckpointError(f"{path}: archive entry {info.filename[:80]!r} is "
+                                          "compressed; torch.save writes uncompressed entries, "
+                                          "so this is not a sevenrocks checkpoint")
             damaged = archive.testzip()
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise CheckpointError(f"{path} is not a readable checkpoint: {error}") from None

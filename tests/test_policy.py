@@ -135,24 +135,40 @@ def test_sparse_weights_are_refused_with_a_checkpoint_error(tmp_path):
         load_policy(path)
 
 
-def test_a_compressed_checkpoint_may_not_unpack_past_the_size_limit(tmp_path, monkeypatch):
-    """The limit bounds what the archive unpacks to, not only the file's size on disk."""
+def test_a_compressed_checkpoint_is_refused_before_anything_is_unpacked(tmp_path, monkeypatch):
+    """torch.save stores entries uncompressed.  A compressed entry is refused from the archive's
+    index: zipfile inflates a bzip2 entry whole whatever size it declares (an 852-byte file
+    holding 1 GB of zeros took 2 GB of memory), so declared sizes cannot be trusted."""
+    import bz2
+    import struct
     import zipfile
 
     import sevenrocks_env.policy_file as policy_file
 
     good = _save_policy(tmp_path / "good.pt", PolicyNet([16]))
-    packed = tmp_path / "packed.pt"
-    with zipfile.ZipFile(good) as source, zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as out:
-        for info in source.infolist():
-            out.writestr(info.filename, source.read(info.filename))
-        folder = source.namelist()[0].split("/")[0]
-        out.writestr(f"{folder}/padding", bytes(4 << 20))  # 4 MB of zeros: a few kB compressed
-    assert packed.stat().st_size < 1 << 20
-    load_policy(packed)  # under the limit it loads: compression itself is not refused
-    monkeypatch.setattr(policy_file, "MAX_CHECKPOINT_BYTES", 2 << 20)
-    with pytest.raises(CheckpointError, match="unpacks to 4 MB"):
-        load_policy(packed)
+    for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2):
+        packed = tmp_path / f"packed{method}.pt"
+        with zipfile.ZipFile(good) as source, zipfile.ZipFile(packed, "w", method) as out:
+            for info in source.infolist():
+                out.writestr(info.filename, source.read(info.filename))
+        with pytest.raises(CheckpointError, match="is compressed"):
+            load_policy(packed)
+    # one bzip2 entry holding 64 MB of zeros that declares 10 bytes (a few dozen bytes on disk)
+    body, name = bz2.compress(bytes(64 << 20)), b"archive/data.pkl"
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 46, 0, 12, 0, 0, 0, len(body), 10,
+                        len(name), 0) + name
+    central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 46, 46, 0, 12, 0, 0, 0, len(body),
+                          10, len(name), 0, 0, 0, 0, 0, 0) + name
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central),
+                      len(local) + len(body), 0)
+    bomb = tmp_path / "bomb.pt"
+    bomb.write_bytes(local + body + central + end)
+    assert bomb.stat().st_size < 1 << 12
+    with pytest.raises(CheckpointError, match="is compressed"):
+        load_policy(bomb)
+    monkeypatch.setattr(policy_file, "MAX_ENTRIES", 5)  # a flood of entries is refused too
+    with pytest.raises(CheckpointError, match="archive entries"):
+        load_policy(good)
 
 
 def test_non_policy_torch_file_is_refused(tmp_path):
