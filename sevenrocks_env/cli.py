@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 SUBCOMMANDS = {
@@ -34,7 +35,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: sevenrocks {argv[0]} needs a package that is not installed ({error}); "
               f"install the matching extra, e.g. pip install 'sevenrocks[train]'", file=sys.stderr)
         return 2
-    return module.main(argv[1:])
+    try:
+        return module.main(argv[1:])
+    except BrokenPipeError:  # the reader went away (| head): stop quietly, as cat and grep do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit flush
+        return 1
+    except OSError as error:  # stdout full (/dev/full) or gone: one line, not a traceback
+        print(f"error: sevenrocks {argv[0]}: {error.strerror or error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -60,15 +60,25 @@ def move_words(match: Match, action: int) -> str:
     return text
 
 
+#: Longest answer read (a move is a few characters: "12", "3-5 east"); longer lines are refused.
+MAX_ANSWER = 64
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (escape sequences, bells) shown as ``\\x1b`` and cut."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:MAX_ANSWER])
+
+
 def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     """The action meant by ``answer`` (a list number or a tile and end); ``ValueError`` says why not."""
     text = answer.strip().lower()
     if not text:
         raise ValueError("empty answer")
     if text.isascii() and text.isdigit():  # not '²', which isdigit() also accepts
-        number = int(text)
-        if not 1 <= number <= len(legal):
+        if len(text) > 3 or not 1 <= int(text) <= len(legal):
+            number = text if len(text) <= 12 else f"{text[:6]}...({len(text)} digits)"
             raise ValueError(f"{number} is not on the list: choose 1..{len(legal)}")
+        number = int(text)
         return legal[number - 1]
     if text in ("k", "knock", "pass"):
         if legal == [KNOCK]:
@@ -83,8 +93,8 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     try:
         tile = parse_tile("".join(parts))
     except ValueError:
-        raise ValueError(f"not understood: {answer.strip()!r} (answer a number, a tile and end "
-                         f"like '3-5 e', or q)") from None
+        raise ValueError(f"not understood: {records.shown(answer.strip())} (answer a number, a tile and "
+                         f"end like '3-5 e', or q)") from None
     if not (match.hands[match.turn] >> tile) & 1:
         raise ValueError(f"you do not hold {tile_name(tile)}")
     fits = [a for a in legal if a != KNOCK and a >> 2 == tile]
@@ -140,14 +150,20 @@ class Session:
         print(text, file=self.stdout, flush=True)
 
     def ask(self, prompt: str) -> str | None:
-        self.stdout.write(prompt)
-        self.stdout.flush()
-        line = self.stdin.readline()
-        if not line:
-            self.say("(end of input)")
-            return None
-        if self.echo:
-            self.say(line.rstrip("\n"))
+        while True:
+            self.stdout.write(prompt)
+            self.stdout.flush()
+            line = self.stdin.readline(MAX_ANSWER + 1)
+            if not line:
+                self.say("(end of input)")
+                return None
+            if len(line) <= MAX_ANSWER or line.endswith("\n"):
+                break
+            while line and not line.endswith("\n"):  # drop the rest of the long line unread
+                line = self.stdin.readline(MAX_ANSWER + 1)
+            self.say(f"\n  not accepted: an answer is at most {MAX_ANSWER} characters")
+        if self.echo:  # printable only: a pasted escape sequence must not reach the terminal
+            self.say(printable(line.rstrip("\n")))
         return line
 
     def human_turn(self) -> int | None:
@@ -286,6 +302,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         finished, status, how = False, 130, "interrupted"
     except UnicodeDecodeError:
         finished, status, how = False, 2, "error: input is not UTF-8 text"
+    except OSError as error:  # the output closed (| head) or full: the record is still saved
+        finished, status, how = False, 1, f"error: cannot write the game: {error.strerror or error}"
     try:
         if path.parent != Path("") and not path.parent.exists():
             path.parent.mkdir(parents=True)  # only the default games/ folder gets here

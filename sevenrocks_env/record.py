@@ -133,13 +133,24 @@ def load(path) -> dict:
     return record
 
 
+def unique_keys(pairs: list) -> dict:
+    """``object_pairs_hook`` for ``json.loads`` refusing a key given twice in one object (JSON
+    readers differ on which one wins, so two tools could read one file differently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"key {shown(twice)} given twice in one object")
+    return out
+
+
 def parse(text: str):
-    """JSON text -> Python value, refusing ``NaN``/``Infinity``, over-long integers and nesting
-    too deep to parse, with :class:`RecordError`."""
+    """JSON text -> Python value, refusing ``NaN``/``Infinity``, over-long integers, a key given
+    twice and nesting too deep to parse, with :class:`RecordError`."""
     def no_constant(name):
         raise RecordError(f"is not JSON: {name} is not a JSON number")
     try:
-        return json.loads(text, parse_constant=no_constant)
+        return json.loads(text, parse_constant=no_constant, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as error:
         raise RecordError(f"is not JSON: {error}") from None
     except RecursionError:

@@ -112,3 +112,52 @@ def test_forced_knock_plays_itself_with_a_note():
         notes += text.count("you knock (R6)")
         assert "knock (no tile fits)" not in text  # never offered as a numbered choice
     assert notes > 0
+
+
+def test_escape_codes_long_lines_and_huge_numbers_are_answered_safely(tmp_path):
+    """A pasted escape sequence is echoed escaped (never sent to the terminal raw); a line past
+    the answer limit is refused without being kept or repeated; a 60-digit number is simply
+    not on the list."""
+    out = io.StringIO()
+    answers = "\x1b]0;PWNED\x07\n" + "9" * 60 + "\n" + "9" * 5000 + "\n" + "x" * 1_000_000 + "\nq\n"
+    code = main(["--seed", "3", *PLAYERS, "--record", str(tmp_path / "g.json")],
+                stdin=io.StringIO(answers), stdout=out)
+    text = out.getvalue()
+    assert code == 0 and "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;PWNED\\x07" in text
+    assert "is not on the list" in text and "Exceeds the limit" not in text
+    assert text.count("an answer is at most 64 characters") == 2
+    assert len(text) < 20_000  # the megabyte line is neither echoed nor quoted back
+
+
+class _ClosedOutput(io.StringIO):
+    """A stdout whose reader went away after the first few writes (``| head``)."""
+
+    def write(self, text):
+        if self.tell() > 200:
+            raise BrokenPipeError(32, "Broken pipe")
+        return super().write(text)
+
+
+def test_a_closed_output_still_saves_the_record(tmp_path, capsys):
+    path = tmp_path / "g.json"
+    code = main(["--seed", "3", *PLAYERS, "--record", str(path)],
+                stdin=io.StringIO("1\n" * 50), stdout=_ClosedOutput())
+    assert code == 1
+    assert "error: cannot write the game: Broken pipe; game record saved to" in \
+        capsys.readouterr().err
+    records.load(path)
+
+
+def test_the_sevenrocks_command_stops_quietly_on_a_closed_pipe(tmp_path):
+    """``sevenrocks arena ... | head -c 10``: no traceback; exit status 1 like other tools."""
+    command = (f"{sys.executable} -c 'from sevenrocks_env.cli import main; import sys; "
+               f"sys.exit(main())' arena random greedy --pairs 30 --json --no-progress "
+               "| head -c 1")
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert "Traceback" not in done.stderr, done.stderr
+    full = subprocess.run(["bash", "-c", command.replace("| head -c 1", "> /dev/full")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert full.returncode == 2 and "Traceback" not in full.stderr
+    assert full.stderr.strip().startswith("error: sevenrocks arena:"), full.stderr

@@ -98,3 +98,46 @@ def test_a_gif_too_large_to_build_in_memory_is_refused_before_drawing(tmp_path, 
     with pytest.raises(ValueError, match="too many for one GIF"):
         replay.write_gif(replay.record_frames(record), tmp_path / "y.gif", fps=2)
     assert not (tmp_path / "y.gif").exists()
+
+
+def test_bad_outputs_are_refused_before_anything_is_drawn_or_made(tmp_path, capsys,
+                                                                  monkeypatch):
+    """A GIF in a missing folder or onto a folder, an empty --out, a round the record lacks:
+    refused at once (no frame drawn, no folder made); a GIF is written whole or not at all."""
+    import sevenrocks_env.render.replay as replay
+
+    record = short_match_record()
+    path = tmp_path / "game.json"
+    records.save(record, path)
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("a frame was drawn")
+    monkeypatch.setattr(replay, "draw_picture", no_drawing)
+    cases = [(["--out", str(tmp_path / "missing" / "x.gif")], "does not exist"),
+             (["--out", str(tmp_path / "folder.gif")], "is a folder"),
+             (["--out", ""], "--out is empty"),
+             (["--out", str(tmp_path / "frames"), "--round", "99"], "the record has rounds 0..")]
+    (tmp_path / "folder.gif").mkdir()
+    for args, words in cases:
+        assert main([str(path), *args]) == 2
+        assert words in capsys.readouterr().err
+    assert not (tmp_path / "frames").exists() and not (tmp_path / "missing").exists()
+    monkeypatch.undo()
+    gif = tmp_path / "whole.gif"
+    assert main([str(path), "--out", str(gif), "--round", "0", "--scale", "0.2"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.gif", "game.json",
+                                                          "whole.gif"]  # no partial file left
+
+
+def test_a_key_given_twice_is_refused(tmp_path):
+    """JSON readers differ on which of two equal keys wins: a record with one is refused."""
+    from sevenrocks_env.render.layout import build_layout
+
+    text = json.dumps(short_match_record())
+    doubled = tmp_path / "doubled.json"
+    doubled.write_text('{"target": 9999, ' + text[1:])
+    with pytest.raises(records.RecordError, match="key 'target' given twice"):
+        records.load(doubled)
+    with pytest.raises(ValueError) as caught:  # a bad move is quoted in short
+        build_layout([{"seat": "x" * 10 ** 6, "action": 1}])
+    assert len(str(caught.value)) < 300

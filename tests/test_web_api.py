@@ -464,6 +464,8 @@ def test_hostile_urls_and_headers_get_short_4xx_answers(client, waiting):
                                                                  "action": 0}),
                      client.post("/api/games", json={"x" * 60000: 1})):
         assert 400 <= response.status_code < 500 and len(response.text) < 400, response.text
+    response = client.post("/api/games", content=b'{"seat": 0, "seat": 3}')
+    assert response.status_code == 400 and "given twice" in response.text
     response = client.delete("/api/games")
     assert response.status_code == 405 and "POST" in response.headers["allow"]
     response = client.post(f"/api/games/{game}/move", content=b"{}",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..record import shown
 from ..rules import place_tile
 from ..scoring import counted_ends, end_sum, matching_tiles
 from ..tiles import (
@@ -204,7 +205,8 @@ def normalise_moves(moves) -> list[tuple[int, int]]:
             try:
                 seat, action = int(move["seat"]), int(move["action"])
             except (KeyError, TypeError, ValueError):
-                raise ValueError(f"move {index}: needs integer 'seat' and 'action': {move!r}") from None
+                raise ValueError(f"move {index}: needs integer 'seat' and 'action': "
+                                 f"{shown(move)}") from None
         else:
             seat, action = int(move[0]), int(move[1])
         out.append((seat, action))

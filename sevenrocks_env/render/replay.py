@@ -13,7 +13,9 @@ where they are while the layout grows.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -30,11 +32,16 @@ def record_frames(record: dict, round_index: int | None = None, spectator: bool 
     """``(image, move, round)`` after every move of ``record`` (or of one round).
 
     Raises :class:`~sevenrocks_env.record.RecordError` for a malformed record and
-    ``ValueError`` for a round that does not exist.
+    ``ValueError`` for a round that does not exist (at once: nothing is drawn or written first).
     """
     rounds = record.get("rounds") if isinstance(record, dict) else None
     if round_index is not None and isinstance(rounds, list) and not 0 <= round_index < len(rounds):
         raise ValueError(f"--round {round_index}: the record has rounds 0..{len(rounds) - 1}")
+    return _frames(record, rounds, round_index, spectator, scale)
+
+
+def _frames(record, rounds, round_index, spectator, scale):
+    """The generator behind :func:`record_frames`."""
     framing = None
     for match, move, r in records.replay(record):
         if round_index is not None and r != round_index:
@@ -89,8 +96,17 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
     if not images:
         return 0
     durations[-1] = round(durations[-1] * hold_round_end)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=durations, loop=0,
-                   optimize=False, disposal=1)
+    path = Path(path)
+    # written beside the target, then renamed: an interrupted save leaves no partial GIF
+    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    os.close(handle)
+    try:
+        images[0].save(partial, format="GIF", save_all=True, append_images=images[1:],
+                       duration=durations, loop=0, optimize=False, disposal=1)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
     return len(images)
 
 
@@ -133,15 +149,23 @@ def main(argv: list[str] | None = None) -> int:
     if not 0.1 <= args.scale <= 4:
         print("error: --scale must be between 0.1 and 4", file=sys.stderr)
         return 2
+    if not args.out.strip():  # Path("") is the current folder
+        print("error: --out is empty: give game.gif or a folder for PNG frames", file=sys.stderr)
+        return 2
     out = Path(args.out)
     as_gif = out.suffix.lower() == ".gif"
+    if as_gif and (out.is_dir() or not out.resolve().parent.is_dir()):  # before any drawing
+        print(f"error: --out {args.out!r}: "
+              + ("is a folder" if out.is_dir() else f"folder {out.parent} does not exist"),
+              file=sys.stderr)
+        return 2
     if not as_gif and out.suffix and not args.out.endswith(("/", "\\")) and not out.is_dir():
         print(f"error: --out must end in .gif or name a folder, got {args.out!r}", file=sys.stderr)
         return 2
     try:
         record = records.load(args.record)
         frames = record_frames(record, args.round_index, scale=args.scale)
-        if as_gif and 0 <= (args.round_index or 0) < len(record["rounds"]):  # else: record_frames says
+        if as_gif:
             width, height = (max(1, round(side * args.scale)) for side in SIZE)  # as drawn
             problem = _gif_too_large(frame_count(record, args.round_index), width, height)
             if problem:

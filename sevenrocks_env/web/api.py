@@ -74,7 +74,7 @@ async def read_json(request: Request, limit: int = MAX_BODY):
     if not body:
         return None
     try:
-        return json.loads(body)
+        return json.loads(body, object_pairs_hook=records.unique_keys)
     except (ValueError, RecursionError) as problem:  # bad UTF-8, bad JSON, ints past 4300 digits
         raise GameError(400, f"the request body is not valid JSON: {problem}"[:300]) from None
 
