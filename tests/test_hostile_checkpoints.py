@@ -209,12 +209,21 @@ def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, 
     from training.ship import main as ship
 
     source = save_policy(tmp_path / "plain.pt")
+    other = save_policy(tmp_path / "other.pt")  # another network's weights
     good = tmp_path / "good.json"
-    good.write_text(json.dumps(evaluate("random", "greedy", 1, seed=1).as_dict()))
+    good.write_text(json.dumps(evaluate(f"ckpt:{source}", "greedy", 2, seed=1).as_dict()))
+    real = json.loads(good.read_text())
     out = tmp_path / "shipped" / "policy.pt"
     for content, words in (("[1, 2]", "JSON object"), ("{", "not a readable"),
-                           (json.dumps({**json.loads(good.read_text()), "win_rate": 7}), "win_rate"),
-                           (json.dumps({**json.loads(good.read_text()), "agent_b": None}), "agent_b")):
+                           (json.dumps({**real, "win_rate": 7}), "win_rate"),
+                           (json.dumps({**real, "agent_b": None}), "agent_b"),
+                           # a result of another agent, or numbers edited by hand
+                           (json.dumps({**real, "spec_a": "heuristic"}), "spec_a"),
+                           (json.dumps({**real, "spec_a": f"ckpt:{other}"}), "does not have the "
+                                                                            "weights"),
+                           (json.dumps({**real, "target": 50}), "target"),
+                           (json.dumps({**real, "ci95": [0.0, 0.1]}), "Wilson interval"),
+                           (json.dumps({**real, "matches": 7}), "2 x pairs")):
         bad = tmp_path / "bad.json"
         bad.write_text(content)
         assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
@@ -226,3 +235,5 @@ def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, 
                  "--agents", "random", "--extra-result", str(good)]) == 0
     card = json.loads((out.parent / "model_card.json").read_text())
     assert [row["opponent"] for row in card["arena"]] == ["random", "greedy"]
+    assert card["arena"][1]["source"] == str(good)  # labelled with where it came from
+    assert "| greedy (from `good.json`) |" in (out.parent / "MODEL_CARD.md").read_text()

@@ -11,8 +11,10 @@ from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 from training.plot_curve import _pairs_from_table, main, read_run, time_unit, x_axis  # noqa: E402
 
 
-def write_run(folder, minutes, pairs=(1, 2), rates=(0.25, 0.5, 0.75)):
+def write_run(folder, minutes, pairs=(1, 2), rates=(0.25, 0.5, 0.75), pairs_logged=None):
     writer = SummaryWriter(str(folder))
+    for k, count in enumerate(pairs_logged or (), start=1):
+        writer.add_scalar("eval/pairs", count, 256 * k)
     if pairs is not None:
         writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n|eval_pairs|{pairs[0]}|\n"
                                            f"|final_eval_pairs|{pairs[1]}|")
@@ -37,7 +39,7 @@ def test_a_seconds_long_run_reads_in_seconds_with_bands(tmp_path):
     assert [p[0] for p in points] == [256, 512, 768]
     assert [p[1] for p in points] == pytest.approx([0.6, 1.8, 3.6], rel=1e-6)
     assert x_axis(run, "time") == ("wall time (seconds)", 1.0, 1)
-    assert x_axis(run, "steps") == ("env steps", 1.0, 0)
+    assert x_axis(run, "steps") == ("learner decisions", 1.0, 0)
     out = tmp_path / "curve.png"
     assert main([str(tmp_path / "smoke"), "--out", str(out)]) == 0
     assert Image.open(out).size == (900, 520)
@@ -48,6 +50,20 @@ def test_long_run_in_hours_and_pairs_from_the_command_line(tmp_path):
     run = read_run(write_run(tmp_path / "long", minutes=(30, 200, 400), pairs=None))
     assert run["pairs"] is None and x_axis(run, "time")[0] == "wall time (hours)"
     assert main([str(tmp_path / "long"), "--out", str(tmp_path / "c.png"), "--pairs", "50"]) == 0
+
+
+def test_the_logged_pairs_of_each_evaluation_size_its_band(tmp_path, monkeypatch):
+    """A run stopped by Ctrl-C has no final evaluation: its last point played eval_pairs, not
+    final_eval_pairs; the logged eval/pairs says so, and the band follows it."""
+    import training.plot_curve as plot_curve
+
+    run = read_run(write_run(tmp_path / "cut", minutes=(1, 2, 3), pairs=(30, 200),
+                             pairs_logged=(30, 30, 30)))
+    assert run["pairs_at"] == {256: 30, 512: 30, 768: 30}
+    drawn, original = [], plot_curve.wilson_interval
+    monkeypatch.setattr(plot_curve, "wilson_interval", lambda p, n: drawn.append(n) or original(p, n))
+    plot_curve.draw(run, tmp_path / "cut.png")
+    assert set(drawn) == {30}  # not 200 for the last point
 
 
 def test_hparams_table_parsing():

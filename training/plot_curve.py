@@ -1,15 +1,15 @@
 """Learning curve picture from a run's TensorBoard logs: eval win rate with 95% bands.
 
     python -m training.plot_curve runs/<run> --out docs/learning_curve.png
-    python -m training.plot_curve runs/smoke --x steps          # against env steps
+    python -m training.plot_curve runs/smoke --x steps          # against learner decisions
 
 Reads the ``eval/win_rate_vs_<agent>`` scalars and ``eval/wall_minutes`` (logged at each
 evaluation, resume-safe).  The x axis is wall time in the unit that suits the run (seconds for a
-run shorter than two minutes, minutes up to two hours, then hours), or env steps with ``--x
-steps``.  Each win rate gets the arena's 95% Wilson interval over its duplicate pairs
-(:func:`sevenrocks_env.ratings.wilson_interval`): the number of pairs is read from the run's
-logged hyperparameters (``eval_pairs``; ``final_eval_pairs`` for the last evaluation), or given
-with ``--pairs``.  Drawn with matplotlib (the ``[train]`` extra).
+run shorter than two minutes, minutes up to two hours, then hours), or the learner's decisions
+(``global_step``) with ``--x steps``.  Each win rate gets the arena's 95% Wilson interval over
+its duplicate pairs (:func:`sevenrocks_env.ratings.wilson_interval`): the number of pairs is the
+``eval/pairs`` scalar logged with each evaluation (runs before it: the logged hyperparameters
+``eval_pairs``, ``final_eval_pairs`` for the last evaluation), or given with ``--pairs``.  Drawn with matplotlib (the ``[train]`` extra).
 """
 
 from __future__ import annotations
@@ -46,11 +46,15 @@ def read_run(run_dir) -> dict:
         curves[tag.removeprefix("eval/win_rate_vs_")] = sorted(points.values())
     if not curves:
         raise ValueError(f"{run_dir}: no eval/win_rate_vs_<agent> scalars")
+    # the pairs of each evaluation, logged since they could differ from the rule below (a run
+    # stopped by Ctrl-C skips its final, larger evaluation)
+    pairs_at = {e.step: int(e.value) for e in acc.Scalars("eval/pairs")} \
+        if "eval/pairs" in tags["scalars"] else {}
     pairs = None
     if "hyperparameters/text_summary" in tags.get("tensors", []):
         table = acc.Tensors("hyperparameters/text_summary")[-1].tensor_proto.string_val[0]
         pairs = _pairs_from_table(table.decode("utf-8", "replace"))
-    return {"curves": curves, "pairs": pairs, "name": run_dir.name}
+    return {"curves": curves, "pairs": pairs, "pairs_at": pairs_at, "name": run_dir.name}
 
 
 def _pairs_from_table(table: str) -> tuple[int, int] | None:
@@ -68,8 +72,8 @@ def time_unit(max_seconds: float) -> tuple[str, float]:
 
 def x_axis(run: dict, x: str) -> tuple[str, float, int]:
     """``(label, units per x value, column of the points)`` for ``x`` = ``"time"`` or ``"steps"``."""
-    if x == "steps":
-        return "env steps", 1.0, 0
+    if x == "steps":  # global_step: the learner's decisions (forced and opponents' moves not)
+        return "learner decisions", 1.0, 0
     unit, scale = time_unit(max(p[1] for points in run["curves"].values() for p in points))
     return f"wall time ({unit})", scale, 1
 
@@ -92,7 +96,9 @@ def draw(run: dict, out, x: str = "time", pairs: int | None = None) -> Path:
         xs = [p[column] / scale for p in points]
         rates = [p[2] for p in points]
         line, = ax.plot(xs, rates, marker="o", linewidth=2, label=f"vs {agent}")
-        counts = [_pairs_at(step, last_step, run.get("pairs"), pairs) for step, _, _ in points]
+        counts = [run.get("pairs_at", {}).get(step) if not pairs else pairs for step, _, _ in points]
+        if not all(counts):  # logs from before eval/pairs: the rule of the config
+            counts = [_pairs_at(step, last_step, run.get("pairs"), pairs) for step, _, _ in points]
         if all(counts):
             bands = [wilson_interval(r, n) for r, n in zip(rates, counts)]
             ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands],
@@ -135,7 +141,7 @@ def main(argv=None) -> int:
     parser.add_argument("run_dir", help="runs/<run-name> (a TensorBoard folder of one run)")
     parser.add_argument("--out", default="docs/learning_curve.png")
     parser.add_argument("--x", choices=("time", "steps"), default="time",
-                        help="x axis: wall time (unit chosen by the run's length) or env steps")
+                        help="x axis: wall time (unit chosen by the run's length) or learner decisions")
     parser.add_argument("--pairs", type=int, default=None,
                         help="duplicate pairs per evaluation (default: read from the run's logs)")
     args = parser.parse_args(argv)

@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import shlex
 import sys
 import time
 from pathlib import Path
 
 from sevenrocks_env.policy import CheckpointError, read_checkpoint
+from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.record import shown
+from sevenrocks_env.rules import DEFAULT_TARGET
 
-from .checkpoint import export_policy, run_facts
+from .checkpoint import export_policy, policy_only, run_facts
 
 
 #: Match win rates the shipped policy must reach (issue 4), by opponent.
@@ -89,6 +93,8 @@ _RESULT_FIELDS = {
     "seed": lambda v: v is None or (type(v) is int and 0 <= v < 2 ** 64),
     "seconds_per_decision": lambda v: isinstance(v, list) and len(v) == 2
     and all(_finite(x) and x >= 0 for x in v),
+    "spec_a": lambda v: isinstance(v, str) and v.startswith("ckpt:") and len(v) <= 1200,
+    "target": lambda v: v == DEFAULT_TARGET,
 }
 
 
@@ -104,8 +110,28 @@ def read_result(path) -> _Result:
     for field, ok in _RESULT_FIELDS.items():
         if not ok(data.get(field)):
             raise ValueError(f"{path}: {field} is missing or out of range, got "
-                             f"{shown(data.get(field))}")
-    return _Result({field: data[field] for field in _RESULT_FIELDS})
+                             f"{shown(data.get(field))} (an arena result of a ckpt: policy "
+                             f"against one agent, target {DEFAULT_TARGET})")
+    # the numbers must be those of an arena run: two matches a pair, Wilson over the pairs
+    lo, hi = wilson_interval(data["win_rate"], data["pairs"])
+    if data["matches"] != 2 * data["pairs"] or max(abs(lo - data["ci95"][0]),
+                                                   abs(hi - data["ci95"][1])) > 1e-6:
+        raise ValueError(f"{path}: matches must be 2 x pairs and ci95 the Wilson interval of "
+                         "win_rate over the pairs; the file was not written by the arena as is")
+    return _Result({field: data[field] for field in _RESULT_FIELDS} | {"source": str(path)})
+
+
+def same_policy(spec: str, exported: dict) -> bool:
+    """Whether the ``ckpt:`` policy ``spec`` has the weights of ``exported`` (a policy-only
+    checkpoint dict, :func:`~training.checkpoint.policy_only`): the policy itself or a file
+    holding it, such as its training checkpoint."""
+    try:
+        other = read_checkpoint(spec[len("ckpt:"):].strip())
+    except CheckpointError:
+        return False
+    mine, theirs = exported["model"], other.get("model", {})
+    return mine.keys() <= theirs.keys() and all(
+        mine[k].shape == theirs[k].shape and bool((mine[k] == theirs[k]).all()) for k in mine)
 
 
 def _markdown(card: dict) -> str:
@@ -125,7 +151,8 @@ def _markdown(card: dict) -> str:
              "", "| opponent | pairs | win rate | 95% CI | mean margin | rounds/match |",
              "|-|-:|-:|-:|-:|-:|"]
     for row in card["arena"]:
-        lines.append(f"| {row['opponent']} | {row['pairs']} | {row['win_rate']:.3f} | "
+        source = f" (from `{Path(row['source']).name}`)" if row.get("source") else ""
+        lines.append(f"| {row['opponent']}{source} | {row['pairs']} | {row['win_rate']:.3f} | "
                      f"[{row['ci95'][0]:.3f}, {row['ci95'][1]:.3f}] | {row['mean_margin']:+.1f} | "
                      f"{row['rounds_per_match']:.2f} |")
     lines += ["", "## Against the project's quality bars (issue 4)", "",
@@ -169,6 +196,12 @@ def main(argv=None) -> int:
         return 2
     from sevenrocks_env.arena import evaluate
 
+    shipped = policy_only(source)
+    for result in extra:  # a row of the card is a result of this policy, nothing else
+        if not same_policy(result.spec_a, shipped):
+            print(f"error: {result.source}: its policy {shown(result.spec_a)} does not have the "
+                  "weights of the policy being shipped", file=sys.stderr)
+            return 2
     out = export_policy(args.checkpoint, args.out, data=source)  # read and checked above
     spec = f"ckpt:{out}"
     plan = [(agent, args.pairs) for agent in args.agents]
@@ -180,20 +213,20 @@ def main(argv=None) -> int:
         result = evaluate(spec, agent, pairs, seed=args.seed, workers=args.workers, progress=True)
         rows.append(_row(agent, result))
         print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
-    rows += [_row(result.agent_b, result) for result in extra]
+    rows += [dict(_row(result.agent_b, result), source=result.source) for result in extra]
     config = facts["config"]
     threads = shown(config["torch_threads"]) if "torch_threads" in config else "?"
     card = {
         "file": out.name, "global_step": facts["global_step"],
         "train_minutes": None if facts["wall_time"] is None else facts["wall_time"] / 60,
-        "machine": f"{platform.machine()} CPU, 2 cores shared (torch threads "
+        "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores (torch threads "
                    f"{threads})",
         "obs_version": source["obs_version"], "model_config": source["model_config"],
         "file_bytes": out.stat().st_size, "arena": rows, "config": config,
         "commands": [args.train_command,
-                     f"python -m training.ship {args.checkpoint} --out {args.out} --pairs "
-                     f"{args.pairs} --search-pairs {args.search_pairs} --seed {args.seed} "
-                     f"--workers {args.workers}",
+                     # every option as given: the command that wrote this card
+                     "python -m training.ship " + shlex.join(
+                         sys.argv[1:] if argv is None else [str(a) for a in argv]),
                      f"sevenrocks arena {spec} greedy --pairs {args.pairs} --seed {args.seed}",
                      *(f"sevenrocks arena {spec} {row['opponent']} --pairs {row['pairs']} --seed "
                        f"{row['seed']} --json > {path}"

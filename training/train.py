@@ -81,6 +81,7 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
     for key, value in eval_scalars(results).items():
         writer.add_scalar(key, value, global_step)
     writer.add_scalar("eval/wall_minutes", wall_seconds / 60, global_step)
+    writer.add_scalar("eval/pairs", pairs, global_step)  # for the curve's confidence bands
     picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed, cfg.target,
                                 cfg.max_rounds)
     writer.add_image("eval/game", picture, global_step, dataformats="HWC")
