@@ -41,13 +41,14 @@ def run(variant: str, args) -> dict:
             f"run_name={name}", "eval_every=0", "final_eval_pairs=10", "progress=false",
             f"checkpoint_dir={ckpt_dir}", f"log_dir={log_dir}", *VARIANTS[variant]]
     checkpoint = ckpt_dir / name / "latest.pt"
-    start = time.time()
-    if not (args.reuse and _trained_for(checkpoint, args.steps)):
+    start, reused = time.time(), args.reuse and _trained_for(checkpoint, args.steps)
+    if not reused:
         subprocess.run([sys.executable, "-m", "training.train", "--config",
                         str(ROOT / "configs" / "default.yaml"), "--force",
                         *(f"--set={s}" for s in sets)], check=True, stdout=subprocess.DEVNULL,
                        cwd=ROOT)  # the trainer's package is importable from the repository root
-    minutes = (time.time() - start) / 60
+    # a reused run: the training's own wall time from its checkpoint (not this check's seconds)
+    minutes = _run_minutes(checkpoint) if reused else (time.time() - start) / 60
     results = {"variant": variant, "flags": VARIANTS[variant], "train_minutes": minutes,
                "steps": args.steps}
     for opponent in args.opponents:
@@ -59,6 +60,14 @@ def run(variant: str, args) -> dict:
         results[opponent] = json.loads(out)
     (Path(args.out) / f"{name}.json").write_text(json.dumps(results, indent=1))
     return results
+
+
+def _run_minutes(checkpoint: Path) -> float | None:
+    """The wall time a finished run's checkpoint records, in minutes (None if it has none)."""
+    from training.checkpoint import load_training_checkpoint
+
+    wall = load_training_checkpoint(checkpoint).get("wall_time")
+    return None if wall is None else float(wall) / 60
 
 
 #: opponent -> (spec, pairs, extra arena flags) from the arguments
@@ -90,7 +99,9 @@ def row(results: dict, opponents) -> str:
         cells.append(f"{100 * r['win_rate']:.1f} % [{100 * low:.1f}, {100 * high:.1f}] "
                      f"({r['pairs']} pairs)")
     flags = " ".join(f"`{f}`" for f in results["flags"]) or "(default)"
-    return f"| {results['variant']} | {flags} | {results['train_minutes']:.1f} | " + " | ".join(cells) + " |"
+    minutes = results["train_minutes"]
+    shown = "?" if minutes is None else f"{minutes:.1f}"
+    return f"| {results['variant']} | {flags} | {shown} | " + " | ".join(cells) + " |"
 
 
 def main(argv=None) -> int:

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
             games.append(game)
             results[(i, j)] = (game.win_rate * pairs, pairs)
             for name, seconds in zip((names[i], names[j]), game.seconds_per_decision):
-                timing.setdefault(name, []).append(seconds)
+                timing.setdefault(name, []).append((seconds, pairs))
             print(f"{game.agent_a} vs {game.agent_b}: {game.win_rate:.3f}", file=sys.stderr)
     print("| A | B | pairs | A match win rate [95% CI] | mean margin A-B | points/round A / B "
           "| A round win rate | rounds/match |")
@@ -47,11 +47,14 @@ def main(argv: list[str] | None = None) -> int:
               f"[{g.ci95[0]:.3f}, {g.ci95[1]:.3f}] | {g.mean_margin:+.1f} | "
               f"{g.points_per_round[0]:.1f} / {g.points_per_round[1]:.1f} | "
               f"{g.round_win_rate:.3f} | {g.rounds_per_match:.2f} |")
-    print("\n| agent | ms per decision | Bradley-Terry rating (Elo scale) |")
+    print("\n| agent | ms per decision (over its pairings, by pairs) | Bradley-Terry rating "
+          "(Elo scale) |")
     print("|---|---:|---:|")
     for rating in sorted(bradley_terry(names, results), key=lambda r: -r["rating"]):
         name = rating["agent"]
-        ms = 1e3 * sum(timing[name]) / len(timing[name])
+        # each pairing's mean weighted by its pairs (a 25-pair pairing counts a fortieth of a
+        # 1,000-pair one)
+        ms = 1e3 * sum(s * n for s, n in timing[name]) / sum(n for _, n in timing[name])
         print(f"| `{name}` | {ms:.3f} | {rating['rating']:+.0f} ± {rating['stderr']:.0f} |")
     wall = time.perf_counter() - started
     print(f"\n(seed {args.seed}, {args.workers} workers, {wall:.0f} s wall)")

@@ -8,7 +8,8 @@ in batch (``sevenrocks_env.batched.random_actions``) and steps all matches with
 ``validate=False`` (the trainer's setting; ``--validate`` measures the default).  Rows: steps/s
 (one step = one decision in one match) for masks only and for masks plus observations, beside
 ``raw_env`` driven through the same random play (its mask alone, and its full observation).
-Memory is measured at the largest size: the env's tensors and the process's RSS growth.
+Memory is measured at the largest size: the env's tensors and the process's RSS growth (RSS
+read while the env is alive, against RSS before the first env of that size was made).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def rss_bytes() -> int:
 
 
 def batched(num_envs: int, seconds: float, observe: bool, device: str, validate: bool):
-    """Steps/s of random play over ``num_envs`` matches; also the env's tensor bytes."""
+    """Steps/s of random play over ``num_envs`` matches; also the env's tensor bytes and the
+    process's RSS while the env is still alive."""
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, device=device, validate=validate)
     venv.reset(seed=0)
     generator = torch.Generator(device=device).manual_seed(0)
@@ -54,7 +56,7 @@ def batched(num_envs: int, seconds: float, observe: bool, device: str, validate:
     if device != "cpu":
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
-    return steps * num_envs / elapsed, venv.nbytes()
+    return steps * num_envs / elapsed, venv.nbytes(), rss_bytes()
 
 
 def aec(seconds: float, observe: bool) -> float:
@@ -99,9 +101,9 @@ def main() -> None:
     memory = None
     for size in args.sizes:
         before = rss_bytes()
-        masks, _ = batched(size, args.seconds, False, args.device, args.validate)
-        full, nbytes = batched(size, args.seconds, True, args.device, args.validate)
-        memory = (size, nbytes, rss_bytes() - before)
+        masks, _, _ = batched(size, args.seconds, False, args.device, args.validate)
+        full, nbytes, alive = batched(size, args.seconds, True, args.device, args.validate)
+        memory = (size, nbytes, alive - before)  # measured with the env alive
         rows.append((size, masks, full))
         print(f"| {size:,} | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
               f"{full / raw_obs:.1f} |", flush=True)
