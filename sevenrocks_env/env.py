@@ -87,7 +87,7 @@ from pettingzoo import AECEnv
 from . import observation as obs_mod
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import REWARD_MODES, reward_weights, team0_reward
-from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions
+from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
 from .scoring import round_to_five
 from .tiles import NUM_ACTIONS, NUM_TILES, TILE_PIPS, describe_action
 
@@ -232,9 +232,7 @@ class raw_env(AECEnv, EzPickle):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        if type(action) is not int and isinstance(action, np.ndarray) and action.shape == () \
-                and np.issubdtype(action.dtype, np.integer):
-            action = int(action)  # a 0-d integer array is a member of Discrete (gymnasium)
+        action = plain_action(action)
         if not is_legal(match, action):
             raise ValueError(self._illegal_message(action))
         action = int(action)

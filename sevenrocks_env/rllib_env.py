@@ -10,6 +10,15 @@ delivered (its team's, R8 / shaped, :mod:`sevenrocks_env.rewards`) including tho
 while it is not on turn, and forced moves (a single legal action, R6's knocks) played inside the
 env by default.  It lives in the package, not in the example, so that Ray's workers import it
 like any installed module.
+
+Points scored before a seat's first decision of a match (``reward="points"``/``"shaped"``: the
+opponents opened for 10, say) arrive with its first observation; RLlib keeps a reward that comes
+before an agent's first action outside every transition, so the gradient is as it should be
+(nothing the seat did earned it) but RLlib's episode-return metrics leave it out: under those
+reward modes they are not exactly the team's margin.  Seeding: a sub-env's stream is
+``(seed, worker index, vector index)``, reseeded by RLlib's ``reset(seed=...)`` with the worker
+kept, so no two sub-envs deal alike; without a ``seed`` in ``env_config`` each env draws fresh
+entropy.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ except ImportError as missing:  # say which extra, not a bare ModuleNotFoundErro
 
 from .agents import make_agent
 from .env import AGENTS, raw_env
-from .rules import is_legal, legal_actions, team_of
+from .rules import is_legal, legal_actions, plain_action, team_of
 
 
 class SevenRocksMultiAgentEnv(MultiAgentEnv):
@@ -60,7 +69,12 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         opponent = config.get("opponent")
         self._opponent = None if opponent in (None, "self") else make_agent(opponent)
         self.skip_forced = config.get("skip_forced", True)
-        self._rng = np.random.default_rng([config.get("seed", 0), worker, vector])
+        # RLlib seeds sub-env i of runner w with seed + w + i (and its new stack leaves
+        # vector_index at 0): the worker goes into every stream, or two sub-envs deal alike;
+        # without a seed each env draws fresh entropy
+        self._worker = (worker, vector)
+        self._rng = np.random.default_rng(
+            [config["seed"], worker, vector] if config.get("seed") is not None else None)
         space = self._aec.observation_space(AGENTS[0])["observation"]
         obs_space = gymnasium.spaces.Dict({
             "observations": space,
@@ -78,7 +92,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
 
     def reset(self, *, seed=None, options=None):
         if seed is not None:
-            self._rng = np.random.default_rng(seed)
+            self._rng = np.random.default_rng([seed, *self._worker])
         while True:
             match_seed = int(self._rng.integers(2**62))
             self._aec.reset(seed=match_seed)
@@ -100,7 +114,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     def step(self, action_dict):
         match = self._aec.match
         agent = AGENTS[match.turn]
-        action = action_dict.get(agent)
+        action = plain_action(action_dict.get(agent))
         if action is None:
             raise ValueError(f"no action for {agent}, the seat to move")
         if not is_legal(match, action):

@@ -266,6 +266,15 @@ def legal_actions(match: Match) -> list[int]:
     return actions
 
 
+def plain_action(action):
+    """A 0-d integer array (a member of gymnasium's ``Discrete``) as an int; anything else as it
+    is (for :func:`is_legal` to judge)."""
+    if type(action) is not int and isinstance(action, np.ndarray) and action.shape == () \
+            and np.issubdtype(action.dtype, np.integer):
+        return int(action)
+    return action
+
+
 def is_legal(match: Match, action) -> bool:
     """Whether ``action`` is legal for the seat on turn (without building the full list)."""
     if type(action) is not int:  # plain ints skip the checks below (bools are not plain ints)
@@ -404,5 +413,5 @@ def _copy_round(log: Round) -> Round:
 __all__ = [
     "BLOCKED", "DEFAULT_TARGET", "DOMINO", "WON", "Match", "Round", "apply_action", "deal",
     "deduction", "end_sum", "is_legal", "legal_actions", "matching_tiles", "next_seat", "partner_of",
-    "place_tile", "placement_points", "round_to_five", "team_of",
+    "place_tile", "placement_points", "plain_action", "round_to_five", "team_of",
 ]

@@ -106,13 +106,26 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
         np.savez(target, observation=collected["observation"],
                  action_mask=collected["action_mask"], action=collected["action"],
                  values=values.astype(np.float32), teacher=np.array("t"))
-        with pytest.raises(distill.LabelsError, match="'values' must be float32"):
+        with pytest.raises(distill.LabelsError, match="'values' (must be float32|declares "
+                                                     r"float32 \(60, 5\): not floats)"):
             distill.load_labels(target)
     objects = tmp_path / "pickle.npz"
     np.savez(objects, observation=np.array([object()], dtype=object), action_mask=np.zeros(1),
              action=np.zeros(1), teacher=np.array("t"))
-    with pytest.raises(distill.LabelsError, match="not a labels file"):
+    with pytest.raises(distill.LabelsError, match="'observation' declares object"):
         distill.load_labels(objects)
+    # the exact dtype from the header (a float64 observation would be read whole first), and a
+    # 0-d action array (its len() is a TypeError) are refused in words
+    for name, changes, words in (
+            ("f64", {"observation": collected["observation"].astype(np.float64)},
+             "'observation' declares float64 .* not float32 of shape \\(N, 238\\)"),
+            ("action0d", {"action": np.array(3)}, "'action' declares int64 \\(\\)")):
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, **{**{k: collected[k] for k in ("observation", "action_mask",
+                                                          "action")},
+                            "teacher": np.array("t"), **changes})
+        with pytest.raises(distill.LabelsError, match=words):
+            distill.load_labels(target)
     # a header may declare any shape: np.load would allocate it (866 TiB here) before checks
     huge = tmp_path / "huge.npz"
     np.savez(huge, observation=np.zeros((1, 238), np.float32), action=np.zeros(1, np.int64),
@@ -128,7 +141,7 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
         for name, data in members.items():
             archive.writestr(name, data)
     with pytest.raises(distill.LabelsError,
-                       match="'observation' declares .* not an array of at most"):
+                       match="'observation' declares .* with N in 1..2000000"):
         distill.load_labels(huge)
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(distill.LabelsError, match="not a labels file"):

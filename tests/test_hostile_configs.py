@@ -108,6 +108,7 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     # a pickle can run code: never loaded because a config (or a checkpoint's config) names it
     ("eval_agents=[sb3:model.zip]", "eval_agents: sb3:PATH loads a pickle"),
     ("opponents=[sb3:model.zip]", "opponents: sb3:PATH loads a pickle"),
+    ("opponents=[openspiel:ismcts]", "OpenSpiel bots cannot be training opponents"),
 ])
 def test_bad_values_blame_set_and_name_the_key(override, words):
     message = refused(SMOKE, [override])

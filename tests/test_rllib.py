@@ -201,3 +201,35 @@ def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path):
     assert all(torch.allclose(exported[k], v) for k, v in module.net.state_dict().items())
     result = evaluate(agent, make_agent("random"), pairs=1, seed=0)
     assert result.matches == 2
+
+
+def test_sub_envs_seeded_by_rllib_deal_different_matches(rllib_ppo):
+    """RLlib seeds sub-env i of runner w with seed + w + i: runner 1's env 1 and runner 2's env 0
+    get the same seed, yet must not play the same deals; unseeded envs draw fresh entropy."""
+    class Context(dict):  # RLlib's EnvContext: a dict with the worker and vector index
+        def __init__(self, worker, vector=0, **config):
+            super().__init__(config)
+            self.worker_index, self.vector_index = worker, vector
+
+    def first_hands(env, seed):
+        env.reset(seed=seed)
+        return env._aec.match.history[0].hands
+
+    one = rllib_ppo.SevenRocksMultiAgentEnv(Context(1, seed=1))
+    two = rllib_ppo.SevenRocksMultiAgentEnv(Context(2, seed=1))
+    assert first_hands(one, 1 + 1 + 1) != first_hands(two, 1 + 2 + 0)
+    again = rllib_ppo.SevenRocksMultiAgentEnv(Context(1, seed=1))
+    assert first_hands(again, 3) == first_hands(one, 3)  # still reproducible
+    unseeded = [rllib_ppo.SevenRocksMultiAgentEnv(Context(1)) for _ in range(2)]
+    assert first_hands(unseeded[0], None) != first_hands(unseeded[1], None)
+
+
+def test_a_legal_action_as_a_0d_array_is_played(rllib_ppo):
+    """gymnasium's Discrete contains np.array(k): it is that move, not an illegal one."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({})
+    obs, _ = env.reset(seed=2)
+    (agent, o), = obs.items()
+    legal = int(np.flatnonzero(o["action_mask"])[0])
+    _, rewards, terminateds, _, infos = env.step({agent: np.array(legal)})
+    assert not terminateds["__all__"] and env.illegal_actions == 0
+    assert all(not info.get("illegal_action") for info in infos.values())

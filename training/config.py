@@ -267,6 +267,11 @@ class TrainConfig(BaseModel):
             for spec in getattr(self, key):
                 if key == "opponents" and spec == "past":
                     continue
+                if key == "opponents" and spec.strip().startswith("openspiel:"):
+                    # its numpy RandomState is not saved with checkpoints (--resume would not
+                    # be bit for bit), and it takes ~0.1 s a decision
+                    raise ConfigError(f"opponents: {shown(spec)}: OpenSpiel bots cannot be "
+                                      "training opponents (use them in the arena)", key)
                 try:
                     make_agent(spec, allow_pickles=False)  # configs and checkpoints are shared
                 except ValueError as error:

@@ -30,7 +30,6 @@ Whether the result is *stronger* is the arena's question, on fresh deals (``docs
 from __future__ import annotations
 
 import argparse
-import math
 import time
 import zipfile
 from dataclasses import asdict, dataclass
@@ -167,6 +166,10 @@ def save_labels(path, labels: dict, teacher: str) -> Path:
 #: Each array's trailing shape (its first axis is the number of labels); ``teacher`` is a string.
 _LABEL_ARRAYS = {"observation": (OBS_SIZE,), "action_mask": (NUM_ACTIONS,), "action": (),
                  "values": (NUM_ACTIONS,)}
+_LABEL_DTYPES = {"observation": lambda d: d == np.float32, "action_mask": lambda d: d == np.bool_,
+                 "action": lambda d: d.kind in "iu", "values": lambda d: d.kind == "f"}
+_LABEL_DTYPE_NAMES = {"observation": "float32", "action_mask": "bool", "action": "integers",
+                      "values": "floats"}
 _MAX_TEACHER_CHARS = 4096
 
 
@@ -189,13 +192,21 @@ def _check_declared_shapes(path) -> None:
         raise LabelsError(f"{path}: not a labels file ({str(error)[:200]})") from None
     for key, (shape, dtype) in declared.items():
         if key == "teacher":
-            ok = shape == () and dtype.kind == "U" and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS
-        else:  # sizes only: the shape and dtype checks of load_labels name what is wrong
-            ok = (dtype.itemsize <= 8 and len(shape) <= 3
-                  and math.prod(shape) <= MAX_LABELS * math.prod(_LABEL_ARRAYS[key]))
+            if not (shape == () and dtype.kind == "U"
+                    and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS):
+                raise LabelsError(f"{path}: 'teacher' declares {str(dtype)[:20]} "
+                                  f"{str(shape)[:60]}: not a text of at most "
+                                  f"{_MAX_TEACHER_CHARS} characters")
+            continue
+        # the exact dtype and a label count within bounds, from the header: a float64
+        # observation of 2 M labels would be read whole (3.8 GB) before any check of its data
+        ok = (_LABEL_DTYPES[key](dtype) and dtype.itemsize <= 8 and len(shape) >= 1
+              and 0 < shape[0] <= MAX_LABELS and tuple(shape[1:]) == _LABEL_ARRAYS[key])
         if not ok:
             raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} {str(shape)[:60]}: "
-                              f"not an array of at most {MAX_LABELS} labels")
+                              f"not {_LABEL_DTYPE_NAMES[key]} of shape (N, "
+                              f"{', '.join(map(str, _LABEL_ARRAYS[key]))}) with N in "
+                              f"1..{MAX_LABELS}".replace(", )", ")"))
 
 
 def load_labels(path) -> tuple[dict, str]:
@@ -211,8 +222,8 @@ def load_labels(path) -> tuple[dict, str]:
     except (OSError, ValueError, KeyError) as error:
         raise LabelsError(f"{path}: not a labels file ({error})") from None
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
-    n = len(action)
-    if action.ndim != 1 or not 0 < n <= MAX_LABELS:
+    n = len(action) if action.ndim == 1 else 0  # (len of a 0-d array is a TypeError)
+    if not 0 < n <= MAX_LABELS:
         raise LabelsError(f"{path}: 'action' must be 1-D with 1..{MAX_LABELS} labels")
     if obs.shape != (n, OBS_SIZE) or obs.dtype != np.float32 or not np.isfinite(obs).all():
         raise LabelsError(f"{path}: 'observation' must be finite float32 of shape ({n}, "

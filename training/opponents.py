@@ -97,7 +97,8 @@ def restore_generators(saved: list) -> None:
 
 
 class OpponentPool:
-    """``pool(rng) -> (name, agent)``: a uniformly drawn entry (``pool(rng, name)`` picks one)."""
+    """``pool(rng) -> (name, agent)``: a uniformly drawn entry (``past``: a uniformly drawn
+    snapshot); :meth:`restore` gives back an entry by the key a checkpoint saved."""
 
     def __init__(self, specs, model: PolicyNet, max_snapshots: int = 5):
         self.specs = list(specs)
