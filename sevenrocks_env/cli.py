@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit flush
         return 1
     except OSError as error:  # stdout full (/dev/full) or gone: one line, not a traceback
-        print(f"error: sevenrocks {argv[0]}: {error.strerror or error}", file=sys.stderr)
+        where = f" ({str(error.filename)[:80]})" if error.filename else ""
+        print(f"error: sevenrocks {argv[0]}: {error.strerror or error}{where}", file=sys.stderr)
         return 2
 
 

@@ -237,8 +237,11 @@ class MaskedCategorical:
         if not self.mask.gather(-1, actions.unsqueeze(-1)).all():
             rows = torch.nonzero(~self.mask.gather(-1, actions.unsqueeze(-1)).squeeze(-1))
             row = rows[0].tolist()
+            why = "the row has no legal action, or it was given"
+            if not bool(torch.isfinite(self.masked_logits).all()):
+                why = "the logits are not finite: a network with NaN or inf outputs"
             raise ValueError(f"MaskedCategorical: action {int(actions[tuple(row)])} in row {row} "
-                             "is not legal there (or the row has no legal action)")
+                             f"is not legal there ({why})")
         return actions
 
     def entropy(self) -> torch.Tensor:

@@ -31,8 +31,9 @@ MAX_HIDDEN_WIDTH = 4096
 ACTION_SCORERS = ("bilinear", "mlp")
 #: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
 MAX_CHECKPOINT_BYTES = 1 << 30
-#: Archive entries a checkpoint may hold (a policy has ~15, a training checkpoint a few hundred).
-MAX_ENTRIES = 10_000
+#: Archive entries a checkpoint may hold: a policy has ~15; a training checkpoint one per tensor
+#: of each of up to 1000 pool snapshots (``max_snapshots``), ~35 each for the largest network.
+MAX_ENTRIES = 100_000
 
 #: ``load_policy(SHIPPED)`` / ``ckpt:shipped``: the policy installed with the package.
 SHIPPED = "shipped"

@@ -210,7 +210,9 @@ def test_reset_after_steps_in_inference_mode_and_keeps_unpopped_records():
         while len(venv._records.finished) < 2:
             venv.step(first_legal(venv))
     finished = len(venv._records.finished)
-    venv.reset(seed=1)
+    with torch.inference_mode():  # and reset or load *inside* inference mode, then play outside
+        venv.load([venv.match(i) for i in range(8)])
+        venv.reset(seed=1)
     assert venv.seed == 1 and bool((venv.state.placements == 0).all())
     for _ in range(40):  # and it plays on outside inference mode, rounds ending included
         venv.step(first_legal(venv))

@@ -231,9 +231,12 @@ def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, 
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1, err[:300]
         assert not out.parent.exists()
+    alias = tmp_path / "alias.json"  # policy:PATH is the same agent as ckpt:PATH
+    alias.write_text(json.dumps({**real, "spec_a": f"policy:{source}"}))
     assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
-                 "--agents", "random", "--extra-result", str(good)]) == 0
+                 "--agents", "random", "--extra-result", str(good), "--extra-result",
+                 str(alias)]) == 0
     card = json.loads((out.parent / "model_card.json").read_text())
-    assert [row["opponent"] for row in card["arena"]] == ["random", "greedy"]
+    assert [row["opponent"] for row in card["arena"]] == ["random", "greedy", "greedy"]
     assert card["arena"][1]["source"] == str(good)  # labelled with where it came from
     assert "| greedy (from `good.json`) |" in (out.parent / "MODEL_CARD.md").read_text()

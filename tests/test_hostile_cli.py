@@ -150,14 +150,21 @@ def test_a_closed_output_still_saves_the_record(tmp_path, capsys):
 
 
 def test_the_sevenrocks_command_stops_quietly_on_a_closed_pipe(tmp_path):
-    """``sevenrocks arena ... | head -c 10``: no traceback; exit status 1 like other tools."""
-    command = (f"{sys.executable} -c 'from sevenrocks_env.cli import main; import sys; "
-               f"sys.exit(main())' arena random greedy --pairs 30 --json --no-progress "
-               "| head -c 1")
-    done = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
-    assert "Traceback" not in done.stderr, done.stderr
-    full = subprocess.run(["bash", "-c", command.replace("| head -c 1", "> /dev/full")],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    """``sevenrocks ... | head -c 1`` with more output than a pipe holds: no traceback, exit 1
+    as other tools; a full stdout (/dev/full): one line naming the subcommand, exit 2."""
+    program = ("import sys, types, sevenrocks_env.cli as cli\n"
+               "module = types.ModuleType('chatty')\n"
+               "module.main = lambda argv: print('x' * 4_000_000) or 0\n"
+               "sys.modules['chatty'] = module\n"
+               "cli.SUBCOMMANDS['arena'] = ('chatty', '')\n"
+               "sys.exit(cli.main(['arena']))\n")
+    script = tmp_path / "chatty.py"
+    script.write_text(program)
+    closed = subprocess.run(["bash", "-c", f"{sys.executable} {script} | head -c 1; "
+                                           "exit ${PIPESTATUS[0]}"],
+                            capture_output=True, text=True, timeout=120)
+    assert closed.returncode == 1 and "Traceback" not in closed.stderr, closed.stderr
+    full = subprocess.run(["bash", "-c", f"{sys.executable} {script} > /dev/full"],
+                          capture_output=True, text=True, timeout=120)
     assert full.returncode == 2 and "Traceback" not in full.stderr
     assert full.stderr.strip().startswith("error: sevenrocks arena:"), full.stderr

@@ -71,6 +71,10 @@ def test_an_action_outside_the_mask_is_an_error_not_a_silent_move():
     assert dist.log_prob(torch.tensor([0, 2])).tolist() == pytest.approx([0.0, -np.log(2)])
     with pytest.raises(ValueError, match=r"action 0 in row \[1\] is not legal"):
         dist.log_prob(torch.tensor([0, 0]))
+    broken = MaskedCategorical(torch.full((1, 3), float("nan")),
+                               torch.tensor([[False, True, True]]))
+    with pytest.raises(ValueError, match="logits are not finite"):
+        broken.mode()  # argmax of an all-NaN row: index 0, masked out
 
 
 # -- checkpoint errors ----------------------------------------------------------------------------
@@ -314,3 +318,23 @@ def test_shipped_policy_runs_on_cuda_with_cpu_equal_logits():
     cpu_logits, _ = model(obs, mask)
     gpu_logits, _ = model.to("cuda")(obs.cuda(), mask.cuda())
     assert torch.allclose(cpu_logits, gpu_logits.cpu(), atol=1e-4)
+
+
+def test_a_training_checkpoint_with_a_full_pool_still_loads(tmp_path):
+    """max_snapshots goes up to 1000 and each snapshot is one archive entry per tensor: such a
+    checkpoint (over 10,000 entries here) must stay readable (it is resumed, shipped, played)."""
+    import zipfile
+
+    from training.checkpoint import policy_entries, save_checkpoint
+    from training.opponents import OpponentPool
+
+    model = PolicyNet([8, 8, 8])
+    pool = OpponentPool(["past"], model, max_snapshots=1000)
+    for _ in range(1000):
+        pool.add_snapshot(model)
+    data = policy_entries(model, 0)
+    data["pool"] = pool.state_dict()
+    path = save_checkpoint(tmp_path / "full_pool.pt", data)
+    with zipfile.ZipFile(path) as archive:
+        assert len(archive.infolist()) > 10_000
+    assert read_checkpoint(path)["pool"]

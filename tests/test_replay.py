@@ -1,6 +1,7 @@
 """``sevenrocks replay``: one frame per move, GIF and PNG outputs, clear errors (issue 5)."""
 
 import json
+import os
 import random
 
 import pytest
@@ -127,6 +128,11 @@ def test_bad_outputs_are_refused_before_anything_is_drawn_or_made(tmp_path, caps
     assert main([str(path), "--out", str(gif), "--round", "0", "--scale", "0.2"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.gif", "game.json",
                                                           "whole.gif"]  # no partial file left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert gif.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes it, not mkstemp's 0600
+    assert main([str(path), "--out", "a" * 300 + ".gif"]) == 2  # an OSError: one line
+    assert "File name too long" in capsys.readouterr().err
 
 
 def test_a_key_given_twice_is_refused(tmp_path):

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from sevenrocks_env.agents import CHECKPOINT_SPECS
 from sevenrocks_env.policy import CheckpointError, read_checkpoint
 from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.record import shown
@@ -93,7 +94,8 @@ _RESULT_FIELDS = {
     "seed": lambda v: v is None or (type(v) is int and 0 <= v < 2 ** 64),
     "seconds_per_decision": lambda v: isinstance(v, list) and len(v) == 2
     and all(_finite(x) and x >= 0 for x in v),
-    "spec_a": lambda v: isinstance(v, str) and v.startswith("ckpt:") and len(v) <= 1200,
+    "spec_a": lambda v: isinstance(v, str) and v.partition(":")[0] in CHECKPOINT_SPECS
+    and len(v) <= 1200,
     "target": lambda v: v == DEFAULT_TARGET,
 }
 
@@ -122,11 +124,11 @@ def read_result(path) -> _Result:
 
 
 def same_policy(spec: str, exported: dict) -> bool:
-    """Whether the ``ckpt:`` policy ``spec`` has the weights of ``exported`` (a policy-only
+    """Whether the ``ckpt:`` (or ``policy:``) policy ``spec`` has the weights of ``exported`` (a policy-only
     checkpoint dict, :func:`~training.checkpoint.policy_only`): the policy itself or a file
     holding it, such as its training checkpoint."""
     try:
-        other = read_checkpoint(spec[len("ckpt:"):].strip())
+        other = read_checkpoint(spec.partition(":")[2].strip())
     except CheckpointError:
         return False
     mine, theirs = exported["model"], other.get("model", {})

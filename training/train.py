@@ -227,7 +227,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                                         wall_before + time.time() - start_time, engine_state,
                                         pool.state_dict() if pool is not None else None, critic)
 
-    update = start_update
+    update, out_of_time = start_update, False
     try:
         for update in range(start_update + 1, num_updates + 1):
             # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
@@ -301,7 +301,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     except KeyboardInterrupt:  # the checkpoint is written: --resume runs the final evaluation
         writer.close()
         return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
-                "results": {}, "interrupted": True}
+                "results": {}, "interrupted": True, "out_of_time": bool(out_of_time)}
     writer.close()
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
@@ -356,7 +356,9 @@ def main(argv=None) -> int:
         return 130
     if out["interrupted"]:
         print(f"interrupted at step {out['global_step']}: checkpoint {out['checkpoint']}; "
-              f"continue with --resume {out['checkpoint']}", file=sys.stderr)
+              f"continue with --resume {out['checkpoint']}"
+              + (" --set max_minutes=M (M above the minutes it ran, or 0)"
+                 if out.get("out_of_time") else ""), file=sys.stderr)
         return 130
     return 0
 

@@ -137,8 +137,9 @@ class VectorEnv:
             hands, openers = self._check_deals(deals)
         # a fresh state, swapped in when ready: nothing changes if this fails, and tensors the
         # old state got under torch.inference_mode() are never written in place
-        fresh = BatchState(self.num_envs, self.device)
-        fresh.start_rounds(slice(None), hands, openers)
+        with torch.inference_mode(False):  # normal tensors, also when called in inference mode
+            fresh = BatchState(self.num_envs, self.device)
+            fresh.start_rounds(slice(None), hands, openers)
         self.state = fresh
         self.settings.seed = seed
         if self._records is not None:  # matches finished before, not popped yet, stay
@@ -190,10 +191,11 @@ class VectorEnv:
         histories = None  # before anything changes
         if self._records is not None:
             histories = [self._records.rounds_of(match) for match in matches]
-        fresh = BatchState(self.num_envs, self.device)
-        fresh.matches.copy_(self.state.matches)
-        for i, match in enumerate(matches):
-            fresh.set_match(i, match)
+        with torch.inference_mode(False):  # as in reset
+            fresh = BatchState(self.num_envs, self.device)
+            fresh.matches.copy_(self.state.matches)
+            for i, match in enumerate(matches):
+                fresh.set_match(i, match)
         self.state = fresh
         if histories is not None:
             for i, rounds in enumerate(histories):

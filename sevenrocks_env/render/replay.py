@@ -103,6 +103,9 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
     try:
         images[0].save(partial, format="GIF", save_all=True, append_images=images[1:],
                        duration=durations, loop=0, optimize=False, disposal=1)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o666 & ~umask)  # as open() would make it (mkstemp makes it 0600)
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):
@@ -135,6 +138,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _out_problem(out: Path, as_gif: bool, text: str) -> str | None:
+    """Why ``--out`` cannot take the frames, or ``None`` (may raise ``OSError``)."""
+    if as_gif and out.is_dir():
+        return f"--out {text!r}: is a folder"
+    if as_gif and not out.resolve().parent.is_dir():
+        return f"--out {text!r}: folder {out.parent} does not exist"
+    if not as_gif and out.suffix and not text.endswith(("/", "\\")) and not out.is_dir():
+        return f"--out must end in .gif or name a folder, got {text!r}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns 0 on success, 2 for bad arguments or a bad record (one line on
     stderr: the record is untrusted input, :func:`sevenrocks_env.record.load` bounds it)."""
@@ -154,13 +168,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     as_gif = out.suffix.lower() == ".gif"
-    if as_gif and (out.is_dir() or not out.resolve().parent.is_dir()):  # before any drawing
-        print(f"error: --out {args.out!r}: "
-              + ("is a folder" if out.is_dir() else f"folder {out.parent} does not exist"),
-              file=sys.stderr)
-        return 2
-    if not as_gif and out.suffix and not args.out.endswith(("/", "\\")) and not out.is_dir():
-        print(f"error: --out must end in .gif or name a folder, got {args.out!r}", file=sys.stderr)
+    try:
+        problem = _out_problem(out, as_gif, args.out)
+    except OSError as error:  # e.g. a name too long for the file system
+        problem = f"cannot write {args.out[:80]!r}: {error.strerror or error}"
+    if problem:  # before any drawing
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
         record = records.load(args.record)
