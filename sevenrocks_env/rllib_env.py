@@ -72,7 +72,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         # RLlib seeds sub-env i of runner w with seed + w + i (and its new stack leaves
         # vector_index at 0): the worker goes into every stream, or two sub-envs deal alike;
         # without a seed each env draws fresh entropy
-        self._worker = (worker, vector)
+        self._stream = (worker, vector)  # this env's place among RLlib's sub-envs
         self._rng = np.random.default_rng(
             [config["seed"], worker, vector] if config.get("seed") is not None else None)
         space = self._aec.observation_space(AGENTS[0])["observation"]
@@ -92,7 +92,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
 
     def reset(self, *, seed=None, options=None):
         if seed is not None:
-            self._rng = np.random.default_rng([seed, *self._worker])
+            self._rng = np.random.default_rng([seed, *self._stream])
         while True:
             match_seed = int(self._rng.integers(2**62))
             self._aec.reset(seed=match_seed)

@@ -166,10 +166,11 @@ def save_labels(path, labels: dict, teacher: str) -> Path:
 #: Each array's trailing shape (its first axis is the number of labels); ``teacher`` is a string.
 _LABEL_ARRAYS = {"observation": (OBS_SIZE,), "action_mask": (NUM_ACTIONS,), "action": (),
                  "values": (NUM_ACTIONS,)}
-_LABEL_DTYPES = {"observation": lambda d: d == np.float32, "action_mask": lambda d: d == np.bool_,
-                 "action": lambda d: d.kind in "iu", "values": lambda d: d.kind == "f"}
-_LABEL_DTYPE_NAMES = {"observation": "float32", "action_mask": "bool", "action": "integers",
-                      "values": "floats"}
+#: Each array's dtype: (words, check).
+_LABEL_DTYPES = {"observation": ("float32", lambda d: d == np.float32),
+                 "action_mask": ("bool", lambda d: d == np.bool_),
+                 "action": ("integers", lambda d: d.kind in "iu"),
+                 "values": ("floats", lambda d: d.kind == "f")}
 _MAX_TEACHER_CHARS = 4096
 
 
@@ -200,11 +201,12 @@ def _check_declared_shapes(path) -> None:
             continue
         # the exact dtype and a label count within bounds, from the header: a float64
         # observation of 2 M labels would be read whole (3.8 GB) before any check of its data
-        ok = (_LABEL_DTYPES[key](dtype) and dtype.itemsize <= 8 and len(shape) >= 1
+        words, dtype_ok = _LABEL_DTYPES[key]
+        ok = (dtype_ok(dtype) and dtype.itemsize <= 8 and len(shape) >= 1
               and 0 < shape[0] <= MAX_LABELS and tuple(shape[1:]) == _LABEL_ARRAYS[key])
         if not ok:
             raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} {str(shape)[:60]}: "
-                              f"not {_LABEL_DTYPE_NAMES[key]} of shape (N, "
+                              f"not {words} of shape (N, "
                               f"{', '.join(map(str, _LABEL_ARRAYS[key]))}) with N in "
                               f"1..{MAX_LABELS}".replace(", )", ")"))
 

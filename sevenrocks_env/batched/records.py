@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..record import FORMAT, MAX_ROUNDS, round_entry
-from ..rules import Match, apply_action, is_legal
-from ..tiles import KNOCK
+from ..record import FORMAT, MAX_ROUNDS, game_record, replay, round_entry
 from .engine import BLOCKED, DOMINO, WON, StepEvents
 
 _RESULT_NAMES = {DOMINO: "domino", BLOCKED: "blocked", WON: "won"}
@@ -33,41 +31,20 @@ def _starting_scores(match) -> list[int]:
     return scores
 
 
-def check_history(match) -> list[int]:
-    """The scores ``match.history`` (a list of ``rules.Round``) starts from; ``ValueError``
-    unless the history, replayed move by move from its first deal with the scalar engine,
-    gives every logged move's points and end sum,
-    every ended round's result, deductions and scores, and finally ``match``'s own state."""
+def replays_to_its_state(match) -> bool:
+    """Whether ``match.history`` starts at 0-0 and, written as a game record and replayed by
+    :func:`sevenrocks_env.record.replay` (every move, end sum, point and round end checked),
+    leads to ``match``'s own state: only then can the match's record be kept."""
     replayed = None
     try:
-        scores = _starting_scores(match)
-        for index, log in enumerate(match.history):
-            if replayed is None:
-                replayed = Match.from_deal(list(log.hands), log.opener, target=match.target,
-                                           scores=scores, max_rounds=match.max_rounds)
-            elif replayed.awaiting_deal:
-                replayed.start_round(list(log.hands), log.opener)
-            else:
-                raise ValueError(f"round {index} begins before round {index - 1} ended")
-            for seat, action, total, points in log.moves:
-                if replayed.over or seat != replayed.turn or not is_legal(replayed, action):
-                    raise ValueError(f"round {index}: move {action} of seat {seat} cannot be "
-                                     "played there")
-                if apply_action(replayed, action) != points or (
-                        action != KNOCK and replayed.last_end_sum != total):
-                    raise ValueError(f"round {index}: move {action} of seat {seat} does not "
-                                     f"score {points} (end sum {total})")
-            ended = replayed.history[-1]
-            if (log.result, log.deductions, log.scores) != (ended.result, ended.deductions,
-                                                            ended.scores):
-                raise ValueError(f"round {index} does not end as logged")
-    except (TypeError, ValueError, IndexError, AttributeError) as error:
-        raise ValueError(f"its history does not replay: {str(error)[:200]}") from None
-    mine, theirs = replayed.to_state(), match.to_state()
-    mine["seed"] = theirs["seed"]  # the replay is seedless (it deals from the history)
-    if mine != theirs:
-        raise ValueError("its history does not lead to its state")
-    return scores
+        if _starting_scores(match) != [0, 0]:
+            return False
+        for replayed, _, _ in replay(game_record(match)):
+            pass
+    except (ValueError, TypeError, IndexError, AttributeError, KeyError):  # RecordError too
+        return False
+    mine = dict(replayed.to_state(), seed=match.seed, max_rounds=match.max_rounds)
+    return mine == match.to_state()
 
 
 class RecordKeeper:
@@ -94,15 +71,10 @@ class RecordKeeper:
 
     def rounds_of(self, match) -> list[dict] | None:
         """The round list that continues the log of a loaded ``rules.Match`` (to put in
-        ``rounds[env]``): from its history if it has one that starts at 0-0 and that the scalar
-        engine replays to the match's state, else ``None``, no record of this match (a record
-        of it could not be replayed: e.g. a match whose scores were set by hand)."""
-        if not match.history:
-            return None
-        try:
-            if check_history(match) != [0, 0]:
-                return None
-        except ValueError:
+        ``rounds[env]``): from its history if it has one that :func:`replays_to_its_state`,
+        else ``None``, no record of this match (a record of it could not be replayed: e.g. a
+        match whose scores were set by hand)."""
+        if not match.history or not replays_to_its_state(match):
             return None
         rounds = []
         for log in match.history:
