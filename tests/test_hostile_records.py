@@ -192,6 +192,23 @@ def test_parse_refuses_hostile_json(text, message):
     assert len(str(info.value)) < MESSAGE_LIMIT
 
 
+def test_the_count_of_json_values_is_bounded_before_parsing(monkeypatch):
+    """32 MB of ``[{},{},...]`` used to parse into ~870 MB of dicts before being refused; the
+    text's values are counted first.  A record at every bound (1000 rounds, each with 28
+    placements and 88 knocks, indented as ``save`` writes it) is under the count."""
+    placement = next(m for m in RECORD["rounds"][0]["moves"] if "tile" in m)
+    knock = {"seat": 0, "action": 112, "pass": True}
+    longest_round = dict(RECORD["rounds"][0], moves=[placement] * 28 + [knock] * 88)
+    longest = dict(RECORD, rounds=[longest_round] * MAX_ROUNDS)
+    assert isinstance(parse(json.dumps(longest, indent=1)), dict)  # not refused for its size
+    many = "[" + ",".join(["{}"] * records.MAX_JSON_VALUES) + "]"
+    parsed = []
+    monkeypatch.setattr(records.json, "loads", lambda *a, **k: parsed.append(1))
+    with pytest.raises(RecordError, match="JSON values"):
+        parse(many)
+    assert not parsed  # refused before the parser ran
+
+
 def test_load_refuses_bad_bytes_and_huge_files(tmp_path, monkeypatch):
     path = tmp_path / "game.json"
     path.write_bytes(b'{"format": "\xff\xfe"}')

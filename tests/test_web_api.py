@@ -3,6 +3,7 @@ hidden tiles never sent (R1), and every kind of bad input answered 4xx with the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -319,6 +320,32 @@ def test_bad_setups(client, app, body, words):
 def test_an_integer_past_python_s_digit_limit_is_a_400_not_a_500(client):
     response = client.post("/api/games", content=b'{"seed": ' + b"9" * 5000 + b"}")
     assert response.status_code == 400 and "not valid JSON" in response.json()["error"]
+
+
+@pytest.mark.parametrize("body, words", [
+    (b'{"seed": NaN}', "NaN"),
+    (b"[" + b",".join([b"{}"] * 1_000_000) + b"]", "JSON values"),  # 3 MB: ~110 MB parsed
+    (b'{"seed": "\xff"}', "not valid JSON"),
+])
+def test_bodies_are_parsed_as_records_are(client, body, words):
+    response = client.post("/api/replays", content=body)
+    assert response.status_code == 400 and words in response.json()["error"], response.text
+
+
+def test_bodies_are_parsed_off_the_event_loop(client, monkeypatch):
+    """Parsing a 4 MB replay body takes tens of milliseconds: not on the loop serving games."""
+    loops = []
+    parse = records.parse
+
+    def spy(text):
+        try:
+            loops.append(asyncio.get_running_loop())
+        except RuntimeError:  # no loop in this thread: a worker thread
+            loops.append(None)
+        return parse(text)
+    monkeypatch.setattr(records, "parse", spy)
+    assert client.post("/api/games", json={"seed": 1}).status_code == 201
+    assert loops == [None]
 
 
 def test_a_long_match_record_replays_and_an_empty_setup_starts_a_game(client, app):
