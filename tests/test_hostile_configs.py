@@ -109,6 +109,8 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ("eval_agents=[sb3:model.zip]", "eval_agents: sb3:PATH loads a pickle"),
     ("opponents=[sb3:model.zip]", "opponents: sb3:PATH loads a pickle"),
     ("opponents=[openspiel:ismcts]", "OpenSpiel bots cannot be training opponents"),
+    # how many worlds a time-limited search samples depends on the machine: not reproducible
+    ('opponents=["search:samples=8,time_limit=1"]', "cannot have a time_limit"),
 ])
 def test_bad_values_blame_set_and_name_the_key(override, words):
     message = refused(SMOKE, [override])

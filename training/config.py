@@ -156,7 +156,9 @@ class TrainConfig(BaseModel):
     # -- opponents --------------------------------------------------------------------------
     opponents: Specs = Field(default_factory=list)
     """Pool of opponents for some matches: agent specs (``greedy``, ``heuristic``, ``random``,
-    ``ckpt:path``) and ``past`` (a frozen earlier snapshot of this run). Empty: pure self-play."""
+    ``ckpt:path``, ``search:samples=N``) and ``past`` (a frozen earlier snapshot of this run).
+    Empty: pure self-play. Not OpenSpiel bots, nor ``search`` with a ``time_limit``: what they
+    play depends on state a checkpoint does not keep, or on the machine's speed."""
     opponent_fraction: Real(0, 1) = 0.0
     """Fraction of matches where one team is a pool opponent (the other team is the learner)."""
     snapshot_every: Int(1, BIG) = 10
@@ -273,9 +275,14 @@ class TrainConfig(BaseModel):
                     raise ConfigError(f"opponents: {shown(spec)}: OpenSpiel bots cannot be "
                                       "training opponents (use them in the arena)", key)
                 try:
-                    make_agent(spec, allow_pickles=False)  # configs and checkpoints are shared
+                    agent = make_agent(spec, allow_pickles=False)  # configs are shared
                 except ValueError as error:
                     raise ConfigError(f"{key}: {str(error)[:300]}", key) from None
+                if key == "opponents" and getattr(agent, "time_limit", None) is not None:
+                    # how many worlds it samples depends on the machine's speed: the run would
+                    # not be reproducible, nor --resume bit for bit
+                    raise ConfigError(f"opponents: {shown(spec)}: a training opponent cannot "
+                                      "have a time_limit (give samples=N instead)", key)
 
     @property
     def batch_size(self) -> int:
