@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from .observation import OBS_SIZE, OBS_VERSION
+from .pickle_scan import PickleExpansionError, expanded_size
 from .policy_features import ActionFeatures
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, MAX_LAYERS as \
     MAX_SCORER_LAYERS, MAX_WIDTH as MAX_SCORER_WIDTH
@@ -94,10 +95,21 @@ def read_checkpoint(path) -> dict:
                                           "compressed; torch.save writes uncompressed entries, "
                                           "so this is not a sevenrocks checkpoint")
             damaged = archive.testzip()
+            pickles = [info for info in entries if info.filename.endswith("/data.pkl")]
+            if damaged is None and len(pickles) == 1:
+                pickled = archive.read(pickles[0])
+            tensor_bytes = sum(info.file_size for info in entries if "/data/" in info.filename)
     except (zipfile.BadZipFile, OSError, EOFError) as error:
         raise CheckpointError(f"{path} is not a readable checkpoint: {error}") from None
     if damaged is not None:
         raise CheckpointError(f"{path} is damaged: {damaged} fails its checksum")
+    if len(pickles) != 1:
+        raise CheckpointError(f"{path} is not a readable checkpoint (its archive has "
+                              f"{len(pickles)} data.pkl entries; torch.save writes one)")
+    try:  # before unpickling: a few hundred bytes can describe a key that takes hours to hash
+        expanded_size(pickled, 2 * len(pickled) + 10_000)
+    except PickleExpansionError as error:
+        raise CheckpointError(f"{path} is not a sevenrocks checkpoint: {error}") from None
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as error:
@@ -108,6 +120,7 @@ def read_checkpoint(path) -> dict:
         raise CheckpointError(
             f"{path} was refused by the safe loader (it holds more than tensors and plain "
             f"Python values): {type(error).__name__}") from None
+    _check_tensor_bytes(data, tensor_bytes, path)
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         from .record import shown
         found = shown(data.get("format")) if isinstance(data, dict) else type(data).__name__
@@ -126,6 +139,26 @@ def read_checkpoint(path) -> dict:
         if not isinstance(data.get(key), dict):
             raise CheckpointError(f"{path} has no {key!r} entry")
     return data
+
+
+def _check_tensor_bytes(data, stored: int, path) -> None:
+    """Refuse tensors that hold more bytes than the archive stores (``stored``): a tensor
+    expanded from one element (stride 0), or one tensor referenced many times, would make a
+    tiny file allocate gigabytes once a caller copies or builds from it.  ``data``'s size is
+    bounded by the pickle scan, so walking it is cheap."""
+    held, todo = 0, [data]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, torch.Tensor):
+            held += value.numel() * value.element_size()
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            todo.extend(value)
+    if held > stored:
+        raise CheckpointError(f"{path} is not a sevenrocks checkpoint: its tensors hold "
+                              f"{held:,} bytes but the file stores {stored:,} (tensors expanded "
+                              "from fewer elements, or one tensor used many times)")
 
 
 def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool, dict]:

@@ -134,6 +134,55 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     refused(save_policy(tmp_path / "p.pt"), "larger than")
 
 
+def _insert_into_pickle(path, extra: bytes) -> None:
+    """Rewrite ``path`` with ``extra`` pickle opcodes (a key and its value) inserted as the first
+    item of its top-level dict: torch.save's pickle starts PROTO 2, EMPTY_DICT, BINPUT 0, MARK."""
+    import zipfile
+    with zipfile.ZipFile(path) as archive:
+        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in entries:
+            if name.endswith("/data.pkl"):
+                assert data[:6] == b"\x80\x02}q\x00("
+                data = data[:6] + extra + data[6:]
+            archive.writestr(name, data)
+
+
+def test_a_key_that_takes_hours_to_hash_is_refused_before_unpickling(tmp_path):
+    """A tuple of depth 40 whose two items are the same tuple (memo references): ~400 bytes of
+    pickle, but building the dict hashes it, visiting 2**40 leaves (about 13 hours)."""
+    import struct
+    key, memo = b"K\x00\x85r" + struct.pack("<I", 10**5), 10**5        # (0,), LONG_BINPUT
+    for _ in range(40):
+        get = b"j" + struct.pack("<I", memo)                             # LONG_BINGET
+        memo += 1
+        key += get + get + b"\x86r" + struct.pack("<I", memo)           # TUPLE2, LONG_BINPUT
+    path = save_policy(tmp_path / "hash.pt")
+    _insert_into_pickle(path, key + b"K\x01")
+    refused(path, "would expand")
+
+
+@pytest.mark.parametrize("extra, words", [
+    ("dag", "would expand"),          # x = [x, x] 40 times: hours to print or copy
+    ("expanded", "tensors hold"),     # one stored float seen as a million (stride 0)
+    ("repeated", "tensors hold"),     # one tensor referenced 20 times: a copy makes 20 tensors
+    ("many", "would expand"),         # a small tensor referenced 1000 times
+])
+def test_objects_larger_than_the_file_are_refused(tmp_path, extra, words):
+    value: object = []
+    if extra == "dag":
+        for _ in range(40):
+            value = [value, value]
+    elif extra == "expanded":
+        value = torch.zeros(1).expand(1000, 1000)
+    elif extra == "repeated":
+        value = [torch.zeros(10**5)] * 20
+    else:
+        value = [torch.zeros(10)] * 1000
+    refused(save_policy(tmp_path / f"{extra}.pt", extra=value), words)
+    assert read_checkpoint(save_policy(tmp_path / "plain.pt", extra=[torch.zeros(1000)]))
+
+
 hostile = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=10),
     st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(),

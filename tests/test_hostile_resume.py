@@ -85,6 +85,18 @@ BAD_PIECES = [
     ("optimizer", lambda d: d["optimizer"]["state"][0].update(
         exp_avg=d["optimizer"]["state"][0]["exp_avg"].to_sparse())),
     ("critic", lambda d: d["critic"].update({k: v[:1] for k, v in d["critic"].items()})),
+    # generator states of the right shape that the generators refuse
+    ("rng", lambda d: d["rng"]["torch"].zero_()),
+    ("rng", lambda d: d["rng"]["python"][1].__setitem__(-1, 2 ** 32 - 1)),
+    ("pool", lambda d: d["pool"]["generators"][0].zero_()),
+    # matches in progress against opponents a config may not name: hours a decision, or a
+    # machine-dependent search
+    ("engine", lambda d: d["engine"].update(opponents=[
+        None if key is None else "openspiel:ismcts:sims=1000000" for key in
+        d["engine"]["opponents"]])),
+    ("engine", lambda d: d["engine"].update(opponents=[
+        None if key is None else "search:samples=8,time_limit=3600" for key in
+        d["engine"]["opponents"]])),
 ]
 
 

@@ -265,24 +265,19 @@ class TrainConfig(BaseModel):
                               f"({self.batch_size} = num_matches * num_steps)", "total_steps",
                               ("num_matches", "num_steps"))
         from sevenrocks_env.agents import make_agent
+
+        from .opponents import training_opponent
         for key in ("opponents", "eval_agents"):
             for spec in getattr(self, key):
                 if key == "opponents" and spec == "past":
                     continue
-                if key == "opponents" and spec.strip().startswith("openspiel:"):
-                    # its numpy RandomState is not saved with checkpoints (--resume would not
-                    # be bit for bit), and it takes ~0.1 s a decision
-                    raise ConfigError(f"opponents: {shown(spec)}: OpenSpiel bots cannot be "
-                                      "training opponents (use them in the arena)", key)
                 try:
-                    agent = make_agent(spec, allow_pickles=False)  # configs are shared
+                    if key == "opponents":
+                        training_opponent(spec)
+                    else:
+                        make_agent(spec, allow_pickles=False)  # configs are shared
                 except ValueError as error:
                     raise ConfigError(f"{key}: {str(error)[:300]}", key) from None
-                if key == "opponents" and getattr(agent, "time_limit", None) is not None:
-                    # how many worlds it samples depends on the machine's speed: the run would
-                    # not be reproducible, nor --resume bit for bit
-                    raise ConfigError(f"opponents: {shown(spec)}: a training opponent cannot "
-                                      "have a time_limit (give samples=N instead)", key)
 
     @property
     def batch_size(self) -> int:

@@ -11,6 +11,7 @@ import torch
 
 from sevenrocks_env.batched import BatchState
 from sevenrocks_env.batched.state import BOOL_FIELDS, FIELDS
+from sevenrocks_env.record import shown
 from sevenrocks_env.tiles import NUM_SEATS
 
 MAX_COUNT = 2 ** 62
@@ -51,7 +52,7 @@ def check_players(state: dict, n: int, pool) -> tuple[np.ndarray, list]:
     for i, (row, key) in enumerate(zip(state["learner"], state["opponents"])):
         if row not in LEARNER_ROWS[key is None]:
             raise ValueError(f"engine state: learner[{i}] must be four bools, all True in "
-                             f"self-play or one team's seats with an opponent, got {row!r:.80}")
+                             f"self-play or one team's seats with an opponent, got {shown(row)}")
         learner[i] = row
     if any(key is not None for key in state["opponents"]) and pool is None:
         raise ValueError("engine state: matches against opponents but the run has none")
@@ -74,7 +75,7 @@ def check_counters(state: dict, n: int) -> None:
                          f"[0, {MAX_COUNT}]")
     if not is_count(state["env_steps"]):
         raise ValueError(f"engine state: env_steps must be a count in [0, {MAX_COUNT}], "
-                         f"got {state['env_steps']!r:.80}")
+                         f"got {shown(state['env_steps'])}")
 
 
 #: Row widths of the batched state fields that are per seat, per slot or per team.

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents import make_agent
+from sevenrocks_env.record import shown
 from sevenrocks_env.policy import MaskedCategorical, PolicyAgent, PolicyNet
 
 PAST = "past"
@@ -96,6 +97,23 @@ def restore_generators(saved: list) -> None:
         set_generator_state(generator, state)
 
 
+def training_opponent(spec: str):
+    """The agent ``spec`` names, if it may be a training opponent (a config's ``opponents``,
+    or a match in progress in a checkpoint); ``ValueError`` saying why not.  Never a pickle
+    (``sb3:``: configs and checkpoints are shared); not an OpenSpiel bot (its numpy
+    ``RandomState`` is not saved, so ``--resume`` would not be bit for bit, and it takes ~0.1 s
+    a decision); not ``search`` with a ``time_limit`` (how many worlds it samples depends on the
+    machine's speed)."""
+    if spec.strip().startswith("openspiel:"):
+        raise ValueError(f"{shown(spec)}: OpenSpiel bots cannot be training opponents (use them "
+                         "in the arena)")
+    agent = make_agent(spec, allow_pickles=False)
+    if getattr(agent, "time_limit", None) is not None:
+        raise ValueError(f"{shown(spec)}: a training opponent cannot have a time_limit (give "
+                         "samples=N instead)")
+    return agent
+
+
 class OpponentPool:
     """``pool(rng) -> (name, agent)``: a uniformly drawn entry (``past``: a uniformly drawn
     snapshot); :meth:`restore` gives back an entry by the key a checkpoint saved."""
@@ -157,11 +175,11 @@ class OpponentPool:
         pool (``--set opponents=...`` on resume) still finishes the matches it had started.
         Raises ``ValueError`` naming the key if it names no opponent (keys come from files)."""
         if not isinstance(key, str) or len(key) > 4096:
-            raise ValueError(f"opponent key must be a string, got {key!r:.80}")
+            raise ValueError(f"opponent key must be a string, got {shown(key)}")
         if key.startswith(f"{PAST}@"):  # a dropped snapshot, saved with the pool
             index, count = key[len(PAST) + 1:], len(self._restored)
             if not (re.fullmatch(r"[0-9]{1,5}", index) and int(index) < count):
-                raise ValueError(f"opponent key {key!r}: no such retired snapshot ({count})")
+                raise ValueError(f"opponent key {shown(key)}: no such retired snapshot ({count})")
             return PAST, self._restored[int(index)]
         name, _, index = key.partition("#")
         if name == PAST:
@@ -171,13 +189,13 @@ class OpponentPool:
             count = len(self._past_agents)
             # -1: written before dropped snapshots were saved; the newest stands in
             if not (re.fullmatch(r"-?[0-9]{1,5}", index) and -1 <= int(index) < count):
-                raise ValueError(f"opponent key {key!r}: no such snapshot (the pool has {count})")
+                raise ValueError(f"opponent key {shown(key)}: no such snapshot (the pool has {count})")
             return name, self._past_agents[int(index)]
         if name not in self._fixed:
             try:
-                self._fixed[name] = make_agent(name, allow_pickles=False)  # a key from a file
+                self._fixed[name] = training_opponent(name)  # a key from a file
             except ValueError as error:
-                raise ValueError(f"opponent key {key!r}: {error}") from error
+                raise ValueError(f"opponent key {shown(key)}: {error}") from error
             self._set_fixed_state(name)
         return name, self._fixed[name]
 

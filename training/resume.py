@@ -9,6 +9,7 @@ were already checked by :func:`sevenrocks_env.policy.read_checkpoint`.
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import torch
@@ -47,7 +48,8 @@ def check_rng(state, path) -> None:
     if not (isinstance(python, list) and len(python) == 3 and type(python[0]) is int
             and isinstance(python[1], list) and len(python[1]) == 625
             and all(type(v) is int and 0 <= v < 2 ** 32 for v in python[1])
-            and (python[2] is None or type(python[2]) is float)):
+            and (python[2] is None or type(python[2]) is float)
+            and _takes(random.Random().setstate, (python[0], tuple(python[1]), python[2]))):
         raise _bad(path, "rng", "python: not a Mersenne Twister state")
     numpy = state["numpy"]
     if not (isinstance(numpy, list) and len(numpy) == 5 and numpy[0] == "MT19937"
@@ -57,10 +59,8 @@ def check_rng(state, path) -> None:
             and type(numpy[2]) is int and 0 <= numpy[2] <= 624 and type(numpy[3]) is int
             and type(numpy[4]) is float):
         raise _bad(path, "rng", "numpy: not an MT19937 state")
-    generator = state["torch"]
-    if not (isinstance(generator, torch.Tensor) and generator.dtype == torch.uint8
-            and tuple(generator.shape) == (TORCH_RNG_BYTES,)):
-        raise _bad(path, "rng", f"torch: must be a uint8 tensor of {TORCH_RNG_BYTES} bytes")
+    if not _is_torch_rng(state["torch"]):
+        raise _bad(path, "rng", f"torch: must be a generator state ({TORCH_RNG_BYTES} bytes)")
 
 
 def finite_float32(tensor, shape: tuple) -> bool:
@@ -80,18 +80,26 @@ def check_weights(weights, shapes: dict, path, piece: str) -> None:
             raise _bad(path, piece, f"{key} must be dense, finite float32 {shape}")
 
 
+def _takes(setter, state) -> bool:
+    """Whether a scratch generator's ``setter`` accepts ``state`` (a state of the right shape
+    can still be one the generator refuses, e.g. all zeros)."""
+    try:
+        setter(state)
+    except (TypeError, ValueError, KeyError, RuntimeError, OverflowError):
+        return False
+    return True
+
+
 def _is_torch_rng(state) -> bool:
     return (isinstance(state, torch.Tensor) and state.dtype == torch.uint8
-            and tuple(state.shape) == (TORCH_RNG_BYTES,))
+            and tuple(state.shape) == (TORCH_RNG_BYTES,)
+            and _takes(torch.Generator().set_state, state))
 
 
 def _is_numpy_rng(state) -> bool:
     """A state numpy's default generator (PCG64) takes; it checks the state itself."""
-    try:
-        np.random.default_rng().bit_generator.state = state
-    except (TypeError, ValueError, KeyError, OverflowError):
-        return False
-    return True
+    return _takes(lambda value: setattr(np.random.default_rng().bit_generator, "state", value),
+                  state)
 
 
 def check_pool(pool, cfg: TrainConfig, path) -> None:

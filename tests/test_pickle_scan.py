@@ -1,0 +1,49 @@
+"""The pickle scan (``sevenrocks_env.pickle_scan``) counts what unpickling would build, before
+anything is unpickled: exactly the number of values for plain data, and far more than the
+pickle's size for memo-shared structures."""
+
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sevenrocks_env.pickle_scan import PickleExpansionError, expanded_size
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                    st.text(max_size=5))
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.tuples(inner, inner),
+    st.dictionaries(st.text(max_size=3), inner, max_size=3)), max_leaves=30)
+
+
+def count(value) -> int:
+    """Values unpickling ``value`` builds, a shared one once per reference."""
+    if isinstance(value, dict):
+        return 1 + sum(count(k) + count(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return 1 + sum(count(item) for item in value)
+    return 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(values, st.sampled_from([2, 4, 5]))
+def test_plain_data_counts_each_value_once(value, protocol):
+    data = pickle.dumps(value, protocol=protocol)
+    assert expanded_size(data, 10**6)[1] == count(value)
+
+
+def test_shared_structures_count_every_reference_and_stop_at_the_limit():
+    shared: list = [1, 2]
+    assert expanded_size(pickle.dumps([shared] * 10, protocol=2), 10**6)[1] == 1 + 10 * 3
+    dag: list = []
+    for _ in range(60):  # 2**60 values from a few hundred bytes
+        dag = [dag, dag]
+    with pytest.raises(PickleExpansionError, match="expand"):
+        expanded_size(pickle.dumps(dag, protocol=2), 10**6)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x80\x02", b"\x80\x02j\x05\x00\x00\x00.", b"(("])
+def test_malformed_pickles_are_refused(data):
+    with pytest.raises(PickleExpansionError, match="malformed"):
+        expanded_size(data, 1000)
