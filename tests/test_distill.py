@@ -143,6 +143,27 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
     with pytest.raises(distill.LabelsError,
                        match="'observation' declares .* with N in 1..2000000"):
         distill.load_labels(huge)
+    # np.load reads a member named "observation" before "observation.npy": the checked
+    # header would not be the array loaded; a member whose size is not its header's array
+    # (a deflated member inflates to what its zip entry declares) is refused too
+    plain = tmp_path / "plain.npz"
+    distill.save_labels(plain, collected, "t")
+    with zipfile.ZipFile(plain) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    for name, extra, words in (
+            ("shadow", {"observation": b"junk"}, "it holds 'observation'"),
+            ("grown", {"action.npy": members["action.npy"] + b"\0" * 10**6},
+             "'action' stores 1,000,"),
+            ("twice", {"action.npy": members["action.npy"]}, "a name given twice")):
+        target = tmp_path / f"{name}.npz"
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+            for member, data in {**members, **extra}.items():
+                archive.writestr(member, data)
+            if name == "twice":
+                with pytest.warns(UserWarning, match="Duplicate name"):
+                    archive.writestr("action.npy", extra["action.npy"])
+        with pytest.raises(distill.LabelsError, match=words):
+            distill.load_labels(target)
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(distill.LabelsError, match="not a labels file"):
         distill.load_labels(tmp_path / "junk.npz")
@@ -282,3 +303,19 @@ def test_search_refuses_a_win_bonus_out_of_range(bonus):
     from sevenrocks_env.agents import make_agent
     with pytest.raises(ValueError, match="win_bonus must be in"):
         make_agent(f"search:win_bonus={bonus}")
+
+
+def test_agreement_is_counted_in_batches_over_every_label(collected):
+    """More labels than one batch (4096): the same fraction as one forward pass over all."""
+    from sevenrocks_env.policy import MaskedCategorical
+    torch.manual_seed(0)
+    model = PolicyNet([16])
+    repeat = 4096 * 2 // len(collected["action"]) + 1
+    obs = torch.from_numpy(np.tile(collected["observation"], (repeat, 1)))
+    mask = torch.from_numpy(np.tile(collected["action_mask"], (repeat, 1)))
+    action = torch.from_numpy(np.tile(collected["action"], repeat))
+    action[::3] = MaskedCategorical(model(obs, mask)[0], mask).sample()[::3].detach()
+    with torch.no_grad():
+        whole = (MaskedCategorical(model(obs, mask)[0], mask).mode() == action).float().mean()
+    assert len(action) > 8192
+    assert distill.agreement_on(model, obs, mask, action) == pytest.approx(whole.item())

@@ -42,6 +42,7 @@ from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.batched import layout
 from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.policy import (MaskedCategorical, PolicyNet, build_model, read_checkpoint)
+from sevenrocks_env.record import shown
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 from .checkpoint import policy_entries, save_checkpoint
@@ -180,18 +181,27 @@ def _check_declared_shapes(path) -> None:
     declared = {}
     try:
         with zipfile.ZipFile(path) as archive:
-            names = set(archive.namelist())
-            for key in (*_LABEL_ARRAYS, "teacher"):
-                if f"{key}.npy" in names:
-                    with archive.open(f"{key}.npy") as member:
-                        version = np.lib.format.read_magic(member)
-                        read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                                else np.lib.format.read_array_header_2_0)
-                        shape, _, dtype = read(member)
-                    declared[key] = (shape, dtype)
+            names = archive.namelist()
+            # np.load would read a member named "observation" before "observation.npy", and a
+            # zip may hold one name twice: only the arrays this file has, each once
+            allowed = {f"{key}.npy" for key in (*_LABEL_ARRAYS, "teacher")}
+            if len(set(names)) != len(names) or not set(names) <= allowed:
+                odd = sorted(set(names) - allowed) or ["a name given twice"]
+                raise LabelsError(f"{path}: not a labels file (it holds {shown(odd[0])}; a "
+                                  f"labels file holds only {', '.join(sorted(allowed))})")
+            for name in names:
+                with archive.open(name) as member:
+                    version = np.lib.format.read_magic(member)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(member)
+                    size = (member.tell(), archive.getinfo(name).file_size)
+                declared[name[:-len(".npy")]] = (shape, dtype, size)
     except (OSError, ValueError, zipfile.BadZipFile) as error:
+        if isinstance(error, LabelsError):
+            raise
         raise LabelsError(f"{path}: not a labels file ({str(error)[:200]})") from None
-    for key, (shape, dtype) in declared.items():
+    for key, (shape, dtype, (header, stored)) in declared.items():
         if key == "teacher":
             if not (shape == () and dtype.kind == "U"
                     and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS):
@@ -209,6 +219,11 @@ def _check_declared_shapes(path) -> None:
                               f"not {words} of shape (N, "
                               f"{', '.join(map(str, _LABEL_ARRAYS[key]))}) with N in "
                               f"1..{MAX_LABELS}".replace(", )", ")"))
+    for key, (shape, dtype, (header, stored)) in declared.items():
+        # a compressed member inflates to what its zip entry declares: exactly its array
+        if stored != header + int(np.prod(shape)) * dtype.itemsize:
+            raise LabelsError(f"{path}: '{key}' stores {stored:,} bytes, not the {shape} "
+                              f"{dtype} array its header declares")
 
 
 def load_labels(path) -> tuple[dict, str]:
@@ -319,8 +334,12 @@ def agreement_on(model: PolicyNet, obs, mask, action) -> float:
     if len(action) == 0:
         return float("nan")
     model.eval()
-    logits, _ = model(obs, mask)
-    return (MaskedCategorical(logits, mask).mode() == action).float().mean().item()
+    agree = 0
+    for start in range(0, len(action), 4096):  # in batches: 400,000 at once took gigabytes
+        rows = slice(start, start + 4096)
+        logits, _ = model(obs[rows], mask[rows])
+        agree += int((MaskedCategorical(logits, mask[rows]).mode() == action[rows]).sum())
+    return agree / len(action)
 
 
 # ---------------------------------------------------------------------------- 3. run
