@@ -309,6 +309,8 @@ def _break(state, piece):
         state["env_steps"] = "many"
     elif piece == "keys":
         del state["counters"]
+    elif piece == "target":  # a match that never ends at the run's target
+        state["matches"][1].update(target=10**9, max_rounds=None)
     return state
 
 
@@ -316,6 +318,8 @@ def _break(state, piece):
     ("rng", "rng"), ("matches", r"matches\[1\].*hands"), ("matches-count", "matches"),
     ("learner", r"learner\[2\]"), ("opponents", "opponents"), ("counters", "counters"),
     ("env_steps", "env_steps"), ("keys", "keys"),
+    ("target", r"matches\[1\] plays to 1000000000 points in at most None rounds, not the run's "
+               "target 60"),
 ])
 def test_load_state_dict_rejects_a_bad_piece_and_changes_nothing(piece, words):
     engine = _engine_with_history()
