@@ -215,6 +215,11 @@ def test_nothing_is_written_when_loading(tmp_path, monkeypatch):
     ({"config": [1, 2]}, "'config'"),
     ({"config": {"torch_threads": torch.zeros(2)}}, "'config'"),
     ({"config": {"x": "y" * 70_000}}, "'config'"),
+    ({"global_step": -1}, "'global_step'"),
+    ({"global_step": 10 ** 13}, "'global_step'"),
+    # weights are checked before --out is written (it was written, then the arena failed)
+    ({"model": "nan"}, "non-finite weights"),
+    ({"model": "int key"}, "must map parameter names to tensors"),
 ])
 def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, changes, words):
     from training.ship import main as ship
@@ -223,6 +228,10 @@ def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, 
     if changes.get("global_step", 0) is None:
         del data["global_step"]
         changes = {}
+    if changes.get("model") == "nan":
+        changes = {"model": {k: v.clone().fill_(float("nan")) for k, v in data["model"].items()}}
+    elif changes.get("model") == "int key":
+        changes = {"model": {**data["model"], 0: torch.zeros(1)}}
     data.update(changes)
     source = save_checkpoint(tmp_path / "source.pt", data)
     out = tmp_path / "shipped" / "policy.pt"

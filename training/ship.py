@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from sevenrocks_env.agents import CHECKPOINT_SPECS
-from sevenrocks_env.policy import CheckpointError, read_checkpoint
+from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
@@ -191,6 +191,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         source = read_checkpoint(args.checkpoint)
+        build_model(source, args.checkpoint)  # its weights, before --out is written
         facts = run_facts(source, args.checkpoint)
         extra = [read_result(path) for path in args.extra_result]
     except (CheckpointError, ValueError) as error:
