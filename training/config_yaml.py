@@ -13,8 +13,12 @@ import yaml
 from sevenrocks_env.record import shown
 from sevenrocks_env.textfile import read_text
 
-#: Largest config file read (configs are a few hundred bytes).
-MAX_CONFIG_BYTES = 1 << 20
+#: Largest config file read (configs are a few hundred bytes; PyYAML takes ~2 s to read 64 kB
+#: of a flow list, and 30 s for 1 MB).
+MAX_CONFIG_BYTES = 64 * 1024
+#: Longest number written in a config (PyYAML reads ``1:2:3:...``, a base-60 integer, in time
+#: quadratic in its length: 160 kB of it took 4 s).
+MAX_NUMBER_CHARS = 100
 
 
 class ConfigError(ValueError):
@@ -41,6 +45,25 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                         None, None, f"key {shown(key)} is given twice", key_node.start_mark)
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+    def _short_number(self, node):
+        if len(node.value) > MAX_NUMBER_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a number of {len(node.value):,} characters (at most "
+                f"{MAX_NUMBER_CHARS})", node.start_mark)
+
+    def construct_yaml_int(self, node):
+        self._short_number(node)
+        return super().construct_yaml_int(node)
+
+    def construct_yaml_float(self, node):
+        self._short_number(node)
+        return super().construct_yaml_float(node)
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float",
+                                 _UniqueKeyLoader.construct_yaml_float)
 
 
 def _read_yaml(text: str, source: str):
