@@ -220,13 +220,16 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
 
 #: Most worker processes the unbatched arena starts.
 MAX_WORKERS = 64
+#: Most pairs the batched arena steps together (``2 *`` this many envs: ~300 MB of engine state,
+#: and a policy's activations for every one of them).
+MAX_BATCH = 1 << 16
 
 
 def check_settings(**settings: int) -> None:
-    """The settings both arenas share, each an int: ``pairs`` and ``batch`` >= 1; ``seed`` in
-    ``[0, MAX_SEED]`` (a deal seed); ``target`` and ``max_rounds`` within the bounds a game
-    record must meet (:mod:`sevenrocks_env.record`). ``ValueError`` names the first bad one."""
-    bounds = {"pairs": (1, None), "batch": (1, None), "seed": (0, MAX_SEED),
+    """The settings both arenas share, each an int: ``pairs`` >= 1, ``batch`` in ``[1,
+    MAX_BATCH]``, ``seed`` in ``[0, MAX_SEED]`` (a deal seed); ``target`` and ``max_rounds``
+    within the bounds a game record must meet (:mod:`sevenrocks_env.record`). ``ValueError`` names the first bad one."""
+    bounds = {"pairs": (1, None), "batch": (1, MAX_BATCH), "seed": (0, MAX_SEED),
               "target": (1, MAX_TARGET), "max_rounds": (1, MAX_ROUNDS)}
     for name, value in settings.items():
         low, high = bounds[name]

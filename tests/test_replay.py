@@ -147,3 +147,23 @@ def test_a_key_given_twice_is_refused(tmp_path):
     with pytest.raises(ValueError) as caught:  # a bad move is quoted in short
         build_layout([{"seat": "x" * 10 ** 6, "action": 1}])
     assert len(str(caught.value)) < 300
+
+
+def test_gif_frames_last_one_per_move_and_longer_at_each_round_end(tmp_path):
+    """Frames reach Pillow one at a time; each one's duration is set once the next frame shows
+    whether its round ended (the round's last frame, and the match's, are held 3x)."""
+    from sevenrocks_env.render import replay
+
+    record = short_match_record()
+    assert len(record["rounds"]) >= 2
+    frames = list(replay.record_frames(record, scale=0.1))
+    assert replay.write_gif(iter(frames), tmp_path / "m.gif", fps=2) == len(frames)
+    rounds = [r for _, _, r in frames]
+    ends = [i == len(rounds) - 1 or rounds[i + 1] != r for i, r in enumerate(rounds)]
+    with Image.open(tmp_path / "m.gif") as gif:
+        assert gif.n_frames == len(frames)
+        durations = []
+        for index in range(gif.n_frames):
+            gif.seek(index)
+            durations.append(gif.info["duration"])
+    assert durations == [1500 if end else 500 for end in ends]

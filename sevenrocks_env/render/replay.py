@@ -59,7 +59,8 @@ def _frames(record, rounds, round_index, spectator, scale):
 
 
 #: Pillow holds every frame of a GIF until it writes the file: at most this many pixels of
-#: frames (800 full-size frames, about 0.9 GB; a match to 250 has about 150-400 moves).
+#: frames (800 full-size frames: ~1.2 MB each as Pillow holds them, so about 1 GB; a match to
+#: 250 has about 150-400 moves).
 MAX_GIF_PIXELS = 800 * SIZE[0] * SIZE[1]
 
 
@@ -79,30 +80,41 @@ def _gif_too_large(frames: int, width: int, height: int) -> str | None:
 
 def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> int:
     """Animated GIF; each round's last frame stays ``hold_round_end`` times longer.  Returns
-    frames.  ``ValueError`` once the frames pass :data:`MAX_GIF_PIXELS` (nothing is written)."""
-    images, durations = [], []
-    last_round = None
-    pixels = 0
-    for image, _, r in frames:
-        pixels += image.width * image.height
-        if pixels > MAX_GIF_PIXELS:
-            raise ValueError(_gif_too_large(len(images) + 1, image.width, image.height)
-                             or f"GIF frames past {MAX_GIF_PIXELS} pixels")
-        if last_round is not None and r != last_round:
-            durations[-1] = round(durations[-1] * hold_round_end)
-        last_round = r
-        images.append(image.quantize(colors=128, method=Image.Quantize.FASTOCTREE))
-        durations.append(max(20, round(1000 / fps)))
-    if not images:
+    frames.  ``ValueError`` once the frames pass :data:`MAX_GIF_PIXELS` (nothing is written).
+
+    Frames reach Pillow one at a time (each one's duration in its ``info``, set once the next
+    frame shows whether a round ended), so only Pillow's own copy of each frame is held."""
+    base = max(20, round(1000 / fps))
+    count, pixels = 0, 0
+
+    def timed():
+        nonlocal count, pixels
+        held = None  # (quantized frame, its round): its duration waits for the next frame
+        for image, _, r in frames:
+            pixels += image.width * image.height
+            if pixels > MAX_GIF_PIXELS:
+                raise ValueError(_gif_too_large(count + 1, image.width, image.height)
+                                 or f"GIF frames past {MAX_GIF_PIXELS} pixels")
+            count += 1
+            if held is not None:
+                held[0].info["duration"] = base if r == held[1] else round(base * hold_round_end)
+                yield held[0]
+            held = (image.quantize(colors=128, method=Image.Quantize.FASTOCTREE), r)
+        if held is not None:
+            held[0].info["duration"] = round(base * hold_round_end)
+            yield held[0]
+
+    sequence = timed()
+    first = next(sequence, None)
+    if first is None:
         return 0
-    durations[-1] = round(durations[-1] * hold_round_end)
     path = Path(path)
     # written beside the target, then renamed: an interrupted save leaves no partial GIF
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:
-        images[0].save(partial, format="GIF", save_all=True, append_images=images[1:],
-                       duration=durations, loop=0, optimize=False, disposal=1)
+        first.save(partial, format="GIF", save_all=True, append_images=sequence, loop=0,
+                   optimize=False, disposal=1)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(partial, 0o666 & ~umask)  # as open() would make it (mkstemp makes it 0600)
@@ -110,7 +122,7 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
     finally:
         if os.path.exists(partial):
             os.remove(partial)
-    return len(images)
+    return count
 
 
 def write_pngs(frames, folder: Path) -> int:
