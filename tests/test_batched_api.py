@@ -344,3 +344,24 @@ def test_the_first_observation_may_be_read_in_inference_mode():
         inside = venv.observation.clone()
     venv.step(first_legal(venv))
     assert venv.observation.shape == (4, 238) and not torch.equal(venv.observation, inside)
+
+
+def test_a_new_match_is_dealt_and_opened_by_its_draw_even_after_a_domino():
+    """R2: the dominoer opens the next round of the same match, but a new match (here every
+    match is one round) is dealt and opened by the draw of its coordinates."""
+    venv = sevenrocks_v0.vector_env(num_envs=64, target=5000, max_rounds=1, records=True)
+    venv.reset(seed=3)
+    generator = torch.Generator().manual_seed(0)
+    dominoes = 0
+    for _ in range(300):
+        _, terminated, truncated = venv.step(random_actions(venv.action_mask, generator))
+        ended = (terminated | truncated).nonzero().flatten()
+        if len(ended):
+            state = venv.state
+            hands, opener = deal(3, ended, state.matches[ended], torch.zeros_like(ended))
+            assert torch.equal(state.hands[ended], hands)
+            assert torch.equal(state.opener[ended], opener)
+            assert torch.equal(state.turn[ended], opener)
+        dominoes += sum(record["rounds"][-1]["result"] == "domino"
+                        for _, record in venv.pop_finished_records())
+    assert dominoes > 20  # the case where the dominoer would otherwise open

@@ -75,6 +75,21 @@ def test_win_reward_and_terminal_last():
     assert env.unwrapped.game_record() == record
 
 
+@pytest.mark.parametrize("max_rounds", [100, 1])
+def test_no_seat_has_a_legal_action_once_the_match_is_over(max_rounds):
+    """After the last move (a win, or the round limit) the seat that played it is still "on
+    turn" in the rules state; the mask of every seat's final observation is all zeros."""
+    env = sevenrocks_v0.env(max_rounds=max_rounds)
+    final_masks = {}
+
+    def look(env, agent, action):
+        if action is None:
+            final_masks[agent] = env.observe(agent)["action_mask"].copy()
+    play_out(env, seed=3, on_step=look)
+    assert sorted(final_masks) == env.possible_agents
+    assert all(not mask.any() for mask in final_masks.values())
+
+
 def test_points_reward_sums_to_margin():
     env = sevenrocks_v0.env(reward="points")
     totals = play_out(env, seed=5)

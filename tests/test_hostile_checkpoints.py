@@ -100,6 +100,7 @@ def test_expected_shapes_match_the_real_network(hidden, features, value_head):
     ({"hidden_sizes": [100_000_000], "action_features": 0}, "hidden_sizes"),
     ({"hidden_sizes": [MAX_HIDDEN_WIDTH + 1], "action_features": 0}, "hidden_sizes"),
     ({"hidden_sizes": [16] * 9, "action_features": 0}, "hidden_sizes"),
+    ({"hidden_sizes": [0], "action_features": 0}, "hidden_sizes"),  # a constant policy
     ({"hidden_sizes": [10 ** 5000], "action_features": 0}, None),  # refused by torch.load itself
     ({"hidden_sizes": [16], "action_features": 99}, "action_features"),
     ({"hidden_sizes": [16], "action_features": 0, "value_head": "no"}, "value_head"),

@@ -171,6 +171,13 @@ def test_a_key_the_format_does_not_have_is_refused_not_ignored(where, key, value
     assert ("unknown keys" in message or "a knock is exactly" in message), message
 
 
+@pytest.mark.parametrize("value", [False, None, 1, "true"])
+def test_a_knock_says_pass_true(value):
+    record = copy.deepcopy(RECORD)
+    next(m for m in record["rounds"][0]["moves"] if m["action"] == 112)["pass"] = value
+    assert "a knock is exactly" in refused(record)
+
+
 def test_missing_keys_are_named():
     record = copy.deepcopy(RECORD)
     del record["rounds"][0]["moves"][_placement_index(record)]["points"]

@@ -48,6 +48,48 @@ def test_bad_field_is_named(field, value):
         Match.from_state(state)
 
 
+def test_the_largest_end_sum_36_round_trips():
+    """R5: the largest end sum is 36 (6|6 west, 6 east, 5|5 north, 4|4 south), reached by play;
+    a saved state at it loads back."""
+    from sevenrocks_env.tiles import EAST, NORTH, NUM_TILES, SOUTH, WEST, tile_index
+    plan = [(0, (1, 1), WEST), (1, (1, 6), WEST), (2, (1, 2), EAST), (3, (6, 6), WEST),
+            (0, (1, 5), NORTH), (1, (1, 4), SOUTH), (2, (2, 6), EAST), (3, (5, 5), NORTH),
+            (0, (4, 4), SOUTH)]
+    hands = [0, 0, 0, 0]
+    for seat, (low, high), _ in plan:
+        hands[seat] |= 1 << tile_index(low, high)
+    rest = [t for t in range(NUM_TILES) if not (hands[0] | hands[1] | hands[2] | hands[3]) >> t & 1]
+    for seat in range(4):
+        while bin(hands[seat]).count("1") < 7:
+            hands[seat] |= 1 << rest.pop()
+    match = Match.from_deal(hands, opener=0, target=500)
+    for seat, (low, high), slot in plan:
+        assert match.turn == seat
+        tile = tile_index(low, high)
+        apply_action(match, next(a for a in legal_actions(match)
+                                 if a >> 2 == tile and (a & 3 == slot or match.placements == 0)))
+    assert match.last_end_sum == 36
+    assert Match.from_state(match.to_state()).to_state() == match.to_state()
+
+
+def test_an_open_branch_with_no_tile_yet_is_not_a_double():
+    """R4/R5: a branch that opened but has no tile shows the spinner's number, not a double
+    (the spinner itself sits on the straight line); flagged as one, the observation would show a
+    double there."""
+    from sevenrocks_env.tiles import NORTH
+    for seed in range(200):
+        match = play(Match.new(seed, keep_history=False), list(range(seed % 7, 60)))
+        state = match.to_state()
+        if state["turn"] >= 0 and state["ends"][NORTH] >= 0 and not state["branch_started"][NORTH]:
+            break
+    else:
+        raise AssertionError("no state with an open, empty branch")
+    state["end_double"][NORTH] = True
+    with pytest.raises(ValueError, match="match state: ends must be the spinner's number on an "
+                                         "open branch with no tile yet"):
+        Match.from_state(state)
+
+
 @pytest.mark.parametrize("field, value, words", [
     ("ends", [-1, -1, -1, -1], "open at west and east"),  # no open end: nobody could ever play
     ("ends", [0, 3, 3, 3], "north/south exactly once"),   # branches open, spinner exposed (R4)
@@ -61,7 +103,7 @@ def test_bad_field_is_named(field, value):
 ])
 def test_a_layout_the_played_tiles_cannot_make_is_named(field, value, words):
     """from_state takes untrusted states: a layout no play reaches (a round that can never end,
-    an end sum above R5's 35) is refused, naming the field (good_state: ends [0, 3, -1, -1], the
+    an end sum the layout does not have) is refused, naming the field (good_state: ends [0, 3, -1, -1], the
     3|3 spinner exposed at the east end, 8 tiles down)."""
     state = good_state()
     assert (state["ends"], state["spinner"], state["last_end_sum"]) == ([0, 3, -1, -1], 3, 6)

@@ -69,6 +69,8 @@ def test_parse_answer_reasons():
     assert parse_answer("1", match, legal) == legal[0]
     assert parse_answer("1-2 w", match, legal) == encode_action(parse_tile("1|2"), WEST)
     assert parse_answer("1|2", match, legal) == encode_action(parse_tile("1|2"), WEST)
+    assert parse_answer("2-1 w", match, legal) == encode_action(parse_tile("1|2"), WEST)
+    assert parse_tile("5|3") == parse_tile("3-5") == parse_tile("53") != parse_tile("5|5")
     with pytest.raises(ValueError, match=r"do not hold 1\|4"):
         parse_answer("1-4", match, legal)
     with pytest.raises(ValueError, match="does not fit the east end"):
