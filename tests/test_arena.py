@@ -227,3 +227,29 @@ def test_numpy_integers_are_settings_too():
     assert result.pairs == 1
     with pytest.raises(ValueError, match="pairs must be an int"):
         arena.evaluate("random", "greedy", np.True_)
+
+
+def test_a_pair_counts_tied_rounds_as_half_and_its_statistics_come_from_its_matches(
+        monkeypatch):
+    """Round wins count a tied round 1/2 (as the batched arena does); a truncated match is
+    worth 1/2; margins and points are A's side of each match."""
+    def fake_match(agents, seed, target, max_rounds):
+        return arena.MatchResult(seed, None if seed % 2 else 0, (250, 100), 3,
+                                 [(10, 10), (200, 0), (40, 90)], [5] * 4, [0.0] * 4)
+    monkeypatch.setattr(arena, "play_match", fake_match)
+    agents = [RandomAgent(), RandomAgent()]
+    out = arena.play_pair(agents, agents, seed=4, pair=0, target=250, max_rounds=100)
+    # A is team 0 in one match and team 1 in the other: rounds won 1/2 + 1 + 0, 1/2 + 0 + 1
+    assert out.round_wins_a == 3.0 and out.rounds == 6
+    assert out.score == 1.0  # seed 4: team 0 wins both matches, A is on it once
+    assert out.margin == 0 and (out.points_a, out.points_b) == (350, 350)
+    odd = arena.play_pair(agents, agents, seed=5, pair=0, target=250, max_rounds=100)
+    assert odd.score == 1.0 and odd.truncated == 2  # two truncated matches: 1/2 each
+
+
+def test_the_interval_is_wilson_over_pairs_not_matches():
+    from sevenrocks_env.arena_batched import evaluate_batched
+    for result in (arena.evaluate("greedy", "random", pairs=6, seed=3),
+                   evaluate_batched("greedy", "random", pairs=6, seed=3)):
+        assert result.ci95 == wilson_interval(result.win_rate, 6)
+        assert result.ci95 != wilson_interval(result.win_rate, 12)
