@@ -309,6 +309,9 @@ def test_unknown_game_and_replay_ids(client):
     ({"target": 0}, "target must be"),
     ({"target": records.MAX_TARGET + 1}, "target must be"),  # its record would not load back
     ({"seed": -1}, "seed must be"),
+    ({"seed": "-1"}, "seed must be"), ({"seed": "1e3"}, "seed must be"),
+    ({"seed": "9" * 20}, "seed must be"), ({"seed": "١٢"}, "seed must be"),  # Arabic-Indic digits
+    ({"seed": str(2 ** 63)}, "seed must be"), ({"seed": 1.0}, "seed must be"),
     ({"colour": "red"}, "unknown fields"),
 ])
 def test_bad_setups(client, app, body, words):
@@ -330,6 +333,16 @@ def test_an_integer_past_python_s_digit_limit_is_a_400_not_a_500(client):
 def test_bodies_are_parsed_as_records_are(client, body, words):
     response = client.post("/api/replays", content=body)
     assert response.status_code == 400 and words in response.json()["error"], response.text
+
+
+def test_a_seed_comes_back_as_a_string_and_is_taken_back_as_one(client, app):
+    """A view gives the seed as decimal digits (a JSON number past 2^53 is rounded in JS); a
+    client sending those digits back gets the same deals."""
+    seed = 2 ** 63 - 25
+    as_number = client.post("/api/games", json={"seed": seed}).json()
+    as_text = client.post("/api/games", json={"seed": str(seed)}).json()
+    assert game_of(app, as_number).setup.seed == game_of(app, as_text).setup.seed == seed
+    assert as_number["hand"] == as_text["hand"]
 
 
 def test_bodies_are_parsed_off_the_event_loop(client, monkeypatch):

@@ -213,13 +213,15 @@ class GameStore:
         if type(target) is not int or not 1 <= target <= MAX_TARGET:
             raise GameError(422, f"target must be an int from 1 to {MAX_TARGET}, got {target!r:.40}")
         seed = body.get("seed")
+        if type(seed) is str and seed.isascii() and seed.isdigit() and len(seed) <= 19:
+            seed = int(seed)  # as a view gives it back: a JSON number past 2^53 is rounded in JS
         if seed is None:
             # the deals follow from the seed: one small enough to enumerate would let a player
             # find it from their own hand and a few plays, and then see every hidden hand
             seed = secrets.randbelow(MAX_SEED + 1)
         elif type(seed) is not int or not 0 <= seed <= MAX_SEED:
-            raise GameError(422, f"seed must be null or an int from 0 to {MAX_SEED}, "
-                                 f"got {seed!r:.40}")
+            raise GameError(422, f"seed must be null or an int from 0 to {MAX_SEED} (a number, "
+                                 f"or its decimal digits as a string), got {seed!r:.40}")
         return Setup(seat, chosen["partner"], chosen["left"], chosen["right"], target, seed)
 
     def new_game(self, setup: Setup) -> Game:
