@@ -47,3 +47,17 @@ def test_shared_structures_count_every_reference_and_stop_at_the_limit():
 def test_malformed_pickles_are_refused(data):
     with pytest.raises(PickleExpansionError, match="malformed"):
         expanded_size(data, 1000)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64), st.sampled_from([b"", b"\x80\x02", b"\x80\x02(", b"\x80\x02]q\x00("]))
+def test_any_bytes_are_measured_or_refused_in_words(data, prefix):
+    try:
+        expanded_size(prefix + data, 1000)
+    except PickleExpansionError:
+        pass
+
+
+def test_a_mark_used_as_a_value_is_malformed():
+    with pytest.raises(PickleExpansionError, match="malformed"):
+        expanded_size(b"\x80\x02(a.", 1000)  # MARK, APPEND: no list under the mark
