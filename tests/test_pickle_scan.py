@@ -60,4 +60,4 @@ def test_any_bytes_are_measured_or_refused_in_words(data, prefix):
 
 def test_a_mark_used_as_a_value_is_malformed():
     with pytest.raises(PickleExpansionError, match="malformed"):
-        expanded_size(b"\x80\x02(a.", 1000)  # MARK, APPEND: no list under the mark
+        expanded_size(b"\x80\x02((a.", 1000)  # MARK, MARK, APPEND: a mark where the list is
