@@ -12,6 +12,7 @@ from sevenrocks_env.batched import random_actions
 from sevenrocks_env.batched.state import FIELDS, STATE_BYTES
 from sevenrocks_env.record import game_record, validate
 from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.rules import deal as scalar_deal
 
 
@@ -365,3 +366,28 @@ def test_a_new_match_is_dealt_and_opened_by_its_draw_even_after_a_domino():
         dominoes += sum(record["rounds"][-1]["result"] == "domino"
                         for _, record in venv.pop_finished_records())
     assert dominoes > 20  # the case where the dominoer would otherwise open
+
+
+def test_an_action_past_either_end_is_illegal_even_where_the_end_action_is_legal():
+    """113 is not a knock and -1 is not action 0: out-of-range actions are refused where the
+    nearest in-range action (112, the knock; 0, 0|0 at the west end) is legal."""
+    venv = sevenrocks_v0.vector_env(num_envs=64)
+    venv.reset(seed=4)
+    generator = torch.Generator().manual_seed(4)
+    found = set()
+    for _ in range(400):
+        mask = venv.action_mask
+        for action, wrong in ((KNOCK, KNOCK + 1), (0, -1)):
+            rows = mask[:, action].nonzero().flatten()
+            if len(rows) and wrong not in found:
+                actions = first_legal(venv)
+                actions[rows[0]] = wrong
+                before = snapshot(venv)
+                with pytest.raises(ValueError, match=f"illegal action {wrong} for env {rows[0]}"):
+                    venv.step(actions)
+                assert all(torch.equal(v, getattr(venv.state, k)) for k, v in before.items())
+                found.add(wrong)
+        if len(found) == 2:
+            return
+        venv.step(random_actions(venv.action_mask, generator))
+    raise AssertionError(f"only found {found}")
