@@ -154,6 +154,31 @@ def test_rematch_replays_the_same_deals_from_the_next_seat(client, app):
     assert new.match.history[0].hands == old.match.history[0].hands  # duplicate deals
 
 
+def test_the_bots_sit_where_the_setup_says(app):
+    """``left`` plays right after the human, ``right`` right before (clockwise, R1)."""
+    from sevenrocks_env.rules import next_seat
+    from sevenrocks_env.web.games import Setup
+    for seat in range(4):
+        specs = Setup(seat, "random", "greedy", "heuristic", 250, 1).specs()
+        assert specs[next_seat(seat)] == "greedy"
+        assert specs[next_seat(next_seat(seat))] == "random"
+        assert specs[next(s for s in range(4) if next_seat(s) == seat)] == "heuristic"
+        assert seat not in specs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_after_the_match_nobody_is_to_move(client, app, seed):
+    """Whoever played the last move stays "on turn" in the rules state: the human, in some of
+    these matches, must not then be offered (or allowed) a move."""
+    view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": seed, "target": 30}).json()
+    view = play_out(client, app, view)
+    game = game_of(app, view)
+    assert view["next"] == "over" and not game.human_to_move()
+    response = client.post(f"/api/games/{view['id']}/move", json={"ply": view["ply"],
+                                                                  "action": KNOCK})
+    assert response.status_code in (409, 422) and game.ply == view["ply"]
+
+
 def test_record_mid_match_holds_only_ended_rounds(client, app):
     view = client.post("/api/games", json={"seat": 2, **BOTS, "seed": 5}).json()
     response = client.get(f"/api/games/{view['id']}/record")
