@@ -338,3 +338,27 @@ def test_load_state_dict_rejects_a_finished_match():
     state["matches"][0]["truncated"] = True
     with pytest.raises(ValueError, match=r"matches\[0\] is not a match in progress"):
         SelfPlayEngine(3, seed=1, target=60).load_state_dict(state)
+
+
+def test_a_transition_links_to_its_seats_very_next_decision():
+    """``next_index[k]`` is the next decision of the same seat of the same match (GAE runs
+    along these links), for every transition that has one."""
+    engine = SelfPlayEngine(4, seed=3, target=60)
+    owners = []  # (match, seat) of each transition, in buffer order
+    play = engine._play
+
+    def recording_play(i, action, buffer):
+        owners.append((i, engine.matches[i].turn))
+        return play(i, action, buffer)
+    engine._play = recording_play
+    buffer = RolloutBuffer(4 * 12)
+    torch.manual_seed(0)
+    engine.collect(_SampledModel(), buffer, 12)
+    assert len(owners) == buffer.size
+    linked = 0
+    for k, n in enumerate(buffer.next_index[:buffer.size]):
+        if n >= 0:
+            assert n > k and owners[n] == owners[k], (k, n)
+            assert owners[k] not in owners[k + 1:n]  # the very next one, none skipped
+            linked += 1
+    assert linked > buffer.size // 2
