@@ -153,15 +153,18 @@ def _buffers(engine, model, rollouts: int, num_steps: int, critic=None) -> list[
     return out
 
 
-@pytest.mark.parametrize("use_critic", [False, True])
-def test_agrees_with_reference_loop_over_rules(use_critic):
+@pytest.mark.parametrize("use_critic, rollouts, num_steps", [
+    (False, 6, 5), (True, 6, 5),
+    (False, 1, 60),  # long enough for matches to end inside the rollout, not only in the cut
+])
+def test_agrees_with_reference_loop_over_rules(use_critic, rollouts, num_steps):
     model, critic = LowestActionModel(), (StubCritic() if use_critic else None)
     engine = BatchedSelfPlayEngine(6, seed=3, target=TARGET, max_rounds=MAX_ROUNDS,
                                    points_scale=SCALE, win_reward=WIN)
     reference = Reference(engine.venv.seed, 6, model, critic)
     dones = 0
-    for got in _buffers(engine, model, rollouts=6, num_steps=5, critic=critic):
-        want = reference.collect(5)
+    for got in _buffers(engine, model, rollouts=rollouts, num_steps=num_steps, critic=critic):
+        want = reference.collect(num_steps)
         for name in ("obs", "hands", "masks", "actions", "next_index", "dones"):
             np.testing.assert_array_equal(got[name], want[name], err_msg=name)
         for name in ("values", "rewards", "bootstrap"):
