@@ -285,3 +285,19 @@ def test_rule_based_opponents_play_exactly_what_their_act_would(spec):
                 compared += 1
         engine.venv.step(torch.multinomial(seats.mask.float(), 1, generator=generator).squeeze(1))
     assert compared > 100
+
+
+@pytest.mark.parametrize("engine_class", [BatchedSelfPlayEngine, SelfPlayEngine])
+def test_pool_match_stats_credit_the_learner_team_its_own_win_and_return(engine_class):
+    """A won match (R8): the winner reached the target and the loser did not, so the learner's
+    logged win is 1 exactly when its logged return (points margin + win reward) is positive."""
+    model = PolicyNet([16]).eval()
+    pool = OpponentPool(["random"], model)
+    engine = engine_class(8, seed=5, target=30, max_rounds=100, opponent_fraction=1.0,
+                          opponent_pool=pool)
+    buffer = RolloutBuffer(8 * 40)
+    engine.collect(model, buffer, 40)
+    stats = engine.pop_stats()
+    wins, returns = stats["win_vs_random"], stats["return_vs_random"]
+    assert len(wins) == len(returns) >= 8 and 0 < sum(wins) < len(wins)
+    assert all((win == 1.0) == (ret > 0) for win, ret in zip(wins, returns)), (wins, returns)
