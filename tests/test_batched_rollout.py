@@ -265,9 +265,11 @@ def test_opponents_and_a_ppo_update_on_the_batch():
     assert again.state_dict() == state
 
 
-@pytest.mark.parametrize("spec", ["greedy", "heuristic"])
-def test_rule_based_opponents_play_exactly_what_their_act_would(spec):
-    # the rollout plays greedy and heuristic with their batched twins: same choices as ``act``
+@pytest.mark.parametrize("spec", ["greedy", "heuristic", "ckpt:shipped"])
+def test_batched_opponents_play_exactly_what_their_act_would(spec):
+    # the rollout plays greedy and heuristic with their batched twins and a policy network in
+    # one forward pass (``policy_actions``; a ckpt: opponent plays its most probable action):
+    # the same choices as ``act``
     from training.batched_rollout import _Seats
     pool = OpponentPool([spec], PolicyNet([32]).eval())
     engine = BatchedSelfPlayEngine(32, seed=3, target=250, max_rounds=MAX_ROUNDS,
