@@ -303,3 +303,16 @@ def test_pool_match_stats_credit_the_learner_team_its_own_win_and_return(engine_
     wins, returns = stats["win_vs_random"], stats["return_vs_random"]
     assert len(wins) == len(returns) >= 8 and 0 < sum(wins) < len(wins)
     assert all((win == 1.0) == (ret > 0) for win, ret in zip(wins, returns)), (wins, returns)
+
+
+def test_past_draws_uniformly_among_the_kept_snapshots():
+    """``past`` is any of the last ``max_snapshots`` snapshots, equally likely, not the newest."""
+    model = PolicyNet([8])
+    pool = OpponentPool(["past"], model, max_snapshots=3)
+    for _ in range(5):  # the two oldest are dropped
+        pool.add_snapshot(model)
+    rng = np.random.default_rng(0)
+    drawn = [id(pool(rng)[1]) for _ in range(600)]
+    kept = [id(agent) for agent in pool._past_agents]
+    assert len(kept) == 3 and set(drawn) == set(kept)
+    assert all(150 < drawn.count(k) < 250 for k in kept)
