@@ -138,6 +138,26 @@ def test_evaluation_plays_the_run_s_target_and_round_cap():
     assert rounds == 1.0, rounds
 
 
+def test_evaluation_is_the_arena_s_greedy_policy_and_logs_its_own_side():
+    """The periodic evaluation plays the policy as the arena's ckpt: does (its most probable
+    action, so the same numbers as ``sevenrocks arena``), and logs the policy's side (A) of
+    every (A, B) figure."""
+    from sevenrocks_env.arena import evaluate
+    from sevenrocks_env.policy import PolicyAgent, PolicyNet
+    from training.evaluation import eval_scalars, evaluate_policy
+
+    torch.manual_seed(3)
+    model = PolicyNet([16])
+    results = evaluate_policy(model, ["greedy"], pairs=3, seed=5, target=60, max_rounds=100)
+    direct = evaluate(PolicyAgent(model, deterministic=True), "greedy", 3, seed=5, target=60)
+    got, want = results["greedy"].as_dict(), direct.as_dict()
+    assert (got["win_rate"], got["points_per_round"]) == (want["win_rate"],
+                                                          want["points_per_round"])
+    scalars = eval_scalars(results)
+    assert scalars["eval/points_per_round_vs_greedy"] == got["points_per_round"][0]
+    assert got["points_per_round"][0] != got["points_per_round"][1]
+
+
 def test_two_runs_with_one_seed_give_the_same_weights_bit_for_bit(tmp_path):
     """The default engine (batched) and critic (oracle): a run is a function of its config."""
     weights = []
