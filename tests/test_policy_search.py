@@ -207,12 +207,29 @@ def test_match_horizon_goes_past_the_round_only_when_the_target_is_in_reach(ship
     assert decided.mean() > 0.5
     # the agent asks for the match horizon exactly when a partnership is within reach
     seen = []
-    for reach, horizon in ((0, 3), (60, 1), (60, 3)):
+    for reach, horizon in ((0, 3), (60, 1), (60, 3), (30, 3)):  # 220 = 250 - 30: in reach
         agent = PolicySearchAgent(shipped, samples=1, seed=0, reach=reach, horizon=horizon)
         agent.world_values = lambda decisions: seen.append(decisions[0].rounds) or [
             np.zeros((1, len(legal)))]
         agent.act(encode(match, match.turn), action_mask(match, match.turn))
-    assert seen == [1, 1, 3]
+    assert seen == [1, 1, 3, 3]
+
+
+def test_the_prior_adds_the_policy_s_log_probabilities(shipped):
+    """An action's score is its mean rollout value plus ``prior`` points per nat of the policy's
+    log-probability: the same worlds (same seed) with and without the prior differ by exactly
+    that."""
+    match = random_state(8, 9)
+    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
+    legal = rules.legal_actions(match)
+    assert len(legal) > 1
+    plain = PolicySearchAgent(shipped, samples=4, seed=3, prior=0.0).action_values(obs, mask)
+    with_prior = PolicySearchAgent(shipped, samples=4, seed=3, prior=2.5).action_values(obs, mask)
+    with torch.inference_mode():
+        logits, _ = shipped(torch.from_numpy(obs)[None], torch.from_numpy(mask)[None].bool())
+        log_probs = MaskedCategorical(logits, torch.from_numpy(mask)[None].bool()).log_probs[0]
+    np.testing.assert_allclose(np.subtract(with_prior, plain), 2.5 * log_probs[legal].numpy(),
+                               rtol=1e-4, atol=1e-4)
 
 
 @settings(max_examples=12, deadline=None)
