@@ -105,6 +105,10 @@ def test_the_choice_is_the_best_mean_value_with_ties_to_the_lower_action():
     chosen = batched.choose_many([encode(match, match.turn)], [action_mask(match, match.turn)],
                                  [np.random.default_rng(0)])
     assert chosen == [legal[1]]  # means 2, 3, 3: the tie goes to the lower action
+    # the values themselves are the means (distillation keeps them as the teacher's values)
+    assert batched.action_values_many([encode(match, match.turn)],
+                                      [action_mask(match, match.turn)],
+                                      [np.random.default_rng(0)]) == [[2.0, 3.0, 3.0]]
 
 
 def test_large_batches_are_split_into_groups_of_bounded_size():
