@@ -187,3 +187,27 @@ def test_reply_and_fits_tables_match_the_scoring_rule():
                 assert replies[base * 7 + number, tile] == value, (base, number, tile)
         for numbers in range(128):
             assert fits[numbers, tile] == bool(numbers >> low & 1 or numbers >> high & 1)
+
+
+def test_a_placement_that_reaches_the_target_exactly_wins_the_match():
+    """R8: reaching the target wins, so ``wins_match`` is 1 when the placement's points equal
+    what the team still needs, and 0 when it needs 5 more."""
+    win = FEATURE_NAMES.index("wins_match")
+    checked = 0
+    for seed in range(60):
+        match = random_state(seed, 6 + seed % 20)
+        if match.over or match.awaiting_deal:
+            continue
+        team = rules.team_of(match.turn)
+        for action in [a for a in rules.legal_actions(match) if a != KNOCK]:
+            after = match.clone()
+            rules.apply_action(after, action)
+            gained = after.scores[team] - match.scores[team]
+            if gained <= 0 or after.awaiting_deal or after.over:
+                continue
+            for need, wins in ((gained, 1.0), (gained + 5, 0.0)):
+                match.scores = [0, 0]
+                match.scores[team] = match.target - need
+                assert features_of(match, [action], 3)[0, win] == wins, (seed, action, need)
+            checked += 1
+    assert checked > 20
