@@ -168,6 +168,17 @@ def test_max_rounds_truncates_and_counts_half():
     assert sum(o.truncated for o in outcomes) == result.truncated
 
 
+def test_random_draws_differ_between_the_two_matches_of_a_pair():
+    """``random``'s draw is a hash of (seed, pair, match, move): the two matches of a pair share
+    the deals but not the draws, so random against random plays them differently."""
+    _, records = play_pairs_batched(BatchedRandom(), BatchedRandom(), seed=2, first=0, pairs=10,
+                                    target=60, max_rounds=20, records=True)
+    moves = [[m["action"] for m in record["rounds"][0]["moves"]] for record in records]
+    assert all(records[2 * k]["rounds"][0]["hands"] == records[2 * k + 1]["rounds"][0]["hands"]
+               for k in range(10))
+    assert sum(moves[2 * k] != moves[2 * k + 1] for k in range(10)) >= 9
+
+
 # -- the statistics -------------------------------------------------------------------------------
 
 def test_shipped_beats_greedy_batched():
