@@ -216,18 +216,21 @@ def test_bad_state_pieces_raise_value_error_naming_them(piece, corrupt, message)
     assert engine.state_dict() == before   # nothing changed
 
 
+def _stats_against_random(engine_class, seed, target, max_rounds, steps) -> dict:
+    """The stats of one rollout of 8 matches, every one against the ``random`` opponent."""
+    model = PolicyNet([16]).eval()
+    engine = engine_class(8, seed=seed, target=target, max_rounds=max_rounds,
+                          opponent_fraction=1.0, opponent_pool=OpponentPool(["random"], model))
+    engine.collect(model, RolloutBuffer(8 * steps), steps)
+    return engine.pop_stats()
+
+
 @pytest.mark.parametrize("engine_class", [BatchedSelfPlayEngine, SelfPlayEngine])
 def test_pool_match_stats_count_a_truncated_match_as_half(engine_class):
     """max_rounds=1 and a target out of reach: every match is truncated, no winner; the win
     rate against the opponent is 1/2 a match (as the arena counts it), the tag is the spec made
     a tag name, and the return against it is logged beside the self-play-diluted one."""
-    model = PolicyNet([16]).eval()
-    pool = OpponentPool(["random"], model)
-    engine = engine_class(8, seed=3, target=500, max_rounds=1, opponent_fraction=1.0,
-                          opponent_pool=pool)
-    buffer = RolloutBuffer(8 * 24)
-    engine.collect(model, buffer, 24)
-    stats = engine.pop_stats()
+    stats = _stats_against_random(engine_class, seed=3, target=500, max_rounds=1, steps=24)
     assert stats["truncated"] and all(t == 1.0 for t in stats["truncated"])
     assert stats["win_vs_random"] and set(stats["win_vs_random"]) == {0.5}
     assert len(stats["return_vs_random"]) == len(stats["win_vs_random"])
@@ -293,13 +296,7 @@ def test_batched_opponents_play_exactly_what_their_act_would(spec):
 def test_pool_match_stats_credit_the_learner_team_its_own_win_and_return(engine_class):
     """A won match (R8): the winner reached the target and the loser did not, so the learner's
     logged win is 1 exactly when its logged return (points margin + win reward) is positive."""
-    model = PolicyNet([16]).eval()
-    pool = OpponentPool(["random"], model)
-    engine = engine_class(8, seed=5, target=30, max_rounds=100, opponent_fraction=1.0,
-                          opponent_pool=pool)
-    buffer = RolloutBuffer(8 * 40)
-    engine.collect(model, buffer, 40)
-    stats = engine.pop_stats()
+    stats = _stats_against_random(engine_class, seed=5, target=30, max_rounds=100, steps=40)
     wins, returns = stats["win_vs_random"], stats["return_vs_random"]
     assert len(wins) == len(returns) >= 8 and 0 < sum(wins) < len(wins)
     assert all((win == 1.0) == (ret > 0) for win, ret in zip(wins, returns)), (wins, returns)
