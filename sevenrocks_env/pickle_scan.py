@@ -5,10 +5,12 @@ a tuple of depth 40 whose two items are the same tuple: ``torch.load(weights_onl
 builds it in no time, but hashing it (as a dict key) or printing it visits 2**40 leaves, and a
 dict of tensors referenced 1000 times becomes 1000 copies when a caller deep-copies the
 result.  :func:`expanded_size` runs the pickle's stack machine on sizes instead of objects: each
-object counts itself plus what it holds, a memo reference counts the whole object again.  A
-pickle written by ``torch.save`` of plain dicts, lists and tensors references only strings,
-globals and the occasional shared object again, so its expanded size stays close to its number
-of opcodes; :func:`check_expansion` refuses one past a few times that.
+object counts itself plus what it holds, a memo reference counts the whole object again (and a
+container filled after it was referenced -- a cycle, or shared lists filled top down, whose
+final size the count could not see -- is refused).  A pickle written by ``torch.save`` of plain
+dicts, lists and tensors references only strings, globals and the occasional shared object
+again, so its expanded size stays below its number of opcodes; ``policy_file.read_checkpoint``
+refuses one past twice its bytes.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ class PickleExpansionError(ValueError):
 
 
 class _Node:
-    __slots__ = ("size",)
+    __slots__ = ("size", "shared")
 
     def __init__(self, size: int):
         self.size = size
+        self.shared = False  # referenced again (memo or DUP): its size was counted elsewhere
 
 
 def _pop_to_mark(stack: list) -> list:
@@ -56,12 +59,14 @@ def expanded_size(data: bytes, limit: int) -> tuple[int, int]:
             if name == "MARK":
                 stack.append(_MARK)
             elif name in _GETS:
+                memo[arg].shared = True  # (a memoized mark has no such field: malformed)
                 stack.append(memo[arg])
             elif name in _PUTS:
                 memo[arg] = stack[-1]
             elif name == "MEMOIZE":
                 memo[len(memo)] = stack[-1]
             elif name == "DUP":
+                stack[-1].shared = True
                 stack.append(stack[-1])
             elif name == "STOP":
                 break
@@ -74,6 +79,10 @@ def expanded_size(data: bytes, limit: int) -> tuple[int, int]:
                 size = sum(node.size for node in popped if node is not _MARK)
                 if name in _MUTATORS:  # the container is the deepest item popped, and grows
                     node = popped[-1]
+                    if node.shared:  # torch.save fills a container before it refers to it again
+                        raise PickleExpansionError(
+                            "a container is filled after being referenced (a cycle, or shared "
+                            "lists filled top down: sizes the scan could not count)")
                     node.size = min(size, limit + 1)
                     stack.append(node)
                 else:

@@ -168,6 +168,7 @@ def test_a_key_that_takes_hours_to_hash_is_refused_before_unpickling(tmp_path):
     ("expanded", "tensors hold"),     # one stored float seen as a million (stride 0)
     ("repeated", "tensors hold"),     # one tensor referenced 20 times: a copy makes 20 tensors
     ("many", "would expand"),         # a small tensor referenced 1000 times
+    ("cycle", "filled after being referenced"),  # x = [x]: walking it never ends
 ])
 def test_objects_larger_than_the_file_are_refused(tmp_path, extra, words):
     value: object = []
@@ -176,6 +177,8 @@ def test_objects_larger_than_the_file_are_refused(tmp_path, extra, words):
             value = [value, value]
     elif extra == "expanded":
         value = torch.zeros(1).expand(1000, 1000)
+    elif extra == "cycle":
+        value.append(value)
     elif extra == "repeated":
         value = [torch.zeros(10**5)] * 20
     else:

@@ -61,3 +61,26 @@ def test_any_bytes_are_measured_or_refused_in_words(data, prefix):
 def test_a_mark_used_as_a_value_is_malformed():
     with pytest.raises(PickleExpansionError, match="malformed"):
         expanded_size(b"\x80\x02((a.", 1000)  # MARK, MARK, APPEND: a mark where the list is
+
+
+def _frame(count: int) -> bytes:
+    import struct
+    return struct.pack("<I", count)
+
+
+def test_containers_filled_after_being_referenced_are_refused():
+    """A cycle, and lists filled top down (L_i.extend([L_(i-1)] * 2) after each L_i was
+    referenced): their sizes are not known when they are referenced, so they are refused."""
+    cycle: list = []
+    cycle.append(cycle)
+    with pytest.raises(PickleExpansionError, match="filled after being referenced"):
+        expanded_size(pickle.dumps(cycle, protocol=2), 10**6)
+    n = 40  # 2**40 items once built, ~700 bytes of pickle
+    data = bytearray(b"\x80\x02]r" + _frame(0))                      # junk = []
+    for i in range(1, n + 1):
+        data += b"]r" + _frame(i) + b"a"                               # junk.append(L_i = [])
+    for i in range(n, 1, -1):                                          # L_i.extend([L_i-1] * 2)
+        data += b"j" + _frame(i) + b"(j" + _frame(i - 1) + b"j" + _frame(i - 1) + b"e0"
+    data += b"."
+    with pytest.raises(PickleExpansionError, match="filled after being referenced"):
+        expanded_size(bytes(data), 10**6)
