@@ -33,7 +33,6 @@ import torch
 from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import OBS_SIZE, encode
 from sevenrocks_env.policy import MaskedCategorical
-from sevenrocks_env.record import shown
 from sevenrocks_env.rewards import team0_reward
 from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
@@ -386,16 +385,14 @@ class SelfPlayEngine(MatchSeats):
         check_per_match(state, ("matches", "learner", "opponents"), n)
         matches = []
         for i, values in enumerate(state["matches"]):
+            if isinstance(values, dict):  # the run's target and round limit, as the batched
+                values = dict(values, target=self.target, max_rounds=self.max_rounds)  # engine
             try:
                 match = Match.from_state(values)
             except ValueError as error:
                 raise ValueError(f"engine state: matches[{i}]: {error}") from None
             if match.seed is None or match.turn < 0 or match.over:
                 raise ValueError(f"engine state: matches[{i}] is not a match in progress")
-            if (match.target, match.max_rounds) != (self.target, self.max_rounds):
-                raise ValueError(f"engine state: matches[{i}] plays to {shown(match.target)} "
-                                 f"points in at most {shown(match.max_rounds)} rounds, not the "
-                                 f"run's target {self.target} and max_rounds {self.max_rounds}")
             matches.append(match)
         learner, opponents = check_players(state, n, self.opponent_pool)
         check_counters(state, n)
