@@ -157,8 +157,9 @@ def parse(text: str):
         raise RecordError(f"is not JSON: {name} is not a JSON number")
     values = text.count(",") + text.count("[") + text.count("{")
     if values > MAX_JSON_VALUES:
-        raise RecordError(f"is not a game record: about {values:,} JSON values, at most "
-                          f"{MAX_JSON_VALUES:,} (a 1000-round record has under 600,000)")
+        raise RecordError(f"is not a game record: more than {MAX_JSON_VALUES:,} JSON values "
+                          f"({values:,} ',', '[' and '{{' characters; a 1000-round record has "
+                          "under 600,000)")
     try:
         return json.loads(text, parse_constant=no_constant, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as error:

@@ -358,6 +358,14 @@ def test_an_integer_past_python_s_digit_limit_is_a_400_not_a_500(client):
 def test_bodies_are_parsed_as_records_are(client, body, words):
     response = client.post("/api/replays", content=body)
     assert response.status_code == 400 and words in response.json()["error"], response.text
+    assert "game record" not in response.json()["error"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32-le"])
+def test_bodies_in_any_json_encoding_are_read(client, encoding):
+    """JSON may come as UTF-8 with a BOM, UTF-16 or UTF-32 (json.loads of bytes reads them)."""
+    body = json.dumps({"seed": 12, "target": 30}).encode(encoding)
+    assert client.post("/api/games", content=body).status_code == 201
 
 
 def test_a_seed_comes_back_as_a_string_and_is_taken_back_as_one(client, app):

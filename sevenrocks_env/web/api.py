@@ -21,6 +21,7 @@ in a worker thread (``run_in_threadpool``), so a slow ``search`` bot never stall
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,9 +74,11 @@ async def read_json(request: Request, limit: int = MAX_BODY):
     if not body:
         return None
     try:  # a 4 MB replay body takes tens of milliseconds to parse: off the event loop
-        return await run_in_threadpool(records.parse, body.decode("utf-8"))
+        text = body.decode(json.detect_encoding(body))  # as json.loads(bytes): a BOM, UTF-16
+        return await run_in_threadpool(records.parse, text)
     except ValueError as problem:  # bad UTF-8, bad JSON, NaN, a key twice, too many values
-        raise GameError(400, f"the request body is not valid JSON: {problem}"[:300]) from None
+        reason = str(problem).removeprefix("is not JSON: ").removeprefix("is not a game record: ")
+        raise GameError(400, f"the request body is not valid JSON: {reason}"[:300]) from None
 
 
 def object_body(body, fields: dict) -> dict:
