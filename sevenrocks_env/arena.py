@@ -228,7 +228,8 @@ MAX_BATCH = 1 << 16
 def check_settings(**settings: int) -> None:
     """The settings both arenas share, each an int: ``pairs`` >= 1, ``batch`` in ``[1,
     MAX_BATCH]``, ``seed`` in ``[0, MAX_SEED]`` (a deal seed); ``target`` and ``max_rounds``
-    within the bounds a game record must meet (:mod:`sevenrocks_env.record`). ``ValueError`` names the first bad one."""
+    within the bounds a game record must meet (:mod:`sevenrocks_env.record`).  ``ValueError``
+    names the first bad one."""
     bounds = {"pairs": (1, None), "batch": (1, MAX_BATCH), "seed": (0, MAX_SEED),
               "target": (1, MAX_TARGET), "max_rounds": (1, MAX_ROUNDS)}
     for name, value in settings.items():

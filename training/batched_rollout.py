@@ -42,7 +42,7 @@ from sevenrocks_env.tiles import KNOCK, NUM_SEATS, NUM_TILES
 from .critic import HANDS_SIZE
 from .opponents import batch_actions, restore_generators, save_generators
 from .engine_state import check_batch, check_counters, check_keys, check_per_match, check_players, \
-    check_rng
+    check_rng, is_torch_state
 from .rollout import MatchSeats, RolloutBuffer
 
 _BITS = torch.arange(NUM_TILES)
@@ -358,11 +358,8 @@ def _check_state(engine: BatchedSelfPlayEngine, state) -> dict:
             and all(type(b) is int and 0 <= b < 256 for b in gen)):
         raise ValueError(f"engine state: generator must be {size} bytes (a torch.Generator state)")
     generator = torch.tensor(gen, dtype=torch.uint8)
-    try:
-        torch.Generator().set_state(generator)
-    except RuntimeError as error:
-        raise ValueError(f"engine state: generator is not a torch.Generator state ({error})") \
-            from None
+    if not is_torch_state(generator):
+        raise ValueError("engine state: generator is not a torch.Generator state")
     if not (type(state["deal_seed"]) is int and 0 <= state["deal_seed"] < 2 ** 63):
         raise ValueError("engine state: deal_seed must be an int in [0, 2**63)")
     matches = check_batch(state["matches"], n, engine.target, engine.max_rounds)

@@ -30,12 +30,32 @@ def check_keys(state, keys: set) -> None:
                          f"got {got!s:.200}")
 
 
+def accepts(setter, state) -> bool:
+    """Whether a scratch generator's ``setter`` takes ``state`` (a state of the right shape can
+    still be one the generator refuses, e.g. all zeros)."""
+    try:
+        setter(state)
+    except (TypeError, ValueError, KeyError, RuntimeError, OverflowError):
+        return False
+    return True
+
+
+def is_numpy_state(state) -> bool:
+    """A state numpy's default generator (PCG64) takes; it checks the state itself."""
+    return accepts(lambda value: setattr(np.random.default_rng().bit_generator, "state", value),
+                   state)
+
+
+def is_torch_state(state: torch.Tensor) -> bool:
+    """A ``uint8`` tensor a ``torch.Generator`` takes as its state."""
+    return (isinstance(state, torch.Tensor) and state.dtype == torch.uint8
+            and accepts(torch.Generator().set_state, state))
+
+
 def check_rng(value) -> None:
     """``value`` must be a numpy PCG64 bit-generator state."""
-    try:
-        np.random.default_rng().bit_generator.state = value
-    except (TypeError, ValueError, KeyError, OverflowError) as error:
-        raise ValueError(f"engine state: rng is not a PCG64 state ({error})") from None
+    if not is_numpy_state(value):
+        raise ValueError("engine state: rng is not a PCG64 state")
 
 
 def check_per_match(state: dict, keys, n: int) -> None:

@@ -18,6 +18,7 @@ from sevenrocks_env.policy import CheckpointError, expected_shapes
 from sevenrocks_env.record import shown
 
 from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict
+from .engine_state import accepts, is_numpy_state, is_torch_state
 
 #: torch's CPU generator state (``torch.get_rng_state()``) is this many bytes.
 TORCH_RNG_BYTES = torch.get_rng_state().numel()
@@ -49,7 +50,7 @@ def check_rng(state, path) -> None:
             and isinstance(python[1], list) and len(python[1]) == 625
             and all(type(v) is int and 0 <= v < 2 ** 32 for v in python[1])
             and (python[2] is None or type(python[2]) is float)
-            and _takes(random.Random().setstate, (python[0], tuple(python[1]), python[2]))):
+            and accepts(random.Random().setstate, (python[0], tuple(python[1]), python[2]))):
         raise _bad(path, "rng", "python: not a Mersenne Twister state")
     numpy = state["numpy"]
     if not (isinstance(numpy, list) and len(numpy) == 5 and numpy[0] == "MT19937"
@@ -80,26 +81,9 @@ def check_weights(weights, shapes: dict, path, piece: str) -> None:
             raise _bad(path, piece, f"{key} must be dense, finite float32 {shape}")
 
 
-def _takes(setter, state) -> bool:
-    """Whether a scratch generator's ``setter`` accepts ``state`` (a state of the right shape
-    can still be one the generator refuses, e.g. all zeros)."""
-    try:
-        setter(state)
-    except (TypeError, ValueError, KeyError, RuntimeError, OverflowError):
-        return False
-    return True
-
-
 def _is_torch_rng(state) -> bool:
-    return (isinstance(state, torch.Tensor) and state.dtype == torch.uint8
-            and tuple(state.shape) == (TORCH_RNG_BYTES,)
-            and _takes(torch.Generator().set_state, state))
-
-
-def _is_numpy_rng(state) -> bool:
-    """A state numpy's default generator (PCG64) takes; it checks the state itself."""
-    return _takes(lambda value: setattr(np.random.default_rng().bit_generator, "state", value),
-                  state)
+    return (isinstance(state, torch.Tensor) and tuple(state.shape) == (TORCH_RNG_BYTES,)
+            and is_torch_state(state))
 
 
 def check_pool(pool, cfg: TrainConfig, path) -> None:
@@ -135,7 +119,7 @@ def check_pool(pool, cfg: TrainConfig, path) -> None:
         if not (isinstance(name, str) and len(name) <= 4096 and isinstance(states, dict)
                 and set(states) <= {"torch", "numpy"}
                 and ("torch" not in states or _is_torch_rng(states["torch"]))
-                and ("numpy" not in states or _is_numpy_rng(states["numpy"]))):
+                and ("numpy" not in states or is_numpy_state(states["numpy"]))):
             raise _bad(path, "pool", f"fixed[{shown(name)}] must map 'torch'/'numpy' to "
                                      "generator states")
 
