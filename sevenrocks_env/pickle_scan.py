@@ -92,8 +92,8 @@ def expanded_size(data: bytes, limit: int) -> tuple[int, int]:
                     raise PickleExpansionError(
                         f"one object would expand to more than {limit:,} items (a small pickle "
                         "referencing the same objects over and over)")
+    except PickleExpansionError:
+        raise
     except (ValueError, KeyError, IndexError, AttributeError) as error:  # a mark used as a value
-        if isinstance(error, PickleExpansionError):
-            raise
         raise PickleExpansionError(f"malformed pickle: {type(error).__name__}") from None
     return count, (stack[-1].size if stack and stack[-1] is not _MARK else 0)

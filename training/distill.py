@@ -197,9 +197,9 @@ def _check_declared_shapes(path) -> None:
                     shape, _, dtype = read(member)
                     size = (member.tell(), archive.getinfo(name).file_size)
                 declared[name[:-len(".npy")]] = (shape, dtype, size)
+    except LabelsError:
+        raise
     except (OSError, ValueError, zipfile.BadZipFile) as error:
-        if isinstance(error, LabelsError):
-            raise
         raise LabelsError(f"{path}: not a labels file ({str(error)[:200]})") from None
     for key, (shape, dtype, (header, stored)) in declared.items():
         if key == "teacher":
@@ -208,18 +208,16 @@ def _check_declared_shapes(path) -> None:
                 raise LabelsError(f"{path}: 'teacher' declares {str(dtype)[:20]} "
                                   f"{str(shape)[:60]}: not a text of at most "
                                   f"{_MAX_TEACHER_CHARS} characters")
-            continue
-        # the exact dtype and a label count within bounds, from the header: a float64
-        # observation of 2 M labels would be read whole (3.8 GB) before any check of its data
-        words, dtype_ok = _LABEL_DTYPES[key]
-        ok = (dtype_ok(dtype) and dtype.itemsize <= 8 and len(shape) >= 1
-              and 0 < shape[0] <= MAX_LABELS and tuple(shape[1:]) == _LABEL_ARRAYS[key])
-        if not ok:
-            raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} {str(shape)[:60]}: "
-                              f"not {words} of shape (N, "
-                              f"{', '.join(map(str, _LABEL_ARRAYS[key]))}) with N in "
-                              f"1..{MAX_LABELS}".replace(", )", ")"))
-    for key, (shape, dtype, (header, stored)) in declared.items():
+        else:
+            # the exact dtype and a label count within bounds, from the header: a float64
+            # observation of 2 M labels would be read whole (3.8 GB) before any check of its data
+            words, dtype_ok = _LABEL_DTYPES[key]
+            if not (dtype_ok(dtype) and dtype.itemsize <= 8 and len(shape) >= 1
+                    and 0 < shape[0] <= MAX_LABELS and tuple(shape[1:]) == _LABEL_ARRAYS[key]):
+                raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} "
+                                  f"{str(shape)[:60]}: not {words} of shape (N, "
+                                  f"{', '.join(map(str, _LABEL_ARRAYS[key]))}) with N in "
+                                  f"1..{MAX_LABELS}".replace(", )", ")"))
         # a compressed member inflates to what its zip entry declares: exactly its array
         if stored != header + int(np.prod(shape)) * dtype.itemsize:
             raise LabelsError(f"{path}: '{key}' stores {stored:,} bytes, not the {shape} "

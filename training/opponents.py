@@ -189,7 +189,8 @@ class OpponentPool:
             count = len(self._past_agents)
             # -1: written before dropped snapshots were saved; the newest stands in
             if not (re.fullmatch(r"-?[0-9]{1,5}", index) and -1 <= int(index) < count):
-                raise ValueError(f"opponent key {shown(key)}: no such snapshot (the pool has {count})")
+                raise ValueError(f"opponent key {shown(key)}: no such snapshot (the pool has "
+                                 f"{count})")
             return name, self._past_agents[int(index)]
         if name not in self._fixed:
             try:
