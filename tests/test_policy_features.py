@@ -211,3 +211,26 @@ def test_a_placement_that_reaches_the_target_exactly_wins_the_match():
                 assert features_of(match, [action], 3)[0, win] == wins, (seed, action, need)
             checked += 1
     assert checked > 20
+
+
+def test_the_left_opponent_can_win_when_its_best_reply_reaches_their_target_exactly():
+    """R8 for the other team: ``left_can_win`` is 1 when the left opponent's best reply (feature
+    17, from the rules engine here) equals what its team still needs, and 0 when it needs 5 more."""
+    can_win = FEATURE_NAMES.index("left_can_win")
+    checked = 0
+    for seed in range(60):
+        match = random_state(seed, 6 + seed % 20)
+        if match.over or match.awaiting_deal:
+            continue
+        theirs = 1 - rules.team_of(match.turn)
+        for action in [a for a in rules.legal_actions(match) if a != KNOCK]:
+            view = decode(encode(match, match.turn))
+            left_best = round(reference_features(view, action, 3)[17] * 35)
+            if left_best <= 0:
+                continue
+            for need, wins in ((left_best, 1.0), (left_best + 5, 0.0)):
+                match.scores = [0, 0]
+                match.scores[theirs] = match.target - need
+                assert features_of(match, [action], 3)[0, can_win] == wins, (seed, action, need)
+            checked += 1
+    assert checked > 20
