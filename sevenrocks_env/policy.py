@@ -39,7 +39,7 @@ from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTE
                           MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH, SHIPPED, CheckpointError,
                           check_model_config, read_checkpoint, resolve_path, shipped_path)
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, PlacementScorer, layer_init, \
-    scorer_shapes
+    loading_weights, scorer_shapes
 from .tiles import KNOCK, NUM_ACTIONS
 
 NO_VALUE_HEAD = ("this policy has no value head: it was trained with the oracle critic, whose "
@@ -277,7 +277,8 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
                                   f"float32 {shape}")
         if not torch.isfinite(tensor).all():
             raise CheckpointError(f"{path}: non-finite weights in {key}")
-    model = PolicyNet(hidden, action_features=features, **scorer)
+    with loading_weights():  # every weight is overwritten below
+        model = PolicyNet(hidden, action_features=features, **scorer)
     if not value_head:
         model.value_head = MissingValueHead()
     model.load_state_dict(weights)

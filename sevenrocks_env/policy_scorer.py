@@ -19,6 +19,9 @@ cost grows with the number of legal placements, not with the 112 possible ones.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 import torch
 from torch import nn
@@ -33,11 +36,27 @@ MAX_LAYERS = 4
 MAX_WIDTH = 1024
 
 
+_LOADING_WEIGHTS = contextvars.ContextVar("sevenrocks_loading_weights", default=False)
+
+
+@contextlib.contextmanager
+def loading_weights():
+    """Build networks whose every weight is loaded next: :func:`layer_init` leaves layers as
+    ``nn.Linear`` made them.  Orthogonal initialisation is a QR decomposition per layer, about
+    85 s on this machine for the widest trunk a checkpoint may declare, all of it overwritten."""
+    token = _LOADING_WEIGHTS.set(True)
+    try:
+        yield
+    finally:
+        _LOADING_WEIGHTS.reset(token)
+
+
 def layer_init(layer: nn.Linear, gain: float) -> nn.Linear:
     """Orthogonal weights, zero bias (CleanRL's ``layer_init``; :mod:`sevenrocks_env.policy`
-    uses it too)."""
-    nn.init.orthogonal_(layer.weight, gain)
-    nn.init.constant_(layer.bias, 0.0)
+    uses it too); nothing inside :func:`loading_weights`."""
+    if not _LOADING_WEIGHTS.get():
+        nn.init.orthogonal_(layer.weight, gain)
+        nn.init.constant_(layer.bias, 0.0)
     return layer
 
 

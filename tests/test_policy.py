@@ -338,3 +338,24 @@ def test_a_training_checkpoint_with_a_full_pool_still_loads(tmp_path):
     with zipfile.ZipFile(path) as archive:
         assert len(archive.infolist()) > 10_000
     assert read_checkpoint(path)["pool"]
+
+
+def test_loading_a_policy_skips_the_initialisation_its_weights_overwrite(monkeypatch):
+    """``build_model`` loads every weight, so it builds the network inside ``loading_weights``
+    (no orthogonal QR per layer); a network built for training is still initialised."""
+    from torch import nn
+    from sevenrocks_env.policy import build_model
+
+    data = read_checkpoint("shipped")
+    calls = []
+    real = nn.init.orthogonal_
+    monkeypatch.setattr(nn.init, "orthogonal_", lambda *a, **k: calls.append(1) or real(*a, **k))
+    model = build_model(data)
+    assert not calls
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, data["model"][key]), key
+    fresh = PolicyNet([64, 32])
+    assert calls
+    weight = fresh.trunk[2].weight                                   # [32, 64]: orthonormal rows
+    assert torch.allclose(weight @ weight.T, 2.0 * torch.eye(32), atol=1e-4)
+    assert not fresh.trunk[2].bias.any()
