@@ -165,9 +165,12 @@ def test_modules_build_without_deprecation_notices(rllib_ppo):
         assert drop.filter(record) is kept
 
 
-def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path):
+def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path, monkeypatch):
     import ray
+    import ray.tune.trainable.trainable as trainable
 
+    # an Algorithm built outside Tune makes a log folder under ~/ray_results: keep it in tmp_path
+    monkeypatch.setattr(trainable, "DEFAULT_STORAGE_PATH", str(tmp_path / "ray_results"))
     ray.init(num_cpus=1, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
         config = rllib_ppo.build_config(hidden_sizes=(32,), num_env_runners=1, train_batch_size=400,
