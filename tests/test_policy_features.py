@@ -189,48 +189,40 @@ def test_reply_and_fits_tables_match_the_scoring_rule():
             assert fits[numbers, tile] == bool(numbers >> low & 1 or numbers >> high & 1)
 
 
-def test_a_placement_that_reaches_the_target_exactly_wins_the_match():
-    """R8: reaching the target wins, so ``wins_match`` is 1 when the placement's points equal
-    what the team still needs, and 0 when it needs 5 more."""
-    win = FEATURE_NAMES.index("wins_match")
+def placement_points_of(match: rules.Match, action: int) -> int:
+    """What ``action`` scores for the seat on turn (0 where it also ends the round or match)."""
+    after = match.clone()
+    rules.apply_action(after, action)
+    gained = after.scores[rules.team_of(match.turn)] - match.scores[rules.team_of(match.turn)]
+    return 0 if after.awaiting_deal or after.over else gained
+
+
+def left_best_reply_of(match: rules.Match, action: int) -> int:
+    """Feature 17 in points, from the rules engine (:func:`reference_features`)."""
+    return round(reference_features(decode(encode(match, match.turn)), action, 3)[17] * 35)
+
+
+@pytest.mark.parametrize("feature, points_of, team", [
+    ("wins_match", placement_points_of, "ours"),       # our placement reaches our target
+    ("left_can_win", left_best_reply_of, "theirs"),    # the left opponent's best reply, theirs
+])
+def test_reaching_the_target_exactly_wins_the_match(feature, points_of, team):
+    """R8: reaching the target wins, so the feature is 1 when the points equal what that team
+    still needs, and 0 when it needs 5 more."""
+    index = FEATURE_NAMES.index(feature)
     checked = 0
     for seed in range(60):
         match = random_state(seed, 6 + seed % 20)
         if match.over or match.awaiting_deal:
             continue
-        team = rules.team_of(match.turn)
+        needing = rules.team_of(match.turn) ^ (team == "theirs")
         for action in [a for a in rules.legal_actions(match) if a != KNOCK]:
-            after = match.clone()
-            rules.apply_action(after, action)
-            gained = after.scores[team] - match.scores[team]
-            if gained <= 0 or after.awaiting_deal or after.over:
+            points = points_of(match, action)
+            if points <= 0:
                 continue
-            for need, wins in ((gained, 1.0), (gained + 5, 0.0)):
+            for need, wins in ((points, 1.0), (points + 5, 0.0)):
                 match.scores = [0, 0]
-                match.scores[team] = match.target - need
-                assert features_of(match, [action], 3)[0, win] == wins, (seed, action, need)
-            checked += 1
-    assert checked > 20
-
-
-def test_the_left_opponent_can_win_when_its_best_reply_reaches_their_target_exactly():
-    """R8 for the other team: ``left_can_win`` is 1 when the left opponent's best reply (feature
-    17, from the rules engine here) equals what its team still needs, and 0 when it needs 5 more."""
-    can_win = FEATURE_NAMES.index("left_can_win")
-    checked = 0
-    for seed in range(60):
-        match = random_state(seed, 6 + seed % 20)
-        if match.over or match.awaiting_deal:
-            continue
-        theirs = 1 - rules.team_of(match.turn)
-        for action in [a for a in rules.legal_actions(match) if a != KNOCK]:
-            view = decode(encode(match, match.turn))
-            left_best = round(reference_features(view, action, 3)[17] * 35)
-            if left_best <= 0:
-                continue
-            for need, wins in ((left_best, 1.0), (left_best + 5, 0.0)):
-                match.scores = [0, 0]
-                match.scores[theirs] = match.target - need
-                assert features_of(match, [action], 3)[0, can_win] == wins, (seed, action, need)
+                match.scores[needing] = match.target - need
+                assert features_of(match, [action], 3)[0, index] == wins, (seed, action, need)
             checked += 1
     assert checked > 20
