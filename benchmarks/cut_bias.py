@@ -41,7 +41,8 @@ from sevenrocks_env.rewards import team0_reward  # noqa: E402
 from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of  # noqa: E402
 from sevenrocks_env.tiles import NUM_ACTIONS  # noqa: E402
 from training.critic import OracleCritic, hidden_hands  # noqa: E402
-from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
+from training.rollout import SelfPlayEngine  # noqa: E402
+from training.seats import RolloutBuffer  # noqa: E402
 
 GROUPS = ("own turn, real choice", "own turn, forced", "left opponent", "partner",
           "right opponent")

@@ -28,7 +28,8 @@ from training.config import load_config  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
-from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
+from training.rollout import SelfPlayEngine  # noqa: E402
+from training.seats import RolloutBuffer  # noqa: E402
 from training.train import build_networks, rollout_batch  # noqa: E402
 
 

@@ -26,7 +26,8 @@ from training.config import TrainConfig  # noqa: E402
 from training.critic import OracleCritic, hidden_hands  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
-from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
+from training.rollout import SelfPlayEngine  # noqa: E402
+from training.seats import RolloutBuffer  # noqa: E402
 
 from test_rollout import LowestActionModel, StubCritic  # noqa: E402
 

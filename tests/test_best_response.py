@@ -25,7 +25,7 @@ from training import opponents  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
 from training.opponents import OpponentPool, policy_actions  # noqa: E402
 from training.checkpoint import policy_entries  # noqa: E402
-from training.rollout import RolloutBuffer  # noqa: E402
+from training.seats import RolloutBuffer  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import best_response  # noqa: E402

@@ -23,7 +23,8 @@ from sevenrocks_env.tiles import EAST, KNOCK, NUM_ACTIONS, WEST, parse_tile  # n
 from sevenrocks_env.policy import PolicyNet  # noqa: E402
 from training.critic import HANDS_SIZE, hidden_hands  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
-from training.rollout import RolloutBuffer, SelfPlayEngine  # noqa: E402
+from training.rollout import SelfPlayEngine  # noqa: E402
+from training.seats import RolloutBuffer  # noqa: E402
 
 POINTS_SCALE, WIN_REWARD = 0.01, 1.0
 

@@ -43,7 +43,7 @@ from .critic import HANDS_SIZE
 from .opponents import batch_actions, restore_generators, save_generators
 from .engine_state import check_batch, check_counters, check_keys, check_per_match, check_players, \
     check_rng, is_torch_state
-from .rollout import MatchSeats, RolloutBuffer
+from .seats import MatchSeats, RolloutBuffer
 
 _BITS = torch.arange(NUM_TILES)
 _RELATIVE = torch.arange(1, NUM_SEATS)

@@ -1,7 +1,7 @@
 """PPO's two computations: GAE over per-seat trajectories and the clipped-objective update.
 
 Read top to bottom like CleanRL's ``ppo.py``; the only difference is that a transition's successor
-is ``next_index`` (the same seat's next decision, see :mod:`training.rollout`) instead of the
+is ``next_index`` (the same seat's next decision, see :mod:`training.seats`) instead of the
 next row of a ``[steps, envs]`` array.
 """
 

@@ -11,7 +11,7 @@ the current update, writes a resumable checkpoint and exits (status 130); a seco
 at once.
 
 One shared policy plays every learner seat; each seat learns from its own trajectory with its
-team's reward (:mod:`training.rollout`).  Logs go to ``runs/<run>/`` (TensorBoard, CleanRL tag
+team's reward (:mod:`training.seats`).  Logs go to ``runs/<run>/`` (TensorBoard, CleanRL tag
 names), checkpoints to ``checkpoints/<run>/``.  At the end the new policy plays the baselines in
 the arena and the table is printed.
 """
@@ -39,7 +39,8 @@ from .opponents import PAST, OpponentPool
 from .ppo import compute_gae, ppo_update
 from .resume import check_resume, load_engine, optimizer_state, resumed_config
 from .batched_rollout import BatchedSelfPlayEngine
-from .rollout import RolloutBuffer, SelfPlayEngine
+from .rollout import SelfPlayEngine
+from .seats import RolloutBuffer
 
 
 class _Interrupt:
