@@ -1,5 +1,6 @@
 """Baseline agents: legality, greedy's choice (R5 examples), search's information set, specs."""
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -229,3 +230,20 @@ def test_world_with_the_true_hidden_hands_plays_like_the_match(seed, moves):
         assert rules.legal_actions(world) == legal
         action = legal[int(rng.integers(len(legal)))]
         assert rules.apply_action(world, action) == rules.apply_action(match, action)
+
+
+@pytest.mark.parametrize("seat, extra", [(1, 1), (2, 1), (3, 1), (3, 2), (1, -1)])
+def test_hand_sampler_refuses_counts_that_do_not_add_up_to_the_unseen_tiles(seat, extra):
+    """R1: no stock, so the three hidden hands hold exactly the unseen tiles.  A view (a decoded,
+    tampered observation) whose tile counts disagree is refused, not sampled with a hand short."""
+    match = random_state(3, 18)
+    view = view_of(match, match.turn)
+    unseen = view.unseen.bit_count()
+    assert sum(view.tile_counts[1:]) == unseen
+    HandSampler(view)  # the true counts are accepted
+    counts = list(view.tile_counts)
+    counts[seat] += extra
+    bad = dataclasses.replace(view, tile_counts=tuple(counts))
+    with pytest.raises(ValueError, match=f"{unseen} unseen tiles but the other seats hold "
+                                         f"{unseen + extra}"):
+        HandSampler(bad)
