@@ -7,7 +7,7 @@ import numpy as np
 from sevenrocks_env import rules
 from sevenrocks_env.agents.belief import excluded_tiles
 from sevenrocks_env.observation import action_mask, encode
-from sevenrocks_env.tiles import tiles_of
+from sevenrocks_env.tiles import EAST, WEST, encode_action, mask_of, parse_tile, tiles_of
 
 
 def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
@@ -20,6 +20,33 @@ def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
             break
         legal = rules.legal_actions(match)
         rules.apply_action(match, legal[int(rng.integers(len(legal)))])
+    return match
+
+
+def hand(*names: str) -> int:
+    """A hand as a tile set, from tile names (``"0|1"``)."""
+    return mask_of(parse_tile(n) for n in names)
+
+
+def opponent_wins_next_position(scores=(0, 245), opener: int = 0) -> rules.Match:
+    """Seat 0 (team 0) to open; whatever it opens with, seat 1 (team 1) then has exactly one
+    legal move.  After 0|1 that move is 1|5 east: ends 0 and 5, end sum 5 (R5), so team 1
+    reaches 250 and wins (R8) on seat 1's move."""
+    hands = [
+        hand("0|1", "0|0", "0|2", "0|3", "0|4", "0|5", "0|6"),
+        hand("1|5", "2|2", "2|3", "2|4", "2|5", "2|6", "3|3"),
+        hand("1|1", "1|2", "1|3", "1|4", "1|6", "3|4", "3|5"),
+        hand("3|6", "4|4", "4|5", "4|6", "5|5", "5|6", "6|6"),
+    ]
+    return rules.Match.from_deal(hands, opener=opener, scores=scores, seed=7)
+
+
+def won_at_exactly_the_target() -> rules.Match:
+    """:func:`opponent_wins_next_position` played out: team 1 wins at exactly 250 (R8)."""
+    match = opponent_wins_next_position()
+    rules.apply_action(match, encode_action(parse_tile("0|1"), WEST))
+    rules.apply_action(match, encode_action(parse_tile("1|5"), EAST))
+    assert match.winner == 1 and match.scores == [0, 250]
     return match
 
 

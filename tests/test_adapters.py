@@ -21,22 +21,7 @@ from sevenrocks_env.rules import Match, deal, legal_actions
 from sevenrocks_env.single_agent import SingleAgentEnv
 from sevenrocks_env.tiles import WEST, encode_action, mask_of, parse_tile
 
-
-def hand(*names):
-    return mask_of(parse_tile(n) for n in names)
-
-
-def opponent_wins_next_position(scores=(0, 245)):
-    """Seat 0 (learner, team 0) to open; whatever it opens with, seat 1 (team 1) then has
-    exactly one legal move.  After 0|1 that move is 1|5 east: ends 0 and 5, end sum 5 (R5), so
-    team 1 reaches 250 and wins (R8) on seat 1's move, not the learner's."""
-    hands = [
-        hand("0|1", "0|0", "0|2", "0|3", "0|4", "0|5", "0|6"),
-        hand("1|5", "2|2", "2|3", "2|4", "2|5", "2|6", "3|3"),
-        hand("1|1", "1|2", "1|3", "1|4", "1|6", "3|4", "3|5"),
-        hand("3|6", "4|4", "4|5", "4|6", "5|5", "5|6", "6|6"),
-    ]
-    return Match.from_deal(hands, opener=0, scores=scores, seed=7)
+from positions import opponent_wins_next_position
 
 
 OPEN_0_1 = encode_action(parse_tile("0|1"), WEST)
@@ -95,6 +80,8 @@ def test_final_reward_reaches_learner_when_opponent_ends_the_match(partner):
     assert reward == -1.0
     assert info["won"] is False and info["scores"] == (0, 250)
     assert not obs["action_mask"].any()
+    # the last observation is the learner's own, though seat 1 moved last
+    assert np.array_equal(obs["observation"], env.aec_env.observe("player_0")["observation"])
     with pytest.raises(RuntimeError, match="reset"):
         env.step(OPEN_0_1)
 
@@ -113,6 +100,39 @@ def test_learners_own_winning_move_returns_the_win_at_once():
     _, reward, terminated, truncated, info = env.step(encode_action(parse_tile("0|5"), WEST))
     assert (reward, terminated, truncated, info["won"]) == (1.0, True, False, True)
     assert env.match.scores == [250, 0]
+
+
+def test_info_scores_put_the_learners_team_first():
+    env = SingleAgentEnv(opponents="random", seat=1)
+    _, info = env.reset(options={"match": opponent_wins_next_position((10, 240), opener=1)})
+    assert info["seat"] == 1 and info["scores"] == (240, 10)
+
+
+class SeatRecorder:
+    """Plays the first legal action and remembers the seats it was asked to play."""
+
+    def __init__(self, name: str):
+        self.name, self.env, self.seats = name, None, set()
+
+    def seed(self, seed):
+        pass
+
+    def act(self, observation, action_mask):
+        self.seats.add(self.env.match.turn)
+        return int(np.flatnonzero(action_mask)[0])
+
+
+def test_opponents_sit_left_and_right_as_given():
+    left, right = SeatRecorder("left"), SeatRecorder("right")
+    env = SingleAgentEnv(opponents=(left, right), seat=0, partner="self")
+    left.env = right.env = env
+    for seed in range(3):
+        env.reset(seed=seed)
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+            done = terminated or truncated
+    assert left.seats == {1} and right.seats == {3}  # left: seat + 1, right: seat + 3
 
 
 def test_options_match_is_validated_and_not_mutated():
