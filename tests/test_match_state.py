@@ -6,6 +6,8 @@ from hypothesis import given, settings, strategies as st
 from sevenrocks_env.observation import encode
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 
+from positions import won_at_exactly_the_target
+
 
 def play(match, rng_values):
     for value in rng_values:
@@ -188,4 +190,17 @@ def test_a_round_that_should_have_ended_is_refused(kind, words):
     """Loaded into an env, such a round would never end: every seat could only knock."""
     state = _just_after_the_round_ending_move(kind).to_state()
     with pytest.raises(ValueError, match=words):
+        Match.from_state(state)
+
+
+def test_a_match_won_at_exactly_the_target_round_trips():
+    """R8: reaching the target exactly wins, so a winner at exactly 250 is a valid state."""
+    match = won_at_exactly_the_target()
+    assert Match.from_state(match.to_state()).to_state() == match.to_state()
+
+
+def test_a_turn_below_minus_one_is_refused():
+    state = Match.new(7, keep_history=False).to_state()
+    state["turn"] = -2
+    with pytest.raises(ValueError, match="match state: turn"):
         Match.from_state(state)
