@@ -7,7 +7,7 @@ import pytest
 
 from sevenrocks_env import arena, rules
 from sevenrocks_env.agents import GreedyAgent, RandomAgent
-from sevenrocks_env.ratings import bradley_terry, wilson_interval
+from sevenrocks_env.ratings import ELO, bradley_terry, wilson_interval
 
 
 def test_wilson_interval_known_cases():
@@ -17,6 +17,15 @@ def test_wilson_interval_known_cases():
     assert lo == 0.0 and hi == pytest.approx(0.27753, abs=1e-4)
     lo, hi = wilson_interval(0.8, 25)   # 20/25 -> [0.6087, 0.9114]
     assert lo == pytest.approx(0.6087, abs=1e-3) and hi == pytest.approx(0.9114, abs=1e-3)
+    assert wilson_interval(0.5, 0) == (0.0, 1.0)  # no trials: nothing is known
+
+
+def test_bradley_terry_stderr_is_the_inverse_fisher_information_in_elo_points():
+    """Two agents, 3 even pairs plus the prior's drawn pair: p = 1/2, the information of the
+    rating difference is 4 * 1/4 = 1, so each centred rating has variance 1/4: stderr ELO / 2."""
+    out = bradley_terry(["a", "b"], {(0, 1): (1.5, 3)})
+    assert [r["rating"] for r in out] == pytest.approx([0.0, 0.0], abs=1e-9)
+    assert [r["stderr"] for r in out] == pytest.approx([ELO / 2, ELO / 2])
 
 
 def test_bradley_terry_orders_and_centres():
@@ -195,6 +204,25 @@ def test_short_names_are_short_recognisable_and_unique():
     shorts = short_names(long)
     assert len(set(shorts)) == 3 and all(len(s) <= MAX_NAME for s in shorts)
     assert all(s.startswith("search:") for s in shorts)
+    assert short_name("x" * MAX_NAME) == "x" * MAX_NAME  # exactly the width: kept whole
+    assert short_name("abcdefghijklmnopqrstuvwxyz", 20) == "abcdefghi...stuvwxyz"  # cut inside
+
+
+def test_round_robin_table_mirrors_cells_and_sorts_ratings():
+    from types import SimpleNamespace
+
+    from sevenrocks_env.arena_report import round_robin_table
+    game = SimpleNamespace(agent_a="alpha", agent_b="beta", win_rate=0.75, ci95=(0.6, 0.9))
+    result = SimpleNamespace(agents=["alpha", "beta"], games=[game], specs=["alpha", "beta"],
+                             ratings=[{"agent": "beta", "rating": -50.0, "stderr": 1.0},
+                                      {"agent": "alpha", "rating": 50.0, "stderr": 1.0}])
+    lines = round_robin_table(result).splitlines()
+    row_a = next(line for line in lines if line.startswith("alpha"))
+    row_b = next(line for line in lines if line.startswith("beta"))
+    assert "0.750 [0.600,0.900]" in row_a
+    assert "0.250 [0.100,0.400]" in row_b  # beta against alpha: 1 - 0.75, [1 - hi, 1 - lo]
+    rated = [line.split()[0] for line in lines if "+-" in line and line.startswith("  ")]
+    assert rated == ["alpha", "beta"]  # highest rating first
 
 
 def test_round_robin_headers_never_run_together():
