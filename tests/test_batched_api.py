@@ -391,3 +391,19 @@ def test_an_action_past_either_end_is_illegal_even_where_the_end_action_is_legal
             return
         venv.step(random_actions(venv.action_mask, generator))
     raise AssertionError(f"only found {found}")
+
+
+def test_a_history_with_finished_rounds_replays_to_its_state():
+    """R7: each seat's deduction comes off its own team (seats 0, 2: team 0; 1, 3: team 1), also
+    when the history's starting scores are worked back from the state."""
+    from sevenrocks_env.batched.records import replays_to_its_state
+    for seed in range(50):
+        match = Match.new(seed, target=1000)
+        while len(match.history) < 2:
+            apply_action(match, legal_actions(match)[0])
+        deductions = match.history[0].deductions
+        if deductions[1] != deductions[2]:
+            break
+    else:
+        pytest.fail("no deal with different deductions for seats 1 and 2")
+    assert replays_to_its_state(match)

@@ -6,6 +6,7 @@ from sevenrocks_env.render.text import describe_move, render_text
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
 
+from positions import won_at_exactly_the_target
 from rules_examples import EXAMPLES, example_match
 
 
@@ -89,3 +90,30 @@ def test_round_end_is_shown():
     log = match.history[-1]
     assert "round over" in text and "Deductions: seat 0 -" in text
     assert f"Scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}" in text
+
+
+def test_the_board_in_docs_render_md_is_what_render_text_prints():
+    from pathlib import Path
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "render.md").read_text()
+    block = re.search(r"```\n(Seven Rocks - round.*?)\n```", doc, re.S).group(1)
+    assert render_text(example_match(EXAMPLES["A"]), observer=1) == block
+
+
+def test_only_the_winning_team_is_marked_winner():
+    marked = [line for line in render_text(won_at_exactly_the_target()).splitlines()
+              if "WINNER" in line]
+    assert len(marked) == 1 and marked[0].lstrip().startswith("team 1")
+
+
+def test_describe_move_takes_negative_indices():
+    log = example_match(EXAMPLES["A"]).history[-1]
+    assert describe_move(log, -1) == describe_move(log, len(log.moves) - 1)
+
+
+def test_the_spinner_becoming_internal_is_said_once():
+    """Example A: the spinner becomes internal at step 5 (index 4), and is not said again."""
+    log = example_match(EXAMPLES["A"]).history[-1]
+    said = [i for i in range(len(log.moves)) if "spinner now internal" in describe_move(log, i)]
+    assert said == [4]
