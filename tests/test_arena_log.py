@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sevenrocks_env import arena, arena_cli
-from sevenrocks_env.arena_log import PairLog, PairLogError, files_fingerprint
+from sevenrocks_env.arena_log import MAX_LINE, PairLog, PairLogError, files_fingerprint
 
 torch = pytest.importorskip("torch")
 from sevenrocks_env.arena_batched import evaluate_batched  # noqa: E402
@@ -220,3 +220,74 @@ def test_a_log_from_before_fingerprints_resumes_rule_agents_but_not_checkpoints(
         arena.evaluate(A, B, 2, seed=3).as_dict(timing=False)
     with pytest.raises(PairLogError, match="does not record what its files held"):
         arena.evaluate(f"ckpt:{shipped_path()}", B, 2, seed=3, log=ckpt_log)
+
+
+def _rewrite(log, index: int, change: dict) -> None:
+    """Change the values of line ``index`` of a pair log."""
+    lines = _lines(log)
+    entry = json.loads(lines[index])
+    entry.update(change)
+    lines[index] = json.dumps(entry)
+    log.write_text("\n".join(lines) + "\n")
+
+
+def test_a_pair_of_two_truncated_matches_is_read_back(tmp_path):
+    """max_rounds=1 and a target out of reach: both matches are cut after one round, so the
+    pair has 2 * max_rounds rounds, the most a pair can have; its log still reads back."""
+    log = tmp_path / "l.jsonl"
+    first = arena.evaluate(A, B, 1, seed=3, target=2000, max_rounds=1, log=log)
+    assert json.loads(_lines(log)[1])["rounds"] == 2 and first.truncated == 2
+    again = arena.evaluate(A, B, 1, seed=3, target=2000, max_rounds=1, log=log)
+    assert again.as_dict(timing=False) == first.as_dict(timing=False)
+
+
+@pytest.mark.parametrize("line, change, message", [
+    # each change breaks exactly one rule (max_rounds is 100), named by its message
+    (1, {"score": 1.0, "truncated": 1, "rounds": 150, "round_wins_a": 0.0},
+     "score 1.0 with 1 truncated matches"),
+    (1, {"score": 0.0, "truncated": 2, "rounds": 200, "round_wins_a": 0.0},
+     "two truncated matches score 1/2 each"),
+    (1, {"score": 0.5, "truncated": 1, "rounds": 100, "round_wins_a": 0.0},
+     "100 rounds for two matches, 1 cut at 100"),
+    (2, {"pair": True}, "pair 1 expected"),  # == 1 in Python, but not the pair number
+])
+def test_each_rule_of_a_logged_pair_is_checked_on_its_own(tmp_path, line, change, message):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    _rewrite(log, line, change)
+    with pytest.raises(PairLogError, match=message):
+        arena.evaluate(A, B, 2, seed=3, log=log)
+
+
+def test_points_beyond_the_most_a_round_can_move_are_refused(tmp_path):
+    """R5: at most 14 placements of 35 points a round (490), with a margin that agrees."""
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    first = json.loads(_lines(log)[1])
+    points_a = 490 * first["rounds"] + 1
+    _rewrite(log, 1, {"points_a": points_a, "margin": points_a - first["points_b"]})
+    with pytest.raises(PairLogError, match="points beyond 490 a round"):
+        arena.evaluate(A, B, 2, seed=3, log=log)
+
+
+def test_a_long_cut_short_last_line_leaves_no_garbage(tmp_path):
+    """A partial last line longer than the pair line written in its place is cut away."""
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 3, seed=3, log=log)
+    lines = _lines(log)
+    log.write_text("\n".join(lines[:3]) + "\n" + '{"pair": 2, "x": "' + "y" * 2000)
+    again = arena.evaluate(A, B, 3, seed=3, log=log)
+    assert again.as_dict(timing=False) == arena.evaluate(A, B, 3, seed=3).as_dict(timing=False)
+    text = log.read_text()
+    assert text.endswith("\n") and text.count("\n") == 4
+    assert [json.loads(line)["pair"] for line in text.splitlines()[1:]] == [0, 1, 2]
+
+
+def test_a_header_of_exactly_max_line_bytes_is_refused(tmp_path):
+    """The header line and its newline must fit in MAX_LINE, or the log could not be read back."""
+    def header_length(n):
+        return len(json.dumps(PairLog(tmp_path / "h", "x" * n, B, 3, 250, 100, "python").header))
+    n = MAX_LINE - header_length(0)
+    assert header_length(n - 1) == MAX_LINE - 1
+    with pytest.raises(ValueError, match="too long"):
+        PairLog(tmp_path / "l.jsonl", "x" * n, B, 3, 250, 100, "python")
