@@ -204,3 +204,11 @@ def test_a_turn_below_minus_one_is_refused():
     state["turn"] = -2
     with pytest.raises(ValueError, match="match state: turn"):
         Match.from_state(state)
+
+
+def test_a_hand_missing_a_tile_is_named_as_the_hands():
+    """R1: seven tiles per seat, held or played; the first bad field named is ``hands``."""
+    state = Match.new(7, keep_history=False).to_state()
+    state["hands"][0] &= state["hands"][0] - 1  # one tile gone from nowhere
+    with pytest.raises(ValueError, match="match state: hands must be 7 tiles per seat"):
+        Match.from_state(state)
