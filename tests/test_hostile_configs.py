@@ -248,3 +248,15 @@ def test_init_from_must_be_a_policy_of_the_configs_network(tmp_path):
             train(cfg)
         assert caught.value.key == "init_from"
         assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()
+
+
+def test_total_steps_below_one_rollout_is_refused():
+    """A run shorter than one rollout would train nothing (no update)."""
+    with pytest.raises(ConfigError, match="total_steps"):
+        load_config(SMOKE, ["total_steps=255"])  # the smoke config: 16 x 16 = 256 a rollout
+    assert load_config(SMOKE, ["total_steps=256"]).num_updates == 1
+
+
+def test_a_run_name_with_dot_dot_is_refused():
+    with pytest.raises(ConfigError, match="run_name"):
+        load_config(SMOKE, ["run_name=a..b"])
