@@ -97,6 +97,19 @@ BAD_PIECES = [
     ("engine", lambda d: d["engine"].update(opponents=[
         None if key is None else "search:samples=8,time_limit=3600" for key in
         d["engine"]["opponents"]])),
+    # values each in range, wrong together
+    ("global_step", lambda d: d.update(global_step=d["global_step"] + 1)),  # not update x batch
+    ("pool", lambda d: d["pool"].update(  # more than the 5 snapshots a run keeps
+        snapshots=[{k: v.clone() for k, v in w.items()} for w in d["pool"]["snapshots"] * 3],
+        generators=[g.clone() for g in d["pool"]["generators"] * 3])),
+    ("engine", lambda d: d["engine"]["matches"]["turn"].__setitem__(0, -1)),  # between rounds
+    ("engine", lambda d: d["engine"]["matches"]["matches"].__setitem__(0, -1)),
+    ("engine", lambda d: d["engine"]["learner"].__setitem__(  # an opponent that never plays
+        next(i for i, key in enumerate(d["engine"]["opponents"]) if key), [True] * 4)),
+    ("engine", lambda d: d["engine"].update(opponents=[  # snapshots that were never kept
+        key and key.replace("past#0", "past#-2") for key in d["engine"]["opponents"]])),
+    ("engine", lambda d: d["engine"].update(opponents=[
+        key and key.replace("past#0", "past@0") for key in d["engine"]["opponents"]])),
 ]
 
 
@@ -146,6 +159,23 @@ def test_a_checkpoint_never_chooses_the_output_folders(tmp_path, capsys, good):
     assert code == 0
     assert not (tmp_path / "evil_runs").exists() and not (tmp_path / "evil_ckpt").exists()
     assert (tmp_path / "ckpt" / "smoke" / "latest.pt").is_file()
+
+
+def test_without_set_a_resumed_run_writes_to_the_default_folders(tmp_path, monkeypatch,
+                                                                  capsys, good):
+    """docs/security.md: output paths come from the user; the file's log_dir and
+    checkpoint_dir are replaced by the defaults, not only by --set."""
+    import copy
+    data = copy.deepcopy(good)
+    data["config"].update(log_dir=str(tmp_path / "evil_runs"),
+                          checkpoint_dir=str(tmp_path / "evil_ckpt"))
+    path = tmp_path / "in.pt"
+    torch.save(data, path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--resume", str(path), "--set", "final_eval_pairs=1"]) == 0
+    assert not (tmp_path / "evil_runs").exists() and not (tmp_path / "evil_ckpt").exists()
+    assert (tmp_path / "checkpoints" / "smoke" / "latest.pt").is_file()
+    assert (tmp_path / "runs" / "smoke").is_dir()
 
 
 def test_resumed_run_says_from_which_step(tmp_path, capfd, good):
