@@ -106,6 +106,8 @@ def test_expected_shapes_match_the_real_network(hidden, features, value_head):
     ({"hidden_sizes": [16], "action_features": 0, "value_head": "no"}, "value_head"),
     ({"hidden_sizes": [4096] * 8, "action_features": 0}, "missing or unexpected"),
     ({"hidden_sizes": [4096], "action_features": 2}, "trunk.0.weight"),  # declared big, tiny weights
+    ({"hidden_sizes": [16], "action_features": 2, "action_scorer": "mlp", "scorer_sizes": []},
+     "scorer_sizes"),  # an mlp scorer has 1-4 layers
 ])
 def test_absurd_declared_networks_are_refused_before_building(tmp_path, monkeypatch, config, words):
     path = save_policy(tmp_path / "odd.pt", model_config=config)
@@ -131,8 +133,20 @@ def test_weights_must_fit_the_declared_network(tmp_path, edit, words):
 
 def test_file_size_is_bounded(tmp_path, monkeypatch):
     import sevenrocks_env.policy_file as policy_file
-    monkeypatch.setattr(policy_file, "MAX_CHECKPOINT_BYTES", 1000)
-    refused(save_policy(tmp_path / "p.pt"), "larger than")
+    path = save_policy(tmp_path / "p.pt")
+    monkeypatch.setattr(policy_file, "MAX_CHECKPOINT_BYTES", path.stat().st_size)
+    assert load_policy(path)  # exactly the bound
+    monkeypatch.setattr(policy_file, "MAX_CHECKPOINT_BYTES", path.stat().st_size - 1)
+    refused(path, "larger than")
+
+
+def test_an_exported_policy_keeps_its_training_time(tmp_path):
+    """The model card's training minutes come from ``wall_time``: shipping a shipped file keeps it."""
+    from training.checkpoint import export_policy
+    source = save_policy(tmp_path / "run.pt", wall_time=120.0)
+    exported = export_policy(source, tmp_path / "small.pt")
+    assert read_checkpoint(exported)["wall_time"] == 120.0
+    assert read_checkpoint(export_policy(exported, tmp_path / "again.pt"))["wall_time"] == 120.0
 
 
 def _insert_into_pickle(path, extra: bytes) -> None:
@@ -167,6 +181,7 @@ def test_a_key_that_takes_hours_to_hash_is_refused_before_unpickling(tmp_path):
     ("dag", "would expand"),          # x = [x, x] 40 times: hours to print or copy
     ("expanded", "tensors hold"),     # one stored float seen as a million (stride 0)
     ("repeated", "tensors hold"),     # one tensor referenced 20 times: a copy makes 20 tensors
+    ("twice", "tensors hold"),        # referenced twice: already more than the file stores
     ("many", "would expand"),         # a small tensor referenced 1000 times
     ("cycle", "filled after being referenced"),  # x = [x]: walking it never ends
 ])
@@ -181,6 +196,8 @@ def test_objects_larger_than_the_file_are_refused(tmp_path, extra, words):
         value.append(value)
     elif extra == "repeated":
         value = [torch.zeros(10**5)] * 20
+    elif extra == "twice":
+        value = [torch.zeros(10**5)] * 2
     else:
         value = [torch.zeros(10)] * 1000
     refused(save_policy(tmp_path / f"{extra}.pt", extra=value), words)
