@@ -232,6 +232,23 @@ def test_a_long_collection_saves_its_labels_every_thousand():
         np.testing.assert_array_equal(partial["observation"], labels["observation"][:n])
 
 
+def test_each_decision_of_a_step_samples_from_its_own_generator():
+    """Decision (step, env) gets a generator seeded by (seed, step, env): two decisions of one
+    step never search the same worlds."""
+    class Recorder:
+        draws: list = []
+
+        def action_values_many(self, observations, masks, rngs):
+            self.draws.append([int(rng.integers(2 ** 62)) for rng in rngs])
+            return [[0.0] * int(m.sum()) for m in masks]
+
+    teacher = Recorder()
+    distill.collect(_same_student(), teacher, 40, num_envs=8, seed=3, log=lambda *_: None)
+    assert any(len(step) > 1 for step in teacher.draws)
+    flat = [draw for step in teacher.draws for draw in step]
+    assert len(set(flat)) == len(flat), "two decisions sampled from the same generator"
+
+
 def test_the_teachers_values_are_its_choice_and_files_without_them_still_load(tmp_path,
                                                                                collected, teacher):
     values, mask = collected["values"], collected["action_mask"]
