@@ -236,7 +236,8 @@ def test_each_decision_of_a_step_samples_from_its_own_generator():
     """Decision (step, env) gets a generator seeded by (seed, step, env): two decisions of one
     step never search the same worlds."""
     class Recorder:
-        draws: list = []
+        def __init__(self):
+            self.draws = []
 
         def action_values_many(self, observations, masks, rngs):
             self.draws.append([int(rng.integers(2 ** 62)) for rng in rngs])
