@@ -12,7 +12,7 @@ from sevenrocks_env import rules, sevenrocks_v0  # noqa: E402
 from sevenrocks_env.agents.belief import excluded_tiles  # noqa: E402
 from sevenrocks_env.arena import evaluate, play_match  # noqa: E402
 from sevenrocks_env.agents import make_agent  # noqa: E402
-from sevenrocks_env.observation import decode, encode  # noqa: E402
+from sevenrocks_env.observation import OBS_SIZE, OFFSETS, decode, encode  # noqa: E402
 from sevenrocks_env.openspiel import GAME_NAME, state_from_view  # noqa: E402
 from sevenrocks_env.openspiel.bots import PyspielBotAgent, make_openspiel_agent  # noqa: E402
 from sevenrocks_env.openspiel.game import MAX_ROUND_MARGIN, MAX_ROUND_MOVES  # noqa: E402
@@ -38,11 +38,12 @@ def deal_chance(state, seed):
             state.apply_action(tiles[len(state._dealt)])
 
 
-def random_state(game, rng, stop=None):
-    """Play uniformly random chance outcomes and moves; stop early when ``stop(state)`` holds."""
+def random_state(game, rng, stop=None, at_chance=False):
+    """Play uniformly random chance outcomes and moves; stop early when ``stop(state)`` holds
+    (checked at the players' nodes, and at chance nodes too with ``at_chance``)."""
     state = game.new_initial_state()
     while not state.is_terminal():
-        if stop is not None and not state.is_chance_node() and stop(state):
+        if stop is not None and (at_chance or not state.is_chance_node()) and stop(state):
             return state
         if state.is_chance_node():
             outcomes, probs = zip(*state.chance_outcomes())
@@ -50,6 +51,15 @@ def random_state(game, rng, stop=None):
         else:
             state.apply_action(int(rng.choice(state.legal_actions())))
     return state
+
+
+def first_state_where(game, stop, at_chance=False, seeds=range(200)):
+    """The first state of random play (seed by seed) where ``stop`` holds."""
+    for seed in seeds:
+        state = random_state(game, np.random.default_rng(seed), stop, at_chance)
+        if not state.is_terminal():
+            return state
+    raise AssertionError("no random match reached such a state")
 
 
 # -- OpenSpiel's checks and the declared game type ------------------------------------------
@@ -86,6 +96,13 @@ def test_game_type_is_declared_honestly():
 def test_bad_parameters_are_named(params, word):
     with pytest.raises(Exception, match=word):
         load(**params)
+
+
+def test_rounds_must_be_an_int_not_a_bool():
+    """(pyspiel's own parameter types refuse a bool first; the game checks it too)"""
+    from sevenrocks_env.openspiel.game import SevenRocksGame
+    with pytest.raises(ValueError, match="rounds"):
+        SevenRocksGame({"rounds": True})
 
 
 def test_unsupported_observation_types_are_refused():
@@ -378,3 +395,66 @@ def test_make_agent_knows_openspiel_specs():
     assert make_agent("openspiel:mcts:sims=8,uct_c=10").name == "openspiel:mcts:sims=8,uct_c=10"
     with pytest.raises(ValueError, match="ismcts"):
         make_agent("openspiel:nonsense")
+
+
+# -- what each seat is shown ----------------------------------------------------------------
+
+def test_scores_are_seat_relative_while_a_later_round_is_dealt():
+    """Between rounds the observation is built from the match, not by ``encode``: the scores
+    are still ours, theirs and the target / 1000, as in every other observation."""
+    state = first_state_where(
+        load(), lambda s: s._match is not None and s._dealing and len(s._dealt) == 3
+        and s._match.scores[0] != s._match.scores[1], at_chance=True, seeds=range(50))
+    scores = state._match.scores
+    piece = OFFSETS["scores"]
+    for player in range(4):
+        got = np.asarray(state.observation_tensor(player))[piece]
+        ours, theirs = scores[player & 1], scores[(player & 1) ^ 1]
+        np.testing.assert_allclose(got, [ours / 250, theirs / 250, 250 / 1000], rtol=1e-6)
+
+
+def test_the_information_state_names_the_first_mover_relative_to_the_player():
+    state = random_state(load(), np.random.default_rng(4), stop=lambda s: s.move_number() > 35)
+    opener = state._match.history[-1].opener
+    for player in range(4):
+        tensor = np.asarray(state.information_state_tensor(player))
+        first = tensor[OBS_SIZE + NUM_TILES:OBS_SIZE + NUM_TILES + 4]
+        assert first.tolist() == [float(k == (opener - player) & 3) for k in range(4)]
+
+
+def test_hands_are_shown_after_a_blocked_round():
+    """R7: at a round's count the remaining hands are shown, after a block as after a domino."""
+    state = first_state_where(load(), lambda s: s._match is not None and s._match.history
+                              and s._match.history[-1].result == rules.BLOCKED, at_chance=True)
+    assert f"{rules.BLOCKED} shown[" in state.information_state_string(0)
+
+
+def test_one_round_from_a_view_returns_the_margin_over_the_rest_of_the_round():
+    whole = first_state_where(load(), lambda s: 0 not in s._match.scores
+                              and s._match.scores[0] != s._match.scores[1])
+    seat = whole.current_player()
+    view = decode(encode(whole._match, seat))
+    hidden = tuple(whole._match.hands[(seat + k) & 3] for k in (1, 2, 3))
+    state = state_from_view(load(rounds=1), view, hidden)
+    start = list(state._match.scores)
+    assert 0 not in start and start[0] != start[1]
+    rng = np.random.default_rng(0)
+    while not state.is_terminal():
+        state.apply_action(int(rng.choice(state.legal_actions())))
+    end = state._match.scores
+    margin = (end[0] - start[0]) - (end[1] - start[1])
+    assert state.returns() == [margin, -margin, margin, -margin]
+
+
+def test_deal_nodes_name_the_seat_dealt_to():
+    state = load().new_initial_state()
+    for tile in range(8):
+        text = state.action_to_string(pyspiel.PlayerId.CHANCE, tile)
+        assert text.endswith(f"to seat {tile // 7}"), (tile, text)
+        state.apply_action(tile)
+
+
+def test_resampling_for_a_player_out_of_range_is_refused():
+    state = random_state(load(), np.random.default_rng(2), stop=lambda s: s.move_number() > 35)
+    with pytest.raises(ValueError, match="player must be 0-3"):
+        state.resample_from_infostate(4, np.random.default_rng(0))
