@@ -247,3 +247,30 @@ def test_hand_sampler_refuses_counts_that_do_not_add_up_to_the_unseen_tiles(seat
     with pytest.raises(ValueError, match=f"{unseen} unseen tiles but the other seats hold "
                                          f"{unseen + extra}"):
         HandSampler(bad)
+
+
+def _choice_position():
+    for seed in range(100):
+        match = random_state(seed, 6)
+        if not match.over and not match.awaiting_deal and len(rules.legal_actions(match)) > 2:
+            return match
+    raise AssertionError("no position with a choice")
+
+
+def test_a_time_limit_cut_gives_the_mean_over_the_worlds_actually_sampled():
+    """``action_values``: the mean over the sampled worlds; a ``time_limit`` that is spent after
+    the first world stops at that one world ("at least one world"), so the values are that
+    world's, the same as ``samples=1`` with the same seed."""
+    match = _choice_position()
+    view, legal = view_of(match, match.turn), rules.legal_actions(match)
+    one = SearchAgent(seed=3, samples=1).action_values(view, legal)
+    cut = SearchAgent(seed=3, samples=500, time_limit=1e-9).action_values(view, legal)
+    assert cut == one
+    assert any(v != 0 for v in one)  # the comparison says something
+
+
+@pytest.mark.parametrize("time_limit", [0, 0.0, -1.0])
+def test_a_time_limit_must_be_positive(time_limit):
+    """``time_limit`` must be in (0, MAX_TIME_LIMIT]: zero seconds is refused."""
+    with pytest.raises(ValueError, match="time_limit"):
+        SearchAgent(time_limit=time_limit)

@@ -14,8 +14,9 @@ import torch
 
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.batched import random_actions
-from sevenrocks_env.batched.lockstep import Lockstep
+from sevenrocks_env.batched.lockstep import Lockstep, LockstepError
 from sevenrocks_env.record import replay
+from sevenrocks_env.tiles import WITH_NUMBER
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -73,3 +74,35 @@ def test_random_matches_replay_exactly(num_envs, matches, watched, reward, max_r
         assert results["won"] == results["winner"] > 0
     assert lockstep.finished >= 1
     assert record["target"] == target
+
+
+def _watched_with_a_missing_number():
+    """A fresh env 0 whose seat on turn holds no tile of some number; (venv, lockstep, seat, n)."""
+    for seed in range(200):
+        venv = sevenrocks_v0.vector_env(num_envs=1)
+        venv.reset(seed=seed)
+        seat = int(venv.state.turn[0])
+        hand = int(venv.state.hands[0, seat])
+        missing = [n for n in range(7) if not hand & WITH_NUMBER[n]]
+        if missing:
+            lockstep = Lockstep(venv, [0])
+            lockstep.check()  # agrees to begin with
+            return venv, lockstep, seat, missing[0]
+    raise AssertionError("no deal with a missing number")
+
+
+def test_voids_the_rules_do_not_give_are_a_lockstep_error():
+    """``Lockstep.check`` compares the batched state field by field with the scalar engine's,
+    ``voids`` included: a void nobody showed by knocking (R6) -- here of the seat on turn, which
+    its own observation does not show -- is an error naming the field."""
+    venv, lockstep, seat, number = _watched_with_a_missing_number()
+    venv.state.voids[0, seat] = 1 << number
+    with pytest.raises(LockstepError, match="env 0: voids"):
+        lockstep.check()
+
+
+def test_scores_the_rules_do_not_give_are_a_lockstep_error():
+    venv, lockstep, _, _ = _watched_with_a_missing_number()
+    venv.state.scores[0, 1] = 5
+    with pytest.raises(LockstepError, match="env 0: scores"):
+        lockstep.check()

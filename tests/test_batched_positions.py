@@ -12,12 +12,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env import rules, sevenrocks_v0
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.lockstep import Lockstep
 from sevenrocks_env.rules import BLOCKED, DOMINO, Match, apply_action, deal, legal_actions
 from sevenrocks_env.scoring import deduction
-from sevenrocks_env.tiles import KNOCK, TILE_IS_DOUBLE, TILE_LOW, mask_of, parse_tile, tiles_of
+from sevenrocks_env.tiles import (EAST, KNOCK, TILE_IS_DOUBLE, TILE_LOW, encode_action, mask_of,
+                                  parse_tile, tiles_of)
+
+from rules_examples import EXAMPLES, WORKED, example_match
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -37,9 +40,6 @@ def act(action: int) -> torch.Tensor:
 def test_worked_examples_through_the_batched_engine(name):
     """RULES.md's worked examples A-D, step by step, on the batched engine (explicit deal, seat
     i % 4 plays step i), in lockstep with the scalar engine: end sums, points, spinner, scores."""
-    from rules_examples import EXAMPLES, WORKED, example_match
-    from sevenrocks_env.tiles import encode_action
-
     example = WORKED["examples"][name]
     dealt = example_match(EXAMPLES[name], steps=0)
     venv = one_env()
@@ -255,3 +255,30 @@ def test_a_loaded_match_with_history_finishes_as_a_valid_record(seed):
     # env 1 was loaded without history: its first match has no record, later ones do
     finished_in_env1 = int(venv.state.matches[1])
     assert sum(env == 1 for env, _ in records) == max(finished_in_env1 - 1, 0)
+
+
+def _row(values):
+    return torch.tensor([list(values)], dtype=torch.long)
+
+
+def test_place_tiles_a_later_double_is_not_a_second_spinner():
+    """R4: "Only one spinner per round": example A step 3 lays 4|4 east after the spinner 1|1;
+    ``place_tiles`` must give the same layout as the rules, spinner still 1."""
+    match = example_match(EXAMPLES["A"], steps=2)
+    assert match.spinner == 1
+    tile = parse_tile("4|4")
+    ends, double, started, spinner = layout.place_tiles(
+        _row(match.ends), _row(match.end_double).bool(), _row(match.branch_started).bool(),
+        torch.tensor([match.spinner]), torch.tensor([match.placements]),
+        torch.tensor([tile]), torch.tensor([EAST]))
+    rules.apply_action(match, encode_action(tile, EAST))
+    assert int(spinner[0]) == match.spinner == 1
+    assert ends[0].tolist() == list(match.ends)
+    assert double[0].tolist() == [bool(d) for d in match.end_double]
+
+
+def test_open_numbers_include_the_blank():
+    """``open_numbers``: the 7-bit set of numbers open at some slot (what a knock shows a seat
+    lacks, R6) -- an end showing 0 puts bit 0 in it; closed slots (-1) add nothing."""
+    ends = torch.tensor([[0, 3, -1, -1], [0, 0, 0, 0], [6, 2, 6, 6], [-1, -1, -1, -1]])
+    assert layout.open_numbers(ends).tolist() == [0b1001, 0b1, 0b1000100, 0]

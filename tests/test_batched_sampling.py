@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sevenrocks_env.batched import random_actions
+from sevenrocks_env.batched.sampling import MAX_ACTIONS
 
 
 @settings(max_examples=60, deadline=None)
@@ -74,3 +75,10 @@ def test_on_cuda_only_legal_actions_are_drawn():
     actions = random_actions(mask, generator)
     assert actions.device.type == "cuda"
     assert bool(mask[torch.arange(4096, device="cuda"), actions].all())
+
+
+def test_a_mask_wider_than_max_actions_is_refused():
+    """``random_actions`` supports at most ``MAX_ACTIONS`` actions (its running counts are int16)."""
+    random_actions(torch.ones((1, MAX_ACTIONS), dtype=torch.bool))
+    with pytest.raises(ValueError, match="at most"):
+        random_actions(torch.ones((1, MAX_ACTIONS + 1), dtype=torch.bool))

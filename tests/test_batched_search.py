@@ -15,7 +15,8 @@ from sevenrocks_env.agents.belief import HandSampler, world_match
 from sevenrocks_env.agents.layout import view_of
 from sevenrocks_env.agents.search import SearchAgent, defensive_choice
 from sevenrocks_env.agents.search_batched import BatchedSearch
-from sevenrocks_env.agents.world_rollouts import MAX_COPIES, Decision
+from sevenrocks_env.agents import world_rollouts
+from sevenrocks_env.agents.world_rollouts import MAX_COPIES, Decision, WorldRollouts
 from sevenrocks_env.arena_batched import evaluate_batched
 from sevenrocks_env.batched import BatchState, VectorEnv, layout
 from sevenrocks_env.batched.defensive import defensive_actions
@@ -156,3 +157,50 @@ def test_batched_arena_plays_search_legally_and_the_same_for_any_batch():
     three = evaluate_batched(spec, "greedy", pairs=3, seed=4, target=60, batch=3)
     assert one.win_rate == three.win_rate and one.mean_margin == three.mean_margin
     assert one.matches == 6
+
+
+def _positions(count):
+    out = []
+    for seed in range(500):
+        match = random_state(seed, 3 + seed % 20)
+        if not match.over and not match.awaiting_deal and len(rules.legal_actions(match)) >= 2:
+            out.append(match)
+            if len(out) == count:
+                return out
+    raise AssertionError("not enough positions with a choice")
+
+
+def test_a_decision_needs_one_deal_stream_per_world():
+    match = _positions(1)[0]
+    view = view_of(match, match.turn)
+    sampler = HandSampler(view)
+    rng = np.random.default_rng(0)
+    hidden = [sampler.sample(rng), sampler.sample(rng)]
+    with pytest.raises(ValueError, match="one deal stream per world"):
+        Decision(view, rules.legal_actions(match), hidden, streams=[0])
+    with pytest.raises(ValueError, match="one deal stream per world"):
+        Decision(view, rules.legal_actions(match), hidden, streams=[0, 1, 2])
+    with pytest.raises(ValueError, match="legal actions"):
+        Decision(view, [], hidden)
+
+
+def test_no_group_steps_more_than_max_copies(monkeypatch):
+    """``MAX_COPIES``: the most copies stepped together; a longer list of decisions is split into
+    groups of at most that many copies, with the same values as one decision at a time."""
+    matches = _positions(8)
+    decisions = [Decision.sample(view_of(m, m.turn), rules.legal_actions(m), 3,
+                                 np.random.default_rng(k)) for k, m in enumerate(matches)]
+    limit = max(d.copies for d in decisions) + 1
+    assert sum(d.copies for d in decisions) > 2 * limit
+    sizes = []
+
+    def choose(env, rows):
+        sizes.append(env.num_envs)
+        return defensive_actions(env.state, env.action_mask, rows)
+
+    alone = [WorldRollouts().values([d], choose)[0] for d in decisions]
+    sizes.clear()
+    monkeypatch.setattr(world_rollouts, "MAX_COPIES", limit)
+    grouped = WorldRollouts().values(decisions, choose)
+    assert sizes and max(sizes) <= limit
+    assert all(np.array_equal(a, g) for a, g in zip(alone, grouped))

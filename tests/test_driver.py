@@ -1,5 +1,7 @@
 """The match driver: forced moves play themselves, choices go to agents or stop for outside seats."""
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -89,3 +91,72 @@ def test_arena_matches_are_the_driver_run():
     result = arena.play_match([GreedyAgent() for _ in range(4)], seed=11)
     match = MatchDriver(rules.Match.new(11, max_rounds=100), [GreedyAgent()] * 4).run()
     assert result.scores == tuple(match.scores) and result.rounds == len(match.history)
+
+
+def test_a_seedless_match_stops_the_driver_at_its_next_deal():
+    """``stopped``: "a seedless match waits for its next deal (start_round)" -- the driver must
+    stop there, not move for a seat of a round that has ended."""
+    hands, opener = rules.deal(5, 0)
+    match = rules.Match.from_deal(hands, opener)  # no seed: the next deal is the caller's
+    moves = []
+
+    def on_move(m, seat, action, points, forced):
+        moves.append(action)
+        assert len(moves) <= 200, "the driver kept moving after the round ended"
+
+    driver = MatchDriver(match, [GreedyAgent() for _ in range(4)], on_move=on_move)
+    assert driver.run() is match
+    assert len(moves) == len(match.history[-1].moves)
+    assert match.awaiting_deal and not match.over and driver.stopped
+    assert len(match.history) == 1 and match.history[-1].result is not None
+    assert driver.advance() is None  # still stopped: nothing more is played
+
+
+def test_forced_moves_played_from_outside_are_not_decisions():
+    """``decisions[seat]`` counts the *real choices* taken from outside; a forced move handed to
+    ``play`` (an ``ask_forced`` seat) is reported ``forced=True`` to the hook and not counted."""
+    match = rules.Match.new(3, max_rounds=2)
+    hooks = []
+    driver = MatchDriver(match, [None, GreedyAgent(), GreedyAgent(), GreedyAgent()],
+                         on_move=lambda m, seat, a, p, forced: hooks.append((seat, forced)),
+                         ask_forced=[0])
+    choices = forced_plays = 0
+    while driver.advance() is not None:
+        forced = forced_action(match)
+        if forced is None:
+            choices += 1
+            driver.play(rules.legal_actions(match)[0])
+        else:
+            forced_plays += 1
+            driver.play(forced)
+    assert forced_plays > 0 and choices > 0
+    assert driver.decisions[0] == choices
+    assert sum(1 for seat, forced in hooks if seat == 0 and forced) == forced_plays
+
+
+def test_an_agent_seat_listed_in_ask_forced_is_not_an_outside_seat():
+    """``ask_forced`` "lists outside seats"; a seat with an agent is driven by the driver, and
+    ``run`` plays a match of four agents to its end."""
+    match = rules.Match.new(3, max_rounds=2)
+    driver = MatchDriver(match, [GreedyAgent() for _ in range(4)], ask_forced=[0, 2])
+    assert driver.run() is match and match.over
+
+
+class Slow(GreedyAgent):
+    """A greedy agent that spends at least ``PAUSE`` seconds on every choice."""
+
+    PAUSE = 0.01
+
+    def act(self, observation, action_mask):
+        time.sleep(self.PAUSE)
+        return super().act(observation, action_mask)
+
+
+def test_think_time_adds_up_over_every_decision():
+    """``think_s[seat]``: the seconds spent inside ``act``, summed over the seat's decisions."""
+    match = rules.Match.new(4, max_rounds=1)
+    driver = MatchDriver(match, [Slow() for _ in range(4)])
+    driver.run()
+    for seat in range(4):
+        assert driver.decisions[seat] >= 2
+        assert driver.think_s[seat] >= Slow.PAUSE * driver.decisions[seat]

@@ -273,3 +273,10 @@ def test_max_team_deduction_is_reached_by_the_heaviest_hands():
     first, second = sum(1 << t for t in heaviest[:7]), sum(1 << t for t in heaviest[7:14])
     assert (deduction(first), deduction(second)) == (70, 50)
     assert MAX_TEAM_DEDUCTION == 120
+
+
+@pytest.mark.parametrize("observer", [4, -1, 3.5, "0"])
+def test_render_observer_must_be_a_seat(observer):
+    """``render_observer`` "must be a seat 0-3 or None": 4 (one past the last seat) is refused."""
+    with pytest.raises(ValueError, match="render_observer"):
+        sevenrocks_v0.raw_env(render_observer=observer)

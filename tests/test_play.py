@@ -129,3 +129,15 @@ def test_agents_are_never_asked_about_forced_moves():
                       stdin=io.StringIO("1\n" * 400), stdout=out, echo=False)
     assert session.run() is True and session.match.over
     assert "seat 1 (strict)" in out.getvalue()
+
+
+@pytest.mark.parametrize("text", ["1|2|3", "1-2-3", "0|0|0", "106", "0005", "345", "1", "", "|"])
+def test_parse_tile_refuses_what_is_not_one_tile(text):
+    """``parse_tile``: ``"a|b"``, ``"a-b"`` or ``"ab"`` (two numbers); anything else is a
+    ``ValueError`` -- three halves, or three or more digits with no separator."""
+    with pytest.raises(ValueError):
+        parse_tile(text)
+
+
+def test_parse_tile_spellings_of_one_tile():
+    assert parse_tile("1|6") == parse_tile("6-1") == parse_tile("16") == parse_tile(" 1 | 6 ")

@@ -13,6 +13,7 @@ from tensordict import TensorDict  # noqa: E402
 from torchrl.envs.utils import check_env_specs  # noqa: E402
 
 from sevenrocks_env.batched import VectorEnv  # noqa: E402
+from sevenrocks_env.batched.deal import MAX_SEED  # noqa: E402
 from sevenrocks_env.torchrl_env import GROUP, SevenRocksTorchRLEnv  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "torchrl_collector.py"
@@ -200,3 +201,36 @@ def test_cuda_device():
     _, data = run(env, 20)
     assert data.device.type == "cuda"
     assert data["next", GROUP, "reward"].device.type == "cuda"
+
+
+def test_the_largest_seed_is_accepted_and_one_more_is_refused():
+    """``seed`` is in ``[0, MAX_SEED]``, both ends included."""
+    env = SevenRocksTorchRLEnv(2, seed=MAX_SEED, **SHORT)
+    env.set_seed(MAX_SEED)
+    env.reset()
+    with pytest.raises(ValueError, match="seed"):
+        SevenRocksTorchRLEnv(2, seed=MAX_SEED + 1)
+    with pytest.raises(ValueError, match="seed"):
+        env.set_seed(MAX_SEED + 1)
+
+
+def test_a_match_restarted_by_a_partial_reset_is_in_progress():
+    """After a done step the partial ``_reset`` of those envs is accepted (their next match has
+    already started); that next match is then in progress, so naming it in a second partial
+    ``_reset`` is refused ("a ``_reset`` that names a match still in progress is refused")."""
+    env = SevenRocksTorchRLEnv(8, seed=2, **SHORT)
+    generator = torch.Generator().manual_seed(0)
+    td = env.reset()
+    for _ in range(300):
+        td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=generator)[:, 0]
+        td = env.step(td)
+        done = td["next", "done"]
+        if done.any() and not done.all():
+            break
+        td = td["next"]
+    else:
+        raise AssertionError("no step ended some but not all matches")
+    partial = TensorDict({"_reset": done.clone()}, batch_size=[8])
+    env.reset(partial.clone())  # accepted: those matches already restarted
+    with pytest.raises(ValueError, match="partial reset"):
+        env.reset(partial.clone())
