@@ -281,6 +281,10 @@ def test_cli_batched_prints_the_result(capsys):
     (["random", "greedy", "greedy", "--batched", "--round-robin"], "unbatched arena"),
     (["random", "greedy", "--batched", "--device", "nonsense"], "--device 'nonsense'"),
     (["random", "greedy", "--batched", "--threads", "0"], "--threads"),
+    (["random", "greedy", "--threads", "4"], "options of --batched"),
+    (["random", "greedy", "--batch", "8"], "options of --batched"),
+    (["random", "greedy", "heuristic"], "exactly two agents"),
+    (["random", "greedy", "--batched", "--batch", "0"], "batch"),
 ])
 def test_cli_batched_bad_input(argv, message, capsys):
     from sevenrocks_env.arena_cli import main

@@ -47,3 +47,9 @@ def test_wheel_carries_the_shipped_policy_and_license(tmp_path):
     assert "sevenrocks_env/shipped/sevenrocks_ppo.pt" in names
     assert "sevenrocks_env/shipped/MODEL_CARD.md" in names
     assert any(name.endswith("licenses/LICENSE") for name in names)
+
+
+def test_a_missing_optional_package_exits_2(monkeypatch, capsys):
+    monkeypatch.setitem(SUBCOMMANDS, "play", ("sevenrocks_env.no_such_module", "x"))
+    assert main(["play"]) == 2
+    assert "needs a package that is not installed" in capsys.readouterr().err

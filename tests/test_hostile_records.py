@@ -18,6 +18,7 @@ from sevenrocks_env.record import (MAX_MOVES_PER_ROUND, MAX_ROUNDS, MAX_TARGET, 
                                    game_record, load, parse, shown, validate)
 from sevenrocks_env.render.replay import main as replay_main
 from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.textfile import read_text
 
 MESSAGE_LIMIT = 2000  # bytes; an error message is a line, not a dump of the input
 
@@ -266,3 +267,19 @@ def test_recursion_limit_is_untouched():
     limit = sys.getrecursionlimit()
     refused(deep_list(10_000))
     assert sys.getrecursionlimit() == limit
+
+
+def test_a_file_of_exactly_the_limit_is_read(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"a" * 100)
+    assert read_text(path, 100, "thing") == "a" * 100
+    path.write_bytes(b"a" * 101)
+    with pytest.raises(ValueError, match="larger than 100 bytes"):
+        read_text(path, 100, "thing")
+
+
+def test_the_size_limit_is_named_in_megabytes_from_one_mb(tmp_path):
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"a" * (2**20 + 1))
+    with pytest.raises(ValueError, match="larger than 1 MB; not a thing"):
+        read_text(path, 2**20, "thing")

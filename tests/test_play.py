@@ -1,22 +1,27 @@
 """``sevenrocks play`` scripted through a pipe: full rounds, refused input, saved record (issue 5)."""
 
 import io
+import random
 import subprocess
 import sys
 
 import pytest
 
 from sevenrocks_env import record as records
-from sevenrocks_env.play import main, parse_answer
-from sevenrocks_env.rules import legal_actions
-from sevenrocks_env.tiles import KNOCK, WEST, encode_action, parse_tile
+from sevenrocks_env.agents import make_agent
+from sevenrocks_env.play import MAX_ANSWER, Session, main, move_words, parse_answer, round_summary
+from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
+from sevenrocks_env.tiles import (EAST, KNOCK, WEST, encode_action, parse_tile, tile_name,
+                                  tiles_of)
 
 from rules_examples import EXAMPLES, example_match
 
 
 def run(argv, answers):
+    """``main`` on scripted answers (a string, or a stream standing for stdin)."""
     out = io.StringIO()
-    code = main(argv, stdin=io.StringIO(answers), stdout=out)
+    code = main(argv, stdin=io.StringIO(answers) if isinstance(answers, str) else answers,
+                stdout=out)
     return code, out.getvalue()
 
 
@@ -141,3 +146,144 @@ def test_parse_tile_refuses_what_is_not_one_tile(text):
 
 def test_parse_tile_spellings_of_one_tile():
     assert parse_tile("1|6") == parse_tile("6-1") == parse_tile("16") == parse_tile(" 1 | 6 ")
+
+
+def test_reaching_the_target_exactly_is_announced_as_a_win():
+    """R8: the first side to reach *or pass* the target wins."""
+    match = example_match(EXAMPLES["A"], steps=2)  # step 3: seat 2 lays 4|4 east, scores 10
+    match.turn = 2
+    action = encode_action(parse_tile("4|4"), EAST)
+    match.scores[0] = match.target - 10
+    assert move_words(match, action).endswith("scores 10 and WINS the match")
+    match.scores[0] = match.target - 11
+    assert "WINS" not in move_words(match, action)
+
+
+def test_a_tile_fitting_two_ends_needs_the_end_named():
+    match = example_match(EXAMPLES["A"], steps=4)  # ends: west 1 (spinner line B), east 3
+    match.turn = 0                                  # seat 0 holds 1|3: fits both
+    legal = legal_actions(match)
+    with pytest.raises(ValueError, match="fits more than one end"):
+        parse_answer("1-3", match, legal)
+    assert parse_answer("1-3 e", match, legal) == encode_action(parse_tile("1|3"), EAST)
+    assert parse_answer("1-3 w", match, legal) == encode_action(parse_tile("1|3"), WEST)
+
+
+def test_an_end_showing_a_blank_can_be_named():
+    """Example C after step 2: the west end shows 0 (a blank is an open end, R3)."""
+    match = example_match(EXAMPLES["C"], steps=2)
+    assert match.ends[WEST] == 0
+    for seat in range(4):
+        match.turn = seat
+        legal = legal_actions(match)
+        west = [a for a in legal if a < 112 and a & 3 == WEST]
+        if west:
+            tile = west[0] >> 2
+            assert parse_answer(f"{tile_name(tile)} w", match, legal) == west[0]
+            return
+    pytest.fail("no seat holds a blank")
+
+
+def test_the_opening_tile_may_name_any_end():
+    match = Match.new(3)
+    assert match.opening
+    legal = legal_actions(match)
+    tile = tiles_of(match.hands[match.turn])[0]
+    assert parse_answer(f"{tile_name(tile)} east", match, legal) == encode_action(tile, WEST)
+
+
+def _finished_round(target, want_won):
+    for seed in range(200):
+        match = Match.new(seed, target=target)
+        rng = random.Random(seed)
+        while match.history[0].result is None:
+            apply_action(match, rng.choice(legal_actions(match)))
+        log = match.history[0]
+        if (log.result == "won") == want_won:
+            return log
+    raise AssertionError("no such round")
+
+
+def test_round_summary_shows_each_hand_with_its_own_team_unless_won():
+    log = _finished_round(250, want_won=False)
+    lines = round_summary(log)
+    seat_lines = [line for line in lines if line.lstrip().startswith("seat ")]
+    assert len(seat_lines) == 4  # R7: every hand is counted
+    for seat, line in enumerate(seat_lines):
+        assert line.lstrip().startswith(f"seat {seat}:")
+        assert f"team {team_of(seat)} " in line  # R1: seats 0, 2 team 0; 1, 3 team 1
+    won = _finished_round(5, want_won=True)
+    assert not any(line.lstrip().startswith("seat ") for line in round_summary(won))  # R8
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_the_final_line_says_whether_your_team_won(seat):
+    out = io.StringIO()
+    agents = {s: make_agent("random", seed=s) for s in range(4) if s != seat}
+    session = Session(seat, agents, seed=3, target=60, stdin=io.StringIO("1\n" * 2000),
+                      stdout=out, echo=False)
+    assert session.run() is True
+    winner = session.match.winner
+    expected = "your team wins!" if team_of(seat) == winner else "your team loses."
+    assert out.getvalue().rstrip().endswith(expected)
+
+
+@pytest.mark.parametrize("argv", [["--target", "0"], ["--seed", str(2**63)], ["--seed", "-1"]])
+def test_out_of_range_numbers_exit_2(argv, tmp_path, capsys):
+    code, _ = run(argv + ["--record", str(tmp_path / "g.json")], "q\n")
+    assert code == 2 and "error:" in capsys.readouterr().err
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_two_opponent_specs_are_left_then_right(tmp_path):
+    """``--opponents LEFT RIGHT``: left is the next seat clockwise (seat + 1), right seat + 3."""
+    code, out = run(["--seat", "0", "--seed", "3", "--partner", "heuristic", "--opponents",
+                     "random", "greedy", "--target", "60", "--record", str(tmp_path / "g.json")],
+                    "1\n" * 2000)
+    assert code == 0
+    assert "opponents seat 1 = random, seat 3 = greedy" in out
+    assert "seat 1 (random)" in out and "seat 3 (greedy)" in out
+    assert "seat 1 (greedy)" not in out and "seat 3 (random)" not in out
+
+
+class _Interrupt(io.StringIO):
+    def readline(self, *args):
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_exits_130_and_saves(tmp_path):
+    path = tmp_path / "g.json"
+    code, _ = run(["--seat", "0", "--seed", "3", "--opponents", "random", "--record", str(path)],
+                  _Interrupt())
+    assert code == 130 and path.exists()
+
+
+def test_undecodable_input_exits_2_and_saves(tmp_path):
+    path = tmp_path / "g.json"
+    stdin = io.TextIOWrapper(io.BytesIO(b"\xff\xfe\n" * 50), encoding="utf-8")
+    code, _ = run(["--seat", "0", "--seed", "3", "--opponents", "random", "--record", str(path)],
+                  stdin)
+    assert code == 2 and path.exists()
+
+
+def test_an_answer_of_exactly_max_answer_characters_is_read():
+    out = io.StringIO()
+    line = " " * (MAX_ANSWER - 1) + "1"  # the last line of the input, no newline
+    session = Session(0, {s: make_agent("random") for s in (1, 2, 3)}, seed=3, target=250,
+                      stdin=io.StringIO(line), stdout=out, echo=False)
+    assert session.ask("? ") == line
+    assert "not accepted" not in out.getvalue()
+
+
+def test_an_existing_read_only_record_is_refused_before_the_game(tmp_path, monkeypatch, capsys):
+    import os
+
+    from sevenrocks_env import play
+    path = tmp_path / "old.json"
+    path.write_text("{}")
+    real = os.access
+    monkeypatch.setattr(play.os, "access",  # as for a non-root user and a 0444 file
+                        lambda p, mode: False if str(p) == str(path) else real(p, mode))
+    code, out = run(["--seed", "3", "--opponents", "random", "--record", str(path)], "q\n")
+    assert code == 2 and "not writable" in capsys.readouterr().err
+    assert path.read_text() == "{}" and "your move" not in out

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from sevenrocks_env.render.layout import build_layout, layout_from_tiles
 from sevenrocks_env.rules import Match, apply_action, legal_actions
-from sevenrocks_env.tiles import EAST, NORTH, SOUTH, WEST
+from sevenrocks_env.tiles import EAST, NORTH, SOUTH, WEST, encode_action, parse_tile
 
 from rules_examples import EXAMPLES  # noqa: E402  (shared test data)
 
@@ -91,3 +91,18 @@ def test_the_last_tile_laid_stays_outlined_after_knocks():
     assert last_placement(moves) == (0, 2)
     tiles = board_view(moves)["tiles"]
     assert [tile["last"] for tile in tiles] == [True]
+
+
+def test_the_opening_tile_must_use_the_west_slot():
+    """docs/rules.md: the opening tile uses slot 0 (west)."""
+    with pytest.raises(ValueError, match="slot 0"):
+        build_layout([(0, encode_action(parse_tile("1|4"), EAST))])
+
+
+def test_example_d_spinner_on_the_east_end():
+    """Example D: 6|6 laid on the east end is the spinner; line A touches 3|6, line B faces east."""
+    layout = layout_from_tiles([("3|6", WEST), ("6|6", EAST)])
+    assert layout.line[layout.spinner_index].name == "6|6"
+    assert layout.spinner_line_b == EAST
+    layout = layout_from_tiles([("3|6", WEST), ("6|6", EAST), ("2|6", EAST)])
+    assert layout.line[layout.spinner_index].name == "6|6" and layout.spinner_internal

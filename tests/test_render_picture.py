@@ -9,12 +9,13 @@ import random
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from PIL import ImageDraw
 
-from sevenrocks_env.render.geometry import board_geometry, frame_layout
+from sevenrocks_env.render.geometry import MAX_UNIT, board_geometry, frame_layout
 from sevenrocks_env.render.layout import build_layout
 from sevenrocks_env.render.picture import (
-    COUNTED, FELT, HOLLOW, SIZE, SPINNER, board_box, draw_picture, hollow_width, render_picture,
-    spinner_outline,
+    COUNTED, FELT, HOLE, HOLLOW, IVORY, SIZE, SPINNER, TEAM, board_box, draw_picture,
+    hollow_width, render_picture, round_end_lines, spinner_outline,
 )
 from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
 from sevenrocks_env.tiles import NORTH, SOUTH
@@ -137,3 +138,178 @@ def test_score_track_has_a_bounded_number_of_holes(target, most_holes):
     image = Image.new("RGB", (900, 120))
     draw_scores(Counting(image), Match.new(0, target=target), 900)
     assert len(calls) == 2 * most_holes
+
+
+# -- geometry ---------------------------------------------------------------------------------
+
+def _geometry(name, steps):
+    match = example_match(EXAMPLES[name], steps=steps)
+    return board_geometry(build_layout(match.history[-1].moves), board_box())
+
+
+def test_branch_tiles_point_their_inner_half_at_the_spinner():
+    """Example A: 1|5 starts branch A (north, drawn upwards): its 1 touches the spinner, so it is
+    the bottom half; 1|3 starts branch B (south, downwards): its 1 is the top half."""
+    geometry = _geometry("A", 9)
+    north = next(t for t in geometry.tiles if t.placed.name == "1|5")
+    south = next(t for t in geometry.tiles if t.placed.name == "1|3")
+    assert north.vertical and (north.first_half, north.second_half) == (5, 1)
+    assert south.vertical and (south.first_half, south.second_half) == (1, 3)
+
+
+def test_branch_tiles_do_not_touch_the_spinner():
+    geometry = _geometry("A", 9)
+    spinner = geometry.spinner
+    north = next(t for t in geometry.tiles if t.placed.name == "1|5")
+    south = next(t for t in geometry.tiles if t.placed.name == "1|3")
+    assert north.box[3] < spinner.box[1] and south.box[1] > spinner.box[3]
+
+
+def test_a_small_layout_is_not_drawn_larger_than_max_unit():
+    geometry = _geometry("A", 1)
+    assert geometry.unit <= MAX_UNIT
+    box = geometry.tiles[0].box
+    assert box[2] - box[0] <= 2 * MAX_UNIT + 1
+
+
+# -- picture ----------------------------------------------------------------------------------
+
+def test_the_last_tile_is_outlined_in_its_sides_colour():
+    """docs/rules.md: the last tile laid is outlined in its side's colour (team 0 blue, team 1 red)."""
+    for step, team in ((3, 0), (4, 1)):  # example A: seat 2 lays 4|4, seat 3 lays 3|4
+        match = example_match(EXAMPLES["A"], steps=step)
+        image, geometry = draw_picture(match, observer=0)
+        tile = next(t for t in geometry.tiles if t.placed.move == step - 1)
+        x0, y0, x1, y1 = tile.box
+        assert close(image.getpixel(((x0 + x1) // 2, y0 + 1)), TEAM[team])
+
+
+def test_a_score_of_exactly_five_fills_the_first_peg_hole():
+    match = Match.new(0)
+    match.scores = [5, 4]
+    image, _ = draw_picture(match, observer=0)
+    assert close(image.getpixel((330, 14 + 11)), TEAM[0], 10)       # team 0: 5 >= 5
+    assert close(image.getpixel((330, 14 + 40 + 11)), HOLE, 10)     # team 1: 4 < 5
+
+
+def _ended_round(want_won=False, target=250, seeds=range(300), accept=lambda log: True):
+    for seed in seeds:
+        hands, opener = deal(seed, 0)
+        match = Match.from_deal(hands, opener, target=target)  # no seed: waits after the round
+        rng = random.Random(seed)
+        while match.history[-1].result is None:
+            apply_action(match, rng.choice(legal_actions(match)))
+        log = match.history[-1]
+        if (log.result == "won") == want_won and accept(log):
+            return match, log
+    raise AssertionError("no such round")
+
+
+def test_hands_are_face_up_once_the_round_is_over():
+    """R1: hands are shown when the round is over, to count what is left (R7)."""
+    match, log = _ended_round()
+    image, _ = draw_picture(match, observer=0)
+    row_h = (210 - 10) // 4
+    checked = 0
+    for seat in (1, 2, 3):
+        if match.hands[seat]:
+            y = 860 - 210 + 5 + seat * row_h
+            assert close(image.getpixel((332, y + 16)), IVORY, 10)
+            checked += 1
+    assert checked
+
+
+def test_observer_must_be_a_seat():
+    with pytest.raises(ValueError, match="observer"):
+        draw_picture(Match.new(0), observer=4)
+
+
+def test_round_end_lines_add_partners_deductions():
+    """R1, R7: team 0 is seats 0 and 2, team 1 seats 1 and 3."""
+    match, log = _ended_round(accept=lambda log: log.deductions[1] != log.deductions[2])
+    d = log.deductions
+    assert f"deductions: team 0 -{d[0] + d[2]}, team 1 -{d[1] + d[3]}" in round_end_lines(log)
+    _, won = _ended_round(want_won=True, target=5)
+    assert not any(line.startswith("deductions") for line in round_end_lines(won))  # R8
+
+
+@pytest.fixture
+def texts(monkeypatch):
+    seen = []
+    real = ImageDraw.ImageDraw.text
+
+    def text(self, xy, string, *args, **kwargs):
+        seen.append(string)
+        return real(self, xy, string, *args, **kwargs)
+
+    monkeypatch.setattr(ImageDraw.ImageDraw, "text", text)
+    return seen
+
+
+def test_the_winner_label_and_no_seat_to_move_after_the_match(texts):
+    match, _ = _ended_round(want_won=True, target=5)
+    assert match.over and match.winner is not None
+    draw_picture(match, spectator=True)
+    labels = [t for t in texts if t.startswith("team ") and "(seats" in t]
+    assert [("WINS" in t) for t in labels] == [match.winner == 0, match.winner == 1]
+    assert not any("to move" in t for t in texts)
+
+
+def test_last_points_overrides_the_points_shown(texts):
+    match = example_match(EXAMPLES["A"], steps=3)
+    draw_picture(match, observer=0, last_points=77)
+    assert any(t.endswith("->  77 points") for t in texts)
+
+
+def _random_round_layouts(seeds):
+    for seed in seeds:
+        match = Match.new(seed)
+        rng = random.Random(seed)
+        while match.history[0].result is None:
+            apply_action(match, rng.choice(legal_actions(match)))
+        yield build_layout(match.history[0].moves)
+
+
+def test_branches_turn_only_after_two_or_more_tiles():
+    """frame_layout: a long branch may turn after 2 or more tiles, never after one."""
+    for layout in _random_round_layouts(range(12)):
+        assert all(n >= 2 for _, n, _ in frame_layout(layout, board_box()).bends)
+
+
+def test_among_equally_straight_framings_the_largest_is_kept():
+    """frame_layout shows the layout largest: no framing with the same turns count and the same
+    tiles before the turns gives larger tiles than the one chosen."""
+    from sevenrocks_env.render.geometry import _extent, _unit_boxes
+    box = board_box()
+    room_w, room_h = box[2] - box[0] - 24, box[3] - box[1] - 24
+    for layout in _random_round_layouts(range(40)):
+        chosen = frame_layout(layout, box)
+        if not chosen.bends:
+            continue
+        total = sum(n for _, n, _ in chosen.bends)
+        options = {s: [None] + [(n, d) for n in range(len(layout.branch(s)) - 1, 1, -1)
+                                for d in (1, -1)] for s in (NORTH, SOUTH)}
+        for north in options[NORTH]:
+            for south in options[SOUTH]:
+                bends = {s: b for s, b in ((NORTH, north), (SOUTH, south)) if b is not None}
+                if len(bends) != len(chosen.bends) or sum(n for n, _ in bends.values()) != total:
+                    continue
+                left, top, right, bottom = _extent(*_unit_boxes(layout, bends))
+                unit = max(6.0, min(40.0, room_w / (right - left), room_h / (bottom - top)))
+                assert unit <= chosen.unit + 1e-9
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_a_turned_branch_keeps_its_inner_half_towards_the_spinner(direction):
+    """A branch turned east (+1) or west (-1): each turned tile's half nearer the spinner (west
+    side when turning east, east side when turning west) is its inner half."""
+    from sevenrocks_env.render.geometry import _unit_boxes
+    layout = next(lay for lay in _random_round_layouts(range(200))
+                  if len(lay.north) >= 3 and not any(t.crosswise for t in lay.north[1:]))
+    tiles, _ = _unit_boxes(layout, {NORTH: (1, direction)})
+    turned = [t for t in tiles if t[0] in layout.north[1:]]
+    assert len(turned) == len(layout.north) - 1
+    for placed, box, vertical, left, right, spinner in turned:
+        assert not vertical
+        near, far = (left, right) if direction > 0 else (right, left)
+        assert (near, far) == placed.halves

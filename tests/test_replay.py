@@ -1,5 +1,6 @@
 """``sevenrocks replay``: one frame per move, GIF and PNG outputs, clear errors (issue 5)."""
 
+import io
 import json
 import os
 import random
@@ -8,7 +9,9 @@ import pytest
 from PIL import Image
 
 from sevenrocks_env import record as records
-from sevenrocks_env.render.replay import main, record_frames
+from sevenrocks_env.render import replay
+from sevenrocks_env.render.picture import SIZE
+from sevenrocks_env.render.replay import _gif_too_large, frame_count, main, record_frames, write_gif
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 
 
@@ -167,3 +170,84 @@ def test_gif_frames_last_one_per_move_and_longer_at_each_round_end(tmp_path):
             gif.seek(index)
             durations.append(gif.info["duration"])
     assert durations == [1500 if end else 500 for end in ends]
+
+
+def test_a_round_one_past_the_last_is_refused_at_once():
+    record = short_match_record()
+    with pytest.raises(ValueError, match=f"--round {len(record['rounds'])}"):
+        record_frames(record, round_index=len(record["rounds"]))
+
+
+def test_frame_count_is_one_per_move_of_the_chosen_round():
+    record = short_match_record()
+    assert len(record["rounds"]) >= 2
+    for index, rnd in enumerate(record["rounds"]):
+        assert frame_count(record, index) == len(rnd["moves"])
+    assert frame_count(record) == sum(len(r["moves"]) for r in record["rounds"])
+
+
+def test_a_gif_may_hold_exactly_800_full_size_frames():
+    """docs/render.md: a GIF has at most 800 full-size frames."""
+    assert _gif_too_large(800, *SIZE) is None
+    assert _gif_too_large(801, *SIZE) is not None
+
+
+def test_png_frames_are_numbered_from_zero(tmp_path):
+    record = short_match_record()
+    path = tmp_path / "game.json"
+    records.save(record, path)
+    folder = tmp_path / "frames"
+    assert main([str(path), "--out", str(folder) + "/", "--round", "0", "--scale", "0.2"]) == 0
+    names = sorted(p.name for p in folder.glob("*.png"))
+    moves = len(record["rounds"][0]["moves"])
+    assert names == [f"frame_{i:04d}.png" for i in range(moves)]
+
+
+@pytest.mark.parametrize("scale", ["4.5", "0.05"])
+def test_scale_out_of_range_exits_2(scale, tmp_path, capsys):
+    path = tmp_path / "game.json"
+    records.save(short_match_record(), path)
+    assert main([str(path), "--out", str(tmp_path / "g.gif"), "--scale", scale]) == 2
+    assert "--scale must be between 0.1 and 4" in capsys.readouterr().err
+    assert not (tmp_path / "g.gif").exists()
+
+
+def test_a_record_without_moves_exits_2(tmp_path, capsys):
+    from sevenrocks_env.play import main as play_main
+    seed = 3
+    opener = Match.new(seed).turn
+    path = tmp_path / "empty.json"
+    assert play_main(["--seat", str(opener), "--seed", str(seed), "--opponents", "random",
+                      "--record", str(path)], stdin=io.StringIO("q\n"), stdout=io.StringIO()) == 0
+    assert records.load(path)["rounds"][0]["moves"] == []
+    assert main([str(path), "--out", str(tmp_path / "frames")]) == 2
+    assert "no moves" in capsys.readouterr().err
+
+
+def test_ctrl_c_exits_130(tmp_path, monkeypatch):
+    path = tmp_path / "game.json"
+    records.save(short_match_record(), path)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay, "write_gif", interrupted)
+    assert main([str(path), "--out", str(tmp_path / "g.gif")]) == 130
+
+
+def test_an_interrupted_gif_save_leaves_the_old_file_and_no_partial_one(tmp_path):
+    """write_gif writes beside the target and renames: an interrupted save leaves no partial GIF."""
+    record = short_match_record()
+
+    def frames():
+        for index, frame in enumerate(record_frames(record, round_index=0, scale=0.2)):
+            if index == 3:
+                raise KeyboardInterrupt
+            yield frame
+
+    path = tmp_path / "g.gif"
+    path.write_bytes(b"the old gif")
+    with pytest.raises(KeyboardInterrupt):
+        write_gif(frames(), path, fps=2)
+    assert path.read_bytes() == b"the old gif"
+    assert sorted(tmp_path.iterdir()) == [path]
