@@ -19,7 +19,8 @@ torch = pytest.importorskip("torch")
 from sevenrocks_env.batched.deal import deal  # noqa: E402
 from sevenrocks_env.observation import encode  # noqa: E402
 from sevenrocks_env.policy import PolicyNet  # noqa: E402
-from sevenrocks_env.rules import DOMINO, Match, apply_action, legal_actions, team_of  # noqa: E402
+from sevenrocks_env.rules import (DOMINO, KNOCK, Match, apply_action, legal_actions,  # noqa: E402
+                                  team_of)
 from sevenrocks_env.tiles import NUM_ACTIONS  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
 from training.config import TrainConfig  # noqa: E402
@@ -314,3 +315,86 @@ def test_past_draws_uniformly_among_the_kept_snapshots():
     kept = [id(agent) for agent in pool._past_agents]
     assert len(kept) == 3 and set(drawn) == set(kept)
     assert all(150 < drawn.count(k) < 250 for k in kept)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 1e300])
+def test_engine_state_returns_must_be_finite(bad):
+    """(tests/test_batched_rollout.py, beside test_bad_state_pieces_raise_value_error_naming_them)
+    A checkpoint's per-match returns are untrusted: a NaN or infinite return would be logged as
+    charts/episodic_return; load_state_dict says 'returns must be finite floats' and changes
+    nothing."""
+    engine = BatchedSelfPlayEngine(4, seed=1)
+    state = copy.deepcopy(engine.state_dict())
+    before = copy.deepcopy(state)
+    state["returns"] = [0.0, bad, 0.0, 0.0]
+    with pytest.raises(ValueError, match="returns"):
+        BatchedSelfPlayEngine(4, seed=2).load_state_dict(state)
+    assert engine.state_dict() == before
+
+
+class CountingReference(Reference):
+    """The reference loop, also counting what the trainer's stats describe (self-play: every
+    seat is a learner): moves played, and per match its rounds, recorded decisions, placements
+    and their points (R5)."""
+
+    def __init__(self, seed, num_envs, model, critic):
+        self.env_steps = 0
+        self.stats = {"rounds_per_match": [], "episodic_length": [], "points_per_placement": []}
+        self.rounds, self.decisions = [0] * num_envs, [0] * num_envs
+        self.placements, self.points = [0] * num_envs, [0] * num_envs
+        self._size = None
+        super().__init__(seed, num_envs, model, critic)
+
+    def _deal(self, env, match):
+        if match is None or match.over:   # a new match (after the one that ended, if any)
+            if hasattr(self, "matches"):
+                self._close(env)
+            self.rounds[env] = self.decisions[env] = self.placements[env] = self.points[env] = 0
+        if match is None or match is self.matches[env]:   # not the cut's clones
+            self.rounds[env] += 1
+        return super()._deal(env, match)
+
+    def _close(self, env):
+        self.stats["rounds_per_match"].append(self.rounds[env])
+        self.stats["episodic_length"].append(self.decisions[env])
+        if self.placements[env]:
+            self.stats["points_per_placement"].append(self.points[env] / self.placements[env])
+
+    def _play(self, env, match, action):
+        self.env_steps += 1
+        if action != KNOCK:
+            self.placements[env] += 1
+            self.points[env] += apply_action(match, action)
+        else:
+            apply_action(match, action)
+        if match.awaiting_deal:
+            self._deal(env, match)
+
+
+def test_stats_and_env_steps_match_the_reference_loop(monkeypatch):
+    import sys
+
+    model = LowestActionModel()
+    engine = BatchedSelfPlayEngine(6, seed=3, target=TARGET, max_rounds=MAX_ROUNDS,
+                                   points_scale=SCALE, win_reward=WIN)
+    reference = CountingReference(engine.venv.seed, 6, model, None)
+    # a recorded decision: the reference calls hidden_hands(match, seat) exactly once per
+    # recorded transition (the cut's clones use _value, not hidden_hands), on the real match
+    real_hidden_hands = hidden_hands
+
+    def counting_hidden_hands(match, seat):
+        env = next(e for e, m in enumerate(reference.matches) if m is match)
+        reference.decisions[env] += 1
+        return real_hidden_hands(match, seat)
+
+    monkeypatch.setattr(sys.modules[__name__], "hidden_hands", counting_hidden_hands)
+    num_steps, rollouts = 20, 3
+    for _ in _buffers(engine, model, rollouts=rollouts, num_steps=num_steps):
+        pass
+    for _ in range(rollouts):
+        reference.collect(num_steps)
+    got = engine.pop_stats()
+    assert len(reference.stats["rounds_per_match"]) > 3   # several matches ended
+    for key, want in reference.stats.items():
+        np.testing.assert_allclose(got[key], want, err_msg=key)
+    assert engine.env_steps == reference.env_steps

@@ -78,3 +78,45 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert main([str(tmp_path / "empty")]) == 2
     assert "no evaluations logged" in capsys.readouterr().err
     assert main([str(tmp_path / "empty"), "--pairs", "0"]) == 2
+
+
+def test_without_logged_pairs_the_last_point_has_the_final_evaluation_s_pairs(tmp_path,
+                                                                                monkeypatch):
+    """(tests/test_plot_curve.py) Runs from before eval/pairs: "the logged hyperparameters
+    eval_pairs, final_eval_pairs for the last point" (docs/training.md)."""
+    pytest.importorskip("matplotlib")
+    import training.plot_curve as plot_curve
+
+    run = plot_curve.read_run(write_run(tmp_path / "old", minutes=(1, 2, 3), pairs=(30, 200)))
+    assert run["pairs_at"] == {}
+    drawn, original = [], plot_curve.wilson_interval
+    monkeypatch.setattr(plot_curve, "wilson_interval",
+                        lambda p, n: drawn.append(n) or original(p, n))
+    plot_curve.draw(run, tmp_path / "old.png")
+    assert drawn == [30, 30, 200] * 2   # two curves (random, greedy)
+
+
+def test_pairs_zero_is_refused_on_a_real_run(tmp_path, capsys):
+    """(tests/test_plot_curve.py) --pairs must be at least 1, also for a run that can be drawn
+    (the existing check uses an empty run, which fails for its own reason)."""
+    pytest.importorskip("matplotlib")
+    from training.plot_curve import main
+
+    write_run(tmp_path / "run", minutes=(1, 2, 3))
+    assert main([str(tmp_path / "run"), "--out", str(tmp_path / "c.png"), "--pairs", "0"]) == 2
+    assert "--pairs must be at least 1" in capsys.readouterr().err
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_a_win_rate_without_its_wall_time_is_skipped(tmp_path):
+    """(tests/test_plot_curve.py) Only evaluations with eval/wall_minutes are points (the x axis
+    needs it): a stray win-rate scalar is left out, not a KeyError."""
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+    from training.plot_curve import read_run
+
+    write_run(tmp_path / "run", minutes=(1, 2, 3))
+    writer = SummaryWriter(str(tmp_path / "run"))
+    writer.add_scalar("eval/win_rate_vs_random", 0.9, 1000)
+    writer.close()
+    assert [p[0] for p in read_run(tmp_path / "run")["curves"]["random"]] == [256, 512, 768]

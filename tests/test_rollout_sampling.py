@@ -47,3 +47,14 @@ def test_a_draw_at_the_top_of_the_unit_interval_stays_legal(monkeypatch):
     logits[:, 60] = 0.0
     monkeypatch.setattr(torch, "rand", lambda shape, generator=None: torch.full(shape, 1.0))
     assert sample(logits, None).tolist() == [60] * 4
+
+
+def test_a_draw_at_the_bottom_of_the_unit_interval_stays_legal(monkeypatch):
+    """(tests/test_rollout_sampling.py) torch.rand may return exactly 0.  The sampler's
+    contract: the chosen i has cdf[i-1] <= u < cdf[i], so its probability is not 0 -- with
+    u = 0 that is the first legal action, never a masked one before it."""
+    logits = torch.full((4, 113), MASKED_LOGIT)
+    logits[:, 3] = 0.0
+    logits[:, 60] = 0.0
+    monkeypatch.setattr(torch, "rand", lambda shape, generator=None: torch.zeros(shape))
+    assert sample(logits, None).tolist() == [3] * 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -338,3 +339,91 @@ def test_model_card_verdicts_weigh_pairs_and_interval():
     assert _verdict(row, 0.50).startswith("met (the whole")
     assert _verdict(row, 0.60) == "**not met**"
     assert _verdict({**row, "pairs": 200}, 0.50).startswith("not judged")
+
+
+def test_tag_name_flattens_a_checkpoint_path():
+    """(tests/test_training.py) tag_name's contract: ``ckpt:a/b.pt -> ckpt_a_b.pt`` -- a '/'
+    left in would split TensorBoard's eval/ group into folders (eval/win_rate_vs_ckpt_a/b.pt)."""
+    from training.evaluation import eval_scalars, tag_name
+
+    assert tag_name("ckpt:a/b.pt") == "ckpt_a_b.pt"
+
+    class Result:
+        win_rate, mean_margin = 0.5, 1.0
+
+    scalars = eval_scalars({"ckpt:runs/x/latest.pt": Result()})
+    assert set(scalars) == {"eval/win_rate_vs_ckpt_runs_x_latest.pt",
+                            "eval/margin_vs_ckpt_runs_x_latest.pt"}
+
+
+def test_eval_game_picture_seats_the_policy_at_0_and_2(monkeypatch):
+    """(tests/test_training.py) eval_game_picture: "the policy at seats 0 and 2 against spec"
+    (team A, as in the arena and in eval/ scalars)."""
+    import sevenrocks_env.arena as arena
+    from sevenrocks_env.policy import PolicyNet
+    from training.evaluation import eval_game_picture
+
+    seen, original = [], arena.run_match
+    monkeypatch.setattr(arena, "run_match",
+                        lambda agents, **kw: seen.append(list(agents)) or original(agents, **kw))
+    picture = eval_game_picture(PolicyNet([16]).eval(), "random", seed=3, target=40,
+                                max_rounds=2)
+    assert picture.ndim == 3 and picture.shape[2] == 3
+    (agents,) = seen
+    assert [a.name for a in agents][0] == "policy" and agents[0] is agents[2]
+    assert agents[1] is agents[3] and agents[1].name != "policy"
+
+
+def test_verdict_a_win_rate_exactly_at_the_bar_meets_it():
+    """(tests/test_training.py, beside test_model_card_verdicts_weigh_pairs_and_interval) The
+    bars read "vs greedy >= 65%" (docs/training.md: "≥ 65%"): a point estimate equal to the bar
+    meets it (the point estimate decides), so it is not "**not met**"."""
+    from training.ship import _verdict
+
+    row = {"pairs": 1000, "win_rate": 0.65, "ci95": [0.62, 0.68]}
+    assert _verdict(row, 0.65) == "met by the point estimate; the 95% CI reaches below the bar"
+    assert _verdict(dict(row, win_rate=0.6499), 0.65) == "**not met**"
+
+
+def test_smoke_run_logs_lr_schedule_eval_pairs_wall_minutes_and_final_checkpoint(tmp_path):
+    """docs/training.md: linear learning-rate annealing (CleanRL: update u of N trains at
+    lr * (1 - (u - 1) / N), the first at the full rate); eval/pairs is the duplicate pairs of
+    each evaluation (eval_pairs periodically, final_eval_pairs at the end); eval/wall_minutes is
+    the wall time in minutes; the last update is always checkpointed (latest.pt = the end)."""
+    cfg = _smoke(tmp_path, "total_steps=768", "checkpoint_every=2", "learning_rate=0.003")
+    assert cfg.num_updates == 3 and cfg.batch_size == 256 and cfg.anneal_lr
+    started = time.time()
+    out = train(cfg, final_table=False)
+    elapsed_minutes = (time.time() - started) / 60
+    scalars = _scalars(tmp_path / "runs" / "smoke")
+    lrs = scalars["charts/learning_rate"]
+    assert [step for step, _ in lrs] == [256, 512, 768]
+    assert [v for _, v in lrs] == pytest.approx([0.003, 0.002, 0.001], rel=1e-5)
+    assert scalars["eval/pairs"] == [(256, 1.0), (512, 1.0), (768, 2.0)]
+    minutes = [v for _, v in scalars["eval/wall_minutes"]]
+    assert len(minutes) == 3 and minutes == sorted(minutes)
+    assert 0 < minutes[-1] <= elapsed_minutes
+    ckpt = tmp_path / "ckpt" / "smoke"
+    data = torch.load(ckpt / "latest.pt", weights_only=True)
+    assert (data["update"], data["global_step"]) == (3, 768) == (3, out["global_step"])
+    assert (ckpt / "step_768.pt").is_file()
+
+
+def test_warm_start_from_an_oracle_trained_policy_file_without_value_head():
+    """(tests/test_hostile_configs.py, beside the init_from tests) docs/training.md: "A policy
+    file trained with the oracle critic has no value head; the trainer's then starts fresh." --
+    the shipped file (value_head False) warm-starts a config of its network."""
+    from pathlib import Path
+
+    from training.config import TrainConfig
+    from training.train import build_networks, warm_start
+
+    shipped = Path(__file__).resolve().parents[1] / "checkpoints/shipped/sevenrocks_ppo.pt"
+    source = torch.load(shipped, weights_only=True)
+    assert source["model_config"].get("value_head") is False
+    cfg = TrainConfig()
+    cfg.init_from = str(shipped)
+    model, _, _ = build_networks(cfg)
+    warm_start(model, cfg)
+    for key, tensor in source["model"].items():
+        assert torch.equal(model.state_dict()[key], tensor), key
