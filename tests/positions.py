@@ -29,9 +29,10 @@ def hand(*names: str) -> int:
 
 
 def opponent_wins_next_position(scores=(0, 245), opener: int = 0) -> rules.Match:
-    """Seat 0 (team 0) to open; whatever it opens with, seat 1 (team 1) then has exactly one
-    legal move.  After 0|1 that move is 1|5 east: ends 0 and 5, end sum 5 (R5), so team 1
-    reaches 250 and wins (R8) on seat 1's move."""
+    """With ``opener=0``: seat 0 (team 0) to open; whatever it opens with, seat 1 (team 1) then
+    has exactly one legal move.  After 0|1 that move is 1|5 east: ends 0 and 5, end sum 5 (R5),
+    so team 1 reaches 250 and wins (R8) on seat 1's move.  Another ``opener`` gives the same
+    hands with that seat to open (for tests that only need the hands and scores)."""
     hands = [
         hand("0|1", "0|0", "0|2", "0|3", "0|4", "0|5", "0|6"),
         hand("1|5", "2|2", "2|3", "2|4", "2|5", "2|6", "3|3"),

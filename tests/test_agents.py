@@ -266,10 +266,10 @@ def test_a_time_limit_cut_gives_the_mean_over_the_worlds_actually_sampled():
     one = SearchAgent(seed=3, samples=1).action_values(view, legal)
     cut = SearchAgent(seed=3, samples=500, time_limit=1e-9).action_values(view, legal)
     assert cut == one
-    assert any(v != 0 for v in one)  # the comparison says something
+    assert SearchAgent(seed=3, samples=5).action_values(view, legal) != one  # worlds matter
 
 
-@pytest.mark.parametrize("time_limit", [0, 0.0, -1.0])
+@pytest.mark.parametrize("time_limit", [0, -1.0])
 def test_a_time_limit_must_be_positive(time_limit):
     """``time_limit`` must be in (0, MAX_TIME_LIMIT]: zero seconds is refused."""
     with pytest.raises(ValueError, match="time_limit"):

@@ -284,7 +284,7 @@ def test_cli_batched_prints_the_result(capsys):
     (["random", "greedy", "--threads", "4"], "options of --batched"),
     (["random", "greedy", "--batch", "8"], "options of --batched"),
     (["random", "greedy", "heuristic"], "exactly two agents"),
-    (["random", "greedy", "--batched", "--batch", "0"], "batch"),
+    (["random", "greedy", "--batched", "--batch", "0"], "batch must be in [1,"),
 ])
 def test_cli_batched_bad_input(argv, message, capsys):
     from sevenrocks_env.arena_cli import main

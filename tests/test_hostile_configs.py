@@ -263,11 +263,10 @@ def test_a_run_name_with_dot_dot_is_refused():
 
 
 def test_a_number_of_exactly_max_number_chars_reads_one_more_is_refused():
-    """(tests/test_hostile_configs.py) MAX_NUMBER_CHARS is the longest number a config may
+    """MAX_NUMBER_CHARS is the longest number a config may
     write: 100 characters read, 101 are one short ConfigError."""
-    from training.config_yaml import MAX_NUMBER_CHARS, ConfigError, _read_yaml
-
-    assert MAX_NUMBER_CHARS == 100
+    _read_yaml = config_yaml._read_yaml
+    assert config_yaml.MAX_NUMBER_CHARS == 100
     assert _read_yaml("seed: " + "1" * 100, "x") == {"seed": int("1" * 100)}
     with pytest.raises(ConfigError, match="a number of 101 characters"):
         _read_yaml("seed: " + "1" * 101, "x")
@@ -276,9 +275,9 @@ def test_a_number_of_exactly_max_number_chars_reads_one_more_is_refused():
 
 
 def test_a_config_file_over_64_kb_is_refused(tmp_path):
-    """(tests/test_hostile_configs.py) "files are bounded in size" (config_yaml's docstring):
+    """"files are bounded in size" (config_yaml's docstring):
     MAX_CONFIG_BYTES = 64 kB; one byte more is a ConfigError before YAML parses anything."""
-    from training.config_yaml import ConfigError, load_yaml_file
+    load_yaml_file = config_yaml.load_yaml_file
 
     ok = tmp_path / "ok.yaml"
     ok.write_text("seed: 1\n" + "#" * (64 * 1024 - 9) + "\n")

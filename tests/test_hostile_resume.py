@@ -5,6 +5,7 @@ checkpoint."""
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import subprocess
@@ -116,7 +117,6 @@ BAD_PIECES = [
 def test_adam_settings_come_from_the_config_not_the_file(tmp_path, monkeypatch, capsys, good):
     """maximize (gradient ascent), amsgrad (a KeyError inside) or NaN betas in a file are not
     taken: only the moments are; the resumed run's Adam is the config's."""
-    import copy
 
     from training.train import build_networks
     data = copy.deepcopy(good)
@@ -137,7 +137,6 @@ def test_adam_settings_come_from_the_config_not_the_file(tmp_path, monkeypatch, 
                          ids=[f"{p}-{i}" for i, (p, _) in enumerate(BAD_PIECES)])
 def test_every_bad_piece_is_named_before_anything_is_written(tmp_path, monkeypatch, capsys,
                                                              good, piece, damage):
-    import copy
     data = copy.deepcopy(good)
     if piece == "engine" and "matches" not in data["engine"]:
         data["engine"] = {"matches": None}
@@ -151,7 +150,6 @@ def test_every_bad_piece_is_named_before_anything_is_written(tmp_path, monkeypat
 
 
 def test_a_checkpoint_never_chooses_the_output_folders(tmp_path, capsys, good):
-    import copy
     data = copy.deepcopy(good)
     data["config"].update(log_dir=str(tmp_path / "evil_runs"),
                           checkpoint_dir=str(tmp_path / "evil_ckpt"))
@@ -161,11 +159,10 @@ def test_a_checkpoint_never_chooses_the_output_folders(tmp_path, capsys, good):
     assert (tmp_path / "ckpt" / "smoke" / "latest.pt").is_file()
 
 
-def test_without_set_a_resumed_run_writes_to_the_default_folders(tmp_path, monkeypatch,
+def test_a_resume_without_output_folders_writes_to_the_default_ones(tmp_path, monkeypatch,
                                                                   capsys, good):
     """docs/security.md: output paths come from the user; the file's log_dir and
     checkpoint_dir are replaced by the defaults, not only by --set."""
-    import copy
     data = copy.deepcopy(good)
     data["config"].update(log_dir=str(tmp_path / "evil_runs"),
                           checkpoint_dir=str(tmp_path / "evil_ckpt"))

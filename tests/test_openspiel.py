@@ -419,7 +419,7 @@ def test_the_information_state_names_the_first_mover_relative_to_the_player():
     for player in range(4):
         tensor = np.asarray(state.information_state_tensor(player))
         first = tensor[OBS_SIZE + NUM_TILES:OBS_SIZE + NUM_TILES + 4]
-        assert first.tolist() == [float(k == (opener - player) & 3) for k in range(4)]
+        assert first.tolist() == [float(k == ((opener - player) & 3)) for k in range(4)]
 
 
 def test_hands_are_shown_after_a_blocked_round():

@@ -11,7 +11,9 @@ from torch.utils.tensorboard import SummaryWriter  # noqa: E402
 from training.plot_curve import _pairs_from_table, main, read_run, time_unit, x_axis  # noqa: E402
 
 
-def write_run(folder, minutes, pairs=(1, 2), rates=(0.25, 0.5, 0.75), pairs_logged=None):
+def write_run(folder, minutes, pairs=(1, 2), rates=(0.25, 0.5, 0.75), pairs_logged=None,
+              extra=()):
+    """A run's event file; ``extra``: more ``(tag, value, step)`` scalars in the same file."""
     writer = SummaryWriter(str(folder))
     for k, count in enumerate(pairs_logged or (), start=1):
         writer.add_scalar("eval/pairs", count, 256 * k)
@@ -22,6 +24,8 @@ def write_run(folder, minutes, pairs=(1, 2), rates=(0.25, 0.5, 0.75), pairs_logg
         writer.add_scalar("eval/win_rate_vs_random", rate, 256 * k)
         writer.add_scalar("eval/win_rate_vs_greedy", rate / 2, 256 * k)
         writer.add_scalar("eval/wall_minutes", m, 256 * k)
+    for tag, value, step in extra:
+        writer.add_scalar(tag, value, step)
     writer.close()
     return folder
 
@@ -82,9 +86,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 
 def test_without_logged_pairs_the_last_point_has_the_final_evaluation_s_pairs(tmp_path,
                                                                                 monkeypatch):
-    """(tests/test_plot_curve.py) Runs from before eval/pairs: "the logged hyperparameters
+    """Runs from before eval/pairs: "the logged hyperparameters
     eval_pairs, final_eval_pairs for the last point" (docs/training.md)."""
-    pytest.importorskip("matplotlib")
     import training.plot_curve as plot_curve
 
     run = plot_curve.read_run(write_run(tmp_path / "old", minutes=(1, 2, 3), pairs=(30, 200)))
@@ -97,11 +100,8 @@ def test_without_logged_pairs_the_last_point_has_the_final_evaluation_s_pairs(tm
 
 
 def test_pairs_zero_is_refused_on_a_real_run(tmp_path, capsys):
-    """(tests/test_plot_curve.py) --pairs must be at least 1, also for a run that can be drawn
+    """--pairs must be at least 1, also for a run that can be drawn
     (the existing check uses an empty run, which fails for its own reason)."""
-    pytest.importorskip("matplotlib")
-    from training.plot_curve import main
-
     write_run(tmp_path / "run", minutes=(1, 2, 3))
     assert main([str(tmp_path / "run"), "--out", str(tmp_path / "c.png"), "--pairs", "0"]) == 2
     assert "--pairs must be at least 1" in capsys.readouterr().err
@@ -109,14 +109,8 @@ def test_pairs_zero_is_refused_on_a_real_run(tmp_path, capsys):
 
 
 def test_a_win_rate_without_its_wall_time_is_skipped(tmp_path):
-    """(tests/test_plot_curve.py) Only evaluations with eval/wall_minutes are points (the x axis
+    """Only evaluations with eval/wall_minutes are points (the x axis
     needs it): a stray win-rate scalar is left out, not a KeyError."""
-    pytest.importorskip("tensorboard")
-    from torch.utils.tensorboard import SummaryWriter
-    from training.plot_curve import read_run
-
-    write_run(tmp_path / "run", minutes=(1, 2, 3))
-    writer = SummaryWriter(str(tmp_path / "run"))
-    writer.add_scalar("eval/win_rate_vs_random", 0.9, 1000)
-    writer.close()
+    write_run(tmp_path / "run", minutes=(1, 2, 3),
+              extra=[("eval/win_rate_vs_random", 0.9, 1000)])
     assert [p[0] for p in read_run(tmp_path / "run")["curves"]["random"]] == [256, 512, 768]

@@ -50,7 +50,7 @@ def test_a_draw_at_the_top_of_the_unit_interval_stays_legal(monkeypatch):
 
 
 def test_a_draw_at_the_bottom_of_the_unit_interval_stays_legal(monkeypatch):
-    """(tests/test_rollout_sampling.py) torch.rand may return exactly 0.  The sampler's
+    """torch.rand may return exactly 0.  The sampler's
     contract: the chosen i has cdf[i-1] <= u < cdf[i], so its probability is not 0 -- with
     u = 0 that is the first legal action, never a masked one before it."""
     logits = torch.full((4, 113), MASKED_LOGIT)

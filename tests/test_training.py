@@ -342,7 +342,7 @@ def test_model_card_verdicts_weigh_pairs_and_interval():
 
 
 def test_tag_name_flattens_a_checkpoint_path():
-    """(tests/test_training.py) tag_name's contract: ``ckpt:a/b.pt -> ckpt_a_b.pt`` -- a '/'
+    """tag_name's contract: ``ckpt:a/b.pt -> ckpt_a_b.pt`` -- a '/'
     left in would split TensorBoard's eval/ group into folders (eval/win_rate_vs_ckpt_a/b.pt)."""
     from training.evaluation import eval_scalars, tag_name
 
@@ -357,7 +357,7 @@ def test_tag_name_flattens_a_checkpoint_path():
 
 
 def test_eval_game_picture_seats_the_policy_at_0_and_2(monkeypatch):
-    """(tests/test_training.py) eval_game_picture: "the policy at seats 0 and 2 against spec"
+    """eval_game_picture: "the policy at seats 0 and 2 against spec"
     (team A, as in the arena and in eval/ scalars)."""
     import sevenrocks_env.arena as arena
     from sevenrocks_env.policy import PolicyNet
@@ -375,7 +375,7 @@ def test_eval_game_picture_seats_the_policy_at_0_and_2(monkeypatch):
 
 
 def test_verdict_a_win_rate_exactly_at_the_bar_meets_it():
-    """(tests/test_training.py, beside test_model_card_verdicts_weigh_pairs_and_interval) The
+    """The
     bars read "vs greedy >= 65%" (docs/training.md: "≥ 65%"): a point estimate equal to the bar
     meets it (the point estimate decides), so it is not "**not met**"."""
     from training.ship import _verdict
@@ -410,15 +410,13 @@ def test_smoke_run_logs_lr_schedule_eval_pairs_wall_minutes_and_final_checkpoint
 
 
 def test_warm_start_from_an_oracle_trained_policy_file_without_value_head():
-    """(tests/test_hostile_configs.py, beside the init_from tests) docs/training.md: "A policy
+    """docs/training.md: "A policy
     file trained with the oracle critic has no value head; the trainer's then starts fresh." --
     the shipped file (value_head False) warm-starts a config of its network."""
-    from pathlib import Path
-
-    from training.config import TrainConfig
+    from sevenrocks_env.policy import shipped_path
     from training.train import build_networks, warm_start
 
-    shipped = Path(__file__).resolve().parents[1] / "checkpoints/shipped/sevenrocks_ppo.pt"
+    shipped = shipped_path()
     source = torch.load(shipped, weights_only=True)
     assert source["model_config"].get("value_head") is False
     cfg = TrainConfig()
