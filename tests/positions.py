@@ -1,6 +1,7 @@
 """Random positions for tests: a match after some uniformly random legal moves."""
 
 import itertools
+import random
 
 import numpy as np
 
@@ -20,6 +21,31 @@ def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
             break
         legal = rules.legal_actions(match)
         rules.apply_action(match, legal[int(rng.integers(len(legal)))])
+    return match
+
+
+def positions_with_a_choice(count: int, min_legal: int = 2) -> list[rules.Match]:
+    """``count`` random positions (:func:`random_state`) whose seat on turn has at least
+    ``min_legal`` legal actions."""
+    found = []
+    for seed in range(500):
+        match = random_state(seed, 3 + seed % 20)
+        if not match.over and not match.awaiting_deal \
+                and len(rules.legal_actions(match)) >= min_legal:
+            found.append(match)
+            if len(found) == count:
+                return found
+    raise AssertionError(f"fewer than {count} positions with {min_legal} legal actions")
+
+
+def round_played_out(seed: int, target: int = rules.DEFAULT_TARGET) -> rules.Match:
+    """Round 0 of ``seed``'s deal played to its end by uniformly random moves, in a seedless
+    match: it waits for its next deal, so ``history[-1]`` is the finished round."""
+    hands, opener = rules.deal(seed, 0)
+    match = rules.Match.from_deal(hands, opener, target=target)
+    rng = random.Random(seed)
+    while match.history[-1].result is None:
+        rules.apply_action(match, rng.choice(rules.legal_actions(match)))
     return match
 
 

@@ -15,7 +15,7 @@ from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.tiles import (
     EAST, KNOCK, NORTH, NUM_ACTIONS, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
 )
-from positions import one_view_of_two_deals, random_state
+from positions import one_view_of_two_deals, positions_with_a_choice, random_state
 
 SPECS = ["random", "greedy", "heuristic", "search:samples=2", "search:samples=2,rollout=greedy",
          "search:samples=1,rollout=heuristic"]
@@ -249,19 +249,11 @@ def test_hand_sampler_refuses_counts_that_do_not_add_up_to_the_unseen_tiles(seat
         HandSampler(bad)
 
 
-def _choice_position():
-    for seed in range(100):
-        match = random_state(seed, 6)
-        if not match.over and not match.awaiting_deal and len(rules.legal_actions(match)) > 2:
-            return match
-    raise AssertionError("no position with a choice")
-
-
 def test_a_time_limit_cut_gives_the_mean_over_the_worlds_actually_sampled():
     """``action_values``: the mean over the sampled worlds; a ``time_limit`` that is spent after
     the first world stops at that one world ("at least one world"), so the values are that
     world's, the same as ``samples=1`` with the same seed."""
-    match = _choice_position()
+    match, = positions_with_a_choice(1, min_legal=3)
     view, legal = view_of(match, match.turn), rules.legal_actions(match)
     one = SearchAgent(seed=3, samples=1).action_values(view, legal)
     cut = SearchAgent(seed=3, samples=500, time_limit=1e-9).action_values(view, legal)

@@ -20,10 +20,9 @@ from sevenrocks_env.agents.world_rollouts import MAX_COPIES, Decision, WorldRoll
 from sevenrocks_env.arena_batched import evaluate_batched
 from sevenrocks_env.batched import BatchState, VectorEnv, layout
 from sevenrocks_env.batched.defensive import defensive_actions
-from sevenrocks_env.batched.state import FIELDS
 from sevenrocks_env.batched.worlds import views_state
 from sevenrocks_env.observation import action_mask, encode
-from positions import choices_grouped_and_alone, random_state
+from positions import choices_grouped_and_alone, positions_with_a_choice, random_state
 
 
 def position(seed: int, moves: int, target: int = 250):
@@ -159,19 +158,8 @@ def test_batched_arena_plays_search_legally_and_the_same_for_any_batch():
     assert one.matches == 6
 
 
-def _positions(count):
-    out = []
-    for seed in range(500):
-        match = random_state(seed, 3 + seed % 20)
-        if not match.over and not match.awaiting_deal and len(rules.legal_actions(match)) >= 2:
-            out.append(match)
-            if len(out) == count:
-                return out
-    raise AssertionError("not enough positions with a choice")
-
-
 def test_a_decision_needs_one_deal_stream_per_world():
-    match = _positions(1)[0]
+    match = positions_with_a_choice(1)[0]
     view = view_of(match, match.turn)
     sampler = HandSampler(view)
     rng = np.random.default_rng(0)
@@ -187,7 +175,7 @@ def test_a_decision_needs_one_deal_stream_per_world():
 def test_no_group_steps_more_than_max_copies(monkeypatch):
     """``MAX_COPIES``: the most copies stepped together; a longer list of decisions is split into
     groups of at most that many copies, with the same values as one decision at a time."""
-    matches = _positions(8)
+    matches = positions_with_a_choice(8)
     decisions = [Decision.sample(view_of(m, m.turn), rules.legal_actions(m), 3,
                                  np.random.default_rng(k)) for k, m in enumerate(matches)]
     limit = max(d.copies for d in decisions) + 1

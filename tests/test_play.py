@@ -1,7 +1,6 @@
 """``sevenrocks play`` scripted through a pipe: full rounds, refused input, saved record (issue 5)."""
 
 import io
-import random
 import subprocess
 import sys
 
@@ -10,10 +9,11 @@ import pytest
 from sevenrocks_env import record as records
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.play import MAX_ANSWER, Session, main, move_words, parse_answer, round_summary
-from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
+from sevenrocks_env.rules import Match, legal_actions, team_of
 from sevenrocks_env.tiles import (EAST, KNOCK, WEST, encode_action, parse_tile, tile_name,
                                   tiles_of)
 
+from positions import round_played_out
 from rules_examples import EXAMPLES, example_match
 
 
@@ -194,11 +194,7 @@ def test_the_opening_tile_may_name_any_end():
 
 def _finished_round(target, want_won):
     for seed in range(200):
-        match = Match.new(seed, target=target)
-        rng = random.Random(seed)
-        while match.history[0].result is None:
-            apply_action(match, rng.choice(legal_actions(match)))
-        log = match.history[0]
+        log = round_played_out(seed, target).history[-1]
         if (log.result == "won") == want_won:
             return log
     raise AssertionError("no such round")

@@ -20,6 +20,7 @@ from sevenrocks_env.render.picture import (
 from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
 from sevenrocks_env.tiles import NORTH, SOUTH
 
+from positions import round_played_out
 from rules_examples import EXAMPLES, example_match
 
 CASES = [(name, step) for name, seq in EXAMPLES.items() for step in range(1, len(seq) + 1)]
@@ -194,11 +195,7 @@ def test_a_score_of_exactly_five_fills_the_first_peg_hole():
 
 def _ended_round(want_won=False, target=250, seeds=range(300), accept=lambda log: True):
     for seed in seeds:
-        hands, opener = deal(seed, 0)
-        match = Match.from_deal(hands, opener, target=target)  # no seed: waits after the round
-        rng = random.Random(seed)
-        while match.history[-1].result is None:
-            apply_action(match, rng.choice(legal_actions(match)))
+        match = round_played_out(seed, target)
         log = match.history[-1]
         if (log.result == "won") == want_won and accept(log):
             return match, log
@@ -263,11 +260,7 @@ def test_last_points_overrides_the_points_shown(texts):
 
 def _random_round_layouts(seeds):
     for seed in seeds:
-        match = Match.new(seed)
-        rng = random.Random(seed)
-        while match.history[0].result is None:
-            apply_action(match, rng.choice(legal_actions(match)))
-        yield build_layout(match.history[0].moves)
+        yield build_layout(round_played_out(seed).history[-1].moves)
 
 
 def test_branches_turn_only_after_two_or_more_tiles():
