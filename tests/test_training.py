@@ -114,19 +114,33 @@ def test_gae_matches_hand_computation():
 # -- smoke run, checkpoints, resume ---------------------------------------------------------------
 
 def test_smoke_run_logs_and_checkpoints(tmp_path):
-    cfg = _smoke(tmp_path)
+    """One smoke run of 3 updates, checkpointed every 2.  docs/training.md: linear
+    learning-rate annealing (CleanRL: update u of N trains at lr * (1 - (u - 1) / N), the first
+    at the full rate); eval/pairs is the duplicate pairs of each evaluation (eval_pairs
+    periodically, final_eval_pairs at the end); eval/wall_minutes is the wall time in minutes;
+    the last update is always checkpointed (latest.pt = the end)."""
+    cfg = _smoke(tmp_path, "total_steps=768", "checkpoint_every=2", "learning_rate=0.003")
+    assert cfg.num_updates == 3 and cfg.batch_size == 256 and cfg.anneal_lr
+    started = time.time()
     out = train(cfg, final_table=False)
+    elapsed_minutes = (time.time() - started) / 60
     run_dir = tmp_path / "runs" / "smoke"
     assert list(run_dir.glob("events.out.tfevents.*"))
     scalars = _scalars(run_dir)
     assert EXPECTED_TAGS <= set(scalars), EXPECTED_TAGS - set(scalars)
-    assert scalars["charts/learning_rate"][0][1] > scalars["charts/learning_rate"][-1][1]
     assert _images(run_dir) == ["eval/game"]  # a board picture of an evaluation match
+    lrs = scalars["charts/learning_rate"]
+    assert [step for step, _ in lrs] == [256, 512, 768]
+    assert [v for _, v in lrs] == pytest.approx([0.003, 0.002, 0.001], rel=1e-5)
+    assert scalars["eval/pairs"] == [(256, 1.0), (512, 1.0), (768, 2.0)]
+    minutes = [v for _, v in scalars["eval/wall_minutes"]]
+    assert len(minutes) == 3 and minutes == sorted(minutes)
+    assert 0 < minutes[-1] <= elapsed_minutes
     ckpt_dir = tmp_path / "ckpt" / "smoke"
-    assert (ckpt_dir / "latest.pt").is_file() and (ckpt_dir / f"step_{cfg.total_steps}.pt").is_file()
-    assert out["global_step"] == cfg.total_steps
+    assert (ckpt_dir / "latest.pt").is_file() and (ckpt_dir / "step_768.pt").is_file()
+    assert out["global_step"] == cfg.total_steps == 768
     data = torch.load(ckpt_dir / "latest.pt", weights_only=True)  # plain types only
-    assert data["global_step"] == cfg.total_steps and data["update"] == cfg.num_updates
+    assert (data["global_step"], data["update"]) == (768, cfg.num_updates)
 
 
 def test_evaluation_plays_the_run_s_target_and_round_cap():
@@ -383,30 +397,6 @@ def test_verdict_a_win_rate_exactly_at_the_bar_meets_it():
     row = {"pairs": 1000, "win_rate": 0.65, "ci95": [0.62, 0.68]}
     assert _verdict(row, 0.65) == "met by the point estimate; the 95% CI reaches below the bar"
     assert _verdict(dict(row, win_rate=0.6499), 0.65) == "**not met**"
-
-
-def test_smoke_run_logs_lr_schedule_eval_pairs_wall_minutes_and_final_checkpoint(tmp_path):
-    """docs/training.md: linear learning-rate annealing (CleanRL: update u of N trains at
-    lr * (1 - (u - 1) / N), the first at the full rate); eval/pairs is the duplicate pairs of
-    each evaluation (eval_pairs periodically, final_eval_pairs at the end); eval/wall_minutes is
-    the wall time in minutes; the last update is always checkpointed (latest.pt = the end)."""
-    cfg = _smoke(tmp_path, "total_steps=768", "checkpoint_every=2", "learning_rate=0.003")
-    assert cfg.num_updates == 3 and cfg.batch_size == 256 and cfg.anneal_lr
-    started = time.time()
-    out = train(cfg, final_table=False)
-    elapsed_minutes = (time.time() - started) / 60
-    scalars = _scalars(tmp_path / "runs" / "smoke")
-    lrs = scalars["charts/learning_rate"]
-    assert [step for step, _ in lrs] == [256, 512, 768]
-    assert [v for _, v in lrs] == pytest.approx([0.003, 0.002, 0.001], rel=1e-5)
-    assert scalars["eval/pairs"] == [(256, 1.0), (512, 1.0), (768, 2.0)]
-    minutes = [v for _, v in scalars["eval/wall_minutes"]]
-    assert len(minutes) == 3 and minutes == sorted(minutes)
-    assert 0 < minutes[-1] <= elapsed_minutes
-    ckpt = tmp_path / "ckpt" / "smoke"
-    data = torch.load(ckpt / "latest.pt", weights_only=True)
-    assert (data["update"], data["global_step"]) == (3, 768) == (3, out["global_step"])
-    assert (ckpt / "step_768.pt").is_file()
 
 
 def test_warm_start_from_an_oracle_trained_policy_file_without_value_head():
