@@ -49,6 +49,18 @@ def round_played_out(seed: int, target: int = rules.DEFAULT_TARGET) -> rules.Mat
     return match
 
 
+def finished_round(won: bool = False, target: int = rules.DEFAULT_TARGET,
+                   accept=lambda log: True) -> rules.Match:
+    """The first :func:`round_played_out` (seeds 0, 1, ...) that was won (R8) or not, as asked,
+    and whose round log ``accept`` takes."""
+    for seed in range(300):
+        match = round_played_out(seed, target)
+        log = match.history[-1]
+        if (log.result == rules.WON) == won and accept(log):
+            return match
+    raise AssertionError("no such round in 300 deals")
+
+
 def hand(*names: str) -> int:
     """A hand as a tile set, from tile names (``"0|1"``)."""
     return mask_of(parse_tile(n) for n in names)

@@ -13,7 +13,7 @@ from sevenrocks_env.rules import Match, legal_actions, team_of
 from sevenrocks_env.tiles import (EAST, KNOCK, WEST, encode_action, parse_tile, tile_name,
                                   tiles_of)
 
-from positions import round_played_out
+from positions import finished_round
 from rules_examples import EXAMPLES, example_match
 
 
@@ -192,23 +192,15 @@ def test_the_opening_tile_may_name_any_end():
     assert parse_answer(f"{tile_name(tile)} east", match, legal) == encode_action(tile, WEST)
 
 
-def _finished_round(target, want_won):
-    for seed in range(200):
-        log = round_played_out(seed, target).history[-1]
-        if (log.result == "won") == want_won:
-            return log
-    raise AssertionError("no such round")
-
-
 def test_round_summary_shows_each_hand_with_its_own_team_unless_won():
-    log = _finished_round(250, want_won=False)
+    log = finished_round().history[-1]
     lines = round_summary(log)
     seat_lines = [line for line in lines if line.lstrip().startswith("seat ")]
     assert len(seat_lines) == 4  # R7: every hand is counted
     for seat, line in enumerate(seat_lines):
         assert line.lstrip().startswith(f"seat {seat}:")
         assert f"team {team_of(seat)} " in line  # R1: seats 0, 2 team 0; 1, 3 team 1
-    won = _finished_round(5, want_won=True)
+    won = finished_round(won=True, target=5).history[-1]
     assert not any(line.lstrip().startswith("seat ") for line in round_summary(won))  # R8
 
 

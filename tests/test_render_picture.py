@@ -14,13 +14,13 @@ from PIL import ImageDraw
 from sevenrocks_env.render.geometry import MAX_UNIT, board_geometry, frame_layout
 from sevenrocks_env.render.layout import build_layout
 from sevenrocks_env.render.picture import (
-    COUNTED, FELT, HOLE, HOLLOW, IVORY, SIZE, SPINNER, TEAM, board_box, draw_picture,
+    COUNTED, FELT, FOOTER_H, HOLE, HOLLOW, IVORY, SIZE, SPINNER, TEAM, board_box, draw_picture,
     hollow_width, render_picture, round_end_lines, spinner_outline,
 )
 from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
 from sevenrocks_env.tiles import NORTH, SOUTH
 
-from positions import round_played_out
+from positions import finished_round, round_played_out
 from rules_examples import EXAMPLES, example_match
 
 CASES = [(name, step) for name, seq in EXAMPLES.items() for step in range(1, len(seq) + 1)]
@@ -193,24 +193,15 @@ def test_a_score_of_exactly_five_fills_the_first_peg_hole():
     assert close(image.getpixel((330, 14 + 40 + 11)), HOLE, 10)     # team 1: 4 < 5
 
 
-def _ended_round(want_won=False, target=250, seeds=range(300), accept=lambda log: True):
-    for seed in seeds:
-        match = round_played_out(seed, target)
-        log = match.history[-1]
-        if (log.result == "won") == want_won and accept(log):
-            return match, log
-    raise AssertionError("no such round")
-
-
 def test_hands_are_face_up_once_the_round_is_over():
     """R1: hands are shown when the round is over, to count what is left (R7)."""
-    match, log = _ended_round()
+    match = finished_round()
     image, _ = draw_picture(match, observer=0)
-    row_h = (210 - 10) // 4
+    row_h = (FOOTER_H - 10) // 4
     checked = 0
     for seat in (1, 2, 3):
         if match.hands[seat]:
-            y = 860 - 210 + 5 + seat * row_h
+            y = SIZE[1] - FOOTER_H + 5 + seat * row_h
             assert close(image.getpixel((332, y + 16)), IVORY, 10)
             checked += 1
     assert checked
@@ -223,10 +214,10 @@ def test_observer_must_be_a_seat():
 
 def test_round_end_lines_add_partners_deductions():
     """R1, R7: team 0 is seats 0 and 2, team 1 seats 1 and 3."""
-    match, log = _ended_round(accept=lambda log: log.deductions[1] != log.deductions[2])
+    log = finished_round(accept=lambda log: log.deductions[1] != log.deductions[2]).history[-1]
     d = log.deductions
     assert f"deductions: team 0 -{d[0] + d[2]}, team 1 -{d[1] + d[3]}" in round_end_lines(log)
-    _, won = _ended_round(want_won=True, target=5)
+    won = finished_round(won=True, target=5).history[-1]
     assert not any(line.startswith("deductions") for line in round_end_lines(won))  # R8
 
 
@@ -244,7 +235,7 @@ def texts(monkeypatch):
 
 
 def test_the_winner_label_and_no_seat_to_move_after_the_match(texts):
-    match, _ = _ended_round(want_won=True, target=5)
+    match = finished_round(won=True, target=5)
     assert match.over and match.winner is not None
     draw_picture(match, spectator=True)
     labels = [t for t in texts if t.startswith("team ") and "(seats" in t]
