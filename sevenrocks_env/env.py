@@ -86,7 +86,7 @@ from pettingzoo import AECEnv
 
 from . import observation as obs_mod
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
-from .rewards import REWARD_MODES, reward_weights, team0_reward
+from .rewards import reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
 from .scoring import round_to_five
 from .tiles import NUM_ACTIONS, NUM_TILES, TILE_PIPS, describe_action

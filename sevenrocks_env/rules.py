@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dealing import deal, next_seat, partner_of, team_of
 from .match_state import check_match_state
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
 from .tiles import (
@@ -29,7 +30,6 @@ from .tiles import (
     KNOCK,
     NORTH,
     NUM_SEATS,
-    NUM_TILES,
     OTHER_HALF,
     SOUTH,
     TILE_HIGH,
@@ -42,38 +42,6 @@ from .tiles import (
 DEFAULT_TARGET = 250  # R8
 #: ``Round.result`` values (R7, R8).
 DOMINO, BLOCKED, WON = "domino", "blocked", "won"
-
-
-def team_of(seat: int) -> int:
-    """Partnership of a seat: seats 0 and 2 are team 0, seats 1 and 3 team 1 (R1)."""
-    return seat & 1
-
-
-def partner_of(seat: int) -> int:
-    """The seat opposite (R1)."""
-    return (seat + 2) & 3
-
-
-def next_seat(seat: int) -> int:
-    """Play is clockwise 0 -> 1 -> 2 -> 3 -> 0 (R1)."""
-    return (seat + 1) & 3
-
-
-def deal(seed: int, round_index: int) -> tuple[list[int], int]:
-    """Round ``round_index``'s deal and drawn opener, a function of ``(seed, round_index)`` only (R1, R2).
-
-    Returns four 7-tile hands as bitmasks and a uniformly drawn seat (a fair draw where ties are
-    re-drawn makes every seat equally likely).
-    """
-    rng = np.random.default_rng([seed, round_index])
-    order = rng.permutation(NUM_TILES).tolist()
-    hands = []
-    for seat in range(NUM_SEATS):
-        mask = 0
-        for t in order[7 * seat: 7 * seat + 7]:
-            mask |= 1 << t
-        hands.append(mask)
-    return hands, int(rng.integers(NUM_SEATS))
 
 
 class Round:
@@ -97,6 +65,14 @@ class Round:
             if action != KNOCK:
                 hands[seat] &= ~(1 << (action >> 2))
         return hands
+
+    def copy(self) -> "Round":
+        other = Round(self.opener, self.hands)
+        other.moves = list(self.moves)
+        other.result, other.finisher = self.result, self.finisher
+        other.deductions = list(self.deductions)
+        other.scores = None if self.scores is None else list(self.scores)
+        return other
 
 
 class Match:
@@ -208,7 +184,7 @@ class Match:
         other.end_double = list(self.end_double)
         other.branch_started = list(self.branch_started)
         other.voids = list(self.voids)
-        other.history = [_copy_round(r) for r in self.history] if (
+        other.history = [r.copy() for r in self.history] if (
             keep_history and self.history is not None) else None
         return other
 
@@ -399,15 +375,6 @@ def _close_round(match: Match, result: str, finisher: int | None) -> None:
         return
     hands, drawn = deal(match.seed, match.round_index)
     match.start_round(hands, finisher if result == DOMINO else drawn)
-
-
-def _copy_round(log: Round) -> Round:
-    other = Round(log.opener, log.hands)
-    other.moves = list(log.moves)
-    other.result, other.finisher = log.result, log.finisher
-    other.deductions = list(log.deductions)
-    other.scores = None if log.scores is None else list(log.scores)
-    return other
 
 
 __all__ = [

@@ -232,6 +232,13 @@ def test_a_long_collection_saves_its_labels_every_thousand():
         np.testing.assert_array_equal(partial["observation"], labels["observation"][:n])
 
 
+def test_a_large_collection_saves_every_twentieth_not_every_thousand():
+    """Each save rewrites the whole file: at 300,000 labels a save every thousand would write
+    ~45 GB."""
+    assert [distill.save_interval(n) for n in (1, 2100, 39_999, 40_000, 300_000, 310_000)] == [
+        1000, 1000, 1000, 2000, 15_000, 15_000]
+
+
 def test_each_decision_of_a_step_samples_from_its_own_generator():
     """Decision (step, env) gets a generator seeded by (seed, step, env): two decisions of one
     step never search the same worlds."""

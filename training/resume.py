@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import random
 
-import numpy as np
 import torch
 
 from sevenrocks_env.policy import CheckpointError, expected_shapes

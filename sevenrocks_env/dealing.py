@@ -1,0 +1,44 @@
+"""Seats, partnerships and the rules engine's deal (``docs/rules.md`` R1, R2).
+
+Seats 0-3 sit clockwise; seats 0 and 2 are team 0, seats 1 and 3 team 1.  A round's deal is a
+pure function of the match seed and the round's index, so a match replays from its seed alone
+(the batched engine draws its deals from its own per-match stream, ``batched/deal.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tiles import NUM_SEATS, NUM_TILES
+
+
+def team_of(seat: int) -> int:
+    """Partnership of a seat: seats 0 and 2 are team 0, seats 1 and 3 team 1 (R1)."""
+    return seat & 1
+
+
+def partner_of(seat: int) -> int:
+    """The seat opposite (R1)."""
+    return (seat + 2) & 3
+
+
+def next_seat(seat: int) -> int:
+    """Play is clockwise 0 -> 1 -> 2 -> 3 -> 0 (R1)."""
+    return (seat + 1) & 3
+
+
+def deal(seed: int, round_index: int) -> tuple[list[int], int]:
+    """Round ``round_index``'s deal and drawn opener, a function of ``(seed, round_index)`` only (R1, R2).
+
+    Returns four 7-tile hands as bitmasks and a uniformly drawn seat (a fair draw where ties are
+    re-drawn makes every seat equally likely).
+    """
+    rng = np.random.default_rng([seed, round_index])
+    order = rng.permutation(NUM_TILES).tolist()
+    hands = []
+    for seat in range(NUM_SEATS):
+        mask = 0
+        for t in order[7 * seat: 7 * seat + 7]:
+            mask |= 1 << t
+        hands.append(mask)
+    return hands, int(rng.integers(NUM_SEATS))

@@ -1,0 +1,139 @@
+"""The labels file of :mod:`training.distill`: what a collection saves, read back with every
+value checked (it may come from elsewhere: a shared ``.labels.npz`` is untrusted input).
+
+An ``.npz`` of ``observation`` float32 ``[N, 238]``, ``action_mask`` bool ``[N, 113]``,
+``action`` int ``[N]`` (the teacher's choice), ``values`` float32 ``[N, 113]`` (the teacher's
+value of every legal action, 0 elsewhere; absent in files from before values were kept) and
+``teacher`` (its spec).  No pickles are read, and no array is read before its header's shape,
+dtype and stored size are checked against the bounds below.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from sevenrocks_env.observation import OBS_SIZE
+from sevenrocks_env.record import shown
+from sevenrocks_env.tiles import NUM_ACTIONS
+
+#: Labels a file may hold (bounds the work a labels file from elsewhere can ask for).
+MAX_LABELS = 2_000_000
+#: Largest teacher value a file may hold, in points (a match is won at a few hundred).
+MAX_VALUE = 1e6
+
+
+class LabelsError(ValueError):
+    """A labels file that is not what :func:`save_labels` writes."""
+
+
+def save_labels(path, labels: dict, teacher: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    extra = {} if labels.get("values") is None else {"values": labels["values"]}
+    np.savez_compressed(path, observation=labels["observation"],
+                        action_mask=labels["action_mask"], action=labels["action"],
+                        teacher=np.array(teacher), **extra)
+    return path
+
+
+#: Each array's trailing shape (its first axis is the number of labels); ``teacher`` is a string.
+_LABEL_ARRAYS = {"observation": (OBS_SIZE,), "action_mask": (NUM_ACTIONS,), "action": (),
+                 "values": (NUM_ACTIONS,)}
+#: Each array's dtype: (words, check).
+_LABEL_DTYPES = {"observation": ("float32", lambda d: d == np.float32),
+                 "action_mask": ("bool", lambda d: d == np.bool_),
+                 "action": ("integers", lambda d: d.kind in "iu"),
+                 "values": ("floats", lambda d: d.kind == "f")}
+_MAX_TEACHER_CHARS = 4096
+
+
+def _check_declared_shapes(path) -> None:
+    """Read each array's ``.npy`` header (not its data) and refuse a shape or dtype that would
+    size an allocation past the bounds: ``np.load`` allocates what a header declares."""
+    declared = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            # np.load would read a member named "observation" before "observation.npy", and a
+            # zip may hold one name twice: only the arrays this file has, each once
+            allowed = {f"{key}.npy" for key in (*_LABEL_ARRAYS, "teacher")}
+            if len(set(names)) != len(names) or not set(names) <= allowed:
+                odd = sorted(set(names) - allowed) or ["a name given twice"]
+                raise LabelsError(f"{path}: not a labels file (it holds {shown(odd[0])}; a "
+                                  f"labels file holds only {', '.join(sorted(allowed))})")
+            for name in names:
+                with archive.open(name) as member:
+                    version = np.lib.format.read_magic(member)
+                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read(member)
+                    size = (member.tell(), archive.getinfo(name).file_size)
+                declared[name[:-len(".npy")]] = (shape, dtype, size)
+    except LabelsError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
+        raise LabelsError(f"{path}: not a labels file ({str(error)[:200]})") from None
+    for key, (shape, dtype, (header, stored)) in declared.items():
+        if key == "teacher":
+            if not (shape == () and dtype.kind == "U"
+                    and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS):
+                raise LabelsError(f"{path}: 'teacher' declares {str(dtype)[:20]} "
+                                  f"{str(shape)[:60]}: not a text of at most "
+                                  f"{_MAX_TEACHER_CHARS} characters")
+        else:
+            # the exact dtype and a label count within bounds, from the header: a float64
+            # observation of 2 M labels would be read whole (3.8 GB) before any check of its data
+            words, dtype_ok = _LABEL_DTYPES[key]
+            if not (dtype_ok(dtype) and dtype.itemsize <= 8 and len(shape) >= 1
+                    and 0 < shape[0] <= MAX_LABELS and tuple(shape[1:]) == _LABEL_ARRAYS[key]):
+                raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} "
+                                  f"{str(shape)[:60]}: not {words} of shape (N, "
+                                  f"{', '.join(map(str, _LABEL_ARRAYS[key]))}) with N in "
+                                  f"1..{MAX_LABELS}".replace(", )", ")"))
+        # a compressed member inflates to what its zip entry declares: exactly its array
+        if stored != header + int(np.prod(shape)) * dtype.itemsize:
+            raise LabelsError(f"{path}: '{key}' stores {stored:,} bytes, not the {shape} "
+                              f"{dtype} array its header declares")
+
+
+def load_labels(path) -> tuple[dict, str]:
+    """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
+    legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
+    ``values`` is ``None`` for files from before the teacher's values were kept."""
+    _check_declared_shapes(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in ("observation", "action_mask", "action",
+                                                 "teacher")}
+            arrays["values"] = data["values"] if "values" in data.files else None
+    except (OSError, ValueError, KeyError) as error:
+        raise LabelsError(f"{path}: not a labels file ({error})") from None
+    obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
+    n = len(action) if action.ndim == 1 else 0  # (len of a 0-d array is a TypeError)
+    if not 0 < n <= MAX_LABELS:
+        raise LabelsError(f"{path}: 'action' must be 1-D with 1..{MAX_LABELS} labels")
+    if obs.shape != (n, OBS_SIZE) or obs.dtype != np.float32 or not np.isfinite(obs).all():
+        raise LabelsError(f"{path}: 'observation' must be finite float32 of shape ({n}, "
+                          f"{OBS_SIZE})")
+    if mask.shape != (n, NUM_ACTIONS) or mask.dtype != np.bool_:
+        raise LabelsError(f"{path}: 'action_mask' must be bool of shape ({n}, {NUM_ACTIONS})")
+    if action.dtype.kind not in "iu" or action.min() < 0 or action.max() >= NUM_ACTIONS:
+        raise LabelsError(f"{path}: 'action' must be integers in 0..{NUM_ACTIONS - 1}")
+    illegal = np.flatnonzero(~mask[np.arange(n), action])
+    if len(illegal):
+        raise LabelsError(f"{path}: label {illegal[0]} ({action[illegal[0]]}) is not legal "
+                          "under its mask")
+    values = arrays["values"]
+    if values is not None and (values.shape != mask.shape or values.dtype != np.float32
+                               or not np.isfinite(values).all()
+                               or np.abs(values).max() > MAX_VALUE):
+        raise LabelsError(f"{path}: 'values' must be float32 of shape ({n}, {NUM_ACTIONS}) "
+                          f"with finite values within +-{MAX_VALUE:g}")
+    teacher = arrays["teacher"]
+    if teacher.ndim != 0 or teacher.dtype.kind != "U":
+        raise LabelsError(f"{path}: 'teacher' must be a string")
+    return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64),
+            "values": values}, str(teacher)[:200]
