@@ -13,3 +13,21 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture()
+def app():
+    """The web app (``sevenrocks_env.web``) with room for 8 games."""
+    from sevenrocks_env.web.api import create_app
+    from sevenrocks_env.web.games import GameStore
+
+    return create_app(GameStore(max_games=8))
+
+
+@pytest.fixture()
+def client(app):
+    """Starlette's test client of :func:`app`."""
+    from starlette.testclient import TestClient
+
+    with TestClient(app, raise_server_exceptions=True) as test_client:
+        yield test_client
