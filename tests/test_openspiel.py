@@ -1,6 +1,5 @@
-"""Seven Rocks in OpenSpiel: OpenSpiel's own checks, agreement with the env, resampling, bots."""
-
-import itertools
+"""Seven Rocks in OpenSpiel: OpenSpiel's own checks, agreement with the env, serialisation, bots.
+What each player may know (resampling, observations): ``test_openspiel_information.py``."""
 
 import numpy as np
 import pytest
@@ -8,58 +7,17 @@ import pytest
 pyspiel = pytest.importorskip(
     "pyspiel", reason="open-spiel is not installed (pip install open-spiel, or the [openspiel] extra)")
 
+from openspiel_states import deal_chance, load, random_state  # noqa: E402
+
 from sevenrocks_env import rules, sevenrocks_v0  # noqa: E402
-from sevenrocks_env.agents.belief import excluded_tiles  # noqa: E402
 from sevenrocks_env.arena import evaluate, play_match  # noqa: E402
 from sevenrocks_env.agents import make_agent  # noqa: E402
-from sevenrocks_env.observation import OBS_SIZE, OFFSETS, decode, encode  # noqa: E402
+from sevenrocks_env.observation import decode, encode  # noqa: E402
 from sevenrocks_env.openspiel import GAME_NAME, state_from_view  # noqa: E402
 from sevenrocks_env.openspiel.bots import PyspielBotAgent, make_openspiel_agent  # noqa: E402
 from sevenrocks_env.openspiel.game import MAX_ROUND_MARGIN, MAX_ROUND_MOVES  # noqa: E402
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, game_record  # noqa: E402
 from sevenrocks_env.tiles import KNOCK, NUM_TILES  # noqa: E402
-
-
-def load(**params):
-    return pyspiel.load_game(GAME_NAME, params)
-
-
-def deal_chance(state, seed):
-    """Feed the chance nodes of the round being dealt with ``rules.deal(seed, round)``."""
-    if not state.is_chance_node():
-        return
-    round_index = 0 if state._match is None else len(state._match.history)
-    hands, drawn = rules.deal(seed, round_index)
-    tiles = [t for hand in hands for t in range(NUM_TILES) if (hand >> t) & 1]
-    while state.is_chance_node():
-        if state._drawing_opener:
-            state.apply_action(drawn)
-        else:
-            state.apply_action(tiles[len(state._dealt)])
-
-
-def random_state(game, rng, stop=None, at_chance=False):
-    """Play uniformly random chance outcomes and moves; stop early when ``stop(state)`` holds
-    (checked at the players' nodes, and at chance nodes too with ``at_chance``)."""
-    state = game.new_initial_state()
-    while not state.is_terminal():
-        if stop is not None and (at_chance or not state.is_chance_node()) and stop(state):
-            return state
-        if state.is_chance_node():
-            outcomes, probs = zip(*state.chance_outcomes())
-            state.apply_action(int(rng.choice(outcomes, p=probs)))
-        else:
-            state.apply_action(int(rng.choice(state.legal_actions())))
-    return state
-
-
-def first_state_where(game, stop, at_chance=False, seeds=range(200)):
-    """The first state of random play (seed by seed) where ``stop`` holds."""
-    for seed in seeds:
-        state = random_state(game, np.random.default_rng(seed), stop, at_chance)
-        if not state.is_terminal():
-            return state
-    raise AssertionError("no random match reached such a state")
 
 
 # -- OpenSpiel's checks and the declared game type ------------------------------------------
@@ -232,100 +190,6 @@ def test_observation_tensor_is_the_env_observation():
                               encode(state._match, player))
 
 
-# -- resample_from_infostate ----------------------------------------------------------------
-
-def _hidden_hands_respect_knocks(state, player):
-    match = state._match
-    for seat in range(4):
-        if seat != player:
-            assert not match.hands[seat] & excluded_tiles(match.voids[seat]), (seat, match.voids)
-
-
-def test_resampling_keeps_what_the_player_knows():
-    game = load(target=60)
-    rng = np.random.default_rng(7)
-    checked = knocks = 0
-    for _ in range(5):
-        state = game.new_initial_state()
-        while not state.is_terminal():
-            if state.is_chance_node():
-                outcomes, _ = zip(*state.chance_outcomes())
-                state.apply_action(int(rng.choice(outcomes)))
-            else:
-                for player in range(4):
-                    other = state.resample_from_infostate(player, rng)
-                    assert other.information_state_string(player) == state.information_state_string(player)
-                    assert other.information_state_tensor(player) == state.information_state_tensor(player)
-                    assert other.observation_tensor(player) == state.observation_tensor(player)
-                    assert other.legal_actions() == state.legal_actions() or player != state.current_player()
-                    _hidden_hands_respect_knocks(other, player)
-                    if checked % 5 == 0:  # the copy's history is its own deal
-                        replayed = game.new_initial_state()
-                        for action in other.history():
-                            replayed.apply_action(action)
-                        assert str(replayed) == str(other)
-                    checked += 1
-                knocks += any(state._match.voids)
-                state.apply_action(int(rng.choice(state.legal_actions())))
-    assert checked > 200 and knocks > 0
-
-
-def test_resampling_during_the_deal_keeps_own_tiles():
-    state = load().new_initial_state()
-    for tile in range(17):
-        state.apply_action(tile)
-    other = state.resample_from_infostate(1, pyspiel.UniformProbabilitySampler(0.0, 1.0))
-    assert other._dealt[7:14] == state._dealt[7:14]
-    assert len(set(other._dealt)) == 17
-    assert other.information_state_string(1) == state.information_state_string(1)
-
-
-def _consistent_deals(state, player):
-    """Every assignment of the unseen tiles to the other seats with the right counts and
-    respecting the knocks (brute force)."""
-    match = state._match
-    others = [(player + k) & 3 for k in (1, 2, 3)]
-    unseen = [t for t in range(NUM_TILES) if any((match.hands[s] >> t) & 1 for s in others)]
-    deals = []
-    for owners in itertools.product(others, repeat=len(unseen)):
-        hands = {s: 0 for s in others}
-        for tile, seat in zip(unseen, owners):
-            hands[seat] |= 1 << tile
-        if all(hands[s].bit_count() == match.hands[s].bit_count()
-               and not hands[s] & excluded_tiles(match.voids[s]) for s in others):
-            deals.append(tuple(hands[s] for s in others))
-    return others, deals
-
-
-def test_resampling_is_uniform_on_a_small_case():
-    """A late position with a knock: every consistent deal comes up equally often (chi-square)."""
-    scipy_stats = pytest.importorskip("scipy.stats", reason="scipy is needed for the chi-square test")
-    game = load(rounds=1)
-    rng = np.random.default_rng(11)
-
-    def small(state):
-        match = state._match
-        player = state.current_player()
-        hidden = sum(match.hands[s].bit_count() for s in range(4) if s != player)
-        return hidden <= 5 and any(match.voids[s] for s in range(4) if s != player)
-
-    for _ in range(200):
-        state = random_state(game, rng, stop=small)
-        if not state.is_terminal():
-            break
-    player = state.current_player()
-    others, deals = _consistent_deals(state, player)
-    assert 3 <= len(deals) <= 60, len(deals)
-    index = {deal: i for i, deal in enumerate(deals)}
-    counts = np.zeros(len(deals))
-    samples = 100 * len(deals)
-    for _ in range(samples):
-        other = state.resample_from_infostate(player, rng)
-        counts[index[tuple(other._match.hands[s] for s in others)]] += 1
-    assert counts.min() > 0
-    assert scipy_stats.chisquare(counts).pvalue > 1e-3
-
-
 # -- bots -----------------------------------------------------------------------------------
 
 def test_state_from_view_matches_the_seat_view():
@@ -395,66 +259,3 @@ def test_make_agent_knows_openspiel_specs():
     assert make_agent("openspiel:mcts:sims=8,uct_c=10").name == "openspiel:mcts:sims=8,uct_c=10"
     with pytest.raises(ValueError, match="ismcts"):
         make_agent("openspiel:nonsense")
-
-
-# -- what each seat is shown ----------------------------------------------------------------
-
-def test_scores_are_seat_relative_while_a_later_round_is_dealt():
-    """Between rounds the observation is built from the match, not by ``encode``: the scores
-    are still ours, theirs and the target / 1000, as in every other observation."""
-    state = first_state_where(
-        load(), lambda s: s._match is not None and s._dealing and len(s._dealt) == 3
-        and s._match.scores[0] != s._match.scores[1], at_chance=True, seeds=range(50))
-    scores = state._match.scores
-    piece = OFFSETS["scores"]
-    for player in range(4):
-        got = np.asarray(state.observation_tensor(player))[piece]
-        ours, theirs = scores[player & 1], scores[(player & 1) ^ 1]
-        np.testing.assert_allclose(got, [ours / 250, theirs / 250, 250 / 1000], rtol=1e-6)
-
-
-def test_the_information_state_names_the_first_mover_relative_to_the_player():
-    state = random_state(load(), np.random.default_rng(4), stop=lambda s: s.move_number() > 35)
-    opener = state._match.history[-1].opener
-    for player in range(4):
-        tensor = np.asarray(state.information_state_tensor(player))
-        first = tensor[OBS_SIZE + NUM_TILES:OBS_SIZE + NUM_TILES + 4]
-        assert first.tolist() == [float(k == ((opener - player) & 3)) for k in range(4)]
-
-
-def test_hands_are_shown_after_a_blocked_round():
-    """R7: at a round's count the remaining hands are shown, after a block as after a domino."""
-    state = first_state_where(load(), lambda s: s._match is not None and s._match.history
-                              and s._match.history[-1].result == rules.BLOCKED, at_chance=True)
-    assert f"{rules.BLOCKED} shown[" in state.information_state_string(0)
-
-
-def test_one_round_from_a_view_returns_the_margin_over_the_rest_of_the_round():
-    whole = first_state_where(load(), lambda s: 0 not in s._match.scores
-                              and s._match.scores[0] != s._match.scores[1])
-    seat = whole.current_player()
-    view = decode(encode(whole._match, seat))
-    hidden = tuple(whole._match.hands[(seat + k) & 3] for k in (1, 2, 3))
-    state = state_from_view(load(rounds=1), view, hidden)
-    start = list(state._match.scores)
-    assert 0 not in start and start[0] != start[1]
-    rng = np.random.default_rng(0)
-    while not state.is_terminal():
-        state.apply_action(int(rng.choice(state.legal_actions())))
-    end = state._match.scores
-    margin = (end[0] - start[0]) - (end[1] - start[1])
-    assert state.returns() == [margin, -margin, margin, -margin]
-
-
-def test_deal_nodes_name_the_seat_dealt_to():
-    state = load().new_initial_state()
-    for tile in range(8):
-        text = state.action_to_string(pyspiel.PlayerId.CHANCE, tile)
-        assert text.endswith(f"to seat {tile // 7}"), (tile, text)
-        state.apply_action(tile)
-
-
-def test_resampling_for_a_player_out_of_range_is_refused():
-    state = random_state(load(), np.random.default_rng(2), stop=lambda s: s.move_number() > 35)
-    with pytest.raises(ValueError, match="player must be 0-3"):
-        state.resample_from_infostate(4, np.random.default_rng(0))
