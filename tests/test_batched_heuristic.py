@@ -2,7 +2,6 @@
 the same value for every legal placement, bit for bit, and so the same choice, on random
 states of random matches (every seat, every round, blocked and knocked-on layouts included)."""
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
