@@ -54,14 +54,22 @@ def test_only_search_agents_can_teach():
         distill.make_teacher("greedy")
 
 
-def test_training_moves_the_student_toward_the_labels(collected):
-    # a rule the student can learn: the highest legal action
-    labels = dict(collected)
-    n = 600
-    rng = np.random.default_rng(0)
-    picks = rng.integers(0, len(labels["action"]), n)
-    labels = {key: value[picks] for key, value in labels.items()}
-    labels["action"] = np.array([np.flatnonzero(m).max() for m in labels["action_mask"]])
+class Highest:
+    """A stand-in teacher: the highest legal action (a rule a student can learn)."""
+
+    def action_values_many(self, observations, masks, rngs):
+        return [np.flatnonzero(m).tolist() for m in masks]  # value = the action
+
+
+@pytest.fixture(scope="module")
+def rule_labels():
+    """600 labels of distinct decisions, each the highest legal action."""
+    return distill.collect(_same_student(), Highest(), 600, num_envs=16, seed=4,
+                           log=lambda *_: None)
+
+
+def test_training_moves_the_student_toward_the_labels(rule_labels):
+    labels = rule_labels
     torch.manual_seed(1)
     student = PolicyNet((32, 32), action_features=0)
     obs, mask = torch.from_numpy(labels["observation"]), torch.from_numpy(labels["action_mask"])
@@ -69,7 +77,7 @@ def test_training_moves_the_student_toward_the_labels(collected):
     before = distill.agreement_on(student, obs, mask, action)
     args = distill.Args(epochs=15, batch_size=64, learning_rate=3e-3, seed=0)
     result = distill.train_student(student, labels, args, log=lambda *_: None)
-    assert result["holdout"] == 60
+    assert 60 <= result["holdout"] < 200, "whole matches holding a tenth of the labels"
     assert result["holdout_agreement"] > before + 0.3, (before, result)
 
 
@@ -195,16 +203,16 @@ def test_cli_reports_a_bad_labels_file_in_one_line(tmp_path, capsys):
 
 
 def test_every_label_comes_from_the_teacher_for_that_very_decision():
-    class Highest:
-        """A stand-in teacher: the highest legal action; remembers what it was shown."""
+    class Recording(Highest):
+        """The highest legal action; remembers what it was shown."""
         shown = []
 
         def action_values_many(self, observations, masks, rngs):
             assert len(observations) == len(masks) == len(rngs)
             self.shown.extend(zip(observations.copy(), masks.copy()))
-            return [np.flatnonzero(m).tolist() for m in masks]  # value = the action
+            return super().action_values_many(observations, masks, rngs)
 
-    teacher, saved = Highest(), []
+    teacher, saved = Recording(), []
     labels = distill.collect(_same_student(), teacher, 40, num_envs=4, seed=5,
                              log=lambda *_: None, save=saved.append)
     assert len(teacher.shown) == 40
@@ -230,6 +238,52 @@ def test_a_long_collection_saves_its_labels_every_thousand():
     for partial in saved:
         n = len(partial["action"])
         np.testing.assert_array_equal(partial["observation"], labels["observation"][:n])
+
+
+def test_collected_labels_name_their_match_and_whole_matches_are_held_out():
+    class First:
+        def action_values_many(self, observations, masks, rngs):
+            return [[1.0] + [0.0] * (int(m.sum()) - 1) for m in masks]
+
+    labels = distill.collect(_same_student(), First(), 1500, num_envs=4, seed=2,
+                             log=lambda *_: None)
+    match = labels["match"]
+    env, finished = match >> 32, match & 0xFFFFFFFF
+    assert set(env.tolist()) == {0, 1, 2, 3}
+    for e in range(4):  # an env's decisions come in order: its match counter never goes back
+        assert (np.diff(finished[env == e]) >= 0).all()
+    assert finished.max() >= 1, "no env finished a match in 1,500 decisions"
+    test, train = distill.holdout_split(match, len(match), torch.Generator().manual_seed(0))
+    assert sorted(test.tolist() + train.tolist()) == list(range(len(match)))
+    assert not set(match[test.numpy()]) & set(match[train.numpy()]), "a match on both sides"
+    assert len(match) // 10 <= len(test) < len(match) // 2
+
+
+def test_holdout_split_without_match_ids_small_sets_and_a_single_match():
+    generator = torch.Generator().manual_seed(0)
+    test, train = distill.holdout_split(None, 50, generator)
+    assert len(test) == 5 and sorted(test.tolist() + train.tolist()) == list(range(50))
+    test, train = distill.holdout_split(np.zeros(9, np.int64), 9, generator)
+    assert len(test) == 0 and train.tolist() == list(range(9))
+    test, train = distill.holdout_split(np.full(30, 7, np.int64), 30, generator)
+    assert len(test) == 0 and len(train) == 30, "one match: nothing to hold out without all"
+    # the tenth is reached with as few whole matches as the shuffled order needs
+    match = np.repeat(np.arange(10), 10)
+    test, _ = distill.holdout_split(match, 100, generator)
+    assert len(test) == 10 and len(set(match[test.numpy()])) == 1
+
+
+def test_match_ids_round_trip_and_bad_ones_are_refused(tmp_path, collected):
+    path = distill.save_labels(tmp_path / "m.npz", collected, "t")
+    np.testing.assert_array_equal(distill.load_labels(path)[0]["match"], collected["match"])
+    n = len(collected["action"])
+    for name, bad in (("negative", np.full(n, -1)), ("short", np.zeros(n - 1, np.int64)),
+                      ("float", np.zeros(n)), ("huge", np.full(n, 1 << 62))):
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, **{k: collected[k] for k in ("observation", "action_mask", "action")},
+                 match=bad, teacher=np.array("t"))
+        with pytest.raises(distill.LabelsError, match="'match'"):
+            distill.load_labels(target)
 
 
 def test_a_large_collection_saves_every_twentieth_not_every_thousand():
@@ -284,15 +338,12 @@ def test_soft_targets_follow_the_teachers_values():
     assert torch.allclose(targets[1, :2], torch.tensor([0.5, 0.5]))
 
 
-def test_soft_target_training_moves_the_student_toward_the_preferred_actions(collected):
+def test_soft_target_training_moves_the_student_toward_the_preferred_actions(rule_labels):
     # values that prefer the highest legal action by 20 points over the next: the soft student
     # must come to agree with it, as the hard one does
-    n = 600
-    picks = np.random.default_rng(0).integers(0, len(collected["action"]), n)
-    labels = {key: value[picks] for key, value in collected.items()}
+    labels = dict(rule_labels)
     labels["values"] = np.where(labels["action_mask"], np.arange(113) * 20.0, 0.0
                                 ).astype(np.float32)
-    labels["action"] = np.array([np.flatnonzero(m).max() for m in labels["action_mask"]])
     torch.manual_seed(1)
     student = PolicyNet((32, 32), action_features=0)
     obs, mask = torch.from_numpy(labels["observation"]), torch.from_numpy(labels["action_mask"])

@@ -19,7 +19,8 @@ Read top to bottom, it does three things:
 2. **Train**: the student, starting from ``init``'s weights, minimises the cross entropy between
    its masked distribution and the teacher's action (or, with ``--temperature T`` > 0, the soft
    target ``softmax(values / T)`` over the legal actions: the teacher's preferences, not only
-   its choice), ``epochs`` passes over the labels in shuffled minibatches; 10% of the labels are held out to measure agreement with the teacher.
+   its choice), ``epochs`` passes over the labels in shuffled minibatches; whole matches
+   holding a tenth of the labels are held out to measure agreement with the teacher.
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), same network shape as
    ``init``; the file records the teacher, the number of labels and the agreement.
 
@@ -96,15 +97,17 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
     """Play student-vs-student matches, label every real choice with the teacher's values.
 
     Returns ``{"observation": float32 [N, 238], "action_mask": bool [N, 113], "action": int64
-    [N], "values": float32 [N, 113]}`` with ``N == decisions``: the teacher's action (its best
-    value, ties to the lower action) and its value of every legal action (0 for illegal ones);
+    [N], "values": float32 [N, 113], "match": int64 [N]}`` with ``N == decisions``: the
+    teacher's action (its best value, ties to the lower action), its value of every legal action
+    (0 for illegal ones) and which match of the collection the decision is from
+    (``env << 32 | matches that env finished before it``, for :func:`holdout_split`);
     ``save(labels)`` (optional) gets the labels so far every :func:`save_interval` labels, so
     a long collection that is stopped keeps what it searched."""
     from sevenrocks_env import sevenrocks_v0
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False)
     venv.reset(seed=seed)
     generator = torch.Generator().manual_seed(seed)
-    observations, masks, actions, values = [], [], [], []
+    observations, masks, actions, values, matches = [], [], [], [], []
     have, step, started = 0, 0, time.perf_counter()
     while have < decisions:
         obs, mask = venv.observation, venv.action_mask
@@ -128,16 +131,17 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
             observations.append(obs_np.copy())
             masks.append(mask_np.copy())
             values.append(table)
+            matches.append(((rows << 32) | venv.state.matches[rows]).numpy())
             have += len(rows)
             if have // 1000 != (have - len(rows)) // 1000:
                 rate = have / (time.perf_counter() - started)
                 log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
             every = save_interval(decisions)
             if save is not None and have < decisions and have // every != (have - len(rows)) // every:
-                save(_joined(observations, masks, actions, values))
+                save(_joined(observations, masks, actions, values, matches))
         venv.step(chosen)
         step += 1
-    return _joined(observations, masks, actions, values)
+    return _joined(observations, masks, actions, values, matches)
 
 
 def save_interval(decisions: int) -> int:
@@ -147,9 +151,10 @@ def save_interval(decisions: int) -> int:
     return max(1000, decisions // 20 // 1000 * 1000)
 
 
-def _joined(observations, masks, actions, values) -> dict:
+def _joined(observations, masks, actions, values, matches) -> dict:
     return {"observation": np.concatenate(observations), "action_mask": np.concatenate(masks),
-            "action": np.asarray(actions, dtype=np.int64), "values": np.concatenate(values)}
+            "action": np.asarray(actions, dtype=np.int64), "values": np.concatenate(values),
+            "match": np.concatenate(matches).astype(np.int64)}
 
 
 # ---------------------------------------------------------------------------- 2. train
@@ -164,9 +169,8 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
             raise LabelsError(NO_VALUES)
         targets = soft_targets(torch.from_numpy(labels["values"]),
                                torch.from_numpy(labels["action_mask"]), args.temperature)
-    order = torch.randperm(n, generator=generator)
-    held = max(1, n // 10) if n >= 10 else 0
-    test, train = order[:held], order[held:]
+    test, train = holdout_split(labels.get("match"), n, generator)
+    held = len(test)
     obs = torch.from_numpy(labels["observation"])
     mask = torch.from_numpy(labels["action_mask"])
     action = torch.from_numpy(labels["action"])
@@ -200,6 +204,28 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
             f"{holdout:.3f}")
     student.eval()
     return {"train_agreement": agreement, "holdout_agreement": holdout, "holdout": held}
+
+
+def holdout_split(match, n: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(held-out rows, training rows): about a tenth of the labels (none below 10 labels).
+
+    With match ids (``collect`` records them) whole matches are held out, drawn in a shuffled
+    order until a tenth of the labels is reached: decisions of one match share most of their
+    observation, so a split by decision would measure agreement on near-copies of training
+    labels.  Files from before match ids were kept are split by decision."""
+    if n < 10:
+        return torch.zeros(0, dtype=torch.long), torch.arange(n)
+    if match is None:
+        order = torch.randperm(n, generator=generator)
+        return order[: n // 10], order[n // 10:]
+    ids, which = np.unique(match, return_inverse=True)
+    counts = np.bincount(which, minlength=len(ids))
+    shuffled = torch.randperm(len(ids), generator=generator).numpy()
+    enough = int(np.searchsorted(np.cumsum(counts[shuffled]), n // 10)) + 1
+    held = np.isin(which, shuffled[:enough])
+    if held.all():  # one match holds the tenth: hold nothing out rather than everything
+        held[:] = False
+    return torch.from_numpy(np.flatnonzero(held)), torch.from_numpy(np.flatnonzero(~held))
 
 
 def soft_targets(values: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:

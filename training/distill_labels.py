@@ -3,8 +3,9 @@ value checked (it may come from elsewhere: a shared ``.labels.npz`` is untrusted
 
 An ``.npz`` of ``observation`` float32 ``[N, 238]``, ``action_mask`` bool ``[N, 113]``,
 ``action`` int ``[N]`` (the teacher's choice), ``values`` float32 ``[N, 113]`` (the teacher's
-value of every legal action, 0 elsewhere; absent in files from before values were kept) and
-``teacher`` (its spec).  No pickles are read, and no array is read before its header's shape,
+value of every legal action, 0 elsewhere; absent in files from before values were kept),
+``match`` int64 ``[N]`` (which match of the collection each decision is from, for the
+held-out split; absent in older files) and ``teacher`` (its spec).  No pickles are read, and no array is read before its header's shape,
 dtype and stored size are checked against the bounds below.
 """
 
@@ -23,6 +24,8 @@ from sevenrocks_env.tiles import NUM_ACTIONS
 MAX_LABELS = 2_000_000
 #: Largest teacher value a file may hold, in points (a match is won at a few hundred).
 MAX_VALUE = 1e6
+#: Match ids are below this (``env << 32 | match``: up to 2**30 envs).
+MAX_MATCH_ID = 1 << 62
 
 
 class LabelsError(ValueError):
@@ -32,7 +35,7 @@ class LabelsError(ValueError):
 def save_labels(path, labels: dict, teacher: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    extra = {} if labels.get("values") is None else {"values": labels["values"]}
+    extra = {key: labels[key] for key in ("values", "match") if labels.get(key) is not None}
     np.savez_compressed(path, observation=labels["observation"],
                         action_mask=labels["action_mask"], action=labels["action"],
                         teacher=np.array(teacher), **extra)
@@ -41,12 +44,13 @@ def save_labels(path, labels: dict, teacher: str) -> Path:
 
 #: Each array's trailing shape (its first axis is the number of labels); ``teacher`` is a string.
 _LABEL_ARRAYS = {"observation": (OBS_SIZE,), "action_mask": (NUM_ACTIONS,), "action": (),
-                 "values": (NUM_ACTIONS,)}
+                 "values": (NUM_ACTIONS,), "match": ()}
 #: Each array's dtype: (words, check).
 _LABEL_DTYPES = {"observation": ("float32", lambda d: d == np.float32),
                  "action_mask": ("bool", lambda d: d == np.bool_),
                  "action": ("integers", lambda d: d.kind in "iu"),
-                 "values": ("floats", lambda d: d.kind == "f")}
+                 "values": ("floats", lambda d: d.kind == "f"),
+                 "match": ("integers", lambda d: d.kind in "iu")}
 _MAX_TEACHER_CHARS = 4096
 
 
@@ -102,13 +106,14 @@ def _check_declared_shapes(path) -> None:
 def load_labels(path) -> tuple[dict, str]:
     """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
     legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
-    ``values`` is ``None`` for files from before the teacher's values were kept."""
+    ``values`` and ``match`` are ``None`` for files from before they were kept."""
     _check_declared_shapes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: data[key] for key in ("observation", "action_mask", "action",
                                                  "teacher")}
-            arrays["values"] = data["values"] if "values" in data.files else None
+            for key in ("values", "match"):
+                arrays[key] = data[key] if key in data.files else None
     except (OSError, ValueError, KeyError) as error:
         raise LabelsError(f"{path}: not a labels file ({error})") from None
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
@@ -132,8 +137,13 @@ def load_labels(path) -> tuple[dict, str]:
                                or np.abs(values).max() > MAX_VALUE):
         raise LabelsError(f"{path}: 'values' must be float32 of shape ({n}, {NUM_ACTIONS}) "
                           f"with finite values within +-{MAX_VALUE:g}")
+    match = arrays["match"]
+    if match is not None and (match.shape != (n,) or match.dtype.kind not in "iu"
+                              or match.min() < 0 or match.max() >= MAX_MATCH_ID):
+        raise LabelsError(f"{path}: 'match' must be {n} integers in 0..2**62 - 1")
     teacher = arrays["teacher"]
     if teacher.ndim != 0 or teacher.dtype.kind != "U":
         raise LabelsError(f"{path}: 'teacher' must be a string")
     return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64),
-            "values": values}, str(teacher)[:200]
+            "values": values, "match": None if match is None else match.astype(np.int64)}, \
+        str(teacher)[:200]
