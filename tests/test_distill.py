@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sevenrocks_env.policy import PolicyNet, load_policy, read_checkpoint  # noqa: E402
-from training import distill  # noqa: E402
+from training import distill, distill_labels  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
 
 
@@ -83,7 +83,7 @@ def test_training_moves_the_student_toward_the_labels(rule_labels):
 
 def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
     path = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
-    labels, teacher = distill.load_labels(path)
+    labels, teacher = distill_labels.load_labels(path)
     assert teacher == "search:samples=4"
     for key in ("observation", "action_mask", "action", "values"):
         np.testing.assert_array_equal(labels[key], collected[key])
@@ -98,15 +98,15 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
     illegal = collected["action"].copy()
     illegal[5] = int(np.flatnonzero(~collected["action_mask"][5])[0])
     with pytest.raises(distill.LabelsError, match="label 5 .* not legal"):
-        distill.load_labels(broken("illegal.npz", action=illegal))
+        distill_labels.load_labels(broken("illegal.npz", action=illegal))
     with pytest.raises(distill.LabelsError, match="observation"):
-        distill.load_labels(broken("shape.npz", observation=collected["observation"][:, :10]))
+        distill_labels.load_labels(broken("shape.npz", observation=collected["observation"][:, :10]))
     nan = collected["observation"].copy()
     nan[0, 0] = np.nan
     with pytest.raises(distill.LabelsError, match="finite"):
-        distill.load_labels(broken("nan.npz", observation=nan))
+        distill_labels.load_labels(broken("nan.npz", observation=nan))
     with pytest.raises(distill.LabelsError, match="0..112"):
-        distill.load_labels(broken("range.npz", action=collected["action"] + 200))
+        distill_labels.load_labels(broken("range.npz", action=collected["action"] + 200))
     for name, values in (("values_nan", np.where(collected["action_mask"], np.nan, 0)),
                          ("values_huge", collected["values"] + 1e9),
                          ("values_shape", collected["values"][:, :5])):
@@ -116,12 +116,12 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
                  values=values.astype(np.float32), teacher=np.array("t"))
         with pytest.raises(distill.LabelsError, match="'values' (must be float32|declares "
                                                      r"float32 \(60, 5\): not floats)"):
-            distill.load_labels(target)
+            distill_labels.load_labels(target)
     objects = tmp_path / "pickle.npz"
     np.savez(objects, observation=np.array([object()], dtype=object), action_mask=np.zeros(1),
              action=np.zeros(1), teacher=np.array("t"))
     with pytest.raises(distill.LabelsError, match="'observation' declares object"):
-        distill.load_labels(objects)
+        distill_labels.load_labels(objects)
     # the exact dtype from the header (a float64 observation would be read whole first), and a
     # 0-d action array (its len() is a TypeError) are refused in words
     for name, changes, words in (
@@ -133,7 +133,7 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
                                                           "action")},
                             "teacher": np.array("t"), **changes})
         with pytest.raises(distill.LabelsError, match=words):
-            distill.load_labels(target)
+            distill_labels.load_labels(target)
     # a header may declare any shape: np.load would allocate it (866 TiB here) before checks
     huge = tmp_path / "huge.npz"
     np.savez(huge, observation=np.zeros((1, 238), np.float32), action=np.zeros(1, np.int64),
@@ -150,7 +150,7 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
             archive.writestr(name, data)
     with pytest.raises(distill.LabelsError,
                        match="'observation' declares .* with N in 1..2000000"):
-        distill.load_labels(huge)
+        distill_labels.load_labels(huge)
     # np.load reads a member named "observation" before "observation.npy": the checked
     # header would not be the array loaded; a member whose size is not its header's array
     # (a deflated member inflates to what its zip entry declares) is refused too
@@ -171,10 +171,10 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
                 with pytest.warns(UserWarning, match="Duplicate name"):
                     archive.writestr("action.npy", extra["action.npy"])
         with pytest.raises(distill.LabelsError, match=words):
-            distill.load_labels(target)
+            distill_labels.load_labels(target)
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(distill.LabelsError, match="not a labels file"):
-        distill.load_labels(tmp_path / "junk.npz")
+        distill_labels.load_labels(tmp_path / "junk.npz")
 
 
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
@@ -275,7 +275,7 @@ def test_holdout_split_without_match_ids_small_sets_and_a_single_match():
 
 def test_match_ids_round_trip_and_bad_ones_are_refused(tmp_path, collected):
     path = distill.save_labels(tmp_path / "m.npz", collected, "t")
-    np.testing.assert_array_equal(distill.load_labels(path)[0]["match"], collected["match"])
+    np.testing.assert_array_equal(distill_labels.load_labels(path)[0]["match"], collected["match"])
     n = len(collected["action"])
     for name, bad in (("negative", np.full(n, -1)), ("short", np.zeros(n - 1, np.int64)),
                       ("float", np.zeros(n)), ("huge", np.full(n, 1 << 62))):
@@ -283,7 +283,27 @@ def test_match_ids_round_trip_and_bad_ones_are_refused(tmp_path, collected):
         np.savez(target, **{k: collected[k] for k in ("observation", "action_mask", "action")},
                  match=bad, teacher=np.array("t"))
         with pytest.raises(distill.LabelsError, match="'match'"):
-            distill.load_labels(target)
+            distill_labels.load_labels(target)
+
+
+def test_several_labels_files_train_together_without_sharing_a_match(tmp_path, collected):
+    first = distill.save_labels(tmp_path / "a.npz", collected, "search:samples=4")
+    old = {key: value for key, value in collected.items() if key != "match"}  # no match ids
+    second = distill.save_labels(tmp_path / "b.npz", old, "search:samples=8")
+    labels, teacher = distill_labels.load_labels_files(f"{first}, {second}")
+    n = len(collected["action"])
+    assert teacher == "search:samples=4 + search:samples=8"
+    np.testing.assert_array_equal(labels["action"], np.concatenate([collected["action"]] * 2))
+    ids_a, ids_b = labels["match"][:n], labels["match"][n:]
+    assert len(set(ids_a)) == len(set(collected["match"])), "a file's matches kept apart"
+    assert len(set(ids_b)) == n, "without ids, every decision is its own match"
+    assert not set(ids_a) & set(ids_b)
+    with pytest.raises(distill.LabelsError, match="no labels file"):
+        distill_labels.load_labels_files(" , ")
+    with pytest.raises(distill.LabelsError, match="more than 100"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(distill_labels, "MAX_LABELS", 100)
+            distill_labels.load_labels_files(f"{first},{second}")
 
 
 def test_a_large_collection_saves_every_twentieth_not_every_thousand():
@@ -321,7 +341,7 @@ def test_the_teachers_values_are_its_choice_and_files_without_them_still_load(tm
     old = tmp_path / "old.npz"  # a file saved before values were kept
     np.savez(old, observation=collected["observation"], action_mask=mask,
              action=collected["action"], teacher=np.array("t"))
-    labels, _ = distill.load_labels(old)
+    labels, _ = distill_labels.load_labels(old)
     assert labels["values"] is None
     with pytest.raises(distill.LabelsError, match="needs the teacher's values"):
         distill.train_student(_same_student(), labels, distill.Args(temperature=5.0),

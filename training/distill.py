@@ -44,7 +44,7 @@ from sevenrocks_env.batched import layout
 from sevenrocks_env.policy import (MaskedCategorical, PolicyNet, build_model, read_checkpoint)
 
 from .checkpoint import policy_entries, save_checkpoint
-from .distill_labels import MAX_VALUE, LabelsError, load_labels, save_labels
+from .distill_labels import MAX_VALUE, LabelsError, load_labels_files, save_labels
 
 #: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
 MIN_TEMPERATURE = 1e-3
@@ -60,7 +60,8 @@ class Args:
     decisions: int = 12_000
     """labelled decisions to collect (ignored with ``labels``)"""
     labels: str | None = None
-    """train on a labels file saved by an earlier run instead of collecting"""
+    """train on a labels file saved by an earlier run instead of collecting (several:
+    ``a.npz,b.npz``)"""
     num_envs: int = 64
     """matches played side by side while collecting"""
     epochs: int = 6
@@ -266,7 +267,7 @@ def run(args: Args, log=print) -> dict:
     student = build_model(init_data, args.init)
     out = Path(args.out)
     if args.labels:
-        labels, teacher = load_labels(args.labels)
+        labels, teacher = load_labels_files(args.labels)
         if args.temperature > 0 and labels["values"] is None:
             raise LabelsError(NO_VALUES)
         log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")

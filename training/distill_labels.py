@@ -147,3 +147,30 @@ def load_labels(path) -> tuple[dict, str]:
     return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64),
             "values": values, "match": None if match is None else match.astype(np.int64)}, \
         str(teacher)[:200]
+
+
+def load_labels_files(paths: str) -> tuple[dict, str]:
+    """The labels of one file or of several (``"a.npz,b.npz"``: several collections trained on
+    together), each file checked by :func:`load_labels`.  Match ids are renumbered so that no
+    two files share one; a file without ids counts each decision as its own match."""
+    files = [path.strip() for path in paths.split(",") if path.strip()]
+    if not files:
+        raise LabelsError("no labels file given")
+    parts, teachers, offset = [], [], 0
+    for path in files:
+        labels, teacher = load_labels(path)
+        n = len(labels["action"])
+        match = labels["match"]
+        local = np.arange(n) if match is None else np.unique(match, return_inverse=True)[1]
+        labels["match"] = offset + local.astype(np.int64)
+        offset += int(local.max()) + 1
+        parts.append(labels)
+        teachers.append(teacher)
+    total = sum(len(part["action"]) for part in parts)
+    if total > MAX_LABELS:
+        raise LabelsError(f"{len(files)} files hold {total:,} labels, more than {MAX_LABELS:,}")
+    joined = {key: (None if any(part[key] is None for part in parts)
+                    else np.concatenate([part[key] for part in parts]))
+              for key in ("observation", "action_mask", "action", "values", "match")}
+    return joined, " + ".join(dict.fromkeys(teachers))
+
