@@ -20,7 +20,7 @@ Read top to bottom, it does three things:
    its masked distribution and the teacher's action (or, with ``--temperature T`` > 0, the soft
    target ``softmax(values / T)`` over the legal actions: the teacher's preferences, not only
    its choice), ``epochs`` passes over the labels in shuffled minibatches; whole matches
-   holding a tenth of the labels are held out to measure agreement with the teacher.
+   holding about a tenth of the labels (at most a fifth) are held out to measure agreement with the teacher.
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), same network shape as
    ``init``; the file records the teacher, the number of labels and the agreement.
 
@@ -110,6 +110,7 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
     generator = torch.Generator().manual_seed(seed)
     observations, masks, actions, values, matches = [], [], [], [], []
     have, step, started = 0, 0, time.perf_counter()
+    every = save_interval(decisions)
     while have < decisions:
         obs, mask = venv.observation, venv.action_mask
         logits, _ = student(obs, mask)
@@ -137,7 +138,6 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
             if have // 1000 != (have - len(rows)) // 1000:
                 rate = have / (time.perf_counter() - started)
                 log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
-            every = save_interval(decisions)
             if save is not None and have < decisions and have // every != (have - len(rows)) // every:
                 save(_joined(observations, masks, actions, values, matches))
         venv.step(chosen)
@@ -208,12 +208,14 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
 
 
 def holdout_split(match, n: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """(held-out rows, training rows): about a tenth of the labels (none below 10 labels).
+    """(held-out rows, training rows): about a tenth of the labels, at most a fifth (none below
+    10 labels).
 
-    With match ids (``collect`` records them) whole matches are held out, drawn in a shuffled
-    order until a tenth of the labels is reached: decisions of one match share most of their
-    observation, so a split by decision would measure agreement on near-copies of training
-    labels.  Files from before match ids were kept are split by decision."""
+    With match ids (``collect`` records them) whole matches are held out: taken in a shuffled
+    order, each if it keeps the held-out rows within a fifth, until a tenth is reached.
+    Decisions of one match share most of their observation, so a split by decision would
+    measure agreement on near-copies of training labels.  Nothing is held out when no match is
+    small enough; labels without match ids are split by decision."""
     if n < 10:
         return torch.zeros(0, dtype=torch.long), torch.arange(n)
     if match is None:
@@ -221,12 +223,15 @@ def holdout_split(match, n: int, generator) -> tuple[torch.Tensor, torch.Tensor]
         return order[: n // 10], order[n // 10:]
     ids, which = np.unique(match, return_inverse=True)
     counts = np.bincount(which, minlength=len(ids))
-    shuffled = torch.randperm(len(ids), generator=generator).numpy()
-    enough = int(np.searchsorted(np.cumsum(counts[shuffled]), n // 10)) + 1
-    held = np.isin(which, shuffled[:enough])
-    if held.all():  # one match holds the tenth: hold nothing out rather than everything
-        held[:] = False
-    return torch.from_numpy(np.flatnonzero(held)), torch.from_numpy(np.flatnonzero(~held))
+    chosen, held = [], 0
+    for match_index in torch.randperm(len(ids), generator=generator).tolist():
+        if held >= n // 10:
+            break
+        if held + counts[match_index] <= n // 5:
+            chosen.append(match_index)
+            held += int(counts[match_index])
+    rows = np.isin(which, chosen)
+    return torch.from_numpy(np.flatnonzero(rows)), torch.from_numpy(np.flatnonzero(~rows))
 
 
 def soft_targets(values: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -267,7 +272,7 @@ def run(args: Args, log=print) -> dict:
     student = build_model(init_data, args.init)
     out = Path(args.out)
     if args.labels:
-        labels, teacher = load_labels_files(args.labels)
+        labels, teacher = load_labels_files(args.labels, need_values=args.temperature > 0)
         if args.temperature > 0 and labels["values"] is None:
             raise LabelsError(NO_VALUES)
         log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")

@@ -24,12 +24,15 @@ from sevenrocks_env.tiles import NUM_ACTIONS
 MAX_LABELS = 2_000_000
 #: Largest teacher value a file may hold, in points (a match is won at a few hundred).
 MAX_VALUE = 1e6
+#: Labels files one training run may join.
+MAX_FILES = 64
 #: Match ids are below this (``env << 32 | match``: up to 2**30 envs).
 MAX_MATCH_ID = 1 << 62
 
 
 class LabelsError(ValueError):
-    """A labels file that is not what :func:`save_labels` writes."""
+    """Labels that cannot be trained on: a file that is not what :func:`save_labels` writes, or
+    a set of files that cannot be joined."""
 
 
 def save_labels(path, labels: dict, teacher: str) -> Path:
@@ -54,9 +57,10 @@ _LABEL_DTYPES = {"observation": ("float32", lambda d: d == np.float32),
 _MAX_TEACHER_CHARS = 4096
 
 
-def _check_declared_shapes(path) -> None:
+def _check_declared_shapes(path) -> int:
     """Read each array's ``.npy`` header (not its data) and refuse a shape or dtype that would
-    size an allocation past the bounds: ``np.load`` allocates what a header declares."""
+    size an allocation past the bounds: ``np.load`` allocates what a header declares.  Returns
+    the largest label count a header declares."""
     declared = {}
     try:
         with zipfile.ZipFile(path) as archive:
@@ -101,6 +105,8 @@ def _check_declared_shapes(path) -> None:
         if stored != header + int(np.prod(shape)) * dtype.itemsize:
             raise LabelsError(f"{path}: '{key}' stores {stored:,} bytes, not the {shape} "
                               f"{dtype} array its header declares")
+    return max((shape[0] for key, (shape, _, _) in declared.items() if key != "teacher"),
+               default=0)
 
 
 def load_labels(path) -> tuple[dict, str]:
@@ -149,13 +155,24 @@ def load_labels(path) -> tuple[dict, str]:
         str(teacher)[:200]
 
 
-def load_labels_files(paths: str) -> tuple[dict, str]:
+def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]:
     """The labels of one file or of several (``"a.npz,b.npz"``: several collections trained on
     together), each file checked by :func:`load_labels`.  Match ids are renumbered so that no
-    two files share one; a file without ids counts each decision as its own match."""
+    two files share one; a file without ids counts each decision as its own match.
+
+    The label counts the files' headers declare are added up before any file is read; a file
+    may be named once (a copy would put the same decisions on both sides of the held-out
+    split); ``need_values`` refuses files without the teacher's values, naming them."""
     files = [path.strip() for path in paths.split(",") if path.strip()]
-    if not files:
-        raise LabelsError("no labels file given")
+    if not 0 < len(files) <= MAX_FILES:
+        raise LabelsError(f"give 1 to {MAX_FILES} labels files, got {len(files)}")
+    resolved = [Path(path).resolve() for path in files]
+    if len(set(resolved)) != len(resolved):
+        raise LabelsError("a labels file is named twice")
+    declared = sum(_check_declared_shapes(path) for path in files)
+    if declared > MAX_LABELS:
+        raise LabelsError(f"{len(files)} files hold {declared:,} labels, more than "
+                          f"{MAX_LABELS:,}")
     parts, teachers, offset = [], [], 0
     for path in files:
         labels, teacher = load_labels(path)
@@ -166,11 +183,12 @@ def load_labels_files(paths: str) -> tuple[dict, str]:
         offset += int(local.max()) + 1
         parts.append(labels)
         teachers.append(teacher)
-    total = sum(len(part["action"]) for part in parts)
-    if total > MAX_LABELS:
-        raise LabelsError(f"{len(files)} files hold {total:,} labels, more than {MAX_LABELS:,}")
+    lacking = [path for path, part in zip(files, parts) if part["values"] is None]
+    if need_values and lacking:
+        raise LabelsError(f"{shown(lacking[0])} has no teacher's values (collected before values "
+                          f"were kept), and a temperature > 0 needs them")
     joined = {key: (None if any(part[key] is None for part in parts)
                     else np.concatenate([part[key] for part in parts]))
               for key in ("observation", "action_mask", "action", "values", "match")}
-    return joined, " + ".join(dict.fromkeys(teachers))
+    return joined, " + ".join(dict.fromkeys(teachers))[:_MAX_TEACHER_CHARS]
 

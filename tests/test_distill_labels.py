@@ -1,0 +1,168 @@
+"""The labels file of ``training.distill`` (``training/distill_labels.py``): what a collection
+saves reads back exactly, and a file from elsewhere is checked before it sizes any work --
+shapes and dtypes from the headers, stored sizes, finite bounded values, legal labels, match
+ids -- with a :class:`LabelsError` naming what is wrong; several files join without sharing a
+match."""
+
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from distill_stand_ins import Highest, tiny_student  # noqa: E402
+
+from training import distill, distill_labels  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def collected():
+    """60 labels of the stand-in teacher, with values and match ids."""
+    return distill.collect(tiny_student(), Highest(), 60, num_envs=8, seed=3, log=lambda *_: None)
+
+
+def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
+    path = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
+    labels, teacher = distill_labels.load_labels(path)
+    assert teacher == "search:samples=4"
+    for key in ("observation", "action_mask", "action", "values"):
+        np.testing.assert_array_equal(labels[key], collected[key])
+
+    def broken(name, **change):
+        data = {**collected, **change}
+        target = tmp_path / name
+        np.savez(target, observation=data["observation"], action_mask=data["action_mask"],
+                 action=data["action"], teacher=np.array("t"))
+        return target
+
+    illegal = collected["action"].copy()
+    illegal[5] = int(np.flatnonzero(~collected["action_mask"][5])[0])
+    with pytest.raises(distill.LabelsError, match="label 5 .* not legal"):
+        distill_labels.load_labels(broken("illegal.npz", action=illegal))
+    with pytest.raises(distill.LabelsError, match="observation"):
+        distill_labels.load_labels(broken("shape.npz", observation=collected["observation"][:, :10]))
+    nan = collected["observation"].copy()
+    nan[0, 0] = np.nan
+    with pytest.raises(distill.LabelsError, match="finite"):
+        distill_labels.load_labels(broken("nan.npz", observation=nan))
+    with pytest.raises(distill.LabelsError, match="0..112"):
+        distill_labels.load_labels(broken("range.npz", action=collected["action"] + 200))
+    for name, values in (("values_nan", np.where(collected["action_mask"], np.nan, 0)),
+                         ("values_huge", collected["values"] + 1e9),
+                         ("values_shape", collected["values"][:, :5])):
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, observation=collected["observation"],
+                 action_mask=collected["action_mask"], action=collected["action"],
+                 values=values.astype(np.float32), teacher=np.array("t"))
+        with pytest.raises(distill.LabelsError, match="'values' (must be float32|declares "
+                                                     r"float32 \(60, 5\): not floats)"):
+            distill_labels.load_labels(target)
+    objects = tmp_path / "pickle.npz"
+    np.savez(objects, observation=np.array([object()], dtype=object), action_mask=np.zeros(1),
+             action=np.zeros(1), teacher=np.array("t"))
+    with pytest.raises(distill.LabelsError, match="'observation' declares object"):
+        distill_labels.load_labels(objects)
+    # the exact dtype from the header (a float64 observation would be read whole first), and a
+    # 0-d action array (its len() is a TypeError) are refused in words
+    for name, changes, words in (
+            ("f64", {"observation": collected["observation"].astype(np.float64)},
+             "'observation' declares float64 .* not float32 of shape \\(N, 238\\)"),
+            ("action0d", {"action": np.array(3)}, "'action' declares int64 \\(\\)")):
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, **{**{k: collected[k] for k in ("observation", "action_mask",
+                                                          "action")},
+                            "teacher": np.array("t"), **changes})
+        with pytest.raises(distill.LabelsError, match=words):
+            distill_labels.load_labels(target)
+    # a header may declare any shape: np.load would allocate it (866 TiB here) before checks
+    huge = tmp_path / "huge.npz"
+    np.savez(huge, observation=np.zeros((1, 238), np.float32), action=np.zeros(1, np.int64),
+             action_mask=np.ones((1, 113), bool), teacher=np.array("t"))
+    with zipfile.ZipFile(huge) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = members["observation.npy"]
+    bigger = b"(1000000000000, 238)"  # the same header length: taken from its space padding
+    grown = header.replace(b"(1, 238)", bigger, 1).replace(b" " * (len(bigger) - 8) + b"\n", b"\n", 1)
+    assert len(grown) == len(header) and grown != header
+    members["observation.npy"] = grown
+    with zipfile.ZipFile(huge, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(distill.LabelsError,
+                       match="'observation' declares .* with N in 1..2000000"):
+        distill_labels.load_labels(huge)
+    # np.load reads a member named "observation" before "observation.npy": the checked
+    # header would not be the array loaded; a member whose size is not its header's array
+    # (a deflated member inflates to what its zip entry declares) is refused too
+    plain = tmp_path / "plain.npz"
+    distill.save_labels(plain, collected, "t")
+    with zipfile.ZipFile(plain) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    for name, extra, words in (
+            ("shadow", {"observation": b"junk"}, "it holds 'observation'"),
+            ("grown", {"action.npy": members["action.npy"] + b"\0" * 10**6},
+             "'action' stores 1,000,"),
+            ("twice", {"action.npy": members["action.npy"]}, "a name given twice")):
+        target = tmp_path / f"{name}.npz"
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+            for member, data in {**members, **extra}.items():
+                archive.writestr(member, data)
+            if name == "twice":
+                with pytest.warns(UserWarning, match="Duplicate name"):
+                    archive.writestr("action.npy", extra["action.npy"])
+        with pytest.raises(distill.LabelsError, match=words):
+            distill_labels.load_labels(target)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(distill.LabelsError, match="not a labels file"):
+        distill_labels.load_labels(tmp_path / "junk.npz")
+
+
+def test_cli_reports_a_bad_labels_file_in_one_line(tmp_path, capsys):
+    (tmp_path / "bad.npz").write_bytes(b"junk")
+    with pytest.raises(SystemExit) as exit_info:
+        distill.main(["--labels", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "o.pt")])
+    assert exit_info.value.code == 2
+    assert "not a labels file" in capsys.readouterr().err
+
+
+def test_match_ids_round_trip_and_bad_ones_are_refused(tmp_path, collected):
+    path = distill.save_labels(tmp_path / "m.npz", collected, "t")
+    np.testing.assert_array_equal(distill_labels.load_labels(path)[0]["match"], collected["match"])
+    n = len(collected["action"])
+    for name, bad in (("negative", np.full(n, -1)), ("short", np.zeros(n - 1, np.int64)),
+                      ("float", np.zeros(n)), ("huge", np.full(n, 1 << 62))):
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, **{k: collected[k] for k in ("observation", "action_mask", "action")},
+                 match=bad, teacher=np.array("t"))
+        with pytest.raises(distill.LabelsError, match="'match'"):
+            distill_labels.load_labels(target)
+
+
+def test_several_labels_files_train_together_without_sharing_a_match(tmp_path, collected):
+    first = distill.save_labels(tmp_path / "a.npz", collected, "search:samples=4")
+    old = {key: value for key, value in collected.items() if key != "match"}  # no match ids
+    second = distill.save_labels(tmp_path / "b.npz", old, "search:samples=8")
+    no_values = {key: value for key, value in old.items() if key != "values"}
+    distill.save_labels(tmp_path / "c.npz", no_values, "search:samples=8")
+    labels, teacher = distill_labels.load_labels_files(f"{first}, {second}")
+    n = len(collected["action"])
+    assert teacher == "search:samples=4 + search:samples=8"
+    np.testing.assert_array_equal(labels["action"], np.concatenate([collected["action"]] * 2))
+    ids_a, ids_b = labels["match"][:n], labels["match"][n:]
+    assert len(set(ids_a)) == len(set(collected["match"])), "a file's matches kept apart"
+    assert len(set(ids_b)) == n, "without ids, every decision is its own match"
+    assert not set(ids_a) & set(ids_b)
+    with pytest.raises(distill.LabelsError, match="give 1 to 64 labels files, got 0"):
+        distill_labels.load_labels_files(" , ")
+    with pytest.raises(distill.LabelsError, match="named twice"):
+        distill_labels.load_labels_files(f"{first},{tmp_path}/../{tmp_path.name}/a.npz")
+    with pytest.raises(distill.LabelsError, match="c.npz.* has no teacher's values"):
+        distill_labels.load_labels_files(f"{first},{second.with_name('c.npz')}", need_values=True)
+    with pytest.raises(distill.LabelsError, match="hold 120 labels, more than 100"):
+        with pytest.MonkeyPatch.context() as patch:  # counted from the headers, nothing read
+            patch.setattr(distill_labels, "MAX_LABELS", 100)
+            patch.setattr(distill_labels, "load_labels", lambda path: pytest.fail("read"))
+            distill_labels.load_labels_files(f"{first},{second}")
