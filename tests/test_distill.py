@@ -77,8 +77,11 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     labels = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
     out = tmp_path / "student.pt"
     args = distill.Args(init=str(init), labels=str(labels), epochs=2, out=str(out),
-                        log_dir=str(tmp_path / "runs"))
-    info = distill.run(args, log=lambda *_: None)
+                        log_dir=str(tmp_path / "runs"), threads=3)
+    threads, seen = torch.get_num_threads(), []
+    info = distill.run(args, log=lambda *_: seen.append(torch.get_num_threads()))
+    assert set(seen) == {3}, "the run's torch threads"
+    assert torch.get_num_threads() == threads, "threads not restored after the run"
     assert info["labels"] == 60 and info["teacher"] == "search:samples=4"
     agent = load_policy(out)
     first = read_checkpoint(init)["model"]
@@ -86,6 +89,12 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     assert changed, "training left every weight as it was"
     assert read_checkpoint(out)["global_step"] == 7
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
+
+
+@pytest.mark.parametrize("threads", [0, 257])
+def test_threads_out_of_range_are_refused_before_any_work(threads):
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 256\]"):
+        distill.run(distill.Args(threads=threads, init="/nonexistent"), log=lambda *_: None)
 
 
 def test_every_label_comes_from_the_teacher_for_that_very_decision():

@@ -72,6 +72,10 @@ class Args:
     softmax(teacher's action values / temperature) over the legal actions (values in points;
     needs labels collected with values, as every collection since they were added is)"""
     seed: int = 1
+    threads: int = 1
+    """torch threads (1: on a small or busy machine more threads mostly spin -- two runs side by
+    side with two threads each took 9 minutes an epoch on 2 cores, with one thread each under a
+    minute for six)"""
     out: str = "checkpoints/distilled/sevenrocks_ppo.pt"
     log_dir: str = "runs"
     run_name: str = "distill"
@@ -262,11 +266,24 @@ def agreement_on(model: PolicyNet, obs, mask, action) -> float:
 
 # ---------------------------------------------------------------------------- 3. run
 def run(args: Args, log=print) -> dict:
+    """Collect (or read) labels, train the student, save it; returns the checkpoint's
+    ``distill`` facts.  Torch runs on ``args.threads`` threads meanwhile."""
     if args.decisions < 1 or args.num_envs < 1 or args.epochs < 0 or args.batch_size < 1:
         raise ValueError("decisions, num_envs and batch_size must be >= 1, epochs >= 0")
+    if not 1 <= args.threads <= 256:
+        raise ValueError(f"threads must be in [1, 256], got {args.threads}")
     if args.temperature != 0 and not MIN_TEMPERATURE <= args.temperature <= MAX_VALUE:
         raise ValueError(f"temperature must be 0 (hard labels) or in [{MIN_TEMPERATURE:g}, "
                          f"{MAX_VALUE:g}] points, got {args.temperature!r}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)
+    try:
+        return _run(args, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args: Args, log) -> dict:
     torch.manual_seed(args.seed)
     init_data = read_checkpoint(args.init)
     student = build_model(init_data, args.init)
