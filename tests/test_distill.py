@@ -73,7 +73,9 @@ def test_training_moves_the_student_toward_the_labels(rule_labels):
 
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     torch.manual_seed(2)
-    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
+    init_data = policy_entries(PolicyNet((32, 32)), 7)
+    init_data.update(config={"seed": 9}, wall_time=61.5)  # the init's run, carried to the card
+    init = save_checkpoint(tmp_path / "init.pt", init_data)
     labels = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
     out = tmp_path / "student.pt"
     args = distill.Args(init=str(init), labels=str(labels), epochs=2, out=str(out),
@@ -87,7 +89,8 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     first = read_checkpoint(init)["model"]
     changed = [k for k, v in agent.model.state_dict().items() if not torch.equal(v, first[k])]
     assert changed, "training left every weight as it was"
-    assert read_checkpoint(out)["global_step"] == 7
+    student = read_checkpoint(out)
+    assert (student["global_step"], student["config"], student["wall_time"]) == (7, {"seed": 9}, 61.5)
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
 
 

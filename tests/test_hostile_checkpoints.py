@@ -281,6 +281,47 @@ def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path, monkey
     assert reads == [str(source)]
 
 
+DISTILLED = {"teacher": "search:policy=shipped,samples=16", "labels": 315_078,
+             "holdout_agreement": 0.7634, "args": {"seed": 1}}
+
+
+def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
+    import json
+
+    from training.ship import main as ship
+
+    data = policy_entries(PolicyNet([16]), 5_000)
+    data.update(distill=DISTILLED, config={"seed": 3}, wall_time=600.0)
+    source = save_checkpoint(tmp_path / "student.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text())
+    assert card["distill"] == {k: DISTILLED[k] for k in ("teacher", "labels", "holdout_agreement")}
+    assert card["config"] == {"seed": 3} and card["train_minutes"] == 10.0
+    assert ("| distillation | then fine-tuned toward `search:policy=shipped,samples=16` on "
+            "315,078 labels (`training.distill`; held-out agreement 0.763) |"
+            ) in (out.parent / "MODEL_CARD.md").read_text()
+
+
+@pytest.mark.parametrize("distill", [
+    "a text", {**DISTILLED, "labels": "many"}, {**DISTILLED, "labels": 0},
+    {**DISTILLED, "labels": 10 ** 9}, {**DISTILLED, "teacher": "x" * 5000},
+    {**DISTILLED, "holdout_agreement": 2.0}, {k: v for k, v in DISTILLED.items() if k != "teacher"},
+])
+def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
+    from training.ship import main as ship
+
+    data = policy_entries(PolicyNet([16]), 0)
+    data["distill"] = distill
+    source = save_checkpoint(tmp_path / "student.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "'distill' must hold" in err and len(err) < MESSAGE_LIMIT, err[:300]
+    assert not out.parent.exists()
+
+
 def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, capsys):
     import json
 

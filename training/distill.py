@@ -311,6 +311,8 @@ def _run(args: Args, log) -> dict:
     result = train_student(student, labels, args, writer, log)
     writer.close()
     data = policy_entries(student, int(init_data.get("global_step", 0)))
+    # the run that trained the init, for the model card (``training.ship`` checks them again)
+    data.update({key: init_data[key] for key in ("config", "wall_time") if key in init_data})
     data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])),
                        "agreement_before": before, **result, "args": asdict(args)}
     save_checkpoint(out, data)

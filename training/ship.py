@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shlex
@@ -26,6 +27,7 @@ from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
 
 from .checkpoint import export_policy, policy_only, run_facts
+from .distill_labels import MAX_LABELS
 
 
 #: Match win rates the shipped policy must reach (issue 4), by opponent.
@@ -136,6 +138,24 @@ def same_policy(spec: str, exported: dict) -> bool:
         mine[k].shape == theirs[k].shape and bool((mine[k] == theirs[k]).all()) for k in mine)
 
 
+def distill_facts(data: dict, path) -> dict | None:
+    """What a checkpoint written by ``training.distill`` says about its distillation, checked
+    (the teacher's spec, the number of labels, held-out agreement), or ``None`` for a policy
+    that was not distilled."""
+    facts = data.get("distill")
+    if facts is None:
+        return None
+    teacher, labels = (facts.get(key) if isinstance(facts, dict) else None
+                       for key in ("teacher", "labels"))
+    agreement = facts.get("holdout_agreement") if isinstance(facts, dict) else None
+    if not (isinstance(teacher, str) and 0 < len(teacher) <= 4096 and type(labels) is int
+            and 0 < labels <= MAX_LABELS and type(agreement) is float
+            and (math.isnan(agreement) or 0 <= agreement <= 1)):
+        raise CheckpointError(f"{path}: 'distill' must hold the teacher (text), labels (1.."
+                              f"{MAX_LABELS:,}) and holdout_agreement (0..1), got {shown(facts)}")
+    return {"teacher": teacher, "labels": labels, "holdout_agreement": agreement}
+
+
 def _markdown(card: dict) -> str:
     lines = [f"# Model card: {card['file']}", "",
              "A PPO self-play policy for Seven Rocks (one network for all four seats; seat-relative",
@@ -143,6 +163,9 @@ def _markdown(card: dict) -> str:
              "`sevenrocks_env.policy.load_policy(path)` or the agent spec `ckpt:PATH`.", "",
              "| | |", "|-|-|",
              f"| training decisions | {card['global_step']:,} |",
+             *([f"| distillation | then fine-tuned toward `{card['distill']['teacher']}` on "
+                f"{card['distill']['labels']:,} labels (`training.distill`; held-out agreement "
+                f"{card['distill']['holdout_agreement']:.3f}) |"] if card.get("distill") else []),
              f"| training wall time | {_minutes(card['train_minutes'])} on {card['machine']} |",
              f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
              f"v{int(card['model_config'].get('action_features', 0))}, "
@@ -193,6 +216,7 @@ def main(argv=None) -> int:
         source = read_checkpoint(args.checkpoint)
         build_model(source, args.checkpoint)  # its weights, before --out is written
         facts = run_facts(source, args.checkpoint)
+        distilled = distill_facts(source, args.checkpoint)
         extra = [read_result(path) for path in args.extra_result]
     except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -226,6 +250,7 @@ def main(argv=None) -> int:
                    f"{threads})",
         "obs_version": source["obs_version"], "model_config": source["model_config"],
         "file_bytes": out.stat().st_size, "arena": rows, "config": config,
+        **({"distill": distilled} if distilled else {}),
         "commands": [args.train_command,
                      # every option as given: the command that wrote this card
                      "python -m training.ship " + shlex.join(
