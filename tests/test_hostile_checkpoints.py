@@ -302,12 +302,22 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     assert ("| distillation | then fine-tuned toward `search:policy=shipped,samples=16` on "
             "315,078 labels (`training.distill`; held-out agreement 0.763) |"
             ) in (out.parent / "MODEL_CARD.md").read_text()
+    # too few labels to hold any out: no agreement, and the card's JSON stays JSON
+    data["distill"] = {**DISTILLED, "holdout_agreement": float("nan")}
+    source = save_checkpoint(tmp_path / "small.pt", data)
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text(),
+                      parse_constant=lambda name: pytest.fail(f"{name} in the card's JSON"))
+    assert card["distill"]["holdout_agreement"] is None
+    assert "held-out agreement not measured) |" in (out.parent / "MODEL_CARD.md").read_text()
 
 
 @pytest.mark.parametrize("distill", [
     "a text", {**DISTILLED, "labels": "many"}, {**DISTILLED, "labels": 0},
     {**DISTILLED, "labels": 10 ** 9}, {**DISTILLED, "teacher": "x" * 5000},
     {**DISTILLED, "holdout_agreement": 2.0}, {k: v for k, v in DISTILLED.items() if k != "teacher"},
+    {**DISTILLED, "teacher": "search | x"}, {**DISTILLED, "teacher": "a\n# Owned"},
 ])
 def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
     from training.ship import main as ship

@@ -148,12 +148,20 @@ def distill_facts(data: dict, path) -> dict | None:
     teacher, labels = (facts.get(key) if isinstance(facts, dict) else None
                        for key in ("teacher", "labels"))
     agreement = facts.get("holdout_agreement") if isinstance(facts, dict) else None
-    if not (isinstance(teacher, str) and 0 < len(teacher) <= 4096 and type(labels) is int
+    if not (isinstance(teacher, str) and 0 < len(teacher) <= 4096 and teacher.isprintable()
+            and not set(teacher) & set("`|") and type(labels) is int
             and 0 < labels <= MAX_LABELS and type(agreement) is float
             and (math.isnan(agreement) or 0 <= agreement <= 1)):
-        raise CheckpointError(f"{path}: 'distill' must hold the teacher (text), labels (1.."
-                              f"{MAX_LABELS:,}) and holdout_agreement (0..1), got {shown(facts)}")
-    return {"teacher": teacher, "labels": labels, "holdout_agreement": agreement}
+        raise CheckpointError(f"{path}: 'distill' must hold the teacher (one line of text, no ` "
+                              f"or |), labels (1..{MAX_LABELS:,}) and holdout_agreement (0..1), "
+                              f"got {shown(facts)}")
+    # a run too small to hold labels out has no agreement (NaN, which JSON cannot carry)
+    return {"teacher": teacher, "labels": labels,
+            "holdout_agreement": None if math.isnan(agreement) else agreement}
+
+
+def _agreement(value) -> str:
+    return "not measured" if value is None else f"{value:.3f}"
 
 
 def _markdown(card: dict) -> str:
@@ -165,7 +173,8 @@ def _markdown(card: dict) -> str:
              f"| training decisions | {card['global_step']:,} |",
              *([f"| distillation | then fine-tuned toward `{card['distill']['teacher']}` on "
                 f"{card['distill']['labels']:,} labels (`training.distill`; held-out agreement "
-                f"{card['distill']['holdout_agreement']:.3f}) |"] if card.get("distill") else []),
+                f"{_agreement(card['distill']['holdout_agreement'])}) |"]
+               if card.get("distill") else []),
              f"| training wall time | {_minutes(card['train_minutes'])} on {card['machine']} |",
              f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
              f"v{int(card['model_config'].get('action_features', 0))}, "
