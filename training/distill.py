@@ -20,7 +20,8 @@ Read top to bottom, it does three things:
    its masked distribution and the teacher's action (or, with ``--temperature T`` > 0, the soft
    target ``softmax(values / T)`` over the legal actions: the teacher's preferences, not only
    its choice), ``epochs`` passes over the labels in shuffled minibatches; whole matches
-   holding about a tenth of the labels (at most a fifth) are held out to measure agreement with the teacher.
+   holding about a tenth of the labels (at most a fifth) are held out to measure agreement
+   with the teacher.
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), same network shape as
    ``init``; the file records the teacher, the number of labels and the agreement.
 
@@ -142,7 +143,8 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
             if have // 1000 != (have - len(rows)) // 1000:
                 rate = have / (time.perf_counter() - started)
                 log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
-            if save is not None and have < decisions and have // every != (have - len(rows)) // every:
+            saving = have // every != (have - len(rows)) // every
+            if save is not None and saving and have < decisions:
                 save(_joined(observations, masks, actions, values, matches))
         venv.step(chosen)
         step += 1

@@ -5,8 +5,9 @@ An ``.npz`` of ``observation`` float32 ``[N, 238]``, ``action_mask`` bool ``[N, 
 ``action`` int ``[N]`` (the teacher's choice), ``values`` float32 ``[N, 113]`` (the teacher's
 value of every legal action, 0 elsewhere; absent in files from before values were kept),
 ``match`` int64 ``[N]`` (which match of the collection each decision is from, for the
-held-out split; absent in older files) and ``teacher`` (its spec).  No pickles are read, and no array is read before its header's shape,
-dtype and stored size are checked against the bounds below.
+held-out split; absent in older files) and ``teacher`` (its spec).  No pickles are read,
+and no array is read before its header's shape, dtype and stored size are checked against the
+bounds below.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ _LABEL_DTYPES = {"observation": ("float32", lambda d: d == np.float32),
                  "action": ("integers", lambda d: d.kind in "iu"),
                  "values": ("floats", lambda d: d.kind == "f"),
                  "match": ("integers", lambda d: d.kind in "iu")}
-_MAX_TEACHER_CHARS = 4096
+#: Longest teacher spec a file (or a checkpoint's distillation record) may hold.
+MAX_TEACHER_CHARS = 4096
 
 
 def _check_declared_shapes(path) -> int:
@@ -87,10 +89,10 @@ def _check_declared_shapes(path) -> int:
     for key, (shape, dtype, (header, stored)) in declared.items():
         if key == "teacher":
             if not (shape == () and dtype.kind == "U"
-                    and dtype.itemsize <= 4 * _MAX_TEACHER_CHARS):
+                    and dtype.itemsize <= 4 * MAX_TEACHER_CHARS):
                 raise LabelsError(f"{path}: 'teacher' declares {str(dtype)[:20]} "
                                   f"{str(shape)[:60]}: not a text of at most "
-                                  f"{_MAX_TEACHER_CHARS} characters")
+                                  f"{MAX_TEACHER_CHARS} characters")
         else:
             # the exact dtype and a label count within bounds, from the header: a float64
             # observation of 2 M labels would be read whole (3.8 GB) before any check of its data
@@ -190,5 +192,5 @@ def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]
     joined = {key: (None if any(part[key] is None for part in parts)
                     else np.concatenate([part[key] for part in parts]))
               for key in ("observation", "action_mask", "action", "values", "match")}
-    return joined, " + ".join(dict.fromkeys(teachers))[:_MAX_TEACHER_CHARS]
+    return joined, " + ".join(dict.fromkeys(teachers))[:MAX_TEACHER_CHARS]
 
