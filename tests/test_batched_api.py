@@ -1,4 +1,5 @@
-"""Batched engine API: determinism of the deal stream, explicit deals, bad input, CPU/GPU parity."""
+"""Batched engine API: determinism of the deal stream, explicit deals, records, CPU/GPU parity
+(bad input: test_hostile_batched.py)."""
 
 import subprocess
 import sys
@@ -15,17 +16,12 @@ from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.rules import deal as scalar_deal
 
+from batched_helpers import first_legal, snapshot
+
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def first_legal(venv):
-    """A deterministic policy that depends only on the env's own state."""
-    return venv.action_mask.to(torch.uint8).argmax(1)
-
-
-def snapshot(venv):
-    return {name: getattr(venv.state, name).clone() for name in FIELDS}
 
 
 def test_same_seed_same_trajectories_for_any_batch_size():
@@ -94,96 +90,6 @@ def test_explicit_deals_give_the_records_of_rules_from_deal():
     assert compared == num
 
 
-def test_illegal_action_names_env_seat_action_and_legal_set_and_changes_nothing():
-    venv = sevenrocks_v0.vector_env(num_envs=5)
-    venv.reset(seed=1)
-    actions = first_legal(venv)
-    env = 2
-    seat = int(venv.current_seat[env])
-    illegal = int((~venv.action_mask[env]).nonzero()[0, 0])
-    actions[env] = illegal
-    before, mask = snapshot(venv), venv.action_mask.clone()
-    with pytest.raises(ValueError) as error:
-        venv.step(actions)
-    message = str(error.value)
-    assert f"env {env}, seat {seat}" in message and "legal actions: [" in message
-    from sevenrocks_env.tiles import describe_action
-    assert describe_action(illegal) in message
-    for name, value in before.items():
-        assert torch.equal(value, getattr(venv.state, name)), name
-    assert torch.equal(mask, venv.action_mask)
-    venv.step(first_legal(venv))  # still usable
-
-
-@pytest.mark.parametrize("actions,error", [
-    (torch.zeros(4, dtype=torch.long), ValueError),                 # wrong shape
-    (torch.zeros(5, dtype=torch.int32), TypeError),                 # wrong dtype
-    (torch.zeros(5), TypeError),
-    ([0, 0, 0, 0, 0], TypeError),                                   # not a tensor
-    (torch.full((5,), 113, dtype=torch.long), ValueError),          # out of range
-    (torch.full((5,), -1, dtype=torch.long), ValueError),
-    (torch.zeros(5, dtype=torch.long, device="meta"), ValueError),  # wrong device
-])
-def test_bad_actions_raise_and_change_nothing(actions, error):
-    venv = sevenrocks_v0.vector_env(num_envs=5)
-    venv.reset(seed=2)
-    before = snapshot(venv)
-    with pytest.raises(error, match="expected|illegal"):
-        venv.step(actions)
-    for name, value in before.items():
-        assert torch.equal(value, getattr(venv.state, name)), name
-
-
-@pytest.mark.parametrize("seed,error", [(1.5, TypeError), ("0", TypeError), (True, TypeError),
-                                        (-1, ValueError), (2 ** 63, ValueError)])
-def test_bad_seeds(seed, error):
-    venv = sevenrocks_v0.vector_env(num_envs=2)
-    venv.reset(seed=0)
-    before = snapshot(venv)
-    with pytest.raises(error, match="seed"):
-        venv.reset(seed=seed)
-    for name, value in before.items():
-        assert torch.equal(value, getattr(venv.state, name)), name
-
-
-def test_bad_deals_and_loads():
-    venv = sevenrocks_v0.vector_env(num_envs=2)
-    hands = torch.tensor([scalar_deal(0, 0)[0]] * 2)
-    with pytest.raises(ValueError, match="env 1 .*disjoint"):
-        bad = hands.clone()
-        bad[1, 0] = bad[1, 1]
-        venv.reset(seed=0, deals=(bad, torch.tensor([0, 1])))
-    with pytest.raises(ValueError, match="opener"):
-        venv.reset(seed=0, deals=(hands, torch.tensor([0, 4])))
-    with pytest.raises(TypeError, match="dtype"):
-        venv.reset(seed=0, deals=(hands.int(), torch.tensor([0, 1])))
-    with pytest.raises(RuntimeError, match="reset"):
-        venv.step(torch.zeros(2, dtype=torch.long))
-    with pytest.raises(ValueError, match="expected 2 matches"):
-        venv.load([Match.new(0)])
-    with pytest.raises(TypeError, match="load: matches must be a list"):
-        venv.load(None)
-    for flag in ("records", "validate"):
-        with pytest.raises(TypeError, match=f"{flag} must be a bool"):
-            sevenrocks_v0.vector_env(num_envs=2, **{flag: "no"})
-    with pytest.raises(TypeError, match="rules.Match"):
-        venv.load([Match.new(0), "match"])
-    with pytest.raises(ValueError, match="target"):
-        venv.load([Match.new(0), Match.new(1, target=100)])
-    with pytest.raises(RuntimeError, match="records=True"):
-        venv.pop_finished_records()
-    with pytest.raises(ValueError, match="reward"):
-        sevenrocks_v0.vector_env(num_envs=2, reward="score")
-    with pytest.raises(ValueError, match="points_scale"):
-        sevenrocks_v0.vector_env(num_envs=2, reward="win", points_scale=0.1)
-    with pytest.raises(ValueError, match="num_envs"):
-        sevenrocks_v0.vector_env(num_envs=0)
-    for device in ("bogus", "mps", None, "cuda:99"):  # in words, not torch's AssertionError
-        with pytest.raises(ValueError, match=r"device .*(Expected one of|runs on 'cpu' or "
-                                             r"'cuda'|invalid combination|CUDA|CUDA device)"):
-            sevenrocks_v0.vector_env(num_envs=2, device=device)
-
-
 def test_validate_false_skips_the_check_for_trusted_callers():
     venv = sevenrocks_v0.vector_env(num_envs=3, validate=False)
     venv.reset(seed=0)
@@ -221,50 +127,6 @@ def test_reset_after_steps_in_inference_mode_and_keeps_unpopped_records():
     assert len(records) >= finished
     for _, record in records:
         validate(record)
-
-
-def test_a_loaded_history_that_does_not_replay_gives_no_record():
-    """With records=True the history of a loaded match becomes its record: a history that is
-    malformed or belongs to another match gives no record (it would not validate), and the
-    matches with a good history still get theirs."""
-    matches = [Match.new(3, target=60), Match.new(4, target=60)]
-    for match in matches:
-        for _ in range(9):
-            apply_action(match, legal_actions(match)[0])
-    swapped = matches[1].clone()
-    swapped.history = matches[0].history
-    malformed = matches[1].clone(keep_history=True)
-    malformed.history[0].moves[2] = ("not", "a move")
-    fresh_swapped = Match.new(4, target=60)  # both at 0-0: only the replay tells them apart
-    fresh_swapped.history = Match.new(3, target=60).history
-    for bad in (swapped, malformed, fresh_swapped):
-        venv = sevenrocks_v0.vector_env(num_envs=2, records=True, target=60)
-        venv.reset(seed=0)
-        venv.load([matches[0], bad])
-        records = []
-        while int(venv.state.matches.min()) == 0:
-            venv.step(first_legal(venv))
-            records += venv.pop_finished_records()
-        assert [env for env, _ in records if env == 1] == []
-        assert [env for env, _ in records if env == 0] == [0]
-        validate(next(record for env, record in records if env == 0))
-
-
-def test_a_match_longer_than_a_record_may_be_keeps_no_record(monkeypatch):
-    """max_rounds=None: a record holds at most record.MAX_ROUNDS rounds (here made 1), so a
-    match that goes past them is not recorded rather than recorded invalid."""
-    import sevenrocks_env.batched.records as records_module
-
-    monkeypatch.setattr(records_module, "MAX_ROUNDS", 1)
-    venv = sevenrocks_v0.vector_env(num_envs=16, target=60, max_rounds=None, records=True)
-    venv.reset(seed=0)
-    ended = 0
-    for _ in range(300):
-        _, terminated, _ = venv.step(first_legal(venv))
-        ended += int(terminated.sum())
-    records = venv.pop_finished_records()
-    assert ended > len(records)  # most matches to 60 take more than one round
-    assert all(len(record["rounds"]) == 1 for _, record in records)
 
 
 def test_state_is_small_and_documented():
