@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 torch = pytest.importorskip("torch")
 
@@ -94,10 +95,44 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
 
 
-@pytest.mark.parametrize("threads", [0, 257])
-def test_threads_out_of_range_are_refused_before_any_work(threads):
-    with pytest.raises(ValueError, match=r"threads must be in \[1, 256\]"):
-        distill.run(distill.Args(threads=threads, init="/nonexistent"), log=lambda *_: None)
+@pytest.mark.parametrize("field,value,words", [
+    ("threads", 0, "greater than or equal to 1"), ("threads", 257, "less than or equal to 256"),
+    ("decisions", 0, "greater than or equal to 1"), ("num_envs", 1 << 17, "less than or equal"),
+    ("epochs", -1, "greater than or equal to 0"), ("batch_size", 0, "greater than or equal"),
+    ("learning_rate", float("inf"), "finite"), ("learning_rate", 0.0, "greater than 0"),
+    ("seed", -1, "greater than or equal to 0"), ("run_name", "../up", "plain folder name"),
+    ("teacher", "", "at least 1 character"), ("init", "a\nb", "pattern"),
+    ("temperature", float("nan"), "finite"), ("decisions", True, "integer"),
+])
+def test_settings_out_of_range_are_refused_when_made_naming_the_field(field, value, words):
+    with pytest.raises(ValidationError, match=f"(?s){field}.*{words}"):
+        distill.Args(**{field: value})
+    args = distill.Args()
+    with pytest.raises(ValidationError, match=words):  # and when changed afterwards
+        setattr(args, field, value)
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["--threads", "0"], "error: --threads: Input should be greater than or equal to 1, got 0"),
+    (["--learning-rate", "nan"], "error: --learning-rate: must be a finite number, got nan"),
+    (["--run-name", "a/b"], "error: --run-name: must be a plain folder name"),
+])
+def test_the_command_line_names_the_option_in_one_line(argv, line, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        distill.main(argv + ["--out", "/nonexistent/never-written.pt"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(line) and err.count("\n") == 1
+
+
+def test_every_setting_has_its_help_on_the_command_line(capsys):
+    with pytest.raises(SystemExit):
+        distill.main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())  # argparse wraps the lines
+    for name, field in distill.Args.__pydantic_fields__.items():
+        assert field.description, name
+        option = "--" + name.replace("_", "-")
+        assert f"{option} {name.upper()} {' '.join(field.description.split())}" in out
 
 
 def test_every_label_comes_from_the_teacher_for_that_very_decision():
@@ -263,7 +298,7 @@ def test_soft_targets_stay_finite_at_the_smallest_temperature_and_refuse_smaller
     with pytest.raises(ValueError, match="temperature must be in"):
         distill.soft_targets(values, mask, temperature=1e-45)
     with pytest.raises(ValueError, match="temperature must be 0"):
-        distill.run(distill.Args(temperature=1e-9))
+        distill.Args(temperature=1e-9)
 
 
 def test_a_teacher_value_out_of_range_stops_the_collection_with_a_clear_error():

@@ -100,6 +100,7 @@ Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
                    Field(min_length=1, max_length=MAX_HIDDEN_LAYERS)]
 ScorerWidths = Annotated[list[Int(1, MAX_SCORER_WIDTH)], BeforeValidator(_as_list),
                          Field(min_length=1, max_length=MAX_SCORER_LAYERS)]
+RunName = Annotated[str, Field(max_length=100, strict=True), AfterValidator(_plain_name)]
 BIG = 10 ** 9
 #: Fields naming where a run writes: set on the command line only, never by a config file or a
 #: checkpoint (docs/security.md).
@@ -110,7 +111,7 @@ class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     # -- run --------------------------------------------------------------------------------
-    run_name: Annotated[str, Field(max_length=100, strict=True), AfterValidator(_plain_name)] = ""
+    run_name: RunName = ""
     """Name of the run: TensorBoard logs go to ``<log_dir>/<run_name>/``, checkpoints to
     ``<checkpoint_dir>/<run_name>/``. A plain folder name (letters, digits, ``_ . -``; no path
     separators). Empty: ``ppo_seed<seed>_<date-time>``."""
@@ -309,6 +310,15 @@ def _unknown_key(key, source: str) -> ConfigError:
     return ConfigError(f"{source}: unknown key {shown(name)}{hint}")
 
 
+def first_problem(error: ValidationError) -> tuple[str, str, str]:
+    """The first problem pydantic found: the field, the index inside it (``"[2]"`` or ``""``)
+    and the message, in words for one line of an error."""
+    problem = error.errors(include_input=False, include_url=False, include_context=False)[0]
+    key = str(problem["loc"][0]) if problem["loc"] else "config"
+    where = "".join(f"[{part}]" for part in problem["loc"][1:])
+    return key, where, problem["msg"].removeprefix("Value error, ")
+
+
 def config_from_dict(values: dict, source: str = "config",
                      origins: dict | None = None) -> TrainConfig:
     """Build and validate a config.  ``origins`` maps a key to where its value came from
@@ -322,11 +332,8 @@ def config_from_dict(values: dict, source: str = "config",
     try:
         cfg = TrainConfig(**values)
     except ValidationError as error:
-        problem = error.errors(include_input=False, include_url=False, include_context=False)[0]
-        key = str(problem["loc"][0]) if problem["loc"] else "config"
-        where = "".join(f"[{part}]" for part in problem["loc"][1:])
+        key, where, message = first_problem(error)
         got = shown(values.get(key)) if key in values else "nothing"
-        message = problem["msg"].removeprefix("Value error, ")
         raise ConfigError(f"{origins.get(key, source)}: {key}{where}: {message}, "
                           f"got {got}") from None
     try:

@@ -34,52 +34,78 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import torch
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError
+from pydantic.dataclasses import dataclass
 
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.batched import layout
 from sevenrocks_env.policy import (MaskedCategorical, PolicyNet, build_model, read_checkpoint)
 
 from .checkpoint import policy_entries, save_checkpoint
-from .distill_labels import MAX_VALUE, LabelsError, load_labels_files, save_labels
+from .config import Folder, Int, Positive, Real, RunName, first_problem
+from .distill_labels import (MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, LabelsError,
+                             load_labels_files, save_labels)
 
 #: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
 MIN_TEMPERATURE = 1e-3
 _SALT = 0xD157
 
 
-@dataclass
+def _hard_or_soft(temperature: float) -> float:
+    if 0 < temperature < MIN_TEMPERATURE:
+        raise ValueError(f"temperature must be 0 (hard labels) or in [{MIN_TEMPERATURE:g}, "
+                         f"{MAX_VALUE:g}] points")
+    return temperature
+
+
+#: A spec or a path: one line of text (the teacher's spec is written into the student's record).
+Spec = Annotated[str, Field(min_length=1, max_length=MAX_TEACHER_CHARS, pattern=r"^[^\x00\n]*$",
+                            strict=True)]
+
+
+@dataclass(config=ConfigDict(use_attribute_docstrings=True, validate_assignment=True))
 class Args:
-    init: str = "shipped"
+    """The run's settings, each checked (type and range) by pydantic when the object is made."""
+
+    init: Spec = "shipped"
     """the student's starting weights: a policy checkpoint path or ``shipped``"""
-    teacher: str = "search:policy=shipped,samples=64"
+    teacher: Spec = "search:policy=shipped,samples=64"
     """the search agent spec whose choices are the targets (``search:...``)"""
-    decisions: int = 12_000
+    decisions: Int(1, MAX_LABELS) = 12_000
     """labelled decisions to collect (ignored with ``labels``)"""
-    labels: str | None = None
+    labels: Spec | None = None
     """train on a labels file saved by an earlier run instead of collecting (several:
     ``a.npz,b.npz``)"""
-    num_envs: int = 64
+    num_envs: Int(1, 1 << 16) = 64
     """matches played side by side while collecting"""
-    epochs: int = 6
-    batch_size: int = 256
-    learning_rate: float = 1e-4
-    temperature: float = 0.0
+    epochs: Int(0, 10_000) = 6
+    """passes over the labels (0: only collect)"""
+    batch_size: Int(1, 1 << 16) = 256
+    """labels per gradient step"""
+    learning_rate: Positive(1.0) = 1e-4
+    """Adam's step size"""
+    temperature: Annotated[Real(0, MAX_VALUE), AfterValidator(_hard_or_soft)] = 0.0
     """0: train toward the teacher's action (hard labels); > 0: toward the soft target
     softmax(teacher's action values / temperature) over the legal actions (values in points;
     needs labels collected with values, as every collection since they were added is)"""
-    seed: int = 1
-    threads: int = 1
+    seed: Int(0, 2 ** 63 - 1) = 1
+    """seeds the collection's matches and worlds, the matches held out and the shuffling"""
+    threads: Int(1, 256) = 1
     """torch threads (1: on a small or busy machine more threads mostly spin -- two runs side by
     side with two threads each took 9 minutes an epoch on 2 cores, with one thread each under a
     minute for six)"""
-    out: str = "checkpoints/distilled/sevenrocks_ppo.pt"
-    log_dir: str = "runs"
-    run_name: str = "distill"
+    out: Folder = "checkpoints/distilled/sevenrocks_ppo.pt"
+    """the student checkpoint to write (the labels go beside it, ``<stem>.labels.npz``)"""
+    log_dir: Folder = "runs"
+    """root folder of the TensorBoard runs"""
+    run_name: RunName = "distill"
+    """TensorBoard logs go to ``<log_dir>/<run_name>``"""
 
 
 NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have none (collected "
@@ -269,14 +295,8 @@ def agreement_on(model: PolicyNet, obs, mask, action) -> float:
 # ---------------------------------------------------------------------------- 3. run
 def run(args: Args, log=print) -> dict:
     """Collect (or read) labels, train the student, save it; returns the checkpoint's
-    ``distill`` facts.  Torch runs on ``args.threads`` threads meanwhile."""
-    if args.decisions < 1 or args.num_envs < 1 or args.epochs < 0 or args.batch_size < 1:
-        raise ValueError("decisions, num_envs and batch_size must be >= 1, epochs >= 0")
-    if not 1 <= args.threads <= 256:
-        raise ValueError(f"threads must be in [1, 256], got {args.threads}")
-    if args.temperature != 0 and not MIN_TEMPERATURE <= args.temperature <= MAX_VALUE:
-        raise ValueError(f"temperature must be 0 (hard labels) or in [{MIN_TEMPERATURE:g}, "
-                         f"{MAX_VALUE:g}] points, got {args.temperature!r}")
+    ``distill`` facts.  Torch runs on ``args.threads`` threads meanwhile.  (``args`` was
+    checked when it was made: :class:`Args`.)"""
     threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
     try:
@@ -325,11 +345,16 @@ def _run(args: Args, log) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.distill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    defaults = Args()
-    for name, value in asdict(defaults).items():
+    for name, value in asdict(Args()).items():
         kind = type(value) if value is not None else str
-        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=value)
-    args = Args(**vars(parser.parse_args(argv)))
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=value,
+                            help=Args.__pydantic_fields__[name].description)
+    values = vars(parser.parse_args(argv))
+    try:
+        args = Args(**values)
+    except ValidationError as error:
+        key, _, message = first_problem(error)
+        parser.exit(2, f"error: --{key.replace('_', '-')}: {message}, got {values.get(key)!r}\n")
     try:
         run(args)
     except ValueError as error:  # bad spec, labels file or checkpoint: one clear line
