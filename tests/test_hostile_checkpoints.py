@@ -1,7 +1,7 @@
 """Hostile checkpoints (issue 15): policy files and resume files are untrusted.  Every bad one
 is a :class:`CheckpointError` naming the bad piece, in a short message, before anything sized
 by the file is allocated; ``ckpt:shipped`` is the packaged policy, without an untrained value
-head (issue 14)."""
+head (issue 14).  (Shipping a policy file: ``test_ship.py``.)"""
 
 from __future__ import annotations
 
@@ -18,16 +18,9 @@ from sevenrocks_env.agents import make_agent  # noqa: E402
 from sevenrocks_env.policy import (  # noqa: E402
     MAX_HIDDEN_WIDTH, CheckpointError, MissingValueHead, PolicyNet, build_model,
     expected_shapes, load_policy, read_checkpoint, shipped_path)
-from training.checkpoint import policy_entries, policy_only, save_checkpoint  # noqa: E402
+from training.checkpoint import policy_entries, policy_only  # noqa: E402
+from policy_files import MESSAGE_LIMIT, save_policy  # noqa: E402
 
-MESSAGE_LIMIT = 2000
-
-
-def save_policy(path, net=None, **changes):
-    data = policy_entries(net if net is not None else PolicyNet([16]), 0)
-    data.update(changes)
-    save_checkpoint(path, data)
-    return path
 
 
 def refused(path, words=None) -> str:
@@ -226,147 +219,3 @@ def test_nothing_is_written_when_loading(tmp_path, monkeypatch):
     load_policy(path)
     refused(Path("missing.pt"))
     assert sorted(os.listdir(tmp_path)) == before
-
-
-@pytest.mark.parametrize("changes, words", [
-    ({"global_step": None}, "'global_step'"),
-    ({"global_step": 2.5}, "'global_step'"),
-    ({"wall_time": float("nan")}, "'wall_time'"),
-    ({"wall_time": "long"}, "'wall_time'"),
-    ({"config": [1, 2]}, "'config'"),
-    ({"config": {"torch_threads": torch.zeros(2)}}, "'config'"),
-    ({"config": {"x": "y" * 70_000}}, "'config'"),
-    ({"global_step": -1}, "'global_step'"),
-    ({"global_step": 10 ** 13}, "'global_step'"),
-    # weights are checked before --out is written (it was written, then the arena failed)
-    ({"model": "nan"}, "non-finite weights"),
-    ({"model": "int key"}, "must map parameter names to tensors"),
-])
-def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, changes, words):
-    from training.ship import main as ship
-
-    data = policy_entries(PolicyNet([16]), 0)
-    if changes.get("global_step", 0) is None:
-        del data["global_step"]
-        changes = {}
-    if changes.get("model") == "nan":
-        changes = {"model": {k: v.clone().fill_(float("nan")) for k, v in data["model"].items()}}
-    elif changes.get("model") == "int key":
-        changes = {"model": {**data["model"], 0: torch.zeros(1)}}
-    data.update(changes)
-    source = save_checkpoint(tmp_path / "source.pt", data)
-    out = tmp_path / "shipped" / "policy.pt"
-    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and words in err and len(err) < MESSAGE_LIMIT, err[:300]
-    assert not out.parent.exists()
-
-
-def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path, monkeypatch):
-    """A file with no wall time or config (policy_entries only) ships, its card saying so; the
-    file is read once, so what was checked is what is exported."""
-    from training import checkpoint, ship as ship_module
-    from training.ship import main as ship
-
-    reads = []
-    for module in (checkpoint, ship_module):
-        monkeypatch.setattr(module, "read_checkpoint",
-                            lambda path, read=module.read_checkpoint: reads.append(path) or read(path))
-    source = save_policy(tmp_path / "plain.pt")
-    out = tmp_path / "shipped" / "policy.pt"
-    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
-                 "--agents", "random"]) == 0
-    card = (out.parent / "MODEL_CARD.md").read_text()
-    assert "| training wall time | unknown on " in card
-    assert reads == [str(source)]
-
-
-DISTILLED = {"teacher": "search:policy=shipped,samples=16", "labels": 315_078,
-             "holdout_agreement": 0.7634, "args": {"seed": 1}}
-
-
-def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
-    import json
-
-    from training.ship import main as ship
-
-    data = policy_entries(PolicyNet([16]), 5_000)
-    data.update(distill=DISTILLED, config={"seed": 3}, wall_time=600.0)
-    source = save_checkpoint(tmp_path / "student.pt", data)
-    out = tmp_path / "shipped" / "policy.pt"
-    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
-                 "--agents", "random"]) == 0
-    card = json.loads((out.parent / "model_card.json").read_text())
-    assert card["distill"] == {k: DISTILLED[k] for k in ("teacher", "labels", "holdout_agreement")}
-    assert card["config"] == {"seed": 3} and card["train_minutes"] == 10.0
-    assert ("| distillation | then fine-tuned toward `search:policy=shipped,samples=16` on "
-            "315,078 labels (`training.distill`; held-out agreement 0.763) |"
-            ) in (out.parent / "MODEL_CARD.md").read_text()
-    # too few labels to hold any out: no agreement, and the card's JSON stays JSON
-    data["distill"] = {**DISTILLED, "holdout_agreement": float("nan")}
-    source = save_checkpoint(tmp_path / "small.pt", data)
-    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
-                 "--agents", "random"]) == 0
-    card = json.loads((out.parent / "model_card.json").read_text(),
-                      parse_constant=lambda name: pytest.fail(f"{name} in the card's JSON"))
-    assert card["distill"]["holdout_agreement"] is None
-    assert "held-out agreement not measured) |" in (out.parent / "MODEL_CARD.md").read_text()
-
-
-@pytest.mark.parametrize("distill", [
-    "a text", {**DISTILLED, "labels": "many"}, {**DISTILLED, "labels": 0},
-    {**DISTILLED, "labels": 10 ** 9}, {**DISTILLED, "teacher": "x" * 5000},
-    {**DISTILLED, "holdout_agreement": 2.0}, {k: v for k, v in DISTILLED.items() if k != "teacher"},
-    {**DISTILLED, "teacher": "search | x"}, {**DISTILLED, "teacher": "a\n# Owned"},
-])
-def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
-    from training.ship import main as ship
-
-    data = policy_entries(PolicyNet([16]), 0)
-    data["distill"] = distill
-    source = save_checkpoint(tmp_path / "student.pt", data)
-    out = tmp_path / "shipped" / "policy.pt"
-    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
-    err = capsys.readouterr().err
-    assert "'distill' must hold" in err and len(err) < MESSAGE_LIMIT, err[:300]
-    assert not out.parent.exists()
-
-
-def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, capsys):
-    import json
-
-    from sevenrocks_env.arena import evaluate
-    from training.ship import main as ship
-
-    source = save_policy(tmp_path / "plain.pt")
-    other = save_policy(tmp_path / "other.pt")  # another network's weights
-    good = tmp_path / "good.json"
-    good.write_text(json.dumps(evaluate(f"ckpt:{source}", "greedy", 2, seed=1).as_dict()))
-    real = json.loads(good.read_text())
-    out = tmp_path / "shipped" / "policy.pt"
-    for content, words in (("[1, 2]", "JSON object"), ("{", "not a readable"),
-                           (json.dumps({**real, "win_rate": 7}), "win_rate"),
-                           (json.dumps({**real, "agent_b": None}), "agent_b"),
-                           # a result of another agent, or numbers edited by hand
-                           (json.dumps({**real, "spec_a": "heuristic"}), "spec_a"),
-                           (json.dumps({**real, "spec_a": f"ckpt:{other}"}), "does not have the "
-                                                                            "weights"),
-                           (json.dumps({**real, "target": 50}), "target"),
-                           (json.dumps({**real, "ci95": [0.0, 0.1]}), "Wilson interval"),
-                           (json.dumps({**real, "matches": 7}), "2 x pairs")):
-        bad = tmp_path / "bad.json"
-        bad.write_text(content)
-        assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
-                     "--extra-result", str(bad)]) == 2
-        err = capsys.readouterr().err
-        assert words in err and err.count("\n") == 1, err[:300]
-        assert not out.parent.exists()
-    alias = tmp_path / "alias.json"  # policy:PATH is the same agent as ckpt:PATH
-    alias.write_text(json.dumps({**real, "spec_a": f"policy:{source}"}))
-    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
-                 "--agents", "random", "--extra-result", str(good), "--extra-result",
-                 str(alias)]) == 0
-    card = json.loads((out.parent / "model_card.json").read_text())
-    assert [row["opponent"] for row in card["arena"]] == ["random", "greedy", "greedy"]
-    assert card["arena"][1]["source"] == str(good)  # labelled with where it came from
-    assert "| greedy (from `good.json`) |" in (out.parent / "MODEL_CARD.md").read_text()

@@ -1,11 +1,14 @@
 """Ship a trained policy: export it small, measure it in the arena, write its model card.
 
     python -m training.ship checkpoints/<run>/latest.pt --out checkpoints/shipped/sevenrocks_ppo.pt \\
-        --pairs 1000 --search-pairs 100 --workers 2
+        --pairs 1000 --search-pairs 500
 
 Writes the policy-only checkpoint (no optimizer or run state), then ``model_card.json`` and
 ``MODEL_CARD.md`` beside it: the training config, steps and wall time, and the arena results
-(duplicate deals, 95% CIs) against the baselines.
+(duplicate deals, 95% CIs) against the baselines.  The arena is the batched one
+(:func:`~sevenrocks_env.arena_batched.evaluate_batched`: every pair stepped together, ``search``
+too); ``--arena pool`` plays one match at a time in ``--workers`` processes, for opponents
+without a batched form.
 """
 
 from __future__ import annotations
@@ -181,7 +184,9 @@ def _markdown(card: dict) -> str:
              f"{card['model_config'].get('action_scorer', 'bilinear')} action scorer |",
              f"| critic (training only) | {_critic(card['config'])} |",
              f"| file size | {card['file_bytes'] / 1e6:.2f} MB |", "",
-             "## Arena results (duplicate deals, policy plays greedily, 95% Wilson CI over pairs)",
+             "## Arena results (" + ("batched arena, " if card.get("arena_kind") == "batched"
+                                     else "") + "duplicate deals, policy plays greedily, 95% "
+             "Wilson CI over pairs)",
              "", "| opponent | pairs | win rate | 95% CI | mean margin | rounds/match |",
              "|-|-:|-:|-:|-:|-:|"]
     for row in card["arena"]:
@@ -205,6 +210,25 @@ def _markdown(card: dict) -> str:
     return "\n".join(lines)
 
 
+def _arena(args, agents: list[str]):
+    """``play(spec, agent, pairs) -> ArenaResult`` in the arena ``args.arena`` names; with the
+    batched arena every agent must have a batched form (``ValueError`` naming it, before any
+    file is written)."""
+    if args.arena == "pool":
+        from sevenrocks_env.arena import evaluate
+        return lambda spec, agent, pairs: evaluate(spec, agent, pairs, seed=args.seed,
+                                                   workers=args.workers, progress=True)
+    from sevenrocks_env.arena_batched import batched_agent, evaluate_batched
+    for agent in agents:
+        try:
+            batched_agent(agent)
+        except ValueError as error:
+            hint = "; ship with --arena pool" if "batched" in str(error) else ""
+            raise ValueError(f"opponent {shown(agent)}: {error}{hint}") from None
+    return lambda spec, agent, pairs: evaluate_batched(spec, agent, pairs, seed=args.seed,
+                                                       batch=min(pairs, 256), progress=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -215,7 +239,10 @@ def main(argv=None) -> int:
     parser.add_argument("--search", default="search")
     parser.add_argument("--search-pairs", type=int, default=100)
     parser.add_argument("--seed", type=int, default=2025)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--arena", choices=("batched", "pool"), default="batched",
+                        help="batched: all pairs stepped together on the batched engine; pool: "
+                             "one match at a time in --workers processes (any agent)")
+    parser.add_argument("--workers", type=int, default=1, help="processes of --arena pool")
     parser.add_argument("--extra-result", action="append", default=[], metavar="JSON",
                         help="add a result measured separately (`sevenrocks arena ... --json`)")
     parser.add_argument("--train-command", default="make train",
@@ -227,11 +254,13 @@ def main(argv=None) -> int:
         facts = run_facts(source, args.checkpoint)
         distilled = distill_facts(source, args.checkpoint)
         extra = [read_result(path) for path in args.extra_result]
+        plan = [(agent, args.pairs) for agent in args.agents]
+        if args.search_pairs > 0:
+            plan.append((args.search, args.search_pairs))
+        play = _arena(args, [agent for agent, _ in plan])  # an unknown agent stops here
     except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from sevenrocks_env.arena import evaluate
-
     shipped = policy_only(source)
     for result in extra:  # a row of the card is a result of this policy, nothing else
         if not same_policy(result.spec_a, shipped):
@@ -240,13 +269,10 @@ def main(argv=None) -> int:
             return 2
     out = export_policy(args.checkpoint, args.out, data=source)  # read and checked above
     spec = f"ckpt:{out}"
-    plan = [(agent, args.pairs) for agent in args.agents]
-    if args.search_pairs > 0:
-        plan.append((args.search, args.search_pairs))
     rows = []
     for agent, pairs in plan:
         started = time.time()
-        result = evaluate(spec, agent, pairs, seed=args.seed, workers=args.workers, progress=True)
+        result = play(spec, agent, pairs)
         rows.append(_row(agent, result))
         print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
     rows += [dict(_row(result.agent_b, result), source=result.source) for result in extra]
@@ -258,13 +284,15 @@ def main(argv=None) -> int:
         "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores (torch threads "
                    f"{threads})",
         "obs_version": source["obs_version"], "model_config": source["model_config"],
-        "file_bytes": out.stat().st_size, "arena": rows, "config": config,
+        "file_bytes": out.stat().st_size, "arena": rows, "arena_kind": args.arena,
+        "config": config,
         **({"distill": distilled} if distilled else {}),
         "commands": [args.train_command,
                      # every option as given: the command that wrote this card
                      "python -m training.ship " + shlex.join(
                          sys.argv[1:] if argv is None else [str(a) for a in argv]),
-                     f"sevenrocks arena {spec} greedy --pairs {args.pairs} --seed {args.seed}",
+                     f"sevenrocks arena {spec} greedy --pairs {args.pairs} --seed {args.seed}"
+                     + (" --batched" if args.arena == "batched" else ""),
                      *(f"sevenrocks arena {spec} {row['opponent']} --pairs {row['pairs']} --seed "
                        f"{row['seed']} --json > {path}"
                        for path, row in zip(args.extra_result, rows[-len(args.extra_result):])

@@ -1,0 +1,195 @@
+"""``training.ship``: it refuses bad run facts, distillation records and result files before
+playing or writing anything, puts a distilled policy's provenance on its card, and plays the
+batched arena unless asked for the process pool (the card's format: ``test_model_card.py``)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from policy_files import MESSAGE_LIMIT, save_policy  # noqa: E402
+from sevenrocks_env.policy import PolicyNet  # noqa: E402
+from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"global_step": None}, "'global_step'"),
+    ({"global_step": 2.5}, "'global_step'"),
+    ({"wall_time": float("nan")}, "'wall_time'"),
+    ({"wall_time": "long"}, "'wall_time'"),
+    ({"config": [1, 2]}, "'config'"),
+    ({"config": {"torch_threads": torch.zeros(2)}}, "'config'"),
+    ({"config": {"x": "y" * 70_000}}, "'config'"),
+    ({"global_step": -1}, "'global_step'"),
+    ({"global_step": 10 ** 13}, "'global_step'"),
+    # weights are checked before --out is written (it was written, then the arena failed)
+    ({"model": "nan"}, "non-finite weights"),
+    ({"model": "int key"}, "must map parameter names to tensors"),
+])
+def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, changes, words):
+    from training.ship import main as ship
+
+    data = policy_entries(PolicyNet([16]), 0)
+    if changes.get("global_step", 0) is None:
+        del data["global_step"]
+        changes = {}
+    if changes.get("model") == "nan":
+        changes = {"model": {k: v.clone().fill_(float("nan")) for k, v in data["model"].items()}}
+    elif changes.get("model") == "int key":
+        changes = {"model": {**data["model"], 0: torch.zeros(1)}}
+    data.update(changes)
+    source = save_checkpoint(tmp_path / "source.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and words in err and len(err) < MESSAGE_LIMIT, err[:300]
+    assert not out.parent.exists()
+
+
+def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path, monkeypatch):
+    """A file with no wall time or config (policy_entries only) ships, its card saying so; the
+    file is read once, so what was checked is what is exported."""
+    from training import checkpoint, ship as ship_module
+    from training.ship import main as ship
+
+    reads = []
+    for module in (checkpoint, ship_module):
+        monkeypatch.setattr(module, "read_checkpoint",
+                            lambda path, read=module.read_checkpoint: reads.append(path) or read(path))
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    card = (out.parent / "MODEL_CARD.md").read_text()
+    assert "| training wall time | unknown on " in card
+    assert reads == [str(source)]
+
+
+DISTILLED = {"teacher": "search:policy=shipped,samples=16", "labels": 315_078,
+             "holdout_agreement": 0.7634, "args": {"seed": 1}}
+
+
+def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
+    from training.ship import main as ship
+
+    data = policy_entries(PolicyNet([16]), 5_000)
+    data.update(distill=DISTILLED, config={"seed": 3}, wall_time=600.0)
+    source = save_checkpoint(tmp_path / "student.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text())
+    assert card["distill"] == {k: DISTILLED[k] for k in ("teacher", "labels", "holdout_agreement")}
+    assert card["config"] == {"seed": 3} and card["train_minutes"] == 10.0
+    assert ("| distillation | then fine-tuned toward `search:policy=shipped,samples=16` on "
+            "315,078 labels (`training.distill`; held-out agreement 0.763) |"
+            ) in (out.parent / "MODEL_CARD.md").read_text()
+    # too few labels to hold any out: no agreement, and the card's JSON stays JSON
+    data["distill"] = {**DISTILLED, "holdout_agreement": float("nan")}
+    source = save_checkpoint(tmp_path / "small.pt", data)
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text(),
+                      parse_constant=lambda name: pytest.fail(f"{name} in the card's JSON"))
+    assert card["distill"]["holdout_agreement"] is None
+    assert "held-out agreement not measured) |" in (out.parent / "MODEL_CARD.md").read_text()
+
+
+@pytest.mark.parametrize("distill", [
+    "a text", {**DISTILLED, "labels": "many"}, {**DISTILLED, "labels": 0},
+    {**DISTILLED, "labels": 10 ** 9}, {**DISTILLED, "teacher": "x" * 5000},
+    {**DISTILLED, "holdout_agreement": 2.0}, {k: v for k, v in DISTILLED.items() if k != "teacher"},
+    {**DISTILLED, "teacher": "search | x"}, {**DISTILLED, "teacher": "a\n# Owned"},
+])
+def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
+    from training.ship import main as ship
+
+    data = policy_entries(PolicyNet([16]), 0)
+    data["distill"] = distill
+    source = save_checkpoint(tmp_path / "student.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "'distill' must hold" in err and len(err) < MESSAGE_LIMIT, err[:300]
+    assert not out.parent.exists()
+
+
+def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, capsys):
+    from sevenrocks_env.arena import evaluate
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    other = save_policy(tmp_path / "other.pt")  # another network's weights
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(evaluate(f"ckpt:{source}", "greedy", 2, seed=1).as_dict()))
+    real = json.loads(good.read_text())
+    out = tmp_path / "shipped" / "policy.pt"
+    for content, words in (("[1, 2]", "JSON object"), ("{", "not a readable"),
+                           (json.dumps({**real, "win_rate": 7}), "win_rate"),
+                           (json.dumps({**real, "agent_b": None}), "agent_b"),
+                           # a result of another agent, or numbers edited by hand
+                           (json.dumps({**real, "spec_a": "heuristic"}), "spec_a"),
+                           (json.dumps({**real, "spec_a": f"ckpt:{other}"}), "does not have the "
+                                                                            "weights"),
+                           (json.dumps({**real, "target": 50}), "target"),
+                           (json.dumps({**real, "ci95": [0.0, 0.1]}), "Wilson interval"),
+                           (json.dumps({**real, "matches": 7}), "2 x pairs")):
+        bad = tmp_path / "bad.json"
+        bad.write_text(content)
+        assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                     "--extra-result", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err[:300]
+        assert not out.parent.exists()
+    alias = tmp_path / "alias.json"  # policy:PATH is the same agent as ckpt:PATH
+    alias.write_text(json.dumps({**real, "spec_a": f"policy:{source}"}))
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random", "--extra-result", str(good), "--extra-result",
+                 str(alias)]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text())
+    assert [row["opponent"] for row in card["arena"]] == ["random", "greedy", "greedy"]
+    assert card["arena"][1]["source"] == str(good)  # labelled with where it came from
+    assert "| greedy (from `good.json`) |" in (out.parent / "MODEL_CARD.md").read_text()
+
+
+def test_ship_plays_the_batched_arena_by_default_and_the_pool_on_request(tmp_path):
+    from sevenrocks_env.arena import evaluate
+    from sevenrocks_env.arena_batched import evaluate_batched
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    for arena, play in (("batched", evaluate_batched), ("pool", evaluate)):
+        extra = [] if arena == "batched" else ["--arena", "pool"]
+        assert ship([str(source), "--out", str(out), "--pairs", "3", "--search-pairs", "0",
+                     "--agents", "greedy", "--seed", "5", *extra]) == 0
+        card = json.loads((out.parent / "model_card.json").read_text())
+        expected = play(f"ckpt:{out}", "greedy", 3, seed=5)
+        assert card["arena_kind"] == arena
+        assert (card["arena"][0]["win_rate"], card["arena"][0]["mean_margin"]) == (
+            round(expected.win_rate, 4), round(expected.mean_margin, 1))
+        assert card["commands"][2].endswith("--seed 5" + (" --batched" if arena == "batched"
+                                                          else ""))
+        heading = (out.parent / "MODEL_CARD.md").read_text().split("## Arena results (")[1]
+        assert heading.startswith("batched arena, ") == (arena == "batched")
+
+
+@pytest.mark.parametrize("agent,words", [
+    ("openspiel:ismcts:sims=10", "no batched version.*; ship with --arena pool"),
+    ("search:samples=4,time_limit=1", "time_limit has no batched version"),
+    ("bogus", "unknown agent spec 'bogus'"),
+])
+def test_ship_refuses_an_opponent_the_batched_arena_cannot_play_before_writing(tmp_path, capsys,
+                                                                                 agent, words):
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", agent]) == 2
+    err = capsys.readouterr().err
+    assert re.search(words, err) and err.count("\n") == 1, err[:300]
+    assert not out.parent.exists()
