@@ -101,7 +101,8 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     ("epochs", -1, "greater than or equal to 0"), ("batch_size", 0, "greater than or equal"),
     ("learning_rate", float("inf"), "finite"), ("learning_rate", 0.0, "greater than 0"),
     ("seed", -1, "greater than or equal to 0"), ("run_name", "../up", "plain folder name"),
-    ("teacher", "", "at least 1 character"), ("init", "a\nb", "pattern"),
+    ("teacher", "", "at least 1 character"), ("init", "a\nb", "one line"),
+    ("teacher", "search:samples=4\tx", "printable"), ("run_name", "", "must not be empty"),
     ("temperature", float("nan"), "finite"), ("decisions", True, "integer"),
 ])
 def test_settings_out_of_range_are_refused_when_made_naming_the_field(field, value, words):
@@ -119,7 +120,7 @@ def test_settings_out_of_range_are_refused_when_made_naming_the_field(field, val
 ])
 def test_the_command_line_names_the_option_in_one_line(argv, line, capsys):
     with pytest.raises(SystemExit) as exit_:
-        distill.main(argv + ["--out", "/nonexistent/never-written.pt"])
+        distill.main(argv + ["--init", "/nonexistent", "--out", "/nonexistent/never-written.pt"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(line) and err.count("\n") == 1

@@ -175,21 +175,30 @@ def test_ship_plays_the_batched_arena_by_default_and_the_pool_on_request(tmp_pat
                                                           else ""))
         heading = (out.parent / "MODEL_CARD.md").read_text().split("## Arena results (")[1]
         assert heading.startswith("batched arena, ") == (arena == "batched")
+    # an opponent with a display name, as in the arena (named rows keep the name)
+    assert ship([str(source), "--out", str(out), "--pairs", "2", "--search-pairs", "0",
+                 "--agents", "g=greedy"]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text())
+    assert card["arena"][0]["win_rate"] == round(
+        evaluate_batched(f"ckpt:{out}", "g=greedy", 2, seed=2025).win_rate, 4)
 
 
-@pytest.mark.parametrize("agent,words", [
-    ("openspiel:ismcts:sims=10", "no batched version.*; ship with --arena pool"),
-    ("search:samples=4,time_limit=1", "time_limit has no batched version"),
-    ("bogus", "unknown agent spec 'bogus'"),
+@pytest.mark.parametrize("options,words", [
+    (["--agents", "openspiel:ismcts:sims=10"], "no batched version.*; ship with --arena pool"),
+    (["--agents", "search:samples=4,time_limit=1"], "time_limit has no batched version"),
+    (["--agents", "bogus"], "unknown agent spec 'bogus'"),
+    (["--workers", "2"], "--workers is an option of --arena pool"),
+    (["--arena", "pool", "--workers", "0"], r"--workers must be in \[1, 64\]"),
+    (["--pairs", "0"], "pairs must be >= 1"),
+    (["--search-pairs", "1", "--search", "random", "--seed", "-1"], "seed must be"),
 ])
-def test_ship_refuses_an_opponent_the_batched_arena_cannot_play_before_writing(tmp_path, capsys,
-                                                                                 agent, words):
+def test_ship_refuses_bad_arena_settings_before_writing(tmp_path, capsys, options, words):
     from training.ship import main as ship
 
     source = save_policy(tmp_path / "plain.pt")
     out = tmp_path / "shipped" / "policy.pt"
     assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
-                 "--agents", agent]) == 2
+                 *options]) == 2
     err = capsys.readouterr().err
     assert re.search(words, err) and err.count("\n") == 1, err[:300]
     assert not out.parent.exists()

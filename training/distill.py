@@ -64,9 +64,21 @@ def _hard_or_soft(temperature: float) -> float:
     return temperature
 
 
+def _one_line(text: str) -> str:
+    if not text.isprintable():
+        raise ValueError("must be one line of printable text")
+    return text
+
+
+def _named(run_name: str) -> str:
+    if not run_name:
+        raise ValueError("must not be empty (the logs go to <log_dir>/<run_name>)")
+    return run_name
+
+
 #: A spec or a path: one line of text (the teacher's spec is written into the student's record).
-Spec = Annotated[str, Field(min_length=1, max_length=MAX_TEACHER_CHARS, pattern=r"^[^\x00\n]*$",
-                            strict=True)]
+Spec = Annotated[str, Field(min_length=1, max_length=MAX_TEACHER_CHARS, strict=True),
+                 AfterValidator(_one_line)]
 
 
 @dataclass(config=ConfigDict(use_attribute_docstrings=True, validate_assignment=True))
@@ -104,7 +116,7 @@ class Args:
     """the student checkpoint to write (the labels go beside it, ``<stem>.labels.npz``)"""
     log_dir: Folder = "runs"
     """root folder of the TensorBoard runs"""
-    run_name: RunName = "distill"
+    run_name: Annotated[RunName, AfterValidator(_named)] = "distill"
     """TensorBoard logs go to ``<log_dir>/<run_name>``"""
 
 

@@ -214,14 +214,22 @@ def _arena(args, agents: list[str]):
     """``play(spec, agent, pairs) -> ArenaResult`` in the arena ``args.arena`` names; with the
     batched arena every agent must have a batched form (``ValueError`` naming it, before any
     file is written)."""
+    from sevenrocks_env.arena import MAX_WORKERS, check_settings, evaluate, split_name
+    check_settings(pairs=args.pairs, seed=args.seed)
+    if args.search_pairs > 0:
+        check_settings(pairs=args.search_pairs)
     if args.arena == "pool":
-        from sevenrocks_env.arena import evaluate
+        if not 1 <= args.workers <= MAX_WORKERS:
+            raise ValueError(f"--workers must be in [1, {MAX_WORKERS}], got {args.workers}")
         return lambda spec, agent, pairs: evaluate(spec, agent, pairs, seed=args.seed,
                                                    workers=args.workers, progress=True)
+    if args.workers != 1:
+        raise ValueError("--workers is an option of --arena pool; the batched arena runs in "
+                         "one process")
     from sevenrocks_env.arena_batched import batched_agent, evaluate_batched
     for agent in agents:
         try:
-            batched_agent(agent)
+            batched_agent(split_name(agent)[1])
         except ValueError as error:
             hint = "; ship with --arena pool" if "batched" in str(error) else ""
             raise ValueError(f"opponent {shown(agent)}: {error}{hint}") from None
