@@ -31,6 +31,8 @@ AGENTS = {
     "search64": "search:samples=64",
     "search256": "search:samples=256",
     "shipped": "ckpt:shipped",
+    # the policy shipped before 2026-12-03, with which the README's ladder was measured
+    "previous_v2": "ckpt:checkpoints/previous/v2_oracle/sevenrocks_ppo.pt",
     "shipped+search": "search:policy=shipped,samples=64",
     "ismcts100": "openspiel:ismcts:sims=100",
     "ismcts400": "openspiel:ismcts:sims=400",
@@ -41,6 +43,7 @@ AGENTS = {
 PAIRINGS = [
     ("greedy", "random", 200), ("heuristic", "random", 200), ("heuristic", "greedy", 500),
     ("shipped", "greedy", 1000), ("shipped", "heuristic", 1000),
+    ("shipped", "previous_v2", 1000),
     ("search16", "greedy", 200), ("search16", "heuristic", 200), ("search64", "search16", 100),
     ("search64", "greedy", 200), ("search64", "heuristic", 200), ("shipped", "search64", 500),
     ("search256", "search64", 50), ("shipped+search", "search64", 200),
