@@ -92,6 +92,8 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     assert changed, "training left every weight as it was"
     student = read_checkpoint(out)
     assert (student["global_step"], student["config"], student["wall_time"]) == (7, {"seed": 9}, 61.5)
+    # the recorded arguments name the labels' teacher, not the unused --teacher default
+    assert student["distill"]["args"]["teacher"] == "search:samples=4"
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
 
 

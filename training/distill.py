@@ -348,7 +348,9 @@ def _run(args: Args, log) -> dict:
     # the run that trained the init, for the model card (``training.ship`` checks them again)
     data.update({key: init_data[key] for key in ("config", "wall_time") if key in init_data})
     data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])),
-                       "agreement_before": before, **result, "args": asdict(args)}
+                       "agreement_before": before, **result,
+                       # with --labels the teacher is the files', not the unused --teacher default
+                       "args": asdict(args) | {"teacher": teacher}}
     save_checkpoint(out, data)
     log(f"policy saved to {out}")
     return data["distill"]
