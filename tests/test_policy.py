@@ -15,18 +15,10 @@ from sevenrocks_env.observation import OBS_VERSION, action_mask, encode  # noqa:
 from sevenrocks_env.policy import (  # noqa: E402
     CheckpointError, MaskedCategorical, PolicyNet, load_policy, read_checkpoint)
 from sevenrocks_env.rules import Match, apply_action  # noqa: E402
+from policy_files import save_policy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "shipped" / "sevenrocks_ppo.pt"
-
-
-def _save_policy(path, net, **changes):
-    from training.checkpoint import policy_entries, save_checkpoint
-
-    data = policy_entries(net, 0)
-    data.update(changes)
-    save_checkpoint(path, data)
-    return path
 
 
 # -- the masked distribution ----------------------------------------------------------------------
@@ -80,7 +72,7 @@ def test_an_action_outside_the_mask_is_an_error_not_a_silent_move():
 # -- checkpoint errors ----------------------------------------------------------------------------
 
 def test_truncated_checkpoint_gives_clear_error(tmp_path):
-    good = _save_policy(tmp_path / "good.pt", PolicyNet([16]))
+    good = save_policy(tmp_path / "good.pt", PolicyNet([16]))
     cut = tmp_path / "cut.pt"
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
@@ -100,14 +92,14 @@ def test_wrong_file_gives_clear_error(tmp_path, content, words):
 
 
 def test_other_layout_version_is_refused(tmp_path):
-    path = _save_policy(tmp_path / "old.pt", PolicyNet([16]), obs_version=OBS_VERSION + 1)
+    path = save_policy(tmp_path / "old.pt", PolicyNet([16]), obs_version=OBS_VERSION + 1)
     with pytest.raises(CheckpointError, match="observation layout"):
         read_checkpoint(path)
 
 
 def test_damaged_bytes_inside_a_checkpoint_are_detected(tmp_path):
     """torch.load does not check the zip's CRCs; read_checkpoint does."""
-    good = _save_policy(tmp_path / "good.pt", PolicyNet([16]))
+    good = save_policy(tmp_path / "good.pt", PolicyNet([16]))
     data = bytearray(good.read_bytes())
     marker = data.find(b"/data/0")  # the first tensor's bytes follow its local header
     start = marker + 200
@@ -126,7 +118,7 @@ def test_damaged_bytes_inside_a_checkpoint_are_detected(tmp_path):
     ({"model": {"trunk.0.weight": torch.full((2, 2), float("nan"))}}, "missing or unexpected"),
 ])
 def test_malformed_checkpoint_contents_give_checkpoint_errors(tmp_path, changes, words):
-    path = _save_policy(tmp_path / "odd.pt", PolicyNet([16]), **changes)
+    path = save_policy(tmp_path / "odd.pt", PolicyNet([16]), **changes)
     with pytest.raises(CheckpointError, match=words):
         load_policy(path)
 
@@ -134,7 +126,7 @@ def test_malformed_checkpoint_contents_give_checkpoint_errors(tmp_path, changes,
 def test_sparse_weights_are_refused_with_a_checkpoint_error(tmp_path):
     net = PolicyNet([16])
     sparse = {k: v.detach().to_sparse() for k, v in net.state_dict().items()}
-    path = _save_policy(tmp_path / "sparse.pt", net, model=sparse)
+    path = save_policy(tmp_path / "sparse.pt", net, model=sparse)
     with pytest.raises(CheckpointError, match="dense float32"):
         load_policy(path)
 
@@ -149,7 +141,7 @@ def test_a_compressed_checkpoint_is_refused_before_anything_is_unpacked(tmp_path
 
     import sevenrocks_env.policy_file as policy_file
 
-    good = _save_policy(tmp_path / "good.pt", PolicyNet([16]))
+    good = save_policy(tmp_path / "good.pt", PolicyNet([16]))
     for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2):
         packed = tmp_path / f"packed{method}.pt"
         with zipfile.ZipFile(good) as source, zipfile.ZipFile(packed, "w", method) as out:
@@ -192,7 +184,7 @@ def test_code_carrying_pickle_is_refused(tmp_path):
 # -- playing --------------------------------------------------------------------------------------
 
 def test_loaded_policy_plays_only_legal_actions(tmp_path):
-    path = _save_policy(tmp_path / "p.pt", PolicyNet([32, 32]))
+    path = save_policy(tmp_path / "p.pt", PolicyNet([32, 32]))
     for deterministic in (True, False):
         agent = load_policy(path, deterministic=deterministic)
         agent.seed(3)
@@ -226,7 +218,7 @@ def test_policy_plays_through_the_env_unchanged(tmp_path):
     from sevenrocks_env import sevenrocks_v0
     from sevenrocks_env.agents import make_agent
 
-    path = _save_policy(tmp_path / "p.pt", PolicyNet([32]))
+    path = save_policy(tmp_path / "p.pt", PolicyNet([32]))
     env = sevenrocks_v0.env(max_rounds=2)
     env.reset(seed=5)
     trained, mine = package_load_policy(str(path)), make_agent("greedy")
