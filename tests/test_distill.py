@@ -334,3 +334,24 @@ def test_agreement_is_counted_in_batches_over_every_label(collected):
         whole = (MaskedCategorical(model(obs, mask)[0], mask).mode() == action).float().mean()
     assert len(action) > 8192
     assert distill.agreement_on(model, obs, mask, action) == pytest.approx(whole.item())
+
+
+def test_a_teacher_that_loads_a_network_is_recorded_with_that_networks_digest(tmp_path):
+    """``policy=shipped`` names other weights once a new policy ships: the labels pin the file."""
+    import hashlib
+    torch.manual_seed(5)
+    net = save_checkpoint(tmp_path / "teacher.pt", policy_entries(PolicyNet((32, 32)), 1))
+    spec = f"search:policy={net},samples=2"
+    digest = hashlib.sha256(net.read_bytes() + b"\0").hexdigest()[:16]
+    assert distill.pinned_teacher(spec) == f"{spec} (network sha256 {digest})"
+    assert distill.pinned_teacher("search:samples=4") == "search:samples=4", "no file, no digest"
+    out = tmp_path / "student.pt"
+    args = distill.Args(init=str(net), teacher=spec, decisions=8, num_envs=4, epochs=1,
+                        out=str(out), log_dir=str(tmp_path / "runs"))
+    info = distill.run(args, log=lambda *_: None)
+    assert info["teacher"] == f"{spec} (network sha256 {digest})"
+    _, recorded = distill_labels.load_labels(tmp_path / "student.labels.npz")
+    assert recorded == info["teacher"]
+    # another network at the same path gives another digest
+    save_checkpoint(net, policy_entries(PolicyNet((32, 32)), 2))
+    assert distill.pinned_teacher(spec) != info["teacher"]

@@ -23,7 +23,8 @@ Read top to bottom, it does three things:
    holding about a tenth of the labels (at most a fifth) are held out to measure agreement
    with the teacher.
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), same network shape as
-   ``init``; the file records the teacher, the number of labels and the agreement.
+   ``init``; the file records the teacher (its spec and the SHA-256 of the network it
+   loads), the number of labels and the agreement.
 
 TensorBoard (``<log_dir>/<run_name>``): ``losses/distill_loss``, ``charts/teacher_agreement``
 (on the training minibatches) and ``charts/holdout_agreement`` (per epoch).
@@ -133,6 +134,15 @@ def make_teacher(spec: str):
         raise ValueError(f"teacher {spec!r} is not a search agent (search:..., "
                          "search:policy=...)")
     return teacher.searcher
+
+
+def pinned_teacher(spec: str) -> str:
+    """The teacher as its labels record it: the spec, plus the SHA-256 of the network files it
+    loads (``arena_log.files_fingerprint``), since a path such as ``shipped`` names other
+    weights once a new policy is shipped."""
+    from sevenrocks_env.arena_log import files_fingerprint
+    fingerprint = files_fingerprint(spec)
+    return spec if fingerprint is None else f"{spec} (network sha256 {fingerprint[:16]})"
 
 
 @torch.inference_mode()
@@ -328,8 +338,8 @@ def _run(args: Args, log) -> dict:
             raise LabelsError(NO_VALUES)
         log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")
     else:
-        teacher = args.teacher
-        searcher = make_teacher(teacher)
+        searcher = make_teacher(args.teacher)
+        teacher = pinned_teacher(args.teacher)
         started = time.perf_counter()
         path = out.with_name(out.stem + ".labels.npz")
         labels = collect(student.eval(), searcher, args.decisions, args.num_envs, args.seed, log,
