@@ -178,7 +178,9 @@ def _markdown(card: dict) -> str:
                 f"{card['distill']['labels']:,} labels (`training.distill`; held-out agreement "
                 f"{_agreement(card['distill']['holdout_agreement'])}) |"]
                if card.get("distill") else []),
-             f"| training wall time | {_minutes(card['train_minutes'])} on {card['machine']} |",
+             f"| training wall time | {_minutes(card['train_minutes'])} on {card['machine']}"
+             + ("; the PPO run only, not the collection of the distillation's labels"
+                if card.get("distill") else "") + " |",
              f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
              f"v{int(card['model_config'].get('action_features', 0))}, "
              f"{card['model_config'].get('action_scorer', 'bilinear')} action scorer |",
