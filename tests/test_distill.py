@@ -355,3 +355,32 @@ def test_a_teacher_that_loads_a_network_is_recorded_with_that_networks_digest(tm
     # another network at the same path gives another digest
     save_checkpoint(net, policy_entries(PolicyNet((32, 32)), 2))
     assert distill.pinned_teacher(spec) != info["teacher"]
+
+
+def test_ctrl_c_stops_a_collection_with_every_fully_labelled_step(monkeypatch):
+    """An interrupt in the middle of a step (some of its rows labelled) keeps the earlier steps
+    whole and drops that step; an interrupt before any label is passed on."""
+    full = distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=6,
+                           log=lambda *_: None)
+    calls, choose = [], distill.best_action
+
+    def interrupted_at(n):
+        def best_action(legal, values):
+            calls.append(1)
+            if len(calls) == n:
+                raise KeyboardInterrupt
+            return choose(legal, values)
+        return best_action
+
+    monkeypatch.setattr(distill, "best_action", interrupted_at(200))
+    seen = []
+    part = distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=6, log=seen.append)
+    n = len(part["action"])
+    assert 150 < n < 200 and "interrupted at" in seen[-1], (n, seen[-1:])
+    for key in ("observation", "action_mask", "action", "values", "match"):
+        assert len(part[key]) == n
+        np.testing.assert_array_equal(part[key], full[key][:n])
+    calls.clear()
+    monkeypatch.setattr(distill, "best_action", interrupted_at(3))
+    with pytest.raises(KeyboardInterrupt):
+        distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=6, log=lambda *_: None)

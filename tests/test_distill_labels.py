@@ -166,3 +166,21 @@ def test_several_labels_files_train_together_without_sharing_a_match(tmp_path, c
             patch.setattr(distill_labels, "MAX_LABELS", 100)
             patch.setattr(distill_labels, "load_labels", lambda path: pytest.fail("read"))
             distill_labels.load_labels_files(f"{first},{second}")
+
+
+def test_a_save_that_fails_half_way_leaves_the_previous_save_whole(tmp_path, monkeypatch,
+                                                                   collected):
+    first = {key: value[:40] for key, value in collected.items()}
+    path = distill.save_labels(tmp_path / "run.labels.npz", first, "search:samples=4")
+    before = path.read_bytes()
+
+    def half_written(file, **arrays):
+        file.write(b"PK\x03\x04 half a zip")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(np, "savez_compressed", half_written)
+    with pytest.raises(KeyboardInterrupt):
+        distill.save_labels(path, collected, "search:samples=4")
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [path.name]
+    monkeypatch.undo()
+    assert len(distill_labels.load_labels(path)[0]["action"]) == 40

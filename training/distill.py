@@ -156,7 +156,9 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
     (0 for illegal ones) and which match of the collection the decision is from
     (``env << 32 | matches that env finished before it``, for :func:`holdout_split`);
     ``save(labels)`` (optional) gets the labels so far every :func:`save_interval` labels, so
-    a long collection that is stopped keeps what it searched."""
+    a long collection that is killed keeps what it searched.  Ctrl-C (``KeyboardInterrupt``)
+    stops it cleanly: the labels of every step labelled in full are returned (fewer than
+    ``decisions``); a step interrupted part-way is dropped."""
     from sevenrocks_env import sevenrocks_v0
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False)
     venv.reset(seed=seed)
@@ -164,39 +166,44 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
     observations, masks, actions, values, matches = [], [], [], [], []
     have, step, started = 0, 0, time.perf_counter()
     every = save_interval(decisions)
-    while have < decisions:
-        obs, mask = venv.observation, venv.action_mask
-        logits, _ = student(obs, mask)
-        chosen = torch.multinomial(MaskedCategorical(logits, mask).probs, 1,
-                                   generator=generator).squeeze(1)
-        rows = (layout.legal_counts(mask) > 1).nonzero().squeeze(1)[: decisions - have]
-        if len(rows):
-            obs_np, mask_np = obs[rows].numpy(), mask[rows].numpy()
-            rngs = [np.random.default_rng((seed, _SALT, step, int(r))) for r in rows]
-            scores = teacher.action_values_many(obs_np, mask_np, rngs)
-            table = np.zeros(mask_np.shape, dtype=np.float32)
-            for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
-                legal = legal_from_mask(legal_mask)
-                table[row, legal] = score
-                if not np.isfinite(table[row]).all() or np.abs(table[row]).max() > MAX_VALUE:
-                    raise ValueError(f"teacher value out of range (finite, within "
-                                     f"+-{MAX_VALUE:g}) at step {step}: {score}")
-                # chosen from the values as stored, so a label is always their argmax
-                actions.append(best_action(legal, table[row, legal].tolist()))
-            observations.append(obs_np.copy())
-            masks.append(mask_np.copy())
-            values.append(table)
-            matches.append(((rows << 32) | venv.state.matches[rows]).numpy())
-            have += len(rows)
-            if have // 1000 != (have - len(rows)) // 1000:
-                rate = have / (time.perf_counter() - started)
-                log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
-            saving = have // every != (have - len(rows)) // every
-            if save is not None and saving and have < decisions:
-                save(_joined(observations, masks, actions, values, matches))
-        venv.step(chosen)
-        step += 1
-    return _joined(observations, masks, actions, values, matches)
+    try:  # ``have`` grows only once a step's labels are in all five lists
+        while have < decisions:
+            obs, mask = venv.observation, venv.action_mask
+            logits, _ = student(obs, mask)
+            chosen = torch.multinomial(MaskedCategorical(logits, mask).probs, 1,
+                                       generator=generator).squeeze(1)
+            rows = (layout.legal_counts(mask) > 1).nonzero().squeeze(1)[: decisions - have]
+            if len(rows):
+                obs_np, mask_np = obs[rows].numpy(), mask[rows].numpy()
+                rngs = [np.random.default_rng((seed, _SALT, step, int(r))) for r in rows]
+                scores = teacher.action_values_many(obs_np, mask_np, rngs)
+                table = np.zeros(mask_np.shape, dtype=np.float32)
+                for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
+                    legal = legal_from_mask(legal_mask)
+                    table[row, legal] = score
+                    if not np.isfinite(table[row]).all() or np.abs(table[row]).max() > MAX_VALUE:
+                        raise ValueError(f"teacher value out of range (finite, within "
+                                         f"+-{MAX_VALUE:g}) at step {step}: {score}")
+                    # chosen from the values as stored, so a label is always their argmax
+                    actions.append(best_action(legal, table[row, legal].tolist()))
+                observations.append(obs_np.copy())
+                masks.append(mask_np.copy())
+                values.append(table)
+                matches.append(((rows << 32) | venv.state.matches[rows]).numpy())
+                have += len(rows)
+                if have // 1000 != (have - len(rows)) // 1000:
+                    rate = have / (time.perf_counter() - started)
+                    log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
+                saving = have // every != (have - len(rows)) // every
+                if save is not None and saving and have < decisions:
+                    save(_joined(observations, masks, actions, values, matches, have))
+            venv.step(chosen)
+            step += 1
+    except KeyboardInterrupt:
+        if not have:
+            raise
+        log(f"collect: interrupted at {have:,} labels (the step in progress is dropped)")
+    return _joined(observations, masks, actions, values, matches, have)
 
 
 def save_interval(decisions: int) -> int:
@@ -206,10 +213,13 @@ def save_interval(decisions: int) -> int:
     return max(1000, decisions // 20 // 1000 * 1000)
 
 
-def _joined(observations, masks, actions, values, matches) -> dict:
-    return {"observation": np.concatenate(observations), "action_mask": np.concatenate(masks),
-            "action": np.asarray(actions, dtype=np.int64), "values": np.concatenate(values),
-            "match": np.concatenate(matches).astype(np.int64)}
+def _joined(observations, masks, actions, values, matches, have: int) -> dict:
+    """The first ``have`` labels of each list (an interrupted step may be in some lists)."""
+    return {"observation": np.concatenate(observations)[:have],
+            "action_mask": np.concatenate(masks)[:have],
+            "action": np.asarray(actions[:have], dtype=np.int64),
+            "values": np.concatenate(values)[:have],
+            "match": np.concatenate(matches).astype(np.int64)[:have]}
 
 
 # ---------------------------------------------------------------------------- 2. train
@@ -344,7 +354,7 @@ def _run(args: Args, log) -> dict:
         path = out.with_name(out.stem + ".labels.npz")
         labels = collect(student.eval(), searcher, args.decisions, args.num_envs, args.seed, log,
                          save=lambda so_far: save_labels(path, so_far, teacher))
-        log(f"collected {args.decisions:,} labels in {time.perf_counter() - started:.0f} s")
+        log(f"collected {len(labels['action']):,} labels in {time.perf_counter() - started:.0f} s")
         log(f"labels saved to {save_labels(path, labels, teacher)}")
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))

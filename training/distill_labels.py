@@ -12,6 +12,7 @@ bounds below.
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -37,12 +38,21 @@ class LabelsError(ValueError):
 
 
 def save_labels(path, labels: dict, teacher: str) -> Path:
+    """Write atomically (a temporary file, then a rename): a collection stopped or killed while
+    saving leaves its previous save whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     extra = {key: labels[key] for key in ("values", "match") if labels.get(key) is not None}
-    np.savez_compressed(path, observation=labels["observation"],
-                        action_mask=labels["action_mask"], action=labels["action"],
-                        teacher=np.array(teacher), **extra)
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with open(partial, "wb") as file:  # a file object: numpy adds no ".npz" to its name
+            np.savez_compressed(file, observation=labels["observation"],
+                                action_mask=labels["action_mask"], action=labels["action"],
+                                teacher=np.array(teacher), **extra)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return path
 
 
