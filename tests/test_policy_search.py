@@ -230,6 +230,10 @@ def test_the_prior_adds_the_policy_s_log_probabilities(shipped):
         log_probs = MaskedCategorical(logits, torch.from_numpy(mask)[None].bool()).log_probs[0]
     np.testing.assert_allclose(np.subtract(with_prior, plain), 2.5 * log_probs[legal].numpy(),
                                rtol=1e-4, atol=1e-4)
+    # the default weight (5 since v3, docs/agents.md) is the one the agents table documents
+    from sevenrocks_env.agents import __doc__ as table
+    default = PolicySearchAgent(shipped, samples=1).prior
+    assert default == 5.0 and f"samples=64,prior={default:g}," in table
 
 
 @settings(max_examples=12, deadline=None)

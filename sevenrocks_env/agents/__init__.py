@@ -10,7 +10,7 @@ command line:
 | ``greedy``                             | most points now, then heaviest tile                 |
 | ``heuristic``                          | one-ply lookahead with defence (see its docstring)  |
 | ``search[:samples=64,time_limit=S,rollout=defensive,win_bonus=50]`` | determinized Monte-Carlo (no time limit by default: deterministic for a seed) |
-| ``search:policy=shipped[,samples=64,prior=1,win_bonus=50,reach=60,horizon=3,rollout=argmax,threads=1]`` | policy-guided determinized search (``policy=PATH``: a checkpoint) |
+| ``search:policy=shipped[,samples=64,prior=5,win_bonus=50,reach=60,horizon=3,rollout=argmax,threads=1]`` | policy-guided determinized search (``policy=PATH``: a checkpoint) |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 | ``ckpt:shipped``                       | the policy installed with the package               |
 | ``sb3:PATH``                           | an sb3-contrib MaskablePPO zip (``sb3_agent``); **trusted files only**: an SB3 zip is a pickle and loading it can run code |

@@ -61,7 +61,11 @@ class PolicySearchAgent:
 
     ``policy``: a :class:`~sevenrocks_env.policy.PolicyNet`, or a checkpoint path / ``"shipped"``
     read with :func:`~sevenrocks_env.policy.load_policy`.  ``samples``: worlds per decision.
-    ``prior``: points per nat of the policy's log-probability added to each action's value.
+    ``prior``: points per nat of the policy's log-probability added to each action's value
+    (default 5, since 2026-12-03; 1 before).  It should suit the network's sharpness: the
+    shipped v3, distilled toward soft targets, puts its first two actions about 1 nat apart
+    where the PPO-trained v2 put them 5 apart, and with ``prior=1`` over v3 the 16-sample search
+    plays worse than v3 alone (``docs/agents.md``).
     ``reach``/``horizon``: when a partnership's score is within ``reach`` of the target, rollouts
     go on past the round, to the match's end or ``horizon`` rounds.  ``threads``: torch's
     intra-op threads during a decision (restored after it; ``None`` leaves torch's setting): the
@@ -72,7 +76,7 @@ class PolicySearchAgent:
     name = "search:policy"
 
     def __init__(self, policy="shipped", samples: int = 64, seed: int | None = None,
-                 prior: float = 1.0, win_bonus: float = 50.0, reach: int = 60, horizon: int = 3,
+                 prior: float = 5.0, win_bonus: float = 50.0, reach: int = 60, horizon: int = 3,
                  rollout: str = "argmax", device: str = "cpu", threads: int | None = 1):
         if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
             raise ValueError(f"search:policy: samples must be an int >= 1, got {samples!r}")
