@@ -84,12 +84,11 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     card = json.loads((out.parent / "model_card.json").read_text())
     assert card["distill"] == {k: DISTILLED[k] for k in ("teacher", "labels", "holdout_agreement")}
     assert card["config"] == {"seed": 3} and card["train_minutes"] == 10.0
+    markdown = (out.parent / "MODEL_CARD.md").read_text()
     assert ("| distillation | then fine-tuned toward `search:policy=shipped,samples=16` on "
-            "315,078 labels (`training.distill`; held-out agreement 0.763) |"
-            ) in (out.parent / "MODEL_CARD.md").read_text()
-    assert ("| training wall time | 10.0 min on " in (out.parent / "MODEL_CARD.md").read_text()
-            and "; the PPO run only, not the collection of the distillation's labels |"
-            in (out.parent / "MODEL_CARD.md").read_text())
+            "315,078 labels (`training.distill`; held-out agreement 0.763) |") in markdown
+    assert ("| training wall time | 10.0 min on " in markdown
+            and "; the PPO run only, not the collection of the distillation's labels |" in markdown)
     # too few labels to hold any out: no agreement, and the card's JSON stays JSON
     data["distill"] = {**DISTILLED, "holdout_agreement": float("nan")}
     source = save_checkpoint(tmp_path / "small.pt", data)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
 from sevenrocks_env.policy import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint
 from sevenrocks_env.record import shown
@@ -60,9 +60,8 @@ def save_checkpoint(path, data: dict) -> Path:
     """Write atomically (temp file + rename), so a crash never leaves a truncated ``latest.pt``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(data, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as partial:
+        torch.save(data, partial)
     return path
 
 

@@ -12,12 +12,12 @@ bounds below.
 
 from __future__ import annotations
 
-import os
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.record import shown
 from sevenrocks_env.tiles import NUM_ACTIONS
@@ -43,16 +43,11 @@ def save_labels(path, labels: dict, teacher: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     extra = {key: labels[key] for key in ("values", "match") if labels.get(key) is not None}
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with open(partial, "wb") as file:  # a file object: numpy adds no ".npz" to its name
-            np.savez_compressed(file, observation=labels["observation"],
-                                action_mask=labels["action_mask"], action=labels["action"],
-                                teacher=np.array(teacher), **extra)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    # a file object: given a name, numpy would add ".npz" to it
+    with atomic_path(path) as partial, open(partial, "wb") as file:
+        np.savez_compressed(file, observation=labels["observation"],
+                            action_mask=labels["action_mask"], action=labels["action"],
+                            teacher=np.array(teacher), **extra)
     return path
 
 

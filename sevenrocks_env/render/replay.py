@@ -13,15 +13,14 @@ where they are while the layout grows.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
 from PIL import Image
 
 from .. import record as records
+from ..atomic_file import atomic_path
 from .geometry import frame_layout
 from .layout import build_layout
 from .picture import SIZE, board_box, draw_picture
@@ -109,19 +108,9 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
     if first is None:
         return 0
     path = Path(path)
-    # written beside the target, then renamed: an interrupted save leaves no partial GIF
-    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    os.close(handle)
-    try:
+    with atomic_path(path) as partial:  # an interrupted save leaves no partial GIF
         first.save(partial, format="GIF", save_all=True, append_images=sequence, loop=0,
                    optimize=False, disposal=1)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, 0o666 & ~umask)  # as open() would make it (mkstemp makes it 0600)
-        os.replace(partial, path)
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
     return count
 
 
