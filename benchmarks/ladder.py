@@ -80,7 +80,8 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
         result = evaluate(spec_a, spec_b, pairs, seed=seed, workers=workers, progress=True)
     else:
         from sevenrocks_env.arena_batched import evaluate_batched
-        result = evaluate_batched(spec_a, spec_b, pairs, seed=seed, batch=min(pairs, 256))
+        result = evaluate_batched(spec_a, spec_b, pairs, seed=seed, batch=min(pairs, 256),
+                                  workers=workers)
     data = result.as_dict()
     data["wall_s"] = time.perf_counter() - started
     data["files"] = files
@@ -129,7 +130,8 @@ def main(argv=None) -> int:
                         help="also rate this checkpoint as make_train "
                              "(e.g. checkpoints/<run>/latest.pt)")
     parser.add_argument("--workers", type=int, default=1,
-                        help="processes for the pairings that are not batched (IS-MCTS)")
+                        help="processes for every pairing (the batched ones split their "
+                             "pairs into spans, one a process)")
     parser.add_argument("--no-play", action="store_true",
                         help="only the pairings already saved under --out (ratings and plot)")
     args = parser.parse_args(argv)

@@ -242,6 +242,15 @@ def check_settings(**settings: int) -> None:
             raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
 
 
+def check_workers(workers: int, agent_a, agent_b) -> None:
+    """``workers``, an int in ``[1, MAX_WORKERS]``; more than one needs both agents as spec
+    strings (each worker process builds its own).  ``ValueError`` says what is wrong."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be an int in [1, {MAX_WORKERS}], got {workers!r}")
+    if workers > 1 and not (isinstance(agent_a, str) and isinstance(agent_b, str)):
+        raise ValueError("Agent objects can only be used with workers=1; pass spec strings")
+
+
 def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
              target: int = rules.DEFAULT_TARGET, max_rounds: int = 100,
              log=None) -> ArenaResult:
@@ -256,12 +265,8 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     (:mod:`sevenrocks_env.arena_log`).
     """
     check_settings(pairs=pairs, seed=seed, target=target, max_rounds=max_rounds)
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        raise ValueError(f"workers must be an int in [1, {MAX_WORKERS}], got {workers!r}")
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
-    strings = isinstance(agent_a, str) and isinstance(agent_b, str)
-    if workers > 1 and not strings:
-        raise ValueError("Agent objects can only be used with workers=1; pass spec strings")
+    check_workers(workers, agent_a, agent_b)
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
 
     def chunks(done: int):

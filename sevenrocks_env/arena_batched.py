@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import time
+from contextlib import closing
 
 import torch
 
@@ -46,7 +47,8 @@ from .agents import make_agent
 from .agents.greedy import GreedyAgent
 from .agents.heuristic import HeuristicAgent
 from .agents.random_agent import RandomAgent
-from .arena import ArenaResult, PairOutcome, check_settings, run_pairs, split_name
+from .arena import (ArenaResult, PairOutcome, check_settings, check_workers, run_pairs,
+                    split_name)
 from .batched import VectorEnv, layout
 from .batched.deal import as_int64, mix
 from .batched.greedy import greedy_actions
@@ -327,22 +329,37 @@ def _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2, deci
 def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
                      target: int = rules.DEFAULT_TARGET, max_rounds: int = 100, device="cpu",
                      batch: int = DEFAULT_BATCH, progress: bool = False,
-                     log=None) -> ArenaResult:
+                     log=None, workers: int = 1) -> ArenaResult:
     """Agent A against agent B over ``pairs`` duplicate pairs on the batched engine.
 
     ``agent_a``/``agent_b``: spec strings (optionally ``name=spec``) or agent objects with a
     batched version (module docstring); ``batch`` pairs are stepped together (``2 * batch``
     envs); the result does not depend on it.  ``log``: a pair log path, as for
     :func:`sevenrocks_env.arena.evaluate` (each batch is appended when it ends).
+    ``workers`` > 1 (CPU, spec strings): that many processes each step spans of at most
+    ``batch`` pairs (fewer where that keeps every worker busy: ``pairs / workers``), with this
+    process's number of torch threads each -- for agents that spend their time searching
+    rather than stepping (``search``), where one process leaves cores idle; the same result.
     """
     check_settings(pairs=pairs, batch=batch, target=target, max_rounds=max_rounds, seed=seed)
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
+    check_workers(workers, agent_a, agent_b)
+    if workers > 1 and torch.device(device).type != "cpu":
+        raise ValueError(f"workers > 1 play on the CPU; on {device} use one process")
     side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
 
     def chunks(done: int):
-        for first in range(done, pairs, batch):
-            yield play_pairs_batched(side_a, side_b, seed, first, min(batch, pairs - first),
-                                     target, max_rounds, device)
+        if workers == 1:
+            for first in range(done, pairs, batch):
+                yield play_pairs_batched(side_a, side_b, seed, first, min(batch, pairs - first),
+                                         target, max_rounds, device)
+            return
+        from .arena_pool import play_spans_in_pool
+        size = min(batch, -(-(pairs - done) // workers))
+        spans = [(first, min(size, pairs - first)) for first in range(done, pairs, size)]
+        with closing(play_spans_in_pool(agent_a, agent_b, seed, spans, target, max_rounds,
+                                        workers, torch.get_num_threads())) as played:
+            yield from played  # the pool is shut down when the loop stops, however it stops
 
     return run_pairs(((name_a, agent_a), (name_b, agent_b)), pairs, seed, target, max_rounds,
                      f"batched:{torch.device(device).type}", chunks, log, progress)

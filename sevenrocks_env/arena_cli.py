@@ -4,6 +4,7 @@
     sevenrocks arena --round-robin random greedy heuristic search:samples=16 --pairs 200
     sevenrocks arena shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt heuristic --pairs 200
     sevenrocks arena ckpt:shipped greedy --pairs 10000 --batched [--device cuda]
+    sevenrocks arena search:policy=shipped search:samples=64 --pairs 200 --batched --workers 2
 
 The library is :mod:`sevenrocks_env.arena`; this module only parses arguments and prints.
 """
@@ -77,7 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="duplicate pairs per pairing (default 100)")
     parser.add_argument("--seed", type=int, default=0,
                         help="deal seed of the first pair (default 0)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="worker processes (default 1); with --batched each steps a span of "
+                             "pairs (for search agents, which leave cores idle in one process)")
     parser.add_argument("--target", type=int, default=rules.DEFAULT_TARGET,
                         help="match target (R8)")
     parser.add_argument("--max-rounds", type=int, default=100,
@@ -138,9 +141,6 @@ def _batched(args):
                          "unbatched arena")
     if len(args.agents) != 2:
         raise ValueError(f"give exactly two agents (A B); got {args.agents}")
-    if args.workers != 1:
-        raise ValueError("--workers is an option of the unbatched arena; --batched runs in "
-                         "one process")
     import torch
 
     from .arena_batched import DEFAULT_BATCH, evaluate_batched
@@ -155,7 +155,7 @@ def _batched(args):
     return evaluate_batched(args.agents[0], args.agents[1], args.pairs, args.seed, args.target,
                             args.max_rounds, device,
                             DEFAULT_BATCH if args.batch is None else args.batch,
-                            not args.no_progress, args.log)
+                            not args.no_progress, args.log, args.workers)
 
 
 if __name__ == "__main__":

@@ -198,6 +198,32 @@ def test_same_result_for_any_batch_size():
     assert results[0]["win_rate"] < 0.5  # greedy beats random
 
 
+def test_worker_processes_give_the_same_pairs_as_one_process(tmp_path):
+    """``workers=2``: spans of pairs played in two processes, the same outcome pair by pair
+    (a search agent, whose worlds are drawn from the pair's own coordinates), logged in order."""
+    import json
+    logs = [tmp_path / "one.jsonl", tmp_path / "two.jsonl"]
+    results = [evaluate_batched("heuristic", "search:samples=2", 5, seed=11, target=60,
+                                batch=2, workers=workers, log=log)
+               for workers, log in zip((1, 2), logs)]
+    assert results[0].as_dict(False) == results[1].as_dict(False)
+    same = ("pair", "score", "margin", "rounds", "points_a", "points_b", "decisions")
+    pairs = [[{key: row[key] for key in same} for row in map(json.loads, log.read_text()
+                                                            .splitlines()[1:])] for log in logs]
+    assert [row["pair"] for row in pairs[1]] == list(range(5))
+    assert pairs[0] == pairs[1]
+    assert len({row["score"] for row in pairs[0]}) > 1  # the pairs differ: not all one outcome
+
+
+def test_worker_processes_need_specs_and_the_cpu(shipped):
+    with pytest.raises(ValueError, match="spec strings"):
+        evaluate_batched(shipped, "greedy", 2, workers=2)
+    with pytest.raises(ValueError, match="on the CPU"):
+        evaluate_batched("random", "greedy", 2, device="meta", workers=2)
+    with pytest.raises(ValueError, match=r"workers must be an int in \[1, "):
+        evaluate_batched("random", "greedy", 2, workers=True)
+
+
 def test_the_batched_arena_reports_cpu_time_per_decision():
     result = evaluate_batched("random", "search:samples=8", 4, seed=5)
     cpu = result.cpu_seconds_per_decision
@@ -274,10 +300,19 @@ def test_cli_batched_prints_the_result(capsys):
     assert data["ci_method"] == "Wilson over duplicate pairs"
 
 
+def test_cli_batched_workers(capsys):
+    import json
+
+    from sevenrocks_env.arena_cli import main
+    assert main(["random", "greedy", "--batched", "--pairs", "3", "--workers", "2", "--json",
+                 "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["pairs"] == 3
+
+
 @pytest.mark.parametrize("argv, message", [
     (["search:time_limit=0.5", "greedy", "--batched"], "no batched version"),
     (["random", "greedy", "--device", "cpu:0"], "options of --batched"),
-    (["random", "greedy", "--batched", "--workers", "2"], "one process"),
+    (["random", "greedy", "--batched", "--workers", "0"], "workers must be an int in [1,"),
     (["random", "greedy", "greedy", "--batched", "--round-robin"], "unbatched arena"),
     (["random", "greedy", "--batched", "--device", "nonsense"], "--device 'nonsense'"),
     (["random", "greedy", "--batched", "--threads", "0"], "--threads"),
