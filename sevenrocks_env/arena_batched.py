@@ -346,6 +346,7 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
     check_workers(workers, agent_a, agent_b)
     if workers > 1 and torch.device(device).type != "cpu":
         raise ValueError(f"workers > 1 play on the CPU; on {device} use one process")
+    # with workers too: a bad spec fails here, before any process starts
     side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
 
     def chunks(done: int):
