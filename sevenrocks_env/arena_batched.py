@@ -50,13 +50,12 @@ from .agents.random_agent import RandomAgent
 from .arena import (ArenaResult, PairOutcome, check_settings, check_workers, run_pairs,
                     split_name)
 from .batched import VectorEnv, layout
-from .batched.deal import as_int64, mix
+from .batched.deal import counter_key
 from .batched.greedy import greedy_actions
 from .batched.heuristic import heuristic_actions
 
 #: Pairs stepped together by default (2 envs each).
 DEFAULT_BATCH = 4096
-_GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 _RANDOM_SALT = 0x5EED
 _SEARCH_SALT = 0x5EA2C
 
@@ -82,16 +81,14 @@ class BatchedGreedy(BatchedAgent):
 
 class BatchedRandom(BatchedAgent):
     """Uniform over the legal actions; the draw of env ``e``'s ``n``-th move is a hash of
-    ``(seed, pair, game, n)`` (SplitMix64, :func:`sevenrocks_env.batched.deal.mix`)."""
+    ``(seed, pair, game, n)`` (:func:`sevenrocks_env.batched.deal.counter_key`)."""
 
     name = "random"
 
     def actions(self, env, envs, context):
         mask = env.action_mask[envs]
-        # the sum wraps modulo 2**64 as in deal_key: a seed near MAX_SEED must not overflow
-        key = mix(torch.full_like(envs, as_int64(context["seed"] + _RANDOM_SALT + _GOLDEN)))
-        key = mix(key + context["coordinate"][envs] * _GOLDEN)
-        key = mix(key + context["moves"][envs] * _GOLDEN) & ((1 << 62) - 1)
+        key = counter_key(context["seed"], _RANDOM_SALT, context["coordinate"][envs],
+                          context["moves"][envs])
         legal = layout.legal_counts(mask).long()
         pick = key % legal                                  # the pick-th legal action
         cumulative = mask.long().cumsum(1)

@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 from sevenrocks_env.policy import PolicyNet, load_policy, read_checkpoint  # noqa: E402
 from distill_stand_ins import Highest, tiny_student  # noqa: E402
 
-from training import distill, distill_labels  # noqa: E402
+from training import distill, distill_collect, distill_labels  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
 
 
@@ -217,7 +217,7 @@ def test_holdout_split_without_match_ids_small_sets_and_a_single_match():
 
 
 def test_a_collection_saves_at_its_save_interval(monkeypatch):
-    monkeypatch.setattr(distill, "save_interval", lambda decisions: 500)
+    monkeypatch.setattr(distill_collect, "save_interval", lambda decisions: 500)
     saved = []
     labels = distill.collect(tiny_student(), Highest(), 1600, num_envs=64, seed=1,
                              log=lambda *_: None, save=saved.append)
@@ -228,7 +228,7 @@ def test_a_collection_saves_at_its_save_interval(monkeypatch):
 def test_a_large_collection_saves_every_twentieth_not_every_thousand():
     """Each save rewrites the whole file: at 300,000 labels a save every thousand would write
     ~45 GB."""
-    assert [distill.save_interval(n) for n in (1, 2100, 39_999, 40_000, 300_000, 310_000)] == [
+    assert [distill_collect.save_interval(n) for n in (1, 2100, 39_999, 40_000, 300_000, 310_000)] == [
         1000, 1000, 1000, 2000, 15_000, 15_000]
 
 
@@ -362,7 +362,7 @@ def test_ctrl_c_stops_a_collection_with_every_fully_labelled_step(monkeypatch):
     whole and drops that step; an interrupt before any label is passed on."""
     full = distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=6,
                            log=lambda *_: None)
-    calls, choose = [], distill.best_action
+    calls, choose = [], distill_collect.best_action
 
     def interrupted_at(n):
         def best_action(legal, values):
@@ -372,7 +372,7 @@ def test_ctrl_c_stops_a_collection_with_every_fully_labelled_step(monkeypatch):
             return choose(legal, values)
         return best_action
 
-    monkeypatch.setattr(distill, "best_action", interrupted_at(200))
+    monkeypatch.setattr(distill_collect, "best_action", interrupted_at(200))
     seen = []
     part = distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=6, log=seen.append)
     n = len(part["action"])
@@ -381,6 +381,6 @@ def test_ctrl_c_stops_a_collection_with_every_fully_labelled_step(monkeypatch):
         assert len(part[key]) == n
         np.testing.assert_array_equal(part[key], full[key][:n])
     calls.clear()
-    monkeypatch.setattr(distill, "best_action", interrupted_at(3))
+    monkeypatch.setattr(distill_collect, "best_action", interrupted_at(3))
     with pytest.raises(KeyboardInterrupt):
         distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=6, log=lambda *_: None)

@@ -12,10 +12,12 @@ Read top to bottom, it does three things:
    actions) is labelled with the *teacher's* action and its value of every legal action (what
    it maximises: the mean rollout margin, plus the prior term for ``search:policy``): a search
    agent (``search:...`` or ``search:policy=...``) given only that seat's observation and mask,
-   all decisions of a step searched together.  Decision ``(step, env)`` samples its worlds from a generator seeded by
-   ``(seed, step, env)``.  The labels are saved (``<out stem>.labels.npz``, also every thousand
-   labels, or every twentieth of a large collection, while collecting) so training can be
-   re-run without searching again (``--labels``).
+   all decisions of a step searched together (:mod:`training.distill_collect`).  Decision
+   ``(step, env)`` is a function of ``(seed, step, env)`` alone, so ``--workers N`` processes,
+   each stepping a span of the matches, label the same decisions as one.  The labels are saved
+   (``<out stem>.labels.npz``; while collecting, every thousand labels or every twentieth of a
+   large collection, with workers to one part file per span) so training can be re-run
+   without searching again (``--labels``).
 2. **Train**: the student, starting from ``init``'s weights, minimises the cross entropy between
    its masked distribution and the teacher's action (or, with ``--temperature T`` > 0, the soft
    target ``softmax(values / T)`` over the legal actions: the teacher's preferences, not only
@@ -44,18 +46,16 @@ import torch
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
-from sevenrocks_env.agents.layout import best_action, legal_from_mask
-from sevenrocks_env.batched import layout
-from sevenrocks_env.policy import (MaskedCategorical, PolicyNet, build_model, read_checkpoint)
+from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import policy_entries, save_checkpoint
 from .config import Folder, Int, Positive, Real, RunName, first_problem
+from .distill_collect import collect, collect_in_pool, make_teacher, part_path, pinned_teacher
 from .distill_labels import (MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, LabelsError,
                              load_labels_files, save_labels)
 
 #: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
 MIN_TEMPERATURE = 1e-3
-_SALT = 0xD157
 
 
 def _hard_or_soft(temperature: float) -> float:
@@ -109,6 +109,9 @@ class Args:
     needs labels collected with values, as every collection since they were added is)"""
     seed: Int(0, 2 ** 63 - 1) = 1
     """seeds the collection's matches and worlds, the matches held out and the shuffling"""
+    workers: Int(1, 64) = 1
+    """processes collecting, each stepping a span of the ``num_envs`` matches with ``threads``
+    torch threads (a search teacher keeps one core busy per process)"""
     threads: Int(1, 256) = 1
     """torch threads (1: on a small or busy machine more threads mostly spin -- two runs side by
     side with two threads each took 9 minutes an epoch on 2 cores, with one thread each under a
@@ -123,103 +126,6 @@ class Args:
 
 NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have none (collected "
              "before values were kept)")
-
-
-# ---------------------------------------------------------------------------- 1. collect
-def make_teacher(spec: str):
-    """The batched searcher of a ``search`` spec: an object with ``action_values_many``."""
-    from sevenrocks_env.arena_batched import BatchedSearchAgent, batched_agent
-    teacher = batched_agent(spec)
-    if not isinstance(teacher, BatchedSearchAgent):
-        raise ValueError(f"teacher {spec!r} is not a search agent (search:..., "
-                         "search:policy=...)")
-    return teacher.searcher
-
-
-def pinned_teacher(spec: str) -> str:
-    """The teacher as its labels record it: the spec, plus the SHA-256 of the network files it
-    loads (``arena_log.files_fingerprint``), since a path such as ``shipped`` names other
-    weights once a new policy is shipped."""
-    from sevenrocks_env.arena_log import files_fingerprint
-    fingerprint = files_fingerprint(spec)
-    return spec if fingerprint is None else f"{spec} (network sha256 {fingerprint[:16]})"
-
-
-@torch.inference_mode()
-def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: int,
-            log=print, save=None) -> dict:
-    """Play student-vs-student matches, label every real choice with the teacher's values.
-
-    Returns ``{"observation": float32 [N, 238], "action_mask": bool [N, 113], "action": int64
-    [N], "values": float32 [N, 113], "match": int64 [N]}`` with ``N == decisions``: the
-    teacher's action (its best value, ties to the lower action), its value of every legal action
-    (0 for illegal ones) and which match of the collection the decision is from
-    (``env << 32 | matches that env finished before it``, for :func:`holdout_split`);
-    ``save(labels)`` (optional) gets the labels so far every :func:`save_interval` labels, so
-    a long collection that is killed keeps what it searched.  Ctrl-C (``KeyboardInterrupt``)
-    stops it cleanly: the labels of every step labelled in full are returned (fewer than
-    ``decisions``); a step interrupted part-way is dropped."""
-    from sevenrocks_env import sevenrocks_v0
-    venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False)
-    venv.reset(seed=seed)
-    generator = torch.Generator().manual_seed(seed)
-    observations, masks, actions, values, matches = [], [], [], [], []
-    have, step, started = 0, 0, time.perf_counter()
-    every = save_interval(decisions)
-    try:  # ``have`` grows only once a step's labels are in all five lists
-        while have < decisions:
-            obs, mask = venv.observation, venv.action_mask
-            logits, _ = student(obs, mask)
-            chosen = torch.multinomial(MaskedCategorical(logits, mask).probs, 1,
-                                       generator=generator).squeeze(1)
-            rows = (layout.legal_counts(mask) > 1).nonzero().squeeze(1)[: decisions - have]
-            if len(rows):
-                obs_np, mask_np = obs[rows].numpy(), mask[rows].numpy()
-                rngs = [np.random.default_rng((seed, _SALT, step, int(r))) for r in rows]
-                scores = teacher.action_values_many(obs_np, mask_np, rngs)
-                table = np.zeros(mask_np.shape, dtype=np.float32)
-                for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
-                    legal = legal_from_mask(legal_mask)
-                    table[row, legal] = score
-                    if not np.isfinite(table[row]).all() or np.abs(table[row]).max() > MAX_VALUE:
-                        raise ValueError(f"teacher value out of range (finite, within "
-                                         f"+-{MAX_VALUE:g}) at step {step}: {score}")
-                    # chosen from the values as stored, so a label is always their argmax
-                    actions.append(best_action(legal, table[row, legal].tolist()))
-                observations.append(obs_np.copy())
-                masks.append(mask_np.copy())
-                values.append(table)
-                matches.append(((rows << 32) | venv.state.matches[rows]).numpy())
-                have += len(rows)
-                if have // 1000 != (have - len(rows)) // 1000:
-                    rate = have / (time.perf_counter() - started)
-                    log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
-                saving = have // every != (have - len(rows)) // every
-                if save is not None and saving and have < decisions:
-                    save(_joined(observations, masks, actions, values, matches, have))
-            venv.step(chosen)
-            step += 1
-    except KeyboardInterrupt:
-        if not have:
-            raise
-        log(f"collect: interrupted at {have:,} labels (the step in progress is dropped)")
-    return _joined(observations, masks, actions, values, matches, have)
-
-
-def save_interval(decisions: int) -> int:
-    """Labels between two saves of a collection in progress: every thousand, or every twentieth
-    of a large collection (each save rewrites the whole file, so a fixed interval would make a
-    collection of N labels write O(N^2) bytes)."""
-    return max(1000, decisions // 20 // 1000 * 1000)
-
-
-def _joined(observations, masks, actions, values, matches, have: int) -> dict:
-    """The first ``have`` labels of each list (an interrupted step may be in some lists)."""
-    return {"observation": np.concatenate(observations)[:have],
-            "action_mask": np.concatenate(masks)[:have],
-            "action": np.asarray(actions[:have], dtype=np.int64),
-            "values": np.concatenate(values)[:have],
-            "match": np.concatenate(matches).astype(np.int64)[:have]}
 
 
 # ---------------------------------------------------------------------------- 2. train
@@ -348,14 +254,8 @@ def _run(args: Args, log) -> dict:
             raise LabelsError(NO_VALUES)
         log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")
     else:
-        searcher = make_teacher(args.teacher)
-        teacher = pinned_teacher(args.teacher)
-        started = time.perf_counter()
-        path = out.with_name(out.stem + ".labels.npz")
-        labels = collect(student.eval(), searcher, args.decisions, args.num_envs, args.seed, log,
-                         save=lambda so_far: save_labels(path, so_far, teacher))
-        log(f"collected {len(labels['action']):,} labels in {time.perf_counter() - started:.0f} s")
-        log(f"labels saved to {save_labels(path, labels, teacher)}")
+        labels, teacher = _collect(args, student.eval(), out.with_name(out.stem + ".labels.npz"),
+                                   log)
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))
     before = agreement_on(student, torch.from_numpy(labels["observation"]),
@@ -374,6 +274,30 @@ def _run(args: Args, log) -> dict:
     save_checkpoint(out, data)
     log(f"policy saved to {out}")
     return data["distill"]
+
+
+def _collect(args: Args, student: PolicyNet, path: Path, log) -> tuple[dict, str]:
+    """Step 1: the labels (saved to ``path``) and the teacher as they record it."""
+    searcher = make_teacher(args.teacher)  # a bad spec fails here, before any process starts
+    teacher = pinned_teacher(args.teacher)
+    started = time.perf_counter()
+    if args.workers == 1:
+        labels = collect(student, searcher, args.decisions, args.num_envs, args.seed, log,
+                         save=lambda so_far: save_labels(path, so_far, teacher))
+    else:
+        if args.workers > args.num_envs:
+            raise ValueError(f"--workers {args.workers} is more than --num-envs "
+                             f"{args.num_envs}: each worker steps some of the matches")
+        labels = collect_in_pool(args.init, args.teacher, args.decisions, args.num_envs,
+                                 args.seed, args.workers, path, args.threads, log=log)
+    n = len(labels["action"])
+    log(f"collected {n:,} labels in {time.perf_counter() - started:.0f} s")
+    if not n:
+        raise KeyboardInterrupt  # stopped before the first label: nothing to save or train
+    log(f"labels saved to {save_labels(path, labels, teacher)}")
+    for index in range(args.workers if args.workers > 1 else 0):
+        part_path(path, index).unlink(missing_ok=True)  # now in the joined file
+    return labels, teacher
 
 
 def main(argv=None) -> int:

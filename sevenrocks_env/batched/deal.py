@@ -59,6 +59,22 @@ def deal_key(seed: int, env_ids, matches, rounds) -> torch.Tensor:
     return mix(key + rounds * _GOLDEN)
 
 
+def counter_key(seed: int, salt: int, *coordinates: torch.Tensor) -> torch.Tensor:
+    """A 62-bit non-negative key per element, a hash of ``(seed, salt, coordinates...)`` alone:
+    counter-based randomness (a draw that depends only on where it is made, not on the batch or
+    the order of draws).  The sum wraps modulo 2**64 as in :func:`deal_key`, so a seed near
+    :data:`MAX_SEED` does not overflow."""
+    key = mix(torch.full_like(coordinates[0], as_int64(seed + salt + _GOLDEN)))
+    for coordinate in coordinates:
+        key = mix(key + coordinate * _GOLDEN)
+    return key & ((1 << 62) - 1)
+
+
+def counter_uniform(key: torch.Tensor) -> torch.Tensor:
+    """A float64 in [0, 1) from each :func:`counter_key` (its top 53 bits)."""
+    return (key >> 9).double() * 2.0 ** -53
+
+
 def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.Tensor):
     """Hands ``[N, 4]`` (28-bit tile sets, 7 tiles each) and drawn openers ``[N]`` (R1, R2)."""
     key = deal_key(seed, env_ids, matches, rounds)
@@ -71,4 +87,5 @@ def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.
     return hands, opener
 
 
-__all__ = ["MAX_SEED", "as_int64", "deal", "deal_key", "mix", "mix_int"]
+__all__ = ["MAX_SEED", "as_int64", "counter_key", "counter_uniform", "deal", "deal_key", "mix",
+           "mix_int"]

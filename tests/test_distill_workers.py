@@ -1,0 +1,162 @@
+"""``training.distill --workers N`` (``training/distill_collect.py``): a collection cut into spans
+of the matches, each in its own process, labels the same decisions as one process.
+
+* every label is a function of ``(seed, step, env)`` alone: a span of the envs collected on its
+  own gives, env by env, the labels the whole collection gives (the student's sampled moves
+  included, and whatever the batch they are drawn in);
+* the student's counter-based draw follows its distribution and never picks an illegal move;
+* worker processes: the same labels, part files while collecting, Ctrl-C keeps what they
+  labelled; the run joins the parts into one labels file.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from distill_stand_ins import Highest, tiny_student  # noqa: E402
+
+from sevenrocks_env.batched.deal import counter_key  # noqa: E402
+from training import distill, distill_collect, distill_labels  # noqa: E402
+from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+
+KEYS = ("observation", "action_mask", "action", "values", "match")
+
+
+def by_env(labels: dict) -> dict:
+    """Each env's labels, in the order it made them."""
+    envs = labels["match"] >> 32
+    return {int(env): {key: labels[key][envs == env] for key in KEYS} for env in np.unique(envs)}
+
+
+def assert_same_per_env(part: dict, whole: dict) -> None:
+    """Env by env, ``part``'s labels are ``whole``'s (the shorter one a prefix of the longer)."""
+    whole_envs = by_env(whole)
+    for env, mine in by_env(part).items():
+        theirs = whole_envs[env]
+        n = min(len(mine["action"]), len(theirs["action"]))
+        assert n > 0
+        for key in KEYS:
+            np.testing.assert_array_equal(mine[key][:n], theirs[key][:n], err_msg=f"env {env}")
+
+
+def quiet(*_):
+    pass
+
+
+def test_a_span_of_the_envs_labels_what_the_whole_collection_labels():
+    """Envs 5..7 collected on their own, from another batch size, make the same decisions."""
+    whole = distill_collect.collect(tiny_student(), Highest(), 400, num_envs=8, seed=9, log=quiet)
+    part = distill_collect.collect(tiny_student(), Highest(), 150, num_envs=3, seed=9, log=quiet,
+                                   first_env=5)
+    assert set(by_env(part)) == {5, 6, 7}
+    assert_same_per_env(part, whole)
+    # the student's moves differ between envs and between seeds: it samples, not copies
+    other = distill_collect.collect(tiny_student(), Highest(), 150, num_envs=3, seed=10,
+                                    log=quiet, first_env=5)
+    assert not np.array_equal(other["observation"], part["observation"])
+
+
+def test_the_students_draw_follows_its_distribution_and_is_always_legal():
+    mask = torch.zeros(1, 113, dtype=torch.bool)
+    mask[0, [3, 40, 41, 112]] = True
+    probs = torch.zeros(1, 113)
+    probs[0, [3, 40, 41, 112]] = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    n = 40_000
+    keys = counter_key(7, 0xD158, torch.arange(n))
+    chosen = distill_collect.sample_moves(probs.expand(n, -1), mask.expand(n, -1), keys)
+    counts = torch.bincount(chosen, minlength=113)
+    assert counts.sum() == n and counts[[3, 40, 41, 112]].sum() == n, "an illegal move"
+    share = counts[[3, 40, 41, 112]].double() / n
+    # binomial standard deviations are at most 0.0025 here: 4 of them
+    assert torch.allclose(share, torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.double),
+                          atol=0.01), share
+    # a row whose probabilities underflow to 0 still gets a legal move (its first)
+    mask[0, 112] = False
+    assert distill_collect.sample_moves(torch.zeros(1, 113), mask, keys[:1]).item() == 3
+
+
+def test_the_spans_cover_the_envs_and_share_the_decisions():
+    assert distill_collect.spans(256, 1000, 2) == [(0, 128, 500), (128, 128, 500)]
+    assert distill_collect.spans(5, 10, 3) == [(0, 1, 2), (1, 2, 4), (3, 2, 4)]
+    assert distill_collect.spans(4, 10, 8) == [(0, 1, 2), (1, 1, 3), (2, 1, 2), (3, 1, 3)]
+    for envs, decisions, workers in ((7, 100, 3), (64, 12_345, 5), (3, 2, 2)):
+        parts = distill_collect.spans(envs, decisions, workers)
+        assert sum(p[1] for p in parts) == envs and sum(p[2] for p in parts) == decisions
+        assert [p[0] for p in parts] == [0, *np.cumsum([p[1] for p in parts])[:-1]]
+
+
+@pytest.fixture(scope="module")
+def student_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("student") / "tiny.pt"
+    return save_checkpoint(path, policy_entries(tiny_student(), 1))
+
+
+TEACHER = "search:samples=2"
+
+
+def test_workers_label_what_one_process_labels(student_file, tmp_path):
+    labels_path = tmp_path / "s.labels.npz"
+    pooled = distill_collect.collect_in_pool(str(student_file), TEACHER, 48, num_envs=6, seed=4,
+                                             workers=2, labels_path=labels_path, log=quiet)
+    assert len(pooled["action"]) == 48
+    assert set(by_env(pooled)) == set(range(6))
+    one = distill_collect.collect(tiny_student(), distill_collect.make_teacher(TEACHER), 48,
+                                  num_envs=6, seed=4, log=quiet)
+    assert_same_per_env(pooled, one)
+    # each span saved its labels to its own part file
+    for index, envs in enumerate(({0, 1, 2}, {3, 4, 5})):
+        part, teacher = distill_labels.load_labels(distill_collect.part_path(labels_path, index))
+        assert set(by_env(part)) == envs and len(part["action"]) == 24
+        assert teacher == TEACHER
+
+
+def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
+    """An interrupt of the main process stops every span after its step; their labels come
+    back (a long collection would otherwise lose hours of search)."""
+    labels_path = tmp_path / "s.labels.npz"
+    first_part = distill_collect.part_path(labels_path, 0)
+
+    def interrupt_once_saving():
+        deadline = time.monotonic() + 120
+        while not first_part.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C does to the main process
+
+    threading.Thread(target=interrupt_once_saving, daemon=True).start()
+    seen = []
+    pooled = distill_collect.collect_in_pool(str(student_file), TEACHER, 100_000, num_envs=4,
+                                             seed=2, workers=2, labels_path=labels_path,
+                                             save_every=8, log=seen.append)
+    n = len(pooled["action"])
+    assert 8 <= n < 100_000 and "interrupted" in seen[-1]
+    one = distill_collect.collect(tiny_student(), distill_collect.make_teacher(TEACHER), n,
+                                  num_envs=4, seed=2, log=quiet)
+    assert_same_per_env(pooled, one)
+
+
+def test_a_run_with_workers_joins_the_parts_into_one_labels_file(student_file, tmp_path):
+    out = tmp_path / "student.pt"
+    args = distill.Args(init=str(student_file), teacher=TEACHER, decisions=20, num_envs=4,
+                        workers=2, epochs=1, out=str(out), log_dir=str(tmp_path / "runs"))
+    info = distill.run(args, log=quiet)
+    assert info["labels"] == 20 and out.exists()
+    labels, _ = distill_labels.load_labels(tmp_path / "student.labels.npz")
+    assert len(labels["action"]) == 20 and set(by_env(labels)) == {0, 1, 2, 3}
+    assert not list(tmp_path.glob("*.part*.npz")), "the part files are left behind"
+
+
+def test_more_workers_than_matches_is_refused(student_file, tmp_path):
+    args = distill.Args(init=str(student_file), teacher=TEACHER, decisions=20, num_envs=2,
+                        workers=3, out=str(tmp_path / "s.pt"), log_dir=str(tmp_path / "runs"))
+    with pytest.raises(ValueError, match="--workers 3 is more than --num-envs 2"):
+        distill.run(args, log=quiet)
+    with pytest.raises(SystemExit):
+        distill.main(["--workers", "0"])

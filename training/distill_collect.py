@@ -1,0 +1,235 @@
+"""Step 1 of :mod:`training.distill`: play the student's matches and label its real choices with
+the teacher's (issue 11, DAgger), in this process or in worker processes.
+
+Every label is a function of its coordinates alone.  Decision ``(step, env)`` -- the step of the
+collection and the env's index in the whole collection -- is dealt from the batched engine's
+stream ``env``; the student samples its move from a counter-based draw of ``(seed, step, env)``
+(:func:`sevenrocks_env.batched.deal.counter_key`) and the teacher its worlds from a generator
+seeded by ``(seed, step, env)``.  So ``workers`` processes, each stepping a span of the envs,
+label the same decisions as one process stepping them all; only where each span stops differs
+(a span of ``n`` envs collects its share, ``decisions * n / num_envs``).
+
+A long collection keeps what it searched: labels are saved while collecting (every
+:func:`save_interval` labels; with workers, each span to its own part file), and Ctrl-C stops it
+cleanly with the labels of every step labelled in full.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from sevenrocks_env.agents.layout import best_action, legal_from_mask
+from sevenrocks_env.arena_pool import pool_context
+from sevenrocks_env.batched import layout
+from sevenrocks_env.batched.deal import counter_key, counter_uniform
+from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
+
+from .distill_labels import MAX_VALUE, save_labels
+
+_SALT = 0xD157          # the teacher's worlds
+_SAMPLE_SALT = 0xD158   # the student's moves
+_LABEL_KEYS = ("observation", "action_mask", "action", "values", "match")
+
+
+def make_teacher(spec: str):
+    """The batched searcher of a ``search`` spec: an object with ``action_values_many``."""
+    from sevenrocks_env.arena_batched import BatchedSearchAgent, batched_agent
+    teacher = batched_agent(spec)
+    if not isinstance(teacher, BatchedSearchAgent):
+        raise ValueError(f"teacher {spec!r} is not a search agent (search:..., "
+                         "search:policy=...)")
+    return teacher.searcher
+
+
+def pinned_teacher(spec: str) -> str:
+    """The teacher as its labels record it: the spec, plus the SHA-256 of the network files it
+    loads (``arena_log.files_fingerprint``), since a path such as ``shipped`` names other
+    weights once a new policy is shipped."""
+    from sevenrocks_env.arena_log import files_fingerprint
+    fingerprint = files_fingerprint(spec)
+    return spec if fingerprint is None else f"{spec} (network sha256 {fingerprint[:16]})"
+
+
+def sample_moves(probs: torch.Tensor, mask: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """One action per row drawn from ``probs`` (zero off the mask) by the uniform of its
+    counter ``key`` (inverse CDF): the draw depends on the row's own coordinates only."""
+    cumulative = probs.double().cumsum(1)
+    point = counter_uniform(key) * cumulative[:, -1]
+    chosen = torch.searchsorted(cumulative, point[:, None], right=True).squeeze(1)
+    chosen = chosen.clamp_max(mask.shape[1] - 1)
+    legal = mask.gather(1, chosen[:, None]).squeeze(1)   # always, unless probs are all 0
+    return torch.where(legal, chosen, mask.long().argmax(1))
+
+
+@torch.inference_mode()
+def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: int,
+            log=print, save=None, first_env: int = 0, save_every: int | None = None,
+            stop=None) -> dict:
+    """Play student-vs-student matches in envs ``first_env .. first_env + num_envs - 1``,
+    label every real choice with the teacher's values.
+
+    Returns ``{"observation": float32 [N, 238], "action_mask": bool [N, 113], "action": int64
+    [N], "values": float32 [N, 113], "match": int64 [N]}`` with ``N == decisions``: the
+    teacher's action (its best value, ties to the lower action), its value of every legal action
+    (0 for illegal ones) and which match of the collection the decision is from
+    (``env << 32 | matches that env finished before it``, for ``distill.holdout_split``);
+    ``save(labels)`` (optional) gets the labels so far every ``save_every`` labels
+    (:func:`save_interval` by default).  Ctrl-C (``KeyboardInterrupt``), or ``stop`` (an event)
+    once set, stops it cleanly: the labels of every step labelled in full are returned (fewer
+    than ``decisions``); a step interrupted part-way is dropped."""
+    from sevenrocks_env import sevenrocks_v0
+    env_ids = first_env + torch.arange(num_envs)
+    venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False, deal_streams=env_ids)
+    venv.reset(seed=seed)
+    observations, masks, actions, values, matches = [], [], [], [], []
+    have, step, started = 0, 0, time.perf_counter()
+    every = save_every or save_interval(decisions)
+    try:  # ``have`` grows only once a step's labels are in all five lists
+        while have < decisions and not (stop is not None and stop.is_set()):
+            obs, mask = venv.observation, venv.action_mask
+            logits, _ = student(obs, mask)
+            key = counter_key(seed, _SAMPLE_SALT, torch.full_like(env_ids, step), env_ids)
+            chosen = sample_moves(MaskedCategorical(logits, mask).probs, mask, key)
+            rows = (layout.legal_counts(mask) > 1).nonzero().squeeze(1)[: decisions - have]
+            if len(rows):
+                obs_np, mask_np = obs[rows].numpy(), mask[rows].numpy()
+                rngs = [np.random.default_rng((seed, _SALT, step, int(env_ids[r])))
+                        for r in rows]
+                scores = teacher.action_values_many(obs_np, mask_np, rngs)
+                table = np.zeros(mask_np.shape, dtype=np.float32)
+                for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
+                    legal = legal_from_mask(legal_mask)
+                    table[row, legal] = score
+                    if not np.isfinite(table[row]).all() or np.abs(table[row]).max() > MAX_VALUE:
+                        raise ValueError(f"teacher value out of range (finite, within "
+                                         f"+-{MAX_VALUE:g}) at step {step}: {score}")
+                    # chosen from the values as stored, so a label is always their argmax
+                    actions.append(best_action(legal, table[row, legal].tolist()))
+                observations.append(obs_np.copy())
+                masks.append(mask_np.copy())
+                values.append(table)
+                matches.append(((env_ids[rows] << 32) | venv.state.matches[rows]).numpy())
+                have += len(rows)
+                if have // 1000 != (have - len(rows)) // 1000:
+                    rate = have / (time.perf_counter() - started)
+                    log(f"collect: {have:,}/{decisions:,} labels, {rate:.1f} labels/s")
+                saving = have // every != (have - len(rows)) // every
+                if save is not None and saving and have < decisions:
+                    save(_joined(observations, masks, actions, values, matches, have))
+            venv.step(chosen)
+            step += 1
+    except KeyboardInterrupt:
+        if not have:
+            raise
+        log(f"collect: interrupted at {have:,} labels (the step in progress is dropped)")
+    return _joined(observations, masks, actions, values, matches, have)
+
+
+def save_interval(decisions: int) -> int:
+    """Labels between two saves of a collection in progress: every thousand, or every twentieth
+    of a large collection (each save rewrites the whole file, so a fixed interval would make a
+    collection of N labels write O(N^2) bytes)."""
+    return max(1000, decisions // 20 // 1000 * 1000)
+
+
+def _joined(observations, masks, actions, values, matches, have: int) -> dict:
+    """The first ``have`` labels of each list (an interrupted step may be in some lists)."""
+    if not have:
+        return empty_labels()
+    return {"observation": np.concatenate(observations)[:have],
+            "action_mask": np.concatenate(masks)[:have],
+            "action": np.asarray(actions[:have], dtype=np.int64),
+            "values": np.concatenate(values)[:have],
+            "match": np.concatenate(matches).astype(np.int64)[:have]}
+
+
+def empty_labels() -> dict:
+    from sevenrocks_env.observation import OBS_SIZE
+    from sevenrocks_env.tiles import NUM_ACTIONS
+    return {"observation": np.zeros((0, OBS_SIZE), np.float32),
+            "action_mask": np.zeros((0, NUM_ACTIONS), bool),
+            "action": np.zeros(0, np.int64), "values": np.zeros((0, NUM_ACTIONS), np.float32),
+            "match": np.zeros(0, np.int64)}
+
+
+# ---------------------------------------------------------------------------- worker processes
+def spans(num_envs: int, decisions: int, workers: int) -> list[tuple[int, int, int]]:
+    """``(first env, envs, decisions)`` of each worker: the envs cut into ``workers`` near-equal
+    spans, each collecting its share of the decisions (rounded so that the shares add up)."""
+    workers = max(1, min(workers, num_envs, decisions))
+    cuts = [num_envs * w // workers for w in range(workers + 1)]
+    shares = [decisions * cut // num_envs for cut in cuts]
+    return [(cuts[w], cuts[w + 1] - cuts[w], shares[w + 1] - shares[w]) for w in range(workers)]
+
+
+def part_path(labels_path, index: int) -> Path:
+    """Where span ``index`` saves its labels while collecting (``<stem>.part<index>.npz``)."""
+    path = Path(labels_path)
+    return path.with_name(f"{path.name.removesuffix('.npz')}.part{index}.npz")
+
+
+_WORKER: dict = {}
+
+
+def _span_init(init: str, teacher: str, seed: int, threads: int, labels_path: str,
+               save_every, stop) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the spans (``stop``)
+    torch.set_num_threads(threads)
+    _WORKER.update(student=build_model(read_checkpoint(init), init).eval(),
+                   teacher=make_teacher(teacher), pinned=pinned_teacher(teacher), seed=seed,
+                   labels_path=labels_path, save_every=save_every, stop=stop)
+
+
+def _collect_span(span: tuple[int, int, int, int]) -> dict:
+    index, first, envs, decisions = span
+    w = _WORKER
+    part = part_path(w["labels_path"], index)
+
+    def save(labels):
+        save_labels(part, labels, w["pinned"])
+
+    def log(line):
+        print(f"[envs {first}-{first + envs - 1}] {line}", flush=True)
+
+    labels = collect(w["student"], w["teacher"], decisions, envs, w["seed"], log, save, first,
+                     w["save_every"], w["stop"])
+    if len(labels["action"]):
+        save(labels)
+    return labels
+
+
+def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed: int,
+                    workers: int, labels_path, threads: int = 1, save_every: int | None = None,
+                    log=print) -> dict:
+    """:func:`collect` in ``workers`` processes, each building the student (``init``, a
+    checkpoint) and the teacher (a spec) itself and stepping one span of the envs
+    (:func:`spans`); the labels of all spans, in span order.  Span ``i`` saves its labels so
+    far to :func:`part_path` ``(labels_path, i)`` while it collects (a run that is killed keeps
+    them: train on them with ``--labels``).  Ctrl-C stops every span after its current step and
+    returns what they labelled; a second Ctrl-C stops at once."""
+    work = [(index, *span) for index, span in enumerate(spans(num_envs, decisions, workers))]
+    context = pool_context()
+    stop = context.Event()
+    settings = (init, teacher, seed, threads, str(labels_path), save_every, stop)
+    with context.Pool(len(work), _span_init, settings) as pool:
+        pending = pool.map_async(_collect_span, work, chunksize=1)
+        while not pending.ready():
+            try:
+                pending.wait(1.0)  # a timed wait: a signal is handled within the second
+            except KeyboardInterrupt:
+                if stop.is_set():
+                    raise
+                stop.set()
+                log("collect: interrupted; each span stops after its current step (Ctrl-C "
+                    "again to drop their labels)")
+        parts = pending.get()
+    return {key: np.concatenate([part[key] for part in parts]) for key in _LABEL_KEYS}
+
+
+__all__ = ["collect", "collect_in_pool", "make_teacher", "part_path", "pinned_teacher",
+           "sample_moves", "save_interval", "spans"]
