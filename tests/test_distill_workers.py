@@ -15,6 +15,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -118,19 +119,47 @@ def test_workers_label_what_one_process_labels(student_file, tmp_path):
         assert teacher == TEACHER
 
 
-def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
-    """An interrupt of the main process stops every span after its step; their labels come
-    back (a long collection would otherwise lose hours of search)."""
-    labels_path = tmp_path / "s.labels.npz"
-    first_part = distill_collect.part_path(labels_path, 0)
+def descendants() -> dict[int, int]:
+    """This process's children, theirs, and so on (from ``/proc``), each with its parent: a
+    pool's workers, started by a fork server, are not this process's own children."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = {}, [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for child in children.get(parent, []):
+            found[child] = parent
+            todo.append(child)
+    return found
 
-    def interrupt_once_saving():
+
+def when_a_part_is_saved(part: Path, action) -> None:
+    """``action()`` on a thread once ``part`` exists (the spans are under way)."""
+    def watch():
         deadline = time.monotonic() + 120
-        while not first_part.exists() and time.monotonic() < deadline:
+        while not part.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C does to the main process
+        action()
+    threading.Thread(target=watch, daemon=True).start()
 
-    threading.Thread(target=interrupt_once_saving, daemon=True).start()
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
+    """Ctrl-C (SIGINT to the main process and every worker, as a terminal sends it) stops every
+    span after its step; their labels come back (a long collection would otherwise lose hours
+    of search).  The fork server and the resource tracker ignore SIGINT themselves."""
+    labels_path = tmp_path / "s.labels.npz"
+
+    def ctrl_c():
+        for pid in [os.getpid(), *descendants()]:
+            os.kill(pid, signal.SIGINT)
+
+    when_a_part_is_saved(distill_collect.part_path(labels_path, 0), ctrl_c)
     seen = []
     pooled = distill_collect.collect_in_pool(str(student_file), TEACHER, 100_000, num_envs=4,
                                              seed=2, workers=2, labels_path=labels_path,
@@ -140,6 +169,30 @@ def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
     one = distill_collect.collect(tiny_student(), distill_collect.make_teacher(TEACHER), n,
                                   num_envs=4, seed=2, log=quiet)
     assert_same_per_env(pooled, one)
+    # the part files of a stopped collection are never overwritten
+    with pytest.raises(ValueError, match="s.labels.part0.npz is there already"):
+        distill_collect.collect_in_pool(str(student_file), TEACHER, 10, num_envs=4, seed=2,
+                                        workers=2, labels_path=labels_path, log=quiet)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+def test_a_worker_that_dies_or_fails_is_an_error_not_a_hang(student_file, tmp_path):
+    labels_path = tmp_path / "s.labels.npz"
+
+    def kill_a_worker():  # a grandchild: the fork server's child, not it or the tracker
+        workers = [pid for pid, parent in descendants().items() if parent != os.getpid()]
+        os.kill(workers[0], signal.SIGKILL)
+
+    when_a_part_is_saved(distill_collect.part_path(labels_path, 0), kill_a_worker)
+    with pytest.raises(RuntimeError, match="a collection worker died"):
+        distill_collect.collect_in_pool(str(student_file), TEACHER, 100_000, num_envs=4, seed=2,
+                                        workers=2, labels_path=labels_path, save_every=8,
+                                        log=quiet)
+    # a span that cannot start (here: no such checkpoint) raises its own error at once
+    with pytest.raises((ValueError, OSError), match="nothing.pt"):
+        distill_collect.collect_in_pool(str(tmp_path / "nothing.pt"), TEACHER, 100_000,
+                                        num_envs=4, seed=2, workers=2,
+                                        labels_path=tmp_path / "t.labels.npz", log=quiet)
 
 
 def test_a_run_with_workers_joins_the_parts_into_one_labels_file(student_file, tmp_path):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import signal
 import time
+from concurrent.futures import ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import numpy as np
@@ -173,34 +175,42 @@ def part_path(labels_path, index: int) -> Path:
     return path.with_name(f"{path.name.removesuffix('.npz')}.part{index}.npz")
 
 
-_WORKER: dict = {}
+_SETTINGS: dict = {}
 
 
-def _span_init(init: str, teacher: str, seed: int, threads: int, labels_path: str,
-               save_every, stop) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the spans (``stop``)
-    torch.set_num_threads(threads)
-    _WORKER.update(student=build_model(read_checkpoint(init), init).eval(),
-                   teacher=make_teacher(teacher), pinned=pinned_teacher(teacher), seed=seed,
-                   labels_path=labels_path, save_every=save_every, stop=stop)
+def _span_init(settings: dict) -> None:
+    """A worker's start: it ignores Ctrl-C (the main process stops the spans through
+    ``settings["stop"]``, an event that can only reach a worker this way) and keeps the
+    settings.  Nothing here can fail: building the agents is the task's."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _SETTINGS.update(settings)
 
 
-def _collect_span(span: tuple[int, int, int, int]) -> dict:
-    index, first, envs, decisions = span
-    w = _WORKER
-    part = part_path(w["labels_path"], index)
+def _collect_span(index: int, first: int, envs: int, decisions: int) -> dict:
+    """One worker's span: it builds the student and the teacher itself (an error is the
+    task's, raised in the main process), and sets ``stop`` if it fails, so that the other spans
+    stop too instead of collecting on for hours before the error is seen."""
+    init, teacher, stop = _SETTINGS["init"], _SETTINGS["teacher"], _SETTINGS["stop"]
+    try:
+        torch.set_num_threads(_SETTINGS["threads"])
+        student = build_model(read_checkpoint(init), init).eval()
+        searcher, pinned = make_teacher(teacher), pinned_teacher(teacher)
+        part = part_path(_SETTINGS["labels_path"], index)
 
-    def save(labels):
-        save_labels(part, labels, w["pinned"])
+        def save(labels):
+            save_labels(part, labels, pinned)
 
-    def log(line):
-        print(f"[envs {first}-{first + envs - 1}] {line}", flush=True)
+        def log(line):
+            print(f"[envs {first}-{first + envs - 1}] {line}", flush=True)
 
-    labels = collect(w["student"], w["teacher"], decisions, envs, w["seed"], log, save, first,
-                     w["save_every"], w["stop"])
-    if len(labels["action"]):
-        save(labels)
-    return labels
+        labels = collect(student, searcher, decisions, envs, _SETTINGS["seed"], log, save, first,
+                         _SETTINGS["save_every"], stop)
+        if len(labels["action"]):
+            save(labels)
+        return labels
+    except BaseException:
+        stop.set()
+        raise
 
 
 def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed: int,
@@ -210,24 +220,38 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
     checkpoint) and the teacher (a spec) itself and stepping one span of the envs
     (:func:`spans`); the labels of all spans, in span order.  Span ``i`` saves its labels so
     far to :func:`part_path` ``(labels_path, i)`` while it collects (a run that is killed keeps
-    them: train on them with ``--labels``).  Ctrl-C stops every span after its current step and
-    returns what they labelled; a second Ctrl-C stops at once."""
+    them: train on them with ``--labels``); part files already there are refused, not
+    overwritten.  Ctrl-C stops every span after its current step and returns what they
+    labelled; a second Ctrl-C drops their labels.  A span that fails stops the others, and its
+    error is raised here; a worker that dies is a ``RuntimeError``."""
     work = [(index, *span) for index, span in enumerate(spans(num_envs, decisions, workers))]
+    stale = [path for index in range(len(work))
+             if (path := part_path(labels_path, index)).exists()]
+    if stale:
+        raise ValueError(f"{stale[0]} is there already (the labels of an earlier collection "
+                         "that was stopped?): train on it with --labels, or move it away")
     context = pool_context()
     stop = context.Event()
-    settings = (init, teacher, seed, threads, str(labels_path), save_every, stop)
-    with context.Pool(len(work), _span_init, settings) as pool:
-        pending = pool.map_async(_collect_span, work, chunksize=1)
-        while not pending.ready():
+    settings = {"init": init, "teacher": teacher, "seed": seed, "threads": threads,
+                "labels_path": str(labels_path), "save_every": save_every, "stop": stop}
+    with ProcessPoolExecutor(len(work), context, _span_init, (settings,)) as pool:
+        pending = [pool.submit(_collect_span, *span) for span in work]
+        while True:
             try:
-                pending.wait(1.0)  # a timed wait: a signal is handled within the second
+                if all(future.done() for future in pending):
+                    break
+                wait(pending, timeout=1.0)  # a timed wait: a signal is handled within the second
             except KeyboardInterrupt:
                 if stop.is_set():
                     raise
                 stop.set()
                 log("collect: interrupted; each span stops after its current step (Ctrl-C "
                     "again to drop their labels)")
-        parts = pending.get()
+        try:
+            parts = [future.result() for future in pending]
+        except BrokenProcessPool:
+            raise RuntimeError("a collection worker died (killed, or out of memory?); the part "
+                               f"files beside {labels_path} hold what the spans saved") from None
     return {key: np.concatenate([part[key] for part in parts]) for key in _LABEL_KEYS}
 
 
