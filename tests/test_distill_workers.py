@@ -213,3 +213,29 @@ def test_more_workers_than_matches_is_refused(student_file, tmp_path):
         distill.run(args, log=quiet)
     with pytest.raises(SystemExit):
         distill.main(["--workers", "0"])
+
+
+def test_kill_int_stops_a_collection_started_in_the_background(student_file, tmp_path):
+    """A shell starts ``... &`` with SIGINT ignored: ``kill -INT`` must still stop the
+    collection with its labels saved (the CLI restores Python's handler)."""
+    import subprocess
+    import sys
+    out = tmp_path / "bg.pt"
+    command = [sys.executable, "-m", "training.distill", "--init", str(student_file),
+               "--teacher", TEACHER, "--decisions", "1000000", "--num-envs", "64",
+               "--epochs", "0", "--out", str(out), "--log-dir", str(tmp_path / "runs")]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           cwd=Path(__file__).resolve().parents[1],
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        for line in run.stdout:  # the first progress line: 1,000 labels collected
+            if line.startswith("collect:"):
+                break
+        run.send_signal(signal.SIGINT)
+        rest, _ = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    assert run.returncode == 0, rest
+    assert "interrupted at" in rest
+    labels, _ = distill_labels.load_labels(tmp_path / "bg.labels.npz")
+    assert 1000 <= len(labels["action"]) < 1_000_000

@@ -36,6 +36,7 @@ Whether the result is *stronger* is the arena's question, on fresh deals (``docs
 from __future__ import annotations
 
 import argparse
+import signal
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -313,6 +314,9 @@ def main(argv=None) -> int:
     except ValidationError as error:
         key, _, message = first_problem(error)
         parser.exit(2, f"error: --{key.replace('_', '-')}: {message}, got {values.get(key)!r}\n")
+    # a run started in the background by a script (``... &``) inherits SIGINT ignored, and
+    # ``kill -INT PID`` is how such a collection is stopped with its labels kept
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         run(args)
     except ValueError as error:  # bad spec, labels file or checkpoint: one clear line
