@@ -65,6 +65,18 @@ def test_a_span_of_the_envs_labels_what_the_whole_collection_labels():
     assert not np.array_equal(other["observation"], part["observation"])
 
 
+def test_a_span_stopped_before_its_first_label_returns_empty_arrays_that_join():
+    stop = threading.Event()
+    stop.set()
+    empty = distill_collect.collect(tiny_student(), Highest(), 50, num_envs=4, seed=1, log=quiet,
+                                    stop=stop)
+    some = distill_collect.collect(tiny_student(), Highest(), 50, num_envs=4, seed=1, log=quiet)
+    for key in KEYS:
+        assert len(empty[key]) == 0 and empty[key].dtype == some[key].dtype
+        assert empty[key].shape[1:] == some[key].shape[1:]
+        np.testing.assert_array_equal(np.concatenate([empty[key], some[key]]), some[key])
+
+
 def test_the_students_draw_follows_its_distribution_and_is_always_legal():
     mask = torch.zeros(1, 113, dtype=torch.bool)
     mask[0, [3, 40, 41, 112]] = True

@@ -142,7 +142,7 @@ def save_interval(decisions: int) -> int:
 def _joined(observations, masks, actions, values, matches, have: int) -> dict:
     """The first ``have`` labels of each list (an interrupted step may be in some lists)."""
     if not have:
-        return empty_labels()
+        return _no_labels()
     return {"observation": np.concatenate(observations)[:have],
             "action_mask": np.concatenate(masks)[:have],
             "action": np.asarray(actions[:have], dtype=np.int64),
@@ -150,7 +150,8 @@ def _joined(observations, masks, actions, values, matches, have: int) -> dict:
             "match": np.concatenate(matches).astype(np.int64)[:have]}
 
 
-def empty_labels() -> dict:
+def _no_labels() -> dict:
+    """The five arrays of a collection stopped before its first label, each of length 0."""
     from sevenrocks_env.observation import OBS_SIZE
     from sevenrocks_env.tiles import NUM_ACTIONS
     return {"observation": np.zeros((0, OBS_SIZE), np.float32),
