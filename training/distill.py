@@ -296,8 +296,9 @@ def _collect(args: Args, student: PolicyNet, path: Path, log) -> tuple[dict, str
     if not n:
         raise KeyboardInterrupt  # stopped before the first label: nothing to save or train
     log(f"labels saved to {save_labels(path, labels, teacher)}")
-    for index in range(args.workers if args.workers > 1 else 0):
-        part_path(path, index).unlink(missing_ok=True)  # now in the joined file
+    if args.workers > 1:  # the spans' part files are now in the joined file
+        for index in range(args.workers):
+            part_path(path, index).unlink(missing_ok=True)
     return labels, teacher
 
 
