@@ -6,12 +6,20 @@ match from ``(seed, pair, match, seat)``), or spans of pairs stepped together wi
 :func:`sevenrocks_env.arena_batched.play_pairs_batched` (the batched arena; every agent a
 function of the env's own coordinates).  Either way the outcome does not depend on the number
 of workers or on which worker plays what.
+
+The workers ignore Ctrl-C: the main process stops them.  A worker that dies (killed, out of
+memory) or cannot start is a ``RuntimeError`` in the main process, not a hang (a
+``multiprocessing.Pool`` would wait for the lost task for ever), and the other workers are
+stopped at once whenever the caller stops reading (Ctrl-C, an error, a closed generator).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 from .agents import make_agent
 
@@ -54,9 +62,41 @@ def pool_context():
     return multiprocessing.get_context("forkserver" if "torch" in sys.modules else "fork")
 
 
+def _start_worker(initializer, settings: tuple) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    initializer(*settings)
+
+
+def _run_chunk(work, chunk) -> list:
+    return [work(item) for item in chunk]
+
+
 def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize: int = 1):
-    with pool_context().Pool(workers, initializer, settings) as pool:
-        yield from pool.imap(work, items, chunksize=chunksize)
+    """``work(item)`` for each of ``items`` (a sequence), from ``workers`` processes started by
+    ``initializer(*settings)``, in order, each as soon as it and those before it are ready."""
+    pool = ProcessPoolExecutor(workers, pool_context(), _start_worker, (initializer, settings))
+    finished = False
+    try:
+        chunks = [items[start:start + chunksize] for start in range(0, len(items), chunksize)]
+        for future in [pool.submit(_run_chunk, work, chunk) for chunk in chunks]:
+            try:
+                yield from future.result()
+            except BrokenProcessPool:
+                raise RuntimeError("an arena worker died or could not start (killed, out of "
+                                   "memory? any error of its own is printed above)") from None
+        finished = True
+    finally:
+        if not finished:  # stop the workers now rather than after their current chunk
+            _stop_workers(pool)
+        pool.shutdown(wait=finished, cancel_futures=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    if hasattr(pool, "terminate_workers"):  # Python 3.14
+        pool.terminate_workers()
+        return
+    for process in list((pool._processes or {}).values()):  # the same, before 3.14
+        process.terminate()
 
 
 def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: range, target: int,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from distill_stand_ins import Highest, tiny_student  # noqa: E402
+from processes import descendants, needs_proc, pool_workers, wait_until  # noqa: E402
 
 from sevenrocks_env.batched.deal import counter_key  # noqa: E402
 from training import distill, distill_collect, distill_labels  # noqa: E402
@@ -131,36 +131,15 @@ def test_workers_label_what_one_process_labels(student_file, tmp_path):
         assert teacher == TEACHER
 
 
-def descendants() -> dict[int, int]:
-    """This process's children, theirs, and so on (from ``/proc``), each with its parent: a
-    pool's workers, started by a fork server, are not this process's own children."""
-    children = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = {}, [os.getpid()]
-    while todo:
-        parent = todo.pop()
-        for child in children.get(parent, []):
-            found[child] = parent
-            todo.append(child)
-    return found
-
-
 def when_a_part_is_saved(part: Path, action) -> None:
     """``action()`` on a thread once ``part`` exists (the spans are under way)."""
     def watch():
-        deadline = time.monotonic() + 120
-        while not part.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(part.exists, 120)
         action()
     threading.Thread(target=watch, daemon=True).start()
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+@needs_proc
 def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
     """Ctrl-C (SIGINT to the main process and every worker, as a terminal sends it) stops every
     span after its step; their labels come back (a long collection would otherwise lose hours
@@ -187,13 +166,12 @@ def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
                                         workers=2, labels_path=labels_path, log=quiet)
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+@needs_proc
 def test_a_worker_that_dies_or_fails_is_an_error_not_a_hang(student_file, tmp_path):
     labels_path = tmp_path / "s.labels.npz"
 
-    def kill_a_worker():  # a grandchild: the fork server's child, not it or the tracker
-        workers = [pid for pid, parent in descendants().items() if parent != os.getpid()]
-        os.kill(workers[0], signal.SIGKILL)
+    def kill_a_worker():
+        os.kill(pool_workers()[0], signal.SIGKILL)
 
     when_a_part_is_saved(distill_collect.part_path(labels_path, 0), kill_a_worker)
     with pytest.raises(RuntimeError, match="a collection worker died"):

@@ -1,0 +1,59 @@
+"""Finding a test's worker processes through ``/proc`` (Linux): a pool's workers are this
+process's children, or a fork server's."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
+                                reason="finds the workers in /proc")
+
+
+def descendants() -> dict[int, int]:
+    """This process's children, theirs, and so on, each with its parent."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = {}, [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for child in children.get(parent, []):
+            found[child] = parent
+            todo.append(child)
+    return found
+
+
+def pool_workers() -> list[int]:
+    """The pools' workers: this process's children when a pool forks them, the fork server's
+    when torch is loaded here (``arena_pool.pool_context``); not the fork server itself nor the
+    resource tracker, this process's helpers (a fork server's children share its command line)."""
+    me = os.getpid()
+    return [pid for pid, parent in descendants().items()
+            if not (parent == me and _helper(pid))]
+
+
+def _helper(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False  # gone meanwhile
+    return any(helper in command for helper in (b"multiprocessing.forkserver",
+                                                 b"multiprocessing.resource_tracker"))
+
+
+def wait_until(condition, seconds: float = 30.0) -> bool:
+    """Poll ``condition()`` until it holds or ``seconds`` pass; whether it held."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

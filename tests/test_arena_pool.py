@@ -1,0 +1,45 @@
+"""The arena's worker processes (``sevenrocks_env.arena_pool``): a worker that dies or cannot
+start is an error, not a hang, and stopping early stops the workers at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import closing
+
+import pytest
+from processes import needs_proc, pool_workers, wait_until
+
+from sevenrocks_env import arena_pool
+
+#: far more pairs than a test waits for: only an error or a stop ends these runs early
+ENDLESS = range(20_000)
+
+
+@needs_proc
+def test_a_killed_worker_is_an_error_and_the_others_are_stopped():
+    played = arena_pool.play_pairs_in_pool("random", "greedy", 3, ENDLESS, 250, 100, workers=2)
+    with closing(played):
+        assert next(played).decisions[0] > 0
+        assert wait_until(lambda: len(pool_workers()) == 2)
+        os.kill(pool_workers()[0], signal.SIGKILL)
+        with pytest.raises(RuntimeError, match="an arena worker died"):
+            for _ in played:
+                pass
+    assert wait_until(lambda: not pool_workers(), 10), pool_workers()
+
+
+@needs_proc
+def test_stopping_early_stops_the_workers_in_the_middle_of_their_spans():
+    spans = [(0, 1), (1, 10**5), (10**5 + 1, 10**5)]  # minutes each, one process
+    played = arena_pool.play_spans_in_pool("random", "greedy", 3, spans, 250, 100, workers=2)
+    with closing(played):
+        assert len(next(played)) == 1
+    assert wait_until(lambda: not pool_workers(), 10), pool_workers()
+
+
+def test_a_worker_that_cannot_start_is_an_error():
+    played = arena_pool.play_pairs_in_pool("random", "ckpt:no/such/file.pt", 3, range(4), 250,
+                                           100, workers=2)
+    with closing(played), pytest.raises(RuntimeError, match="could not start"):
+        next(played)
