@@ -125,6 +125,9 @@ def main(argv=None) -> int:
                         help="multiply every pairing's pairs (e.g. 0.1 for a quick look)")
     parser.add_argument("--no-reuse", dest="reuse", action="store_false")
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
+    parser.add_argument("--skip", nargs="*", default=[],
+                        help="leave out pairings that involve these agents (e.g. the IS-MCTS "
+                             "bots, which take hours)")
     parser.add_argument("--plot", help="write the ratings plot here (PNG)")
     parser.add_argument("--make-train", metavar="PATH",
                         help="also rate this checkpoint as make_train "
@@ -137,6 +140,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.scale <= 0:
         parser.error("--scale must be > 0")
+    agents, pairings = dict(AGENTS), list(PAIRINGS)
+    if args.make_train:
+        agents["make_train"] = f"ckpt:{args.make_train}"
+        pairings += MAKE_TRAIN_PAIRINGS
+    unknown = sorted(set(args.only or []).union(args.skip) - set(agents))
+    if unknown:
+        parser.error(f"no agent {', '.join(unknown)} in the ladder (its agents: "
+                     f"{', '.join(agents)})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     import torch
@@ -145,12 +156,8 @@ def main(argv=None) -> int:
     print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B "
           "(wall; CPU) | wall s |")
     print("|---|---|---:|---|---:|---|---:|")
-    agents, pairings = dict(AGENTS), list(PAIRINGS)
-    if args.make_train:
-        agents["make_train"] = f"ckpt:{args.make_train}"
-        pairings += MAKE_TRAIN_PAIRINGS
     for a, b, pairs in pairings:
-        if args.only and a not in args.only and b not in args.only:
+        if (args.only and a not in args.only and b not in args.only) or {a, b} & set(args.skip):
             continue
         saved = out / f"{a}__{b}.json"
         if args.no_play:  # whatever was saved, with its own seed and pairs (they are printed)
@@ -168,13 +175,13 @@ def main(argv=None) -> int:
               f"{r['ci95'][1]:.3f}] | {r['mean_margin']:+.1f} | {ms} | {r['wall_s']:.0f} |",
               flush=True)
     if not results:
-        print(f"error: no pairing played or saved under {out} (see --only, --no-play)",
+        print(f"error: no pairing played or saved under {out} (see --only, --skip, --no-play)",
               file=sys.stderr)
         return 2
     try:
         rated = ratings(results)
     except ValueError as problem:  # --only can leave groups that never met
-        print(f"error: {problem} (choose --only agents whose pairings connect)", file=sys.stderr)
+        print(f"error: {problem} (choose --only/--skip agents whose pairings connect)", file=sys.stderr)
         return 2
     print("\n| agent | rating | ±95% |\n|---|---:|---:|")
     for r in rated:

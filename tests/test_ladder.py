@@ -102,3 +102,14 @@ def test_make_train_joins_the_ladder_when_given(tmp_path, capsys):
     # without --make-train its saved pairings are left out of the fit: nothing left here
     assert ladder.main(["--no-play", "--out", str(out)]) == 2
     assert "no pairing played or saved" in capsys.readouterr().err
+
+
+def test_skip_leaves_out_pairings_and_unknown_names_are_refused(tmp_path, capsys):
+    out = tmp_path / "ladder"
+    assert ladder.main(["--scale", "0.005", "--only", "random", "--skip", "heuristic",
+                        "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.glob("*.json")) == ["greedy__random.json"]
+    for option in ("--only", "--skip"):
+        with pytest.raises(SystemExit):
+            ladder.main([option, "heuristc", "--out", str(out)])
+        assert "no agent heuristc in the ladder" in capsys.readouterr().err
