@@ -18,6 +18,7 @@ import sys
 from . import rules
 from .agents import valid_specs
 from .arena import evaluate, round_robin
+from .arena_pool import WorkerDied
 
 
 def add_evaluation_arguments(parser, seed: int = 12345) -> None:
@@ -130,6 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as error:  # bad input; a --log path that cannot be written
         print(f"sevenrocks arena: error: {error}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, WorkerDied) as stop:
+        kept = (f"; the pairs finished so far are in {args.log}, and the same command plays "
+                "the rest") if args.log else ""
+        print(f"sevenrocks arena: {str(stop) or 'interrupted'}{kept}", file=sys.stderr)
+        return 130 if isinstance(stop, KeyboardInterrupt) else 1
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
     return 0
 

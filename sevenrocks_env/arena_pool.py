@@ -26,6 +26,10 @@ from .agents import make_agent
 _WORKER: dict = {}
 
 
+class WorkerDied(RuntimeError):
+    """An arena worker process died (killed, out of memory) or could not start."""
+
+
 def _pair_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int) -> None:
     _WORKER.update(a=[make_agent(spec_a), make_agent(spec_a)],
                    b=[make_agent(spec_b), make_agent(spec_b)],
@@ -82,8 +86,8 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
             try:
                 yield from future.result()
             except BrokenProcessPool:
-                raise RuntimeError("an arena worker died or could not start (killed, out of "
-                                   "memory? any error of its own is printed above)") from None
+                raise WorkerDied("an arena worker died or could not start (killed, out of "
+                                 "memory? any error of its own is printed above)") from None
         finished = True
     finally:
         if not finished:  # stop the workers now rather than after their current chunk
@@ -119,4 +123,4 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
                         _play_span, spans, workers)
 
 
-__all__ = ["play_pairs_in_pool", "play_spans_in_pool", "pool_context"]
+__all__ = ["WorkerDied", "play_pairs_in_pool", "play_spans_in_pool", "pool_context"]

@@ -7,6 +7,7 @@ import pytest
 
 from sevenrocks_env import arena, rules
 from sevenrocks_env.agents import GreedyAgent, RandomAgent
+from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.ratings import ELO, bradley_terry, wilson_interval
 
 
@@ -281,3 +282,21 @@ def test_the_interval_is_wilson_over_pairs_not_matches():
                    evaluate_batched("greedy", "random", pairs=6, seed=3)):
         assert result.ci95 == wilson_interval(result.win_rate, 6)
         assert result.ci95 != wilson_interval(result.win_rate, 12)
+
+
+@pytest.mark.parametrize("stop, status, words", [
+    (KeyboardInterrupt(), 130, "interrupted; the pairs finished so far are in"),
+    (WorkerDied("an arena worker died"), 1, "an arena worker died; the pairs finished so far"),
+])
+def test_cli_stopped_says_so_and_where_the_pairs_are(stop, status, words, monkeypatch, capsys,
+                                                      tmp_path):
+    from sevenrocks_env import arena_cli
+
+    def stopped(*args, **kwargs):
+        raise stop
+    monkeypatch.setattr(arena_cli, "evaluate", stopped)
+    log = tmp_path / "pairs.jsonl"
+    assert arena_cli.main(["greedy", "random", "--log", str(log)]) == status
+    assert words in capsys.readouterr().err
+    assert arena_cli.main(["greedy", "random"]) == status  # no log: nothing to point to
+    assert "the same command" not in capsys.readouterr().err
