@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 torch = pytest.importorskip("torch")
 
-from sevenrocks_env.policy import PolicyNet, load_policy, read_checkpoint  # noqa: E402
+from sevenrocks_env.policy import (CheckpointError, PolicyNet, load_policy,  # noqa: E402
+                                    read_checkpoint)
 from distill_stand_ins import Highest, tiny_student  # noqa: E402
 
 from training import distill, distill_collect, distill_labels  # noqa: E402
@@ -95,6 +96,22 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     # the recorded arguments name the labels' teacher, not the unused --teacher default
     assert student["distill"]["args"]["teacher"] == "search:samples=4"
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
+
+
+@pytest.mark.parametrize("facts, words", [
+    ({"global_step": None}, "'global_step' must be an int"),
+    ({"global_step": 1.7}, "'global_step' must be an int"),
+    ({"wall_time": float("inf")}, "'wall_time' must be a number of seconds"),
+    ({"config": "x" * 100_000}, "'config' must be a dict"),
+])
+def test_the_init_s_run_facts_are_checked_before_any_work(tmp_path, facts, words):
+    """The init's run is copied into the student's file: checked at the start, not after
+    hours of collecting (here the labels were never even collected: a bad file is refused)."""
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7) | facts)
+    args = distill.Args(init=str(init), decisions=10**6, out=str(tmp_path / "s.pt"),
+                        log_dir=str(tmp_path / "runs"))
+    with pytest.raises(CheckpointError, match=words):
+        distill.run(args, log=lambda *_: pytest.fail("started work"))
 
 
 @pytest.mark.parametrize("field,value,words", [

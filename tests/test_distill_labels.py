@@ -44,10 +44,11 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
         distill_labels.load_labels(broken("illegal.npz", action=illegal))
     with pytest.raises(distill.LabelsError, match="observation"):
         distill_labels.load_labels(broken("shape.npz", observation=collected["observation"][:, :10]))
-    nan = collected["observation"].copy()
-    nan[0, 0] = np.nan
-    with pytest.raises(distill.LabelsError, match="finite"):
-        distill_labels.load_labels(broken("nan.npz", observation=nan))
+    for row, column, value in ((0, 0, np.nan), (7, 3, -1e6), (9, 237, 3e38), (2, 100, 1.5)):
+        odd = collected["observation"].copy()
+        odd[row, column] = value  # not finite, or outside every observation space of the game
+        with pytest.raises(distill.LabelsError, match=f"observation {row} is not one the game"):
+            distill_labels.load_labels(broken("odd.npz", observation=odd))
     with pytest.raises(distill.LabelsError, match="0..112"):
         distill_labels.load_labels(broken("range.npz", action=collected["action"] + 200))
     for name, values in (("values_nan", np.where(collected["action_mask"], np.nan, 0)),
@@ -118,6 +119,29 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(distill.LabelsError, match="not a labels file"):
         distill_labels.load_labels(tmp_path / "junk.npz")
+
+
+def test_a_damaged_labels_file_is_a_labels_error(tmp_path, collected):
+    """Any byte of a saved file flipped: it loads (checked) or is a LabelsError -- never a
+    zlib, CRC or header-parsing error from inside numpy."""
+    good = distill.save_labels(tmp_path / "good.npz", collected, "search:samples=4").read_bytes()
+    refused = 0
+    for offset in range(0, len(good), max(1, len(good) // 150)):
+        damaged = bytearray(good)
+        damaged[offset] ^= 0xFF
+        (tmp_path / "damaged.npz").write_bytes(bytes(damaged))
+        try:
+            distill_labels.load_labels(tmp_path / "damaged.npz")
+        except distill.LabelsError:
+            refused += 1
+    assert refused > 100
+
+
+@pytest.mark.parametrize("teacher", ["search:samples=4\n\x1b[31mred", "a | b", "", "x" * 4097])
+def test_a_teacher_that_cannot_be_printed_or_carded_is_refused(tmp_path, collected, teacher):
+    path = distill.save_labels(tmp_path / "t.npz", collected, teacher)
+    with pytest.raises(distill.LabelsError, match="'teacher' (must be a spec: one line|declares)"):
+        distill_labels.load_labels(path)
 
 
 def test_cli_reports_a_bad_labels_file_in_one_line(tmp_path, capsys):

@@ -49,7 +49,7 @@ from pydantic.dataclasses import dataclass
 
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
 
-from .checkpoint import policy_entries, save_checkpoint
+from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import Folder, Int, Positive, Real, RunName, first_problem
 from .distill_collect import collect, collect_in_pool, make_teacher, part_path, pinned_teacher
 from .distill_labels import (MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, LabelsError,
@@ -248,6 +248,8 @@ def _run(args: Args, log) -> dict:
     torch.manual_seed(args.seed)
     init_data = read_checkpoint(args.init)
     student = build_model(init_data, args.init)
+    # the run that trained the init goes into the student's file: checked now, not after hours
+    init_run = run_facts({"global_step": 0} | init_data, args.init)
     out = Path(args.out)
     if args.labels:
         labels, teacher = load_labels_files(args.labels, need_values=args.temperature > 0)
@@ -265,9 +267,9 @@ def _run(args: Args, log) -> dict:
     log(f"student agrees with the teacher on {before:.3f} of the labels before training")
     result = train_student(student, labels, args, writer, log)
     writer.close()
-    data = policy_entries(student, int(init_data.get("global_step", 0)))
+    data = policy_entries(student, init_run["global_step"])
     # the run that trained the init, for the model card (``training.ship`` checks them again)
-    data.update({key: init_data[key] for key in ("config", "wall_time") if key in init_data})
+    data.update({key: init_run[key] for key in ("config", "wall_time") if key in init_data})
     data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])),
                        "agreement_before": before, **result,
                        # with --labels the teacher is the files', not the unused --teacher default

@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from sevenrocks_env.atomic_file import atomic_path
+from sevenrocks_env.env import observation_bounds
 from sevenrocks_env.observation import OBS_SIZE
-from sevenrocks_env.record import shown
+from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, shown
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 #: Labels a file may hold (bounds the work a labels file from elsewhere can ask for).
@@ -30,6 +31,17 @@ MAX_VALUE = 1e6
 MAX_FILES = 64
 #: Match ids are below this (``env << 32 | match``: up to 2**30 envs).
 MAX_MATCH_ID = 1 << 62
+
+
+def _bounds_of_any_game() -> tuple[np.ndarray, np.ndarray]:
+    """Every observation the game can give, whatever its target (1..MAX_TARGET) and round
+    limit: the union of those observation spaces (they differ only in the scores' columns)."""
+    (low_1, high_1), (low_max, high_max) = (observation_bounds(target, MAX_ROUNDS)
+                                            for target in (1, MAX_TARGET))
+    return np.minimum(low_1, low_max), np.maximum(high_1, high_max)
+
+
+_OBS_LOW, _OBS_HIGH = _bounds_of_any_game()
 
 
 class LabelsError(ValueError):
@@ -62,6 +74,15 @@ _LABEL_DTYPES = {"observation": ("float32", lambda d: d == np.float32),
                  "match": ("integers", lambda d: d.kind in "iu")}
 #: Longest teacher spec a file (or a checkpoint's distillation record) may hold.
 MAX_TEACHER_CHARS = 4096
+#: What a teacher spec may be, in words (it is printed, and written into the model card).
+TEACHER_TEXT = f"one line of at most {MAX_TEACHER_CHARS} printable characters, no ` or |"
+
+
+def is_teacher_text(text) -> bool:
+    """Whether ``text`` may name a teacher: :data:`TEACHER_TEXT` (a spec from a file is
+    printed to the terminal and written into a model card's Markdown table)."""
+    return (isinstance(text, str) and 0 < len(text) <= MAX_TEACHER_CHARS and text.isprintable()
+            and not set(text) & set("`|"))
 
 
 def _check_declared_shapes(path) -> int:
@@ -89,8 +110,8 @@ def _check_declared_shapes(path) -> int:
                 declared[name[:-len(".npy")]] = (shape, dtype, size)
     except LabelsError:
         raise
-    except (OSError, ValueError, zipfile.BadZipFile) as error:
-        raise LabelsError(f"{path}: not a labels file ({str(error)[:200]})") from None
+    except Exception as error:  # not a zip, or a damaged one (zlib, tokenize, CRC errors...)
+        raise _not_labels(path, error) from None
     for key, (shape, dtype, (header, stored)) in declared.items():
         if key == "teacher":
             if not (shape == () and dtype.kind == "U"
@@ -116,6 +137,11 @@ def _check_declared_shapes(path) -> int:
                default=0)
 
 
+def _not_labels(path, error: Exception) -> LabelsError:
+    return LabelsError(f"{path}: not a labels file, or a damaged one ({type(error).__name__}: "
+                       f"{str(error)[:200]})")
+
+
 def load_labels(path) -> tuple[dict, str]:
     """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
     legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
@@ -127,15 +153,18 @@ def load_labels(path) -> tuple[dict, str]:
                                                  "teacher")}
             for key in ("values", "match"):
                 arrays[key] = data[key] if key in data.files else None
-    except (OSError, ValueError, KeyError) as error:
-        raise LabelsError(f"{path}: not a labels file ({error})") from None
+    except Exception as error:  # a damaged member (its CRC, its compressed data)
+        raise _not_labels(path, error) from None
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
     n = len(action) if action.ndim == 1 else 0  # (len of a 0-d array is a TypeError)
     if not 0 < n <= MAX_LABELS:
         raise LabelsError(f"{path}: 'action' must be 1-D with 1..{MAX_LABELS} labels")
-    if obs.shape != (n, OBS_SIZE) or obs.dtype != np.float32 or not np.isfinite(obs).all():
-        raise LabelsError(f"{path}: 'observation' must be finite float32 of shape ({n}, "
-                          f"{OBS_SIZE})")
+    if obs.shape != (n, OBS_SIZE) or obs.dtype != np.float32:
+        raise LabelsError(f"{path}: 'observation' must be float32 of shape ({n}, {OBS_SIZE})")
+    outside = np.flatnonzero(~((obs >= _OBS_LOW) & (obs <= _OBS_HIGH)).all(axis=1))  # NaN too
+    if len(outside):
+        raise LabelsError(f"{path}: observation {outside[0]} is not one the game gives (a value "
+                          "outside the observation space, or not finite)")
     if mask.shape != (n, NUM_ACTIONS) or mask.dtype != np.bool_:
         raise LabelsError(f"{path}: 'action_mask' must be bool of shape ({n}, {NUM_ACTIONS})")
     if action.dtype.kind not in "iu" or action.min() < 0 or action.max() >= NUM_ACTIONS:
@@ -155,11 +184,11 @@ def load_labels(path) -> tuple[dict, str]:
                               or match.min() < 0 or match.max() >= MAX_MATCH_ID):
         raise LabelsError(f"{path}: 'match' must be {n} integers in 0..2**62 - 1")
     teacher = arrays["teacher"]
-    if teacher.ndim != 0 or teacher.dtype.kind != "U":
-        raise LabelsError(f"{path}: 'teacher' must be a string")
+    if teacher.ndim != 0 or teacher.dtype.kind != "U" or not is_teacher_text(str(teacher)):
+        raise LabelsError(f"{path}: 'teacher' must be a spec: {TEACHER_TEXT}")
     return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64),
             "values": values, "match": None if match is None else match.astype(np.int64)}, \
-        str(teacher)[:200]
+        str(teacher)
 
 
 def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]:

@@ -30,7 +30,7 @@ from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
 
 from .checkpoint import export_policy, policy_only, run_facts
-from .distill_labels import MAX_LABELS, MAX_TEACHER_CHARS
+from .distill_labels import MAX_LABELS, TEACHER_TEXT, is_teacher_text
 
 
 #: Match win rates the shipped policy must reach (issue 4), by opponent.
@@ -151,12 +151,10 @@ def distill_facts(data: dict, path) -> dict | None:
     record = facts if isinstance(facts, dict) else {}
     teacher, labels, agreement = (record.get(key)
                                   for key in ("teacher", "labels", "holdout_agreement"))
-    if not (isinstance(teacher, str) and 0 < len(teacher) <= MAX_TEACHER_CHARS
-            and teacher.isprintable() and not set(teacher) & set("`|")
-            and type(labels) is int and 0 < labels <= MAX_LABELS
+    if not (is_teacher_text(teacher) and type(labels) is int and 0 < labels <= MAX_LABELS
             and type(agreement) is float and (math.isnan(agreement) or 0 <= agreement <= 1)):
-        raise CheckpointError(f"{path}: 'distill' must hold the teacher (one line of text, no ` "
-                              f"or |), labels (1..{MAX_LABELS:,}) and holdout_agreement (0..1), "
+        raise CheckpointError(f"{path}: 'distill' must hold the teacher ({TEACHER_TEXT}), "
+                              f"labels (1..{MAX_LABELS:,}) and holdout_agreement (0..1), "
                               f"got {shown(facts)}")
     # a run too small to hold labels out has no agreement (NaN, which JSON cannot carry)
     return {"teacher": teacher, "labels": labels,
