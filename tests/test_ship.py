@@ -129,7 +129,13 @@ def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, 
     good.write_text(json.dumps(evaluate(f"ckpt:{source}", "greedy", 2, seed=1).as_dict()))
     real = json.loads(good.read_text())
     out = tmp_path / "shipped" / "policy.pt"
+    numbers = tmp_path / "numbers.pt"  # the policy's file with numbers in place of its weights
+    data = torch.load(source, weights_only=True)
+    torch.save(data | {"model": {key: 5 for key in data["model"]}}, numbers)
     for content, words in (("[1, 2]", "JSON object"), ("{", "not a readable"),
+                           (json.dumps(real) + " " * 1_000_000, "larger than"),
+                           (json.dumps({**real, "spec_a": f"ckpt:{numbers}"}), "does not have "
+                                                                              "the weights"),
                            (json.dumps({**real, "win_rate": 7}), "win_rate"),
                            (json.dumps({**real, "agent_b": None}), "agent_b"),
                            # a result of another agent, or numbers edited by hand

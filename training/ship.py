@@ -23,11 +23,14 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 from sevenrocks_env.agents import CHECKPOINT_SPECS
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
+from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
 from .distill_labels import MAX_LABELS, TEACHER_TEXT, is_teacher_text
@@ -87,6 +90,8 @@ def _finite(value) -> bool:
     return type(value) in (int, float) and abs(value) <= 1e9  # (NaN fails too)
 
 
+#: An ``--extra-result`` file is at most this long (an arena result is about 1 KB).
+MAX_RESULT_BYTES = 1_000_000
 #: What the card reads from an ``--extra-result`` file, and the check of each value.
 _RESULT_FIELDS = {
     "agent_b": lambda v: isinstance(v, str) and 0 < len(v) <= 200,
@@ -108,9 +113,10 @@ _RESULT_FIELDS = {
 def read_result(path) -> _Result:
     """An ``sevenrocks arena ... --json`` result file, every value the card uses checked
     (``ValueError`` naming the file and field), before any arena is played."""
+    text = read_text(path, MAX_RESULT_BYTES, "arena result")  # ValueError saying why not
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8")[:1_000_000])
-    except (OSError, ValueError, RecursionError) as error:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
         raise ValueError(f"{path}: not a readable arena result ({str(error)[:80]})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: an arena result is a JSON object")
@@ -138,7 +144,8 @@ def same_policy(spec: str, exported: dict) -> bool:
         return False
     mine, theirs = exported["model"], other.get("model", {})
     return mine.keys() <= theirs.keys() and all(
-        mine[k].shape == theirs[k].shape and bool((mine[k] == theirs[k]).all()) for k in mine)
+        isinstance(theirs[k], torch.Tensor) and (theirs[k].shape, theirs[k].dtype)
+        == (mine[k].shape, mine[k].dtype) and torch.equal(mine[k], theirs[k]) for k in mine)
 
 
 def distill_facts(data: dict, path) -> dict | None:
