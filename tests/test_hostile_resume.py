@@ -63,6 +63,13 @@ BAD_PIECES = [
     ("optimizer", lambda d: d["optimizer"]["state"][0].update(exp_avg=torch.zeros(1))),
     ("optimizer", lambda d: d["optimizer"]["param_groups"][0].update(lr=float("nan"))),
     ("optimizer", lambda d: d["optimizer"]["state"][0]["exp_avg_sq"].fill_(-1.0)),  # NaN steps
+    # steps torch's Adam cannot use (uint8 255 wraps to a division by 0), and moments no Adam
+    # run gives, which would blow the weights up on the first update
+    ("optimizer", lambda d: d["optimizer"]["state"][0].update(step=torch.tensor(255, dtype=torch.uint8))),
+    ("optimizer", lambda d: d["optimizer"]["state"][0].update(step=torch.tensor(True))),
+    ("optimizer", lambda d: d["optimizer"]["state"][0].update(step=torch.tensor(2.5))),
+    ("optimizer", lambda d: (d["optimizer"]["state"][0]["exp_avg"].fill_(3e38),
+                             d["optimizer"]["state"][0]["exp_avg_sq"].zero_())),
     ("pool", lambda d: d.update(pool={"snapshots": [{}], "generators": [torch.zeros(1)]})),
     ("pool", lambda d: d.update(pool=[1, 2])),
     ("pool", lambda d: d["pool"].update(retired=[{"weights": {}, "generator": torch.zeros(1)}])),

@@ -123,6 +123,19 @@ def check_pool(pool, cfg: TrainConfig, path) -> None:
                                      "generator states")
 
 
+def _moment_ratio(beta1: float, beta2: float) -> float:
+    """The largest ``|exp_avg| / sqrt(exp_avg_sq)`` an Adam run can reach, whatever its
+    gradients: by Cauchy-Schwarz over the two moving averages,
+    ``m^2 <= (1 - b1)^2 / ((1 - b2) (1 - b1^2 / b2)) v``."""
+    return (1 - beta1) / math.sqrt((1 - beta2) * (1 - beta1 ** 2 / beta2))
+
+
+#: The trainer's Adam (``train.py``: torch's default betas) keeps ``|m| <= this * sqrt(v)``
+#: (7.27), and 1 % for float32 rounding: a file's moments beyond it would blow up the first
+#: update (a step of lr * |m| / (sqrt(v) + eps) per weight).
+ADAM_MOMENT_RATIO = 1.01 * _moment_ratio(0.9, 0.999)
+
+
 def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
     """Adam's state for exactly ``parameters``: moments shaped like them, finite, one group.
     Only the moments and step counts are taken (:func:`optimizer_state`): the settings of the
@@ -145,10 +158,17 @@ def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
                            f"state {index}.{key} must be dense, finite float32 {shape}")
         if bool((moments["exp_avg_sq"] < 0).any()):  # a mean of squares: its sqrt divides steps
             raise _bad(path, "optimizer", f"state {index}.exp_avg_sq must be >= 0")
+        if not bool((moments["exp_avg"].abs()
+                     <= ADAM_MOMENT_RATIO * moments["exp_avg_sq"].sqrt() + 1e-10).all()):
+            raise _bad(path, "optimizer", f"state {index}.exp_avg is larger than any Adam run "
+                       f"gives beside its exp_avg_sq (|m| <= {ADAM_MOMENT_RATIO:.2f} sqrt(v))")
         step = moments["step"]
         if not (isinstance(step, torch.Tensor) and step.layout == torch.strided
-                and step.numel() == 1 and math.isfinite(float(step)) and 0 <= float(step) <= 1e12):
-            raise _bad(path, "optimizer", f"state {index}.step is not a step count")
+                and step.dtype == torch.float32 and step.numel() == 1
+                and math.isfinite(float(step)) and 1 <= float(step) <= 1e12
+                and float(step).is_integer()):
+            raise _bad(path, "optimizer", f"state {index}.step is not a step count (a whole "
+                       "float32 number in [1, 1e12], as torch's Adam keeps it)")
     group = state["param_groups"][0]
     for key in ("lr", "eps", "weight_decay"):
         value = group.get(key)
