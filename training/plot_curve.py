@@ -15,12 +15,15 @@ its duplicate pairs (:func:`sevenrocks_env.ratings.wilson_interval`): the number
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
 
 from sevenrocks_env.ratings import wilson_interval
 
+#: Bounds of the logged values read from a run folder (a year of wall time; the arena's pairs).
+MAX_MINUTES, MAX_PAIRS = 60 * 24 * 366, 10 ** 7
 #: (largest x in seconds, unit name, seconds per unit): the first that fits the run is used.
 TIME_UNITS = [(120.0, "seconds", 1.0), (7200.0, "minutes", 60.0), (float("inf"), "hours", 3600.0)]
 
@@ -38,17 +41,28 @@ def read_run(run_dir) -> dict:
     tags = acc.Tags()
     if "eval/wall_minutes" not in tags["scalars"]:
         raise ValueError(f"{run_dir}: no evaluations logged (eval/wall_minutes missing)")
-    seconds = {e.step: 60.0 * e.value for e in acc.Scalars("eval/wall_minutes")}
+    def scalars(tag: str, ok, words: str) -> list:
+        """The events of ``tag``, each value checked (a shared run folder is untrusted)."""
+        events = acc.Scalars(tag)
+        odd = next((e for e in events if not (math.isfinite(e.value) and ok(e.value))), None)
+        if odd is not None:
+            raise ValueError(f"{run_dir}: {tag} is {odd.value!r} at step {odd.step}, not {words}")
+        return events
+
+    seconds = {e.step: 60.0 * e.value for e in scalars(
+        "eval/wall_minutes", lambda v: 0 <= v <= MAX_MINUTES, "a number of minutes")}
     curves = {}
     for tag in sorted(t for t in tags["scalars"] if t.startswith("eval/win_rate_vs_")):
         points = {e.step: (e.step, seconds[e.step], e.value)
-                  for e in acc.Scalars(tag) if e.step in seconds}  # a resumed step: the last one
+                  for e in scalars(tag, lambda v: 0 <= v <= 1, "a win rate in [0, 1]")
+                  if e.step in seconds}  # a resumed step: the last one
         curves[tag.removeprefix("eval/win_rate_vs_")] = sorted(points.values())
     if not curves:
         raise ValueError(f"{run_dir}: no eval/win_rate_vs_<agent> scalars")
     # the pairs of each evaluation, logged since they could differ from the rule below (a run
     # stopped by Ctrl-C skips its final, larger evaluation)
-    pairs_at = {e.step: int(e.value) for e in acc.Scalars("eval/pairs")} \
+    pairs_at = {e.step: int(e.value) for e in scalars(
+        "eval/pairs", lambda v: v.is_integer() and 1 <= v <= MAX_PAIRS, "a number of pairs")} \
         if "eval/pairs" in tags["scalars"] else {}
     pairs = None
     if "hyperparameters/text_summary" in tags.get("tensors", []):
