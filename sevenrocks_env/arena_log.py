@@ -26,6 +26,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from .record import shown, unique_keys
+
 FORMAT = "sevenrocks-arena-pairs/1"
 #: Longest line a log may hold, in bytes (a pair's line is about 300).
 MAX_LINE = 4096
@@ -110,7 +112,7 @@ class PairLog:
         if len(line) > MAX_LINE:
             raise PairLogError(f"{self.path}:{number}: line longer than {MAX_LINE} bytes")
         try:
-            return json.loads(line, parse_constant=_no_constant)
+            return json.loads(line, parse_constant=_no_constant, object_pairs_hook=unique_keys)
         except (ValueError, RecursionError) as error:  # (UnicodeDecodeError is a ValueError)
             raise PairLogError(f"{self.path}:{number}: not JSON ({str(error)[:80]})") from None
 
@@ -118,8 +120,9 @@ class PairLog:
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise PairLogError(f"{self.path}: not an arena pair log (header format "
                                f"{FORMAT!r} expected)")
-        for key in _HEADER_KEYS:
-            if header.get(key) != self.header[key]:
+        for key in _HEADER_KEYS:  # (the type too: a seed of 1.0 is not this run's 1)
+            if (header.get(key), type(header.get(key))) != (self.header[key],
+                                                             type(self.header[key])):
                 raise PairLogError(
                     f"{self.path}: the log is of another run: its {key} is "
                     f"{json.dumps(header.get(key))[:80]}, this run's is "
@@ -210,14 +213,27 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _pair_keys() -> set[str]:
+    """The keys of a pair's line: its index and the PairOutcome fields (``_Writer.write``)."""
+    from dataclasses import fields
+
+    from .arena import PairOutcome
+    return {"pair", *(field.name for field in fields(PairOutcome))}
+
+
 def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
     """The PairOutcome fields of one log line, every value checked (a pair is two matches of
     at most ``max_rounds`` rounds, each round at most :data:`MAX_MOVES` moves)."""
     most_rounds = 2 * max_rounds
     if not isinstance(data, dict):
         raise PairLogError(f"{where}: a pair line must be a JSON object")
-    if isinstance(data.get("pair"), bool) or data.get("pair") != pair:
-        raise PairLogError(f"{where}: pair {pair} expected, found {str(data.get('pair'))[:20]}")
+    keys = _pair_keys()
+    for odd, what in ((keys - set(data), "misses"), (set(data) - keys, "has an unknown key")):
+        if odd:
+            raise PairLogError(f"{where}: the pair line {what} {shown(min(odd))} (a pair line "
+                               f"holds {', '.join(sorted(keys))})")
+    if type(data["pair"]) is not int or data["pair"] != pair:
+        raise PairLogError(f"{where}: pair {pair} expected, found {str(data['pair'])[:20]}")
     fields = {
         "score": float(_number(data.get("score"), "score", 0, 2, False, where)),
         "truncated": _number(data.get("truncated"), "truncated", 0, 2, True, where),

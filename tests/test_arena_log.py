@@ -65,6 +65,9 @@ def test_a_line_cut_short_by_a_kill_is_played_again(tmp_path):
     (lambda d: d.update(pair=7), "pair 1 expected, found 7"),
     (lambda d: d.update(round_wins_a=1e9), "round_wins_a"),
     (lambda d: d.update(margin=10 ** 400), "margin must be"),  # past a float: was OverflowError
+    (lambda d: d.update(pair=1.0), "pair 1 expected, found 1.0"),
+    (lambda d: d.update(note="x"), "the pair line has an unknown key 'note'"),
+    (lambda d: d.pop("think_cpu_s"), "the pair line misses 'think_cpu_s'"),
 ])
 def test_every_value_of_a_logged_pair_is_checked(tmp_path, change, message):
     log = tmp_path / "l.jsonl"
@@ -89,6 +92,20 @@ def test_a_file_that_is_not_a_pair_log_is_refused(tmp_path, content, message):
     log.write_text(content)
     with pytest.raises(PairLogError, match=message or "."):
         arena.evaluate(A, B, 1, seed=3, log=log)
+
+
+def test_a_key_given_twice_or_a_header_value_of_another_type_is_refused(tmp_path):
+    """JSON readers differ on which of two equal keys wins; a seed of 1.0 is not the run's 1."""
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    header, *pairs = _lines(log)
+    log.write_text("\n".join([header, pairs[0].replace('{"pair": 0', '{"pair": 0, "pair": 0'),
+                              pairs[1]]) + "\n")
+    with pytest.raises(PairLogError, match=":2: not JSON .*key 'pair' given twice"):
+        arena.evaluate(A, B, 2, seed=3, log=log)
+    log.write_text("\n".join([header.replace('"seed": 3', '"seed": 3.0'), *pairs]) + "\n")
+    with pytest.raises(PairLogError, match="its seed is 3.0, this run's is 3"):
+        arena.evaluate(A, B, 2, seed=3, log=log)
 
 
 def test_a_deeply_nested_pair_line_is_refused_as_not_json(tmp_path):
