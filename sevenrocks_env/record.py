@@ -162,6 +162,8 @@ def parse(text: str):
                           "under 600,000)")
     try:
         return json.loads(text, parse_constant=no_constant, object_pairs_hook=unique_keys)
+    except RecordError:  # no_constant's own words
+        raise
     except json.JSONDecodeError as error:
         raise RecordError(f"is not JSON: {error}") from None
     except RecursionError:
@@ -196,6 +198,9 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
         if match is None:
             match = Match.from_deal(hands, opener, target=target)
         else:
+            if match.over:
+                why = "" if match.winner is None else f": team {match.winner} had won it (R8)"
+                raise RecordError(f"{where}: the match had already ended{why}; no round follows")
             if not match.awaiting_deal:
                 raise RecordError(f"{where}: the previous round had not ended")
             prev = match.history[-1]

@@ -81,6 +81,8 @@ def first_placement(record, r=0, skip=0):
      "deductions"),
     (lambda r: r["rounds"][0]["moves"].append({"seat": 0, "action": 112, "pass": True}),
      "after the round"),
+    (lambda r: r["rounds"].append(copy.deepcopy(r["rounds"][-1])),
+     r"round \d+: the match had already ended: team [01] had won it \(R8\); no round follows"),
 ])
 def test_bad_records_name_the_problem(edit, message):
     record = finished_record(seed=2)
@@ -101,6 +103,9 @@ def test_unreadable_files(tmp_path):
     (tmp_path / "x.json").write_text("{not json")
     with pytest.raises(RecordError, match="not JSON"):
         load(tmp_path / "x.json")
+    (tmp_path / "nan.json").write_text('{"a": NaN}')
+    with pytest.raises(RecordError, match=r"nan.json: is not JSON: NaN is not a JSON number$"):
+        load(tmp_path / "nan.json")
     with pytest.raises(RecordError, match="cannot read"):
         load(tmp_path / "missing.json")
     with pytest.raises(RecordError, match="JSON object"):
