@@ -8,9 +8,10 @@ function of the env's own coordinates).  Either way the outcome does not depend 
 of workers or on which worker plays what.
 
 The workers ignore Ctrl-C: the main process stops them.  A worker that dies (killed, out of
-memory) or cannot start is a ``RuntimeError`` in the main process, not a hang (a
+memory) or cannot start is a :class:`WorkerDied` error in the main process, not a hang (a
 ``multiprocessing.Pool`` would wait for the lost task for ever), and the other workers are
-stopped at once whenever the caller stops reading (Ctrl-C, an error, a closed generator).
+stopped at once when the generator is closed before its end (Ctrl-C, an error: the callers
+read it inside ``contextlib.closing``).
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from .agents import make_agent
 
 _WORKER: dict = {}
+#: Chunks submitted ahead per worker: enough to keep every worker busy while the chunk read
+#: next is still being played, few enough that a dead worker is seen early.
+CHUNKS_IN_FLIGHT = 4
 
 
 class WorkerDied(RuntimeError):
@@ -77,18 +82,24 @@ def _run_chunk(work, chunk) -> list:
 
 def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize: int = 1):
     """``work(item)`` for each of ``items`` (a sequence), from ``workers`` processes started by
-    ``initializer(*settings)``, in order, each as soon as it and those before it are ready."""
+    ``initializer(*settings)``, in order, each as soon as it and those before it are ready.
+    At most :data:`CHUNKS_IN_FLIGHT` chunks a worker are submitted ahead of the one read."""
     pool = ProcessPoolExecutor(workers, pool_context(), _start_worker, (initializer, settings))
+    chunks = (items[start:start + chunksize] for start in range(0, len(items), chunksize))
+    pending: deque = deque()
     finished = False
     try:
-        chunks = [items[start:start + chunksize] for start in range(0, len(items), chunksize)]
-        for future in [pool.submit(_run_chunk, work, chunk) for chunk in chunks]:
-            try:
-                yield from future.result()
-            except BrokenProcessPool:
-                raise WorkerDied("an arena worker died or could not start (killed, out of "
-                                 "memory? any error of its own is printed above)") from None
+        while True:
+            while (len(pending) < CHUNKS_IN_FLIGHT * workers
+                   and (chunk := next(chunks, None)) is not None):
+                pending.append(pool.submit(_run_chunk, work, chunk))
+            if not pending:
+                break
+            yield from pending.popleft().result()
         finished = True
+    except BrokenProcessPool:  # from submit or result, whichever comes first
+        raise WorkerDied("an arena worker died or could not start (killed, out of memory? any "
+                         "error of its own is printed above)") from None
     finally:
         if not finished:  # stop the workers now rather than after their current chunk
             _stop_workers(pool)

@@ -43,3 +43,18 @@ def test_a_worker_that_cannot_start_is_an_error():
                                            100, workers=2)
     with closing(played), pytest.raises(RuntimeError, match="could not start"):
         next(played)
+
+
+def test_chunks_are_submitted_a_few_at_a_time(monkeypatch):
+    """Not all at once: 3 M pairs took seconds of submitting before the first result, and a
+    pool that broke meanwhile raised from ``submit``, outside the error handling."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    submitted, submit = [], ProcessPoolExecutor.submit
+    monkeypatch.setattr(ProcessPoolExecutor, "submit",
+                        lambda pool, *args: submitted.append(1) or submit(pool, *args))
+    played = arena_pool.play_pairs_in_pool("random", "greedy", 3, range(3_000_000), 250, 100,
+                                           workers=2)
+    with closing(played):
+        next(played)
+        assert len(submitted) <= arena_pool.CHUNKS_IN_FLIGHT * 2 + 1
