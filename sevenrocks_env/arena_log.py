@@ -22,6 +22,7 @@ while writing it) is dropped; any other bad line is a :class:`PairLogError` with
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -213,12 +214,13 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _pair_keys() -> set[str]:
+@functools.cache
+def _pair_keys() -> frozenset[str]:
     """The keys of a pair's line: its index and the PairOutcome fields (``_Writer.write``)."""
     from dataclasses import fields
 
     from .arena import PairOutcome
-    return {"pair", *(field.name for field in fields(PairOutcome))}
+    return frozenset({"pair", *(field.name for field in fields(PairOutcome))})
 
 
 def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:

@@ -122,6 +122,7 @@ def test_the_init_s_run_facts_are_checked_before_any_work(tmp_path, facts, words
     ("seed", -1, "greater than or equal to 0"), ("run_name", "../up", "plain folder name"),
     ("teacher", "", "at least 1 character"), ("init", "a\nb", "one line"),
     ("teacher", "search:samples=4\tx", "printable"), ("run_name", "", "must not be empty"),
+    ("teacher", "search:policy=a|b", "no ` or |"), ("teacher", "s" * 4070, "at most 4062 char"),
     ("temperature", float("nan"), "finite"), ("decisions", True, "integer"),
 ])
 def test_settings_out_of_range_are_refused_when_made_naming_the_field(field, value, words):

@@ -208,3 +208,11 @@ def test_a_save_that_fails_half_way_leaves_the_previous_save_whole(tmp_path, mon
     assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [path.name]
     monkeypatch.undo()
     assert len(distill_labels.load_labels(path)[0]["action"]) == 40
+
+
+def test_observations_are_checked_block_by_block_and_the_first_bad_row_is_named(collected):
+    obs = collected["observation"].copy()
+    assert distill_labels._first_outside_the_game(obs, rows=7) is None
+    obs[[15, 40], 5] = -1.0
+    assert distill_labels._first_outside_the_game(obs, rows=7) == 15
+    assert distill_labels._first_outside_the_game(obs[16:], rows=7) == 40 - 16

@@ -51,9 +51,10 @@ from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, rea
 
 from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import Folder, Int, Positive, Real, RunName, first_problem
-from .distill_collect import collect, collect_in_pool, make_teacher, part_path, pinned_teacher
-from .distill_labels import (MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, LabelsError,
-                             load_labels_files, save_labels)
+from .distill_collect import (collect, collect_in_pool, make_teacher, part_path, pinned,
+                              pinned_teacher)
+from .distill_labels import (MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT, LabelsError,
+                             is_teacher_text, load_labels_files, save_labels)
 
 #: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
 MIN_TEMPERATURE = 1e-3
@@ -78,9 +79,21 @@ def _named(run_name: str) -> str:
     return run_name
 
 
+def _teacher(spec: str) -> str:
+    """What a labels file may record (checked now, not when they are read back after hours of
+    collecting): the spec with the network fingerprint the collection adds to it."""
+    if not is_teacher_text(pinned(spec, "0" * 64)):
+        raise ValueError(f"must be {TEACHER_TEXT}, the network's fingerprint included (a "
+                         f"spec of at most {MAX_TEACHER_CHARS - len(pinned('', '0' * 64))} "
+                         "characters)")
+    return spec
+
+
 #: A spec or a path: one line of text (the teacher's spec is written into the student's record).
 Spec = Annotated[str, Field(min_length=1, max_length=MAX_TEACHER_CHARS, strict=True),
                  AfterValidator(_one_line)]
+#: The teacher: a spec that its labels file and the student's record can carry.
+Teacher = Annotated[str, Field(min_length=1, strict=True), AfterValidator(_teacher)]
 
 
 @dataclass(config=ConfigDict(use_attribute_docstrings=True, validate_assignment=True))
@@ -89,7 +102,7 @@ class Args:
 
     init: Spec = "shipped"
     """the student's starting weights: a policy checkpoint path or ``shipped``"""
-    teacher: Spec = "search:policy=shipped,samples=64"
+    teacher: Teacher = "search:policy=shipped,samples=64"
     """the search agent spec whose choices are the targets (``search:...``)"""
     decisions: Int(1, MAX_LABELS) = 12_000
     """labelled decisions to collect (ignored with ``labels``)"""

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
-from sevenrocks_env.arena_pool import pool_context
+from sevenrocks_env.arena_pool import WorkerDied, pool_context
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
@@ -54,7 +54,12 @@ def pinned_teacher(spec: str) -> str:
     weights once a new policy is shipped."""
     from sevenrocks_env.arena_log import files_fingerprint
     fingerprint = files_fingerprint(spec)
-    return spec if fingerprint is None else f"{spec} (network sha256 {fingerprint[:16]})"
+    return spec if fingerprint is None else pinned(spec, fingerprint)
+
+
+def pinned(spec: str, fingerprint: str) -> str:
+    """``spec`` with the start of its network's SHA-256 (hex), as labels record a teacher."""
+    return f"{spec} (network sha256 {fingerprint[:16]})"
 
 
 def sample_moves(probs: torch.Tensor, mask: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
@@ -224,7 +229,7 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
     them: train on them with ``--labels``); part files already there are refused, not
     overwritten.  Ctrl-C stops every span after its current step and returns what they
     labelled; a second Ctrl-C drops their labels.  A span that fails stops the others, and its
-    error is raised here; a worker that dies is a ``RuntimeError``."""
+    error is raised here; a worker that dies is a ``WorkerDied`` error (a ``RuntimeError``)."""
     work = [(index, *span) for index, span in enumerate(spans(num_envs, decisions, workers))]
     stale = [path for index in range(len(work))
              if (path := part_path(labels_path, index)).exists()]
@@ -251,7 +256,7 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
         try:
             parts = [future.result() for future in pending]
         except BrokenProcessPool:
-            raise RuntimeError("a collection worker died (killed, or out of memory?); the part "
+            raise WorkerDied("a collection worker died (killed, or out of memory?); the part "
                                f"files beside {labels_path} hold what the spans saved") from None
     return {key: np.concatenate([part[key] for part in parts]) for key in _LABEL_KEYS}
 

@@ -108,7 +108,7 @@ def _check_declared_shapes(path) -> int:
                     shape, _, dtype = read(member)
                     size = (member.tell(), archive.getinfo(name).file_size)
                 declared[name[:-len(".npy")]] = (shape, dtype, size)
-    except LabelsError:
+    except (LabelsError, MemoryError):
         raise
     except Exception as error:  # not a zip, or a damaged one (zlib, tokenize, CRC errors...)
         raise _not_labels(path, error) from None
@@ -142,6 +142,17 @@ def _not_labels(path, error: Exception) -> LabelsError:
                        f"{str(error)[:200]})")
 
 
+def _first_outside_the_game(obs: np.ndarray, rows: int = 65_536) -> int | None:
+    """The first row of ``obs`` with a value outside every observation space of the game (NaN
+    too), or ``None``; checked ``rows`` at a time (the masks of 2 M rows at once: 1.4 GB)."""
+    for start in range(0, len(obs), rows):
+        block = obs[start:start + rows]
+        outside = np.flatnonzero(~((block >= _OBS_LOW) & (block <= _OBS_HIGH)).all(axis=1))
+        if len(outside):
+            return start + int(outside[0])
+    return None
+
+
 def load_labels(path) -> tuple[dict, str]:
     """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
     legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
@@ -153,6 +164,8 @@ def load_labels(path) -> tuple[dict, str]:
                                                  "teacher")}
             for key in ("values", "match"):
                 arrays[key] = data[key] if key in data.files else None
+    except MemoryError:
+        raise
     except Exception as error:  # a damaged member (its CRC, its compressed data)
         raise _not_labels(path, error) from None
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
@@ -161,9 +174,9 @@ def load_labels(path) -> tuple[dict, str]:
         raise LabelsError(f"{path}: 'action' must be 1-D with 1..{MAX_LABELS} labels")
     if obs.shape != (n, OBS_SIZE) or obs.dtype != np.float32:
         raise LabelsError(f"{path}: 'observation' must be float32 of shape ({n}, {OBS_SIZE})")
-    outside = np.flatnonzero(~((obs >= _OBS_LOW) & (obs <= _OBS_HIGH)).all(axis=1))  # NaN too
-    if len(outside):
-        raise LabelsError(f"{path}: observation {outside[0]} is not one the game gives (a value "
+    outside = _first_outside_the_game(obs)
+    if outside is not None:
+        raise LabelsError(f"{path}: observation {outside} is not one the game gives (a value "
                           "outside the observation space, or not finite)")
     if mask.shape != (n, NUM_ACTIONS) or mask.dtype != np.bool_:
         raise LabelsError(f"{path}: 'action_mask' must be bool of shape ({n}, {NUM_ACTIONS})")

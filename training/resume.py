@@ -130,10 +130,12 @@ def _moment_ratio(beta1: float, beta2: float) -> float:
     return (1 - beta1) / math.sqrt((1 - beta2) * (1 - beta1 ** 2 / beta2))
 
 
-#: The trainer's Adam (``train.py``: torch's default betas) keeps ``|m| <= this * sqrt(v)``
-#: (7.27), and 1 % for float32 rounding: a file's moments beyond it would blow up the first
-#: update (a step of lr * |m| / (sqrt(v) + eps) per weight).
-ADAM_MOMENT_RATIO = 1.01 * _moment_ratio(0.9, 0.999)
+#: The betas of the trainer's Adam (``train.build_networks``; torch's defaults).
+ADAM_BETAS = (0.9, 0.999)
+#: That Adam keeps ``|m| <= this * sqrt(v)`` (7.27), and 1 % for float32 rounding: a file's
+#: moments beyond it would blow up the first update (a step of lr * |m| / (sqrt(v) + eps) per
+#: weight).
+ADAM_MOMENT_RATIO = 1.01 * _moment_ratio(*ADAM_BETAS)
 
 
 def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
@@ -158,6 +160,8 @@ def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
                            f"state {index}.{key} must be dense, finite float32 {shape}")
         if bool((moments["exp_avg_sq"] < 0).any()):  # a mean of squares: its sqrt divides steps
             raise _bad(path, "optimizer", f"state {index}.exp_avg_sq must be >= 0")
+        # (+ 1e-10: v underflows float32 to 0 for gradients below ~1e-22, where m does not;
+        # such an m is far below eps, so its steps are tiny anyway)
         if not bool((moments["exp_avg"].abs()
                      <= ADAM_MOMENT_RATIO * moments["exp_avg_sq"].sqrt() + 1e-10).all()):
             raise _bad(path, "optimizer", f"state {index}.exp_avg is larger than any Adam run "

@@ -37,7 +37,7 @@ from .critic import OracleCritic
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .ppo import compute_gae, ppo_update
-from .resume import check_resume, load_engine, optimizer_state, resumed_config
+from .resume import ADAM_BETAS, check_resume, load_engine, optimizer_state, resumed_config
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
@@ -100,7 +100,8 @@ def build_networks(cfg: TrainConfig):
                       action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes).eval()
     critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
     parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
-    return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5)
+    return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5,
+                                           betas=ADAM_BETAS)
 
 
 def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
