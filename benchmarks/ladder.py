@@ -181,7 +181,8 @@ def main(argv=None) -> int:
     try:
         rated = ratings(results)
     except ValueError as problem:  # --only can leave groups that never met
-        print(f"error: {problem} (choose --only/--skip agents whose pairings connect)", file=sys.stderr)
+        print(f"error: {problem} (choose --only/--skip agents whose pairings connect)",
+              file=sys.stderr)
         return 2
     print("\n| agent | rating | ±95% |\n|---|---:|---:|")
     for r in rated:

@@ -65,7 +65,8 @@ BAD_PIECES = [
     ("optimizer", lambda d: d["optimizer"]["state"][0]["exp_avg_sq"].fill_(-1.0)),  # NaN steps
     # steps torch's Adam cannot use (uint8 255 wraps to a division by 0), and moments no Adam
     # run gives, which would blow the weights up on the first update
-    ("optimizer", lambda d: d["optimizer"]["state"][0].update(step=torch.tensor(255, dtype=torch.uint8))),
+    ("optimizer", lambda d: d["optimizer"]["state"][0].update(
+        step=torch.tensor(255, dtype=torch.uint8))),
     ("optimizer", lambda d: d["optimizer"]["state"][0].update(step=torch.tensor(True))),
     ("optimizer", lambda d: d["optimizer"]["state"][0].update(step=torch.tensor(2.5))),
     ("optimizer", lambda d: (d["optimizer"]["state"][0]["exp_avg"].fill_(3e38),

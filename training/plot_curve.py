@@ -41,6 +41,7 @@ def read_run(run_dir) -> dict:
     tags = acc.Tags()
     if "eval/wall_minutes" not in tags["scalars"]:
         raise ValueError(f"{run_dir}: no evaluations logged (eval/wall_minutes missing)")
+
     def scalars(tag: str, ok, words: str) -> list:
         """The events of ``tag``, each value checked (a shared run folder is untrusted)."""
         events = acc.Scalars(tag)
