@@ -14,14 +14,15 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
 
 
 def descendants() -> dict[int, int]:
-    """This process's children, theirs, and so on, each with its parent."""
+    """This process's live children, theirs, and so on, each with its parent."""
     children = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # gone meanwhile
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        if fields[0] != "Z":  # a zombie has exited: only its parent has not reaped it yet
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
     found, todo = {}, [os.getpid()]
     while todo:
         parent = todo.pop()
