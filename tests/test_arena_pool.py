@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from processes import needs_proc, pool_workers, wait_until
@@ -58,3 +59,41 @@ def test_chunks_are_submitted_a_few_at_a_time(monkeypatch):
     with closing(played):
         next(played)
         assert len(submitted) <= arena_pool.CHUNKS_IN_FLIGHT * 2 + 1
+
+
+@needs_proc
+def test_ctrl_c_from_a_terminal_ends_the_cli_and_its_workers_at_once(tmp_path):
+    """SIGINT to the whole process group, as a terminal sends it: the workers ignore it, the
+    main process ends them mid-pair and exits 130 in one line naming the log."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "pairs.jsonl"
+    command = [sys.executable, "-m", "sevenrocks_env.cli", "arena", "random", "search:samples=2",
+               "--pairs", "2000", "--workers", "2", "--no-progress", "--log", str(log)]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True,  # its own process group, as a shell job
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        assert wait_until(lambda: log.exists() and log.read_text().count("\n") >= 2, 120)
+        os.killpg(run.pid, signal.SIGINT)
+        out, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 130, out
+    assert "interrupted; the pairs finished so far are in" in out and "Traceback" not in out, out
+    assert wait_until(lambda: not _alive_in_group(run.pid), 10)
+
+
+def _alive_in_group(group: int) -> list[int]:
+    """Live processes of process group ``group`` (from ``/proc``)."""
+    alive = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            alive.append(int(stat.parent.name))
+    return alive
