@@ -166,6 +166,10 @@ def test_max_rounds_truncates_and_counts_half():
         assert out.rounds <= 4
         assert out.score * 2 == int(out.score * 2)
     assert sum(o.truncated for o in outcomes) == result.truncated
+    # a match cut off at the round limit is worth 1/2 to each side: with a target no one reaches
+    # in one round, every match of every pair is cut off and every pair scores exactly 1
+    cut = play_pairs_batched(BatchedGreedy(), BatchedRandom(), 2, 0, 5, 2000, 1)
+    assert all(out.truncated == 2 and out.score == 1.0 for out in cut), cut
 
 
 def test_random_draws_differ_between_the_two_matches_of_a_pair():

@@ -108,6 +108,16 @@ def test_a_key_given_twice_or_a_header_value_of_another_type_is_refused(tmp_path
         arena.evaluate(A, B, 2, seed=3, log=log)
 
 
+def test_a_pair_line_longer_than_max_line_is_refused_before_it_is_parsed(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    lines = _lines(log)
+    lines[2] = json.dumps({"pair": 1, "x": "y" * MAX_LINE})  # valid JSON, too long
+    log.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PairLogError, match=f":3: line longer than {MAX_LINE} bytes"):
+        arena.evaluate(A, B, 2, seed=3, log=log)
+
+
 def test_a_deeply_nested_pair_line_is_refused_as_not_json(tmp_path):
     log = tmp_path / "l.jsonl"
     arena.evaluate(A, B, 3, seed=3, log=log)
@@ -141,9 +151,14 @@ def test_logged_pairs_are_read_not_played_again(tmp_path):
     assert result.mean_margin == (-1234 + json.loads(lines[2])["margin"]) / 4
 
 
+#: A pair line whose values agree with each other except for its rounds (none scored, none won).
+NO_POINTS = {"round_wins_a": 0, "points_a": 0, "points_b": 0, "margin": 0}
+
+
 @pytest.mark.parametrize("change", [
     {"score": 0.3}, {"score": 1.0, "truncated": 1}, {"truncated": 2, "score": 2.0},
-    {"rounds": 0}, {"rounds": 1}, {"margin": 5}, {"points_a": 10 ** 12}, {"round_wins_a": 0.3},
+    {"rounds": 0, **NO_POINTS}, {"rounds": 1, **NO_POINTS}, {"margin": 5},
+    {"points_a": 10 ** 12}, {"round_wins_a": 0.3},
 ])
 def test_a_logged_pair_no_match_can_give_is_refused(tmp_path, change):
     """Values each in range but not together: a damaged or hostile log (rounds 0 used to end
@@ -155,7 +170,9 @@ def test_a_logged_pair_no_match_can_give_is_refused(tmp_path, change):
     first.update(change)
     lines[1] = json.dumps(first)
     log.write_text("\n".join(lines) + "\n")
-    with pytest.raises(PairLogError, match="not a pair any match can give|must be"):
+    words = (f"{change['rounds']} rounds for two matches" if "rounds" in change
+             else "not a pair any match can give|must be")
+    with pytest.raises(PairLogError, match=words):
         arena.evaluate(A, B, 2, seed=3, log=log)
 
 

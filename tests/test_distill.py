@@ -40,6 +40,9 @@ def test_labels_are_the_teachers_choices_on_real_decisions(collected, teacher):
     assert len(action) == len(obs) == len(mask) == 60
     assert (mask.sum(1) >= 2).all(), "a forced move was labelled"
     assert mask[np.arange(60), action].all(), "a label is illegal"
+    # each label is the teacher's best action by its own values (legal ones)
+    best = np.where(mask, collected["values"], -np.inf).max(1)
+    np.testing.assert_array_equal(collected["values"][np.arange(60), action], best)
     # each label is the teacher's own choice for that observation (its worlds come from the
     # decision's generator, so asking again with the same generator gives the same answer)
     again = distill.collect(tiny_student(), teacher, 60, num_envs=8, seed=3,

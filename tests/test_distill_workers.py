@@ -25,6 +25,7 @@ from distill_stand_ins import Highest, tiny_student  # noqa: E402
 from processes import descendants, needs_proc, pool_workers, wait_until  # noqa: E402
 
 from sevenrocks_env.batched.deal import counter_key  # noqa: E402
+from sevenrocks_env.policy import PolicyNet  # noqa: E402
 from training import distill, distill_collect, distill_labels  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
 
@@ -63,6 +64,18 @@ def test_a_span_of_the_envs_labels_what_the_whole_collection_labels():
     other = distill_collect.collect(tiny_student(), Highest(), 150, num_envs=3, seed=10,
                                     log=quiet, first_env=5)
     assert not np.array_equal(other["observation"], part["observation"])
+
+
+def test_the_games_follow_the_student_s_moves():
+    """Two students, the same deals: the first decisions are the same states, later ones are
+    not (the moves played are the student's draws, not a fixed rule)."""
+    torch.manual_seed(1)
+    other_student = PolicyNet((32, 32)).eval()
+    labels = [distill_collect.collect(student, Highest(), 160, num_envs=8, seed=9, log=quiet)
+              for student in (tiny_student(), other_student)]
+    first = [part["observation"][:8] for part in labels]  # step 0: one decision an env
+    np.testing.assert_array_equal(*first)
+    assert not np.array_equal(labels[0]["observation"], labels[1]["observation"])
 
 
 def test_a_span_stopped_before_its_first_label_returns_empty_arrays_that_join():

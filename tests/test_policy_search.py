@@ -293,9 +293,13 @@ def test_bad_policy_path_is_refused(tmp_path):
 def test_threads_setting_is_restored_after_a_decision(shipped):
     match = random_state(2, 5)
     before = torch.get_num_threads()
-    PolicySearchAgent(shipped, samples=1, seed=0, threads=1).act(
-        encode(match, match.turn), action_mask(match, match.turn))
-    assert torch.get_num_threads() == before
+    torch.set_num_threads(3)  # not the agent's 1, whatever this process runs with
+    try:
+        PolicySearchAgent(shipped, samples=1, seed=0, threads=1).act(
+            encode(match, match.turn), action_mask(match, match.turn))
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_threads_apply_to_action_values_too(shipped, monkeypatch):
