@@ -13,16 +13,23 @@ needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
                                 reason="finds the workers in /proc")
 
 
-def descendants() -> dict[int, int]:
-    """This process's live children, theirs, and so on, each with its parent."""
-    children = {}
+def _live_processes():
+    """``(pid, parent, process group)`` of every live process (a zombie has exited: only its
+    parent has not reaped it yet)."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue  # gone meanwhile
-        if fields[0] != "Z":  # a zombie has exited: only its parent has not reaped it yet
-            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        if fields[0] != "Z":
+            yield int(stat.parent.name), int(fields[1]), int(fields[2])
+
+
+def descendants() -> dict[int, int]:
+    """This process's live children, theirs, and so on, each with its parent."""
+    children = {}
+    for pid, parent, _ in _live_processes():
+        children.setdefault(parent, []).append(pid)
     found, todo = {}, [os.getpid()]
     while todo:
         parent = todo.pop()
@@ -30,6 +37,11 @@ def descendants() -> dict[int, int]:
             found[child] = parent
             todo.append(child)
     return found
+
+
+def alive_in_group(group: int) -> list[int]:
+    """The live processes of process group ``group``."""
+    return [pid for pid, _, in_group in _live_processes() if in_group == group]
 
 
 def pool_workers() -> list[int]:

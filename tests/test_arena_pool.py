@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import signal
 from contextlib import closing
-from pathlib import Path
 
 import pytest
-from processes import needs_proc, pool_workers, wait_until
+from processes import alive_in_group, needs_proc, pool_workers, wait_until
 
 from sevenrocks_env import arena_pool
 
@@ -83,17 +82,5 @@ def test_ctrl_c_from_a_terminal_ends_the_cli_and_its_workers_at_once(tmp_path):
             os.killpg(run.pid, signal.SIGKILL)
     assert run.returncode == 130, out
     assert "interrupted; the pairs finished so far are in" in out and "Traceback" not in out, out
-    assert wait_until(lambda: not _alive_in_group(run.pid), 10)
+    assert wait_until(lambda: not alive_in_group(run.pid), 10)
 
-
-def _alive_in_group(group: int) -> list[int]:
-    """Live processes of process group ``group`` (from ``/proc``)."""
-    alive = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == group and fields[0] != "Z":
-            alive.append(int(stat.parent.name))
-    return alive
