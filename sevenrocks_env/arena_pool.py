@@ -20,6 +20,7 @@ import multiprocessing
 import signal
 import sys
 from collections import deque
+from itertools import islice
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -86,16 +87,15 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
     At most :data:`CHUNKS_IN_FLIGHT` chunks a worker are submitted ahead of the one read."""
     pool = ProcessPoolExecutor(workers, pool_context(), _start_worker, (initializer, settings))
     chunks = (items[start:start + chunksize] for start in range(0, len(items), chunksize))
-    pending: deque = deque()
     finished = False
     try:
-        while True:
-            while (len(pending) < CHUNKS_IN_FLIGHT * workers
-                   and (chunk := next(chunks, None)) is not None):
+        pending = deque(pool.submit(_run_chunk, work, chunk)
+                        for chunk in islice(chunks, CHUNKS_IN_FLIGHT * workers))
+        while pending:
+            results = pending.popleft().result()
+            if (chunk := next(chunks, None)) is not None:  # one in for each one out
                 pending.append(pool.submit(_run_chunk, work, chunk))
-            if not pending:
-                break
-            yield from pending.popleft().result()
+            yield from results
         finished = True
     except BrokenProcessPool:  # from submit or result, whichever comes first
         raise WorkerDied("an arena worker died or could not start (killed, out of memory? any "
