@@ -257,7 +257,7 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
             parts = [future.result() for future in pending]
         except BrokenProcessPool:
             raise WorkerDied("a collection worker died (killed, or out of memory?); the part "
-                               f"files beside {labels_path} hold what the spans saved") from None
+                             f"files beside {labels_path} hold what the spans saved") from None
     return {key: np.concatenate([part[key] for part in parts]) for key in _LABEL_KEYS}
 
 
