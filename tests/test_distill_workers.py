@@ -144,10 +144,14 @@ def test_workers_label_what_one_process_labels(student_file, tmp_path):
         assert teacher == TEACHER
 
 
-def when_a_part_is_saved(part: Path, action) -> None:
-    """``action()`` on a thread once ``part`` exists (the spans are under way)."""
+def when_every_span_has_saved(labels_path: Path, spans: int, action) -> None:
+    """``action()`` on a thread once every span has saved its part file: every worker is then
+    past its start, where it begins to ignore Ctrl-C (a worker still importing torch dies of
+    it, like any process)."""
+    parts = [distill_collect.part_path(labels_path, index) for index in range(spans)]
+
     def watch():
-        wait_until(part.exists, 120)
+        wait_until(lambda: all(part.exists() for part in parts), 120)
         action()
     threading.Thread(target=watch, daemon=True).start()
 
@@ -163,7 +167,7 @@ def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
         for pid in [os.getpid(), *descendants()]:
             os.kill(pid, signal.SIGINT)
 
-    when_a_part_is_saved(distill_collect.part_path(labels_path, 0), ctrl_c)
+    when_every_span_has_saved(labels_path, 2, ctrl_c)
     seen = []
     pooled = distill_collect.collect_in_pool(str(student_file), TEACHER, 100_000, num_envs=4,
                                              seed=2, workers=2, labels_path=labels_path,
@@ -186,7 +190,7 @@ def test_a_worker_that_dies_or_fails_is_an_error_not_a_hang(student_file, tmp_pa
     def kill_a_worker():
         os.kill(pool_workers()[0], signal.SIGKILL)
 
-    when_a_part_is_saved(distill_collect.part_path(labels_path, 0), kill_a_worker)
+    when_every_span_has_saved(labels_path, 2, kill_a_worker)
     with pytest.raises(RuntimeError, match="a collection worker died"):
         distill_collect.collect_in_pool(str(student_file), TEACHER, 100_000, num_envs=4, seed=2,
                                         workers=2, labels_path=labels_path, save_every=8,
