@@ -19,10 +19,12 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import sys
+import threading
 from collections import deque
 from itertools import islice
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 
 from .agents import make_agent
 
@@ -68,8 +70,34 @@ def _play_span(span: tuple[int, int]):
 def pool_context():
     """Fork, unless torch is loaded here: a forked child of a process whose torch thread pool
     has started can hang, so then use a fork server (the caller needs the usual
-    ``if __name__ == "__main__":`` guard, as with any non-fork start method)."""
-    return multiprocessing.get_context("forkserver" if "torch" in sys.modules else "fork")
+    ``if __name__ == "__main__":`` guard, as with any non-fork start method), started with
+    Ctrl-C ignored (:func:`_start_fork_server_ignoring_ctrl_c`)."""
+    if "torch" not in sys.modules:
+        return multiprocessing.get_context("fork")
+    _start_fork_server_ignoring_ctrl_c()
+    return multiprocessing.get_context("forkserver")
+
+
+def _start_fork_server_ignoring_ctrl_c() -> None:
+    """Start this process's fork server, if it is not running yet, with SIGINT ignored.
+
+    Every process the fork server forks starts with the Ctrl-C handler the server itself
+    started with, and a fresh Python keeps an inherited SIG_IGN.  So the workers ignore Ctrl-C
+    from their first instant, not only once their initializer runs: a Ctrl-C while a worker is
+    still importing torch (a second or two) would otherwise kill it (a traceback in the arena,
+    ``WorkerDied`` in a distillation collection).  A Ctrl-C to this process in the few
+    milliseconds the server takes to start is lost.  Signal handlers can only be set from the
+    main thread; from another thread, or when SIGINT's handler was not set from Python, the
+    fork server starts as it is (the workers' initializers still ignore Ctrl-C)."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        forkserver.ensure_running()
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _start_worker(initializer, settings: tuple) -> None:

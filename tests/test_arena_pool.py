@@ -84,3 +84,25 @@ def test_ctrl_c_from_a_terminal_ends_the_cli_and_its_workers_at_once(tmp_path):
     assert "interrupted; the pairs finished so far are in" in out and "Traceback" not in out, out
     assert wait_until(lambda: not alive_in_group(run.pid), 10)
 
+
+
+def test_fork_server_workers_ignore_ctrl_c_before_their_initializer_runs():
+    """With torch loaded the workers come from a fork server; they must ignore Ctrl-C from their
+    first instant, not only once their initializer has run (a Ctrl-C while a worker was still
+    importing torch killed it).  The main process keeps its own Ctrl-C handler."""
+    import subprocess
+    import sys
+
+    code = ("import signal, torch\n"
+            "from concurrent.futures import ProcessPoolExecutor\n"
+            "from sevenrocks_env.arena_pool import pool_context\n"
+            "if __name__ == '__main__':\n"
+            "    with ProcessPoolExecutor(1, pool_context()) as pool:\n"
+            "        worker = pool.submit(signal.getsignal, signal.SIGINT).result()\n"
+            "    print(worker == signal.SIG_IGN,\n"
+            "          signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120,  # a Python started with Ctrl-C handled, as from a terminal
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True"], run.stdout + run.stderr
