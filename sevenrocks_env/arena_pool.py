@@ -135,11 +135,20 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the workers in the middle of their chunks.  A worker terminated while it was
+    writing a large result (a span's outcomes) leaves part of a message in the result pipe, and
+    the executor's manager thread would wait for the rest for ever (Python then hangs at exit):
+    with this process's own write end of that pipe closed as well, it reads an end of file
+    instead once the workers are gone, and gives up.  Both reach into the executor's private
+    attributes (stable from Python 3.8 to 3.14), and skip what is not there."""
     if hasattr(pool, "terminate_workers"):  # Python 3.14
         pool.terminate_workers()
-        return
-    for process in list((pool._processes or {}).values()):  # the same, before 3.14
-        process.terminate()
+    else:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            process.terminate()
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
 
 
 def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: range, target: int,

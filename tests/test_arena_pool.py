@@ -106,3 +106,33 @@ def test_fork_server_workers_ignore_ctrl_c_before_their_initializer_runs():
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["True", "True"], run.stdout + run.stderr
+
+
+def test_a_result_cut_short_by_the_stop_does_not_hang_python_at_exit():
+    """A worker terminated while it writes a large result (a span's outcomes) leaves part of a
+    message in the result pipe.  Here that part is written deterministically (a header that
+    promises 1000 bytes, then 10) while the only worker sleeps in its second item; closing the
+    run early must still let Python exit (it waited for the rest of the message for ever)."""
+    import subprocess
+    import sys
+
+    code = ("import os, struct, time\n"
+            "from contextlib import closing\n"
+            "from sevenrocks_env import arena_pool\n"
+            "pools = []\n"
+            "class Recording(arena_pool.ProcessPoolExecutor):\n"
+            "    def __init__(self, *args):\n"
+            "        super().__init__(*args)\n"
+            "        pools.append(self)\n"
+            "def work(item):\n"
+            "    return time.sleep(60 * item)\n"
+            "if __name__ == '__main__':\n"
+            "    arena_pool.ProcessPoolExecutor = Recording\n"
+            "    with closing(arena_pool._in_pool(int, (), work, [0, 1], 1)) as results:\n"
+            "        next(results)\n"
+            "        writer = pools[0]._result_queue._writer\n"
+            "        os.write(writer.fileno(), struct.pack('!i', 1000) + bytes(10))\n"
+            "        time.sleep(0.5)  # the manager thread reads the header and waits\n"
+            "    print('closed', flush=True)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout == "closed\n", run.stdout + run.stderr
