@@ -339,6 +339,9 @@ def test_hostile_urls_and_headers_get_short_4xx_answers(client, waiting):
     response = client.post(f"/api/games/{game}/move", content=b"{}",
                            headers={"content-length": "9" * 5000})
     assert response.status_code == 413
+    response = client.post(f"/api/games/{game}/move", content=b"{}",  # "\u00b2" (latin-1):
+                           headers={"content-length": b"\xb2"})  # a digit to isdigit, not int
+    assert response.status_code == 413
 
 
 def _one_round_record() -> dict:
@@ -349,3 +352,23 @@ def _one_round_record() -> dict:
     while not match.over:
         apply_action(match, legal_actions(match)[0])
     return records.game_record(match)
+
+
+@pytest.mark.parametrize("field", ["seat", "target", "seed", "partner", "ply", "action"])
+def test_deeply_nested_values_are_refused_with_a_4xx_not_a_500(client, app, waiting, field):
+    """A value nested nearly as deep as the parser allows: the refusal names it without a
+    ``repr`` of the whole (which ran out of stack on the server's deeper call chain)."""
+    import sys
+
+    before = snapshot(app, waiting)
+    url = "/api/games" if field in ("seat", "target", "seed", "partner") else \
+        f"/api/games/{waiting['id']}/move"
+    limit = sys.getrecursionlimit()
+    for depth in range(limit - 120, limit + 5, 5):
+        body = {"ply": waiting["ply"], "action": 3} if field in ("ply", "action") else {}
+        body = (json.dumps(body)[:-1] + (", " if body else "") + f'"{field}": '
+                + "[" * depth + "]" * depth + "}")
+        response = client.post(url, content=body.encode(),
+                               headers={"content-type": "application/json"})
+        assert response.status_code in (400, 422), (depth, response.status_code)
+    assert snapshot(app, waiting) == before

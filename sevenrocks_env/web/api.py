@@ -61,7 +61,7 @@ def error(status: int, message: str) -> JSONResponse:
 async def read_json(request: Request, limit: int = MAX_BODY):
     """The body as JSON; 413 past ``limit`` bytes (checked while reading), 400 if not JSON."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or len(declared) > 12
+    if declared is not None and (not (declared.isascii() and declared.isdigit()) or len(declared) > 12
                                  or int(declared) > limit):
         raise GameError(413, f"request body too large: at most {limit} bytes")
     chunks, size = [], 0
@@ -97,7 +97,7 @@ def object_body(body, fields: dict) -> dict:
                 raise GameError(422, f"missing field {name!r}")
             continue
         if type(body[name]) is not int:
-            raise GameError(422, f"{name} must be an int, got {body[name]!r:.40}")
+            raise GameError(422, f"{name} must be an int, got {records.shown(body[name])}")
     return body
 
 

@@ -206,12 +206,12 @@ class GameStore:
         for name in ("partner", "left", "right"):
             spec = body.get(name, "greedy")
             if not isinstance(spec, str) or spec not in specs:
-                raise GameError(422, f"unknown agent spec for {name}: {spec!r:.80}; "
+                raise GameError(422, f"unknown agent spec for {name}: {shown(spec)}; "
                                      f"valid: {', '.join(specs)}")
             chosen[name] = spec
         target = body.get("target", 250)
         if type(target) is not int or not 1 <= target <= MAX_TARGET:
-            raise GameError(422, f"target must be an int from 1 to {MAX_TARGET}, got {target!r:.40}")
+            raise GameError(422, f"target must be an int from 1 to {MAX_TARGET}, got {shown(target)}")
         seed = body.get("seed")
         if type(seed) is str and seed.isascii() and seed.isdigit() and len(seed) <= 19:
             seed = int(seed)  # as a view gives it back: a JSON number past 2^53 is rounded in JS
@@ -221,7 +221,7 @@ class GameStore:
             seed = secrets.randbelow(MAX_SEED + 1)
         elif type(seed) is not int or not 0 <= seed <= MAX_SEED:
             raise GameError(422, f"seed must be null or an int from 0 to {MAX_SEED} (a number, "
-                                 f"or its decimal digits as a string), got {seed!r:.40}")
+                                 f"or its decimal digits as a string), got {shown(seed)}")
         return Setup(seat, chosen["partner"], chosen["left"], chosen["right"], target, seed)
 
     def new_game(self, setup: Setup) -> Game:

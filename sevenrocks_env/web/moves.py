@@ -8,6 +8,7 @@ that is not open yet, a knock while holding a tile that fits.
 from __future__ import annotations
 
 from ..play import PLACE_WORDS
+from ..record import shown
 from ..rules import Match, is_legal
 from ..tiles import KNOCK, NORTH, NUM_ACTIONS, tile_name
 
@@ -29,7 +30,7 @@ def branch_closed_text(match: Match) -> str:
 def why_illegal(match: Match, action) -> str:
     """The reason ``action`` is not legal for the seat on turn (``""`` if it is legal)."""
     if type(action) is not int or not 0 <= action < NUM_ACTIONS:
-        return f"an action is an int from 0 to {NUM_ACTIONS - 1}, got {action!r:.40}"
+        return f"an action is an int from 0 to {NUM_ACTIONS - 1}, got {shown(action)}"
     if is_legal(match, action):
         return ""
     if match.over:
