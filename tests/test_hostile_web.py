@@ -372,3 +372,59 @@ def test_deeply_nested_values_are_refused_with_a_4xx_not_a_500(client, app, wait
                                headers={"content-type": "application/json"})
         assert response.status_code in (400, 422), (depth, response.status_code)
     assert snapshot(app, waiting) == before
+
+
+def test_uploads_past_two_at_a_time_are_refused_before_their_body_is_parsed(client, monkeypatch):
+    """Each upload being checked holds its body, text and parsed objects (up to ~80 MB): a third
+    one at the same time is a 429, not one more in memory."""
+    from sevenrocks_env.web.api import REPLAYS_AT_ONCE
+
+    release, checking, parsed = threading.Event(), [], []
+    validate, parse = records.validate, records.parse
+
+    def slow_validate(record):
+        checking.append(1)
+        release.wait(10)
+        return validate(record)
+
+    def counted_parse(text):
+        parsed.append(1)
+        return parse(text)
+    monkeypatch.setattr(records, "validate", slow_validate)
+    monkeypatch.setattr(records, "parse", counted_parse)
+    body = json.dumps(_one_round_record())
+    answers = []
+    uploads = [threading.Thread(target=lambda: answers.append(
+        client.post("/api/replays", content=body))) for _ in range(REPLAYS_AT_ONCE)]
+    for upload in uploads:
+        upload.start()
+    started = time.monotonic()
+    while len(checking) < REPLAYS_AT_ONCE and time.monotonic() - started < 10:
+        time.sleep(0.01)
+    refused = client.post("/api/replays", content=body)
+    release.set()
+    for upload in uploads:
+        upload.join(10)
+    assert refused.status_code == 429 and "already checking" in refused.json()["error"]
+    assert len(parsed) == REPLAYS_AT_ONCE
+    assert [answer.status_code for answer in answers] == [201] * REPLAYS_AT_ONCE
+    assert client.post("/api/replays", content=body).status_code == 201  # room again
+
+
+def test_a_full_server_refuses_before_loading_agents_or_parsing_a_record(client, app,
+                                                                        monkeypatch):
+    from sevenrocks_env.web import games
+
+    store = app.state.store
+    for _ in range(store.max_games):
+        assert client.post("/api/games", json=BOTS).status_code == 201
+    built, parsed = [], []
+    make_agent, parse = games.make_agent, records.parse
+    monkeypatch.setattr(games, "make_agent", lambda *a, **k: built.append(1) or make_agent(*a, **k))
+    monkeypatch.setattr(records, "parse", lambda text: parsed.append(1) or parse(text))
+    assert client.post("/api/games", json=BOTS).status_code == 429
+    assert built == []
+    parsed.clear()  # the setup's few bytes were parsed; a record is not
+    answer = client.post("/api/replays", content=json.dumps(_one_round_record()))
+    assert answer.status_code == 429 and "open games" in answer.json()["error"]
+    assert parsed == []

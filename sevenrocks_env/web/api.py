@@ -20,7 +20,6 @@ in a worker thread (``run_in_threadpool``), so a slow ``search`` bot never stall
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -43,6 +42,9 @@ MAX_BODY = 64 * 1024  # moves and setups are a few dozen bytes
 #: A record to replay: a match to 250 is 20-60 kB of JSON; one to the page's largest target
 #: (5000) against random bots about 1.4 MB.  Replays are held in the game store (--max-games).
 MAX_REPLAY_BODY = 4 * 2**20
+#: Uploaded records read and checked at once; past it an upload is refused (429), so the memory
+#: they take (the body, its text and the parsed objects: up to ~80 MB each) stays bounded.
+REPLAYS_AT_ONCE = 2
 
 
 @dataclass
@@ -58,11 +60,11 @@ def error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-async def read_json(request: Request, limit: int = MAX_BODY):
-    """The body as JSON; 413 past ``limit`` bytes (checked while reading), 400 if not JSON."""
+async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
+    """The body's bytes; 413 past ``limit`` bytes (declared, or counted while reading)."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not (declared.isascii() and declared.isdigit()) or len(declared) > 12
-                                 or int(declared) > limit):
+    if declared is not None and (not (declared.isascii() and declared.isdigit())
+                                 or len(declared) > 12 or int(declared) > limit):
         raise GameError(413, f"request body too large: at most {limit} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
@@ -70,15 +72,38 @@ async def read_json(request: Request, limit: int = MAX_BODY):
         if size > limit:
             raise GameError(413, f"request body too large: at most {limit} bytes")
         chunks.append(chunk)
-    body = b"".join(chunks)
+    return b"".join(chunks)
+
+
+def parse_json(body: bytes):
+    """``body`` as JSON, parsed as record files are (None if empty); 400 if it is not JSON.
+    A 4 MB replay body takes tens of milliseconds: call it off the event loop."""
     if not body:
         return None
-    try:  # a 4 MB replay body takes tens of milliseconds to parse: off the event loop
+    try:
         text = body.decode(json.detect_encoding(body))  # as json.loads(bytes): a BOM, UTF-16
-        return await run_in_threadpool(records.parse, text)
+        return records.parse(text)
     except ValueError as problem:  # bad UTF-8, bad JSON, NaN, a key twice, too many values
         reason = str(problem).removeprefix("is not JSON: ").removeprefix("is not a game record: ")
         raise GameError(400, f"the request body is not valid JSON: {reason}"[:300]) from None
+
+
+async def read_json(request: Request, limit: int = MAX_BODY):
+    """The body as JSON (:func:`read_body`, then :func:`parse_json` in a worker thread)."""
+    return await run_in_threadpool(parse_json, await read_body(request, limit))
+
+
+def checked_record(body: bytes) -> dict:
+    """An uploaded record, parsed and replayed to check it (about a second for a long one);
+    422 if it is not a valid game record."""
+    record = parse_json(body)
+    try:
+        records.validate(record)
+    except records.RecordError as problem:
+        raise GameError(422, f"not a valid game record: {problem}") from None
+    except Exception as problem:  # an untrusted file: anything odd is the file's fault
+        raise GameError(422, f"not a valid game record: {problem!r:.300}") from None
+    return record
 
 
 def object_body(body, fields: dict) -> dict:
@@ -112,7 +137,7 @@ def _index(text: str, name: str) -> int:
 def create_app(store: GameStore | None = None) -> Starlette:
     """The web application; ``store`` holds the games (a fresh :class:`GameStore` by default)."""
     store = store if store is not None else GameStore()
-    replay_checks = asyncio.Semaphore(2)  # records being replayed to check them, at most
+    replays_in_flight = 0  # uploads being read or checked (on the event loop's thread only)
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
@@ -174,14 +199,17 @@ def create_app(store: GameStore | None = None) -> Starlette:
             "content-disposition": f'attachment; filename="sevenrocks-{game.id[:8]}.json"'})
 
     async def load_replay(request: Request) -> Response:
-        body = await read_json(request, MAX_REPLAY_BODY)
-        try:  # replaying a long record takes about a second: off the event loop, two at a time
-            async with replay_checks:
-                await run_in_threadpool(records.validate, body)
-        except records.RecordError as problem:
-            raise GameError(422, f"not a valid game record: {problem}") from None
-        except Exception as problem:  # an untrusted file: anything odd is the file's fault
-            raise GameError(422, f"not a valid game record: {problem!r:.300}") from None
+        nonlocal replays_in_flight
+        store.check_room()  # before the work, not only when storing it
+        if replays_in_flight >= REPLAYS_AT_ONCE:  # each costs up to ~80 MB while checked
+            raise GameError(429, f"the server is already checking {REPLAYS_AT_ONCE} uploaded "
+                                 "records; try again in a moment")
+        replays_in_flight += 1
+        try:  # read, parse and replay: off the event loop, so other games go on meanwhile
+            body = await run_in_threadpool(checked_record,
+                                           await read_body(request, MAX_REPLAY_BODY))
+        finally:
+            replays_in_flight -= 1
         replay = Replay(body)
         store.add(replay)
         rounds = [{"round": i, "moves": len(r["moves"]), "result": r["result"],

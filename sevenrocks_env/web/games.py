@@ -158,15 +158,24 @@ class GameStore:
         for key in stale:
             del self._games[key]
 
+    def _refuse_if_full(self, now: float) -> None:
+        self._sweep(now)
+        if len(self._games) >= self.max_games:
+            raise GameError(429, f"the server already holds {self.max_games} open games; "
+                                 f"try again once idle ones expire "
+                                 f"({int(self.idle_seconds // 60)} minutes without a move)")
+
+    def check_room(self) -> None:
+        """429 if a game (or a replay) could not be stored now: checked before the work of
+        building one (loading agents, checking a record), and again by :meth:`add`."""
+        with self._lock:
+            self._refuse_if_full(time.monotonic())
+
     def add(self, item) -> str:
         """Store a game (or a replay) under a fresh unguessable id; 429 when full."""
         with self._lock:
             now = time.monotonic()
-            self._sweep(now)
-            if len(self._games) >= self.max_games:
-                raise GameError(429, f"the server already holds {self.max_games} open games; "
-                                     f"try again once idle ones expire "
-                                     f"({int(self.idle_seconds // 60)} minutes without a move)")
+            self._refuse_if_full(now)
             key = secrets.token_urlsafe(18)
             item.id = key
             item.touched = now
@@ -226,6 +235,7 @@ class GameStore:
 
     def new_game(self, setup: Setup) -> Game:
         """Build the agents (loading a checkpoint is slow: call off the event loop) and store it."""
+        self.check_room()
         specs = setup.specs()
         labels = {seat: self.specs()[spec] for seat, spec in specs.items()}
         labels[setup.seat] = "you"
