@@ -263,9 +263,16 @@ def test_a_slow_bot_does_not_stall_other_games(client, app):
     assert client.get(f"/api/games/{other['id']}").status_code == 200  # not stalled
     busy = client.post(f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})
     assert busy.status_code == 409 and "being computed" in busy.json()["error"]
+    # a GET of the busy game answers at once (it used to wait on the lock, holding a worker
+    # thread: enough of them stalled every game) with the view from before the bot's move
+    view = client.get(f"/api/games/{slow['id']}")
+    assert not release.is_set() and view.status_code == 200 and view.json() == slow
+    record = client.get(f"/api/games/{slow['id']}/record")
+    assert record.status_code == 409 and "being computed" in record.json()["error"]
     release.set()
     worker.join(10)
     assert done["r"].status_code == 200
+    assert client.get(f"/api/games/{slow['id']}").json() == done["r"].json()
 
 
 json_values = st.recursive(

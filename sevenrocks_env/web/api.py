@@ -35,7 +35,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import record as records
 from .games import Game, GameError, GameStore
-from .views import game_view, replay_frame
+from .views import replay_frame
 
 STATIC = Path(__file__).parent / "static"
 MAX_BODY = 64 * 1024  # moves and setups are a few dozen bytes
@@ -150,27 +150,23 @@ def create_app(store: GameStore | None = None) -> Starlette:
     async def create_game(request: Request) -> Response:
         setup = store.check_setup(await read_json(request))
         game = await run_in_threadpool(store.new_game, setup)
-        return JSONResponse(game_view(game), status_code=201)
-
-    def read_locked(game: Game, read):
-        """``read(game)`` holding the game's lock: a bot move runs in a worker thread, and a
-        view built while it changes the match could see a round half closed."""
-        with game.lock:
-            return read(game)
-
-    async def show_game(request: Request) -> Response:
-        game = store.get(request.path_params["game"])
-        return JSONResponse(await run_in_threadpool(read_locked, game, game_view))
+        return JSONResponse(game.view, status_code=201)
 
     def locked(game: Game, work):
-        """Run ``work()`` holding the game's lock; 409 if another request is moving it."""
+        """``work()`` holding the game's lock; 409 if another request is moving it (a bot move
+        runs in a worker thread, and a record built while it changes the match could see a
+        round half closed).  Never waits: a waiting request would hold a worker thread."""
         if not game.lock.acquire(blocking=False):
             raise GameError(409, "another move of this game is being computed; try again")
         try:
-            work()
-            return game_view(game)
+            return work()
         finally:
             game.lock.release()
+
+    async def show_game(request: Request) -> Response:
+        """The view kept after the game's latest move: answered at once, even while a bot's
+        move is being computed."""
+        return JSONResponse(store.get(request.path_params["game"]).view)
 
     async def move(request: Request) -> Response:
         game = store.get(request.path_params["game"])
@@ -190,11 +186,11 @@ def create_app(store: GameStore | None = None) -> Starlette:
             raise GameError(409, "the match is not over yet: the same deals are replayed only "
                                  "after it ends")
         new = await run_in_threadpool(store.new_game, game.setup.swapped())
-        return JSONResponse(game_view(new), status_code=201)
+        return JSONResponse(new.view, status_code=201)
 
     async def download(request: Request) -> Response:
         game = store.get(request.path_params["game"])
-        record = await run_in_threadpool(read_locked, game, player_record)
+        record = await run_in_threadpool(locked, game, lambda: player_record(game))
         return JSONResponse(record, headers={
             "content-disposition": f'attachment; filename="sevenrocks-{game.id[:8]}.json"'})
 

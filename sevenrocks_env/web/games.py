@@ -26,6 +26,7 @@ from .. import record as records
 from ..record import shown
 from ..rules import Match, apply_action, is_legal, partner_of
 from .moves import why_illegal
+from .views import game_view
 
 #: The specs the start panel offers: (spec, label).  Only these (and ``--agent`` extras) are
 #: accepted, so a client on the network cannot make the server load an arbitrary file.
@@ -91,6 +92,9 @@ class Game:
     match: Match
     lock: threading.Lock = field(default_factory=threading.Lock)
     touched: float = field(default_factory=time.monotonic)
+    #: The game's view after its latest move (:func:`.views.game_view`), built while the move
+    #: held the lock: what a GET answers, without waiting for a move being computed.
+    view: dict = field(default_factory=dict)
 
     @property
     def seat(self) -> int:
@@ -104,8 +108,9 @@ class Game:
     def human_to_move(self) -> bool:
         return not self.match.over and self.match.turn == self.seat
 
-    def play_human(self, action, ply) -> int:
-        """Apply the human's ``action`` answering state ``ply``; ``GameError`` says why not."""
+    def play_human(self, action, ply) -> dict:
+        """Apply the human's ``action`` answering state ``ply`` and return the view after it;
+        ``GameError`` says why not."""
         if ply != self.ply:
             raise GameError(409, f"this move answers move {shown(ply)} of the match, but the game "
                                  f"is at move {self.ply}: it was already sent, or the game moved "
@@ -117,10 +122,11 @@ class Game:
                                  f"({self.labels[self.match.turn]}), not yours")
         if not is_legal(self.match, action):
             raise GameError(422, why_illegal(self.match, action))
-        return apply_action(self.match, action)
+        return self._played(action)
 
-    def play_bot(self, ply) -> int:
-        """Let the agent on turn move once (slow for ``search``: call it off the event loop)."""
+    def play_bot(self, ply) -> dict:
+        """Let the agent on turn move once and return the view after it (slow for ``search``:
+        call it off the event loop)."""
         if ply != self.ply:
             raise GameError(409, f"this step answers move {shown(ply)} of the match, but the game "
                                  f"is at move {self.ply}: it was already sent, or the game moved "
@@ -135,7 +141,12 @@ class Game:
         if not is_legal(match, action):  # an agent bug, not the user's: still never a 500
             raise GameError(409, f"the agent at seat {seat} chose an illegal move "
                                  f"({why_illegal(match, action)}); the game is stuck")
-        return apply_action(match, action)
+        return self._played(action)
+
+    def _played(self, action: int) -> dict:
+        apply_action(self.match, action)
+        self.view = game_view(self)
+        return self.view
 
 
 class GameStore:
@@ -246,6 +257,7 @@ class GameStore:
             raise GameError(422, f"cannot build the agents: {error}") from None
         game = Game("", setup, labels, agents, Match.new(setup.seed, target=setup.target))
         self.add(game)
+        game.view = game_view(game)  # with its id (no one knows the id before this returns)
         return game
 
 

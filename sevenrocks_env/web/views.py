@@ -11,14 +11,18 @@ geometry, so the SVG on the page and the PNG pictures put every tile in the same
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..play import move_words
 from ..render.geometry import board_geometry
 from ..render.layout import build_layout, last_placement
 from ..render.text import describe_move, round_result
 from ..rules import Match, legal_actions, round_to_five, team_of
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, tile_name, tiles_of, pips_of
-from .games import Game
 from .moves import tile_reason
+
+if TYPE_CHECKING:  # games keeps each game's view: it imports this module
+    from .games import Game
 
 #: The SVG board's coordinate box (the page scales it to the screen).
 BOARD_BOX = (0, 0, 1000, 560)
