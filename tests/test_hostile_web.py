@@ -435,3 +435,36 @@ def test_a_full_server_refuses_before_loading_agents_or_parsing_a_record(client,
     answer = client.post("/api/replays", content=json.dumps(_one_round_record()))
     assert answer.status_code == 429 and "open games" in answer.json()["error"]
     assert parsed == []
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://testserver.evil",
+                                    "https://testserver:8443"])
+def test_a_post_from_another_site_is_refused(client, app, origin):
+    """A page elsewhere can make the browser post here (a form, a no-cors fetch): browsers name
+    that page in ``Origin``, and it is not this server."""
+    refused = client.post("/api/games", json=BOTS, headers={"origin": origin})
+    assert refused.status_code == 403 and "another site" in refused.json()["error"]
+    assert len(app.state.store) == 0
+    assert client.post("/api/games", json=BOTS, headers={"origin": "http://testserver"}) \
+        .status_code == 201  # the page itself
+    assert client.post("/api/games", json=BOTS).status_code == 201  # curl, scripts: no Origin
+    assert client.get("/api/agents", headers={"origin": origin}).status_code == 200
+
+
+@pytest.mark.parametrize("host, status", [
+    ("127.0.0.1:8000", 200), ("localhost", 200), ("LocalHost:80", 200), ("[::1]:8000", 200),
+    ("evil.example", 400), ("evil.example:8000", 400), ("127.0.0.1.evil.example", 400),
+    ("[::2]:8000", 400), ("", 400),
+])
+def test_a_loopback_server_answers_only_to_loopback_names(host, status):
+    """DNS rebinding: a site whose name resolves to 127.0.0.1 sends its own name as Host."""
+    from starlette.testclient import TestClient
+
+    from sevenrocks_env.web.api import create_app
+    from sevenrocks_env.web.games import GameStore
+
+    with TestClient(create_app(GameStore(max_games=2), loopback_only=True)) as local:
+        answer = local.get("/api/agents", headers={"host": host})
+        assert answer.status_code == status, answer.text
+        if status == 400:
+            assert "answers only at localhost" in answer.json()["error"]

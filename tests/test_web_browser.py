@@ -40,7 +40,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server():
     """The app served by uvicorn in a thread; yields (base url, app)."""
-    app = create_app(GameStore())
+    app = create_app(GameStore(), loopback_only=True)  # as `sevenrocks serve` makes it
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     instance = uvicorn.Server(config)

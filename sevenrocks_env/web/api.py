@@ -28,6 +28,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -35,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from .. import record as records
 from .games import Game, GameError, GameStore
+from .origin import SameSiteOnly
 from .views import replay_frame
 
 STATIC = Path(__file__).parent / "static"
@@ -134,8 +136,10 @@ def _index(text: str, name: str) -> int:
     return int(text)
 
 
-def create_app(store: GameStore | None = None) -> Starlette:
-    """The web application; ``store`` holds the games (a fresh :class:`GameStore` by default)."""
+def create_app(store: GameStore | None = None, loopback_only: bool = False) -> Starlette:
+    """The web application; ``store`` holds the games (a fresh :class:`GameStore` by default).
+    Requests from other sites are refused (:mod:`.origin`); with ``loopback_only`` (a server
+    listening on a loopback address), so is any request to another host name than localhost's."""
     store = store if store is not None else GameStore()
     replays_in_flight = 0  # uploads being read or checked (on the event loop's thread only)
 
@@ -247,7 +251,8 @@ def create_app(store: GameStore | None = None) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={GameError: game_error,
-                                                       HTTPException: http_error})
+                                                       HTTPException: http_error},
+                    middleware=[Middleware(SameSiteOnly, loopback_only=loopback_only)])
     app.state.store = store
     return app
 

@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..agents import make_agent
         from .api import create_app
         from .games import GameStore
+        from .origin import LOOPBACK_NAMES
     except ImportError as problem:
         print(f"error: the web page needs the [web] extra (pip install -e '.[web]'): {problem}",
               file=sys.stderr)
@@ -57,10 +58,11 @@ def main(argv: list[str] | None = None) -> int:
                       extra_agents=tuple(args.agent))
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Seven Rocks: open http://{shown}:{args.port}/ in a browser (Ctrl-C stops)", flush=True)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+    loopback = args.host in LOOPBACK_NAMES
+    if not loopback:
         print(f"note: listening on {args.host}: anyone on the network can open the page and play",
               flush=True)
-    uvicorn.run(create_app(store), host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(create_app(store, loopback_only=loopback), host=args.host, port=args.port, log_level="warning")
     return 0
 
 

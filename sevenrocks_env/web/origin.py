@@ -1,0 +1,70 @@
+"""Requests that another web site makes the user's browser send are refused.
+
+Any page the user visits can make their browser ``POST`` to ``http://127.0.0.1:8000`` (a form,
+or a ``fetch`` in ``no-cors`` mode) without the server being asked first.  Such a page cannot
+read the answers, but it could start games until the open-games cap refuses the user's own.  A
+site whose name is made to resolve to 127.0.0.1 (DNS rebinding) could read the answers as well.
+So, in front of every route:
+
+* a request that may change something (any method but GET and HEAD) whose ``Origin`` header
+  names another site than the ``Host`` it was sent to is refused with 403.  Browsers send
+  ``Origin`` with every such request; other clients (curl, a script) send none and are not
+  affected;
+* when the server listens on a loopback address only (``sevenrocks serve`` without ``--host``),
+  a request whose ``Host`` is not a loopback name (``localhost``, ``127.0.0.1``, ``[::1]``) is
+  refused with 400: a rebinding site's name is not one.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+
+from ..record import shown
+
+#: Names a loopback-only server answers to.
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+def host_name(host: str) -> str:
+    """The name in a ``Host`` header, lower case, without the port (``[::1]:8000`` -> ``::1``)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:host.index("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def refusal(method: str, headers: Headers, loopback_only: bool) -> tuple[int, str] | None:
+    """``(status, message)`` if the request must be refused (see the module's docstring)."""
+    host = headers.get("host", "")
+    if loopback_only and host_name(host) not in LOOPBACK_NAMES:
+        return 400, (f"this server answers only at localhost, 127.0.0.1 or [::1], not at "
+                     f"{shown(host)}")
+    origin = headers.get("origin")
+    if method not in _SAFE_METHODS and origin is not None and \
+            urlsplit(origin.strip()).netloc.lower() != host.strip().lower():
+        return 403, (f"refused: a request from another site ({shown(origin)}); open the page "
+                     "from this server itself")
+    return None
+
+
+class SameSiteOnly:
+    """ASGI middleware: :func:`refusal` for every HTTP request, as a JSON ``{"error"}``."""
+
+    def __init__(self, app, loopback_only: bool = False):
+        self.app, self.loopback_only = app, loopback_only
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            refused = refusal(scope["method"], Headers(scope=scope), self.loopback_only)
+            if refused is not None:
+                status, message = refused
+                await JSONResponse({"error": message}, status_code=status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+__all__ = ["LOOPBACK_NAMES", "SameSiteOnly", "host_name", "refusal"]
