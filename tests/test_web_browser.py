@@ -100,8 +100,12 @@ def play_my_turn(page, notes: dict) -> None:
     page.wait_for_function(f"App.ui.view.ply > {before}", timeout=10000)
 
 
-def test_play_a_round_in_chromium(server, browser, tmp_path):
+def test_play_a_round_in_chromium(server, browser, tmp_path, monkeypatch):
     base, app = server
+    # an agent label is shown as text, never read as markup (labels name `--agent` specs)
+    marked = "<i>greedy</i>"
+    monkeypatch.setattr(app.state.store, "menu", [(spec, marked if spec == "greedy" else label)
+                                                  for spec, label in app.state.store.menu])
     page = browser.new_page()
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -115,6 +119,8 @@ def test_play_a_round_in_chromium(server, browser, tmp_path):
                   "d.dispatchEvent(new Event('input'))")
     page.click("#start-button")
     page.wait_for_selector("#game:not([hidden])")
+    seats = page.inner_text("#seats")
+    assert seats.count(marked) == 3 and "you" in seats and "seat 2" in seats, seats
     notes, screenshot_taken = {}, False
     while wait_for_turn_or_summary(page) == "turn":
         board = page.evaluate("App.ui.view.board")

@@ -123,9 +123,10 @@ function drawSeats(view) {
   for (const seat of view.seats) {
     const item = document.createElement("div");
     item.className = "seat" + (seat.to_move ? " to-move" : "") + (seat.seat === view.seat ? " me" : "");
-    item.innerHTML = `<i style="background:${Board.TEAM_COLOURS[seat.team]}"></i>` +
-      `<b>${seat.seat === view.seat ? "you" : seat.label}</b> seat ${seat.seat}` +
-      (seat.tiles === null ? "" : ` &middot; ${seat.tiles} tile${seat.tiles === 1 ? "" : "s"}`);
+    const name = document.createElement("b");
+    name.textContent = seat.seat === view.seat ? "you" : seat.label;  // text, never markup
+    item.append(Board.swatch(Board.TEAM_COLOURS[seat.team]), name, ` seat ${seat.seat}` +
+      (seat.tiles === null ? "" : ` \u00b7 ${seat.tiles} tile${seat.tiles === 1 ? "" : "s"}`));
     item.dataset.seat = seat.seat;
     node.appendChild(item);
   }

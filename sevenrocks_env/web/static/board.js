@@ -144,6 +144,13 @@ function endSumText(board) {
 }
 
 // Both partnerships' scores as pegs on a track with a hole every `step` points (R1, R8).
+// A team's colour swatch: the small square before a seat's or a team's name.
+function swatch(colour) {
+  const node = document.createElement("i");
+  node.style.background = colour;
+  return node;
+}
+
 function drawTracks(node, scores, target, seatsOfTeam, winner) {
   node.replaceChildren();
   const step = Math.max(5, Math.ceil(target / 100 / 5) * 5);
@@ -153,8 +160,9 @@ function drawTracks(node, scores, target, seatsOfTeam, winner) {
     row.className = "track-row";
     const label = document.createElement("span");
     label.className = "track-label";
-    label.innerHTML = `<i style="background:${TEAM_COLOURS[team]}"></i>team ${team} ` +
-      `<small>(${seatsOfTeam[team]})</small>`;
+    const seats = document.createElement("small");
+    seats.textContent = `(${seatsOfTeam[team]})`;  // agent labels: text, never markup
+    label.append(swatch(TEAM_COLOURS[team]), `team ${team} `, seats);
     row.appendChild(label);
     const track = svg("svg", {viewBox: `0 0 ${holes * 10 + 10} 16`, class: "track",
                               preserveAspectRatio: "none"});
@@ -186,4 +194,4 @@ function tileIcon(halves, size) {
   return node;
 }
 
-window.Board = {drawBoard, endSumText, drawDomino, drawTracks, tileIcon, TEAM_COLOURS};
+window.Board = {drawBoard, endSumText, drawDomino, drawTracks, swatch, tileIcon, TEAM_COLOURS};

@@ -52,8 +52,8 @@ async function goTo(round, move) {
   frame.hands.forEach((tiles, seat) => {
     const row = document.createElement("div");
     row.className = "replay-hand";
-    row.innerHTML = `<i style="background:${Board.TEAM_COLOURS[seat % 2]}"></i>seat ${seat}` +
-      (frame.deductions ? ` \u2212${frame.deductions[seat]}` : "");
+    row.append(Board.swatch(Board.TEAM_COLOURS[seat % 2]),
+               `seat ${seat}` + (frame.deductions ? ` \u2212${frame.deductions[seat]}` : ""));
     for (const name of tiles) row.appendChild(Board.tileIcon(name.split("|").map(Number), 16));
     hands.appendChild(row);
   });
