@@ -170,6 +170,27 @@ class raw_env(AECEnv, EzPickle):
         self.match: Match | None = None
         self.seed_used: int | None = None
 
+    #: The game in progress: what reset and step set, beyond the constructor's settings.
+    _GAME_FIELDS = ("match", "seed_used", "agents", "rewards", "_cumulative_rewards",
+                    "terminations", "truncations", "infos", "agent_selection", "_rewards_dirty")
+
+    def __getstate__(self) -> dict:
+        """The constructor's arguments (``EzPickle``, which re-checks them on loading) and the
+        game in progress, so that ``copy.deepcopy`` and ``pickle`` of an env mid-match give the
+        same position (a search from it, say), not a fresh env that was never reset."""
+        state = EzPickle.__getstate__(self)
+        state["game"] = {name: getattr(self, name) for name in self._GAME_FIELDS
+                         if hasattr(self, name)}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        game = state.pop("game", {})
+        EzPickle.__setstate__(self, state)
+        for name in self._GAME_FIELDS:
+            if name in game:
+                setattr(self, name, game[name])
+
     def observation_space(self, agent):
         self._check_agent(agent)
         return self.observation_spaces[agent]

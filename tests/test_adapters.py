@@ -367,3 +367,26 @@ def test_rllib_example_without_ray_says_where_ray_is():
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and ".venv-rllib" in lines[0] and "make install-rllib" in lines[0] \
         and "[rllib]" in lines[0]
+
+
+def test_a_deep_copy_of_the_single_agent_env_goes_on_like_the_original():
+    """The copy keeps the match, the opponents' random streams and the learner's seat."""
+    import copy
+
+    def rest(env, observation, rng):
+        trace, done = [], False
+        while not done:
+            legal = np.flatnonzero(observation["action_mask"])
+            observation, reward, terminated, truncated, _ = env.step(
+                int(legal[rng.integers(len(legal))]))
+            trace.append((observation["observation"].tobytes(), reward))
+            done = terminated or truncated
+        return trace
+
+    env = SingleAgentEnv(opponents="random", partner="greedy", reward="points")
+    observation, _ = env.reset(seed=5)
+    for _ in range(6):
+        observation, *_ = env.step(int(np.flatnonzero(observation["action_mask"])[0]))
+    clone = copy.deepcopy(env)
+    copied = rest(clone, observation, np.random.default_rng(3))
+    assert rest(env, observation, np.random.default_rng(3)) == copied

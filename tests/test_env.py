@@ -199,6 +199,38 @@ def test_raw_env_is_picklable():
     assert clone.target == 100 and clone.reward_mode == "points" and clone.points_scale == 0.01 and clone.win_reward == 0.0
 
 
+def _rest_of_match(env, rng) -> list:
+    """Play ``env`` to its end with ``rng``'s legal choices; every step's (agent, observation,
+    reward, termination, truncation) in order."""
+    trace = []
+    for agent in env.agent_iter():
+        observation, reward, terminated, truncated, _ = env.last()
+        trace.append((agent, observation["observation"].tobytes(), reward, terminated, truncated))
+        legal = np.flatnonzero(observation["action_mask"])
+        env.step(None if terminated or truncated else int(legal[rng.randrange(len(legal))]))
+    return trace
+
+
+@pytest.mark.parametrize("make", [sevenrocks_v0.raw_env, sevenrocks_v0.env])
+@pytest.mark.parametrize("copy_of", ["deepcopy", "pickle"])
+def test_a_copy_of_an_env_mid_match_goes_on_from_the_same_position(make, copy_of):
+    """``copy.deepcopy`` and ``pickle`` keep the game in progress (a search copies the env
+    before trying a move); the copy and the original go on apart."""
+    import copy
+
+    env = make(reward="points", target=150)
+    env.reset(seed=8)
+    rng = random.Random(1)
+    for _ in range(37):  # into the second round or late in the first
+        mask = env.observe(env.agent_selection)["action_mask"]
+        env.step(int(rng.choice(np.flatnonzero(mask))))
+    clone = copy.deepcopy(env) if copy_of == "deepcopy" else pickle.loads(pickle.dumps(env))
+    assert clone.unwrapped.match is not env.unwrapped.match
+    assert clone.agent_selection == env.agent_selection and clone.agents == env.agents
+    copied = _rest_of_match(clone, random.Random(2))
+    assert _rest_of_match(env, random.Random(2)) == copied and len(copied) > 4
+
+
 def test_observation_matches_space():
     env = sevenrocks_v0.env()
     env.reset(seed=4)
