@@ -148,3 +148,15 @@ def test_a_match_longer_than_a_record_may_be_keeps_no_record(monkeypatch):
     records = venv.pop_finished_records()
     assert ended > len(records)  # most matches to 60 take more than one round
     assert all(len(record["rounds"]) == 1 for _, record in records)
+
+
+@pytest.mark.parametrize("device", ["cpu:0", torch.device("cpu", 0)])
+def test_a_cpu_device_with_an_index_is_the_cpu(device):
+    """torch puts CPU tensors on plain "cpu": actions made from the env's own mask must pass."""
+    from sevenrocks_env.batched import random_actions
+
+    venv = sevenrocks_v0.vector_env(num_envs=3, device=device)
+    venv.reset(seed=0)
+    assert venv.device == torch.device("cpu")
+    for _ in range(40):
+        venv.step(random_actions(venv.action_mask, torch.Generator().manual_seed(0)))

@@ -234,3 +234,9 @@ def test_a_match_restarted_by_a_partial_reset_is_in_progress():
     env.reset(partial.clone())  # accepted: those matches already restarted
     with pytest.raises(ValueError, match="partial reset"):
         env.reset(partial.clone())
+
+
+def test_a_cpu_device_with_an_index_runs():
+    env = SevenRocksTorchRLEnv(4, device="cpu:0", seed=1, **SHORT)
+    _, data = run(env, 20)
+    assert data.device == torch.device("cpu")

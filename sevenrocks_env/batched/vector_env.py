@@ -28,14 +28,17 @@ def _check_int(name: str, value, low: int, high: int) -> int:
 
 
 def checked_device(device) -> torch.device:
-    """``device`` as a ``torch.device`` the engine can run on: the CPU, or a CUDA device that is
-    there (``"cuda"`` means the current one); ``ValueError`` otherwise, in words."""
+    """``device`` as a ``torch.device`` the engine can run on: the CPU (``"cpu:0"`` is plain
+    ``"cpu"``), or a CUDA device that is there (``"cuda"`` means the current one);
+    ``ValueError`` otherwise, in words."""
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError) as error:
         raise ValueError(f"device {device!r}: {str(error)[:120]}") from None
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device {str(device)!r}: the batched engine runs on 'cpu' or 'cuda'")
+    if device.type == "cpu":  # torch puts CPU tensors on plain "cpu" whatever index is asked for
+        return torch.device("cpu")
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(f"device {str(device)!r}: CUDA is not available here")
