@@ -36,6 +36,13 @@ class _DirectAttributes:
         self._raw_env = env.unwrapped
         super().__init__(env, *args, **kwargs)
 
+    def last(self, observe: bool = True):
+        """The parent's ``last()``; once the match is over and every agent removed, the raw
+        env's error that says so (the parent's was a bare ``KeyError`` of the agent's name)."""
+        if getattr(self, "_has_reset", True) and not self._raw_env.agents:
+            return self._raw_env.last(observe)
+        return super().last(observe)
+
 
 for _name in _PER_STEP:
     setattr(_DirectAttributes, _name, _forwarded(_name))
@@ -51,6 +58,7 @@ def _agents(self):
 
 
 _DirectAttributes.agents = property(_agents, _forwarded("agents").fset, doc=_agents.__doc__)
+
 
 
 class TerminateIllegalWrapper(_DirectAttributes, wrappers.TerminateIllegalWrapper):

@@ -73,6 +73,9 @@ def test_win_reward_and_terminal_last():
     assert env.agents == []
     # record still available after the agents are gone
     assert env.unwrapped.game_record() == record
+    for which in (env, env.unwrapped):  # not PettingZoo's bare KeyError of an agent's name
+        with pytest.raises(RuntimeError, match="call reset"):
+            which.last()
 
 
 @pytest.mark.parametrize("max_rounds", [100, 1])
