@@ -94,6 +94,8 @@ class SingleAgentEnv(gymnasium.Env):
         self.action_space = self._aec.action_space(AGENTS[0])
         self.render_mode = render_mode
         self.seat_option = seat
+        if not isinstance(skip_forced, (bool, np.bool_)):  # bool("no") would be True
+            raise ValueError(f"skip_forced must be True or False, got {skip_forced!r}")
         self.skip_forced = bool(skip_forced)
         if isinstance(opponents, (str, bytes)) or not isinstance(opponents, Sequence):
             opponents = (opponents, opponents)
@@ -164,13 +166,16 @@ class SingleAgentEnv(gymnasium.Env):
         return self._observe(), self._info()
 
     def step(self, action):
+        if self._driver is None:
+            raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the match is over: call reset() before step()")
         if isinstance(action, np.ndarray) and action.shape == () \
                 and np.issubdtype(action.dtype, np.integer):
             action = int(action)  # a 0-d integer array is a member of Discrete (gymnasium)
         if not is_legal(self.match, action):
-            if self.illegal_action == "terminate" and self.action_space.contains(action):
+            if self.illegal_action == "terminate" and self.action_space.contains(action) \
+                    and not isinstance(action, (bool, np.bool_)):  # contains(True) is true
                 return self._end_on_illegal_action()
             raise ValueError(self._illegal_message(action))  # state unchanged
         self._driver.play(action)

@@ -149,3 +149,26 @@ def test_the_largest_settings_play_matches_whose_records_load_back(target, max_r
     for _, record in records:
         validate(record)
         assert record["target"] == target
+
+
+@pytest.mark.parametrize("mode", ["terminate", "raise"])
+@pytest.mark.parametrize("action", [True, False, np.True_])
+def test_a_bool_is_never_a_single_agent_action(mode, action):
+    """``Discrete.contains(True)`` is true, but a bool is not an action: a ``ValueError`` in
+    both modes (as for any non-int), not an illegal move that ends the episode."""
+    env = SingleAgentEnv(opponents="random", illegal_action=mode)
+    env.reset(seed=0)
+    before = env.match.to_state()
+    with pytest.raises(ValueError, match="legal"):
+        env.step(action)
+    assert env.match.to_state() == before
+    env.step(int(np.flatnonzero(env.action_masks())[0]))  # the episode goes on
+
+
+def test_single_agent_settings_and_order_errors_say_what_is_wrong():
+    with pytest.raises(ValueError, match="skip_forced"):
+        SingleAgentEnv(opponents="random", skip_forced="no")
+    with pytest.raises(RuntimeError, match="call reset"):
+        SingleAgentEnv(opponents="random").step(0)  # not "the match is over"
+    with pytest.raises(RuntimeError, match="call reset"):
+        sevenrocks_v0.vector_env(num_envs=2).match(0)

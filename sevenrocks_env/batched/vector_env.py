@@ -263,6 +263,7 @@ class VectorEnv:
 
     def match(self, env: int) -> Match:
         """Env ``env``'s current match as a ``rules.Match`` (seedless, no history)."""
+        self._require_ready()
         env = _check_int("env", env, 0, self.num_envs - 1)
         return self.state.match(env, self.target, self.max_rounds)
 
