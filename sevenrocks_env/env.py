@@ -88,19 +88,10 @@ from . import observation as obs_mod
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
-from .scoring import round_to_five
-from .tiles import NUM_ACTIONS, NUM_TILES, TILE_PIPS, describe_action
+from .scoring import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION
+from .tiles import NUM_ACTIONS, describe_action
 
 AGENTS = tuple(f"player_{seat}" for seat in range(4))
-#: The largest points one placement scores (R5: the largest scoring end sum).
-MAX_PLACEMENT_POINTS = 35
-_HEAVIEST = sorted(TILE_PIPS[:NUM_TILES], reverse=True)
-#: The most a partnership can lose at one round's end (R7): its two hands hold at most the 14
-#: heaviest tiles, at most 7 each, and are rounded to five separately.
-MAX_TEAM_DEDUCTION = max(
-    round_to_five(a) + round_to_five(b)
-    for a in range(sum(_HEAVIEST[:7]) + 1) for b in range(sum(_HEAVIEST[:7]) + 1)
-    if a + b <= sum(_HEAVIEST[:14]))
 
 
 def observation_bounds(target: int, max_rounds: int) -> tuple[np.ndarray, np.ndarray]:

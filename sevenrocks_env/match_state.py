@@ -9,7 +9,7 @@ score past R5's 35.
 
 from __future__ import annotations
 
-from .scoring import end_sum, matching_tiles
+from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
                     TILE_HIGH, TILE_LOW, WEST, tiles_of, tiles_showing)
 
@@ -45,6 +45,14 @@ def check_match_state(match) -> None:
         bad("scores", "at the target for the winner (R8)")
     if not _is_int(match.round_index, 0, big):
         bad("round_index", "a non-negative int")
+    if match.max_rounds is not None and match.round_index >= match.max_rounds \
+            and not match.truncated and match.winner is None:
+        bad("round_index", f"below max_rounds ({match.max_rounds}) while the match is on")
+    # R7: scores start at 0 and only the deductions at a round's end lower them
+    lowest = -MAX_TEAM_DEDUCTION * (match.round_index + 1)
+    if min(match.scores) < lowest:
+        bad("scores", f"at least {lowest} after {match.round_index} rounds (a partnership loses "
+                      f"at most {MAX_TEAM_DEDUCTION} a round, R7)")
     for name in ("hands", "played_by", "voids"):
         value = getattr(match, name)
         limit = ALL_TILES if name != "voids" else (1 << 7) - 1

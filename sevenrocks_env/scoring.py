@@ -5,7 +5,7 @@ Used by the engine (:mod:`sevenrocks_env.rules`), the observation, the agents an
 
 from __future__ import annotations
 
-from .tiles import EAST, NORTH, SOUTH, WEST, WITH_NUMBER, pips_of
+from .tiles import EAST, NORTH, SOUTH, TILE_PIPS, WEST, WITH_NUMBER, pips_of
 
 
 def counted_ends(ends, end_double, branch_started) -> tuple[int, int, int, int]:
@@ -55,3 +55,14 @@ def round_to_five(pips: int) -> int:
 def deduction(hand: int) -> int:
     """What a remaining hand (bitmask) costs its partnership at round end (R7)."""
     return round_to_five(pips_of(hand))
+
+
+#: The largest points one placement scores (R5: the largest scoring end sum).
+MAX_PLACEMENT_POINTS = 35
+_HEAVIEST = sorted(TILE_PIPS, reverse=True)
+#: The most a partnership can lose at one round's end (R7): its two hands hold at most the 14
+#: heaviest tiles, at most 7 each, and are rounded to five separately.
+MAX_TEAM_DEDUCTION = max(
+    round_to_five(a) + round_to_five(b)
+    for a in range(sum(_HEAVIEST[:7]) + 1) for b in range(sum(_HEAVIEST[:7]) + 1)
+    if a + b <= sum(_HEAVIEST[:14]))

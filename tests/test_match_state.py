@@ -132,6 +132,25 @@ def test_scores_obey_r8_a_target_reached_is_a_win():
             Match.from_state(dict(state, scores=scores, winner=winner))
 
 
+def test_scores_obey_r7_a_partnership_loses_at_most_120_a_round():
+    """Below that no match can go, and the observation space (its low bound is -120 a round
+    of ``max_rounds``) would not hold the observation."""
+    from sevenrocks_env.scoring import MAX_TEAM_DEDUCTION
+    from sevenrocks_env.single_agent import SingleAgentEnv
+
+    state = dict(good_state(), max_rounds=5)
+    for rounds in (0, 4):
+        lowest = -MAX_TEAM_DEDUCTION * (rounds + 1)
+        with pytest.raises(ValueError, match="match state: scores must be at least .*R7"):
+            Match.from_state(dict(state, round_index=rounds, scores=[lowest - 1, 0]))
+        match = Match.from_state(dict(state, round_index=rounds, scores=[0, lowest]))
+        env = SingleAgentEnv(opponents="random", max_rounds=5, target=state["target"])
+        observation, _ = env.reset(options={"match": match})
+        assert env.observation_space.contains(observation)
+    with pytest.raises(ValueError, match="match state: round_index must be below max_rounds"):
+        Match.from_state(dict(state, round_index=5))
+
+
 def _deep(depth):
     value: list = []
     for _ in range(depth):

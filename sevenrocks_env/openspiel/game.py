@@ -40,7 +40,7 @@ GAME_NAME = "python_sevenrocks"
 DEAL_NODES = NUM_TILES  # one chance node per tile dealt (R1)
 #: A loose bound on one partnership's round margin: 14 placements of at most 35 points (R5) plus
 #: two hands of at most 70 (R7).  The true bound is lower (a team places at most 13 tiles: the
-#: round ends when one hand is empty; a team loses at most ``env.MAX_TEAM_DEDUCTION`` = 120).
+#: round ends when one hand is empty; a team loses at most ``scoring.MAX_TEAM_DEDUCTION`` = 120).
 MAX_ROUND_MARGIN = 14 * 35 + 2 * 70
 DEFAULT_PARAMS = {"target": rules.DEFAULT_TARGET, "rounds": 0, "max_rounds": 100}
 
