@@ -145,7 +145,10 @@ class raw_env(AECEnv, EzPickle):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
                              f"got {render_mode!r}")
-        if isinstance(render_observer, bool) or render_observer not in (None, 0, 1, 2, 3):
+        if render_observer is not None and (
+                isinstance(render_observer, (bool, np.bool_))
+                or not isinstance(render_observer, (int, np.integer))
+                or render_observer not in range(4)):  # 1.0 and 1+0j are == 1, not seats
             raise ValueError(f"render_observer must be a seat 0-3 or None, got {render_observer!r}")
         self.target = int(target)
         self.max_rounds = int(max_rounds)

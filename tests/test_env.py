@@ -310,8 +310,14 @@ def test_max_team_deduction_is_reached_by_the_heaviest_hands():
     assert MAX_TEAM_DEDUCTION == 120
 
 
-@pytest.mark.parametrize("observer", [4, -1, 3.5, "0"])
+@pytest.mark.parametrize("observer", [4, -1, 3.5, "0", 1.0, np.float64(2.0), 1 + 0j, np.True_])
 def test_render_observer_must_be_a_seat(observer):
-    """``render_observer`` "must be a seat 0-3 or None": 4 (one past the last seat) is refused."""
+    """``render_observer`` "must be a seat 0-3 or None": 4 (one past the last seat) is refused,
+    and so are values equal to a seat that are not ints (``1 + 0j`` crashed ``render()``)."""
     with pytest.raises(ValueError, match="render_observer"):
         sevenrocks_v0.raw_env(render_observer=observer)
+
+
+@pytest.mark.parametrize("observer", [None, 0, 3, np.int64(2)])
+def test_render_observer_takes_a_seat_or_none(observer):
+    assert sevenrocks_v0.raw_env(render_observer=observer).render_observer == observer
