@@ -14,6 +14,7 @@ import sys
 import time
 
 from sevenrocks_env.arena import evaluate
+from sevenrocks_env.arena_report import rating_text
 from sevenrocks_env.ratings import bradley_terry
 
 
@@ -55,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         # each pairing's mean weighted by its pairs (a 25-pair pairing counts a fortieth of a
         # 1,000-pair one)
         ms = 1e3 * sum(s * n for s, n in timing[name]) / sum(n for _, n in timing[name])
-        print(f"| `{name}` | {ms:.3f} | {rating['rating']:+.0f} ± {rating['stderr']:.0f} |")
+        spread = "(set by the prior)" if rating["one_sided"] else f"± {rating['stderr']:.0f}"
+        print(f"| `{name}` | {ms:.3f} | {rating_text(rating)} {spread} |")
     wall = time.perf_counter() - started
     print(f"\n(seed {args.seed}, {args.workers} workers, {wall:.0f} s wall)")
     return 0

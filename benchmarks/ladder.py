@@ -10,8 +10,13 @@ as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (``
 default) and results measured elsewhere can be added as files.  Not every agent plays every
 other: the slow searchers play a few neighbours (``PAIRINGS``), which a Bradley-Terry fit
 handles as long as the pairings connect all agents.
-Ratings are on the Elo scale, centred on 0, with ±1.96 standard errors
-(:func:`sevenrocks_env.ratings.bradley_terry`); the plot is matplotlib with those intervals.
+Ratings are on the Elo scale, centred on the mean of the agents that won some pairs and lost
+some, with ±1.96 standard errors (:func:`sevenrocks_env.ratings.fit_bradley_terry`); an agent
+that won every pair or lost every one has the rating the fit's prior gives it, marked ``>=`` or
+``<=`` (it is only known to lie above, or below, all it met).  The last column is each agent's
+lead over the next one down with the 95% interval of that *difference* (what says whether two
+neighbours differ; narrower than the two ratings' own intervals suggest).  The plot is
+matplotlib with the ratings' intervals.
 """
 
 from __future__ import annotations
@@ -90,13 +95,20 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
 
 
 def ratings(results: list[dict]) -> list[dict]:
-    from sevenrocks_env.ratings import bradley_terry
+    """The fitted ratings, best first, each row with ``lead`` (over the next row: the difference
+    and its standard error; None on the last row)."""
+    from sevenrocks_env.ratings import fit_bradley_terry
     names = list(dict.fromkeys(n for r in results for n in (r["agent_a"], r["agent_b"])))
     table = {}
     for r in results:
         i, j = names.index(r["agent_a"]), names.index(r["agent_b"])
         table[(i, j)] = (r["win_rate"] * r["pairs"], r["pairs"])
-    return sorted(bradley_terry(names, table), key=lambda x: -x["rating"])
+    fitted = fit_bradley_terry(names, table)
+    order = sorted(range(len(names)), key=lambda i: -fitted.rating[i])
+    rows = fitted.rows()
+    for above, below in zip(order, order[1:] + [None]):
+        rows[above]["lead"] = None if below is None else fitted.difference(above, below)
+    return [rows[i] for i in order]
 
 
 def plot(rated: list[dict], path: str) -> None:
@@ -106,10 +118,16 @@ def plot(rated: list[dict], path: str) -> None:
     rated = rated[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rated) + 1.2))
     ys = range(len(rated))
-    ax.errorbar([r["rating"] for r in rated], ys, xerr=[1.96 * r["stderr"] for r in rated],
-                fmt="o", capsize=4)
+    measured = [(y, r) for y, r in zip(ys, rated) if not r["one_sided"]]
+    ax.errorbar([r["rating"] for _, r in measured], [y for y, _ in measured],
+                xerr=[1.96 * r["stderr"] for _, r in measured], fmt="o", capsize=4)
+    for y, r in zip(ys, rated):  # only known to lie below (above) all it met: an arrow that way
+        if r["one_sided"]:
+            ax.plot(r["rating"], y, "<" if r["one_sided"] == "lost every pair" else ">",
+                    color="grey", markersize=9)
     ax.set_yticks(list(ys), [r["agent"] for r in rated])
-    ax.set_xlabel("Bradley-Terry rating (Elo scale, mean 0), 95% interval")
+    ax.set_xlabel("Bradley-Terry rating (Elo scale), 95% interval\n"
+                  "0 = the mean of the agents that both won and lost pairs")
     ax.set_title("Seven Rocks ratings ladder (arena, duplicate deals)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -184,9 +202,16 @@ def main(argv=None) -> int:
         print(f"error: {problem} (choose --only/--skip agents whose pairings connect)",
               file=sys.stderr)
         return 2
-    print("\n| agent | rating | ±95% |\n|---|---:|---:|")
+    from sevenrocks_env.arena_report import rating_text
+    print("\n| agent | rating | ±95% | lead over the next one down, ±95% |\n|---|---:|---:|---:|")
     for r in rated:
-        print(f"| {r['agent']} | {r['rating']:+.0f} | {1.96 * r['stderr']:.0f} |")
+        lead = "" if r["lead"] is None else f"{r['lead'][0]:+.0f} ± {1.96 * r['lead'][1]:.0f}"
+        spread = "prior" if r["one_sided"] else f"{1.96 * r['stderr']:.0f}"
+        print(f"| {r['agent']} | {rating_text(r)} | {spread} | {lead} |")
+    one_sided = [f"{r['agent']} ({r['one_sided']})" for r in rated if r["one_sided"]]
+    if one_sided:
+        print(f"\n{', '.join(one_sided)}: rating set by the fit's prior (one drawn pair a "
+              "pairing), not measured; the others are centred on their own mean")
     if args.plot:
         plot(rated, args.plot)
     return 0

@@ -37,7 +37,7 @@ from . import rules
 from .agents import make_agent
 from .batched.deal import MAX_SEED
 from .driver import IllegalActionError, MatchDriver, agent_name
-from .ratings import bradley_terry, wilson_interval
+from .ratings import bradley_terry, mean_interval, wilson_interval
 from .record import MAX_ROUNDS, MAX_TARGET
 
 A_SEATS = ((0, 2), (1, 3))  # agent A's seats in the first and the second match of a pair
@@ -179,6 +179,7 @@ class ArenaResult:
     spec_a: str = ""
     spec_b: str = ""
     cpu_seconds_per_decision: tuple[float, float] = (0.0, 0.0)  # (A, B), CPU time inside act()
+    margin_ci95: tuple[float, float] | None = None  # of mean_margin, over pairs (< 4: None)
 
     TIMING = ("seconds_per_decision", "cpu_seconds_per_decision", "decisions_per_s", "wall_s")
 
@@ -187,6 +188,7 @@ class ArenaResult:
         data["ci95"], data["points_per_round"] = list(self.ci95), list(self.points_per_round)
         data["seconds_per_decision"] = list(self.seconds_per_decision)
         data["cpu_seconds_per_decision"] = list(self.cpu_seconds_per_decision)
+        data["margin_ci95"] = None if self.margin_ci95 is None else list(self.margin_ci95)
         return data if timing else {k: v for k, v in data.items() if k not in self.TIMING}
 
     def table(self) -> str:
@@ -215,7 +217,8 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
         tuple(t / d if d else 0.0 for t, d in zip(think, decisions)),
         sum(sum(o.decisions) for o in outcomes[logged:]) / wall if wall > 0 else 0.0, wall,
         *specs,
-        tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)))
+        tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)),
+        mean_interval([o.margin / 2 for o in outcomes]))
 
 
 #: Most worker processes the unbatched arena starts.

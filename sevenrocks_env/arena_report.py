@@ -57,7 +57,10 @@ def pair_table(result) -> str:
     rows += [
         ("A match win rate",
          f"{result.win_rate:.3f}  95% CI [{lo:.3f}, {hi:.3f}] ({result.ci_method})"),
-        ("mean final margin (A - B)", f"{result.mean_margin:+.1f}"),
+        ("mean final margin (A - B)", f"{result.mean_margin:+.1f}  " + (
+            "(too few pairs for an interval)" if result.margin_ci95 is None else
+            f"95% CI [{result.margin_ci95[0]:+.1f}, {result.margin_ci95[1]:+.1f}] "
+            "(Student's t over pairs)")),
         ("points per round A / B",
          f"{result.points_per_round[0]:.1f} / {result.points_per_round[1]:.1f}"),
         ("A round win rate", f"{result.round_win_rate:.3f}"),
@@ -71,6 +74,14 @@ def pair_table(result) -> str:
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def rating_text(row: dict, decimals: int = 0) -> str:
+    """A Bradley-Terry rating row's rating (``ratings.Ratings.rows``): ``+176``, or ``<= -996``
+    for an agent that lost every pair and ``>= ...`` for one that won every pair (the fit's
+    prior sets those: they are only known to lie below, or above, all the agent met)."""
+    mark = {"won every pair": ">= ", "lost every pair": "<= "}.get(row.get("one_sided"), "")
+    return f"{mark}{row['rating']:+.{decimals}f}"
 
 
 def round_robin_table(result) -> str:
@@ -96,9 +107,12 @@ def round_robin_table(result) -> str:
                 value = "-"
             text += f"{value:>{column}}"
         lines.append(text)
-    lines += ["", "Bradley-Terry rating (Elo scale, mean 0) +- standard error"]
+    lines += ["", "Bradley-Terry rating (Elo scale; 0 = the mean of the agents that both won and "
+                  "lost pairs) +- standard error"]
     for r in sorted(result.ratings, key=lambda r: -r["rating"]):
-        lines.append(f"  {short[r['agent']]:<{label_width}}{r['rating']:+8.1f} +- {r['stderr']:.1f}")
+        spread = f"({r['one_sided']}: set by the prior)" if r.get("one_sided") else \
+            f"+- {r['stderr']:.1f}"
+        lines.append(f"  {short[r['agent']]:<{label_width}}{rating_text(r, 1):>9} {spread}")
     specs = result.specs or names
     legend = [(short[n], spec) for n, spec in zip(names, specs) if spec != short[n]]
     if legend:
@@ -125,5 +139,5 @@ def progress_bar(total: int, description: str, enabled: bool):
     return tqdm(total=total, desc=description, unit="pair", file=sys.stderr)
 
 
-__all__ = ["MAX_NAME", "pair_table", "progress_bar", "round_robin_table", "short_name",
-           "short_names"]
+__all__ = ["MAX_NAME", "pair_table", "progress_bar", "rating_text", "round_robin_table",
+           "short_name", "short_names"]

@@ -7,16 +7,30 @@ interval of the mean pair score with ``n = pairs``: a variable in [0, 1] with me
 variance at most ``p(1 - p)``, so treating the pairs as ``n`` Bernoulli trials is conservative,
 and, unlike a bootstrap, it stays sensible when every pair has the same result.
 
+Wilson's interval is wider than one from the pairs' observed spread (pairs that split are
+counted as if half their trials were won outright), and its coverage at small ``n`` dips a
+little under 95% as it does for Bernoulli trials (about 92.5% at 20 pairs at worst).
+
+**Mean margin.**  The mean over pairs of the pair's mean final margin, with a 95% interval from
+their spread: Student's t over ``pairs - 1`` degrees of freedom (:func:`mean_interval`).
+
 **Ratings.**  A Bradley-Terry model ``P(i beats j) = 1 / (1 + 10^((r_j - r_i) / 400))`` (Elo
 scale) fitted by Newton's method on the pair scores of every pairing (each pair one trial with a
 fractional outcome), with one virtual drawn pair per pairing as a weak prior so an unbeaten agent
-still gets a finite rating.  Ratings are centred on mean 0; the uncertainty is the standard error
-from the inverse Fisher information (same centring).
+still gets a finite rating.  An agent that won every pair it played, or lost every one, is
+*one-sided*: its rating is set by that prior (the data only say it is above, or below, all it
+met), so it is marked, and the ratings are centred on the mean of the other agents (of all, if
+every agent is one-sided).  The uncertainty is the covariance from the inverse Fisher
+information, with the same centring; the standard error of a *difference* between two agents
+(:meth:`Ratings.difference`) is what says whether they differ, and is smaller than either
+rating's own interval suggests.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,24 +47,81 @@ def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, int]],
-                  prior_pairs: float = 1.0, iterations: int = 100) -> list[dict]:
-    """Elo-scale Bradley-Terry ratings with standard errors.
+def t_quantile_975(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df >= 3`` degrees of freedom (the normal's as
+    ``df`` grows): the Cornish-Fisher expansion to fourth order, 0.004 under the exact value
+    at ``df = 3`` (0.12 %), 0.0009 at 4, under 3e-4 from 5 on."""
+    if df < 3:
+        raise ValueError(f"t quantile: at least 3 degrees of freedom, got {df}")
+    z = Z95
+    terms = ((z ** 3 + z) / 4,
+             (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+             (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+             (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(term / df ** (k + 1) for k, term in enumerate(terms))
+
+
+def mean_interval(values) -> tuple[float, float] | None:
+    """95% interval of the mean of ``values`` (one per duplicate pair): Student's t from their
+    spread; None for fewer than 4 values (too few to say)."""
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    if n < 4:
+        return None
+    half = t_quantile_975(n - 1) * float(values.std(ddof=1)) / math.sqrt(n)
+    mean = float(values.mean())
+    return (mean - half, mean + half)
+
+
+@dataclass
+class Ratings:
+    """Fitted Bradley-Terry ratings (Elo points) of ``names``, their covariance (Elo points
+    squared) and which agents are one-sided (``"won every pair"``, ``"lost every pair"`` or
+    None; see the module docs)."""
+
+    names: list[str]
+    rating: np.ndarray
+    covariance: np.ndarray
+    one_sided: list[str | None]
+
+    def stderr(self, i: int) -> float:
+        return math.sqrt(max(float(self.covariance[i, i]), 0.0))
+
+    def difference(self, i: int, j: int) -> tuple[float, float]:
+        """``rating[i] - rating[j]`` and its standard error."""
+        c = self.covariance
+        variance = float(c[i, i] + c[j, j] - 2 * c[i, j])
+        return float(self.rating[i] - self.rating[j]), math.sqrt(max(variance, 0.0))
+
+    def rows(self) -> list[dict]:
+        """One ``{"agent", "rating", "stderr", "one_sided"}`` per name, in the names' order."""
+        return [{"agent": name, "rating": float(self.rating[i]), "stderr": self.stderr(i),
+                 "one_sided": self.one_sided[i]} for i, name in enumerate(self.names)]
+
+
+def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, int]],
+                      prior_pairs: float = 1.0, iterations: int = 100) -> Ratings:
+    """Elo-scale Bradley-Terry ratings with their covariance (see the module docs).
 
     ``results[(i, j)] = (score of i, trials)``: the summed pair scores of agent ``i`` against
-    ``j`` and the number of pairs.  Returns one ``{"agent", "rating", "stderr"}`` per name.
-    ``ValueError`` if the pairings do not connect every agent: ratings of agents that never
-    met, directly or through others, are not comparable (the fit would still print numbers).
+    ``j`` and the number of pairs.  ``ValueError`` if the pairings do not connect every agent:
+    ratings of agents that never met, directly or through others, are not comparable (the fit
+    would still print numbers).
     """
     k = len(names)
     _check_connected(names, results)
     wins = np.zeros((k, k))
     games = np.zeros((k, k))
+    scored, played = np.zeros(k), np.zeros(k)
     for (i, j), (score, trials) in results.items():
         wins[i, j] += score + prior_pairs / 2
         wins[j, i] += trials - score + prior_pairs / 2
         games[i, j] += trials + prior_pairs
         games[j, i] += trials + prior_pairs
+        scored[i] += score
+        scored[j] += trials - score
+        played[i] += trials
+        played[j] += trials
     beta = np.zeros(k)
     for _ in range(iterations):
         p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
@@ -61,17 +132,30 @@ def bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, 
         beta[1:] += step
         if np.max(np.abs(step)) < 1e-10:
             break
+    else:
+        warnings.warn(f"Bradley-Terry: Newton's method did not converge in {iterations} "
+                      "iterations; the ratings may be off", RuntimeWarning, stacklevel=2)
     p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
     weight = games * p * (1 - p)
     information = np.diag(weight.sum(axis=1)) - weight
     covariance = np.zeros((k, k))
     if k > 1:
         covariance[1:, 1:] = np.linalg.pinv(information[1:, 1:])
-    centre = np.eye(k) - 1.0 / k
-    covariance = centre @ covariance @ centre.T
-    beta = beta - beta.mean()
-    return [{"agent": names[i], "rating": float(ELO * beta[i]),
-             "stderr": float(ELO * math.sqrt(max(covariance[i, i], 0.0)))} for i in range(k)]
+    one_sided = ["won every pair" if scored[i] >= played[i] else
+                 "lost every pair" if scored[i] <= 0 else None for i in range(k)]
+    centre_on = [i for i in range(k) if one_sided[i] is None] or list(range(k))
+    weights = np.zeros(k)
+    weights[centre_on] = 1.0 / len(centre_on)
+    centre = np.eye(k) - np.outer(np.ones(k), weights)  # any centring: its rows sum to zero
+    return Ratings(list(names), ELO * (centre @ beta),
+                   ELO ** 2 * (centre @ covariance @ centre.T), one_sided)
+
+
+def bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, int]],
+                  prior_pairs: float = 1.0, iterations: int = 100) -> list[dict]:
+    """:func:`fit_bradley_terry`'s :meth:`Ratings.rows`: one ``{"agent", "rating", "stderr",
+    "one_sided"}`` per name."""
+    return fit_bradley_terry(names, results, prior_pairs, iterations).rows()
 
 
 def _check_connected(names: list[str], results) -> None:

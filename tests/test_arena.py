@@ -8,7 +8,8 @@ import pytest
 from sevenrocks_env import arena, rules
 from sevenrocks_env.agents import GreedyAgent, RandomAgent
 from sevenrocks_env.arena_pool import WorkerDied
-from sevenrocks_env.ratings import ELO, bradley_terry, wilson_interval
+from sevenrocks_env.ratings import (ELO, bradley_terry, fit_bradley_terry, mean_interval,
+                                    t_quantile_975, wilson_interval)
 
 
 def test_wilson_interval_known_cases():
@@ -44,6 +45,63 @@ def test_bradley_terry_orders_and_centres():
         bradley_terry(names, {(0, 1): (0, 50)})
     with pytest.raises(ValueError, match="do not connect a with c, d"):
         bradley_terry(list("abcd"), {(0, 1): (8, 10), (2, 3): (8, 10)})
+
+
+#: A ladder-like table: "floor" lost every pair it played, against "a" and "b" only.
+LADDER = (["floor", "a", "b", "c"],
+          {(1, 0): (80, 80), (2, 0): (80, 80), (2, 1): (120, 200), (3, 1): (130, 200),
+           (3, 2): (110, 200)})
+
+
+def test_a_one_sided_agent_is_marked_and_left_out_of_the_centring():
+    """Its rating is the prior's (it lost every pair): it must not move the others' ratings."""
+    names, results = LADDER
+    fitted = fit_bradley_terry(names, results)
+    assert fitted.one_sided == ["lost every pair", None, None, None]
+    assert fitted.rating[1:].mean() == pytest.approx(0.0, abs=1e-9)
+    weaker = fit_bradley_terry(names, results, prior_pairs=0.1)  # the floor sinks, the rest stay
+    assert weaker.rating[0] < fitted.rating[0] - 200
+    assert weaker.rating[1:] == pytest.approx(fitted.rating[1:], abs=3)
+    unbeaten = fit_bradley_terry(["x", "y"], {(0, 1): (50, 50)}).one_sided
+    assert unbeaten == ["won every pair", "lost every pair"]
+
+
+def test_rating_differences_have_the_gauge_free_standard_error():
+    """``difference(i, j)``'s variance is ``c^T I^+ c`` for the contrast ``c = e_i - e_j`` and
+    the Fisher information ``I`` at the fit, whatever the centring."""
+    names, results = LADDER
+    fitted = fit_bradley_terry(names, results)
+    beta = fitted.rating / ELO
+    games = np.zeros((4, 4))
+    for (i, j), (_, trials) in results.items():
+        games[i, j] = games[j, i] = trials + 1.0  # the prior's drawn pair
+    p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
+    weight = games * p * (1 - p)
+    information = np.diag(weight.sum(axis=1)) - weight
+    for i, j in ((1, 2), (3, 1), (0, 3)):
+        contrast = np.zeros(4)
+        contrast[i], contrast[j] = 1.0, -1.0
+        expected = ELO * np.sqrt(contrast @ np.linalg.pinv(information) @ contrast)
+        difference, stderr = fitted.difference(i, j)
+        assert difference == pytest.approx(fitted.rating[i] - fitted.rating[j])
+        assert stderr == pytest.approx(expected, rel=1e-6)
+
+
+def test_newton_that_does_not_converge_says_so():
+    names, results = LADDER
+    with pytest.warns(RuntimeWarning, match="did not converge"):
+        fit_bradley_terry(names, results, iterations=1)
+
+
+def test_t_quantiles_and_the_mean_interval():
+    for df, exact in ((3, 3.18245), (4, 2.77645), (5, 2.57058), (10, 2.22814), (19, 2.09302),
+                      (30, 2.04227), (1000, 1.96234)):
+        assert t_quantile_975(df) == pytest.approx(exact, abs=4e-3 if df == 3 else 1e-3)
+    with pytest.raises(ValueError):
+        t_quantile_975(2)
+    lo, hi = mean_interval([1.0, 2.0, 3.0, 4.0, 5.0])  # mean 3, sd 1.5811, t(4) 2.7764
+    assert (lo + hi) / 2 == pytest.approx(3.0) and (hi - lo) / 2 == pytest.approx(1.9632, abs=2e-3)
+    assert mean_interval([1.0, 2.0, 3.0]) is None  # too few pairs to say
 
 
 class Recorder:
@@ -112,6 +170,20 @@ def test_result_fields_table_and_json():
     assert data["pairs"] == 2 and data["matches"] == 4
     assert 0 <= data["ci95"][0] <= data["win_rate"] <= data["ci95"][1] <= 1
     assert result.rounds_per_match >= 1 and "95% CI" in result.table()
+    assert data["margin_ci95"] is None and "too few pairs" in result.table()
+
+
+def test_the_mean_margin_has_a_t_interval_over_pairs():
+    pairs, seed = 6, 11
+    result = arena.evaluate("greedy", "random", pairs=pairs, seed=seed)
+    margins = [arena.play_pair([GreedyAgent(), GreedyAgent()], [RandomAgent(), RandomAgent()],
+                               seed, pair, rules.DEFAULT_TARGET, 100).margin / 2
+               for pair in range(pairs)]
+    assert result.mean_margin == pytest.approx(np.mean(margins))
+    half = 2.5706 * np.std(margins, ddof=1) / np.sqrt(pairs)  # Student's t, 5 degrees of freedom
+    assert result.margin_ci95 == pytest.approx((np.mean(margins) - half, np.mean(margins) + half),
+                                               abs=1e-3 * half)
+    assert json.loads(json.dumps(result.as_dict()))["margin_ci95"] == list(result.margin_ci95)
 
 
 def test_play_match_reaches_the_target_and_logs_rounds():
@@ -224,6 +296,10 @@ def test_round_robin_table_mirrors_cells_and_sorts_ratings():
     assert "0.250 [0.100,0.400]" in row_b  # beta against alpha: 1 - 0.75, [1 - hi, 1 - lo]
     rated = [line.split()[0] for line in lines if "+-" in line and line.startswith("  ")]
     assert rated == ["alpha", "beta"]  # highest rating first
+    result.ratings[0]["one_sided"] = "lost every pair"  # its rating is the prior's: marked
+    beta = next(line for line in round_robin_table(result).splitlines()
+                if line.startswith("  beta"))
+    assert "<= -50.0" in beta and "set by the prior" in beta and "+-" not in beta
 
 
 def test_round_robin_headers_never_run_together():
