@@ -36,8 +36,11 @@ loss, a 50,000-transition buffer, one update per 4 decisions, epsilon 1 -> 0.05 
 half of the budget (see the example's docstring).
 
 Then every trained policy plays ``greedy`` and ``heuristic`` in this process's arena with the
-same deals (duplicate pairs from ``--eval-seed``).  Win rates pool the pairs of all seeds; the
-95% CI is Wilson over those pairs.  Wall time is the training time per run (no evaluation).
+same deals (duplicate pairs from ``--eval-seed``).  A cell is the mean win rate over the seeds,
+its 95% CI Wilson over the ``--pairs`` deals (every seed plays the same deals, so they are
+``--pairs`` trials, not seeds x pairs): it is the spread of these trained policies over deals,
+not of the algorithm over training seeds, which the per-seed rates beside it show.  Wall time
+is the training time per run (no evaluation).
 """
 
 from __future__ import annotations
@@ -163,18 +166,21 @@ def evaluate_run(run: dict, pairs: int, eval_seed: int) -> dict:
 def table(runs: list[dict], budget: int, pairs: int) -> str:
     from sevenrocks_env.ratings import wilson_interval
 
-    lines = [f"budget {budget:,} learner decisions per run; arena: {pairs} duplicate pairs per "
-             "opponent per seed, pooled over seeds (Wilson 95% CI over pairs)", "",
+    lines = [f"budget {budget:,} learner decisions per run; arena: the same {pairs} duplicate "
+             "pairs per opponent for every seed; mean over seeds, Wilson 95% CI over the "
+             f"{pairs} deals (these policies' spread over deals, not the algorithm's over "
+             "training seeds: the per-seed rates follow it)", "",
              "| algorithm | seeds | env steps (mean) | train wall s (mean) | win rate vs greedy | "
              "win rate vs heuristic |", "|---|---|---|---|---|---|"]
     for algo in dict.fromkeys(r["algo"] for r in runs):
         mine = [r for r in runs if r["algo"] == algo]
         cells = []
         for opponent in OPPONENTS:
-            n = sum(r["arena"][opponent]["pairs"] for r in mine)
-            p = sum(r["arena"][opponent]["win_rate"] * r["arena"][opponent]["pairs"] for r in mine) / n
-            lo, hi = wilson_interval(p, n)
-            cells.append(f"{p:.3f} [{lo:.3f}, {hi:.3f}]")
+            rates = [r["arena"][opponent]["win_rate"] for r in mine]
+            p = statistics.mean(rates)
+            lo, hi = wilson_interval(p, min(r["arena"][opponent]["pairs"] for r in mine))
+            cells.append(f"{p:.3f} [{lo:.3f}, {hi:.3f}] (seeds: "
+                         f"{', '.join(f'{rate:.3f}' for rate in rates)})")
         lines.append(f"| {algo} | {','.join(str(r['seed']) for r in mine)} | "
                      f"{statistics.mean(r['env_steps'] for r in mine):,.0f} | "
                      f"{statistics.mean(r['train_s'] for r in mine):,.0f} | {cells[0]} | {cells[1]} |")
