@@ -1,6 +1,6 @@
 """OpenSpiel's PyTorch DQN on Seven Rocks through ``rl_environment``: all four seats learn.
 
-    pip install -e ".[openspiel]"
+    pip install -e ".[openspiel,train]"   # OpenSpiel's PyTorch DQN needs torch as well
     python examples/openspiel_dqn.py --steps 98304 --seed 1 --save checkpoints/openspiel/dqn.pt
 
 **Game and reward.**  The learner plays ``python_sevenrocks`` with ``rounds=1``: one round per

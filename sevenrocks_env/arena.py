@@ -35,7 +35,7 @@ import numpy as np
 
 from . import rules
 from .agents import make_agent
-from .batched.deal import MAX_SEED
+from .dealing import MAX_SEED
 from .driver import IllegalActionError, MatchDriver, agent_name
 from .ratings import bradley_terry, mean_interval, wilson_interval
 from .record import MAX_ROUNDS, MAX_TARGET

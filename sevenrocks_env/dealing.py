@@ -11,6 +11,10 @@ import numpy as np
 
 from .tiles import NUM_SEATS, NUM_TILES
 
+#: The largest deal seed the batched engine, the arenas and the web page take: seeds are mixed
+#: as signed 64-bit integers on every device (``batched/deal.py``).
+MAX_SEED = (1 << 63) - 1
+
 
 def team_of(seat: int) -> int:
     """Partnership of a seat: seats 0 and 2 are team 0, seats 1 and 3 team 1 (R1)."""

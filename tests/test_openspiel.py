@@ -17,7 +17,7 @@ from sevenrocks_env.openspiel import GAME_NAME, state_from_view  # noqa: E402
 from sevenrocks_env.openspiel.bots import PyspielBotAgent, make_openspiel_agent  # noqa: E402
 from sevenrocks_env.openspiel.game import MAX_ROUND_MARGIN, MAX_ROUND_MOVES  # noqa: E402
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, game_record  # noqa: E402
-from sevenrocks_env.tiles import KNOCK, NUM_TILES  # noqa: E402
+from sevenrocks_env.tiles import KNOCK, NUM_TILES, tile_name  # noqa: E402
 
 
 # -- OpenSpiel's checks and the declared game type ------------------------------------------
@@ -259,3 +259,45 @@ def test_make_agent_knows_openspiel_specs():
     assert make_agent("openspiel:mcts:sims=8,uct_c=10").name == "openspiel:mcts:sims=8,uct_c=10"
     with pytest.raises(ValueError, match="ismcts"):
         make_agent("openspiel:nonsense")
+
+
+def test_str_tells_deals_apart_and_shows_no_stale_table():
+    """``str(state)`` is the state's identity for OpenSpiel tools (``get_all_states`` keys by
+    it): two deals in progress must print differently, and a later round's deal must not show
+    the last round's hands and layout as if they were on the table."""
+    game = load(target=100)
+    first, second = game.new_initial_state(), game.new_initial_state()
+    for tile in (0, 1, 2):
+        first.apply_action(tile)
+    for tile in (0, 1, 3):
+        second.apply_action(tile)
+    assert str(first) != str(second) and "seat 0 dealt: 0|0 0|1 0|2" in str(first)
+    later = random_state(game, np.random.default_rng(4), at_chance=True,
+                         stop=lambda s: s.is_chance_node() and s._match is not None
+                         and len(s._dealt) == 10)
+    assert later is not None and not later.is_terminal()
+    text = str(later)
+    assert "dealing: 10 of 28 tiles dealt" in text and "spinner" not in text
+    assert "seat 1 dealt: " + " ".join(map(tile_name, later._dealt[7:10])) in text
+
+
+def test_bad_actions_are_clear_errors_at_every_kind_of_node():
+    game = load(rounds=1)
+    state = game.new_initial_state()
+    with pytest.raises(ValueError, match="chance outcome 28"):
+        state.action_to_string(pyspiel.PlayerId.CHANCE, 28)
+    deal_chance(state, 3)
+    assert state.current_player() in range(4)
+    for action in (-5, 113):
+        with pytest.raises(ValueError, match="actions are 0-112"):
+            state.action_to_string(state.current_player(), action)
+    with pytest.raises(ValueError, match="chance outcome 3"):
+        state.action_to_string(pyspiel.PlayerId.CHANCE, 3)  # a seat is to play
+    with pytest.raises(ValueError, match="not a chance node"):
+        state.chance_outcomes()
+    while not state.is_terminal():
+        state.apply_action(state.legal_actions()[0])
+    with pytest.raises(ValueError, match="the game is over"):
+        state.apply_action(112)
+    with pytest.raises(ValueError, match="not a chance node"):
+        state.chance_outcomes()

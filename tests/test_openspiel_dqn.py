@@ -5,10 +5,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 pyspiel = pytest.importorskip(
     "pyspiel", reason="open-spiel is not installed (pip install open-spiel, or the [openspiel] extra)")
+torch = pytest.importorskip("torch", reason="OpenSpiel's PyTorch DQN needs torch (the [train] extra)")
 pytest.importorskip("open_spiel.python.pytorch.dqn",
                     reason="OpenSpiel's PyTorch DQN does not import (it needs torch and dm-tree)")
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
+from ..dealing import MAX_SEED
 from ..tiles import NUM_SEATS, NUM_TILES
 
-MAX_SEED = (1 << 63) - 1
 _M1 = 0xBF58476D1CE4E5B9 - (1 << 64)
 _M2 = 0x94D049BB133111EB - (1 << 64)
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)

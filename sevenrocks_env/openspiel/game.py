@@ -169,6 +169,9 @@ class SevenRocksState(pyspiel.State):
         return rules.legal_actions(self._match)
 
     def chance_outcomes(self):
+        if self.current_player() != pyspiel.PlayerId.CHANCE:
+            raise ValueError("chance_outcomes(): not a chance node (a seat is to play, or the "
+                             "game is over)")
         if self._drawing_opener:
             return [(seat, 1.0 / NUM_SEATS) for seat in range(NUM_SEATS)]
         dealt = 0
@@ -179,6 +182,8 @@ class SevenRocksState(pyspiel.State):
 
     def _apply_action(self, action):
         action = int(action)
+        if self.is_terminal():
+            raise ValueError(f"action {action}: the game is over")
         if self._dealing:
             if not 0 <= action < NUM_TILES or action in self._dealt:
                 raise ValueError(f"deal: {action} is not a tile left to deal")
@@ -217,10 +222,17 @@ class SevenRocksState(pyspiel.State):
         self._dealt = []
 
     def _action_to_string(self, player, action):
+        action = int(action)
         if player == pyspiel.PlayerId.CHANCE:
-            if self._drawing_opener:
+            if self._drawing_opener and 0 <= action < NUM_SEATS:
                 return f"seat {action} drawn to open"
-            return f"deal {tile_name(action)} to seat {len(self._dealt) // HAND}"
+            if self._dealing and 0 <= action < NUM_TILES:
+                return f"deal {tile_name(action)} to seat {len(self._dealt) // HAND}"
+            raise ValueError(f"chance outcome {action}: not a tile 0-{NUM_TILES - 1} while "
+                             "dealing, nor a seat 0-3 while the opener is drawn (nor a chance "
+                             "node here)")
+        if not 0 <= action <= KNOCK:
+            raise ValueError(f"action {action}: actions are 0-{KNOCK}")
         return describe_action(action)
 
     def returns(self):
@@ -237,6 +249,8 @@ class SevenRocksState(pyspiel.State):
         return [won, -won, won, -won]
 
     def __str__(self):
+        """The whole state (every hand): at a chance node the tiles dealt so far, seat by seat,
+        not the last round's table, so that two different deals never print the same."""
         match = self._match
         lines = []
         if self._position:
@@ -244,15 +258,18 @@ class SevenRocksState(pyspiel.State):
         if match is not None:
             lines.append(f"round {match.round_index}, scores {match.scores[0]}:{match.scores[1]} "
                          f"(target {match.target})")
+        if self._dealing or self._drawing_opener:
+            for seat in range(NUM_SEATS):
+                dealt = self._dealt[seat * HAND:(seat + 1) * HAND]
+                lines.append(f"seat {seat} dealt: {' '.join(map(tile_name, dealt)) or '-'}")
+            lines.append(f"dealing: {len(self._dealt)} of {DEAL_NODES} tiles dealt"
+                         if self._dealing else "drawing the opener")
+        else:
             for seat in range(NUM_SEATS):
                 lines.append(f"seat {seat}: {_tiles_text(match.hands[seat])}")
             lines.append(layout_text(match))
-            if not self._dealing and not self._drawing_opener and not match.over:
+            if not match.over:
                 lines.append(f"seat {match.turn} to play")
-        if self._dealing:
-            lines.append(f"dealing: {len(self._dealt)} of {DEAL_NODES} tiles dealt")
-        elif self._drawing_opener:
-            lines.append("drawing the opener")
         return "\n".join(lines)
 
     # -- hidden information ----------------------------------------------------------------

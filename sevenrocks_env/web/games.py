@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..agents import make_agent
+from ..dealing import MAX_SEED
 from ..observation import action_mask, encode
 from ..policy_file import shipped_path
 from .. import record as records
@@ -37,7 +38,6 @@ BUILTIN_AGENTS = (
     ("search", "search"),
 )
 MAX_TARGET = records.MAX_TARGET  # a game's record must load back
-MAX_SEED = 2 ** 63 - 1
 
 
 class GameError(Exception):
