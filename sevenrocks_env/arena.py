@@ -345,8 +345,12 @@ def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progr
     """:func:`evaluate` on every pairing (same seed: the same deals for all), then ratings."""
     named = [split_name(a) for a in agents]
     names = [name for name, _ in named]
-    if len(set(names)) != len(names) or len(names) < 2:
-        raise ValueError(f"round robin needs at least 2 distinct agents, got {names}")
+    if len(names) < 2:
+        raise ValueError(f"round robin needs at least 2 agents, got {names}")
+    if len(set(names)) != len(names):
+        twice = next(name for name in names if names.count(name) > 1)
+        raise ValueError(f"round robin: agent {twice!r} is named twice (give a repeated spec "
+                         "its own name: name=spec)")
     games, results = [], {}
     for i in range(len(agents)):
         for j in range(i + 1, len(agents)):

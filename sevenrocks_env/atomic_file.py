@@ -17,6 +17,8 @@ def atomic_path(path):
     (``mkstemp`` makes it 0600) and replaces ``path``; the temporary file never outlives the
     block, whatever happens in it."""
     path = Path(path)
+    if path.exists() and not path.is_file():  # replacing /dev/null or a folder's name: never
+        raise ValueError(f"{path} exists and is not a regular file: give a file path to write")
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:
@@ -30,4 +32,25 @@ def atomic_path(path):
             os.remove(partial)
 
 
-__all__ = ["atomic_path"]
+def check_output_file(path, inputs=()) -> Path:
+    """``path`` as a file this run may write, checked before any work: it is not something
+    other than a regular file (a folder, ``/dev/null``), its folder (made by the caller if
+    missing) is not a file, and it is none of ``inputs`` (writing over a file the run reads
+    destroys it).  ``ValueError`` says which."""
+    path = Path(path)
+    if not path.name or path.name in (".", ".."):
+        raise ValueError(f"output {str(path)!r}: give a file name")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ValueError(f"output {path}: {path.parent} is not a folder")
+    if path.exists():
+        if not path.is_file():
+            raise ValueError(f"output {path} exists and is not a regular file: give a file "
+                             "path to write")
+        for source in inputs:
+            if Path(source).exists() and os.path.samefile(path, source):
+                raise ValueError(f"output {path} is the input {source}: writing it would "
+                                 "destroy the input; give another --out")
+    return path
+
+
+__all__ = ["atomic_path", "check_output_file"]

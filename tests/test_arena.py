@@ -281,6 +281,13 @@ def test_short_names_are_short_recognisable_and_unique():
     assert short_name("abcdefghijklmnopqrstuvwxyz", 20) == "abcdefghi...stuvwxyz"  # cut inside
 
 
+def test_a_round_robin_names_the_agent_given_twice():
+    with pytest.raises(ValueError, match="agent 'random' is named twice"):
+        arena.round_robin(["random", "greedy", "random"], pairs=1)
+    with pytest.raises(ValueError, match="at least 2 agents"):
+        arena.round_robin(["random"], pairs=1)
+
+
 def test_round_robin_table_mirrors_cells_and_sorts_ratings():
     from types import SimpleNamespace
 

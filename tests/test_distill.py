@@ -101,6 +101,18 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
 
 
+def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, collected):
+    """--out over the labels file (or the init) silently replaced it with the student."""
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
+    labels = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
+    for out in (labels, init):
+        args = distill.Args(init=str(init), labels=str(labels), epochs=1, out=str(out),
+                            log_dir=str(tmp_path / "runs"))
+        with pytest.raises(ValueError, match="is the input"):
+            distill.run(args, log=lambda *_: pytest.fail("started work"))
+    assert distill.load_labels_files(str(labels))[1] == "search:samples=4"
+
+
 @pytest.mark.parametrize("facts, words", [
     ({"global_step": None}, "'global_step' must be an int"),
     ({"global_step": 1.7}, "'global_step' must be an int"),

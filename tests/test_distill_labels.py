@@ -216,3 +216,12 @@ def test_observations_are_checked_block_by_block_and_the_first_bad_row_is_named(
     obs[[15, 40], 5] = -1.0
     assert distill_labels._first_outside_the_game(obs, rows=7) == 15
     assert distill_labels._first_outside_the_game(obs[16:], rows=7) == 40 - 16
+
+
+def test_a_device_or_a_folder_is_not_read_as_labels(tmp_path):
+    """/dev/zero was read by zipfile to the end of memory (the process was killed)."""
+    for path in ("/dev/zero", str(tmp_path)):
+        with pytest.raises(distill.LabelsError, match="not a regular file"):
+            distill.load_labels_files(path)
+    with pytest.raises(distill.LabelsError, match="cannot read"):
+        distill.load_labels_files(str(tmp_path / "missing.npz"))

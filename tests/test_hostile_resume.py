@@ -261,3 +261,10 @@ def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     data = load_training_checkpoint(latest)
     assert data["global_step"] == data["update"] * 256 and data["update"] >= 0
+
+
+def test_config_and_resume_together_are_refused(tmp_path, capsys):
+    """A resumed run keeps its own config: a --config beside --resume was silently ignored."""
+    assert main(["--resume", str(tmp_path / "latest.pt"), "--config", "configs/smoke.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "--config and --resume do not go together" in err and err.count("\n") == 1

@@ -76,12 +76,18 @@ def test_hparams_table_parsing():
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
-    assert main([str(tmp_path / "missing")]) == 2
+    out = ["--out", str(tmp_path / "c.png")]
+    assert main([str(tmp_path / "missing"), *out]) == 2
     assert "no such folder" in capsys.readouterr().err
     SummaryWriter(str(tmp_path / "empty")).close()
-    assert main([str(tmp_path / "empty")]) == 2
+    assert main([str(tmp_path / "empty"), *out]) == 2
     assert "no evaluations logged" in capsys.readouterr().err
-    assert main([str(tmp_path / "empty"), "--pairs", "0"]) == 2
+    assert main([str(tmp_path / "empty"), "--pairs", "0", *out]) == 2
+    capsys.readouterr()
+    for out, words in ((tmp_path / "c.xyz", "name a .png"), (tmp_path / "d.png", "not a regular")):
+        (tmp_path / "d.png").mkdir(exist_ok=True)  # a folder where the picture would go
+        assert main([str(tmp_path / "empty"), "--out", str(out)]) == 2
+        assert words in capsys.readouterr().err
 
 
 def test_without_logged_pairs_the_last_point_has_the_final_evaluation_s_pairs(tmp_path,

@@ -210,3 +210,18 @@ def test_ship_refuses_bad_arena_settings_before_writing(tmp_path, capsys, option
     err = capsys.readouterr().err
     assert re.search(words, err) and err.count("\n") == 1, err[:300]
     assert not out.parent.exists()
+
+
+def test_ship_refuses_an_output_that_is_its_input_or_not_a_file(tmp_path, capsys):
+    """Shipping over the training checkpoint made it policy-only (no longer resumable); a
+    device or a folder as --out was replaced by a plain file, or failed after the arena."""
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    before = source.read_bytes()
+    for out, words in ((source, "is the input"), (tmp_path, "not a regular file"),
+                       (tmp_path / "plain.pt" / "x.pt", "is not a folder")):
+        assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err[:300]
+    assert source.read_bytes() == before and not (tmp_path / "model_card.json").exists()

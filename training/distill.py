@@ -47,6 +47,7 @@ import torch
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
+from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import policy_entries, run_facts, save_checkpoint
@@ -263,7 +264,10 @@ def _run(args: Args, log) -> dict:
     student = build_model(init_data, args.init)
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
-    out = Path(args.out)
+    inputs = [args.init, *(path.strip() for path in (args.labels or "").split(",") if path.strip())]
+    out = check_output_file(args.out, inputs)
+    if not args.labels:  # the collection's labels file is written too, hours before --out
+        check_output_file(out.with_name(out.stem + ".labels.npz"), inputs)
     if args.labels:
         labels, teacher = load_labels_files(args.labels, need_values=args.temperature > 0)
         if args.temperature > 0 and labels["values"] is None:

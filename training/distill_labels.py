@@ -12,6 +12,8 @@ bounds below.
 
 from __future__ import annotations
 
+import os
+import stat
 import zipfile
 from pathlib import Path
 
@@ -90,6 +92,11 @@ def _check_declared_shapes(path) -> int:
     size an allocation past the bounds: ``np.load`` allocates what a header declares.  Returns
     the largest label count a header declares."""
     declared = {}
+    try:  # a device or a pipe (/dev/zero) would be read to its end by zipfile: a file only
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise LabelsError(f"{path}: not a labels file (not a regular file)")
+    except OSError as error:
+        raise LabelsError(f"{path}: cannot read it ({error.strerror})") from None
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()

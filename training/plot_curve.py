@@ -20,6 +20,7 @@ import re
 import sys
 from pathlib import Path
 
+from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.ratings import wilson_interval
 
 #: Bounds of the logged values read from a run folder (a year of wall time; the arena's pairs).
@@ -154,7 +155,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.plot_curve", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", help="runs/<run-name> (a TensorBoard folder of one run)")
-    parser.add_argument("--out", default="docs/learning_curve.png")
+    parser.add_argument("--out", required=True,
+                        help="the picture to write: .png, .svg or .pdf (e.g. docs/learning_curve.png)")
     parser.add_argument("--x", choices=("time", "steps"), default="time",
                         help="x axis: wall time (unit chosen by the run's length) or learner decisions")
     parser.add_argument("--pairs", type=int, default=None,
@@ -164,7 +166,11 @@ def main(argv=None) -> int:
         print("error: --pairs must be at least 1", file=sys.stderr)
         return 2
     try:
+        if Path(args.out).suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise ValueError(f"--out {args.out!r}: name a .png, .svg or .pdf file")
+        check_output_file(args.out)
         run = read_run(args.run_dir)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from sevenrocks_env.agents import CHECKPOINT_SPECS
+from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.record import shown
@@ -248,7 +249,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint")
-    parser.add_argument("--out", default="checkpoints/shipped/sevenrocks_ppo.pt")
+    parser.add_argument("--out", required=True,
+                        help="the policy file to write, e.g. checkpoints/shipped/sevenrocks_ppo.pt"
+                             " (its model card is written beside it)")
     parser.add_argument("--pairs", type=int, default=1000)
     parser.add_argument("--agents", nargs="+", default=["random", "greedy", "heuristic"])
     parser.add_argument("--search", default="search")
@@ -264,6 +267,7 @@ def main(argv=None) -> int:
                         help="how the checkpoint was trained (for the card)")
     args = parser.parse_args(argv)
     try:
+        check_output_file(args.out, [args.checkpoint, *args.extra_result])
         source = read_checkpoint(args.checkpoint)
         build_model(source, args.checkpoint)  # its weights, before --out is written
         facts = run_facts(source, args.checkpoint)

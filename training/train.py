@@ -333,6 +333,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    if args.resume and args.config:  # a resumed run's settings are its checkpoint's (and --set)
+        print("error: --config and --resume do not go together: a resumed run keeps its own "
+              "config; change a setting with --set", file=sys.stderr)
+        return 2
     if args.help_config:
         defaults = TrainConfig().as_dict()
         for name, doc in describe_fields().items():

@@ -1,0 +1,32 @@
+"""``sevenrocks_env.atomic_file``: an output never replaces something that is not a file."""
+
+import os
+import stat
+
+import pytest
+
+from sevenrocks_env.atomic_file import atomic_path, check_output_file
+
+
+def test_a_device_or_a_folder_is_never_replaced(tmp_path):
+    """As root, ``--out /dev/null`` replaced the system's null device with a plain file."""
+    device = tmp_path / "null.gif"
+    os.mknod(device, stat.S_IFCHR | 0o644, os.makedev(1, 3))  # another /dev/null (needs root)
+    for target in (device, tmp_path):
+        with pytest.raises(ValueError, match="not a regular file"):
+            with atomic_path(target) as partial:
+                partial.write_bytes(b"x")
+        with pytest.raises(ValueError, match="not a regular file"):
+            check_output_file(target)
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null.gif"]  # no temporary file left
+
+
+def test_an_output_is_not_an_input_and_its_folder_is_not_a_file(tmp_path):
+    source = tmp_path / "in.pt"
+    source.write_bytes(b"weights")
+    with pytest.raises(ValueError, match="is the input"):
+        check_output_file(tmp_path / "." / "in.pt", [tmp_path / "other.pt", source])
+    with pytest.raises(ValueError, match="is not a folder"):
+        check_output_file(source / "out.pt")
+    assert check_output_file(tmp_path / "new" / "out.pt") == tmp_path / "new" / "out.pt"
