@@ -16,9 +16,7 @@ def atomic_path(path):
     the block ends without an exception the file gets the permissions ``open()`` would give it
     (``mkstemp`` makes it 0600) and replaces ``path``; the temporary file never outlives the
     block, whatever happens in it."""
-    path = Path(path)
-    if path.exists() and not path.is_file():  # replacing /dev/null or a folder's name: never
-        raise ValueError(f"{path} exists and is not a regular file: give a file path to write")
+    path = check_output_file(path)  # never replace /dev/null or a folder
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:

@@ -124,20 +124,16 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
         played[j] += trials
     beta = np.zeros(k)
     for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
+        p, information = _fisher(beta, games)
         gradient = (wins - games * p).sum(axis=1)
-        weight = games * p * (1 - p)
-        hessian = np.diag(weight.sum(axis=1)) - weight
-        step = np.linalg.lstsq(hessian[1:, 1:], gradient[1:], rcond=None)[0]
+        step = np.linalg.lstsq(information[1:, 1:], gradient[1:], rcond=None)[0]
         beta[1:] += step
         if np.max(np.abs(step)) < 1e-10:
             break
     else:
         warnings.warn(f"Bradley-Terry: Newton's method did not converge in {iterations} "
                       "iterations; the ratings may be off", RuntimeWarning, stacklevel=2)
-    p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
-    weight = games * p * (1 - p)
-    information = np.diag(weight.sum(axis=1)) - weight
+    _, information = _fisher(beta, games)
     covariance = np.zeros((k, k))
     if k > 1:
         covariance[1:, 1:] = np.linalg.pinv(information[1:, 1:])
@@ -149,6 +145,14 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
     centre = np.eye(k) - np.outer(np.ones(k), weights)  # any centring: its rows sum to zero
     return Ratings(list(names), ELO * (centre @ beta),
                    ELO ** 2 * (centre @ covariance @ centre.T), one_sided)
+
+
+def _fisher(beta: np.ndarray, games: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``P(i beats j)`` at ratings ``beta`` (natural-log scale) and the Fisher information (the
+    negative Hessian of the log-likelihood: Newton's step, then the covariance)."""
+    p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
+    weight = games * p * (1 - p)
+    return p, np.diag(weight.sum(axis=1)) - weight
 
 
 def bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, int]],

@@ -55,7 +55,8 @@ from .config import Folder, Int, Positive, Real, RunName, first_problem
 from .distill_collect import (collect, collect_in_pool, make_teacher, part_path, pinned,
                               pinned_teacher)
 from .distill_labels import (MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT, LabelsError,
-                             is_teacher_text, load_labels_files, save_labels)
+                             is_teacher_text, labels_file_names, load_labels_files,
+                             save_labels)
 
 #: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
 MIN_TEMPERATURE = 1e-3
@@ -264,18 +265,16 @@ def _run(args: Args, log) -> dict:
     student = build_model(init_data, args.init)
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
-    inputs = [args.init, *(path.strip() for path in (args.labels or "").split(",") if path.strip())]
-    out = check_output_file(args.out, inputs)
-    if not args.labels:  # the collection's labels file is written too, hours before --out
-        check_output_file(out.with_name(out.stem + ".labels.npz"), inputs)
+    out = check_output_file(args.out, [args.init, *labels_file_names(args.labels or "")])
     if args.labels:
         labels, teacher = load_labels_files(args.labels, need_values=args.temperature > 0)
         if args.temperature > 0 and labels["values"] is None:
             raise LabelsError(NO_VALUES)
         log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")
     else:
-        labels, teacher = _collect(args, student.eval(), out.with_name(out.stem + ".labels.npz"),
-                                   log)
+        # the collection's labels file is written too, hours before --out: checked first
+        labels_path = check_output_file(out.with_name(out.stem + ".labels.npz"), [args.init])
+        labels, teacher = _collect(args, student.eval(), labels_path, log)
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))
     before = agreement_on(student, torch.from_numpy(labels["observation"]),

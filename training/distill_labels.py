@@ -211,6 +211,11 @@ def load_labels(path) -> tuple[dict, str]:
         str(teacher)
 
 
+def labels_file_names(paths: str) -> list[str]:
+    """The files of ``--labels`` (``"a.npz,b.npz"``), blanks dropped."""
+    return [path.strip() for path in paths.split(",") if path.strip()]
+
+
 def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]:
     """The labels of one file or of several (``"a.npz,b.npz"``: several collections trained on
     together), each file checked by :func:`load_labels`.  Match ids are renumbered so that no
@@ -219,7 +224,7 @@ def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]
     The label counts the files' headers declare are added up before any file is read; a file
     may be named once (a copy would put the same decisions on both sides of the held-out
     split); ``need_values`` refuses files without the teacher's values, naming them."""
-    files = [path.strip() for path in paths.split(",") if path.strip()]
+    files = labels_file_names(paths)
     if not 0 < len(files) <= MAX_FILES:
         raise LabelsError(f"give 1 to {MAX_FILES} labels files, got {len(files)}")
     resolved = [Path(path).resolve() for path in files]
