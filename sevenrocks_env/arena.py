@@ -24,7 +24,6 @@ results and tables use the name.  The other arena modules: :mod:`~sevenrocks_env
 
 from __future__ import annotations
 
-import numbers
 import re
 import sys
 import time
@@ -35,6 +34,7 @@ import numpy as np
 
 from . import rules
 from .agents import make_agent
+from .checks import is_int
 from .dealing import MAX_SEED
 from .driver import IllegalActionError, MatchDriver, agent_name
 from .ratings import bradley_terry, mean_interval, wilson_interval
@@ -237,7 +237,7 @@ def check_settings(**settings: int) -> None:
               "target": (1, MAX_TARGET), "max_rounds": (1, MAX_ROUNDS)}
     for name, value in settings.items():
         low, high = bounds[name]
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        if not is_int(value):
             raise ValueError(f"{name} must be an int, got {value!r}")
         if high is None and value < low:
             raise ValueError(f"{name} must be >= {low}, got {value}")
@@ -248,7 +248,7 @@ def check_settings(**settings: int) -> None:
 def check_workers(workers: int, agent_a, agent_b) -> None:
     """``workers``, an int in ``[1, MAX_WORKERS]``; more than one needs both agents as spec
     strings (each worker process builds its own).  ``ValueError`` says what is wrong."""
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+    if not is_int(workers, 1, MAX_WORKERS):
         raise ValueError(f"workers must be an int in [1, {MAX_WORKERS}], got {workers!r}")
     if workers > 1 and not (isinstance(agent_a, str) and isinstance(agent_b, str)):
         raise ValueError("Agent objects can only be used with workers=1; pass spec strings")

@@ -85,6 +85,7 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from . import observation as obs_mod
+from .checks import is_int
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
@@ -137,18 +138,14 @@ class raw_env(AECEnv, EzPickle):
         # the bounds a record must meet (sevenrocks_env.record): every match played can be saved
         for name, value, high in (("target", target, MAX_TARGET),
                                   ("max_rounds", max_rounds, MAX_ROUNDS)):
-            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-                    or not 0 < value <= high:
+            if not is_int(value, 1, high):
                 raise ValueError(f"{name} must be an int in [1, {high}], got {value!r}")
         # raises ValueError naming the bad mode or weight (one definition: sevenrocks_env.rewards)
         self.points_scale, self.win_reward = reward_weights(reward, points_scale, win_reward)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
                              f"got {render_mode!r}")
-        if render_observer is not None and (
-                isinstance(render_observer, (bool, np.bool_))
-                or not isinstance(render_observer, (int, np.integer))
-                or render_observer not in range(4)):  # 1.0 and 1+0j are == 1, not seats
+        if render_observer is not None and not is_int(render_observer, 0, 3):
             raise ValueError(f"render_observer must be a seat 0-3 or None, got {render_observer!r}")
         self.target = int(target)
         self.max_rounds = int(max_rounds)
@@ -203,7 +200,7 @@ class raw_env(AECEnv, EzPickle):
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
-        elif isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        elif not is_int(seed):
             raise TypeError(f"seed must be a non-negative int or None, got {type(seed).__name__} "
                             f"{seed!r}")
         elif seed < 0:
@@ -292,8 +289,7 @@ class raw_env(AECEnv, EzPickle):
         agent = self.agent_selection
         legal = legal_actions(self.match)
         shown = ", ".join(f"{a} ({describe_action(a)})" for a in legal)
-        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)) \
-                and 0 <= int(action) < NUM_ACTIONS:
+        if is_int(action, 0, NUM_ACTIONS - 1):
             what = f"{int(action)} ({describe_action(int(action))})"
         else:
             what = repr(action)

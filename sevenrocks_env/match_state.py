@@ -9,13 +9,10 @@ score past R5's 35.
 
 from __future__ import annotations
 
+from .checks import is_plain_int
 from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
                     TILE_HIGH, TILE_LOW, WEST, tiles_of, tiles_showing)
-
-
-def _is_int(value, low: int, high: int) -> bool:
-    return type(value) is int and low <= value <= high
 
 
 def check_match_state(match) -> None:
@@ -25,16 +22,16 @@ def check_match_state(match) -> None:
         raise ValueError(f"match state: {name} must be {what}, got {shown(getattr(match, name))}")
 
     big = 10 ** 9
-    if match.seed is not None and not _is_int(match.seed, 0, 2 ** 64):
+    if match.seed is not None and not is_plain_int(match.seed, 0, 2 ** 64):
         bad("seed", "None or an int in [0, 2**64]")
-    if not _is_int(match.target, 1, big):
+    if not is_plain_int(match.target, 1, big):
         bad("target", f"an int in [1, {big}]")
-    if match.max_rounds is not None and not _is_int(match.max_rounds, 1, big):
+    if match.max_rounds is not None and not is_plain_int(match.max_rounds, 1, big):
         bad("max_rounds", f"None or an int in [1, {big}]")
     if not (isinstance(match.scores, list) and len(match.scores) == 2
-            and all(_is_int(v, -big, big) for v in match.scores)):
+            and all(is_plain_int(v, -big, big) for v in match.scores)):
         bad("scores", "two ints")
-    if match.winner is not None and not _is_int(match.winner, 0, 1):
+    if match.winner is not None and not is_plain_int(match.winner, 0, 1):
         bad("winner", "None, 0 or 1")
     if type(match.truncated) is not bool:
         bad("truncated", "a bool")
@@ -43,7 +40,7 @@ def check_match_state(match) -> None:
         bad("scores", "below the target while no partnership has won (R8)")
     if match.winner is not None and match.scores[match.winner] < match.target:
         bad("scores", "at the target for the winner (R8)")
-    if not _is_int(match.round_index, 0, big):
+    if not is_plain_int(match.round_index, 0, big):
         bad("round_index", "a non-negative int")
     if match.max_rounds is not None and match.round_index >= match.max_rounds \
             and not match.truncated and match.winner is None:
@@ -57,24 +54,24 @@ def check_match_state(match) -> None:
         value = getattr(match, name)
         limit = ALL_TILES if name != "voids" else (1 << 7) - 1
         if not (isinstance(value, list) and len(value) == NUM_SEATS
-                and all(_is_int(v, 0, limit) for v in value)):
+                and all(is_plain_int(v, 0, limit) for v in value)):
             bad(name, "four bitmasks")
     if not (isinstance(match.ends, list) and len(match.ends) == 4
-            and all(_is_int(v, -1, 6) for v in match.ends)):
+            and all(is_plain_int(v, -1, 6) for v in match.ends)):
         bad("ends", "four ints in [-1, 6]")
     for name in ("end_double", "branch_started"):
         value = getattr(match, name)
         if not (isinstance(value, list) and len(value) == 4 and all(type(v) is bool for v in value)):
             bad(name, "four bools")
-    if not _is_int(match.spinner, -1, 6):
+    if not is_plain_int(match.spinner, -1, 6):
         bad("spinner", "an int in [-1, 6]")
-    if not _is_int(match.turn, -1, 3):
+    if not is_plain_int(match.turn, -1, 3):
         bad("turn", "a seat 0-3 (or -1 between rounds)")
-    if not _is_int(match.opener, 0, 3):
+    if not is_plain_int(match.opener, 0, 3):
         bad("opener", "a seat 0-3")
-    if not _is_int(match.placements, 0, NUM_TILES):
+    if not is_plain_int(match.placements, 0, NUM_TILES):
         bad("placements", "an int in [0, 28]")
-    if not _is_int(match.last_end_sum, 0, 36):
+    if not is_plain_int(match.last_end_sum, 0, 36):
         bad("last_end_sum", "an int in [0, 36]")
     played = 0
     for seat in range(NUM_SEATS):

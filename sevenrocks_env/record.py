@@ -24,6 +24,7 @@ import reprlib
 from pathlib import Path
 from typing import Iterator
 
+from .checks import is_plain_int
 from .rules import DOMINO, Match, apply_action, is_legal, legal_actions
 from .textfile import read_text
 from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
@@ -234,7 +235,7 @@ def _check_top_level(record) -> None:
         raise RecordError(f"unknown record format {shown(record.get('format'))}; "
                           f"expected {FORMAT!r}")
     _exact_keys(record, RECORD_KEYS, "record")
-    if not _is_int(record["target"], 1, MAX_TARGET):
+    if not is_plain_int(record["target"], 1, MAX_TARGET):
         raise RecordError(f"target must be an int in [1, {MAX_TARGET}], "
                           f"got {shown(record['target'])}")
     if not isinstance(record["rounds"], list) or not record["rounds"]:
@@ -242,7 +243,7 @@ def _check_top_level(record) -> None:
     if len(record["rounds"]) > MAX_ROUNDS:
         raise RecordError(f"record has {len(record['rounds'])} rounds; at most {MAX_ROUNDS} "
                           "are read")
-    if not (record["winner"] is None or _is_int(record["winner"], 0, 1)):
+    if not (record["winner"] is None or is_plain_int(record["winner"], 0, 1)):
         raise RecordError(f"winner must be 0, 1 or null, got {shown(record['winner'])}")
     _check_pair(record["scores"], "scores")
 
@@ -251,7 +252,7 @@ def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
     if not isinstance(rnd, dict):
         raise RecordError(f"{where}: a round is a JSON object")
     _exact_keys(rnd, ROUND_KEYS, where)
-    if not _is_int(rnd["opener"], 0, 3):
+    if not is_plain_int(rnd["opener"], 0, 3):
         raise RecordError(f"{where}: opener must be a seat 0-3, got {shown(rnd['opener'])}")
     hands = rnd["hands"]
     if not isinstance(hands, list) or len(hands) != 4:
@@ -292,11 +293,11 @@ def _apply_move(match: Match, move, where: str) -> None:
     if not isinstance(move, dict) or "seat" not in move or "action" not in move:
         raise RecordError(f"{where}: a move is an object with 'seat' and 'action'")
     seat, action = move["seat"], move["action"]
-    if not _is_int(seat, 0, 3) or seat != match.turn:
+    if not is_plain_int(seat, 0, 3) or seat != match.turn:
         raise RecordError(f"{where}: seat {shown(seat)} moved but it is seat {match.turn}'s turn")
-    if not _is_int(action, 0, KNOCK) or not is_legal(match, action):
+    if not is_plain_int(action, 0, KNOCK) or not is_legal(match, action):
         legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(match))
-        text = f"{action} ({describe_action(action)})" if _is_int(action, 0, KNOCK) \
+        text = f"{action} ({describe_action(action)})" if is_plain_int(action, 0, KNOCK) \
             else shown(action)
         raise RecordError(f"{where}: illegal action {text} for seat {seat}; legal: [{legal}]")
     if action == KNOCK:
@@ -329,7 +330,7 @@ def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
         raise RecordError(f"{where}: an unfinished round must be the last one")
     _check_pair(rnd["scores"], f"{where}: scores")
     if not (isinstance(rnd["deductions"], list) and len(rnd["deductions"]) == 4
-            and all(_is_int(d, -MAX_POINTS, MAX_POINTS) for d in rnd["deductions"])):
+            and all(is_plain_int(d, -MAX_POINTS, MAX_POINTS) for d in rnd["deductions"])):
         raise RecordError(f"{where}: deductions must be four ints, got {shown(rnd['deductions'])}")
     deductions = log.deductions
     if not _same(rnd["deductions"], deductions):
@@ -342,7 +343,7 @@ def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
 
 def _check_pair(value, what: str) -> None:
     if not (isinstance(value, list) and len(value) == 2
-            and all(_is_int(v, -MAX_POINTS, MAX_POINTS) for v in value)):
+            and all(is_plain_int(v, -MAX_POINTS, MAX_POINTS) for v in value)):
         raise RecordError(f"{what} must be two ints (|n| <= {MAX_POINTS}), got {shown(value)}")
 
 
@@ -354,11 +355,6 @@ def _same(value, expected) -> bool:
         return isinstance(value, list) and len(value) == len(expected) and all(
             _same(v, e) for v, e in zip(value, expected))
     if isinstance(expected, int):
-        return _is_int(value) and value == expected
+        return is_plain_int(value) and value == expected
     return value == expected
 
-
-def _is_int(value, low: int | None = None, high: int | None = None) -> bool:
-    """A real int (not a bool), within ``[low, high]`` when given."""
-    return (isinstance(value, int) and not isinstance(value, bool)
-            and (low is None or low <= value) and (high is None or value <= high))

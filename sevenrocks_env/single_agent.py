@@ -60,6 +60,7 @@ import gymnasium
 import numpy as np
 
 from .agents import make_agent
+from .checks import is_int
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
 from .rewards import team0_reward
@@ -80,8 +81,7 @@ class SingleAgentEnv(gymnasium.Env):
                  target: int = DEFAULT_TARGET, max_rounds: int = 100, skip_forced: bool = False,
                  render_mode: str | None = None, illegal_action: str = "terminate",
                  points_scale: float | None = None, win_reward: float | None = None):
-        if seat != "random" and (isinstance(seat, (bool, np.bool_))
-                                 or not isinstance(seat, (int, np.integer)) or seat not in range(4)):
+        if seat != "random" and not is_int(seat, 0, 3):
             raise ValueError(f"seat must be 0-3 or 'random', got {seat!r}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, "
@@ -259,8 +259,7 @@ class SingleAgentEnv(gymnasium.Env):
 
     def _illegal_message(self, action) -> str:
         legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(self.match))
-        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)) \
-                and 0 <= int(action) < self.action_space.n:
+        if is_int(action, 0, self.action_space.n - 1):
             action = f"{int(action)} ({describe_action(int(action))})"
         else:
             action = repr(action)

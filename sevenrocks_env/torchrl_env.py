@@ -35,7 +35,6 @@ before arithmetic, and the done flags say which ones begin a new match.)
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 import torch
@@ -45,6 +44,7 @@ from torchrl.envs import EnvBase
 
 from .batched import VectorEnv
 from .batched.deal import MAX_SEED
+from .checks import checked_int
 from .env import observation_bounds
 from .observation import OBS_SIZE
 from .tiles import NUM_ACTIONS
@@ -110,11 +110,7 @@ class SevenRocksTorchRLEnv(EnvBase):
     def _check_seed(seed):
         if seed is None:
             return None
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise TypeError(f"seed must be an int or None, got {type(seed).__name__} {seed!r}")
-        if not 0 <= int(seed) <= MAX_SEED:
-            raise ValueError(f"seed must be in [0, {MAX_SEED}], got {seed}")
-        return int(seed)
+        return checked_int("seed", seed, 0, MAX_SEED)
 
     def _set_seed(self, seed: int | None) -> None:
         """Every later full reset draws its deal-stream seed from a generator seeded here."""

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from ..batched import VectorEnv
+from ..checks import is_int
 from ..observation import checked_inputs, decode
 from ..policy import MaskedCategorical, PolicyNet, generator_seed, load_policy
 from .layout import best_action, legal_from_mask
@@ -78,7 +79,7 @@ class PolicySearchAgent:
     def __init__(self, policy="shipped", samples: int = 64, seed: int | None = None,
                  prior: float = 5.0, win_bonus: float = 50.0, reach: int = 60, horizon: int = 3,
                  rollout: str = "argmax", device: str = "cpu", threads: int | None = 1):
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        if not is_int(samples, 1):
             raise ValueError(f"search:policy: samples must be an int >= 1, got {samples!r}")
         if samples > MAX_WORLDS:
             raise ValueError(f"search:policy: samples must be <= {MAX_WORLDS}, got {samples}")

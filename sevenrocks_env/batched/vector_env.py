@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import numbers
 
 import numpy as np
 import torch
 
+from ..checks import checked_int
 from ..record import MAX_ROUNDS, MAX_TARGET, shown
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
@@ -17,14 +17,6 @@ from .records import RecordKeeper
 from .state import BatchState
 
 _MAX_ENVS = 1 << 24
-
-
-def _check_int(name: str, value, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if not low <= int(value) <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
-    return int(value)
 
 
 def checked_device(device) -> torch.device:
@@ -77,12 +69,12 @@ class VectorEnv:
         """``deal_streams`` (optional ``LongTensor[num_envs]``, values in ``[0, 2**40]``): env
         ``i`` is dealt from stream ``deal_streams[i]`` instead of ``i``, so several envs can play
         the same deals -- duplicate-deal evaluation gives both games of a pair one stream."""
-        self.num_envs = _check_int("num_envs", num_envs, 1, _MAX_ENVS)
+        self.num_envs = checked_int("num_envs", num_envs, 1, _MAX_ENVS)
         self.device = checked_device(device)
         # the bounds a record must meet (records=True writes one for every match)
-        target = _check_int("target", target, 1, MAX_TARGET)
+        target = checked_int("target", target, 1, MAX_TARGET)
         if max_rounds is not None:
-            max_rounds = _check_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
+            max_rounds = checked_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
         scale, win = reward_weights(reward, points_scale, win_reward)
         self.reward_mode = reward
         for name, flag in (("records", records), ("validate", validate)):
@@ -132,7 +124,7 @@ class VectorEnv:
         """
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0]) >> 1
-        seed = _check_int("seed", seed, 0, MAX_SEED)
+        seed = checked_int("seed", seed, 0, MAX_SEED)
         zeros = torch.zeros_like(self.env_ids)
         if deals is None:
             hands, openers = deal(seed, self.env_ids, zeros, zeros)
@@ -219,7 +211,7 @@ class VectorEnv:
                 or state.turn.device != self.device:
             raise ValueError(f"load_state: expected a BatchState of {self.num_envs} envs on "
                              f"{self.device}")
-        self.settings.seed = _check_int("seed", seed, 0, MAX_SEED)
+        self.settings.seed = checked_int("seed", seed, 0, MAX_SEED)
         if deal_streams is None:
             self.env_ids = torch.arange(self.num_envs, device=self.device)
         else:
@@ -264,7 +256,7 @@ class VectorEnv:
     def match(self, env: int) -> Match:
         """Env ``env``'s current match as a ``rules.Match`` (seedless, no history)."""
         self._require_ready()
-        env = _check_int("env", env, 0, self.num_envs - 1)
+        env = checked_int("env", env, 0, self.num_envs - 1)
         return self.state.match(env, self.target, self.max_rounds)
 
     # -- stepping -----------------------------------------------------------------------------

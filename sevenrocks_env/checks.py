@@ -1,0 +1,38 @@
+"""What counts as an int, said once for every argument and every value read from a file.
+
+``True == 1`` in Python, so a bare ``isinstance(value, int)`` lets ``True`` pass as seat 1 or
+``False`` as seed 0; ``1.0`` and ``1+0j`` compare equal to 1 as well.  Every check of an int
+argument (env settings, seeds, seats, actions, arena settings) and of an int read from a record
+or a match state goes through :func:`is_int`.
+"""
+from __future__ import annotations
+
+import numbers
+
+
+def is_int(value, low: int | None = None, high: int | None = None) -> bool:
+    """``value`` is an integer, not a bool, within ``[low, high]`` where those are given.
+    NumPy integers count: an action taken from an array is one."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False  # numpy's bool_ is not Integral; Python's bool is
+    return (low is None or low <= value) and (high is None or value <= high)
+
+
+def is_plain_int(value, low: int | None = None, high: int | None = None) -> bool:
+    """:func:`is_int`, and a plain ``int``: a value that is saved as JSON (a record's, a match
+    state's) must not be a NumPy integer."""
+    return type(value) is int and is_int(value, low, high)
+
+
+def checked_int(name: str, value, low: int, high: int) -> int:
+    """``value`` as a plain ``int``: ``TypeError`` if it is not an integer (:func:`is_int`),
+    ``ValueError`` if it is outside ``[low, high]``; both name the argument."""
+    if not is_int(value):
+        from .record import shown  # bounded repr (record imports this module)
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {shown(value)}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return int(value)
+
+
+__all__ = ["checked_int", "is_int", "is_plain_int"]

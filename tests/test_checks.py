@@ -1,0 +1,24 @@
+"""The one definition of "an int" that every argument and file value is checked with."""
+import numpy as np
+import pytest
+
+from sevenrocks_env.checks import checked_int, is_int, is_plain_int
+
+
+@pytest.mark.parametrize("value", [True, False, np.True_, 1.0, 1 + 0j, "1", None, np.float32(1)])
+def test_values_equal_to_an_int_are_not_ints(value):
+    assert not is_int(value) and not is_plain_int(value)
+    with pytest.raises(TypeError, match="x must be an int"):
+        checked_int("x", value, 0, 5)
+
+
+@pytest.mark.parametrize("value", [1, np.int64(1), np.uint8(1)])
+def test_python_and_numpy_integers_are_ints(value):
+    assert is_int(value) and is_int(value, 1, 1) and not is_int(value, 2) and not is_int(value, None, 0)
+    assert checked_int("x", value, 0, 5) == 1 and type(checked_int("x", value, 0, 5)) is int
+    assert is_plain_int(value) == (type(value) is int)  # a JSON value must be a plain int
+
+
+def test_out_of_range_is_a_value_error_naming_the_argument():
+    with pytest.raises(ValueError, match=r"seed must be in \[0, 5\], got 6"):
+        checked_int("seed", 6, 0, 5)
