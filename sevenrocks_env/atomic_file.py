@@ -30,25 +30,55 @@ def atomic_path(path):
             os.remove(partial)
 
 
+class OutputError(ValueError):
+    """An output path this run cannot write: ``str()`` is ``"output PATH: REASON"``; ``reason``
+    alone is there for callers that name the path their own way."""
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"output {path}: {reason}")
+        self.path, self.reason = path, reason
+
+
 def check_output_file(path, inputs=()) -> Path:
     """``path`` as a file this run may write, checked before any work: it is not something
     other than a regular file (a folder, ``/dev/null``), its folder (made by the caller if
-    missing) is not a file, and it is none of ``inputs`` (writing over a file the run reads
-    destroys it).  ``ValueError`` says which."""
+    missing) can take a new file (:func:`check_output_folder`), and it is none of ``inputs``
+    (writing over a file the run reads destroys it).  :class:`OutputError` says which."""
     path = Path(path)
     if not path.name or path.name in (".", ".."):
-        raise ValueError(f"output {str(path)!r}: give a file name")
-    if path.parent.exists() and not path.parent.is_dir():
-        raise ValueError(f"output {path}: {path.parent} is not a folder")
+        raise OutputError(repr(str(path)), "give a file name")
+    try:
+        check_output_folder(path.parent)
+    except OutputError as error:
+        raise OutputError(path, error.reason) from None
     if path.exists():
         if not path.is_file():
-            raise ValueError(f"output {path} exists and is not a regular file: give a file "
-                             "path to write")
+            raise OutputError(path, "exists and is not a regular file: give a file path to write")
         for source in inputs:
             if Path(source).exists() and os.path.samefile(path, source):
-                raise ValueError(f"output {path} is the input {source}: writing it would "
-                                 "destroy the input; give another --out")
+                raise OutputError(path, f"is the input {source}: writing it would destroy the "
+                                        "input; give another --out")
     return path
 
 
-__all__ = ["atomic_path", "check_output_file"]
+def check_output_folder(folder) -> Path:
+    """``folder`` as one this run can write files in, checked before any work and without
+    making anything: the folder, or its nearest ancestor that exists, is a folder in which a
+    file can be made (a temporary one is made and removed).  :class:`OutputError` otherwise: a
+    run that would fail at its first save fails here, with nothing left behind."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OutputError(folder, f"{existing} is not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        raise OutputError(folder, f"cannot write in {existing}: {error.strerror or error}") \
+            from None
+    return folder
+
+
+__all__ = ["OutputError", "atomic_path", "check_output_file", "check_output_folder"]

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from . import record as records
+from .atomic_file import OutputError, check_output_folder
 from .agents import make_agent
 from .driver import MatchDriver, agent_name
 from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
@@ -325,12 +326,13 @@ def record_path_problem(path: Path, default: bool) -> str | None:
         if path.is_dir():
             return "is a folder; give a file name"
         folder = path.parent if str(path.parent) else Path(".")
-        if not folder.exists():
-            return None if default else f"folder {folder} does not exist"
-        if not folder.is_dir():
-            return f"{folder} is not a folder"
-        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        if not folder.exists() and not default:
+            return f"folder {folder} does not exist"
+        check_output_folder(folder)  # it (or the folder it goes in) takes files: /proc does not
+        if path.exists() and not os.access(path, os.W_OK):
             return "not writable"
+    except OutputError as error:
+        return error.reason
     except OSError as error:  # a name too long for the file system, say
         return f"cannot be used ({error.strerror or type(error).__name__})"
     return None

@@ -24,6 +24,7 @@ import reprlib
 from pathlib import Path
 from typing import Iterator
 
+from .atomic_file import atomic_path
 from .checks import is_plain_int
 from .rules import DOMINO, Match, apply_action, is_legal, legal_actions
 from .textfile import read_text
@@ -118,7 +119,16 @@ def round_entry(opener: int, hands, moves, result: str | None, deductions, score
 
 
 def save(record: dict, path) -> None:
-    Path(path).write_text(json.dumps(record, indent=1) + "\n")
+    """Write ``record`` to ``path`` as JSON; an interrupted save leaves the old file, never
+    half a record (:func:`sevenrocks_env.atomic_file.atomic_path`).  A device or pipe that
+    exists (``/dev/null``: keep no record) is written into, never replaced."""
+    text = json.dumps(record, indent=1) + "\n"
+    path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        path.write_text(text)
+        return
+    with atomic_path(path) as partial:
+        partial.write_text(text)
 
 
 def load(path) -> dict:

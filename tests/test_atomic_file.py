@@ -30,3 +30,15 @@ def test_an_output_is_not_an_input_and_its_folder_is_not_a_file(tmp_path):
     with pytest.raises(ValueError, match="is not a folder"):
         check_output_file(source / "out.pt")
     assert check_output_file(tmp_path / "new" / "out.pt") == tmp_path / "new" / "out.pt"
+
+
+def test_a_folder_that_takes_no_files_is_refused_before_any_work(tmp_path):
+    """``--out /proc/x.pt`` passed (its folder exists) and failed only when written."""
+    from sevenrocks_env.atomic_file import OutputError, check_output_folder
+    with pytest.raises(OutputError, match="cannot write in /proc") as error:
+        check_output_file("/proc/sevenrocks.pt")
+    assert str(error.value).startswith("output /proc/sevenrocks.pt: ")
+    with pytest.raises(OutputError, match="cannot write in /proc"):
+        check_output_folder("/proc/sevenrocks/run")
+    assert check_output_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    assert list(tmp_path.iterdir()) == []  # checked without making anything

@@ -75,6 +75,7 @@ def test_undecodable_input_saves_the_record(tmp_path):
     ("missing/folder/g.json", "does not exist"),
     (".", "is a folder"),
     ("x" * 300, "cannot be used (File name too long)"),  # an OSError, not a traceback
+    ("/proc/sevenrocks.json", "cannot write in /proc"),  # was refused only after the game
 ])
 def test_a_bad_record_path_is_refused_before_the_game(tmp_path, monkeypatch, capsys, record,
                                                       words):

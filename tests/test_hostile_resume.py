@@ -268,3 +268,18 @@ def test_config_and_resume_together_are_refused(tmp_path, capsys):
     assert main(["--resume", str(tmp_path / "latest.pt"), "--config", "configs/smoke.yaml"]) == 2
     err = capsys.readouterr().err
     assert "--config and --resume do not go together" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "proc"])
+def test_an_output_folder_that_cannot_take_files_is_refused_before_training(tmp_path, capsys,
+                                                                            where):
+    """``checkpoint_dir=/proc/x`` failed at the first checkpoint, after minutes of training,
+    with a traceback, and left ``runs/<name>`` behind, which blocked the rerun."""
+    (tmp_path / "file").write_text("x")
+    bad = tmp_path / "file" / "ckpt" if where == "under_a_file" else Path("/proc/sevenrocks")
+    args = ["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}",
+            "--set", f"checkpoint_dir={bad}", "--set", "total_steps=256"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint_dir:" in err and ("is not a folder" in err or "cannot write in /proc" in err)
+    assert "Traceback" not in err and not (tmp_path / "runs").exists()

@@ -203,6 +203,37 @@ def test_png_frames_are_numbered_from_zero(tmp_path):
     assert names == [f"frame_{i:04d}.png" for i in range(moves)]
 
 
+def test_a_replay_into_a_used_folder_leaves_only_its_own_frames(tmp_path):
+    """A shorter replay into the folder of a longer one left the older replay's last frames,
+    which read as the end of this game."""
+    record = short_match_record()
+    path = tmp_path / "game.json"
+    records.save(record, path)
+    folder = tmp_path / "frames"
+    assert main([str(path), "--out", str(folder), "--scale", "0.2"]) == 0
+    keep = [folder / "frame_12.png", folder / "notes.txt", folder / "frame_0001.png.bak"]
+    for other in keep:
+        other.write_text("the user's")
+    assert main([str(path), "--out", str(folder), "--round", "0", "--scale", "0.2"]) == 0
+    moves = len(record["rounds"][0]["moves"])
+    assert len(record["rounds"]) > 1
+    assert sorted(folder.glob("frame_????.png")) == [folder / f"frame_{i:04d}.png"
+                                                      for i in range(moves)]
+    assert all(other.read_text() == "the user's" for other in keep)
+
+
+@pytest.mark.parametrize("out", ["/proc/sevenrocks_frames", "/proc/sevenrocks.gif", "FILE/x.gif",
+                                 "FILE/frames"])
+def test_an_output_that_cannot_be_written_is_refused_before_drawing(tmp_path, capsys, out):
+    path = tmp_path / "game.json"
+    records.save(short_match_record(), path)
+    (tmp_path / "FILE").write_text("x")
+    out = out.replace("FILE", str(tmp_path / "FILE"))
+    assert main([str(path), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write in /proc" in err or "is not a folder" in err, err
+
+
 @pytest.mark.parametrize("scale", ["4.5", "0.05"])
 def test_scale_out_of_range_exits_2(scale, tmp_path, capsys):
     path = tmp_path / "game.json"

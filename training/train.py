@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sevenrocks_env.atomic_file import OutputError, check_output_folder
 from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
@@ -179,6 +180,11 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 raise ConfigError(f"run folder {folder} exists already: continue it with --resume "
                                   f"{ckpt_dir / 'latest.pt'}, write into it with --force, or "
                                   "choose another run_name", "run_name")
+    for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
+        try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
+            check_output_folder(folder)
+        except OutputError as error:
+            raise ConfigError(f"{key}: {error.reason}", key) from None
     torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)

@@ -20,7 +20,7 @@ from typing import Iterator
 from PIL import Image
 
 from .. import record as records
-from ..atomic_file import atomic_path
+from ..atomic_file import OutputError, atomic_path, check_output_file, check_output_folder
 from .geometry import frame_layout
 from .layout import build_layout
 from .picture import SIZE, board_box, draw_picture
@@ -115,12 +115,23 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
 
 
 def write_pngs(frames, folder: Path) -> int:
-    """One PNG per frame in ``folder``.  Returns the number of frames."""
+    """One PNG per frame in ``folder`` (``frame_0000.png``, ...).  Frames of an earlier, longer
+    replay into the same folder are removed, so the folder shows this record alone; no other
+    file is touched.  Returns the number of frames."""
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
     for count, (image, _, _) in enumerate(frames, start=1):
-        image.save(folder / f"frame_{count - 1:04d}.png")
+        with atomic_path(folder / _frame_name(count - 1)) as partial:
+            image.save(partial, format="PNG")
+    for old in folder.glob("frame_*.png"):
+        number = old.name[len("frame_"):-len(".png")]
+        if number.isdigit() and old.name == _frame_name(int(number)) and int(number) >= count:
+            old.unlink()
     return count
+
+
+def _frame_name(index: int) -> str:
+    return f"frame_{index:04d}.png"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -143,10 +154,14 @@ def _out_problem(out: Path, as_gif: bool, text: str) -> str | None:
     """Why ``--out`` cannot take the frames, or ``None`` (may raise ``OSError``)."""
     if as_gif and out.is_dir():
         return f"--out {text!r}: is a folder"
-    if as_gif and not out.resolve().parent.is_dir():
-        return f"--out {text!r}: folder {out.parent} does not exist"
     if not as_gif and out.suffix and not text.endswith(("/", "\\")) and not out.is_dir():
         return f"--out must end in .gif or name a folder, got {text!r}"
+    try:
+        check_output_file(out) if as_gif else check_output_folder(out)
+    except OutputError as error:
+        return f"--out {text!r}: {error.reason}"
+    if as_gif and not out.resolve().parent.is_dir():
+        return f"--out {text!r}: folder {out.parent} does not exist"
     return None
 
 
