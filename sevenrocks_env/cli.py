@@ -25,7 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: sevenrocks [--version] {" + ",".join(SUBCOMMANDS) + "} ...\n")
         for name, (_, text) in SUBCOMMANDS.items():
             print(f"  {name:<8} {text}")
-        if argv and argv[0] not in ("-h", "--help"):
+        if not argv:  # a usage error, as argparse says for a missing argument
+            print("\nerror: give a subcommand", file=sys.stderr)
+            return 2
+        if argv[0] not in ("-h", "--help"):
             print(f"\nerror: unknown subcommand {argv[0]!r}", file=sys.stderr)
             return 2
         return 0

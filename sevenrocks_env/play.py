@@ -63,6 +63,9 @@ def move_words(match: Match, action: int) -> str:
 
 #: Longest answer read (a move is a few characters: "12", "3-5 east"); longer lines are refused.
 MAX_ANSWER = 64
+#: Most characters of one line read before the input is taken as ended: ``< /dev/zero`` has
+#: no line end and looped for ever.
+MAX_LINE = 1 << 20
 
 
 def printable(text: str) -> str:
@@ -160,7 +163,12 @@ class Session:
                 return None
             if len(line) <= MAX_ANSWER or line.endswith("\n"):
                 break
+            dropped = 0
             while line and not line.endswith("\n"):  # drop the rest of the long line unread
+                dropped += len(line)
+                if dropped > MAX_LINE:  # a stream with no line end (< /dev/zero) is not input
+                    self.say(f"\n(no line end in {MAX_LINE} characters: end of input)")
+                    return None
                 line = self.stdin.readline(MAX_ANSWER + 1)
             self.say(f"\n  not accepted: an answer is at most {MAX_ANSWER} characters")
         if self.echo:  # printable only: a pasted escape sequence must not reach the terminal

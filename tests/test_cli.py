@@ -16,10 +16,18 @@ def test_version(capsys):
 
 
 def test_help_lists_every_subcommand(capsys):
-    assert main([]) == 0
+    assert main(["--help"]) == 0
     out = capsys.readouterr().out
     for name in SUBCOMMANDS:
         assert name in out
+
+
+def test_no_subcommand_is_a_usage_error(capsys):
+    """``sevenrocks`` alone printed the usage and exited 0: a script calling it by mistake
+    went on as if something had run."""
+    assert main([]) == 2
+    captured = capsys.readouterr()
+    assert "usage: sevenrocks" in captured.out and "give a subcommand" in captured.err
 
 
 def test_unknown_subcommand_is_exit_2(capsys):

@@ -131,6 +131,22 @@ def test_escape_codes_long_lines_and_huge_numbers_are_answered_safely(tmp_path):
     assert len(text) < 20_000  # the megabyte line is neither echoed nor quoted back
 
 
+class _Zeros:
+    """``< /dev/zero``: a line that never ends."""
+
+    def readline(self, limit=-1):
+        return "\0" * limit
+
+
+def test_input_without_line_ends_is_the_end_of_input(tmp_path):
+    """``sevenrocks play < /dev/zero`` read and dropped characters for ever."""
+    out = io.StringIO()
+    path = tmp_path / "g.json"
+    assert main(["--seed", "3", *PLAYERS, "--record", str(path)], stdin=_Zeros(), stdout=out) == 0
+    assert "no line end in 1048576 characters: end of input" in out.getvalue()
+    records.load(path)
+
+
 class _ClosedOutput(io.StringIO):
     """A stdout whose reader went away after the first few writes (``| head``)."""
 
