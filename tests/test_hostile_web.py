@@ -468,3 +468,55 @@ def test_a_loopback_server_answers_only_to_loopback_names(host, status):
         assert answer.status_code == status, answer.text
         if status == 400:
             assert "answers only at localhost" in answer.json()["error"]
+
+
+def test_serve_on_a_busy_port_is_one_line_before_the_address(capsys):
+    """A busy port printed the page's address, then uvicorn's error, and exited 3."""
+    import socket
+
+    from sevenrocks_env.web.server import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["--port", str(port)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no address printed for a server that never ran
+    assert captured.err.startswith(f"error: cannot listen on 127.0.0.1 port {port}: ")
+    assert "in use" in captured.err and captured.err.count("\n") == 1
+
+
+def test_ctrl_c_stops_the_server_quietly(tmp_path):
+    """The real ``sevenrocks serve`` (its own socket, handed to uvicorn's Server, which raises
+    Ctrl-C again once it has shut down): after Ctrl-C it exits 0 with nothing on stderr."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    from test_hostile_cli import default_sigint
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "sevenrocks_env.cli", "serve", "--port",
+                                str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               cwd=tmp_path, preexec_fn=default_sigint, text=True)
+    try:
+        assert "open http://127.0.0.1" in process.stdout.readline()
+        for _ in range(100):  # the address is printed just before uvicorn starts serving
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
+                    assert page.status == 200
+                break
+            except OSError:
+                import time
+                time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGINT)  # an impatient second Ctrl-C
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and err == "", err

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 
 
@@ -54,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as problem:
             print(f"error: --agent {spec}: {problem}", file=sys.stderr)
             return 2
+    try:  # bound before the address is printed: a busy port is one line and exit 2
+        listening = listening_socket(args.host, args.port)
+    except OSError as problem:
+        print(f"error: cannot listen on {args.host} port {args.port}: "
+              f"{problem.strerror or problem}", file=sys.stderr)
+        return 2
     store = GameStore(max_games=args.max_games, idle_seconds=60 * args.idle_minutes,
                       extra_agents=tuple(args.agent))
     shown = f"[{args.host}]" if ":" in args.host else args.host
@@ -62,8 +69,29 @@ def main(argv: list[str] | None = None) -> int:
     if not loopback:
         print(f"note: listening on {args.host}: anyone on the network can open the page and play",
               flush=True)
-    uvicorn.run(create_app(store, loopback_only=loopback), host=args.host, port=args.port, log_level="warning")
+    config = uvicorn.Config(create_app(store, loopback_only=loopback), log_level="warning",
+                            lifespan="off")  # no start-up work (a Ctrl-C sent twice at once
+                            # made "on" log a 30-line traceback)
+    with listening:
+        try:
+            uvicorn.Server(config).run(sockets=[listening])
+        except KeyboardInterrupt:  # uvicorn raises Ctrl-C again once it has shut down
+            pass
     return 0
 
 
-__all__ = ["main"]
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (as uvicorn binds one: ``SO_REUSEADDR``, IPv6
+    for an address with ``:``); ``OSError`` if the port is taken or the host is not local."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+    except OSError:
+        listening.close()
+        raise
+    return listening
+
+
+__all__ = ["listening_socket", "main"]
