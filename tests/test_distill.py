@@ -390,6 +390,24 @@ def test_a_teacher_that_loads_a_network_is_recorded_with_that_networks_digest(tm
     assert distill.pinned_teacher(spec) != info["teacher"]
 
 
+def test_epochs_0_collects_labels_and_writes_no_policy(tmp_path):
+    """--epochs 0 ("only collect") wrote the init, unchanged, as a policy whose record said it
+    was distilled toward the teacher; the model card would have said so too."""
+    torch.manual_seed(5)
+    net = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 1))
+    out = tmp_path / "student.pt"
+    args = distill.Args(init=str(net), teacher="search:samples=2", decisions=8, num_envs=4,
+                        epochs=0, out=str(out), log_dir=str(tmp_path / "runs"))
+    info = distill.run(args, log=lambda *_: None)
+    assert info["epochs"] == 0 and info["labels"] >= 8 and not out.exists()
+    labels, _ = distill_labels.load_labels(tmp_path / "student.labels.npz")
+    assert len(labels["action"]) == info["labels"]
+    again = distill.Args(init=str(net), labels=str(tmp_path / "student.labels.npz"), epochs=0,
+                         out=str(out), log_dir=str(tmp_path / "runs"))
+    with pytest.raises(ValueError, match="nothing to do"):
+        distill.run(again, log=lambda *_: None)
+
+
 def test_ctrl_c_stops_a_collection_with_every_fully_labelled_step(monkeypatch):
     """An interrupt in the middle of a step (some of its rows labelled) keeps the earlier steps
     whole and drops that step; an interrupt before any label is passed on."""

@@ -286,3 +286,16 @@ def test_a_config_file_over_64_kb_is_refused(tmp_path):
     big.write_text("seed: 1\n" + "#" * (64 * 1024 - 8) + "\n")
     with pytest.raises(ConfigError, match="larger than 65536 bytes"):
         load_yaml_file(big)
+
+
+def test_a_network_too_large_to_read_back_is_refused_before_training(tmp_path, capsys):
+    """hidden_sizes [4096]*4 with the oracle critic trained and wrote a 1.16 GiB checkpoint
+    that --resume, ship and ckpt: then refused (past the 1 GiB bound on reading a file)."""
+    from training.train import main
+    args = ["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}",
+            "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "critic=oracle",
+            "--set", "hidden_sizes=[4096, 4096, 4096, 4096]"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "hidden_sizes [4096, 4096, 4096, 4096]: a training checkpoint would hold about" in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()

@@ -73,6 +73,9 @@ def test_configs_in_repo_load():
     ("anneal_lr=maybe", "anneal_lr"),
     ("eval_agents=[nosuchagent]", "nosuchagent"),
     ("hidden_sizes=[64, x]", "hidden_sizes"),
+    # silent no-ops: weights that never move, opponents that never play
+    ("learning_rate=0", "learning_rate"), ("learning_rate=1e-400", "learning_rate"),
+    ("opponent_fraction=0", "would never play with opponent_fraction 0"),
 ])
 def test_bad_config_fails_clearly(override, words):
     with pytest.raises(ConfigError, match=words):
@@ -206,6 +209,7 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
         assert torch.equal(tensor, resumed["critic"][key]), key
     steps = [s for s, _ in _scalars(tmp_path / "runs" / "smoke")["charts/learning_rate"]]
     assert max(steps) == 768
+    assert len(steps) == len(set(steps)) == 3  # steps 512, 768 logged twice before purge_step
 
 
 @pytest.mark.parametrize("engine", ["batched", "python"])
@@ -267,9 +271,24 @@ def test_resume_refuses_to_change_the_networks(tmp_path, capsys):
     train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "critic=shared"), final_table=False)
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     for override in ("critic=oracle", "action_features=1", "hidden_sizes=[16]", "num_steps=8",
-                     "num_matches=8"):  # the last two: blamed on --set, not on the checkpoint
+                     "num_matches=8",  # these two: blamed on --set, not on the checkpoint
+                     "seed=99",  # the generators come from the file: recorded, never used
+                     "target=77", "max_rounds=3"):  # "damaged engine": the matches in progress
         assert main(["--resume", str(latest), "--set", override, *_folders(tmp_path)]) == 2
-        assert "cannot change on --resume" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert f"{override.split('=')[0]} cannot change on --resume" in err, err
+
+
+def test_resume_with_fewer_snapshots_than_the_run_keeps_names_the_setting(tmp_path, capsys):
+    """The smaller max_snapshots was reported as a damaged checkpoint ('pool')."""
+    train(_smoke(tmp_path, "total_steps=512", "eval_every=0", "opponents=[past]",
+                 "opponent_fraction=0.5", "max_snapshots=2", "snapshot_every=1"),
+          final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    assert len(torch.load(latest, weights_only=True)["pool"]["snapshots"]) == 2
+    assert main(["--resume", str(latest), "--set", "max_snapshots=1", *_folders(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "--set max_snapshots=1: the run keeps 2 past snapshots" in err, err
 
 
 def test_resume_a_run_from_before_feature_versions(tmp_path):

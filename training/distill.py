@@ -114,7 +114,7 @@ class Args:
     num_envs: Int(1, 1 << 16) = 64
     """matches played side by side while collecting"""
     epochs: Int(0, 10_000) = 6
-    """passes over the labels (0: only collect)"""
+    """passes over the labels (0: only collect the labels file; no policy is written)"""
     batch_size: Int(1, 1 << 16) = 256
     """labels per gradient step"""
     learning_rate: Positive(1.0) = 1e-4
@@ -266,6 +266,8 @@ def _run(args: Args, log) -> dict:
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
     out = check_output_file(args.out, [args.init, *labels_file_names(args.labels or "")])
+    if args.labels and args.epochs == 0:
+        raise ValueError("--epochs 0 only collects labels: with --labels there is nothing to do")
     if args.labels:
         labels, teacher = load_labels_files(args.labels, need_values=args.temperature > 0)
         if args.temperature > 0 and labels["values"] is None:
@@ -275,6 +277,9 @@ def _run(args: Args, log) -> dict:
         # the collection's labels file is written too, hours before --out: checked first
         labels_path = check_output_file(out.with_name(out.stem + ".labels.npz"), [args.init])
         labels, teacher = _collect(args, student.eval(), labels_path, log)
+    if args.epochs == 0:  # the init, unchanged, is not a distilled policy: --out is not written
+        log(f"--epochs 0: labels collected, no policy written to {out}")
+        return {"teacher": teacher, "labels": int(len(labels["action"])), "epochs": 0}
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))
     before = agreement_on(student, torch.from_numpy(labels["observation"]),

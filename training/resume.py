@@ -236,9 +236,23 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
         raise ConfigError(f"--set total_steps={cfg.total_steps}: the run has trained "
                           f"{update * cfg.batch_size} decisions already (update {update}); give "
                           "a larger total_steps", "total_steps")
-    for key in ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
-                "engine", "num_matches", "num_steps"):  # shapes, resume state, step counting
+    for key in FIXED_ON_RESUME:
         if getattr(cfg, key) != getattr(before, key):
             raise ConfigError(f"--set: {key} cannot change on --resume (the run has "
                               f"{getattr(before, key)!r}); start a new run instead", key)
+    pool = data.get("pool")
+    snapshots = pool.get("snapshots") if isinstance(pool, dict) else None
+    if "max_snapshots" in overrides and isinstance(snapshots, list) \
+            and len(snapshots) > cfg.max_snapshots:  # (without --set: a damaged 'pool')
+        raise ConfigError(f"--set max_snapshots={cfg.max_snapshots}: the run keeps "
+                          f"{len(snapshots)} past snapshots already; give at least that many",
+                          "max_snapshots")
     return cfg
+
+
+#: Settings a resumed run keeps: they size the networks or the rollouts, count the steps, or
+#: are held by the matches in progress and the saved generators (``seed``: the generators are
+#: restored from the file, so a new seed would be recorded and never used; ``target`` and
+#: ``max_rounds``: the matches in progress were dealt and scored under them).
+FIXED_ON_RESUME = ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
+                   "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.atomic_file import OutputError, check_output_folder
-from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
+from sevenrocks_env.policy import MAX_CHECKPOINT_BYTES, CheckpointError, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
@@ -103,6 +103,26 @@ def build_networks(cfg: TrainConfig):
     parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
     return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5,
                                            betas=ADAM_BETAS)
+
+
+def check_checkpoint_size(cfg: TrainConfig, model: PolicyNet, critic) -> None:
+    """:class:`ConfigError` naming ``hidden_sizes`` when this run's training checkpoints would
+    be too large to read back (``MAX_CHECKPOINT_BYTES``, the bound every reader of a downloaded
+    file keeps): the weights and Adam's two moments of both networks, and a policy copy for
+    each ``past`` snapshot kept, must fit in three quarters of it (the rest: snapshots still
+    played after they leave the pool, the engine's state).  Checked before anything is written:
+    such a run trained for hours, then could not be resumed, shipped or loaded."""
+    def size(network) -> int:
+        return 0 if network is None else sum(p.numel() * p.element_size()
+                                             for p in network.parameters())
+    snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
+    estimate = 3 * size(model) + 3 * size(critic) + snapshots * size(model)
+    if estimate > MAX_CHECKPOINT_BYTES * 3 // 4:
+        raise ConfigError(f"hidden_sizes {cfg.hidden_sizes}: a training checkpoint would hold "
+                          f"about {estimate >> 20} MB, more than a checkpoint may be to be read "
+                          f"back ({MAX_CHECKPOINT_BYTES >> 20} MB, with room for snapshots); "
+                          "choose smaller hidden_sizes (or fewer max_snapshots)", "hidden_sizes",
+                          ("max_snapshots", "critic"))
 
 
 def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
@@ -191,6 +211,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     torch.manual_seed(cfg.seed)
 
     model, critic, optimizer = build_networks(cfg)
+    check_checkpoint_size(cfg, model, critic)
     if cfg.init_from and resume is None:
         warm_start(model, cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
@@ -219,7 +240,10 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         print(f"resumed from step {global_step}" if resume is not None else
               f"run {cfg.run_name}", f"(logs {run_dir}, checkpoints {ckpt_dir})", flush=True)
 
-    writer = SummaryWriter(str(run_dir))
+    # on resume, points logged after the checkpoint (a run stopped between two checkpoints)
+    # are dropped, so the curves do not carry two values for one step
+    purge_step = global_step + 1 if resume is not None else None
+    writer = SummaryWriter(str(run_dir), purge_step=purge_step)
     writer.add_text("hyperparameters", _hparams_table(cfg))
     buffer = RolloutBuffer(cfg.batch_size)
     num_updates = cfg.num_updates
