@@ -310,12 +310,14 @@ class raw_env(AECEnv, EzPickle):
             return None
         if self.match is None:
             raise RuntimeError("call reset() before render()")
+        from .render.text import just_ended_round, render_text
+        # right after a round ends the next one is dealt: show how the round ended instead
+        shown = just_ended_round(self.match) or self.match
         if self.render_mode == "rgb_array":
             from .render.picture import render_picture
-            return render_picture(self.match, observer=self.render_observer,
+            return render_picture(shown, observer=self.render_observer,
                                   spectator=self.render_observer is None)
-        from .render.text import render_text
-        text = render_text(self.match, observer=self.render_observer)
+        text = render_text(shown, observer=self.render_observer)
         if self.render_mode == "human":
             print(text)
             return None

@@ -321,3 +321,23 @@ def test_render_observer_must_be_a_seat(observer):
 @pytest.mark.parametrize("observer", [None, 0, 3, np.int64(2)])
 def test_render_observer_takes_a_seat_or_none(observer):
     assert sevenrocks_v0.raw_env(render_observer=observer).render_observer == observer
+
+
+@pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
+def test_render_after_a_round_ends_shows_how_it_ended(mode):
+    """The next round is dealt at once, so the render after a round's last move showed a fresh
+    table: the last tile, the hands, the deductions were never seen (env videos neither)."""
+    env = sevenrocks_v0.raw_env(render_mode=mode)
+    env.reset(seed=3)
+    rng = random.Random(0)
+    while len(env.match.history) == 1:
+        env.step(rng.choice(legal_actions(env.match)))
+    ended = env.render()
+    if mode == "ansi":
+        assert "round over" in ended and "round 1 " in ended
+    env.step(rng.choice(legal_actions(env.match)))  # the next round's first tile
+    after = env.render()
+    if mode == "ansi":
+        assert "round over" not in after and "round 2 " in after
+    else:
+        assert ended.shape == after.shape and not np.array_equal(ended, after)

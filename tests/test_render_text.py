@@ -1,8 +1,10 @@
 """The text board and the one-line move descriptions (issue 2, Rendering)."""
 
+import random
+
 import pytest
 
-from sevenrocks_env.render.text import describe_move, render_text
+from sevenrocks_env.render.text import describe_move, just_ended_round, render_text
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
 
@@ -117,3 +119,36 @@ def test_the_spinner_becoming_internal_is_said_once():
     log = example_match(EXAMPLES["A"]).history[-1]
     said = [i for i in range(len(log.moves)) if "spinner now internal" in describe_move(log, i)]
     assert said == [4]
+
+
+def test_the_round_number_is_the_round_shown_at_a_round_limit():
+    """A match cut off by max_rounds (or a seedless one waiting for its next deal) showed the
+    next round's number: "round 2" with one round played, "round 101" by default."""
+    match = Match.new(3, max_rounds=1)
+    rng = random.Random(0)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    assert match.truncated and render_text(match).startswith("Seven Rocks - round 1 - ")
+
+
+def test_a_match_without_history_is_refused_not_drawn_empty():
+    match = example_match(EXAMPLES["A"], steps=5).clone()  # history dropped
+    with pytest.raises(ValueError, match="keeps no history"):
+        render_text(match)
+    assert render_text(Match.new(0).clone())  # nothing down yet: nothing missing
+
+
+def test_just_ended_round_is_the_round_at_its_end_until_the_next_move():
+    match = Match.new(3)
+    rng = random.Random(1)
+    assert just_ended_round(match) is None
+    while len(match.history) == 1:
+        apply_action(match, rng.choice(legal_actions(match)))
+    ended = match.history[0]
+    view = just_ended_round(match)
+    assert view.history[-1].moves == ended.moves and view.scores == ended.scores
+    assert view.hands == ended.remaining_hands() and view.turn == -1
+    text = render_text(view)
+    assert text.startswith("Seven Rocks - round 1 - ") and "round over" in text
+    apply_action(match, rng.choice(legal_actions(match)))
+    assert just_ended_round(match) is None

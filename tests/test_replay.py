@@ -251,8 +251,45 @@ def test_a_record_without_moves_exits_2(tmp_path, capsys):
     assert play_main(["--seat", str(opener), "--seed", str(seed), "--opponents", "random",
                       "--record", str(path)], stdin=io.StringIO("q\n"), stdout=io.StringIO()) == 0
     assert records.load(path)["rounds"][0]["moves"] == []
-    assert main([str(path), "--out", str(tmp_path / "frames")]) == 2
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    (frames / "frame_0000.png").write_text("an earlier replay's frame")
+    assert main([str(path), "--out", str(frames)]) == 2
     assert "no moves" in capsys.readouterr().err
+    assert (frames / "frame_0000.png").exists()  # refused before the folder's frames were cleared
+
+
+def test_replay_never_writes_over_its_own_record(tmp_path, capsys):
+    path = tmp_path / "game.gif"  # a record may have any name
+    records.save(short_match_record(), path)
+    before = path.read_bytes()
+    assert main([str(path), "--out", str(path)]) == 2
+    assert "is the input" in capsys.readouterr().err and path.read_bytes() == before
+
+
+def test_a_name_that_is_only_dot_gif_is_a_gif(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    records.save(short_match_record(), tmp_path / "game.json")
+    assert main(["game.json", "--out", ".gif", "--round", "0", "--scale", "0.2"]) == 0
+    assert (tmp_path / ".gif").is_file()  # was: a hidden folder of PNG frames
+
+
+def test_frame_names_sort_in_order_past_ten_thousand_frames(tmp_path):
+    from PIL import Image
+    from sevenrocks_env.render.replay import write_pngs
+    image = Image.new("RGB", (2, 2))
+    (tmp_path / "frame_0003.png").write_text("older")
+    assert write_pngs(((image, None, 0) for _ in range(3)), tmp_path, total=10_001) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "frame_00000.png", "frame_00001.png", "frame_00002.png"]
+
+
+def test_frames_are_drawn_only_from_a_whole_valid_record():
+    """A bad move late in a record raised a TypeError after 51 frames had been yielded."""
+    record = short_match_record()
+    record["rounds"][-1]["moves"][-1]["action"] = "x"
+    with pytest.raises(records.RecordError):
+        record_frames(record)
 
 
 def test_ctrl_c_exits_130(tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ from ..rules import Match, team_of
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
 from .layout import BoardDrawing, build_layout, last_placement
-from .text import round_result
+from .text import round_result, shown_round
 
 SIZE = (1280, 860)            # width, height
 HEADER_H, FOOTER_H = 96, 210
@@ -157,7 +157,7 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
     top = height - FOOTER_H
     draw.rectangle((0, top, width, height), fill=PANEL)
     row_h = (FOOTER_H - 10) // NUM_SEATS
-    log = match.history[-1] if match.history else None
+    log = shown_round(match)
     revealed = log is not None and log.result is not None  # hands are shown for the count (R1, R7)
     tile_w, tile_h = 40, 20
     for seat in range(NUM_SEATS):
@@ -189,7 +189,7 @@ def draw_status(draw: ImageDraw.ImageDraw, match: Match, layout: BoardDrawing, s
     width, height = size
     x = 805
     y = height - FOOTER_H + 12
-    log = match.history[-1] if match.history else None
+    log = shown_round(match)
     draw.text((x, y), f"end sum {layout.end_sum()}", fill=COUNTED, font=font(30), anchor="la")
     y += 44
     if log is not None and log.moves:
@@ -214,6 +214,9 @@ def draw_status(draw: ImageDraw.ImageDraw, match: Match, layout: BoardDrawing, s
                 size -= 1  # shrink a long line to the panel rather than cut it
             draw.text((x, y), line, fill=TEXT, font=font(size), anchor="la")
             y += 24
+        if match.truncated:
+            draw.text((x, y), "match over: round limit reached, no winner",
+                      fill=TEXT, font=font(17), anchor="la")
     elif match.turn >= 0 and not match.over:
         draw.text((x, y), f"to move: seat {match.turn} (team {team_of(match.turn)})",
                   fill=TEXT, font=font(18), anchor="la")
@@ -233,14 +236,16 @@ def round_end_lines(log) -> list[str]:
 
 
 def draw_picture(match: Match, observer: int | None = None, spectator: bool = False,
-                 last_points=None, size: tuple[int, int] = SIZE,
-                 framing: Framing | None = None) -> tuple[Image.Image, BoardGeometry]:
-    """The board picture and its geometry.  ``framing`` fixes scale and position (replays)."""
+                 last_points=None, framing: Framing | None = None
+                 ) -> tuple[Image.Image, BoardGeometry]:
+    """The board picture (:data:`SIZE`; resize the image for others) and its geometry.
+    ``framing`` fixes scale and position (replays)."""
     if observer is not None and not 0 <= observer < NUM_SEATS:
         raise ValueError(f"observer must be a seat 0..3 or None, got {observer!r}")
+    size = SIZE
     image = Image.new("RGB", size, FELT)
     draw = ImageDraw.Draw(image)
-    log = match.history[-1] if match.history else None
+    log = shown_round(match)
     layout = build_layout(log.moves) if log is not None else BoardDrawing()
     geometry = board_geometry(layout, board_box(size), framing)
     last_move, last_seat = (last_placement(log.moves) if log is not None else None) or (None, None)
@@ -256,14 +261,13 @@ def draw_picture(match: Match, observer: int | None = None, spectator: bool = Fa
 
 
 def render_picture(match: Match, observer: int | None = None, spectator: bool = False,
-                   last_points=None, size: tuple[int, int] = SIZE,
-                   framing: Framing | None = None) -> np.ndarray:
+                   last_points=None, framing: Framing | None = None) -> np.ndarray:
     """H x W x 3 uint8 board picture.
 
     ``spectator=True`` shows every hand face up; otherwise only ``observer``'s hand (none when
     ``observer`` is None).  ``last_points`` overrides the points shown for the last placement.
     """
-    image, _ = draw_picture(match, observer, spectator, last_points, size, framing)
+    image, _ = draw_picture(match, observer, spectator, last_points, framing)
     return np.asarray(image, dtype=np.uint8)
 
 

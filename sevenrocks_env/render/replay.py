@@ -33,8 +33,9 @@ def record_frames(record: dict, round_index: int | None = None, spectator: bool 
     Raises :class:`~sevenrocks_env.record.RecordError` for a malformed record and
     ``ValueError`` for a round that does not exist (at once: nothing is drawn or written first).
     """
-    rounds = record.get("rounds") if isinstance(record, dict) else None
-    if round_index is not None and isinstance(rounds, list) and not 0 <= round_index < len(rounds):
+    records.validate(record)  # whole, first: a bad move late in it is found before any frame
+    rounds = record["rounds"]
+    if round_index is not None and not 0 <= round_index < len(rounds):
         raise ValueError(f"--round {round_index}: the record has rounds 0..{len(rounds) - 1}")
     return _frames(record, rounds, round_index, spectator, scale)
 
@@ -114,24 +115,22 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
     return count
 
 
-def write_pngs(frames, folder: Path) -> int:
-    """One PNG per frame in ``folder`` (``frame_0000.png``, ...).  Frames of an earlier, longer
-    replay into the same folder are removed, so the folder shows this record alone; no other
-    file is touched.  Returns the number of frames."""
+def write_pngs(frames, folder: Path, total: int) -> int:
+    """The ``total`` frames as PNGs in ``folder``, ``frame_0000.png``, ... (more digits past
+    10,000 frames, so the names sort in order).  Frames of an earlier replay into the same
+    folder that this one does not overwrite are removed, so the folder shows this record alone;
+    no other file is touched.  Returns the number of frames."""
+    digits = max(4, len(str(total - 1)))
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
     for count, (image, _, _) in enumerate(frames, start=1):
-        with atomic_path(folder / _frame_name(count - 1)) as partial:
+        with atomic_path(folder / f"frame_{count - 1:0{digits}d}.png") as partial:
             image.save(partial, format="PNG")
     for old in folder.glob("frame_*.png"):
         number = old.name[len("frame_"):-len(".png")]
-        if number.isdigit() and old.name == _frame_name(int(number)) and int(number) >= count:
-            old.unlink()
+        if number.isdigit() and len(number) >= 4 and (len(number) != digits or int(number) >= count):
+            old.unlink()  # an older replay's frame_NNNN.png: a number this replay did not write
     return count
-
-
-def _frame_name(index: int) -> str:
-    return f"frame_{index:04d}.png"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -150,14 +149,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _out_problem(out: Path, as_gif: bool, text: str) -> str | None:
+def _out_problem(out: Path, as_gif: bool, text: str, record: str) -> str | None:
     """Why ``--out`` cannot take the frames, or ``None`` (may raise ``OSError``)."""
     if as_gif and out.is_dir():
         return f"--out {text!r}: is a folder"
     if not as_gif and out.suffix and not text.endswith(("/", "\\")) and not out.is_dir():
         return f"--out must end in .gif or name a folder, got {text!r}"
     try:
-        check_output_file(out) if as_gif else check_output_folder(out)
+        check_output_file(out, [record]) if as_gif else check_output_folder(out)
     except OutputError as error:
         return f"--out {text!r}: {error.reason}"
     if as_gif and not out.resolve().parent.is_dir():
@@ -183,9 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --out is empty: give game.gif or a folder for PNG frames", file=sys.stderr)
         return 2
     out = Path(args.out)
-    as_gif = out.suffix.lower() == ".gif"
+    as_gif = out.name.lower().endswith(".gif")  # ".gif" alone too (its suffix is empty)
     try:
-        problem = _out_problem(out, as_gif, args.out)
+        problem = _out_problem(out, as_gif, args.out, args.record)
     except OSError as error:  # e.g. a name too long for the file system
         problem = f"cannot write {args.out[:80]!r}: {error.strerror or error}"
     if problem:  # before any drawing
@@ -194,12 +193,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         record = records.load(args.record)
         frames = record_frames(record, args.round_index, scale=args.scale)
+        total = frame_count(record, args.round_index)
+        if total == 0:  # before anything is written: a used frame folder keeps its frames
+            raise ValueError("no moves to show")
         if as_gif:
             width, height = (max(1, round(side * args.scale)) for side in SIZE)  # as drawn
-            problem = _gif_too_large(frame_count(record, args.round_index), width, height)
+            problem = _gif_too_large(total, width, height)
             if problem:
                 raise ValueError(problem)
-        count = write_gif(frames, out, args.fps) if as_gif else write_pngs(frames, out)
+        count = write_gif(frames, out, args.fps) if as_gif else write_pngs(frames, out, total)
     except (records.RecordError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -209,9 +211,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    if count == 0:
-        print("error: no moves to show", file=sys.stderr)
-        return 2
     print(f"wrote {count} frames to {out}")
     return 0
 

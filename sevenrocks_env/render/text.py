@@ -12,7 +12,7 @@ Notation (printed as a legend under the board):
 
 from __future__ import annotations
 
-from ..rules import Match, team_of
+from ..rules import WON, Match, apply_action, team_of
 from ..scoring import placement_points
 from ..tiles import (
     EAST, KNOCK, NORTH, NUM_SEATS, SLOT_NAMES, SOUTH, TILE_IS_DOUBLE, WEST, decode_action, tile_name,
@@ -78,15 +78,53 @@ def counted_text(layout: BoardDrawing) -> str:
     return f"counted ends: {terms} = end sum {total} -> {points} points"
 
 
+def shown_round(match: Match):
+    """The log of the round a board shows: the match's latest (:class:`rules.Round`), or
+    ``None`` before any deal.  ``ValueError`` for a match whose tiles are down but that keeps
+    no history (``Match.clone()``, ``from_state``): the layout is drawn from the moves."""
+    if match.history:
+        return match.history[-1]
+    if match.placements:
+        raise ValueError("this match keeps no history, and a board is drawn from the round's "
+                         "moves: render a match made with keep_history (Match.clone("
+                         "keep_history=True))")
+    return None
+
+
+def round_number(match: Match) -> int:
+    """The 1-based number of the round a board shows.  A round that ended other than by a win
+    (R7) has moved ``round_index`` on already: to the next deal, or past ``max_rounds``."""
+    log = match.history[-1] if match.history else None
+    ended_and_counted_on = log is not None and log.result not in (None, WON)
+    return match.round_index + (0 if ended_and_counted_on else 1)
+
+
+def just_ended_round(match: Match) -> Match | None:
+    """The round that has just ended, as it stood at its end (every hand shown, deductions and
+    scores, R7), while the next round is dealt and no tile of it is down; ``None`` otherwise.
+    A match deals the next round at once, so a board drawn after the round's last move would
+    show the fresh deal and never how the round ended.  Replayed from the round's log."""
+    history = match.history
+    if not history or len(history) < 2 or history[-1].moves or history[-2].result is None:
+        return None
+    log = history[-2]
+    start = history[-3].scores if len(history) >= 3 else (0, 0)
+    view = Match.from_deal(log.hands, log.opener, target=match.target, scores=start)
+    view.round_index = match.round_index - 1  # seedless, the replay waits at the round's end
+    for _, action, _, _ in log.moves:
+        apply_action(view, action)
+    return view
+
+
 def render_text(match: Match, observer: int | None = None) -> str:
     """Text board: scores, layout, counted ends and end sum, seat to move, hand sizes, hands.
 
     ``observer`` shows only that seat's hand; ``None`` (spectator) shows every hand.
     """
     target = match.target
-    log = match.history[-1] if match.history else None
+    log = shown_round(match)
     layout = build_layout(log.moves) if log is not None else BoardDrawing()
-    out = [f"Seven Rocks - round {match.round_index + 1} - target {target}"]
+    out = [f"Seven Rocks - round {round_number(match)} - target {target}"]
     for team in (0, 1):
         seats = " & ".join(str(s) for s in range(NUM_SEATS) if team_of(s) == team)
         mark = "  WINNER" if match.winner == team else ""
