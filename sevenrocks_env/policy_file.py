@@ -57,15 +57,28 @@ def shipped_path() -> Path:
 
 def resolve_path(path) -> Path:
     """``"shipped"`` -> :func:`shipped_path`; any other path as given.  Raises
-    :class:`CheckpointError` ``no such file: PATH (relative to CWD)`` when it is not a file."""
-    resolved = shipped_path() if str(path) == SHIPPED else Path(path)
+    :class:`CheckpointError` when it is not a regular file, saying what it is instead (missing:
+    ``no such file: PATH``, with the working folder for a relative path; a folder; a device)."""
+    return existing_file(shipped_path() if str(path) == SHIPPED else Path(path))
+
+
+def existing_file(resolved: Path) -> Path:
+    """``resolved`` if it is a regular file; :class:`CheckpointError` saying what it is
+    instead (see :func:`resolve_path`)."""
     try:
-        is_file = resolved.is_file()
+        is_file, exists = resolved.is_file(), resolved.exists()
+        is_dir = resolved.is_dir()
     except OSError as error:  # e.g. a name longer than the file system allows
         raise CheckpointError(f"cannot read checkpoint path {str(resolved)[:80]}...: "
                               f"{error.strerror}") from None
     if not is_file:
-        raise CheckpointError(f"no such file: {resolved} (relative to {os.getcwd()})")
+        if is_dir:
+            raise CheckpointError(f"{resolved} is a folder, not a checkpoint file")
+        if exists:
+            raise CheckpointError(f"{resolved} is not a regular file (a device or a pipe), not a "
+                                  "checkpoint file")
+        where = "" if resolved.is_absolute() else f" (relative to {os.getcwd()})"
+        raise CheckpointError(f"no such file: {resolved}{where}")
     return resolved
 
 

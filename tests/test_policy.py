@@ -81,7 +81,7 @@ def test_truncated_checkpoint_gives_clear_error(tmp_path):
 
 @pytest.mark.parametrize("content, words", [
     (b"hello", "not a readable checkpoint"),
-    (None, "no such file: .*x.pt \\(relative to "),
+    (None, "no such file: .*x.pt$"),  # an absolute path: no "relative to" the working folder
 ])
 def test_wrong_file_gives_clear_error(tmp_path, content, words):
     path = tmp_path / "x.pt"
@@ -89,6 +89,14 @@ def test_wrong_file_gives_clear_error(tmp_path, content, words):
         path.write_bytes(content)
     with pytest.raises(ValueError, match=words):
         load_policy(path)
+
+
+def test_a_folder_or_a_device_is_named_as_such(tmp_path):
+    """A folder was reported as "no such file" and /dev/zero likewise."""
+    with pytest.raises(ValueError, match="is a folder, not a checkpoint file"):
+        load_policy(tmp_path)
+    with pytest.raises(ValueError, match="is not a regular file"):
+        load_policy("/dev/zero")
 
 
 def test_other_layout_version_is_refused(tmp_path):

@@ -65,8 +65,10 @@ def test_bad_sb3_files_are_clear_errors(tmp_path, trained):
     assert "sb3:PATH" in valid_specs()
     with pytest.raises(ValueError, match="needs a path"):
         make_agent("sb3:")
-    with pytest.raises(ValueError, match="no such file .relative to"):
+    with pytest.raises(ValueError, match="no such file: /"):  # absolute: no "relative to"
         make_agent(f"sb3:{tmp_path / 'missing.zip'}")
+    with pytest.raises(ValueError, match="is a folder, not a checkpoint file"):
+        make_agent(f"sb3:{tmp_path}")
     text = tmp_path / "model.zip"
     text.write_text("not a zip")
     with pytest.raises(ValueError, match="not a zip file"):

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..observation import OBS_SIZE, checked_inputs
+from ..policy_file import CheckpointError, existing_file
 from ..tiles import NUM_ACTIONS
 
 #: The file size at which a model is refused before it is read (the shipped-size MLPs are < 10 MB).
@@ -59,9 +60,10 @@ def load_sb3_agent(path: str, seed: int | None = None) -> SB3Agent:
     env's spaces.  Raises ``ValueError`` naming what is wrong.  Only for trusted files (module)."""
     if not path:
         raise ValueError("sb3 spec needs a path: sb3:PATH (a MaskablePPO .zip)")
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise ValueError(f"sb3:{path}: no such file (relative to {os.getcwd()})")
+    try:
+        file = existing_file(Path(path).expanduser())
+    except CheckpointError as error:
+        raise ValueError(f"sb3:{path}: {error}") from None
     if not os.access(file, os.R_OK):
         raise ValueError(f"sb3:{path}: not readable")
     if file.stat().st_size > MAX_MODEL_BYTES:
