@@ -50,7 +50,9 @@ def test_game_type_is_declared_honestly():
 @pytest.mark.parametrize("params, word", [({"rounds": 2}, "rounds"), ({"target": 0}, "target"),
                                           ({"max_rounds": 0}, "max_rounds"),
                                           ({"target": MAX_TARGET + 1}, "target"),
-                                          ({"max_rounds": MAX_ROUNDS + 1}, "max_rounds")])
+                                          ({"max_rounds": MAX_ROUNDS + 1}, "max_rounds"),
+                                          # was ignored silently: one round is one round
+                                          ({"rounds": 1, "max_rounds": 7}, "bounds the whole")])
 def test_bad_parameters_are_named(params, word):
     with pytest.raises(Exception, match=word):
         load(**params)

@@ -76,6 +76,10 @@ def _check_params(params: dict) -> tuple[int, int, int]:
     if type(max_rounds) is not int or not 1 <= max_rounds <= MAX_ROUNDS:
         raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, {MAX_ROUNDS}], "
                          f"got {max_rounds!r}")
+    if rounds == 1 and max_rounds not in (1, DEFAULT_PARAMS["max_rounds"]):  # pyspiel fills
+        # in the default, so only a value that is neither can be seen to have been given
+        raise ValueError(f"{GAME_NAME}: max_rounds={max_rounds} bounds the whole match "
+                         "(rounds=0); the one-round game (rounds=1) plays one round")
     return target, rounds, (1 if rounds == 1 else max_rounds)
 
 
