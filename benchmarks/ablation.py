@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from sevenrocks_env import arguments
+
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
     "baseline": [],  # configs/default.yaml: action features v2, bilinear scorer, ent_coef 0.01
@@ -108,22 +110,22 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["baseline"])
-    parser.add_argument("--steps", type=int, default=2_000_000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--pairs", type=int, default=1000, help="pairs against heuristic "
+    parser.add_argument("--steps", type=arguments.count, default=2_000_000)
+    parser.add_argument("--seed", type=arguments.seed, default=1)
+    parser.add_argument("--pairs", type=arguments.count, default=1000,
+                        help="pairs against heuristic "
                         "(a fifth of them against greedy)")
-    parser.add_argument("--search-pairs", type=int, default=100)
+    parser.add_argument("--search-pairs", type=arguments.count, default=100)
     parser.add_argument("--opponents", nargs="+", choices=list(OPPONENTS),
                         default=["heuristic", "greedy"])
     parser.add_argument("--reuse", action="store_true",
                         help="keep a variant's checkpoint if it holds a run of --steps "
                              "decisions (no training)")
-    parser.add_argument("--deal-seed", type=int, default=9001)
+    parser.add_argument("--deal-seed", type=arguments.seed, default=9001)
     parser.add_argument("--out", default="runs/ablation")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.pairs < 5 or args.search_pairs < 1:
-        parser.error("need --steps >= 1, --pairs >= 5 (a fifth of them against greedy) and "
-                     "--search-pairs >= 1")
+    if args.pairs < 5:
+        parser.error("--pairs must be >= 5 (a fifth of them are played against greedy)")
     args.out = str(Path(args.out).resolve())  # the subprocesses run in the repository root
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print("| variant | flags | train min | " + " | ".join(

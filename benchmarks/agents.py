@@ -13,6 +13,7 @@ import argparse
 import sys
 import time
 
+from sevenrocks_env import arguments
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.arena_report import rating_text
 from sevenrocks_env.ratings import bradley_terry
@@ -22,10 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--agents", nargs="+",
                         default=["random", "greedy", "heuristic", "search"])
-    parser.add_argument("--pairs", type=int, default=1000)
-    parser.add_argument("--search-pairs", type=int, default=25)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pairs", type=arguments.count, default=1000)
+    parser.add_argument("--search-pairs", type=arguments.count, default=25)
+    parser.add_argument("--seed", type=arguments.seed, default=0)
+    parser.add_argument("--workers", type=arguments.count, default=2)
     args = parser.parse_args(argv)
     names = args.agents
     games, results, timing = [], {}, {}

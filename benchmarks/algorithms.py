@@ -54,6 +54,8 @@ import sys
 import time
 from pathlib import Path
 
+from sevenrocks_env import arguments
+
 ROOT = Path(__file__).resolve().parents[1]
 ALGOS = ("ours", "sb3-heuristic", "sb3-self", "rllib", "openspiel-dqn")
 OPPONENTS = ("greedy", "heuristic")
@@ -190,12 +192,13 @@ def table(runs: list[dict], budget: int, pairs: int) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget", type=int, default=98_304,
+    parser.add_argument("--budget", type=arguments.count, default=98_304,
                         help="learner decisions per run (default 12 x 8192: whole rollouts for all)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--seeds", type=arguments.seed, nargs="+", default=[1, 2])
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
-    parser.add_argument("--pairs", type=int, default=100, help="arena duplicate pairs per opponent")
-    parser.add_argument("--eval-seed", type=int, default=12345)
+    parser.add_argument("--pairs", type=arguments.count, default=100,
+                        help="arena duplicate pairs per opponent")
+    parser.add_argument("--eval-seed", type=arguments.seed, default=12345)
     parser.add_argument("--rllib-python", default=str(ROOT / ".venv-rllib" / "bin" / "python"),
                         help="a Python with the [rllib] extra installed")
     parser.add_argument("--out", default="runs/bench_algorithms",
@@ -208,9 +211,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    if args.budget < 1 or args.pairs < 1:
-        print("error: --budget and --pairs must be >= 1", file=sys.stderr)
-        return 2
     if "rllib" in args.algos and not Path(args.rllib_python).exists():
         print(f"error: {args.rllib_python} not found (make the [rllib] venv, or drop rllib "
               "from --algos)", file=sys.stderr)

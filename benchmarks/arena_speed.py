@@ -23,6 +23,7 @@ import time
 
 import torch
 
+from sevenrocks_env import arguments
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.arena_batched import DEFAULT_BATCH, evaluate_batched
 
@@ -38,13 +39,16 @@ def _row(label, result, wall) -> tuple[str, float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=1000, help="pairs of the batched arena")
-    parser.add_argument("--pool-pairs", type=int, default=100,
+    parser.add_argument("--pairs", type=arguments.count, default=1000,
+                        help="pairs of the batched arena")
+    parser.add_argument("--pool-pairs", type=arguments.count, default=100,
                         help="pairs of the process-pool arena (0: skip it)")
-    parser.add_argument("--workers", type=int, default=2, help="processes of the pool arena")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (batched arena)")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH)
+    parser.add_argument("--workers", type=arguments.count, default=2,
+                        help="processes of the pool arena")
+    parser.add_argument("--threads", type=arguments.count, default=1,
+                        help="torch threads (batched arena)")
+    parser.add_argument("--device", type=arguments.device, default="cpu")
+    parser.add_argument("--batch", type=arguments.count, default=DEFAULT_BATCH)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "

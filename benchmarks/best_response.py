@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from sevenrocks_env import arguments  # noqa: E402
 from sevenrocks_env.arena import evaluate, split_name  # noqa: E402
 from training.config import ConfigError, load_config  # noqa: E402
 from training.opponents import PAST  # noqa: E402
@@ -113,29 +114,22 @@ def row(record: dict) -> str:
             f"{arena['mean_margin']:+.1f} | {record['train_minutes']:.1f} |")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python benchmarks/best_response.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--opponent", default="ckpt:shipped",
                         help="the frozen agent spec (optionally name=spec)")
-    parser.add_argument("--steps", type=_positive, default=None,
+    parser.add_argument("--steps", type=arguments.count, default=None,
                         help="learner decisions the best response trains for (default "
                              f"2,000,000; {SMOKE_STEPS} with --smoke)")
-    parser.add_argument("--seed", type=int, default=1, help="training seed")
-    parser.add_argument("--pairs", type=_positive, default=500, help="arena duplicate pairs")
-    parser.add_argument("--deal-seed", type=int, default=7001,
+    parser.add_argument("--seed", type=arguments.seed, default=1, help="training seed")
+    parser.add_argument("--pairs", type=arguments.count, default=500, help="arena duplicate pairs")
+    parser.add_argument("--deal-seed", type=arguments.seed, default=7001,
                         help="arena deal seed (fresh deals)")
     parser.add_argument("--init", default="",
                         help="warm-start from this policy checkpoint (a path or 'shipped'); "
                              "default: from scratch")
-    parser.add_argument("--workers", type=_positive, default=1, help="arena processes")
+    parser.add_argument("--workers", type=arguments.count, default=1, help="arena processes")
     parser.add_argument("--out", default="runs/best_response")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny network, rollouts, target and step budget: seconds")

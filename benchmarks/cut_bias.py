@@ -35,6 +35,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sevenrocks_env import arguments  # noqa: E402
 from sevenrocks_env.observation import encode  # noqa: E402
 from sevenrocks_env.policy import MaskedCategorical, build_model, read_checkpoint  # noqa: E402
 from sevenrocks_env.rewards import team0_reward  # noqa: E402
@@ -126,10 +127,10 @@ def summary(bias: np.ndarray) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoint")
-    parser.add_argument("--matches", type=int, default=128)
-    parser.add_argument("--steps", type=int, default=64)
-    parser.add_argument("--samples", type=int, default=8)
-    parser.add_argument("--seed", type=int, default=2024)
+    parser.add_argument("--matches", type=arguments.count, default=128)
+    parser.add_argument("--steps", type=arguments.count, default=64)
+    parser.add_argument("--samples", type=arguments.count, default=8)
+    parser.add_argument("--seed", type=arguments.seed, default=2024)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)

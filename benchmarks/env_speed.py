@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from sevenrocks_env import arguments
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK
@@ -70,11 +71,11 @@ def pettingzoo_performance_benchmark() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=5.0, help="time per row and repeat")
-    parser.add_argument("--repeats", type=int, default=3, help="rounds over all rows (median)")
+    parser.add_argument("--seconds", type=arguments.positive_real, default=5.0,
+                        help="time per row and repeat")
+    parser.add_argument("--repeats", type=arguments.count, default=3,
+                        help="rounds over all rows (median)")
     args = parser.parse_args()
-    if args.seconds <= 0 or args.repeats < 1:
-        parser.error("--seconds must be > 0 and --repeats >= 1")
 
     try:
         from pettingzoo.classic import connect_four_v3

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from sevenrocks_env import arguments
+
 #: name -> agent spec
 AGENTS = {
     "random": "random",
@@ -137,9 +139,9 @@ def plot(rated: list[dict], path: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=31337)
+    parser.add_argument("--seed", type=arguments.seed, default=31337)
     parser.add_argument("--out", default="runs/ladder")
-    parser.add_argument("--scale", type=float, default=1.0,
+    parser.add_argument("--scale", type=arguments.positive_real, default=1.0,
                         help="multiply every pairing's pairs (e.g. 0.1 for a quick look)")
     parser.add_argument("--no-reuse", dest="reuse", action="store_false")
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
@@ -150,14 +152,12 @@ def main(argv=None) -> int:
     parser.add_argument("--make-train", metavar="PATH",
                         help="also rate this checkpoint as make_train "
                              "(e.g. checkpoints/<run>/latest.pt)")
-    parser.add_argument("--workers", type=int, default=1,
+    parser.add_argument("--workers", type=arguments.count, default=1,
                         help="processes for every pairing (the batched ones split their "
                              "pairs into spans, one a process)")
     parser.add_argument("--no-play", action="store_true",
                         help="only the pairings already saved under --out (ratings and plot)")
     args = parser.parse_args(argv)
-    if args.scale <= 0:
-        parser.error("--scale must be > 0")
     agents, pairings = dict(AGENTS), list(PAIRINGS)
     if args.make_train:
         agents["make_train"] = f"ckpt:{args.make_train}"

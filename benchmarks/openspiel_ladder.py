@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sevenrocks_env import arguments
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.openspiel.bots import KINDS, make_openspiel_agent
@@ -79,19 +80,17 @@ def timing(spec: str, decisions: int, seed: int = 0) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sims", type=int, nargs="+", default=[25, 100, 400])
+    parser.add_argument("--sims", type=arguments.count, nargs="+", default=[25, 100, 400])
     parser.add_argument("--kind", choices=KINDS, default="ismcts")
     parser.add_argument("--against", nargs="+", default=["greedy", "heuristic"])
-    parser.add_argument("--pairs", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--pairs", type=arguments.count, default=100)
+    parser.add_argument("--seed", type=arguments.seed, default=0)
+    parser.add_argument("--workers", type=arguments.count, default=1)
     parser.add_argument("--swap", action="store_true", help="the opponent is agent A")
-    parser.add_argument("--timing", type=int, metavar="N",
+    parser.add_argument("--timing", type=arguments.count, metavar="N",
                         help="only time N real decisions per setting (no arena)")
     args = parser.parse_args(argv)
     if args.timing is not None:
-        if args.timing < 1:
-            parser.error("--timing must be >= 1")
         print("| bot | decisions | wall ms/decision | CPU ms/decision |\n|---|---:|---:|---:|")
         for sims in args.sims:
             spec = f"openspiel:{args.kind}:sims={sims}"

@@ -19,6 +19,7 @@ import time
 import numpy as np
 import torch
 
+from sevenrocks_env import arguments
 from sevenrocks_env import rules
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.search import SearchAgent
@@ -55,9 +56,9 @@ def timed(decide, found, size: int) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--decisions", type=int, default=40)
-    parser.add_argument("--samples", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--decisions", type=arguments.count, default=40)
+    parser.add_argument("--samples", type=arguments.count, default=64)
+    parser.add_argument("--seed", type=arguments.seed, default=0)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     found = positions(args.decisions, args.seed)

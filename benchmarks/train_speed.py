@@ -32,6 +32,8 @@ from training.rollout import SelfPlayEngine  # noqa: E402
 from training.seats import RolloutBuffer  # noqa: E402
 from training.train import build_networks, rollout_batch  # noqa: E402
 
+from sevenrocks_env import arguments
+
 
 ENGINES = {"python": SelfPlayEngine, "batched": BatchedSelfPlayEngine}
 
@@ -75,10 +77,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="configs/default.yaml")
-    parser.add_argument("--matches", type=int)
-    parser.add_argument("--steps", type=int)
-    parser.add_argument("--rollouts", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--matches", type=arguments.count)
+    parser.add_argument("--steps", type=arguments.count)
+    parser.add_argument("--rollouts", type=arguments.count, default=3)
+    parser.add_argument("--threads", type=arguments.count, default=1)
     parser.add_argument("--engines", default="python,batched",
                         help="comma-separated rollout engines to compare: python, batched")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -23,6 +23,7 @@ import time
 import numpy as np
 import torch
 
+from sevenrocks_env import arguments
 from sevenrocks_env import observation as obs_mod
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.batched import random_actions
@@ -81,10 +82,11 @@ def aec(seconds: float, observe: bool) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[256, 1024, 4096, 16384, 65536])
-    parser.add_argument("--seconds", type=float, default=3.0, help="per row")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--sizes", type=arguments.count, nargs="+",
+                        default=[256, 1024, 4096, 16384, 65536])
+    parser.add_argument("--seconds", type=arguments.positive_real, default=3.0, help="per row")
+    parser.add_argument("--threads", type=arguments.count, default=1)
+    parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--validate", action="store_true", help="step with validate=True")
     parser.add_argument("--plot", help="write the steps/s curve to this PNG")
     args = parser.parse_args()

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from sevenrocks_env import arguments
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
 from sevenrocks_env.observation import OBS_SIZE
@@ -265,9 +266,9 @@ def train(steps: int = 98_304, seed: int = 1, progress: bool = False, **hyper):
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=98_304,
+    parser.add_argument("--steps", type=arguments.count, default=98_304,
                         help="learner decisions with more than one legal action")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=arguments.seed, default=1)
     parser.add_argument("--save", default="checkpoints/openspiel/dqn.pt")
     parser.add_argument("--progress", action="store_true", help="print the mean round margin")
     add_evaluation_arguments(parser)
@@ -277,8 +278,6 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.steps < 1:
-            raise ValueError("--steps must be >= 1")
         check_evaluation_arguments(args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)

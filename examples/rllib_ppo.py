@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 import time
 from pathlib import Path
@@ -53,6 +52,7 @@ except ImportError as missing:
 
 import torch  # noqa: E402  (after the Ray check above)
 
+from sevenrocks_env import arguments
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
 from sevenrocks_env.agents import make_agent
@@ -219,25 +219,27 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--address", default=None,
                         help="existing Ray cluster (e.g. 'auto' or HEAD_IP:6379); default: local Ray")
-    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs for a local Ray instance")
-    parser.add_argument("--env-steps", type=int, default=200_000, help="env-step budget")
-    parser.add_argument("--max-iterations", type=int, default=None)
+    parser.add_argument("--num-cpus", type=arguments.count, default=None,
+                        help="CPUs for a local Ray instance")
+    parser.add_argument("--env-steps", type=arguments.count, default=200_000,
+                        help="env-step budget")
+    parser.add_argument("--max-iterations", type=arguments.count, default=None)
     parser.add_argument("--opponent", default="self", help="'self' or an agent spec (e.g. heuristic)")
-    parser.add_argument("--num-env-runners", type=int, default=1)
-    parser.add_argument("--num-envs-per-env-runner", type=int, default=1)
-    parser.add_argument("--train-batch-size", type=int, default=4000)
-    parser.add_argument("--minibatch-size", type=int, default=500)
-    parser.add_argument("--num-epochs", type=int, default=4)
-    parser.add_argument("--lr", type=float, default=2.5e-4)
+    parser.add_argument("--num-env-runners", type=arguments.non_negative_int, default=1)
+    parser.add_argument("--num-envs-per-env-runner", type=arguments.count, default=1)
+    parser.add_argument("--train-batch-size", type=arguments.count, default=4000)
+    parser.add_argument("--minibatch-size", type=arguments.count, default=500)
+    parser.add_argument("--num-epochs", type=arguments.count, default=4)
+    parser.add_argument("--lr", type=arguments.positive_real, default=2.5e-4)
     parser.add_argument("--reward", default="win", choices=["win", "points", "shaped"],
                         help="env reward: R8 win/loss, the score margin / 100 (dense), or "
                              "shaped = points_scale * margin +- win_reward (the trainer's)")
-    parser.add_argument("--points-scale", type=float, default=None,
+    parser.add_argument("--points-scale", type=arguments.non_negative_real, default=None,
                         help="reward=shaped: reward per point of margin (default 0.01)")
-    parser.add_argument("--win-reward", type=float, default=None,
+    parser.add_argument("--win-reward", type=arguments.non_negative_real, default=None,
                         help="reward=shaped: reward for winning the match (default 1.0)")
-    parser.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hidden", type=arguments.count, nargs="+", default=[256, 256])
+    parser.add_argument("--seed", type=arguments.seed, default=1)
     parser.add_argument("--export", default="checkpoints/rllib/policy.pt",
                         help="where to write the policy (project checkpoint format)")
     add_evaluation_arguments(parser)
@@ -250,14 +252,8 @@ def main(argv=None) -> int:
         check_evaluation_arguments(args)
         if args.opponent != "self":
             make_agent(args.opponent)
-        for name, low in (("env_steps", 1), ("minibatch_size", 1), ("num_epochs", 1),
-                          ("num_env_runners", 0), ("num_envs_per_env_runner", 1)):
-            if getattr(args, name) < low:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= {low}")
-        if args.train_batch_size < args.minibatch_size:
+        if args.train_batch_size < args.minibatch_size:  # each number alone: its argparse type
             raise ValueError("need --train-batch-size >= --minibatch-size")
-        if not (args.lr > 0 and math.isfinite(args.lr)) or min(args.hidden) < 1:
-            raise ValueError("need a finite --lr > 0 and --hidden widths >= 1")
         reward_weights(args.reward, args.points_scale, args.win_reward)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)

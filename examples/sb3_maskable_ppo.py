@@ -29,6 +29,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 
+from sevenrocks_env import arguments
 import sevenrocks_env  # noqa: F401  (registers sevenrocks/SevenRocks-v0)
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
@@ -102,14 +103,16 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--opponents", default="heuristic", help="agent spec, or 'self'")
-    parser.add_argument("--steps", type=int, default=200_000, help="env steps (learner decisions)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--n-envs", type=int, default=1)
-    parser.add_argument("--n-steps", type=int, default=2048, help="rollout length per env")
+    parser.add_argument("--steps", type=arguments.count, default=200_000,
+                        help="env steps (learner decisions)")
+    parser.add_argument("--seed", type=arguments.seed, default=1)
+    parser.add_argument("--n-envs", type=arguments.count, default=1)
+    parser.add_argument("--n-steps", type=arguments.count, default=2048,
+                        help="rollout length per env")
     parser.add_argument("--reward", default="win", choices=["win", "points", "shaped"],
                         help="env reward: R8 win/loss, the score margin / 100 (dense), or "
                              "shaped = 0.01 * margin +- 1 (the project trainer's reward)")
-    parser.add_argument("--refresh", type=int, default=16_384,
+    parser.add_argument("--refresh", type=arguments.count, default=16_384,
                         help="--opponents self: copy the learner every N steps (a multiple of "
                              "--n-steps * --n-envs, one rollout)")
     parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")
@@ -125,9 +128,6 @@ def main(argv=None) -> int:
         check_evaluation_arguments(args)
         if args.opponents != "self":
             make_agent(args.opponents)
-        for name in ("steps", "n_envs", "n_steps", "refresh"):
-            if getattr(args, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
         if args.n_steps * args.n_envs < 2:
             raise ValueError("MaskablePPO needs a rollout of at least 2 steps (--n-steps * --n-envs)")
     except ValueError as error:

@@ -27,6 +27,7 @@ from torch import nn
 from torchrl.collectors import Collector
 from torchrl.modules import MaskedCategorical, ProbabilisticActor
 
+from sevenrocks_env import arguments
 from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.tiles import NUM_ACTIONS
 from sevenrocks_env.torchrl_env import GROUP, SevenRocksTorchRLEnv
@@ -51,17 +52,17 @@ def masked_random_policy() -> TensorDictModule:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-envs", type=int, default=64, help="matches stepped together")
-    parser.add_argument("--frames", type=int, default=8192, help="total frames to collect")
-    parser.add_argument("--steps-per-batch", type=int, default=32,
+    parser.add_argument("--num-envs", type=arguments.count, default=64,
+                        help="matches stepped together")
+    parser.add_argument("--frames", type=arguments.count, default=8192,
+                        help="total frames to collect")
+    parser.add_argument("--steps-per-batch", type=arguments.count, default=32,
                         help="steps of every match per collected batch")
-    parser.add_argument("--device", default="cpu", help="torch device of env and policy")
+    parser.add_argument("--device", type=arguments.device, default="cpu",
+                        help="torch device of env and policy")
     parser.add_argument("--policy", choices=("mlp", "random"), default="mlp")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=arguments.seed, default=0)
     args = parser.parse_args(argv)
-    for name in ("num_envs", "frames", "steps_per_batch"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1")
     return args
 
 

@@ -70,14 +70,18 @@ def test_example_train_and_arena_agent():
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["--opponents", "self", "--refresh", "0"], "--refresh must be >= 1"),  # looped forever
-    (["--n-envs", "0"], "--n-envs must be >= 1"),                            # an IndexError
-    (["--n-steps", "0"], "--n-steps must be >= 1"),                          # an UnboundLocalError
+    (["--opponents", "self", "--refresh", "0"], "--refresh: must be an int >= 1"),  # looped
+    (["--n-envs", "0"], "--n-envs: must be an int >= 1"),                    # an IndexError
+    (["--n-steps", "0"], "--n-steps: must be an int >= 1"),                  # an UnboundLocalError
     (["--eval-pairs", "-1"], "--eval-pairs must be >= 0"),                   # after training
     (["--json", "/nonexistent/folder/r.json"], "does not exist"),            # after training
 ])
 def test_example_refuses_bad_arguments_before_training(argv, words, capsys):
-    assert load_example().main(["--steps", "64", "--save", "/nonexistent/m", *argv]) == 2
+    try:
+        code = load_example().main(["--steps", "64", "--save", "/nonexistent/m", *argv])
+    except SystemExit as exit_:  # argparse's usage error
+        code = exit_.code
+    assert code == 2
     assert words in capsys.readouterr().err
 
 

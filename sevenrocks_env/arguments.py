@@ -1,0 +1,74 @@
+"""``argparse`` types for the benchmark and example scripts: a bad number or device is
+argparse's one-line usage error (exit 2: ``argument --pairs: must be an int >= 1, got 0``),
+never a traceback from deep inside a run that has started.
+
+    parser.add_argument("--pairs", type=count, default=100)
+    parser.add_argument("--seed", type=seed, default=0)
+    parser.add_argument("--seconds", type=positive_real, default=3.0)
+    parser.add_argument("--device", type=device, default="cpu")
+"""
+from __future__ import annotations
+
+import argparse
+import math
+
+from .dealing import MAX_SEED
+
+#: The largest count a script takes (pairs, steps, decisions): far above any real run, small
+#: enough that no product of two of them overflows an int64.
+MAX_COUNT = 10 ** 12
+
+
+def int_in(low: int, high: int):
+    """An argparse type: an int in ``[low, high]``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an int, got {text[:40]!r}") from None
+        if not low <= value <= high:
+            what = f">= {low}" if high == MAX_COUNT else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"must be an int {what}, got {value}")
+        return value
+    parse.__name__ = f"int in [{low}, {high}]"
+    return parse
+
+
+count = int_in(1, MAX_COUNT)
+non_negative_int = int_in(0, MAX_COUNT)
+seed = int_in(0, MAX_SEED)
+
+
+def _real(text: str, positive: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text[:40]!r}") from None
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number {'> 0' if positive else '>= 0'}, got {text[:40]}")
+    return value
+
+
+def positive_real(text: str) -> float:
+    """An argparse type: a finite number > 0 (``nan`` and ``inf`` are refused)."""
+    return _real(text, positive=True)
+
+
+def non_negative_real(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    return _real(text, positive=False)
+
+
+def device(text: str) -> str:
+    """An argparse type: a device the batched engine runs on (``cpu``, ``cuda``, ``cuda:1``
+    where there is one), as its name."""
+    from .batched.vector_env import checked_device  # torch: only for scripts that need it
+    try:
+        return str(checked_device(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+__all__ = ["MAX_COUNT", "count", "device", "int_in", "non_negative_int", "non_negative_real",
+           "positive_real", "seed"]

@@ -1,0 +1,49 @@
+"""``sevenrocks_env.arguments``: the benchmark and example scripts refuse a bad number or device
+with argparse's one-line usage error (``--seconds nan``, ``--pairs 0`` and
+``--device bogus`` gave tracebacks from inside the run)."""
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sevenrocks_env import arguments
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted([*ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py")])
+
+
+@pytest.mark.parametrize("kind, text", [
+    (arguments.count, "0"), (arguments.count, "-3"), (arguments.count, "1.5"),
+    (arguments.count, "1e13"), (arguments.seed, "-1"), (arguments.seed, str(2 ** 63)),
+    (arguments.positive_real, "nan"), (arguments.positive_real, "inf"),
+    (arguments.positive_real, "0"), (arguments.non_negative_real, "-0.1"),
+    (arguments.non_negative_int, "-1"), (arguments.device, "bogus"), (arguments.device, "meta"),
+])
+def test_bad_values_are_argparse_errors(kind, text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        kind(text)
+
+
+def test_good_values_pass():
+    assert arguments.count("12") == 12 and arguments.seed("0") == 0
+    assert arguments.positive_real("0.5") == 0.5 and arguments.non_negative_real("0") == 0.0
+    assert arguments.non_negative_int("0") == 0 and arguments.device("cpu:0") == "cpu"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_every_script_checks_its_numbers(script):
+    """No bare ``type=int``/``type=float``: each number has a range (this module's types)."""
+    bare = re.findall(r'add_argument\([^)]*type=(?:int|float)\b', script.read_text())
+    assert not bare, bare
+
+
+def test_a_script_exits_2_with_one_line():
+    run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "vector_speed.py"),
+                          "--seconds", "nan"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1].endswith(
+        "argument --seconds: must be a finite number > 0, got nan")
+    assert "Traceback" not in run.stderr
