@@ -111,7 +111,7 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["baseline"])
     parser.add_argument("--steps", type=arguments.count, default=2_000_000)
-    parser.add_argument("--seed", type=arguments.seed, default=1)
+    parser.add_argument("--seed", type=arguments.training_seed, default=1)
     parser.add_argument("--pairs", type=arguments.count, default=1000,
                         help="pairs against heuristic "
                         "(a fifth of them against greedy)")

@@ -194,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--budget", type=arguments.count, default=98_304,
                         help="learner decisions per run (default 12 x 8192: whole rollouts for all)")
-    parser.add_argument("--seeds", type=arguments.seed, nargs="+", default=[1, 2])
+    parser.add_argument("--seeds", type=arguments.training_seed, nargs="+", default=[1, 2])
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
     parser.add_argument("--pairs", type=arguments.count, default=100,
                         help="arena duplicate pairs per opponent")

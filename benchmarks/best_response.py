@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=arguments.count, default=None,
                         help="learner decisions the best response trains for (default "
                              f"2,000,000; {SMOKE_STEPS} with --smoke)")
-    parser.add_argument("--seed", type=arguments.seed, default=1, help="training seed")
+    parser.add_argument("--seed", type=arguments.training_seed, default=1, help="training seed")
     parser.add_argument("--pairs", type=arguments.count, default=500, help="arena duplicate pairs")
     parser.add_argument("--deal-seed", type=arguments.seed, default=7001,
                         help="arena deal seed (fresh deals)")

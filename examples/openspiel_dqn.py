@@ -268,7 +268,7 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=arguments.count, default=98_304,
                         help="learner decisions with more than one legal action")
-    parser.add_argument("--seed", type=arguments.seed, default=1)
+    parser.add_argument("--seed", type=arguments.training_seed, default=1)
     parser.add_argument("--save", default="checkpoints/openspiel/dqn.pt")
     parser.add_argument("--progress", action="store_true", help="print the mean round margin")
     add_evaluation_arguments(parser)

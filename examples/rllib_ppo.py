@@ -239,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--win-reward", type=arguments.non_negative_real, default=None,
                         help="reward=shaped: reward for winning the match (default 1.0)")
     parser.add_argument("--hidden", type=arguments.count, nargs="+", default=[256, 256])
-    parser.add_argument("--seed", type=arguments.seed, default=1)
+    parser.add_argument("--seed", type=arguments.training_seed, default=1)
     parser.add_argument("--export", default="checkpoints/rllib/policy.pt",
                         help="where to write the policy (project checkpoint format)")
     add_evaluation_arguments(parser)

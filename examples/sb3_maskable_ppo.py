@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--opponents", default="heuristic", help="agent spec, or 'self'")
     parser.add_argument("--steps", type=arguments.count, default=200_000,
                         help="env steps (learner decisions)")
-    parser.add_argument("--seed", type=arguments.seed, default=1)
+    parser.add_argument("--seed", type=arguments.training_seed, default=1)
     parser.add_argument("--n-envs", type=arguments.count, default=1)
     parser.add_argument("--n-steps", type=arguments.count, default=2048,
                         help="rollout length per env")

@@ -36,7 +36,13 @@ def int_in(low: int, high: int):
 
 count = int_in(1, MAX_COUNT)
 non_negative_int = int_in(0, MAX_COUNT)
-seed = int_in(0, MAX_SEED)
+seed = int_in(0, MAX_SEED)  # a deal seed (the arena's, the engine's)
+#: A training run's seed: the trainer's config, numpy's legacy ``np.random.seed`` (SB3, RLlib)
+#: and OpenSpiel take seeds below 2**32.
+training_seed = int_in(0, 2 ** 32 - 1)
+#: A training run's seed: the trainer's config, numpy's legacy ``np.random.seed`` (SB3, RLlib)
+#: and OpenSpiel take seeds below 2**32.
+training_seed = int_in(0, 2 ** 32 - 1)
 
 
 def _real(text: str, positive: bool) -> float:
@@ -71,4 +77,4 @@ def device(text: str) -> str:
 
 
 __all__ = ["MAX_COUNT", "count", "device", "int_in", "non_negative_int", "non_negative_real",
-           "positive_real", "seed"]
+           "positive_real", "seed", "training_seed"]

@@ -12,10 +12,14 @@ env by default.  It lives in the package, not in the example, so that Ray's work
 like any installed module.
 
 Points scored before a seat's first decision of a match (``reward="points"``/``"shaped"``: the
-opponents opened for 10, say) arrive with its first observation; RLlib keeps a reward that comes
-before an agent's first action outside every transition, so the gradient is as it should be
-(nothing the seat did earned it) but RLlib's episode-return metrics leave it out: under those
-reward modes they are not exactly the team's margin.  Seeding: a sub-env's stream is
+opponents opened for 10, say) are never lost, so a seat's rewards add up to its team's margin,
+but RLlib treats them two ways.  For the seat that gets ``reset``'s observation they can only go
+out with the next step (``reset`` returns no rewards), so RLlib adds them to that seat's first
+transition; for the other learner seat they arrive with its first observation, and RLlib keeps
+a reward that comes before an agent's first action outside every transition (and out of its
+episode-return metrics).  Under those reward modes the first transition of the seat that opens
+the episode carries the opponents' opening points, which nothing it did earned; ``reward="win"``
+has no rewards before the end.  Seeding: a sub-env's stream is
 ``(seed, worker index, vector index)``, reseeded by RLlib's ``reset(seed=...)`` with the worker
 kept, so no two sub-envs deal alike; without a ``seed`` in ``env_config`` each env draws fresh
 entropy.

@@ -9,9 +9,12 @@ observation per match:
 * ``action_mask`` ``[B, 113]`` bool: the legal actions of the seat on turn (R3, R6);
 * ``current_seat`` ``[B]``: the seat on turn, 0-3 (seats 0 and 2 are team 0);
 * ``action`` ``[B]``: ``Categorical(113)`` whose ``mask`` is the current action mask (on this
-  env's own spec; a ``TransformedEnv``/``SerialEnv`` copies the spec, so add TorchRL's
-  ``ActionMask()`` transform there);
-* ``("agents", "reward")`` ``[B, 4, 1]``: every seat's reward (``sevenrocks_env.rewards``);
+  env's own spec; a ``TransformedEnv`` copies the spec, so add TorchRL's ``ActionMask()``
+  transform there; under ``SerialEnv``/``ParallelEnv`` random actions cannot follow the masks:
+  docs/torchrl.md);
+* ``("agents", "reward")`` ``[B, 4, 1]``: every seat's reward (``sevenrocks_env.rewards``),
+  which arrives on whichever seat's move earned it: a seat's return sums its column over every
+  step;
 * ``done`` / ``terminated`` / ``truncated`` ``[B, 1]``: the match ended, won (R8) / cut at
   ``max_rounds``.
 

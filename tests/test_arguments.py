@@ -18,6 +18,7 @@ SCRIPTS = sorted([*ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py")])
 @pytest.mark.parametrize("kind, text", [
     (arguments.count, "0"), (arguments.count, "-3"), (arguments.count, "1.5"),
     (arguments.count, "1e13"), (arguments.seed, "-1"), (arguments.seed, str(2 ** 63)),
+    (arguments.training_seed, str(2 ** 32)),  # SB3 and RLlib: np.random.seed's bound
     (arguments.positive_real, "nan"), (arguments.positive_real, "inf"),
     (arguments.positive_real, "0"), (arguments.non_negative_real, "-0.1"),
     (arguments.non_negative_int, "-1"), (arguments.device, "bogus"), (arguments.device, "meta"),
