@@ -160,3 +160,43 @@ def test_a_cpu_device_with_an_index_is_the_cpu(device):
     assert venv.device == torch.device("cpu")
     for _ in range(40):
         venv.step(random_actions(venv.action_mask, torch.Generator().manual_seed(0)))
+
+
+def test_load_refuses_a_match_past_the_env_max_rounds_naming_it():
+    """Accepted, then match(0) and every illegal-action message raised "round_index must be
+    below max_rounds": the env held a state no match of its settings reaches."""
+    venv = sevenrocks_v0.vector_env(num_envs=2, max_rounds=2)
+    venv.reset(seed=0)
+    late = Match.new(3, max_rounds=None)
+    rng = __import__("random").Random(0)
+    while late.round_index < 3:
+        apply_action(late, rng.choice(legal_actions(late)))
+    before = snapshot(venv)
+    with pytest.raises(ValueError, match="load: match 1: .*round_index must be below max_rounds"):
+        venv.load([Match.new(0), late])
+    assert all(torch.equal(before[k], v) for k, v in snapshot(venv).items())
+
+
+def test_an_env_made_in_inference_mode_works_outside_it():
+    with torch.inference_mode():
+        venv = sevenrocks_v0.vector_env(num_envs=3)
+    venv.reset(seed=0)
+    venv.step(first_legal(venv))  # was: inplace update to inference tensor outside InferenceMode
+    assert venv.action_mask.any(dim=1).all()
+
+
+def test_load_state_checks_its_streams_before_changing_anything():
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=5)
+    state, streams = venv.state, venv.env_ids.clone()
+    for bad, error in ((torch.tensor([0, 1], dtype=torch.int32), TypeError),
+                       (torch.tensor([0, -1]), ValueError)):
+        with pytest.raises(error):
+            venv.load_state(venv.state, seed=99, deal_streams=bad)
+        assert venv.settings.seed == 5 and venv.state is state
+        assert torch.equal(venv.env_ids, streams)
+    mine = torch.tensor([7, 7])
+    venv.load_state(venv.state, seed=99, deal_streams=mine)
+    mine[0] = 8  # the env keeps its own copy
+    assert venv.env_ids.tolist() == [7, 7] and venv.settings.seed == 99
+

@@ -83,17 +83,12 @@ class VectorEnv:
         self.validate = bool(validate)
         self.settings = engine.Settings(0, target, max_rounds, scale, win)
         self.state = BatchState(self.num_envs, self.device)
-        if deal_streams is None:
-            self.env_ids = torch.arange(self.num_envs, device=self.device)
-        else:  # the deal coordinate of each env (named env_ids throughout the engine)
-            _check_tensor("deal_streams", deal_streams, (self.num_envs,), torch.long,
-                          deal_streams.device if isinstance(deal_streams, torch.Tensor)
-                          else self.device)
-            if bool(((deal_streams < 0) | (deal_streams > 1 << 40)).any()):
-                raise ValueError("deal_streams must lie in [0, 2**40]")
-            self.env_ids = deal_streams.to(self.device).clone()
+        # the deal coordinate of each env (named env_ids throughout the engine)
+        self.env_ids = self._deal_streams(deal_streams)
         self._records = RecordKeeper(self.num_envs, target) if records else None
-        self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long, device=self.device)
+        with torch.inference_mode(False):  # usable outside inference mode too, as in reset
+            self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long,
+                                           device=self.device)
         self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
         self._observe: observe.ObservationWriter | None = None  # made on the first observation
         self._mask_fresh = self._obs_fresh = False
@@ -182,7 +177,10 @@ class VectorEnv:
             if match.target != self.target:
                 raise ValueError(f"load: match {i} has target {match.target}, this env "
                                  f"{self.target}")
-            Match.from_state(match.to_state())  # raises ValueError naming a bad field
+            try:  # under this env's max_rounds: a round index at or past it is no match here
+                Match.from_state(dict(match.to_state(), max_rounds=self.max_rounds))
+            except ValueError as error:
+                raise ValueError(f"load: match {i}: {error}") from None
         histories = None  # before anything changes
         if self._records is not None:
             histories = [self._records.rounds_of(match) for match in matches]
@@ -203,23 +201,33 @@ class VectorEnv:
         of this env's size and device, e.g. :func:`~sevenrocks_env.batched.worlds.views_state`)
         as it is, without checking that it is a reachable position.  Later rounds are dealt from
         ``(seed, deal_streams[i], matches, round)`` (``deal_streams`` default: the env index; they
-        replace the env's streams), so envs given one stream see the same later deals.  Not for
-        envs that keep records."""
+        replace the env's streams; copied), so envs given one stream see the same later deals.
+        ``state`` itself is taken, not copied: the env steps it in place.  Not for envs that keep
+        records."""
         if self._records is not None:
             raise RuntimeError("load_state: this env keeps records; use load(matches)")
         if not isinstance(state, BatchState) or state.num_envs != self.num_envs \
                 or state.turn.device != self.device:
             raise ValueError(f"load_state: expected a BatchState of {self.num_envs} envs on "
                              f"{self.device}")
-        self.settings.seed = checked_int("seed", seed, 0, MAX_SEED)
-        if deal_streams is None:
-            self.env_ids = torch.arange(self.num_envs, device=self.device)
-        else:
-            _check_tensor("deal_streams", deal_streams, (self.num_envs,), torch.long, self.device)
-            self.env_ids = deal_streams
+        seed = checked_int("seed", seed, 0, MAX_SEED)
+        self.env_ids = self._deal_streams(deal_streams)  # checked before anything changes
+        self.settings.seed = seed
         self.state = state
         self._changed()
         self._ready = True
+
+    def _deal_streams(self, deal_streams) -> torch.Tensor:
+        """The envs' deal coordinates: ``deal_streams`` checked (``LongTensor[B]`` in ``[0,
+        2**40]``) and copied to this env's device, or the env indices."""
+        if deal_streams is None:
+            return torch.arange(self.num_envs, device=self.device)
+        _check_tensor("deal_streams", deal_streams, (self.num_envs,), torch.long,
+                      deal_streams.device if isinstance(deal_streams, torch.Tensor)
+                      else self.device)
+        if bool(((deal_streams < 0) | (deal_streams > 1 << 40)).any()):
+            raise ValueError("deal_streams must lie in [0, 2**40]")
+        return deal_streams.to(self.device).clone()
 
     # -- what the seats on turn see -----------------------------------------------------------
 
