@@ -19,9 +19,13 @@ import torch
 
 from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
-from sevenrocks_env.policy import CHECKPOINT_FORMAT, CheckpointError, read_checkpoint
+from sevenrocks_env.policy import (CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES, CheckpointError,
+                                   read_checkpoint)
 from sevenrocks_env.record import shown
 from sevenrocks_env.tiles import NUM_ACTIONS
+
+from .config_yaml import ConfigError
+from .opponents import PAST
 
 
 def policy_entries(model, global_step: int) -> dict:
@@ -149,3 +153,23 @@ def export_policy(source, destination, extra: dict | None = None, data: dict | N
         small["wall_time"] = facts["wall_time"]
     small.update(extra or {})
     return save_checkpoint(destination, small)
+
+
+def check_checkpoint_size(cfg, model, critic) -> None:
+    """:class:`ConfigError` naming ``hidden_sizes`` when this run's training checkpoints would
+    be too large to read back (``MAX_CHECKPOINT_BYTES``, the bound every reader of a downloaded
+    file keeps): the weights and Adam's two moments of both networks, and a policy copy for
+    each ``past`` snapshot kept, must fit in three quarters of it (the rest: snapshots still
+    played after they leave the pool, the engine's state).  Checked before anything is written:
+    such a run trained for hours, then could not be resumed, shipped or loaded."""
+    def size(network) -> int:
+        return 0 if network is None else sum(p.numel() * p.element_size()
+                                             for p in network.parameters())
+    snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
+    estimate = 3 * size(model) + 3 * size(critic) + snapshots * size(model)
+    if estimate > MAX_CHECKPOINT_BYTES * 3 // 4:
+        raise ConfigError(f"hidden_sizes {cfg.hidden_sizes}: a training checkpoint would hold "
+                          f"about {estimate >> 20} MB, more than a checkpoint may be to be read "
+                          f"back ({MAX_CHECKPOINT_BYTES >> 20} MB, with room for snapshots); "
+                          "choose smaller hidden_sizes (or fewer max_snapshots)", "hidden_sizes",
+                          ("max_snapshots", "critic"))

@@ -30,9 +30,10 @@ import numpy as np
 import torch
 
 from sevenrocks_env.atomic_file import OutputError, check_output_folder
-from sevenrocks_env.policy import MAX_CHECKPOINT_BYTES, CheckpointError, PolicyNet, build_model, read_checkpoint
+from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
 
-from .checkpoint import load_training_checkpoint, save_training_checkpoint, set_rng_state
+from .checkpoint import (check_checkpoint_size, load_training_checkpoint,
+                         save_training_checkpoint, set_rng_state)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .critic import OracleCritic
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
@@ -103,26 +104,6 @@ def build_networks(cfg: TrainConfig):
     parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
     return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5,
                                            betas=ADAM_BETAS)
-
-
-def check_checkpoint_size(cfg: TrainConfig, model: PolicyNet, critic) -> None:
-    """:class:`ConfigError` naming ``hidden_sizes`` when this run's training checkpoints would
-    be too large to read back (``MAX_CHECKPOINT_BYTES``, the bound every reader of a downloaded
-    file keeps): the weights and Adam's two moments of both networks, and a policy copy for
-    each ``past`` snapshot kept, must fit in three quarters of it (the rest: snapshots still
-    played after they leave the pool, the engine's state).  Checked before anything is written:
-    such a run trained for hours, then could not be resumed, shipped or loaded."""
-    def size(network) -> int:
-        return 0 if network is None else sum(p.numel() * p.element_size()
-                                             for p in network.parameters())
-    snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
-    estimate = 3 * size(model) + 3 * size(critic) + snapshots * size(model)
-    if estimate > MAX_CHECKPOINT_BYTES * 3 // 4:
-        raise ConfigError(f"hidden_sizes {cfg.hidden_sizes}: a training checkpoint would hold "
-                          f"about {estimate >> 20} MB, more than a checkpoint may be to be read "
-                          f"back ({MAX_CHECKPOINT_BYTES >> 20} MB, with room for snapshots); "
-                          "choose smaller hidden_sizes (or fewer max_snapshots)", "hidden_sizes",
-                          ("max_snapshots", "critic"))
 
 
 def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
