@@ -169,7 +169,8 @@ def check_checkpoint_size(cfg, model, critic) -> None:
     estimate = 3 * size(model) + 3 * size(critic) + snapshots * size(model)
     if estimate > MAX_CHECKPOINT_BYTES * 3 // 4:
         raise ConfigError(f"hidden_sizes {cfg.hidden_sizes}: a training checkpoint would hold "
-                          f"about {estimate >> 20} MB, more than a checkpoint may be to be read "
-                          f"back ({MAX_CHECKPOINT_BYTES >> 20} MB, with room for snapshots); "
-                          "choose smaller hidden_sizes (or fewer max_snapshots)", "hidden_sizes",
+                          f"about {estimate >> 20} MB, too much to be read back (a checkpoint "
+                          f"is read up to {MAX_CHECKPOINT_BYTES >> 20} MB, and room is kept for "
+                          "snapshots); choose smaller hidden_sizes (or fewer max_snapshots)",
+                          "hidden_sizes",
                           ("max_snapshots", "critic"))
