@@ -27,8 +27,7 @@ def int_in(low: int, high: int):
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be an int, got {text[:40]!r}") from None
         if not low <= value <= high:
-            what = f">= {low}" if high == MAX_COUNT else f"in [{low}, {high}]"
-            raise argparse.ArgumentTypeError(f"must be an int {what}, got {value}")
+            raise argparse.ArgumentTypeError(f"must be an int in [{low}, {high}], got {value}")
         return value
     parse.__name__ = f"int in [{low}, {high}]"
     return parse
@@ -37,9 +36,6 @@ def int_in(low: int, high: int):
 count = int_in(1, MAX_COUNT)
 non_negative_int = int_in(0, MAX_COUNT)
 seed = int_in(0, MAX_SEED)  # a deal seed (the arena's, the engine's)
-#: A training run's seed: the trainer's config, numpy's legacy ``np.random.seed`` (SB3, RLlib)
-#: and OpenSpiel take seeds below 2**32.
-training_seed = int_in(0, 2 ** 32 - 1)
 #: A training run's seed: the trainer's config, numpy's legacy ``np.random.seed`` (SB3, RLlib)
 #: and OpenSpiel take seeds below 2**32.
 training_seed = int_in(0, 2 ** 32 - 1)

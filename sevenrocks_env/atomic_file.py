@@ -13,17 +13,24 @@ from pathlib import Path
 @contextmanager
 def atomic_path(path):
     """Yields a temporary path in ``path``'s folder (so the rename is atomic) to write to.  When
-    the block ends without an exception the file gets the permissions ``open()`` would give it
-    (``mkstemp`` makes it 0600) and replaces ``path``; the temporary file never outlives the
-    block, whatever happens in it."""
+    the block ends without an exception the file gets the permissions of the file it replaces,
+    or those ``open()`` would give a new one (``mkstemp`` makes it 0600), and replaces ``path``
+    (a symbolic link's target, the link kept); the temporary file never outlives the block,
+    whatever happens in it."""
     path = check_output_file(path)  # never replace /dev/null or a folder
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))  # write where the link points, as open() would
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:
         yield Path(partial)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(partial, 0o666 & ~umask)
+        if path.exists():
+            mode = path.stat().st_mode & 0o7777
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(partial, mode)
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):

@@ -1,9 +1,11 @@
 """What counts as an int, said once for every argument and every value read from a file.
 
 ``True == 1`` in Python, so a bare ``isinstance(value, int)`` lets ``True`` pass as seat 1 or
-``False`` as seed 0; ``1.0`` and ``1+0j`` compare equal to 1 as well.  Every check of an int
-argument (env settings, seeds, seats, actions, arena settings) and of an int read from a record
-or a match state goes through :func:`is_int`.
+``False`` as seed 0; ``1.0`` and ``1+0j`` compare equal to 1 as well.  The int checks of the
+envs, agents and arena (settings, seeds, seats, actions) and of what a record, a match state or
+a web request holds use these; files with their own number rules (the arena log's ints and
+floats, pydantic's configs, OpenSpiel's game parameters) and ``rules.is_legal``'s fast path
+keep theirs.
 """
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def check_match_state(match) -> None:
         if played & match.played_by[seat]:
             bad("played_by", "disjoint tile sets")
         played |= match.played_by[seat]
-    if type(match.played) is not int or match.played != played:
+    if not is_plain_int(match.played) or match.played != played:
         bad("played", "the union of played_by")
     held = 0
     for seat in range(NUM_SEATS):

@@ -336,7 +336,8 @@ def record_path_problem(path: Path, default: bool) -> str | None:
         folder = path.parent if str(path.parent) else Path(".")
         if not folder.exists() and not default:
             return f"folder {folder} does not exist"
-        check_output_folder(folder)  # it (or the folder it goes in) takes files: /proc does not
+        if not path.exists() or path.is_file():  # a device (/dev/null) is written into
+            check_output_folder(folder)  # it (or the folder it goes in) takes files: /proc not
         if path.exists() and not os.access(path, os.W_OK):
             return "not writable"
     except OutputError as error:

@@ -42,3 +42,17 @@ def test_a_folder_that_takes_no_files_is_refused_before_any_work(tmp_path):
         check_output_folder("/proc/sevenrocks/run")
     assert check_output_folder(tmp_path / "a" / "b") == tmp_path / "a" / "b"
     assert list(tmp_path.iterdir()) == []  # checked without making anything
+
+
+def test_a_symbolic_link_is_written_through_and_a_file_keeps_its_mode(tmp_path):
+    """Saving through a link replaced the link with a file (the target was left as it was), and
+    a replaced file got the umask's mode instead of its own."""
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    with atomic_path(link) as partial:
+        partial.write_text("new")
+    assert link.is_symlink() and target.read_text() == "new"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o640

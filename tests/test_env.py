@@ -335,6 +335,11 @@ def test_render_after_a_round_ends_shows_how_it_ended(mode):
     ended = env.render()
     if mode == "ansi":
         assert "round over" in ended and "round 1 " in ended
+    else:  # the round that ended, not the fresh deal the match holds now
+        from sevenrocks_env.render.picture import render_picture
+        from sevenrocks_env.render.text import just_ended_round
+        assert np.array_equal(ended, render_picture(just_ended_round(env.match), spectator=True))
+        assert not np.array_equal(ended, render_picture(env.match, spectator=True))
     env.step(rng.choice(legal_actions(env.match)))  # the next round's first tile
     after = env.render()
     if mode == "ansi":

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from sevenrocks_env.render.text import describe_move, just_ended_round, render_text
-from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
 
 from positions import won_at_exactly_the_target
@@ -131,11 +131,17 @@ def test_the_round_number_is_the_round_shown_at_a_round_limit():
     assert match.truncated and render_text(match).startswith("Seven Rocks - round 1 - ")
 
 
-def test_a_match_without_history_is_refused_not_drawn_empty():
-    match = example_match(EXAMPLES["A"], steps=5).clone()  # history dropped
-    with pytest.raises(ValueError, match="keeps no history"):
-        render_text(match)
-    assert render_text(Match.new(0).clone())  # nothing down yet: nothing missing
+def test_a_match_without_history_says_its_layout_is_not_known():
+    """It drew "the table is empty" with tiles down (Match.clone(), from_state, which the
+    single-agent env's options["match"] accepts)."""
+    from sevenrocks_env.render.picture import render_picture
+    full = example_match(EXAMPLES["A"], steps=5)
+    match = full.clone()  # history dropped
+    text = render_text(match)
+    assert "layout not known" in text and "table is empty" not in text
+    assert f"end sum {full.history[-1].moves[-1][2]}" in text
+    assert "layout not known" not in render_text(Match.new(0).clone())  # nothing down yet
+    assert render_picture(match).shape == render_picture(full).shape
 
 
 def test_just_ended_round_is_the_round_at_its_end_until_the_next_move():
@@ -150,5 +156,10 @@ def test_just_ended_round_is_the_round_at_its_end_until_the_next_move():
     assert view.hands == ended.remaining_hands() and view.turn == -1
     text = render_text(view)
     assert text.startswith("Seven Rocks - round 1 - ") and "round over" in text
+    # a match that began at other scores (from_deal(scores=...)): the round's own start
+    begun = Match.from_deal(*deal(5, 0), scores=(100, 50), seed=5)
+    while len(begun.history) == 1:
+        apply_action(begun, rng.choice(legal_actions(begun)))
+    assert just_ended_round(begun).scores == begun.history[0].scores
     apply_action(match, rng.choice(legal_actions(match)))
     assert just_ended_round(match) is None

@@ -191,7 +191,7 @@ class TrainConfig(BaseModel):
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
     (training only, ``training/critic.py``; the policy still sees only the observation)."""
-    learning_rate: Positive(1) = 2.5e-4
+    learning_rate: Real(0, 1) = 2.5e-4
     """Adam learning rate at the start."""
     anneal_lr: Flag = True
     """Decay the learning rate linearly to 0 over ``total_steps``."""
@@ -248,10 +248,6 @@ class TrainConfig(BaseModel):
                               "points_scale", ("win_reward",))
         if self.opponent_fraction > 0 and not self.opponents:
             raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
-                              "opponent_fraction", ("opponents",))
-        if self.opponents and self.opponent_fraction == 0:  # the run would be pure self-play
-            raise ConfigError(f"opponents {self.opponents} would never play with "
-                              "opponent_fraction 0: give a fraction > 0 or opponents: []",
                               "opponent_fraction", ("opponents",))
         if self.batch_size > MAX_BATCH:
             raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be at most "

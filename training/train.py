@@ -192,7 +192,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     torch.manual_seed(cfg.seed)
 
     model, critic, optimizer = build_networks(cfg)
-    check_checkpoint_size(cfg, model, critic)
+    if resume is None:  # a resumed run's checkpoints have been read back already
+        check_checkpoint_size(cfg, model, critic)
     if cfg.init_from and resume is None:
         warm_start(model, cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None

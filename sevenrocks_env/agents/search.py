@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from .. import rules
+from ..checks import is_int
 from ..observation import SeatView
 from ..tiles import TILE_PIPS, tiles_of
 from .base import ViewAgent
@@ -49,7 +50,7 @@ class SearchAgent(ViewAgent):
 
     def __init__(self, seed: int | None = None, samples: int = 64, time_limit: float | None = None,
                  rollout: str = "defensive", win_bonus: float = 50.0):
-        if type(samples) is not int or not 1 <= samples <= MAX_WORLDS:
+        if not is_int(samples, 1, MAX_WORLDS):
             raise ValueError(f"search: samples must be an int in [1, {MAX_WORLDS}], got {samples!r}")
         if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT:  # (NaN fails too)
             raise ValueError(f"search: time_limit must be in (0, {MAX_TIME_LIMIT}] seconds, "

@@ -20,10 +20,11 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from ..rules import Match, team_of
+from ..scoring import end_sum
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
 from .layout import BoardDrawing, build_layout, last_placement
-from .text import round_result, shown_round
+from .text import LAYOUT_NOT_KNOWN, layout_known, round_result, shown_round
 
 SIZE = (1280, 860)            # width, height
 HEADER_H, FOOTER_H = 96, 210
@@ -183,14 +184,14 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
             draw_domino(draw, (x, y + 6, x + tile_w, y + 6 + tile_h), low, high, False, face_up)
 
 
-def draw_status(draw: ImageDraw.ImageDraw, match: Match, layout: BoardDrawing, size,
-                last_points) -> None:
+def draw_status(draw: ImageDraw.ImageDraw, match: Match, size, last_points) -> None:
     """End sum, last placement with its points, or the round's end (R5, R7)."""
     width, height = size
     x = 805
     y = height - FOOTER_H + 12
     log = shown_round(match)
-    draw.text((x, y), f"end sum {layout.end_sum()}", fill=COUNTED, font=font(30), anchor="la")
+    total = end_sum(match.ends, match.end_double, match.branch_started)  # also without a layout
+    draw.text((x, y), f"end sum {total}", fill=COUNTED, font=font(30), anchor="la")
     y += 44
     if log is not None and log.moves:
         seat, action, _, points = log.moves[-1]
@@ -252,11 +253,12 @@ def draw_picture(match: Match, observer: int | None = None, spectator: bool = Fa
     draw_scores(draw, match, size[0])
     if layout.empty:
         bx0, by0, bx1, by1 = board_box(size)
-        draw.text(((bx0 + bx1) / 2, (by0 + by1) / 2), "the table is empty", fill=MUTED,
-                  font=font(26), anchor="mm")
+        empty = "the table is empty" if layout_known(match) else LAYOUT_NOT_KNOWN
+        draw.text(((bx0 + bx1) / 2, (by0 + by1) / 2), empty, fill=MUTED, font=font(26),
+                  anchor="mm")
     draw_board(draw, geometry, last_move, last_seat)
     draw_seats(draw, match, size, observer, spectator)
-    draw_status(draw, match, layout, size, last_points)
+    draw_status(draw, match, size, last_points)
     return image, geometry
 
 

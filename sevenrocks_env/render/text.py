@@ -13,7 +13,7 @@ Notation (printed as a legend under the board):
 from __future__ import annotations
 
 from ..rules import WON, Match, apply_action, team_of
-from ..scoring import placement_points
+from ..scoring import end_sum, placement_points
 from ..tiles import (
     EAST, KNOCK, NORTH, NUM_SEATS, SLOT_NAMES, SOUTH, TILE_IS_DOUBLE, WEST, decode_action, tile_name,
     tiles_of,
@@ -80,15 +80,18 @@ def counted_text(layout: BoardDrawing) -> str:
 
 def shown_round(match: Match):
     """The log of the round a board shows: the match's latest (:class:`rules.Round`), or
-    ``None`` before any deal.  ``ValueError`` for a match whose tiles are down but that keeps
-    no history (``Match.clone()``, ``from_state``): the layout is drawn from the moves."""
-    if match.history:
-        return match.history[-1]
-    if match.placements:
-        raise ValueError("this match keeps no history, and a board is drawn from the round's "
-                         "moves: render a match made with keep_history (Match.clone("
-                         "keep_history=True))")
-    return None
+    ``None`` when it keeps no history (before any deal, or ``Match.clone()``/``from_state``)."""
+    return match.history[-1] if match.history else None
+
+
+#: What a board says in place of the layout of a match that keeps no history but has tiles down
+#: (``Match.from_state``, ``clone()``): the layout is drawn from the round's moves.
+LAYOUT_NOT_KNOWN = "layout not known: this match keeps no history of the round's moves"
+
+
+def layout_known(match: Match) -> bool:
+    """Whether a board can draw ``match``'s layout: it keeps the round's moves, or none is down."""
+    return bool(match.history) or not match.placements
 
 
 def round_number(match: Match) -> int:
@@ -108,7 +111,11 @@ def just_ended_round(match: Match) -> Match | None:
     if not history or len(history) < 2 or history[-1].moves or history[-2].result is None:
         return None
     log = history[-2]
-    start = history[-3].scores if len(history) >= 3 else (0, 0)
+    start = list(log.scores)  # the scores the round began with (a match may start at any)
+    for seat, _, _, points in log.moves:
+        start[team_of(seat)] -= points
+    for seat in range(NUM_SEATS):
+        start[team_of(seat)] += log.deductions[seat]
     view = Match.from_deal(log.hands, log.opener, target=match.target, scores=start)
     view.round_index = match.round_index - 1  # seedless, the replay waits at the round's end
     for _, action, _, _ in log.moves:
@@ -129,8 +136,12 @@ def render_text(match: Match, observer: int | None = None) -> str:
         seats = " & ".join(str(s) for s in range(NUM_SEATS) if team_of(s) == team)
         mark = "  WINNER" if match.winner == team else ""
         out.append(f"  team {team} (seats {seats}): {match.scores[team]:>4} / {target}{mark}")
-    out += ["  " + line for line in layout_lines(layout)]
-    out.append("  " + counted_text(layout))
+    if layout_known(match):
+        out += ["  " + line for line in layout_lines(layout)]
+        out.append("  " + counted_text(layout))
+    else:
+        total = end_sum(match.ends, match.end_double, match.branch_started)
+        out.append(f"  {LAYOUT_NOT_KNOWN}; end sum {total}")
     if log is not None and log.moves:
         out.append("  last: " + describe_move(log, len(log.moves) - 1))
     if log is not None and log.result is not None:

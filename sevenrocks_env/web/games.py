@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..agents import make_agent
+from ..checks import is_plain_int
 from ..dealing import MAX_SEED
 from ..observation import action_mask, encode
 from ..policy_file import shipped_path
@@ -219,7 +220,7 @@ class GameStore:
         if unknown:
             raise GameError(422, f"unknown fields {shown(unknown)}; allowed: {sorted(allowed)}")
         seat = body.get("seat", 0)
-        if type(seat) is not int or not 0 <= seat <= 3:
+        if not is_plain_int(seat, 0, 3):
             raise GameError(422, f"seat must be 0, 1, 2 or 3, got {shown(seat)}")
         specs = self.specs()
         chosen = {}
@@ -230,7 +231,7 @@ class GameStore:
                                      f"valid: {', '.join(specs)}")
             chosen[name] = spec
         target = body.get("target", 250)
-        if type(target) is not int or not 1 <= target <= MAX_TARGET:
+        if not is_plain_int(target, 1, MAX_TARGET):
             raise GameError(422, f"target must be an int from 1 to {MAX_TARGET}, got {shown(target)}")
         seed = body.get("seed")
         if type(seed) is str and seed.isascii() and seed.isdigit() and len(seed) <= 19:
@@ -239,7 +240,7 @@ class GameStore:
             # the deals follow from the seed: one small enough to enumerate would let a player
             # find it from their own hand and a few plays, and then see every hidden hand
             seed = secrets.randbelow(MAX_SEED + 1)
-        elif type(seed) is not int or not 0 <= seed <= MAX_SEED:
+        elif not is_plain_int(seed, 0, MAX_SEED):
             raise GameError(422, f"seed must be null or an int from 0 to {MAX_SEED} (a number, "
                                  f"or its decimal digits as a string), got {shown(seed)}")
         return Setup(seat, chosen["partner"], chosen["left"], chosen["right"], target, seed)
