@@ -1,6 +1,6 @@
 """``argparse`` types for the benchmark and example scripts: a bad number or device is
-argparse's one-line usage error (exit 2: ``argument --pairs: must be an int >= 1, got 0``),
-never a traceback from deep inside a run that has started.
+argparse's one-line usage error (exit 2: ``argument --pairs: must be an int in [1,
+1000000000000], got 0``), never a traceback from deep inside a run that has started.
 
     parser.add_argument("--pairs", type=count, default=100)
     parser.add_argument("--seed", type=seed, default=0)

@@ -25,7 +25,7 @@ def atomic_path(path):
     try:
         yield Path(partial)
         if path.exists():
-            mode = path.stat().st_mode & 0o7777
+            mode = path.stat().st_mode & 0o777
         else:
             umask = os.umask(0)
             os.umask(umask)
