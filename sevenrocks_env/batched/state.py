@@ -21,7 +21,8 @@
 That is 8 * (4 + 4 + 1 + 4 + 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 1) + 4 + 4 = 216 bytes per match
 (:data:`STATE_BYTES`); the env's cached action mask and observation add 120 + 952 bytes (mask
 rows are 120 bytes apart).  A match that ends is replaced at once by the next one (auto-reset),
-so no match is ever stored finished: ``winner``/``truncated`` exist only as the step's return values.
+so no match is ever stored finished: ``winner``/``truncated`` exist only as the step's return
+values.
 """
 
 from __future__ import annotations

@@ -128,8 +128,9 @@ def write_pngs(frames, folder: Path, total: int) -> int:
             image.save(partial, format="PNG")
     for old in folder.glob("frame_*.png"):
         number = old.name[len("frame_"):-len(".png")]
-        if number.isdigit() and len(number) >= 4 and (len(number) != digits or int(number) >= count):
-            old.unlink()  # an older replay's frame_NNNN.png: a number this replay did not write
+        ours = number.isdigit() and len(number) >= 4  # a name write_pngs gives
+        if ours and (len(number) != digits or int(number) >= count):
+            old.unlink()  # an older replay's frame: a number this replay did not write
     return count
 
 

@@ -97,7 +97,7 @@ def layout_known(match: Match) -> bool:
 def round_number(match: Match) -> int:
     """The 1-based number of the round a board shows.  A round that ended other than by a win
     (R7) has moved ``round_index`` on already: to the next deal, or past ``max_rounds``."""
-    log = match.history[-1] if match.history else None
+    log = shown_round(match)
     ended_and_counted_on = log is not None and log.result not in (None, WON)
     return match.round_index + (0 if ended_and_counted_on else 1)
 
