@@ -229,15 +229,20 @@ def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
     if obs.shape != (OBS_SIZE,) or not np.issubdtype(obs.dtype, np.number):
         raise ValueError(f"observation must be a number array of shape ({OBS_SIZE},), got "
                          f"{obs.dtype} {obs.shape}")
+    obs = obs.astype(np.float32, copy=False)  # first: 1e300 as float64 is inf as float32
     if not np.isfinite(obs).all():
-        raise ValueError("observation has NaN or infinite entries")
+        raise ValueError("observation has NaN or infinite entries (as float32)")
     mask = np.asarray(mask)
     if mask.shape != (NUM_ACTIONS,):
         raise ValueError(f"action mask must have shape ({NUM_ACTIONS},), got {mask.shape}")
+    if mask.dtype != bool and not (np.issubdtype(mask.dtype, np.number)
+                                   and np.isin(mask, (0, 1)).all()):
+        raise ValueError(f"action mask must hold 0/1 or booleans, got {mask.dtype} values "
+                         "other than 0 and 1")  # -1, NaN or "0" would have counted as legal
     mask = mask.astype(bool)
     if not mask.any():
         raise ValueError("action mask has no legal action (is it this seat's turn?)")
-    return obs.astype(np.float32, copy=False), mask
+    return obs, mask
 
 
 def decode(obs: np.ndarray) -> SeatView:

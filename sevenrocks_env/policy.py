@@ -33,19 +33,21 @@ import torch
 from torch import nn
 
 from .batched import layout
-from .observation import OBS_SIZE, checked_inputs
+from .observation import OBS_SIZE, action_mask, checked_inputs, encode
 from .policy_features import ActionFeatures
 from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES,
                           MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH, SHIPPED, CheckpointError,
                           check_model_config, read_checkpoint, resolve_path, shipped_path)
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, PlacementScorer, layer_init, \
     loading_weights, scorer_shapes
+from .rules import Match
 from .tiles import KNOCK, NUM_ACTIONS
 
 NO_VALUE_HEAD = ("this policy has no value head: it was trained with the oracle critic, whose "
                  "values are not shipped (the policy's own value head was never trained)")
 #: Logit given to illegal actions: exp() of it underflows to exactly 0 probability.
 MASKED_LOGIT = -1e8
+NOT_FINITE = "MaskedCategorical: the logits are not finite (a network with NaN or inf outputs)"
 
 
 class PolicyNet(nn.Module):
@@ -223,7 +225,11 @@ class MaskedCategorical:
         return torch.softmax(self.masked_logits, dim=-1)
 
     def sample(self) -> torch.Tensor:
-        return self._legal(torch.multinomial(self.probs, 1).squeeze(-1))
+        try:
+            chosen = torch.multinomial(self.probs, 1).squeeze(-1)
+        except RuntimeError:  # torch's "probability tensor contains either inf, nan or < 0"
+            raise ValueError(NOT_FINITE) from None
+        return self._legal(chosen)
 
     def mode(self) -> torch.Tensor:
         return self._legal(self.log_probs.argmax(dim=-1))
@@ -233,9 +239,17 @@ class MaskedCategorical:
         return self.log_probs.gather(-1, index).squeeze(-1)
 
     def _legal(self, actions: torch.Tensor) -> torch.Tensor:
-        """``actions``, after checking that the mask allows each of them."""
-        if not self.mask.gather(-1, actions.unsqueeze(-1)).all():
-            rows = torch.nonzero(~self.mask.gather(-1, actions.unsqueeze(-1)).squeeze(-1))
+        """``actions``, after checking that the mask allows each of them and that their
+        log-probabilities are numbers (a NaN or +inf logit makes the whole row NaN, whose
+        argmax is action 0: a legal 0 would be played without a word)."""
+        index = actions.unsqueeze(-1)
+        fine = self.mask.gather(-1, index) & torch.isfinite(self.log_probs.gather(-1, index))
+        if fine.all():  # one check, one synchronisation
+            return actions
+        if not bool(torch.isfinite(self.log_probs.gather(-1, index)).all()):
+            raise ValueError(NOT_FINITE)
+        if not self.mask.gather(-1, index).all():
+            rows = torch.nonzero(~self.mask.gather(-1, index).squeeze(-1))
             row = rows[0].tolist()
             why = "the row has no legal action, or it was given"
             if not bool(torch.isfinite(self.masked_logits).all()):
@@ -282,7 +296,22 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
     if not value_head:
         model.value_head = MissingValueHead()
     model.load_state_dict(weights)
+    _check_outputs(model, path)
     return model
+
+
+def _check_outputs(model: PolicyNet, path) -> None:
+    """:class:`CheckpointError` when ``model`` gives non-finite logits on a match's opening
+    position: weights that are finite but overflow (1e37, say) would otherwise load and play
+    action 0 or fail at some later decision."""
+    opening = Match.new(0)
+    observation = torch.as_tensor(encode(opening, opening.turn)).unsqueeze(0)
+    mask = torch.as_tensor(action_mask(opening, opening.turn), dtype=torch.bool).unsqueeze(0)
+    with torch.inference_mode():
+        logits, _ = model(observation, mask)
+    if not bool(torch.isfinite(logits[mask]).all()):
+        raise CheckpointError(f"{path}: the network's outputs are not finite (its weights "
+                              "overflow)")
 
 
 class PolicyAgent:
@@ -312,14 +341,14 @@ class PolicyAgent:
         obs = torch.as_tensor(observation, device=self.device)
         mask_t = torch.as_tensor(mask, device=self.device).unsqueeze(0)
         logits, _ = self.model(obs.unsqueeze(0), mask_t)
+        if not bool(torch.isfinite(logits[mask_t]).all()):  # argmax of NaN would be action 0
+            raise RuntimeError(f"{self.name}: the network's outputs for legal actions are not "
+                               "finite (broken or overflowing weights)")
         dist = MaskedCategorical(logits, mask_t)
         if self.deterministic:
             action = int(dist.mode()[0])
         else:
             action = int(torch.multinomial(dist.probs[0].cpu(), 1, generator=self._generator)[0])
-        if not mask[action]:  # only reachable with broken weights (NaN logits)
-            raise RuntimeError(f"{self.name}: the network chose illegal action {action}; "
-                               "its outputs are not finite")
         return action
 
 

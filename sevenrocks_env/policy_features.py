@@ -3,11 +3,16 @@
 :class:`ActionFeatures` is a parameter-free part of :class:`sevenrocks_env.policy.PolicyNet`: for
 every legal placement it rebuilds the layout after it (new end, spinner, opened branches) from the
 observation's slot pieces with the batched engine's own rule functions
-(:func:`sevenrocks_env.batched.layout.place_tiles`, :func:`~sevenrocks_env.batched.layout.end_sum`:
-one implementation of R3-R5 in torch), scores it (R5), and looks one move further: what the next player -- the
-left opponent -- and the partner could score in reply with tiles they may still hold (tiles not in
-our hand, not played, without a number that seat showed it lacks by knocking).  Only what the seat
-may know is used, so the policy stays a function of the observation.
+(:func:`sevenrocks_env.batched.layout.place_tiles`, :func:`~sevenrocks_env.batched.layout.end_sum`),
+scores it (R5), and looks one move further: what the next player -- the left opponent -- and the
+partner could score in reply with tiles they may still hold (tiles not in our hand, not played,
+without a number that seat showed it lacks by knocking).  Only what the seat may know is used, so
+the policy stays a function of the observation.
+
+The replies are not the engine's: which tiles fit an open number and what a slot adds to the end
+sum are tables here (``reply_table``, ``fits_table``, ``_values``), a second statement of R5's
+counting in the form the features need; ``tests/test_policy_features.py`` ties every feature to
+``rules.apply_action`` on random positions.
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def _check_tensor_bytes(data, stored: int, path) -> None:
             held += value.numel() * value.element_size()
         elif isinstance(value, dict):
             todo.extend(value.values())
-        elif isinstance(value, (list, tuple)):
+        elif isinstance(value, (list, tuple, set, frozenset)):  # the safe loader makes sets too
             todo.extend(value)
     if held > stored:
         raise CheckpointError(f"{path} is not a sevenrocks checkpoint: its tensors hold "

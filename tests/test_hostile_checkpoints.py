@@ -173,6 +173,7 @@ def test_a_key_that_takes_hours_to_hash_is_refused_before_unpickling(tmp_path):
 @pytest.mark.parametrize("extra, words", [
     ("dag", "would expand"),          # x = [x, x] 40 times: hours to print or copy
     ("expanded", "tensors hold"),     # one stored float seen as a million (stride 0)
+    ("in_a_set", "tensors hold"),     # the same inside a set (the walk skipped sets)
     ("repeated", "tensors hold"),     # one tensor referenced 20 times: a copy makes 20 tensors
     ("twice", "tensors hold"),        # referenced twice: already more than the file stores
     ("many", "would expand"),         # a small tensor referenced 1000 times
@@ -185,6 +186,8 @@ def test_objects_larger_than_the_file_are_refused(tmp_path, extra, words):
             value = [value, value]
     elif extra == "expanded":
         value = torch.zeros(1).expand(1000, 1000)
+    elif extra == "in_a_set":
+        value = {torch.zeros(1).expand(1000, 1000)}
     elif extra == "cycle":
         value.append(value)
     elif extra == "repeated":

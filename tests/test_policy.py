@@ -359,3 +359,34 @@ def test_loading_a_policy_skips_the_initialisation_its_weights_overwrite(monkeyp
     weight = fresh.trunk[2].weight                                   # [32, 64]: orthonormal rows
     assert torch.allclose(weight @ weight.T, 2.0 * torch.eye(32), atol=1e-4)
     assert not fresh.trunk[2].bias.any()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_legal_logits_are_an_error_not_action_0(bad):
+    """A NaN or +inf logit makes the row NaN; its argmax is action 0, which was played when
+    legal; sampling failed with torch's own message."""
+    dist = MaskedCategorical(torch.tensor([[1.0, bad, 5.0]]), torch.ones(1, 3, dtype=torch.bool))
+    for draw in (dist.mode, dist.sample):
+        with pytest.raises(ValueError, match="not finite"):
+            draw()
+
+
+def test_weights_that_overflow_are_refused_at_load(tmp_path):
+    """Finite weights of 3e38 loaded and then played action 0 or failed at some decision."""
+    net = PolicyNet([16])
+    with torch.no_grad():
+        net.policy_head.weight.fill_(3e38)
+    with pytest.raises(CheckpointError, match="outputs are not finite"):
+        load_policy(save_policy(tmp_path / "huge.pt", net))
+
+
+@pytest.mark.parametrize("mask, words", [(-1, "0/1 or booleans"), (float("nan"), "0/1"),
+                                         ("0", "0/1")])
+def test_a_mask_of_other_values_than_0_and_1_is_refused(mask, words):
+    """-1, NaN or "0" counted as legal: the agent chose among all 113 actions."""
+    agent = load_policy("shipped")
+    match = Match.new(3)
+    with pytest.raises(ValueError, match=words):
+        agent.act(encode(match, match.turn), np.full(113, mask, dtype=object if mask == "0"
+                                                       else float))
+
