@@ -330,7 +330,10 @@ class PolicyAgent:
         self._generator = torch.Generator().manual_seed(0)
 
     def seed(self, seed: int | None) -> None:
-        self._generator.manual_seed(0 if seed is None else generator_seed(seed))
+        # unseeded: a fresh draw, as the other agents do (0 made every unseeded sampling agent
+        # repeat the same moves, run after run)
+        fresh = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
+        self._generator.manual_seed(fresh if seed is None else generator_seed(seed))
 
     @torch.inference_mode()
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:

@@ -390,3 +390,14 @@ def test_a_mask_of_other_values_than_0_and_1_is_refused(mask, words):
         agent.act(encode(match, match.turn), np.full(113, mask, dtype=object if mask == "0"
                                                        else float))
 
+
+def test_an_unseeded_sampling_policy_draws_a_fresh_generator_seed():
+    """seed(None) seeded 0: every unseeded sampling agent repeated the same moves."""
+    first, second = (load_policy("shipped", deterministic=False) for _ in range(2))
+    first.seed(None)
+    second.seed(None)
+    assert first._generator.initial_seed() != second._generator.initial_seed()
+    first.seed(7)
+    second.seed(7)
+    assert first._generator.initial_seed() == second._generator.initial_seed() == 7
+
