@@ -224,12 +224,14 @@ class MaskedCategorical:
     def probs(self) -> torch.Tensor:
         return torch.softmax(self.masked_logits, dim=-1)
 
-    def sample(self) -> torch.Tensor:
+    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One legal action per row, drawn with ``generator`` (on its device) if given."""
+        probs = self.probs if generator is None else self.probs.to(generator.device)
         try:
-            chosen = torch.multinomial(self.probs, 1).squeeze(-1)
+            chosen = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
         except RuntimeError:  # torch's "probability tensor contains either inf, nan or < 0"
             raise ValueError(NOT_FINITE) from None
-        return self._legal(chosen)
+        return self._legal(chosen.to(self.mask.device))
 
     def mode(self) -> torch.Tensor:
         return self._legal(self.log_probs.argmax(dim=-1))

@@ -401,3 +401,15 @@ def test_an_unseeded_sampling_policy_draws_a_fresh_generator_seed():
     second.seed(7)
     assert first._generator.initial_seed() == second._generator.initial_seed() == 7
 
+
+
+def test_sampling_with_a_generator_checks_legality_too():
+    """The trainer's rollout and the policy search sampled ``.probs`` themselves, unchecked: with
+    legal logits far below the mask's -1e8 the illegal action got all the probability."""
+    generator = torch.Generator().manual_seed(0)
+    fine = MaskedCategorical(torch.zeros(2, 3), torch.tensor([[True, False, True]] * 2))
+    assert set(fine.sample(generator).tolist()) <= {0, 2}
+    skewed = MaskedCategorical(torch.tensor([[-1e9, -1e9, 0.0]]),
+                               torch.tensor([[True, True, False]]))
+    with pytest.raises(ValueError, match="not legal"):
+        skewed.sample(generator)

@@ -223,8 +223,7 @@ class SelfPlayEngine(MatchSeats):
                 masks[row, c.legal] = True
             masks_t = torch.from_numpy(masks)
             logits, _ = model(torch.from_numpy(obs), masks_t)
-            probs = MaskedCategorical(logits, masks_t).probs
-            actions = torch.multinomial(probs, 1, generator=generator).squeeze(-1).tolist()
+            actions = MaskedCategorical(logits, masks_t).sample(generator).tolist()
             for c, action in zip(active, actions):
                 apply_action(c.match, action)
         restore_generators(saved)

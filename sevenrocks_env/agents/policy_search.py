@@ -180,8 +180,7 @@ class PolicySearchAgent:
         dist = MaskedCategorical(logits, sub_mask)
         if self.rollout == "argmax":
             return dist.mode()
-        picked = torch.multinomial(dist.probs.cpu(), 1, generator=self._generator)
-        return picked.squeeze(1).to(self.device)
+        return dist.sample(self._generator)  # legal, or an error: never an illegal rollout move
 
 
 __all__ = ["PolicySearchAgent", "ROLLOUT_MODES"]
