@@ -263,6 +263,7 @@ def test_a_slow_bot_does_not_stall_other_games(client, app):
     assert client.get(f"/api/games/{other['id']}").status_code == 200  # not stalled
     busy = client.post(f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})
     assert busy.status_code == 409 and "being computed" in busy.json()["error"]
+    assert busy.headers["retry-after"] == "1"  # the page tries its bot step again (app.js)
     # a GET of the busy game answers at once (it used to wait on the lock, holding a worker
     # thread: enough of them stalled every game) with the view from before the bot's move
     view = client.get(f"/api/games/{slow['id']}")

@@ -260,3 +260,37 @@ def test_a_tile_that_fits_two_ends_is_played_from_the_keyboard(server, browser):
     assert page.evaluate("document.activeElement.matches('#board .marker.target')")
     page.keyboard.press("Enter")
     page.wait_for_function(f"App.ui.view.ply > {before}", timeout=10000)
+
+
+def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
+    """At the match's end the summary is a modal that cannot be closed: the page's own
+    Download record button was behind it, so the full record could not be had."""
+    base, _ = server
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(base + "/")
+    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+    for name in ("partner", "left", "right"):
+        page.select_option(f"select[name={name}]", "greedy")
+    page.fill("input[name=target]", "10")
+    page.fill("input[name=seed]", "4")
+    page.evaluate("const d = document.getElementById('delay'); d.value = 0;"
+                  "d.dispatchEvent(new Event('input'))")
+    page.click("#start-button")
+    page.wait_for_selector("#game:not([hidden])")
+    notes = {}
+    for _ in range(60):  # rounds
+        while wait_for_turn_or_summary(page) == "turn":
+            play_my_turn(page, notes)
+        if page.evaluate("App.ui.view.over"):
+            break
+        page.click("#summary-continue")
+    assert page.evaluate("App.ui.view.over")
+    with page.expect_download() as download:
+        page.click("#summary-download")
+    path = tmp_path / "match.json"
+    download.value.save_as(path)
+    saved = records.load(path)
+    assert saved["winner"] in (0, 1) and max(saved["scores"]) >= 10
+    assert not errors, errors

@@ -161,7 +161,8 @@ def create_app(store: GameStore | None = None, loopback_only: bool = False) -> S
         runs in a worker thread, and a record built while it changes the match could see a
         round half closed).  Never waits: a waiting request would hold a worker thread."""
         if not game.lock.acquire(blocking=False):
-            raise GameError(409, "another move of this game is being computed; try again")
+            raise GameError(409, "another move of this game is being computed; try again",
+                            retry_after=1)
         try:
             return work()
         finally:
@@ -229,7 +230,10 @@ def create_app(store: GameStore | None = None, loopback_only: bool = False) -> S
         return JSONResponse(replay_frame(replay.record, r, m))
 
     async def game_error(request: Request, problem: GameError) -> Response:
-        return error(problem.status, problem.message)
+        response = error(problem.status, problem.message)
+        if problem.retry_after is not None:
+            response.headers["retry-after"] = str(problem.retry_after)
+        return response
 
     async def http_error(request: Request, problem: HTTPException) -> Response:
         response = error(problem.status_code, str(problem.detail))

@@ -42,12 +42,14 @@ MAX_TARGET = records.MAX_TARGET  # a game's record must load back
 
 
 class GameError(Exception):
-    """A request the game refuses; ``status`` is the HTTP status (always 4xx)."""
+    """A request the game refuses; ``status`` is the HTTP status (always 4xx); ``retry_after``
+    (seconds) when the same request may pass later (sent as ``Retry-After``)."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, retry_after: int | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after = retry_after
 
 
 def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:

@@ -20,10 +20,19 @@ async function api(method, path, body) {
     options.headers["content-type"] = "application/json";
     options.body = typeof body === "string" ? body : JSON.stringify(body);
   }
-  const response = await fetch(path, options);
+  let response;
+  try {
+    response = await fetch(path, options);
+  } catch (e) {  // no answer at all: worth another try
+    throw Object.assign(new Error("no answer from the server: " + e.message), {retry: true});
+  }
   let data = null;
   try { data = await response.json(); } catch (e) { data = {error: "the server sent no JSON"}; }
-  if (!response.ok) throw new Error(data.error || response.statusText);
+  if (!response.ok) {
+    // Retry-After: the game was busy (a download, another request); the same request may pass
+    throw Object.assign(new Error(data.error || response.statusText),
+                        {status: response.status, retry: response.headers.has("retry-after")});
+  }
   return data;
 }
 
@@ -246,6 +255,7 @@ async function step() {
     if (generation !== ui.generation) return;
     ui.busy = false;
     notice(error.message, "warn");
+    if (error.retry) ui.timer = setTimeout(step, 1000);  // busy game or lost connection
   }
 }
 
@@ -291,6 +301,7 @@ function showSummary(view, summary) {
   }
   $("summary-continue").hidden = view.over;
   $("rematch").hidden = !view.over;
+  $("summary-download").hidden = !view.over;  // the page's own button is behind the dialog
   $("summary-new").hidden = !view.over;
   $("summary").showModal();
 }
@@ -346,6 +357,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("summary").addEventListener("cancel", (event) => { event.preventDefault(); if (!ui.view.over) closeSummary(); });
   $("rematch").addEventListener("click", rematch);
   $("summary-new").addEventListener("click", newMatch);
+  $("summary-download").addEventListener("click", downloadRecord);
 });
 
 window.App = {ui, api, notice, newMatch};

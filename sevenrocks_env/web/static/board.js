@@ -80,7 +80,7 @@ function drawBoard(node, board, targets, onMarker) {
                             "data-slot": marker.slot}, node);
     const title = svg("title", {}, group);
     title.textContent = marker.place + ": open " + marker.number +
-      (marker.counted ? ", counts " + marker.value : ", counts 0 until a tile is played there");
+      (marker.counted ? ", counts " + marker.value : ", counts 0 for now (R5)");
     if (marker.counted) {
       svg("circle", {cx, cy, r: marker.radius, class: "counted"}, group);
       const text = svg("text", {x: cx, y: cy, class: "counted-value",

@@ -37,7 +37,13 @@ async function goTo(round, move) {
   const rounds = replay.info.rounds;
   round = Math.max(0, Math.min(rounds.length - 1, round));
   move = Math.max(0, Math.min(rounds[round].moves, move));
-  const frame = await App.api("GET", `/api/replays/${replay.info.id}/${round}/${move}`);
+  let frame;
+  try {
+    frame = await App.api("GET", `/api/replays/${replay.info.id}/${round}/${move}`);
+  } catch (error) {  // e.g. the replay expired after the server's idle minutes
+    document.getElementById("replay-position").textContent = error.message;
+    return;
+  }
   replay.round = round;
   replay.move = move;
   document.getElementById("replay-round").value = round;
