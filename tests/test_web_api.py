@@ -10,6 +10,7 @@ import pytest
 from web_client import BOTS, game_of
 
 from sevenrocks_env import record as records
+from sevenrocks_env.render.text import describe_move
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
 
 TILE_TEXT = re.compile(r"\d\|\d")
@@ -97,6 +98,8 @@ def test_full_match_against_bots_never_shows_hidden_tiles(client, app):
     for index, (summary, rnd) in enumerate(zip(summaries, record["rounds"])):
         assert summary["round"] == index
         assert summary["scores"] == rnd["scores"] and summary["deductions"] == rnd["deductions"]
+        # the move that ended the round, which the page's move list (the next round's) lacks
+        assert summary["last_move"] == describe_move(rnd["moves"], len(rnd["moves"]) - 1)
     assert view["last_round"] == summaries[-1]
 
 

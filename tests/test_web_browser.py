@@ -287,6 +287,7 @@ def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
             break
         page.click("#summary-continue")
     assert page.evaluate("App.ui.view.over")
+    assert page.inner_text("#summary-last-move").startswith("Last move: seat ")  # the winning tile
     with page.expect_download() as download:
         page.click("#summary-download")
     path = tmp_path / "match.json"

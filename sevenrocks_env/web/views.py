@@ -71,7 +71,10 @@ def round_summary(log, index: int, with_board: bool) -> dict:
                "text": round_result(log), "hands": hands, "deductions": list(log.deductions),
                "team_deductions": [log.deductions[0] + log.deductions[2],
                                    log.deductions[1] + log.deductions[3]],
-               "scores": list(log.scores)}
+               "scores": list(log.scores),
+               # the move that ended it (domino, block, or the winning tile): the page's move
+               # list already shows the next round's moves
+               "last_move": describe_move(log, len(log.moves) - 1) if log.moves else None}
     if with_board:
         summary["board"] = board_view(log, last_seat_highlight=False)
     return summary

@@ -269,6 +269,12 @@ function showSummary(view, summary) {
   const title = document.createElement("h2");
   title.textContent = `Round ${summary.round + 1}: ` + summary.text.replace(/^seat (\d)/, (_, s) => seatName(view, Number(s)));
   body.appendChild(title);
+  if (summary.last_move) {
+    const last = document.createElement("p");
+    last.id = "summary-last-move";
+    last.textContent = "Last move: " + summary.last_move;
+    body.appendChild(last);
+  }
   if (summary.hands.length) {
     const table = document.createElement("table");
     table.innerHTML = "<tr><th>seat</th><th>remaining hand</th><th>pips</th><th>rounded</th><th>deduction</th></tr>";
