@@ -15,7 +15,7 @@ from sevenrocks_env.observation import OBS_VERSION, action_mask, encode  # noqa:
 from sevenrocks_env.policy import (  # noqa: E402
     CheckpointError, MaskedCategorical, PolicyNet, load_policy, read_checkpoint)
 from sevenrocks_env.rules import Match, apply_action  # noqa: E402
-from policy_files import save_policy  # noqa: E402
+from policy_files import assert_unseeded_agents_draw_fresh_seeds, save_policy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "checkpoints" / "shipped" / "sevenrocks_ppo.pt"
@@ -393,13 +393,8 @@ def test_a_mask_of_other_values_than_0_and_1_is_refused(mask, words):
 
 def test_an_unseeded_sampling_policy_draws_a_fresh_generator_seed():
     """seed(None) seeded 0: every unseeded sampling agent repeated the same moves."""
-    first, second = (load_policy("shipped", deterministic=False) for _ in range(2))
-    first.seed(None)
-    second.seed(None)
-    assert first._generator.initial_seed() != second._generator.initial_seed()
-    first.seed(7)
-    second.seed(7)
-    assert first._generator.initial_seed() == second._generator.initial_seed() == 7
+    assert_unseeded_agents_draw_fresh_seeds(*(load_policy("shipped", deterministic=False)
+                                              for _ in range(2)))
 
 
 

@@ -24,6 +24,7 @@ from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.tiles import mask_of, tiles_of
+from policy_files import assert_unseeded_agents_draw_fresh_seeds
 from positions import choices_grouped_and_alone, one_view_of_two_deals, random_state
 
 # (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
@@ -368,11 +369,5 @@ def test_unseeded_agents_do_not_share_their_rollout_draws():
     """seed(None) draws a fresh generator seed for the sampled rollouts, as for the worlds."""
     from sevenrocks_env.agents import make_agent
 
-    first = make_agent("search:policy=shipped,samples=2,rollout=sample")
-    second = make_agent("search:policy=shipped,samples=2,rollout=sample")
-    first.seed(None)
-    second.seed(None)
-    assert first._generator.initial_seed() != second._generator.initial_seed()
-    first.seed(7)
-    second.seed(7)
-    assert first._generator.initial_seed() == second._generator.initial_seed() == 7
+    assert_unseeded_agents_draw_fresh_seeds(
+        *(make_agent("search:policy=shipped,samples=2,rollout=sample") for _ in range(2)))

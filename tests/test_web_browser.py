@@ -74,6 +74,29 @@ def ply(page) -> int:
     return page.evaluate("App.ui.view ? App.ui.view.ply : -1")
 
 
+def start_match(browser, base: str, delay: int, seat: int | None = None,
+                target: int | None = None):
+    """A new page that starts a match against three `greedy` bots, deal seed 4; returns the
+    page and the list its JavaScript errors go to."""
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(base + "/")
+    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+    for name in ("partner", "left", "right"):
+        page.select_option(f"select[name={name}]", "greedy")
+    if seat is not None:
+        page.select_option("select[name=seat]", str(seat))
+    if target is not None:
+        page.fill("input[name=target]", str(target))
+    page.fill("input[name=seed]", "4")
+    page.evaluate(f"const d = document.getElementById('delay'); d.value = {delay};"
+                  "d.dispatchEvent(new Event('input'))")
+    page.click("#start-button")
+    page.wait_for_selector("#game:not([hidden])")
+    return page, errors
+
+
 def wait_for_turn_or_summary(page) -> str:
     """Wait until the human must act or a round summary is open; say which."""
     page.wait_for_function(
@@ -106,19 +129,7 @@ def test_play_a_round_in_chromium(server, browser, tmp_path, monkeypatch):
     marked = "<i>greedy</i>"
     monkeypatch.setattr(app.state.store, "menu", [(spec, marked if spec == "greedy" else label)
                                                   for spec, label in app.state.store.menu])
-    page = browser.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(base + "/")
-    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
-    for name in ("partner", "left", "right"):
-        page.select_option(f"select[name={name}]", "greedy")
-    page.select_option("select[name=seat]", "0")
-    page.fill("input[name=seed]", "4")
-    page.evaluate("const d = document.getElementById('delay'); d.value = 30;"
-                  "d.dispatchEvent(new Event('input'))")
-    page.click("#start-button")
-    page.wait_for_selector("#game:not([hidden])")
+    page, errors = start_match(browser, base, delay=30, seat=0)
     seats = page.inner_text("#seats")
     assert seats.count(marked) == 3 and "you" in seats and "seat 2" in seats, seats
     notes, screenshot_taken = {}, False
@@ -266,19 +277,7 @@ def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
     """At the match's end the summary is a modal that cannot be closed: the page's own
     Download record button was behind it, so the full record could not be had."""
     base, _ = server
-    page = browser.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(base + "/")
-    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
-    for name in ("partner", "left", "right"):
-        page.select_option(f"select[name={name}]", "greedy")
-    page.fill("input[name=target]", "10")
-    page.fill("input[name=seed]", "4")
-    page.evaluate("const d = document.getElementById('delay'); d.value = 0;"
-                  "d.dispatchEvent(new Event('input'))")
-    page.click("#start-button")
-    page.wait_for_selector("#game:not([hidden])")
+    page, errors = start_match(browser, base, delay=0, target=10)
     notes = {}
     for _ in range(60):  # rounds
         while wait_for_turn_or_summary(page) == "turn":
