@@ -323,7 +323,12 @@ async function rematch() {
     const view = await api("POST", `/api/games/${ui.view.id}/rematch`);
     $("summary").close();
     begin(view);
-  } catch (error) { notice(error.message, "warn"); }
+  } catch (error) {  // shown in the dialog: the page's notice line is behind it
+    const problem = document.createElement("p");
+    problem.className = "warn";
+    problem.textContent = error.message;
+    $("summary-body").appendChild(problem);
+  }
 }
 
 async function downloadRecord() {
