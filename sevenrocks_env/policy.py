@@ -245,13 +245,14 @@ class MaskedCategorical:
         log-probabilities are numbers (a NaN or +inf logit makes the whole row NaN, whose
         argmax is action 0: a legal 0 would be played without a word)."""
         index = actions.unsqueeze(-1)
-        fine = self.mask.gather(-1, index) & torch.isfinite(self.log_probs.gather(-1, index))
-        if fine.all():  # one check, one synchronisation
+        legal = self.mask.gather(-1, index)
+        finite = torch.isfinite(self.log_probs.gather(-1, index))
+        if (legal & finite).all():  # one check, one synchronisation
             return actions
-        if not bool(torch.isfinite(self.log_probs.gather(-1, index)).all()):
+        if not bool(finite.all()):
             raise ValueError(NOT_FINITE)
-        if not self.mask.gather(-1, index).all():
-            rows = torch.nonzero(~self.mask.gather(-1, index).squeeze(-1))
+        if not legal.all():
+            rows = torch.nonzero(~legal.squeeze(-1))
             row = rows[0].tolist()
             why = "the row has no legal action, or it was given"
             if not bool(torch.isfinite(self.masked_logits).all()):
@@ -332,10 +333,10 @@ class PolicyAgent:
         self._generator = torch.Generator().manual_seed(0)
 
     def seed(self, seed: int | None) -> None:
-        # unseeded: a fresh draw, as the other agents do (0 made every unseeded sampling agent
-        # repeat the same moves, run after run)
-        fresh = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
-        self._generator.manual_seed(fresh if seed is None else generator_seed(seed))
+        if seed is None:  # a fresh draw, as the other agents do (0 made every unseeded sampling
+            # agent repeat the same moves, run after run)
+            seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
+        self._generator.manual_seed(generator_seed(seed))
 
     @torch.inference_mode()
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
@@ -353,7 +354,7 @@ class PolicyAgent:
         if self.deterministic:
             action = int(dist.mode()[0])
         else:
-            action = int(torch.multinomial(dist.probs[0].cpu(), 1, generator=self._generator)[0])
+            action = int(dist.sample(self._generator)[0])
         return action
 
 

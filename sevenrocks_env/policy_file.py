@@ -9,6 +9,7 @@ declares.  :mod:`sevenrocks_env.policy` builds the network from them (``build_mo
 from __future__ import annotations
 
 import os
+import stat
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -66,19 +67,18 @@ def existing_file(resolved: Path) -> Path:
     """``resolved`` if it is a regular file; :class:`CheckpointError` saying what it is
     instead (see :func:`resolve_path`)."""
     try:
-        is_file, exists = resolved.is_file(), resolved.exists()
-        is_dir = resolved.is_dir()
+        mode = resolved.stat().st_mode  # one look, and only a missing path is "no such file"
+    except FileNotFoundError:
+        where = "" if resolved.is_absolute() else f" (relative to {os.getcwd()})"
+        raise CheckpointError(f"no such file: {resolved}{where}") from None
     except OSError as error:  # e.g. a name longer than the file system allows
         raise CheckpointError(f"cannot read checkpoint path {str(resolved)[:80]}...: "
                               f"{error.strerror}") from None
-    if not is_file:
-        if is_dir:
-            raise CheckpointError(f"{resolved} is a folder, not a checkpoint file")
-        if exists:
-            raise CheckpointError(f"{resolved} is not a regular file (a device or a pipe), not a "
-                                  "checkpoint file")
-        where = "" if resolved.is_absolute() else f" (relative to {os.getcwd()})"
-        raise CheckpointError(f"no such file: {resolved}{where}")
+    if stat.S_ISDIR(mode):
+        raise CheckpointError(f"{resolved} is a folder, not a checkpoint file")
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(f"{resolved} is not a regular file (a device or a pipe), not a "
+                              "checkpoint file")
     return resolved
 
 
