@@ -289,7 +289,8 @@ def test_forced_move_is_played_without_search(shipped):
 @pytest.mark.parametrize("kwargs, words", [
     ({"samples": 0}, "samples"), ({"samples": 10_000}, "samples"), ({"rollout": "mcts"}, "rollout"),
     ({"prior": -1.0}, "prior"), ({"win_bonus": float("nan")}, "win_bonus"),
-    ({"horizon": 0}, "horizon"), ({"threads": 0}, "threads"),
+    ({"horizon": 0}, "horizon"), ({"threads": 0}, "threads"), ({"threads": 2.5}, "threads"),
+    ({"threads": True}, "threads"), ({"horizon": 2.5}, "horizon"), ({"reach": "60"}, "reach"),
 ])
 def test_bad_settings_are_refused_with_their_name(shipped, kwargs, words):
     with pytest.raises(ValueError, match=words):

@@ -89,11 +89,12 @@ class PolicySearchAgent:
         for label, value in (("prior", prior), ("win_bonus", win_bonus)):
             if not np.isfinite(value) or not 0 <= value <= 1e6:
                 raise ValueError(f"search:policy: {label} must be in [0, 1e6], got {value!r}")
-        if threads is not None and not 1 <= threads <= 256:
-            raise ValueError(f"search:policy: threads must be in [1, 256] or None, got {threads!r}")
-        if not 0 <= reach <= 10 ** 6 or not 1 <= horizon <= 100:
-            raise ValueError(f"search:policy: reach must be in [0, 1e6] and horizon in [1, 100], "
-                             f"got {reach!r}, {horizon!r}")
+        if threads is not None and not is_int(threads, 1, 256):
+            raise ValueError(f"search:policy: threads must be an int in [1, 256] or None, "
+                             f"got {threads!r}")
+        if not is_int(reach, 0, 10 ** 6) or not is_int(horizon, 1, 100):
+            raise ValueError(f"search:policy: reach must be an int in [0, 1e6] and horizon an int "
+                             f"in [1, 100], got {reach!r}, {horizon!r}")
         self.device = torch.device(device)
         if isinstance(policy, PolicyNet):
             model, label = policy, "net"
@@ -107,7 +108,7 @@ class PolicySearchAgent:
             self.name = f"search:policy={label}"
         self.samples, self.prior, self.win_bonus = samples, float(prior), float(win_bonus)
         self.reach, self.horizon, self.rollout = int(reach), int(horizon), rollout
-        self.threads = threads
+        self.threads = None if threads is None else int(threads)
         self._rollouts = WorldRollouts(self.device, self.win_bonus)
         self.seed(seed)
 
