@@ -103,6 +103,12 @@ def test_validate_false_skips_the_check_for_trusted_callers():
                            (first_legal(venv).int(), TypeError)):
         with pytest.raises(error, match="actions: expected"):
             venv.step(actions)
+    # an action outside [0, 112] fails the first table lookup, before any change
+    for outside in (113, -1, 10 ** 6):
+        actions = first_legal(venv)
+        actions[1] = outside
+        with pytest.raises(ValueError, match=rf"action {outside} for env 1 is not in \[0, 112\]"):
+            venv.step(actions)
     for name, value in before.items():
         assert torch.equal(value, getattr(venv.state, name)), name
 

@@ -281,8 +281,16 @@ class VectorEnv:
         _check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
         if self.validate:
             self._check_actions(actions)
-        rewards, terminated, truncated, events = engine.step(self.state, actions, self.settings,
-                                                             self.env_ids)
+        try:
+            rewards, terminated, truncated, events = engine.step(self.state, actions,
+                                                                 self.settings, self.env_ids)
+        except IndexError:  # validate=False: the first table lookup, before any change
+            outside = ((actions < 0) | (actions > KNOCK)).nonzero().squeeze(1).tolist()
+            if not outside:
+                raise
+            raise ValueError(f"action {int(actions[outside[0]])} for env {outside[0]} is not in "
+                             f"[0, {KNOCK}] (validate=False checks the range only when the "
+                             f"lookup fails, and legality never)") from None
         if self._records is not None:
             self._records.append(actions, events)
         self._changed()
