@@ -3,12 +3,14 @@
 
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.batched.deal import deal, mix, mix_int
+from sevenrocks_env.batched.records import RecordKeeper
 from sevenrocks_env.batched import random_actions
 from sevenrocks_env.batched.state import FIELDS, STATE_BYTES
 from sevenrocks_env.record import game_record, validate
@@ -144,6 +146,34 @@ def test_state_is_small_and_documented():
     assert venv.nbytes() == 100 * (216 + 120)
     venv.observation
     assert venv.nbytes() == 100 * (216 + 120 + 952 + 1052)
+
+
+def test_record_move_log_grows_for_a_long_match_and_shrinks_after_it():
+    """The records' move log keeps the rows of the oldest unfinished match: a long match grows
+    it, and once that match is over the log shrinks back at its next rebuild (counted in
+    ``nbytes``)."""
+    keeper = RecordKeeper(1, 250)
+    keeper.start([0], [[1, 2, 4, 8]], [0])
+    none = torch.zeros(0, dtype=torch.long)
+    one = torch.zeros(1, dtype=torch.long)
+
+    def step(match_over: bool):
+        rows = one if match_over else none
+        keeper.append(one, SimpleNamespace(
+            seat=one, end_sum=one, points=one, rows=rows, result=rows + 1,
+            deductions=torch.zeros(len(rows), 4, dtype=torch.long),
+            round_scores=torch.zeros(len(rows), 2, dtype=torch.long),
+            match_over=rows == 0, winner=rows, new_hands=torch.ones(len(rows), 4, dtype=torch.long),
+            new_opener=rows))
+
+    for _ in range(1500):  # one long match
+        step(False)
+    assert keeper.nbytes() == len(keeper.log) * 4 * 2 and len(keeper.log) >= 1500
+    for count in range(3000):  # it ends after 30 more moves; then matches of 30 moves
+        step(count % 30 == 29)
+    records = keeper.pop()
+    assert [len(record["rounds"][0]["moves"]) for _, record in records] == [1530] + [30] * 99
+    assert len(keeper.log) <= 128
 
 
 def test_importing_sevenrocks_v0_does_not_import_the_batched_engine():

@@ -116,11 +116,15 @@ class RecordKeeper:
                 self.rounds[env] = None
 
     def _make_room(self) -> None:
-        """Drop log rows no live round needs; grow the log if that frees too little."""
+        """Drop log rows no live round needs; the new log is the smallest of 64 rows times a
+        power of two that is at least half free (it grows for a long match, and shrinks back
+        once that match is over)."""
         live = [rounds[0]["start"] for rounds in self.rounds if rounds]
         first = min(live, default=self.steps)
         kept = self.log[first - self.base:self.steps - self.base]
-        size = len(self.log) if len(kept) < len(self.log) // 2 else 2 * len(self.log)
+        size = 64
+        while size < 2 * len(kept):
+            size *= 2
         log = np.zeros((size, self.num_envs, 4), np.int16)
         log[:len(kept)] = kept
         self.log, self.base = log, first
@@ -134,6 +138,10 @@ class RecordKeeper:
                                    rnd["scores"]))
         return {"format": FORMAT, "target": self.target, "rounds": out,
                 "winner": None if winner < 0 else winner, "scores": list(scores)}
+
+    def nbytes(self) -> int:
+        """Bytes of the move log (the round lists are small Python objects, not counted)."""
+        return self.log.nbytes
 
     def pop(self) -> list[tuple[int, dict]]:
         finished, self.finished = self.finished, []

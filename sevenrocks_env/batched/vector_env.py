@@ -321,10 +321,12 @@ class VectorEnv:
         return self._records.pop()
 
     def nbytes(self) -> int:
-        """Bytes of this env's tensors: the state, the cached mask, and (once ``observation`` has
-        been read) the observation and its scratch tensors."""
+        """Bytes of this env's tensors: the state, the cached mask, (once ``observation`` has
+        been read) the observation and its scratch tensors, and with ``records=True`` the move
+        log (its size follows the oldest unfinished match)."""
         observing = 0 if self._observe is None else self._observe.nbytes()
-        return self.state.nbytes() + 8 * self._mask_words.nelement() + observing
+        logging = 0 if self._records is None else self._records.nbytes()
+        return self.state.nbytes() + 8 * self._mask_words.nelement() + observing + logging
 
     def _changed(self) -> None:
         self._mask_fresh = self._obs_fresh = False
