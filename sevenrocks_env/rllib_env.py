@@ -19,7 +19,10 @@ transition; for the other learner seat they arrive with its first observation, a
 a reward that comes before an agent's first action outside every transition (and out of its
 episode-return metrics).  Under those reward modes the first transition of the seat that opens
 the episode carries the opponents' opening points, which nothing it did earned; ``reward="win"``
-has no rewards before the end.  Seeding: a sub-env's stream is
+has no rewards before the end.  With ``skip_forced`` a learner seat whose every move of a match
+was forced (seen only with tiny targets: 30 points, one round) never enters the episode: it
+made no decision, so there is no transition to credit, and its team's result reaches its
+partner's.  Seeding: a sub-env's stream is
 ``(seed, worker index, vector index)``, reseeded by RLlib's ``reset(seed=...)`` with the worker
 kept, so no two sub-envs deal alike; without a ``seed`` in ``env_config`` each env draws fresh
 entropy.
