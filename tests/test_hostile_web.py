@@ -17,6 +17,7 @@ from web_client import BOTS, game_of
 from sevenrocks_env import record as records
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.web.api import MAX_BODY, MAX_REPLAY_BODY
+from sevenrocks_env.web.origin import host_names_for
 
 
 @pytest.fixture()
@@ -73,6 +74,28 @@ def test_illegal_moves_say_why_in_the_rules_words(client, app, waiting):
         answer = client.post(url, json={"ply": waiting["ply"], "action": action})
         assert answer.status_code == 422
     assert snapshot(app, waiting) == before
+
+
+def test_a_bot_illegal_move_is_a_409_that_does_not_tell_its_hand(client, app, capsys):
+    """An agent bug: the answer says the game is stuck, and why the move was illegal (which
+    would tell what the bot holds) goes to the server's log only."""
+    view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 3}).json()
+    while view["next"] != "bot":
+        action = next(p for t in view["hand"] for p in t["places"])["action"] \
+            if not view["knock"]["required"] else KNOCK
+        view = client.post(f"/api/games/{view['id']}/move",
+                           json={"ply": view["ply"], "action": action}).json()
+    game = game_of(app, view)
+    seat = game.match.turn
+    game.agents[seat].act = lambda observation, mask: KNOCK if mask[:KNOCK].any() else 0
+    before = snapshot(app, view)
+    answer = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]})
+    assert answer.status_code == 409
+    error = answer.json()["error"]
+    assert f"the agent at seat {seat} chose an illegal move" in error and "hold" not in error
+    logged = capsys.readouterr().err
+    assert f"the agent at seat {seat}" in logged and "hold" in logged  # R6's or the tile's words
+    assert snapshot(app, view) == before
 
 
 def test_move_out_of_turn_and_the_same_move_twice(client, app, waiting):
@@ -464,11 +487,36 @@ def test_a_loopback_server_answers_only_to_loopback_names(host, status):
     from sevenrocks_env.web.api import create_app
     from sevenrocks_env.web.games import GameStore
 
-    with TestClient(create_app(GameStore(max_games=2), loopback_only=True)) as local:
+    with TestClient(create_app(GameStore(max_games=2),
+                                  host_names=host_names_for("127.0.0.1"))) as local:
         answer = local.get("/api/agents", headers={"host": host})
         assert answer.status_code == status, answer.text
         if status == 400:
-            assert "answers only at localhost" in answer.json()["error"]
+            assert "answers only at 127.0.0.1, [::1], localhost, not at" in answer.json()["error"]
+
+
+@pytest.mark.parametrize("address, names", [
+    ("127.0.0.1", {"localhost", "127.0.0.1", "::1"}),
+    ("127.0.0.2", {"localhost", "127.0.0.1", "::1", "127.0.0.2"}),
+    ("::1", {"localhost", "127.0.0.1", "::1"}), ("LocalHost", {"localhost", "127.0.0.1", "::1"}),
+    ("0.0.0.0", None), ("::", None), ("192.168.1.5", None), ("myhost.example", None),
+])
+def test_host_names_of_a_server_follow_its_address(address, names):
+    """A server on any loopback address is guarded against rebinding (127.0.0.2 was not);
+    one on a network address answers to any name."""
+    assert host_names_for(address) == (None if names is None else frozenset(names))
+
+
+def test_a_server_on_another_loopback_address_answers_to_it():
+    from starlette.testclient import TestClient
+
+    from sevenrocks_env.web.api import create_app
+    from sevenrocks_env.web.games import GameStore
+
+    with TestClient(create_app(GameStore(max_games=2),
+                               host_names=host_names_for("127.0.0.2"))) as local:
+        assert local.get("/api/agents", headers={"host": "127.0.0.2:8000"}).status_code == 200
+        assert local.get("/api/agents", headers={"host": "evil.example"}).status_code == 400
 
 
 def test_serve_on_a_busy_port_is_one_line_before_the_address(capsys):

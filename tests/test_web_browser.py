@@ -24,6 +24,7 @@ from playwright.sync_api import sync_playwright
 from sevenrocks_env import record as records
 from sevenrocks_env.web.api import create_app
 from sevenrocks_env.web.games import GameStore
+from sevenrocks_env.web.origin import host_names_for
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -40,7 +41,7 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def server():
     """The app served by uvicorn in a thread; yields (base url, app)."""
-    app = create_app(GameStore(), loopback_only=True)  # as `sevenrocks serve` makes it
+    app = create_app(GameStore(), host_names=host_names_for("127.0.0.1"))  # as `sevenrocks serve` makes it
     port = free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     instance = uvicorn.Server(config)

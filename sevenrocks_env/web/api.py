@@ -136,10 +136,12 @@ def _index(text: str, name: str) -> int:
     return int(text)
 
 
-def create_app(store: GameStore | None = None, loopback_only: bool = False) -> Starlette:
+def create_app(store: GameStore | None = None,
+               host_names: frozenset[str] | None = None) -> Starlette:
     """The web application; ``store`` holds the games (a fresh :class:`GameStore` by default).
-    Requests from other sites are refused (:mod:`.origin`); with ``loopback_only`` (a server
-    listening on a loopback address), so is any request to another host name than localhost's."""
+    Requests from other sites are refused (:mod:`.origin`); with ``host_names`` (a server
+    listening on a loopback address: :func:`.origin.host_names_for`), so is any request whose
+    ``Host`` is not one of them."""
     store = store if store is not None else GameStore()
     replays_in_flight = 0  # uploads being read or checked (on the event loop's thread only)
 
@@ -256,7 +258,7 @@ def create_app(store: GameStore | None = None, loopback_only: bool = False) -> S
     ]
     app = Starlette(routes=routes, exception_handlers={GameError: game_error,
                                                        HTTPException: http_error},
-                    middleware=[Middleware(SameSiteOnly, loopback_only=loopback_only)])
+                    middleware=[Middleware(SameSiteOnly, host_names=host_names)])
     app.state.store = store
     return app
 

@@ -15,6 +15,7 @@ asks for moves; every move is checked here with the rules engine before it is ap
 from __future__ import annotations
 
 import secrets
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -142,8 +143,12 @@ class Game:
         seat = match.turn
         action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
         if not is_legal(match, action):  # an agent bug, not the user's: still never a 500
-            raise GameError(409, f"the agent at seat {seat} chose an illegal move "
-                                 f"({why_illegal(match, action)}); the game is stuck")
+            # why it is illegal stays in the server's log: "you do not hold 3-5" or "you hold a
+            # tile that fits" would tell the player about a bot's hand
+            print(f"sevenrocks serve: the agent at seat {seat} ({self.agents[seat].name}) chose "
+                  f"illegal action {action}: {why_illegal(match, action)}", file=sys.stderr)
+            raise GameError(409, f"the agent at seat {seat} chose an illegal move (an agent "
+                                 f"bug; the server's log says which); the game is stuck")
         return self._played(action)
 
     def _played(self, action: int) -> dict:

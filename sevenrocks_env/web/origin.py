@@ -10,13 +10,15 @@ So, in front of every route:
   names another site than the ``Host`` it was sent to is refused with 403.  Browsers send
   ``Origin`` with every such request; other clients (curl, a script) send none and are not
   affected;
-* when the server listens on a loopback address only (``sevenrocks serve`` without ``--host``),
-  a request whose ``Host`` is not a loopback name (``localhost``, ``127.0.0.1``, ``[::1]``) is
-  refused with 400: a rebinding site's name is not one.
+* when the server listens on a loopback address only (``sevenrocks serve`` without ``--host``,
+  or any ``127.x.x.x``), a request whose ``Host`` is not a loopback name (``localhost``,
+  ``127.0.0.1``, ``[::1]``, or the address listened on) is refused with 400: a rebinding site's
+  name is not one.  A server on a network address (``--host 0.0.0.0``) answers to any name.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -37,12 +39,27 @@ def host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def refusal(method: str, headers: Headers, loopback_only: bool) -> tuple[int, str] | None:
-    """``(status, message)`` if the request must be refused (see the module's docstring)."""
+def host_names_for(address: str) -> frozenset[str] | None:
+    """The ``Host`` names a server listening on ``address`` answers to: the loopback names and
+    the address itself for a loopback address (``localhost``, ``127.0.0.2``, ``::1``); ``None``,
+    any name, for a network address (``0.0.0.0``, a LAN address), reached by names we cannot
+    know."""
+    name = host_name(address)
+    try:
+        loopback = name == "localhost" or ipaddress.ip_address(name).is_loopback
+    except ValueError:  # a host name other than localhost
+        loopback = False
+    return LOOPBACK_NAMES | {name} if loopback else None
+
+
+def refusal(method: str, headers: Headers,
+            host_names: frozenset[str] | None) -> tuple[int, str] | None:
+    """``(status, message)`` if the request must be refused (see the module's docstring);
+    ``host_names``: the names a ``Host`` header may give, ``None`` for any."""
     host = headers.get("host", "")
-    if loopback_only and host_name(host) not in LOOPBACK_NAMES:
-        return 400, (f"this server answers only at localhost, 127.0.0.1 or [::1], not at "
-                     f"{shown(host)}")
+    if host_names is not None and host_name(host) not in host_names:
+        names = ", ".join(f"[{n}]" if ":" in n else n for n in sorted(host_names))
+        return 400, f"this server answers only at {names}, not at {shown(host)}"
     origin = headers.get("origin")
     if method not in _SAFE_METHODS and origin is not None and \
             urlsplit(origin.strip()).netloc.lower() != host.strip().lower():
@@ -54,12 +71,12 @@ def refusal(method: str, headers: Headers, loopback_only: bool) -> tuple[int, st
 class SameSiteOnly:
     """ASGI middleware: :func:`refusal` for every HTTP request, as a JSON ``{"error"}``."""
 
-    def __init__(self, app, loopback_only: bool = False):
-        self.app, self.loopback_only = app, loopback_only
+    def __init__(self, app, host_names: frozenset[str] | None = None):
+        self.app, self.host_names = app, host_names
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            refused = refusal(scope["method"], Headers(scope=scope), self.loopback_only)
+            refused = refusal(scope["method"], Headers(scope=scope), self.host_names)
             if refused is not None:
                 status, message = refused
                 await JSONResponse({"error": message}, status_code=status)(scope, receive, send)
@@ -67,4 +84,4 @@ class SameSiteOnly:
         await self.app(scope, receive, send)
 
 
-__all__ = ["LOOPBACK_NAMES", "SameSiteOnly", "host_name", "refusal"]
+__all__ = ["LOOPBACK_NAMES", "SameSiteOnly", "host_name", "host_names_for", "refusal"]

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..agents import make_agent
         from .api import create_app
         from .games import GameStore
-        from .origin import LOOPBACK_NAMES
+        from .origin import host_names_for
     except ImportError as problem:
         print(f"error: the web page needs the [web] extra (pip install -e '.[web]'): {problem}",
               file=sys.stderr)
@@ -65,11 +65,11 @@ def main(argv: list[str] | None = None) -> int:
                       extra_agents=tuple(args.agent))
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Seven Rocks: open http://{shown}:{args.port}/ in a browser (Ctrl-C stops)", flush=True)
-    loopback = args.host in LOOPBACK_NAMES
-    if not loopback:
+    host_names = host_names_for(args.host)
+    if host_names is None:
         print(f"note: listening on {args.host}: anyone on the network can open the page and play",
               flush=True)
-    config = uvicorn.Config(create_app(store, loopback_only=loopback), log_level="warning",
+    config = uvicorn.Config(create_app(store, host_names=host_names), log_level="warning",
                             lifespan="off")  # no start-up work (a Ctrl-C sent twice at once
                             # made "on" log a 30-line traceback)
     with listening:
