@@ -288,6 +288,24 @@ def test_a_config_file_over_64_kb_is_refused(tmp_path):
         load_yaml_file(big)
 
 
+@pytest.mark.parametrize("overrides", [
+    [], ["critic=oracle"], ["action_scorer=mlp", "opponents=[past]", "max_snapshots=3"],
+    ["hidden_sizes=[32]", "action_features=0", "critic=oracle"],
+])
+def test_checkpoint_estimate_counts_the_networks_it_would_build(overrides):
+    """The size check reads shapes, not built networks: its figure is theirs."""
+    from training.checkpoint import checkpoint_estimate
+    from training.opponents import PAST
+    from training.train import build_networks
+    cfg = load_config(SMOKE, overrides)
+    model, critic, _ = build_networks(cfg)
+
+    def size(network):
+        return 0 if network is None else sum(p.numel() * 4 for p in network.parameters())
+    snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
+    assert checkpoint_estimate(cfg) == 3 * size(model) + 3 * size(critic) + snapshots * size(model)
+
+
 def test_a_network_too_large_to_read_back_is_refused_before_training(tmp_path, capsys):
     """hidden_sizes [4096]*4 with the oracle critic trained and wrote a 1.16 GiB checkpoint
     that --resume, ship and ckpt: then refused (past the 1 GiB bound on reading a file)."""

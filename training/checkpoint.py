@@ -20,11 +20,12 @@ import torch
 from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
 from sevenrocks_env.policy import (CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES, CheckpointError,
-                                   read_checkpoint)
+                                   expected_shapes, read_checkpoint)
 from sevenrocks_env.record import shown
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 from .config_yaml import ConfigError
+from .critic import HANDS_SIZE
 from .opponents import PAST
 
 
@@ -155,18 +156,28 @@ def export_policy(source, destination, extra: dict | None = None, data: dict | N
     return save_checkpoint(destination, small)
 
 
-def check_checkpoint_size(cfg, model, critic) -> None:
+def checkpoint_estimate(cfg) -> int:
+    """Bytes of ``cfg``'s training checkpoints, from the networks' shapes (none is built: a
+    4096-wide one takes seconds to initialise): the weights and Adam's two moments of the
+    policy and of the oracle critic, and a policy copy for each ``past`` snapshot kept."""
+    def size(shapes: dict) -> int:
+        return 4 * sum(math.prod(shape) for shape in shapes.values())  # float32
+    policy = size(expected_shapes(cfg.hidden_sizes, cfg.action_features,
+                                  action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes))
+    critic = 0 if cfg.critic != "oracle" else size(  # a trunk and a value head (training.critic)
+        expected_shapes(cfg.hidden_sizes, 0, obs_size=OBS_SIZE + HANDS_SIZE, num_actions=0))
+    snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
+    return 3 * policy + 3 * critic + snapshots * policy
+
+
+def check_checkpoint_size(cfg) -> None:
     """:class:`ConfigError` naming ``hidden_sizes`` when this run's training checkpoints would
     be too large to read back (``MAX_CHECKPOINT_BYTES``, the bound every reader of a downloaded
-    file keeps): the weights and Adam's two moments of both networks, and a policy copy for
-    each ``past`` snapshot kept, must fit in three quarters of it (the rest: snapshots still
-    played after they leave the pool, the engine's state).  Checked before anything is written:
-    such a run trained for hours, then could not be resumed, shipped or loaded."""
-    def size(network) -> int:
-        return 0 if network is None else sum(p.numel() * p.element_size()
-                                             for p in network.parameters())
-    snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
-    estimate = 3 * size(model) + 3 * size(critic) + snapshots * size(model)
+    file keeps): :func:`checkpoint_estimate` must fit in three quarters of it (the rest:
+    snapshots still played after they leave the pool, the engine's state).  Checked before
+    anything is written: such a run trained for hours, then could not be resumed, shipped or
+    loaded."""
+    estimate = checkpoint_estimate(cfg)
     if estimate > MAX_CHECKPOINT_BYTES * 3 // 4:
         raise ConfigError(f"hidden_sizes {cfg.hidden_sizes}: a training checkpoint would hold "
                           f"about {estimate >> 20} MB, too much to be read back (a checkpoint "

@@ -186,14 +186,14 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             check_output_folder(folder)
         except OutputError as error:
             raise ConfigError(f"{key}: {error.reason}", key) from None
+    if resume is None:  # a resumed run's checkpoints have been read back already
+        check_checkpoint_size(cfg)
     torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
 
     model, critic, optimizer = build_networks(cfg)
-    if resume is None:  # a resumed run's checkpoints have been read back already
-        check_checkpoint_size(cfg, model, critic)
     if cfg.init_from and resume is None:
         warm_start(model, cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
