@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import is_int
 from .dealing import deal, next_seat, partner_of, team_of
 from .match_state import check_match_state
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
@@ -100,9 +101,13 @@ class Match:
     def from_deal(cls, hands: list[int], opener: int, target: int = DEFAULT_TARGET,
                   scores=(0, 0), seed: int | None = None, max_rounds: int | None = None,
                   keep_history: bool = True) -> "Match":
-        """A match whose first round has the given hands (bitmasks) and opener."""
+        """A match whose first round has the given hands (bitmasks) and opener, from ``scores``
+        (two ints below the target: a partnership at the target has won, R8)."""
         match = cls._blank(seed, target, max_rounds, keep_history)
-        match.scores = list(scores)
+        if not (len(scores) == 2 and all(is_int(v) for v in scores) and max(scores) < target):
+            raise ValueError(f"scores must be two ints below the target {target} (R8), "
+                             f"got {list(scores)!r}"[:200])
+        match.scores = [int(v) for v in scores]
         match.start_round(hands, opener)
         return match
 
@@ -121,6 +126,8 @@ class Match:
 
     def start_round(self, hands: list[int], opener: int) -> None:
         """Lay out a fresh round with these hands; ``opener`` moves first (R2)."""
+        if not is_int(opener, 0, NUM_SEATS - 1):
+            raise ValueError(f"the opener is a seat, 0 to 3, got {opener!r}"[:200])
         if len(hands) != NUM_SEATS or sum(hands) != ALL_TILES or any(
                 bin(h).count("1") != 7 for h in hands):
             raise ValueError("a deal is four disjoint 7-tile hands covering all 28 tiles (R1)")
@@ -219,7 +226,10 @@ class Match:
 
 
 def legal_actions(match: Match) -> list[int]:
-    """Legal actions of the seat on turn, ascending; ``[KNOCK]`` when it cannot place (R3, R4, R6)."""
+    """Legal actions of the seat on turn, ascending; ``[KNOCK]`` when it cannot place (R3, R4, R6);
+    ``[]`` when no seat is on turn (the match is over, or its round ended and waits for a deal)."""
+    if match.turn < 0 or match.over:
+        return []
     hand = match.hands[match.turn]
     if match.placements == 0:
         actions = []
@@ -252,12 +262,13 @@ def plain_action(action):
 
 
 def is_legal(match: Match, action) -> bool:
-    """Whether ``action`` is legal for the seat on turn (without building the full list)."""
+    """Whether ``action`` is legal for the seat on turn (without building the full list); never
+    when no seat is on turn (the match is over, or its round waits for a deal)."""
     if type(action) is not int:  # plain ints skip the checks below (bools are not plain ints)
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
             return False
         action = int(action)
-    if match.over:
+    if match.over or match.turn < 0:
         return False
     if action == KNOCK:
         return not match.playable(match.turn)

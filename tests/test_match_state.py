@@ -231,3 +231,36 @@ def test_a_hand_missing_a_tile_is_named_as_the_hands():
     state["hands"][0] &= state["hands"][0] - 1  # one tile gone from nowhere
     with pytest.raises(ValueError, match="match state: hands must be 7 tiles per seat"):
         Match.from_state(state)
+
+
+def test_no_move_is_legal_while_a_round_waits_for_its_deal_or_after_the_match():
+    """A seedless match whose round ended has ``turn = -1``: ``hands[-1]`` is seat 3's leftover
+    hand, which ``is_legal``/``legal_actions`` called playable (R7: nothing is played until the
+    next deal); after a win nothing is legal either."""
+    from sevenrocks_env.dealing import deal
+    from sevenrocks_env.rules import is_legal
+    from sevenrocks_env.tiles import KNOCK
+
+    for seed in range(200):
+        match = Match.from_deal(*deal(seed, 0), target=250)
+        while not match.awaiting_deal:
+            apply_action(match, legal_actions(match)[0])
+        if match.hands[3]:  # seat 3 kept tiles: the old answer listed them
+            break
+    assert match.hands[3] and match.turn == -1
+    assert legal_actions(match) == []
+    assert not any(is_legal(match, action) for action in range(KNOCK + 1))
+    won = won_at_exactly_the_target()
+    assert won.over and legal_actions(won) == []
+    assert not any(is_legal(won, action) for action in range(KNOCK + 1))
+
+
+@pytest.mark.parametrize("opener, scores, words", [
+    (4, (0, 0), "the opener is a seat"), (-1, (0, 0), "the opener is a seat"),
+    (True, (0, 0), "the opener is a seat"), (0, (250, 0), "below the target 250"),
+    (0, (0, 1.5), "two ints"), (0, (0,), "two ints"),
+])
+def test_from_deal_refuses_an_opener_or_scores_the_rules_cannot_have(opener, scores, words):
+    from sevenrocks_env.dealing import deal
+    with pytest.raises(ValueError, match=words):
+        Match.from_deal(deal(0, 0)[0], opener, target=250, scores=scores)
