@@ -223,26 +223,29 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
 
 #: Most worker processes the unbatched arena starts.
 MAX_WORKERS = 64
+#: Most pairs one arena run plays (weeks of play even for the fastest agents; a bound, so that a
+#: typo cannot make the arena plan work it will never do).
+MAX_PAIRS = 10 ** 9
 #: Most pairs the batched arena steps together (``2 *`` this many envs: ~300 MB of engine state,
 #: and a policy's activations for every one of them).
 MAX_BATCH = 1 << 16
 
 
-def check_settings(**settings: int) -> None:
-    """The settings both arenas share, each an int: ``pairs`` >= 1, ``batch`` in ``[1,
-    MAX_BATCH]``, ``seed`` in ``[0, MAX_SEED]`` (a deal seed); ``target`` and ``max_rounds``
-    within the bounds a game record must meet (:mod:`sevenrocks_env.record`).  ``ValueError``
-    names the first bad one."""
-    bounds = {"pairs": (1, None), "batch": (1, MAX_BATCH), "seed": (0, MAX_SEED),
+def check_settings(**settings: int) -> dict[str, int]:
+    """The settings both arenas share, each an int: ``pairs`` in ``[1, MAX_PAIRS]``, ``batch``
+    in ``[1, MAX_BATCH]``, ``seed`` in ``[0, MAX_SEED]`` (a deal seed); ``target`` and
+    ``max_rounds`` within the bounds a game record must meet (:mod:`sevenrocks_env.record`).
+    Returns them as plain ints (a NumPy integer seed reached the JSON log and the deal hash);
+    ``ValueError`` names the first bad one."""
+    bounds = {"pairs": (1, MAX_PAIRS), "batch": (1, MAX_BATCH), "seed": (0, MAX_SEED),
               "target": (1, MAX_TARGET), "max_rounds": (1, MAX_ROUNDS)}
     for name, value in settings.items():
         low, high = bounds[name]
         if not is_int(value):
             raise ValueError(f"{name} must be an int, got {value!r}")
-        if high is None and value < low:
-            raise ValueError(f"{name} must be >= {low}, got {value}")
-        if high is not None and not low <= value <= high:
+        if not low <= value <= high:
             raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+    return {name: int(value) for name, value in settings.items()}
 
 
 def check_workers(workers: int, agent_a, agent_b) -> None:
@@ -267,7 +270,8 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     log from an earlier run of the same pairing holds are not played again
     (:mod:`sevenrocks_env.arena_log`).
     """
-    check_settings(pairs=pairs, seed=seed, target=target, max_rounds=max_rounds)
+    pairs, seed, target, max_rounds = check_settings(
+        pairs=pairs, seed=seed, target=target, max_rounds=max_rounds).values()
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     check_workers(workers, agent_a, agent_b)
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
@@ -351,6 +355,11 @@ def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progr
         twice = next(name for name in names if names.count(name) > 1)
         raise ValueError(f"round robin: agent {twice!r} is named twice (give a repeated spec "
                          "its own name: name=spec)")
+    check_settings(pairs=pairs, seed=seed, target=target, max_rounds=max_rounds)
+    for _, agent in named:  # every spec before the first pairing plays (a typo in the last one
+        check_workers(workers, agent, agent)  # was found after the others had played)
+        if isinstance(agent, str):
+            make_agent(agent)
     games, results = [], {}
     for i in range(len(agents)):
         for j in range(i + 1, len(agents)):

@@ -338,7 +338,8 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
     process's number of torch threads each -- for agents that spend their time searching
     rather than stepping (``search``), where one process leaves cores idle; the same result.
     """
-    check_settings(pairs=pairs, batch=batch, target=target, max_rounds=max_rounds, seed=seed)
+    pairs, batch, target, max_rounds, seed = check_settings(
+        pairs=pairs, batch=batch, target=target, max_rounds=max_rounds, seed=seed).values()
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     check_workers(workers, agent_a, agent_b)
     if workers > 1 and torch.device(device).type != "cpu":

@@ -263,7 +263,8 @@ def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
 def _check_consistent(fields: dict, max_rounds: int, where: str) -> None:
     """What every real pair satisfies: two matches of at least one round each, a truncated one
     being exactly ``max_rounds`` rounds and counting 1/2 (the others 0 or 1), the margin the
-    difference of the points, no round moving a score by more than :data:`MAX_ROUND_SWING`."""
+    difference of the points, positive when A won both matches and negative when it lost
+    both, no round moving a score by more than :data:`MAX_ROUND_SWING`."""
     score, truncated, rounds = fields["score"], fields["truncated"], fields["rounds"]
     problems = []
     if 2 * score != int(2 * score) or (2 * score) % 2 != truncated % 2:
@@ -274,6 +275,9 @@ def _check_consistent(fields: dict, max_rounds: int, where: str) -> None:
         problems.append(f"{rounds} rounds for two matches, {truncated} cut at {max_rounds}")
     if fields["margin"] != fields["points_a"] - fields["points_b"]:
         problems.append("margin is not points_a - points_b")
+    if truncated == 0 and score in (0, 2) and (fields["margin"] > 0) != (score == 2):
+        problems.append(f"score {score} with margin {fields['margin']} (a won match ends with "
+                        "the winner ahead, R8)")
     if max(abs(fields["points_a"]), abs(fields["points_b"])) > MAX_ROUND_SWING * rounds:
         problems.append(f"points beyond {MAX_ROUND_SWING} a round")
     if 2 * fields["round_wins_a"] != int(2 * fields["round_wins_a"]):

@@ -337,8 +337,34 @@ def test_numpy_integers_are_settings_too():
     result = arena.evaluate("random", "greedy", np.int64(1), seed=np.int64(3),
                             max_rounds=np.int64(2))
     assert result.pairs == 1
+    assert json.dumps(result.as_dict())  # a np.int64 seed was not JSON: the result, the log
     with pytest.raises(ValueError, match="pairs must be an int"):
         arena.evaluate("random", "greedy", np.True_)
+
+
+def test_numpy_integer_settings_reach_the_log_and_the_batched_deals_as_ints(tmp_path):
+    """A np.int64 seed passed the checks, then failed writing the pair log (not JSON) and
+    hashing the batched arena's deals (OverflowError); as ints they give the plain run's result."""
+    from sevenrocks_env.arena_batched import evaluate_batched
+    log = tmp_path / "pairs.jsonl"
+    numpy_run = arena.evaluate("greedy", "random", 2, seed=np.int64(3), log=log)
+    assert numpy_run.win_rate == arena.evaluate("greedy", "random", 2, seed=3).win_rate
+    assert arena.evaluate("greedy", "random", 2, seed=3, log=log).win_rate == numpy_run.win_rate
+    batched = evaluate_batched("greedy", "random", np.int64(2), seed=np.int64(3),
+                               batch=np.int64(1))
+    assert batched.as_dict(timing=False) == \
+        evaluate_batched("greedy", "random", 2, seed=3).as_dict(timing=False)
+
+
+def test_a_round_robin_checks_every_spec_before_playing(monkeypatch):
+    """A typo in the last agent was found after the other pairings had played."""
+    played = []
+    monkeypatch.setattr(arena, "evaluate", lambda *args, **kwargs: played.append(args))
+    with pytest.raises(ValueError, match="nonsense"):
+        arena.round_robin(["greedy", "random", "nonsense"], pairs=2)
+    with pytest.raises(ValueError, match="pairs must be in"):
+        arena.round_robin(["greedy", "random"], pairs=arena.MAX_PAIRS + 1)
+    assert played == []
 
 
 def test_a_pair_counts_tied_rounds_as_half_and_its_statistics_come_from_its_matches(
