@@ -30,6 +30,17 @@ def test_bradley_terry_stderr_is_the_inverse_fisher_information_in_elo_points():
     assert [r["stderr"] for r in out] == pytest.approx([ELO / 2, ELO / 2])
 
 
+@pytest.mark.parametrize("results", [
+    {(0, 1): (300.0, 100)}, {(0, 1): (float("nan"), 100)}, {(0, 1): (-1, 100)},
+    {(0, 1): (1, 0)}, {(0, 1): (1, 2.0)}, {(0, 0): (1, 2)}, {(0, 2): (1, 2)},
+    {(0, 1): (True, 2)}, {(0, 1): (1, 2, 3)},
+])
+def test_bradley_terry_refuses_results_no_arena_gives(results):
+    """A saved win rate of 3 fitted a rating of 1.6e15 with no error; NaN was a LinAlgError."""
+    with pytest.raises(ValueError, match="Bradley-Terry: result"):
+        bradley_terry(["a", "b"], results)
+
+
 def test_bradley_terry_orders_and_centres():
     names = ["weak", "mid", "strong"]
     flat = bradley_terry(names, {(0, 1): (50, 100), (0, 2): (50, 100), (1, 2): (50, 100)})
