@@ -78,7 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--pairs", type=int, default=100,
                         help="duplicate pairs per pairing (default 100)")
     parser.add_argument("--seed", type=int, default=0,
-                        help="deal seed of the first pair (default 0)")
+                        help="deal seed (default 0). Without --batched pair i is dealt from "
+                             "seed + i, so --seed 1 replays all but one deal of --seed 0: for "
+                             "fresh deals start past the last one used (seed + pairs); "
+                             "--batched hashes (seed, i), and any other seed is fresh")
     parser.add_argument("--workers", type=int, default=1,
                         help="worker processes (default 1); with --batched each steps a span of "
                              "pairs (for search agents, which leave cores idle in one process)")
