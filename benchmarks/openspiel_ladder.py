@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents import make_agent
@@ -46,7 +47,6 @@ def _bot(spec: str, workers: int):
 
 def timing(spec: str, decisions: int, seed: int = 0) -> tuple[float, float]:
     """``(wall ms, CPU ms)`` per real decision of ``spec``, over its first ``decisions``."""
-    import time
 
     import numpy as np
 

@@ -15,6 +15,27 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.fixture
+def fake_clocks(monkeypatch):
+    """``fake_clocks(module, wall_step, cpu_step)``: ``module.time`` becomes clocks that move
+    ``wall_step``/``cpu_step`` seconds at each reading, so every timed call takes exactly that
+    long (timing accounts are tested without measuring speed); returns the clocks' readings."""
+    from types import SimpleNamespace
+    clock = {"wall": 0.0, "cpu": 0.0}
+
+    def reading(key, step):
+        def read():
+            clock[key] += step
+            return clock[key]
+        return read
+
+    def install(module, wall_step: float, cpu_step: float) -> dict:
+        monkeypatch.setattr(module, "time", SimpleNamespace(
+            perf_counter=reading("wall", wall_step), process_time=reading("cpu", cpu_step)))
+        return clock
+    return install
+
+
 @pytest.fixture()
 def app():
     """The web app (``sevenrocks_env.web``) with room for 8 games."""

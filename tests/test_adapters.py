@@ -294,10 +294,15 @@ def test_bad_arguments_get_clear_errors():
         SingleAgentEnv(opponents="random").action_masks()
 
 
-def test_render_ansi_shows_the_learners_view():
-    env = SingleAgentEnv(opponents="random", render_mode="ansi")
-    env.reset(seed=0)
-    assert isinstance(env.render(), str) and env.render()
+@pytest.mark.parametrize("seat", [2, "random"])
+def test_render_ansi_shows_the_learners_view(seat):
+    """The learner's hand and no other (the text board of the whole table shows all four)."""
+    env = SingleAgentEnv(opponents="random", render_mode="ansi", seat=seat)
+    for seed in range(4):
+        env.reset(seed=seed)
+        text = env.render()
+        shown = [s for s in range(4) if f"seat {s} hand:" in text]
+        assert shown == [env.seat], text
 
 
 # -- parallel_env ----------------------------------------------------------------------------------

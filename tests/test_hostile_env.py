@@ -65,9 +65,15 @@ def test_raw_env_after_every_agent_left():
 
 def test_wrapped_env_after_every_agent_left_warns_as_pettingzoo_does():
     """``env()`` keeps PettingZoo's OrderEnforcingWrapper behaviour: a warning, no step."""
+    from unittest import mock
+
+    from pettingzoo.utils.env_logger import EnvLogger
     env = finished(sevenrocks_v0.env(target=60))
-    env.step(None)  # PettingZoo's wrapper only warns (EnvLogger) here
-    assert env.agents == []
+    before = env.unwrapped.match.to_state()
+    with mock.patch.object(EnvLogger, "warn_step_after_terminated_truncated") as warned:
+        env.step(None)  # PettingZoo's wrapper only warns (EnvLogger) here
+    assert warned.call_count == 1
+    assert env.agents == [] and env.unwrapped.match.to_state() == before
 
 
 @pytest.mark.parametrize("make", [np.array, lambda a: np.array(a, dtype=np.int8),
