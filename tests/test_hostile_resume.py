@@ -181,6 +181,8 @@ def test_a_resume_without_output_folders_writes_to_the_default_ones(tmp_path, mo
     assert not (tmp_path / "evil_runs").exists() and not (tmp_path / "evil_ckpt").exists()
     assert (tmp_path / "checkpoints" / "smoke" / "latest.pt").is_file()
     assert (tmp_path / "runs" / "smoke").is_dir()
+    note = capsys.readouterr().err  # and says where, as the folder is not the checkpoint's
+    assert f"note: resuming {path}, writing checkpoints to checkpoints/smoke" in note
 
 
 def test_resumed_run_says_from_which_step(tmp_path, capfd, good):
@@ -260,7 +262,14 @@ def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):
     assert "Traceback" not in err
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     data = load_training_checkpoint(latest)
-    assert data["global_step"] == data["update"] * 256 and data["update"] >= 0
+    assert data["global_step"] == data["update"] * 256
+    # and it resumes: one more update from where the interrupted run stopped, in the folders
+    # the user names (output folders never come from the file: it says so otherwise)
+    assert main(["--resume", str(latest), "--set", f"total_steps={data['global_step'] + 256}",
+                 "--set", "final_eval_pairs=1", "--set", f"log_dir={tmp_path / 'runs'}",
+                 "--set", f"checkpoint_dir={tmp_path / 'ckpt'}"]) == 0
+    after = load_training_checkpoint(latest)
+    assert after["global_step"] == data["global_step"] + 256
 
 
 def test_config_and_resume_together_are_refused(tmp_path, capsys):

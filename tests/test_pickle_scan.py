@@ -52,10 +52,16 @@ def test_malformed_pickles_are_refused(data):
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=64), st.sampled_from([b"", b"\x80\x02", b"\x80\x02(", b"\x80\x02]q\x00("]))
 def test_any_bytes_are_measured_or_refused_in_words(data, prefix):
+    """Any bytes give ``(opcodes, size)`` (ints, at least one opcode read, the size within the
+    limit) or a one-line PickleExpansionError of a few words; never another exception."""
     try:
-        expanded_size(prefix + data, 1000)
-    except PickleExpansionError:
-        pass
+        opcodes, size = expanded_size(prefix + data, 1000)
+    except PickleExpansionError as error:
+        message = str(error)
+        assert message and "\n" not in message and len(message) < 300, message
+    else:
+        assert type(opcodes) is int and type(size) is int
+        assert 1 <= opcodes <= len(prefix + data) and 0 <= size <= 1000
 
 
 def test_a_mark_used_as_a_value_is_malformed():

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.registration import GYMNASIUM_ID
+from sevenrocks_env.registration import GYMNASIUM_ID, PETTINGZOO_ID, pettingzoo_has_registry
 from sevenrocks_env.rewards import FIXED_WEIGHTS, SHAPED_DEFAULTS, reward_weights, team0_reward
 from sevenrocks_env.single_agent import SingleAgentEnv
 
@@ -117,12 +117,10 @@ def test_shaped_parameters_reach_every_view():
              sevenrocks_v0.parallel_env(**kwargs).unwrapped,
              SingleAgentEnv(opponents="random", **kwargs).aec_env,
              gymnasium.make(GYMNASIUM_ID, opponents="random", **kwargs).unwrapped.aec_env]
-    try:
+    if pettingzoo_has_registry():  # PettingZoo < 1.27 has none
         import pettingzoo
 
-        views.append(pettingzoo.make("aec", "sevenrocks/sevenrocks-v0", **kwargs).unwrapped)
-    except (ImportError, AttributeError):  # PettingZoo < 1.27 has no registry
-        pass
+        views.append(pettingzoo.make("aec", PETTINGZOO_ID, **kwargs).unwrapped)
     for raw in views:
         assert (raw.reward_mode, raw.points_scale, raw.win_reward) == ("shaped", 0.5, 3.0)
 

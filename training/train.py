@@ -210,6 +210,10 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
             pool.ensure_snapshot(model)  # `past` added on resume: a snapshot of the resumed policy
         _load_engine(engine, resume, cfg, resume_path)  # after the pool it refers to
+        if ckpt_dir.resolve() != Path(resume_path).resolve().parent:
+            print(f"note: resuming {resume_path}, writing checkpoints to {ckpt_dir} and logs "
+                  f"to {run_dir} (output folders never come from a file: --set "
+                  "checkpoint_dir=... log_dir=... to write beside it)", file=sys.stderr)
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
