@@ -244,7 +244,8 @@ def test_bots_are_reproducible_for_a_seed():
             rules.apply_action(match, action)
         return chosen
 
-    assert moves(3) == moves(3)
+    assert moves(3) == moves(3) and len(moves(3)) > 0
+    assert moves(3) != moves(4)  # and the seed is used (a bot ignoring it would pass the above)
 
 
 @pytest.mark.parametrize("spec, word", [("alphazero", "unknown OpenSpiel bot"),
