@@ -64,7 +64,7 @@ def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path, monkey
     assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
                  "--agents", "random"]) == 0
     card = (out.parent / "MODEL_CARD.md").read_text()
-    assert "| training wall time | unknown on " in card
+    assert "| training wall time | unknown |" in card and "| arena played on | " in card
     assert reads == [str(source)]
 
 
@@ -87,7 +87,7 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     markdown = (out.parent / "MODEL_CARD.md").read_text()
     assert ("| distillation | then fine-tuned toward `search:policy=shipped,samples=16` on "
             "315,078 labels (`training.distill`; held-out agreement 0.763) |") in markdown
-    assert ("| training wall time | 10.0 min on " in markdown
+    assert ("| training wall time | 10.0 min; " in markdown
             and "; the PPO run only, not the collection of the distillation's labels |" in markdown)
     # too few labels to hold any out: no agreement, and the card's JSON stays JSON
     data["distill"] = {**DISTILLED, "holdout_agreement": float("nan")}
@@ -196,9 +196,7 @@ def test_ship_plays_the_batched_arena_by_default_and_the_pool_on_request(tmp_pat
     (["--agents", "search:samples=4,time_limit=1"], "time_limit has no batched version"),
     (["--agents", "bogus"], "unknown agent spec 'bogus'"),
     (["--workers", "2"], "--workers is an option of --arena pool"),
-    (["--arena", "pool", "--workers", "0"], r"--workers must be in \[1, 64\]"),
-    (["--pairs", "0"], "pairs must be >= 1"),
-    (["--search-pairs", "1", "--search", "random", "--seed", "-1"], "seed must be"),
+    (["--arena", "pool", "--workers", "65"], r"--workers must be in \[1, 64\]"),
 ])
 def test_ship_refuses_bad_arena_settings_before_writing(tmp_path, capsys, options, words):
     from training.ship import main as ship
@@ -210,6 +208,54 @@ def test_ship_refuses_bad_arena_settings_before_writing(tmp_path, capsys, option
     err = capsys.readouterr().err
     assert re.search(words, err) and err.count("\n") == 1, err[:300]
     assert not out.parent.exists()
+
+
+@pytest.mark.parametrize("options, words", [
+    (["--pairs", "0"], "--pairs: must be an int in"), (["--workers", "0"], "--workers: must be"),
+    (["--search-pairs", "-5"], "--search-pairs: must be an int in"),  # was: no search row
+    (["--seed", "-1"], "--seed: must be an int in"),
+])
+def test_ship_refuses_bad_numbers_as_usage_errors(tmp_path, capsys, options, words):
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    with pytest.raises(SystemExit) as stop:
+        ship([str(source), "--out", str(tmp_path / "shipped" / "policy.pt"), *options])
+    assert stop.value.code == 2 and words in capsys.readouterr().err
+    assert not (tmp_path / "shipped").exists()
+
+
+def test_an_interrupted_ship_leaves_the_shipped_files_as_they_were(tmp_path, monkeypatch,
+                                                                   capsys):
+    """The policy was written before the arena and the cards after it: Ctrl-C in between left
+    new weights under the old card.  Now all three are staged and replace the old ones last."""
+    from training import ship as module
+
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    assert module.main([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                        "--agents", "random"]) == 0
+    before = {path.name: path.read_bytes() for path in out.parent.iterdir()}
+    other = save_policy(tmp_path / "other.pt", PolicyNet([8]))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(module, "_play", interrupted)
+    assert module.main([str(other), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                        "--agents", "random"]) == 130
+    assert "nothing was written" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in out.parent.iterdir()} == before
+
+
+def test_ship_refuses_a_card_path_that_cannot_be_written_before_playing(tmp_path, capsys):
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    (out.parent / "model_card.json").mkdir(parents=True)  # was: a traceback after the arena
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
+    assert "model_card.json: exists and is not a regular file" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_ship_refuses_an_output_that_is_its_input_or_not_a_file(tmp_path, capsys):

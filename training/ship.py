@@ -20,11 +20,13 @@ import os
 import platform
 import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from sevenrocks_env import arguments
 from sevenrocks_env.agents import CHECKPOINT_SPECS
 from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
@@ -173,6 +175,13 @@ def _agreement(value) -> str:
     return "not measured" if value is None else f"{value:.3f}"
 
 
+def _threads(card: dict) -> str:
+    """The training's torch threads, as the card says them (older cards: in ``machine``)."""
+    threads = card.get("train_threads")
+    return "" if threads is None else f" with {shown(threads)} torch thread" + \
+        ("" if threads == 1 else "s")
+
+
 def _markdown(card: dict) -> str:
     lines = [f"# Model card: {card['file']}", "",
              "A PPO self-play policy for Seven Rocks (one network for all four seats; seat-relative",
@@ -184,14 +193,15 @@ def _markdown(card: dict) -> str:
                 f"{card['distill']['labels']:,} labels (`training.distill`; held-out agreement "
                 f"{_agreement(card['distill']['holdout_agreement'])}) |"]
                if card.get("distill") else []),
-             f"| training wall time | {_minutes(card['train_minutes'])} on {card['machine']}"
+             f"| training wall time | {_minutes(card['train_minutes'])}{_threads(card)}"
              + ("; the PPO run only, not the collection of the distillation's labels"
                 if card.get("distill") else "") + " |",
              f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
              f"v{int(card['model_config'].get('action_features', 0))}, "
              f"{card['model_config'].get('action_scorer', 'bilinear')} action scorer |",
              f"| critic (training only) | {_critic(card['config'])} |",
-             f"| file size | {card['file_bytes'] / 1e6:.2f} MB |", "",
+             f"| file size | {card['file_bytes'] / 1e6:.2f} MB |",
+             f"| arena played on | {card['machine']} (the ship run's machine) |", "",
              "## Arena results (" + ("batched arena, " if card.get("arena_kind") == "batched"
                                      else "") + "duplicate deals, policy plays greedily, 95% "
              "Wilson CI over pairs)",
@@ -252,22 +262,27 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True,
                         help="the policy file to write, e.g. checkpoints/shipped/sevenrocks_ppo.pt"
                              " (its model card is written beside it)")
-    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--pairs", type=arguments.count, default=1000)
     parser.add_argument("--agents", nargs="+", default=["random", "greedy", "heuristic"])
     parser.add_argument("--search", default="search")
-    parser.add_argument("--search-pairs", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=2025)
+    parser.add_argument("--search-pairs", type=arguments.non_negative_int, default=100,
+                        help="pairs against --search (0: no search row)")
+    parser.add_argument("--seed", type=arguments.seed, default=2025)
     parser.add_argument("--arena", choices=("batched", "pool"), default="batched",
                         help="batched: all pairs stepped together on the batched engine; pool: "
                              "one match at a time in --workers processes (any agent)")
-    parser.add_argument("--workers", type=int, default=1, help="processes of --arena pool")
+    parser.add_argument("--workers", type=arguments.count, default=1,
+                        help="processes of --arena pool")
     parser.add_argument("--extra-result", action="append", default=[], metavar="JSON",
                         help="add a result measured separately (`sevenrocks arena ... --json`)")
     parser.add_argument("--train-command", default="make train",
                         help="how the checkpoint was trained (for the card)")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    card_files = (out.parent / "model_card.json", out.parent / "MODEL_CARD.md")
     try:
-        check_output_file(args.out, [args.checkpoint, *args.extra_result])
+        for path in (out, *card_files):
+            check_output_file(path, [args.checkpoint, *args.extra_result])
         source = read_checkpoint(args.checkpoint)
         build_model(source, args.checkpoint)  # its weights, before --out is written
         facts = run_facts(source, args.checkpoint)
@@ -286,24 +301,50 @@ def main(argv=None) -> int:
             print(f"error: {result.source}: its policy {shown(result.spec_a)} does not have the "
                   "weights of the policy being shipped", file=sys.stderr)
             return 2
-    out = export_policy(args.checkpoint, args.out, data=source)  # read and checked above
-    spec = f"ckpt:{out}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    try:  # the policy and its card are staged, and replace the old ones only once all is done
+        with tempfile.TemporaryDirectory(dir=out.parent, prefix=".ship-") as staging:
+            staged = export_policy(args.checkpoint, Path(staging) / out.name, data=source)
+            rows = _play(play, f"policy=ckpt:{staged}", plan)
+            rows += [dict(_row(result.agent_b, result), source=result.source)
+                     for result in extra]
+            card = _card(args, argv, source, facts, distilled, rows, out, staged.stat().st_size)
+            staged_cards = [Path(staging) / path.name for path in card_files]
+            staged_cards[0].write_text(json.dumps(card, indent=1) + "\n")
+            staged_cards[1].write_text(_markdown(card))
+            for staged_file, path in zip((staged, *staged_cards), (out, *card_files)):
+                os.replace(staged_file, path)
+    except KeyboardInterrupt:
+        print(f"interrupted: nothing was written ({out} and its card are as they were)",
+              file=sys.stderr)
+        return 130
+    print(f"wrote {out}, {card_files[0]}, {card_files[1]}")
+    return 0
+
+
+def _play(play, spec: str, plan) -> list[dict]:
+    """The card's arena rows: ``spec`` against each ``(agent, pairs)`` of ``plan``."""
     rows = []
     for agent, pairs in plan:
         started = time.time()
         result = play(spec, agent, pairs)
         rows.append(_row(agent, result))
         print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
-    rows += [dict(_row(result.agent_b, result), source=result.source) for result in extra]
+    return rows
+
+
+def _card(args, argv, source, facts, distilled, rows, out: Path, file_bytes: int) -> dict:
+    """``model_card.json``'s contents (its commands name the policy at ``out``)."""
+    spec = f"ckpt:{out}"
     config = facts["config"]
-    threads = shown(config["torch_threads"]) if "torch_threads" in config else "?"
-    card = {
+    return {
         "file": out.name, "global_step": facts["global_step"],
         "train_minutes": None if facts["wall_time"] is None else facts["wall_time"] / 60,
-        "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores (torch threads "
-                   f"{threads})",
+        "train_threads": config.get("torch_threads"),
+        # where ship ran: the arena's times; the training machine is not in a checkpoint
+        "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores",
         "obs_version": source["obs_version"], "model_config": source["model_config"],
-        "file_bytes": out.stat().st_size, "arena": rows, "arena_kind": args.arena,
+        "file_bytes": file_bytes, "arena": rows, "arena_kind": args.arena,
         "config": config,
         **({"distill": distilled} if distilled else {}),
         "commands": [args.train_command,
@@ -317,10 +358,6 @@ def main(argv=None) -> int:
                        for path, row in zip(args.extra_result, rows[-len(args.extra_result):])
                        if args.extra_result)],
     }
-    (out.parent / "model_card.json").write_text(json.dumps(card, indent=1) + "\n")
-    (out.parent / "MODEL_CARD.md").write_text(_markdown(card))
-    print(f"wrote {out}, {out.parent / 'model_card.json'}, {out.parent / 'MODEL_CARD.md'}")
-    return 0
 
 
 if __name__ == "__main__":
