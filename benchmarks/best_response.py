@@ -39,7 +39,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 from sevenrocks_env import arguments  # noqa: E402
-from sevenrocks_env.arena import evaluate, split_name  # noqa: E402
+from sevenrocks_env.arena import check_settings, check_workers, evaluate, split_name  # noqa: E402
+from sevenrocks_env.atomic_file import atomic_path, check_output_file  # noqa: E402
 from training.config import ConfigError, load_config  # noqa: E402
 from training.opponents import PAST  # noqa: E402
 from training.train import train  # noqa: E402
@@ -88,10 +89,21 @@ def run(args) -> dict:
     out = Path(args.out)
     cfg = best_response_config(opponent, args.steps, args.seed, out, args.smoke, args.set,
                                args.init)
-    started = time.time()
-    trained = train(cfg, final_table=False, force=args.force)
-    train_minutes = (time.time() - started) / 60
     frozen = opponent if display == opponent else f"{display}={opponent}"
+    # the arena's settings and the result's file before training (they were found after it)
+    check_settings(pairs=args.pairs, seed=args.deal_seed, target=cfg.target)
+    check_workers(args.workers, "best_response", frozen)
+    check_output_file(out / f"{cfg.run_name}.json")
+    started = time.time()
+    try:
+        trained = train(cfg, final_table=False, force=args.force)
+    except ConfigError as error:
+        if error.key != "run_name":
+            raise
+        raise ConfigError(f"this best response was trained already: its run folder "
+                          f"{out / 'runs' / cfg.run_name} exists; --force trains it again from "
+                          "the start, or give another --out or --seed", "run_name") from None
+    train_minutes = (time.time() - started) / 60
     result = evaluate(f"best_response=ckpt:{trained['checkpoint']}", frozen,
                       args.pairs, seed=args.deal_seed, workers=args.workers, target=cfg.target)
     record = {"opponent": display, "spec": opponent, "init": args.init or "scratch",
@@ -101,7 +113,8 @@ def run(args) -> dict:
               "train_minutes": train_minutes, "overrides": list(args.set),
               "smoke": bool(args.smoke), "arena": result.as_dict()}
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{cfg.run_name}.json").write_text(json.dumps(record, indent=1))
+    with atomic_path(out / f"{cfg.run_name}.json") as partial:
+        partial.write_text(json.dumps(record, indent=1))
     return record
 
 

@@ -146,6 +146,22 @@ def test_bad_opponent_is_a_clear_error(opponent, message, tmp_path, capsys):
     assert not (tmp_path / "ckpt").exists()   # refused before training
 
 
+def test_arena_settings_are_checked_before_training_and_a_rerun_says_what_to_do(tmp_path,
+                                                                                capsys):
+    """--workers 65 was refused after the training, whose folder then blocked the rerun with a
+    hint to use --resume, which this script does not have."""
+    args = ["--opponent", "greedy", "--smoke", "--steps", "128", "--pairs", "1",
+            "--out", str(tmp_path)]
+    assert best_response.main([*args, "--workers", "65"]) == 2
+    assert "workers must be an int in [1, 64]" in capsys.readouterr().err
+    assert not (tmp_path / "ckpt").exists() and not (tmp_path / "runs").exists()
+    assert best_response.main(args) == 0
+    capsys.readouterr()
+    assert best_response.main(args) == 2
+    err = capsys.readouterr().err
+    assert "trained already" in err and "--force" in err and "--resume" not in err
+
+
 def test_bad_numbers_are_refused_by_the_parser(tmp_path):
     with pytest.raises(SystemExit):
         best_response.main(["--pairs", "0", "--out", str(tmp_path)])
