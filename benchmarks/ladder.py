@@ -7,7 +7,9 @@ Every pairing is a batched-arena run (duplicate deals from ``--seed``, Wilson 95
 pairs; ``sevenrocks_env.arena_batched``) -- except OpenSpiel's IS-MCTS (issue 13), which has no
 batched form and plays in the process-pool arena (``sevenrocks_env.arena``, ``--workers``) -- saved
 as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (``--reuse``, the
-default) and results measured elsewhere can be added as files.  Not every agent plays every
+default) and results measured elsewhere can be added as files (``sevenrocks arena --json`` with
+the ladder's names, specs, seed and pairs: ``greedy=greedy random=random``; such a file is never
+replaced, and a saved file that is not an arena result stops the ladder).  Not every agent plays every
 other: the slow searchers play a few neighbours (``PAIRINGS``), which a Bradley-Terry fit
 handles as long as the pairings connect all agents.
 Ratings are on the Elo scale, centred on the mean of the agents that won some pairs and lost
@@ -28,6 +30,8 @@ import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
+from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file, \
+    check_output_folder
 
 #: name -> agent spec
 AGENTS = {
@@ -63,22 +67,48 @@ PAIRINGS = [
 MAKE_TRAIN_PAIRINGS = [("make_train", "heuristic", 1000), ("make_train", "shipped", 200)]
 
 
+class SavedError(ValueError):
+    """A saved pairing file that cannot be used (its path and why)."""
+
+
+def read_saved(path: Path) -> dict:
+    """A saved pairing (:func:`sevenrocks_env.arena_report.read_result`; ``wall_s`` and
+    ``files`` too when the ladder wrote it): :class:`SavedError` for a file cut short by an
+    interrupted write, or edited."""
+    from sevenrocks_env.arena_report import read_result
+
+    try:
+        return read_result(path)
+    except ValueError as error:
+        raise SavedError(str(error)) from None
+
+
 def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1,
          agents: dict | None = None) -> dict:
     """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved
-    file when that was played with the same specs, deal seed and number of pairs (a file from
-    another --seed, --scale or --make-train checkpoint is played again and replaced)."""
+    file when that was played with the same specs, deal seed and number of pairs, and the files
+    the specs load still hold what they held (a file from another --seed, --scale or
+    --make-train checkpoint is played again and replaced).  A file the ladder did not write (an
+    arena's ``--json`` output: no ``files`` key) is reused when its specs load no file, and is
+    never replaced: :class:`SavedError` if it does not fit."""
     from sevenrocks_env.arena_log import files_fingerprint
 
     path = out / f"{a}__{b}.json"
     agents = AGENTS if agents is None else agents
     files = [files_fingerprint(agents[a]), files_fingerprint(agents[b])]  # a ckpt: retrained
     if reuse and path.exists():
-        saved = json.loads(path.read_text())
-        if all(saved.get(key) == value for key, value in (
-                ("spec_a", agents[a]), ("spec_b", agents[b]), ("seed", seed), ("pairs", pairs),
-                ("files", files))):
+        saved = read_saved(path)
+        ours = "files" in saved
+        if all(saved.get(key, files if key == "files" and not ours else None) == value
+               for key, value in (("spec_a", agents[a]), ("spec_b", agents[b]), ("seed", seed),
+                                  ("pairs", pairs), ("files", files))):
+            saved.setdefault("wall_s", 0.0)
             return saved
+        if not ours:
+            raise SavedError(f"{path}: not written by the ladder, and not a result of "
+                             f"{agents[a]} against {agents[b]}, {pairs} pairs, seed {seed}"
+                             f"{' (whose files it cannot vouch for)' if any(files) else ''}: "
+                             "move it away to play the pairing again")
         print(f"({path.name}: saved with other settings; playing it again)", file=sys.stderr)
     spec_a, spec_b = f"{a}={agents[a]}", f"{b}={agents[b]}"
     started = time.perf_counter()
@@ -92,7 +122,8 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
     data = result.as_dict()
     data["wall_s"] = time.perf_counter() - started
     data["files"] = files
-    path.write_text(json.dumps(data, indent=1))
+    with atomic_path(path) as partial:  # an interrupted write never leaves half a file
+        partial.write_text(json.dumps(data, indent=1))
     return data
 
 
@@ -133,7 +164,9 @@ def plot(rated: list[dict], path: str) -> None:
     ax.set_title("Seven Rocks ratings ladder (arena, duplicate deals)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as partial:
+        fig.savefig(partial, dpi=110, format="png")
 
 
 def main(argv=None) -> int:
@@ -166,6 +199,15 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"no agent {', '.join(unknown)} in the ladder (its agents: "
                      f"{', '.join(agents)})")
+    try:  # before the first pairing: a plot path or a checkpoint failed after hours of play
+        check_output_folder(args.out)
+        if args.plot:
+            check_output_file(args.plot)
+        if args.make_train:
+            from sevenrocks_env.arena_log import files_fingerprint
+            files_fingerprint(agents["make_train"])
+    except (OutputError, ValueError) as error:
+        parser.error(str(error))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     import torch
@@ -178,19 +220,27 @@ def main(argv=None) -> int:
         if (args.only and a not in args.only and b not in args.only) or {a, b} & set(args.skip):
             continue
         saved = out / f"{a}__{b}.json"
-        if args.no_play:  # whatever was saved, with its own seed and pairs (they are printed)
-            if not saved.exists():
-                continue
-            r = json.loads(saved.read_text())
-        else:
-            r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
-                     args.workers, agents)
+        try:
+            if args.no_play:  # whatever was saved, with its own seed and pairs (printed)
+                if not saved.exists():
+                    continue
+                r = read_saved(saved)
+                if (r["spec_a"], r["spec_b"], r["seed"]) != (agents[a], agents[b], args.seed):
+                    print(f"({saved.name}: {r['spec_a']} against {r['spec_b']}, seed "
+                          f"{r['seed']}: not this ladder's specs or --seed)", file=sys.stderr)
+            else:
+                r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
+                         args.workers, agents)
+        except SavedError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
         results.append(r)
         ms = " / ".join(f"{1000 * s:.1f}" for s in r["seconds_per_decision"])
         if "cpu_seconds_per_decision" in r:  # (pairings saved before CPU time was kept: wall only)
             ms += "; " + " / ".join(f"{1000 * s:.1f}" for s in r["cpu_seconds_per_decision"])
         print(f"| {a} | {b} | {r['pairs']} | {r['win_rate']:.3f} [{r['ci95'][0]:.3f}, "
-              f"{r['ci95'][1]:.3f}] | {r['mean_margin']:+.1f} | {ms} | {r['wall_s']:.0f} |",
+              f"{r['ci95'][1]:.3f}] | {r['mean_margin']:+.1f} | {ms} | "
+              f"{r.get('wall_s', 0):.0f} |",
               flush=True)
     if not results:
         print(f"error: no pairing played or saved under {out} (see --only, --skip, --no-play)",
@@ -204,8 +254,10 @@ def main(argv=None) -> int:
         return 2
     from sevenrocks_env.arena_report import rating_text
     print("\n| agent | rating | ±95% | lead over the next one down, ±95% |\n|---|---:|---:|---:|")
-    for r in rated:
-        lead = "" if r["lead"] is None else f"{r['lead'][0]:+.0f} ± {1.96 * r['lead'][1]:.0f}"
+    for r, below in zip(rated, rated[1:] + [None]):
+        lead = "" if below is None else f"{r['lead'][0]:+.0f} ± {1.96 * r['lead'][1]:.0f}"
+        if below is not None and (r["one_sided"] or below["one_sided"]):
+            lead = "prior"  # a rating the prior sets: the difference is not measured either
         spread = "prior" if r["one_sided"] else f"{1.96 * r['stderr']:.0f}"
         print(f"| {r['agent']} | {rating_text(r)} | {spread} | {lead} |")
     one_sided = [f"{r['agent']} ({r['one_sided']})" for r in rated if r["one_sided"]]

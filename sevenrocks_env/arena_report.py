@@ -8,10 +8,70 @@ followed by the list of names and the specs they stand for.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import PurePath
 
 from .agents import CHECKPOINT_SPECS
+
+#: A saved arena result (``sevenrocks arena ... --json``) is at most this long (about 1 KB).
+MAX_RESULT_BYTES = 1_000_000
+
+
+def _fraction(value) -> bool:
+    return type(value) in (int, float) and 0 <= value <= 1
+
+
+def _finite(value) -> bool:
+    return type(value) in (int, float) and abs(value) <= 1e9  # (NaN fails too)
+
+
+def _text(limit: int):
+    return lambda value: isinstance(value, str) and 0 < len(value) <= limit
+
+
+#: The fields of a saved two-agent result (``ArenaResult.as_dict``) and the check of each.
+RESULT_FIELDS = {
+    "agent_a": _text(200), "agent_b": _text(200), "spec_a": _text(1200), "spec_b": _text(1200),
+    "pairs": lambda v: type(v) is int and 0 < v <= 10 ** 9,
+    "matches": lambda v: type(v) is int and 0 < v <= 2 * 10 ** 9,
+    "win_rate": _fraction,
+    "ci95": lambda v: isinstance(v, list) and len(v) == 2 and all(map(_fraction, v)),
+    "mean_margin": _finite,
+    "rounds_per_match": _finite,
+    "seed": lambda v: v is None or (type(v) is int and 0 <= v < 2 ** 64),
+    "seconds_per_decision": lambda v: isinstance(v, list) and len(v) == 2
+    and all(_finite(x) and x >= 0 for x in v),
+    "target": lambda v: type(v) is int and 0 < v <= 10 ** 9,
+}
+
+
+def read_result(path) -> dict:
+    """A saved arena result (``--json``, or a file a script wrote from ``as_dict()``), each
+    field of :data:`RESULT_FIELDS` checked, and the numbers those of an arena run (two matches
+    a pair, the Wilson interval over the pairs): ``ValueError`` naming the file and what is
+    wrong.  Other keys are kept unchecked, for the caller."""
+    from .ratings import wilson_interval
+    from .textfile import read_text
+
+    text = read_text(path, MAX_RESULT_BYTES, "arena result")  # ValueError saying why not
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"{path}: not a readable arena result ({str(error)[:80]})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: an arena result is a JSON object")
+    for field, ok in RESULT_FIELDS.items():
+        if not ok(data.get(field)):
+            raise ValueError(f"{path}: {field} is missing or out of range in this arena "
+                             f"result, got {str(data.get(field))[:80]!r}")
+    lo, hi = wilson_interval(data["win_rate"], data["pairs"])
+    if data["matches"] != 2 * data["pairs"] or max(abs(lo - data["ci95"][0]),
+                                                   abs(hi - data["ci95"][1])) > 1e-6:
+        raise ValueError(f"{path}: matches must be 2 x pairs and ci95 the Wilson interval of "
+                         "win_rate over the pairs; the file was not written by the arena as is")
+    return data
+
 
 #: The longest name shown as a column header of the round-robin matrix.
 MAX_NAME = 20

@@ -14,6 +14,8 @@ pytest.importorskip("matplotlib")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import ladder  # noqa: E402
 
+from sevenrocks_env.ratings import wilson_interval  # noqa: E402
+
 
 def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
     out, png = tmp_path / "ladder", tmp_path / "ratings.png"
@@ -28,7 +30,7 @@ def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
     assert rows and "-" in rows[-1].split("|")[2]
     # a second run reads the files instead of playing again
     data = json.loads((out / "greedy__random.json").read_text())
-    data["win_rate"] = 0.0
+    data["win_rate"], data["ci95"] = 0.0, list(wilson_interval(0.0, data["pairs"]))
     (out / "greedy__random.json").write_text(json.dumps(data))
     ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out)])
     assert "| greedy | random | 1 | 0.000" in capsys.readouterr().out
@@ -113,3 +115,60 @@ def test_skip_leaves_out_pairings_and_unknown_names_are_refused(tmp_path, capsys
         with pytest.raises(SystemExit):
             ladder.main([option, "heuristc", "--out", str(out)])
         assert "no agent heuristc in the ladder" in capsys.readouterr().err
+
+
+def test_a_saved_file_that_is_not_an_arena_result_is_one_line_and_left_alone(tmp_path, capsys):
+    """A truncated or edited file was a JSONDecodeError or TypeError traceback."""
+    out = tmp_path / "ladder"
+    out.mkdir()
+    for text in ('{"agent_a": "gre', "[1]", '{"agent_a": "greedy"}'):
+        (out / "greedy__random.json").write_text(text)
+        for mode in ([], ["--no-play"]):
+            assert ladder.main(["--scale", "0.005", "--only", "random", "--skip", "heuristic",
+                                "--out", str(out), *mode]) == 2
+            err = capsys.readouterr().err
+            assert err.startswith("error: ") and err.count("\n") == 1, err
+            assert (out / "greedy__random.json").read_text() == text
+
+
+def test_an_arena_json_result_is_reused_and_never_overwritten(tmp_path, capsys):
+    """Results measured elsewhere (``sevenrocks arena --json``) can be added as files: one of
+    the same specs, seed and pairs is used; one that does not fit is refused, not replaced."""
+    from sevenrocks_env.arena_batched import evaluate_batched
+
+    out = tmp_path / "ladder"
+    out.mkdir()
+    result = evaluate_batched("greedy=greedy", "random=random", 1, seed=31337).as_dict()
+    result["win_rate"], result["ci95"] = 0.0, list(wilson_interval(0.0, 1))  # to see it used
+    saved = out / "greedy__random.json"
+    saved.write_text(json.dumps(result))
+    args = ["--scale", "0.005", "--only", "random", "--skip", "heuristic", "--out", str(out)]
+    assert ladder.main(args) == 0
+    assert "| greedy | random | 1 | 0.000" in capsys.readouterr().out
+    assert ladder.main([*args, "--seed", "5"]) == 2
+    assert "not written by the ladder" in capsys.readouterr().err
+    assert json.loads(saved.read_text()) == result
+
+
+def test_outputs_and_the_make_train_file_are_checked_before_playing(tmp_path, capsys):
+    out = tmp_path / "ladder"
+    for options, words in ((["--plot", str(tmp_path / "file" / "x.png")], "not a folder"),
+                           (["--make-train", str(tmp_path / "missing.pt")], "cannot read"),
+                           (["--out", str(tmp_path / "file")], "not a folder")):
+        (tmp_path / "file").write_text("")
+        with pytest.raises(SystemExit) as stop:
+            ladder.main(["--scale", "0.005", "--only", "random", *options,
+                         *([] if "--out" in options else ["--out", str(out)])])
+        assert stop.value.code == 2
+        assert words is None or words in capsys.readouterr().err
+        assert not out.exists()
+
+
+def test_a_lead_over_an_agent_rated_by_the_prior_is_not_given_an_interval(tmp_path, capsys):
+    out = tmp_path / "ladder"
+    assert ladder.main(["--scale", "0.005", "--only", "random", "--skip", "heuristic",
+                        "--out", str(out)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    greedy = next(row for row in rows if row.startswith("| greedy | ") and "±" not in row[10:]
+                  and row.count("|") == 5)
+    assert greedy.rstrip().endswith("| prior |")

@@ -28,12 +28,12 @@ import torch
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents import CHECKPOINT_SPECS
+from sevenrocks_env.arena_report import RESULT_FIELDS
+from sevenrocks_env.arena_report import read_result as read_arena_result
 from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
-from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
-from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
 from .distill_labels import MAX_LABELS, TEACHER_TEXT, is_teacher_text
@@ -85,56 +85,17 @@ class _Result:
         self.__dict__.update(data)
 
 
-def _fraction(value) -> bool:
-    return type(value) in (int, float) and 0 <= value <= 1
-
-
-def _finite(value) -> bool:
-    return type(value) in (int, float) and abs(value) <= 1e9  # (NaN fails too)
-
-
-#: An ``--extra-result`` file is at most this long (an arena result is about 1 KB).
-MAX_RESULT_BYTES = 1_000_000
-#: What the card reads from an ``--extra-result`` file, and the check of each value.
-_RESULT_FIELDS = {
-    "agent_b": lambda v: isinstance(v, str) and 0 < len(v) <= 200,
-    "pairs": lambda v: type(v) is int and 0 < v <= 10 ** 7,
-    "matches": lambda v: type(v) is int and 0 < v <= 2 * 10 ** 7,
-    "win_rate": _fraction,
-    "ci95": lambda v: isinstance(v, list) and len(v) == 2 and all(map(_fraction, v)),
-    "mean_margin": _finite,
-    "rounds_per_match": _finite,
-    "seed": lambda v: v is None or (type(v) is int and 0 <= v < 2 ** 64),
-    "seconds_per_decision": lambda v: isinstance(v, list) and len(v) == 2
-    and all(_finite(x) and x >= 0 for x in v),
-    "spec_a": lambda v: isinstance(v, str) and v.partition(":")[0] in CHECKPOINT_SPECS
-    and len(v) <= 1200,
-    "target": lambda v: v == DEFAULT_TARGET,
-}
-
-
 def read_result(path) -> _Result:
-    """An ``sevenrocks arena ... --json`` result file, every value the card uses checked
-    (``ValueError`` naming the file and field), before any arena is played."""
-    text = read_text(path, MAX_RESULT_BYTES, "arena result")  # ValueError saying why not
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as error:
-        raise ValueError(f"{path}: not a readable arena result ({str(error)[:80]})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: an arena result is a JSON object")
-    for field, ok in _RESULT_FIELDS.items():
-        if not ok(data.get(field)):
-            raise ValueError(f"{path}: {field} is missing or out of range, got "
-                             f"{shown(data.get(field))} (an arena result of a ckpt: policy "
-                             f"against one agent, target {DEFAULT_TARGET})")
-    # the numbers must be those of an arena run: two matches a pair, Wilson over the pairs
-    lo, hi = wilson_interval(data["win_rate"], data["pairs"])
-    if data["matches"] != 2 * data["pairs"] or max(abs(lo - data["ci95"][0]),
-                                                   abs(hi - data["ci95"][1])) > 1e-6:
-        raise ValueError(f"{path}: matches must be 2 x pairs and ci95 the Wilson interval of "
-                         "win_rate over the pairs; the file was not written by the arena as is")
-    return _Result({field: data[field] for field in _RESULT_FIELDS} | {"source": str(path)})
+    """An ``sevenrocks arena ... --json`` result file (:func:`~sevenrocks_env.arena_report.
+    read_result`) of a ``ckpt:`` policy at the default target: the card's rows are of this
+    policy's matches to 250 (``ValueError`` naming the file and field), checked before any arena
+    is played."""
+    data = read_arena_result(path)
+    if data["spec_a"].partition(":")[0] not in CHECKPOINT_SPECS or data["target"] != DEFAULT_TARGET:
+        raise ValueError(f"{path}: not an arena result of a ckpt: policy against one agent, "
+                         f"target {DEFAULT_TARGET} (spec_a {shown(data['spec_a'])}, target "
+                         f"{data['target']})")
+    return _Result({field: data[field] for field in RESULT_FIELDS} | {"source": str(path)})
 
 
 def same_policy(spec: str, exported: dict) -> bool:
