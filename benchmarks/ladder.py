@@ -10,8 +10,8 @@ as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (``
 default) and results measured elsewhere can be added as files (``sevenrocks arena --json`` with
 the ladder's names, specs, seed and pairs: ``greedy=greedy random=random``; such a file is
 never replaced, and a saved file that is not an arena result stops the ladder).  Not every
-agent plays every other: the slow searchers play a few neighbours (``PAIRINGS``), which a Bradley-Terry fit
-handles as long as the pairings connect all agents.
+agent plays every other: the slow searchers play a few neighbours (``PAIRINGS``), which a
+Bradley-Terry fit handles as long as the pairings connect all agents.
 Ratings are on the Elo scale, centred on the mean of the agents that won some pairs and lost
 some, with ±1.96 standard errors (:func:`sevenrocks_env.ratings.fit_bradley_terry`); an agent
 that won every pair or lost every one has the rating the fit's prior gives it, marked ``>=`` or
