@@ -11,8 +11,11 @@ the policy stays a function of the observation.
 
 The replies are not the engine's: which tiles fit an open number and what a slot adds to the end
 sum are tables here (``reply_table``, ``fits_table``, ``_values``), a second statement of R5's
-counting in the form the features need; ``tests/test_policy_features.py`` ties every feature to
-``rules.apply_action`` on random positions.
+counting in the form the features need (``_values`` counts a slot as it will count once another
+tile is down: an opening spinner's second side too, which ``layout.counted_ends`` leaves out
+before that tile); their points are the engine's ``layout.placement_points``.
+``tests/test_policy_features.py`` ties every feature to ``rules.apply_action`` on random
+positions.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ def reply_table() -> torch.Tensor:
     other = torch.tensor(OTHER_HALF, dtype=torch.long).T                  # [7, 28], -1: no fit
     counted = other.clamp(min=0) * (1 + torch.tensor(TILE_IS_DOUBLE, dtype=torch.long))
     total = torch.arange(MAX_OTHER_SLOTS + 1).view(-1, 1, 1) + counted      # [37, 7, 28]
-    points = total * ((total % 5 == 0) & (total > 0) & (other >= 0))
+    points = layout.placement_points(total) * (other >= 0)
     return torch.cat([points.reshape(-1, NUM_TILES), torch.zeros(1, NUM_TILES, dtype=torch.long)]
                      ).float()
 
