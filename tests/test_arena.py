@@ -221,7 +221,7 @@ def test_round_robin_table_and_ratings():
 
 @pytest.mark.parametrize("argv, words", [
     (["minimax", "greedy"], "unknown agent spec"),
-    (["greedy", "random", "--pairs", "-3"], "pairs must be >= 1"),
+    (["greedy", "random", "--pairs", "-3"], "pairs must be in [1, 1000000000]"),
     (["greedy"], "exactly two agents"),
     (["greedy", "random", "--workers", "0"], "workers"),
     (["greedy", "random", "--workers", "100000"], "workers must be an int in [1, 64]"),
