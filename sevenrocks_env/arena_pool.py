@@ -151,6 +151,17 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         writer.close()
 
 
+def a_worker_died(pool: ProcessPoolExecutor) -> bool:
+    """Whether one of the pool's worker processes has ended (killed, out of memory) while the
+    pool is in use.  The executor notices a dead worker only among the processes it watched
+    when it last woke up: CPython starts workers one per submitted task, after waking its
+    manager, so the last one started can go unwatched until another task is submitted, and a
+    pool with one long task a worker (the distillation's spans) then waits for ever.  Reads
+    the executor's private ``_processes`` (as :func:`_stop_workers` does)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    return any(process.exitcode is not None for process in processes)
+
+
 def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: range, target: int,
                        max_rounds: int, workers: int):
     """Yield the :class:`~sevenrocks_env.arena.PairOutcome` of each pair in ``pairs`` from
@@ -171,4 +182,5 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
                         _play_span, spans, workers)
 
 
-__all__ = ["WorkerDied", "play_pairs_in_pool", "play_spans_in_pool", "pool_context"]
+__all__ = ["WorkerDied", "a_worker_died", "play_pairs_in_pool", "play_spans_in_pool",
+           "pool_context"]

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
-from sevenrocks_env.arena_pool import WorkerDied, pool_context
+from sevenrocks_env.arena_pool import WorkerDied, _stop_workers, a_worker_died, pool_context
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
@@ -240,12 +240,13 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
     stop = context.Event()
     settings = {"init": init, "teacher": teacher, "seed": seed, "threads": threads,
                 "labels_path": str(labels_path), "save_every": save_every, "stop": stop}
+    died = WorkerDied("a collection worker died (killed, or out of memory?); the part files "
+                      f"beside {labels_path} hold what the spans saved (train on them with "
+                      "--labels)")
     with ProcessPoolExecutor(len(work), context, _span_init, (settings,)) as pool:
         pending = [pool.submit(_collect_span, *span) for span in work]
-        while True:
+        while not all(future.done() for future in pending):
             try:
-                if all(future.done() for future in pending):
-                    break
                 wait(pending, timeout=1.0)  # a timed wait: a signal is handled within the second
             except KeyboardInterrupt:
                 if stop.is_set():
@@ -253,11 +254,14 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
                 stop.set()
                 log("collect: interrupted; each span stops after its current step (Ctrl-C "
                     "again to drop their labels)")
+            if a_worker_died(pool) and not all(future.done() for future in pending):
+                stop.set()  # (the executor may not have seen it: arena_pool.a_worker_died)
+                _stop_workers(pool)
+                raise died
         try:
             parts = [future.result() for future in pending]
         except BrokenProcessPool:
-            raise WorkerDied("a collection worker died (killed, or out of memory?); the part "
-                             f"files beside {labels_path} hold what the spans saved") from None
+            raise died from None
     return {key: np.concatenate([part[key] for part in parts]) for key in _LABEL_KEYS}
 
 
