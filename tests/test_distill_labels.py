@@ -119,6 +119,16 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(distill.LabelsError, match="not a labels file"):
         distill_labels.load_labels(tmp_path / "junk.npz")
+    # a header declared 50 MB long (spaces: a few kB compressed) is refused before it is read
+    # (NumPy reads the whole declared header, up to 4 GB, before its own limit)
+    bomb = tmp_path / "bomb.npz"
+    length = 50_000_000
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("action.npy", b"\x93NUMPY\x02\x00" + length.to_bytes(4, "little")
+                         + b" " * length)
+    with pytest.raises(distill.LabelsError,
+                       match="'action' declares a .npy header of 50,000,000 bytes"):
+        distill_labels.load_labels(bomb)
 
 
 def test_a_damaged_labels_file_is_a_labels_error(tmp_path, collected):

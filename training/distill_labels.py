@@ -12,6 +12,7 @@ bounds below.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import zipfile
@@ -31,6 +32,8 @@ MAX_LABELS = 2_000_000
 MAX_VALUE = 1e6
 #: Labels files one training run may join.
 MAX_FILES = 64
+#: Longest ``.npy`` header read from a labels file (NumPy's own default limit).
+MAX_NPY_HEADER = 10_000
 #: Match ids are below this (``env << 32 | match``: up to 2**30 envs).
 MAX_MATCH_ID = 1 << 62
 
@@ -109,10 +112,7 @@ def _check_declared_shapes(path) -> int:
                                   f"labels file holds only {', '.join(sorted(allowed))})")
             for name in names:
                 with archive.open(name) as member:
-                    version = np.lib.format.read_magic(member)
-                    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                            else np.lib.format.read_array_header_2_0)
-                    shape, _, dtype = read(member)
+                    shape, dtype = _array_header(member, path, name[:-len(".npy")])
                     size = (member.tell(), archive.getinfo(name).file_size)
                 declared[name[:-len(".npy")]] = (shape, dtype, size)
     except (LabelsError, MemoryError):
@@ -144,9 +144,28 @@ def _check_declared_shapes(path) -> int:
                default=0)
 
 
+def _array_header(member, path, name: str) -> tuple[tuple, np.dtype]:
+    """``(shape, dtype)`` from the ``.npy`` header at the start of ``member``, whose declared
+    length is read and bounded first: NumPy's readers take the whole declared header (up to
+    4 GB: a member of spaces compresses to almost nothing) before their own size check."""
+    version = np.lib.format.read_magic(member)
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise LabelsError(f"{path}: '{name}' is .npy version {version}, not 1, 2 or 3")
+    length_bytes = member.read(2 if version == (1, 0) else 4)
+    length = int.from_bytes(length_bytes, "little")
+    if length > MAX_NPY_HEADER:
+        raise LabelsError(f"{path}: '{name}' declares a .npy header of {length:,} bytes (an "
+                          f"array's is under {MAX_NPY_HEADER:,})")
+    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+            else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = read(io.BytesIO(length_bytes + member.read(length)))
+    return shape, dtype
+
+
 def _not_labels(path, error: Exception) -> LabelsError:
+    first = (str(error).splitlines() or [""])[0]  # NumPy's messages run over several lines
     return LabelsError(f"{path}: not a labels file, or a damaged one ({type(error).__name__}: "
-                       f"{str(error)[:200]})")
+                       f"{first[:200]})")
 
 
 def _first_outside_the_game(obs: np.ndarray, rows: int = 65_536) -> int | None:
