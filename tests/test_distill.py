@@ -23,6 +23,7 @@ from distill_stand_ins import Highest, tiny_student  # noqa: E402
 
 from training import distill, distill_collect, distill_labels  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+from sevenrocks_env.arena_pool import WorkerDied  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +112,41 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, collect
         with pytest.raises(ValueError, match="is the input"):
             distill.run(args, log=lambda *_: pytest.fail("started work"))
     assert distill.load_labels_files(str(labels))[1] == "search:samples=4"
+
+
+def test_a_collection_refuses_what_it_would_destroy_or_fail_on_later(tmp_path):
+    """Checked before collecting: --out over the teacher's own network (it was overwritten),
+    an existing labels file (a rerun replaced hours of labels), and a log folder that cannot
+    be made (it failed after the collection, with a traceback)."""
+    teacher = save_checkpoint(tmp_path / "teacher.pt", policy_entries(PolicyNet((32, 32)), 1))
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
+    (tmp_path / "file").write_text("")
+    (tmp_path / "kept.labels.npz").write_bytes(b"labels of an earlier run")
+    for out, log_dir, words in (
+            (teacher, tmp_path / "runs", "is the input"),
+            (tmp_path / "kept.pt", tmp_path / "runs", "kept.labels.npz is there already"),
+            (tmp_path / "student.pt", tmp_path / "file", "--log-dir: output")):
+        args = distill.Args(init=str(init), teacher=f"search:policy={teacher},samples=2",
+                            decisions=8, num_envs=4, epochs=1, out=str(out),
+                            log_dir=str(log_dir))
+        with pytest.raises(ValueError, match=words):
+            distill.run(args, log=lambda *_: pytest.fail("started work"))
+    assert (tmp_path / "kept.labels.npz").read_bytes() == b"labels of an earlier run"
+
+
+@pytest.mark.parametrize("error, code, words", [
+    (KeyboardInterrupt(), 130, "interrupted: no policy was written; labels saved so far are "
+                               "beside --out (s.labels.npz"),
+    (WorkerDied("a collection worker died"), 1, "error: a collection worker died"),
+])
+def test_the_command_line_ends_an_interrupted_or_failed_run_in_one_line(
+        monkeypatch, capsys, error, code, words):
+    def stopped(args, log=print):
+        raise error
+    monkeypatch.setattr(distill, "run", stopped)
+    assert distill.main(["--out", "s.pt"]) == code
+    err = capsys.readouterr().err
+    assert err.startswith(words.split(" (")[0]) and words in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("facts, words", [

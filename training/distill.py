@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -47,7 +48,9 @@ import torch
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
-from sevenrocks_env.atomic_file import check_output_file
+from sevenrocks_env.agents import spec_files
+from sevenrocks_env.arena_pool import WorkerDied
+from sevenrocks_env.atomic_file import OutputError, check_output_file, check_output_folder
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import policy_entries, run_facts, save_checkpoint
@@ -265,7 +268,15 @@ def _run(args: Args, log) -> dict:
     student = build_model(init_data, args.init)
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
-    out = check_output_file(args.out, [args.init, *labels_file_names(args.labels or "")])
+    # --out must not be a file the run reads: the init, the labels, the teacher's network
+    inputs = [args.init, *labels_file_names(args.labels or ""),
+              *([] if args.labels else spec_files(args.teacher))]
+    out = check_output_file(args.out, inputs)
+    if args.epochs > 0:  # the logs are written after the collection: checked before it
+        try:
+            check_output_folder(Path(args.log_dir) / args.run_name)
+        except OutputError as error:
+            raise ValueError(f"--log-dir: {error}") from None
     if args.labels and args.epochs == 0:
         raise ValueError("--epochs 0 only collects labels: with --labels there is nothing to do")
     if args.labels:
@@ -275,7 +286,10 @@ def _run(args: Args, log) -> dict:
         log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")
     else:
         # the collection's labels file is written too, hours before --out: checked first
-        labels_path = check_output_file(out.with_name(out.stem + ".labels.npz"), [args.init])
+        labels_path = check_output_file(out.with_name(out.stem + ".labels.npz"), inputs)
+        if labels_path.exists():  # hours of search: never replaced by a rerun's
+            raise ValueError(f"{labels_path} is there already (the labels of an earlier "
+                             "collection): train on it with --labels, or move it away")
         labels, teacher = _collect(args, student.eval(), labels_path, log)
     if args.epochs == 0:  # the init, unchanged, is not a distilled policy: --out is not written
         log(f"--epochs 0: labels collected, no policy written to {out}")
@@ -345,6 +359,13 @@ def main(argv=None) -> int:
         run(args)
     except ValueError as error:  # bad spec, labels file or checkpoint: one clear line
         parser.exit(2, f"error: {error}\n")
+    except KeyboardInterrupt:  # the labels collected so far are saved as they go
+        print("interrupted: no policy was written; labels saved so far are beside --out "
+              f"({Path(args.out).stem}.labels.npz, or its .part files)", file=sys.stderr)
+        return 130
+    except (WorkerDied, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
