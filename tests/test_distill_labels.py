@@ -193,6 +193,10 @@ def test_several_labels_files_train_together_without_sharing_a_match(tmp_path, c
         distill_labels.load_labels_files(" , ")
     with pytest.raises(distill.LabelsError, match="named twice"):
         distill_labels.load_labels_files(f"{first},{tmp_path}/../{tmp_path.name}/a.npz")
+    copy = tmp_path / "copy_of_a.npz"  # held-out agreement was 1.0 with a copy beside it
+    copy.write_bytes(first.read_bytes())
+    with pytest.raises(distill.LabelsError, match="copy_of_a.npz holds the same labels as"):
+        distill_labels.load_labels_files(f"{first},{copy}")
     with pytest.raises(distill.LabelsError, match="c.npz.* has no teacher's values"):
         distill_labels.load_labels_files(f"{first},{second.with_name('c.npz')}", need_values=True)
     with pytest.raises(distill.LabelsError, match="hold 120 labels, more than 100"):
