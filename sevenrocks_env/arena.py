@@ -391,5 +391,6 @@ __all__ = [
 ]
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as `sevenrocks arena`: stdout errors in one line
+    from .cli import run_as
+    sys.exit(run_as("arena"))

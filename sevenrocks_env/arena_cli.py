@@ -167,5 +167,6 @@ def _batched(args):
                             not args.no_progress, args.log, args.workers)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as `sevenrocks arena`: stdout errors in one line
+    from .cli import run_as
+    sys.exit(run_as("arena"))

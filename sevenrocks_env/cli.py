@@ -49,5 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def run_as(subcommand: str) -> int:
+    """``python -m MODULE ARGS`` as ``sevenrocks SUBCOMMAND ARGS``: the same handling of a
+    closed or full stdout (one line, not a traceback)."""
+    return main([subcommand, *sys.argv[1:]])
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -347,5 +347,6 @@ def record_path_problem(path: Path, default: bool) -> str | None:
     return None
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as `sevenrocks play`: stdout errors in one line
+    from .cli import run_as
+    sys.exit(run_as("play"))

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +186,16 @@ def test_the_sevenrocks_command_stops_quietly_on_a_closed_pipe(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert full.returncode == 2 and "Traceback" not in full.stderr
     assert full.stderr.strip().startswith("error: sevenrocks arena:"), full.stderr
+
+
+@pytest.mark.parametrize("module, args", [
+    ("sevenrocks_env.arena", "greedy random --pairs 1 --no-progress"),
+    ("sevenrocks_env.arena_cli", "greedy random --pairs 1 --no-progress"),
+])
+def test_python_dash_m_handles_a_full_stdout_as_the_sevenrocks_command(module, args):
+    """``python -m sevenrocks_env.arena ... > /dev/full`` was an OSError traceback."""
+    full = subprocess.run(["bash", "-c", f"{sys.executable} -m {module} {args} > /dev/full"],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert full.returncode == 2 and "Traceback" not in full.stderr, full.stderr
+    assert full.stderr.startswith("error: sevenrocks ") and full.stderr.count("\n") == 1

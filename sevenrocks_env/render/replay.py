@@ -216,5 +216,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # as `sevenrocks replay`: stdout errors in one line
+    from ..cli import run_as
+    sys.exit(run_as("replay"))
