@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
+from sevenrocks_env.rules import DEFAULT_TARGET
 from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file, \
     check_output_folder
 
@@ -99,16 +100,19 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
     if reuse and path.exists():
         saved = read_saved(path)
         ours = "files" in saved
-        if all(saved.get(key, files if key == "files" and not ours else None) == value
-               for key, value in (("spec_a", agents[a]), ("spec_b", agents[b]), ("seed", seed),
-                                  ("pairs", pairs), ("files", files))):
+        wanted = {"agent_a": a, "agent_b": b, "spec_a": agents[a], "spec_b": agents[b],
+                  "seed": seed, "pairs": pairs, "target": DEFAULT_TARGET, "files": files}
+        if not ours and not any(files):  # an arena's --json: nothing to fingerprint
+            wanted.pop("files")
+        if all(saved.get(key) == value for key, value in wanted.items()):
             saved.setdefault("wall_s", 0.0)
             return saved
         if not ours:
             raise SavedError(f"{path}: not written by the ladder, and not a result of "
-                             f"{agents[a]} against {agents[b]}, {pairs} pairs, seed {seed}"
-                             f"{' (whose files it cannot vouch for)' if any(files) else ''}: "
-                             "move it away to play the pairing again")
+                             f"{a}={agents[a]} against {b}={agents[b]}, {pairs} pairs, seed "
+                             f"{seed}, target {DEFAULT_TARGET}"
+                             + (" (nor can it say which weights its checkpoints held)"
+                                if any(files) else "") + ": move it away to play the pairing")
         print(f"({path.name}: saved with other settings; playing it again)", file=sys.stderr)
     spec_a, spec_b = f"{a}={agents[a]}", f"{b}={agents[b]}"
     started = time.perf_counter()

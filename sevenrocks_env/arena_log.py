@@ -275,7 +275,8 @@ def _check_consistent(fields: dict, max_rounds: int, where: str) -> None:
         problems.append(f"{rounds} rounds for two matches, {truncated} cut at {max_rounds}")
     if fields["margin"] != fields["points_a"] - fields["points_b"]:
         problems.append("margin is not points_a - points_b")
-    if truncated == 0 and score in (0, 2) and (fields["margin"] > 0) != (score == 2):
+    if truncated == 0 and (score == 2 and fields["margin"] <= 0
+                           or score == 0 and fields["margin"] >= 0):
         problems.append(f"score {score} with margin {fields['margin']} (a won match ends with "
                         "the winner ahead, R8)")
     if max(abs(fields["points_a"]), abs(fields["points_b"])) > MAX_ROUND_SWING * rounds:

@@ -156,6 +156,7 @@ NO_POINTS = {"round_wins_a": 0, "points_a": 0, "points_b": 0, "margin": 0}
     {"score": 2.0, "truncated": 0, "margin": -10, "points_a": 0, "points_b": 10},
     {"score": 0.0, "truncated": 0, "margin": 395, "points_a": 395, "points_b": 0},
     {"score": 2.0, "truncated": 0, "margin": 0, "points_a": 100, "points_b": 100},
+    {"score": 0.0, "truncated": 0, "margin": 0, "points_a": 100, "points_b": 100},
 ])
 def test_a_logged_pair_no_match_can_give_is_refused(tmp_path, change):
     """Values each in range but not together: a damaged or hostile log (rounds 0 used to end

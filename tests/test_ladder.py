@@ -148,20 +148,28 @@ def test_an_arena_json_result_is_reused_and_never_overwritten(tmp_path, capsys):
     assert ladder.main([*args, "--seed", "5"]) == 2
     assert "not written by the ladder" in capsys.readouterr().err
     assert json.loads(saved.read_text()) == result
+    # other names, another target, or specs that load files it cannot vouch for: refused
+    for changes in ({"agent_a": "G"}, {"target": 30}):
+        saved.write_text(json.dumps(result | changes))
+        assert ladder.main(args) == 2
+        assert "not written by the ladder" in capsys.readouterr().err
+    agents = {"p": "ckpt:shipped", "random": "random"}
+    played = evaluate_batched("p=ckpt:shipped", "random=random", 1, seed=31337).as_dict()
+    (out / "p__random.json").write_text(json.dumps(played))
+    with pytest.raises(ladder.SavedError, match="which weights its checkpoints held"):
+        ladder.play("p", "random", 1, 31337, out, reuse=True, agents=agents)
 
 
 def test_outputs_and_the_make_train_file_are_checked_before_playing(tmp_path, capsys):
     out = tmp_path / "ladder"
+    (tmp_path / "file").write_text("")
     for options, words in ((["--plot", str(tmp_path / "file" / "x.png")], "not a folder"),
                            (["--make-train", str(tmp_path / "missing.pt")], "cannot read"),
-                           (["--out", str(tmp_path / "file")], "not a folder")):
-        (tmp_path / "file").write_text("")
+                           (["--out", str(tmp_path / "file" / "ladder")], "not a folder")):
         with pytest.raises(SystemExit) as stop:
-            ladder.main(["--scale", "0.005", "--only", "random", *options,
-                         *([] if "--out" in options else ["--out", str(out)])])
-        assert stop.value.code == 2
-        assert words is None or words in capsys.readouterr().err
-        assert not out.exists()
+            ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out), *options])
+        assert stop.value.code == 2 and words in capsys.readouterr().err
+        assert not out.exists()  # nothing played, no folder made
 
 
 def test_a_lead_over_an_agent_rated_by_the_prior_is_not_given_an_interval(tmp_path, capsys):
