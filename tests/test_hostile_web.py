@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
 
@@ -505,6 +507,45 @@ def test_host_names_of_a_server_follow_its_address(address, names):
     """A server on any loopback address is guarded against rebinding (127.0.0.2 was not);
     one on a network address answers to any name."""
     assert host_names_for(address) == (None if names is None else frozenset(names))
+
+
+@pytest.mark.parametrize("address, bound, extra", [
+    ("127.1", "127.0.0.1", {"127.1"}), ("myhost", "127.0.1.1", {"myhost", "127.0.1.1"}),
+    ("0.0.0.0", "0.0.0.0", None), ("myhost", "192.168.1.5", None),
+])
+def test_the_bound_address_decides_whether_a_server_is_loopback_only(address, bound, extra):
+    """``--host 127.1`` (or a machine name resolving to 127.0.1.1) bound a loopback socket
+    that answered to any Host name: the socket's own address decides."""
+    expected = None if extra is None else frozenset({"localhost", "127.0.0.1", "::1", *extra})
+    assert host_names_for(address, bound) == expected
+
+
+def test_serve_on_127_1_refuses_another_host_name():
+    """The real server: ``--host 127.1`` answers at 127.1 and refuses a rebinding name."""
+    import http.client
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "sevenrocks_env.web", "--host", "127.1", "--port", str(port)]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "open http://127.1:" in server.stdout.readline()
+        answers = {}
+        for host in ("127.1", "evil.example"):
+            for _ in range(100):  # the socket is bound before the line: uvicorn may lag
+                try:
+                    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                    connection.request("GET", "/api/agents", headers={"Host": f"{host}:{port}"})
+                    answers[host] = connection.getresponse().status
+                    break
+                except ConnectionError:
+                    time.sleep(0.1)
+        assert answers == {"127.1": 200, "evil.example": 400}
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
 
 
 def test_a_server_on_another_loopback_address_answers_to_it():

@@ -39,17 +39,19 @@ def host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def host_names_for(address: str) -> frozenset[str] | None:
-    """The ``Host`` names a server listening on ``address`` answers to: the loopback names and
-    the address itself for a loopback address (``localhost``, ``127.0.0.2``, ``::1``); ``None``,
-    any name, for a network address (``0.0.0.0``, a LAN address), reached by names we cannot
-    know."""
+def host_names_for(address: str, bound: str | None = None) -> frozenset[str] | None:
+    """The ``Host`` names a server listening on ``address`` answers to: for a loopback address,
+    the loopback names, ``address`` as given and the address it is bound to (``localhost``,
+    ``127.0.0.2``, ``127.1``, a host name that resolves to 127.0.1.1); ``None``, any name, for
+    a network address (``0.0.0.0``, a LAN address), reached by names we cannot know.
+    ``bound``: the socket's own address (``getsockname()[0]``), which decides; without it
+    ``address`` must be ``localhost`` or a loopback address as ``ipaddress`` writes one."""
     name = host_name(address)
     try:
-        loopback = name == "localhost" or ipaddress.ip_address(name).is_loopback
-    except ValueError:  # a host name other than localhost
-        loopback = False
-    return LOOPBACK_NAMES | {name} if loopback else None
+        loopback = ipaddress.ip_address(bound or name).is_loopback
+    except ValueError:  # a host name, and no bound address to look at
+        loopback = name == "localhost"
+    return LOOPBACK_NAMES | {name, *([bound] if bound else [])} if loopback else None
 
 
 def refusal(method: str, headers: Headers,

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
                       extra_agents=tuple(args.agent))
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Seven Rocks: open http://{shown}:{args.port}/ in a browser (Ctrl-C stops)", flush=True)
-    host_names = host_names_for(args.host)
+    host_names = host_names_for(args.host, listening.getsockname()[0])
     if host_names is None:
         print(f"note: listening on {args.host}: anyone on the network can open the page and play",
               flush=True)
