@@ -360,8 +360,10 @@ def main(argv=None) -> int:
     except ValueError as error:  # bad spec, labels file or checkpoint: one clear line
         parser.exit(2, f"error: {error}\n")
     except KeyboardInterrupt:  # the labels collected so far are saved as they go
-        print("interrupted: no policy was written; labels saved so far are beside --out "
-              f"({Path(args.out).stem}.labels.npz, or its .part files)", file=sys.stderr)
+        saved = "" if args.labels else (f"; labels saved so far are beside --out "
+                                         f"({Path(args.out).stem}.labels.npz, or its .part "
+                                         "files)")
+        print(f"interrupted: no policy was written{saved}", file=sys.stderr)
         return 130
     except (WorkerDied, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -12,7 +12,6 @@ bounds below.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import stat
@@ -231,13 +230,34 @@ def load_labels(path) -> tuple[dict, str]:
         str(teacher)
 
 
-def _digest(path) -> str:
-    """SHA-256 of a labels file's bytes (checked a regular file by its declared shapes)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+#: Random odd weights of :func:`_row_keys` (fixed: the keys are compared within one run only).
+_ROW_WEIGHTS = np.random.default_rng(20261204).integers(
+    1, 2 ** 63, OBS_SIZE + 1, dtype=np.uint64) | np.uint64(1)
+
+
+def _row_keys(labels: dict, rows: int = 65_536) -> np.ndarray:
+    """A 64-bit key for each decision (its observation and the teacher's choice): a weighted
+    sum, modulo 2**64, of the observation's float32 bits and the action."""
+    keys = np.empty(len(labels["action"]), np.uint64)
+    for start in range(0, len(keys), rows):
+        bits = labels["observation"][start:start + rows].view(np.uint32).astype(np.uint64)
+        action = labels["action"][start:start + rows].astype(np.uint64)
+        with np.errstate(over="ignore"):
+            keys[start:start + rows] = (bits * _ROW_WEIGHTS[:-1]).sum(1) + \
+                action * _ROW_WEIGHTS[-1]
+    return keys
+
+
+def _refuse_a_copy(path, keys: np.ndarray, seen: dict) -> None:
+    """:class:`LabelsError` if more than half of a file's decisions are in a file read before
+    (``seen``: path -> keys): a copy, even saved anew or reordered, would put the same decisions
+    on both sides of the held-out split (held-out agreement 1.0).  Different collections share
+    a few positions (an opening hand), never half."""
+    for other, known in seen.items():
+        if np.isin(keys, known).mean() > 0.5:
+            raise LabelsError(f"{path}: most of its labels are those of {other} (a copy?): "
+                              "the same decisions would be held out and trained on")
+    seen[path] = keys
 
 
 def labels_file_names(paths: str) -> list[str]:
@@ -263,15 +283,10 @@ def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]
     if declared > MAX_LABELS:
         raise LabelsError(f"{len(files)} files hold {declared:,} labels, more than "
                           f"{MAX_LABELS:,}")
-    digests = {}
-    for path in files:  # a copy under another name: the same decisions on both sides of the
-        digest = _digest(path)  # held-out split (agreement 1.0 held out)
-        if digest in digests:
-            raise LabelsError(f"{path} holds the same labels as {digests[digest]}")
-        digests[digest] = path
-    parts, teachers, offset = [], [], 0
+    parts, teachers, offset, seen = [], [], 0, {}
     for path in files:
         labels, teacher = load_labels(path)
+        _refuse_a_copy(path, _row_keys(labels), seen)
         n = len(labels["action"])
         match = labels["match"]
         local = np.arange(n) if match is None else np.unique(match, return_inverse=True)[1]
