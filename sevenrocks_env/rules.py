@@ -102,7 +102,9 @@ class Match:
                   scores=(0, 0), seed: int | None = None, max_rounds: int | None = None,
                   keep_history: bool = True) -> "Match":
         """A match whose first round has the given hands (bitmasks) and opener, from ``scores``
-        (two ints below the target: a partnership at the target has won, R8)."""
+        (two ints below the target: a partnership at the target has won, R8).  With ``seed``
+        the later rounds are dealt from it (R2); without, the match waits at each round's end
+        (:attr:`awaiting_deal`) for :meth:`start_round`."""
         match = cls._blank(seed, target, max_rounds, keep_history)
         if not (len(scores) == 2 and all(is_int(v) for v in scores) and max(scores) < target):
             raise ValueError(f"scores must be two ints below the target {target} (R8), "
