@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from contextlib import closing
 
 import torch
@@ -323,6 +324,25 @@ def _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2, deci
     return outcomes
 
 
+class Spans(Sequence):
+    """``(first pair, count)`` of each span that starts at ``starts`` (a ``range``) and stops
+    at ``stop``, made when read (a list of them would take a GB for 10**7 single pairs)."""
+
+    def __init__(self, starts: range, stop: int):
+        self.starts, self.stop = starts, stop
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._span(first) for first in self.starts[index]]
+        return self._span(self.starts[index])
+
+    def _span(self, first: int) -> tuple[int, int]:
+        return first, min(self.starts.step, self.stop - first)
+
+
 def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
                      target: int = rules.DEFAULT_TARGET, max_rounds: int = 100, device="cpu",
                      batch: int = DEFAULT_BATCH, progress: bool = False,
@@ -355,7 +375,7 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
             return
         from .arena_pool import play_spans_in_pool
         size = min(batch, -(-(pairs - done) // workers))
-        spans = [(first, min(size, pairs - first)) for first in range(done, pairs, size)]
+        spans = Spans(range(done, pairs, size), pairs)  # made as read: 10**9 pairs at batch 1
         with closing(play_spans_in_pool(agent_a, agent_b, seed, spans, target, max_rounds,
                                         workers, torch.get_num_threads())) as played:
             yield from played  # the pool is shut down when the loop stops, however it stops

@@ -329,3 +329,13 @@ def test_cli_batched_bad_input(argv, message, capsys):
     from sevenrocks_env.arena_cli import main
     assert main(argv + ["--pairs", "1", "--no-progress"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_worker_spans_are_made_as_they_are_read():
+    """With workers the spans were a list made up front: 10**7 single pairs took a GB."""
+    from sevenrocks_env.arena_batched import Spans
+    spans = Spans(range(3, 10, 3), 10)
+    assert len(spans) == 3 and list(spans) == [(3, 3), (6, 3), (9, 1)]
+    assert spans[1:] == [(6, 3), (9, 1)] and spans[-1] == (9, 1)
+    many = Spans(range(0, 10 ** 9), 10 ** 9)  # no memory to speak of
+    assert len(many) == 10 ** 9 and many[-1] == (10 ** 9 - 1, 1)
