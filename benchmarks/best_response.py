@@ -43,7 +43,7 @@ from sevenrocks_env.arena import check_settings, check_workers, evaluate, split_
 from sevenrocks_env.atomic_file import atomic_path, check_output_file  # noqa: E402
 from training.config import ConfigError, load_config  # noqa: E402
 from training.opponents import PAST  # noqa: E402
-from training.train import train  # noqa: E402
+from training.train import run_folders, train  # noqa: E402
 
 CONFIG = ROOT / "configs" / "default.yaml"
 #: ``--smoke``: tiny networks, rollouts and matches, so the whole test runs in seconds.
@@ -100,9 +100,10 @@ def run(args) -> dict:
     except ConfigError as error:
         if error.key != "run_name":
             raise
-        raise ConfigError(f"this best response was trained already: its run folder "
-                          f"{out / 'runs' / cfg.run_name} exists; --force trains it again from "
-                          "the start, or give another --out or --seed", "run_name") from None
+        folder = next(f for f in run_folders(cfg) if f.exists())
+        raise ConfigError(f"this best response was trained already: {folder} exists; --force "
+                          "trains it again from the start, or give another --out",
+                          "run_name") from None
     train_minutes = (time.time() - started) / 60
     result = evaluate(f"best_response=ckpt:{trained['checkpoint']}", frozen,
                       args.pairs, seed=args.deal_seed, workers=args.workers, target=cfg.target)

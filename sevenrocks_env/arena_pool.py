@@ -22,7 +22,7 @@ import sys
 import threading
 from collections import deque
 from itertools import islice
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
 
@@ -120,7 +120,11 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
         pending = deque(pool.submit(_run_chunk, work, chunk)
                         for chunk in islice(chunks, CHUNKS_IN_FLIGHT * workers))
         while pending:
-            results = pending.popleft().result()
+            future = pending.popleft()
+            while not wait([future], timeout=1.0).done:  # (a timed wait: see a_worker_died)
+                if a_worker_died(pool):
+                    raise BrokenProcessPool
+            results = future.result()
             if (chunk := next(chunks, None)) is not None:  # one in for each one out
                 pending.append(pool.submit(_run_chunk, work, chunk))
             yield from results

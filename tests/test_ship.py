@@ -245,6 +245,10 @@ def test_an_interrupted_ship_leaves_the_shipped_files_as_they_were(tmp_path, mon
                         "--agents", "random"]) == 130
     assert "nothing was written" in capsys.readouterr().err
     assert {path.name: path.read_bytes() for path in out.parent.iterdir()} == before
+    # folders it made for a new --out are removed too
+    assert module.main([str(other), "--out", str(tmp_path / "new" / "deeper" / "p.pt"),
+                        "--pairs", "1", "--search-pairs", "0", "--agents", "random"]) == 130
+    assert not (tmp_path / "new").exists()
 
 
 def test_ship_refuses_a_card_path_that_cannot_be_written_before_playing(tmp_path, capsys):

@@ -262,6 +262,7 @@ def main(argv=None) -> int:
             print(f"error: {result.source}: its policy {shown(result.spec_a)} does not have the "
                   "weights of the policy being shipped", file=sys.stderr)
             return 2
+    made = [folder for folder in (out.parent, *out.parent.parents) if not folder.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
     try:  # the policy and its card are staged, and replace the old ones only once all is done
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=".ship-") as staging:
@@ -276,6 +277,8 @@ def main(argv=None) -> int:
             for staged_file, path in zip((staged, *staged_cards), (out, *card_files)):
                 os.replace(staged_file, path)
     except KeyboardInterrupt:
+        for folder in made:  # deepest first; the staging folder is gone already
+            folder.rmdir()
         print(f"interrupted: nothing was written ({out} and its card are as they were)",
               file=sys.stderr)
         return 130
