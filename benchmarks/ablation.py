@@ -112,10 +112,10 @@ def main(argv=None) -> int:
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["baseline"])
     parser.add_argument("--steps", type=arguments.count, default=2_000_000)
     parser.add_argument("--seed", type=arguments.training_seed, default=1)
-    parser.add_argument("--pairs", type=arguments.count, default=1000,
+    parser.add_argument("--pairs", type=arguments.pairs, default=1000,
                         help="pairs against heuristic "
                         "(a fifth of them against greedy)")
-    parser.add_argument("--search-pairs", type=arguments.count, default=100)
+    parser.add_argument("--search-pairs", type=arguments.pairs, default=100)
     parser.add_argument("--opponents", nargs="+", choices=list(OPPONENTS),
                         default=["heuristic", "greedy"])
     parser.add_argument("--reuse", action="store_true",

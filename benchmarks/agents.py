@@ -23,10 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--agents", nargs="+",
                         default=["random", "greedy", "heuristic", "search"])
-    parser.add_argument("--pairs", type=arguments.count, default=1000)
-    parser.add_argument("--search-pairs", type=arguments.count, default=25)
+    parser.add_argument("--pairs", type=arguments.pairs, default=1000)
+    parser.add_argument("--search-pairs", type=arguments.pairs, default=25)
     parser.add_argument("--seed", type=arguments.seed, default=0)
-    parser.add_argument("--workers", type=arguments.count, default=2)
+    parser.add_argument("--workers", type=arguments.workers, default=2)
     args = parser.parse_args(argv)
     names = args.agents
     games, results, timing = [], {}, {}

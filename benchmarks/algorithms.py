@@ -196,7 +196,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="learner decisions per run (default 12 x 8192: whole rollouts for all)")
     parser.add_argument("--seeds", type=arguments.training_seed, nargs="+", default=[1, 2])
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
-    parser.add_argument("--pairs", type=arguments.count, default=100,
+    parser.add_argument("--pairs", type=arguments.pairs, default=100,
                         help="arena duplicate pairs per opponent")
     parser.add_argument("--eval-seed", type=arguments.seed, default=12345)
     parser.add_argument("--rllib-python", default=str(ROOT / ".venv-rllib" / "bin" / "python"),

@@ -39,16 +39,16 @@ def _row(label, result, wall) -> tuple[str, float]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=arguments.count, default=1000,
+    parser.add_argument("--pairs", type=arguments.pairs, default=1000,
                         help="pairs of the batched arena")
-    parser.add_argument("--pool-pairs", type=arguments.count, default=100,
+    parser.add_argument("--pool-pairs", type=arguments.non_negative_pairs, default=100,
                         help="pairs of the process-pool arena (0: skip it)")
-    parser.add_argument("--workers", type=arguments.count, default=2,
+    parser.add_argument("--workers", type=arguments.workers, default=2,
                         help="processes of the pool arena")
-    parser.add_argument("--threads", type=arguments.count, default=1,
+    parser.add_argument("--threads", type=arguments.threads, default=1,
                         help="torch threads (batched arena)")
     parser.add_argument("--device", type=arguments.device, default="cpu")
-    parser.add_argument("--batch", type=arguments.count, default=DEFAULT_BATCH)
+    parser.add_argument("--batch", type=arguments.batch, default=DEFAULT_BATCH)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "

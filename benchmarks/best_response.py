@@ -137,13 +137,13 @@ def main(argv=None) -> int:
                         help="learner decisions the best response trains for (default "
                              f"2,000,000; {SMOKE_STEPS} with --smoke)")
     parser.add_argument("--seed", type=arguments.training_seed, default=1, help="training seed")
-    parser.add_argument("--pairs", type=arguments.count, default=500, help="arena duplicate pairs")
+    parser.add_argument("--pairs", type=arguments.pairs, default=500, help="arena duplicate pairs")
     parser.add_argument("--deal-seed", type=arguments.seed, default=7001,
                         help="arena deal seed (fresh deals)")
     parser.add_argument("--init", default="",
                         help="warm-start from this policy checkpoint (a path or 'shipped'); "
                              "default: from scratch")
-    parser.add_argument("--workers", type=arguments.count, default=1, help="arena processes")
+    parser.add_argument("--workers", type=arguments.workers, default=1, help="arena processes")
     parser.add_argument("--out", default="runs/best_response")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny network, rollouts, target and step budget: seconds")

@@ -189,7 +189,7 @@ def main(argv=None) -> int:
     parser.add_argument("--make-train", metavar="PATH",
                         help="also rate this checkpoint as make_train "
                              "(e.g. checkpoints/<run>/latest.pt)")
-    parser.add_argument("--workers", type=arguments.count, default=1,
+    parser.add_argument("--workers", type=arguments.workers, default=1,
                         help="processes for every pairing (the batched ones split their "
                              "pairs into spans, one a process)")
     parser.add_argument("--no-play", action="store_true",

@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sims", type=arguments.count, nargs="+", default=[25, 100, 400])
     parser.add_argument("--kind", choices=KINDS, default="ismcts")
     parser.add_argument("--against", nargs="+", default=["greedy", "heuristic"])
-    parser.add_argument("--pairs", type=arguments.count, default=100)
+    parser.add_argument("--pairs", type=arguments.pairs, default=100)
     parser.add_argument("--seed", type=arguments.seed, default=0)
-    parser.add_argument("--workers", type=arguments.count, default=1)
+    parser.add_argument("--workers", type=arguments.workers, default=1)
     parser.add_argument("--swap", action="store_true", help="the opponent is agent A")
     parser.add_argument("--timing", type=arguments.count, metavar="N",
                         help="only time N real decisions per setting (no arena)")

@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     parser.add_argument("--matches", type=arguments.count)
     parser.add_argument("--steps", type=arguments.count)
     parser.add_argument("--rollouts", type=arguments.count, default=3)
-    parser.add_argument("--threads", type=arguments.count, default=1)
+    parser.add_argument("--threads", type=arguments.threads, default=1)
     parser.add_argument("--engines", default="python,batched",
                         help="comma-separated rollout engines to compare: python, batched")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=arguments.count, nargs="+",
                         default=[256, 1024, 4096, 16384, 65536])
     parser.add_argument("--seconds", type=arguments.positive_real, default=3.0, help="per row")
-    parser.add_argument("--threads", type=arguments.count, default=1)
+    parser.add_argument("--threads", type=arguments.threads, default=1)
     parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--validate", action="store_true", help="step with validate=True")
     parser.add_argument("--plot", help="write the steps/s curve to this PNG")

@@ -34,6 +34,7 @@ import numpy as np
 
 from . import rules
 from .agents import make_agent
+from .arguments import MAX_BATCH, MAX_PAIRS, MAX_WORKERS  # the bounds, said once
 from .checks import is_int
 from .dealing import MAX_SEED
 from .driver import IllegalActionError, MatchDriver, agent_name
@@ -219,16 +220,6 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
         *specs,
         tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)),
         mean_interval([o.margin / 2 for o in outcomes]))
-
-
-#: Most worker processes the unbatched arena starts.
-MAX_WORKERS = 64
-#: Most pairs one arena run plays (weeks of play even for the fastest agents; a bound, so that a
-#: typo cannot make the arena plan work it will never do).
-MAX_PAIRS = 10 ** 9
-#: Most pairs the batched arena steps together (``2 *`` this many envs: ~300 MB of engine state,
-#: and a policy's activations for every one of them).
-MAX_BATCH = 1 << 16
 
 
 def check_settings(**settings: int) -> dict[str, int]:

@@ -19,6 +19,7 @@ from . import rules
 from .agents import valid_specs
 from .arena import evaluate, round_robin
 from .arena_pool import WorkerDied
+from .arguments import MAX_THREADS
 
 
 def add_evaluation_arguments(parser, seed: int = 12345) -> None:
@@ -42,9 +43,12 @@ def check_evaluation_arguments(args) -> None:
         make_agent(spec)
     if args.eval_pairs < 0:
         raise ValueError(f"--eval-pairs must be >= 0, got {args.eval_pairs}")
-    check_settings(seed=args.eval_seed)
+    check_settings(seed=args.eval_seed, **({"pairs": args.eval_pairs} if args.eval_pairs else {}))
     if args.json and not Path(args.json).resolve().parent.is_dir():
         raise ValueError(f"--json {args.json}: folder {Path(args.json).parent} does not exist")
+    if args.json:  # a folder or a device: refused now, not after the training
+        from .atomic_file import check_output_file
+        check_output_file(args.json)
 
 
 def report_evaluation(agent, label: str, args, results: dict) -> dict:
@@ -52,7 +56,6 @@ def report_evaluation(agent, label: str, args, results: dict) -> dict:
     ``--eval-against`` over ``--eval-pairs`` pairs (0: none), every table printed under
     ``label``, the results under ``results["arena"]``, and ``results`` written to ``--json``."""
     import json
-    from pathlib import Path
 
     results.setdefault("arena", {})
     for spec in args.eval_against if args.eval_pairs else ():
@@ -60,7 +63,9 @@ def report_evaluation(agent, label: str, args, results: dict) -> dict:
         print(f"\n{label} vs {spec}\n{arena.table()}")
         results["arena"][spec] = arena.as_dict()
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        from .atomic_file import atomic_path
+        with atomic_path(args.json) as partial:
+            partial.write_text(json.dumps(results, indent=2))
     return results
 
 
@@ -158,8 +163,8 @@ def _batched(args):
         device = checked_device(args.device)
     except ValueError as error:
         raise ValueError(f"--{error}") from None
-    if not 1 <= args.threads <= 256:
-        raise ValueError(f"--threads must be in [1, 256], got {args.threads}")
+    if not 1 <= args.threads <= MAX_THREADS:
+        raise ValueError(f"--threads must be in [1, {MAX_THREADS}], got {args.threads}")
     torch.set_num_threads(args.threads)
     return evaluate_batched(args.agents[0], args.agents[1], args.pairs, args.seed, args.target,
                             args.max_rounds, device,

@@ -33,8 +33,20 @@ def int_in(low: int, high: int):
     return parse
 
 
+#: The arena's bounds (:func:`sevenrocks_env.arena.check_settings`): pairs one run plays (weeks
+#: of play even for the fastest agents), worker processes, pairs the batched arena steps
+#: together (``2 *`` this many envs: ~300 MB of engine state and a policy's activations).
+MAX_PAIRS, MAX_WORKERS, MAX_BATCH = 10 ** 9, 64, 1 << 16
+#: torch threads a script may ask for (far more crashed torch: a segmentation fault at 100,000).
+MAX_THREADS = 256
+
 count = int_in(1, MAX_COUNT)
 non_negative_int = int_in(0, MAX_COUNT)
+pairs = int_in(1, MAX_PAIRS)
+non_negative_pairs = int_in(0, MAX_PAIRS)  # 0: skip that arena
+workers = int_in(1, MAX_WORKERS)
+batch = int_in(1, MAX_BATCH)
+threads = int_in(1, MAX_THREADS)
 seed = int_in(0, MAX_SEED)  # a deal seed (the arena's, the engine's)
 #: A training run's seed: the trainer's config, numpy's legacy ``np.random.seed`` (SB3, RLlib)
 #: and OpenSpiel take seeds below 2**32.
@@ -72,5 +84,6 @@ def device(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-__all__ = ["MAX_COUNT", "count", "device", "int_in", "non_negative_int", "non_negative_real",
-           "positive_real", "seed", "training_seed"]
+__all__ = ["MAX_BATCH", "MAX_COUNT", "MAX_PAIRS", "MAX_THREADS", "MAX_WORKERS", "batch", "count",
+           "device", "int_in", "non_negative_int", "non_negative_pairs", "non_negative_real",
+           "pairs", "positive_real", "seed", "threads", "training_seed", "workers"]

@@ -193,13 +193,8 @@ def _arena(args, agents: list[str]):
     """``play(spec, agent, pairs) -> ArenaResult`` in the arena ``args.arena`` names; with the
     batched arena every agent must have a batched form (``ValueError`` naming it, before any
     file is written)."""
-    from sevenrocks_env.arena import MAX_WORKERS, check_settings, evaluate, split_name
-    check_settings(pairs=args.pairs, seed=args.seed)
-    if args.search_pairs > 0:
-        check_settings(pairs=args.search_pairs)
+    from sevenrocks_env.arena import evaluate, split_name  # (numbers: argparse types)
     if args.arena == "pool":
-        if not 1 <= args.workers <= MAX_WORKERS:
-            raise ValueError(f"--workers must be in [1, {MAX_WORKERS}], got {args.workers}")
         return lambda spec, agent, pairs: evaluate(spec, agent, pairs, seed=args.seed,
                                                    workers=args.workers, progress=True)
     if args.workers != 1:
@@ -223,16 +218,16 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True,
                         help="the policy file to write, e.g. checkpoints/shipped/sevenrocks_ppo.pt"
                              " (its model card is written beside it)")
-    parser.add_argument("--pairs", type=arguments.count, default=1000)
+    parser.add_argument("--pairs", type=arguments.pairs, default=1000)
     parser.add_argument("--agents", nargs="+", default=["random", "greedy", "heuristic"])
     parser.add_argument("--search", default="search")
-    parser.add_argument("--search-pairs", type=arguments.non_negative_int, default=100,
+    parser.add_argument("--search-pairs", type=arguments.non_negative_pairs, default=100,
                         help="pairs against --search (0: no search row)")
     parser.add_argument("--seed", type=arguments.seed, default=2025)
     parser.add_argument("--arena", choices=("batched", "pool"), default="batched",
                         help="batched: all pairs stepped together on the batched engine; pool: "
                              "one match at a time in --workers processes (any agent)")
-    parser.add_argument("--workers", type=arguments.count, default=1,
+    parser.add_argument("--workers", type=arguments.workers, default=1,
                         help="processes of --arena pool")
     parser.add_argument("--extra-result", action="append", default=[], metavar="JSON",
                         help="add a result measured separately (`sevenrocks arena ... --json`)")
