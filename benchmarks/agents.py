@@ -14,6 +14,7 @@ import sys
 import time
 
 from sevenrocks_env import arguments
+from sevenrocks_env.agents import make_agent
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.arena_report import rating_text
 from sevenrocks_env.ratings import bradley_terry
@@ -29,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=arguments.workers, default=2)
     args = parser.parse_args(argv)
     names = args.agents
+    if len(set(names)) != len(names) or len(names) < 2:
+        parser.error(f"--agents: give at least two different agents, got {names}")
+    for name in names:  # every spec before the first pairing plays
+        try:
+            make_agent(name)
+        except ValueError as error:
+            parser.error(f"--agents: {error}")
     games, results, timing = [], {}, {}
     started = time.perf_counter()
     for i in range(len(names)):
@@ -57,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         # each pairing's mean weighted by its pairs (a 25-pair pairing counts a fortieth of a
         # 1,000-pair one)
         ms = 1e3 * sum(s * n for s, n in timing[name]) / sum(n for _, n in timing[name])
-        spread = "(set by the prior)" if rating["one_sided"] else f"± {rating['stderr']:.0f}"
+        spread = "(set by the prior)" if rating["one_sided"] else f"± {rating['stderr']:.0f} (1 s.e.)"
         print(f"| `{name}` | {ms:.3f} | {rating_text(rating)} {spread} |")
     wall = time.perf_counter() - started
     print(f"\n(seed {args.seed}, {args.workers} workers, {wall:.0f} s wall)")

@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sevenrocks_env import arguments  # noqa: E402
 from sevenrocks_env.observation import encode  # noqa: E402
-from sevenrocks_env.policy import MaskedCategorical, build_model, read_checkpoint  # noqa: E402
+from sevenrocks_env.policy import (CheckpointError, MaskedCategorical, build_model,  # noqa: E402
+                                   read_checkpoint)
 from sevenrocks_env.rewards import team0_reward  # noqa: E402
 from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of  # noqa: E402
 from sevenrocks_env.tiles import NUM_ACTIONS  # noqa: E402
@@ -129,19 +130,27 @@ def main(argv=None) -> int:
     parser.add_argument("checkpoint")
     parser.add_argument("--matches", type=arguments.count, default=128)
     parser.add_argument("--steps", type=arguments.count, default=64)
-    parser.add_argument("--samples", type=arguments.count, default=8)
+    parser.add_argument("--samples", type=arguments.int_in(2, arguments.MAX_COUNT), default=8,
+                        help="rollouts a cut is estimated from (2 at least: a standard error)")
     parser.add_argument("--seed", type=arguments.seed, default=2024)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
 
-    data = read_checkpoint(args.checkpoint)
-    model = build_model(data, args.checkpoint).eval()
-    cfg = data.get("config", {})
+    try:
+        data = read_checkpoint(args.checkpoint)
+        model = build_model(data, args.checkpoint).eval()
+    except CheckpointError as error:
+        parser.error(str(error))
+    cfg = data.get("config") if isinstance(data.get("config"), dict) else {}
     critic = None
-    if data.get("critic"):
-        critic = OracleCritic(cfg["hidden_sizes"]).eval()
-        critic.load_state_dict(data["critic"])
+    if data.get("critic"):  # the policy's (checked) widths, not the file's config, size it
+        critic = OracleCritic(model.hidden_sizes).eval()
+        try:
+            critic.load_state_dict(data["critic"])
+        except (RuntimeError, TypeError, AttributeError) as error:
+            parser.error(f"{args.checkpoint}: its critic does not fit the policy's network "
+                         f"({str(error).splitlines()[0][:120]})")
     elif not data["model_config"].get("value_head", True):
         parser.error(f"{args.checkpoint} has neither an oracle critic nor a value head (a "
                      "shipped policy-only file?): pass a training checkpoint of the run")

@@ -30,7 +30,7 @@ def aec_random_play(make_env, seconds: float) -> tuple[int, int, float]:
     rng = random.Random(0)
     steps = matches = 0
     start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    while time.perf_counter() - start < seconds or not matches:  # one match at least
         env.reset(seed=matches)
         for agent in env.agent_iter():
             obs, _, termination, truncation, _ = env.last()
@@ -50,7 +50,7 @@ def engine_random_play(seconds: float) -> tuple[int, int, int, float]:
     rng = random.Random(0)
     actions = placements = matches = 0
     start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    while time.perf_counter() - start < seconds or not matches:  # one match at least
         match = Match.new(matches, keep_history=False)
         while not match.over:
             legal = legal_actions(match)

@@ -24,7 +24,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.config import load_config  # noqa: E402
+from training.config import ConfigError, load_config  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
@@ -91,8 +91,13 @@ def main(argv=None) -> int:
     overrides = list(args.set)
     overrides += [f"num_matches={args.matches}"] if args.matches else []
     overrides += [f"num_steps={args.steps}"] if args.steps else []
-    cfg = load_config(args.config, overrides)
-    configs = {"python": cfg, "batched": load_config(args.config, overrides + args.batched_set)}
+    configs = {}
+    for name, extra, option in (("python", [], None),
+                                ("batched", args.batched_set, "--batched-set")):
+        try:
+            configs[name] = load_config(args.config, overrides + extra)
+        except ConfigError as error:  # a missing file, an unknown key: a usage error
+            parser.error(f"{option}: {error}" if extra else str(error))
     torch.set_num_threads(args.threads)
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]
     unknown = sorted(set(engines) - set(ENGINES))
@@ -102,7 +107,7 @@ def main(argv=None) -> int:
     for name in engines:
         run = configs[name]
         rows[f"{name} self-play"] = measure(run, 0.0, args.rollouts, ENGINES[name])
-        if run.opponents:
+        if run.opponents and run.opponent_fraction:  # (0%: the self-play row again)
             rows[f"{name} {run.opponent_fraction:.0%} vs pool"] = measure(
                 run, run.opponent_fraction, args.rollouts, ENGINES[name])
     for name in engines:

@@ -19,6 +19,7 @@ import platform
 import random
 import resource
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -26,6 +27,7 @@ import torch
 from sevenrocks_env import arguments
 from sevenrocks_env import observation as obs_mod
 from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file
 from sevenrocks_env.batched import random_actions
 
 
@@ -65,7 +67,7 @@ def aec(seconds: float, observe: bool) -> float:
     env = sevenrocks_v0.raw_env()
     rng = random.Random(0)
     steps, matches, start = 0, 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    while time.perf_counter() - start < seconds or not matches:  # one match at least
         env.reset(seed=matches)
         matches += 1
         while not (env.terminations[env.agent_selection] or env.truncations[env.agent_selection]):
@@ -90,6 +92,14 @@ def main() -> None:
     parser.add_argument("--validate", action="store_true", help="step with validate=True")
     parser.add_argument("--plot", help="write the steps/s curve to this PNG")
     args = parser.parse_args()
+    if args.plot:  # checked before minutes of measuring (a missing folder, a .txt)
+        try:
+            check_output_file(args.plot)
+        except OutputError as error:
+            parser.error(f"--plot: {error}")
+        if Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
+            parser.error(f"--plot: give a .png, .svg or .pdf file, got {args.plot}")
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
     print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{args.threads} thread(s), device {args.device}, validate={args.validate}")
@@ -105,7 +115,8 @@ def main() -> None:
         before = rss_bytes()
         masks, _, _ = batched(size, args.seconds, False, args.device, args.validate)
         full, nbytes, alive = batched(size, args.seconds, True, args.device, args.validate)
-        memory = (size, nbytes, alive - before)  # measured with the env alive
+        if memory is None or size >= memory[0]:  # the largest B's, as the docstring says
+            memory = (size, nbytes, alive - before)  # measured with the env alive
         rows.append((size, masks, full))
         print(f"| {size:,} | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
               f"{full / raw_obs:.1f} |", flush=True)
@@ -131,7 +142,8 @@ def main() -> None:
         ax.legend(fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
+        with atomic_path(args.plot) as partial:
+            fig.savefig(partial, dpi=110, format=Path(args.plot).suffix[1:])
         print(f"wrote {args.plot}")
 
 
