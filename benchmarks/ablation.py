@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
+from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
@@ -60,7 +61,8 @@ def run(variant: str, args) -> dict:
              "--pairs", str(pairs), "--seed", str(args.deal_seed), "--json", "--no-progress",
              *extra], check=True, capture_output=True, text=True, cwd=ROOT).stdout
         results[opponent] = json.loads(out)
-    (Path(args.out) / f"{name}.json").write_text(json.dumps(results, indent=1))
+    with atomic_path(Path(args.out) / f"{name}.json") as partial:
+        partial.write_text(json.dumps(results, indent=1))
     return results
 
 
@@ -110,7 +112,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["baseline"])
-    parser.add_argument("--steps", type=arguments.count, default=2_000_000)
+    parser.add_argument("--steps", type=arguments.int_in(8192, arguments.MAX_COUNT),
+                        default=2_000_000,
+                        help="decisions per variant (one rollout, 8192, at least)")
     parser.add_argument("--seed", type=arguments.training_seed, default=1)
     parser.add_argument("--pairs", type=arguments.pairs, default=1000,
                         help="pairs against heuristic "
@@ -126,6 +130,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.pairs < 5:
         parser.error("--pairs must be >= 5 (a fifth of them are played against greedy)")
+    try:
+        check_output_folder(args.out)
+    except OutputError as error:
+        parser.error(str(error))
     args.out = str(Path(args.out).resolve())  # the subprocesses run in the repository root
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print("| variant | flags | train min | " + " | ".join(

@@ -55,6 +55,8 @@ import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
+from sevenrocks_env.atomic_file import (OutputError, atomic_path, check_output_file,
+                                        check_output_folder)
 
 ROOT = Path(__file__).resolve().parents[1]
 ALGOS = ("ours", "sb3-heuristic", "sb3-self", "rllib", "openspiel-dqn")
@@ -189,11 +191,25 @@ def table(runs: list[dict], budget: int, pairs: int) -> str:
     return "\n".join(lines)
 
 
+#: The largest rollout of the algorithms compared (ours: 128 matches x 64 steps); SB3's 2048 and
+#: RLlib's 4096 divide it, so a budget of whole ones is the same for all.
+ROLLOUT = 8192
+
+
+def _budget(text: str) -> int:
+    budget = arguments.count(text)
+    if budget % ROLLOUT:
+        raise argparse.ArgumentTypeError(f"must be a multiple of {ROLLOUT} (a whole rollout of "
+                                         f"each algorithm: the same budget for all), got {budget}")
+    return budget
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--budget", type=arguments.count, default=98_304,
-                        help="learner decisions per run (default 12 x 8192: whole rollouts for all)")
+    parser.add_argument("--budget", type=_budget, default=98_304,
+                        help="learner decisions per run, a multiple of 8192 (default 12 x 8192: "
+                             "whole rollouts for all, so every algorithm trains the same budget)")
     parser.add_argument("--seeds", type=arguments.training_seed, nargs="+", default=[1, 2])
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
     parser.add_argument("--pairs", type=arguments.pairs, default=100,
@@ -210,7 +226,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for option, values in (("--seeds", args.seeds), ("--algos", args.algos)):
+        if len(set(values)) != len(values):  # one run counted twice in the means
+            parser.error(f"{option}: each at most once, got {values}")
+    try:  # before hours of training
+        check_output_folder(args.out)
+        if args.json:
+            check_output_file(args.json)
+    except OutputError as error:
+        parser.error(str(error))
     if "rllib" in args.algos and not Path(args.rllib_python).exists():
         print(f"error: {args.rllib_python} not found (make the [rllib] venv, or drop rllib "
               "from --algos)", file=sys.stderr)
@@ -233,7 +259,8 @@ def main(argv=None) -> int:
                 f"vs {o} {run['arena'][o]['win_rate']:.3f}" for o in OPPONENTS), flush=True)
             runs.append(run)
             if args.json:
-                Path(args.json).write_text(json.dumps(runs, indent=2))
+                with atomic_path(args.json) as partial:
+                    partial.write_text(json.dumps(runs, indent=2))
     print()
     print(table(runs, args.budget, args.pairs))
     return 0
