@@ -48,6 +48,7 @@ import torch
 from torch import nn
 
 from sevenrocks_env import arguments
+from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
 from sevenrocks_env.observation import OBS_SIZE
@@ -279,6 +280,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         check_evaluation_arguments(args)
+        check_output_file(args.save)  # a folder or /proc: refused now, not after training
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

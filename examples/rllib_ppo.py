@@ -53,6 +53,7 @@ except ImportError as missing:
 import torch  # noqa: E402  (after the Ray check above)
 
 from sevenrocks_env import arguments
+from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
 from sevenrocks_env.agents import make_agent
@@ -250,6 +251,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
         check_evaluation_arguments(args)
+        check_output_file(args.export)  # a folder or /proc: refused now, not after training
         if args.opponent != "self":
             make_agent(args.opponent)
         if args.train_batch_size < args.minibatch_size:  # each number alone: its argparse type

@@ -31,6 +31,7 @@ import numpy as np
 
 from sevenrocks_env import arguments
 import sevenrocks_env  # noqa: F401  (registers sevenrocks/SevenRocks-v0)
+from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
 from sevenrocks_env.agents import make_agent
@@ -126,6 +127,7 @@ def main(argv=None) -> int:
         args.save += ".zip"  # SB3 adds it when saving: print and record the real file
     try:
         check_evaluation_arguments(args)
+        check_output_file(args.save)  # a folder or /proc: refused now, not after training
         if args.opponents != "self":
             make_agent(args.opponents)
         if args.n_steps * args.n_envs < 2:
