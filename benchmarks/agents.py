@@ -15,7 +15,7 @@ import time
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents import make_agent
-from sevenrocks_env.arena import evaluate
+from sevenrocks_env.arena import evaluate, split_name
 from sevenrocks_env.arena_report import rating_text
 from sevenrocks_env.ratings import bradley_terry
 
@@ -30,11 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=arguments.workers, default=2)
     args = parser.parse_args(argv)
     names = args.agents
-    if len(set(names)) != len(names) or len(names) < 2:
+    labels = [split_name(name)[0] for name in names]  # (name=spec, as in the arena)
+    if len(set(labels)) != len(labels) or len(labels) < 2:
         parser.error(f"--agents: give at least two different agents, got {names}")
     for name in names:  # every spec before the first pairing plays
         try:
-            make_agent(name)
+            make_agent(split_name(name)[1])
         except ValueError as error:
             parser.error(f"--agents: {error}")
     games, results, timing = [], {}, {}

@@ -237,6 +237,8 @@ def main(argv=None) -> int:
             check_output_file(args.json)
     except OutputError as error:
         parser.error(str(error))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     if "rllib" in args.algos and not Path(args.rllib_python).exists():
         print(f"error: {args.rllib_python} not found (make the [rllib] venv, or drop rllib "
               "from --algos)", file=sys.stderr)

@@ -97,7 +97,8 @@ def main(argv=None) -> int:
         try:
             configs[name] = load_config(args.config, overrides + extra)
         except ConfigError as error:  # a missing file, an unknown key: a usage error
-            parser.error(f"{option}: {error}" if extra else str(error))
+            parser.error(f"{option}: {str(error).removeprefix('--set: ')}" if extra
+                         else str(error))
     torch.set_num_threads(args.threads)
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]
     unknown = sorted(set(engines) - set(ENGINES))

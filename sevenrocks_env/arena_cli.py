@@ -19,14 +19,16 @@ from . import rules
 from .agents import valid_specs
 from .arena import evaluate, round_robin
 from .arena_pool import WorkerDied
-from .arguments import MAX_THREADS
+from .arguments import MAX_THREADS, non_negative_pairs
+from .arguments import seed as deal_seed
 
 
 def add_evaluation_arguments(parser, seed: int = 12345) -> None:
     """``--eval-pairs``, ``--eval-seed``, ``--eval-against``, ``--json``: the arena options of
     training scripts that end with an evaluation (examples/)."""
-    parser.add_argument("--eval-pairs", type=int, default=100, help="arena duplicate pairs (0 = skip)")
-    parser.add_argument("--eval-seed", type=int, default=seed)
+    parser.add_argument("--eval-pairs", type=non_negative_pairs, default=100,
+                        help="arena duplicate pairs (0 = skip)")
+    parser.add_argument("--eval-seed", type=deal_seed, default=seed)
     parser.add_argument("--eval-against", nargs="+", default=["greedy", "heuristic"])
     parser.add_argument("--json", help="write the results as JSON here")
 

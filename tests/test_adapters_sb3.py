@@ -73,7 +73,7 @@ def test_example_train_and_arena_agent():
     (["--opponents", "self", "--refresh", "0"], "--refresh: must be an int in [1, "),  # looped
     (["--n-envs", "0"], "--n-envs: must be an int in [1, "),                    # an IndexError
     (["--n-steps", "0"], "--n-steps: must be an int in [1, "),                  # an UnboundLocalError
-    (["--eval-pairs", "-1"], "--eval-pairs must be >= 0"),                   # after training
+    (["--eval-pairs", "-1"], "--eval-pairs: must be an int in [0, "),        # after training
     (["--json", "/nonexistent/folder/r.json"], "does not exist"),            # after training
 ])
 def test_example_refuses_bad_arguments_before_training(argv, words, capsys):

@@ -152,8 +152,10 @@ def test_arena_settings_are_checked_before_training_and_a_rerun_says_what_to_do(
     hint to use --resume, which this script does not have."""
     args = ["--opponent", "greedy", "--smoke", "--steps", "128", "--pairs", "1",
             "--out", str(tmp_path)]
-    assert best_response.main([*args, "--workers", "65"]) == 2
-    assert "workers must be an int in [1, 64]" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        best_response.main([*args, "--workers", "65"])
+    assert stop.value.code == 2
+    assert "--workers: must be an int in [1, 64]" in capsys.readouterr().err
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "runs").exists()
     assert best_response.main(args) == 0
     capsys.readouterr()

@@ -245,9 +245,17 @@ def test_an_interrupted_ship_leaves_the_shipped_files_as_they_were(tmp_path, mon
                         "--agents", "random"]) == 130
     assert "nothing was written" in capsys.readouterr().err
     assert {path.name: path.read_bytes() for path in out.parent.iterdir()} == before
-    # folders it made for a new --out are removed too
+    # folders it made for a new --out are removed too, whatever stopped it
     assert module.main([str(other), "--out", str(tmp_path / "new" / "deeper" / "p.pt"),
                         "--pairs", "1", "--search-pairs", "0", "--agents", "random"]) == 130
+    assert not (tmp_path / "new").exists()
+
+    def worker_died(*args, **kwargs):
+        raise RuntimeError("an arena worker died")
+    monkeypatch.setattr(module, "_play", worker_died)
+    with pytest.raises(RuntimeError, match="worker died"):
+        module.main([str(other), "--out", str(tmp_path / "new" / "deeper" / "p.pt"),
+                     "--pairs", "1", "--search-pairs", "0", "--agents", "random"])
     assert not (tmp_path / "new").exists()
 
 

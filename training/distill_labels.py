@@ -249,12 +249,13 @@ def _row_keys(labels: dict, rows: int = 65_536) -> np.ndarray:
 
 
 def _refuse_a_copy(path, keys: np.ndarray, seen: dict) -> None:
-    """:class:`LabelsError` if more than half of a file's decisions are in a file read before
-    (``seen``: path -> keys): a copy, even saved anew or reordered, would put the same decisions
-    on both sides of the held-out split (held-out agreement 1.0).  Different collections share
-    a few positions (an opening hand), never half."""
+    """:class:`LabelsError` if two files share more than half of the smaller one's decisions
+    (``seen``: path -> keys of the files read before): a copy, even saved anew, reordered or
+    cut (a part file beside its joined file), would put the same decisions on both sides of the
+    held-out split (held-out agreement 1.0).  Different collections share a few positions (an
+    opening hand), never half."""
     for other, known in seen.items():
-        if np.isin(keys, known).mean() > 0.5:
+        if np.isin(keys, known).sum() > 0.5 * min(len(keys), len(known)):
             raise LabelsError(f"{path}: most of its labels are those of {other} (a copy?): "
                               "the same decisions would be held out and trained on")
     seen[path] = keys

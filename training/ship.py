@@ -271,9 +271,14 @@ def main(argv=None) -> int:
             staged_cards[1].write_text(_markdown(card))
             for staged_file, path in zip((staged, *staged_cards), (out, *card_files)):
                 os.replace(staged_file, path)
-    except KeyboardInterrupt:
+    except BaseException as stop:  # Ctrl-C, a dead arena worker: the folders made go too
         for folder in made:  # deepest first; the staging folder is gone already
-            folder.rmdir()
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: something was moved in, or another process wrote
+                break
+        if not isinstance(stop, KeyboardInterrupt):
+            raise
         print(f"interrupted: nothing was written ({out} and its card are as they were)",
               file=sys.stderr)
         return 130

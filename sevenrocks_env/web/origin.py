@@ -11,9 +11,10 @@ So, in front of every route:
   ``Origin`` with every such request; other clients (curl, a script) send none and are not
   affected;
 * when the server listens on a loopback address only (``sevenrocks serve`` without ``--host``,
-  or any ``127.x.x.x``), a request whose ``Host`` is not a loopback name (``localhost``,
-  ``127.0.0.1``, ``[::1]``, or the address listened on) is refused with 400: a rebinding site's
-  name is not one.  A server on a network address (``--host 0.0.0.0``) answers to any name.
+  any ``127.x.x.x``, or a name resolving to one: the socket's bound address decides), a request
+  whose ``Host`` is not a loopback name (``localhost``, ``127.0.0.1``, ``[::1]``, ``--host`` as
+  given, or the bound address) is refused with 400: a rebinding site's name is not one.  A
+  server on a network address (``--host 0.0.0.0``) answers to any name.
 """
 
 from __future__ import annotations
