@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
-from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_folder
+from sevenrocks_env.atomic_file import atomic_path
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
@@ -126,14 +126,10 @@ def main(argv=None) -> int:
                         help="keep a variant's checkpoint if it holds a run of --steps "
                              "decisions (no training)")
     parser.add_argument("--deal-seed", type=arguments.seed, default=9001)
-    parser.add_argument("--out", default="runs/ablation")
+    parser.add_argument("--out", type=arguments.output_folder, default="runs/ablation")
     args = parser.parse_args(argv)
     if args.pairs < 5:
         parser.error("--pairs must be >= 5 (a fifth of them are played against greedy)")
-    try:
-        check_output_folder(args.out)
-    except OutputError as error:
-        parser.error(str(error))
     args.out = str(Path(args.out).resolve())  # the subprocesses run in the repository root
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print("| variant | flags | train min | " + " | ".join(

@@ -55,8 +55,7 @@ import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
-from sevenrocks_env.atomic_file import (OutputError, atomic_path, check_output_file,
-                                        check_output_folder)
+from sevenrocks_env.atomic_file import atomic_path
 
 ROOT = Path(__file__).resolve().parents[1]
 ALGOS = ("ours", "sb3-heuristic", "sb3-self", "rllib", "openspiel-dqn")
@@ -217,11 +216,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--eval-seed", type=arguments.seed, default=12345)
     parser.add_argument("--rllib-python", default=str(ROOT / ".venv-rllib" / "bin" / "python"),
                         help="a Python with the [rllib] extra installed")
-    parser.add_argument("--out", default="runs/bench_algorithms",
+    parser.add_argument("--out", type=arguments.output_folder, default="runs/bench_algorithms",
                         help="artifacts and logs (relative to the current folder, like --json)")
     parser.add_argument("--reuse", action="store_true",
                         help="skip training where --out already holds a run with this budget")
-    parser.add_argument("--json", help="write every run's numbers here")
+    parser.add_argument("--json", type=arguments.output_file,
+                        help="write every run's numbers here")
     return parser
 
 
@@ -231,12 +231,6 @@ def main(argv=None) -> int:
     for option, values in (("--seeds", args.seeds), ("--algos", args.algos)):
         if len(set(values)) != len(values):  # one run counted twice in the means
             parser.error(f"{option}: each at most once, got {values}")
-    try:  # before hours of training
-        check_output_folder(args.out)
-        if args.json:
-            check_output_file(args.json)
-    except OutputError as error:
-        parser.error(str(error))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     if "rllib" in args.algos and not Path(args.rllib_python).exists():

@@ -31,8 +31,7 @@ from pathlib import Path
 
 from sevenrocks_env import arguments
 from sevenrocks_env.rules import DEFAULT_TARGET
-from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file, \
-    check_output_folder
+from sevenrocks_env.atomic_file import atomic_path
 
 #: name -> agent spec
 AGENTS = {
@@ -177,7 +176,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=arguments.seed, default=31337)
-    parser.add_argument("--out", default="runs/ladder")
+    parser.add_argument("--out", type=arguments.output_folder, default="runs/ladder")
     parser.add_argument("--scale", type=arguments.positive_real, default=1.0,
                         help="multiply every pairing's pairs (e.g. 0.1 for a quick look)")
     parser.add_argument("--no-reuse", dest="reuse", action="store_false")
@@ -185,7 +184,8 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", nargs="*", default=[],
                         help="leave out pairings that involve these agents (e.g. the IS-MCTS "
                              "bots, which take hours)")
-    parser.add_argument("--plot", help="write the ratings plot here (PNG)")
+    parser.add_argument("--plot", type=arguments.output_file,
+                        help="write the ratings plot here (PNG)")
     parser.add_argument("--make-train", metavar="PATH",
                         help="also rate this checkpoint as make_train "
                              "(e.g. checkpoints/<run>/latest.pt)")
@@ -203,15 +203,12 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"no agent {', '.join(unknown)} in the ladder (its agents: "
                      f"{', '.join(agents)})")
-    try:  # before the first pairing: a plot path or a checkpoint failed after hours of play
-        check_output_folder(args.out)
-        if args.plot:
-            check_output_file(args.plot)
-        if args.make_train:
-            from sevenrocks_env.arena_log import files_fingerprint
+    if args.make_train:  # before the first pairing (it failed after hours of play)
+        from sevenrocks_env.arena_log import files_fingerprint
+        try:
             files_fingerprint(agents["make_train"])
-    except (OutputError, ValueError) as error:
-        parser.error(str(error))
+        except ValueError as error:
+            parser.error(str(error))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     import torch

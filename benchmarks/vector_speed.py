@@ -27,7 +27,7 @@ import torch
 from sevenrocks_env import arguments
 from sevenrocks_env import observation as obs_mod
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file
+from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.batched import random_actions
 
 
@@ -90,13 +90,10 @@ def main() -> None:
     parser.add_argument("--threads", type=arguments.threads, default=1)
     parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--validate", action="store_true", help="step with validate=True")
-    parser.add_argument("--plot", help="write the steps/s curve to this PNG")
+    parser.add_argument("--plot", type=arguments.output_file,
+                        help="write the steps/s curve to this PNG")
     args = parser.parse_args()
-    if args.plot:  # checked before minutes of measuring (a missing folder, a .txt)
-        try:
-            check_output_file(args.plot)
-        except OutputError as error:
-            parser.error(f"--plot: {error}")
+    if args.plot:  # (its folder checked by its type) a .txt: before minutes of measuring
         if Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
             parser.error(f"--plot: give a .png, .svg or .pdf file, got {args.plot}")
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,29 @@ def non_negative_real(text: str) -> float:
     return _real(text, positive=False)
 
 
+def output_file(text: str) -> str:
+    """An argparse type: a file the script may write, checked before any work
+    (:func:`~sevenrocks_env.atomic_file.check_output_file`: not a folder or a device, in a
+    folder that can take a new file); missing folders are the script's to make."""
+    from .atomic_file import OutputError, check_output_file
+    try:
+        check_output_file(text)
+    except OutputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def output_folder(text: str) -> str:
+    """An argparse type: a folder the script may write files in
+    (:func:`~sevenrocks_env.atomic_file.check_output_folder`), checked before any work."""
+    from .atomic_file import OutputError, check_output_folder
+    try:
+        check_output_folder(text)
+    except OutputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def device(text: str) -> str:
     """An argparse type: a device the batched engine runs on (``cpu``, ``cuda``, ``cuda:1``
     where there is one), as its name."""
@@ -86,4 +109,5 @@ def device(text: str) -> str:
 
 __all__ = ["MAX_BATCH", "MAX_COUNT", "MAX_PAIRS", "MAX_THREADS", "MAX_WORKERS", "batch", "count",
            "device", "int_in", "non_negative_int", "non_negative_pairs", "non_negative_real",
-           "pairs", "positive_real", "seed", "threads", "training_seed", "workers"]
+           "output_file", "output_folder", "pairs", "positive_real", "seed", "threads",
+           "training_seed", "workers"]

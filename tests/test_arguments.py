@@ -22,6 +22,10 @@ SCRIPTS = sorted([*ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py")])
     (arguments.positive_real, "nan"), (arguments.positive_real, "inf"),
     (arguments.positive_real, "0"), (arguments.non_negative_real, "-0.1"),
     (arguments.non_negative_int, "-1"), (arguments.device, "bogus"), (arguments.device, "meta"),
+    (arguments.pairs, str(10 ** 9 + 1)), (arguments.workers, "65"), (arguments.threads, "257"),
+    (arguments.batch, str(2 ** 16 + 1)), (arguments.non_negative_pairs, "-1"),
+    (arguments.output_file, "/tmp"), (arguments.output_file, "/proc/x/y.json"),
+    (arguments.output_folder, "/proc/x"), (arguments.output_folder, __file__),
 ])
 def test_bad_values_are_argparse_errors(kind, text):
     with pytest.raises(argparse.ArgumentTypeError):
@@ -32,6 +36,9 @@ def test_good_values_pass():
     assert arguments.count("12") == 12 and arguments.seed("0") == 0
     assert arguments.positive_real("0.5") == 0.5 and arguments.non_negative_real("0") == 0.0
     assert arguments.non_negative_int("0") == 0 and arguments.device("cpu:0") == "cpu"
+    assert arguments.non_negative_pairs("0") == 0 and arguments.threads("256") == 256
+    assert arguments.output_file("/tmp/new/folder/x.json") == "/tmp/new/folder/x.json"
+    assert arguments.output_folder("/tmp/new/folder") == "/tmp/new/folder"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
