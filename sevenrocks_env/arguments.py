@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from .atomic_file import OutputError, check_output_file, check_output_folder
 from .dealing import MAX_SEED
 
 #: The largest count a script takes (pairs, steps, decisions): far above any real run, small
@@ -74,27 +75,23 @@ def non_negative_real(text: str) -> float:
     return _real(text, positive=False)
 
 
-def output_file(text: str) -> str:
-    """An argparse type: a file the script may write, checked before any work
-    (:func:`~sevenrocks_env.atomic_file.check_output_file`: not a folder or a device, in a
-    folder that can take a new file); missing folders are the script's to make."""
-    from .atomic_file import OutputError, check_output_file
-    try:
-        check_output_file(text)
-    except OutputError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
+def _output(check):
+    """An argparse type: a path ``check`` (:mod:`~sevenrocks_env.atomic_file`) accepts, checked
+    before any work; missing folders are the script's to make."""
+    def parse(text: str) -> str:
+        try:
+            check(text)
+        except OutputError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return text
+    parse.__name__ = check.__name__.removeprefix("check_")
+    return parse
 
 
-def output_folder(text: str) -> str:
-    """An argparse type: a folder the script may write files in
-    (:func:`~sevenrocks_env.atomic_file.check_output_folder`), checked before any work."""
-    from .atomic_file import OutputError, check_output_folder
-    try:
-        check_output_folder(text)
-    except OutputError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    return text
+#: A file the script may write (not a folder or a device, in a folder that can take a file).
+output_file = _output(check_output_file)
+#: A folder the script may write files in.
+output_folder = _output(check_output_folder)
 
 
 def device(text: str) -> str:
