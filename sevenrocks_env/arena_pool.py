@@ -134,11 +134,11 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
                          "error of its own is printed above)") from None
     finally:
         if not finished:  # stop the workers now rather than after their current chunk
-            _stop_workers(pool)
+            stop_workers(pool)
         pool.shutdown(wait=finished, cancel_futures=True)
 
 
-def _stop_workers(pool: ProcessPoolExecutor) -> None:
+def stop_workers(pool: ProcessPoolExecutor) -> None:
     """Terminate the workers in the middle of their chunks.  A worker terminated while it was
     writing a large result (a span's outcomes) leaves part of a message in the result pipe, and
     the executor's manager thread would wait for the rest for ever (Python then hangs at exit):
@@ -161,7 +161,7 @@ def a_worker_died(pool: ProcessPoolExecutor) -> bool:
     when it last woke up: CPython starts workers one per submitted task, after waking its
     manager, so the last one started can go unwatched until another task is submitted, and a
     pool with one long task a worker (the distillation's spans) then waits for ever.  Reads
-    the executor's private ``_processes`` (as :func:`_stop_workers` does)."""
+    the executor's private ``_processes`` (as :func:`stop_workers` does)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     return any(process.exitcode is not None for process in processes)
 
@@ -187,4 +187,4 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
 
 
 __all__ = ["WorkerDied", "a_worker_died", "play_pairs_in_pool", "play_spans_in_pool",
-           "pool_context"]
+           "pool_context", "stop_workers"]

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
-from sevenrocks_env.arena_pool import WorkerDied, _stop_workers, a_worker_died, pool_context
+from sevenrocks_env.arena_pool import WorkerDied, a_worker_died, pool_context, stop_workers
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
@@ -256,7 +256,7 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
                     "again to drop their labels)")
             if a_worker_died(pool) and not all(future.done() for future in pending):
                 stop.set()  # (the executor may not have seen it: arena_pool.a_worker_died)
-                _stop_workers(pool)
+                stop_workers(pool)
                 raise died
         try:
             parts = [future.result() for future in pending]
