@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from ..batched import VectorEnv
+from ..arguments import MAX_THREADS
 from ..checks import is_int
 from ..observation import checked_inputs, decode
 from ..policy import MaskedCategorical, PolicyNet, generator_seed, load_policy
@@ -89,9 +90,9 @@ class PolicySearchAgent:
         for label, value in (("prior", prior), ("win_bonus", win_bonus)):
             if not np.isfinite(value) or not 0 <= value <= 1e6:
                 raise ValueError(f"search:policy: {label} must be in [0, 1e6], got {value!r}")
-        if threads is not None and not is_int(threads, 1, 256):
-            raise ValueError(f"search:policy: threads must be an int in [1, 256] or None, "
-                             f"got {threads!r}")
+        if threads is not None and not is_int(threads, 1, MAX_THREADS):
+            raise ValueError(f"search:policy: threads must be an int in [1, {MAX_THREADS}] or "
+                             f"None, got {threads!r}")
         if not is_int(reach, 0, 10 ** 6) or not is_int(horizon, 1, 100):
             raise ValueError(f"search:policy: reach must be an int in [0, 1e6] and horizon an int "
                              f"in [1, 100], got {reach!r}, {horizon!r}")
