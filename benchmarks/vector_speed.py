@@ -1,13 +1,15 @@
 """Speed of the batched engine (``sevenrocks_v0.vector_env``) against the AEC env, same run.
 
     .venv/bin/python benchmarks/vector_speed.py [--sizes 256 1024 4096 16384 65536]
-        [--seconds 3] [--threads 1] [--device cpu] [--plot docs/vector_speed.png]
+        [--seconds 3] [--threads 1] [--device cpu] [--compile] [--plot docs/vector_speed.png]
 
 Random legal play: every step samples one legal action per match, uniformly, from the action mask
 in batch (``sevenrocks_env.batched.random_actions``) and steps all matches with
 ``validate=False`` (the trainer's setting; ``--validate`` measures the default).  Rows: steps/s
 (one step = one decision in one match) for masks only and for masks plus observations, beside
 ``raw_env`` driven through the same random play (its mask alone, and its full observation).
+``--compile`` adds the rows of ``vector_env(compile=True)`` (the step's and the mask's hot paths
+fused by ``torch.compile``), each after a warm-up that compiles it; the warm-up is printed.
 Memory is measured at the largest size: the env's tensors and the process's RSS growth (RSS
 read while the env is alive, against RSS before the first env of that size was made).
 """
@@ -36,10 +38,12 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
-def batched(num_envs: int, seconds: float, observe: bool, device: str, validate: bool):
+def batched(num_envs: int, seconds: float, observe: bool, device: str, validate: bool,
+            compile: bool = False):
     """Steps/s of random play over ``num_envs`` matches; also the env's tensor bytes and the
     process's RSS while the env is still alive."""
-    venv = sevenrocks_v0.vector_env(num_envs=num_envs, device=device, validate=validate)
+    venv = sevenrocks_v0.vector_env(num_envs=num_envs, device=device, validate=validate,
+                                    compile=compile)
     venv.reset(seed=0)
     generator = torch.Generator(device=device).manual_seed(0)
 
@@ -48,10 +52,12 @@ def batched(num_envs: int, seconds: float, observe: bool, device: str, validate:
             venv.observation
         venv.step(random_actions(venv.action_mask, generator, check=False))
 
-    for _ in range(5):
+    warm_start = time.perf_counter()
+    for _ in range(5):  # with compile=True: compiling
         step()
     if device != "cpu":
         torch.cuda.synchronize()
+    warm_up = time.perf_counter() - warm_start
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds or steps < 10:
         step()
@@ -59,7 +65,7 @@ def batched(num_envs: int, seconds: float, observe: bool, device: str, validate:
     if device != "cpu":
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
-    return steps * num_envs / elapsed, venv.nbytes(), rss_bytes()
+    return steps * num_envs / elapsed, venv.nbytes(), rss_bytes(), warm_up
 
 
 def aec(seconds: float, observe: bool) -> float:
@@ -90,6 +96,8 @@ def main() -> None:
     parser.add_argument("--threads", type=arguments.threads, default=1)
     parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--validate", action="store_true", help="step with validate=True")
+    parser.add_argument("--compile", action="store_true",
+                        help="also measure vector_env(compile=True)")
     parser.add_argument("--plot", type=arguments.output_file,
                         help="write the steps/s curve to this PNG")
     args = parser.parse_args()
@@ -104,19 +112,31 @@ def main() -> None:
     raw_obs = aec(args.seconds, observe=True)
     print(f"raw_env random play: {raw_masks:,.0f} steps/s (mask only), "
           f"{raw_obs:,.0f} steps/s (observation + mask)\n")
-    print("| B | masks only, steps/s | x raw_env | masks + observations, steps/s | x raw_env |")
-    print("|---:|---:|---:|---:|---:|")
-    rows = []
+    print("| B | compile | masks only, steps/s | x raw_env | masks + observations, steps/s | "
+          "x raw_env |")
+    print("|---:|---|---:|---:|---:|---:|")
+    rows, compiled_rows, warm_ups = [], [], []
     memory = None
     for size in args.sizes:
         before = rss_bytes()
-        masks, _, _ = batched(size, args.seconds, False, args.device, args.validate)
-        full, nbytes, alive = batched(size, args.seconds, True, args.device, args.validate)
+        masks, _, _, _ = batched(size, args.seconds, False, args.device, args.validate)
+        full, nbytes, alive, _ = batched(size, args.seconds, True, args.device, args.validate)
         if memory is None or size >= memory[0]:  # the largest B's, as the docstring says
             memory = (size, nbytes, alive - before)  # measured with the env alive
         rows.append((size, masks, full))
-        print(f"| {size:,} | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
+        print(f"| {size:,} | no | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
               f"{full / raw_obs:.1f} |", flush=True)
+        if args.compile:
+            masks, _, _, warm = batched(size, args.seconds, False, args.device, args.validate,
+                                        compile=True)
+            full, _, _, _ = batched(size, args.seconds, True, args.device, args.validate,
+                                    compile=True)
+            compiled_rows.append((size, masks, full))
+            warm_ups.append(f"{size:,}: {warm:.1f} s")
+            print(f"| {size:,} | yes | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
+                  f"{full / raw_obs:.1f} |", flush=True)
+    if warm_ups:
+        print("\ncompile=True warm-up (5 steps, compiling included), by B: " + ", ".join(warm_ups))
     size, nbytes, rss = memory
     print(f"\nmemory at B = {size:,}: env tensors {nbytes / 2**20:.1f} MiB "
           f"({nbytes / size:.0f} bytes/match), process RSS growth {rss / 2**20:.1f} MiB, "
@@ -129,6 +149,10 @@ def main() -> None:
         sizes = [r[0] for r in rows]
         ax.plot(sizes, [r[1] for r in rows], "o-", label="batched, masks only")
         ax.plot(sizes, [r[2] for r in rows], "s-", label="batched, masks + observations")
+        if compiled_rows:
+            ax.plot(sizes, [r[1] for r in compiled_rows], "o--", label="compiled, masks only")
+            ax.plot(sizes, [r[2] for r in compiled_rows], "s--",
+                    label="compiled, masks + observations")
         ax.axhline(raw_masks, color="grey", linestyle="--", label="raw_env, mask only")
         ax.axhline(raw_obs, color="grey", linestyle=":", label="raw_env, observation + mask")
         ax.set_xscale("log", base=2)

@@ -34,7 +34,8 @@ def vector_env(num_envs: int = 4096, device="cpu", **kwargs):
     batched engine, :class:`sevenrocks_env.batched.VectorEnv` (see ``docs/vector.md``).
 
     Keyword arguments: ``target``, ``max_rounds``, ``reward`` (``"win"``, ``"points"``,
-    ``"shaped"`` with ``points_scale``, ``win_reward``), ``records``, ``validate``.  Importing
+    ``"shaped"`` with ``points_scale``, ``win_reward``), ``records``, ``validate``,
+    ``deal_streams``, ``compile``.  Importing
     this module does not import torch; calling this function does."""
     from .batched import VectorEnv  # torch is needed only here
 

@@ -52,11 +52,20 @@ def mix_int(x: int) -> int:
     return as_int64(x ^ (x >> 31))
 
 
+def stream_keys(seed: int, env_ids: torch.Tensor) -> torch.Tensor:
+    """``[N]`` int64 key of each deal stream (seed, env): what :func:`deal_key` hashes first,
+    kept by the env so that a step's deals hash only the match and round."""
+    return mix(mix_int(as_int64(seed + _GOLDEN)) + env_ids * _GOLDEN)
+
+
 def deal_key(seed: int, env_ids, matches, rounds) -> torch.Tensor:
     """``[N]`` int64 key of each (seed, env, match count, round)."""
-    key = mix(mix_int(as_int64(seed + _GOLDEN)) + env_ids * _GOLDEN)
-    key = mix(key + matches * _GOLDEN)
-    return mix(key + rounds * _GOLDEN)
+    return round_key(stream_keys(seed, env_ids), matches, rounds)
+
+
+def round_key(streams: torch.Tensor, matches, rounds) -> torch.Tensor:
+    """:func:`deal_key` from the :func:`stream_keys` of the envs."""
+    return mix(mix(streams + matches * _GOLDEN) + rounds * _GOLDEN)
 
 
 def counter_key(seed: int, salt: int, *coordinates: torch.Tensor) -> torch.Tensor:
@@ -77,8 +86,13 @@ def counter_uniform(key: torch.Tensor) -> torch.Tensor:
 
 def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.Tensor):
     """Hands ``[N, 4]`` (28-bit tile sets, 7 tiles each) and drawn openers ``[N]`` (R1, R2)."""
-    key = deal_key(seed, env_ids, matches, rounds)
-    counters = torch.arange(1, NUM_TILES + 2, dtype=torch.long, device=env_ids.device)
+    return deal_from_streams(stream_keys(seed, env_ids), matches, rounds)
+
+
+def deal_from_streams(streams: torch.Tensor, matches: torch.Tensor, rounds: torch.Tensor):
+    """:func:`deal` from the :func:`stream_keys` of the envs."""
+    key = round_key(streams, matches, rounds)
+    counters = torch.arange(1, NUM_TILES + 2, dtype=torch.long, device=streams.device)
     keys = mix(key[:, None] + counters * _GOLDEN) & _LOW63                  # [N, 29]
     order = torch.sort(keys[:, :NUM_TILES], dim=1, stable=True).indices   # a permutation
     bits = torch.bitwise_left_shift(torch.ones_like(order), order)
@@ -87,5 +101,5 @@ def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.
     return hands, opener
 
 
-__all__ = ["MAX_SEED", "as_int64", "counter_key", "counter_uniform", "deal", "deal_key", "mix",
-           "mix_int"]
+__all__ = ["MAX_SEED", "as_int64", "counter_key", "counter_uniform", "deal", "deal_key",
+           "deal_from_streams", "mix", "mix_int", "round_key", "stream_keys"]

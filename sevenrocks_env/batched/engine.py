@@ -14,7 +14,7 @@ import torch
 
 from ..tiles import KNOCK
 from . import layout
-from .deal import deal
+from .deal import deal_from_streams
 from .state import BatchState
 from .tables import ALL_TILES, tables
 
@@ -50,11 +50,45 @@ class Settings:
     win_reward: float
 
 
-def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: torch.Tensor):
-    """Apply ``actions`` (all legal) to every match in place.
+def step(state: BatchState, actions: torch.Tensor, settings: Settings, streams: torch.Tensor,
+         play=None):
+    """Apply ``actions`` (all legal) to every match in place; ``streams`` are the envs' deal
+    stream keys (``deal.stream_keys``); ``play`` is :func:`place_and_score` or its compiled twin
+    (:mod:`.kernels`).
 
     Returns ``(rewards [B, 4] float32, terminated [B] bool, truncated [B] bool, events)``; a match
     that ends is replaced by the env's next match (auto-reset) before returning.
+    """
+    play = play or place_and_score
+    seat, place, logged_sum, points, team_points, won, domino, blocked = play(state, actions,
+                                                                              settings.target)
+    margin = team_points[:, 0] - team_points[:, 1]
+
+    ended = won | domino | blocked
+    rows = ended.nonzero().squeeze(1)
+    truncated = torch.zeros_like(won)
+    if rows.numel():
+        state.last_end_sum = logged_sum.clone()  # the rare path below writes rows in place
+        events = end_rounds(state, rows, won, domino, seat, settings.max_rounds, streams)
+        lost = events.deductions[:, 0] + events.deductions[:, 2] - events.deductions[:, 1] \
+            - events.deductions[:, 3]
+        margin = margin.index_add(0, rows, -lost)
+        truncated[rows] = events.match_over & ~won[rows]
+    else:
+        empty = rows
+        events = StepEvents(seat, logged_sum, points, empty, empty, empty, empty, empty.bool(),
+                            empty, empty, empty)
+    events.seat, events.end_sum, events.points = seat, logged_sum, points
+    winner_sign = won * (1 - 2 * (seat & 1))
+    team0 = settings.points_scale * margin.to(torch.float32) + settings.win_reward * winner_sign
+    return team0[:, None] * tables(seat.device).seat_signs, won, truncated, events
+
+
+def place_and_score(state: BatchState, actions: torch.Tensor, target: int):
+    """The common part of :func:`step`: the move of every row, its points and the round-end
+    tests, with no data-dependent control flow (one fused kernel under ``torch.compile``).
+
+    Returns ``(seat, place, logged_sum, points, team_points, won, domino, blocked)``.
     """
     t = tables(state.turn.device)
     seat = state.turn
@@ -112,34 +146,15 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, env_ids: 
     state.scores += team_points
     scores = state.scores
     team_score = scores[:, 0] + team * (scores[:, 1] - scores[:, 0])
-    won = (points > 0) & (team_score >= settings.target)
+    won = (points > 0) & (team_score >= target)
     # R6, R7: domino or blocked
     domino = place & ~won & (state.hands.gather(1, seat[:, None]).squeeze(1) == 0)
     blocked = place & ~won & ~domino & ((ALL_TILES & ~state.played & code) == 0)
     state.turn = (seat + 1) & 3
-    margin = team_points[:, 0] - team_points[:, 1]
-
-    ended = won | domino | blocked
-    rows = ended.nonzero().squeeze(1)
-    truncated = torch.zeros_like(won)
-    if rows.numel():
-        state.last_end_sum = logged_sum.clone()  # the rare path below writes rows in place
-        events = _end_rounds(state, rows, won, domino, seat, settings, env_ids)
-        lost = events.deductions[:, 0] + events.deductions[:, 2] - events.deductions[:, 1] \
-            - events.deductions[:, 3]
-        margin = margin.index_add(0, rows, -lost)
-        truncated[rows] = events.match_over & ~won[rows]
-    else:
-        empty = rows
-        events = StepEvents(seat, logged_sum, points, empty, empty, empty, empty, empty.bool(),
-                            empty, empty, empty)
-    events.seat, events.end_sum, events.points = seat, logged_sum, points
-    winner_sign = won * (1 - 2 * team)
-    team0 = settings.points_scale * margin.to(torch.float32) + settings.win_reward * winner_sign
-    return team0[:, None] * t.seat_signs, won, truncated, events
+    return seat, place, logged_sum, points, team_points, won, domino, blocked
 
 
-def _end_rounds(state: BatchState, rows, won, domino, seat, settings: Settings, env_ids):
+def end_rounds(state: BatchState, rows, won, domino, seat, max_rounds: int | None, streams):
     """Close the rounds of ``rows`` (R7, R8), then deal the next round or the next match."""
     won, domino, seat = won[rows], domino[rows], seat[rows]
     hands = state.hands[rows]
@@ -150,15 +165,15 @@ def _end_rounds(state: BatchState, rows, won, domino, seat, settings: Settings, 
     result = torch.where(won, WON, torch.where(domino, DOMINO, BLOCKED))
     round_index = state.round_index[rows] + (~won)
     over = won
-    if settings.max_rounds is not None:
-        over = over | (round_index >= settings.max_rounds)
+    if max_rounds is not None:
+        over = over | (round_index >= max_rounds)
     winner = torch.where(won, seat & 1, -1)
     matches = state.matches[rows] + over
     round_index = torch.where(over, 0, round_index)
     state.scores[rows] = torch.where(over[:, None], 0, scores)
     state.round_index[rows] = round_index
     state.matches[rows] = matches
-    new_hands, drawn = deal(settings.seed, env_ids[rows], matches, round_index)
+    new_hands, drawn = deal_from_streams(streams[rows], matches, round_index)
     # R2: the player who dominoed opens the next round; after a block (or a new match) a draw
     opener = torch.where(domino & ~over, seat, drawn)
     state.start_rounds(rows, new_hands, opener)
@@ -166,4 +181,5 @@ def _end_rounds(state: BatchState, rows, won, domino, seat, settings: Settings, 
                       new_hands, opener)
 
 
-__all__ = ["BLOCKED", "DOMINO", "Settings", "StepEvents", "WON", "step"]
+__all__ = ["BLOCKED", "DOMINO", "Settings", "StepEvents", "WON", "end_rounds", "place_and_score",
+           "step"]

@@ -136,14 +136,12 @@ def legal_counts(mask: torch.Tensor) -> torch.Tensor:
     return mask.view(torch.uint8).sum(1, dtype=torch.int16)
 
 
-def legal_mask(hands, ends, opening, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``[N, 113]`` bool legal actions of the seats holding ``hands`` (R3, R4, R6), a view of
-    ``out`` (``LongTensor[N, 15]``, 120 bytes a row, allocated if not given).
+def legal_words(hands, ends, opening) -> torch.Tensor:
+    """``[N, 2]`` int64: the legal actions of the seats holding ``hands`` (R3, R4, R6) as bits:
+    action ``a`` is bit ``a`` of the 128-bit pair (word 0 low).  Action ``4 tile + slot`` is
+    legal when the tile fits the slot; the knock (112) exactly when nothing fits.
 
-    Action ``4 tile + slot`` is legal when the tile fits the slot; the knock (112) exactly when
-    nothing fits.  Built from bitmasks: each slot's fitting set is spread to bits ``4 t + slot``
-    of two 56-bit words by a 14-bit table, and each byte of the words is unpacked by a table of
-    int64 values whose 8 bytes are 0 or 1, read back as bools.
+    Each slot's fitting set is spread to bits ``4 t + slot`` by a 14-bit table per slot.
     """
     t = tables(hands.device)
     fits = slot_fits(hands, ends, opening)                          # [N, 4]
@@ -152,14 +150,26 @@ def legal_mask(hands, ends, opening, out: torch.Tensor | None = None) -> torch.T
     low, high = lookup(t.spread14_slots, halves).sum(2).unbind(1)   # tiles 0-13, 14-27
     knock = (low | high) == 0
     # 113 bits in two words: tiles 0-13, tiles 14-27 from bit 56, the knock at bit 112
-    words = torch.stack((low | (high << 56), (high >> 8) | (knock.long() << 48)), 1)
+    return torch.stack((low | (high << 56), (high >> 8) | (knock.long() << 48)), 1)
+
+
+def unpack_actions(words: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``[N, 113]`` bool from :func:`legal_words`, a view of ``out`` (``LongTensor[N, 15]``, 120
+    bytes a row, allocated if not given): each byte of the words is unpacked by a table of int64
+    values whose 8 bytes are 0 or 1, read back as bools."""
     data = words.view(torch.uint8).long()[:, :15].reshape(-1)       # 15 bytes, each 8 bools
     if out is None:
-        out = torch.empty((hands.shape[0], 15), dtype=torch.long, device=hands.device)
-    torch.index_select(t.byte_bits64, 0, data, out=out.view(-1))
+        out = torch.empty((words.shape[0], 15), dtype=torch.long, device=words.device)
+    torch.index_select(tables(words.device).byte_bits64, 0, data, out=out.view(-1))
     return out.view(torch.bool)[:, :113]
 
 
-__all__ = ["counted_ends", "deductions", "lookup", "end_sum", "legal_counts", "legal_mask",
-           "matching_tiles", "open_numbers", "opening_spinner", "pips", "place_tiles", "placement_points",
-           "popcount", "rows_of", "select", "slot_fits"]
+def legal_mask(hands, ends, opening, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``[N, 113]`` bool legal actions of the seats holding ``hands`` (R3, R4, R6), a view of
+    ``out`` (see :func:`unpack_actions`): :func:`legal_words`, unpacked."""
+    return unpack_actions(legal_words(hands, ends, opening), out)
+
+
+__all__ = ["counted_ends", "deductions", "end_sum", "legal_counts", "legal_mask", "legal_words",
+           "lookup", "matching_tiles", "open_numbers", "opening_spinner", "pips", "place_tiles",
+           "placement_points", "popcount", "rows_of", "select", "slot_fits", "unpack_actions"]

@@ -11,8 +11,8 @@ from ..record import MAX_ROUNDS, MAX_TARGET, shown
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
-from . import engine, layout, observe
-from .deal import MAX_SEED, deal
+from . import engine, kernels, layout, observe
+from .deal import MAX_SEED, deal, stream_keys
 from .records import RecordKeeper
 from .state import BatchState
 
@@ -65,10 +65,15 @@ class VectorEnv:
     def __init__(self, num_envs: int = 4096, device="cpu", target: int = DEFAULT_TARGET,
                  max_rounds: int | None = 100, reward: str = "win",
                  points_scale: float | None = None, win_reward: float | None = None,
-                 records: bool = False, validate: bool = True, deal_streams=None):
+                 records: bool = False, validate: bool = True, deal_streams=None,
+                 compile: bool = False):
         """``deal_streams`` (optional ``LongTensor[num_envs]``, values in ``[0, 2**40]``): env
         ``i`` is dealt from stream ``deal_streams[i]`` instead of ``i``, so several envs can play
-        the same deals -- duplicate-deal evaluation gives both games of a pair one stream."""
+        the same deals -- duplicate-deal evaluation gives both games of a pair one stream.
+
+        ``compile=True`` fuses the step's and the mask's hot paths with ``torch.compile``
+        (:mod:`sevenrocks_env.batched.kernels`): the same results, faster once compiled, after
+        seconds of compiling on the first step of each batch size."""
         self.num_envs = checked_int("num_envs", num_envs, 1, _MAX_ENVS)
         self.device = checked_device(device)
         # the bounds a record must meet (records=True writes one for every match)
@@ -77,14 +82,15 @@ class VectorEnv:
             max_rounds = checked_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
         scale, win = reward_weights(reward, points_scale, win_reward)
         self.reward_mode = reward
-        for name, flag in (("records", records), ("validate", validate)):
+        for name, flag in (("records", records), ("validate", validate), ("compile", compile)):
             if not isinstance(flag, (bool, np.bool_)):  # bool("no") would be True
                 raise TypeError(f"{name} must be a bool, got {shown(flag)}")
         self.validate = bool(validate)
+        self.compiled = bool(compile)
+        self._kernels = kernels.compiled(self.device.type) if self.compiled else kernels.EAGER
         self.settings = engine.Settings(0, target, max_rounds, scale, win)
         self.state = BatchState(self.num_envs, self.device)
-        # the deal coordinate of each env (named env_ids throughout the engine)
-        self.env_ids = self._deal_streams(deal_streams)
+        self._set_streams(0, self._deal_streams(deal_streams))
         self._records = RecordKeeper(self.num_envs, target) if records else None
         with torch.inference_mode(False):  # usable outside inference mode too, as in reset
             self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long,
@@ -131,7 +137,7 @@ class VectorEnv:
             fresh = BatchState(self.num_envs, self.device)
             fresh.start_rounds(slice(None), hands, openers)
         self.state = fresh
-        self.settings.seed = seed
+        self._set_streams(seed, self.env_ids)
         if self._records is not None:  # matches finished before, not popped yet, stay
             self._records.start(range(self.num_envs), hands.tolist(), openers.tolist())
         self._changed()
@@ -211,11 +217,17 @@ class VectorEnv:
             raise ValueError(f"load_state: expected a BatchState of {self.num_envs} envs on "
                              f"{self.device}")
         seed = checked_int("seed", seed, 0, MAX_SEED)
-        self.env_ids = self._deal_streams(deal_streams)  # checked before anything changes
-        self.settings.seed = seed
+        self._set_streams(seed, self._deal_streams(deal_streams))  # checked before any change
         self.state = state
         self._changed()
         self._ready = True
+
+    def _set_streams(self, seed: int, env_ids: torch.Tensor) -> None:
+        """Deal from ``(seed, env_ids[i], match, round)`` from now on (``env_ids``: each env's
+        deal coordinate, its index unless ``deal_streams`` says otherwise)."""
+        self.settings.seed, self.env_ids = seed, env_ids
+        with torch.inference_mode(False):  # as in reset
+            self._streams = stream_keys(seed, env_ids)
 
     def _deal_streams(self, deal_streams) -> torch.Tensor:
         """The envs' deal coordinates: ``deal_streams`` checked (``LongTensor[B]`` in ``[0,
@@ -243,9 +255,8 @@ class VectorEnv:
         row stride 120, rebuilt in place after each step)."""
         self._require_ready()
         if not self._mask_fresh:
-            state = self.state
-            hands = state.hands.gather(1, state.turn[:, None]).squeeze(1)
-            layout.legal_mask(hands, state.ends, state.placements == 0, out=self._mask_words)
+            layout.unpack_actions(self._kernels.turn_legal_words(self.state),
+                                  out=self._mask_words)
             self._mask_fresh = True
         return self._mask
 
@@ -281,20 +292,28 @@ class VectorEnv:
         _check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
         if self.validate:
             self._check_actions(actions)
+        elif self.compiled:  # a fused kernel may fail half-way: check the range first
+            self._check_range(actions)
         try:
-            rewards, terminated, truncated, events = engine.step(self.state, actions,
-                                                                 self.settings, self.env_ids)
-        except IndexError:  # validate=False: the first table lookup, before any change
-            outside = ((actions < 0) | (actions > KNOCK)).nonzero().squeeze(1).tolist()
-            if not outside:
-                raise
-            raise ValueError(f"action {int(actions[outside[0]])} for env {outside[0]} is not in "
-                             f"[0, {KNOCK}] (validate=False checks the range only when the "
-                             f"lookup fails, and legality never)") from None
+            rewards, terminated, truncated, events = engine.step(
+                self.state, actions, self.settings, self._streams, self._kernels.place_and_score)
+        except IndexError:  # validate=False, eager: the first table lookup, before any change
+            self._check_range(actions)
+            raise
         if self._records is not None:
             self._records.append(actions, events)
         self._changed()
         return rewards, terminated, truncated
+
+    def _check_range(self, actions) -> None:
+        low, high = torch.aminmax(actions)
+        if bool((low >= 0) & (high <= KNOCK)):  # one synchronisation
+            return
+        outside = ((actions < 0) | (actions > KNOCK)).nonzero().squeeze(1).tolist()
+        if outside:
+            raise ValueError(f"action {int(actions[outside[0]])} for env {outside[0]} is not in "
+                             f"[0, {KNOCK}] (validate=False checks the range only, and legality "
+                             f"never)")
 
     def _check_actions(self, actions) -> None:
         clamped = actions.clamp(0, KNOCK)
