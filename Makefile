@@ -56,7 +56,7 @@ serve: install
 
 bench: install
 	$(PY) benchmarks/env_speed.py --seconds 5 --repeats 3
-	$(PY) benchmarks/vector_speed.py --seconds 3
+	$(PY) benchmarks/vector_speed.py --seconds 3 --compile
 
 # Exploitability test (issue 11): best responses trained against the shipped policy and against
 # heuristic, then the arena on fresh deals (~2.5 h on 2 cores).

@@ -8,10 +8,11 @@ in batch (``sevenrocks_env.batched.random_actions``) and steps all matches with
 ``validate=False`` (the trainer's setting; ``--validate`` measures the default).  Rows: steps/s
 (one step = one decision in one match) for masks only and for masks plus observations, beside
 ``raw_env`` driven through the same random play (its mask alone, and its full observation).
-``--compile`` adds the rows of ``vector_env(compile=True)`` (the step's and the mask's hot paths
-fused by ``torch.compile``), each after a warm-up that compiles it; the warm-up is printed.
-Memory is measured at the largest size: the env's tensors and the process's RSS growth (RSS
-read while the env is alive, against RSS before the first env of that size was made).
+``--compile`` adds columns for ``vector_env(compile=True)`` (the step's and the mask's hot paths
+fused by ``torch.compile``); the eager and compiled envs of a row are then timed in alternating
+blocks in one process, and the seconds compiling took are printed.
+Memory is measured at the largest size, first: the env's tensors and the process's RSS growth
+(read while the env is alive).
 """
 
 from __future__ import annotations
@@ -38,10 +39,8 @@ def rss_bytes() -> int:
         return int(f.read().split()[1]) * resource.getpagesize()
 
 
-def batched(num_envs: int, seconds: float, observe: bool, device: str, validate: bool,
-            compile: bool = False):
-    """Steps/s of random play over ``num_envs`` matches; also the env's tensor bytes and the
-    process's RSS while the env is still alive."""
+def random_play(num_envs: int, observe: bool, device: str, validate: bool, compile=False):
+    """A function that plays one step of random play in a fresh ``vector_env``, and the env."""
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, device=device, validate=validate,
                                     compile=compile)
     venv.reset(seed=0)
@@ -52,20 +51,57 @@ def batched(num_envs: int, seconds: float, observe: bool, device: str, validate:
             venv.observation
         venv.step(random_actions(venv.action_mask, generator, check=False))
 
-    warm_start = time.perf_counter()
-    for _ in range(5):  # with compile=True: compiling
+    return step, venv
+
+
+def timed(step, repeats: int, device: str) -> float:
+    """Seconds for ``repeats`` calls of ``step``."""
+    start = time.perf_counter()
+    for _ in range(repeats):
         step()
     if device != "cpu":
         torch.cuda.synchronize()
-    warm_up = time.perf_counter() - warm_start
+    return time.perf_counter() - start
+
+
+def batched(num_envs: int, seconds: float, observe: bool, device: str, validate: bool) -> float:
+    """Steps/s of random play over ``num_envs`` matches."""
+    step, _ = random_play(num_envs, observe, device, validate)
+    timed(step, 5, device)
     steps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds or steps < 10:
         step()
         steps += 1
     if device != "cpu":
         torch.cuda.synchronize()
-    elapsed = time.perf_counter() - start
-    return steps * num_envs / elapsed, venv.nbytes(), rss_bytes(), warm_up
+    return steps * num_envs / (time.perf_counter() - start)
+
+
+def memory(num_envs: int, device: str) -> tuple[int, int]:
+    """``(the env's tensor bytes, the process's RSS growth)`` of an env of ``num_envs`` matches
+    that has stepped and written observations, read while it is alive (measured first, before
+    other envs leave memory to the allocator)."""
+    before = rss_bytes()
+    step, venv = random_play(num_envs, True, device, False)
+    timed(step, 5, device)
+    return venv.nbytes(), rss_bytes() - before
+
+
+def compiled_against_eager(num_envs: int, seconds: float, observe: bool, device: str,
+                           validate: bool):
+    """``(eager steps/s, compiled steps/s, seconds the compiled env's first 5 steps took)``:
+    both envs in this process, timed in alternating blocks of about 0.2 s (this machine's speed
+    drifts by +-20% within minutes, so runs one after the other do not compare)."""
+    plays = [random_play(num_envs, observe, device, validate, compile=c)[0] for c in (False, True)]
+    timed(plays[0], 5, device)
+    warm_up = timed(plays[1], 5, device)                 # compiling
+    block = max(1, int(0.2 / (timed(plays[0], 3, device) / 3)))
+    elapsed, steps = [0.0, 0.0], 0
+    while min(elapsed) < seconds:
+        for k, play in enumerate(plays):
+            elapsed[k] += timed(play, block, device)
+        steps += block
+    return steps * num_envs / elapsed[0], steps * num_envs / elapsed[1], warm_up
 
 
 def aec(seconds: float, observe: bool) -> float:
@@ -112,35 +148,44 @@ def main() -> None:
     raw_obs = aec(args.seconds, observe=True)
     print(f"raw_env random play: {raw_masks:,.0f} steps/s (mask only), "
           f"{raw_obs:,.0f} steps/s (observation + mask)\n")
-    print("| B | compile | masks only, steps/s | x raw_env | masks + observations, steps/s | "
-          "x raw_env |")
-    print("|---:|---|---:|---:|---:|---:|")
-    rows, compiled_rows, warm_ups = [], [], []
-    memory = None
+    largest = max(args.sizes)
+    nbytes, rss = memory(largest, args.device)
+    if args.compile:
+        print("Eager and compile=True envs timed in alternating blocks in one process "
+              "(compare these columns with each other, not with other runs).\n")
+        print("| B | masks only, steps/s | x raw_env | compiled | x raw_env | masks + observations, "
+              "steps/s | x raw_env | compiled | x raw_env |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    else:
+        print("| B | masks only, steps/s | x raw_env | masks + observations, steps/s | "
+              "x raw_env |")
+        print("|---:|---:|---:|---:|---:|")
+    rows, warm_ups = [], []
     for size in args.sizes:
-        before = rss_bytes()
-        masks, _, _, _ = batched(size, args.seconds, False, args.device, args.validate)
-        full, nbytes, alive, _ = batched(size, args.seconds, True, args.device, args.validate)
-        if memory is None or size >= memory[0]:  # the largest B's, as the docstring says
-            memory = (size, nbytes, alive - before)  # measured with the env alive
-        rows.append((size, masks, full))
-        print(f"| {size:,} | no | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
-              f"{full / raw_obs:.1f} |", flush=True)
+        settings = (size, args.seconds)
         if args.compile:
-            masks, _, _, warm = batched(size, args.seconds, False, args.device, args.validate,
-                                        compile=True)
-            full, _, _, _ = batched(size, args.seconds, True, args.device, args.validate,
-                                    compile=True)
-            compiled_rows.append((size, masks, full))
+            masks, fused, warm = compiled_against_eager(*settings, False, args.device,
+                                                       args.validate)
+            full, fused_full, _ = compiled_against_eager(*settings, True, args.device,
+                                                         args.validate)
+            rows.append((size, masks, full, fused, fused_full))
             warm_ups.append(f"{size:,}: {warm:.1f} s")
-            print(f"| {size:,} | yes | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
+            print(f"| {size:,} | {masks:,.0f} | {masks / raw_masks:.1f} | {fused:,.0f} | "
+                  f"{fused / raw_masks:.1f} | {full:,.0f} | {full / raw_obs:.1f} | "
+                  f"{fused_full:,.0f} | {fused_full / raw_obs:.1f} |", flush=True)
+        else:
+            masks = batched(*settings, False, args.device, args.validate)
+            full = batched(*settings, True, args.device, args.validate)
+            rows.append((size, masks, full))
+            print(f"| {size:,} | {masks:,.0f} | {masks / raw_masks:.1f} | {full:,.0f} | "
                   f"{full / raw_obs:.1f} |", flush=True)
     if warm_ups:
-        print("\ncompile=True warm-up (5 steps, compiling included), by B: " + ", ".join(warm_ups))
-    size, nbytes, rss = memory
-    print(f"\nmemory at B = {size:,}: env tensors {nbytes / 2**20:.1f} MiB "
-          f"({nbytes / size:.0f} bytes/match), process RSS growth {rss / 2**20:.1f} MiB, "
-          f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB")
+        print("\ncompile=True, the first 5 steps (compiling; Inductor's on-disk cache makes a "
+              "later run's shorter), by B: " + ", ".join(warm_ups))
+    print(f"\nmemory at B = {largest:,} (eager, measured first): env tensors "
+          f"{nbytes / 2**20:.1f} MiB ({nbytes / largest:.0f} bytes/match), process RSS growth "
+          f"{rss / 2**20:.1f} MiB; peak RSS of the whole run "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB")
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
@@ -149,10 +194,9 @@ def main() -> None:
         sizes = [r[0] for r in rows]
         ax.plot(sizes, [r[1] for r in rows], "o-", label="batched, masks only")
         ax.plot(sizes, [r[2] for r in rows], "s-", label="batched, masks + observations")
-        if compiled_rows:
-            ax.plot(sizes, [r[1] for r in compiled_rows], "o--", label="compiled, masks only")
-            ax.plot(sizes, [r[2] for r in compiled_rows], "s--",
-                    label="compiled, masks + observations")
+        if args.compile:
+            ax.plot(sizes, [r[3] for r in rows], "o--", label="compile=True, masks only")
+            ax.plot(sizes, [r[4] for r in rows], "s--", label="compile=True, masks + observations")
         ax.axhline(raw_masks, color="grey", linestyle="--", label="raw_env, mask only")
         ax.axhline(raw_obs, color="grey", linestyle=":", label="raw_env, observation + mask")
         ax.set_xscale("log", base=2)
