@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from sevenrocks_env.observation import action_mask, encode  # noqa: E402
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet  # noqa: E402
 from positions import random_state  # noqa: E402
-from training.ppo import ppo_update  # noqa: E402
+from training.ppo import DivergenceError, ppo_update  # noqa: E402
 
 RATIOS = np.array([0.5, 0.7, 1.0, 1.1, 1.5, 2.0, 0.9, 1.3])      # some outside 1 +- 0.2
 ADVANTAGES = np.array([1.0, -2.0, 0.5, -1.0, 2.0, -0.5, 1.5, -3.0])
@@ -87,3 +87,36 @@ def test_the_entropy_bonus_raises_entropy():
         ppo_update(model, optimizer, batch, config(vf_coef=0.0, update_epochs=2), ent_coef=1.0)
     _, _, after = batch_and_outputs(model)
     assert after.mean() > before.mean() + 0.05
+
+
+def _weights(model):
+    return {name: value.clone() for name, value in model.state_dict().items()}
+
+
+def test_a_loss_that_is_not_finite_stops_before_the_optimizer_step():
+    """A NaN advantage (or reward) would write NaN into every weight: DivergenceError names
+    the part of the loss, and the weights are those of before the update."""
+    torch.manual_seed(2)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    batch["advantages"][3] = float("nan")
+    before = _weights(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with pytest.raises(DivergenceError, match=r"PPO loss is not finite \(policy loss nan\) in "
+                                              r"epoch 1, minibatch at 0"):
+        ppo_update(model, optimizer, batch, config())
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name]), name
+
+
+def test_gradients_that_are_not_finite_stop_before_the_optimizer_step():
+    torch.manual_seed(3)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    before = _weights(model)
+    model.policy_head.weight.register_hook(lambda grad: grad * float("inf"))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    with pytest.raises(DivergenceError, match="PPO gradients are not finite in epoch 1"):
+        ppo_update(model, optimizer, batch, config())
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, before[name]), name

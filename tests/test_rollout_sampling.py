@@ -58,3 +58,15 @@ def test_a_draw_at_the_bottom_of_the_unit_interval_stays_legal(monkeypatch):
     logits[:, 60] = 0.0
     monkeypatch.setattr(torch, "rand", lambda shape, generator=None: torch.zeros(shape))
     assert sample(logits, None).tolist() == [3] * 4
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_logits_that_are_not_finite_are_refused(bad):
+    """NaN logits (a diverged network) would pick action 113, past the knock: the trainer's
+    DivergenceError instead, counting the rows."""
+    from training.ppo import DivergenceError
+
+    logits = torch.zeros((5, 113))
+    logits[1, 4] = logits[3, 0] = bad
+    with pytest.raises(DivergenceError, match="logits are not finite in 2 of 5 rows"):
+        sample(logits, torch.Generator().manual_seed(0))

@@ -394,3 +394,31 @@ def test_warm_start_from_an_oracle_trained_policy_file_without_value_head():
     warm_start(model, cfg)
     for key, tensor in source["model"].items():
         assert torch.equal(model.state_dict()[key], tensor), key
+
+
+def test_a_diverging_run_stops_with_one_line_and_keeps_its_last_checkpoint(tmp_path, capsys,
+                                                                            monkeypatch):
+    """A NaN in the second update's advantages: exit 1, one line naming the update, the step
+    and the checkpoint of the first update, which stays as it was written."""
+    import training.train as train_module
+
+    real, calls = train_module.ppo_update, []
+
+    def poisoned(model, optimizer, batch, *args):
+        calls.append(1)
+        if len(calls) == 2:
+            batch["advantages"][0] = float("nan")
+        return real(model, optimizer, batch, *args)
+
+    monkeypatch.setattr(train_module, "ppo_update", poisoned)
+    code = main(["--config", str(SMOKE), "--set", "total_steps=768", "--set", "eval_every=0",
+                 "--set", "checkpoint_every=1", *_folders(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith("error: training diverged at update 2 (step 256): the PPO loss is "
+                             "not finite (policy loss nan)")
+    assert f"the last checkpoint is {latest.parent / 'step_256.pt'} (lower" in err[0]
+    data = torch.load(latest, weights_only=True)
+    assert data["update"] == 1 and data["global_step"] == 256
+    assert all(bool(torch.isfinite(v).all()) for v in data["model"].values())

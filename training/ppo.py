@@ -41,6 +41,23 @@ def compute_gae(rewards, values, dones, next_index, bootstrap, gamma: float, gae
     return advantages, advantages + np.asarray(values, dtype=np.float32)
 
 
+class DivergenceError(FloatingPointError):
+    """The PPO loss or its gradients were not finite: training diverged.  Raised before the
+    optimizer step, so the weights are still those the last update left."""
+
+
+def _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch: int, start: int) -> None:
+    """One synchronisation a minibatch: ``DivergenceError`` naming the parts that are not
+    finite (the optimizer step would write NaN into every weight)."""
+    if bool(torch.isfinite(loss)):
+        return
+    parts = {"policy loss": pg_loss, "value loss": v_loss, "entropy": entropy_loss}
+    bad = ", ".join(f"{name} {float(value.detach())}" for name, value in parts.items()
+                    if not bool(torch.isfinite(value)))
+    raise DivergenceError(f"the PPO loss is not finite ({bad or float(loss.detach())}) in epoch "
+                          f"{epoch + 1}, minibatch at {start}")
+
+
 def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg,
                critic: nn.Module | None = None, ent_coef: float | None = None) -> dict:
     """Minibatch epochs of the clipped PPO objective; returns the CleanRL loss statistics.
@@ -62,7 +79,7 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
     if getattr(model, "action_features", None) is not None:  # no gradient: compute once
         with torch.no_grad():
             features = model.legal_features(batch["obs"], batch["masks"])
-    for _epoch in range(cfg.update_epochs):
+    for epoch in range(cfg.update_epochs):
         order = torch.randperm(size)
         for start in range(0, size, minibatch_size):
             mb = order[start:start + minibatch_size]
@@ -103,9 +120,14 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
             entropy_loss = entropy.mean()
             loss = pg_loss - ent_coef * entropy_loss + v_loss * cfg.vf_coef
 
+            _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch, start)
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(parameters, cfg.max_grad_norm)
+            try:
+                nn.utils.clip_grad_norm_(parameters, cfg.max_grad_norm, error_if_nonfinite=True)
+            except RuntimeError:  # torch's message names no part of the model
+                raise DivergenceError(f"the PPO gradients are not finite in epoch {epoch + 1}, "
+                                      f"minibatch at {start}") from None
             optimizer.step()
 
         if cfg.target_kl and approx_kl > cfg.target_kl:

@@ -38,7 +38,7 @@ from .config import ConfigError, TrainConfig, describe_fields, load_config, pars
 from .critic import OracleCritic
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
-from .ppo import compute_gae, ppo_update
+from .ppo import DivergenceError, compute_gae, ppo_update
 from .resume import ADAM_BETAS, check_resume, load_engine, optimizer_state, resumed_config
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
@@ -302,6 +302,12 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             if interrupt.requested:
                 checkpoint = save(update)
                 break
+    except DivergenceError as error:  # nothing of this update is saved
+        last = f"the last checkpoint is {checkpoint}" if checkpoint else \
+            "no checkpoint was written in this session"
+        raise DivergenceError(f"training diverged at update {update} (step {global_step}): "
+                              f"{error}; {last} (lower learning_rate or max_grad_norm, or "
+                              f"check the rewards)") from None
     finally:
         interrupt.__exit__()
     bar.close()
@@ -372,6 +378,9 @@ def main(argv=None) -> int:
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except DivergenceError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted: stopped at once, no checkpoint written for the current update",
               file=sys.stderr)
