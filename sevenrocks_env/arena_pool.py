@@ -17,10 +17,12 @@ read it inside ``contextlib.closing``).
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import sys
 import threading
 from collections import deque
+from contextlib import contextmanager
 from itertools import islice
 from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -100,6 +102,31 @@ def _start_fork_server_ignoring_ctrl_c() -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextmanager
+def sigterm_as_ctrl_c():
+    """While in the block, SIGTERM (``kill PID``, ``timeout``, a job scheduler) stops this
+    process as Ctrl-C does (``KeyboardInterrupt``), so the code that stops the workers on
+    Ctrl-C runs: by default SIGTERM ended the main process at once and left its workers running
+    as orphans.  Signal handlers can only be set from the main thread; elsewhere a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = os.getpid()
+
+    def interrupt(signum, frame):
+        if os.getpid() != owner:  # a worker forked meanwhile: SIGTERM ends it, as by default
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _start_worker(initializer, settings: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     initializer(*settings)
@@ -116,26 +143,27 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
     pool = ProcessPoolExecutor(workers, pool_context(), _start_worker, (initializer, settings))
     chunks = (items[start:start + chunksize] for start in range(0, len(items), chunksize))
     finished = False
-    try:
-        pending = deque(pool.submit(_run_chunk, work, chunk)
-                        for chunk in islice(chunks, CHUNKS_IN_FLIGHT * workers))
-        while pending:
-            future = pending.popleft()
-            while not wait([future], timeout=1.0).done:  # (a timed wait: see a_worker_died)
-                if a_worker_died(pool):
-                    raise BrokenProcessPool
-            results = future.result()
-            if (chunk := next(chunks, None)) is not None:  # one in for each one out
-                pending.append(pool.submit(_run_chunk, work, chunk))
-            yield from results
-        finished = True
-    except BrokenProcessPool:  # from submit or result, whichever comes first
-        raise WorkerDied("an arena worker died or could not start (killed, out of memory? any "
-                         "error of its own is printed above)") from None
-    finally:
-        if not finished:  # stop the workers now rather than after their current chunk
-            stop_workers(pool)
-        pool.shutdown(wait=finished, cancel_futures=True)
+    with sigterm_as_ctrl_c():  # kill PID stops the workers too
+        try:
+            pending = deque(pool.submit(_run_chunk, work, chunk)
+                            for chunk in islice(chunks, CHUNKS_IN_FLIGHT * workers))
+            while pending:
+                future = pending.popleft()
+                while not wait([future], timeout=1.0).done:  # (a timed wait: a_worker_died)
+                    if a_worker_died(pool):
+                        raise BrokenProcessPool
+                results = future.result()
+                if (chunk := next(chunks, None)) is not None:  # one in for each one out
+                    pending.append(pool.submit(_run_chunk, work, chunk))
+                yield from results
+            finished = True
+        except BrokenProcessPool:  # from submit or result, whichever comes first
+            raise WorkerDied("an arena worker died or could not start (killed, out of memory? "
+                             "any error of its own is printed above)") from None
+        finally:
+            if not finished:  # stop the workers now rather than after their current chunk
+                stop_workers(pool)
+            pool.shutdown(wait=finished, cancel_futures=True)
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
@@ -187,4 +215,4 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
 
 
 __all__ = ["WorkerDied", "a_worker_died", "play_pairs_in_pool", "play_spans_in_pool",
-           "pool_context", "stop_workers"]
+           "pool_context", "sigterm_as_ctrl_c", "stop_workers"]

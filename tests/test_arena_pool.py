@@ -85,6 +85,29 @@ def test_ctrl_c_from_a_terminal_ends_the_cli_and_its_workers_at_once(tmp_path):
     assert wait_until(lambda: not alive_in_group(run.pid), 10)
 
 
+@needs_proc
+def test_sigterm_to_the_cli_alone_stops_its_workers_too(tmp_path):
+    """``kill PID`` (or ``timeout``) to the main process only: it stops as on Ctrl-C and takes
+    its workers with it (they were left running as orphans)."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "pairs.jsonl"
+    command = [sys.executable, "-m", "sevenrocks_env.cli", "arena", "random", "search:samples=2",
+               "--pairs", "2000", "--workers", "2", "--no-progress", "--log", str(log)]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           start_new_session=True)
+    try:
+        assert wait_until(lambda: log.exists() and log.read_text().count("\n") >= 2, 120)
+        run.send_signal(signal.SIGTERM)
+        out, _ = run.communicate(timeout=60)
+        assert wait_until(lambda: not alive_in_group(run.pid), 10), alive_in_group(run.pid)
+    finally:
+        if alive_in_group(run.pid):
+            os.killpg(run.pid, signal.SIGKILL)
+    assert run.returncode == 130, out
+    assert "interrupted; the pairs finished so far are in" in out and "Traceback" not in out, out
+
 
 def test_fork_server_workers_ignore_ctrl_c_before_their_initializer_runs():
     """With torch loaded the workers come from a fork server; they must ignore Ctrl-C from their

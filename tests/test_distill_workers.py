@@ -157,17 +157,23 @@ def when_every_span_has_saved(labels_path: Path, spans: int, action) -> None:
 
 
 @needs_proc
-def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path):
+@pytest.mark.parametrize("stop", ["ctrl_c", "sigterm"])
+def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path, stop):
     """Ctrl-C (SIGINT to the main process and every worker, as a terminal sends it) stops every
     span after its step; their labels come back (a long collection would otherwise lose hours
-    of search).  The fork server and the resource tracker ignore SIGINT themselves."""
+    of search).  The fork server and the resource tracker ignore SIGINT themselves.  SIGTERM to
+    the main process alone (``kill PID``) does the same (it ended the main process at once and
+    left the workers running)."""
     labels_path = tmp_path / "s.labels.npz"
 
     def ctrl_c():
         for pid in [os.getpid(), *descendants()]:
             os.kill(pid, signal.SIGINT)
 
-    when_every_span_has_saved(labels_path, 2, ctrl_c)
+    def sigterm():
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    when_every_span_has_saved(labels_path, 2, ctrl_c if stop == "ctrl_c" else sigterm)
     seen = []
     pooled = distill_collect.collect_in_pool(str(student_file), TEACHER, 100_000, num_envs=4,
                                              seed=2, workers=2, labels_path=labels_path,

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
-from sevenrocks_env.arena_pool import WorkerDied, a_worker_died, pool_context, stop_workers
+from sevenrocks_env.arena_pool import WorkerDied, a_worker_died, pool_context, \
+    sigterm_as_ctrl_c, stop_workers
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
@@ -243,7 +244,8 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
     died = WorkerDied("a collection worker died (killed, or out of memory?); the part files "
                       f"beside {labels_path} hold what the spans saved (train on them with "
                       "--labels)")
-    with ProcessPoolExecutor(len(work), context, _span_init, (settings,)) as pool:
+    with sigterm_as_ctrl_c(), ProcessPoolExecutor(len(work), context, _span_init,
+                                                  (settings,)) as pool:
         pending = [pool.submit(_collect_span, *span) for span in work]
         while not all(future.done() for future in pending):
             try:
