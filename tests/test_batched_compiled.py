@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.batched import random_actions
+from sevenrocks_env.batched import kernels, random_actions
 from sevenrocks_env.batched.state import FIELDS
 from sevenrocks_env.record import validate
 
@@ -35,6 +35,7 @@ def pair(**settings):
 def test_compiled_play_equals_eager_step_by_step_with_records():
     eager, fused = pair(target=100, max_rounds=4, records=True, validate=False, reward="shaped")
     assert fused.compiled and not eager.compiled
+    assert fused._kernels is kernels.compiled("cpu") and eager._kernels is kernels.EAGER
     generator = torch.Generator().manual_seed(5)
     records = 0
     for step in range(700):  # many rounds and matches: wins, blocks, dominoes, truncations
@@ -77,6 +78,57 @@ def test_compiled_env_refuses_bad_actions_and_changes_nothing():
             assert torch.equal(value, getattr(venv.state, name)), name
         assert torch.equal(mask, venv.action_mask)
         venv.step(first_legal(venv))  # still usable
+
+
+def test_one_compiled_variant_per_batch_size_whatever_the_target_or_autograd_mode():
+    """torch compiles a function at most 8 times in a process: a target or an autograd mode
+    must not make variants of their own (they did: three envs of other sizes, trained and
+    evaluated under inference_mode, already hit the limit)."""
+    from contextlib import nullcontext
+
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    from sevenrocks_env.batched import engine
+
+    def variants():
+        return [len(_debug_get_cache_entry_list(fn.__code__))
+                for fn in (engine.place_and_score, kernels.turn_legal_words)]
+
+    size = NUM_ENVS + 1  # a size no other test compiles
+    before = variants()
+    for target in (60, 250, 777):
+        venv = sevenrocks_v0.vector_env(num_envs=size, compile=True, target=target,
+                                        validate=False)
+        assert venv._kernels is kernels.compiled("cpu")
+        venv.reset(seed=target)
+        for mode in (nullcontext, torch.no_grad, torch.inference_mode, nullcontext):
+            with mode():
+                for _ in range(5):
+                    venv.step(first_legal(venv))
+    assert variants() == [count + 1 for count in before]
+
+
+def test_without_a_cxx_compiler_the_error_says_what_to_do(tmp_path):
+    """Inductor's own error (InvalidCxxCompiler, deep in its code) becomes one that names the
+    missing compiler and compile=False; nothing was changed."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torch\n"
+            "from sevenrocks_env import sevenrocks_v0\n"
+            "venv = sevenrocks_v0.vector_env(num_envs=8, compile=True)\n"
+            "venv.reset(seed=0)\n"
+            "try:\n"
+            "    venv.action_mask\n"
+            "except RuntimeError as error:\n"
+            "    print(str(error)[:60], '|', 'g++' in str(error), 'compile=False' in str(error))\n")
+    env = dict(os.environ, CXX=str(tmp_path / "no-such-g++"), OMP_NUM_THREADS="1",
+               TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))  # nothing compiled before
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert run.stdout.strip() == ("compile=True: torch.compile could not build the engine's ker"
+                                  " | True True"), run.stdout + run.stderr[-2000:]
 
 
 def test_compile_must_be_a_bool():

@@ -51,17 +51,18 @@ class Settings:
 
 
 def step(state: BatchState, actions: torch.Tensor, settings: Settings, streams: torch.Tensor,
-         play=None):
+         play=None, target: torch.Tensor | None = None):
     """Apply ``actions`` (all legal) to every match in place; ``streams`` are the envs' deal
     stream keys (``deal.stream_keys``); ``play`` is :func:`place_and_score` or its compiled twin
-    (:mod:`.kernels`).
+    (:mod:`.kernels`), given ``target`` (``settings.target`` as a 0-d tensor: a compiled
+    kernel would be specialised to an int) if given.
 
     Returns ``(rewards [B, 4] float32, terminated [B] bool, truncated [B] bool, events)``; a match
     that ends is replaced by the env's next match (auto-reset) before returning.
     """
     play = play or place_and_score
-    seat, place, logged_sum, points, team_points, won, domino, blocked = play(state, actions,
-                                                                              settings.target)
+    seat, place, logged_sum, points, team_points, won, domino, blocked = play(
+        state, actions, settings.target if target is None else target)
     margin = team_points[:, 0] - team_points[:, 1]
 
     ended = won | domino | blocked

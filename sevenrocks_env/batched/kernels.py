@@ -16,7 +16,10 @@ eager paths to each other:
 On the CPU Inductor is told not to vectorise (``cpp.simdlen = 1``): it would vectorise over the
 four seats or slots of a row, which measured slower than eager.  Compiling needs a C++ compiler
 on the CPU (Triton on CUDA) and takes seconds per batch size, once per process; it is worth it
-for long runs, not for a few steps.  ``benchmarks/vector_speed.py --compile`` measures it.
+for long runs, not for a few steps.  The env calls the kernels outside inference mode and
+without autograd, and gives the target as a tensor, so that a batch size is one variant of each
+function; past torch's limit of 8 variants a process (``torch._dynamo.config.recompile_limit``)
+torch warns and runs further batch sizes eagerly.  ``benchmarks/vector_speed.py --compile`` measures it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import functools
 from collections import namedtuple
 
 import torch
+from torch._inductor.exc import InductorError
 
 from . import layout
 from .engine import place_and_score
@@ -47,7 +51,19 @@ def compiled(device_type: str) -> Kernels:
     options = {"cpp.simdlen": 1} if device_type == "cpu" else {}
 
     def fuse(fn):
-        return torch.compile(fn, dynamic=False, fullgraph=True, options=options)
+        # not fullgraph: past torch's recompile limit (8 variants of a function in a process)
+        # torch warns and runs the function eagerly instead of raising
+        fused = torch.compile(fn, dynamic=False, options=options)
+
+        @functools.wraps(fn)
+        def call(*args):
+            try:
+                return fused(*args)
+            except InductorError as error:  # e.g. no C++ compiler: say what to do
+                raise RuntimeError(f"compile=True: torch.compile could not build the engine's "
+                                   f"kernels ({str(error).strip()[:300]}); on the CPU it needs "
+                                   f"a C++ compiler (g++); or use compile=False") from error
+        return call
 
     return Kernels(fuse(place_and_score), fuse(turn_legal_words))
 

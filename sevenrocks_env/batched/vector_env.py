@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -12,6 +13,7 @@ from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
 from . import engine, kernels, layout, observe
+from .tables import tables
 from .deal import MAX_SEED, deal, stream_keys
 from .records import RecordKeeper
 from .state import BatchState
@@ -54,6 +56,15 @@ def _check_tensor(name: str, value, shape: tuple, dtype: torch.dtype, device: to
         raise ValueError(f"{name}: expected a tensor on device {device}, got {value.device}")
 
 
+@contextmanager
+def _plain_tensors():
+    """The mode every step runs in: outside inference mode and without autograd, whatever the
+    caller's mode, so the state stays made of normal tensors and a compiled kernel sees one
+    kind of input (each autograd mode would be a variant of its own)."""
+    with torch.inference_mode(False), torch.no_grad():
+        yield
+
+
 class VectorEnv:
     """``num_envs`` matches on one device; every step moves the seat on turn in each of them.
 
@@ -88,7 +99,10 @@ class VectorEnv:
         self.validate = bool(validate)
         self.compiled = bool(compile)
         self._kernels = kernels.compiled(self.device.type) if self.compiled else kernels.EAGER
+        tables(self.device)  # (built before a compiled kernel first reads it)
         self.settings = engine.Settings(0, target, max_rounds, scale, win)
+        with torch.inference_mode(False):
+            self._target = torch.tensor(target, device=self.device)  # (see engine.step)
         self.state = BatchState(self.num_envs, self.device)
         self._set_streams(0, self._deal_streams(deal_streams))
         self._records = RecordKeeper(self.num_envs, target) if records else None
@@ -255,8 +269,9 @@ class VectorEnv:
         row stride 120, rebuilt in place after each step)."""
         self._require_ready()
         if not self._mask_fresh:
-            layout.unpack_actions(self._kernels.turn_legal_words(self.state),
-                                  out=self._mask_words)
+            with _plain_tensors():
+                layout.unpack_actions(self._kernels.turn_legal_words(self.state),
+                                      out=self._mask_words)
             self._mask_fresh = True
         return self._mask
 
@@ -295,8 +310,12 @@ class VectorEnv:
         elif self.compiled:  # a fused kernel may fail half-way: check the range first
             self._check_range(actions)
         try:
-            rewards, terminated, truncated, events = engine.step(
-                self.state, actions, self.settings, self._streams, self._kernels.place_and_score)
+            with _plain_tensors():
+                if actions.is_inference():
+                    actions = actions.clone()
+                rewards, terminated, truncated, events = engine.step(
+                    self.state, actions, self.settings, self._streams,
+                    self._kernels.place_and_score, self._target)
         except IndexError:  # validate=False, eager: the first table lookup, before any change
             self._check_range(actions)
             raise
