@@ -146,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
                 "the rest") if args.log else ""
         print(f"sevenrocks arena: {str(stop) or 'interrupted'}{kept}", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else 1
+    except RuntimeError as error:  # an agent failed mid-match (an illegal move, a hostile net)
+        kept = f"; the pairs finished before it are in {args.log}" if args.log else ""
+        print(f"sevenrocks arena: error: {error}{kept}", file=sys.stderr)
+        return 2
     print(json.dumps(result.as_dict(), indent=2) if args.json else result.table())
     return 0
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from . import record as records
 from .atomic_file import OutputError, check_output_folder
-from .agents import make_agent
-from .driver import MatchDriver, agent_name
+from .agents import make_agent, spec_files
+from .driver import IllegalActionError, MatchDriver, agent_name
 from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
@@ -189,7 +189,7 @@ class Session:
             self.say(f"  {number:>2}. {move_words(match, action)}")
         while True:
             answer = self.ask("choose a number, a tile and end like '3-5 e', or q to quit: ")
-            if answer is None or answer.strip().lower() in ("q", "quit", "exit"):
+            if _quits(answer):
                 return None
             try:
                 return parse_answer(answer, match, legal)
@@ -237,13 +237,18 @@ class Session:
         self.say()
         for text in round_summary(log):
             self.say(text)
-        if self.pause and not match.over and self.ask(
-                "press Enter for the next round (q to quit): ") in (None, "q\n"):
+        if self.pause and not match.over and _quits(self.ask(
+                "press Enter for the next round (q to quit): ")):
             raise _Quit
 
 
 class _Quit(Exception):
     """The human quit at the pause between rounds."""
+
+
+def _quits(answer: str | None) -> bool:
+    """The answer ends the game: end of input, or q / quit / exit (any case)."""
+    return answer is None or answer.strip().lower() in ("q", "quit", "exit")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -275,6 +280,10 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         except (AttributeError, ValueError):
             pass
     stdout = sys.stdout if stdout is None else stdout
+    if stdout is None:  # started with stdout closed (>&-): nowhere to show the game
+        if sys.stderr is not None:
+            print("error: standard output is closed: nowhere to show the game", file=sys.stderr)
+        return 2
     if len(args.opponents) > 2:
         print("error: --opponents takes one spec (both) or two (left, right)", file=sys.stderr)
         return 2
@@ -294,10 +303,17 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     specs = {partner_of(args.seat): args.partner, (args.seat + 1) % 4: left,
              (args.seat + 3) % 4: right}
     try:
+        problem = record_is_an_input(path, specs.values())
+        if problem:
+            print(f"error: --record {path}: {problem}", file=sys.stderr)
+            return 2
         agents = {s: make_agent(spec, seed=seed * 4 + s) for s, spec in specs.items()}
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # while loading the agents (torch, a checkpoint: seconds)
+        print("interrupted before the game started", file=sys.stderr)
+        return 130
     interactive = getattr(stdin, "isatty", lambda: False)()
     session = Session(args.seat, agents, seed, args.target, stdin, stdout,
                       echo=not interactive, pause=interactive)
@@ -311,6 +327,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         finished, status, how = False, 130, "interrupted"
     except UnicodeDecodeError:
         finished, status, how = False, 2, "error: input is not UTF-8 text"
+    except (IllegalActionError, RuntimeError) as error:  # an agent failed (a hostile checkpoint)
+        finished, status, how = False, 2, f"error: {error}"
     except OSError as error:  # the output closed (| head) or full: the record is still saved
         finished, status, how = False, 1, f"error: cannot write the game: {error.strerror or error}"
     try:
@@ -326,6 +344,18 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         return status
     session.say(("match over" if finished else "quit") + f"; game record saved to {path}")
     return 0
+
+
+def record_is_an_input(path: Path, specs) -> str | None:
+    """Why ``path`` must not take the record: it is a file one of the agent ``specs`` loads
+    (writing the record would destroy a checkpoint), or ``None``."""
+    if not path.is_file():
+        return None
+    for spec in set(specs):
+        for source in spec_files(spec):
+            if Path(source).is_file() and os.path.samefile(path, source):
+                return f"is the file {source} of agent {spec!r}: the record would destroy it"
+    return None
 
 
 def record_path_problem(path: Path, default: bool) -> str | None:

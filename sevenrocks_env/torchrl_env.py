@@ -122,6 +122,12 @@ class SevenRocksTorchRLEnv(EnvBase):
     # -- reset and step -----------------------------------------------------------------------
 
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
+        if kwargs.pop("set_state", None):  # TorchRL's flag for envs that can be set to a state
+            raise NotImplementedError("this env cannot be reset to a given state "
+                                      "(set_state=True); use vector_env().load(matches)")
+        if kwargs:  # reset(seed=...) was silently ignored: no reproducibility, no error
+            hint = "; seed the env with set_seed(seed), then reset()" if "seed" in kwargs else ""
+            raise TypeError(f"reset() got unexpected keyword argument(s) {sorted(kwargs)}{hint}")
         reset = None if tensordict is None else tensordict.get("_reset", None)
         vec = self.vector_env
         if reset is not None and self._started:

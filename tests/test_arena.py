@@ -400,6 +400,11 @@ def test_the_interval_is_wilson_over_pairs_not_matches():
 @pytest.mark.parametrize("stop, status, words", [
     (KeyboardInterrupt(), 130, "interrupted; the pairs finished so far are in"),
     (WorkerDied("an arena worker died"), 1, "an arena worker died; the pairs finished so far"),
+    # an agent failing mid-match (here the driver's error for an illegal move) was a traceback
+    (arena.IllegalActionError("agent 'bad' at seat 3 chose illegal action 112; legal: [77, 85]"),
+     2,
+     "error: agent 'bad' at seat 3 chose illegal action 112; legal: [77, 85]; the pairs "
+     "finished before it are in"),
 ])
 def test_cli_stopped_says_so_and_where_the_pairs_are(stop, status, words, monkeypatch, capsys,
                                                       tmp_path):

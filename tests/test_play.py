@@ -275,3 +275,91 @@ def test_an_existing_read_only_record_is_refused_before_the_game(tmp_path, monke
     code, out = run(["--seed", "3", "--opponents", "random", "--record", str(path)], "q\n")
     assert code == 2 and "not writable" in capsys.readouterr().err
     assert path.read_text() == "{}" and "your move" not in out
+
+
+@pytest.mark.parametrize("word", ["quit", "Q", " exit "])
+def test_the_pause_between_rounds_takes_every_quit_word_the_move_prompt_takes(word):
+    """'quit' at the pause started the next round (only an exact 'q' was taken there)."""
+    out = io.StringIO()
+
+    class QuitWordAtPause(_QuitAtPause):
+        def readline(self, *args):
+            return word + "\n" if super().readline() == "q\n" else "1\n"
+
+    agents = {s: make_agent("random", seed=s) for s in (1, 2, 3)}
+    session = Session(0, agents, seed=3, target=250, stdin=QuitWordAtPause(out), stdout=out,
+                      echo=False, pause=True)
+    assert session.run() is False
+    assert out.getvalue().count("press Enter for the next round") == 1
+
+
+def test_a_record_path_that_is_an_agents_checkpoint_is_refused(tmp_path, capsys):
+    """--record over the partner's checkpoint replaced a trained model by a 1 kB record."""
+    import shutil
+
+    from sevenrocks_env.policy import resolve_path
+
+    checkpoint = tmp_path / "partner.pt"
+    shutil.copy(resolve_path("shipped"), checkpoint)
+    size = checkpoint.stat().st_size
+    for partner in (f"ckpt:{checkpoint}", f"search:policy={checkpoint},samples=2"):
+        code, out = run(["--seed", "3", "--opponents", "random", "--partner", partner,
+                         "--record", str(checkpoint)], "q\n")
+        err = capsys.readouterr().err
+        assert code == 2 and f"is the file {checkpoint} of agent" in err, err
+        assert checkpoint.stat().st_size == size and "your move" not in out
+
+
+class _FailingAgent:
+    """An agent that breaks mid-game, as a hostile checkpoint's network does."""
+    name = "broken"
+
+    def __init__(self, error):
+        self.error = error
+
+    def act(self, observation, match=None):
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [RuntimeError("ckpt:bad.pt: the network's outputs for legal "
+                                                "actions are not finite"), None])
+def test_an_agent_that_fails_mid_game_is_one_line_and_the_record_is_saved(tmp_path, capsys,
+                                                                          monkeypatch, error):
+    """A failing agent (or one choosing an illegal move: the driver's IllegalActionError)
+    escaped as a traceback and the game record was lost."""
+    from sevenrocks_env import play
+    from sevenrocks_env.agents import RandomAgent
+
+    class Illegal(RandomAgent):  # the knock while holding a tile that fits
+        def act(self, observation, match=None):
+            return KNOCK
+
+    made = {"bad": lambda: _FailingAgent(error) if error is not None else Illegal(seed=0)}
+    monkeypatch.setattr(play, "make_agent",
+                        lambda spec, seed=None: made[spec]() if spec in made
+                        else make_agent(spec, seed=seed))
+    path = tmp_path / "g.json"
+    code, _ = run(["--seed", "3", "--opponents", "bad", "--record", str(path)], "1\n" * 200)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and path.exists() and "Traceback" not in "\n".join(err)
+    expected = "the network's outputs" if error is not None else "chose illegal action 112"
+    assert err[-1].startswith("error: ") and expected in err[-1], err
+    assert err[-1].endswith(f"game record saved to {path}")
+    records.validate(records.load(path))
+
+
+def test_ctrl_c_while_the_agents_load_exits_130_without_a_traceback(monkeypatch, capsys):
+    from sevenrocks_env import play
+
+    def interrupted(spec, seed=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(play, "make_agent", interrupted)
+    code, out = run(["--seed", "3", "--opponents", "random"], "q\n")
+    assert code == 130 and "interrupted before the game started" in capsys.readouterr().err
+
+
+def test_a_closed_stdout_is_one_line(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["--seed", "3", "--opponents", "random"], stdin=io.StringIO("q\n")) == 2
+    assert "standard output is closed" in capsys.readouterr().err

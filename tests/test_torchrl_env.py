@@ -170,6 +170,19 @@ def test_bad_seed_and_arguments():
         SevenRocksTorchRLEnv(0)
 
 
+def test_reset_refuses_keywords_it_would_ignore():
+    """reset(seed=5) gave two unseeded envs different deals without a word."""
+    env = SevenRocksTorchRLEnv(2, **SHORT)
+    with pytest.raises(TypeError, match=r"\['seed'\]; seed the env with set_seed\(seed\)"):
+        env.reset(seed=5)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['bogus'\]"):
+        env.reset(bogus=1)
+    with pytest.raises(NotImplementedError, match="set_state=True"):
+        env.reset(set_state=True)
+    env.set_seed(5)
+    assert env.reset(set_state=False)["observation"].shape == (2, 238)
+
+
 def test_partial_reset_of_a_match_in_progress_is_refused():
     env = SevenRocksTorchRLEnv(4, seed=0)
     env.reset()
