@@ -69,7 +69,7 @@ class SevenRocksTorchRLEnv(EnvBase):
     """
 
     def __init__(self, num_envs: int = 1024, device="cpu", seed: int | None = None, **kwargs):
-        if "records" in kwargs:
+        if kwargs.pop("records", False):  # (records=False, the VectorEnv default, is harmless)
             raise TypeError("records are not available through the TorchRL env; use "
                             "sevenrocks_v0.vector_env(records=True)")
         self.vector_env = VectorEnv(num_envs=num_envs, device=device, **kwargs)

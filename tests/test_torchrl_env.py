@@ -166,6 +166,7 @@ def test_bad_seed_and_arguments():
         SevenRocksTorchRLEnv(2, seed="7")
     with pytest.raises(TypeError, match="records"):
         SevenRocksTorchRLEnv(2, records=True)
+    assert SevenRocksTorchRLEnv(2, records=False).batch_size == (2,)
     with pytest.raises(ValueError, match="num_envs"):
         SevenRocksTorchRLEnv(0)
 
