@@ -131,6 +131,27 @@ def test_without_a_cxx_compiler_the_error_says_what_to_do(tmp_path):
                                   " | True True"), run.stdout + run.stderr[-2000:]
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_state_made_in_inference_mode_can_be_loaded_and_stepped(compiled):
+    """Search builds its worlds under torch.inference_mode(); the env steps outside it (one
+    compiled variant), so load_state gives such a state normal tensors first (stepping wrote
+    into inference tensors outside inference mode: a RuntimeError)."""
+    venv = sevenrocks_v0.vector_env(num_envs=NUM_ENVS, compile=compiled, validate=False)
+    venv.reset(seed=4)
+    for _ in range(3):
+        venv.step(first_legal(venv))
+    with torch.inference_mode():
+        state = venv.state.take()
+    reference = sevenrocks_v0.vector_env(num_envs=NUM_ENVS, validate=False)
+    reference.load_state(venv.state.take(), seed=4)
+    venv.load_state(state, seed=4)
+    assert venv.state is state and not state.hands.is_inference()
+    for _ in range(40):
+        actions = first_legal(reference)
+        for a, b in zip(venv.step(actions), reference.step(actions)):
+            assert torch.equal(a, b)
+
+
 def test_compile_must_be_a_bool():
     with pytest.raises(TypeError, match="compile must be a bool"):
         sevenrocks_v0.vector_env(num_envs=2, compile="yes")

@@ -16,7 +16,7 @@ from . import engine, kernels, layout, observe
 from .tables import tables
 from .deal import MAX_SEED, deal, stream_keys
 from .records import RecordKeeper
-from .state import BatchState
+from .state import FIELDS, BatchState
 
 _MAX_ENVS = 1 << 24
 
@@ -222,8 +222,9 @@ class VectorEnv:
         as it is, without checking that it is a reachable position.  Later rounds are dealt from
         ``(seed, deal_streams[i], matches, round)`` (``deal_streams`` default: the env index; they
         replace the env's streams; copied), so envs given one stream see the same later deals.
-        ``state`` itself is taken, not copied: the env steps it in place.  Not for envs that keep
-        records."""
+        ``state`` itself is taken, not copied: the env steps it in place (its tensors are
+        replaced by normal copies first if they were made under ``torch.inference_mode()``:
+        steps run outside it).  Not for envs that keep records."""
         if self._records is not None:
             raise RuntimeError("load_state: this env keeps records; use load(matches)")
         if not isinstance(state, BatchState) or state.num_envs != self.num_envs \
@@ -232,6 +233,10 @@ class VectorEnv:
                              f"{self.device}")
         seed = checked_int("seed", seed, 0, MAX_SEED)
         self._set_streams(seed, self._deal_streams(deal_streams))  # checked before any change
+        if any(getattr(state, name).is_inference() for name in FIELDS):
+            with torch.inference_mode(False):  # made in inference mode (search): steps run
+                for name in FIELDS:           # outside it, and write the state in place
+                    setattr(state, name, getattr(state, name).clone())
         self.state = state
         self._changed()
         self._ready = True
