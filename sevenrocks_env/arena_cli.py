@@ -21,6 +21,7 @@ from .arena import evaluate, round_robin
 from .arena_pool import WorkerDied
 from .arguments import MAX_THREADS, non_negative_pairs
 from .arguments import seed as deal_seed
+from .driver import AgentError
 
 
 def add_evaluation_arguments(parser, seed: int = 12345) -> None:
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                 "the rest") if args.log else ""
         print(f"sevenrocks arena: {str(stop) or 'interrupted'}{kept}", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else 1
-    except RuntimeError as error:  # an agent failed mid-match (an illegal move, a hostile net)
+    except AgentError as error:  # an agent failed mid-match (an illegal move, a hostile net)
         kept = f"; the pairs finished before it are in {args.log}" if args.log else ""
         print(f"sevenrocks arena: error: {error}{kept}", file=sys.stderr)
         return 2

@@ -102,25 +102,30 @@ def _start_fork_server_ignoring_ctrl_c() -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+_SIGTERM_OWNER = [0]  # the process whose SIGTERM becomes Ctrl-C (not a worker forked from it)
+
+
+def _sigterm_as_interrupt(signum, frame):
+    if os.getpid() != _SIGTERM_OWNER[0]:  # a worker forked meanwhile: ends, as by default
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise KeyboardInterrupt
+
+
 @contextmanager
 def sigterm_as_ctrl_c():
     """While in the block, SIGTERM (``kill PID``, ``timeout``, a job scheduler) stops this
     process as Ctrl-C does (``KeyboardInterrupt``), so the code that stops the workers on
     Ctrl-C runs: by default SIGTERM ended the main process at once and left its workers running
-    as orphans.  Signal handlers can only be set from the main thread; elsewhere a no-op."""
-    if threading.current_thread() is not threading.main_thread():
+    as orphans.  Signal handlers can only be set from the main thread; elsewhere, and inside
+    another such block (which restores the handler when it ends), a no-op."""
+    if threading.current_thread() is not threading.main_thread() \
+            or signal.getsignal(signal.SIGTERM) is _sigterm_as_interrupt:
         yield
         return
-    owner = os.getpid()
-
-    def interrupt(signum, frame):
-        if os.getpid() != owner:  # a worker forked meanwhile: SIGTERM ends it, as by default
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
-            return
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    _SIGTERM_OWNER[0] = os.getpid()
+    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     try:
         yield
     finally:

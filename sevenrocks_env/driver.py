@@ -32,7 +32,12 @@ from .observation import action_mask, encode
 MoveHook = Callable[[rules.Match, int, int, int, bool], None]
 
 
-class IllegalActionError(RuntimeError):
+class AgentError(RuntimeError):
+    """An agent failed while choosing a move (its ``act`` raised: a hostile or broken
+    checkpoint, a bug of its own); the message names the agent and the seat."""
+
+
+class IllegalActionError(AgentError):
     """An agent returned an action its mask does not allow."""
 
 
@@ -122,7 +127,11 @@ class MatchDriver:
     def _ask(self, agent, seat: int, legal: list[int]) -> int:
         match = self.match
         started, cpu = time.perf_counter(), time.process_time()
-        action = agent.act(encode(match, seat), action_mask(match, seat))
+        try:
+            action = agent.act(encode(match, seat), action_mask(match, seat))
+        except Exception as error:  # (not KeyboardInterrupt): say whose move failed
+            raise AgentError(f"agent {agent_name(agent)!r} at seat {seat} failed: "
+                             f"{type(error).__name__}: {error}") from error
         self.think_s[seat] += time.perf_counter() - started
         self.think_cpu_s[seat] += time.process_time() - cpu
         if not rules.is_legal(match, action):
@@ -140,4 +149,5 @@ class MatchDriver:
         return points
 
 
-__all__ = ["IllegalActionError", "MatchDriver", "MoveHook", "agent_name", "forced_action"]
+__all__ = ["AgentError", "IllegalActionError", "MatchDriver", "MoveHook", "agent_name",
+           "forced_action"]

@@ -25,7 +25,7 @@ from pathlib import Path
 from . import record as records
 from .atomic_file import OutputError, check_output_folder
 from .agents import make_agent, spec_files
-from .driver import IllegalActionError, MatchDriver, agent_name
+from .driver import AgentError, MatchDriver, agent_name
 from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
@@ -327,7 +327,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         finished, status, how = False, 130, "interrupted"
     except UnicodeDecodeError:
         finished, status, how = False, 2, "error: input is not UTF-8 text"
-    except (IllegalActionError, RuntimeError) as error:  # an agent failed (a hostile checkpoint)
+    except AgentError as error:  # an agent failed, or chose an illegal move (a hostile checkpoint)
         finished, status, how = False, 2, f"error: {error}"
     except OSError as error:  # the output closed (| head) or full: the record is still saved
         finished, status, how = False, 1, f"error: cannot write the game: {error.strerror or error}"
@@ -352,7 +352,11 @@ def record_is_an_input(path: Path, specs) -> str | None:
     if not path.is_file():
         return None
     for spec in set(specs):
-        for source in spec_files(spec):
+        try:
+            sources = spec_files(spec)
+        except ValueError:  # an incomplete spec: make_agent says what is wrong with it
+            continue
+        for source in sources:
             if Path(source).is_file() and os.path.samefile(path, source):
                 return f"is the file {source} of agent {spec!r}: the record would destroy it"
     return None

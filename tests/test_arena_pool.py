@@ -159,3 +159,17 @@ def test_a_result_cut_short_by_the_stop_does_not_hang_python_at_exit():
             "    print('closed', flush=True)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout == "closed\n", run.stdout + run.stderr
+
+
+def test_sigterm_as_ctrl_c_nested_and_closed_out_of_order_leaves_the_default_handler():
+    """Two pools whose blocks end in the other order left SIGTERM turned into Ctrl-C."""
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    outer, inner = arena_pool.sigterm_as_ctrl_c(), arena_pool.sigterm_as_ctrl_c()
+    outer.__enter__()
+    inner.__enter__()
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.sigtimedwait([], 0.1)  # (a handler runs between bytecodes: let it)
+    outer.__exit__(None, None, None)
+    inner.__exit__(None, None, None)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -190,6 +190,24 @@ def test_ctrl_c_keeps_what_the_workers_labelled(student_file, tmp_path, stop):
 
 
 @needs_proc
+def test_sigterm_to_the_whole_group_is_an_interruption_not_a_dead_worker(student_file, tmp_path):
+    """kill -TERM -PGID (a job scheduler) ends the workers too: that is the interruption, not
+    'a collection worker died'; the spans' part files keep what they saved."""
+    labels_path = tmp_path / "s.labels.npz"
+
+    def sigterm_everyone():  # (not the fork server and resource tracker: later tests use them)
+        for pid in [*pool_workers(), os.getpid()]:
+            os.kill(pid, signal.SIGTERM)
+
+    when_every_span_has_saved(labels_path, 2, sigterm_everyone)
+    with pytest.raises(KeyboardInterrupt):
+        distill_collect.collect_in_pool(str(student_file), TEACHER, 100_000, num_envs=4, seed=2,
+                                        workers=2, labels_path=labels_path, save_every=8,
+                                        log=quiet)
+    assert len(list(tmp_path.glob("s.labels.part*.npz"))) == 2
+
+
+@needs_proc
 def test_a_worker_that_dies_or_fails_is_an_error_not_a_hang(student_file, tmp_path):
 
     for which in (0, -1):  # the last worker started could go unwatched by the executor

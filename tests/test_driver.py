@@ -160,3 +160,24 @@ def test_think_time_adds_up_over_every_decision():
     for seat in range(4):
         assert driver.decisions[seat] >= 2
         assert driver.think_s[seat] >= Slow.PAUSE * driver.decisions[seat]
+
+
+def test_an_agent_that_raises_is_an_agent_error_naming_it_and_its_seat():
+    """A failing agent (a hostile checkpoint's network, a bug of its own) raised its own
+    exception type, which CLIs could not tell from a bug of theirs."""
+    from sevenrocks_env.driver import AgentError
+    from sevenrocks_env.rules import Match
+
+    class Broken:
+        name = "broken"
+
+        def act(self, observation, mask):
+            raise ValueError("MaskedCategorical: the logits are not finite")
+
+    from sevenrocks_env.agents import make_agent
+    match = Match.new(3)
+    agents = [Broken()] + [make_agent("random", seed=s) for s in (1, 2, 3)]
+    with pytest.raises(AgentError, match=r"agent 'broken' at seat 0 failed: ValueError: "
+                                         r"MaskedCategorical: the logits are not finite") as info:
+        MatchDriver(match, agents).run()  # a seeded match deals its rounds itself
+    assert isinstance(info.value.__cause__, ValueError)

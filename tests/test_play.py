@@ -321,8 +321,10 @@ class _FailingAgent:
         raise self.error
 
 
-@pytest.mark.parametrize("error", [RuntimeError("ckpt:bad.pt: the network's outputs for legal "
-                                                "actions are not finite"), None])
+@pytest.mark.parametrize("error", [
+    RuntimeError("ckpt:bad.pt: the network's outputs for legal actions are not finite"),
+    ValueError("MaskedCategorical: the logits are not finite"),  # as search:policy=... raises
+    None])
 def test_an_agent_that_fails_mid_game_is_one_line_and_the_record_is_saved(tmp_path, capsys,
                                                                           monkeypatch, error):
     """A failing agent (or one choosing an illegal move: the driver's IllegalActionError)
@@ -342,8 +344,10 @@ def test_an_agent_that_fails_mid_game_is_one_line_and_the_record_is_saved(tmp_pa
     code, _ = run(["--seed", "3", "--opponents", "bad", "--record", str(path)], "1\n" * 200)
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and path.exists() and "Traceback" not in "\n".join(err)
-    expected = "the network's outputs" if error is not None else "chose illegal action 112"
-    assert err[-1].startswith("error: ") and expected in err[-1], err
+    expected = ("chose illegal action 112" if error is None else
+                f"failed: {type(error).__name__}: {error}")
+    name = "broken" if error is not None else "random"
+    assert err[-1].startswith(f"error: agent '{name}' at seat ") and expected in err[-1], err
     assert err[-1].endswith(f"game record saved to {path}")
     records.validate(records.load(path))
 

@@ -422,3 +422,23 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_last_checkpoint(tmp_p
     data = torch.load(latest, weights_only=True)
     assert data["update"] == 1 and data["global_step"] == 256
     assert all(bool(torch.isfinite(v).all()) for v in data["model"].values())
+
+
+
+def test_a_resumed_run_that_diverges_before_saving_names_the_checkpoint_it_resumed(
+        tmp_path, capsys, monkeypatch):
+    import training.train as train_module
+
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0"), final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    real = train_module.ppo_update
+
+    def poisoned(model, optimizer, batch, *args):
+        batch["advantages"][0] = float("nan")
+        return real(model, optimizer, batch, *args)
+
+    monkeypatch.setattr(train_module, "ppo_update", poisoned)
+    assert main(["--resume", str(latest), "--set", "total_steps=768", *_folders(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "training diverged at update 2 (step 256)" in err
+    assert f"the last checkpoint is {latest} (lower" in err, err

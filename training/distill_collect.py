@@ -257,13 +257,16 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
                 log("collect: interrupted; each span stops after its current step (Ctrl-C "
                     "again to drop their labels)")
             if a_worker_died(pool) and not all(future.done() for future in pending):
+                interrupted = stop.is_set()
                 stop.set()  # (the executor may not have seen it: arena_pool.a_worker_died)
                 stop_workers(pool)
-                raise died
+                raise KeyboardInterrupt if interrupted else died
         try:
             parts = [future.result() for future in pending]
         except BrokenProcessPool:
-            raise died from None
+            # after an interruption, a dead worker is one that SIGTERM to the whole process
+            # group ended: the labels are in the part files, as after a second Ctrl-C
+            raise (KeyboardInterrupt if stop.is_set() else died) from None
     return {key: np.concatenate([part[key] for part in parts]) for key in _LABEL_KEYS}
 
 

@@ -46,6 +46,16 @@ class DivergenceError(FloatingPointError):
     optimizer step, so the weights are still those the last update left."""
 
 
+def check_logits(logits: torch.Tensor) -> torch.Tensor:
+    """``logits`` (a rollout's policy outputs), or ``DivergenceError`` counting the rows that
+    are not finite (sampling them fails deep inside, or picks an action past the knock)."""
+    bad = ~torch.isfinite(logits).all(1)
+    if bool(bad.any()):
+        raise DivergenceError(f"the policy's logits are not finite in {int(bad.sum())} of "
+                              f"{len(logits)} rows")
+    return logits
+
+
 def _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch: int, start: int) -> None:
     """One synchronisation a minibatch: ``DivergenceError`` naming the parts that are not
     finite (the optimizer step would write NaN into every weight)."""

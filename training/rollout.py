@@ -33,6 +33,7 @@ from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
 from .critic import HANDS_SIZE, hidden_hands
 from .engine_state import check_counters, check_keys, check_per_match, check_players, check_rng
 from .opponents import restore_generators, save_generators
+from .ppo import check_logits
 from .seats import MatchSeats, RolloutBuffer
 
 
@@ -160,7 +161,7 @@ class SelfPlayEngine(MatchSeats):
             logits, values = model(obs_t, masks_t)
             if critic is not None:
                 values = critic(obs_t, hands_t)
-            dist = MaskedCategorical(logits, masks_t)
+            dist = MaskedCategorical(check_logits(logits), masks_t)
             actions = dist.sample()
             logprobs = dist.log_prob(actions)
             start = buffer.size
@@ -223,7 +224,7 @@ class SelfPlayEngine(MatchSeats):
                 masks[row, c.legal] = True
             masks_t = torch.from_numpy(masks)
             logits, _ = model(torch.from_numpy(obs), masks_t)
-            actions = MaskedCategorical(logits, masks_t).sample(generator).tolist()
+            actions = MaskedCategorical(check_logits(logits), masks_t).sample(generator).tolist()
             for c, action in zip(active, actions):
                 apply_action(c.match, action)
         restore_generators(saved)

@@ -303,8 +303,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 checkpoint = save(update)
                 break
     except DivergenceError as error:  # nothing of this update is saved
-        last = f"the last checkpoint is {checkpoint}" if checkpoint else \
-            "no checkpoint was written in this session"
+        bar.close()  # (the message on a line of its own)
+        last = checkpoint or (resume_path if resume is not None else None)
+        last = f"the last checkpoint is {last}" if last else "no checkpoint was written"
         raise DivergenceError(f"training diverged at update {update} (step {global_step}): "
                               f"{error}; {last} (lower learning_rate or max_grad_norm, or "
                               f"check the rewards)") from None
