@@ -153,8 +153,8 @@ def main() -> None:
     if args.compile:
         print("Eager and compile=True envs timed in alternating blocks in one process "
               "(compare these columns with each other, not with other runs).\n")
-        print("| B | masks only, steps/s | x raw_env | compiled | x raw_env | masks + observations, "
-              "steps/s | x raw_env | compiled | x raw_env |")
+        print("| B | masks only, steps/s | x raw_env | compiled | x raw_env | "
+              "masks + observations, steps/s | x raw_env | compiled | x raw_env |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     else:
         print("| B | masks only, steps/s | x raw_env | masks + observations, steps/s | "

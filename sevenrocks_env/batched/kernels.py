@@ -19,7 +19,8 @@ on the CPU (Triton on CUDA) and takes seconds per batch size, once per process; 
 for long runs, not for a few steps.  The env calls the kernels outside inference mode and
 without autograd, and gives the target as a tensor, so that a batch size is one variant of each
 function; past torch's limit of 8 variants a process (``torch._dynamo.config.recompile_limit``)
-torch warns and runs further batch sizes eagerly.  ``benchmarks/vector_speed.py --compile`` measures it.
+torch warns and runs further batch sizes eagerly.  ``benchmarks/vector_speed.py --compile``
+measures it.
 """
 
 from __future__ import annotations

@@ -13,10 +13,10 @@ from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
 from . import engine, kernels, layout, observe
-from .tables import tables
 from .deal import MAX_SEED, deal, stream_keys
 from .records import RecordKeeper
 from .state import FIELDS, BatchState
+from .tables import tables
 
 _MAX_ENVS = 1 << 24
 
@@ -233,9 +233,10 @@ class VectorEnv:
                              f"{self.device}")
         seed = checked_int("seed", seed, 0, MAX_SEED)
         self._set_streams(seed, self._deal_streams(deal_streams))  # checked before any change
+        # made in inference mode (search's worlds): steps run outside it and write in place
         if any(getattr(state, name).is_inference() for name in FIELDS):
-            with torch.inference_mode(False):  # made in inference mode (search): steps run
-                for name in FIELDS:           # outside it, and write the state in place
+            with torch.inference_mode(False):
+                for name in FIELDS:
                     setattr(state, name, getattr(state, name).clone())
         self.state = state
         self._changed()
