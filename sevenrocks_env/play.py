@@ -79,6 +79,7 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     if not text:
         raise ValueError("empty answer")
     if text.isascii() and text.isdigit():  # not '²', which isdigit() also accepts
+        text = text.lstrip("0") or "0"  # '01' is 1 (and a long run of zeros is 0)
         if len(text) > 3 or not 1 <= int(text) <= len(legal):
             number = text if len(text) <= 12 else f"{text[:6]}...({len(text)} digits)"
             raise ValueError(f"{number} is not on the list: choose 1..{len(legal)}")

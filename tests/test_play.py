@@ -72,6 +72,7 @@ def test_parse_answer_reasons():
     match.turn = 0
     legal = legal_actions(match)
     assert parse_answer("1", match, legal) == legal[0]
+    assert parse_answer("00001", match, legal) == legal[0]  # was "00001 is not on the list"
     assert parse_answer("1-2 w", match, legal) == encode_action(parse_tile("1|2"), WEST)
     assert parse_answer("1|2", match, legal) == encode_action(parse_tile("1|2"), WEST)
     assert parse_answer("2-1 w", match, legal) == encode_action(parse_tile("1|2"), WEST)
