@@ -52,11 +52,12 @@ def read_result(path) -> dict:
     a pair, the Wilson interval over the pairs): ``ValueError`` naming the file and what is
     wrong.  Other keys are kept unchecked, for the caller."""
     from .ratings import wilson_interval
+    from .record import unique_keys
     from .textfile import read_text
 
     text = read_text(path, MAX_RESULT_BYTES, "arena result")  # ValueError saying why not
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)  # "win_rate" twice: refused
     except (ValueError, RecursionError) as error:
         raise ValueError(f"{path}: not a readable arena result ({str(error)[:80]})") from None
     if not isinstance(data, dict):

@@ -20,6 +20,7 @@ the record against it, so a record is either reproduced exactly or rejected with
 from __future__ import annotations
 
 import json
+import math
 import reprlib
 from pathlib import Path
 from typing import Iterator
@@ -166,14 +167,21 @@ def parse(text: str):
     :class:`RecordError`."""
     def no_constant(name):
         raise RecordError(f"is not JSON: {name} is not a JSON number")
+
+    def finite(text):  # 1e400 would be read as inf
+        value = float(text)
+        if not math.isfinite(value):
+            raise RecordError(f"is not a game record: the number {text[:40]} is out of range")
+        return value
     values = text.count(",") + text.count("[") + text.count("{")
     if values > MAX_JSON_VALUES:
         raise RecordError(f"is not a game record: more than {MAX_JSON_VALUES:,} JSON values "
                           f"({values:,} ',', '[' and '{{' characters; a 1000-round record has "
                           "under 600,000)")
     try:
-        return json.loads(text, parse_constant=no_constant, object_pairs_hook=unique_keys)
-    except RecordError:  # no_constant's own words
+        return json.loads(text, parse_constant=no_constant, parse_float=finite,
+                          object_pairs_hook=unique_keys)
+    except RecordError:  # no_constant's and finite's own words
         raise
     except json.JSONDecodeError as error:
         raise RecordError(f"is not JSON: {error}") from None

@@ -418,3 +418,20 @@ def test_cli_stopped_says_so_and_where_the_pairs_are(stop, status, words, monkey
     assert words in capsys.readouterr().err
     assert arena_cli.main(["greedy", "random"]) == status  # no log: nothing to point to
     assert "the same command" not in capsys.readouterr().err
+
+
+def test_a_saved_result_with_a_key_given_twice_is_refused(tmp_path):
+    """A result file feeds the model card (ship --extra-result): the last of two win rates
+    won without a word."""
+    import json
+
+    from sevenrocks_env.arena_report import read_result
+
+    saved = json.dumps(arena.evaluate("greedy", "random", pairs=2, seed=5,
+                                      progress=False).as_dict())
+    path = tmp_path / "result.json"
+    path.write_text(saved)
+    assert read_result(path)["pairs"] == 2
+    path.write_text('{"win_rate": 0.9, ' + saved[1:])
+    with pytest.raises(ValueError, match="win_rate.* given twice"):
+        read_result(path)

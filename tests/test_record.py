@@ -106,6 +106,10 @@ def test_unreadable_files(tmp_path):
     (tmp_path / "nan.json").write_text('{"a": NaN}')
     with pytest.raises(RecordError, match=r"nan.json: is not JSON: NaN is not a JSON number$"):
         load(tmp_path / "nan.json")
+    (tmp_path / "inf.json").write_text('{"a": 1e400}')  # parsed as inf before
+    with pytest.raises(RecordError, match=r"inf.json: is not a game record: the number 1e400 "
+                                          r"is out of range$"):
+        load(tmp_path / "inf.json")
     with pytest.raises(RecordError, match="cannot read"):
         load(tmp_path / "missing.json")
     with pytest.raises(RecordError, match="JSON object"):

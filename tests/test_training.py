@@ -68,6 +68,9 @@ def test_every_config_field_is_documented():
     ("anneal_lr=maybe", "anneal_lr"),
     ("eval_agents=[nosuchagent]", "nosuchagent"),
     ("hidden_sizes=[64, x]", "hidden_sizes"),
+    # a YAML set's order follows string hashing: layers and opponents silently reordered
+    ("hidden_sizes=!!set {512, 64, 8}", "hidden_sizes: must be a list \\(in order\\), not a set"),
+    ("opponents=!!set {random, greedy}", "opponents: must be a list \\(in order\\), not a set"),
 ])
 def test_bad_config_fails_clearly(override, words):
     with pytest.raises(ConfigError, match=words):

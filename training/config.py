@@ -66,11 +66,15 @@ def _plain_name(value):
 
 
 def _as_list(value):
-    """``None`` -> ``[]``, one item -> ``[item]`` (``opponents: greedy``)."""
+    """``None`` -> ``[]``, one item -> ``[item]`` (``opponents: greedy``); a list (or tuple) as
+    it is.  A set (YAML's ``!!set``) is refused: its order, which decides the layers of a
+    network and the opponents drawn, would depend on Python's string hashing."""
     if value is None:
         return []
     if isinstance(value, (str, int, float)) and not isinstance(value, bool):
         return [value]
+    if isinstance(value, (set, frozenset, dict)):
+        raise ValueError(f"must be a list (in order), not a {type(value).__name__}")
     return value
 
 
