@@ -110,7 +110,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log", metavar="PATH",
                         help="append every finished pair to PATH (JSON lines); if PATH holds "
                              "pairs of an earlier run of the same pairing, play only the rest "
-                             "(raise --pairs to add pairs)")
+                             "(raise --pairs to add pairs); a run locks PATH, so a second run "
+                             "given the same PATH is refused while the first one runs")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser

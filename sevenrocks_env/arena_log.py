@@ -18,6 +18,14 @@ It is read as untrusted input: the header must name the same agents, seed, targe
 and engine as the run that continues it; every line is size-bounded and every value type- and
 range-checked; pairs must follow each other from 0.  A last line cut short (the run was killed
 while writing it) is dropped; any other bad line is a :class:`PairLogError` with its line number.
+A header key this module does not write (a log of another tool, or of a newer format) is refused
+too.  The header also records the ``sevenrocks`` version that began the log, for information
+only: a log is resumed by any version that reads its format (pairs do not change between patch
+releases; a change that alters them changes :data:`FORMAT` instead).
+
+A run holds an exclusive lock on the log (``fcntl.flock``, non-blocking) from reading it until
+its last line is written, so two runs given the same file cannot interleave their lines: the
+second is refused with a :class:`PairLogError` (on a system without ``fcntl`` there is no lock).
 """
 
 from __future__ import annotations
@@ -25,15 +33,24 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from .record import shown, unique_keys
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: logs are not locked
+    fcntl = None
 
 FORMAT = "sevenrocks-arena-pairs/1"
 #: Longest line a log may hold, in bytes (a pair's line is about 300).
 MAX_LINE = 4096
 _HEADER_KEYS = ("agent_a", "agent_b", "seed", "target", "max_rounds", "engine")
 _FILE_KEYS = {"files_a": "A", "files_b": "B"}
+#: Every key a header may hold: the first version wrote format and _HEADER_KEYS, the next added
+#: _FILE_KEYS, then "version" (the sevenrocks version that began the log, not checked).
+_KNOWN_KEYS = frozenset({"format", *_HEADER_KEYS, *_FILE_KEYS, "version"})
 #: Most moves a round can take (R6: 28 placements and the knocks between them), and bounds of
 #: a pair's points and think time (far beyond any real match, so never a real pair's).
 MAX_MOVES = 116
@@ -52,24 +69,42 @@ class PairLog:
 
     def __init__(self, path, agent_a: str, agent_b: str, seed: int, target: int, max_rounds: int,
                  engine: str, files_a: str | None = None, files_b: str | None = None):
+        from . import __version__
+
         self.path = Path(path)
+        # "version" last: a header cut short by an older version is a prefix of this one
         self.header = {"format": FORMAT, "agent_a": agent_a, "agent_b": agent_b, "seed": seed,
                        "target": target, "max_rounds": max_rounds, "engine": engine,
-                       "files_a": files_a, "files_b": files_b}
+                       "files_a": files_a, "files_b": files_b, "version": __version__}
         if len(json.dumps(self.header)) >= MAX_LINE:
             raise ValueError(f"the agent specs are too long for a pair log's {MAX_LINE}-byte "
                              "header; give shorter paths")
         self._valid_bytes: int | None = None
         self._loaded = 0
+        self._lock = None
 
     def load(self, pairs: int) -> list:
         """The outcomes of the pairs already played (at most ``pairs``), in pair order; ``[]``
-        for a new file.  Raises :class:`PairLogError` if the file is of another run or bad."""
+        for a new file (made, empty).  Takes the log's lock, which :meth:`writer`'s writer or
+        :meth:`close` releases.  Raises :class:`PairLogError` if the file is of another run or
+        bad, or another run holds its lock."""
+        if self._lock is None:
+            self._lock = _locked(self.path)
+        try:
+            return self._read(pairs)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the log's lock, if this object still holds it."""
+        lock, self._lock = self._lock, None
+        _unlock(lock)
+
+    def _read(self, pairs: int) -> list:
         from .arena import PairOutcome
 
         outcomes, self._valid_bytes = [], 0
-        if not self.path.exists():
-            return outcomes
         with open(self.path, "rb") as file:
             header = file.readline(MAX_LINE + 1)
             if not header.endswith(b"\n"):
@@ -95,19 +130,26 @@ class PairLog:
 
     def writer(self) -> "_Writer":
         """The file, open to append the pair after those :meth:`load` returned (a new file gets
-        its header first; a last line cut short is dropped)."""
-        if self._valid_bytes is None:
+        its header first; a last line cut short is dropped).  The writer holds the log's lock
+        from now on, and its ``close`` releases it."""
+        if self._valid_bytes is None or self._lock is None:
             raise RuntimeError("PairLog.load() first: it says where the log continues")
-        if self._valid_bytes == 0:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            file = open(self.path, "w", encoding="utf-8")
-            file.write(json.dumps(self.header) + "\n")
-            file.flush()
-            return _Writer(file, 0)
-        file = open(self.path, "r+", encoding="utf-8")
-        file.truncate(self._valid_bytes)
-        file.seek(self._valid_bytes)
-        return _Writer(file, self._loaded)
+        try:
+            if self._valid_bytes == 0:
+                file = open(self.path, "w", encoding="utf-8")
+                file.write(json.dumps(self.header) + "\n")
+                file.flush()
+                writer = _Writer(file, 0, self._lock)
+            else:
+                file = open(self.path, "r+", encoding="utf-8")
+                file.truncate(self._valid_bytes)
+                file.seek(self._valid_bytes)
+                writer = _Writer(file, self._loaded, self._lock)
+        except BaseException:
+            self.close()
+            raise
+        self._lock = None  # the writer's now
+        return writer
 
     def _json(self, line: bytes, number: int):
         if len(line) > MAX_LINE:
@@ -121,6 +163,15 @@ class PairLog:
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise PairLogError(f"{self.path}: not an arena pair log (header format "
                                f"{FORMAT!r} expected)")
+        unknown = sorted(set(header) - _KNOWN_KEYS)
+        if unknown:
+            raise PairLogError(
+                f"{self.path}: the header has unknown key{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(shown(key) for key in unknown[:3])}{', ...' * (len(unknown) > 3)}"
+                " (a log of another tool or a newer format; use another --log file)")
+        if not isinstance(header.get("version", ""), str):
+            raise PairLogError(f"{self.path}: the header's version must be a string, got "
+                               f"{shown(header['version'])}")
         for key in _HEADER_KEYS:  # (the type too: a seed of 1.0 is not this run's 1)
             if (header.get(key), type(header.get(key))) != (self.header[key],
                                                              type(self.header[key])):
@@ -145,10 +196,10 @@ class PairLog:
 
 
 class _Writer:
-    """Appends outcomes to an open pair log, one flushed line each."""
+    """Appends outcomes to an open pair log, one flushed line each; holds the log's lock."""
 
-    def __init__(self, file, next_pair: int):
-        self.file, self.next_pair = file, next_pair
+    def __init__(self, file, next_pair: int, lock=None):
+        self.file, self.next_pair, self._lock = file, next_pair, lock
 
     def write(self, outcomes) -> None:
         from dataclasses import asdict
@@ -158,7 +209,11 @@ class _Writer:
         self.file.flush()
 
     def close(self) -> None:
-        self.file.close()
+        lock, self._lock = self._lock, None
+        try:
+            self.file.close()
+        finally:
+            _unlock(lock)
 
     def __enter__(self):
         return self
@@ -186,8 +241,45 @@ def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, 
         raise ValueError("a pair log needs agent spec strings (it names what was played)")
     log = PairLog(path, specs[0], specs[1], seed, target, max_rounds, engine,
                   *(files_fingerprint(spec) for spec in specs))
-    outcomes = log.load(pairs)
-    return outcomes, log.writer() if len(outcomes) < pairs else _NoWriter()
+    outcomes = log.load(pairs)  # locked from here (released on its errors)
+    if len(outcomes) < pairs:
+        return outcomes, log.writer()  # which holds the lock until it is closed
+    log.close()
+    return outcomes, _NoWriter()
+
+
+def _locked(path: Path):
+    """``path`` (made, empty, if missing) open for reading with its exclusive ``flock``; a
+    :class:`PairLogError` if another open file holds the lock (another arena run)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # read-only: a finished log that cannot be written still reads back
+    file = open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_CREAT, 0o666))
+    if fcntl is None:
+        return file
+    try:
+        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        file.close()
+        raise PairLogError(f"{path}: another arena is using this pair log (it is locked); "
+                           "wait for that run to end, or give another --log file") from None
+    except OSError as error:
+        file.close()
+        raise PairLogError(f"{path}: cannot lock the pair log ({error.strerror})") from None
+    except BaseException:
+        file.close()
+        raise
+    return file
+
+
+def _unlock(lock) -> None:
+    """Release a lock of :func:`_locked` (None: nothing to release)."""
+    if lock is None:
+        return
+    try:
+        if fcntl is not None:  # (worker processes forked meanwhile share it: released for all)
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    finally:
+        lock.close()
 
 
 def files_fingerprint(spec: str) -> str | None:

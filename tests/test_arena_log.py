@@ -319,3 +319,40 @@ def test_a_header_of_exactly_max_line_bytes_is_refused(tmp_path):
     assert header_length(n - 1) == MAX_LINE - 1
     with pytest.raises(ValueError, match="too long"):
         PairLog(tmp_path / "l.jsonl", "x" * n, B, 3, 250, 100, "python")
+
+
+def test_a_header_key_this_module_does_not_write_is_refused_by_name(tmp_path):
+    """A log of another tool or a newer format is not read as if its extra keys meant nothing;
+    the headers every version of this module wrote still read back."""
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    header, *pairs = _lines(log)
+    data = json.loads(header)
+    for extra, message in (({"deals": "v2"}, "unknown key 'deals' "),
+                           ({"b": 1, "a": 2}, "unknown keys 'a', 'b' ")):
+        log.write_text("\n".join([json.dumps({**data, **extra}), *pairs]) + "\n")
+        with pytest.raises(PairLogError, match=message + r"\(a log of another tool"):
+            arena.evaluate(A, B, 2, seed=3, log=log)
+    whole = arena.evaluate(A, B, 3, seed=3).as_dict(timing=False)
+    for dropped in (("version",), ("version", "files_a", "files_b")):  # as older versions wrote
+        old = {key: value for key, value in data.items() if key not in dropped}
+        log.write_text("\n".join([json.dumps(old), *pairs]) + "\n")
+        assert arena.evaluate(A, B, 3, seed=3, log=log).as_dict(timing=False) == whole
+
+
+def test_the_header_records_the_version_but_a_log_of_any_version_resumes(tmp_path):
+    from sevenrocks_env import __version__
+
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 1, seed=3, log=log)
+    header, *pairs = _lines(log)
+    data = json.loads(header)
+    assert data["version"] == __version__ and list(data)[-1] == "version"
+    older = json.dumps({**data, "version": "0.0.1"})
+    log.write_text("\n".join([older, *pairs]) + "\n")
+    resumed = arena.evaluate(A, B, 2, seed=3, log=log)
+    assert resumed.as_dict(timing=False) == arena.evaluate(A, B, 2, seed=3).as_dict(timing=False)
+    assert _lines(log)[0] == older  # the version that began the log
+    log.write_text("\n".join([json.dumps({**data, "version": 1}), *pairs]) + "\n")
+    with pytest.raises(PairLogError, match="version must be a string, got 1"):
+        arena.evaluate(A, B, 2, seed=3, log=log)

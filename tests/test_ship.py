@@ -283,3 +283,18 @@ def test_ship_refuses_an_output_that_is_its_input_or_not_a_file(tmp_path, capsys
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1, err[:300]
     assert source.read_bytes() == before and not (tmp_path / "model_card.json").exists()
+
+
+def test_ship_s_arena_tables_name_the_shipped_path_not_the_staged_one(tmp_path, capsys):
+    """The policy is played from a staging folder beside --out; what ship prints (and its card)
+    names the policy at --out, as the user gave it."""
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    printed = capsys.readouterr().out
+    assert re.search(rf"A = policy +ckpt:{re.escape(str(out))}\n", printed), printed
+    written = [(out.parent / name).read_text() for name in ("model_card.json", "MODEL_CARD.md")]
+    assert not any(".ship-" in text for text in [printed, *written])

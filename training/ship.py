@@ -22,6 +22,7 @@ import shlex
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -262,7 +263,7 @@ def main(argv=None) -> int:
     try:  # the policy and its card are staged, and replace the old ones only once all is done
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=".ship-") as staging:
             staged = export_policy(args.checkpoint, Path(staging) / out.name, data=source)
-            rows = _play(play, f"policy=ckpt:{staged}", plan)
+            rows = _play(play, f"policy=ckpt:{staged}", plan, f"ckpt:{out}")
             rows += [dict(_row(result.agent_b, result), source=result.source)
                      for result in extra]
             card = _card(args, argv, source, facts, distilled, rows, out, staged.stat().st_size)
@@ -286,14 +287,16 @@ def main(argv=None) -> int:
     return 0
 
 
-def _play(play, spec: str, plan) -> list[dict]:
-    """The card's arena rows: ``spec`` against each ``(agent, pairs)`` of ``plan``."""
+def _play(play, spec: str, plan, shipped: str) -> list[dict]:
+    """The card's arena rows: ``spec`` against each ``(agent, pairs)`` of ``plan``; the tables
+    printed name the policy ``shipped`` (its spec at ``--out``, not the staged file played)."""
     rows = []
     for agent, pairs in plan:
         started = time.time()
         result = play(spec, agent, pairs)
         rows.append(_row(agent, result))
-        print(result.table(), f"\n({time.time() - started:.0f} s)\n", flush=True)
+        print(replace(result, spec_a=shipped).table(), f"\n({time.time() - started:.0f} s)\n",
+              flush=True)
     return rows
 
 
