@@ -204,7 +204,8 @@ def test_every_setting_has_its_help_on_the_command_line(capsys):
     for name, field in distill.Args.__pydantic_fields__.items():
         assert field.description, name
         option = "--" + name.replace("_", "-")
-        assert f"{option} {name.upper()} {' '.join(field.description.split())}" in out
+        several = f" [{name.upper()} ...]" if name == "labels" else ""  # --labels a.npz b.npz
+        assert f"{option} {name.upper()}{several} {' '.join(field.description.split())}" in out
 
 
 def test_every_label_comes_from_the_teacher_for_that_very_decision():
@@ -433,11 +434,11 @@ def test_epochs_0_collects_labels_and_writes_no_policy(tmp_path):
     net = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 1))
     out = tmp_path / "student.pt"
     args = distill.Args(init=str(net), teacher="search:samples=2", decisions=8, num_envs=4,
-                        epochs=0, out=str(out), log_dir=str(tmp_path / "runs"))
+                        epochs=0, out=str(out), log_dir=str(tmp_path / "runs"), seed=12)
     info = distill.run(args, log=lambda *_: None)
     assert info["epochs"] == 0 and info["labels"] >= 8 and not out.exists()
     labels, _ = distill_labels.load_labels(tmp_path / "student.labels.npz")
-    assert len(labels["action"]) == info["labels"]
+    assert len(labels["action"]) == info["labels"] and labels["seed"] == 12, "seed not recorded"
     again = distill.Args(init=str(net), labels=str(tmp_path / "student.labels.npz"), epochs=0,
                          out=str(out), log_dir=str(tmp_path / "runs"))
     with pytest.raises(ValueError, match="nothing to do"):

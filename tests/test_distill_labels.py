@@ -259,3 +259,69 @@ def test_a_device_or_a_folder_is_not_read_as_labels(tmp_path):
             distill.load_labels_files(path)
     with pytest.raises(distill.LabelsError, match="cannot read"):
         distill.load_labels_files(str(tmp_path / "missing.npz"))
+
+
+def test_a_collection_s_seed_is_recorded_checked_and_optional(tmp_path, collected):
+    path = distill.save_labels(tmp_path / "s.npz", collected, "t", seed=2 ** 63 - 1)
+    assert distill_labels.load_labels(path)[0]["seed"] == 2 ** 63 - 1
+    older = distill.save_labels(tmp_path / "older.npz", collected, "t")  # from before seeds
+    assert distill_labels.load_labels(older)[0]["seed"] is None
+    with pytest.raises(ValueError, match="seed is in 0..2"):
+        distill.save_labels(tmp_path / "never.npz", collected, "t", seed=-1)
+    arrays = {key: collected[key] for key in ("observation", "action_mask", "action", "match")}
+    for name, seed, words in (
+            ("negative", np.array(-1), "'seed' must be one integer"),
+            ("huge", np.array(2 ** 64 - 1, np.uint64), "'seed' must be one integer"),
+            ("float", np.array(1.5), "'seed' declares float64 \\(\\): not one integer"),
+            ("vector", np.arange(3), "'seed' declares int64 \\(3,\\): not one integer"),
+            ("text", np.array("7"), "'seed' declares <U1")):
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, **arrays, seed=seed, teacher=np.array("t"))
+        with pytest.raises(distill.LabelsError, match=words):
+            distill_labels.load_labels(target)
+
+
+def test_two_collections_dealt_the_same_matches_are_refused(tmp_path, collected,
+                                                            other_collection):
+    """Two collections with one seed and one teacher hold the same decisions (each is dealt
+    from ``(seed, env)``), however few of them the copy check finds: the files record their
+    seed, and such a pair is refused.  Part files of one collection (other envs) still join."""
+    first = distill.save_labels(tmp_path / "a.npz", collected, "search:samples=4", seed=7)
+    # another collection's labels (too different for the copy check) recorded as seed 7 too
+    twin = distill.save_labels(tmp_path / "b.npz", other_collection, "search:samples=4", seed=7)
+    with pytest.raises(distill.LabelsError, match=r"b.npz: collected with the seed \(7\) and "
+                                                  "teacher of .*a.npz in the same matches"):
+        distill_labels.load_labels_files([str(first), str(twin)])
+    no_ids = distill.save_labels(tmp_path / "c.npz", {k: v for k, v in other_collection.items()
+                                                      if k != "match"}, "search:samples=4", 7)
+    with pytest.raises(distill.LabelsError, match="c.npz: collected with the seed"):
+        distill_labels.load_labels_files([str(first), str(no_ids)])
+    for name, teacher, seed in (("d", "search:samples=8", 7), ("e", "search:samples=4", 8),
+                                ("f", "search:samples=4", None)):
+        other = distill.save_labels(tmp_path / f"{name}.npz", other_collection, teacher, seed)
+        labels, _ = distill_labels.load_labels_files([str(first), str(other)])
+        assert len(labels["action"]) == 120
+    envs = collected["match"] >> 32
+    parts = [distill.save_labels(tmp_path / f"part{i}.npz",
+                                 {k: v[side] for k, v in collected.items()}, "search:samples=4", 7)
+             for i, side in enumerate((envs < 4, envs >= 4))]
+    labels, _ = distill_labels.load_labels_files([str(part) for part in parts])
+    assert len(labels["action"]) == 60
+
+
+def test_a_labels_path_with_a_comma_is_one_file_and_the_older_comma_list_still_reads(
+        tmp_path, collected, other_collection):
+    comma = distill.save_labels(tmp_path / "seed 3, 60 labels.npz", collected, "t")
+    other = distill.save_labels(tmp_path / "b.npz", other_collection, "t")
+    assert distill_labels.labels_file_names([str(comma)]) == [str(comma)]
+    labels, _ = distill_labels.load_labels_files([str(comma), str(other)])
+    assert len(labels["action"]) == 120
+    # the older form, "a.npz,b.npz" (documented and in scripts): a value naming no file
+    first = distill.save_labels(tmp_path / "a.npz", collected, "t")
+    assert distill_labels.labels_file_names([f"{first}, {other}"]) == [str(first), str(other)]
+    assert distill_labels.labels_file_names(f"{first},{other}") == [str(first), str(other)]
+    with pytest.raises(distill.LabelsError, match=r"'.*a.npz,.*missing.npz': no such file, nor, "
+                                                  r"read as files separated by commas, is '"):
+        distill_labels.labels_file_names([f"{first},{tmp_path / 'missing.npz'}"])
+    with pytest.raises(distill.LabelsError, match="give 1 to 64 labels files, got more"):
+        distill_labels.labels_file_names([",".join(["x"] * 65)])

@@ -141,7 +141,11 @@ def test_workers_label_what_one_process_labels(student_file, tmp_path):
     for index, envs in enumerate(({0, 1, 2}, {3, 4, 5})):
         part, teacher = distill_labels.load_labels(distill_collect.part_path(labels_path, index))
         assert set(by_env(part)) == envs and len(part["action"]) == 24
-        assert teacher == TEACHER
+        assert teacher == TEACHER and part["seed"] == 4, "the collection's seed not recorded"
+    # one collection's part files (one seed, one teacher, other envs) train together
+    joined, _ = distill_labels.load_labels_files(
+        [str(distill_collect.part_path(labels_path, index)) for index in (0, 1)])
+    assert len(joined["action"]) == 48
 
 
 def when_every_span_has_saved(labels_path: Path, spans: int, action) -> None:
@@ -231,11 +235,13 @@ def test_a_worker_that_dies_or_fails_is_an_error_not_a_hang(student_file, tmp_pa
 def test_a_run_with_workers_joins_the_parts_into_one_labels_file(student_file, tmp_path):
     out = tmp_path / "student.pt"
     args = distill.Args(init=str(student_file), teacher=TEACHER, decisions=20, num_envs=4,
-                        workers=2, epochs=1, out=str(out), log_dir=str(tmp_path / "runs"))
+                        workers=2, epochs=1, out=str(out), log_dir=str(tmp_path / "runs"),
+                        seed=6)
     info = distill.run(args, log=quiet)
     assert info["labels"] == 20 and out.exists()
     labels, _ = distill_labels.load_labels(tmp_path / "student.labels.npz")
     assert len(labels["action"]) == 20 and set(by_env(labels)) == {0, 1, 2, 3}
+    assert labels["seed"] == 6, "the collection's seed not recorded"
     assert not list(tmp_path.glob("*.part*.npz")), "the part files are left behind"
 
 

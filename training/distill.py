@@ -16,8 +16,8 @@ Read top to bottom, it does three things:
    ``(step, env)`` is a function of ``(seed, step, env)`` alone, so ``--workers N`` processes,
    each stepping a span of the matches, label the same decisions as one.  The labels are saved
    (``<out stem>.labels.npz``; while collecting, every thousand labels or every twentieth of a
-   large collection, with workers to one part file per span) so training can be re-run
-   without searching again (``--labels``).
+   large collection, with workers to one part file per span; the file records the collection's
+   seed) so training can be re-run without searching again (``--labels a.npz [b.npz ...]``).
 2. **Train**: the student, starting from ``init``'s weights, minimises the cross entropy between
    its masked distribution and the teacher's action (or, with ``--temperature T`` > 0, the soft
    target ``softmax(values / T)`` over the legal actions: the teacher's preferences, not only
@@ -29,7 +29,8 @@ Read top to bottom, it does three things:
    loads), the number of labels and the agreement.
 
 TensorBoard (``<log_dir>/<run_name>``): ``losses/distill_loss``, ``charts/teacher_agreement``
-(on the training minibatches) and ``charts/holdout_agreement`` (per epoch).
+(each training minibatch's, before its step), ``charts/epoch_train_agreement`` (the epoch's,
+over all its minibatches) and ``charts/holdout_agreement`` (per epoch).
 Whether the result is *stronger* is the arena's question, on fresh deals (``docs/training.md``).
 """
 
@@ -45,7 +46,7 @@ from typing import Annotated
 
 import numpy as np
 import torch
-from pydantic import AfterValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass
 
 from sevenrocks_env.agents import spec_files
@@ -57,9 +58,9 @@ from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import Folder, Int, Positive, Real, RunName, first_problem
 from .distill_collect import (collect, collect_in_pool, make_teacher, part_path, pinned,
                               pinned_teacher)
-from .distill_labels import (MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT, LabelsError,
-                             is_teacher_text, labels_file_names, load_labels_files,
-                             save_labels)
+from .distill_labels import (MAX_FILES, MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT,
+                             LabelsError, is_teacher_text, labels_file_names,
+                             load_labels_files, save_labels)
 
 #: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
 MIN_TEMPERATURE = 1e-3
@@ -99,6 +100,11 @@ Spec = Annotated[str, Field(min_length=1, max_length=MAX_TEACHER_CHARS, strict=T
                  AfterValidator(_one_line)]
 #: The teacher: a spec that its labels file and the student's record can carry.
 Teacher = Annotated[str, Field(min_length=1, strict=True), AfterValidator(_teacher)]
+#: Labels files (one path alone is taken as a list of one).
+LabelsFiles = Annotated[list[Spec], Field(min_length=1, max_length=MAX_FILES),
+                        BeforeValidator(lambda value: [value] if isinstance(value, str) else value)]
+#: Options of the collection only: with ``--labels`` nothing is collected (a usage error).
+COLLECTION_OPTIONS = ("teacher", "decisions", "num_envs", "workers")
 
 
 @dataclass(config=ConfigDict(use_attribute_docstrings=True, validate_assignment=True))
@@ -110,10 +116,11 @@ class Args:
     teacher: Teacher = "search:policy=shipped,samples=64"
     """the search agent spec whose choices are the targets (``search:...``)"""
     decisions: Int(1, MAX_LABELS) = 12_000
-    """labelled decisions to collect (ignored with ``labels``)"""
-    labels: Spec | None = None
-    """train on a labels file saved by an earlier run instead of collecting (several:
-    ``a.npz,b.npz``)"""
+    """labelled decisions to collect"""
+    labels: LabelsFiles | None = None
+    """train on labels files saved by earlier runs instead of collecting: ``--labels a.npz
+    [b.npz ...]`` (or the option again; the older ``a.npz,b.npz`` is read as two files when no
+    file has that whole name); not with the collection's options"""
     num_envs: Int(1, 1 << 16) = 64
     """matches played side by side while collecting"""
     epochs: Int(0, 10_000) = 6
@@ -150,50 +157,58 @@ NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have 
 # ---------------------------------------------------------------------------- 2. train
 def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log=print) -> dict:
     """Cross entropy toward the teacher's actions (or, with ``args.temperature``, toward the
-    soft targets of :func:`soft_targets`); returns the final agreements."""
+    soft targets of :func:`soft_targets`, each minibatch's made as it is trained on: those of
+    all the labels at once took gigabytes); returns the last epoch's agreements: on its
+    training minibatches (``epoch_train_agreement``, each measured before its step, weighted by
+    its labels) and on the held-out labels."""
     generator = torch.Generator().manual_seed(args.seed)
     n = len(labels["action"])
-    targets = None
+    values = None
     if args.temperature > 0:
         if labels.get("values") is None:
             raise LabelsError(NO_VALUES)
-        targets = soft_targets(torch.from_numpy(labels["values"]),
-                               torch.from_numpy(labels["action_mask"]), args.temperature)
+        values = torch.from_numpy(labels["values"])
     test, train = holdout_split(labels.get("match"), n, generator)
     held = len(test)
     obs = torch.from_numpy(labels["observation"])
     mask = torch.from_numpy(labels["action_mask"])
     action = torch.from_numpy(labels["action"])
     optimizer = torch.optim.Adam(student.parameters(), lr=args.learning_rate, eps=1e-5)
-    agreement = holdout = float("nan")
+    epoch_agreement = holdout = float("nan")
     step = 0
     for epoch in range(args.epochs):
         student.train()
         shuffled = train[torch.randperm(len(train), generator=generator)]
+        agreed = 0
         for start in range(0, len(shuffled), args.batch_size):
             rows = shuffled[start:start + args.batch_size]
             logits, _ = student(obs[rows], mask[rows])
             dist = MaskedCategorical(logits, mask[rows])
-            if targets is None:
+            if values is None:
                 loss = -dist.log_prob(action[rows]).mean()
             else:
-                loss = -(targets[rows] * dist.log_probs).sum(-1).mean()
+                targets = soft_targets(values[rows], mask[rows], args.temperature)
+                loss = -(targets * dist.log_probs).sum(-1).mean()
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(student.parameters(), 0.5)
             optimizer.step()
-            agreement = (dist.mode() == action[rows]).float().mean().item()
+            agree = int((dist.mode() == action[rows]).sum())
+            agreed += agree
             step += len(rows)
             if writer is not None:
                 writer.add_scalar("losses/distill_loss", loss.item(), step)
-                writer.add_scalar("charts/teacher_agreement", agreement, step)
+                writer.add_scalar("charts/teacher_agreement", agree / len(rows), step)
+        epoch_agreement = agreed / len(shuffled) if len(shuffled) else float("nan")
         holdout = agreement_on(student, obs[test], mask[test], action[test])
         if writer is not None:
+            writer.add_scalar("charts/epoch_train_agreement", epoch_agreement, step)
             writer.add_scalar("charts/holdout_agreement", holdout, step)
-        log(f"epoch {epoch + 1}/{args.epochs}: loss {loss.item():.3f}, holdout agreement "
-            f"{holdout:.3f}")
+        log(f"epoch {epoch + 1}/{args.epochs}: loss {loss.item():.3f}, agreement "
+            f"{epoch_agreement:.3f} on the epoch's training labels, {holdout:.3f} held out")
     student.eval()
-    return {"train_agreement": agreement, "holdout_agreement": holdout, "holdout": held}
+    return {"epoch_train_agreement": epoch_agreement, "holdout_agreement": holdout,
+            "holdout": held}
 
 
 def holdout_split(match, n: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -226,13 +241,16 @@ def holdout_split(match, n: int, generator) -> tuple[torch.Tensor, torch.Tensor]
 def soft_targets(values: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
     """``softmax(values / temperature)`` over each row's legal actions, 0 elsewhere: the teacher's
     preferences, not only its choice (an action worth ``temperature`` points less gets ``1/e``
-    times the weight)."""
+    times the weight).  One tensor of ``values``' size is made, and worked on in place."""
     if not MIN_TEMPERATURE <= temperature <= MAX_VALUE:
         raise ValueError(f"temperature must be in [{MIN_TEMPERATURE:g}, {MAX_VALUE:g}] points, "
                          f"got {temperature!r}")
-    legal = torch.where(mask, values, torch.full_like(values, -torch.inf))
-    best = legal.amax(-1, keepdim=True)  # (x - best) / T <= 0: no overflow at a small T
-    return torch.softmax((legal - best) / temperature, dim=-1)
+    targets = torch.where(mask, values, -torch.inf)
+    targets -= targets.amax(-1, keepdim=True)  # (x - best) / T <= 0: no overflow at a small T
+    targets /= temperature
+    targets.exp_()
+    targets /= targets.sum(-1, keepdim=True)
+    return targets
 
 
 @torch.inference_mode()
@@ -269,8 +287,8 @@ def _run(args: Args, log) -> dict:
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
     # --out must not be a file the run reads: the init, the labels, the teacher's network
-    inputs = [args.init, *labels_file_names(args.labels or ""),
-              *([] if args.labels else spec_files(args.teacher))]
+    files = labels_file_names(args.labels) if args.labels else []
+    inputs = [args.init, *files, *([] if args.labels else spec_files(args.teacher))]
     out = check_output_file(args.out, inputs)
     if args.epochs > 0:  # the logs are written after the collection: checked before it
         try:
@@ -280,10 +298,10 @@ def _run(args: Args, log) -> dict:
     if args.labels and args.epochs == 0:
         raise ValueError("--epochs 0 only collects labels: with --labels there is nothing to do")
     if args.labels:
-        labels, teacher = load_labels_files(args.labels, need_values=args.temperature > 0)
+        labels, teacher = load_labels_files(files, need_values=args.temperature > 0)
         if args.temperature > 0 and labels["values"] is None:
             raise LabelsError(NO_VALUES)
-        log(f"{len(labels['action']):,} labels from {args.labels} (teacher {teacher})")
+        log(f"{len(labels['action']):,} labels from {', '.join(files)} (teacher {teacher})")
     else:
         # the collection's labels file is written too, hours before --out: checked first
         labels_path = check_output_file(out.with_name(out.stem + ".labels.npz"), inputs)
@@ -321,7 +339,7 @@ def _collect(args: Args, student: PolicyNet, path: Path, log) -> tuple[dict, str
     started = time.perf_counter()
     if args.workers == 1:
         labels = collect(student, searcher, args.decisions, args.num_envs, args.seed, log,
-                         save=lambda so_far: save_labels(path, so_far, teacher))
+                         save=lambda so_far: save_labels(path, so_far, teacher, args.seed))
     else:
         if args.workers > args.num_envs:
             raise ValueError(f"--workers {args.workers} is more than --num-envs "
@@ -332,7 +350,7 @@ def _collect(args: Args, student: PolicyNet, path: Path, log) -> tuple[dict, str
     log(f"collected {n:,} labels in {time.perf_counter() - started:.0f} s")
     if not n:
         raise KeyboardInterrupt  # stopped before the first label: nothing to save or train
-    log(f"labels saved to {save_labels(path, labels, teacher)}")
+    log(f"labels saved to {save_labels(path, labels, teacher, args.seed)}")
     if args.workers > 1:  # the spans' part files are now in the joined file
         for index in range(args.workers):
             part_path(path, index).unlink(missing_ok=True)
@@ -342,11 +360,18 @@ def _collect(args: Args, student: PolicyNet, path: Path, log) -> tuple[dict, str
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.distill", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name, value in asdict(Args()).items():
+    for name, value in asdict(Args()).items():  # values: only the options given
         kind = type(value) if value is not None else str
-        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=value,
-                            help=Args.__pydantic_fields__[name].description)
+        several = {"nargs": "+", "action": "extend"} if name == "labels" else {}
+        parser.add_argument("--" + name.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
+                            help=Args.__pydantic_fields__[name].description, **several)
     values = vars(parser.parse_args(argv))
+    ignored = [f"--{name.replace('_', '-')}" for name in COLLECTION_OPTIONS if name in values]
+    if "labels" in values and ignored:
+        one = len(ignored) == 1
+        parser.error(f"{', '.join(ignored)} only set{'s' if one else ''} how labels are "
+                     "collected, and with --labels nothing is collected (it trains on the files' "
+                     f"labels): drop {'it' if one else 'them'}, or drop --labels to collect")
     try:
         args = Args(**values)
     except ValidationError as error:

@@ -205,7 +205,7 @@ def _collect_span(index: int, first: int, envs: int, decisions: int) -> dict:
         part = part_path(_SETTINGS["labels_path"], index)
 
         def save(labels):
-            save_labels(part, labels, pinned)
+            save_labels(part, labels, pinned, _SETTINGS["seed"])
 
         def log(line):
             print(f"[envs {first}-{first + envs - 1}] {line}", flush=True)
@@ -226,11 +226,12 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
     """:func:`collect` in ``workers`` processes, each building the student (``init``, a
     checkpoint) and the teacher (a spec) itself and stepping one span of the envs
     (:func:`spans`); the labels of all spans, in span order.  Span ``i`` saves its labels so
-    far to :func:`part_path` ``(labels_path, i)`` while it collects (a run that is killed keeps
-    them: train on them with ``--labels``); part files already there are refused, not
-    overwritten.  Ctrl-C stops every span after its current step and returns what they
-    labelled; a second Ctrl-C drops their labels.  A span that fails stops the others, and its
-    error is raised here; a worker that dies is a ``WorkerDied`` error (a ``RuntimeError``)."""
+    far, with the seed, to :func:`part_path` ``(labels_path, i)`` while it collects (a run that
+    is killed keeps them: train on them with ``--labels``); part files already there are
+    refused, not overwritten.  Ctrl-C stops every span after its current step and returns what
+    they labelled; a second Ctrl-C drops their labels.  A span that fails stops the others, and
+    its error is raised here; a worker that dies is a ``WorkerDied`` error (a
+    ``RuntimeError``)."""
     work = [(index, *span) for index, span in enumerate(spans(num_envs, decisions, workers))]
     stale = [path for index in range(len(work))
              if (path := part_path(labels_path, index)).exists()]

@@ -5,9 +5,10 @@ An ``.npz`` of ``observation`` float32 ``[N, 238]``, ``action_mask`` bool ``[N, 
 ``action`` int ``[N]`` (the teacher's choice), ``values`` float32 ``[N, 113]`` (the teacher's
 value of every legal action, 0 elsewhere; absent in files from before values were kept),
 ``match`` int64 ``[N]`` (which match of the collection each decision is from, for the
-held-out split; absent in older files) and ``teacher`` (its spec).  No pickles are read,
-and no array is read before its header's shape, dtype and stored size are checked against the
-bounds below.
+held-out split; absent in older files), ``seed`` (the collection's ``--seed``, which with the
+match's env fixes its deals; absent in older files) and ``teacher`` (its spec).  No pickles are
+read, and no array is read before its header's shape, dtype and stored size are checked against
+the bounds below.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ MAX_FILES = 64
 MAX_NPY_HEADER = 10_000
 #: Match ids are below this (``env << 32 | match``: up to 2**30 envs).
 MAX_MATCH_ID = 1 << 62
+#: Collection seeds are below this (``training.distill``'s ``--seed`` range).
+MAX_SEED = 1 << 63
 
 
 def _bounds_of_any_game() -> tuple[np.ndarray, np.ndarray]:
@@ -54,12 +57,17 @@ class LabelsError(ValueError):
     a set of files that cannot be joined."""
 
 
-def save_labels(path, labels: dict, teacher: str) -> Path:
+def save_labels(path, labels: dict, teacher: str, seed: int | None = None) -> Path:
     """Write atomically (a temporary file, then a rename): a collection stopped or killed while
-    saving leaves its previous save whole."""
+    saving leaves its previous save whole.  ``seed``: the collection's, recorded (``None``:
+    labels that are not one collection's, saved without it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     extra = {key: labels[key] for key in ("values", "match") if labels.get(key) is not None}
+    if seed is not None:
+        if not 0 <= seed < MAX_SEED:
+            raise ValueError(f"a collection's seed is in 0..2**63 - 1, got {seed}")
+        extra["seed"] = np.array(seed, np.int64)
     # a file object: given a name, numpy would add ".npz" to it
     with atomic_path(path) as partial, open(partial, "wb") as file:
         np.savez_compressed(file, observation=labels["observation"],
@@ -105,7 +113,7 @@ def _check_declared_shapes(path) -> int:
             names = archive.namelist()
             # np.load would read a member named "observation" before "observation.npy", and a
             # zip may hold one name twice: only the arrays this file has, each once
-            allowed = {f"{key}.npy" for key in (*_LABEL_ARRAYS, "teacher")}
+            allowed = {f"{key}.npy" for key in (*_LABEL_ARRAYS, "teacher", "seed")}
             if len(set(names)) != len(names) or not set(names) <= allowed:
                 odd = sorted(set(names) - allowed) or ["a name given twice"]
                 raise LabelsError(f"{path}: not a labels file (it holds {shown(odd[0])}; a "
@@ -126,6 +134,10 @@ def _check_declared_shapes(path) -> int:
                 raise LabelsError(f"{path}: 'teacher' declares {str(dtype)[:20]} "
                                   f"{str(shape)[:60]}: not a text of at most "
                                   f"{MAX_TEACHER_CHARS} characters")
+        elif key == "seed":
+            if not (shape == () and dtype.kind in "iu" and dtype.itemsize <= 8):
+                raise LabelsError(f"{path}: 'seed' declares {str(dtype)[:20]} "
+                                  f"{str(shape)[:60]}: not one integer")
         else:
             # the exact dtype and a label count within bounds, from the header: a float64
             # observation of 2 M labels would be read whole (3.8 GB) before any check of its data
@@ -140,8 +152,8 @@ def _check_declared_shapes(path) -> int:
         if stored != header + int(np.prod(shape)) * dtype.itemsize:
             raise LabelsError(f"{path}: '{key}' stores {stored:,} bytes, not the {shape} "
                               f"{dtype} array its header declares")
-    return max((shape[0] for key, (shape, _, _) in declared.items() if key != "teacher"),
-               default=0)
+    return max((shape[0] for key, (shape, _, _) in declared.items()
+                if key not in ("teacher", "seed")), default=0)
 
 
 def _array_header(member, path, name: str) -> tuple[tuple, np.dtype]:
@@ -182,13 +194,14 @@ def _first_outside_the_game(obs: np.ndarray, rows: int = 65_536) -> int | None:
 def load_labels(path) -> tuple[dict, str]:
     """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
     legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
-    ``values`` and ``match`` are ``None`` for files from before they were kept."""
+    ``values``, ``match`` and ``seed`` (the collection's, an int) are ``None`` for files from
+    before they were kept."""
     _check_declared_shapes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {key: data[key] for key in ("observation", "action_mask", "action",
                                                  "teacher")}
-            for key in ("values", "match"):
+            for key in ("values", "match", "seed"):
                 arrays[key] = data[key] if key in data.files else None
     except MemoryError:
         raise
@@ -222,12 +235,16 @@ def load_labels(path) -> tuple[dict, str]:
     if match is not None and (match.shape != (n,) or match.dtype.kind not in "iu"
                               or match.min() < 0 or match.max() >= MAX_MATCH_ID):
         raise LabelsError(f"{path}: 'match' must be {n} integers in 0..2**62 - 1")
+    seed = arrays["seed"]
+    if seed is not None and (seed.shape != () or seed.dtype.kind not in "iu"
+                             or not 0 <= int(seed) < MAX_SEED):
+        raise LabelsError(f"{path}: 'seed' must be one integer in 0..2**63 - 1")
     teacher = arrays["teacher"]
     if teacher.ndim != 0 or teacher.dtype.kind != "U" or not is_teacher_text(str(teacher)):
         raise LabelsError(f"{path}: 'teacher' must be a spec: {TEACHER_TEXT}")
     return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64),
-            "values": values, "match": None if match is None else match.astype(np.int64)}, \
-        str(teacher)
+            "values": values, "match": None if match is None else match.astype(np.int64),
+            "seed": None if seed is None else int(seed)}, str(teacher)
 
 
 #: Random odd weights of :func:`_row_keys` (fixed: the keys are compared within one run only).
@@ -261,22 +278,58 @@ def _refuse_a_copy(path, keys: np.ndarray, seen: dict) -> None:
     seen[path] = keys
 
 
-def labels_file_names(paths: str) -> list[str]:
-    """The files of ``--labels`` (``"a.npz,b.npz"``), blanks dropped."""
-    return [path.strip() for path in paths.split(",") if path.strip()]
+def _refuse_the_same_deals(path, labels: dict, teacher: str, seen: dict) -> None:
+    """:class:`LabelsError` if two files record the same collection seed and teacher and share
+    a match's env (``seen``: path -> (seed, teacher, envs) of the files read before): decision
+    ``(step, env)`` of a collection is dealt from its seed and env, so they hold the same
+    decisions (with one student), whatever :func:`_refuse_a_copy` finds of them.  The part
+    files of one collection (disjoint spans of envs) join; a file without match ids shares
+    every env."""
+    if labels["seed"] is None:  # an older file: the copy check only
+        return
+    envs = None if labels["match"] is None else np.unique(labels["match"] >> 32)
+    for other, (seed, its_teacher, its_envs) in seen.items():
+        if (seed, its_teacher) == (labels["seed"], teacher) and (
+                envs is None or its_envs is None or len(np.intersect1d(envs, its_envs))):
+            raise LabelsError(f"{path}: collected with the seed ({seed}) and teacher of {other} "
+                              "in the same matches: the same deals, so largely the same decisions, "
+                              "held out and trained on (collect again with another --seed)")
+    seen[path] = (labels["seed"], teacher, envs)
 
 
-def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]:
-    """The labels of one file or of several (``"a.npz,b.npz"``: several collections trained on
-    together), each file checked by :func:`load_labels`.  Match ids are renumbered so that no
-    two files share one; a file without ids counts each decision as its own match.
+def labels_file_names(values) -> list[str]:
+    """The files of ``--labels`` (a list of values, or one): each value names one file as
+    given, commas included, except a value that names nothing and holds commas, the older form
+    ``"a.npz,b.npz"``: split on them, blanks dropped, each part naming a file."""
+    names = []
+    for value in [values] if isinstance(values, str) else values:
+        if "," not in value or os.path.lexists(value):
+            names.append(value)
+            continue
+        parts = [part.strip() for part in value.split(",") if part.strip()]
+        if len(names) + len(parts) > MAX_FILES:  # (bounds the look-ups below)
+            raise LabelsError(f"give 1 to {MAX_FILES} labels files, got more")
+        missing = [part for part in parts if not os.path.lexists(part)]
+        if missing:
+            raise LabelsError(f"'{value}': no such file, nor, read as files separated by "
+                              f"commas, is '{missing[0]}'")
+        names += parts
+    if not 0 < len(names) <= MAX_FILES:
+        raise LabelsError(f"give 1 to {MAX_FILES} labels files, got {len(names)}")
+    return names
+
+
+def load_labels_files(paths, need_values: bool = False) -> tuple[dict, str]:
+    """The labels of one file or of several (``["a.npz", "b.npz"]``, or the older
+    ``"a.npz,b.npz"``: several collections trained on together; :func:`labels_file_names`),
+    each file checked by :func:`load_labels`.  Match ids are renumbered so that no two files
+    share one; a file without ids counts each decision as its own match.
 
     The label counts the files' headers declare are added up before any file is read; a file
-    may be named once (a copy would put the same decisions on both sides of the held-out
-    split); ``need_values`` refuses files without the teacher's values, naming them."""
+    may be named once, and one collection's decisions read once (a copy, or a collection
+    dealt the same matches, would put the same decisions on both sides of the held-out split);
+    ``need_values`` refuses files without the teacher's values, naming them."""
     files = labels_file_names(paths)
-    if not 0 < len(files) <= MAX_FILES:
-        raise LabelsError(f"give 1 to {MAX_FILES} labels files, got {len(files)}")
     resolved = [Path(path).resolve() for path in files]
     if len(set(resolved)) != len(resolved):
         raise LabelsError("a labels file is named twice")
@@ -284,9 +337,10 @@ def load_labels_files(paths: str, need_values: bool = False) -> tuple[dict, str]
     if declared > MAX_LABELS:
         raise LabelsError(f"{len(files)} files hold {declared:,} labels, more than "
                           f"{MAX_LABELS:,}")
-    parts, teachers, offset, seen = [], [], 0, {}
+    parts, teachers, offset, seen, deals = [], [], 0, {}, {}
     for path in files:
         labels, teacher = load_labels(path)
+        _refuse_the_same_deals(path, labels, teacher, deals)
         _refuse_a_copy(path, _row_keys(labels), seen)
         n = len(labels["action"])
         match = labels["match"]

@@ -1,0 +1,59 @@
+"""``python -m training.distill``'s options: the collection's options with ``--labels`` are a
+usage error (nothing is collected, so they would have no effect), and several labels files are
+given as separate values, so a path may hold a comma (the older ``a.npz,b.npz`` still reads)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from distill_stand_ins import Highest, tiny_student  # noqa: E402
+
+from sevenrocks_env.policy import PolicyNet, load_policy  # noqa: E402
+from training import distill  # noqa: E402
+from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """The ``Args`` each ``distill.run`` got (none is run)."""
+    seen = []
+    monkeypatch.setattr(distill, "run", lambda args, log=print: seen.append(args))
+    return seen
+
+
+@pytest.mark.parametrize("given", [
+    ["--workers", "2"], ["--num-envs", "8", "--workers", "1"],
+    ["--decisions", "12000"],  # the default value, given: still refused
+    ["--teacher", "search:samples=4"],
+])
+def test_collection_options_with_labels_are_a_usage_error(runs, capsys, given):
+    with pytest.raises(SystemExit) as exit_:
+        distill.main(["--labels", "l.npz", *given, "--out", "s.pt"])
+    assert exit_.value.code == 2 and runs == []
+    err = capsys.readouterr().err
+    for option in (word for word in given if word.startswith("--")):
+        assert option in err
+    assert "error:" in err and "with --labels nothing is collected" in err
+    distill.main([*given, "--out", "s.pt"])  # without --labels they are the collection's
+    distill.main(["--labels", "l.npz", "--seed", "3", "--threads", "2", "--out", "s.pt"])
+    assert [args.labels for args in runs] == [None, ["l.npz"]]
+
+
+def test_several_labels_files_are_separate_values(runs):
+    distill.main(["--labels", "a.npz", "b, 2.npz", "--labels", "c.npz", "--out", "s.pt"])
+    distill.main(["--labels", "a.npz,b.npz", "--out", "s.pt"])  # the older form, split later
+    assert [args.labels for args in runs] == [["a.npz", "b, 2.npz", "c.npz"], ["a.npz,b.npz"]]
+    assert distill.Args(labels="one.npz").labels == ["one.npz"]
+
+
+def test_a_run_trains_on_a_labels_file_whose_path_holds_a_comma(tmp_path):
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
+    labels = distill.collect(tiny_student(), Highest(), 40, num_envs=8, seed=3,
+                             log=lambda *_: None)
+    path = distill.save_labels(tmp_path / "seed 3, 40 labels.npz", labels, "search:samples=4")
+    out = tmp_path / "student.pt"
+    assert distill.main(["--init", str(init), "--labels", str(path), "--epochs", "1",
+                         "--out", str(out), "--log-dir", str(tmp_path / "runs")]) == 0
+    load_policy(out)

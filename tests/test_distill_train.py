@@ -1,0 +1,85 @@
+"""``training.distill.train_student``'s reports and memory: the training agreement it reports
+is the epoch's (every minibatch, weighted by its labels), not the last minibatch's, and soft
+targets are made a minibatch at a time (those of 2 M labels at once held ~2.7 GB)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from distill_stand_ins import Highest, tiny_student  # noqa: E402
+
+from sevenrocks_env.policy import PolicyNet  # noqa: E402
+from training import distill  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def rule_labels():
+    """300 labels, each the highest legal action."""
+    return distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=4,
+                           log=lambda *_: None)
+
+
+def test_the_training_agreement_reported_is_the_epochs(rule_labels):
+    """With a step too small to change the weights, the epoch's agreement is the student's on
+    every training label; the last minibatch (one label here) is 0 or 1, and neither is the
+    unweighted mean of the two minibatches' agreements."""
+    torch.manual_seed(1)
+    student = PolicyNet((32, 32), action_features=0)
+    n = len(rule_labels["action"])
+    _, train = distill.holdout_split(rule_labels["match"], n, torch.Generator().manual_seed(0))
+    args = distill.Args(epochs=1, batch_size=len(train) - 1, learning_rate=1e-12, seed=0)
+    expected = distill.agreement_on(
+        student, *(torch.from_numpy(rule_labels[key])[train]
+                   for key in ("observation", "action_mask", "action")))
+    assert 0 < expected < 1
+    lines = []
+    result = distill.train_student(student, rule_labels, args, log=lines.append)
+    assert result["epoch_train_agreement"] == pytest.approx(expected)
+    assert f"agreement {expected:.3f} on the epoch's training labels" in lines[-1]
+
+
+def test_soft_targets_are_made_a_minibatch_at_a_time(rule_labels, monkeypatch):
+    made, soft_targets = [], distill.soft_targets
+
+    def recorded(values, mask, temperature):
+        made.append(len(values))
+        return soft_targets(values, mask, temperature)
+
+    monkeypatch.setattr(distill, "soft_targets", recorded)
+    labels = dict(rule_labels)
+    labels["values"] = np.where(labels["action_mask"], np.arange(113) * 20.0, 0.0
+                                ).astype(np.float32)
+    args = distill.Args(epochs=2, batch_size=64, temperature=5.0, seed=0)
+    distill.train_student(PolicyNet((32, 32), action_features=0), labels, args,
+                          log=lambda *_: None)
+    assert made and max(made) <= 64, "soft targets of more than a minibatch at once"
+
+
+def test_soft_targets_leave_the_values_as_they_were_and_match_softmax():
+    generator = torch.Generator().manual_seed(0)
+    values = torch.randn(50, 113, generator=generator) * 30
+    mask = torch.rand(50, 113, generator=generator) < 0.2
+    mask[:, 0] = True
+    kept = values.clone()
+    targets = distill.soft_targets(values, mask, temperature=3.0)
+    assert torch.equal(values, kept), "the labels' values were changed in place"
+    reference = torch.softmax(torch.where(mask, values, -torch.inf) / 3.0, dim=-1)
+    assert torch.allclose(targets, reference, atol=1e-6)
+
+
+def test_soft_targets_of_many_labels_allocate_one_copy_of_the_values():
+    """Bytes allocated while making the soft targets of 20,000 labels, in copies of the values
+    (as torch's profiler counts them; a bound on the peak too): the targets themselves, not
+    five tensors of that size (three at once), as before."""
+    from torch.profiler import ProfilerActivity, profile
+    mask = torch.zeros(20_000, 113, dtype=torch.bool)
+    mask[:, ::7] = True
+    values = torch.randn(20_000, 113)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as profiled:
+        distill.soft_targets(values, mask, 1.0)
+    allocated = sum(event.self_cpu_memory_usage for event in profiled.events()
+                    if event.self_cpu_memory_usage > 0)
+    assert allocated < 1.5 * values.nbytes, f"{allocated / values.nbytes:.2f} copies"
