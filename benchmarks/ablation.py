@@ -9,8 +9,8 @@ result), then the trained policy plays ``--opponents`` in the arena on duplicate
 ``--deal-seed`` (deals not used to pick anything before): ``heuristic`` over ``--pairs`` pairs,
 ``greedy`` over a fifth of them, ``search`` (64 samples) over ``--search-pairs`` on the batched
 arena.  ``--reuse`` skips the training of a variant whose checkpoint is already under ``--out``
-(a run with the same seed reproduces its weights bit for bit).  Prints one markdown row per
-variant; the json files under ``--out`` keep the full results.
+(a run with the same seed reproduces its weights bit for bit).  Prints the seeds, then one
+markdown row per variant; the json files under ``--out`` keep the full results.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from sevenrocks_env import arguments
 from sevenrocks_env.atomic_file import atomic_path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The most ``--steps`` a variant trains: the trainer's bound on ``total_steps``
+#: (``training/config.py``; more failed inside the training subprocess, with a traceback here).
+MAX_STEPS = 10 ** 11
 VARIANTS = {
     "baseline": [],  # configs/default.yaml: action features v2, bilinear scorer, ent_coef 0.01
     "mlp": ["action_scorer=mlp"],
@@ -112,7 +115,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["baseline"])
-    parser.add_argument("--steps", type=arguments.int_in(8192, arguments.MAX_COUNT),
+    parser.add_argument("--steps", type=arguments.int_in(8192, MAX_STEPS),
                         default=2_000_000,
                         help="decisions per variant (one rollout, 8192, at least)")
     parser.add_argument("--seed", type=arguments.training_seed, default=1)
@@ -132,6 +135,8 @@ def main(argv=None) -> int:
         parser.error("--pairs must be >= 5 (a fifth of them are played against greedy)")
     args.out = str(Path(args.out).resolve())  # the subprocesses run in the repository root
     Path(args.out).mkdir(parents=True, exist_ok=True)
+    print(f"{args.steps:,} decisions per variant; seeds: training --seed {args.seed}, arena "
+          f"--deal-seed {args.deal_seed}\n")
     print("| variant | flags | train min | " + " | ".join(
         f"vs {o} [95% CI]" for o in args.opponents) + " |")
     print("|---|---|---:|" + "---|" * len(args.opponents))

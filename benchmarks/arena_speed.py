@@ -1,7 +1,7 @@
 """Pairs per second of the batched arena beside the process-pool arena, in the same run.
 
     .venv/bin/python benchmarks/arena_speed.py [--pairs 1000] [--pool-pairs 100] [--workers 2]
-        [--threads 1] [--device cpu] [--batch 4096]
+        [--threads 1] [--device cpu] [--batch 4096] [--seed 0]
 
 Two pairings: the shipped policy against ``greedy`` and against itself.  The unbatched arena
 (``arena.evaluate`` with ``--workers`` processes) plays ``--pool-pairs`` pairs, the batched one
@@ -10,7 +10,9 @@ Two pairings: the shipped policy against ``greedy`` and against itself.  The unb
 not exactly) and the batched arena's speed-up.  The pool's wall time includes starting its
 processes (each imports torch and loads the policy); so a second pool row runs one pair per
 worker first and reports the rate of the remaining pairs with that start-up subtracted (the
-difference of the two runs), and the speed-up is given against both.  Prints a Markdown table.
+difference of the two runs: one difference of two timings, with no error bar, and labelled so),
+and the speed-up is given against both.  Every run deals from ``--seed``.  Prints a Markdown
+table and its seed.
 """
 
 from __future__ import annotations
@@ -49,34 +51,39 @@ def main(argv=None) -> int:
                         help="torch threads (batched arena)")
     parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--batch", type=arguments.batch, default=DEFAULT_BATCH)
+    parser.add_argument("--seed", type=arguments.seed, default=0,
+                        help="deal seed of every run (both arenas)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}, torch {torch.__version__}, {args.threads} torch thread(s), "
-          f"device {args.device}, batch {args.batch} pairs\n")
+          f"device {args.device}, batch {args.batch} pairs, deal seed {args.seed} (every run)\n")
     print("| pairing, arena | pairs | wall s | pairs/s | A's win rate [95% CI] |")
     print("|---|---:|---:|---:|---|")
-    speedups = []
+    speedups, differenced = [], False   # differenced: a start-up excluded row was printed
     for spec_a, spec_b in PAIRINGS:
         label = f"{spec_a.partition('=')[0]} vs {spec_b.partition('=')[0]}"
         pool_rate = steady_rate = None
         if args.pool_pairs:
             started = time.perf_counter()
-            evaluate(spec_a, spec_b, args.workers, seed=0, workers=args.workers)
+            evaluate(spec_a, spec_b, args.workers, seed=args.seed, workers=args.workers)
             start_up = time.perf_counter() - started   # start-up, and one pair a worker
             started = time.perf_counter()
-            result = evaluate(spec_a, spec_b, args.pool_pairs, seed=0, workers=args.workers)
+            result = evaluate(spec_a, spec_b, args.pool_pairs, seed=args.seed,
+                              workers=args.workers)
             wall = time.perf_counter() - started
             line, pool_rate = _row(f"{label}, pool ({args.workers} workers), start-up "
                                    "included", result, wall)
             print(line, flush=True)
             if args.pool_pairs > args.workers and wall > start_up:
                 steady_rate = (args.pool_pairs - args.workers) / (wall - start_up)
+                differenced = True
                 print(f"| {label}, pool, start-up excluded ({args.pool_pairs} - {args.workers} "
-                      f"pairs) | {args.pool_pairs - args.workers:,} | {wall - start_up:.1f} | "
+                      f"pairs): one difference of two runs, no error bar | "
+                      f"{args.pool_pairs - args.workers:,} | {wall - start_up:.1f} | "
                       f"{steady_rate:,.1f} | (as above) |", flush=True)
         started = time.perf_counter()
-        result = evaluate_batched(spec_a, spec_b, args.pairs, seed=0, device=args.device,
+        result = evaluate_batched(spec_a, spec_b, args.pairs, seed=args.seed, device=args.device,
                                   batch=args.batch)
         line, rate = _row(f"{label}, batched", result, time.perf_counter() - started)
         print(line, flush=True)
@@ -85,6 +92,10 @@ def main(argv=None) -> int:
             speedups.append(f"{label}: {rate / pool_rate:.1f}x{steady}")
     if speedups:
         print("\nbatched / pool pairs/s: " + ", ".join(speedups))
+    if differenced:
+        print(f"\nstart-up excluded: (pairs of the pool run - {args.workers}) / (its wall time - "
+              f"the wall time of a {args.workers}-pair run): one difference of two single "
+              "timings, so it carries the noise of both and has no error bar.")
     return 0
 
 

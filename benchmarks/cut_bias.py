@@ -22,6 +22,8 @@ Bias = estimate - target, per transition.  The standard error of the mean bias i
 the per-transition biases over sqrt(n), so it includes the Monte Carlo noise of the targets and,
 for the new estimate, of its single continuation (whose RMS is therefore mostly that noise).
 Rows "seat to move" group the transitions by who is on turn at the cut, relative to the seat.
+The header says the seeds: ``--seed`` for the self-play (its deals and moves, and torch's global
+seed), ``--seed + 1`` for the continuations.
 """
 
 from __future__ import annotations
@@ -42,9 +44,18 @@ from sevenrocks_env.policy import (CheckpointError, MaskedCategorical, build_mod
 from sevenrocks_env.rewards import team0_reward  # noqa: E402
 from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of  # noqa: E402
 from sevenrocks_env.tiles import NUM_ACTIONS  # noqa: E402
+from training.config import MAX_BATCH  # noqa: E402
 from training.critic import OracleCritic, hidden_hands  # noqa: E402
 from training.rollout import SelfPlayEngine  # noqa: E402
 from training.seats import RolloutBuffer  # noqa: E402
+
+#: The trainer's bounds on ``num_matches`` and ``num_steps`` (``training/config.py``); their
+#: product, the rollout buffer (~1 kB a decision), is at most its ``MAX_BATCH`` too.
+MAX_MATCHES = MAX_STEPS = 65536
+#: The most ``--samples``, and the most continuations one run plays (``4 * --matches *
+#: --samples``: up to four open transitions a match, each continued ``--samples`` times, each
+#: from a copy of its match of ~1 kB).
+MAX_SAMPLES, MAX_CONTINUATIONS = 1024, 1 << 20
 
 GROUPS = ("own turn, real choice", "own turn, forced", "left opponent", "partner",
           "right opponent")
@@ -128,12 +139,19 @@ def summary(bias: np.ndarray) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("checkpoint")
-    parser.add_argument("--matches", type=arguments.count, default=128)
-    parser.add_argument("--steps", type=arguments.count, default=64)
-    parser.add_argument("--samples", type=arguments.int_in(2, arguments.MAX_COUNT), default=8,
+    parser.add_argument("--matches", type=arguments.int_in(1, MAX_MATCHES), default=128)
+    parser.add_argument("--steps", type=arguments.int_in(1, MAX_STEPS), default=64)
+    parser.add_argument("--samples", type=arguments.int_in(2, MAX_SAMPLES), default=8,
                         help="rollouts a cut is estimated from (2 at least: a standard error)")
-    parser.add_argument("--seed", type=arguments.seed, default=2024)
+    parser.add_argument("--seed", type=arguments.seed, default=2024,
+                        help="seed of the self-play (the continuations: this + 1)")
     args = parser.parse_args(argv)
+    if args.matches * args.steps > MAX_BATCH:
+        parser.error(f"--matches * --steps must be at most {MAX_BATCH} (the trainer's largest "
+                     f"rollout), got {args.matches * args.steps}")
+    if 4 * args.matches * args.samples > MAX_CONTINUATIONS:
+        parser.error(f"4 * --matches * --samples (continuations) must be at most "
+                     f"{MAX_CONTINUATIONS}, got {4 * args.matches * args.samples}")
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
 
@@ -191,7 +209,8 @@ def main(argv=None) -> int:
     print(f"{n} cut transitions from {args.matches} self-play matches cut after {args.steps} "
           f"decisions, {args.samples} continuations each; V = the checkpoint's {value_name} "
           f"({args.checkpoint}, step {data.get('global_step')}); target std {target.std():.3f}, "
-          f"its MC standard error (mean over transitions) {mc_se:.3f}\n")
+          f"its MC standard error (mean over transitions) {mc_se:.3f}; seeds: self-play "
+          f"--seed {args.seed}, continuations {args.seed + 1}\n")
     print("| quantity | n | old: V(state at the cut) | new: V at the seat's next decision |")
     print("|---|---:|---:|---:|")
     old_bias, new_bias = old - target, new - target

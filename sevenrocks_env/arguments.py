@@ -4,7 +4,7 @@ argparse's one-line usage error (exit 2: ``argument --pairs: must be an int in [
 
     parser.add_argument("--pairs", type=count, default=100)
     parser.add_argument("--seed", type=seed, default=0)
-    parser.add_argument("--seconds", type=positive_real, default=3.0)
+    parser.add_argument("--seconds", type=seconds, default=3.0)
     parser.add_argument("--device", type=device, default="cpu")
 """
 from __future__ import annotations
@@ -33,6 +33,10 @@ def int_in(low: int, high: int):
     parse.__name__ = f"int in [{low}, {high}]"
     return parse
 
+
+#: The longest time budget a script takes (``--seconds``: per row, per run): an hour, far above
+#: any real run (``--seconds 1e12`` was taken, a run of 30,000 years).
+MAX_SECONDS = 3600.0
 
 #: The arena's bounds (:func:`sevenrocks_env.arena.check_settings`): pairs one run plays (weeks
 #: of play even for the fastest agents), worker processes, pairs the batched arena steps
@@ -75,6 +79,15 @@ def non_negative_real(text: str) -> float:
     return _real(text, positive=False)
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a time budget, a finite number of seconds in (0, :data:`MAX_SECONDS`]."""
+    value = _real(text, positive=True)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds in (0, {MAX_SECONDS:g}], got {text[:40]}")
+    return value
+
+
 def _output(check):
     """An argparse type: a path ``check`` (:mod:`~sevenrocks_env.atomic_file`) accepts, checked
     before any work; missing folders are the script's to make."""
@@ -104,7 +117,7 @@ def device(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-__all__ = ["MAX_BATCH", "MAX_COUNT", "MAX_PAIRS", "MAX_THREADS", "MAX_WORKERS", "batch", "count",
-           "device", "int_in", "non_negative_int", "non_negative_pairs", "non_negative_real",
-           "output_file", "output_folder", "pairs", "positive_real", "seed", "threads",
-           "training_seed", "workers"]
+__all__ = ["MAX_BATCH", "MAX_COUNT", "MAX_PAIRS", "MAX_SECONDS", "MAX_THREADS", "MAX_WORKERS",
+           "batch", "count", "device", "int_in", "non_negative_int", "non_negative_pairs",
+           "non_negative_real", "output_file", "output_folder", "pairs", "positive_real",
+           "seconds", "seed", "threads", "training_seed", "workers"]

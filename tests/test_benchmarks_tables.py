@@ -1,0 +1,177 @@
+"""The speed and ablation scripts' tables say what they measured: their seeds, no spread where
+none was measured, a single difference labelled as one; their time budgets are honoured and
+bounded (``benchmarks/search_speed.py``, ``ablation.py``, ``arena_speed.py``, ``cut_bias.py``,
+``env_speed.py``)."""
+
+import argparse
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sevenrocks_env import arguments
+from sevenrocks_env.agents.belief import MAX_WORLDS
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set 1 thread: restored
+
+
+def script(name: str):
+    """``benchmarks/<name>.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}",
+                                                  ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def accepted(*_, **__):
+    """Stands for a script's first step after its arguments: a test of a bound ends here, not in
+    a long run, when the bound is missing."""
+    raise AssertionError("the arguments were accepted")
+
+
+def usage_error(main, argv, capsys) -> str:
+    """The last line of the usage error ``main(argv)`` exits with (exit status 2)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_seconds_type_is_bounded():
+    """``--seconds 1e12`` was taken (a run of 30,000 years)."""
+    assert arguments.seconds("0.5") == 0.5 and arguments.seconds("3600") == 3600.0
+    for text in ("1e12", "3600.5", "nan", "inf", "0", "-1", "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            arguments.seconds(text)
+
+
+def test_search_speed_batched_rows_claim_no_spread_and_the_table_says_its_seeds(capsys):
+    """A row deciding all decisions in one call split that call's time evenly, so its median and
+    p90 repeated its mean; they are "—" now, with a footnote."""
+    assert script("search_speed").main(["--decisions", "3", "--samples", "1", "--seed", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "seeds: positions from random-play matches --seed 5, worlds 0" in out
+    rows = [line for line in out.splitlines() if line.startswith("| `search")]
+    assert len(rows) == 5
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        float(cells[1])  # the mean: always measured
+        if "3 decisions a call" in row:
+            assert cells[2:] == ["—", "—"]
+        else:
+            float(cells[2]), float(cells[3])
+    assert "no decision was timed on its own to give a median or p90" in out
+
+
+def test_search_speed_bounds_decisions_and_samples(monkeypatch, capsys):
+    """``--samples`` above the search's bound was a traceback after the positions were built."""
+    search_speed = script("search_speed")
+    monkeypatch.setattr(search_speed, "positions", accepted)
+    main = search_speed.main
+    assert usage_error(main, ["--decisions", "10001"], capsys).endswith(
+        "argument --decisions: must be an int in [1, 10000], got 10001")
+    assert usage_error(main, ["--samples", str(MAX_WORLDS + 1)], capsys).endswith(
+        f"argument --samples: must be an int in [1, {MAX_WORLDS}], got {MAX_WORLDS + 1}")
+
+
+def test_env_speed_pettingzoo_benchmark_runs_for_seconds(fake_clocks, capsys):
+    """PettingZoo's own ``performance_benchmark`` always ran 5 s, whatever ``--seconds`` said;
+    with clocks moving 0.01 s a reading, 0.05 s is about five cycles."""
+    env_speed = script("env_speed")
+    fake_clocks(env_speed, 0.01, 0.0)
+    turns, cycles, elapsed = env_speed.pettingzoo_performance_benchmark(0.05)
+    assert 0.05 < elapsed < 0.07 and 5 <= cycles <= 6 and turns >= cycles
+    out = capsys.readouterr().out
+    assert "its loop for 0.05 s" in out and f"({turns:,} turns in {elapsed:.2f} s)" in out
+
+
+def test_env_speed_main_gives_its_budget_to_every_part_and_says_its_seeds(fake_clocks, capsys):
+    env_speed = script("env_speed")
+    fake_clocks(env_speed, 1.0, 0.0)  # every row: one match; the PettingZoo loop: one cycle
+    env_speed.main(["--seconds", "0.5", "--repeats", "1"])
+    out = capsys.readouterr().out
+    assert "seeds: reset 0, 1, 2, ... and actions random.Random(0)" in out
+    assert "its loop for 0.5 s" in out and "turns in 1.00 s)" in out
+
+
+def test_env_speed_bounds_seconds_and_repeats(monkeypatch, capsys):
+    env_speed = script("env_speed")
+    monkeypatch.setattr(env_speed, "aec_random_play", accepted)
+    main = env_speed.main
+    assert usage_error(main, ["--seconds", "1e12"], capsys).endswith(
+        "argument --seconds: must be a number of seconds in (0, 3600], got 1e12")
+    assert usage_error(main, ["--repeats", "1001"], capsys).endswith(
+        "argument --repeats: must be an int in [1, 1000], got 1001")
+
+
+def test_arena_speed_says_its_seed_and_that_start_up_excluded_is_one_difference(monkeypatch,
+                                                                                  capsys):
+    """Every run deals from ``--seed`` (it was a hidden 0); the start-up excluded row, the
+    difference of two single timings, says it has no error bar."""
+    arena_speed = script("arena_speed")
+    clock, seeds = [0.0], []
+
+    def play(spec_a, spec_b, pairs, seed, **_):
+        clock[0] += 1.0 + 0.5 * pairs  # a start-up second, then half a second a pair
+        seeds.append(seed)
+        return SimpleNamespace(pairs=pairs, ci95=(0.4, 0.6), win_rate=0.5)
+
+    monkeypatch.setattr(arena_speed, "evaluate", play)
+    monkeypatch.setattr(arena_speed, "evaluate_batched", play)
+    monkeypatch.setattr(arena_speed, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    assert arena_speed.main(["--pairs", "10", "--pool-pairs", "6", "--workers", "2",
+                             "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert seeds == [7] * 6 and "deal seed 7 (every run)" in out
+    excluded = [line for line in out.splitlines() if "start-up excluded (6 - 2 pairs)" in line]
+    assert len(excluded) == 2
+    assert all("one difference of two runs, no error bar | 4 | 2.0 | 2.0 |" in line
+               for line in excluded)
+    assert "one difference of two single timings" in out and "has no error bar" in out
+
+
+def test_ablation_says_its_seeds_and_bounds_steps(monkeypatch, tmp_path, capsys):
+    ablation = script("ablation")
+    result = {"variant": "baseline", "flags": [], "train_minutes": 1.0, "steps": 8192,
+              "heuristic": {"win_rate": 0.5, "ci95": [0.4, 0.6], "pairs": 10}}
+    monkeypatch.setattr(ablation, "run", lambda variant, args: result)
+    assert ablation.main(["--steps", "8192", "--seed", "3", "--deal-seed", "11", "--pairs", "10",
+                          "--opponents", "heuristic", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "seeds: training --seed 3, arena --deal-seed 11" in out
+    assert "| baseline | (default) | 1.0 | 50.0 % [40.0, 60.0] (10 pairs) |" in out
+    # the trainer refuses more than 10**11 steps (a traceback from its subprocess)
+    assert usage_error(ablation.main, ["--steps", str(10 ** 11 + 1), "--opponents", "heuristic",
+                                       "--out", str(tmp_path)], capsys).endswith(
+        f"argument --steps: must be an int in [8192, {10 ** 11}], got {10 ** 11 + 1}")
+
+
+def test_cut_bias_says_its_seeds(tmp_path, capsys):
+    from policy_files import save_policy
+    path = save_policy(tmp_path / "policy.pt")
+    cut_bias = script("cut_bias")
+    assert cut_bias.main([str(path), "--matches", "2", "--steps", "4", "--samples", "2",
+                          "--seed", "5"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert header.endswith("seeds: self-play --seed 5, continuations 6")
+
+
+def test_cut_bias_bounds_matches_steps_and_samples(monkeypatch, tmp_path, capsys):
+    """A billion matches, steps or samples was taken, then ran out of memory."""
+    cut_bias = script("cut_bias")
+    monkeypatch.setattr(cut_bias, "read_checkpoint", accepted)
+    main = cut_bias.main
+    path = str(tmp_path / "unread.pt")  # the bounds are checked before the file is read
+    assert usage_error(main, [path, "--matches", "65537"], capsys).endswith(
+        "argument --matches: must be an int in [1, 65536], got 65537")
+    assert usage_error(main, [path, "--steps", "65537"], capsys).endswith(
+        "argument --steps: must be an int in [1, 65536], got 65537")
+    assert usage_error(main, [path, "--samples", "1025"], capsys).endswith(
+        "argument --samples: must be an int in [2, 1024], got 1025")
+    assert "--matches * --steps must be at most 1048576" in usage_error(
+        main, [path, "--matches", "60000", "--steps", "64"], capsys)
+    assert "4 * --matches * --samples (continuations) must be at most 1048576" in usage_error(
+        main, [path, "--matches", "60000", "--steps", "1", "--samples", "8"], capsys)
