@@ -273,7 +273,10 @@ def decode(obs: np.ndarray) -> SeatView:
 
 
 def view(obs: np.ndarray, piece: str) -> np.ndarray:
-    """The named piece of an observation vector (a view, reshaped where it is a table)."""
+    """The named piece of an observation vector (a view, reshaped where it is a table); an
+    unknown name is a ``KeyError`` listing the pieces."""
+    if piece not in OFFSETS:
+        raise KeyError(f"no observation piece {piece!r}; the pieces are {', '.join(OFFSETS)}")
     part = np.asarray(obs)[..., OFFSETS[piece]]
     shapes = {"played_by": (4, 28), "slot_number": (4, 7), "voids": (3, 7)}
     return part.reshape(part.shape[:-1] + shapes[piece]) if piece in shapes else part

@@ -90,3 +90,11 @@ def test_counted_ends_and_end_sum_pieces_follow_the_scoring_rules(seed):
         assert np.isclose(end_sum_piece[0] * 36, total)
         assert np.flatnonzero(end_sum_piece[1:]).tolist() == [total % 5]
         apply_action(match, rng.choice(legal_actions(match)))
+
+
+def test_an_unknown_piece_name_is_refused_with_the_names_of_the_pieces():
+    import pytest
+
+    with pytest.raises(KeyError, match="no observation piece 'void'; the pieces are .*voids"):
+        view(np.zeros(OBS_SIZE, np.float32), "void")
+    assert view(np.arange(float(OBS_SIZE)), "voids").shape == (3, 7)
