@@ -98,7 +98,7 @@ def pettingzoo_performance_benchmark(seconds: float) -> tuple[int, int, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--seconds", type=arguments.seconds, default=5.0,
                         help="time per row and repeat, and of the PettingZoo benchmark")
     parser.add_argument("--repeats", type=arguments.int_in(1, MAX_REPEATS), default=3,

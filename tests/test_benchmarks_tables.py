@@ -175,3 +175,11 @@ def test_cut_bias_bounds_matches_steps_and_samples(monkeypatch, tmp_path, capsys
         main, [path, "--matches", "60000", "--steps", "64"], capsys)
     assert "4 * --matches * --samples (continuations) must be at most 1048576" in usage_error(
         main, [path, "--matches", "60000", "--steps", "1", "--samples", "8"], capsys)
+
+
+def test_env_speed_help_describes_the_script_in_whole_sentences(capsys):
+    """The description was the docstring's first line, cut mid-sentence ("... alone, beside")."""
+    with pytest.raises(SystemExit):
+        script("env_speed").main(["--help"])
+    assert "beside PettingZoo's connect_four_v3 measured in the same run." in " ".join(
+        capsys.readouterr().out.split())
