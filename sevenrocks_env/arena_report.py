@@ -131,7 +131,8 @@ def pair_table(result) -> str:
                                        f"{1e3 * result.seconds_per_decision[1]:.3f}"),
         ("CPU ms per decision A / B", f"{1e3 * result.cpu_seconds_per_decision[0]:.3f} / "
                                       f"{1e3 * result.cpu_seconds_per_decision[1]:.3f}"),
-        ("decisions per second", f"{result.decisions_per_s:,.0f}"),
+        ("decisions per second", f"{result.decisions_per_s:,.0f}" if result.decisions_per_s
+         else "- (this run played no pair: all came from its --log)"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

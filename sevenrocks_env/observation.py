@@ -225,6 +225,9 @@ def _bits_to_mask(bits: np.ndarray) -> int:
 def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
     """An agent's ``(observation, action_mask)`` as ``float32[OBS_SIZE]`` and ``bool[113]``;
     ``ValueError`` for a wrong shape, a non-finite observation or a mask with no legal action."""
+    if isinstance(obs, dict) and "observation" in obs:
+        raise ValueError("observation must be the observation vector, got the env's dict: pass "
+                         "obs['observation'] (and obs['action_mask'] as the mask)")
     obs = np.asarray(obs)
     if obs.shape != (OBS_SIZE,) or not np.issubdtype(obs.dtype, np.number):
         raise ValueError(f"observation must be a number array of shape ({OBS_SIZE},), got "

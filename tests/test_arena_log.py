@@ -356,3 +356,14 @@ def test_the_header_records_the_version_but_a_log_of_any_version_resumes(tmp_pat
     log.write_text("\n".join([json.dumps({**data, "version": 1}), *pairs]) + "\n")
     with pytest.raises(PairLogError, match="version must be a string, got 1"):
         arena.evaluate(A, B, 2, seed=3, log=log)
+
+
+def test_a_rerun_with_every_pair_in_its_log_says_it_played_none(tmp_path, capsys):
+    """It printed "decisions per second 0", as if the agents had been measured at zero."""
+    log = tmp_path / "pairs.jsonl"
+    command = ["random", "greedy", "--pairs", "2", "--log", str(log), "--no-progress"]
+    assert arena_cli.main(command) == 0
+    assert "this run played no pair" not in capsys.readouterr().out
+    assert arena_cli.main(command) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "decisions per second - (this run played no pair: all came from its --log)" in out

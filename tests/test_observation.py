@@ -98,3 +98,16 @@ def test_an_unknown_piece_name_is_refused_with_the_names_of_the_pieces():
     with pytest.raises(KeyError, match="no observation piece 'void'; the pieces are .*voids"):
         view(np.zeros(OBS_SIZE, np.float32), "void")
     assert view(np.arange(float(OBS_SIZE)), "voids").shape == (3, 7)
+
+
+def test_an_agent_given_the_env_s_dict_is_told_to_pass_the_vector():
+    import pytest
+
+    from sevenrocks_env.agents import make_agent
+    from sevenrocks_env.sevenrocks_v0 import env as make_env
+
+    env = make_env()
+    env.reset(seed=0)
+    obs = env.observe(env.agent_selection)
+    with pytest.raises(ValueError, match=r"got the env's dict: pass obs\['observation'\]"):
+        make_agent("greedy").act(obs, obs["action_mask"])
