@@ -124,11 +124,11 @@ def aec(seconds: float, observe: bool) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=arguments.count, nargs="+",
                         default=[256, 1024, 4096, 16384, 65536])
-    parser.add_argument("--seconds", type=arguments.positive_real, default=3.0, help="per row")
+    parser.add_argument("--seconds", type=arguments.seconds, default=3.0, help="per row")
     parser.add_argument("--threads", type=arguments.threads, default=1)
     parser.add_argument("--device", type=arguments.device, default="cpu")
     parser.add_argument("--validate", action="store_true", help="step with validate=True")
@@ -136,7 +136,7 @@ def main() -> None:
                         help="also measure vector_env(compile=True)")
     parser.add_argument("--plot", type=arguments.output_file,
                         help="write the steps/s curve to this PNG")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.plot:  # (its folder checked by its type) a .txt: before minutes of measuring
         if Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
             parser.error(f"--plot: give a .png, .svg or .pdf file, got {args.plot}")

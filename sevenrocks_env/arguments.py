@@ -15,8 +15,9 @@ import math
 from .atomic_file import OutputError, check_output_file, check_output_folder
 from .dealing import MAX_SEED
 
-#: The largest count a script takes (pairs, steps, decisions): far above any real run, small
-#: enough that no product of two of them overflows an int64.
+#: The largest count a script takes (pairs, steps, decisions): far above any real run.  A
+#: product of two of them can pass int64's 9.2e18, so a script that multiplies counts bounds
+#: the product itself (as ``benchmarks/cut_bias.py`` does).
 MAX_COUNT = 10 ** 12
 
 

@@ -183,3 +183,8 @@ def test_env_speed_help_describes_the_script_in_whole_sentences(capsys):
         script("env_speed").main(["--help"])
     assert "beside PettingZoo's connect_four_v3 measured in the same run." in " ".join(
         capsys.readouterr().out.split())
+
+
+def test_vector_speed_bounds_its_seconds(capsys):
+    assert usage_error(script("vector_speed").main, ["--seconds", "1e12"], capsys).endswith(
+        "argument --seconds: must be a number of seconds in (0, 3600], got 1e12")
