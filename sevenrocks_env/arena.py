@@ -152,6 +152,17 @@ def split_name(agent) -> tuple[str, object]:
     return agent.strip(), agent.strip()
 
 
+def split_names(agent_a, agent_b) -> tuple[tuple[str, object], tuple[str, object]]:
+    """:func:`split_name` of both agents of a pairing; two different specs under one name
+    (``a=heuristic a=greedy``) are a ``ValueError``: the table could not tell them apart."""
+    (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
+    if name_a == name_b and isinstance(agent_a, str) and isinstance(agent_b, str) \
+            and agent_a != agent_b:
+        raise ValueError(f"both agents are named {name_a!r} but differ ({agent_a[:80]} / "
+                         f"{agent_b[:80]}): give them different names (NAME=SPEC)")
+    return (name_a, agent_a), (name_b, agent_b)
+
+
 @dataclass
 class ArenaResult:
     """Agent A against agent B over ``pairs`` duplicate pairs (``matches = 2 * pairs``).
@@ -263,7 +274,7 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     """
     pairs, seed, target, max_rounds = check_settings(
         pairs=pairs, seed=seed, target=target, max_rounds=max_rounds).values()
-    (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
+    (name_a, agent_a), (name_b, agent_b) = split_names(agent_a, agent_b)
     check_workers(workers, agent_a, agent_b)
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
 
@@ -378,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
 __all__ = [
     "A_SEATS", "ArenaResult", "IllegalActionError", "MatchResult", "PairOutcome",
     "RoundRobinResult", "add_evaluation_arguments", "agent_seed", "evaluate", "main",
-    "play_match", "play_pair", "round_robin", "run_match", "split_name",
+    "play_match", "play_pair", "round_robin", "run_match", "split_name", "split_names",
 ]
 
 

@@ -49,7 +49,7 @@ from .agents.greedy import GreedyAgent
 from .agents.heuristic import HeuristicAgent
 from .agents.random_agent import RandomAgent
 from .arena import (ArenaResult, PairOutcome, check_settings, check_workers, run_pairs,
-                    split_name)
+                    split_names)
 from .batched import VectorEnv, layout
 from .batched.deal import counter_key
 from .batched.greedy import greedy_actions
@@ -360,7 +360,7 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
     """
     pairs, batch, target, max_rounds, seed = check_settings(
         pairs=pairs, batch=batch, target=target, max_rounds=max_rounds, seed=seed).values()
-    (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
+    (name_a, agent_a), (name_b, agent_b) = split_names(agent_a, agent_b)
     check_workers(workers, agent_a, agent_b)
     if workers > 1 and torch.device(device).type != "cpu":
         raise ValueError(f"workers > 1 play on the CPU; on {device} use one process")

@@ -367,3 +367,12 @@ def test_a_rerun_with_every_pair_in_its_log_says_it_played_none(tmp_path, capsys
     assert arena_cli.main(command) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "decisions per second - (this run played no pair: all came from its --log)" in out
+
+
+@pytest.mark.parametrize("engine", [[], ["--batched"]])
+def test_two_different_agents_under_one_name_are_refused(capsys, engine):
+    """``a=heuristic a=greedy`` was played and printed as "a (A) vs a (B)"."""
+    assert arena_cli.main(["a=heuristic", "a=greedy", "--pairs", "1", *engine]) == 2
+    assert "both agents are named 'a' but differ (heuristic / greedy)" in capsys.readouterr().err
+    assert arena_cli.main(["a=greedy", "a=greedy", "--pairs", "1", "--no-progress",
+                           *engine]) == 0
