@@ -1,7 +1,7 @@
 """The speed and ablation scripts' tables say what they measured: their seeds, no spread where
 none was measured, a single difference labelled as one; their time budgets are honoured and
 bounded (``benchmarks/search_speed.py``, ``ablation.py``, ``arena_speed.py``, ``cut_bias.py``,
-``env_speed.py``)."""
+``env_speed.py``, ``vector_speed.py``)."""
 
 import argparse
 import importlib.util
@@ -66,17 +66,6 @@ def test_search_speed_batched_rows_claim_no_spread_and_the_table_says_its_seeds(
     assert "no decision was timed on its own to give a median or p90" in out
 
 
-def test_search_speed_bounds_decisions_and_samples(monkeypatch, capsys):
-    """``--samples`` above the search's bound was a traceback after the positions were built."""
-    search_speed = script("search_speed")
-    monkeypatch.setattr(search_speed, "positions", accepted)
-    main = search_speed.main
-    assert usage_error(main, ["--decisions", "10001"], capsys).endswith(
-        "argument --decisions: must be an int in [1, 10000], got 10001")
-    assert usage_error(main, ["--samples", str(MAX_WORLDS + 1)], capsys).endswith(
-        f"argument --samples: must be an int in [1, {MAX_WORLDS}], got {MAX_WORLDS + 1}")
-
-
 def test_env_speed_pettingzoo_benchmark_runs_for_seconds(fake_clocks, capsys):
     """PettingZoo's own ``performance_benchmark`` always ran 5 s, whatever ``--seconds`` said;
     with clocks moving 0.01 s a reading, 0.05 s is about five cycles."""
@@ -95,16 +84,6 @@ def test_env_speed_main_gives_its_budget_to_every_part_and_says_its_seeds(fake_c
     out = capsys.readouterr().out
     assert "seeds: reset 0, 1, 2, ... and actions random.Random(0)" in out
     assert "its loop for 0.5 s" in out and "turns in 1.00 s)" in out
-
-
-def test_env_speed_bounds_seconds_and_repeats(monkeypatch, capsys):
-    env_speed = script("env_speed")
-    monkeypatch.setattr(env_speed, "aec_random_play", accepted)
-    main = env_speed.main
-    assert usage_error(main, ["--seconds", "1e12"], capsys).endswith(
-        "argument --seconds: must be a number of seconds in (0, 3600], got 1e12")
-    assert usage_error(main, ["--repeats", "1001"], capsys).endswith(
-        "argument --repeats: must be an int in [1, 1000], got 1001")
 
 
 def test_arena_speed_says_its_seed_and_that_start_up_excluded_is_one_difference(monkeypatch,
@@ -185,6 +164,22 @@ def test_env_speed_help_describes_the_script_in_whole_sentences(capsys):
         capsys.readouterr().out.split())
 
 
-def test_vector_speed_bounds_its_seconds(capsys):
-    assert usage_error(script("vector_speed").main, ["--seconds", "1e12"], capsys).endswith(
-        "argument --seconds: must be a number of seconds in (0, 3600], got 1e12")
+
+SECONDS_ERROR = "argument --seconds: must be a number of seconds in (0, 3600], got 1e12"
+
+
+@pytest.mark.parametrize("name, first_step, argv, error", [
+    # --samples above the search's bound was a traceback after the positions were built
+    ("search_speed", "positions", ["--decisions", "10001"],
+     "argument --decisions: must be an int in [1, 10000], got 10001"),
+    ("search_speed", "positions", ["--samples", str(MAX_WORLDS + 1)],
+     f"argument --samples: must be an int in [1, {MAX_WORLDS}], got {MAX_WORLDS + 1}"),
+    ("env_speed", "aec_random_play", ["--seconds", "1e12"], SECONDS_ERROR),
+    ("env_speed", "aec_random_play", ["--repeats", "1001"],
+     "argument --repeats: must be an int in [1, 1000], got 1001"),
+    ("vector_speed", "random_play", ["--seconds", "1e12"], SECONDS_ERROR),
+])
+def test_scripts_bound_their_arguments(monkeypatch, capsys, name, first_step, argv, error):
+    module = script(name)
+    monkeypatch.setattr(module, first_step, accepted)
+    assert usage_error(module.main, argv, capsys).endswith(error)
