@@ -18,6 +18,7 @@ import sys
 from . import rules
 from .agents import valid_specs
 from .arena import evaluate, round_robin
+from .arena_log_lock import check_log_folder
 from .arena_pool import WorkerDied
 from .arguments import MAX_THREADS, non_negative_pairs
 from .arguments import seed as deal_seed
@@ -111,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="append every finished pair to PATH (JSON lines); if PATH holds "
                              "pairs of an earlier run of the same pairing, play only the rest "
                              "(raise --pairs to add pairs); a run locks PATH, so a second run "
-                             "given the same PATH is refused while the first one runs")
+                             "given the same PATH is refused while the first one runs; PATH's "
+                             "folder must exist")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser
@@ -128,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.batched and (args.device != "cpu" or args.batch is not None
                                  or args.threads != 1):
             raise ValueError("--device, --batch and --threads are options of --batched")
+        if args.log:  # before any agent is built: a typo in the folder is refused at once
+            check_log_folder(args.log)
         if args.batched:
             result = _batched(args)
         elif args.round_robin:

@@ -23,9 +23,11 @@ too.  The header also records the ``sevenrocks`` version that began the log, for
 only: a log is resumed by any version that reads its format (pairs do not change between patch
 releases; a change that alters them changes :data:`FORMAT` instead).
 
-A run holds an exclusive lock on the log (``fcntl.flock``, non-blocking) from reading it until
-its last line is written, so two runs given the same file cannot interleave their lines: the
-second is refused with a :class:`PairLogError` (on a system without ``fcntl`` there is no lock).
+A run holds an exclusive lock on the log (``fcntl.flock``, non-blocking) from before it reads
+a byte until its last line is written, and reads and writes it through that one locked file,
+so two runs given the same file cannot interleave their lines: the second is refused with a
+:class:`PairLogError` (:mod:`~sevenrocks_env.arena_log_lock`; its worker processes do not hold
+the lock).  The log's folder must exist: it is not made.
 """
 
 from __future__ import annotations
@@ -33,15 +35,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from .arena_log_lock import open_locked, release
 from .record import shown, unique_keys
-
-try:
-    import fcntl
-except ImportError:  # not POSIX: logs are not locked
-    fcntl = None
 
 FORMAT = "sevenrocks-arena-pairs/1"
 #: Longest line a log may hold, in bytes (a pair's line is about 300).
@@ -81,75 +78,73 @@ class PairLog:
                              "header; give shorter paths")
         self._valid_bytes: int | None = None
         self._loaded = 0
-        self._lock = None
+        self._file = None  # the log, open and locked, from load() to writer() or close()
 
     def load(self, pairs: int) -> list:
         """The outcomes of the pairs already played (at most ``pairs``), in pair order; ``[]``
-        for a new file (made, empty).  Takes the log's lock, which :meth:`writer`'s writer or
-        :meth:`close` releases.  Raises :class:`PairLogError` if the file is of another run or
-        bad, or another run holds its lock."""
-        if self._lock is None:
-            self._lock = _locked(self.path)
+        for a new file (made, empty; its folder must exist).  Takes the log's lock first, which
+        :meth:`writer`'s writer or :meth:`close` releases.  Raises :class:`PairLogError` if the
+        file is of another run or bad, its folder is missing, or another run holds its lock."""
+        if self._file is None:
+            self._file = open_locked(self.path)
         try:
-            return self._read(pairs)
+            return self._read(self._file, pairs)
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
         """Release the log's lock, if this object still holds it."""
-        lock, self._lock = self._lock, None
-        _unlock(lock)
+        file, self._file = self._file, None
+        release(file)
 
-    def _read(self, pairs: int) -> list:
+    def _read(self, file, pairs: int) -> list:
         from .arena import PairOutcome
 
-        outcomes, self._valid_bytes = [], 0
-        with open(self.path, "rb") as file:
-            header = file.readline(MAX_LINE + 1)
-            if not header.endswith(b"\n"):
-                if json.dumps(self.header).encode().startswith(header):
-                    return outcomes  # killed while the header was written: start it again
-                raise PairLogError(f"{self.path}: no complete header line (not an arena pair "
-                                   "log)")
-            self._check_header(self._json(header, 1))
-            valid, number = len(header), 1
-            while len(outcomes) < pairs:
-                line, number = file.readline(MAX_LINE + 1), number + 1
-                if not line.endswith(b"\n"):
-                    if len(line) > MAX_LINE:
-                        raise PairLogError(f"{self.path}:{number}: line longer than {MAX_LINE} "
-                                           "bytes")
-                    break  # the end, or a last line cut short by a kill: played again
-                data = _checked_outcome(self._json(line, number), len(outcomes),
-                                        f"{self.path}:{number}", self.header["max_rounds"])
-                outcomes.append(PairOutcome(**data))
-                valid += len(line)
+        outcomes, self._valid_bytes, self._loaded = [], 0, 0
+        file.seek(0)
+        header = file.readline(MAX_LINE + 1)
+        if not header.endswith(b"\n"):
+            if json.dumps(self.header).encode().startswith(header):
+                return outcomes  # killed while the header was written: start it again
+            raise PairLogError(f"{self.path}: no complete header line (not an arena pair log)")
+        self._check_header(self._json(header, 1))
+        valid, number = len(header), 1
+        while len(outcomes) < pairs:
+            line, number = file.readline(MAX_LINE + 1), number + 1
+            if not line.endswith(b"\n"):
+                if len(line) > MAX_LINE:
+                    raise PairLogError(f"{self.path}:{number}: line longer than {MAX_LINE} "
+                                       "bytes")
+                break  # the end, or a last line cut short by a kill: played again
+            data = _checked_outcome(self._json(line, number), len(outcomes),
+                                    f"{self.path}:{number}", self.header["max_rounds"])
+            outcomes.append(PairOutcome(**data))
+            valid += len(line)
         self._valid_bytes, self._loaded = valid, len(outcomes)
         return outcomes
 
     def writer(self) -> "_Writer":
-        """The file, open to append the pair after those :meth:`load` returned (a new file gets
-        its header first; a last line cut short is dropped).  The writer holds the log's lock
-        from now on, and its ``close`` releases it."""
-        if self._valid_bytes is None or self._lock is None:
+        """The locked file :meth:`load` read, cut after the last complete pair (a last line cut
+        short is dropped; a new file, or a header cut short, gets the header again), to append
+        the pairs after those :meth:`load` returned.  The writer holds the log's lock from now
+        on, and its ``close`` releases it."""
+        if self._valid_bytes is None or self._file is None:
             raise RuntimeError("PairLog.load() first: it says where the log continues")
+        file, self._file = self._file, None  # the writer's now
         try:
+            if not file.writable():
+                raise PairLogError(f"{self.path}: the pair log is read-only, and this run has "
+                                   "pairs to add (make it writable, or give another --log file)")
+            file.seek(self._valid_bytes)
+            file.truncate()
             if self._valid_bytes == 0:
-                file = open(self.path, "w", encoding="utf-8")
-                file.write(json.dumps(self.header) + "\n")
+                file.write(json.dumps(self.header).encode() + b"\n")
                 file.flush()
-                writer = _Writer(file, 0, self._lock)
-            else:
-                file = open(self.path, "r+", encoding="utf-8")
-                file.truncate(self._valid_bytes)
-                file.seek(self._valid_bytes)
-                writer = _Writer(file, self._loaded, self._lock)
+            return _Writer(file, self._loaded)
         except BaseException:
-            self.close()
+            release(file)
             raise
-        self._lock = None  # the writer's now
-        return writer
 
     def _json(self, line: bytes, number: int):
         if len(line) > MAX_LINE:
@@ -196,24 +191,23 @@ class PairLog:
 
 
 class _Writer:
-    """Appends outcomes to an open pair log, one flushed line each; holds the log's lock."""
+    """Appends outcomes to a locked pair log (:func:`~sevenrocks_env.arena_log_lock.open_locked`),
+    one line each, flushed after each call; holds the log's lock until :meth:`close`."""
 
-    def __init__(self, file, next_pair: int, lock=None):
-        self.file, self.next_pair, self._lock = file, next_pair, lock
+    def __init__(self, file, next_pair: int):
+        self.file, self.next_pair = file, next_pair
 
     def write(self, outcomes) -> None:
         from dataclasses import asdict
         for outcome in outcomes:
-            self.file.write(json.dumps({"pair": self.next_pair, **asdict(outcome)}) + "\n")
+            line = json.dumps({"pair": self.next_pair, **asdict(outcome)}) + "\n"
+            self.file.write(line.encode())
             self.next_pair += 1
         self.file.flush()
 
     def close(self) -> None:
-        lock, self._lock = self._lock, None
-        try:
-            self.file.close()
-        finally:
-            _unlock(lock)
+        file, self.file = self.file, None
+        release(file)
 
     def __enter__(self):
         return self
@@ -246,40 +240,6 @@ def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, 
         return outcomes, log.writer()  # which holds the lock until it is closed
     log.close()
     return outcomes, _NoWriter()
-
-
-def _locked(path: Path):
-    """``path`` (made, empty, if missing) open for reading with its exclusive ``flock``; a
-    :class:`PairLogError` if another open file holds the lock (another arena run)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # read-only: a finished log that cannot be written still reads back
-    file = open(path, "rb", opener=lambda name, flags: os.open(name, flags | os.O_CREAT, 0o666))
-    if fcntl is None:
-        return file
-    try:
-        fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        file.close()
-        raise PairLogError(f"{path}: another arena is using this pair log (it is locked); "
-                           "wait for that run to end, or give another --log file") from None
-    except OSError as error:
-        file.close()
-        raise PairLogError(f"{path}: cannot lock the pair log ({error.strerror})") from None
-    except BaseException:
-        file.close()
-        raise
-    return file
-
-
-def _unlock(lock) -> None:
-    """Release a lock of :func:`_locked` (None: nothing to release)."""
-    if lock is None:
-        return
-    try:
-        if fcntl is not None:  # (worker processes forked meanwhile share it: released for all)
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
-    finally:
-        lock.close()
 
 
 def files_fingerprint(spec: str) -> str | None:

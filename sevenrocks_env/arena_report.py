@@ -1,9 +1,10 @@
 """The arena's tables: a two-column summary of one pairing, the round-robin matrix, short names.
 
 Agents are shown by their display names (``name=spec`` on the command line, else the spec).  A
-long name is shortened for the matrix (a checkpoint to ``ckpt:<file stem>``, anything else with
-``...`` in the middle, each kept unique), so column headers never run together; the matrix is
-followed by the list of names and the specs they stand for.
+long name is shortened (a checkpoint to ``ckpt:<file stem>``, anything else with ``...`` in the
+middle; in the matrix each kept unique), so column headers never run together and a long spec
+does not widen a pairing's table; each table also lists the names with the specs they stand
+for, whole.
 """
 
 from __future__ import annotations
@@ -105,16 +106,18 @@ def short_names(names: list[str], width: int = MAX_NAME) -> list[str]:
 
 
 def pair_table(result) -> str:
-    """One pairing (an :class:`~sevenrocks_env.arena.ArenaResult`) as a two-column table."""
+    """One pairing (an :class:`~sevenrocks_env.arena.ArenaResult`) as a title line and a
+    two-column table.  The title and the labels show each agent by its :func:`short_name`, so
+    a long spec does not push the numbers far right; the spec an agent stands for (whole) is
+    the value of its ``A = ...`` / ``B = ...`` row, when it is not the name shown."""
     lo, hi = result.ci95
-    rows = [
-        (f"{result.agent_a} (A) vs {result.agent_b} (B)",
-         f"{result.pairs} duplicate pairs, {result.matches} matches, seed {result.seed}"),
-    ]
-    for side, name, spec in (("A", result.agent_a, result.spec_a),
-                             ("B", result.agent_b, result.spec_b)):
-        if spec and spec != name:
-            rows.append((f"{side} = {name}", spec))
+    short_a, short_b = short_name(result.agent_a), short_name(result.agent_b)
+    rows = [("duplicate deals",
+             f"{result.pairs} pairs, {result.matches} matches, seed {result.seed}")]
+    for side, short, spec in (("A", short_a, result.spec_a or result.agent_a),
+                              ("B", short_b, result.spec_b or result.agent_b)):
+        if spec != short:
+            rows.append((f"{side} = {short}", spec))
     rows += [
         ("A match win rate",
          f"{result.win_rate:.3f}  95% CI [{lo:.3f}, {hi:.3f}] ({result.ci_method})"),
@@ -135,7 +138,8 @@ def pair_table(result) -> str:
          else "- (this run played no pair: all came from its --log)"),
     ]
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    return "\n".join([f"{short_a} (A) vs {short_b} (B)",
+                      *(f"{k:<{width}}  {v}" for k, v in rows)])
 
 
 def rating_text(row: dict, decimals: int = 0) -> str:

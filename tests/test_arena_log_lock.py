@@ -3,12 +3,16 @@ to its last line, so a second run given the same file is refused instead of inte
 lines with the first's; the lock goes with the run, however it ends."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
+from processes import alive_in_group, needs_proc, wait_until
 
 from sevenrocks_env import arena, arena_cli
+from sevenrocks_env.agents import make_agent
 from sevenrocks_env.arena_log import PairLog, PairLogError
 
 fcntl = pytest.importorskip("fcntl")
@@ -35,12 +39,18 @@ def _holding(log, pairs: int = 3):
     return first.writer()
 
 
-@pytest.mark.parametrize("logged", [0, 1])  # a new log, and one that resumes
+@pytest.mark.parametrize("logged", [None, 0, 1])  # new (no header yet, a header), resumed
 def test_a_second_run_on_a_log_in_use_is_refused_and_writes_nothing(tmp_path, capsys, logged):
+    """A new log the first run has locked but not written yet is not taken by the second for a
+    log whose header was cut short, and started again under the first."""
     log = tmp_path / "l.jsonl"
     if logged:
         arena.evaluate(A, B, logged, seed=3, log=log)
-    writer = _holding(log)
+    if logged is None:
+        writer = PairLog(log, A, B, 3, 250, 100, "python")
+        assert writer.load(3) == [] and log.read_bytes() == b""
+    else:
+        writer = _holding(log)
     before = log.read_bytes()
     try:
         assert not _free(log)
@@ -125,3 +135,60 @@ def test_the_lock_is_released_however_the_run_ends(tmp_path, monkeypatch, capsys
     writer = _holding(log)
     writer.close()
     assert _free(log) and len(kept) > 5
+
+
+def test_a_run_writes_only_to_the_file_it_locked(tmp_path):
+    """The log is read, cut and appended through the one file the run locked, never by opening
+    its path again: a log moved away while its run starts keeps every line of that run, and no
+    new, unlocked file appears at the path for a second run to take and start again."""
+    log, moved = tmp_path / "l.jsonl", tmp_path / "moved.jsonl"
+    first = PairLog(log, A, B, 3, 250, 100, "python")
+    assert first.load(3) == []
+    log.rename(moved)
+    writer = first.writer()
+    try:
+        writer.write([arena.play_pair([make_agent(A)] * 2, [make_agent(B)] * 2, 3, 0, 250, 100)])
+        assert not log.exists() and not _free(moved)
+    finally:
+        writer.close()
+    lines = moved.read_text().splitlines()
+    assert json.loads(lines[0])["agent_a"] == A and json.loads(lines[1])["pair"] == 0
+    assert len(lines) == 2 and _free(moved)
+
+
+def test_a_read_only_log_reads_back_and_is_refused_only_when_pairs_remain(tmp_path):
+    log = tmp_path / "l.jsonl"
+    arena.evaluate(A, B, 2, seed=3, log=log)
+    log.chmod(0o444)
+    before = log.read_bytes()
+    try:
+        assert arena.evaluate(A, B, 2, seed=3, log=log).pairs == 2  # all logged: read only
+        if os.access(log, os.W_OK):  # (root writes anyway)
+            return
+        with pytest.raises(PairLogError, match="read-only"):
+            arena.evaluate(A, B, 3, seed=3, log=log)
+        assert _free(log) and log.read_bytes() == before
+    finally:
+        log.chmod(0o644)
+
+
+@needs_proc
+def test_the_workers_of_a_killed_run_do_not_keep_its_log_locked(tmp_path):
+    """``kill -9`` ends the main process alone (nothing of it runs); its workers, forked while
+    it held the log, live on.  A flock belongs to the open file, which a fork shares: the
+    workers must not hold it, or the log stays locked until they end."""
+    log = tmp_path / "pairs.jsonl"
+    command = [sys.executable, "-m", "sevenrocks_env.cli", "arena", A, B, "--pairs", "1000000",
+               "--workers", "2", "--no-progress", "--log", str(log)]
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           start_new_session=True)  # its own process group: its workers' too
+    try:
+        assert wait_until(lambda: log.exists() and log.read_text().count("\n") >= 2, 120)
+        assert not _free(log)
+        run.kill()
+        run.wait(timeout=10)
+        assert alive_in_group(run.pid), "the workers were expected to outlive their run"
+        assert wait_until(lambda: _free(log), 5)
+    finally:
+        if alive_in_group(run.pid):
+            os.killpg(run.pid, signal.SIGKILL)

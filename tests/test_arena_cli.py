@@ -1,0 +1,71 @@
+"""``sevenrocks arena`` as a person meets it: a ``--log`` path with a typo in its folder is
+refused in one line before anything is played (no folder is made), and a long agent spec does
+not stretch the printed table."""
+
+import dataclasses
+
+import pytest
+
+from sevenrocks_env import arena, arena_cli
+from sevenrocks_env.arena_log import PairLogError
+from sevenrocks_env.arena_report import MAX_NAME
+
+LONG_SPEC = "search:policy=checkpoints/some/very/long/path.pt,samples=64,prior=5"
+
+
+@pytest.mark.parametrize("engine", [[], ["--batched"]])
+def test_a_log_whose_folder_is_missing_is_refused_and_no_folder_is_made(tmp_path, capsys,
+                                                                        monkeypatch, engine):
+    def played(*args, **kwargs):
+        raise AssertionError("a pair was played")
+    monkeypatch.setattr(arena, "play_pair", played)
+    missing = tmp_path / "typo" / "runs"
+    command = ["greedy", "random", "--pairs", "2", "--no-progress", *engine]
+    assert arena_cli.main([*command, "--log", str(missing / "pairs.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"the folder {missing} does not exist" in err, err
+    assert err.startswith("sevenrocks arena: error: ") and "Traceback" not in err
+    (tmp_path / "notes").write_text("a file, not a folder")
+    assert arena_cli.main([*command, "--log", str(tmp_path / "notes" / "pairs.jsonl")]) == 2
+    assert f"the folder {tmp_path / 'notes'} is not a folder" in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes"]  # nothing made
+
+
+def test_the_library_makes_no_folder_for_a_log_either(tmp_path):
+    log = tmp_path / "typo" / "pairs.jsonl"
+    with pytest.raises(PairLogError, match="does not exist"):
+        arena.evaluate("greedy", "random", 1, seed=0, log=log)
+    assert not (tmp_path / "typo").exists()
+
+
+def test_a_long_spec_is_shortened_in_the_pair_table_and_given_whole_once():
+    result = arena.evaluate("greedy", "random", 1, seed=0)
+    plain = result.table().splitlines()
+    long = dataclasses.replace(result, agent_a=LONG_SPEC, spec_a=LONG_SPEC).table()
+    assert long.count(LONG_SPEC) == 1
+    title, *rows = long.splitlines()
+    whole = next(row for row in rows if LONG_SPEC in row)
+    # every other row exactly as with a short spec: the labels column did not widen
+    assert [row for row in rows if row is not whole] == plain[1:]
+    assert whole.startswith("A = ") and len(whole.split(LONG_SPEC)[0]) == plain[1].index("1 p")
+    assert len(title) <= 2 * MAX_NAME + len(" (A) vs  (B)") and title.endswith(" vs random (B)")
+
+
+def test_the_cli_prints_a_long_unnamed_spec_once_and_a_narrow_table(capsys):
+    spec = "search:samples=1,rollout=greedy,win_bonus=50.0"
+    assert arena_cli.main([spec, "random", "--pairs", "1", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(spec) == 1
+    assert all(len(line) <= 90 for line in out.splitlines() if spec not in line), out
+
+
+def test_a_log_that_is_not_a_regular_file_is_refused_in_one_line(tmp_path, capsys):
+    import os
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # reading it would wait for a writer for ever
+    for path, why in ((fifo, "not a regular file"), (os.devnull, "not a regular file"),
+                      (tmp_path, "cannot open the pair log (Is a directory)")):
+        assert arena_cli.main(["greedy", "random", "--pairs", "1", "--no-progress",
+                               "--log", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and why in err and "Traceback" not in err, err
