@@ -11,7 +11,8 @@ The workers ignore Ctrl-C: the main process stops them.  A worker that dies (kil
 memory) or cannot start is a :class:`WorkerDied` error in the main process, not a hang (a
 ``multiprocessing.Pool`` would wait for the lost task for ever), and the other workers are
 stopped at once when the generator is closed before its end (Ctrl-C, an error: the callers
-read it inside ``contextlib.closing``).
+read it inside ``contextlib.closing``).  A worker whose main process is killed outright
+(``kill -9``) ends at once too (:func:`end_with_parent`).
 """
 
 from __future__ import annotations
@@ -134,7 +135,49 @@ def sigterm_as_ctrl_c():
 
 def _start_worker(initializer, settings: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    end_with_parent()
     initializer(*settings)
+
+
+def end_with_parent() -> None:
+    """In a worker process (a ``multiprocessing`` child): end it as soon as the process that
+    started it ends, however that ends.  Killed outright (``kill -9``, out of memory), the main
+    process cannot stop its workers, and each would wait for work for ever, an orphan.
+
+    A daemon thread waits on the parent's sentinel (``parent_process().join()``: a pipe at its
+    end of file once the parent is gone, even if it died before this ran; a worker forked later
+    holds a copy, and ends the same way) and exits; it works for any start method and platform,
+    and for a fork server's children (their parent is the server, which they keep running).
+    A child forked by the parent itself on Linux also gets ``PR_SET_PDEATHSIG``: SIGKILL from
+    the kernel at the parent's death, whatever the child is doing.  The kernel sends it when
+    the parent's *thread* that forked the child ends: the thread that reads a pool's results
+    (it starts the workers) must outlive the pool, as the main thread does; a worker killed
+    early is a :class:`WorkerDied` error, not a hang."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    if os.getppid() == parent.pid and _parent_death_signal(signal.SIGKILL) \
+            and os.getppid() != parent.pid:  # the parent died before the signal was set
+        os._exit(1)
+    threading.Thread(target=_exit_when_ended, args=(parent,), name="end-with-parent",
+                     daemon=True).start()
+
+
+def _exit_when_ended(parent) -> None:
+    parent.join()
+    os._exit(1)
+
+
+def _parent_death_signal(signum: int) -> bool:
+    """``prctl(PR_SET_PDEATHSIG, signum)`` (Linux); whether it was set."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    return prctl(*(ctypes.c_ulong(value) for value in (1, signum, 0, 0, 0))) == 0
 
 
 def _run_chunk(work, chunk) -> list:
@@ -219,5 +262,5 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
                         _play_span, spans, workers)
 
 
-__all__ = ["WorkerDied", "a_worker_died", "play_pairs_in_pool", "play_spans_in_pool",
-           "pool_context", "sigterm_as_ctrl_c", "stop_workers"]
+__all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool",
+           "play_spans_in_pool", "pool_context", "sigterm_as_ctrl_c", "stop_workers"]

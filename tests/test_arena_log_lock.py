@@ -175,11 +175,16 @@ def test_a_read_only_log_reads_back_and_is_refused_only_when_pairs_remain(tmp_pa
 @needs_proc
 def test_the_workers_of_a_killed_run_do_not_keep_its_log_locked(tmp_path):
     """``kill -9`` ends the main process alone (nothing of it runs); its workers, forked while
-    it held the log, live on.  A flock belongs to the open file, which a fork shares: the
-    workers must not hold it, or the log stays locked until they end."""
+    it held the log, end a moment later (``arena_pool.end_with_parent``, switched off here so
+    that they live on).  A flock belongs to the open file, which a fork shares: the workers
+    must not hold it, or the log stays locked until they end."""
     log = tmp_path / "pairs.jsonl"
-    command = [sys.executable, "-m", "sevenrocks_env.cli", "arena", A, B, "--pairs", "1000000",
-               "--workers", "2", "--no-progress", "--log", str(log)]
+    arguments = ["arena", A, B, "--pairs", "1000000", "--workers", "2", "--no-progress",
+                 "--log", str(log)]
+    command = [sys.executable, "-c",
+               "import sys; from sevenrocks_env import arena_pool, cli; "
+               "arena_pool.end_with_parent = lambda: None; sys.exit(cli.main(sys.argv[1:]))",
+               *arguments]
     run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                            start_new_session=True)  # its own process group: its workers' too
     try:

@@ -109,6 +109,37 @@ def test_sigterm_to_the_cli_alone_stops_its_workers_too(tmp_path):
     assert "interrupted; the pairs finished so far are in" in out and "Traceback" not in out, out
 
 
+@needs_proc
+@pytest.mark.parametrize("arena", [[], ["--batched", "--batch", "16"]], ids=["pairs", "batched"])
+def test_kill_9_to_the_cli_ends_its_workers_too(tmp_path, arena):
+    """SIGKILL to the main process: nothing of it can stop the workers, so each must end itself
+    within seconds (they waited for work for ever, orphans; the batched arena's fork server and
+    its workers kept each other running)."""
+    import subprocess
+    import sys
+
+    log, out = tmp_path / "pairs.jsonl", tmp_path / "out.txt"
+    command = [sys.executable, "-m", "sevenrocks_env.cli", "arena", "greedy", "random",
+               "--pairs", "200000", "--workers", "2", "--no-progress", "--log", str(log), *arena]
+    with out.open("w") as output:
+        run = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
+                               start_new_session=True)  # its group: the CLI and all its workers
+    try:
+        assert wait_until(lambda: log.exists() and log.read_text().count("\n") >= 2, 120), \
+            out.read_text()
+        workers = [pid for pid in alive_in_group(run.pid) if pid != run.pid]
+        assert len(workers) >= 2, workers  # (the batched arena's: a fork server's children)
+        run.kill()
+        run.wait(10)
+        assert wait_until(lambda: not alive_in_group(run.pid), 5), alive_in_group(run.pid)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(10)
+        if alive_in_group(run.pid):
+            os.killpg(run.pid, signal.SIGKILL)
+
+
 def test_fork_server_workers_ignore_ctrl_c_before_their_initializer_runs():
     """With torch loaded the workers come from a fork server; they must ignore Ctrl-C from their
     first instant, not only once their initializer has run (a Ctrl-C while a worker was still
