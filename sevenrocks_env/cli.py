@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 
 SUBCOMMANDS = {
@@ -47,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({str(error.filename)[:80]})" if error.filename else ""
         print(f"error: sevenrocks {argv[0]}: {error.strerror or error}{where}", file=sys.stderr)
         return 2
+
+
+def help_text(doc: str) -> str:
+    """A docstring as ``--help`` prints it: reStructuredText's ``code`` and :mod:`name` marks
+    dropped (the terminal shows them as they are typed)."""
+    return re.sub(r"``([^`]+)``|:[a-z]+:`([^`]+)`", lambda found: found[1] or found[2], doc)
 
 
 def run_as(subcommand: str) -> int:

@@ -7,7 +7,7 @@ import zipfile
 import pytest
 
 from sevenrocks_env import __version__
-from sevenrocks_env.cli import SUBCOMMANDS, main
+from sevenrocks_env.cli import SUBCOMMANDS, help_text, main
 
 
 def test_version(capsys):
@@ -35,11 +35,27 @@ def test_unknown_subcommand_is_exit_2(capsys):
     assert "unknown subcommand 'nonsense'" in capsys.readouterr().err
 
 
-def test_train_is_the_trainer(capsys):
+def test_train_is_the_trainer_and_its_help_names_the_command_it_was_run_as(capsys):
+    """``sevenrocks train --help`` printed ``usage: python -m training.train`` and the
+    docstring's reStructuredText marks (````--force````); ``python -m training.train --help``
+    names itself."""
     with pytest.raises(SystemExit) as exit_:
         main(["train", "--help"])
     assert exit_.value.code == 0
-    assert "python -m training.train" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert out.startswith("usage: sevenrocks train ") and "python -m" not in out
+    assert "`" not in out and "(--force writes into it anyway)" in out
+    assert main(["train", "--help-config"]) == 0
+    assert "`" not in capsys.readouterr().out
+    module = subprocess.run([sys.executable, "-m", "training.train", "--help"],
+                            capture_output=True, text=True)
+    assert module.returncode == 0, module.stderr[-2000:]
+    assert module.stdout.startswith("usage: python -m training.train ")
+    assert "`" not in module.stdout and "sevenrocks train" not in module.stdout
+
+
+def test_help_text_drops_restructuredtext_marks():
+    assert help_text("``--force`` (:mod:`training.seats`), 'x'") == "--force (training.seats), 'x'"
 
 
 def test_wheel_carries_the_shipped_policy_and_license(tmp_path):

@@ -24,6 +24,7 @@ from distill_stand_ins import Highest, tiny_student  # noqa: E402
 from training import distill, distill_collect, distill_labels  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
 from sevenrocks_env.arena_pool import WorkerDied  # noqa: E402
+from sevenrocks_env.cli import help_text  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +206,8 @@ def test_every_setting_has_its_help_on_the_command_line(capsys):
         assert field.description, name
         option = "--" + name.replace("_", "-")
         several = f" [{name.upper()} ...]" if name == "labels" else ""  # --labels a.npz b.npz
-        assert f"{option} {name.upper()}{several} {' '.join(field.description.split())}" in out
+        described = " ".join(help_text(field.description).split())  # (no ``code`` marks)
+        assert f"{option} {name.upper()}{several} {described}" in out
 
 
 def test_every_label_comes_from_the_teacher_for_that_very_decision():

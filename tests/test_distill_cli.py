@@ -8,10 +8,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from pydantic import ValidationError  # noqa: E402
+
 from distill_stand_ins import Highest, tiny_student  # noqa: E402
 
 from sevenrocks_env.policy import PolicyNet, load_policy  # noqa: E402
-from training import distill  # noqa: E402
+from training import distill, distill_labels  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
 
 
@@ -41,6 +43,33 @@ def test_collection_options_with_labels_are_a_usage_error(runs, capsys, given):
     assert [args.labels for args in runs] == [None, ["l.npz"]]
 
 
+@pytest.mark.parametrize("given", [{"workers": 4}, {"num_envs": 8, "workers": 1},
+                                   {"decisions": 12_000}, {"teacher": "search:samples=4"}])
+def test_collection_options_with_labels_are_refused_by_args_too(runs, capsys, given):
+    """``Args(labels=..., workers=4)`` was accepted and the workers ignored; it is refused with
+    the command line's message (one check, in ``Args``), on assignment too."""
+    with pytest.raises(ValidationError) as refused:
+        distill.Args(labels="l.npz", **given)
+    message = refused.value.errors()[0]["msg"].removeprefix("Value error, ")
+    options = [f"--{name.replace('_', '-')}" for name in given]
+    with pytest.raises(SystemExit):
+        distill.main(["--labels", "l.npz", *(f"{option}={value}" for option, value
+                                             in zip(options, given.values()))])
+    assert capsys.readouterr().err.endswith(f"error: {message}\n")
+    assert message.startswith(", ".join(options))
+    assert "with --labels nothing is collected" in message
+    with pytest.raises(ValidationError, match="with --labels nothing is collected"):
+        distill.Args("shipped", "search:samples=4", 100, "l.npz")  # given by position
+    args = distill.Args(labels="l.npz", seed=3, threads=2)
+    with pytest.raises(ValidationError, match="--workers only sets how labels are collected"):
+        args.workers = 4
+    assert args.workers == 1
+    with pytest.raises(ValidationError, match="--num-envs only sets"):
+        distill.Args(num_envs=4).labels = ["l.npz"]
+    args.epochs = 2  # other options, and the collection's left at their defaults, as before
+    assert distill.Args(labels=None, workers=4).workers == 4 and runs == []
+
+
 def test_several_labels_files_are_separate_values(runs):
     distill.main(["--labels", "a.npz", "b, 2.npz", "--labels", "c.npz", "--out", "s.pt"])
     distill.main(["--labels", "a.npz,b.npz", "--out", "s.pt"])  # the older form, split later
@@ -57,3 +86,22 @@ def test_a_run_trains_on_a_labels_file_whose_path_holds_a_comma(tmp_path):
     assert distill.main(["--init", str(init), "--labels", str(path), "--epochs", "1",
                          "--out", str(out), "--log-dir", str(tmp_path / "runs")]) == 0
     load_policy(out)
+
+
+def test_a_run_resolves_its_labels_names_once(tmp_path, monkeypatch):
+    """``--labels "a.npz,b.npz"`` was resolved (which values name a file, which are split on
+    their commas) by ``_run`` and again when the files were read: the files checked against
+    ``--out`` and logged could differ from those read (a file made in between)."""
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
+    paths = [distill.save_labels(tmp_path / f"{seed}.npz", distill.collect(
+        tiny_student(), Highest(), 30, num_envs=4, seed=seed, log=lambda *_: None), "t")
+        for seed in (3, 4)]
+    resolved = []
+    names = distill_labels.labels_file_names
+    for module in (distill, distill_labels):
+        monkeypatch.setattr(module, "labels_file_names",
+                            lambda values: resolved.append(values) or names(values))
+    args = distill.Args(init=str(init), labels=",".join(map(str, paths)), epochs=1,
+                        out=str(tmp_path / "student.pt"), log_dir=str(tmp_path / "runs"))
+    assert distill.run(args, log=lambda *_: None)["labels"] == 60
+    assert resolved == [[",".join(map(str, paths))]]

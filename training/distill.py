@@ -39,27 +39,28 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import torch
-from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Field, ValidationError,
+                      model_validator)
 from pydantic.dataclasses import dataclass
+from pydantic_core import ArgsKwargs
 
 from sevenrocks_env.agents import spec_files
 from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.atomic_file import OutputError, check_output_file, check_output_folder
+from sevenrocks_env.cli import help_text
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import Folder, Int, Positive, Real, RunName, first_problem
-from .distill_collect import (collect, collect_in_pool, make_teacher, part_path, pinned,
-                              pinned_teacher)
+from .distill_collect import collect, collect_labels, make_teacher, pinned, pinned_teacher
 from .distill_labels import (MAX_FILES, MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT,
-                             LabelsError, is_teacher_text, labels_file_names,
+                             LabelsError, is_teacher_text, join_labels_files, labels_file_names,
                              load_labels_files, save_labels)
 
 #: Smallest soft-target temperature, in points (below it the target is the argmax anyway).
@@ -148,6 +149,28 @@ class Args:
     """root folder of the TensorBoard runs"""
     run_name: Annotated[RunName, AfterValidator(_named)] = "distill"
     """TensorBoard logs go to ``<log_dir>/<run_name>``"""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nothing_collected_with_labels(cls, given):
+        """The collection's options with ``labels`` are refused, as they would be ignored: those
+        given to ``Args(...)`` (as ``--labels`` with them is a usage error), or, on an
+        assignment (``given``: every field), those set to other than their default."""
+        if isinstance(given, ArgsKwargs):
+            named = dict(zip(cls.__pydantic_fields__, given.args or ())) | (given.kwargs or {})
+            options = [name for name in COLLECTION_OPTIONS if name in named]
+        else:
+            named = given
+            options = [name for name in COLLECTION_OPTIONS
+                       if named[name] != cls.__pydantic_fields__[name].default]
+        if named.get("labels") is not None and options:
+            options = [f"--{name.replace('_', '-')}" for name in options]
+            one = len(options) == 1
+            raise ValueError(f"{', '.join(options)} only set{'s' if one else ''} how labels are "
+                             "collected, and with --labels nothing is collected (it trains on "
+                             f"the files' labels): drop {'it' if one else 'them'}, or drop "
+                             "--labels to collect")
+        return given
 
 
 NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have none (collected "
@@ -298,9 +321,7 @@ def _run(args: Args, log) -> dict:
     if args.labels and args.epochs == 0:
         raise ValueError("--epochs 0 only collects labels: with --labels there is nothing to do")
     if args.labels:
-        labels, teacher = load_labels_files(files, need_values=args.temperature > 0)
-        if args.temperature > 0 and labels["values"] is None:
-            raise LabelsError(NO_VALUES)
+        labels, teacher = join_labels_files(files, need_values=args.temperature > 0)
         log(f"{len(labels['action']):,} labels from {', '.join(files)} (teacher {teacher})")
     else:
         # the collection's labels file is written too, hours before --out: checked first
@@ -308,7 +329,7 @@ def _run(args: Args, log) -> dict:
         if labels_path.exists():  # hours of search: never replaced by a rerun's
             raise ValueError(f"{labels_path} is there already (the labels of an earlier "
                              "collection): train on it with --labels, or move it away")
-        labels, teacher = _collect(args, student.eval(), labels_path, log)
+        labels, teacher = collect_labels(args, student.eval(), labels_path, log)
     if args.epochs == 0:  # the init, unchanged, is not a distilled policy: --out is not written
         log(f"--epochs 0: labels collected, no policy written to {out}")
         return {"teacher": teacher, "labels": int(len(labels["action"])), "epochs": 0}
@@ -332,50 +353,23 @@ def _run(args: Args, log) -> dict:
     return data["distill"]
 
 
-def _collect(args: Args, student: PolicyNet, path: Path, log) -> tuple[dict, str]:
-    """Step 1: the labels (saved to ``path``) and the teacher as they record it."""
-    searcher = make_teacher(args.teacher)  # a bad spec fails here, before any process starts
-    teacher = pinned_teacher(args.teacher)
-    started = time.perf_counter()
-    if args.workers == 1:
-        labels = collect(student, searcher, args.decisions, args.num_envs, args.seed, log,
-                         save=lambda so_far: save_labels(path, so_far, teacher, args.seed))
-    else:
-        if args.workers > args.num_envs:
-            raise ValueError(f"--workers {args.workers} is more than --num-envs "
-                             f"{args.num_envs}: each worker steps some of the matches")
-        labels = collect_in_pool(args.init, args.teacher, args.decisions, args.num_envs,
-                                 args.seed, args.workers, path, args.threads, log=log)
-    n = len(labels["action"])
-    log(f"collected {n:,} labels in {time.perf_counter() - started:.0f} s")
-    if not n:
-        raise KeyboardInterrupt  # stopped before the first label: nothing to save or train
-    log(f"labels saved to {save_labels(path, labels, teacher, args.seed)}")
-    if args.workers > 1:  # the spans' part files are now in the joined file
-        for index in range(args.workers):
-            part_path(path, index).unlink(missing_ok=True)
-    return labels, teacher
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m training.distill", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m training.distill",
+                                     description=help_text(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     for name, value in asdict(Args()).items():  # values: only the options given
         kind = type(value) if value is not None else str
         several = {"nargs": "+", "action": "extend"} if name == "labels" else {}
         parser.add_argument("--" + name.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
-                            help=Args.__pydantic_fields__[name].description, **several)
+                            help=help_text(Args.__pydantic_fields__[name].description),
+                            **several)
     values = vars(parser.parse_args(argv))
-    ignored = [f"--{name.replace('_', '-')}" for name in COLLECTION_OPTIONS if name in values]
-    if "labels" in values and ignored:
-        one = len(ignored) == 1
-        parser.error(f"{', '.join(ignored)} only set{'s' if one else ''} how labels are "
-                     "collected, and with --labels nothing is collected (it trains on the files' "
-                     f"labels): drop {'it' if one else 'them'}, or drop --labels to collect")
     try:
         args = Args(**values)
     except ValidationError as error:
         key, _, message = first_problem(error)
+        if key not in values:  # a rule about several options (--labels with the collection's)
+            parser.error(message)
         parser.exit(2, f"error: --{key.replace('_', '-')}: {message}, got {values.get(key)!r}\n")
     # a run started in the background by a script (``... &``) inherits SIGINT ignored, and
     # ``kill -INT PID`` is how such a collection is stopped with its labels kept
@@ -395,6 +389,11 @@ def main(argv=None) -> int:
         return 1
     return 0
 
+
+#: The steps, the ones from :mod:`training.distill_collect` and ``distill_labels`` included.
+__all__ = ["Args", "LabelsError", "agreement_on", "collect", "holdout_split", "load_labels_files",
+           "main", "make_teacher", "pinned_teacher", "run", "save_labels", "soft_targets",
+           "train_student"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

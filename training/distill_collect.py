@@ -271,5 +271,31 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
     return {key: np.concatenate([part[key] for part in parts]) for key in _LABEL_KEYS}
 
 
-__all__ = ["collect", "collect_in_pool", "make_teacher", "part_path", "pinned_teacher",
-           "sample_moves", "save_interval", "spans"]
+def collect_labels(args, student: PolicyNet, path: Path, log=print) -> tuple[dict, str]:
+    """Step 1 of a run (``args``: its :class:`training.distill.Args`): the labels, saved to
+    ``path``, and the teacher as they record it."""
+    searcher = make_teacher(args.teacher)  # a bad spec fails here, before any process starts
+    teacher = pinned_teacher(args.teacher)
+    started = time.perf_counter()
+    if args.workers == 1:
+        labels = collect(student, searcher, args.decisions, args.num_envs, args.seed, log,
+                         save=lambda so_far: save_labels(path, so_far, teacher, args.seed))
+    else:
+        if args.workers > args.num_envs:
+            raise ValueError(f"--workers {args.workers} is more than --num-envs "
+                             f"{args.num_envs}: each worker steps some of the matches")
+        labels = collect_in_pool(args.init, args.teacher, args.decisions, args.num_envs,
+                                 args.seed, args.workers, path, args.threads, log=log)
+    n = len(labels["action"])
+    log(f"collected {n:,} labels in {time.perf_counter() - started:.0f} s")
+    if not n:
+        raise KeyboardInterrupt  # stopped before the first label: nothing to save or train
+    log(f"labels saved to {save_labels(path, labels, teacher, args.seed)}")
+    if args.workers > 1:  # the spans' part files are now in the joined file
+        for index in range(args.workers):
+            part_path(path, index).unlink(missing_ok=True)
+    return labels, teacher
+
+
+__all__ = ["collect", "collect_in_pool", "collect_labels", "make_teacher", "part_path",
+           "pinned_teacher", "sample_moves", "save_interval", "spans"]

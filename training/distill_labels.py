@@ -98,10 +98,10 @@ def is_teacher_text(text) -> bool:
             and not set(text) & set("`|"))
 
 
-def _check_declared_shapes(path) -> int:
+def _check_declared_shapes(path) -> dict[str, int]:
     """Read each array's ``.npy`` header (not its data) and refuse a shape or dtype that would
     size an allocation past the bounds: ``np.load`` allocates what a header declares.  Returns
-    the largest label count a header declares."""
+    the label count each label array's header declares (``{"action": N, ...}``)."""
     declared = {}
     try:  # a device or a pipe (/dev/zero) would be read to its end by zipfile: a file only
         if not stat.S_ISREG(os.stat(path).st_mode):
@@ -127,6 +127,10 @@ def _check_declared_shapes(path) -> int:
         raise
     except Exception as error:  # not a zip, or a damaged one (zlib, tokenize, CRC errors...)
         raise _not_labels(path, error) from None
+    absent = [key for key in ("observation", "action_mask", "action", "teacher")
+              if key not in declared]
+    if absent:
+        raise LabelsError(f"{path}: not a labels file (it has no '{absent[0]}')")
     for key, (shape, dtype, (header, stored)) in declared.items():
         if key == "teacher":
             if not (shape == () and dtype.kind == "U"
@@ -152,8 +156,8 @@ def _check_declared_shapes(path) -> int:
         if stored != header + int(np.prod(shape)) * dtype.itemsize:
             raise LabelsError(f"{path}: '{key}' stores {stored:,} bytes, not the {shape} "
                               f"{dtype} array its header declares")
-    return max((shape[0] for key, (shape, _, _) in declared.items()
-                if key not in ("teacher", "seed")), default=0)
+    return {key: shape[0] for key, (shape, _, _) in declared.items()
+            if key not in ("teacher", "seed")}
 
 
 def _array_header(member, path, name: str) -> tuple[tuple, np.dtype]:
@@ -226,9 +230,9 @@ def load_labels(path) -> tuple[dict, str]:
         raise LabelsError(f"{path}: label {illegal[0]} ({action[illegal[0]]}) is not legal "
                           "under its mask")
     values = arrays["values"]
+    # (min and max are NaN if a value is: a comparison with NaN is False; no array is made)
     if values is not None and (values.shape != mask.shape or values.dtype != np.float32
-                               or not np.isfinite(values).all()
-                               or np.abs(values).max() > MAX_VALUE):
+                               or not -MAX_VALUE <= values.min() <= values.max() <= MAX_VALUE):
         raise LabelsError(f"{path}: 'values' must be float32 of shape ({n}, {NUM_ACTIONS}) "
                           f"with finite values within +-{MAX_VALUE:g}")
     match = arrays["match"]
@@ -242,8 +246,9 @@ def load_labels(path) -> tuple[dict, str]:
     teacher = arrays["teacher"]
     if teacher.ndim != 0 or teacher.dtype.kind != "U" or not is_teacher_text(str(teacher)):
         raise LabelsError(f"{path}: 'teacher' must be a spec: {TEACHER_TEXT}")
-    return {"observation": obs, "action_mask": mask, "action": action.astype(np.int64),
-            "values": values, "match": None if match is None else match.astype(np.int64),
+    return {"observation": obs, "action_mask": mask,
+            "action": action.astype(np.int64, copy=False), "values": values,
+            "match": None if match is None else match.astype(np.int64, copy=False),
             "seed": None if seed is None else int(seed)}, str(teacher)
 
 
@@ -320,41 +325,65 @@ def labels_file_names(values) -> list[str]:
 
 
 def load_labels_files(paths, need_values: bool = False) -> tuple[dict, str]:
-    """The labels of one file or of several (``["a.npz", "b.npz"]``, or the older
-    ``"a.npz,b.npz"``: several collections trained on together; :func:`labels_file_names`),
-    each file checked by :func:`load_labels`.  Match ids are renumbered so that no two files
-    share one; a file without ids counts each decision as its own match.
+    """The labels of ``--labels`` values (``["a.npz", "b.npz"]``, or the older ``"a.npz,b.npz"``:
+    :func:`labels_file_names`), read by :func:`join_labels_files`."""
+    return join_labels_files(labels_file_names(paths), need_values)
+
+
+def join_labels_files(files: list[str], need_values: bool = False) -> tuple[dict, str]:
+    """The labels of one file or of several (each name one file: several collections trained
+    on together), each file checked by :func:`load_labels`.  Match ids are renumbered so that
+    no two files share one; a file without ids counts each decision as its own match.
 
     The label counts the files' headers declare are added up before any file is read; a file
     may be named once, and one collection's decisions read once (a copy, or a collection
     dealt the same matches, would put the same decisions on both sides of the held-out split);
-    ``need_values`` refuses files without the teacher's values, naming them."""
-    files = labels_file_names(paths)
+    ``need_values`` refuses files without the teacher's values, naming them.  One file's arrays
+    are returned as read; several files are copied, one at a time, into one array each (2 M
+    labels are 3 GB: the files' arrays and their join at once would be twice that)."""
     resolved = [Path(path).resolve() for path in files]
     if len(set(resolved)) != len(resolved):
         raise LabelsError("a labels file is named twice")
-    declared = sum(_check_declared_shapes(path) for path in files)
-    if declared > MAX_LABELS:
-        raise LabelsError(f"{len(files)} files hold {declared:,} labels, more than "
-                          f"{MAX_LABELS:,}")
-    parts, teachers, offset, seen, deals = [], [], 0, {}, {}
-    for path in files:
-        labels, teacher = load_labels(path)
-        _refuse_the_same_deals(path, labels, teacher, deals)
-        _refuse_a_copy(path, _row_keys(labels), seen)
-        n = len(labels["action"])
-        match = labels["match"]
-        local = np.arange(n) if match is None else np.unique(match, return_inverse=True)[1]
-        labels["match"] = offset + local.astype(np.int64)
-        offset += int(local.max()) + 1
-        parts.append(labels)
-        teachers.append(teacher)
-    lacking = [path for path, part in zip(files, parts) if part["values"] is None]
+    headers = [_check_declared_shapes(path) for path in files]
+    counts = [max(header.values()) for header in headers]  # (a file's arrays agree, once read)
+    total = sum(counts)
+    if total > MAX_LABELS:
+        raise LabelsError(f"{len(files)} files hold {total:,} labels, more than {MAX_LABELS:,}")
+    lacking = [path for path, header in zip(files, headers) if "values" not in header]
     if need_values and lacking:
         raise LabelsError(f"{shown(lacking[0])} has no teacher's values (collected before values "
                           f"were kept), and a temperature > 0 needs them")
-    joined = {key: (None if any(part[key] is None for part in parts)
-                    else np.concatenate([part[key] for part in parts]))
-              for key in ("observation", "action_mask", "action", "values", "match")}
+    joined = None if len(files) == 1 else _empty_labels(total, values=not lacking)
+    teachers, row, match_offset, seen, deals = [], 0, 0, {}, {}
+    for path, header, count in zip(files, headers, counts):
+        labels, teacher = load_labels(path)
+        n = len(labels["action"])
+        if n != count or (labels["values"] is None) == ("values" in header):
+            raise LabelsError(f"{path}: the file changed while it was read")
+        if len(files) > 1:  # what two files must not share
+            _refuse_the_same_deals(path, labels, teacher, deals)
+            _refuse_a_copy(path, _row_keys(labels), seen)
+        match = labels.pop("match")
+        local = np.arange(n) if match is None else np.unique(match, return_inverse=True)[1]
+        labels["match"] = match_offset + local.astype(np.int64, copy=False)
+        match_offset += int(local.max()) + 1
+        del labels["seed"]
+        if joined is None:
+            joined = labels
+        else:
+            for key, array in joined.items():
+                if array is not None:
+                    array[row:row + n] = labels[key]
+        del labels, match, local  # this file's arrays: freed before the next file is read
+        row += n
+        teachers.append(teacher)
     return joined, " + ".join(dict.fromkeys(teachers))[:MAX_TEACHER_CHARS]
 
+
+def _empty_labels(n: int, values: bool) -> dict:
+    """Arrays for ``n`` labels, to be filled (``values``: with the teacher's values)."""
+    return {"observation": np.empty((n, OBS_SIZE), np.float32),
+            "action_mask": np.empty((n, NUM_ACTIONS), np.bool_),
+            "action": np.empty(n, np.int64),
+            "values": np.empty((n, NUM_ACTIONS), np.float32) if values else None,
+            "match": np.empty(n, np.int64)}

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.atomic_file import OutputError, check_output_folder
+from sevenrocks_env.cli import help_text
 from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
 
 from .checkpoint import (check_checkpoint_size, load_training_checkpoint,
@@ -127,14 +128,10 @@ def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
 
 def rollout_batch(buffer: RolloutBuffer, advantages, returns) -> dict:
     """The tensors :func:`training.ppo.ppo_update` trains on (views of the rollout buffer)."""
-    return {
-        "obs": torch.from_numpy(buffer.obs), "masks": torch.from_numpy(buffer.masks),
-        "actions": torch.from_numpy(buffer.actions),
-        "logprobs": torch.from_numpy(buffer.logprobs),
-        "values": torch.from_numpy(buffer.values),
-        "advantages": torch.from_numpy(advantages), "returns": torch.from_numpy(returns),
-        "hands": torch.from_numpy(buffer.hands),
-    }
+    arrays = {"obs": buffer.obs, "masks": buffer.masks, "actions": buffer.actions,
+              "logprobs": buffer.logprobs, "values": buffer.values, "advantages": advantages,
+              "returns": returns, "hands": buffer.hands}
+    return {key: torch.from_numpy(array) for key, array in arrays.items()}
 
 
 def _mean(values) -> float | None:
@@ -339,8 +336,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             "results": results, "interrupted": False}
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m training.train", description=__doc__,
+def _parser(prog: str) -> argparse.ArgumentParser:
+    description = help_text(__doc__).replace("python -m training.train", prog)
+    parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", help="YAML config (e.g. configs/default.yaml)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -354,8 +352,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv=None, prog: str = "sevenrocks train") -> int:
+    """The command line, as ``sevenrocks train`` runs it (``prog``: how the help names it)."""
+    args = _parser(prog).parse_args(argv)
     if args.resume and args.config:  # a resumed run's settings are its checkpoint's (and --set)
         print("error: --config and --resume do not go together: a resumed run keeps its own "
               "config; change a setting with --set", file=sys.stderr)
@@ -363,7 +362,7 @@ def main(argv=None) -> int:
     if args.help_config:
         defaults = TrainConfig().as_dict()
         for name, doc in describe_fields().items():
-            print(f"{name} (default {defaults[name]!r}):\n    {doc}")
+            print(f"{name} (default {defaults[name]!r}):\n    {help_text(doc)}")
         return 0
     try:
         resume = None
@@ -396,4 +395,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m training.train"))

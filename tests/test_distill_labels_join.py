@@ -1,0 +1,98 @@
+"""Reading labels files (``training/distill_labels.py``) without needless copies: one file's
+arrays are returned as read, and several files are copied once, into one array each (at 2 M
+labels an extra copy of the observations alone is 1.9 GB)."""
+
+from __future__ import annotations
+
+import functools
+import tracemalloc
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from training import distill_labels  # noqa: E402
+from training.distill_labels import NUM_ACTIONS, OBS_SIZE  # noqa: E402
+
+
+def write_labels(path, n: int, seed: int, values: bool = True) -> str:
+    """``n`` random labels the checks accept (observations within the game's bounds, each
+    action legal under its mask), saved uncompressed."""
+    rng = np.random.default_rng(seed)
+    low, high = distill_labels._OBS_LOW, distill_labels._OBS_HIGH
+    obs = np.clip(low + rng.random((n, OBS_SIZE), np.float32) * (high - low), low, high)
+    action = rng.integers(0, NUM_ACTIONS, n)
+    mask = rng.random((n, NUM_ACTIONS)) < 0.2
+    mask[np.arange(n), action] = True
+    extra = {"values": rng.standard_normal((n, NUM_ACTIONS), np.float32)} if values else {}
+    np.savez(path, observation=obs.astype(np.float32), action_mask=mask, action=action,
+             match=rng.integers(0, 50, n) << 32 | rng.integers(0, 4, n),
+             teacher=np.array(f"search:samples={seed}"), **extra)
+    return str(path)
+
+
+def peak_bytes(read) -> tuple[object, int]:
+    """``read()`` and the most memory it held at once beyond what was held before."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        result = read()
+        return result, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """The checks' and keys' blocks of 1,024 rows: their temporaries (bounded at 2 M labels by
+    the 65,536-row blocks) stay out of the measure of these 20,000-label files."""
+    for name in ("_first_outside_the_game", "_row_keys"):
+        monkeypatch.setattr(distill_labels, name,
+                            functools.partial(getattr(distill_labels, name), rows=1024))
+
+
+@pytest.mark.parametrize("files", [1, 3])
+def test_labels_files_are_read_with_one_copy_of_their_arrays(tmp_path, small_blocks, files):
+    """One file: its arrays as read (the join copied every one, about 1.9 GB at 2 M labels).
+    Several: each file is copied into the joined arrays and dropped before the next is read
+    (all the files' arrays and their join were held at once)."""
+    paths = [write_labels(tmp_path / f"{index}.npz", 20_000, index) for index in range(files)]
+    (labels, _), peak = peak_bytes(lambda: distill_labels.load_labels_files(paths))
+    joined = sum(array.nbytes for array in labels.values())
+    one_file = joined // files if files > 1 else 0
+    assert peak < 1.2 * joined + one_file, f"{peak / joined:.2f} times the labels read"
+
+
+def test_several_files_join_as_their_arrays_end_to_end(tmp_path):
+    """The joined arrays are each file's, in order; match ids renumbered per file (0.. for the
+    first, on from the last id of the one before); values kept only when every file has them."""
+    paths = [write_labels(tmp_path / f"{index}.npz", 300 + index, index) for index in range(3)]
+    parts = [distill_labels.load_labels(path)[0] for path in paths]
+    labels, teacher = distill_labels.load_labels_files(paths)
+    assert teacher == "search:samples=0 + search:samples=1 + search:samples=2"
+    for key in ("observation", "action_mask", "action", "values"):
+        np.testing.assert_array_equal(labels[key], np.concatenate([part[key] for part in parts]))
+        assert labels[key].dtype == parts[0][key].dtype
+    offset, expected = 0, []
+    for part in parts:
+        local = np.unique(part["match"], return_inverse=True)[1]
+        expected.append(offset + local)
+        offset += local.max() + 1
+    np.testing.assert_array_equal(labels["match"], np.concatenate(expected))
+    assert labels["match"].dtype == np.int64 and labels["action"].dtype == np.int64
+    no_values = write_labels(tmp_path / "old.npz", 200, 9, values=False)
+    assert distill_labels.load_labels_files([*paths, no_values])[0]["values"] is None
+    one, _ = distill_labels.load_labels_files(paths[:1])
+    for key in ("observation", "action_mask", "action", "values"):
+        np.testing.assert_array_equal(one[key], parts[0][key])
+    np.testing.assert_array_equal(one["match"], expected[0])
+
+
+def test_a_file_without_a_label_array_is_named(tmp_path):
+    path = tmp_path / "no_action.npz"
+    np.savez(path, observation=np.zeros((3, OBS_SIZE), np.float32),
+             action_mask=np.ones((3, NUM_ACTIONS), bool), teacher=np.array("t"))
+    with pytest.raises(distill_labels.LabelsError, match="no_action.npz: not a labels file "
+                                                         r"\(it has no 'action'\)"):
+        distill_labels.load_labels_files([str(path)])
