@@ -278,3 +278,34 @@ def test_kill_int_stops_a_collection_started_in_the_background(student_file, tmp
     assert "interrupted at" in rest
     labels, _ = distill_labels.load_labels(tmp_path / "bg.labels.npz")
     assert 1000 <= len(labels["action"]) < 1_000_000
+
+
+@needs_proc
+def test_kill_9_to_a_collection_ends_its_workers_too(student_file, tmp_path):
+    """SIGKILL to the main process: its workers must end themselves (they collected on, orphans,
+    for as long as --decisions allowed)."""
+    import subprocess
+    import sys
+
+    from processes import alive_in_group
+    out = tmp_path / "k9.pt"
+    command = [sys.executable, "-m", "training.distill", "--init", str(student_file),
+               "--teacher", TEACHER, "--decisions", "1000000", "--num-envs", "64",
+               "--workers", "2", "--epochs", "0", "--out", str(out),
+               "--log-dir", str(tmp_path / "runs")]
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           cwd=Path(__file__).resolve().parents[1], start_new_session=True)
+    try:
+        for line in run.stdout:  # a worker's first progress line: "[envs 0-31] collect: ..."
+            if "collect:" in line:
+                break
+        assert len(alive_in_group(run.pid)) >= 3  # the main process and its two workers
+        run.kill()
+        run.wait(10)
+        assert wait_until(lambda: not alive_in_group(run.pid), 10), alive_in_group(run.pid)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(10)
+        if alive_in_group(run.pid):
+            os.killpg(run.pid, signal.SIGKILL)

@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
-from sevenrocks_env.arena_pool import WorkerDied, a_worker_died, pool_context, \
-    sigterm_as_ctrl_c, stop_workers
+from sevenrocks_env.arena_pool import (WorkerDied, a_worker_died, end_with_parent, pool_context,
+                                       sigterm_as_ctrl_c, stop_workers)
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
@@ -188,8 +188,10 @@ _SETTINGS: dict = {}
 def _span_init(settings: dict) -> None:
     """A worker's start: it ignores Ctrl-C (the main process stops the spans through
     ``settings["stop"]``, an event that can only reach a worker this way) and keeps the
-    settings.  Nothing here can fail: building the agents is the task's."""
+    settings; it ends with the main process, even one killed outright (``kill -9``).  Nothing
+    here can fail: building the agents is the task's."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    end_with_parent()
     _SETTINGS.update(settings)
 
 
