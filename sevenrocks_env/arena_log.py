@@ -301,7 +301,6 @@ def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
     }
     fields["round_wins_a"] = float(_number(data.get("round_wins_a"), "round_wins_a", 0,
                                            fields["rounds"], False, where))
-    _check_consistent(fields, max_rounds, where)
     for key, high, integer in (("decisions", most_rounds * MAX_MOVES, True),
                                ("think_s", _MAX_SECONDS, False),
                                ("think_cpu_s", _MAX_SECONDS, False)):
@@ -309,6 +308,7 @@ def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
         if not isinstance(value, list) or len(value) != 2:
             raise PairLogError(f"{where}: {key} must be a list of two numbers (A, B)")
         fields[key] = [_number(v, key, 0, high, integer, where) for v in value]
+    _check_consistent(fields, max_rounds, where)
     return fields
 
 
@@ -316,7 +316,9 @@ def _check_consistent(fields: dict, max_rounds: int, where: str) -> None:
     """What every real pair satisfies: two matches of at least one round each, a truncated one
     being exactly ``max_rounds`` rounds and counting 1/2 (the others 0 or 1), the margin the
     difference of the points, positive when A won both matches and negative when it lost
-    both, no round moving a score by more than :data:`MAX_ROUND_SWING`."""
+    both, no round moving a score by more than :data:`MAX_ROUND_SWING`, points in fives (R5,
+    R7), a round won by each match's winner (it ends ahead, R8, so it came out ahead in one
+    round at least), and a real choice per round at least (its opening: any of 7 tiles, R3)."""
     score, truncated, rounds = fields["score"], fields["truncated"], fields["rounds"]
     problems = []
     if 2 * score != int(2 * score) or (2 * score) % 2 != truncated % 2:
@@ -335,6 +337,18 @@ def _check_consistent(fields: dict, max_rounds: int, where: str) -> None:
         problems.append(f"points beyond {MAX_ROUND_SWING} a round")
     if 2 * fields["round_wins_a"] != int(2 * fields["round_wins_a"]):
         problems.append("round_wins_a is not a multiple of 1/2")
+    if fields["points_a"] % 5 or fields["points_b"] % 5:
+        problems.append(f"points {fields['points_a']}, {fields['points_b']} not all multiples "
+                        "of 5 (R5, R7)")
+    wins_a, wins_b = score - truncated / 2, 2 - truncated - (score - truncated / 2)
+    if min(wins_a, wins_b) >= 0 and wins_a == int(wins_a) and not (  # (else reported above)
+            wins_a <= fields["round_wins_a"] <= rounds - wins_b):
+        problems.append(f"round_wins_a {fields['round_wins_a']} with {wins_a:.0f} and "
+                        f"{wins_b:.0f} matches won by A and B (a match's winner "
+                        "comes out ahead in a round at least)")
+    if sum(fields["decisions"]) < rounds:
+        problems.append(f"{sum(fields['decisions'])} decisions in {rounds} rounds (each "
+                        "opening is a choice, R3)")
     if problems:
         raise PairLogError(f"{where}: not a pair any match can give: {'; '.join(problems)}")
 

@@ -15,6 +15,19 @@ from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, N
                     TILE_HIGH, TILE_LOW, WEST, tiles_of, tiles_showing)
 
 
+def check_state_fields(state: dict, fields: tuple) -> None:
+    """Raise ``ValueError`` if ``state`` misses a name of ``fields`` or has another key.  The
+    message shows at most 3 unknown keys, each cut short: the dict may come from a hostile file,
+    with any number of keys of any size (callers cut a message at 200 characters)."""
+    missing = [name for name in fields if name not in state]
+    extra = [name for name in state if name not in fields]
+    if missing or extra:
+        from .record import shown  # bounded repr (record imports rules, which imports us)
+        more = f", ... ({len(extra)} in all)" if len(extra) > 3 else ""
+        raise ValueError(f"match state: missing fields {missing}, unknown fields "
+                         f"[{', '.join(shown(name)[:24] for name in extra[:3])}{more}]")
+
+
 def check_match_state(match) -> None:
     """Raise ``ValueError`` naming the first field of ``match`` that no real match can have."""
     def bad(name: str, what: str):

@@ -169,10 +169,8 @@ class Match:
         """
         if not isinstance(state, dict):
             raise ValueError(f"match state must be a dict, got {type(state).__name__}")
-        missing = [name for name in cls.STATE_FIELDS if name not in state]
-        extra = [name for name in state if name not in cls.STATE_FIELDS]
-        if missing or extra:
-            raise ValueError(f"match state: missing fields {missing}, unknown fields {extra}")
+        from .match_state import check_state_fields  # (names at most 3 unknown keys, cut short)
+        check_state_fields(state, cls.STATE_FIELDS)
         match = cls.__new__(cls)
         for name in cls.STATE_FIELDS:
             value = state[name]

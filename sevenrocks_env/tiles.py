@@ -91,14 +91,20 @@ def tile_name(tile: int) -> str:
     return f"{low}|{high}"
 
 
+_HALVES = frozenset("0123456")  # how parse_tile reads a half: one digit (R1)
+
+
 def parse_tile(text: str) -> int:
-    """Tile index from ``"a|b"`` (also ``"a-b"``, ``"ab"``); raises ``ValueError``."""
+    """Tile index from ``"a|b"`` (also ``"a-b"``, ``"ab"``), each half one ASCII digit 0 to 6
+    (not ``"²"``, ``"\u0663"`` or ``"03"``); raises ``ValueError`` naming ``text``."""
     cleaned = text.strip().replace("-", "|").replace(" ", "")
     if "|" not in cleaned and len(cleaned) == 2:
         cleaned = cleaned[0] + "|" + cleaned[1]
     parts = cleaned.split("|")
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"not a tile: {text!r} (expected 'low|high', e.g. '3|5')")
+    if len(parts) != 2 or not all(part in _HALVES for part in parts):
+        shown = repr(text[:20]) + ("..." if len(text) > 20 else "")
+        raise ValueError(f"not a tile: {shown} (expected 'low|high', each half a digit 0 to 6, "
+                         "e.g. '3|5')")
     return tile_index(int(parts[0]), int(parts[1]))
 
 

@@ -136,13 +136,13 @@ def test_logged_pairs_are_read_not_played_again(tmp_path):
     arena.evaluate(A, B, 2, seed=3, log=log)
     lines = _lines(log)
     first = json.loads(lines[1])
-    # what the log says is what counts (a pair some match could give: A lost both, by 1234)
-    first.update(score=0.0, truncated=0, margin=-1234)
-    first["points_a"] = first["points_b"] - 1234
+    # what the log says is what counts (a pair some match could give: A lost both, by 1235)
+    first.update(score=0.0, truncated=0, margin=-1235, round_wins_a=0.0)
+    first["points_a"] = first["points_b"] - 1235
     lines[1] = json.dumps(first)
     log.write_text("\n".join(lines) + "\n")
     result = arena.evaluate(A, B, 2, seed=3, log=log)
-    assert result.mean_margin == (-1234 + json.loads(lines[2])["margin"]) / 4
+    assert result.mean_margin == (-1235 + json.loads(lines[2])["margin"]) / 4
 
 
 #: A pair line whose values agree with each other except for its rounds (none scored, none won).
@@ -273,7 +273,8 @@ def test_a_pair_of_two_truncated_matches_is_read_back(tmp_path):
     # each change breaks exactly one rule (max_rounds is 100), named by its message
     (1, {"score": 1.0, "truncated": 1, "rounds": 150, "round_wins_a": 0.0},
      "score 1.0 with 1 truncated matches"),
-    (1, {"score": 0.0, "truncated": 2, "rounds": 200, "round_wins_a": 0.0},
+    (1, {"score": 0.0, "truncated": 2, "rounds": 200, "round_wins_a": 0.0,
+         "decisions": [100, 100]},
      "two truncated matches score 1/2 each"),
     (1, {"score": 0.5, "truncated": 1, "rounds": 100, "round_wins_a": 0.0},
      "100 rounds for two matches, 1 cut at 100"),
@@ -292,7 +293,7 @@ def test_points_beyond_the_most_a_round_can_move_are_refused(tmp_path):
     log = tmp_path / "l.jsonl"
     arena.evaluate(A, B, 2, seed=3, log=log)
     first = json.loads(_lines(log)[1])
-    points_a = 490 * first["rounds"] + 1
+    points_a = 490 * first["rounds"] + 5
     _rewrite(log, 1, {"points_a": points_a, "margin": points_a - first["points_b"]})
     with pytest.raises(PairLogError, match="points beyond 490 a round"):
         arena.evaluate(A, B, 2, seed=3, log=log)

@@ -47,10 +47,32 @@ class ViewAgent:
         raise NotImplementedError
 
 
+def _plain_int(text: str) -> int:
+    """An int written with the ASCII digits 0-9 only: no sign (no int parameter takes a negative
+    value), no ``_``, no other script's digits (``int`` takes ``1_000`` and ``\u0663``, and a
+    spec is an agent's name: one agent, one spelling)."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(text)
+    return int(text)
+
+
+def _plain_float(text: str) -> float:
+    """``float(text)`` of ASCII text without ``_`` (the agents bound the value: NaN, infinities
+    and negatives are refused there, in their words)."""
+    if not text.isascii() or "_" in text:
+        raise ValueError(text)
+    return float(text)
+
+
+#: How a parameter's text is read, by its declared type (others: the type itself).
+_READERS = {int: (_plain_int, "int (digits 0-9 only)"), float: (_plain_float, "float")}
+
+
 def parse_spec_params(rest: str, types: dict, owner: str, hint: str = "") -> dict:
     """``"samples=64,rollout=greedy"`` -> ``{"samples": 64, "rollout": "greedy"}``, each value
-    converted by ``types[key]``; ``ValueError`` naming ``owner`` (e.g. ``agent 'search'``) for an
-    unknown key or a value of the wrong type (``hint`` is appended to the unknown-key message)."""
+    converted by ``types[key]`` (an int from ASCII digits only, a float from ASCII without
+    ``_``); ``ValueError`` naming ``owner`` (e.g. ``agent 'search'``) for an unknown key or a
+    value of the wrong type (``hint`` is appended to the unknown-key message)."""
     params = {}
     for item in filter(None, (part.strip() for part in rest.split(","))):
         key, eq, value = item.partition("=")
@@ -60,9 +82,10 @@ def parse_spec_params(rest: str, types: dict, owner: str, hint: str = "") -> dic
             raise ValueError(f"bad parameter {item!r} for {owner} (parameters: {allowed}){hint}")
         if key in params:
             raise ValueError(f"{owner}: {key} is given twice")
+        read, kind = _READERS.get(types[key], (types[key], types[key].__name__))
         try:
-            params[key] = types[key](value.strip())
+            params[key] = read(value.strip())
         except ValueError:
-            raise ValueError(f"{owner}: {key} must be {types[key].__name__}, "
-                             f"got {value.strip()!r}") from None
+            raise ValueError(f"{owner}: {key} must be {kind}, "
+                             f"got {value.strip()[:40]!r}") from None
     return params
