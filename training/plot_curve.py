@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -25,20 +26,37 @@ from sevenrocks_env.ratings import wilson_interval
 
 #: Bounds of the logged values read from a run folder (a year of wall time; the arena's pairs).
 MAX_MINUTES, MAX_PAIRS = 60 * 24 * 366, 10 ** 7
+#: Bounds of a run folder's event files, checked before TensorBoard reads them: all of them
+#: together at most 1 GiB (a 25-minute ``make train`` run logs about 1 MB), and no record claiming
+#: more than 16 MiB (a record holds one scalar or the hyperparameter table: a few kB; TensorBoard's
+#: reader allocates what a record's length says).
+MAX_EVENT_BYTES, MAX_RECORD_BYTES = 2 ** 30, 2 ** 24
 #: (largest x in seconds, unit name, seconds per unit): the first that fits the run is used.
 TIME_UNITS = [(120.0, "seconds", 1.0), (7200.0, "minutes", 60.0), (float("inf"), "hours", 3600.0)]
 
 
 def read_run(run_dir) -> dict:
     """``{"curves": {agent: [(step, seconds, win_rate), ...]}, "pairs": (eval, final) or None,
-    "name": run name}`` from a run's TensorBoard folder; ``ValueError`` if it has no evaluations."""
+    "name": run name}`` from a run's TensorBoard folder; ``ValueError`` (one line naming the
+    folder or file) if it has no evaluations or holds anything odd."""
+    from google.protobuf.message import DecodeError
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ValueError(f"{run_dir}: no such folder")
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
-    acc.Reload()
+    check_event_files(run_dir)
+    try:
+        acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
+        acc.Reload()
+        return _evaluations(run_dir, acc)
+    except (OSError, MemoryError, OverflowError, IndexError, DecodeError) as problem:
+        raise ValueError(f"{run_dir}: cannot be read: {type(problem).__name__}: "
+                         f"{_cut(str(problem))}") from None
+
+
+def _evaluations(run_dir: Path, acc) -> dict:
+    """:func:`read_run`'s result from a loaded ``EventAccumulator``, every value checked."""
     tags = acc.Tags()
     if "eval/wall_minutes" not in tags["scalars"]:
         raise ValueError(f"{run_dir}: no evaluations logged (eval/wall_minutes missing)")
@@ -48,7 +66,8 @@ def read_run(run_dir) -> dict:
         events = acc.Scalars(tag)
         odd = next((e for e in events if not (math.isfinite(e.value) and ok(e.value))), None)
         if odd is not None:
-            raise ValueError(f"{run_dir}: {tag} is {odd.value!r} at step {odd.step}, not {words}")
+            raise ValueError(f"{run_dir}: {_cut(tag)} is {odd.value!r} at step {odd.step}, "
+                             f"not {words}")
         return events
 
     seconds = {e.step: 60.0 * e.value for e in scalars(
@@ -68,17 +87,66 @@ def read_run(run_dir) -> dict:
         if "eval/pairs" in tags["scalars"] else {}
     pairs = None
     if "hyperparameters/text_summary" in tags.get("tensors", []):
-        table = acc.Tensors("hyperparameters/text_summary")[-1].tensor_proto.string_val[0]
-        pairs = _pairs_from_table(table.decode("utf-8", "replace"))
+        texts = acc.Tensors("hyperparameters/text_summary")[-1].tensor_proto.string_val
+        if len(texts) != 1:
+            raise ValueError(f"{run_dir}: the logged hyperparameters hold no text")
+        try:
+            pairs = _pairs_from_table(texts[0].decode("utf-8", "replace"))
+        except ValueError as problem:
+            raise ValueError(f"{run_dir}: the logged hyperparameters: {problem}") from None
     return {"curves": curves, "pairs": pairs, "pairs_at": pairs_at, "name": run_dir.name}
 
 
+def check_event_files(run_dir: Path) -> None:
+    """``ValueError`` unless the run's event files (``*tfevents*``) are within the bounds above:
+    their records' framing (a length and its CRC-32C) is walked without reading the records,
+    so a length that would make TensorBoard's reader allocate gigabytes is refused first.  A
+    record cut short at a file's end is a run still being written: TensorBoard skips it."""
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    try:
+        files = sorted(p for p in run_dir.iterdir() if "tfevents" in p.name and p.is_file())
+        total = sum(p.stat().st_size for p in files)
+        if total > MAX_EVENT_BYTES:
+            raise ValueError(f"{run_dir}: its event files hold {total:,} bytes, more than "
+                             f"{MAX_EVENT_BYTES:,}")
+        for path in files:
+            with open(path, "rb") as file:
+                offset = 0
+                while len(header := file.read(12)) == 12:  # length, its checksum
+                    length, check = struct.unpack("<QI", header)
+                    if masked_crc32c(header[:8]) != check:
+                        raise ValueError(f"{path}: record at byte {offset} fails its length "
+                                         "checksum (not an event file, or damaged)")
+                    if length > MAX_RECORD_BYTES:
+                        raise ValueError(f"{path}: record at byte {offset} claims {length:,} "
+                                         f"bytes, more than {MAX_RECORD_BYTES:,}")
+                    offset = file.seek(offset + 16 + length)  # data and its checksum
+    except OSError as problem:
+        raise ValueError(f"{run_dir}: cannot be read: {_cut(str(problem))}") from None
+
+
 def _pairs_from_table(table: str) -> tuple[int, int] | None:
-    """``(eval_pairs, final_eval_pairs)`` from the logged hyperparameter table, if both are there."""
+    """``(eval_pairs, final_eval_pairs)`` from the logged hyperparameter table, if both are
+    there; ``ValueError`` for a number of pairs out of ``[1, MAX_PAIRS]``."""
     found = dict(re.findall(r"^\|(eval_pairs|final_eval_pairs)\|(\d+)\|$", table, flags=re.M))
     if len(found) != 2:
         return None
+    for name, digits in found.items():
+        if len(digits) > 8 or not 1 <= int(digits) <= MAX_PAIRS:
+            raise ValueError(f"{name} is {_cut(digits, 12)}, not a number of pairs (1 to "
+                             f"{MAX_PAIRS:,})")
     return int(found["eval_pairs"]), int(found["final_eval_pairs"])
+
+
+def _text(name: str) -> str:
+    """A logged name as plain text in the picture: cut, and ``$`` not read as mathtext."""
+    return _cut(name, 60).replace("$", r"\$")
+
+
+def _cut(text: str, width: int = 80) -> str:
+    """``text`` cut to ``width`` characters for an error message."""
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def time_unit(max_seconds: float) -> tuple[str, float]:
@@ -111,7 +179,7 @@ def draw(run: dict, out, x: str = "time", pairs: int | None = None) -> Path:
     for agent, points in curves.items():
         xs = [p[column] / scale for p in points]
         rates = [p[2] for p in points]
-        line, = ax.plot(xs, rates, marker="o", linewidth=2, label=f"vs {agent}")
+        line, = ax.plot(xs, rates, marker="o", linewidth=2, label=f"vs {_text(agent)}")
         counts = [run.get("pairs_at", {}).get(step) if not pairs else pairs for step, _, _ in points]
         if not all(counts):  # logs from before eval/pairs: the rule of the config
             counts = [_pairs_at(step, last_step, run.get("pairs"), pairs) for step, _, _ in points]
@@ -131,7 +199,7 @@ def draw(run: dict, out, x: str = "time", pairs: int | None = None) -> Path:
     ax.set_xlabel(label)
     ax.set_ylabel("match win rate (duplicate arena)")
     band = "; bands: 95% Wilson over duplicate pairs" if banded else ""
-    ax.set_title(f"{run['name']}: win rate vs {label.split(' (')[0]}{band}", fontsize=10)
+    ax.set_title(f"{_text(run['name'])}: win rate vs {label.split(' (')[0]}{band}", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="lower right")
     fig.tight_layout()
@@ -162,8 +230,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=int, default=None,
                         help="duplicate pairs per evaluation (default: read from the run's logs)")
     args = parser.parse_args(argv)
-    if args.pairs is not None and args.pairs < 1:
-        print("error: --pairs must be at least 1", file=sys.stderr)
+    if args.pairs is not None and not 1 <= args.pairs <= MAX_PAIRS:
+        print(f"error: --pairs must be at least 1 and at most {MAX_PAIRS:,}", file=sys.stderr)
         return 2
     try:
         if Path(args.out).suffix.lower() not in (".png", ".svg", ".pdf"):
@@ -173,6 +241,9 @@ def main(argv=None) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except ImportError:
+        print("error: plot_curve needs tensorboard: pip install -e \".[train]\"", file=sys.stderr)
         return 2
     try:
         print(draw(run, args.out, args.x, args.pairs))

@@ -14,8 +14,10 @@
 | GET    | ``/api/replays/{id}/{round}/{move}`` |                        | one replay frame          |
 
 Every refusal is a 4xx JSON ``{"error": message}`` and leaves the game as it was; bodies over
-``MAX_BODY`` bytes are refused with 413 before they are parsed.  Bot moves and agent loading run
-in a worker thread (``run_in_threadpool``), so a slow ``search`` bot never stalls other games.
+``MAX_BODY`` bytes are refused with 413 before they are parsed, a malformed ``Content-Length``
+with 400.  A bot that fails (its network's outputs not finite, say) is a 500 JSON error naming
+it: that game is stuck, the others and new games go on.  Bot moves and agent loading run in a
+worker thread (``run_in_threadpool``), so a slow ``search`` bot never stalls other games.
 """
 
 from __future__ import annotations
@@ -63,11 +65,15 @@ def error(status: int, message: str) -> JSONResponse:
 
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
-    """The body's bytes; 413 past ``limit`` bytes (declared, or counted while reading)."""
+    """The body's bytes; 413 past ``limit`` bytes (declared, or counted while reading); 400 for
+    a ``Content-Length`` that is not a number of bytes (``-1``, ``+5``, ``x``, ``\u00b2``)."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not (declared.isascii() and declared.isdigit())
-                                 or len(declared) > 12 or int(declared) > limit):
-        raise GameError(413, f"request body too large: at most {limit} bytes")
+    if declared is not None:
+        if not (declared.isascii() and declared.isdigit()):  # RFC 9110: 1*DIGIT
+            raise GameError(400, f"bad Content-Length {records.shown(declared)}: not a number "
+                                 "of bytes")
+        if len(declared.lstrip("0")) > 12 or int(declared) > limit:
+            raise GameError(413, f"request body too large: at most {limit} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

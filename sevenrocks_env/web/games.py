@@ -43,8 +43,9 @@ MAX_TARGET = records.MAX_TARGET  # a game's record must load back
 
 
 class GameError(Exception):
-    """A request the game refuses; ``status`` is the HTTP status (always 4xx); ``retry_after``
-    (seconds) when the same request may pass later (sent as ``Retry-After``)."""
+    """A request the game refuses; ``status`` is the HTTP status (4xx; 500 when a bot failed:
+    the server's fault, not the request's); ``retry_after`` (seconds) when the same request may
+    pass later (sent as ``Retry-After``)."""
 
     def __init__(self, status: int, message: str, retry_after: int | None = None):
         super().__init__(message)
@@ -141,7 +142,15 @@ class Game:
         if match.turn == self.seat:
             raise GameError(409, "it is your turn: the bots wait for your move")
         seat = match.turn
-        action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
+        try:
+            action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
+        except Exception as problem:  # e.g. a network whose outputs went non-finite mid-game
+            # the server's log says what failed: an agent's error could describe its hand
+            print(f"sevenrocks serve: the agent at seat {seat} ({self.agents[seat].name}) "
+                  f"failed: {problem!r:.500}", file=sys.stderr)
+            raise GameError(500, f"the agent at seat {seat} ({self.labels[seat]}) failed "
+                                 f"({type(problem).__name__}; the server's log says why); the "
+                                 "game is stuck: start a new one") from None
         if not is_legal(match, action):  # an agent bug, not the user's: still never a 500
             # why it is illegal stays in the server's log: "you do not hold 3-5" or "you hold a
             # tile that fits" would tell the player about a bot's hand

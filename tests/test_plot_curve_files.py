@@ -1,0 +1,156 @@
+"""training.plot_curve on hostile or damaged run folders: every bad event file is one error line
+naming it and exit 2 (never a traceback, never gigabytes of memory); the bounds are checked
+before TensorBoard reads the files, and runs in progress or resumed read as TensorBoard reads
+them."""
+
+import struct
+
+import pytest
+
+pytest.importorskip("matplotlib", reason="needs the [train] extra")
+pytest.importorskip("tensorboard", reason="needs the [train] extra")
+
+from tensorboard.compat.proto import types_pb2  # noqa: E402
+from tensorboard.compat.proto.event_pb2 import Event  # noqa: E402
+from tensorboard.compat.proto.summary_pb2 import Summary, SummaryMetadata  # noqa: E402
+from tensorboard.compat.proto.tensor_pb2 import TensorProto  # noqa: E402
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c  # noqa: E402
+from tensorboard.summary.writer.record_writer import RecordWriter  # noqa: E402
+from torch.utils.tensorboard import SummaryWriter  # noqa: E402
+
+import training.plot_curve as plot_curve  # noqa: E402
+from training.plot_curve import _pairs_from_table, main, read_run  # noqa: E402
+
+FILE = "events.out.tfevents.1.test"
+
+
+def scalar(tag, value, step):
+    return Event(step=step, summary=Summary(value=[Summary.Value(tag=tag, simple_value=value)]))
+
+
+def text(table: bytes | None, step=0):
+    tensor = TensorProto(dtype=types_pb2.DT_STRING, string_val=[] if table is None else [table])
+    meta = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="text"))
+    return Event(step=step, summary=Summary(value=[Summary.Value(
+        tag="hyperparameters/text_summary", metadata=meta, tensor=tensor)]))
+
+
+EVALS = [scalar("eval/wall_minutes", 1.0, 10), scalar("eval/win_rate_vs_random", 0.5, 10)]
+
+
+def write(folder, events, tail=b""):
+    """An event file of ``events`` (after the file version, as TensorBoard writes it), then
+    ``tail`` bytes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / FILE, "wb") as file:
+        writer = RecordWriter(file)
+        for event in [Event(file_version="brain.Event:2"), *events]:
+            writer.write(event.SerializeToString())
+        file.write(tail)
+    return folder
+
+
+def header(length: int) -> bytes:
+    """A record's length and its valid checksum."""
+    size = struct.pack("<Q", length)
+    return size + struct.pack("<I", masked_crc32c(size))
+
+
+def one_error_line(capsys, folder, *words):
+    assert main([str(folder), "--out", str(folder.parent / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < 300, err
+    for word in words:
+        assert word in err, err
+    assert not (folder.parent / "c.png").exists()
+    return err
+
+
+def test_a_text_summary_without_text_is_one_line(tmp_path, capsys):
+    folder = write(tmp_path / "run", [*EVALS, text(None)])
+    one_error_line(capsys, folder, str(folder), "hyperparameters hold no text")
+
+
+@pytest.mark.parametrize("length", [2 ** 62, 2 ** 30, 2 ** 24 + 1])  # MAX_RECORD_BYTES + 1
+def test_a_record_claiming_gigabytes_is_refused_before_reading(tmp_path, capsys, length):
+    """TensorBoard's reader did file.read(length): 2^62 was a MemoryError."""
+    assert plot_curve.MAX_RECORD_BYTES == 2 ** 24  # the parameters' last length
+    folder = write(tmp_path / "run", EVALS, header(length) + b"x" * 100)
+    one_error_line(capsys, folder, FILE, "claims", "bytes, more than")
+
+
+def test_huge_pairs_in_the_hyperparameters_are_refused(tmp_path, capsys):
+    """400 digits were an OverflowError in wilson_interval while drawing."""
+    table = b"|eval_pairs|" + b"9" * 400 + b"|\n|final_eval_pairs|" + b"9" * 400 + b"|"
+    folder = write(tmp_path / "run", [text(table), *EVALS])
+    one_error_line(capsys, folder, str(folder), "eval_pairs", "not a number of pairs")
+    for final in ("5|\n|eval_pairs|0", plot_curve.MAX_PAIRS + 1, "9" * 5000):
+        table = f"|eval_pairs|5|\n|final_eval_pairs|{final}|"
+        with pytest.raises(ValueError, match="not a number of pairs"):
+            _pairs_from_table(table)
+    assert _pairs_from_table(f"|eval_pairs|1|\n|final_eval_pairs|{plot_curve.MAX_PAIRS}|") \
+        == (1, plot_curve.MAX_PAIRS)
+
+
+def test_pairs_past_the_bound_on_the_command_line(tmp_path, capsys):
+    folder = write(tmp_path / "run", EVALS)
+    assert main([str(folder), "--out", str(tmp_path / "c.png"), "--pairs", "9" * 400]) == 2
+    assert "--pairs must be at least 1 and at most" in capsys.readouterr().err
+
+
+def test_event_files_past_the_bound_are_refused_before_reading(tmp_path, capsys, monkeypatch):
+    folder = write(tmp_path / "run", EVALS)
+    monkeypatch.setattr(plot_curve, "MAX_EVENT_BYTES", (folder / FILE).stat().st_size - 1)
+    one_error_line(capsys, folder, str(folder), "event files hold", "more than")
+
+
+@pytest.mark.parametrize("problem", [MemoryError(), OverflowError("too big"), IndexError("x"),
+                                     PermissionError(13, "Permission denied")])
+def test_reader_failures_are_one_line_naming_the_folder(tmp_path, capsys, monkeypatch, problem):
+    from tensorboard.backend.event_processing import event_accumulator
+
+    def failing(self):
+        raise problem
+
+    folder = write(tmp_path / "run", EVALS)
+    monkeypatch.setattr(event_accumulator.EventAccumulator, "Reload", failing)
+    one_error_line(capsys, folder, str(folder), "cannot be read", type(problem).__name__)
+
+
+def test_foreign_files_are_one_line(tmp_path, capsys):
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / FILE).write_bytes(b"not an event file at all, just text")
+    one_error_line(capsys, tmp_path / "foreign", FILE, "length checksum")
+
+
+def test_a_record_still_being_written_is_left_out(tmp_path):
+    """A run in progress: its last record may be cut short; the rest is drawn."""
+    last = scalar("eval/win_rate_vs_random", 0.75, 20).SerializeToString()
+    folder = write(tmp_path / "run", [*EVALS, scalar("eval/wall_minutes", 2.0, 20)],
+                   header(len(last)) + last[:5])
+    assert main([str(folder), "--out", str(tmp_path / "c.png")]) == 0
+    assert read_run(folder)["curves"] == {"random": [(10, 60.0, 0.5)]}
+
+
+def test_a_resumed_run_drops_what_its_restart_purges(tmp_path):
+    """``SummaryWriter(purge_step=...)`` (the trainer's resume): TensorBoard drops the values
+    logged at that step or later before the restart; so does plot_curve."""
+    first = SummaryWriter(str(tmp_path / "run"), filename_suffix=".a")
+    first.add_text("hyperparameters", "|eval_pairs|3|\n|final_eval_pairs|40|")
+    for step in (10, 20, 30):
+        first.add_scalar("eval/wall_minutes", step / 10, step)
+        first.add_scalar("eval/win_rate_vs_random", 0.25, step)
+    first.close()
+    second = SummaryWriter(str(tmp_path / "run"), purge_step=15, filename_suffix=".b")
+    second.add_scalar("eval/wall_minutes", 5.0, 25)
+    second.add_scalar("eval/win_rate_vs_random", 0.75, 25)
+    second.close()
+    run = read_run(tmp_path / "run")
+    assert run["curves"] == {"random": [(10, 60.0, 0.25), (25, 300.0, 0.75)]}
+    assert run["pairs"] == (3, 40)
+
+
+def test_logged_names_are_drawn_as_plain_text(tmp_path):
+    """An agent named with ``$``: matplotlib's mathtext failed on it while saving."""
+    folder = write(tmp_path / "run$x", [EVALS[0], scalar("eval/win_rate_vs_$\\nope{$", 0.5, 10)])
+    assert main([str(folder), "--out", str(tmp_path / "c.png")]) == 0

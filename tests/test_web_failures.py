@@ -1,0 +1,99 @@
+"""The web server when a bot fails mid-game (a network whose outputs go non-finite) and for a
+malformed ``Content-Length``: a JSON error, never a bare 500, and the server goes on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from policy_files import save_policy
+from web_client import BOTS, game_of
+
+from sevenrocks_env.observation import encode
+from sevenrocks_env.policy import PolicyNet
+from sevenrocks_env.rules import Match
+from sevenrocks_env.tiles import KNOCK
+from sevenrocks_env.web.api import MAX_REPLAY_BODY, create_app
+from sevenrocks_env.web.games import GameStore
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def until_bot_turn(client, view):
+    """Play the human's first legal moves until a bot is to move."""
+    while view["next"] == "you":
+        action = KNOCK if view["knock"]["required"] else \
+            next(p for t in view["hand"] for p in t["places"])["action"]
+        view = client.post(f"/api/games/{view['id']}/move",
+                           json={"ply": view["ply"], "action": action}).json()
+    return view
+
+
+def test_a_bot_that_raises_is_a_json_error_naming_it(client, app, capsys):
+    view = until_bot_turn(client, client.post("/api/games", json={"seat": 0, **BOTS, "seed": 3})
+                          .json())
+    game = game_of(app, view)
+    seat = game.match.turn
+
+    def broken(observation, mask):
+        raise RuntimeError("greedy: the network's outputs are not finite; it holds 3-5")
+    game.agents[seat].act = broken
+    before = game.match.to_state(), game.ply
+    answer = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]})
+    assert answer.status_code == 500
+    error = answer.json()["error"]
+    assert f"the agent at seat {seat} (greedy) failed (RuntimeError" in error
+    assert "stuck" in error and "3-5" not in error  # what it said stays in the server's log
+    assert "3-5" in capsys.readouterr().err
+    assert (game.match.to_state(), game.ply) == before
+    assert client.get(f"/api/games/{view['id']}").json()["ply"] == view["ply"]
+    assert client.post("/api/games", json={"seat": 0, **BOTS}).status_code == 201
+
+
+def test_a_policy_gone_non_finite_mid_game_leaves_the_server_usable(tmp_path, capsys):
+    """A checkpoint whose first layer is huge on inputs that are zero at the deal: its first
+    moves are fine, a later one overflows to non-finite outputs (a RuntimeError in act)."""
+    from starlette.testclient import TestClient
+
+    seed = 1
+    opening = [np.asarray(encode(Match.new(seed), seat)) for seat in range(4)]
+    zero = np.flatnonzero(np.all(np.stack(opening) == 0, axis=0))
+    net = PolicyNet([16])
+    with torch.no_grad():
+        net.trunk[0].weight[:, zero] = 3e38
+    spec = f"ckpt:{save_policy(tmp_path / 'late_nan.pt', net)}"
+    app = create_app(GameStore(max_games=4, extra_agents=(spec,)))
+    with TestClient(app, raise_server_exceptions=True) as client:
+        view = client.post("/api/games", json={"seat": 0, "partner": spec, "left": spec,
+                                               "right": spec, "seed": seed}).json()
+        for _ in range(200):
+            view = until_bot_turn(client, view)
+            assert view["next"] == "bot", "the match ended without the policy failing"
+            answer = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]})
+            if answer.status_code != 200:
+                break
+            view = answer.json()
+        assert answer.status_code == 500, answer.text
+        assert f"({spec}) failed (RuntimeError" in answer.json()["error"]
+        assert "not finite" in capsys.readouterr().err
+        again = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]})
+        assert again.status_code == 500  # stuck, answered the same way: not locked up
+        assert client.post("/api/games", json={"seat": 0, **BOTS}).status_code == 201
+
+
+@pytest.mark.parametrize("declared, status", [
+    ("-1", 400), ("+2", 400), ("x", 400), ("2.0", 400), ("0x10", 400), ("", 400),
+    (b"\xb2", 400),                      # a superscript 2: a digit to str.isdigit, not to int
+    ("9" * 5000, 413), (str(MAX_REPLAY_BODY + 1), 413), ("0" * 30 + str(MAX_REPLAY_BODY + 1), 413),
+])
+def test_a_malformed_or_huge_content_length_is_a_clean_4xx(client, declared, status):
+    for url in ("/api/games", "/api/replays"):
+        answer = client.post(url, content=b"{}", headers={"content-length": declared})
+        assert answer.status_code == status, (url, declared, answer.text)
+        assert len(answer.json()["error"]) < 200
+
+
+def test_a_content_length_with_leading_zeros_is_its_number(client):
+    """``1*DIGIT`` (RFC 9110): twenty zeros and a 2 declare two bytes, not a huge body."""
+    answer = client.post("/api/games", content=b"{}", headers={"content-length": "0" * 20 + "2"})
+    assert answer.status_code == 201, answer.text
