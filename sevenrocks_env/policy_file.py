@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -31,6 +32,9 @@ MAX_HIDDEN_WIDTH = 4096
 #: Per-action scorers (``action_scorer``): ``bilinear`` (features . weights(state)) or ``mlp``
 #: (:class:`~sevenrocks_env.policy_scorer.PlacementScorer`, hidden layers ``scorer_sizes``).
 ACTION_SCORERS = ("bilinear", "mlp")
+#: The keys a ``model_config`` may hold (``PolicyNet.model_config``; every shipped file's).
+MODEL_CONFIG_KEYS = frozenset({"hidden_sizes", "action_features", "value_head", "action_scorer",
+                               "scorer_sizes"})
 #: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
 MAX_CHECKPOINT_BYTES = 1 << 30
 #: Archive entries a checkpoint may hold: a policy has ~15; a training checkpoint one per tensor
@@ -89,36 +93,7 @@ def read_checkpoint(path) -> dict:
     if path.stat().st_size > MAX_CHECKPOINT_BYTES:
         raise CheckpointError(f"{path} is larger than {MAX_CHECKPOINT_BYTES >> 20} MB; "
                               "not a sevenrocks checkpoint")
-    if not zipfile.is_zipfile(path):  # torch.save writes a zip archive; a cut one loses its index
-        raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a file "
-                              "written by torch.save)")
-    try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
-        with zipfile.ZipFile(path) as archive:
-            # torch.save stores its entries uncompressed: a compressed entry is refused before
-            # anything is unpacked (zipfile inflates bzip2/lzma entries whole, whatever size they
-            # declare, so a file of a few kB could ask for gigabytes); and so is a flood of them
-            entries = archive.infolist()
-            if len(entries) > MAX_ENTRIES:
-                raise CheckpointError(f"{path} holds {len(entries)} archive entries, more than "
-                                      f"{MAX_ENTRIES}; not a sevenrocks checkpoint")
-            for info in entries:
-                if info.compress_type != zipfile.ZIP_STORED or \
-                        info.compress_size != info.file_size:
-                    raise CheckpointError(f"{path}: archive entry {info.filename[:80]!r} is "
-                                          "compressed; torch.save writes uncompressed entries, "
-                                          "so this is not a sevenrocks checkpoint")
-            damaged = archive.testzip()
-            pickles = [info for info in entries if info.filename.endswith("/data.pkl")]
-            if damaged is None and len(pickles) == 1:
-                pickled = archive.read(pickles[0])
-            tensor_bytes = sum(info.file_size for info in entries if "/data/" in info.filename)
-    except (zipfile.BadZipFile, OSError, EOFError) as error:
-        raise CheckpointError(f"{path} is not a readable checkpoint: {error}") from None
-    if damaged is not None:
-        raise CheckpointError(f"{path} is damaged: {damaged} fails its checksum")
-    if len(pickles) != 1:
-        raise CheckpointError(f"{path} is not a readable checkpoint (its archive has "
-                              f"{len(pickles)} data.pkl entries; torch.save writes one)")
+    pickled, tensor_bytes = _read_archive(path)
     try:  # before unpickling: a few hundred bytes can describe a key that takes hours to hash
         expanded_size(pickled, 2 * len(pickled) + 10_000)
     except PickleExpansionError as error:
@@ -126,9 +101,8 @@ def read_checkpoint(path) -> dict:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as error:
-        raise CheckpointError(
-            f"{path} is not a readable checkpoint (truncated or not a torch file): "
-            f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
+        raise CheckpointError(f"{path} is not a readable checkpoint (truncated or not a torch "
+                              f"file: {_reason(error)})") from None
     except Exception as error:  # e.g. pickle.UnpicklingError: an object weights_only refuses
         raise CheckpointError(
             f"{path} was refused by the safe loader (it holds more than tensors and plain "
@@ -151,7 +125,73 @@ def read_checkpoint(path) -> dict:
     for key in ("model", "model_config"):
         if not isinstance(data.get(key), dict):
             raise CheckpointError(f"{path} has no {key!r} entry")
+    check_model_config(data["model_config"], path)  # every reader gets a checked one
     return data
+
+
+#: What Python's zipfile raises on a damaged or hostile archive: a bad index (``BadZipFile``),
+#: an entry name that is not UTF-8 (``UnicodeDecodeError``, a ``ValueError``), an offset past
+#: any file (``ValueError``, ``OverflowError``), a zip feature it lacks (``NotImplementedError``,
+#: a ``RuntimeError``), an entry that ends early (``EOFError``), a short header (``struct.error``).
+ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError,
+                  ValueError, OverflowError, struct.error)
+#: Zip flag bits of entries ``torch.save`` never writes: encrypted (0), patched data (5),
+#: strong encryption (6).
+REFUSED_FLAGS = {0x1: "encrypted", 0x20: "patched data", 0x40: "strongly encrypted"}
+
+
+def _reason(error: BaseException) -> str:
+    """One short line saying why a file was refused, never empty (an ``EOFError`` has no text)."""
+    if isinstance(error, UnicodeDecodeError):  # zipfile decodes names flagged UTF-8
+        return "an archive entry's name is not valid UTF-8"
+    lines = str(error).strip().splitlines()
+    text = lines[0][:200] if lines else ("an archive entry ends before its declared size"
+                                         if isinstance(error, EOFError) else "no detail given")
+    return f"{type(error).__name__}: {text}"
+
+
+def _read_archive(path) -> tuple[bytes, int]:
+    """``(data.pkl's bytes, bytes of tensor data)`` of the zip archive at ``path``, its index
+    and every entry's checksum checked first: a damaged or hostile archive is one
+    :class:`CheckpointError` "PATH is not a readable checkpoint (REASON)"."""
+    try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
+        if not zipfile.is_zipfile(path):  # torch.save writes a zip; a cut one loses its index
+            raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a "
+                                  "file written by torch.save)")
+        with zipfile.ZipFile(path) as archive:
+            # torch.save stores its entries uncompressed: a compressed entry is refused before
+            # anything is unpacked (zipfile inflates bzip2/lzma entries whole, whatever size they
+            # declare, so a file of a few kB could ask for gigabytes); and so is a flood of them
+            entries = archive.infolist()
+            if len(entries) > MAX_ENTRIES:
+                raise CheckpointError(f"{path} holds {len(entries)} archive entries, more than "
+                                      f"{MAX_ENTRIES}; not a sevenrocks checkpoint")
+            for info in entries:
+                if info.compress_type != zipfile.ZIP_STORED or \
+                        info.compress_size != info.file_size:
+                    raise CheckpointError(f"{path}: archive entry {info.filename[:80]!r} is "
+                                          "compressed; torch.save writes uncompressed entries, "
+                                          "so this is not a sevenrocks checkpoint")
+                for bit, what in REFUSED_FLAGS.items():
+                    if info.flag_bits & bit:
+                        raise CheckpointError(f"{path} is not a readable checkpoint (archive "
+                                              f"entry {info.filename[:80]!r} is {what}; "
+                                              "torch.save writes plain entries)")
+            damaged = archive.testzip()
+            pickles = [info for info in entries if info.filename.endswith("/data.pkl")]
+            if damaged is None and len(pickles) == 1:
+                pickled = archive.read(pickles[0])
+            tensor_bytes = sum(info.file_size for info in entries if "/data/" in info.filename)
+    except CheckpointError:  # (a ValueError: said already)
+        raise
+    except ARCHIVE_ERRORS as error:
+        raise CheckpointError(f"{path} is not a readable checkpoint ({_reason(error)})") from None
+    if damaged is not None:
+        raise CheckpointError(f"{path} is damaged: {damaged[:80]!r} fails its checksum")
+    if len(pickles) != 1:
+        raise CheckpointError(f"{path} is not a readable checkpoint (its archive has "
+                              f"{len(pickles)} data.pkl entries; torch.save writes one)")
+    return pickled, tensor_bytes
 
 
 def _check_tensor_bytes(data, stored: int, path) -> None:
@@ -182,6 +222,12 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool,
     from .record import shown
     if not isinstance(config, dict):
         raise CheckpointError(f"{path}: model_config must be a dict")
+    unknown = [key for key in config if not (type(key) is str and key in MODEL_CONFIG_KEYS)]
+    if unknown:  # a typo ("activation") would be ignored, then copied into exports and cards
+        raise CheckpointError(f"{path}: model_config has unknown keys "
+                              f"{', '.join(shown(key) for key in unknown[:5])}"
+                              f"{' ...' if len(unknown) > 5 else ''} (known: "
+                              f"{', '.join(sorted(MODEL_CONFIG_KEYS))})")
     hidden = config.get("hidden_sizes")
     if not (isinstance(hidden, (list, tuple)) and 0 < len(hidden) <= MAX_HIDDEN_LAYERS
             and all(type(h) is int and 0 < h <= MAX_HIDDEN_WIDTH for h in hidden)):
@@ -212,5 +258,5 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool,
 
 
 __all__ = ["ACTION_SCORERS", "CHECKPOINT_FORMAT", "CheckpointError", "MAX_CHECKPOINT_BYTES",
-           "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "SHIPPED", "check_model_config",
-           "read_checkpoint", "resolve_path", "shipped_path"]
+           "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "MODEL_CONFIG_KEYS", "SHIPPED",
+           "check_model_config", "read_checkpoint", "resolve_path", "shipped_path"]

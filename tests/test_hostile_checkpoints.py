@@ -6,6 +6,7 @@ head (issue 14).  (Shipping a policy file: ``test_ship.py``.)"""
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,20 @@ def test_policy_only_strips_the_value_head_and_keeps_the_rest_bit_for_bit():
         data["model"].keys()
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("path", sorted(str(path.relative_to(ROOT)) for path in [
+    *(ROOT / "checkpoints" / "shipped").glob("*.pt"),
+    *(ROOT / "checkpoints" / "previous").glob("**/*.pt")]))
+def test_every_shipped_and_previous_policy_still_loads(path):
+    """Their model_config keys (hidden_sizes, action_features, value_head) are all known."""
+    data = read_checkpoint(ROOT / path)
+    assert set(data["model_config"]) <= {"hidden_sizes", "action_features", "value_head"}
+    assert load_policy(ROOT / path).model.model_config()["hidden_sizes"] == \
+        list(data["model_config"]["hidden_sizes"])
+
+
 def test_missing_files_say_relative_to_what(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     message = refused("nope.pt")
@@ -101,6 +116,11 @@ def test_expected_shapes_match_the_real_network(hidden, features, value_head):
     ({"hidden_sizes": [4096], "action_features": 2}, "trunk.0.weight"),  # declared big, tiny weights
     ({"hidden_sizes": [16], "action_features": 2, "action_scorer": "mlp", "scorer_sizes": []},
      "scorer_sizes"),  # an mlp scorer has 1-4 layers
+    # a typo was ignored, then copied into exported policies and model cards; a tensor too
+    ({"hidden_sizes": [16], "action_features": 0, "activation": "gelu"},
+     "model_config has unknown keys 'activation' (known: action_features, action_scorer"),
+    ({"hidden_sizes": [16], "action_features": 0, "extra": torch.zeros(3)}, "unknown keys 'extra'"),
+    ({"hidden_sizes": [16], "action_features": 0, 7: 1}, "unknown keys 7"),
 ])
 def test_absurd_declared_networks_are_refused_before_building(tmp_path, monkeypatch, config, words):
     path = save_policy(tmp_path / "odd.pt", model_config=config)
@@ -131,6 +151,53 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     assert load_policy(path)  # exactly the bound
     monkeypatch.setattr(policy_file, "MAX_CHECKPOINT_BYTES", path.stat().st_size - 1)
     refused(path, "larger than")
+
+
+def damage_archive(path: Path, how: str) -> Path:
+    """Rewrite the zip archive ``torch.save`` wrote at ``path`` with a few bytes of its headers
+    changed, as a fuzzer found them (each made zipfile raise past the loader)."""
+    data = bytearray(path.read_bytes())
+    central = data.find(b"PK\x01\x02")          # the first entry's central header (data.pkl)
+    if how == "encrypted":                       # every entry flagged encrypted: testzip's
+        for signature, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # RuntimeError
+            at = data.find(signature)
+            while at >= 0:
+                data[at + flags] |= 1
+                at = data.find(signature, at + 4)
+    elif how == "encrypted_index_only":          # only the index says so
+        data[central + 8] |= 1
+    elif how == "name_not_utf8":                 # flagged UTF-8: UnicodeDecodeError
+        data[central + 9] |= 0x08
+        data[central + 46 + 1] = 0x82
+    elif how == "future_zip_version":            # "version needed" 20.5: NotImplementedError
+        data[central + 6] = 0xCD
+    elif how == "many_disks":                    # zip64 locator: BadZipFile outside the try
+        data[data.find(b"PK\x06\x07") + 19] = 0x52
+    elif how == "offset_past_any_file":          # zip64 index offset > 2**63: ValueError
+        data[data.find(b"PK\x06\x06") + 55] = 0xD2
+    elif how == "entry_longer_than_file":        # sizes ~4 GB: EOFError() without a message
+        data[central + 20:central + 28] = struct.pack("<II", 0xFFFFFFF0, 0xFFFFFFF0)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("how", ["encrypted", "encrypted_index_only", "name_not_utf8",
+                                 "future_zip_version", "many_disks", "offset_past_any_file",
+                                 "entry_longer_than_file"])
+def test_a_damaged_archive_is_one_checkpoint_error_with_a_reason(tmp_path, how):
+    """Whatever zipfile raises on a damaged archive (RuntimeError, UnicodeDecodeError,
+    NotImplementedError, BadZipFile, ValueError, an EOFError with no text) is one
+    CheckpointError: "PATH is not a readable checkpoint (REASON)", the reason never empty."""
+    path = damage_archive(save_policy(tmp_path / "p.pt"), how)
+    with pytest.raises(CheckpointError) as info:
+        read_checkpoint(path)
+    message = str(info.value)
+    prefix = f"{path} is not a readable checkpoint ("
+    assert message.startswith(prefix) and message.endswith(")"), message
+    reason = message[len(prefix):-1]
+    assert reason.strip() and not reason.rstrip().endswith(":"), message
+    assert len(message) < MESSAGE_LIMIT and "\n" not in message, message[:300]
+    refused(path, "is not a readable checkpoint (")  # load_policy, ckpt: say the same
 
 
 def test_an_exported_policy_keeps_its_training_time(tmp_path):

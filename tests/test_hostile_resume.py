@@ -97,6 +97,11 @@ BAD_PIECES = [
     # generator states of the right shape that the generators refuse
     ("rng", lambda d: d["rng"]["torch"].zero_()),
     ("rng", lambda d: d["rng"]["python"][1].__setitem__(-1, 2 ** 32 - 1)),
+    # numpy's has_gauss past a C long (an OverflowError once the networks were loaded), and
+    # cached Gaussians no generator holds
+    ("rng", lambda d: d["rng"]["numpy"].__setitem__(3, 2 ** 70)),
+    ("rng", lambda d: d["rng"].update(numpy=d["rng"]["numpy"][:3] + [1, float("nan")])),
+    ("rng", lambda d: d["rng"]["python"].__setitem__(2, float("inf"))),
     ("pool", lambda d: d["pool"]["generators"][0].zero_()),
     # matches in progress against opponents a config may not name: hours a decision, or a
     # machine-dependent search
@@ -205,6 +210,43 @@ def test_a_bad_set_on_resume_is_named_not_blamed_on_the_checkpoint(tmp_path, cap
     assert code == 2 and "--set opponents: the run's matches in progress play" in err, err
     assert "resume piece" not in err.split("(")[0]
     assert not (tmp_path / "ckpt").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("how", ["encrypted", "name_not_utf8", "entry_longer_than_file"])
+def test_a_damaged_archive_is_one_line_for_resume_and_init_from(tmp_path, monkeypatch, capsys,
+                                                                good, how):
+    """zipfile's errors on a damaged file (RuntimeError, UnicodeDecodeError, an empty EOFError)
+    escaped --resume and init_from as tracebacks."""
+    from test_hostile_checkpoints import damage_archive
+    path = tmp_path / "in" / "resume.pt"
+    path.parent.mkdir()
+    torch.save(good, path)
+    damage_archive(path, how)
+    monkeypatch.chdir(tmp_path)
+    outputs = ["--set", f"log_dir={tmp_path / 'runs'}",
+               "--set", f"checkpoint_dir={tmp_path / 'ckpt'}"]
+    for args in (["--resume", str(path)], ["--config", str(SMOKE), "--set", f"init_from={path}"]):
+        assert main(args + outputs) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and len(err) < 2000, err[:300]
+        assert f"{path} is not a readable checkpoint (" in err and not err.endswith(": )\n"), err
+    assert sorted(os.listdir(tmp_path)) == ["in"]  # no run or checkpoint folder made
+
+
+def test_a_resume_that_would_write_checkpoints_too_large_to_read_is_refused(tmp_path, capsys,
+                                                                            monkeypatch, good):
+    """--set max_snapshots on resume grows every checkpoint the run writes: the size check a new
+    run gets is made on resume too (it was skipped: the run wrote files --resume then refused)."""
+    import training.checkpoint as checkpoint
+    monkeypatch.setattr(checkpoint, "MAX_CHECKPOINT_BYTES", 2 << 20)  # the smoke net's scale
+    code, err = resume(tmp_path, good, capsys, "--set", "total_steps=512", "--set",
+                       "final_eval_pairs=1")
+    assert code == 0, err  # 5 snapshots fit
+    (tmp_path / "more").mkdir()
+    code, err = resume(tmp_path / "more", good, capsys, "--set", "max_snapshots=1000")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "max_snapshots 1000: this resumed run's checkpoints would hold about" in err, err
+    assert sorted(os.listdir(tmp_path / "more")) == ["in"]  # before anything is written
 
 
 def test_max_minutes_counts_the_whole_run_resumed_sessions_included(tmp_path, capsys, good):

@@ -28,6 +28,8 @@ from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
     # weights are checked before --out is written (it was written, then the arena failed)
     ({"model": "nan"}, "non-finite weights"),
     ({"model": "int key"}, "must map parameter names to tensors"),
+    # a tensor in model_config crashed the card's JSON after the whole arena had played
+    ({"model_config": "tensor"}, "model_config has unknown keys 'extra'"),
 ])
 def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, changes, words):
     from training.ship import main as ship
@@ -40,6 +42,8 @@ def test_ship_refuses_bad_run_facts_before_playing_or_writing(tmp_path, capsys, 
         changes = {"model": {k: v.clone().fill_(float("nan")) for k, v in data["model"].items()}}
     elif changes.get("model") == "int key":
         changes = {"model": {**data["model"], 0: torch.zeros(1)}}
+    elif changes.get("model_config") == "tensor":
+        changes = {"model_config": {**data["model_config"], "extra": torch.zeros(3)}}
     data.update(changes)
     source = save_checkpoint(tmp_path / "source.pt", data)
     out = tmp_path / "shipped" / "policy.pt"
@@ -66,6 +70,41 @@ def test_ship_writes_a_card_for_a_policy_file_without_run_facts(tmp_path, monkey
     card = (out.parent / "MODEL_CARD.md").read_text()
     assert "| training wall time | unknown |" in card and "| arena played on | " in card
     assert reads == [str(source)]
+
+
+def test_ship_s_card_holds_the_shipped_network_s_checked_config(tmp_path):
+    """The card's model_config is the exported network's own (an oracle-critic run's policy
+    ships without a value head, and its card says so), not the file's dict copied as it was."""
+    from sevenrocks_env.policy import read_checkpoint
+    from training.ship import main as ship
+
+    data = dict(policy_entries(PolicyNet([16], action_features=2), 0), config={"critic": "oracle"})
+    source = save_checkpoint(tmp_path / "run.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    card = json.loads((out.parent / "model_card.json").read_text())
+    shipped = {"hidden_sizes": [16], "action_features": 2, "value_head": False}
+    assert card["model_config"] == read_checkpoint(out)["model_config"] == shipped
+
+
+def test_ship_writes_its_card_once_before_playing(tmp_path, capsys, monkeypatch):
+    """Everything the card will hold is written out (to text) before the arena: a value JSON
+    cannot carry is one line, exit 2, no arena played, nothing written."""
+    from training import ship as module
+
+    def played(*args, **kwargs):
+        raise AssertionError("the arena played")
+    monkeypatch.setattr(module, "_play", played)
+    monkeypatch.setattr(module, "distill_facts", lambda data, path: {  # a check that let one by
+        "teacher": torch.zeros(2), "labels": 1, "holdout_agreement": None})
+    source = save_policy(tmp_path / "plain.pt")
+    out = tmp_path / "shipped" / "policy.pt"
+    assert module.main([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                        "--agents", "random"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the model card cannot be written") and err.count("\n") == 1
+    assert not out.parent.exists()
 
 
 DISTILLED = {"teacher": "search:policy=shipped,samples=16", "labels": 315_078,

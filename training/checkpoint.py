@@ -170,18 +170,24 @@ def checkpoint_estimate(cfg) -> int:
     return 3 * policy + 3 * critic + snapshots * policy
 
 
-def check_checkpoint_size(cfg) -> None:
+def check_checkpoint_size(cfg, resumed: bool = False) -> None:
     """:class:`ConfigError` naming ``hidden_sizes`` when this run's training checkpoints would
     be too large to read back (``MAX_CHECKPOINT_BYTES``, the bound every reader of a downloaded
     file keeps): :func:`checkpoint_estimate` must fit in three quarters of it (the rest:
     snapshots still played after they leave the pool, the engine's state).  Checked before
     anything is written: such a run trained for hours, then could not be resumed, shipped or
-    loaded."""
+    loaded.  A ``resumed`` run is checked too (``--set max_snapshots`` or ``opponents`` grow
+    its checkpoints); its error names ``max_snapshots`` (its networks cannot change)."""
     estimate = checkpoint_estimate(cfg)
-    if estimate > MAX_CHECKPOINT_BYTES * 3 // 4:
-        raise ConfigError(f"hidden_sizes {cfg.hidden_sizes}: a training checkpoint would hold "
-                          f"about {estimate >> 20} MB, too much to be read back (a checkpoint "
-                          f"is read up to {MAX_CHECKPOINT_BYTES >> 20} MB, and room is kept for "
-                          "snapshots); choose smaller hidden_sizes (or fewer max_snapshots)",
-                          "hidden_sizes",
-                          ("max_snapshots", "critic"))
+    if estimate <= MAX_CHECKPOINT_BYTES * 3 // 4:
+        return
+    bound = (f"too much to be read back (a checkpoint is read up to "
+             f"{MAX_CHECKPOINT_BYTES >> 20} MB, and room is kept for snapshots)")
+    if resumed:
+        raise ConfigError(f"max_snapshots {cfg.max_snapshots}: this resumed run's checkpoints "
+                          f"would hold about {estimate >> 20} MB, {bound}; keep fewer "
+                          "max_snapshots (--set max_snapshots=N) or leave 'past' out of "
+                          "opponents", "max_snapshots", ("opponents", "hidden_sizes"))
+    raise ConfigError(f"hidden_sizes {cfg.hidden_sizes}: a training checkpoint would hold "
+                      f"about {estimate >> 20} MB, {bound}; choose smaller hidden_sizes (or "
+                      "fewer max_snapshots)", "hidden_sizes", ("max_snapshots", "critic"))

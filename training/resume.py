@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import torch
 
 from sevenrocks_env.policy import CheckpointError, expected_shapes
@@ -41,24 +42,30 @@ def check_counters(data: dict, cfg: TrainConfig, path) -> None:
 
 
 def check_rng(state, path) -> None:
-    """Python, numpy and torch generator states exactly as :func:`checkpoint.rng_state` writes."""
+    """Python, numpy and torch generator states exactly as :func:`checkpoint.rng_state` writes,
+    each set on a scratch generator first (a state of the right shape can still be refused,
+    e.g. numpy's ``has_gauss`` past a C long), and a cached Gaussian finite."""
     if not (isinstance(state, dict) and set(state) == {"python", "numpy", "torch"}):
         raise _bad(path, "rng", "must be a dict with keys python, numpy, torch")
     python = state["python"]
     if not (isinstance(python, list) and len(python) == 3 and type(python[0]) is int
             and isinstance(python[1], list) and len(python[1]) == 625
             and all(type(v) is int and 0 <= v < 2 ** 32 for v in python[1])
-            and (python[2] is None or type(python[2]) is float)
+            and (python[2] is None or (type(python[2]) is float and math.isfinite(python[2])))
             and accepts(random.Random().setstate, (python[0], tuple(python[1]), python[2]))):
-        raise _bad(path, "rng", "python: not a Mersenne Twister state")
+        raise _bad(path, "rng", "python: not a Mersenne Twister state (with a finite cached "
+                                "Gaussian or none)")
     numpy = state["numpy"]
     if not (isinstance(numpy, list) and len(numpy) == 5 and numpy[0] == "MT19937"
-            and isinstance(numpy[1], torch.Tensor) and tuple(numpy[1].shape) == (624,)
-            and numpy[1].dtype == torch.int64 and bool(((numpy[1] >= 0)
-                                                         & (numpy[1] < 2 ** 32)).all())
+            and isinstance(numpy[1], torch.Tensor) and numpy[1].layout == torch.strided
+            and tuple(numpy[1].shape) == (624,) and numpy[1].dtype == torch.int64
+            and bool(((numpy[1] >= 0) & (numpy[1] < 2 ** 32)).all())
             and type(numpy[2]) is int and 0 <= numpy[2] <= 624 and type(numpy[3]) is int
-            and type(numpy[4]) is float):
-        raise _bad(path, "rng", "numpy: not an MT19937 state")
+            and numpy[3] in (0, 1) and type(numpy[4]) is float and math.isfinite(numpy[4])
+            and accepts(np.random.RandomState().set_state,
+                        ("MT19937", numpy[1].numpy().astype(np.uint32), *numpy[2:]))):
+        raise _bad(path, "rng", "numpy: not an MT19937 state (position 0-624, has_gauss 0 or 1, "
+                                "a finite cached Gaussian)")
     if not _is_torch_rng(state["torch"]):
         raise _bad(path, "rng", f"torch: must be a generator state ({TORCH_RNG_BYTES} bytes)")
 

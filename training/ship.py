@@ -32,6 +32,7 @@ from sevenrocks_env.agents import CHECKPOINT_SPECS
 from sevenrocks_env.arena_report import RESULT_FIELDS
 from sevenrocks_env.arena_report import read_result as read_arena_result
 from sevenrocks_env.atomic_file import check_output_file
+from sevenrocks_env.observation import OBS_VERSION
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
@@ -241,18 +242,23 @@ def main(argv=None) -> int:
         for path in (out, *card_files):
             check_output_file(path, [args.checkpoint, *args.extra_result])
         source = read_checkpoint(args.checkpoint)
-        build_model(source, args.checkpoint)  # its weights, before --out is written
         facts = run_facts(source, args.checkpoint)
+        shipped = policy_only(source)
+        # its weights, before --out is written; the card's model_config is the built network's
+        model_config = build_model(shipped, args.checkpoint).model_config()
         distilled = distill_facts(source, args.checkpoint)
         extra = [read_result(path) for path in args.extra_result]
         plan = [(agent, args.pairs) for agent in args.agents]
         if args.search_pairs > 0:
             plan.append((args.search, args.search_pairs))
         play = _arena(args, [agent for agent, _ in plan])  # an unknown agent stops here
+        extra_rows = [dict(_row(result.agent_b, result), source=result.source)
+                      for result in extra]
+        card = _card(args, argv, model_config, facts, distilled, extra_rows, out, 0)
+        _card_files(card)  # what the card will say, written out before any arena is played
     except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    shipped = policy_only(source)
     for result in extra:  # a row of the card is a result of this policy, nothing else
         if not same_policy(result.spec_a, shipped):
             print(f"error: {result.source}: its policy {shown(result.spec_a)} does not have the "
@@ -263,13 +269,12 @@ def main(argv=None) -> int:
     try:  # the policy and its card are staged, and replace the old ones only once all is done
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=".ship-") as staging:
             staged = export_policy(args.checkpoint, Path(staging) / out.name, data=source)
-            rows = _play(play, f"policy=ckpt:{staged}", plan, f"ckpt:{out}")
-            rows += [dict(_row(result.agent_b, result), source=result.source)
-                     for result in extra]
-            card = _card(args, argv, source, facts, distilled, rows, out, staged.stat().st_size)
+            rows = _play(play, f"policy=ckpt:{staged}", plan, f"ckpt:{out}") + extra_rows
+            card = _card(args, argv, model_config, facts, distilled, rows, out,
+                         staged.stat().st_size)
             staged_cards = [Path(staging) / path.name for path in card_files]
-            staged_cards[0].write_text(json.dumps(card, indent=1) + "\n")
-            staged_cards[1].write_text(_markdown(card))
+            for staged_card, text in zip(staged_cards, _card_files(card, allow_nan=True)):
+                staged_card.write_text(text)
             for staged_file, path in zip((staged, *staged_cards), (out, *card_files)):
                 os.replace(staged_file, path)
     except BaseException as stop:  # Ctrl-C, a dead arena worker: the folders made go too
@@ -300,8 +305,20 @@ def _play(play, spec: str, plan, shipped: str) -> list[dict]:
     return rows
 
 
-def _card(args, argv, source, facts, distilled, rows, out: Path, file_bytes: int) -> dict:
-    """``model_card.json``'s contents (its commands name the policy at ``out``)."""
+def _card_files(card: dict, allow_nan: bool = False) -> tuple[str, str]:
+    """The texts of ``model_card.json`` and ``MODEL_CARD.md``; ``ValueError`` when ``card``
+    holds a value JSON cannot carry (every value from a file was checked: this is the last
+    guard, run before the arena; the arena's own numbers are not refused after it played)."""
+    try:
+        return json.dumps(card, indent=1, allow_nan=allow_nan) + "\n", _markdown(card)
+    except (TypeError, ValueError, KeyError, RecursionError) as error:
+        raise ValueError(f"the model card cannot be written: {str(error)[:200]}") from None
+
+
+def _card(args, argv, model_config: dict, facts, distilled, rows, out: Path,
+          file_bytes: int) -> dict:
+    """``model_card.json``'s contents (its commands name the policy at ``out``): only checked
+    values (``model_config``: the shipped network's own, :meth:`PolicyNet.model_config`)."""
     spec = f"ckpt:{out}"
     config = facts["config"]
     return {
@@ -310,7 +327,7 @@ def _card(args, argv, source, facts, distilled, rows, out: Path, file_bytes: int
         "train_threads": config.get("torch_threads"),
         # where ship ran: the arena's times; the training machine is not in a checkpoint
         "machine": f"{platform.machine()} CPU, {os.cpu_count()} cores",
-        "obs_version": source["obs_version"], "model_config": source["model_config"],
+        "obs_version": OBS_VERSION, "model_config": model_config,
         "file_bytes": file_bytes, "arena": rows, "arena_kind": args.arena,
         "config": config,
         **({"distill": distilled} if distilled else {}),

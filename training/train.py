@@ -183,8 +183,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             check_output_folder(folder)
         except OutputError as error:
             raise ConfigError(f"{key}: {error.reason}", key) from None
-    if resume is None:  # a resumed run's checkpoints have been read back already
-        check_checkpoint_size(cfg)
+    check_checkpoint_size(cfg, resumed=resume is not None)  # --set may grow the pool on resume
     torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
