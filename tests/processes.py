@@ -3,7 +3,9 @@ process's children, or a fork server's."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -70,3 +72,26 @@ def wait_until(condition, seconds: float = 30.0) -> bool:
             return False
         time.sleep(0.05)
     return True
+
+
+@contextlib.contextmanager
+def killed_group(run):
+    """Around a test of ``run`` (a ``subprocess.Popen`` started with ``start_new_session=True``,
+    so its workers share its process group): afterwards, whatever happened, nothing of the group
+    is left running."""
+    try:
+        yield run
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(10)
+        if alive_in_group(run.pid):
+            os.killpg(run.pid, signal.SIGKILL)
+
+
+def kill_9_ends_the_group(run, seconds: float) -> None:
+    """SIGKILL ``run`` alone; every process of its group (its workers) must end within
+    ``seconds``: nothing of the main process is left to stop them."""
+    run.kill()
+    run.wait(10)
+    assert wait_until(lambda: not alive_in_group(run.pid), seconds), alive_in_group(run.pid)

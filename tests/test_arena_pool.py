@@ -8,7 +8,8 @@ import signal
 from contextlib import closing
 
 import pytest
-from processes import alive_in_group, needs_proc, pool_workers, wait_until
+from processes import (alive_in_group, kill_9_ends_the_group, killed_group, needs_proc,
+                       pool_workers, wait_until)
 
 from sevenrocks_env import arena_pool
 
@@ -124,20 +125,12 @@ def test_kill_9_to_the_cli_ends_its_workers_too(tmp_path, arena):
     with out.open("w") as output:
         run = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT,
                                start_new_session=True)  # its group: the CLI and all its workers
-    try:
+    with killed_group(run):
         assert wait_until(lambda: log.exists() and log.read_text().count("\n") >= 2, 120), \
             out.read_text()
         workers = [pid for pid in alive_in_group(run.pid) if pid != run.pid]
         assert len(workers) >= 2, workers  # (the batched arena's: a fork server's children)
-        run.kill()
-        run.wait(10)
-        assert wait_until(lambda: not alive_in_group(run.pid), 5), alive_in_group(run.pid)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait(10)
-        if alive_in_group(run.pid):
-            os.killpg(run.pid, signal.SIGKILL)
+        kill_9_ends_the_group(run, 5)
 
 
 def test_fork_server_workers_ignore_ctrl_c_before_their_initializer_runs():

@@ -287,7 +287,7 @@ def test_kill_9_to_a_collection_ends_its_workers_too(student_file, tmp_path):
     import subprocess
     import sys
 
-    from processes import alive_in_group
+    from processes import alive_in_group, kill_9_ends_the_group, killed_group
     out = tmp_path / "k9.pt"
     command = [sys.executable, "-m", "training.distill", "--init", str(student_file),
                "--teacher", TEACHER, "--decisions", "1000000", "--num-envs", "64",
@@ -295,17 +295,9 @@ def test_kill_9_to_a_collection_ends_its_workers_too(student_file, tmp_path):
                "--log-dir", str(tmp_path / "runs")]
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            cwd=Path(__file__).resolve().parents[1], start_new_session=True)
-    try:
+    with killed_group(run):
         for line in run.stdout:  # a worker's first progress line: "[envs 0-31] collect: ..."
             if "collect:" in line:
                 break
         assert len(alive_in_group(run.pid)) >= 3  # the main process and its two workers
-        run.kill()
-        run.wait(10)
-        assert wait_until(lambda: not alive_in_group(run.pid), 10), alive_in_group(run.pid)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait(10)
-        if alive_in_group(run.pid):
-            os.killpg(run.pid, signal.SIGKILL)
+        kill_9_ends_the_group(run, 10)
