@@ -154,3 +154,16 @@ def test_logged_names_are_drawn_as_plain_text(tmp_path):
     """An agent named with ``$``: matplotlib's mathtext failed on it while saving."""
     folder = write(tmp_path / "run$x", [EVALS[0], scalar("eval/win_rate_vs_$\\nope{$", 0.5, 10)])
     assert main([str(folder), "--out", str(tmp_path / "c.png")]) == 0
+
+
+def test_a_picture_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypatch):
+    """savefig's OSError (a full disk) was a traceback."""
+    import matplotlib.figure
+
+    def full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", full)
+    folder = write(tmp_path / "run", EVALS)
+    assert main([str(folder), "--out", str(tmp_path / "c.png")]) == 1
+    err = capsys.readouterr().err
+    assert err == f"error: cannot write {tmp_path / 'c.png'}: No space left on device\n", err

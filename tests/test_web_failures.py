@@ -97,3 +97,20 @@ def test_a_content_length_with_leading_zeros_is_its_number(client):
     """``1*DIGIT`` (RFC 9110): twenty zeros and a 2 declare two bytes, not a huge body."""
     answer = client.post("/api/games", content=b"{}", headers={"content-length": "0" * 20 + "2"})
     assert answer.status_code == 201, answer.text
+
+
+def test_an_agent_that_cannot_be_built_is_a_json_error(client, capsys, monkeypatch):
+    """Anything but a ValueError while building the agents (memory, a file gone unreadable)
+    was a bare 500 from the framework."""
+    from sevenrocks_env.web import games
+
+    def failing(spec, seed=None):
+        raise MemoryError("cannot allocate the network")
+    monkeypatch.setattr(games, "make_agent", failing)
+    answer = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 3})
+    assert answer.status_code == 500
+    assert answer.json()["error"] == ("cannot build the agents (MemoryError; the server's log "
+                                      "says why)")
+    assert "cannot allocate the network" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert client.post("/api/games", json={"seat": 0, **BOTS}).status_code == 201

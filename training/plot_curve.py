@@ -250,6 +250,9 @@ def main(argv=None) -> int:
     except ImportError:
         print("error: plot_curve needs matplotlib: pip install -e \".[train]\"", file=sys.stderr)
         return 2
+    except OSError as error:  # the disk full, the folder gone meanwhile
+        print(f"error: cannot write {args.out}: {error.strerror or error}", file=sys.stderr)
+        return 1
     return 0
 
 

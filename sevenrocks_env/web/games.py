@@ -272,6 +272,11 @@ class GameStore:
                       for seat, spec in specs.items()}
         except ValueError as error:
             raise GameError(422, f"cannot build the agents: {error}") from None
+        except Exception as problem:  # a checkpoint gone unreadable meanwhile, memory, ...
+            print(f"sevenrocks serve: cannot build the agents {sorted(specs.values())}: "
+                  f"{problem!r:.500}", file=sys.stderr)
+            raise GameError(500, f"cannot build the agents ({type(problem).__name__}; the "
+                                 "server's log says why)") from None
         game = Game("", setup, labels, agents, Match.new(setup.seed, target=setup.target))
         self.add(game)
         game.view = game_view(game)  # with its id (no one knows the id before this returns)
