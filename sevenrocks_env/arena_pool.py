@@ -145,39 +145,18 @@ def end_with_parent() -> None:
     process cannot stop its workers, and each would wait for work for ever, an orphan.
 
     A daemon thread waits on the parent's sentinel (``parent_process().join()``: a pipe at its
-    end of file once the parent is gone, even if it died before this ran; a worker forked later
-    holds a copy, and ends the same way) and exits; it works for any start method and platform,
-    and for a fork server's children (their parent is the server, which they keep running).
-    A child forked by the parent itself on Linux also gets ``PR_SET_PDEATHSIG``: SIGKILL from
-    the kernel at the parent's death, whatever the child is doing.  The kernel sends it when
-    the parent's *thread* that forked the child ends: the thread that reads a pool's results
-    (it starts the workers) must outlive the pool, as the main thread does; a worker killed
-    early is a :class:`WorkerDied` error, not a hang."""
+    end of file once the parent is gone, even if it died before this ran) and exits the worker;
+    it works for any start method and platform, and for a fork server's children (their parent
+    is the server, which they would otherwise keep running)."""
     parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-    if os.getppid() == parent.pid and _parent_death_signal(signal.SIGKILL) \
-            and os.getppid() != parent.pid:  # the parent died before the signal was set
-        os._exit(1)
-    threading.Thread(target=_exit_when_ended, args=(parent,), name="end-with-parent",
-                     daemon=True).start()
+    if parent is not None:
+        threading.Thread(target=_exit_when_ended, args=(parent,), name="end-with-parent",
+                         daemon=True).start()
 
 
 def _exit_when_ended(parent) -> None:
     parent.join()
     os._exit(1)
-
-
-def _parent_death_signal(signum: int) -> bool:
-    """``prctl(PR_SET_PDEATHSIG, signum)`` (Linux); whether it was set."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return False
-    return prctl(*(ctypes.c_ulong(value) for value in (1, signum, 0, 0, 0))) == 0
 
 
 def _run_chunk(work, chunk) -> list:

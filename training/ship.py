@@ -255,7 +255,7 @@ def main(argv=None) -> int:
         extra_rows = [dict(_row(result.agent_b, result), source=result.source)
                       for result in extra]
         card = _card(args, argv, model_config, facts, distilled, extra_rows, out, 0)
-        _card_files(card)  # what the card will say, written out before any arena is played
+        _card_files(card)  # rendered (not written) before any arena: it can be written
     except (CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -54,6 +54,15 @@ class GameError(Exception):
         self.retry_after = retry_after
 
 
+def server_fault(problem: Exception, culprit: str, message: str, after: str = "") -> GameError:
+    """A 500 for a failure of the server's own agents: the answer says ``message`` and the
+    exception's type; what it said goes to the server's log only (an agent's error could
+    describe its hand)."""
+    print(f"sevenrocks serve: {culprit} failed: {problem!r:.500}", file=sys.stderr)
+    return GameError(500, f"{message} ({type(problem).__name__}; the server's log says "
+                          f"why){after}")
+
+
 def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """The agent specs offered on the start panel, with a label each."""
     menu = list(BUILTIN_AGENTS)
@@ -145,12 +154,9 @@ class Game:
         try:
             action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
         except Exception as problem:  # e.g. a network whose outputs went non-finite mid-game
-            # the server's log says what failed: an agent's error could describe its hand
-            print(f"sevenrocks serve: the agent at seat {seat} ({self.agents[seat].name}) "
-                  f"failed: {problem!r:.500}", file=sys.stderr)
-            raise GameError(500, f"the agent at seat {seat} ({self.labels[seat]}) failed "
-                                 f"({type(problem).__name__}; the server's log says why); the "
-                                 "game is stuck: start a new one") from None
+            raise server_fault(problem, f"the agent at seat {seat} ({self.agents[seat].name})",
+                               f"the agent at seat {seat} ({self.labels[seat]}) failed",
+                               "; the game is stuck: start a new one") from None
         if not is_legal(match, action):  # an agent bug, not the user's: still never a 500
             # why it is illegal stays in the server's log: "you do not hold 3-5" or "you hold a
             # tile that fits" would tell the player about a bot's hand
@@ -273,14 +279,13 @@ class GameStore:
         except ValueError as error:
             raise GameError(422, f"cannot build the agents: {error}") from None
         except Exception as problem:  # a checkpoint gone unreadable meanwhile, memory, ...
-            print(f"sevenrocks serve: cannot build the agents {sorted(specs.values())}: "
-                  f"{problem!r:.500}", file=sys.stderr)
-            raise GameError(500, f"cannot build the agents ({type(problem).__name__}; the "
-                                 "server's log says why)") from None
+            raise server_fault(problem, f"the agents {sorted(specs.values())}",
+                               "cannot build the agents") from None
         game = Game("", setup, labels, agents, Match.new(setup.seed, target=setup.target))
         self.add(game)
         game.view = game_view(game)  # with its id (no one knows the id before this returns)
         return game
 
 
-__all__ = ["BUILTIN_AGENTS", "Game", "GameError", "GameStore", "Setup", "agent_menu"]
+__all__ = ["BUILTIN_AGENTS", "Game", "GameError", "GameStore", "Setup", "agent_menu",
+           "server_fault"]
