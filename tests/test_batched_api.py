@@ -203,6 +203,25 @@ def test_cpu_and_gpu_give_the_same_matches():
     assert cpu.pop_finished_records() == gpu.pop_finished_records()
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_on_cuda_an_action_out_of_range_is_refused_without_validate():
+    """On a GPU the failed table lookup would be a device-side assert, ending the process's use
+    of the device: with validate=False the range is still checked there, state unchanged, and
+    the env (and the device) go on working."""
+    venv = sevenrocks_v0.vector_env(num_envs=8, device="cuda", validate=False)
+    venv.reset(seed=0)
+    before = snapshot(venv)
+    for outside in (113, -1, 500):
+        actions = first_legal(venv)
+        actions[3] = outside
+        with pytest.raises(ValueError, match=rf"action {outside} for env 3 is not in \[0, 112\]"):
+            venv.step(actions)
+    for name, value in before.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+    venv.step(first_legal(venv))
+    assert int(venv.action_mask.sum()) > 0
+
+
 def test_deal_streams_give_envs_the_same_deals():
     """Envs on one deal stream are dealt identical rounds whatever they play (duplicate deals)."""
     import torch

@@ -32,19 +32,21 @@ def pair(**settings):
     return envs
 
 
-def test_compiled_play_equals_eager_step_by_step_with_records():
-    eager, fused = pair(target=100, max_rounds=4, records=True, validate=False, reward="shaped")
-    assert fused.compiled and not eager.compiled
-    assert fused._kernels is kernels.compiled("cpu") and eager._kernels is kernels.EAGER
+SETTINGS = dict(target=100, max_rounds=4, records=True, validate=False, reward="shaped")
+
+
+def play_side_by_side(eager, fused) -> None:
+    """700 random steps of both envs (many rounds and matches: wins, blocks, dominoes,
+    truncations): masks, observations, rewards, records and states equal throughout."""
     generator = torch.Generator().manual_seed(5)
     records = 0
-    for step in range(700):  # many rounds and matches: wins, blocks, dominoes, truncations
-        assert torch.equal(eager.action_mask, fused.action_mask), step
+    for step in range(700):
+        assert torch.equal(eager.action_mask, fused.action_mask.cpu()), step
         if step % 7 == 0:
-            assert torch.equal(eager.observation, fused.observation), step
+            assert torch.equal(eager.observation, fused.observation.cpu()), step
         actions = random_actions(eager.action_mask, generator)
-        for a, b in zip(eager.step(actions), fused.step(actions)):
-            assert torch.equal(a, b), step
+        for a, b in zip(eager.step(actions), fused.step(actions.to(fused.device))):
+            assert torch.equal(a, b.cpu()), step
         if step % 100 == 99:
             finished = eager.pop_finished_records()
             assert finished == fused.pop_finished_records()
@@ -52,8 +54,26 @@ def test_compiled_play_equals_eager_step_by_step_with_records():
                 validate(record)
             records += len(finished)
     for name in FIELDS:
-        assert torch.equal(getattr(eager.state, name), getattr(fused.state, name)), name
+        assert torch.equal(getattr(eager.state, name), getattr(fused.state, name).cpu()), name
     assert records > 100
+
+
+def test_compiled_play_equals_eager_step_by_step_with_records():
+    eager, fused = pair(**SETTINGS)
+    assert fused.compiled and not eager.compiled
+    assert fused._kernels is kernels.compiled("cpu") and eager._kernels is kernels.EAGER
+    play_side_by_side(eager, fused)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_compiled_on_cuda_plays_as_the_eager_cpu_engine():
+    """On a GPU, Inductor writes Triton kernels instead of C++: a second code generator."""
+    eager = sevenrocks_v0.vector_env(num_envs=NUM_ENVS, **SETTINGS)
+    fused = sevenrocks_v0.vector_env(num_envs=NUM_ENVS, device="cuda", compile=True, **SETTINGS)
+    for venv in (eager, fused):
+        venv.reset(seed=2026)
+    assert fused._kernels is kernels.compiled("cuda")
+    play_side_by_side(eager, fused)
 
 
 def test_compiled_env_refuses_bad_actions_and_changes_nothing():

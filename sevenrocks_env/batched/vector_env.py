@@ -313,7 +313,10 @@ class VectorEnv:
         _check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
         if self.validate:
             self._check_actions(actions)
-        elif self.compiled:  # a fused kernel may fail half-way: check the range first
+        elif self.compiled or self.device.type != "cpu":
+            # check the range first (one synchronisation): a fused kernel may fail half-way,
+            # and on a GPU the failed lookup is a device-side assert that ends the process's
+            # use of the device (seen on an H200, torch 2.11)
             self._check_range(actions)
         try:
             with _plain_tensors():
