@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The GPU checks of the batched engine, as one script for a short lease of a GPU machine:
+#   1. the CPU/GPU parity tests (skipped on a machine without CUDA);
+#   2. benchmarks/vector_speed.py on the GPU, eager, B = 4,096 ... 4,194,304 (table and plot);
+#   3. the same with compile=True at one large B (Inductor's Triton kernels);
+#   4. the batched arena on the GPU beside the same arena on that machine's CPU.
+# Each step has its own time limit and writes its output under $OUT.
+#
+#   PYTHON=.venv/bin/python OUT=runs/gpu benchmarks/gpu_checks.sh
+#
+# DEVICE=cpu and small SIZES/COMPILE_SIZE/ARENA_PAIRS try the script itself on a machine
+# without a GPU (the parity tests then skip).
+set -u
+PY=${PYTHON:-.venv/bin/python}
+OUT=${OUT:-runs/gpu}
+DEVICE=${DEVICE:-cuda}
+SIZES=${SIZES:-4096 16384 65536 262144 1048576 4194304}
+COMPILE_SIZE=${COMPILE_SIZE:-1048576}
+ARENA_PAIRS=${ARENA_PAIRS:-20000}
+CPU_ARENA_PAIRS=${CPU_ARENA_PAIRS:-1000}
+SECONDS_PER_ROW=${SECONDS_PER_ROW:-2}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+
+step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
+
+step machine
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
+"$PY" -c "import torch, platform; print(platform.processor() or platform.machine(), \
+'torch', torch.__version__, 'CUDA', torch.version.cuda, \
+torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device')"
+
+step "CPU/GPU parity tests"
+timeout 90 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
+    tests/test_batched_api.py::test_cpu_and_gpu_give_the_same_matches \
+    tests/test_batched_api.py::test_on_cuda_an_action_out_of_range_is_refused_without_validate \
+    tests/test_batched_compiled.py::test_compiled_on_cuda_plays_as_the_eager_cpu_engine \
+    tests/test_batched_heuristic.py::test_cuda_gives_the_same_choices_as_the_cpu \
+    tests/test_batched_sampling.py::test_on_cuda_only_legal_actions_are_drawn \
+    tests/test_policy.py::test_shipped_policy_runs_on_cuda_with_cpu_equal_logits \
+    2>&1 | tee "$OUT/parity.txt"
+
+step "vector_speed, eager, device $DEVICE"
+# shellcheck disable=SC2086  # SIZES is a list of numbers
+timeout 100 "$PY" benchmarks/vector_speed.py --device "$DEVICE" --seconds "$SECONDS_PER_ROW" \
+    --sizes $SIZES --plot "$OUT/vector_speed_$DEVICE.png" 2>&1 | tee "$OUT/vector_speed.txt"
+
+step "vector_speed, compile=True, B = $COMPILE_SIZE, device $DEVICE"
+timeout 130 "$PY" benchmarks/vector_speed.py --device "$DEVICE" --seconds "$SECONDS_PER_ROW" \
+    --sizes "$COMPILE_SIZE" --compile 2>&1 | tee "$OUT/vector_speed_compiled.txt"
+
+step "an action outside [0, 112] with validate=False, eager, device $DEVICE"
+timeout 60 "$PY" - "$DEVICE" <<'PYTHON' 2>&1 | tail -4 | tee "$OUT/out_of_range.txt"
+import sys, torch
+from sevenrocks_env import sevenrocks_v0
+venv = sevenrocks_v0.vector_env(num_envs=8, device=sys.argv[1], validate=False)
+venv.reset(seed=0)
+try:
+    venv.step(torch.full((8,), 500, device=sys.argv[1]))
+    print("stepped:", venv.current_seat.tolist())
+except Exception as error:
+    print(type(error).__name__, str(error)[:300])
+try:
+    print("after it:", int(venv.action_mask.sum()), "legal actions")
+except Exception as error:
+    print("after it:", type(error).__name__, str(error)[:300])
+PYTHON
+
+step "batched arena, device $DEVICE, then cpu"
+timeout 60 "$PY" benchmarks/arena_speed.py --device "$DEVICE" --pool-pairs 0 \
+    --pairs "$ARENA_PAIRS" --batch 65536 2>&1 | tee "$OUT/arena_speed.txt"
+timeout 50 "$PY" benchmarks/arena_speed.py --device cpu --pool-pairs 0 \
+    --pairs "$CPU_ARENA_PAIRS" 2>&1 | tee -a "$OUT/arena_speed.txt"
+step done
