@@ -84,13 +84,14 @@ def read_saved(path: Path) -> dict:
 
 
 def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1,
-         agents: dict | None = None) -> dict:
+         agents: dict | None = None, device: str = "cpu", batch: int = 256) -> dict:
     """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved
     file when that was played with the same specs, deal seed and number of pairs, and the files
     the specs load still hold what they held (a file from another --seed, --scale or
     --make-train checkpoint is played again and replaced).  A file the ladder did not write (an
     arena's ``--json`` output: no ``files`` key) is reused when its specs load no file, and is
-    never replaced: :class:`SavedError` if it does not fit."""
+    never replaced: :class:`SavedError` if it does not fit.  ``device`` and ``batch`` (pairs
+    played together) are the batched arena's; they change the speed, not the deals."""
     from sevenrocks_env.arena_log import files_fingerprint
 
     path = out / f"{a}__{b}.json"
@@ -120,8 +121,8 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
         result = evaluate(spec_a, spec_b, pairs, seed=seed, workers=workers, progress=True)
     else:
         from sevenrocks_env.arena_batched import evaluate_batched
-        result = evaluate_batched(spec_a, spec_b, pairs, seed=seed, batch=min(pairs, 256),
-                                  workers=workers)
+        result = evaluate_batched(spec_a, spec_b, pairs, seed=seed, batch=min(pairs, batch),
+                                  workers=workers, device=device)
     data = result.as_dict()
     data["wall_s"] = time.perf_counter() - started
     data["files"] = files
@@ -192,9 +193,15 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=arguments.workers, default=1,
                         help="processes for every pairing (the batched ones split their "
                              "pairs into spans, one a process)")
+    parser.add_argument("--device", type=arguments.device, default="cpu",
+                        help="the batched arena's device (cuda: one process, --workers 1)")
+    parser.add_argument("--batch", type=arguments.batch, default=256,
+                        help="pairs the batched arena plays together (more on a GPU)")
     parser.add_argument("--no-play", action="store_true",
                         help="only the pairings already saved under --out (ratings and plot)")
     args = parser.parse_args(argv)
+    if args.device != "cpu" and args.workers > 1:
+        parser.error(f"--workers {args.workers} play on the CPU; on {args.device} use one")
     agents, pairings = dict(AGENTS), list(PAIRINGS)
     if args.make_train:
         agents["make_train"] = f"ckpt:{args.make_train}"
@@ -231,7 +238,7 @@ def main(argv=None) -> int:
                           f"{r['seed']}: not this ladder's specs or --seed)", file=sys.stderr)
             else:
                 r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
-                         args.workers, agents)
+                         args.workers, agents, args.device, args.batch)
         except SavedError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

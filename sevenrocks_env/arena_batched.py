@@ -169,10 +169,7 @@ def _batched_search(agent, device) -> BatchedAgent | None:
         if agent.rollout != "argmax":
             raise ValueError("search:policy: the batched arena plays rollout=argmax only (sampled "
                              "rollouts would depend on how decisions are grouped)")
-        if agent.device != torch.device(device):
-            raise ValueError(f"search:policy: the agent runs on {agent.device}, the arena on "
-                             f"{device}; give both the same device")
-        return BatchedSearchAgent(agent)
+        return BatchedSearchAgent(agent.on(device))  # a copy on the arena's device
     return None
 
 

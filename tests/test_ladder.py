@@ -47,6 +47,20 @@ def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
     assert "| greedy | random |" in table and "| heuristic |" not in table
 
 
+def test_the_batch_size_changes_no_result(tmp_path, capsys):
+    """--batch (pairs played together) is speed only: the same deals, the same matches."""
+    results = []
+    for batch in ("1", "256"):
+        out = tmp_path / batch
+        assert ladder.main(["--scale", "0.02", "--only", "random", "--out", str(out),
+                            "--batch", batch, "--device", "cpu"]) == 0
+        results.append([{k: v for k, v in json.loads(p.read_text()).items()
+                         if "second" not in k and k not in ("wall_s", "decisions_per_s")}
+                        for p in sorted(out.glob("*.json"))])
+    assert results[0] == results[1] and len(results[0]) == 2
+    capsys.readouterr()
+
+
 def test_ratings_follow_the_results():
     results = [{"agent_a": "a", "agent_b": "b", "win_rate": 0.8, "pairs": 100},
                {"agent_a": "b", "agent_b": "c", "win_rate": 0.8, "pairs": 100}]

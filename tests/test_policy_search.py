@@ -366,6 +366,35 @@ def test_batched_arena_plays_the_policy_search_end_to_end():
     assert result.pairs == 2 and result.matches == 4
 
 
+def test_on_its_own_device_the_agent_is_itself(shipped):
+    agent = PolicySearchAgent(shipped, samples=2)
+    assert agent.on("cpu") is agent and agent.on(torch.device("cpu")) is agent
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_the_batched_arena_on_cuda_plays_a_cpu_agent_on_a_copy(shipped):
+    """The arena on a GPU moves the search there (network and rollouts); the caller's agent
+    stays on the CPU, and the GPU copy scores the same decisions as the CPU agent."""
+    from sevenrocks_env.arena_batched import evaluate_batched
+
+    agent = PolicySearchAgent(shipped, samples=4, seed=0)
+    result = evaluate_batched(agent, "greedy", 4, seed=5, target=100, device="cuda")
+    assert result.pairs == 4 and agent.device.type == "cpu"
+    assert next(agent.model.parameters()).device.type == "cpu"
+    moved = agent.on("cuda")
+    assert next(moved.model.parameters()).device.type == "cuda"
+    matches = [m for m in (random_state(s, 4 + s % 30) for s in range(12))
+               if not m.over and len(rules.legal_actions(m)) > 1]
+    views = [(encode(m, m.turn), action_mask(m, m.turn)) for m in matches]
+    observations, masks = zip(*views)
+    values = [a.action_values_many(observations, masks,
+                                   [np.random.default_rng(i) for i in range(len(views))])
+              for a in (agent, moved)]
+    assert len(values[0]) == len(matches) > 5
+    for cpu, gpu in zip(*values):
+        np.testing.assert_allclose(cpu, gpu, atol=1e-4)
+
+
 def test_unseeded_agents_do_not_share_their_rollout_draws():
     """seed(None) draws a fresh generator seed for the sampled rollouts, as for the worlds."""
     from sevenrocks_env.agents import make_agent

@@ -43,6 +43,8 @@ The agent only ever sees ``(observation, action_mask)``; the hidden tiles cannot
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import torch
 
@@ -112,6 +114,18 @@ class PolicySearchAgent:
         self.threads = None if threads is None else int(threads)
         self._rollouts = WorldRollouts(self.device, self.win_bonus)
         self.seed(seed)
+
+    def on(self, device) -> "PolicySearchAgent":
+        """This agent playing on ``device``: itself if it already does, else a copy whose
+        network and rollout engine live there (the batched arena's way to play it on its own
+        device; the copy shares this agent's random streams)."""
+        device = torch.device(device)
+        if device == self.device:
+            return self
+        moved = copy.copy(self)
+        moved.device, moved.model = device, copy.deepcopy(self.model).to(device)
+        moved._rollouts = WorldRollouts(device, self.win_bonus)
+        return moved
 
     def seed(self, seed: int | None) -> None:
         self._rng = np.random.default_rng(seed)
