@@ -28,6 +28,8 @@ Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``-
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from torch import nn
@@ -40,7 +42,7 @@ from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTE
                           check_model_config, read_checkpoint, resolve_path, shipped_path)
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, PlacementScorer, layer_init, \
     loading_weights, scorer_shapes
-from .rules import Match
+from .rules import Match, apply_action, legal_actions
 from .tiles import KNOCK, NUM_ACTIONS
 
 NO_VALUE_HEAD = ("this policy has no value head: it was trained with the oracle critic, whose "
@@ -303,16 +305,33 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
     return model
 
 
+@functools.cache
+def probe_positions() -> tuple[torch.Tensor, torch.Tensor]:
+    """``(observations [12, 238], masks [12, 113])``: the positions a loaded network is tried
+    on -- four deals, each at its opening and after 6 and 14 moves of a fixed legal line, so
+    the seats on turn, hands and layouts differ (:func:`_check_outputs`)."""
+    observations, masks = [], []
+    for deal in range(4):
+        match = Match.new(deal)
+        for move in range(15):
+            if move in (0, 6, 14):
+                observations.append(encode(match, match.turn))
+                masks.append(action_mask(match, match.turn))
+            legal = legal_actions(match)
+            apply_action(match, legal[(7 * move + deal) % len(legal)])
+    return (torch.as_tensor(np.stack(observations)),
+            torch.as_tensor(np.stack(masks), dtype=torch.bool))
+
+
 def _check_outputs(model: PolicyNet, path) -> None:
-    """:class:`CheckpointError` when ``model`` gives non-finite logits on a match's opening
-    position: weights that are finite but overflow (1e37, say) would otherwise load and play
-    action 0 or fail at some later decision."""
-    opening = Match.new(0)
-    observation = torch.as_tensor(encode(opening, opening.turn)).unsqueeze(0)
-    mask = torch.as_tensor(action_mask(opening, opening.turn), dtype=torch.bool).unsqueeze(0)
+    """:class:`CheckpointError` when ``model`` gives non-finite logits at any of
+    :func:`probe_positions`: weights that are finite but overflow (1e37, say) would otherwise
+    load and play action 0 or fail at some later decision.  (Several positions: a network whose
+    units are all inactive at one position gives finite logits there whatever its weights.)"""
+    observations, masks = probe_positions()
     with torch.inference_mode():
-        logits, _ = model(observation, mask)
-    if not bool(torch.isfinite(logits[mask]).all()):
+        logits, _ = model(observations, masks)
+    if not bool(torch.isfinite(logits[masks]).all()):
         raise CheckpointError(f"{path}: the network's outputs are not finite (its weights "
                               "overflow)")
 

@@ -10,7 +10,7 @@ from policy_files import save_policy
 from web_client import BOTS, game_of
 
 from sevenrocks_env.observation import encode
-from sevenrocks_env.policy import PolicyNet
+from sevenrocks_env.policy import PolicyNet, probe_positions
 from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.web.api import MAX_REPLAY_BODY, create_app
@@ -51,13 +51,15 @@ def test_a_bot_that_raises_is_a_json_error_naming_it(client, app, capsys):
 
 
 def test_a_policy_gone_non_finite_mid_game_leaves_the_server_usable(tmp_path, capsys):
-    """A checkpoint whose first layer is huge on inputs that are zero at the deal: its first
-    moves are fine, a later one overflows to non-finite outputs (a RuntimeError in act)."""
+    """A checkpoint whose first layer is huge on inputs that are zero at the deal and at the
+    positions the load check tries (``policy.probe_positions``): it loads, its first moves are
+    fine, a later one overflows to non-finite outputs (a RuntimeError in act)."""
     from starlette.testclient import TestClient
 
     seed = 1
     opening = [np.asarray(encode(Match.new(seed), seat)) for seat in range(4)]
-    zero = np.flatnonzero(np.all(np.stack(opening) == 0, axis=0))
+    seen = np.concatenate([np.stack(opening), probe_positions()[0].numpy()])
+    zero = np.flatnonzero(np.all(seen == 0, axis=0))
     net = PolicyNet([16])
     with torch.no_grad():
         net.trunk[0].weight[:, zero] = 3e38
