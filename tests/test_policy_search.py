@@ -103,6 +103,22 @@ def test_every_sampled_world_is_consistent_with_counts_and_knocks(seed, moves):
         assert view_of(world, 0) == view  # the world looks the same from the observer's seat
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), moves=st.integers(0, 80), count=st.integers(0, 70))
+def test_sample_many_draws_the_same_worlds_as_sample_one_by_one(seed, moves, count):
+    """The search's numpy sampler (``sample_many``) makes every choice ``sample`` makes, from
+    the same draws, and leaves the generator where ``sample`` leaves it (so the uniformity
+    tests of ``sample`` hold for it, and search's results did not move)."""
+    match = random_state(seed, moves)
+    if match.over:
+        return
+    sampler = HandSampler(view_of(match, match.turn))
+    one_by_one, together = np.random.default_rng(seed), np.random.default_rng(seed)
+    assert sampler.sample_many(together, count) == [sampler.sample(one_by_one)
+                                                    for _ in range(count)]
+    assert together.bit_generator.state == one_by_one.bit_generator.state
+
+
 @pytest.mark.parametrize("seed, moves", TWO_KNOCKERS)
 def test_sampler_is_uniform_over_consistent_deals_with_two_knocking_seats(seed, moves):
     match = random_state(seed, moves)

@@ -67,6 +67,7 @@ class HandSampler:
                     if total:
                         table[(a, b)] = total
         self.ways = ways
+        self._arrays: list[np.ndarray] | None = None   # ways as arrays, for sample_many
         self.consistent_deals = ways[0].get(self.counts[:2], 0)
         if not self.consistent_deals:
             raise ValueError("no deal of the unseen tiles is consistent with this view")
@@ -91,6 +92,52 @@ class HandSampler:
             hands[j] |= 1 << tile
             a, b, c = a - (j == 0), b - (j == 1), c - (j == 2)
         return hands[0], hands[1], hands[2]
+
+
+    def sample_many(self, rng: np.random.Generator, count: int) -> list[tuple[int, int, int]]:
+        """``count`` samples, numpy over the samples tile by tile: the same hands from the same
+        draws as ``[self.sample(rng) for _ in range(count)]`` (which takes one uniform per tile,
+        sample after sample: here one ``[count, tiles]`` block), with the same float operations
+        in the same order, so every choice is bit for bit the one :meth:`sample` makes."""
+        tables = self._tables()
+        draws = rng.random((count, len(self.tiles)))
+        a = np.full(count, self.counts[0], dtype=np.int64)  # tiles seats 1 and 2 still get
+        b = np.full(count, self.counts[1], dtype=np.int64)  # (seat 3's follow: tables say 0)
+        seat = np.empty((count, len(self.tiles)), dtype=np.int64)
+        for i, allowed in enumerate(self.allowed):
+            after = tables[i + 1]
+            weights = [after[a - (j == 0), b - (j == 1)] for j in allowed]
+            chosen = self._first_below(draws[:, i] * sum(weights), weights, allowed)
+            seat[:, i] = chosen
+            a -= chosen == 0
+            b -= chosen == 1
+        bits = np.array([1 << tile for tile in self.tiles], dtype=np.int64)
+        hands = [((seat == j) * bits).sum(1) for j in range(3)]
+        return list(zip(*(h.tolist() for h in hands)))
+
+    @staticmethod
+    def _first_below(pick: np.ndarray, weights: list[np.ndarray], allowed) -> np.ndarray:
+        """Per row, the first ``allowed[k]`` with ``pick - weights[0] - ... - weights[k-1] <
+        weights[k]`` (float subtraction in that order, as :meth:`sample`), else the last."""
+        below = []
+        for weight in weights:
+            below.append(pick < weight)
+            pick = pick - weight
+        return np.select(below, allowed, allowed[-1])
+
+    def _tables(self) -> list[np.ndarray]:
+        """``ways`` as arrays ``[i][a, b]``, 0 where the dict has no entry, with one row and
+        column of zeros more, so index -1 (a seat given more than its count) reads 0; at most
+        22 * 9 * 9 deal counts, each below 21! / 7!**3 < 2**29: exact in int64 and float64."""
+        if self._arrays is None:
+            shape = (self.counts[0] + 2, self.counts[1] + 2)
+            self._arrays = []
+            for table in self.ways:
+                array = np.zeros(shape, dtype=np.int64)
+                for (a, b), ways in table.items():
+                    array[a, b] = ways
+                self._arrays.append(array)
+        return self._arrays
 
 
 def world_match(view: SeatView, hidden: tuple[int, int, int]) -> rules.Match:

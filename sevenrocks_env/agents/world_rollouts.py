@@ -58,8 +58,7 @@ class Decision:
     def sample(cls, view: SeatView, legal: list[int], samples: int, rng: np.random.Generator,
                rounds: int = 1) -> "Decision":
         """``samples`` worlds drawn uniformly among the deals consistent with ``view``."""
-        sampler = HandSampler(view)
-        hidden = [sampler.sample(rng) for _ in range(samples)]
+        hidden = HandSampler(view).sample_many(rng, samples)
         return cls(view, legal, hidden, rng.integers(0, _STREAMS, size=samples).tolist(), rounds)
 
     @property
