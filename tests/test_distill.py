@@ -441,10 +441,9 @@ def test_epochs_0_collects_labels_and_writes_no_policy(tmp_path):
     assert info["epochs"] == 0 and info["labels"] >= 8 and not out.exists()
     labels, _ = distill_labels.load_labels(tmp_path / "student.labels.npz")
     assert len(labels["action"]) == info["labels"] and labels["seed"] == 12, "seed not recorded"
-    again = distill.Args(init=str(net), labels=str(tmp_path / "student.labels.npz"), epochs=0,
-                         out=str(out), log_dir=str(tmp_path / "runs"))
-    with pytest.raises(ValueError, match="nothing to do"):
-        distill.run(again, log=lambda *_: None)
+    with pytest.raises(ValueError, match="nothing to do"):  # refused before any file is read
+        distill.Args(init=str(tmp_path / "missing.pt"), labels=str(tmp_path / "no.npz"),
+                     epochs=0, out=str(out), log_dir=str(tmp_path / "runs"))
 
 
 def test_ctrl_c_stops_a_collection_with_every_fully_labelled_step(monkeypatch):

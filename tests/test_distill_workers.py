@@ -245,13 +245,18 @@ def test_a_run_with_workers_joins_the_parts_into_one_labels_file(student_file, t
     assert not list(tmp_path.glob("*.part*.npz")), "the part files are left behind"
 
 
-def test_more_workers_than_matches_is_refused(student_file, tmp_path):
-    args = distill.Args(init=str(student_file), teacher=TEACHER, decisions=20, num_envs=2,
-                        workers=3, out=str(tmp_path / "s.pt"), log_dir=str(tmp_path / "runs"))
+def test_more_workers_than_matches_is_refused_when_the_settings_are_made(student_file, tmp_path,
+                                                                           capsys):
     with pytest.raises(ValueError, match="--workers 3 is more than --num-envs 2"):
-        distill.run(args, log=quiet)
-    with pytest.raises(SystemExit):
-        distill.main(["--workers", "0"])
+        distill.Args(init=str(student_file), teacher=TEACHER, decisions=20, num_envs=2,
+                     workers=3, out=str(tmp_path / "s.pt"), log_dir=str(tmp_path / "runs"))
+    args = distill.Args(num_envs=2, workers=2)
+    with pytest.raises(ValueError, match="--workers 3 is more than --num-envs 2"):
+        args.workers = 3
+    for argv in (["--workers", "0"], ["--workers", "3", "--num-envs", "2"]):
+        with pytest.raises(SystemExit):
+            distill.main(argv)
+    assert "error: --workers 3 is more than --num-envs 2" in capsys.readouterr().err
 
 
 def test_kill_int_stops_a_collection_started_in_the_background(student_file, tmp_path):

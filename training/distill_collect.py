@@ -283,9 +283,6 @@ def collect_labels(args, student: PolicyNet, path: Path, log=print) -> tuple[dic
         labels = collect(student, searcher, args.decisions, args.num_envs, args.seed, log,
                          save=lambda so_far: save_labels(path, so_far, teacher, args.seed))
     else:
-        if args.workers > args.num_envs:
-            raise ValueError(f"--workers {args.workers} is more than --num-envs "
-                             f"{args.num_envs}: each worker steps some of the matches")
         labels = collect_in_pool(args.init, args.teacher, args.decisions, args.num_envs,
                                  args.seed, args.workers, path, args.threads, log=log)
     n = len(labels["action"])
