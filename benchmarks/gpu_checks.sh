@@ -10,7 +10,7 @@
 #
 # DEVICE=cpu and small SIZES/COMPILE_SIZE/ARENA_PAIRS try the script itself on a machine
 # without a GPU (the parity tests then skip).
-set -u
+set -u -o pipefail
 PY=${PYTHON:-.venv/bin/python}
 OUT=${OUT:-runs/gpu}
 DEVICE=${DEVICE:-cuda}
@@ -22,7 +22,9 @@ SECONDS_PER_ROW=${SECONDS_PER_ROW:-2}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 
+failed=()
 step() { echo; echo "== $* ($(date -u +%H:%M:%S))"; }
+check() { local status=$?; [ "$status" = 0 ] || failed+=("$1 (exit $status)"); }
 
 step machine
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || true
@@ -38,16 +40,20 @@ timeout 90 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
     tests/test_batched_heuristic.py::test_cuda_gives_the_same_choices_as_the_cpu \
     tests/test_batched_sampling.py::test_on_cuda_only_legal_actions_are_drawn \
     tests/test_policy.py::test_shipped_policy_runs_on_cuda_with_cpu_equal_logits \
+    tests/test_policy_search.py::test_the_batched_arena_on_cuda_plays_a_cpu_agent_on_a_copy \
     2>&1 | tee "$OUT/parity.txt"
+check "parity tests"
 
 step "vector_speed, eager, device $DEVICE"
 # shellcheck disable=SC2086  # SIZES is a list of numbers
 timeout 100 "$PY" benchmarks/vector_speed.py --device "$DEVICE" --seconds "$SECONDS_PER_ROW" \
     --sizes $SIZES --plot "$OUT/vector_speed_$DEVICE.png" 2>&1 | tee "$OUT/vector_speed.txt"
+check "vector_speed eager"
 
 step "vector_speed, compile=True, B = $COMPILE_SIZE, device $DEVICE"
 timeout 130 "$PY" benchmarks/vector_speed.py --device "$DEVICE" --seconds "$SECONDS_PER_ROW" \
     --sizes "$COMPILE_SIZE" --compile 2>&1 | tee "$OUT/vector_speed_compiled.txt"
+check "vector_speed compiled"
 
 step "an action outside [0, 112] with validate=False, eager, device $DEVICE"
 timeout 60 "$PY" - "$DEVICE" <<'PYTHON' 2>&1 | tail -4 | tee "$OUT/out_of_range.txt"
@@ -69,6 +75,12 @@ PYTHON
 step "batched arena, device $DEVICE, then cpu"
 timeout 60 "$PY" benchmarks/arena_speed.py --device "$DEVICE" --pool-pairs 0 \
     --pairs "$ARENA_PAIRS" --batch 65536 2>&1 | tee "$OUT/arena_speed.txt"
+check "arena on $DEVICE"
 timeout 50 "$PY" benchmarks/arena_speed.py --device cpu --pool-pairs 0 \
     --pairs "$CPU_ARENA_PAIRS" 2>&1 | tee -a "$OUT/arena_speed.txt"
+check "arena on cpu"
 step done
+if [ ${#failed[@]} -gt 0 ]; then
+    printf 'failed: %s\n' "${failed[@]}"
+    exit 1
+fi

@@ -305,11 +305,16 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
     return model
 
 
-@functools.cache
 def probe_positions() -> tuple[torch.Tensor, torch.Tensor]:
-    """``(observations [12, 238], masks [12, 113])``: the positions a loaded network is tried
-    on -- four deals, each at its opening and after 6 and 14 moves of a fixed legal line, so
-    the seats on turn, hands and layouts differ (:func:`_check_outputs`)."""
+    """``(observations [12, 238], masks [12, 113])``, new tensors at each call: the positions
+    a loaded network is tried on -- four deals, each at its opening and after 6 and 14 moves of
+    a fixed legal line, so the seats on turn, hands and layouts differ (:func:`_check_outputs`)."""
+    observations, masks = _probes()
+    return torch.tensor(observations), torch.tensor(masks)
+
+
+@functools.cache
+def _probes() -> tuple[np.ndarray, np.ndarray]:
     observations, masks = [], []
     for deal in range(4):
         match = Match.new(deal)
@@ -319,8 +324,9 @@ def probe_positions() -> tuple[torch.Tensor, torch.Tensor]:
                 masks.append(action_mask(match, match.turn))
             legal = legal_actions(match)
             apply_action(match, legal[(7 * move + deal) % len(legal)])
-    return (torch.as_tensor(np.stack(observations)),
-            torch.as_tensor(np.stack(masks), dtype=torch.bool))
+    observations, masks = np.stack(observations), np.stack(masks).astype(bool)
+    observations.flags.writeable = masks.flags.writeable = False
+    return observations, masks
 
 
 def _check_outputs(model: PolicyNet, path) -> None:

@@ -138,6 +138,19 @@ def test_cut_bias_says_its_seeds(tmp_path, capsys):
     assert header.endswith("seeds: self-play --seed 5, continuations 6")
 
 
+def test_oracle_search_plays_both_pairings_and_says_its_seed(capsys):
+    """The oracle's worlds are the true hands in the seat's frame (``OracleSearch`` asserts
+    they hold the unseen tiles in each relative seat's count, at every decision)."""
+    oracle_search = script("oracle_search")
+    assert oracle_search.main(["--pairs", "1", "--samples", "2", "--target", "40",
+                               "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "deal seed 3, 1 pairs, target 40" in out
+    rows = [line for line in out.splitlines() if line.startswith("| search")]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        "search:policy=shipped,samples=2", "search:samples=64"]
+
+
 def test_cut_bias_bounds_matches_steps_and_samples(monkeypatch, tmp_path, capsys):
     """A billion matches, steps or samples was taken, then ran out of memory."""
     cut_bias = script("cut_bias")

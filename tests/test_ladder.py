@@ -61,6 +61,22 @@ def test_the_batch_size_changes_no_result(tmp_path, capsys):
     capsys.readouterr()
 
 
+def test_batch_and_device_reach_the_batched_arena(tmp_path, monkeypatch, capsys):
+    import sevenrocks_env.arena_batched as arena_batched
+    calls = []
+    played = arena_batched.evaluate_batched
+
+    def recording(*args, **kwargs):
+        calls.append((args[2], kwargs["batch"], kwargs["device"]))
+        return played(*args, **kwargs)
+
+    monkeypatch.setattr(arena_batched, "evaluate_batched", recording)
+    assert ladder.main(["--scale", "0.02", "--only", "random", "--out", str(tmp_path),
+                        "--batch", "3", "--device", "cpu"]) == 0
+    assert calls == [(4, 3, "cpu"), (4, 3, "cpu")]
+    capsys.readouterr()
+
+
 def test_ratings_follow_the_results():
     results = [{"agent_a": "a", "agent_b": "b", "win_rate": 0.8, "pairs": 100},
                {"agent_a": "b", "agent_b": "c", "win_rate": 0.8, "pairs": 100}]

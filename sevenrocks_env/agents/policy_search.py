@@ -116,15 +116,18 @@ class PolicySearchAgent:
         self.seed(seed)
 
     def on(self, device) -> "PolicySearchAgent":
-        """This agent playing on ``device``: itself if it already does, else a copy whose
-        network and rollout engine live there (the batched arena's way to play it on its own
-        device; the copy shares this agent's random streams)."""
-        device = torch.device(device)
-        if device == self.device:
+        """This agent playing on ``device``: itself if it already does (``cuda`` and
+        ``cuda:0`` are one device when 0 is the current one), else a copy whose network and
+        rollout engine live there (the batched arena's way to play it on its own device), with
+        random streams of its own in this agent's present state."""
+        device = _normalised(device)
+        if device == _normalised(self.device):
             return self
         moved = copy.copy(self)
         moved.device, moved.model = device, copy.deepcopy(self.model).to(device)
         moved._rollouts = WorldRollouts(device, self.win_bonus)
+        moved._rng = copy.deepcopy(self._rng)
+        moved._generator = torch.Generator().set_state(self._generator.get_state())
         return moved
 
     def seed(self, seed: int | None) -> None:
@@ -166,15 +169,25 @@ class PolicySearchAgent:
             if torch.get_num_threads() != previous:
                 torch.set_num_threads(previous)
 
-    @torch.inference_mode()
     def _values(self, observations, masks, rngs) -> list[list[float]]:
-        priors = self._log_probs(observations, masks)
         decisions = []
         for observation, mask, rng in zip(observations, masks, rngs):
             view = decode(observation)
-            whole_match = max(view.scores) >= view.target - self.reach
             decisions.append(Decision.sample(view, legal_from_mask(mask), self.samples, rng,
-                                      rounds=self.horizon if whole_match else 1))
+                                             rounds=self.rounds(view)))
+        return self.scores(observations, masks, decisions)
+
+    def rounds(self, view) -> int:
+        """Rounds a rollout from ``view`` may play: past this one, to the match's end or
+        ``horizon`` rounds, once a partnership is within ``reach`` of the target (R8)."""
+        return self.horizon if max(view.scores) >= view.target - self.reach else 1
+
+    @torch.inference_mode()
+    def scores(self, observations, masks, decisions: list[Decision]) -> list[list[float]]:
+        """Each decision's score of its legal actions: the mean rollout value over its worlds
+        plus ``prior`` times the policy's log-probability at the real observation.  (The worlds
+        are the caller's: ``benchmarks/oracle_search.py`` gives the true hidden hands.)"""
+        priors = self._log_probs(observations, masks)
         values = self.world_values(decisions)
         return [(value.mean(0) + self.prior * prior[d.legal]).tolist()
                 for d, value, prior in zip(decisions, values, priors)]
@@ -197,6 +210,14 @@ class PolicySearchAgent:
         if self.rollout == "argmax":
             return dist.mode()
         return dist.sample(self._generator)  # legal, or an error: never an illegal rollout move
+
+
+def _normalised(device) -> torch.device:
+    """``device`` with its index made explicit where torch leaves it to the current device."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu") if device.type == "cpu" else device
 
 
 __all__ = ["PolicySearchAgent", "ROLLOUT_MODES"]
