@@ -3,13 +3,14 @@
 #   1. the CPU/GPU parity tests (skipped on a machine without CUDA);
 #   2. benchmarks/vector_speed.py on the GPU, eager, B = 4,096 ... 4,194,304 (table and plot);
 #   3. the same with compile=True at one large B (Inductor's Triton kernels);
-#   4. the batched arena on the GPU beside the same arena on that machine's CPU.
+#   4. benchmarks/search_speed.py with its batched rows on the GPU;
+#   5. the batched arena on the GPU beside the same arena on that machine's CPU.
 # Each step has its own time limit and writes its output under $OUT.
 #
 #   PYTHON=.venv/bin/python OUT=runs/gpu benchmarks/gpu_checks.sh
 #
-# DEVICE=cpu and small SIZES/COMPILE_SIZE/ARENA_PAIRS try the script itself on a machine
-# without a GPU (the parity tests then skip).
+# DEVICE=cpu and small SIZES, COMPILE_SIZE, ARENA_PAIRS and SEARCH_DECISIONS try the script itself
+# on a machine without a GPU (the parity tests then skip).
 set -u -o pipefail
 PY=${PYTHON:-.venv/bin/python}
 OUT=${OUT:-runs/gpu}
@@ -19,6 +20,7 @@ COMPILE_SIZE=${COMPILE_SIZE:-1048576}
 ARENA_PAIRS=${ARENA_PAIRS:-20000}
 CPU_ARENA_PAIRS=${CPU_ARENA_PAIRS:-1000}
 SECONDS_PER_ROW=${SECONDS_PER_ROW:-2}
+SEARCH_DECISIONS=${SEARCH_DECISIONS:-40}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 
@@ -54,6 +56,11 @@ step "vector_speed, compile=True, B = $COMPILE_SIZE, device $DEVICE"
 timeout 130 "$PY" benchmarks/vector_speed.py --device "$DEVICE" --seconds "$SECONDS_PER_ROW" \
     --sizes "$COMPILE_SIZE" --compile 2>&1 | tee "$OUT/vector_speed_compiled.txt"
 check "vector_speed compiled"
+
+step "search_speed, batched rows on $DEVICE"
+timeout 150 "$PY" benchmarks/search_speed.py --device "$DEVICE" --decisions "$SEARCH_DECISIONS" \
+    2>&1 | tee "$OUT/search_speed.txt"
+check "search_speed on $DEVICE"
 
 step "an action outside [0, 112] with validate=False, eager, device $DEVICE"
 timeout 60 "$PY" - "$DEVICE" <<'PYTHON' 2>&1 | tail -4 | tee "$OUT/out_of_range.txt"

@@ -1,6 +1,6 @@
 """Time per decision of the search agents, one decision at a time and many decisions together.
 
-    nice -n 10 .venv/bin/python benchmarks/search_speed.py --decisions 40 --samples 64
+    nice -n 10 .venv/bin/python benchmarks/search_speed.py --decisions 40 --samples 64 [--device cpu]
 
 Positions: the non-forced decisions of random-play matches (seed ``--seed``), the same for every
 row.  Rows: ``search`` in the rule engine (``SearchAgent.act``, the unbatched arena's way); the
@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="worlds a decision samples")
     parser.add_argument("--seed", type=arguments.seed, default=0,
                         help="seed of the random-play matches the positions come from")
+    parser.add_argument("--device", type=arguments.device, default="cpu",
+                        help="where the batched rows' rollouts run (the rule engine: the CPU)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     found = positions(args.decisions, args.seed)
@@ -80,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         return [np.random.default_rng(WORLD_SEED + k) for k in range(len(chunk))]
 
     search = SearchAgent(samples=samples, seed=WORLD_SEED)
-    batched = BatchedSearch(search)
-    guided = PolicySearchAgent("shipped", samples=samples, seed=WORLD_SEED)
+    batched = BatchedSearch(search, args.device)
+    guided = PolicySearchAgent("shipped", samples=samples, seed=WORLD_SEED, device=args.device)
     rows = [
         ("`search`, rule engine", lambda c: [search.act(o, m) for o, m in c], 1),
         ("`search`, batched, one decision a call",
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     batched.choose_many(*zip(*found[:2]), rngs(found[:2]))  # warm-up: tables, allocations
     guided.choose_many(*zip(*found[:2]), rngs(found[:2]))
-    print(f"{n} decisions, samples={samples}, 1 torch thread; seeds: positions from random-play "
+    print(f"{n} decisions, samples={samples}, 1 torch thread, batched rows on {args.device}; seeds: positions from random-play "
           f"matches --seed {args.seed}, worlds {WORLD_SEED} (a batched call's i-th decision: "
           f"numpy default_rng({WORLD_SEED} + i))\n")
     print("| agent, how called | mean ms | median ms | p90 ms |")

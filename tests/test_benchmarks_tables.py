@@ -54,6 +54,7 @@ def test_search_speed_batched_rows_claim_no_spread_and_the_table_says_its_seeds(
     assert script("search_speed").main(["--decisions", "3", "--samples", "1", "--seed", "5"]) == 0
     out = capsys.readouterr().out
     assert "seeds: positions from random-play matches --seed 5, worlds 0" in out
+    assert "batched rows on cpu" in out
     rows = [line for line in out.splitlines() if line.startswith("| `search")]
     assert len(rows) == 5
     for row in rows:
