@@ -388,6 +388,19 @@ def test_on_its_own_device_the_agent_is_itself(shipped):
         assert agent.on(device) is agent
 
 
+def test_on_another_device_a_copy_with_its_own_streams_in_the_same_state(shipped):
+    """(``meta``: another device on any machine; the copy is built, not played.)"""
+    agent = PolicySearchAgent(shipped, samples=2, seed=4)
+    moved = agent.on("meta")
+    assert moved is not agent and moved.device == torch.device("meta")
+    assert next(moved.model.parameters()).is_meta and not next(agent.model.parameters()).is_meta
+    assert moved._rng is not agent._rng and moved._generator is not agent._generator
+    assert moved._rng.bit_generator.state == agent._rng.bit_generator.state
+    assert torch.equal(moved._generator.get_state(), agent._generator.get_state())
+    moved._rng.random(3)  # drawing from the copy leaves the agent's stream where it was
+    assert moved._rng.bit_generator.state != agent._rng.bit_generator.state
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_the_batched_arena_on_cuda_plays_a_cpu_agent_on_a_copy(shipped):
     """The arena on a GPU moves the search there (network and rollouts); the caller's agent
