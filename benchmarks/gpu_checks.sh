@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU checks of the batched engine, as one script for a short lease of a GPU machine:
-#   1. the CPU/GPU parity tests (skipped on a machine without CUDA);
+#   1. the CPU/GPU parity tests (skipped without CUDA; the TorchRL one also without torchrl);
 #   2. benchmarks/vector_speed.py on the GPU, eager, B = 4,096 ... 4,194,304 (table and plot);
 #   3. the same with compile=True at one large B (Inductor's Triton kernels);
 #   4. benchmarks/search_speed.py with its batched rows on the GPU;
@@ -43,6 +43,7 @@ timeout 90 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
     tests/test_batched_sampling.py::test_on_cuda_only_legal_actions_are_drawn \
     tests/test_policy.py::test_shipped_policy_runs_on_cuda_with_cpu_equal_logits \
     tests/test_policy_search.py::test_the_batched_arena_on_cuda_plays_a_cpu_agent_on_a_copy \
+    tests/test_torchrl_env.py::test_cuda_device \
     2>&1 | tee "$OUT/parity.txt"
 check "parity tests"
 
