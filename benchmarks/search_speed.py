@@ -1,6 +1,7 @@
 """Time per decision of the search agents, one decision at a time and many decisions together.
 
-    nice -n 10 .venv/bin/python benchmarks/search_speed.py --decisions 40 --samples 64 [--device cpu]
+    nice -n 10 .venv/bin/python benchmarks/search_speed.py --decisions 40 --samples 64 \\
+        [--device cpu]
 
 Positions: the non-forced decisions of random-play matches (seed ``--seed``), the same for every
 row.  Rows: ``search`` in the rule engine (``SearchAgent.act``, the unbatched arena's way); the
@@ -97,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     batched.choose_many(*zip(*found[:2]), rngs(found[:2]))  # warm-up: tables, allocations
     guided.choose_many(*zip(*found[:2]), rngs(found[:2]))
-    print(f"{n} decisions, samples={samples}, 1 torch thread, batched rows on {args.device}; seeds: positions from random-play "
-          f"matches --seed {args.seed}, worlds {WORLD_SEED} (a batched call's i-th decision: "
+    print(f"{n} decisions, samples={samples}, 1 torch thread, batched rows on {args.device}; "
+          f"seeds: positions from random-play matches --seed {args.seed}, worlds {WORLD_SEED} (a batched call's i-th decision: "
           f"numpy default_rng({WORLD_SEED} + i))\n")
     print("| agent, how called | mean ms | median ms | p90 ms |")
     print("|---|---:|---:|---:|")

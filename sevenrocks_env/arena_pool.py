@@ -133,7 +133,9 @@ def sigterm_as_ctrl_c():
         signal.signal(signal.SIGTERM, previous)
 
 
-def _start_worker(initializer, settings: tuple) -> None:
+def start_worker(initializer, settings: tuple) -> None:
+    """A pool worker's start (``ProcessPoolExecutor``'s initializer): it ignores Ctrl-C, ends
+    with its parent (:func:`end_with_parent`), then runs ``initializer(*settings)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     end_with_parent()
     initializer(*settings)
@@ -167,7 +169,7 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
     """``work(item)`` for each of ``items`` (a sequence), from ``workers`` processes started by
     ``initializer(*settings)``, in order, each as soon as it and those before it are ready.
     At most :data:`CHUNKS_IN_FLIGHT` chunks a worker are submitted ahead of the one read."""
-    pool = ProcessPoolExecutor(workers, pool_context(), _start_worker, (initializer, settings))
+    pool = ProcessPoolExecutor(workers, pool_context(), start_worker, (initializer, settings))
     chunks = (items[start:start + chunksize] for start in range(0, len(items), chunksize))
     finished = False
     with sigterm_as_ctrl_c():  # kill PID stops the workers too
@@ -242,4 +244,5 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
 
 
 __all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool",
-           "play_spans_in_pool", "pool_context", "sigterm_as_ctrl_c", "stop_workers"]
+           "play_spans_in_pool", "pool_context", "sigterm_as_ctrl_c", "start_worker",
+           "stop_workers"]

@@ -23,7 +23,7 @@ import numpy as np
 
 from .checks import is_int
 from .dealing import deal, next_seat, partner_of, team_of
-from .match_state import check_match_state
+from .match_state import check_match_state, check_state_fields
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
 from .tiles import (
     ALL_TILES,
@@ -169,7 +169,6 @@ class Match:
         """
         if not isinstance(state, dict):
             raise ValueError(f"match state must be a dict, got {type(state).__name__}")
-        from .match_state import check_state_fields  # (names at most 3 unknown keys, cut short)
         check_state_fields(state, cls.STATE_FIELDS)
         match = cls.__new__(cls)
         for name in cls.STATE_FIELDS:

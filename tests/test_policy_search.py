@@ -388,8 +388,11 @@ def test_on_its_own_device_the_agent_is_itself(shipped):
         assert agent.on(device) is agent
 
 
-def test_on_another_device_a_copy_with_its_own_streams_in_the_same_state(shipped):
-    """(``meta``: another device on any machine; the copy is built, not played.)"""
+def test_on_another_device_a_copy_with_its_own_streams_in_the_same_state(shipped, monkeypatch):
+    """(``meta``, let through the engine's device check: another device on any machine; the
+    copy is built, not played.)"""
+    from sevenrocks_env.agents import policy_search
+    monkeypatch.setattr(policy_search, "checked_device", torch.device)
     agent = PolicySearchAgent(shipped, samples=2, seed=4)
     moved = agent.on("meta")
     assert moved is not agent and moved.device == torch.device("meta")

@@ -16,7 +16,6 @@ cleanly with the labels of every step labelled in full.
 
 from __future__ import annotations
 
-import signal
 import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -26,7 +25,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
-from sevenrocks_env.arena_pool import (WorkerDied, a_worker_died, end_with_parent, pool_context,
+from sevenrocks_env.arena_pool import (WorkerDied, a_worker_died, pool_context, start_worker,
                                        sigterm_as_ctrl_c, stop_workers)
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
@@ -186,12 +185,10 @@ _SETTINGS: dict = {}
 
 
 def _span_init(settings: dict) -> None:
-    """A worker's start: it ignores Ctrl-C (the main process stops the spans through
-    ``settings["stop"]``, an event that can only reach a worker this way) and keeps the
-    settings; it ends with the main process, even one killed outright (``kill -9``).  Nothing
-    here can fail: building the agents is the task's."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    end_with_parent()
+    """A worker keeps the settings (run by :func:`~sevenrocks_env.arena_pool.start_worker`:
+    the worker ignores Ctrl-C -- the main process stops the spans through ``settings["stop"]``,
+    an event that can only reach a worker this way -- and ends with the main process, even one
+    killed outright).  Nothing here can fail: building the agents is the task's."""
     _SETTINGS.update(settings)
 
 
@@ -247,8 +244,8 @@ def collect_in_pool(init: str, teacher: str, decisions: int, num_envs: int, seed
     died = WorkerDied("a collection worker died (killed, or out of memory?); the part files "
                       f"beside {labels_path} hold what the spans saved (train on them with "
                       "--labels)")
-    with sigterm_as_ctrl_c(), ProcessPoolExecutor(len(work), context, _span_init,
-                                                  (settings,)) as pool:
+    with sigterm_as_ctrl_c(), ProcessPoolExecutor(len(work), context, start_worker,
+                                                  (_span_init, (settings,))) as pool:
         pending = [pool.submit(_collect_span, *span) for span in work]
         while not all(future.done() for future in pending):
             try:

@@ -93,7 +93,6 @@ class HandSampler:
             a, b, c = a - (j == 0), b - (j == 1), c - (j == 2)
         return hands[0], hands[1], hands[2]
 
-
     def sample_many(self, rng: np.random.Generator, count: int) -> list[tuple[int, int, int]]:
         """``count`` samples, numpy over the samples tile by tile: the same hands from the same
         draws as ``[self.sample(rng) for _ in range(count)]`` (which takes one uniform per tile,

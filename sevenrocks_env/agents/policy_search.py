@@ -49,6 +49,7 @@ import numpy as np
 import torch
 
 from ..batched import VectorEnv
+from ..batched.vector_env import checked_device
 from ..arguments import MAX_THREADS
 from ..checks import is_int
 from ..observation import checked_inputs, decode
@@ -120,8 +121,8 @@ class PolicySearchAgent:
         ``cuda:0`` are one device when 0 is the current one), else a copy whose network and
         rollout engine live there (the batched arena's way to play it on its own device), with
         random streams of its own in this agent's present state."""
-        device = _normalised(device)
-        if device == _normalised(self.device):
+        device = checked_device(device)
+        if device == checked_device(self.device):
             return self
         moved = copy.copy(self)
         moved.device, moved.model = device, copy.deepcopy(self.model).to(device)
@@ -210,14 +211,6 @@ class PolicySearchAgent:
         if self.rollout == "argmax":
             return dist.mode()
         return dist.sample(self._generator)  # legal, or an error: never an illegal rollout move
-
-
-def _normalised(device) -> torch.device:
-    """``device`` with its index made explicit where torch leaves it to the current device."""
-    device = torch.device(device)
-    if device.type == "cuda" and device.index is None:
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu") if device.type == "cpu" else device
 
 
 __all__ = ["PolicySearchAgent", "ROLLOUT_MODES"]
