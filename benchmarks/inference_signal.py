@@ -6,11 +6,11 @@ by the policy's likelihood of those plays (the inference a search could add).
 The search samples its worlds uniformly among the deals consistent with the tile counts and
 knocks (``agents.belief.HandSampler``).  A world in which the other seats' plays this round were
 likely under the policy is more likely to be the real deal, if the seats play like the policy.
-For decisions of matches the shipped policy plays against itself (sampling from its
-distribution, ``--greedy`` for its most probable move), this script samples ``--samples`` worlds
-for the seat on turn, replays the round from its start in each world (the world's hands now,
-plus what each seat has played this round) and weights the world by the product of the policy's
-probabilities of the three other seats' real choices this round (``--power`` < 1 tempers it).
+For decisions of matches the shipped policy plays against itself on the batched engine (sampling
+from its distribution, ``--greedy`` for its most probable move), this script samples
+``--samples`` worlds for the seat on turn and weights each by the policy's probability of the
+three other seats' real moves this round, replayed in that world
+(:func:`sevenrocks_env.agents.inference.play_log_likelihoods`; ``--power`` < 1 tempers it).
 It reports how many of the hidden tiles the worlds place with their true owner, uniform and
 weighted, and the weighted worlds' effective sample size.  No arena game is played: this is the
 signal inference would have to work with, not a strength figure.
@@ -25,69 +25,54 @@ import sys
 import numpy as np
 import torch
 
-from sevenrocks_env import arguments, rules
+from sevenrocks_env import arguments
 from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
-from sevenrocks_env.agents.layout import view_of
-from sevenrocks_env.observation import action_mask, encode
+from sevenrocks_env.agents.inference import RoundHistory, play_log_likelihoods, world_weights
+from sevenrocks_env.batched import VectorEnv, layout
+from sevenrocks_env.observation import decode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 
 
-def play_match(model, seed: int, greedy: bool, generator):
-    """``[(round start Match, [(seat, action, legal count)], Match before the action)]``: every
-    decision of one self-play match, with the round it belongs to."""
-    match = rules.Match.new(seed)
-    round_start, played, decisions = match.clone(), [], []
-    while not match.over:
-        seat = match.turn
-        legal = rules.legal_actions(match)
-        if len(legal) > 1:
-            obs = torch.as_tensor(encode(match, seat))[None]
-            mask = torch.as_tensor(action_mask(match, seat), dtype=torch.bool)[None]
-            dist = MaskedCategorical(model(obs, mask)[0], mask)
-            action = int(dist.mode() if greedy else dist.sample(generator))
-            decisions.append((round_start, list(played), match.clone()))
-        else:
-            action = legal[0]
-        before = match.round_index
-        rules.apply_action(match, action)
-        played.append((seat, action, len(legal)))
-        if match.round_index != before:
-            round_start, played = match.clone(), []
-    return decisions
-
-
-def world_round_start(round_start, now, world) -> rules.Match:
-    """The round's start with the hidden seats' hands of ``world`` (their hands now, in the
-    observer's frame, plus what each has played this round)."""
-    state = round_start.to_state()
-    hands = list(state["hands"])
-    for k, hand in zip(HIDDEN_SEATS, world):
-        seat = (now.turn + k) & 3
-        hands[seat] = hand | now.played_by[seat]
-    state["hands"] = hands
-    return rules.Match.from_state(state)
-
-
-def world_log_likelihoods(model, round_start, played, now, worlds, power: float):
-    """Per world, ``power`` x the log-probability of the hidden seats' real choices this round."""
-    observer = now.turn
-    rows, owners = [], []
-    for w, world in enumerate(worlds):
-        replay = world_round_start(round_start, now, world)
-        for seat, action, legal in played:
-            if seat != observer and legal > 1:
-                rows.append((encode(replay, seat), action_mask(replay, seat), action))
-                owners.append(w)
-            rules.apply_action(replay, action)
-    logl = np.zeros(len(worlds))
-    if rows:
-        obs = torch.as_tensor(np.stack([r[0] for r in rows]))
-        mask = torch.as_tensor(np.stack([r[1] for r in rows]), dtype=torch.bool)
+def measure(model, matches: int, samples: int, seed: int, power: float, greedy: bool,
+            every: int):
+    """Rows ``(match, uniform share, weighted share, effective worlds, moves this round)`` of
+    every ``every``-th real choice of ``matches`` self-play matches (env ``m`` plays match ``m``
+    of the batched engine's deals for ``seed``; only its first match counts)."""
+    env = VectorEnv(matches, target=250, max_rounds=None, validate=False)
+    env.reset(seed)
+    history = RoundHistory(env)
+    generator = torch.Generator().manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    choices = torch.zeros(matches, dtype=torch.long)
+    rows = []
+    while True:
+        playing = env.state.matches == 0
+        if not bool(playing.any()):
+            return rows
+        mask, observation = env.action_mask, env.observation
+        choosing = playing & (layout.legal_counts(mask) > 1)
+        choices += choosing
+        measured = (choosing & (choices % every == 0)).nonzero()
+        envs = measured.squeeze(1)
+        if envs.numel():
+            views = [decode(o) for o in observation[envs].numpy()]
+            hands, turns = env.state.hands[envs].tolist(), env.state.turn[envs].tolist()
+            worlds = [HandSampler(view).sample_many(rng, samples) for view in views]
+            logl = play_log_likelihoods(model, history, env, envs, worlds)
+            for e, view, hand, turn, world, row in zip(envs.tolist(), views, hands, turns,
+                                                       worlds, logl):
+                truth = [hand[(turn + k) & 3] for k in HIDDEN_SEATS]
+                right = np.array([sum((w & t).bit_count() for w, t in zip(hidden, truth))
+                                  for hidden in world]) / view.unseen.bit_count()
+                weights = world_weights(row, power)
+                rows.append((e, right.mean(), float(weights @ right),
+                             1.0 / float(weights @ weights), int(history.length[e])))
         with torch.inference_mode():
-            log_probs = MaskedCategorical(model(obs, mask)[0], mask).log_probs
-        chosen = log_probs[torch.arange(len(rows)), torch.tensor([r[2] for r in rows])]
-        np.add.at(logl, np.array(owners), power * chosen.double().numpy())
-    return logl
+            dist = MaskedCategorical(model(observation, mask)[0], mask)
+            actions = dist.mode() if greedy else dist.sample(generator)
+        rounds, finished = env.state.round_index.clone(), env.state.matches.clone()
+        env.step(actions)
+        history.record(env, actions, rounds, finished)
 
 
 def main(argv=None) -> int:
@@ -102,47 +87,26 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     model = load_policy("shipped").model.eval()
-    generator = torch.Generator().manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
-    uniform, weighted, ess, plays, match_of = [], [], [], [], []
-    for m in range(args.matches):
-        with torch.inference_mode():
-            decisions = play_match(model, args.seed * 100_003 + m, args.greedy, generator)
-        for round_start, played, now in decisions[::args.every]:
-            view = view_of(now, now.turn)
-            truth = [now.hands[(now.turn + k) & 3] for k in HIDDEN_SEATS]
-            unseen = view.unseen.bit_count()
-            if not unseen:
-                continue
-            worlds = HandSampler(view).sample_many(rng, args.samples)
-            right = np.array([sum((w & t).bit_count() for w, t in zip(world, truth)) / unseen
-                              for world in worlds])
-            logl = world_log_likelihoods(model, round_start, played, now, worlds, args.power)
-            weights = np.exp(logl - logl.max())
-            weights /= weights.sum()
-            uniform.append(right.mean())
-            weighted.append(float(weights @ right))
-            ess.append(1.0 / float(weights @ weights))
-            plays.append(sum(1 for seat, _, legal in played if seat != now.turn and legal > 1))
-            match_of.append(m)
-    n = len(uniform)
-    gain = np.array(weighted) - np.array(uniform)
+    rows = measure(model, args.matches, args.samples, args.seed, args.power, args.greedy,
+                   args.every)
+    match_of, uniform, weighted, ess, moves = (np.array(column) for column in zip(*rows))
+    gain = weighted - uniform
     # a match's decisions share its deals and plays: the interval is over matches' mean gains
-    per_match = [gain[np.array(match_of) == m].mean() for m in sorted(set(match_of))]
+    per_match = [gain[match_of == m].mean() for m in sorted(set(match_of.tolist()))]
     half = 1.96 * np.std(per_match, ddof=1) / len(per_match) ** 0.5 if len(per_match) > 1 \
         else float("nan")
-    print(f"{n} decisions of {args.matches} self-play matches of the shipped policy "
+    print(f"{len(rows)} decisions of {args.matches} self-play matches of the shipped policy "
           f"({'argmax' if args.greedy else 'sampled'} play), {args.samples} worlds each, "
           f"power {args.power:g}, seed {args.seed}\n")
     print("| worlds | hidden tiles placed with their true owner, mean | effective worlds, mean |")
     print("|---|---:|---:|")
-    print(f"| uniform (the search's) | {statistics.fmean(uniform):.3f} | {args.samples} |")
-    print(f"| weighted by the other seats' plays this round | {statistics.fmean(weighted):.3f} "
-          f"| {statistics.fmean(ess):.1f} |")
+    print(f"| uniform (the search's) | {uniform.mean():.3f} | {args.samples} |")
+    print(f"| weighted by the other seats' plays this round | {weighted.mean():.3f} "
+          f"| {ess.mean():.1f} |")
     print(f"\nweighted - uniform: mean {gain.mean():+.3f}; over the {len(per_match)} matches' "
           f"means {np.mean(per_match):+.3f} (95% CI +-{half:.3f}); positive in "
-          f"{np.mean(gain > 0):.0%} of the decisions; the other seats' real choices this round: "
-          f"{statistics.fmean(plays):.1f} a decision on average")
+          f"{np.mean(gain > 0):.0%} of the decisions; moves this round before the decision "
+          f"(all seats, knocks included): {statistics.fmean(moves.tolist()):.1f} on average")
     return 0
 
 

@@ -66,6 +66,9 @@ class BatchedAgent:
 
     name = "agent"
     needs_observation = False
+    #: ``context["history"]``: a :class:`~sevenrocks_env.agents.inference.RoundHistory` of the
+    #: env (each env's round start and the actions played since), kept by the arena if asked
+    needs_history = False
 
     def actions(self, env: VectorEnv, envs: torch.Tensor, context: dict) -> torch.Tensor:
         raise NotImplementedError
@@ -229,6 +232,10 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
     env.reset(seed)
     context = {"seed": seed, "coordinate": (first + index // 2) * 2 + a_team,
                "moves": torch.zeros(n, dtype=torch.long, device=device)}
+    history = None
+    if side_a.needs_history or side_b.needs_history:
+        from .agents.inference import RoundHistory
+        history = context["history"] = RoundHistory(env)
     active = torch.ones(n, dtype=torch.bool, device=device)
     round_margin = torch.zeros(n, dtype=torch.long, device=device)   # team 0's, this round
     rounds = torch.zeros(n, dtype=torch.long, device=device)
@@ -256,7 +263,10 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
             think_cpu[rows, side] += (time.process_time() - cpu) * share
             decisions[envs, side] += 1
         scores_before, rounds_before = env.state.scores.clone(), env.state.round_index.clone()
+        matches_before = env.state.matches.clone()
         rewards, won, _ = env.step(actions)
+        if history is not None:
+            history.record(env, actions, rounds_before, matches_before)
         context["moves"] += 1
         round_margin += rewards[:, 0].round().long()      # points_scale 1: team 0's change
         ended = active & (won | (env.state.round_index != rounds_before))

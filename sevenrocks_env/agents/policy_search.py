@@ -184,14 +184,21 @@ class PolicySearchAgent:
         return self.horizon if max(view.scores) >= view.target - self.reach else 1
 
     @torch.inference_mode()
-    def scores(self, observations, masks, decisions: list[Decision]) -> list[list[float]]:
+    def scores(self, observations, masks, decisions: list[Decision],
+               weights: list[np.ndarray] | None = None) -> list[list[float]]:
         """Each decision's score of its legal actions: the mean rollout value over its worlds
-        plus ``prior`` times the policy's log-probability at the real observation.  (The worlds
-        are the caller's: ``benchmarks/oracle_search.py`` gives the true hidden hands.)"""
+        (weighted by ``weights[i]``, summing to 1, if given) plus ``prior`` times the policy's
+        log-probability at the real observation.  (The worlds and weights are the caller's:
+        ``benchmarks/oracle_search.py`` gives the true hidden hands, ``agents.inference``
+        weights worlds by the other seats' plays.)"""
         priors = self._log_probs(observations, masks)
         values = self.world_values(decisions)
-        return [(value.mean(0) + self.prior * prior[d.legal]).tolist()
-                for d, value, prior in zip(decisions, values, priors)]
+        if weights is None:
+            means = [value.mean(0) for value in values]
+        else:
+            means = [weight @ value for weight, value in zip(weights, values)]
+        return [(mean + self.prior * prior[d.legal]).tolist()
+                for d, mean, prior in zip(decisions, means, priors)]
 
     def world_values(self, decisions: list[Decision]) -> list[np.ndarray]:
         """Per decision, ``float64[worlds, actions]`` rollout values (no prior term)."""

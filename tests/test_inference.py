@@ -1,0 +1,153 @@
+"""agents.inference: the round history, the batched replay's likelihoods against a replay in the
+reference rules engine, and the inference-weighted search in the batched arena."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sevenrocks_env import rules
+from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
+from sevenrocks_env.agents.inference import (InferenceSearch, RoundHistory, play_log_likelihoods,
+                                             world_weights)
+from sevenrocks_env.agents.policy_search import PolicySearchAgent
+from sevenrocks_env.agents.world_rollouts import Decision
+from sevenrocks_env.arena_batched import BatchedGreedy, BatchedSearchAgent, play_pairs_batched
+from sevenrocks_env.batched import VectorEnv
+from sevenrocks_env.observation import action_mask, decode, encode
+from sevenrocks_env.policy import MaskedCategorical, load_policy
+from sevenrocks_env.record import validate
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_policy("shipped").model.eval()
+
+
+def _random_steps(env, history, steps, generator):
+    """Step ``env`` with uniform legal moves, recording them in ``history``."""
+    for _ in range(steps):
+        mask = env.action_mask.float()
+        actions = torch.multinomial(mask, 1, generator=generator).squeeze(1)
+        rounds, matches = env.state.round_index.clone(), env.state.matches.clone()
+        env.step(actions)
+        history.record(env, actions, rounds, matches)
+
+
+def test_a_round_start_replayed_with_its_history_reaches_the_env_now():
+    env = VectorEnv(16, target=100, max_rounds=None)
+    env.reset(seed=3)
+    history = RoundHistory(env, capacity=4)  # small: the history has to grow
+    generator = torch.Generator().manual_seed(3)
+    checked = 0
+    for _ in range(40):
+        _random_steps(env, history, 3, generator)
+        for i in range(env.num_envs):
+            replay = history.round_start.match(i, env.target)
+            for action in history.actions[i, :int(history.length[i])].tolist():
+                rules.apply_action(replay, action)
+            now = env.match(i)
+            for name in ("hands", "played_by", "ends", "turn", "voids", "scores",
+                         "placements", "round_index"):
+                assert getattr(replay, name) == getattr(now, name), (i, name)
+            checked += int(history.length[i])
+    assert checked > 1000 and history.actions.shape[1] > 4
+
+
+def _reference_log_likelihood(model, round_start, actions, now, world):
+    """The same sum, replayed one world at a time in ``rules`` with ``observation.encode``."""
+    state = round_start.to_state()
+    hands = list(state["hands"])
+    for k, hand in zip(HIDDEN_SEATS, world):
+        seat = (now.turn + k) & 3
+        hands[seat] = hand | now.played_by[seat]
+    state["hands"] = hands
+    replay = rules.Match.from_state(state)
+    total = 0.0
+    for action in actions:
+        seat = replay.turn
+        if seat != now.turn:
+            obs = torch.as_tensor(encode(replay, seat))[None]
+            mask = torch.as_tensor(action_mask(replay, seat), dtype=torch.bool)[None]
+            with torch.inference_mode():
+                dist = MaskedCategorical(model(obs, mask)[0], mask)
+            total += float(dist.log_probs[0, action])
+        rules.apply_action(replay, action)
+    assert replay.hands[now.turn] == now.hands[now.turn]
+    return total, replay
+
+
+def test_batched_likelihoods_equal_a_replay_in_the_rules_engine(model):
+    env = VectorEnv(8, target=250, max_rounds=None)
+    env.reset(seed=11)
+    history = RoundHistory(env)
+    generator = torch.Generator().manual_seed(11)
+    rng = np.random.default_rng(11)
+    compared = truths = 0
+    for _ in range(6):
+        _random_steps(env, history, 5, generator)
+        envs = torch.arange(env.num_envs)
+        views = [decode(o) for o in env.observation.numpy()]
+        worlds = []
+        for i, view in enumerate(views):
+            now = env.match(i)
+            truth = tuple(now.hands[(now.turn + k) & 3] for k in HIDDEN_SEATS)
+            worlds.append([truth] + [tuple(w) for w in HandSampler(view).sample_many(rng, 3)])
+        logl = play_log_likelihoods(model, history, env, envs, worlds)
+        for i, world_list in enumerate(worlds):
+            now = env.match(i)
+            actions = history.actions[i, :int(history.length[i])].tolist()
+            for w, world in enumerate(world_list):
+                expected, replay = _reference_log_likelihood(
+                    model, history.round_start.match(i, env.target), actions, now, world)
+                assert logl[i][w] == pytest.approx(expected, abs=1e-4), (i, w)
+                compared += 1
+                if w == 0:  # the true world's replay is the real position
+                    assert replay.hands == now.hands
+                    truths += 1
+    assert compared == 6 * 8 * 4 and truths == 48
+    assert any(row.min() < -1.0 for row in logl)  # the plays did say something
+
+
+def test_world_weights_normalise_and_temper():
+    logl = np.array([-1.0, -3.0, -1.0])
+    assert world_weights(logl, 1.0).sum() == pytest.approx(1.0)
+    assert world_weights(logl, 0.0) == pytest.approx(np.full(3, 1 / 3))
+    w1, w05 = world_weights(logl, 1.0), world_weights(logl, 0.5)
+    assert w1[1] / w1[0] == pytest.approx(np.exp(-2.0))
+    assert w05[1] / w05[0] == pytest.approx(np.exp(-1.0))
+    assert world_weights(np.array([-1e6, -1e6 - 1]), 1.0)[0] == pytest.approx(1 / (1 + np.e ** -1))
+
+
+def test_inference_power_zero_plays_the_plain_search_in_the_arena(model):
+    searcher = PolicySearchAgent(model, samples=4)
+
+    def records(agent):
+        _, played = play_pairs_batched(agent, BatchedGreedy(), seed=5, first=0, pairs=1,
+                                       target=40, max_rounds=100, records=True)
+        for record in played:
+            validate(record)
+        return [[r["moves"] for r in record["rounds"]] for record in played]
+
+    plain = records(BatchedSearchAgent(searcher))
+    assert records(InferenceSearch(searcher, power=0.0)) == plain
+    assert sum(len(moves) for game in plain for moves in game) > 20
+    records(InferenceSearch(searcher, power=1.0))  # plays legal, valid games
+
+
+def test_inference_power_is_bounded(model):
+    with pytest.raises(ValueError, match="power"):
+        InferenceSearch(PolicySearchAgent(model, samples=2), power=float("nan"))
+
+
+def test_search_scores_with_all_weight_on_one_world_are_that_worlds_scores(model):
+    searcher = PolicySearchAgent(model, samples=3)
+    match = rules.Match.new(4)
+    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
+    legal = np.flatnonzero(mask).tolist()
+    decision = Decision.sample(decode(obs), legal, 3, np.random.default_rng(4))
+    alone = Decision(decode(obs), legal, [decision.hidden[1]], [decision.streams[1]])
+    [weighted] = searcher.scores([obs], [mask], [decision], [np.array([0.0, 1.0, 0.0])])
+    assert weighted == pytest.approx(searcher.scores([obs], [mask], [alone])[0])
+    assert weighted != pytest.approx(searcher.scores([obs], [mask], [decision])[0])
