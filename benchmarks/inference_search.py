@@ -6,7 +6,8 @@
 ``search:policy=shipped,samples=64`` draws its worlds uniformly among the deals consistent with
 what the seat has seen.  :class:`~sevenrocks_env.agents.inference.InferenceSearch` draws the
 same worlds and weights each by ``exp(power x log-likelihood)`` of the three other seats' real
-moves this round under the policy (replayed on the batched engine).  This script plays it in
+moves this round under the policy (replayed on the batched engine); with ``--candidates`` it
+draws that many, weights them, and searches ``--samples`` drawn again from them by weight.  This script plays it in
 the batched arena (duplicate deals, Wilson 95% intervals over pairs) against each ``--against``:
 an agent spec (default ``search:samples=64``, issue 11's bar for the policy with search: 65%),
 or ``plain`` for the same search without weights.  Prints a markdown table and the seed.
@@ -34,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--samples", type=arguments.int_in(1, 1024), default=64)
     parser.add_argument("--power", type=arguments.non_negative_real, default=1.0,
                         help="weight = likelihood ** power")
+    parser.add_argument("--candidates", type=arguments.int_in(1, 1024),
+                        help="worlds drawn and weighted, then --samples drawn again by weight "
+                             "(default: --samples, weights only)")
     parser.add_argument("--against", action="append",
                         help="an agent spec, or 'plain' (repeatable; default search:samples=64)")
     parser.add_argument("--target", type=arguments.int_in(1, 5000), default=DEFAULT_TARGET)
@@ -41,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     searcher = PolicySearchAgent("shipped", samples=args.samples)
-    agent = InferenceSearch(searcher, power=args.power)
+    agent = InferenceSearch(searcher, power=args.power, candidates=args.candidates)
     print(f"{agent.name}: deal seed {args.seed}, {args.pairs} pairs, target {args.target}\n")
     print("| against | pairs | inference search's win rate [95% CI] | mean margin | wall s |")
     print("|---|---:|---|---:|---:|")
@@ -59,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         agent.effective_worlds.clear()
     print(f"\neffective worlds a decision (1 / sum of squared weights), mean over "
           f"{len(effective)} decisions: {sum(effective) / max(len(effective), 1):.1f} of "
-          f"{args.samples}")
+          f"{agent.candidates} weighted")
     return 0
 
 

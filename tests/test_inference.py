@@ -10,7 +10,7 @@ import torch
 from sevenrocks_env import rules
 from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
 from sevenrocks_env.agents.inference import (InferenceSearch, RoundHistory, play_log_likelihoods,
-                                             world_weights)
+                                             resampled, world_weights)
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.world_rollouts import Decision
 from sevenrocks_env.arena_batched import BatchedGreedy, BatchedSearchAgent, play_pairs_batched
@@ -134,6 +134,7 @@ def test_inference_power_zero_plays_the_plain_search_in_the_arena(model):
     assert records(InferenceSearch(searcher, power=0.0)) == plain
     assert sum(len(moves) for game in plain for moves in game) > 20
     records(InferenceSearch(searcher, power=1.0))  # plays legal, valid games
+    records(InferenceSearch(searcher, power=1.0, candidates=8))
 
 
 def test_inference_power_is_bounded(model):
@@ -151,3 +152,29 @@ def test_search_scores_with_all_weight_on_one_world_are_that_worlds_scores(model
     [weighted] = searcher.scores([obs], [mask], [decision], [np.array([0.0, 1.0, 0.0])])
     assert weighted == pytest.approx(searcher.scores([obs], [mask], [alone])[0])
     assert weighted != pytest.approx(searcher.scores([obs], [mask], [decision])[0])
+
+
+def test_resampling_draws_each_world_floor_or_ceil_of_its_share():
+    view = decode(encode(rules.Match.new(2), 0))
+    legal = [0, 1]
+    rng = np.random.default_rng(2)
+    decision = Decision.sample(view, legal, 6, rng)
+    exact, shares = resampled(decision, np.array([0.0, 0.5, 0.25, 0.25, 0.0, 0.0]), 4, rng)
+    assert exact.hidden == decision.hidden[1:4] and shares.tolist() == [0.5, 0.25, 0.25]
+    assert exact.streams == decision.streams[1:4] and exact.legal == legal
+    for _ in range(200):
+        weights = rng.dirichlet(np.full(6, 0.3))
+        kept, shares = resampled(decision, weights, 64, rng)
+        drawn = {decision.hidden.index(world): share * 64 for world, share in zip(kept.hidden,
+                                                                                 shares)}
+        for w, weight in enumerate(weights):
+            assert np.floor(64 * weight) - 1e-9 <= drawn.get(w, 0) <= np.ceil(64 * weight) + 1e-9
+        assert shares.sum() == pytest.approx(1.0)
+
+
+def test_inference_candidates_are_bounded_and_named(model):
+    searcher = PolicySearchAgent(model, samples=4)
+    assert InferenceSearch(searcher, candidates=16).name.endswith("candidates=16")
+    for bad in (3, 10 ** 9, 4.5):
+        with pytest.raises(ValueError, match="candidates"):
+            InferenceSearch(searcher, candidates=bad)

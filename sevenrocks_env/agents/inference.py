@@ -37,7 +37,8 @@ from ..batched import VectorEnv, layout
 from ..batched.state import FIELDS
 from ..observation import decode
 from ..policy import MaskedCategorical
-from .belief import HIDDEN_SEATS
+from ..checks import is_int
+from .belief import HIDDEN_SEATS, MAX_WORLDS
 from .layout import best_action, legal_from_mask
 from .policy_search import PolicySearchAgent
 from .world_rollouts import Decision
@@ -137,20 +138,43 @@ def world_weights(log_likelihoods: np.ndarray, power: float) -> np.ndarray:
     return weights / weights.sum()
 
 
+def resampled(decision: Decision, weights: np.ndarray, samples: int,
+              rng: np.random.Generator) -> tuple[Decision, np.ndarray]:
+    """``samples`` draws among ``decision``'s worlds in proportion to ``weights`` (systematic
+    resampling: one uniform number, so each world is drawn ``floor`` or ``ceil`` of ``samples x
+    weight`` times), as a decision over the distinct worlds drawn and their shares of the draws."""
+    points = (rng.random() + np.arange(samples)) / samples
+    drawn = np.minimum(np.searchsorted(np.cumsum(weights), points), len(weights) - 1)
+    worlds, counts = np.unique(drawn, return_counts=True)
+    kept = Decision(decision.view, decision.legal, [decision.hidden[w] for w in worlds],
+                    [decision.streams[w] for w in worlds], decision.rounds)
+    return kept, counts / samples
+
+
 class InferenceSearch(BatchedAgent):
     """``search:policy`` with its worlds weighted by the other seats' plays this round (module
-    docstring).  The worlds of decision ``(pair, game, move)`` are those the plain
+    docstring).  With ``candidates`` (default: the searcher's ``samples``) equal to ``samples``,
+    the worlds of decision ``(pair, game, move)`` are those the plain
     :class:`~sevenrocks_env.arena_batched.BatchedSearchAgent` draws for it (same generator
-    seed), so the two differ only in the weights."""
+    seed), so the two differ only in the weights.  With more, ``candidates`` worlds are drawn
+    and weighted and ``samples`` of them are drawn again by weight (:func:`resampled`), so the
+    rollouts go to the likely worlds instead of spending most of their time on unlikely ones."""
 
     needs_observation = True
     needs_history = True
 
-    def __init__(self, searcher: PolicySearchAgent, power: float = 1.0):
+    def __init__(self, searcher: PolicySearchAgent, power: float = 1.0,
+                 candidates: int | None = None):
         if not np.isfinite(power) or not 0 <= power <= 10:
             raise ValueError(f"inference: power must be in [0, 10], got {power!r}")
-        self.searcher, self.power = searcher, float(power)
+        candidates = searcher.samples if candidates is None else candidates
+        if not is_int(candidates, searcher.samples, MAX_WORLDS):
+            raise ValueError(f"inference: candidates must be an int in [samples = "
+                             f"{searcher.samples}, {MAX_WORLDS}], got {candidates!r}")
+        self.searcher, self.power, self.candidates = searcher, float(power), candidates
         self.name = f"{searcher.name},inference={power:g}"
+        if candidates != searcher.samples:
+            self.name += f",candidates={candidates}"
         self._replays = _Replays(searcher.device)
         self.effective_worlds: list[float] = []  # 1 / sum(w^2) of each decision, for reports
 
@@ -159,19 +183,23 @@ class InferenceSearch(BatchedAgent):
         observations = env.observation[envs].cpu().numpy()
         masks = env.action_mask[envs].cpu().numpy()
         keys = zip(context["coordinate"][envs].tolist(), context["moves"][envs].tolist())
-        decisions = []
+        decisions, rngs = [], []
         for observation, mask, (coordinate, move) in zip(observations, masks, keys):
             view = decode(observation)
-            rng = np.random.default_rng((context["seed"], _SEARCH_SALT, coordinate, move))
-            decisions.append(Decision.sample(view, legal_from_mask(mask), searcher.samples, rng,
-                                             rounds=searcher.rounds(view)))
+            rngs.append(np.random.default_rng((context["seed"], _SEARCH_SALT, coordinate, move)))
+            decisions.append(Decision.sample(view, legal_from_mask(mask), self.candidates,
+                                             rngs[-1], rounds=searcher.rounds(view)))
         logl = play_log_likelihoods(searcher.model, context["history"], env, envs,
                                     [d.hidden for d in decisions], self._replays)
         weights = [world_weights(row, self.power) for row in logl]
         self.effective_worlds += [1.0 / float(w @ w) for w in weights]
-        scores = searcher.scores(observations, masks, decisions, weights)
+        if self.candidates != searcher.samples:
+            decisions, weights = zip(*(resampled(d, w, searcher.samples, rng)
+                                       for d, w, rng in zip(decisions, weights, rngs)))
+        scores = searcher.scores(observations, masks, list(decisions), list(weights))
         chosen = [best_action(legal_from_mask(mask), score) for mask, score in zip(masks, scores)]
         return torch.tensor(chosen, dtype=torch.long, device=envs.device)
 
 
-__all__ = ["InferenceSearch", "RoundHistory", "play_log_likelihoods", "world_weights"]
+__all__ = ["InferenceSearch", "RoundHistory", "play_log_likelihoods", "resampled",
+           "world_weights"]
