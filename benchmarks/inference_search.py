@@ -22,7 +22,7 @@ import time
 import torch
 
 from sevenrocks_env import arguments
-from sevenrocks_env.agents.inference import InferenceSearch
+from sevenrocks_env.agents.inference import MAX_POWER, InferenceSearch
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.arena_batched import evaluate_batched
 from sevenrocks_env.rules import DEFAULT_TARGET
@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", type=arguments.int_in(1, 5000), default=DEFAULT_TARGET)
     parser.add_argument("--batch", type=arguments.batch, default=256)
     args = parser.parse_args(argv)
+    if args.power > MAX_POWER:
+        parser.error(f"--power must be at most {MAX_POWER:g}, got {args.power:g}")
     torch.set_num_threads(1)
     searcher = PolicySearchAgent("shipped", samples=args.samples)
     agent = InferenceSearch(searcher, power=args.power, candidates=args.candidates)

@@ -27,8 +27,10 @@ import torch
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
-from sevenrocks_env.agents.inference import RoundHistory, play_log_likelihoods, world_weights
+from sevenrocks_env.agents.inference import play_log_likelihoods, world_weights
+from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.batched import VectorEnv, layout
+from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.observation import decode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 
@@ -41,6 +43,7 @@ def measure(model, matches: int, samples: int, seed: int, power: float, greedy: 
     env = VectorEnv(matches, target=250, max_rounds=None, validate=False)
     env.reset(seed)
     history = RoundHistory(env)
+    searcher = PolicySearchAgent(model, threads=None)  # its network and engine for the replays
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng(seed)
     choices = torch.zeros(matches, dtype=torch.long)
@@ -58,7 +61,7 @@ def measure(model, matches: int, samples: int, seed: int, power: float, greedy: 
             views = [decode(o) for o in observation[envs].numpy()]
             hands, turns = env.state.hands[envs].tolist(), env.state.turn[envs].tolist()
             worlds = [HandSampler(view).sample_many(rng, samples) for view in views]
-            logl = play_log_likelihoods(model, history, env, envs, worlds)
+            logl = play_log_likelihoods(searcher, history, env, envs, worlds)
             for e, view, hand, turn, world, row in zip(envs.tolist(), views, hands, turns,
                                                        worlds, logl):
                 truth = [hand[(turn + k) & 3] for k in HIDDEN_SEATS]
@@ -70,9 +73,8 @@ def measure(model, matches: int, samples: int, seed: int, power: float, greedy: 
         with torch.inference_mode():
             dist = MaskedCategorical(model(observation, mask)[0], mask)
             actions = dist.mode() if greedy else dist.sample(generator)
-        rounds, finished = env.state.round_index.clone(), env.state.matches.clone()
         env.step(actions)
-        history.record(env, actions, rounds, finished)
+        history.record(env, actions)
 
 
 def main(argv=None) -> int:

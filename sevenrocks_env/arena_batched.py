@@ -53,6 +53,7 @@ from .arena import (ArenaResult, PairOutcome, check_settings, check_workers, run
 from .batched import VectorEnv, layout
 from .batched.deal import counter_key
 from .batched.greedy import greedy_actions
+from .batched.history import RoundHistory
 from .batched.heuristic import heuristic_actions
 
 #: Pairs stepped together by default (2 envs each).
@@ -66,7 +67,7 @@ class BatchedAgent:
 
     name = "agent"
     needs_observation = False
-    #: ``context["history"]``: a :class:`~sevenrocks_env.agents.inference.RoundHistory` of the
+    #: ``context["history"]``: a :class:`~sevenrocks_env.batched.history.RoundHistory` of the
     #: env (each env's round start and the actions played since), kept by the arena if asked
     needs_history = False
 
@@ -134,14 +135,19 @@ class BatchedSearchAgent(BatchedAgent):
         self.name = searcher.name
 
     def actions(self, env, envs, context):
-        import numpy as np
         observations = env.observation[envs].cpu().numpy()
         masks = env.action_mask[envs].cpu().numpy()
-        keys = zip(context["coordinate"][envs].tolist(), context["moves"][envs].tolist())
-        rngs = [np.random.default_rng((context["seed"], _SEARCH_SALT, coordinate, move))
-                for coordinate, move in keys]
-        chosen = self.searcher.choose_many(observations, masks, rngs)
+        chosen = self.searcher.choose_many(observations, masks, search_rngs(context, envs))
         return torch.tensor(chosen, dtype=torch.long, device=envs.device)
+
+
+def search_rngs(context: dict, envs: torch.Tensor) -> list:
+    """One ``numpy.random.Generator`` per decision of ``envs``, seeded by the arena's seed and
+    the decision's ``(pair, game, move)``: a search's worlds whatever the batch."""
+    import numpy as np
+    keys = zip(context["coordinate"][envs].tolist(), context["moves"][envs].tolist())
+    return [np.random.default_rng((context["seed"], _SEARCH_SALT, coordinate, move))
+            for coordinate, move in keys]
 
 
 class BatchedHeuristic(BatchedAgent):
@@ -234,7 +240,6 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
                "moves": torch.zeros(n, dtype=torch.long, device=device)}
     history = None
     if side_a.needs_history or side_b.needs_history:
-        from .agents.inference import RoundHistory
         history = context["history"] = RoundHistory(env)
     active = torch.ones(n, dtype=torch.bool, device=device)
     round_margin = torch.zeros(n, dtype=torch.long, device=device)   # team 0's, this round
@@ -263,10 +268,9 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
             think_cpu[rows, side] += (time.process_time() - cpu) * share
             decisions[envs, side] += 1
         scores_before, rounds_before = env.state.scores.clone(), env.state.round_index.clone()
-        matches_before = env.state.matches.clone()
         rewards, won, _ = env.step(actions)
         if history is not None:
-            history.record(env, actions, rounds_before, matches_before)
+            history.record(env, actions)
         context["moves"] += 1
         round_margin += rewards[:, 0].round().long()      # points_scale 1: team 0's change
         ended = active & (won | (env.state.round_index != rounds_before))
@@ -392,4 +396,5 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
 
 
 __all__ = ["BatchedAgent", "BatchedGreedy", "BatchedHeuristic", "BatchedPolicy", "BatchedRandom",
-           "BatchedSearchAgent", "DEFAULT_BATCH", "batched_agent", "evaluate_batched", "play_pairs_batched"]
+           "BatchedSearchAgent", "DEFAULT_BATCH", "batched_agent", "evaluate_batched", "play_pairs_batched",
+           "search_rngs"]

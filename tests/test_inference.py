@@ -9,12 +9,13 @@ import torch
 
 from sevenrocks_env import rules
 from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
-from sevenrocks_env.agents.inference import (InferenceSearch, RoundHistory, play_log_likelihoods,
-                                             resampled, world_weights)
+from sevenrocks_env.agents.inference import (InferenceSearch, play_log_likelihoods, resampled,
+                                             world_weights)
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.world_rollouts import Decision
 from sevenrocks_env.arena_batched import BatchedGreedy, BatchedSearchAgent, play_pairs_batched
 from sevenrocks_env.batched import VectorEnv
+from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.record import validate
@@ -25,14 +26,22 @@ def model():
     return load_policy("shipped").model.eval()
 
 
+def _round_start(history, env, i):
+    """Env ``i``'s round start as a ``rules.Match``, with the real hands (the history keeps
+    none: each seat's hand now plus what it played this round)."""
+    start = history.round_start.take(torch.tensor([i]))
+    assert start.hands.eq(0).all()
+    start.hands = env.state.hands[i:i + 1] | env.state.played_by[i:i + 1]
+    return start.match(0, env.target)
+
+
 def _random_steps(env, history, steps, generator):
     """Step ``env`` with uniform legal moves, recording them in ``history``."""
     for _ in range(steps):
         mask = env.action_mask.float()
         actions = torch.multinomial(mask, 1, generator=generator).squeeze(1)
-        rounds, matches = env.state.round_index.clone(), env.state.matches.clone()
         env.step(actions)
-        history.record(env, actions, rounds, matches)
+        history.record(env, actions)
 
 
 def test_a_round_start_replayed_with_its_history_reaches_the_env_now():
@@ -44,7 +53,7 @@ def test_a_round_start_replayed_with_its_history_reaches_the_env_now():
     for _ in range(40):
         _random_steps(env, history, 3, generator)
         for i in range(env.num_envs):
-            replay = history.round_start.match(i, env.target)
+            replay = _round_start(history, env, i)
             for action in history.actions[i, :int(history.length[i])].tolist():
                 rules.apply_action(replay, action)
             now = env.match(i)
@@ -94,13 +103,13 @@ def test_batched_likelihoods_equal_a_replay_in_the_rules_engine(model):
             now = env.match(i)
             truth = tuple(now.hands[(now.turn + k) & 3] for k in HIDDEN_SEATS)
             worlds.append([truth] + [tuple(w) for w in HandSampler(view).sample_many(rng, 3)])
-        logl = play_log_likelihoods(model, history, env, envs, worlds)
+        logl = play_log_likelihoods(PolicySearchAgent(model), history, env, envs, worlds)
         for i, world_list in enumerate(worlds):
             now = env.match(i)
             actions = history.actions[i, :int(history.length[i])].tolist()
             for w, world in enumerate(world_list):
                 expected, replay = _reference_log_likelihood(
-                    model, history.round_start.match(i, env.target), actions, now, world)
+                    model, _round_start(history, env, i), actions, now, world)
                 assert logl[i][w] == pytest.approx(expected, abs=1e-4), (i, w)
                 compared += 1
                 if w == 0:  # the true world's replay is the real position
@@ -178,3 +187,40 @@ def test_inference_candidates_are_bounded_and_named(model):
     for bad in (3, 10 ** 9, 4.5):
         with pytest.raises(ValueError, match="candidates"):
             InferenceSearch(searcher, candidates=bad)
+
+
+class _HistorySpy(BatchedGreedy):
+    """Greedy, checking at every decision that the arena's history replays to the env now."""
+
+    needs_history = True
+
+    def __init__(self):
+        self.checked = 0
+
+    def actions(self, env, envs, context):
+        history = context["history"]
+        for e in envs.tolist():
+            replay = _round_start(history, env, e)
+            for action in history.actions[e, :int(history.length[e])].tolist():
+                rules.apply_action(replay, action)
+            assert replay.to_state() == env.match(e).to_state()
+            self.checked += 1
+        return super().actions(env, envs, context)
+
+
+def test_the_batched_arena_keeps_each_envs_round_history_for_agents_that_ask():
+    spy = _HistorySpy()
+    outcomes = play_pairs_batched(spy, BatchedGreedy(), seed=8, first=0, pairs=3, target=150,
+                                  max_rounds=100)
+    assert len(outcomes) == 3 and spy.checked > 100
+
+
+def test_a_round_without_plays_yet_gives_every_world_the_same_weight(model):
+    env = VectorEnv(4, target=250)
+    env.reset(seed=1)
+    history = RoundHistory(env)
+    views = [decode(o) for o in env.observation.numpy()]
+    worlds = [HandSampler(v).sample_many(np.random.default_rng(0), 5) for v in views]
+    logl = play_log_likelihoods(PolicySearchAgent(model), history, env, torch.arange(4), worlds)
+    assert [row.tolist() for row in logl] == [[0.0] * 5] * 4
+    assert play_log_likelihoods(PolicySearchAgent(model), history, env, torch.arange(0), []) == []

@@ -43,6 +43,7 @@ The agent only ever sees ``(observation, action_mask)``; the hidden tiles cannot
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
@@ -161,22 +162,30 @@ class PolicySearchAgent:
     def action_values_many(self, observations, masks, rngs) -> list[list[float]]:
         """:meth:`action_values` of many decisions, their rollouts played together, with
         ``threads`` torch threads (the caller's setting is put back afterwards)."""
+        with self.own_threads():
+            return self.scores(observations, masks, self.decisions(observations, masks, rngs))
+
+    @contextlib.contextmanager
+    def own_threads(self):
+        """Run the block with ``threads`` torch threads, the caller's setting put back after."""
         previous = torch.get_num_threads()
         if self.threads is not None and self.threads != previous:
             torch.set_num_threads(self.threads)
         try:
-            return self._values(observations, masks, rngs)
+            yield
         finally:
             if torch.get_num_threads() != previous:
                 torch.set_num_threads(previous)
 
-    def _values(self, observations, masks, rngs) -> list[list[float]]:
+    def decisions(self, observations, masks, rngs, samples: int | None = None) -> list[Decision]:
+        """Each ``(observation, mask)``'s decision with ``samples`` (default: this agent's)
+        worlds drawn from its ``rng``, uniformly among the deals consistent with the view."""
         decisions = []
         for observation, mask, rng in zip(observations, masks, rngs):
             view = decode(observation)
-            decisions.append(Decision.sample(view, legal_from_mask(mask), self.samples, rng,
-                                             rounds=self.rounds(view)))
-        return self.scores(observations, masks, decisions)
+            decisions.append(Decision.sample(view, legal_from_mask(mask), samples or self.samples,
+                                             rng, rounds=self.rounds(view)))
+        return decisions
 
     def rounds(self, view) -> int:
         """Rounds a rollout from ``view`` may play: past this one, to the match's end or
@@ -199,6 +208,11 @@ class PolicySearchAgent:
             means = [weight @ value for weight, value in zip(weights, values)]
         return [(mean + self.prior * prior[d.legal]).tolist()
                 for d, mean, prior in zip(decisions, means, priors)]
+
+    def engine(self, size: int, target: int) -> VectorEnv:
+        """A ``size``-env engine on this agent's device, kept for the next call of that size
+        (its rollouts' engine; any caller may step it between this agent's searches)."""
+        return self._rollouts.env(size, target)
 
     def world_values(self, decisions: list[Decision]) -> list[np.ndarray]:
         """Per decision, ``float64[worlds, actions]`` rollout values (no prior term)."""

@@ -99,7 +99,8 @@ class WorldRollouts:
             start = end
         return out
 
-    def _env(self, size: int, target: int) -> VectorEnv:
+    def env(self, size: int, target: int) -> VectorEnv:
+        """A ``size``-env rollout engine for ``target``, kept for the next call (at most 8)."""
         key = (size, target)
         if key not in self._envs:
             if len(self._envs) >= 8:
@@ -120,7 +121,7 @@ class WorldRollouts:
                     first.append(action)
                     rounds.append(decision.rounds)
         device = self.device
-        env = self._env(len(first), decisions[0].view.target)
+        env = self.env(len(first), decisions[0].view.target)
         state = views_state([d.view for d in decisions],
                             torch.tensor(view_index, device=device),
                             torch.tensor(hidden, dtype=torch.long, device=device), device)

@@ -1,0 +1,56 @@
+"""The public history of each env's current round: its start and the actions played since.
+
+:class:`RoundHistory` follows a :class:`~sevenrocks_env.batched.VectorEnv`: call
+:meth:`RoundHistory.record` after every step with the actions stepped.  An env whose round ended
+(R7), or whose match ended and was replaced by the next one (auto-reset, R8), starts a new
+history from its state after the step.  What it keeps is what every seat saw: the round's start
+(scores, opener, round number) and the actions in order, knocks included (R6).  It keeps **no
+hands**: ``round_start.hands`` is zero.  A seat's hand at the round's start is its hand now plus
+what it played this round (R1), so a replay rebuilds it for the seat whose hand it knows and
+takes the others from a sampled world (:mod:`sevenrocks_env.agents.inference`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .state import FIELDS
+from .vector_env import VectorEnv
+
+
+class RoundHistory:
+    """``round_start`` (a :class:`~sevenrocks_env.batched.BatchState`, hands zeroed),
+    ``actions`` (``LongTensor[B, capacity]``, grown when a round needs more) and ``length``
+    (``LongTensor[B]``): env ``i``'s round so far is ``actions[i, :length[i]]``."""
+
+    def __init__(self, env: VectorEnv, capacity: int = 128):
+        with torch.inference_mode(False):  # recorded into in place, in or out of inference mode
+            self.round_start = env.state.take()
+            self.round_start.hands.zero_()
+            self.actions = torch.zeros(env.num_envs, capacity, dtype=torch.long,
+                                       device=env.device)
+            self.length = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
+            self._round_index = env.state.round_index.clone()
+            self._matches = env.state.matches.clone()
+
+    def record(self, env: VectorEnv, actions: torch.Tensor) -> None:
+        """Append the actions ``env`` just stepped; restart the envs whose round changed."""
+        with torch.inference_mode(False):
+            if int(self.length.max()) >= self.actions.shape[1]:  # a long run of knocks: grow
+                self.actions = torch.cat((self.actions, torch.zeros_like(self.actions)), 1)
+            rows = torch.arange(env.num_envs, device=env.device)
+            self.actions[rows, self.length] = actions
+            self.length += 1
+            state = env.state
+            fresh = ((state.round_index != self._round_index)
+                     | (state.matches != self._matches)).nonzero().squeeze(1)
+            if fresh.numel():
+                for name in FIELDS:
+                    if name != "hands":
+                        getattr(self.round_start, name)[fresh] = getattr(state, name)[fresh]
+                self.length[fresh] = 0
+                self._round_index.copy_(state.round_index)
+                self._matches.copy_(state.matches)
+
+
+__all__ = ["RoundHistory"]
