@@ -49,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     searcher = PolicySearchAgent("shipped", samples=args.samples)
     agent = InferenceSearch(searcher, power=args.power, candidates=args.candidates)
     print(f"{agent.name}: deal seed {args.seed}, {args.pairs} pairs, target {args.target}\n")
-    print("| against | pairs | inference search's win rate [95% CI] | mean margin | wall s |")
-    print("|---|---:|---|---:|---:|")
+    print("| against | pairs | inference search's win rate [95% CI] | mean margin | "
+          "CPU ms a decision (it / against) | wall s |")
+    print("|---|---:|---|---:|---:|---:|")
     effective = []
     for against in args.against or ["search:samples=64"]:
         opponent = searcher if against == "plain" else against
@@ -59,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         result = evaluate_batched(agent, opponent, args.pairs, seed=args.seed,
                                   target=args.target, batch=args.batch)
         low, high = result.ci95
+        ms = [1000 * seconds for seconds in result.cpu_seconds_per_decision]
         print(f"| {label} | {result.pairs} | {result.win_rate:.3f} [{low:.3f}, {high:.3f}] | "
-              f"{result.mean_margin:+.1f} | {time.perf_counter() - started:.0f} |", flush=True)
+              f"{result.mean_margin:+.1f} | {ms[0]:.1f} / {ms[1]:.1f} | "
+              f"{time.perf_counter() - started:.0f} |", flush=True)
         effective += agent.effective_worlds
         agent.effective_worlds.clear()
     print(f"\neffective worlds a decision (1 / sum of squared weights), mean over "

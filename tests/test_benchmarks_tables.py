@@ -152,6 +152,18 @@ def test_oracle_search_plays_both_pairings_and_says_its_seed(capsys):
         "search:policy=shipped,samples=2", "search:samples=64"]
 
 
+def test_inference_search_plays_each_opponent_and_reports_its_worlds(capsys):
+    inference_search = script("inference_search")
+    assert inference_search.main(["--pairs", "1", "--samples", "2", "--candidates", "4",
+                                  "--target", "30", "--seed", "3", "--against", "plain",
+                                  "--against", "greedy"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("search:policy,inference=1,candidates=4: deal seed 3, 1 pairs")
+    rows = [line.split("|")[1].strip() for line in out.splitlines()[4:6]]
+    assert rows == ["search:policy=shipped,samples=2", "greedy"]
+    assert "of 4 weighted" in out
+
+
 def test_inference_signal_reports_both_rows(capsys):
     """(Its replay is ``agents.inference.play_log_likelihoods``: tests/test_inference.py ties
     it to a replay in the rules engine, and the true world's replay to the real position.)"""
