@@ -7,8 +7,9 @@
 what the seat has seen.  :class:`~sevenrocks_env.agents.inference.InferenceSearch` draws the
 same worlds and weights each by ``exp(power x log-likelihood)`` of the three other seats' real
 moves this round under the policy (replayed on the batched engine); with ``--candidates`` it
-draws that many, weights them, and searches ``--samples`` drawn again from them by weight.  This script plays it in
-the batched arena (duplicate deals, Wilson 95% intervals over pairs) against each ``--against``:
+draws that many, weights them, and searches ``--samples`` drawn again from them by weight.
+This script plays it in the batched arena (duplicate deals, Wilson 95% intervals over pairs)
+against each ``--against``:
 an agent spec (default ``search:samples=64``, issue 11's bar for the policy with search: 65%),
 or ``plain`` for the same search without weights.  Prints a markdown table and the seed.
 """

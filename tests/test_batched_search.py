@@ -194,3 +194,11 @@ def test_no_group_steps_more_than_max_copies(monkeypatch):
     grouped = WorldRollouts().values(decisions, choose)
     assert sizes and max(sizes) <= limit
     assert all(np.array_equal(a, g) for a, g in zip(alone, grouped))
+
+
+def test_copy_groups_split_at_the_copy_limit_and_at_a_new_key():
+    from sevenrocks_env.agents.world_rollouts import MAX_COPIES, copy_groups
+    half = MAX_COPIES // 2
+    assert list(copy_groups([half, half, 1, MAX_COPIES + 5, 3])) == [(0, 2), (2, 3), (3, 4), (4, 5)]
+    assert list(copy_groups([1, 1, 1, 1], [250, 250, 100, 100])) == [(0, 2), (2, 4)]
+    assert list(copy_groups([])) == []

@@ -37,7 +37,7 @@ from ..policy import MaskedCategorical
 from .belief import HIDDEN_SEATS, MAX_WORLDS
 from .layout import best_action, legal_from_mask
 from .policy_search import PolicySearchAgent
-from .world_rollouts import MAX_COPIES, Decision
+from .world_rollouts import Decision, copy_groups
 
 _HIDDEN = torch.tensor(HIDDEN_SEATS)
 #: The largest ``power`` (10: a world 1 nat less likely weighs e^-10 as much).
@@ -52,15 +52,10 @@ def play_log_likelihoods(searcher: PolicySearchAgent, history: RoundHistory, env
     now, as ``Decision.hidden``), replayed in ``searcher``'s engine in groups of at most
     ``MAX_COPIES`` worlds (``searcher`` plays on ``env``'s device: ``searcher.on(env.device)``).
     """
-    out, start = [], 0
-    while start < len(worlds):
-        end, copies = start + 1, len(worlds[start])
-        while end < len(worlds) and copies + len(worlds[end]) <= MAX_COPIES:
-            copies += len(worlds[end])
-            end += 1
+    out = []
+    for start, end in copy_groups([len(w) for w in worlds]):
         logl = _replay(searcher, history, env, envs[start:end], worlds[start:end])
         out += np.split(logl, np.cumsum([len(w) for w in worlds[start:end]])[:-1])
-        start = end
     return out
 
 
@@ -72,8 +67,9 @@ def _replay(searcher, history, env, envs, worlds) -> np.ndarray:
     rows = torch.repeat_interleave(envs.to(device), sizes)          # each world's env
     observer = env.state.turn[rows]
     seats = (observer[:, None] + _HIDDEN.to(device)) & 3            # absolute hidden seats
-    now = torch.zeros_like(env.state.hands[rows])
-    now.scatter_(1, observer[:, None], env.state.hands[rows].gather(1, observer[:, None]))
+    hands = env.state.hands[rows]
+    now = torch.zeros_like(hands)
+    now.scatter_(1, observer[:, None], hands.gather(1, observer[:, None]))  # its own hand
     now.scatter_(1, seats, torch.tensor([hands for w in worlds for hands in w],
                                         dtype=torch.long, device=device))
     state = history.round_start.take(rows)  # (no hands: the history keeps none)

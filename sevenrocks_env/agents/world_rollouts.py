@@ -77,6 +77,20 @@ def rollout_moves(env: VectorEnv, done: torch.Tensor, choose: Chooser) -> torch.
     return action
 
 
+def copy_groups(copies: list[int], keys: list | None = None):
+    """``(start, end)`` spans of consecutive items whose ``copies`` sum to at most
+    :data:`MAX_COPIES` (an item above it alone) and whose ``keys`` are equal, in order."""
+    start = 0
+    while start < len(copies):
+        end, total = start + 1, copies[start]
+        while end < len(copies) and total + copies[end] <= MAX_COPIES and (
+                keys is None or keys[end] == keys[start]):
+            total += copies[end]
+            end += 1
+        yield start, end
+        start = end
+
+
 class WorldRollouts:
     """Plays decisions' copies to their end (module docstring) on ``device``."""
 
@@ -87,16 +101,9 @@ class WorldRollouts:
     def values(self, decisions: list[Decision], choose: Chooser) -> list[np.ndarray]:
         """Per decision, ``float64[S, A]``: the outcome of world ``s`` after action ``a``."""
         out: list[np.ndarray] = []
-        start = 0
-        while start < len(decisions):  # groups of at most MAX_COPIES copies, one target each
-            end, copies = start, 0
-            target = decisions[start].view.target
-            while end < len(decisions) and decisions[end].view.target == target and (
-                    end == start or copies + decisions[end].copies <= MAX_COPIES):
-                copies += decisions[end].copies
-                end += 1
+        spans = copy_groups([d.copies for d in decisions], [d.view.target for d in decisions])
+        for start, end in spans:  # at most MAX_COPIES copies, one target each
             out += self._play(decisions[start:end], choose)
-            start = end
         return out
 
     def env(self, size: int, target: int) -> VectorEnv:
@@ -147,4 +154,4 @@ class WorldRollouts:
         return out
 
 
-__all__ = ["Chooser", "Decision", "MAX_COPIES", "WorldRollouts", "rollout_moves"]
+__all__ = ["Chooser", "Decision", "MAX_COPIES", "WorldRollouts", "copy_groups", "rollout_moves"]

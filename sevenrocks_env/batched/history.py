@@ -32,14 +32,14 @@ class RoundHistory:
             self.length = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
             self._round_index = env.state.round_index.clone()
             self._matches = env.state.matches.clone()
+            self._rows = torch.arange(env.num_envs, device=env.device)
 
     def record(self, env: VectorEnv, actions: torch.Tensor) -> None:
         """Append the actions ``env`` just stepped; restart the envs whose round changed."""
         with torch.inference_mode(False):
             if int(self.length.max()) >= self.actions.shape[1]:  # a long run of knocks: grow
                 self.actions = torch.cat((self.actions, torch.zeros_like(self.actions)), 1)
-            rows = torch.arange(env.num_envs, device=env.device)
-            self.actions[rows, self.length] = actions
+            self.actions[self._rows, self.length] = actions
             self.length += 1
             state = env.state
             fresh = ((state.round_index != self._round_index)
