@@ -190,18 +190,26 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
             raise WorkerDied("an arena worker died or could not start (killed, out of memory? "
                              "any error of its own is printed above)") from None
         finally:
-            if not finished:  # stop the workers now rather than after their current chunk
+            if finished:
+                pool.shutdown()
+            else:  # stop the workers now rather than after their current chunk
                 stop_workers(pool)
-            pool.shutdown(wait=finished, cancel_futures=True)
 
 
-def stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Terminate the workers in the middle of their chunks.  A worker terminated while it was
-    writing a large result (a span's outcomes) leaves part of a message in the result pipe, and
-    the executor's manager thread would wait for the rest for ever (Python then hangs at exit):
-    with this process's own write end of that pipe closed as well, it reads an end of file
-    instead once the workers are gone, and gives up.  Both reach into the executor's private
-    attributes (stable from Python 3.8 to 3.14), and skip what is not there."""
+def stop_workers(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
+    """Terminate the workers in the middle of their chunks and shut the pool down, without
+    waiting for its pending work.
+
+    A worker terminated while it was writing a large result (a span's outcomes) leaves part of
+    a message in the result pipe, and the executor's manager thread would wait for the rest for
+    ever (Python then hangs at exit): with this process's own write end of that pipe closed as
+    well, it reads an end of file instead once the workers are gone, and gives up.  Then the
+    manager thread is waited for (at most ``timeout`` seconds): left running, it closes its
+    wakeup pipe while the interpreter exits, and Python 3.11's exit hook for executors can
+    write to that pipe in the same instant ("Exception ignored ... OSError: Bad file
+    descriptor" after a Ctrl-C: the hook checks that the pipe is open, then writes, without a
+    lock).  This reaches into the executor's private attributes (stable from Python 3.8 to
+    3.14) and skips what is not there."""
     if hasattr(pool, "terminate_workers"):  # Python 3.14
         pool.terminate_workers()
     else:
@@ -210,6 +218,10 @@ def stop_workers(pool: ProcessPoolExecutor) -> None:
     writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
     if writer is not None:
         writer.close()
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
+    pool.shutdown(wait=False, cancel_futures=True)
+    if manager is not None and manager is not threading.current_thread():
+        manager.join(timeout)
 
 
 def a_worker_died(pool: ProcessPoolExecutor) -> bool:
@@ -243,6 +255,5 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
                         _play_span, spans, workers)
 
 
-__all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool",
-           "play_spans_in_pool", "pool_context", "sigterm_as_ctrl_c", "start_worker",
-           "stop_workers"]
+__all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool", "play_spans_in_pool", "pool_context", "sigterm_as_ctrl_c",
+           "start_worker", "stop_workers"]

@@ -39,6 +39,25 @@ def test_stopping_early_stops_the_workers_in_the_middle_of_their_spans():
     assert wait_until(lambda: not pool_workers(), 10), pool_workers()
 
 
+@needs_proc
+def test_stopping_early_waits_for_the_executors_manager_thread(monkeypatch):
+    """Left running, the manager thread races Python 3.11's exit hook for executors (which then
+    prints an OSError after a Ctrl-C): a stop joins it before the generator returns."""
+    managers = []
+
+    class Pool(arena_pool.ProcessPoolExecutor):
+        def submit(self, *args, **kwargs):
+            future = super().submit(*args, **kwargs)
+            managers.append(self._executor_manager_thread)
+            return future
+
+    monkeypatch.setattr(arena_pool, "ProcessPoolExecutor", Pool)
+    played = arena_pool.play_pairs_in_pool("random", "greedy", 3, ENDLESS, 250, 100, workers=2)
+    with closing(played):
+        next(played)
+    assert managers and not any(thread.is_alive() for thread in managers)
+
+
 def test_a_worker_that_cannot_start_is_an_error():
     played = arena_pool.play_pairs_in_pool("random", "ckpt:no/such/file.pt", 3, range(4), 250,
                                            100, workers=2)
