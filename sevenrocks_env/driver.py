@@ -6,7 +6,8 @@ fits), or a single tile that fits a single slot.  :class:`MatchDriver` moves a
 
 * a forced move is played without asking anyone (``forced=True`` in the move hook);
 * a seat with a real choice and an agent is asked ``agent.act(observation, action_mask)`` with
-  exactly its own observation (:mod:`sevenrocks_env.observation`), and the answer is checked;
+  exactly its own observation (:mod:`sevenrocks_env.observation`), and the answer is checked
+  (an agent with ``needs_history`` also gets the round's public plays: :func:`agent_action`);
 * a seat without an agent (``None``: a learner, a human) stops the driver, which returns the
   seat; the caller decides and hands the action to :meth:`MatchDriver.play`.
 
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import rules
 from .observation import action_mask, encode
+from .public_round import public_round
 
 #: ``on_move(match, seat, action, points, forced)``: called after every move is applied.
 MoveHook = Callable[[rules.Match, int, int, int, bool], None]
@@ -46,6 +48,17 @@ def forced_action(match: rules.Match) -> int | None:
     ``None`` when it has a real choice."""
     legal = rules.legal_actions(match)
     return legal[0] if len(legal) == 1 else None
+
+
+def agent_action(agent, match: rules.Match, seat: int):
+    """What ``agent`` answers for ``seat`` (on turn in ``match``): ``agent.act`` with the seat's
+    observation and action mask, and for an agent with ``needs_history = True`` the round's
+    public plays as ``history=`` (:mod:`sevenrocks_env.public_round`).  Every driver asks its
+    agents through here; the answer is not checked."""
+    observation, mask = encode(match, seat), action_mask(match, seat)
+    if getattr(agent, "needs_history", False):
+        return agent.act(observation, mask, history=public_round(match))
+    return agent.act(observation, mask)
 
 
 def agent_name(agent) -> str:
@@ -128,7 +141,7 @@ class MatchDriver:
         match = self.match
         started, cpu = time.perf_counter(), time.process_time()
         try:
-            action = agent.act(encode(match, seat), action_mask(match, seat))
+            action = agent_action(agent, match, seat)
         except Exception as error:  # (not KeyboardInterrupt): say whose move failed
             raise AgentError(f"agent {agent_name(agent)!r} at seat {seat} failed: "
                              f"{type(error).__name__}: {error}") from error
@@ -149,5 +162,5 @@ class MatchDriver:
         return points
 
 
-__all__ = ["AgentError", "IllegalActionError", "MatchDriver", "MoveHook", "agent_name",
-           "forced_action"]
+__all__ = ["AgentError", "IllegalActionError", "MatchDriver", "MoveHook", "agent_action",
+           "agent_name", "forced_action"]

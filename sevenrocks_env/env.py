@@ -67,6 +67,14 @@ R5 and deductions R7) and ``winner_sign`` is +1/-1 on the step a partnership win
 ``points_scale`` and ``win_reward`` are keyword arguments for ``reward="shaped"`` only (finite,
 0 to 1e6).  ``max_rounds`` rounds without a winner truncate the episode (no win reward).
 
+### The round's plays
+
+The observation says which tiles each seat played this round, not in what order.
+``env.unwrapped.public_round()`` says it: a :class:`~sevenrocks_env.public_round.PublicRound`
+(the opener, the scores at the round's start, every action since, knocks included).  Agents
+with ``needs_history = True`` (the search with inference, ``search:policy=shipped,
+inference=0.5``) take it as ``agent.act(observation, action_mask, history=...)``.
+
 ### Determinism
 
 ``reset(seed=s)``: round r's deal and drawn opener depend only on ``(s, r)`` (duplicate-deal
@@ -86,6 +94,7 @@ from pettingzoo import AECEnv
 
 from . import observation as obs_mod
 from .checks import is_int
+from .public_round import PublicRound, public_round
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
@@ -296,6 +305,15 @@ class raw_env(AECEnv, EzPickle):
         return f"illegal action {what} for {agent}; legal actions: [{shown}]"
 
     # -- extras -------------------------------------------------------------------------------
+
+    def public_round(self) -> PublicRound:
+        """The round in progress as every seat saw it: its opener, the scores it started from
+        and every action since (:mod:`sevenrocks_env.public_round`), the ``history=`` an agent
+        with ``needs_history`` takes besides the observation and mask.  ``ValueError`` once the
+        match is over."""
+        if self.match is None:
+            raise RuntimeError("reset() needs to be called before public_round.")
+        return public_round(self.match)
 
     def game_record(self) -> dict:
         """The match so far as a JSON-serialisable game record (see :mod:`sevenrocks_env.record`)."""

@@ -40,6 +40,7 @@ except ImportError as missing:  # say which extra, not a bare ModuleNotFoundErro
                       "pip install -e \".[rllib]\" (make install-rllib)") from missing
 
 from .agents import make_agent
+from .driver import agent_action
 from .env import AGENTS, raw_env
 from .rules import is_legal, legal_actions, plain_action, team_of
 
@@ -164,8 +165,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
                     return
                 action = legal[0]
             else:
-                obs = aec.observe(AGENTS[seat])
-                action = self._opponent.act(obs["observation"], obs["action_mask"])
+                action = agent_action(self._opponent, match, seat)
             aec.step(int(action))
             self._collect()
 

@@ -42,6 +42,9 @@ def make_teacher(spec: str):
     """The batched searcher of a ``search`` spec: an object with ``action_values_many``."""
     from sevenrocks_env.arena_batched import BatchedSearchAgent, batched_agent
     teacher = batched_agent(spec)
+    if teacher.needs_history:
+        raise ValueError(f"teacher {spec!r} reads the round's plays (inference=), which the "
+                         "collection does not keep yet: use the search without inference")
     if not isinstance(teacher, BatchedSearchAgent):
         raise ValueError(f"teacher {spec!r} is not a search agent (search:..., "
                          "search:policy=...)")

@@ -103,11 +103,15 @@ def training_opponent(spec: str):
     (``sb3:``: configs and checkpoints are shared); not an OpenSpiel bot (its numpy
     ``RandomState`` is not saved, so ``--resume`` would not be bit for bit, and it takes ~0.1 s
     a decision); not ``search`` with a ``time_limit`` (how many worlds it samples depends on the
-    machine's speed)."""
+    machine's speed); not one that reads the round's plays (``needs_history``)."""
     if spec.strip().startswith("openspiel:"):
         raise ValueError(f"{shown(spec)}: OpenSpiel bots cannot be training opponents (use them "
                          "in the arena)")
     agent = make_agent(spec, allow_pickles=False)
+    if getattr(agent, "needs_history", False):
+        raise ValueError(f"{shown(spec)}: an agent that reads the round's plays (inference=) "
+                         "cannot be a training opponent (the trainer's engine keeps no history; "
+                         "use it in the arena)")
     if getattr(agent, "time_limit", None) is not None:
         raise ValueError(f"{shown(spec)}: a training opponent cannot have a time_limit (give "
                          "samples=N instead)")

@@ -11,6 +11,7 @@ command line:
 | ``heuristic``                          | one-ply lookahead with defence (see its docstring)  |
 | ``search[:samples=64,time_limit=S,rollout=defensive,win_bonus=50]`` | determinized Monte-Carlo (no time limit by default: deterministic for a seed) |
 | ``search:policy=shipped[,samples=64,prior=5,win_bonus=50,reach=60,horizon=3,rollout=argmax,threads=1]`` | policy-guided determinized search (``policy=PATH``: a checkpoint) |
+| ``search:policy=shipped,inference=0.5[,candidates=N,...]`` | the same search, its worlds weighted by the other seats' plays this round (``agents.inference``; reads the round's plays: ``needs_history``) |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 | ``ckpt:shipped``                       | the policy installed with the package               |
 | ``sb3:PATH``                           | an sb3-contrib MaskablePPO zip (``sb3_agent``); **trusted files only**: an SB3 zip is a pickle and loading it can run code |
@@ -38,7 +39,8 @@ AGENTS = {
 CHECKPOINT_SPECS = ("ckpt", "policy")
 #: ``search:policy=...``: the policy-guided search (imported lazily: it needs torch).
 POLICY_SEARCH_PARAMS = {"policy": str, "samples": int, "prior": float, "win_bonus": float,
-                        "reach": int, "horizon": int, "rollout": str, "threads": int}
+                        "reach": int, "horizon": int, "rollout": str, "threads": int,
+                        "inference": float, "candidates": int}
 SB3_SPEC = "sb3"
 OPENSPIEL_SPEC = "openspiel"
 
@@ -120,14 +122,21 @@ def _is_policy_search(name: str, rest: str) -> bool:
 
 
 def _policy_search(params: dict, seed: int | None) -> Agent:
-    """``search:policy=shipped|PATH,...``: :class:`~.policy_search.PolicySearchAgent`."""
+    """``search:policy=shipped|PATH,...``: :class:`~.policy_search.PolicySearchAgent`, or with
+    ``inference=POWER`` the :class:`~.inference.InferenceSearch` over it."""
     try:
         from .policy_search import PolicySearchAgent
     except ImportError as error:
         raise ValueError(f"search:policy needs torch ({error})") from None
     if not params["policy"]:
         raise ValueError("search:policy needs a checkpoint: policy=shipped or policy=PATH")
-    return PolicySearchAgent(seed=seed, **params)
+    power, candidates = params.pop("inference", None), params.pop("candidates", None)
+    if power is None:
+        if candidates is not None:
+            raise ValueError("search:policy: candidates=N goes with inference=POWER")
+        return PolicySearchAgent(seed=seed, **params)
+    from .inference import InferenceSearch
+    return InferenceSearch(PolicySearchAgent(seed=seed, **params), power, candidates)
 
 
 def _load_openspiel(rest: str, seed: int | None) -> Agent:

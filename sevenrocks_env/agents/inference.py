@@ -19,9 +19,13 @@ for many decisions at once on the batched engine:
    ``exp(power * log-likelihood)``, normalised per decision: ``power`` 1 is Bayes' rule if the
    other seats play the policy; less tempers it for seats that do not.
 
-The replay needs the round's plays, which an agent's ``(observation, action_mask)`` does not
-hold, so this agent plays in the batched arena only (it asks for ``context["history"]`` with
-``needs_history``): ``benchmarks/inference_search.py`` measures it.
+The replay needs the round's plays, which an observation does not hold: the agent has
+``needs_history = True``.  In the batched arena it reads ``context["history"]``; everywhere else
+it takes ``act(observation, action_mask, history=PublicRound)``
+(:mod:`sevenrocks_env.public_round`; every driver of this package passes it), and
+:func:`replayed_round` rebuilds the round in a one-env engine, checking that the plays are legal
+and lead to exactly the observation.  Its spec is ``search:policy=shipped,inference=0.5``;
+``benchmarks/inference_search.py`` measures it.
 """
 
 from __future__ import annotations
@@ -30,10 +34,14 @@ import numpy as np
 import torch
 
 from ..arena_batched import BatchedAgent, search_rngs
-from ..batched import layout
+from ..batched import VectorEnv, layout
 from ..batched.history import RoundHistory
 from ..checks import is_int
+from ..observation import checked_inputs, decode, encode
 from ..policy import MaskedCategorical
+from ..public_round import PublicRound
+from ..rules import Match, apply_action, is_legal
+from ..tiles import describe_action
 from .belief import HIDDEN_SEATS, MAX_WORLDS
 from .layout import best_action, legal_from_mask
 from .policy_search import PolicySearchAgent
@@ -97,6 +105,47 @@ def _replay(searcher, history, env, envs, worlds) -> np.ndarray:
     return logl.cpu().numpy()
 
 
+def replayed_round(history: PublicRound, observation: np.ndarray, world: tuple[int, int, int],
+                   device) -> tuple[VectorEnv, RoundHistory]:
+    """A one-env engine at the decision ``observation`` shows, with its :class:`RoundHistory`,
+    rebuilt from the round's public ``history`` (checked first): the observer is the seat on
+    turn after ``history.actions``, its hand at the round's start is its hand now plus what it
+    played this round, and the hidden seats' hands now are ``world`` (any world consistent with
+    the view: :func:`play_log_likelihoods` replaces them).  ``ValueError`` if the plays do not
+    fit: a tile the view does not place there, an illegal action, a round that ends on the way,
+    or an end position whose observation is not ``observation``."""
+    history = history.checked()
+    view = decode(observation)
+    seat = history.seat_on_turn
+    hands = [0, 0, 0, 0]
+    hands[seat] = view.hand | view.played_by[0]
+    for relative, hand in enumerate(world, start=1):
+        hands[(seat + relative) % 4] = hand | view.played_by[relative]
+    try:
+        start = Match.from_deal(hands, history.opener, target=view.target, scores=history.scores,
+                                keep_history=False)
+    except ValueError as error:
+        raise ValueError(f"inference: the history does not fit the observation ({error})") \
+            from None
+    env = VectorEnv(1, device, view.target, max_rounds=None)
+    env.load([start])
+    replayed = RoundHistory.of_rounds(env, [history.actions])
+    for index, action in enumerate(history.actions):  # (the rules engine: faster for one)
+        if not is_legal(start, action):
+            raise ValueError(f"inference: history action {index} ({describe_action(action)}) "
+                             f"is illegal for seat {start.turn} in the round the observation "
+                             "shows")
+        apply_action(start, action)
+        if start.over or start.awaiting_deal:
+            raise ValueError(f"inference: history action {index} ends the round; the history "
+                             "is the round in progress")
+    if not np.array_equal(encode(start, seat), observation):
+        raise ValueError("inference: the history does not lead to this observation (another "
+                         "round's plays, or another seat's view?)")
+    env.load([start])
+    return env, replayed
+
+
 def world_weights(log_likelihoods: np.ndarray, power: float) -> np.ndarray:
     """``exp(power * log-likelihood)`` normalised to sum 1 (uniform where all are equal)."""
     scaled = power * np.asarray(log_likelihoods, dtype=np.float64)
@@ -118,9 +167,12 @@ def resampled(decision: Decision, weights: np.ndarray, samples: int,
 
 
 class InferenceSearch(BatchedAgent):
-    """``search:policy`` with its worlds weighted by the other seats' plays this round (module
-    docstring).  With ``candidates`` (default: the searcher's ``samples``) equal to ``samples``,
-    the worlds of decision ``(pair, game, move)`` are those the plain
+    """``search:policy=...,inference=POWER``: the policy-guided search with its worlds weighted
+    by the other seats' plays this round (module docstring), as an agent (:meth:`act`, given
+    the round's plays) and in the batched arena (:meth:`actions`).
+
+    With ``candidates`` (default: the searcher's ``samples``) equal to ``samples``, the worlds
+    of decision ``(pair, game, move)`` are those the plain
     :class:`~sevenrocks_env.arena_batched.BatchedSearchAgent` draws for it (the same
     :func:`~sevenrocks_env.arena_batched.search_rngs`), so the two differ only in the weights
     (``power`` 0 plays the plain search).  With more, ``candidates`` worlds are drawn and
@@ -135,7 +187,7 @@ class InferenceSearch(BatchedAgent):
         if not np.isfinite(power) or not 0 <= power <= MAX_POWER:
             raise ValueError(f"inference: power must be in [0, {MAX_POWER}], got {power!r}")
         if searcher.rollout != "argmax":
-            raise ValueError("inference: the batched arena plays rollout=argmax only (sampled "
+            raise ValueError("inference: rollout=argmax only (in the batched arena sampled "
                              "rollouts would depend on how decisions are grouped)")
         candidates = searcher.samples if candidates is None else candidates
         if not is_int(candidates, searcher.samples, MAX_WORLDS):
@@ -148,6 +200,32 @@ class InferenceSearch(BatchedAgent):
         self._on: dict[torch.device, PolicySearchAgent] = {}
         self.effective_worlds: list[float] = []  # 1 / sum(w^2) of each decision, for reports
 
+    def seed(self, seed: int | None) -> None:
+        self.searcher.seed(seed)
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray,
+            history: PublicRound | None = None) -> int:
+        """The search's move from ``observation`` after the round's plays ``history`` (a
+        :class:`~sevenrocks_env.public_round.PublicRound`; every driver of this package passes
+        it, a PettingZoo loop takes ``env.unwrapped.public_round()``).  A forced move is played
+        at once; ``ValueError`` without a history, or with one that does not fit."""
+        observation, action_mask = checked_inputs(observation, action_mask)
+        legal = legal_from_mask(action_mask)
+        if len(legal) == 1:
+            return legal[0]
+        if not isinstance(history, PublicRound):
+            raise ValueError(f"{self.name} reads the round's plays: call act(observation, "
+                             "action_mask, history=...) with a PublicRound (in a PettingZoo "
+                             f"loop: env.unwrapped.public_round()), got {type(history).__name__}")
+        searcher, rng = self.searcher, self.searcher._rng
+        with searcher.own_threads():
+            decision = searcher.decisions([observation], [action_mask], [rng], self.candidates)[0]
+            env, replayed = replayed_round(history, observation, decision.hidden[0],
+                                           searcher.device)
+            logl = play_log_likelihoods(searcher, replayed, env, torch.zeros(1, dtype=torch.long),
+                                        [decision.hidden])
+            return self._choose(searcher, [observation], [action_mask], [decision], logl, [rng])[0]
+
     def actions(self, env, envs, context):
         if env.device not in self._on:  # one copy per device, as BatchedSearchAgent's
             self._on[env.device] = self.searcher.on(env.device)
@@ -159,17 +237,23 @@ class InferenceSearch(BatchedAgent):
             decisions = searcher.decisions(observations, masks, rngs, self.candidates)
             logl = play_log_likelihoods(searcher, context["history"], env, envs,
                                         [d.hidden for d in decisions])
-            weights = [world_weights(row, self.power) for row in logl]
-            self.effective_worlds += [1.0 / float(w @ w) for w in weights]
-            if self.candidates != searcher.samples:
-                decisions, weights = map(list, zip(*(
-                    resampled(d, w, searcher.samples, rng)
-                    for d, w, rng in zip(decisions, weights, rngs))))
-            elif self.power == 0:
-                weights = None  # the plain search's mean, to the last bit
-            scores = searcher.scores(observations, masks, decisions, weights)
-        chosen = [best_action(legal_from_mask(mask), score) for mask, score in zip(masks, scores)]
+            chosen = self._choose(searcher, observations, masks, decisions, logl, rngs)
         return torch.tensor(chosen, dtype=torch.long, device=envs.device)
 
+    def _choose(self, searcher, observations, masks, decisions, logl, rngs) -> list[int]:
+        """Each decision's best action, its worlds weighted by ``exp(power * logl)`` (or, with
+        more ``candidates`` than ``samples``, drawn again by those weights)."""
+        weights = [world_weights(row, self.power) for row in logl]
+        self.effective_worlds += [1.0 / float(w @ w) for w in weights]
+        if self.candidates != searcher.samples:
+            decisions, weights = map(list, zip(*(
+                resampled(d, w, searcher.samples, rng)
+                for d, w, rng in zip(decisions, weights, rngs))))
+        elif self.power == 0:
+            weights = None  # the plain search's mean, to the last bit
+        scores = searcher.scores(observations, masks, decisions, weights)
+        return [best_action(legal_from_mask(mask), score) for mask, score in zip(masks, scores)]
 
-__all__ = ["InferenceSearch", "MAX_POWER", "play_log_likelihoods", "resampled", "world_weights"]
+
+__all__ = ["InferenceSearch", "MAX_POWER", "play_log_likelihoods", "replayed_round", "resampled",
+           "world_weights"]

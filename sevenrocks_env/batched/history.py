@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import torch
 
+from ..public_round import PublicRound
 from .state import FIELDS
 from .vector_env import VectorEnv
 
@@ -33,6 +34,25 @@ class RoundHistory:
             self._round_index = env.state.round_index.clone()
             self._matches = env.state.matches.clone()
             self._rows = torch.arange(env.num_envs, device=env.device)
+
+    @classmethod
+    def of_rounds(cls, env: VectorEnv, actions: list) -> "RoundHistory":
+        """The history of rounds that began at ``env``'s present state and have since played
+        ``actions[i]`` (a sequence of ints) in env ``i`` (``env`` itself stays at their start:
+        the caller moves it on, e.g. with :meth:`VectorEnv.load`)."""
+        longest = max((len(played) for played in actions), default=0)
+        history = cls(env, capacity=max(128, longest + 1))
+        with torch.inference_mode(False):
+            for row, played in enumerate(actions):
+                history.actions[row, :len(played)] = torch.as_tensor(played, dtype=torch.long)
+                history.length[row] = len(played)
+        return history
+
+    def public_round(self, row: int) -> PublicRound:
+        """Env ``row``'s round so far, as the AEC env's ``public_round()`` gives it."""
+        scores = self.round_start.scores[row].tolist()
+        return PublicRound(int(self.round_start.opener[row]), (scores[0], scores[1]),
+                           tuple(self.actions[row, :int(self.length[row])].tolist()))
 
     def record(self, env: VectorEnv, actions: torch.Tensor) -> None:
         """Append the actions ``env`` just stepped; restart the envs whose round changed."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ..agents import make_agent
 from ..checks import is_plain_int
 from ..dealing import MAX_SEED
-from ..observation import action_mask, encode
+from ..driver import agent_action
 from ..policy_file import shipped_path
 from .. import record as records
 from ..record import shown
@@ -69,6 +69,8 @@ def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     if shipped_path().is_file():  # package data when installed, checkpoints/ in a checkout
         menu.append(("ckpt:shipped", "shipped policy"))
         menu.append(("search:policy=shipped,samples=16", "shipped policy with search"))
+        menu.append(("search:policy=shipped,samples=16,inference=0.5",
+                     "shipped policy with search and inference"))
     menu += [(spec, spec) for spec in extra]
     return menu
 
@@ -152,7 +154,7 @@ class Game:
             raise GameError(409, "it is your turn: the bots wait for your move")
         seat = match.turn
         try:
-            action = int(self.agents[seat].act(encode(match, seat), action_mask(match, seat)))
+            action = int(agent_action(self.agents[seat], match, seat))
         except Exception as problem:  # e.g. a network whose outputs went non-finite mid-game
             raise server_fault(problem, f"the agent at seat {seat} ({self.agents[seat].name})",
                                f"the agent at seat {seat} ({self.labels[seat]}) failed",

@@ -1,0 +1,174 @@
+"""The search with inference as an agent: ``search:policy=...,inference=P`` given the round's
+public plays (``history=``) wherever it plays, with the batched arena's choices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sevenrocks_env import arena, rules, sevenrocks_v0
+from sevenrocks_env.agents import make_agent
+from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
+from sevenrocks_env.agents.inference import (InferenceSearch, play_log_likelihoods,
+                                             replayed_round)
+from sevenrocks_env.agents.policy_search import PolicySearchAgent
+from sevenrocks_env.arena_batched import batched_agent, search_rngs
+from sevenrocks_env.batched import VectorEnv
+from sevenrocks_env.batched.history import RoundHistory
+from sevenrocks_env.observation import decode
+from sevenrocks_env.policy import load_policy
+from training.distill_collect import make_teacher
+from training.opponents import training_opponent
+
+SPEC = "search:policy=shipped,samples=6,inference=1"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_policy("shipped").model.eval()
+
+
+def _played_envs(num_envs, seed, steps):
+    """A batched engine after ``steps`` uniform legal moves, with its round history."""
+    env = VectorEnv(num_envs, target=250, max_rounds=None)
+    env.reset(seed=seed)
+    history = RoundHistory(env)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        actions = torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1)
+        env.step(actions)
+        history.record(env, actions)
+    return env, history
+
+
+def test_the_round_rebuilt_from_its_public_plays_gives_the_batched_likelihoods(model):
+    searcher = PolicySearchAgent(model)
+    rng = np.random.default_rng(2)
+    compared = 0
+    for steps in (0, 7, 19, 33):
+        env, history = _played_envs(6, 20 + steps, steps)
+        observations = env.observation.numpy()
+        for i in range(env.num_envs):
+            now = env.match(i)
+            truth = tuple(now.hands[(now.turn + k) & 3] for k in HIDDEN_SEATS)
+            worlds = [truth] + HandSampler(decode(observations[i])).sample_many(rng, 3)
+            [batched] = play_log_likelihoods(searcher, history, env, torch.tensor([i]), [worlds])
+            one, replayed = replayed_round(history.public_round(i), observations[i], truth, "cpu")
+            rebuilt = one.match(0)
+            for name in ("hands", "played_by", "ends", "turn", "voids", "scores", "spinner"):
+                assert getattr(rebuilt, name) == getattr(now, name), (steps, i, name)
+            [alone] = play_log_likelihoods(searcher, replayed, one, torch.tensor([0]), [worlds])
+            assert alone == pytest.approx(batched, abs=1e-5)
+            compared += 1
+    assert compared == 24
+
+
+@pytest.mark.parametrize("candidates", [None, 12])
+def test_the_agent_given_the_plays_chooses_what_it_chooses_in_the_batched_arena(model,
+                                                                                candidates):
+    agent = InferenceSearch(PolicySearchAgent(model, samples=6), power=1.0,
+                            candidates=candidates)
+    env, history = _played_envs(8, 5, 13)
+    choice = (env.action_mask.sum(1) > 1).nonzero().squeeze(1)
+    assert choice.numel() >= 3
+    context = {"seed": 9, "coordinate": torch.arange(8) * 3, "moves": torch.arange(8),
+               "history": history}
+    batched = agent.actions(env, choice, context).tolist()
+    alone = []
+    for i in choice.tolist():
+        agent.searcher._rng = search_rngs(context, torch.tensor([i]))[0]  # the arena's worlds
+        alone.append(agent.act(env.observation[i].numpy(), env.action_mask[i].numpy(),
+                               history=history.public_round(i)))
+    assert alone == batched
+
+
+def test_act_needs_the_plays_that_lead_to_its_observation(model):
+    agent = InferenceSearch(PolicySearchAgent(model, samples=2))
+    aec = sevenrocks_v0.env()
+    aec.reset(seed=12)
+    while True:  # to a real choice with a few plays behind it
+        obs = aec.last()[0]
+        history = aec.unwrapped.public_round()
+        if obs["action_mask"].sum() > 1 and len(history.actions) >= 6:
+            break
+        aec.step(int(np.flatnonzero(obs["action_mask"])[-1]))
+    observation, mask = obs["observation"], obs["action_mask"]
+    assert mask[agent.act(observation, mask, history=history)]
+    with pytest.raises(ValueError, match="reads the round's plays"):
+        agent.act(observation, mask)
+    with pytest.raises(ValueError, match="reads the round's plays"):
+        agent.act(observation, mask, history=tuple(history))
+    wrong = [
+        history._replace(actions=history.actions[:-1]),            # another seat's turn
+        history._replace(actions=history.actions[:-4]),            # an earlier position
+        history._replace(scores=(history.scores[0] + 5, history.scores[1])),
+        history._replace(scores=(300, 0)),                         # at the target: won already
+        history._replace(actions=(rules.KNOCK,) * 4),              # knocks at the opening
+        history._replace(actions=(113,)),                          # not an action
+    ]
+    for bad in wrong:
+        with pytest.raises(ValueError, match="history"):
+            agent.act(observation, mask, history=bad)
+    # (another opener with the same plays is the same round seen from other seat numbers: the
+    # view is seat-relative, so it cannot be told apart, and it weighs the worlds the same)
+
+
+def test_plays_that_end_the_round_on_the_way_are_refused(model):
+    """At a seat's last tile, with a choice of ends: the plays so far and then that tile (a
+    domino, R7) and three more moves come back to the same seat, past the round's end."""
+    agent = InferenceSearch(PolicySearchAgent(model, samples=2))
+    rng = np.random.default_rng(0)
+    for seed in range(200):
+        aec = sevenrocks_v0.env()
+        aec.reset(seed=seed)
+        while aec.agents:
+            obs = aec.last()[0]
+            mask = obs["action_mask"]
+            seat = aec.unwrapped.match.turn
+            if mask.sum() > 1 and aec.unwrapped.match.hands[seat].bit_count() == 1:
+                history = aec.unwrapped.public_round()
+                past_the_end = history._replace(
+                    actions=history.actions + (int(np.flatnonzero(mask)[0]),) + (rules.KNOCK,) * 3)
+                with pytest.raises(ValueError, match="ends the round"):
+                    agent.act(obs["observation"], mask, history=past_the_end)
+                return
+            aec.step(int(rng.choice(np.flatnonzero(mask))))
+    pytest.fail("no seat with a choice at its last tile in 200 matches")
+
+
+def test_a_forced_move_needs_no_history(model):
+    agent = InferenceSearch(PolicySearchAgent(model, samples=2))
+    match = rules.Match.new(0)
+    while len(rules.legal_actions(match)) > 1:
+        rules.apply_action(match, rules.legal_actions(match)[0])
+    from sevenrocks_env.observation import action_mask, encode
+    assert agent.act(encode(match, match.turn), action_mask(match, match.turn)) == \
+        rules.legal_actions(match)[0]
+
+
+def test_the_spec_builds_the_search_with_inference():
+    agent = make_agent("search:policy=shipped,samples=4,inference=0.5,candidates=8", seed=3)
+    assert isinstance(agent, InferenceSearch) and agent.needs_history
+    assert (agent.power, agent.candidates, agent.searcher.samples) == (0.5, 8, 4)
+    assert agent.name == "search:policy,inference=0.5,candidates=8"
+    assert batched_agent("search:policy=shipped,samples=4,inference=0.5").power == 0.5
+    for bad, words in (("inference=11", "power"), ("candidates=8", "goes with inference"),
+                       ("inference=0.5,rollout=sample", "argmax"),
+                       ("inference=0.5,candidates=2", "candidates")):
+        with pytest.raises(ValueError, match=words):
+            make_agent(f"search:policy=shipped,samples=4,{bad}")
+
+
+def test_it_plays_whole_matches_in_the_unbatched_arena():
+    result = arena.evaluate("search:policy=shipped,samples=2,inference=0.5", "greedy", pairs=1,
+                            seed=4, target=30)
+    assert result.pairs == 1 and result.rounds_per_match >= 1
+    assert result.seconds_per_decision[0] > 0
+
+
+def test_the_trainer_refuses_it_as_an_opponent_or_a_teacher():
+    with pytest.raises(ValueError, match="round's plays"):
+        training_opponent(SPEC)
+    with pytest.raises(ValueError, match="round's plays"):
+        make_teacher(SPEC)
