@@ -45,6 +45,8 @@ AGENTS = {
     # the policy shipped before 2026-12-03, with which the README's ladder was measured
     "previous_v2": "ckpt:checkpoints/previous/v2_oracle/sevenrocks_ppo.pt",
     "shipped+search": "search:policy=shipped,samples=64",
+    # the same search with its worlds weighted by the other seats' plays (agents.inference)
+    "shipped+inference": "search:policy=shipped,samples=64,inference=0.5",
     "ismcts100": "openspiel:ismcts:sims=100",
     "ismcts400": "openspiel:ismcts:sims=400",
     "ismcts1600": "openspiel:ismcts:sims=1600",
@@ -59,6 +61,8 @@ PAIRINGS = [
     ("search64", "greedy", 200), ("search64", "heuristic", 200), ("shipped", "search64", 500),
     ("search256", "search64", 50), ("shipped+search", "search64", 200),
     ("shipped+search", "shipped", 50),
+    ("shipped+inference", "search64", 200), ("shipped+inference", "shipped+search", 50),
+    ("shipped+inference", "shipped", 50),
     # OpenSpiel's IS-MCTS: 400 simulations is the largest setting under 0.5 s a decision here
     ("shipped", "ismcts400", 100), ("ismcts100", "greedy", 40), ("ismcts100", "heuristic", 40),
     ("ismcts400", "ismcts100", 20), ("ismcts400", "heuristic", 20), ("ismcts1600", "ismcts400", 5),
