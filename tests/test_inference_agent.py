@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from distill_stand_ins import tiny_student
 
 from sevenrocks_env import arena, rules, sevenrocks_v0
 from sevenrocks_env.agents import make_agent
@@ -18,7 +19,7 @@ from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.observation import decode
 from sevenrocks_env.policy import load_policy
-from training.distill_collect import make_teacher
+from training.distill_collect import collect, make_teacher
 from training.opponents import training_opponent
 
 SPEC = "search:policy=shipped,samples=6,inference=1"
@@ -167,8 +168,28 @@ def test_it_plays_whole_matches_in_the_unbatched_arena():
     assert result.seconds_per_decision[0] > 0
 
 
-def test_the_trainer_refuses_it_as_an_opponent_or_a_teacher():
+def test_the_trainer_refuses_it_as_an_opponent():
     with pytest.raises(ValueError, match="round's plays"):
         training_opponent(SPEC)
-    with pytest.raises(ValueError, match="round's plays"):
-        make_teacher(SPEC)
+
+
+def test_it_teaches_a_distillation_with_the_round_history_of_every_env():
+    """With ``inference=0`` its labels are the plain search's, value for value (the same worlds,
+    uniform weights); with ``inference=1`` the plays weigh the worlds and the values change;
+    and a span of the envs labels what the whole collection labels there."""
+    def labels(spec, first_env=0, num_envs=6):
+        return collect(tiny_student(), make_teacher(spec), 40 * num_envs // 6,
+                       num_envs=num_envs, seed=8, first_env=first_env, log=lambda *_: None)
+
+    plain = labels("search:policy=shipped,samples=3")
+    uniform = labels("search:policy=shipped,samples=3,inference=0")
+    weighted = labels("search:policy=shipped,samples=3,inference=1")
+    for key in ("observation", "action", "values"):
+        np.testing.assert_array_equal(uniform[key], plain[key])
+    np.testing.assert_array_equal(weighted["observation"], plain["observation"])
+    assert not np.array_equal(weighted["values"], plain["values"])
+    span = labels("search:policy=shipped,samples=3,inference=1", first_env=3, num_envs=3)
+    theirs = weighted["values"][(weighted["match"] >> 32) >= 3]
+    shared = min(len(theirs), len(span["values"]))
+    assert shared >= 15
+    np.testing.assert_allclose(span["values"][:shared], theirs[:shared], atol=1e-3)  # batch bits

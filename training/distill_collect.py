@@ -29,6 +29,7 @@ from sevenrocks_env.arena_pool import (WorkerDied, a_worker_died, pool_context, 
                                        sigterm_as_ctrl_c, stop_workers)
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
+from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
 
 from .distill_labels import MAX_VALUE, save_labels
@@ -39,12 +40,12 @@ _LABEL_KEYS = ("observation", "action_mask", "action", "values", "match")
 
 
 def make_teacher(spec: str):
-    """The batched searcher of a ``search`` spec: an object with ``action_values_many``."""
+    """The batched searcher of a ``search`` spec: an object with ``action_values_many``, or for
+    the search with inference (``needs_history``) its agent, with ``scores_in``."""
     from sevenrocks_env.arena_batched import BatchedSearchAgent, batched_agent
     teacher = batched_agent(spec)
-    if teacher.needs_history:
-        raise ValueError(f"teacher {spec!r} reads the round's plays (inference=), which the "
-                         "collection does not keep yet: use the search without inference")
+    if teacher.needs_history:  # the search with inference: scores_in(env, rows, rngs, history)
+        return teacher
     if not isinstance(teacher, BatchedSearchAgent):
         raise ValueError(f"teacher {spec!r} is not a search agent (search:..., "
                          "search:policy=...)")
@@ -96,6 +97,7 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
     env_ids = first_env + torch.arange(num_envs)
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False, deal_streams=env_ids)
     venv.reset(seed=seed)
+    history = RoundHistory(venv) if getattr(teacher, "needs_history", False) else None
     observations, masks, actions, values, matches = [], [], [], [], []
     have, step, started = 0, 0, time.perf_counter()
     every = save_every or save_interval(decisions)
@@ -110,7 +112,10 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
                 obs_np, mask_np = obs[rows].numpy(), mask[rows].numpy()
                 rngs = [np.random.default_rng((seed, _SALT, step, int(env_ids[r])))
                         for r in rows]
-                scores = teacher.action_values_many(obs_np, mask_np, rngs)
+                if history is None:
+                    scores = teacher.action_values_many(obs_np, mask_np, rngs)
+                else:
+                    scores = teacher.scores_in(venv, rows, rngs, history)
                 table = np.zeros(mask_np.shape, dtype=np.float32)
                 for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
                     legal = legal_from_mask(legal_mask)
@@ -132,6 +137,8 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
                 if save is not None and saving and have < decisions:
                     save(_joined(observations, masks, actions, values, matches, have))
             venv.step(chosen)
+            if history is not None:
+                history.record(venv, chosen)
             step += 1
     except KeyboardInterrupt:
         if not have:

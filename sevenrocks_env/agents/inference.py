@@ -42,7 +42,7 @@ from ..policy import MaskedCategorical
 from ..public_round import PublicRound
 from ..rules import Match, apply_action, is_legal
 from ..tiles import describe_action
-from .belief import HIDDEN_SEATS, MAX_WORLDS
+from .belief import HIDDEN_SEATS, MAX_WORLDS, HandSampler
 from .layout import best_action, legal_from_mask
 from .policy_search import PolicySearchAgent
 from .world_rollouts import Decision, copy_groups
@@ -217,42 +217,44 @@ class InferenceSearch(BatchedAgent):
             raise ValueError(f"{self.name} reads the round's plays: call act(observation, "
                              "action_mask, history=...) with a PublicRound (in a PettingZoo "
                              f"loop: env.unwrapped.public_round()), got {type(history).__name__}")
-        searcher, rng = self.searcher, self.searcher._rng
-        with searcher.own_threads():
-            decision = searcher.decisions([observation], [action_mask], [rng], self.candidates)[0]
-            env, replayed = replayed_round(history, observation, decision.hidden[0],
-                                           searcher.device)
-            logl = play_log_likelihoods(searcher, replayed, env, torch.zeros(1, dtype=torch.long),
-                                        [decision.hidden])
-            return self._choose(searcher, [observation], [action_mask], [decision], logl, [rng])[0]
+        # the engine's hidden hands are a placeholder: every world replaces them in the replay
+        placeholder = HandSampler(decode(observation)).sample_many(np.random.default_rng(0), 1)
+        env, replayed = replayed_round(history, observation, placeholder[0],
+                                       self.searcher.device)
+        [scores] = self.scores_in(env, torch.zeros(1, dtype=torch.long), [self.searcher._rng],
+                                  replayed)
+        return best_action(legal, scores)
 
     def actions(self, env, envs, context):
+        scores = self.scores_in(env, envs, search_rngs(context, envs), context["history"])
+        masks = env.action_mask[envs].cpu().numpy()
+        chosen = [best_action(legal_from_mask(mask), score) for mask, score in zip(masks, scores)]
+        return torch.tensor(chosen, dtype=torch.long, device=envs.device)
+
+    def scores_in(self, env, envs, rngs, history: RoundHistory) -> list[list[float]]:
+        """The score of each legal action (ascending) of the seat on turn in each env ``envs``
+        of ``env`` (each with a real choice; ``history`` follows ``env``), decision ``i`` drawing
+        its worlds from ``rngs[i]``: the searcher's rollout values over those worlds weighted by
+        ``exp(power * log-likelihood)`` of the round's plays (or, with more ``candidates`` than
+        ``samples``, the worlds drawn again by those weights), plus its prior term."""
         if env.device not in self._on:  # one copy per device, as BatchedSearchAgent's
             self._on[env.device] = self.searcher.on(env.device)
         searcher = self._on[env.device]
         observations = env.observation[envs].cpu().numpy()
         masks = env.action_mask[envs].cpu().numpy()
-        rngs = search_rngs(context, envs)
         with searcher.own_threads():
             decisions = searcher.decisions(observations, masks, rngs, self.candidates)
-            logl = play_log_likelihoods(searcher, context["history"], env, envs,
+            logl = play_log_likelihoods(searcher, history, env, envs,
                                         [d.hidden for d in decisions])
-            chosen = self._choose(searcher, observations, masks, decisions, logl, rngs)
-        return torch.tensor(chosen, dtype=torch.long, device=envs.device)
-
-    def _choose(self, searcher, observations, masks, decisions, logl, rngs) -> list[int]:
-        """Each decision's best action, its worlds weighted by ``exp(power * logl)`` (or, with
-        more ``candidates`` than ``samples``, drawn again by those weights)."""
-        weights = [world_weights(row, self.power) for row in logl]
-        self.effective_worlds += [1.0 / float(w @ w) for w in weights]
-        if self.candidates != searcher.samples:
-            decisions, weights = map(list, zip(*(
-                resampled(d, w, searcher.samples, rng)
-                for d, w, rng in zip(decisions, weights, rngs))))
-        elif self.power == 0:
-            weights = None  # the plain search's mean, to the last bit
-        scores = searcher.scores(observations, masks, decisions, weights)
-        return [best_action(legal_from_mask(mask), score) for mask, score in zip(masks, scores)]
+            weights = [world_weights(row, self.power) for row in logl]
+            self.effective_worlds += [1.0 / float(w @ w) for w in weights]
+            if self.candidates != searcher.samples:
+                decisions, weights = map(list, zip(*(
+                    resampled(d, w, searcher.samples, rng)
+                    for d, w, rng in zip(decisions, weights, rngs))))
+            elif self.power == 0:
+                weights = None  # the plain search's mean, to the last bit
+            return searcher.scores(observations, masks, decisions, weights)
 
 
 __all__ = ["InferenceSearch", "MAX_POWER", "play_log_likelihoods", "replayed_round", "resampled",
