@@ -210,15 +210,16 @@ def stop_workers(pool: ProcessPoolExecutor, timeout: float = 5.0) -> None:
     descriptor" after a Ctrl-C: the hook checks that the pipe is open, then writes, without a
     lock).  This reaches into the executor's private attributes (stable from Python 3.8 to
     3.14) and skips what is not there."""
+    # read first: a shutdown (Python 3.14's terminate_workers makes one) forgets both
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    manager = getattr(pool, "_executor_manager_thread", None)
     if hasattr(pool, "terminate_workers"):  # Python 3.14
         pool.terminate_workers()
     else:
         for process in list((getattr(pool, "_processes", None) or {}).values()):
             process.terminate()
-    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
     if writer is not None:
         writer.close()
-    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     if manager is not None and manager is not threading.current_thread():
         manager.join(timeout)
@@ -255,5 +256,6 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
                         _play_span, spans, workers)
 
 
-__all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool", "play_spans_in_pool", "pool_context", "sigterm_as_ctrl_c",
-           "start_worker", "stop_workers"]
+__all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool",
+           "play_spans_in_pool", "pool_context", "sigterm_as_ctrl_c", "start_worker",
+           "stop_workers"]

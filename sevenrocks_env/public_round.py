@@ -9,7 +9,8 @@ sees every move (R6: a knock is a move as well).
 Such an agent says so with ``needs_history = True`` and takes the round as a keyword,
 ``act(observation, action_mask, history=PublicRound(...))``.  Every driver of this package
 passes it (:func:`sevenrocks_env.driver.agent_action`: the arena, ``sevenrocks play``, the web
-page, the single-agent and RLlib envs' opponents); in a PettingZoo loop it is
+page, the single-agent and RLlib envs' opponents; it needs the match's history log, which a
+match built with ``keep_history=False`` lacks); in a PettingZoo loop it is
 ``env.unwrapped.public_round()``, and for a :class:`~sevenrocks_env.rules.Match` it is
 :func:`public_round`.  The batched engine keeps the same thing as tensors
 (:class:`sevenrocks_env.batched.history.RoundHistory`).

@@ -218,6 +218,11 @@ class SingleAgentEnv(gymnasium.Env):
                              f"{start.max_rounds}; this env plays to {env.target} with max_rounds "
                              f"{env.max_rounds} (max_rounds None takes the env's)")
         start = start.clone(keep_history=True)  # the caller's object stays as it was
+        if start.history is None and any(getattr(agent, "needs_history", False)
+                                         for agent in (*self._others, self._partner)):
+            raise ValueError("options['match'] keeps no history (built with keep_history=False "
+                             "or from_state), and an agent here reads the round's plays "
+                             "(needs_history): start from a match that keeps its history")
         start.max_rounds = env.max_rounds
         Match.from_state(start.to_state())  # raises ValueError naming a field no match can have
         return start

@@ -17,10 +17,12 @@ from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.arena_batched import batched_agent, search_rngs
 from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched.history import RoundHistory
-from sevenrocks_env.observation import decode
+from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.policy import load_policy
+from sevenrocks_env.public_round import public_round
+from sevenrocks_env.single_agent import SingleAgentEnv
 from training.distill_collect import collect, make_teacher
-from training.opponents import training_opponent
+from training.opponents import OpponentPool, training_opponent
 
 SPEC = "search:policy=shipped,samples=6,inference=1"
 
@@ -100,16 +102,18 @@ def test_act_needs_the_plays_that_lead_to_its_observation(model):
         agent.act(observation, mask)
     with pytest.raises(ValueError, match="reads the round's plays"):
         agent.act(observation, mask, history=tuple(history))
+    not_this_observation = "does not lead to this observation"
     wrong = [
-        history._replace(actions=history.actions[:-1]),            # another seat's turn
-        history._replace(actions=history.actions[:-4]),            # an earlier position
-        history._replace(scores=(history.scores[0] + 5, history.scores[1])),
-        history._replace(scores=(300, 0)),                         # at the target: won already
-        history._replace(actions=(rules.KNOCK,) * 4),              # knocks at the opening
-        history._replace(actions=(113,)),                          # not an action
+        (history._replace(actions=history.actions[:-1]), "is illegal"),  # another seat's turn
+        (history._replace(actions=history.actions[:-4]), not_this_observation),  # earlier
+        (history._replace(scores=(history.scores[0] + 5, history.scores[1])),
+         not_this_observation),
+        (history._replace(scores=(300, 0)), "below the target"),  # at the target: won already
+        (history._replace(actions=(rules.KNOCK,) * 4), r"action 0 \(knock\) is illegal"),
+        (history._replace(actions=(113,)), "must be an int"),       # not an action
     ]
-    for bad in wrong:
-        with pytest.raises(ValueError, match="history"):
+    for bad, words in wrong:
+        with pytest.raises(ValueError, match=words):
             agent.act(observation, mask, history=bad)
     # (another opener with the same plays is the same round seen from other seat numbers: the
     # view is seat-relative, so it cannot be told apart, and it weighs the worlds the same)
@@ -138,12 +142,24 @@ def test_plays_that_end_the_round_on_the_way_are_refused(model):
     pytest.fail("no seat with a choice at its last tile in 200 matches")
 
 
+def test_it_plays_after_rounds_of_deductions(model):
+    """A partnership below -120 (one round's most, R7) has played rounds before this one: the
+    rebuilt round is given a round number its scores allow (the view has none)."""
+    agent = InferenceSearch(PolicySearchAgent(model, samples=2))
+    match = rules.Match.from_deal(rules.deal(9, 3)[0], 1, scores=(-130, 35), seed=9)
+    while len(rules.legal_actions(match)) < 2 or len(match.history[-1].moves) < 3:
+        rules.apply_action(match, rules.legal_actions(match)[0])
+    history = public_round(match)
+    assert history.scores == (-130, 35)
+    mask = action_mask(match, match.turn)
+    assert mask[agent.act(encode(match, match.turn), mask, history=history)]
+
+
 def test_a_forced_move_needs_no_history(model):
     agent = InferenceSearch(PolicySearchAgent(model, samples=2))
     match = rules.Match.new(0)
     while len(rules.legal_actions(match)) > 1:
         rules.apply_action(match, rules.legal_actions(match)[0])
-    from sevenrocks_env.observation import action_mask, encode
     assert agent.act(encode(match, match.turn), action_mask(match, match.turn)) == \
         rules.legal_actions(match)[0]
 
@@ -171,6 +187,15 @@ def test_it_plays_whole_matches_in_the_unbatched_arena():
 def test_the_trainer_refuses_it_as_an_opponent():
     with pytest.raises(ValueError, match="round's plays"):
         training_opponent(SPEC)
+    with pytest.raises(ValueError, match="round's plays"):  # a pool built in code, too
+        OpponentPool([SPEC], load_policy("shipped").model)
+
+
+def test_a_single_agent_env_with_it_refuses_a_start_without_history():
+    env = SingleAgentEnv(opponents=SPEC)
+    start = rules.Match.from_state(rules.Match.new(3).to_state())  # no history log
+    with pytest.raises(ValueError, match="keeps no history"):
+        env.reset(seed=1, options={"match": start})
 
 
 def test_it_teaches_a_distillation_with_the_round_history_of_every_env():

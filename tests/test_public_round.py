@@ -96,6 +96,12 @@ def test_the_aec_env_gives_the_round_in_progress():
         obs = env.last()[0]
         env.step(int(np.flatnonzero(obs["action_mask"])[0]))
     assert len(env.unwrapped.public_round().actions) > 0
+    while env.agents:  # to the match's end: no round in progress
+        obs, _, terminated, truncated, _ = env.last()
+        env.step(None if terminated or truncated
+                 else int(np.flatnonzero(obs["action_mask"])[0]))
+    with pytest.raises(ValueError, match="no round in progress"):
+        env.unwrapped.public_round()
 
 
 class HistorySpy(GreedyAgent):

@@ -133,8 +133,7 @@ class OpponentPool:
         self._restored: list[PolicyAgent] = []  # a checkpoint's retired ones, for "past@k"
         self._fixed_states: dict = {}  # generator states for baselines restore() builds later
         self._template = copy.deepcopy(model)
-        self._fixed = {spec: make_agent(spec, allow_pickles=False)
-                       for spec in self.specs if spec != PAST}
+        self._fixed = {spec: training_opponent(spec) for spec in self.specs if spec != PAST}
         if PAST in self.specs:
             self.add_snapshot(model)
 
