@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 from .checks import is_int
 from .rules import Match
 from .tiles import NUM_ACTIONS, NUM_TILES
@@ -60,6 +62,8 @@ class PublicRound(NamedTuple):
             raise ValueError(f"history: scores must be two ints in [-{MAX_ABS_SCORE}, "
                              f"{MAX_ABS_SCORE}], got {scores!r}"[:200])
         actions = self.actions
+        if isinstance(actions, np.ndarray) and actions.ndim == 1:  # e.g. a slice of a log
+            actions = actions.tolist()
         if not isinstance(actions, (tuple, list)) or len(actions) > MAX_ROUND_ACTIONS:
             raise ValueError(f"history: actions must be a sequence of at most "
                              f"{MAX_ROUND_ACTIONS} actions, got {type(actions).__name__}"

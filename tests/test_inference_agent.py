@@ -115,6 +115,9 @@ def test_act_needs_the_plays_that_lead_to_its_observation(model):
     for bad, words in wrong:
         with pytest.raises(ValueError, match=words):
             agent.act(observation, mask, history=bad)
+    world = HandSampler(decode(observation)).sample_many(np.random.default_rng(1), 1)[0]
+    with pytest.raises(ValueError, match="relative seats 1-3"):
+        replayed_round(history, observation, world + (0,), "cpu")
     # (another opener with the same plays is the same round seen from other seat numbers: the
     # view is seat-relative, so it cannot be told apart, and it weighs the worlds the same)
 

@@ -73,6 +73,8 @@ def test_a_match_without_history_or_a_round_in_progress_has_no_public_round():
     (PublicRound(0, (0, 0), (4, -1)), "action 1"),
     (PublicRound(0, (0, 0), (4, "8")), "action 1"),
     (PublicRound(0, (0, 0), "4 8"), "sequence"),
+    (PublicRound(0, (0, 0), np.zeros((2, 2), int)), "sequence"),
+    (PublicRound(0, (0, 0), np.array([4.5])), "action 0"),
     (PublicRound(0, (0, 0), (0,) * (MAX_ROUND_ACTIONS + 1)), "at most"),
 ])
 def test_checked_names_the_bad_field(bad, words):
@@ -83,6 +85,7 @@ def test_checked_names_the_bad_field(bad, words):
 def test_checked_gives_plain_ints():
     history = PublicRound(np.int64(2), [np.int64(5), -10], [np.int64(9), 112]).checked()
     assert history == PublicRound(2, (5, -10), (9, 112))
+    assert PublicRound(0, (0, 0), np.array([9, 112])).checked().actions == (9, 112)
     assert all(type(v) is int for v in (history.opener, *history.scores, *history.actions))
 
 

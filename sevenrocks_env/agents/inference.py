@@ -116,6 +116,9 @@ def replayed_round(history: PublicRound, observation: np.ndarray, world: tuple[i
     fit: a tile the view does not place there, an illegal action, a round that ends on the way,
     or an end position whose observation is not ``observation``."""
     history = history.checked()
+    if len(world) != len(HIDDEN_SEATS):
+        raise ValueError(f"inference: a world is the hands of relative seats 1-3, got "
+                         f"{len(world)} hands")
     view = decode(observation)
     seat = history.seat_on_turn
     hands = [0, 0, 0, 0]
