@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from . import rules
 from .observation import action_mask, encode
-from .public_round import public_round
+from .public_round import public_round, reads_history
 
 #: ``on_move(match, seat, action, points, forced)``: called after every move is applied.
 MoveHook = Callable[[rules.Match, int, int, int, bool], None]
@@ -56,7 +56,7 @@ def agent_action(agent, match: rules.Match, seat: int):
     public plays as ``history=`` (:mod:`sevenrocks_env.public_round`).  Every driver asks its
     agents through here; the answer is not checked."""
     observation, mask = encode(match, seat), action_mask(match, seat)
-    if getattr(agent, "needs_history", False):
+    if reads_history(agent):
         return agent.act(observation, mask, history=public_round(match))
     return agent.act(observation, mask)
 

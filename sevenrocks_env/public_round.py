@@ -77,6 +77,11 @@ class PublicRound(NamedTuple):
                            tuple(int(action) for action in actions))
 
 
+def reads_history(agent) -> bool:
+    """Whether ``agent`` takes the round's plays (``needs_history = True``; module docstring)."""
+    return bool(getattr(agent, "needs_history", False))
+
+
 def public_round(match: Match) -> PublicRound:
     """The public record of ``match``'s round in progress, from its history log (a match built
     with ``keep_history=False`` keeps none: ``ValueError``, as for a round that has ended)."""
@@ -93,4 +98,4 @@ def public_round(match: Match) -> PublicRound:
                        tuple(action for _, action, _, _ in log.moves))
 
 
-__all__ = ["MAX_ROUND_ACTIONS", "PublicRound", "public_round"]
+__all__ = ["MAX_ROUND_ACTIONS", "PublicRound", "public_round", "reads_history"]

@@ -63,6 +63,7 @@ from .agents import make_agent
 from .checks import is_int
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
+from .public_round import reads_history
 from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
 from .tiles import describe_action
@@ -218,8 +219,7 @@ class SingleAgentEnv(gymnasium.Env):
                              f"{start.max_rounds}; this env plays to {env.target} with max_rounds "
                              f"{env.max_rounds} (max_rounds None takes the env's)")
         start = start.clone(keep_history=True)  # the caller's object stays as it was
-        if start.history is None and any(getattr(agent, "needs_history", False)
-                                         for agent in (*self._others, self._partner)):
+        if start.history is None and any(map(reads_history, (*self._others, self._partner))):
             raise ValueError("options['match'] keeps no history (built with keep_history=False "
                              "or from_state), and an agent here reads the round's plays "
                              "(needs_history): start from a match that keeps its history")

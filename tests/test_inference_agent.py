@@ -57,7 +57,7 @@ def test_the_round_rebuilt_from_its_public_plays_gives_the_batched_likelihoods(m
             truth = tuple(now.hands[(now.turn + k) & 3] for k in HIDDEN_SEATS)
             worlds = [truth] + HandSampler(decode(observations[i])).sample_many(rng, 3)
             [batched] = play_log_likelihoods(searcher, history, env, torch.tensor([i]), [worlds])
-            one, replayed = replayed_round(history.public_round(i), observations[i], truth, "cpu")
+            one, replayed = replayed_round(history.public_round(i), observations[i], "cpu", truth)
             rebuilt = one.match(0)
             for name in ("hands", "played_by", "ends", "turn", "voids", "scores", "spinner"):
                 assert getattr(rebuilt, name) == getattr(now, name), (steps, i, name)
@@ -117,7 +117,7 @@ def test_act_needs_the_plays_that_lead_to_its_observation(model):
             agent.act(observation, mask, history=bad)
     world = HandSampler(decode(observation)).sample_many(np.random.default_rng(1), 1)[0]
     with pytest.raises(ValueError, match="relative seats 1-3"):
-        replayed_round(history, observation, world + (0,), "cpu")
+        replayed_round(history, observation, "cpu", world + (0,))
     # (another opener with the same plays is the same round seen from other seat numbers: the
     # view is seat-relative, so it cannot be told apart, and it weighs the worlds the same)
 

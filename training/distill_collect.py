@@ -31,6 +31,7 @@ from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
+from sevenrocks_env.public_round import reads_history
 
 from .distill_labels import MAX_VALUE, save_labels
 
@@ -97,7 +98,7 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
     env_ids = first_env + torch.arange(num_envs)
     venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False, deal_streams=env_ids)
     venv.reset(seed=seed)
-    history = RoundHistory(venv) if getattr(teacher, "needs_history", False) else None
+    history = RoundHistory(venv) if reads_history(teacher) else None
     observations, masks, actions, values, matches = [], [], [], [], []
     have, step, started = 0, 0, time.perf_counter()
     every = save_every or save_interval(decisions)

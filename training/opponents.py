@@ -17,6 +17,7 @@ import torch
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.record import shown
 from sevenrocks_env.policy import MaskedCategorical, PolicyAgent, PolicyNet
+from sevenrocks_env.public_round import reads_history
 
 PAST = "past"
 
@@ -108,7 +109,7 @@ def training_opponent(spec: str):
         raise ValueError(f"{shown(spec)}: OpenSpiel bots cannot be training opponents (use them "
                          "in the arena)")
     agent = make_agent(spec, allow_pickles=False)
-    if getattr(agent, "needs_history", False):
+    if reads_history(agent):
         raise ValueError(f"{shown(spec)}: an agent that reads the round's plays (inference=) "
                          "cannot be a training opponent (the trainer's engine keeps no history; "
                          "use it in the arena)")

@@ -106,20 +106,23 @@ def _replay(searcher, history, env, envs, worlds) -> np.ndarray:
     return logl.cpu().numpy()
 
 
-def replayed_round(history: PublicRound, observation: np.ndarray, world: tuple[int, int, int],
-                   device) -> tuple[VectorEnv, RoundHistory]:
+def replayed_round(history: PublicRound, observation: np.ndarray, device,
+                   world: tuple[int, int, int] | None = None) -> tuple[VectorEnv, RoundHistory]:
     """A one-env engine at the decision ``observation`` shows, with its :class:`RoundHistory`,
     rebuilt from the round's public ``history`` (checked first): the observer is the seat on
     turn after ``history.actions``, its hand at the round's start is its hand now plus what it
-    played this round, and the hidden seats' hands now are ``world`` (any world consistent with
-    the view: :func:`play_log_likelihoods` replaces them).  ``ValueError`` if the plays do not
+    played this round, and the hidden seats' hands now are ``world`` (default: one drawn from a
+    fixed generator; any world consistent with the view will do, since
+    :func:`play_log_likelihoods` replaces them).  ``ValueError`` if the plays do not
     fit: a tile the view does not place there, an illegal action, a round that ends on the way,
     or an end position whose observation is not ``observation``."""
     history = history.checked()
+    view = decode(observation)
+    if world is None:
+        world = HandSampler(view).sample_many(np.random.default_rng(0), 1)[0]
     if len(world) != len(HIDDEN_SEATS):
         raise ValueError(f"inference: a world is the hands of relative seats 1-3, got "
                          f"{len(world)} hands")
-    view = decode(observation)
     seat = history.seat_on_turn
     hands = [0, 0, 0, 0]
     hands[seat] = view.hand | view.played_by[0]
@@ -223,10 +226,7 @@ class InferenceSearch(BatchedAgent):
             raise ValueError(f"{self.name} reads the round's plays: call act(observation, "
                              "action_mask, history=...) with a PublicRound (in a PettingZoo "
                              f"loop: env.unwrapped.public_round()), got {type(history).__name__}")
-        # the engine's hidden hands are a placeholder: every world replaces them in the replay
-        placeholder = HandSampler(decode(observation)).sample_many(np.random.default_rng(0), 1)
-        env, replayed = replayed_round(history, observation, placeholder[0],
-                                       self.searcher.device)
+        env, replayed = replayed_round(history, observation, self.searcher.device)
         [scores] = self.scores_in(env, torch.zeros(1, dtype=torch.long), [self.searcher._rng],
                                   replayed)
         return best_action(legal, scores)
