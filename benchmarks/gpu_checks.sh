@@ -4,12 +4,14 @@
 #   2. benchmarks/vector_speed.py on the GPU, eager, B = 4,096 ... 4,194,304 (table and plot);
 #   3. the same with compile=True at one large B (Inductor's Triton kernels);
 #   4. benchmarks/search_speed.py with its batched rows on the GPU;
-#   5. the batched arena on the GPU beside the same arena on that machine's CPU.
+#   5. the batched arena on the GPU beside the same arena on that machine's CPU;
+#   6. benchmarks/train_speed.py: the trainer's batched rollout and PPO update on the GPU.
 # Each step has its own time limit and writes its output under $OUT.
 #
 #   PYTHON=.venv/bin/python OUT=runs/gpu benchmarks/gpu_checks.sh
 #
-# DEVICE=cpu and small SIZES, COMPILE_SIZE, ARENA_PAIRS and SEARCH_DECISIONS try the script itself
+# DEVICE=cpu and small SIZES, COMPILE_SIZE, ARENA_PAIRS, SEARCH_DECISIONS and TRAIN_MATCHES try the
+# script itself
 # on a machine without a GPU (the parity tests then skip).
 set -u -o pipefail
 PY=${PYTHON:-.venv/bin/python}
@@ -21,6 +23,7 @@ ARENA_PAIRS=${ARENA_PAIRS:-20000}
 CPU_ARENA_PAIRS=${CPU_ARENA_PAIRS:-1000}
 SECONDS_PER_ROW=${SECONDS_PER_ROW:-2}
 SEARCH_DECISIONS=${SEARCH_DECISIONS:-40}
+TRAIN_MATCHES=${TRAIN_MATCHES:-4096 16384}
 export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 
@@ -35,7 +38,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 || tru
 torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no CUDA device')"
 
 step "CPU/GPU parity tests"
-timeout 90 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
+timeout 150 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
     tests/test_batched_api.py::test_cpu_and_gpu_give_the_same_matches \
     tests/test_batched_api.py::test_on_cuda_an_action_out_of_range_is_refused_without_validate \
     tests/test_batched_compiled.py::test_compiled_on_cuda_plays_as_the_eager_cpu_engine \
@@ -44,6 +47,8 @@ timeout 90 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
     tests/test_policy.py::test_shipped_policy_runs_on_cuda_with_cpu_equal_logits \
     tests/test_policy_search.py::test_the_batched_arena_on_cuda_plays_a_cpu_agent_on_a_copy \
     tests/test_torchrl_env.py::test_cuda_device \
+    tests/test_training_device.py::test_a_rollout_on_cuda_is_the_cpu_rollout \
+    tests/test_training_device.py::test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_the_cpu \
     2>&1 | tee "$OUT/parity.txt"
 check "parity tests"
 
@@ -87,6 +92,14 @@ check "arena on $DEVICE"
 timeout 50 "$PY" benchmarks/arena_speed.py --device cpu --pool-pairs 0 \
     --pairs "$CPU_ARENA_PAIRS" 2>&1 | tee -a "$OUT/arena_speed.txt"
 check "arena on cpu"
+for matches in $TRAIN_MATCHES; do
+    step "train_speed, the batched rollout and PPO update on $DEVICE, $matches matches x 16 steps"
+    timeout 120 "$PY" benchmarks/train_speed.py --engines batched --rollouts 3 \
+        --set "opponents=[]" --set opponent_fraction=0 --batched-set "device=$DEVICE" \
+        --batched-set "num_matches=$matches" --batched-set num_steps=16 \
+        2>&1 | tee -a "$OUT/train_speed.txt"
+    check "train_speed on $DEVICE, $matches matches"
+done
 step done
 if [ ${#failed[@]} -gt 0 ]; then
     printf 'failed: %s\n' "${failed[@]}"

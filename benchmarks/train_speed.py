@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/train_speed.py [--matches 128] [--steps 64] [--rollouts 3]
         [--engines python,batched] [--threads 1] [--set critic=shared]
-        [--batched-set num_matches=4096 --batched-set num_steps=16]
+        [--batched-set num_matches=4096 --batched-set num_steps=16] [--batched-set device=cuda]
 
 Measures the real trainer pieces (the rollout engines ``training.rollout.SelfPlayEngine`` --
 one ``rules.Match`` per match -- and ``training.batched_rollout.BatchedSelfPlayEngine`` -- all
@@ -30,7 +30,8 @@ from training.ppo import compute_gae, ppo_update  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
 from training.rollout import SelfPlayEngine  # noqa: E402
 from training.seats import RolloutBuffer  # noqa: E402
-from training.train import build_networks, rollout_batch  # noqa: E402
+from training.networks import build_networks, training_device  # noqa: E402
+from training.ppo import rollout_batch  # noqa: E402
 
 from sevenrocks_env import arguments
 
@@ -40,10 +41,12 @@ ENGINES = {"python": SelfPlayEngine, "batched": BatchedSelfPlayEngine}
 
 def measure(cfg, opponent_fraction: float, rollouts: int, engine_class=SelfPlayEngine) -> dict:
     torch.manual_seed(cfg.seed)
-    model, critic, optimizer = build_networks(cfg)
+    device = training_device(cfg)
+    model, critic, optimizer = build_networks(cfg, device)
     pool = OpponentPool(cfg.opponents, model) if opponent_fraction and cfg.opponents else None
+    on_device = {"device": device} if engine_class is BatchedSelfPlayEngine else {}
     engine = engine_class(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
-                            cfg.points_scale, cfg.win_reward, opponent_fraction, pool)
+                          cfg.points_scale, cfg.win_reward, opponent_fraction, pool, **on_device)
     buffer = RolloutBuffer(cfg.batch_size)
     times = {"rollout": 0.0, "gae": 0.0, "update": 0.0}
     env_steps = engine.env_steps
@@ -54,7 +57,7 @@ def measure(cfg, opponent_fraction: float, rollouts: int, engine_class=SelfPlayE
         adv, ret = compute_gae(buffer.rewards, buffer.values, buffer.dones, buffer.next_index,
                                buffer.bootstrap, cfg.gamma, cfg.gae_lambda)
         gae_end = time.perf_counter()
-        ppo_update(model, optimizer, rollout_batch(buffer, adv, ret), cfg, critic)
+        ppo_update(model, optimizer, rollout_batch(buffer, adv, ret, device), cfg, critic)
         end = time.perf_counter()
         times["rollout"] += mid - start
         times["gae"] += gae_end - mid
@@ -104,6 +107,11 @@ def main(argv=None) -> int:
     unknown = sorted(set(engines) - set(ENGINES))
     if unknown or not engines:
         parser.error(f"--engines: unknown {unknown}; choose from {sorted(ENGINES)}")
+    try:
+        for name in engines:
+            training_device(configs[name])
+    except ConfigError as error:
+        parser.error(str(error))
     rows = {}
     for name in engines:
         run = configs[name]
@@ -113,8 +121,8 @@ def main(argv=None) -> int:
                 run, run.opponent_fraction, args.rollouts, ENGINES[name])
     for name in engines:
         run = configs[name]
-        print(f"{name}: batch {run.num_matches} matches x {run.num_steps} steps = "
-              f"{run.batch_size}, hidden {run.hidden_sizes}, action features "
+        print(f"{name}: device {run.device}, batch {run.num_matches} matches x "
+              f"{run.num_steps} steps = {run.batch_size}, hidden {run.hidden_sizes}, action features "
               f"v{run.action_features}, critic {run.critic}, torch threads {args.threads}, "
               f"{args.rollouts} rollouts" + (f", pool {run.opponents}" if run.opponents else ""))
     metrics = list(next(iter(rows.values())))

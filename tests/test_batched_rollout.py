@@ -262,7 +262,7 @@ def test_opponents_and_a_ppo_update_on_the_batch():
     assert (buffer.masks.sum(1) > 1).all()
     advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
                                       buffer.next_index, buffer.bootstrap, 0.99, 0.95)
-    from training.train import rollout_batch
+    from training.ppo import rollout_batch
     before = [p.detach().clone() for p in model.parameters()]
     losses = ppo_update(model, optimizer, rollout_batch(buffer, advantages, returns), cfg, critic)
     assert np.isfinite(list(losses.values())).all()

@@ -224,7 +224,8 @@ def test_init_from_must_be_a_policy_of_the_configs_network(tmp_path):
 
     from sevenrocks_env.policy import PolicyNet
     from training.checkpoint import policy_entries
-    from training.train import build_networks, train, warm_start
+    from training.networks import build_networks, warm_start
+    from training.train import train
 
     small = PolicyNet([16], action_features=1)
     path = tmp_path / "small.pt"
@@ -298,7 +299,7 @@ def test_checkpoint_estimate_counts_the_networks_it_would_build(overrides):
     """The size check reads shapes, not built networks: its figure is theirs."""
     from training.checkpoint import checkpoint_estimate
     from training.opponents import PAST
-    from training.train import build_networks
+    from training.networks import build_networks
     cfg = load_config(SMOKE, overrides)
     model, critic, _ = build_networks(cfg)
 

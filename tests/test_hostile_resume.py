@@ -131,7 +131,7 @@ def test_adam_settings_come_from_the_config_not_the_file(tmp_path, monkeypatch, 
     """maximize (gradient ascent), amsgrad (a KeyError inside) or NaN betas in a file are not
     taken: only the moments are; the resumed run's Adam is the config's."""
 
-    from training.train import build_networks
+    from training.networks import build_networks
     data = copy.deepcopy(good)
     data["optimizer"]["param_groups"][0].update(maximize=True, amsgrad=True,
                                                  betas=(float("nan"), 5.0), weight_decay=1e6)

@@ -386,7 +386,7 @@ def test_warm_start_from_an_oracle_trained_policy_file_without_value_head():
     file trained with the oracle critic has no value head; the trainer's then starts fresh." --
     the shipped file (value_head False) warm-starts a config of its network."""
     from sevenrocks_env.policy import shipped_path
-    from training.train import build_networks, warm_start
+    from training.networks import build_networks, warm_start
 
     shipped = shipped_path()
     source = torch.load(shipped, weights_only=True)

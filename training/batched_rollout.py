@@ -46,55 +46,61 @@ from .engine_state import check_batch, check_counters, check_keys, check_per_mat
     check_rng, is_torch_state
 from .seats import MatchSeats, RolloutBuffer
 
-_BITS = torch.arange(NUM_TILES)
-_RELATIVE = torch.arange(1, NUM_SEATS)
-
-
 def hidden_hands_batch(hands: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:
     """``[N, 84]`` float: the hands of relative seats 1, 2, 3 of ``seats`` (``hands`` ``[N, 4]``
     tile bitmasks), 28 bits each in tile order: :func:`training.critic.hidden_hands` batched."""
-    others = hands.gather(1, (seats[:, None] + _RELATIVE) & 3)                  # [N, 3]
-    return ((others[:, :, None] >> _BITS) & 1).to(torch.float32).reshape(len(seats), HANDS_SIZE)
+    relative = torch.arange(1, NUM_SEATS, device=hands.device)
+    others = hands.gather(1, (seats[:, None] + relative) & 3)                   # [N, 3]
+    bits = torch.arange(NUM_TILES, device=hands.device)
+    return ((others[:, :, None] >> bits) & 1).to(torch.float32).reshape(len(seats), HANDS_SIZE)
 
 
 def sample(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """One action per row from softmax(``logits``) (masked logits: illegal ones ``-1e8``, so
     probability 0), by the inverse of the cumulative distribution: one uniform draw per row.
     The chosen ``i`` has ``cdf[i - 1] <= u < cdf[i]``, so its probability is not 0; ``u`` stays
-    below the row's total.  (The Gumbel-max trick draws a number per action and takes ``exp``
+    below the row's total.  The draws come from ``generator`` on the CPU whatever the logits'
+    device, so a seed samples alike on every device.  (The Gumbel-max trick draws a number per action and takes ``exp``
     and ``log`` over the masked entries, a slow CPU path: 3.8 ms against 0.75 ms at
     ``[3000, 113]``.)"""
     cdf = torch.softmax(check_logits(logits), dim=1).cumsum(1)
     total = cdf[:, -1:]
-    point = torch.rand(total.shape, generator=generator) * total
+    point = torch.rand(total.shape, generator=generator).to(total.device) * total
     point = torch.minimum(point, torch.nextafter(total, torch.zeros_like(total)))
     return torch.searchsorted(cdf, point, right=True).squeeze(1)
 
 
 class _Seats:
-    """What the seats on turn face in every match: seat, mask, observation, real choice."""
+    """What the seats on turn face in every match: seat, mask, observation, real choice (the
+    seats and the real choices also as numpy arrays for the bookkeeping, on the CPU)."""
 
     def __init__(self, venv: VectorEnv):
         self.state = venv.state
         self.seat_t = venv.current_seat.clone()
-        self.seat = self.seat_t.numpy()
+        self.seat = self.seat_t.cpu().numpy()
         self.mask = venv.action_mask
         self.obs = venv.observation
-        self.real = (layout.legal_counts(self.mask) > 1).numpy()
+        self.real = (layout.legal_counts(self.mask) > 1).cpu().numpy()
         self.first_legal = self.mask.to(torch.uint8).argmax(1)  # forced: the one legal action
 
 
 class BatchedSelfPlayEngine(MatchSeats):
-    """``num_matches`` matches in one :class:`VectorEnv`; the interface of ``SelfPlayEngine``."""
+    """``num_matches`` matches in one :class:`VectorEnv`; the interface of ``SelfPlayEngine``.
+
+    On ``device`` live the matches, the forward passes (the model and critic given to
+    :meth:`collect` must be there) and the batched opponents; the bookkeeping of seats,
+    rewards and transitions (small arrays a step) and the random generators stay on the CPU."""
 
     def __init__(self, num_matches: int, seed: int, target: int = 250, max_rounds: int = 60,
                  points_scale: float = 0.01, win_reward: float = 1.0,
-                 opponent_fraction: float = 0.0, opponent_pool=None):
+                 opponent_fraction: float = 0.0, opponent_pool=None, device="cpu"):
         super().__init__(num_matches, seed, target, max_rounds, points_scale, win_reward,
                          opponent_fraction, opponent_pool)
         self._settings = dict(target=target, max_rounds=max_rounds, reward="shaped",
-                              points_scale=points_scale, win_reward=win_reward, validate=False)
+                              points_scale=points_scale, win_reward=win_reward, validate=False,
+                              device=device)
         self.venv = VectorEnv(num_matches, **self._settings)
+        self.device = self.venv.device
         self.venv.reset(seed=int(self.rng.integers(2 ** 62)))
         self.generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
         self._rows = np.arange(num_matches)
@@ -102,6 +108,10 @@ class BatchedSelfPlayEngine(MatchSeats):
         self._return = np.zeros(num_matches, dtype=np.float64)          # team 0's, this match
         for i in range(num_matches):
             self._new_match(i)
+
+    def _on_device(self, rows: np.ndarray) -> torch.Tensor:
+        """Row indices (numpy) as a ``LongTensor`` on the engine's device."""
+        return torch.from_numpy(rows).to(self.device)
 
     # -- match lifecycle ---------------------------------------------------------------------
 
@@ -134,13 +144,14 @@ class BatchedSelfPlayEngine(MatchSeats):
         for i in rows.tolist():
             groups[id(self.opponents[i if envs is None else envs[i]])].append(i)
         for members in groups.values():
-            index = torch.tensor(members)
+            index = torch.tensor(members, device=self.device)
             agent = self.opponents[members[0] if envs is None else envs[members[0]]]
-            actions[index] = batch_actions(agent, seats.state, seats.obs, seats.mask, index)
+            actions[index] = batch_actions(agent, seats.state, seats.obs, seats.mask,
+                                           index).to(self.device)
 
     def _count_placements(self, rows: np.ndarray, actions: torch.Tensor) -> None:
         """Stats: learner placements in ``rows`` and their points (R5), before they are played."""
-        index = torch.from_numpy(rows)
+        index = self._on_device(rows)
         chosen = actions[index]
         placed = chosen != KNOCK
         index, chosen = index[placed], chosen[placed]
@@ -149,9 +160,9 @@ class BatchedSelfPlayEngine(MatchSeats):
             state.ends[index], state.end_double[index], state.branch_started[index],
             state.spinner[index], state.placements[index], chosen >> 2, chosen & 3)
         points = layout.placement_points(layout.end_sum(ends, double, started))
-        rows = index.numpy()
+        rows = index.cpu().numpy()
         self._placements[rows] += 1
-        self._points[rows] += points.numpy()
+        self._points[rows] += points.cpu().numpy()
 
     # -- rollouts -----------------------------------------------------------------------------
 
@@ -179,13 +190,14 @@ class BatchedSelfPlayEngine(MatchSeats):
             played = learner_on_turn.copy()
             played[extra] = False
             self._count_placements(np.flatnonzero(played), actions)
-            rounds = venv.state.round_index.numpy() + 1
+            rounds = venv.state.round_index.cpu().numpy() + 1
             saved = venv.state.take() if len(extra) else None
             rewards, terminated, truncated = venv.step(actions)
-            rewards = rewards.numpy().astype(np.float64)
-            ended = (terminated | truncated).numpy()
+            rewards = rewards.cpu().numpy().astype(np.float64)
+            terminated, truncated = terminated.cpu().numpy(), truncated.cpu().numpy()
+            ended = terminated | truncated
             if saved is not None:  # the cut: these decisions stay unplayed
-                put_back = torch.from_numpy(extra)
+                put_back = self._on_device(extra)
                 for name in FIELDS:
                     getattr(venv.state, name)[put_back] = getattr(saved, name)[put_back]
                 rewards[extra], ended[extra] = 0.0, False
@@ -201,7 +213,7 @@ class BatchedSelfPlayEngine(MatchSeats):
     def _record(self, model, critic, buffer: RolloutBuffer, rows: np.ndarray, seats: _Seats,
                 actions: torch.Tensor) -> None:
         """Sample the learner seats of ``rows`` in one forward pass and store the transitions."""
-        index = torch.from_numpy(rows)
+        index = self._on_device(rows)
         obs, mask = seats.obs[index], seats.mask[index]
         logits, values = model(obs, mask)
         hands = hidden_hands_batch(self.venv.state.hands[index], seats.seat_t[index])
@@ -211,12 +223,12 @@ class BatchedSelfPlayEngine(MatchSeats):
         chosen = sample(dist.log_probs, self.generator)
         actions[index] = chosen
         start, end = buffer.size, buffer.size + len(rows)
-        buffer.obs[start:end] = obs.numpy()
-        buffer.hands[start:end] = hands.numpy()
-        buffer.masks[start:end] = mask.numpy()
-        buffer.actions[start:end] = chosen.numpy()
-        buffer.logprobs[start:end] = dist.log_prob(chosen).numpy()
-        buffer.values[start:end] = values.numpy()
+        buffer.obs[start:end] = obs.cpu().numpy()
+        buffer.hands[start:end] = hands.cpu().numpy()
+        buffer.masks[start:end] = mask.cpu().numpy()
+        buffer.actions[start:end] = chosen.cpu().numpy()
+        buffer.logprobs[start:end] = dist.log_prob(chosen).cpu().numpy()
+        buffer.values[start:end] = values.cpu().numpy()
         buffer.size = end
         self._link(buffer, rows, seats.seat[rows], np.arange(start, end))
         self._decisions[rows] += 1
@@ -241,7 +253,7 @@ class BatchedSelfPlayEngine(MatchSeats):
             return
         generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
         envs = np.flatnonzero(still_open.any(1))     # shadow row -> match
-        shadow = self._continuation(self.venv, torch.from_numpy(envs))
+        shadow = self._continuation(self.venv, self._on_device(envs))
         saved = save_generators(self.opponents[i] for i in envs)
         acc, still_open = self.acc[envs], still_open[envs]
         queued = []   # (transitions, observations, hidden hands) to bootstrap
@@ -253,7 +265,7 @@ class BatchedSelfPlayEngine(MatchSeats):
                 seat = seats.seat[here]
                 k = self.pending[envs[here], seat]
                 buffer.rewards[k] += acc[here, seat]
-                index = torch.from_numpy(here)
+                index = self._on_device(here)
                 queued.append((k, seats.obs[index].clone(), hidden_hands_batch(
                     shadow.state.hands[index], seats.seat_t[index])))
                 still_open[here, seat] = False
@@ -263,11 +275,11 @@ class BatchedSelfPlayEngine(MatchSeats):
             if 2 * live.sum() <= len(envs):   # keep only the open matches
                 keep = np.flatnonzero(live)
                 envs, acc, still_open = envs[keep], acc[keep], still_open[keep]
-                shadow = self._continuation(shadow, torch.from_numpy(keep))
+                shadow = self._continuation(shadow, self._on_device(keep))
                 continue
             actions = seats.first_legal.clone()
             learner_on_turn = self.learner[envs, seats.seat]
-            index = torch.from_numpy(np.flatnonzero(live & seats.real & learner_on_turn))
+            index = self._on_device(np.flatnonzero(live & seats.real & learner_on_turn))
             if len(index):
                 mask = seats.mask[index]
                 logits, _ = model(seats.obs[index], mask)
@@ -276,8 +288,8 @@ class BatchedSelfPlayEngine(MatchSeats):
             if len(opponents):
                 self._opponent_actions(opponents, seats, actions, envs)
             rewards, terminated, truncated = shadow.step(actions)
-            acc += rewards.numpy()
-            for i in np.flatnonzero(live & (terminated | truncated).numpy()).tolist():
+            acc += rewards.cpu().numpy()
+            for i in np.flatnonzero(live & (terminated | truncated).cpu().numpy()).tolist():
                 k = self.pending[envs[i], still_open[i]]
                 buffer.rewards[k] += acc[i, still_open[i]]
                 buffer.dones[k] = True
@@ -288,7 +300,7 @@ class BatchedSelfPlayEngine(MatchSeats):
             obs = torch.cat([q[1] for q in queued])
             values = model.value(obs) if critic is None else critic(
                 obs, torch.cat([q[2] for q in queued]))
-            buffer.bootstrap[k] = values.numpy()
+            buffer.bootstrap[k] = values.cpu().numpy()
         self.pending.fill(-1)
         self.acc.fill(0.0)
 
@@ -332,7 +344,7 @@ class BatchedSelfPlayEngine(MatchSeats):
         self.rng.bit_generator.state = state["rng"]
         self.generator.set_state(checked["generator"])
         self.venv.reset(seed=state["deal_seed"])
-        self.venv.state = checked["matches"]
+        self.venv.state = checked["matches"].to(self.device)
         self.learner[:] = checked["learner"]
         for i, (name, agent) in enumerate(checked["opponents"]):
             self.opponent_names[i], self.opponents[i] = name, agent

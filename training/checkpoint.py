@@ -26,7 +26,7 @@ from sevenrocks_env.tiles import NUM_ACTIONS
 
 from .config_yaml import ConfigError
 from .critic import HANDS_SIZE
-from .opponents import PAST
+from .opponents import PAST, cpu_weights
 
 
 def policy_entries(model, global_step: int) -> dict:
@@ -37,9 +37,21 @@ def policy_entries(model, global_step: int) -> dict:
         "obs_size": OBS_SIZE,
         "num_actions": NUM_ACTIONS,
         "model_config": model.model_config(),
-        "model": {k: v.detach().clone() for k, v in model.state_dict().items()},
+        "model": cpu_weights(model),
         "global_step": int(global_step),
     }
+
+
+def on_cpu(value):
+    """``value`` (an optimizer's state dict: dicts, lists and tensors) with every tensor on the
+    CPU, so a checkpoint written on a GPU loads anywhere."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: on_cpu(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(on_cpu(item) for item in value)
+    return value
 
 
 def rng_state() -> dict:
@@ -77,15 +89,14 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
     ``critic`` (training only) is stored under ``critic``; the policy keys stay as they are."""
     data = policy_entries(model, global_step)
     data.update({
-        "optimizer": optimizer.state_dict(),
+        "optimizer": on_cpu(optimizer.state_dict()),
         "config": cfg.as_dict(),
         "update": int(update),
         "wall_time": float(wall_time),
         "rng": rng_state(),
         "engine": engine_state,
         "pool": pool_state,
-        "critic": None if critic is None else {k: v.detach().clone()
-                                               for k, v in critic.state_dict().items()},
+        "critic": None if critic is None else cpu_weights(critic),
         "torch_version": str(torch.__version__),
     })
     directory = Path(directory)

@@ -65,6 +65,12 @@ def _plain_name(value):
     return value
 
 
+def _device_name(value):
+    if not re.fullmatch(r"cpu|cuda(:[0-9]{1,2})?", value):
+        raise ValueError("must be 'cpu', 'cuda' or 'cuda:N' (N: the GPU's index)")
+    return value
+
+
 def _as_list(value):
     """``None`` -> ``[]``, one item -> ``[item]`` (``opponents: greedy``); a list (or tuple) as
     it is.  A set (YAML's ``!!set``) is refused: its order, which decides the layers of a
@@ -105,6 +111,7 @@ Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
 ScorerWidths = Annotated[list[Int(1, MAX_SCORER_WIDTH)], BeforeValidator(_as_list),
                          Field(min_length=1, max_length=MAX_SCORER_LAYERS)]
 RunName = Annotated[str, Field(max_length=100, strict=True), AfterValidator(_plain_name)]
+Device = Annotated[str, Field(max_length=100, strict=True), AfterValidator(_device_name)]
 BIG = 10 ** 9
 #: Fields naming where a run writes: set on the command line only, never by a config file or a
 #: checkpoint (docs/security.md).
@@ -123,6 +130,11 @@ class TrainConfig(BaseModel):
     """Seeds the deals, the torch and numpy generators; same seed, same run."""
     torch_threads: Int(1, 256) = 1
     """``torch.set_num_threads``: 1 is fastest for this small network on a shared 2-core CPU."""
+    device: Device = "cpu"
+    """Where the networks, the PPO update and the batched engine's matches live: ``cpu``,
+    ``cuda`` (the current GPU) or ``cuda:N``.  Needs ``engine: batched``; the checkpoints hold CPU
+    tensors whatever it is, so a run may change it on ``--resume`` (the floats then differ in
+    their last bits, so the run is not bit for bit the one it would have been)."""
     total_steps: Int(1, 10 ** 11) = 3_000_000
     """Training decisions (env steps of the learner seats, forced moves excluded) to collect."""
     max_minutes: Real(0, 10 ** 6) = 0.0
@@ -250,6 +262,9 @@ class TrainConfig(BaseModel):
         if self.points_scale == 0 and self.win_reward == 0:
             raise ConfigError("points_scale and win_reward are both 0: every reward would be 0",
                               "points_scale", ("win_reward",))
+        if self.device != "cpu" and self.engine != "batched":
+            raise ConfigError(f"device {self.device}: only the batched engine runs off the CPU "
+                              "(engine: batched)", "device", ("engine",))
         if self.opponent_fraction > 0 and not self.opponents:
             raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
                               "opponent_fraction", ("opponents",))

@@ -54,7 +54,7 @@ def batch_actions(agent, state, obs: torch.Tensor, mask: torch.Tensor,
         return greedy_actions(state, mask, index)
     if isinstance(agent, HeuristicAgent):
         return heuristic_actions(state, mask, index, agent.weights)
-    observations, masks = obs[index].numpy(), mask[index].numpy().astype(np.int8)
+    observations, masks = obs[index].cpu().numpy(), mask[index].cpu().numpy().astype(np.int8)
     return torch.tensor([int(agent.act(o, m)) for o, m in zip(observations, masks)])
 
 
@@ -98,6 +98,11 @@ def restore_generators(saved: list) -> None:
         set_generator_state(generator, state)
 
 
+def cpu_weights(model) -> dict:
+    """A copy of ``model``'s weights as CPU tensors (what checkpoints and snapshots keep)."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+
+
 def training_opponent(spec: str):
     """The agent ``spec`` names, if it may be a training opponent (a config's ``opponents``,
     or a match in progress in a checkpoint); ``ValueError`` saying why not.  Never a pickle
@@ -121,7 +126,8 @@ def training_opponent(spec: str):
 
 class OpponentPool:
     """``pool(rng) -> (name, agent)``: a uniformly drawn entry (``past``: a uniformly drawn
-    snapshot); :meth:`restore` gives back an entry by the key a checkpoint saved."""
+    snapshot); :meth:`restore` gives back an entry by the key a checkpoint saved.  The snapshots
+    play on ``model``'s device and are kept (and saved) as CPU tensors."""
 
     def __init__(self, specs, model: PolicyNet, max_snapshots: int = 5):
         self.specs = list(specs)
@@ -134,6 +140,7 @@ class OpponentPool:
         self._restored: list[PolicyAgent] = []  # a checkpoint's retired ones, for "past@k"
         self._fixed_states: dict = {}  # generator states for baselines restore() builds later
         self._template = copy.deepcopy(model)
+        self._device = next(model.parameters()).device
         self._fixed = {spec: training_opponent(spec) for spec in self.specs if spec != PAST}
         if PAST in self.specs:
             self.add_snapshot(model)
@@ -145,11 +152,12 @@ class OpponentPool:
             self.add_snapshot(model)
 
     def add_snapshot(self, model: PolicyNet) -> None:
-        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        state = cpu_weights(model)
         self.snapshots.append(state)
         net = copy.deepcopy(self._template)
         net.load_state_dict(state)
-        self._past_agents.append(PolicyAgent(net, name=PAST, deterministic=False))
+        self._past_agents.append(PolicyAgent(net, name=PAST, deterministic=False,
+                                             device=self._device))
         del self.snapshots[:-self.max_snapshots]
         del self._past_agents[:-self.max_snapshots]
 
@@ -210,7 +218,7 @@ class OpponentPool:
         retired, self._retired = self._retired, []
         return {"snapshots": self.snapshots,
                 "generators": [agent._generator.get_state() for agent in self._past_agents],
-                "retired": [{"weights": agent.model.state_dict(),
+                "retired": [{"weights": cpu_weights(agent.model),
                              "generator": agent._generator.get_state()} for agent in retired],
                 "fixed": {name: {kind: generator_state(g) for kind, g in generators(agent).items()}
                           for name, agent in self._fixed.items()}}
@@ -232,7 +240,7 @@ class OpponentPool:
     def _frozen(self, weights: dict, generator) -> PolicyAgent:
         net = copy.deepcopy(self._template)
         net.load_state_dict(weights)
-        agent = PolicyAgent(net, name=PAST, deterministic=False)
+        agent = PolicyAgent(net, name=PAST, deterministic=False, device=self._device)
         agent._generator.set_state(generator)
         return agent
 

@@ -68,6 +68,15 @@ def _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch: int, start: int) -
                           f"{epoch + 1}, minibatch at {start}")
 
 
+def rollout_batch(buffer, advantages, returns, device="cpu") -> dict:
+    """The tensors :func:`ppo_update` trains on, on ``device``: the rollout buffer's arrays (a
+    :class:`training.seats.RolloutBuffer`; views of them on the CPU) and GAE's output."""
+    arrays = {"obs": buffer.obs, "masks": buffer.masks, "actions": buffer.actions,
+              "logprobs": buffer.logprobs, "values": buffer.values, "advantages": advantages,
+              "returns": returns, "hands": buffer.hands}
+    return {key: torch.from_numpy(array).to(device) for key, array in arrays.items()}
+
+
 def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg,
                critic: nn.Module | None = None, ent_coef: float | None = None) -> dict:
     """Minibatch epochs of the clipped PPO objective; returns the CleanRL loss statistics.
@@ -77,7 +86,9 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
 
     ``batch`` holds tensors ``obs, masks, actions, logprobs, values, advantages, returns`` (and
     ``hands`` with an oracle ``critic``, which then gives the values instead of the model's
-    value head; the optimizer must hold both networks' parameters).
+    value head; the optimizer must hold both networks' parameters), on the networks' device
+    (:func:`rollout_batch`).  The minibatch order is drawn on the CPU generator whatever the
+    device, so a seed shuffles alike everywhere (and ``--resume`` restores it).
     """
     ent_coef = cfg.ent_coef if ent_coef is None else ent_coef
     size = len(batch["actions"])
@@ -90,7 +101,7 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
         with torch.no_grad():
             features = model.legal_features(batch["obs"], batch["masks"])
     for epoch in range(cfg.update_epochs):
-        order = torch.randperm(size)
+        order = torch.randperm(size).to(batch["actions"].device)
         for start in range(0, size, minibatch_size):
             mb = order[start:start + minibatch_size]
             logits, new_values = model(batch["obs"][mb], batch["masks"][mb],
@@ -144,7 +155,7 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
             break
     model.eval()
 
-    y_pred, y_true = batch["values"].numpy(), batch["returns"].numpy()
+    y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
     var_y = np.var(y_true)
     explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
     return {

@@ -137,7 +137,7 @@ def _moment_ratio(beta1: float, beta2: float) -> float:
     return (1 - beta1) / math.sqrt((1 - beta2) * (1 - beta1 ** 2 / beta2))
 
 
-#: The betas of the trainer's Adam (``train.build_networks``; torch's defaults).
+#: The betas of the trainer's Adam (``networks.build_networks``; torch's defaults).
 ADAM_BETAS = (0.9, 0.999)
 #: That Adam keeps ``|m| <= this * sqrt(v)`` (7.27), and 1 % for float32 rounding: a file's
 #: moments beyond it would blow up the first update (a step of lr * |m| / (sqrt(v) + eps) per

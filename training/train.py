@@ -31,16 +31,16 @@ import torch
 
 from sevenrocks_env.atomic_file import OutputError, check_output_folder
 from sevenrocks_env.cli import help_text
-from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
+from sevenrocks_env.policy import CheckpointError
 
 from .checkpoint import (check_checkpoint_size, load_training_checkpoint,
                          save_training_checkpoint, set_rng_state)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
-from .critic import OracleCritic
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
-from .ppo import DivergenceError, compute_gae, ppo_update
-from .resume import ADAM_BETAS, check_resume, load_engine, optimizer_state, resumed_config
+from .networks import build_networks, training_device, warm_start
+from .ppo import DivergenceError, compute_gae, ppo_update, rollout_batch
+from .resume import check_resume, load_engine, optimizer_state, resumed_config
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
@@ -96,44 +96,6 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
 ENGINES = {"batched": BatchedSelfPlayEngine, "python": SelfPlayEngine}
 
 
-def build_networks(cfg: TrainConfig):
-    """``(model, critic, optimizer)`` for ``cfg``: the policy, the oracle critic or ``None``
-    (``critic: shared``), and one Adam over both networks' parameters."""
-    model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features,
-                      action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes).eval()
-    critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
-    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
-    return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5,
-                                           betas=ADAM_BETAS)
-
-
-def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
-    """Copy the weights of the policy checkpoint ``cfg.init_from`` into ``model``; a
-    :class:`ConfigError` naming ``init_from`` when the file is not a policy checkpoint or its
-    network is not the config's."""
-    try:
-        source = build_model(read_checkpoint(cfg.init_from), cfg.init_from)
-    except CheckpointError as error:
-        raise ConfigError(f"init_from: {error}", "init_from") from error
-    theirs, ours = source.model_config(), model.model_config()
-    theirs.pop("value_head", None)
-    ours.pop("value_head", None)
-    if theirs != ours:
-        raise ConfigError(f"init_from: {cfg.init_from} holds a network with {theirs}, this config "
-                          f"builds {ours}; set those fields to the checkpoint's", "init_from")
-    # a policy file trained with the oracle critic has no value head: ours starts fresh then
-    missing, unexpected = model.load_state_dict(source.state_dict(), strict=False)
-    assert not unexpected and all(k.startswith("value_head.") for k in missing), missing
-
-
-def rollout_batch(buffer: RolloutBuffer, advantages, returns) -> dict:
-    """The tensors :func:`training.ppo.ppo_update` trains on (views of the rollout buffer)."""
-    arrays = {"obs": buffer.obs, "masks": buffer.masks, "actions": buffer.actions,
-              "logprobs": buffer.logprobs, "values": buffer.values, "advantages": advantages,
-              "returns": returns, "hands": buffer.hands}
-    return {key: torch.from_numpy(array) for key, array in arrays.items()}
-
-
 def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
@@ -184,17 +146,20 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         except OutputError as error:
             raise ConfigError(f"{key}: {error.reason}", key) from None
     check_checkpoint_size(cfg, resumed=resume is not None)  # --set may grow the pool on resume
+    device = training_device(cfg)
     torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
 
-    model, critic, optimizer = build_networks(cfg)
+    model, critic, optimizer = build_networks(cfg, device)
     if cfg.init_from and resume is None:
         warm_start(model, cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
+    on_device = {"device": device} if cfg.engine == "batched" else {}  # python: CPU only
     engine = ENGINES[cfg.engine](cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
-                                 cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool)
+                                 cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool,
+                                 **on_device)
     start_update, global_step, wall_before = 0, 0, 0.0
     if resume is not None:
         check_resume(resume, cfg, model, critic, resume_path)  # all but the engine's state
@@ -256,7 +221,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
                                               buffer.next_index, buffer.bootstrap, cfg.gamma,
                                               cfg.gae_lambda)
-            batch = rollout_batch(buffer, advantages, returns)
+            batch = rollout_batch(buffer, advantages, returns, device)
 
             # -- PPO update -----------------------------------------------------------------------
             losses = ppo_update(model, optimizer, batch, cfg, critic, ent_coef)

@@ -69,6 +69,15 @@ class BatchState:
             setattr(copy, name, value.clone() if rows is None else value[rows])
         return copy
 
+    def to(self, device) -> "BatchState":
+        """These matches on ``device`` (the same object when they are there already)."""
+        if self.turn.device == torch.device(device):
+            return self
+        moved = BatchState.__new__(BatchState)
+        for name in FIELDS:
+            setattr(moved, name, getattr(self, name).to(device))
+        return moved
+
     def start_rounds(self, rows: torch.Tensor, hands: torch.Tensor, opener: torch.Tensor) -> None:
         """Lay out fresh rounds in ``rows`` with these hands and openers (R1, R2)."""
         self.hands[rows] = hands

@@ -1,0 +1,61 @@
+"""The trainer's networks: the policy, the oracle critic and their optimizer, on the run's device.
+
+    device = training_device(cfg)                    # ConfigError when the device is not here
+    model, critic, optimizer = build_networks(cfg, device)
+    warm_start(model, cfg)                           # cfg.init_from's weights, when given
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sevenrocks_env.batched.vector_env import checked_device
+from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
+
+from .config import ConfigError, TrainConfig
+from .critic import OracleCritic
+from .resume import ADAM_BETAS
+
+
+def training_device(cfg: TrainConfig) -> torch.device:
+    """``cfg.device`` as a ``torch.device`` that is on this machine; a :class:`ConfigError`
+    naming ``device`` otherwise (a run saved on a GPU machine resumes elsewhere with
+    ``--set device=cpu``)."""
+    try:
+        return checked_device(cfg.device)
+    except ValueError as error:
+        raise ConfigError(f"{error} (--set device=cpu trains on the CPU)", "device") from None
+
+
+def build_networks(cfg: TrainConfig, device="cpu"):
+    """``(model, critic, optimizer)`` for ``cfg`` on ``device``: the policy, the oracle critic or
+    ``None`` (``critic: shared``), and one Adam over both networks' parameters.  The weights are
+    drawn on the CPU and then moved, so a seed gives the same initial networks on any device."""
+    model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features,
+                      action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes).eval()
+    critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
+    model.to(device)
+    if critic is not None:
+        critic.to(device)
+    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
+    return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5,
+                                           betas=ADAM_BETAS)
+
+
+def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
+    """Copy the weights of the policy checkpoint ``cfg.init_from`` into ``model``; a
+    :class:`ConfigError` naming ``init_from`` when the file is not a policy checkpoint or its
+    network is not the config's."""
+    try:
+        source = build_model(read_checkpoint(cfg.init_from), cfg.init_from)
+    except CheckpointError as error:
+        raise ConfigError(f"init_from: {error}", "init_from") from error
+    theirs, ours = source.model_config(), model.model_config()
+    theirs.pop("value_head", None)
+    ours.pop("value_head", None)
+    if theirs != ours:
+        raise ConfigError(f"init_from: {cfg.init_from} holds a network with {theirs}, this config "
+                          f"builds {ours}; set those fields to the checkpoint's", "init_from")
+    # a policy file trained with the oracle critic has no value head: ours starts fresh then
+    missing, unexpected = model.load_state_dict(source.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("value_head.") for k in missing), missing
