@@ -122,8 +122,8 @@ def main(argv=None) -> int:
     for name in engines:
         run = configs[name]
         print(f"{name}: device {run.device}, batch {run.num_matches} matches x "
-              f"{run.num_steps} steps = {run.batch_size}, hidden {run.hidden_sizes}, action features "
-              f"v{run.action_features}, critic {run.critic}, torch threads {args.threads}, "
+              f"{run.num_steps} steps = {run.batch_size}, hidden {run.hidden_sizes}, "
+              f"action features v{run.action_features}, critic {run.critic}, torch threads {args.threads}, "
               f"{args.rollouts} rollouts" + (f", pool {run.opponents}" if run.opponents else ""))
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)

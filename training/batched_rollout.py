@@ -60,9 +60,9 @@ def sample(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     probability 0), by the inverse of the cumulative distribution: one uniform draw per row.
     The chosen ``i`` has ``cdf[i - 1] <= u < cdf[i]``, so its probability is not 0; ``u`` stays
     below the row's total.  The draws come from ``generator`` on the CPU whatever the logits'
-    device, so a seed samples alike on every device.  (The Gumbel-max trick draws a number per action and takes ``exp``
-    and ``log`` over the masked entries, a slow CPU path: 3.8 ms against 0.75 ms at
-    ``[3000, 113]``.)"""
+    device, so a seed samples alike on every device.  (The Gumbel-max trick draws a number per
+    action and takes ``exp`` and ``log`` over the masked entries, a slow CPU path: 3.8 ms
+    against 0.75 ms at ``[3000, 113]``.)"""
     cdf = torch.softmax(check_logits(logits), dim=1).cumsum(1)
     total = cdf[:, -1:]
     point = torch.rand(total.shape, generator=generator).to(total.device) * total
