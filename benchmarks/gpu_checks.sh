@@ -48,7 +48,7 @@ timeout 150 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
     tests/test_policy_search.py::test_the_batched_arena_on_cuda_plays_a_cpu_agent_on_a_copy \
     tests/test_torchrl_env.py::test_cuda_device \
     tests/test_training_device.py::test_a_rollout_on_cuda_is_the_cpu_rollout \
-    tests/test_training_device.py::test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_the_cpu \
+    tests/test_training_device.py::test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_either_device \
     2>&1 | tee "$OUT/parity.txt"
 check "parity tests"
 

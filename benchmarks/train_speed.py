@@ -9,7 +9,8 @@ one ``rules.Match`` per match -- and ``training.batched_rollout.BatchedSelfPlayE
 matches in one ``VectorEnv``; ``compute_gae``; ``ppo_update``) with the default config's
 networks (policy and critic, built as the trainer builds them), both engines in the same run,
 one column each (``--batched-set`` gives the batched engine its own batch shape, e.g. 4,096
-matches, beside the Python engine at the config's).  Numbers depend on how busy the CPU is.  The last line says what bounds the
+matches, beside the Python engine at the config's, or its device: ``--batched-set
+device=cuda``).  Numbers depend on how busy the CPU is.  The last line says what bounds the
 overall training decisions/s: the share of the time spent in rollouts and in updates.
 """
 
@@ -123,8 +124,8 @@ def main(argv=None) -> int:
         run = configs[name]
         print(f"{name}: device {run.device}, batch {run.num_matches} matches x "
               f"{run.num_steps} steps = {run.batch_size}, hidden {run.hidden_sizes}, "
-              f"action features v{run.action_features}, critic {run.critic}, torch threads {args.threads}, "
-              f"{args.rollouts} rollouts" + (f", pool {run.opponents}" if run.opponents else ""))
+              f"action features v{run.action_features}, critic {run.critic}, "
+              f"torch threads {args.threads}, {args.rollouts} rollouts" + (f", pool {run.opponents}" if run.opponents else ""))
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)
     print(f"| {'metric':<{width}} | " + " | ".join(rows) + " |")

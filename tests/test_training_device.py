@@ -112,10 +112,16 @@ def test_a_rollout_on_cuda_is_the_cpu_rollout():
 
 
 @needs_cuda
-def test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_the_cpu(tmp_path):
+def test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_either_device(tmp_path):
+    """Every kind of opponent (a snapshot, the batched baselines, a ``ckpt:`` policy, an agent
+    with only ``act``), the oracle critic; the run really used the GPU; its files are CPU
+    tensors; it resumes on the CPU, and a CPU checkpoint resumes on the GPU."""
     cfg = _smoke(tmp_path, "total_steps=768", "eval_every=0", "device=cuda", "critic=oracle",
-                 "opponents=[past, heuristic, greedy]", "opponent_fraction=0.5")
+                 "opponents=[past, heuristic, greedy, 'ckpt:shipped', random]",
+                 "opponent_fraction=0.5")
+    torch.cuda.reset_peak_memory_stats()
     train(cfg, final_table=False)
+    assert torch.cuda.max_memory_allocated() > 1 << 20
     ckpt_dir = tmp_path / "ckpt" / "smoke"
     data = torch.load(ckpt_dir / "step_256.pt", weights_only=True)  # no map_location
     devices = {tensor.device.type for tensor in _tensors(data)}
@@ -123,3 +129,8 @@ def test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_the_cpu(tmp_path
     assert all(bool(torch.isfinite(t).all()) for t in data["model"].values())
     assert main(["--resume", str(ckpt_dir / "step_256.pt"), "--set", "device=cpu",
                  "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    on_cpu = torch.load(ckpt_dir / "latest.pt", weights_only=True)
+    assert on_cpu["config"]["device"] == "cpu" and on_cpu["global_step"] == 768
+    assert main(["--resume", str(ckpt_dir / "step_512.pt"), "--set", "device=cuda",
+                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    assert torch.load(ckpt_dir / "latest.pt", weights_only=True)["config"]["device"] == "cuda"

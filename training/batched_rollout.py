@@ -46,6 +46,7 @@ from .engine_state import check_batch, check_counters, check_keys, check_per_mat
     check_rng, is_torch_state
 from .seats import MatchSeats, RolloutBuffer
 
+
 def hidden_hands_batch(hands: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:
     """``[N, 84]`` float: the hands of relative seats 1, 2, 3 of ``seats`` (``hands`` ``[N, 4]``
     tile bitmasks), 28 bits each in tile order: :func:`training.critic.hidden_hands` batched."""
