@@ -9,7 +9,8 @@ Needs the optional ``open-spiel`` package (``pip install open-spiel``)::
 :mod:`.game` is the game (it wraps :class:`sevenrocks_env.rules.Match`: no second copy of any
 rule); :mod:`.bots` wraps OpenSpiel's IS-MCTS and MCTS bots as agents with the project's
 ``act(observation, action_mask)`` interface (agent specs ``openspiel:ismcts:sims=N``,
-``openspiel:mcts``).  See ``docs/openspiel.md``.
+``openspiel:mcts``); :mod:`.agent_bot` is the reverse, the project's agents as OpenSpiel bots
+(``agent_bot(game, player, "ckpt:shipped")``, a ``pyspiel.Bot``).  See ``docs/openspiel.md``.
 """
 
 from .game import GAME_NAME, SevenRocksGame, SevenRocksState, state_from_view
