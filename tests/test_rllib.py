@@ -236,3 +236,35 @@ def test_a_legal_action_as_a_0d_array_is_played(rllib_ppo):
     _, rewards, terminateds, _, infos = env.step({agent: np.array(legal)})
     assert not terminateds["__all__"] and env.illegal_actions == 0
     assert all(not info.get("illegal_action") for info in infos.values())
+
+
+class HistoryRecorder:
+    """A fake opponent that reads the round's plays: plays its first legal action and checks
+    each ``history`` against the env's own match."""
+
+    name, needs_history = "history-recorder", True
+
+    def __init__(self, env):
+        self.env, self.calls = env, 0
+
+    def seed(self, seed):
+        pass
+
+    def act(self, observation, action_mask, history=None):
+        from sevenrocks_env.public_round import public_round
+
+        assert history == public_round(self.env._aec.match)
+        self.calls += 1
+        return int(np.flatnonzero(action_mask)[0])
+
+
+def test_an_opponent_that_reads_the_round_gets_its_plays(rllib_ppo):
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "random", "target": 100})
+    recorder = env._opponent = HistoryRecorder(env)
+    totals, _, _ = play(env, np.random.default_rng(1), seed=3)
+    assert recorder.calls > 20 and totals
+    # the real one: the search with inference refuses to play without the round's plays
+    env = rllib_ppo.SevenRocksMultiAgentEnv(
+        {"opponent": "search:policy=shipped,samples=2,inference=0.5", "target": 30})
+    totals, _, terminateds = play(env, np.random.default_rng(2), seed=4)
+    assert terminateds["__all__"] and env._aec.match.winner in (0, 1)
