@@ -3,28 +3,16 @@ resume on the CPU, and (with CUDA) the same rollouts and CPU-only checkpoint fil
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("tensorboard")
 
+from test_training import SMOKE, _folders, _smoke  # noqa: E402
 from training.config import ConfigError, load_config  # noqa: E402
 from training.train import main, train  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-SMOKE = ROOT / "configs" / "smoke.yaml"
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-
-
-def _smoke(tmp_path, *overrides):
-    return load_config(SMOKE, [f"log_dir={tmp_path / 'runs'}",
-                               f"checkpoint_dir={tmp_path / 'ckpt'}", *overrides])
-
-
-def _folders(tmp_path) -> list[str]:
-    return ["--set", f"log_dir={tmp_path / 'runs'}", "--set", f"checkpoint_dir={tmp_path / 'ckpt'}"]
 
 
 def _tensors(value):

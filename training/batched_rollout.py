@@ -46,13 +46,16 @@ from .engine_state import check_batch, check_counters, check_keys, check_per_mat
     check_rng, is_torch_state
 from .seats import MatchSeats, RolloutBuffer
 
+_BITS = torch.arange(NUM_TILES)
+_RELATIVE = torch.arange(1, NUM_SEATS)
+
 
 def hidden_hands_batch(hands: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:
     """``[N, 84]`` float: the hands of relative seats 1, 2, 3 of ``seats`` (``hands`` ``[N, 4]``
     tile bitmasks), 28 bits each in tile order: :func:`training.critic.hidden_hands` batched."""
-    relative = torch.arange(1, NUM_SEATS, device=hands.device)
-    others = hands.gather(1, (seats[:, None] + relative) & 3)                   # [N, 3]
-    bits = torch.arange(NUM_TILES, device=hands.device)
+    device = hands.device  # (``.to`` is free on the CPU, where the constants live)
+    others = hands.gather(1, (seats[:, None] + _RELATIVE.to(device)) & 3)       # [N, 3]
+    bits = _BITS.to(device)
     return ((others[:, :, None] >> bits) & 1).to(torch.float32).reshape(len(seats), HANDS_SIZE)
 
 
