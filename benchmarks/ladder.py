@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
+from sevenrocks_env.agents import same_spec
 from sevenrocks_env.rules import DEFAULT_TARGET
 from sevenrocks_env.atomic_file import atomic_path
 
@@ -108,7 +109,8 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
                   "seed": seed, "pairs": pairs, "target": DEFAULT_TARGET, "files": files}
         if not ours and not any(files):  # an arena's --json: nothing to fingerprint
             wanted.pop("files")
-        if all(saved.get(key) == value for key, value in wanted.items()):
+        if all(same_spec(saved.get(key), value) if key in ("spec_a", "spec_b")
+               else saved.get(key) == value for key, value in wanted.items()):
             saved.setdefault("wall_s", 0.0)
             return saved
         if not ours:
@@ -237,7 +239,8 @@ def main(argv=None) -> int:
                 if not saved.exists():
                     continue
                 r = read_saved(saved)
-                if (r["spec_a"], r["spec_b"], r["seed"]) != (agents[a], agents[b], args.seed):
+                if not (same_spec(r["spec_a"], agents[a]) and same_spec(r["spec_b"], agents[b])
+                        and r["seed"] == args.seed):
                     print(f"({saved.name}: {r['spec_a']} against {r['spec_b']}, seed "
                           f"{r['seed']}: not this ladder's specs or --seed)", file=sys.stderr)
             else:

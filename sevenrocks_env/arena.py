@@ -34,6 +34,7 @@ import numpy as np
 
 from . import rules
 from .agents import make_agent
+from .agents.spec_text import same_spec
 from .arguments import MAX_BATCH, MAX_PAIRS, MAX_WORKERS  # the bounds, said once
 from .checks import is_int
 from .dealing import MAX_SEED
@@ -153,11 +154,12 @@ def split_name(agent) -> tuple[str, object]:
 
 
 def split_names(agent_a, agent_b) -> tuple[tuple[str, object], tuple[str, object]]:
-    """:func:`split_name` of both agents of a pairing; two different specs under one name
-    (``a=heuristic a=greedy``) are a ``ValueError``: the table could not tell them apart."""
+    """:func:`split_name` of both agents of a pairing; two different agents under one name
+    (``a=heuristic a=greedy``; not two spellings of one spec) are a ``ValueError``: the table
+    could not tell them apart."""
     (name_a, agent_a), (name_b, agent_b) = split_name(agent_a), split_name(agent_b)
     if name_a == name_b and isinstance(agent_a, str) and isinstance(agent_b, str) \
-            and agent_a != agent_b:
+            and not same_spec(agent_a, agent_b):
         raise ValueError(f"both agents are named {name_a!r} but differ ({agent_a[:80]} / "
                          f"{agent_b[:80]}): give them different names (NAME=SPEC)")
     return (name_a, agent_a), (name_b, agent_b)

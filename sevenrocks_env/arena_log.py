@@ -14,8 +14,9 @@ writes a batch (``--batch`` pairs) at a time.  The file is JSON Lines: a header 
 played, then one :class:`~sevenrocks_env.arena.PairOutcome` per line, pairs ``0, 1, 2, ...`` in
 order, each line flushed as it is written.
 
-It is read as untrusted input: the header must name the same agents, seed, target, round limit
-and engine as the run that continues it; every line is size-bounded and every value type- and
+It is read as untrusted input: the header must name the same agents (the same specs, however
+spelt: ``agents.spec_text.same_spec``), seed, target, round limit and engine as the run that
+continues it; every line is size-bounded and every value type- and
 range-checked; pairs must follow each other from 0.  A last line cut short (the run was killed
 while writing it) is dropped; any other bad line is a :class:`PairLogError` with its line number.
 A header key this module does not write (a log of another tool, or of a newer format) is refused
@@ -44,6 +45,7 @@ FORMAT = "sevenrocks-arena-pairs/1"
 #: Longest line a log may hold, in bytes (a pair's line is about 300).
 MAX_LINE = 4096
 _HEADER_KEYS = ("agent_a", "agent_b", "seed", "target", "max_rounds", "engine")
+_SPEC_KEYS = ("agent_a", "agent_b")
 _FILE_KEYS = {"files_a": "A", "files_b": "B"}
 #: Every key a header may hold: the first version wrote format and _HEADER_KEYS, the next added
 #: _FILE_KEYS, then "version" (the sevenrocks version that began the log, not checked).
@@ -167,7 +169,12 @@ class PairLog:
         if not isinstance(header.get("version", ""), str):
             raise PairLogError(f"{self.path}: the header's version must be a string, got "
                                f"{shown(header['version'])}")
+        from .agents.spec_text import same_spec
+
         for key in _HEADER_KEYS:  # (the type too: a seed of 1.0 is not this run's 1)
+            if key in _SPEC_KEYS and isinstance(header.get(key), str) \
+                    and same_spec(header[key], self.header[key]):
+                continue  # one agent, another spelling (agents.spec_text)
             if (header.get(key), type(header.get(key))) != (self.header[key],
                                                              type(self.header[key])):
                 raise PairLogError(

@@ -377,3 +377,19 @@ def test_two_different_agents_under_one_name_are_refused(capsys, engine):
     assert "both agents are named 'a' but differ (heuristic / greedy)" in capsys.readouterr().err
     assert arena_cli.main(["a=greedy", "a=greedy", "--pairs", "1", "--no-progress",
                            *engine]) == 0
+
+
+def test_a_log_resumes_under_another_spelling_of_the_same_agent(tmp_path):
+    """``search:samples=2`` and ``search:win_bonus=50.0, samples=2`` are one agent
+    (``agents.spec_text``): the second continues the first's log; another agent does not."""
+    log = tmp_path / "l.jsonl"
+    once = arena.evaluate("search:samples=2", B, 2, seed=3).as_dict(timing=False)
+    arena.evaluate("search:samples=2", B, 1, seed=3, log=log)
+    resumed = arena.evaluate("search:win_bonus=50.0, samples=2", B, 2, seed=3, log=log)
+    names = ("agent_a", "spec_a")  # (the display name is the spec as given)
+    assert {key: value for key, value in resumed.as_dict(timing=False).items()
+            if key not in names} == {key: value for key, value in once.items() if key not in names}
+    assert len(_lines(log)) == 1 + 2
+    assert json.loads(_lines(log)[0])["agent_a"] == "search:samples=2"  # as first written
+    with pytest.raises(PairLogError, match="its agent_a is"):
+        arena.evaluate("search:samples=3", B, 3, seed=3, log=log)

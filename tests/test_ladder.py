@@ -210,3 +210,21 @@ def test_a_lead_over_an_agent_rated_by_the_prior_is_not_given_an_interval(tmp_pa
     greedy = next(row for row in rows if row.startswith("| greedy | ") and "±" not in row[10:]
                   and row.count("|") == 5)
     assert greedy.rstrip().endswith("| prior |")
+
+
+def test_a_saved_result_is_reused_under_another_spelling_of_its_specs(tmp_path):
+    """The ladder's ``search:samples=1`` and a saved file's ``search:win_bonus=5e1,samples=1``
+    are one agent (``agents.spec_text``); ``search:samples=2`` is another."""
+    from sevenrocks_env.arena_batched import evaluate_batched
+
+    out = tmp_path / "ladder"
+    out.mkdir()
+    result = evaluate_batched("s=search:win_bonus=5e1,samples=1", "random=random", 1,
+                              seed=31337).as_dict()
+    result["win_rate"], result["ci95"] = 0.0, list(wilson_interval(0.0, 1))  # to see it used
+    (out / "s__random.json").write_text(json.dumps(result))
+    agents = {"s": "search:samples=1", "random": "random"}
+    assert ladder.play("s", "random", 1, 31337, out, reuse=True, agents=agents) == result
+    with pytest.raises(ladder.SavedError, match="not written by the ladder"):
+        ladder.play("s", "random", 1, 31337, out, reuse=True,
+                    agents={"s": "search:samples=2", "random": "random"})

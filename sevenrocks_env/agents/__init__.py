@@ -27,6 +27,7 @@ from .greedy import GreedyAgent
 from .heuristic import HeuristicAgent
 from .random_agent import RandomAgent
 from .search import ROLLOUTS, SearchAgent
+from .spec_text import canonical_spec, same_spec
 
 #: spec name -> (class, {parameter: type})
 AGENTS = {
@@ -172,4 +173,5 @@ def _load_checkpoint(path: str, seed: int | None) -> Agent:
 
 
 __all__ = ["AGENTS", "Agent", "GreedyAgent", "HeuristicAgent", "RandomAgent", "ROLLOUTS",
-           "SearchAgent", "make_agent", "spec_files", "valid_specs"]
+           "SearchAgent", "canonical_spec", "make_agent", "same_spec", "spec_files",
+           "valid_specs"]
