@@ -11,7 +11,7 @@ from sevenrocks_env.agents import ROLLOUTS, canonical_spec, make_agent, same_spe
 
 
 @pytest.mark.parametrize("spellings, canonical", [
-    (["search", "search:samples=64", " search : samples = 64 ", "search:win_bonus=5e1",
+    (["search", "search:samples=64", " search: samples = 64 ", "search:win_bonus=5e1",
       "search:rollout=defensive,win_bonus=50.0,samples=64"], "search"),
     (["search:samples=16,win_bonus=25", "search:win_bonus=25.0,samples=16",
       "search:win_bonus=2.5e1, samples=16"], "search:samples=16,win_bonus=25"),
@@ -42,6 +42,7 @@ def test_a_value_that_differs_from_the_default_is_kept_and_agents_differ():
     ("search:samples=6.4", "samples must be int"),
     ("search:bogus=1", "bad parameter 'bogus=1'"),
     ("search:samples=1,samples=2", "given twice"),
+    ("search :samples=2", "unknown agent spec"),  # as make_agent
 ])
 def test_a_spec_make_agent_refuses_has_no_canonical_form(spec, words):
     with pytest.raises(ValueError, match=words):
@@ -73,3 +74,15 @@ def test_two_spellings_under_one_display_name_are_one_agent():
     assert (name_a, name_b) == ("s", "s")
     with pytest.raises(ValueError, match="named 's' but differ"):
         arena.split_names("s=search", "s=search:samples=16")
+
+
+def test_without_torch_a_policy_search_spec_is_compared_as_text(monkeypatch):
+    """torch is an extra: a pair log naming ``search:policy=`` is still read without it."""
+    import sys
+    monkeypatch.delitem(sys.modules, "sevenrocks_env.agents.policy_search", raising=False)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ValueError, match="needs torch"):
+        canonical_spec("search:policy=shipped")
+    assert same_spec("search:policy=shipped", "search:policy=shipped")
+    assert not same_spec("search:policy=shipped", "search:policy=shipped,samples=64")
+    assert not same_spec("search:policy=shipped", "greedy")

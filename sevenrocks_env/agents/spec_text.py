@@ -39,8 +39,7 @@ def canonical_spec(spec: str) -> str:
 
     if not isinstance(spec, str):
         raise ValueError(f"agent spec must be a string, got {type(spec).__name__}")
-    name, colon, rest = spec.strip().partition(":")
-    name = name.strip()
+    name, _, rest = spec.strip().partition(":")  # (as make_agent: "search :..." is no name)
     if name in CHECKPOINT_SPECS:
         return f"{CHECKPOINT_SPECS[0]}:{rest.strip()}"
     if name == SB3_SPEC:
@@ -51,7 +50,10 @@ def canonical_spec(spec: str) -> str:
         raise ValueError(f"unknown agent spec {spec[:80]!r}")
     cls, types = AGENTS[name]
     if _is_policy_search(name, rest):
-        from .policy_search import PolicySearchAgent
+        try:
+            from .policy_search import PolicySearchAgent
+        except ImportError as error:  # (torch is an extra): same_spec then compares the text
+            raise ValueError(f"search:policy needs torch ({error})") from None
         cls, types = PolicySearchAgent, POLICY_SEARCH_PARAMS
     params = parse_spec_params(rest, types, f"agent {name!r}")
     return _written(name, params, types, _defaults(cls))
