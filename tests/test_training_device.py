@@ -74,6 +74,21 @@ def test_batch_state_to_its_own_device_is_the_same_object():
     assert state.to("cpu") is state and state.to(torch.device("cpu")) is state
 
 
+def test_a_ckpt_opponent_plays_on_the_learners_device():
+    """A ``ckpt:`` training opponent is moved to the learner's device (built from the config,
+    or restored from a checkpoint's key); torch's ``meta`` device stands in for a GPU here."""
+    from sevenrocks_env.policy import PolicyNet
+    from training.opponents import OpponentPool
+
+    pool = OpponentPool(["ckpt:shipped", "greedy"], PolicyNet().to("meta"))
+    restored = OpponentPool(["greedy"], PolicyNet().to("meta"))
+    for agent in (pool.restore("ckpt:shipped")[1], restored.restore("ckpt:shipped")[1]):
+        assert agent.device.type == "meta"
+        assert {p.device.type for p in agent.model.parameters()} == {"meta"}
+    assert OpponentPool(["ckpt:shipped"], PolicyNet()).restore("ckpt:shipped")[1].device.type \
+        == "cpu"
+
+
 # -- with a GPU ------------------------------------------------------------------------------------
 
 @needs_cuda

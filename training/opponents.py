@@ -141,7 +141,7 @@ class OpponentPool:
         self._fixed_states: dict = {}  # generator states for baselines restore() builds later
         self._template = copy.deepcopy(model)
         self._device = next(model.parameters()).device
-        self._fixed = {spec: training_opponent(spec) for spec in self.specs if spec != PAST}
+        self._fixed = {spec: self._baseline(spec) for spec in self.specs if spec != PAST}
         if PAST in self.specs:
             self.add_snapshot(model)
 
@@ -206,7 +206,7 @@ class OpponentPool:
             return name, self._past_agents[int(index)]
         if name not in self._fixed:
             try:
-                self._fixed[name] = training_opponent(name)  # a key from a file
+                self._fixed[name] = self._baseline(name)  # a key from a file
             except ValueError as error:
                 raise ValueError(f"opponent key {shown(key)}: {error}") from error
             self._set_fixed_state(name)
@@ -236,6 +236,16 @@ class OpponentPool:
         self._fixed_states = dict(state.get("fixed", {}))
         for name in self._fixed:
             self._set_fixed_state(name)
+
+    def _baseline(self, spec: str):
+        """:func:`training_opponent`, a network one (``ckpt:``) moved to the learner's device,
+        where the matches' observations are: its forward passes batch there as the snapshots'
+        do (its sampling generator, if any, stays on the CPU)."""
+        agent = training_opponent(spec)
+        if isinstance(agent, PolicyAgent) and agent.device != self._device:
+            agent.model.to(self._device)
+            agent.device = self._device
+        return agent
 
     def _frozen(self, weights: dict, generator) -> PolicyAgent:
         net = copy.deepcopy(self._template)
