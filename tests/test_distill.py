@@ -11,6 +11,8 @@ The labels file's own checks: ``test_distill_labels.py``.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from pydantic import ValidationError
@@ -72,10 +74,20 @@ def test_training_moves_the_student_toward_the_labels(rule_labels):
     obs, mask = torch.from_numpy(labels["observation"]), torch.from_numpy(labels["action_mask"])
     action = torch.from_numpy(labels["action"])
     before = distill.agreement_on(student, obs, mask, action)
+    init = copy.deepcopy(student)
     args = distill.Args(epochs=15, batch_size=64, learning_rate=3e-3, seed=0)
     result = distill.train_student(student, labels, args, log=lambda *_: None)
     assert 60 <= result["holdout"] < 200, "whole matches holding a tenth of the labels"
     assert result["holdout_agreement"] > before + 0.3, (before, result)
+    # the held-out decisions the init got wrong: the same split, recomputed
+    test, _ = distill.holdout_split(labels["match"], len(action),
+                                    torch.Generator().manual_seed(args.seed))
+    differs = distill.modes_on(init, obs[test], mask[test]) != action[test]
+    agrees = distill.modes_on(student, obs[test], mask[test]) == action[test]
+    assert 0 < int(differs.sum()) < len(test)
+    assert result["holdout_agreement_where_init_differed"] == \
+        pytest.approx(agrees[differs].float().mean().item())
+    assert result["holdout_agreement_where_init_differed"] > 0.3
 
 
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
