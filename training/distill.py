@@ -182,15 +182,15 @@ def agreement_on(model: PolicyNet, obs, mask, action) -> float:
 def modes_on(model: PolicyNet, obs, mask) -> torch.Tensor:
     """The model's most probable legal action at each decision."""
     model.eval()
-    return torch.cat([torch.zeros(0, dtype=torch.long)] + [
+    return torch.cat([torch.zeros(0, dtype=torch.long, device=obs.device)] + [
         MaskedCategorical(model(obs[rows], mask[rows])[0], mask[rows]).mode()
         # in batches: 400,000 at once took gigabytes
         for rows in (slice(start, start + 4096) for start in range(0, len(obs), 4096))])
 
 
 def share(flags: torch.Tensor) -> float:
-    """The fraction of true ``flags`` (NaN of none)."""
-    return float(flags.float().mean()) if len(flags) else float("nan")
+    """The fraction of true ``flags``, exactly (NaN of none)."""
+    return int(flags.sum()) / len(flags) if len(flags) else float("nan")
 
 
 # ---------------------------------------------------------------------------- 3. run

@@ -32,8 +32,11 @@ _CHOOSERS = ("policy", "inference")
 
 def canonical_spec(spec: str) -> str:
     """The one spelling of ``spec`` (see the module docstring); ``ValueError`` for a spec
-    :func:`~sevenrocks_env.agents.make_agent` refuses by its name or parameters.  Loads
-    nothing: a checkpoint path is not opened."""
+    :func:`~sevenrocks_env.agents.make_agent` refuses by its name or by a parameter's name,
+    type or repetition (values out of an agent's range are its own to refuse, when it is
+    built).  Loads nothing: a checkpoint path is not opened.  ``candidates=`` is kept even
+    when it equals ``samples`` (its effective default): two such spellings are refused as two
+    agents, never joined."""
     from . import AGENTS, CHECKPOINT_SPECS, OPENSPIEL_SPEC, POLICY_SEARCH_PARAMS, SB3_SPEC
     from . import _is_policy_search
 
