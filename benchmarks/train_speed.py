@@ -58,7 +58,8 @@ def measure(cfg, opponent_fraction: float, rollouts: int, engine_class=SelfPlayE
         adv, ret = compute_gae(buffer.rewards, buffer.values, buffer.dones, buffer.next_index,
                                buffer.bootstrap, cfg.gamma, cfg.gae_lambda)
         gae_end = time.perf_counter()
-        ppo_update(model, optimizer, rollout_batch(buffer, adv, ret, device), cfg, critic)
+        batch = rollout_batch(buffer, adv, ret, device, hands=critic is not None)
+        ppo_update(model, optimizer, batch, cfg, critic)
         end = time.perf_counter()
         times["rollout"] += mid - start
         times["gae"] += gae_end - mid

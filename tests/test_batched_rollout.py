@@ -264,7 +264,8 @@ def test_opponents_and_a_ppo_update_on_the_batch():
                                       buffer.next_index, buffer.bootstrap, 0.99, 0.95)
     from training.ppo import rollout_batch
     before = [p.detach().clone() for p in model.parameters()]
-    losses = ppo_update(model, optimizer, rollout_batch(buffer, advantages, returns), cfg, critic)
+    losses = ppo_update(model, optimizer, rollout_batch(buffer, advantages, returns, hands=True),
+                        cfg, critic)
     assert np.isfinite(list(losses.values())).all()
     assert any(not torch.equal(p, q) for p, q in zip(before, model.parameters()))
     state = engine.state_dict()   # opponents in progress survive a round trip

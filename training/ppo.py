@@ -68,12 +68,13 @@ def _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch: int, start: int) -
                           f"{epoch + 1}, minibatch at {start}")
 
 
-def rollout_batch(buffer, advantages, returns, device="cpu") -> dict:
+def rollout_batch(buffer, advantages, returns, device="cpu", hands: bool = False) -> dict:
     """The tensors :func:`ppo_update` trains on, on ``device``: the rollout buffer's arrays (a
-    :class:`training.seats.RolloutBuffer`; views of them on the CPU) and GAE's output."""
+    :class:`training.seats.RolloutBuffer`; views of them on the CPU) and GAE's output, with the
+    hidden ``hands`` only when asked (an oracle critic reads them)."""
     arrays = {"obs": buffer.obs, "masks": buffer.masks, "actions": buffer.actions,
               "logprobs": buffer.logprobs, "values": buffer.values, "advantages": advantages,
-              "returns": returns, "hands": buffer.hands}
+              "returns": returns, **({"hands": buffer.hands} if hands else {})}
     return {key: torch.from_numpy(array).to(device) for key, array in arrays.items()}
 
 

@@ -221,7 +221,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
                                               buffer.next_index, buffer.bootstrap, cfg.gamma,
                                               cfg.gae_lambda)
-            batch = rollout_batch(buffer, advantages, returns, device)
+            batch = rollout_batch(buffer, advantages, returns, device, hands=critic is not None)
 
             # -- PPO update -----------------------------------------------------------------------
             losses = ppo_update(model, optimizer, batch, cfg, critic, ent_coef)
