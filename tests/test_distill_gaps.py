@@ -1,0 +1,53 @@
+"""``benchmarks/distill_gaps.py``: the teacher's choices a student plays, by the teacher's
+preference over the init's choice (a smoke run on a small collection, and the buckets)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import distill_gaps  # noqa: E402
+from distill_stand_ins import Highest  # noqa: E402
+from training import distill  # noqa: E402
+from training.distill_labels import save_labels  # noqa: E402
+
+
+def test_the_differing_decisions_are_split_by_preference():
+    preference = torch.tensor([0.5, 2.0, 3.0, 7.0, 20.0, 40.0, 1.0])
+    differs = torch.tensor([True, True, True, True, True, True, False])
+    rows = distill_gaps.buckets(preference, differs)
+    assert list(rows) == ["init agreed", "<= 2", "2-5", "5-10", "> 10"]
+    assert {name: r.nonzero().flatten().tolist() for name, r in rows.items()} == {
+        "init agreed": [6], "<= 2": [0, 1], "2-5": [2], "5-10": [3], "> 10": [4, 5]}
+
+
+def test_a_smoke_run_prints_the_init_and_each_student(tmp_path, capsys):
+    from sevenrocks_env.policy import load_policy
+
+    labels = distill.collect(load_policy("shipped").model, Highest(), 300, num_envs=8, seed=3,
+                             log=lambda *_: None)
+    path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
+    assert distill_gaps.main(["--labels", str(path), "--init", "shipped",
+                              "--students", "shipped"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{len(labels['action']):,} labels of teacher search:samples=1")
+    header, init, student = out[1], out[3], out[4]
+    counts = [int(cell.rsplit("(", 1)[1].rstrip(") ").replace(",", ""))
+              for cell in header.split("|")[2:-1]]
+    assert sum(counts) == len(labels["action"]) and counts[0] > 0 and sum(counts[1:]) > 0
+    # the init plays the teacher's choice exactly where it agreed (an empty bucket: nan)
+    assert [cell.strip() for cell in init.split("|")[2:-1]] == ["1.000"] + [
+        "0.000" if count else "nan" for count in counts[1:]]
+    assert student.split("|")[2:] == init.split("|")[2:]  # the same network: the same shares
+
+
+def test_labels_without_values_are_one_line_of_error(tmp_path, capsys):
+    labels = {"observation": np.zeros((1, 238), np.float32),
+              "action_mask": np.eye(113, dtype=bool)[[0]] | np.eye(113, dtype=bool)[[1]],
+              "action": np.array([1])}
+    path = save_labels(tmp_path / "l.npz", labels, "search:samples=1")
+    assert distill_gaps.main(["--labels", str(path), "--init", "shipped"]) == 2
+    assert "error:" in capsys.readouterr().err
