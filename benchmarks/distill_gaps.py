@@ -20,6 +20,7 @@ import sys
 
 import torch
 
+from sevenrocks_env import arguments
 from sevenrocks_env.policy import load_policy
 from training.distill import modes_on, share
 from training.distill_labels import join_labels_files
@@ -66,9 +67,9 @@ def main(argv=None) -> int:
                         help="labels files the students were not trained on")
     parser.add_argument("--init", required=True, help="the policy the students started from")
     parser.add_argument("--students", nargs="*", default=[], help="distilled checkpoints")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=arguments.threads, default=1)
     args = parser.parse_args(argv)
-    torch.set_num_threads(max(1, args.threads))
+    torch.set_num_threads(args.threads)
     try:
         labels, teacher = join_labels_files(args.labels, need_values=True)
         print(f"{len(labels['action']):,} labels of teacher {teacher}")
