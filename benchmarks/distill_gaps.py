@@ -32,12 +32,11 @@ EDGES = (2.0, 5.0, 10.0)
 def buckets(preference: torch.Tensor, differs: torch.Tensor) -> dict:
     """``{name: rows}``: the agreed decisions, then the differing ones by preference."""
     rows = {"init agreed": ~differs}
-    low = -float("inf")
-    for high in EDGES:
-        rows[f"{low:g}-{high:g}" if low > -float("inf") else f"<= {high:g}"] = \
-            differs & (preference > low) & (preference <= high)
-        low = high
-    rows[f"> {low:g}"] = differs & (preference > low)
+    bounds = (-float("inf"), *EDGES, float("inf"))
+    for low, high in zip(bounds, bounds[1:]):
+        name = (f"<= {high:g}" if low == bounds[0] else f"> {low:g}" if high == bounds[-1]
+                else f"{low:g}-{high:g}")
+        rows[name] = differs & (preference > low) & (preference <= high)
     return rows
 
 
