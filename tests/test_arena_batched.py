@@ -229,7 +229,7 @@ def test_worker_processes_need_specs_and_the_cpu(shipped):
 
 
 def test_the_batched_arena_reports_cpu_time_per_decision():
-    result = evaluate_batched("random", "search:samples=8", 4, seed=5)
+    result = evaluate_batched("random", "search:samples=8", 2, seed=5, target=60)
     cpu = result.cpu_seconds_per_decision
     assert cpu[0] > 0 and cpu[1] > 5 * cpu[0], cpu
 

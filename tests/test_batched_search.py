@@ -113,8 +113,9 @@ def test_the_choice_is_the_best_mean_value_with_ties_to_the_lower_action():
 
 def test_one_decision_repeated_past_max_copies_gets_the_same_values_in_every_group():
     """At the real ``MAX_COPIES``: the copies of one decision land in two groups, and each
-    group values them alike (the group sizes: ``test_no_group_steps_more_than_max_copies``)."""
-    match = next(m for m in (position(s, 3) for s in range(50)) if m is not None)
+    group values them alike (the group sizes: ``test_no_group_steps_more_than_max_copies``).  A
+    position twelve moves into the round: short rollouts for the ~65,000 copies."""
+    match = next(m for m in (position(s, 12) for s in range(50)) if m is not None)
     d = decision(match, 64, 0)
     copies = d.copies
     many = [d] * (MAX_COPIES // copies + 2)          # more than one group

@@ -134,7 +134,7 @@ def test_inference_power_zero_plays_the_plain_search_in_the_arena(model):
 
     def records(agent):
         _, played = play_pairs_batched(agent, BatchedGreedy(), seed=5, first=0, pairs=1,
-                                       target=40, max_rounds=100, records=True)
+                                       target=25, max_rounds=100, records=True)
         for record in played:
             validate(record)
         return [[r["moves"] for r in record["rounds"]] for record in played]
