@@ -16,10 +16,12 @@ cleanly with the labels of every step labelled in full.
 
 from __future__ import annotations
 
+import itertools
 import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -27,7 +29,7 @@ import torch
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.arena_pool import (WorkerDied, a_worker_died, pool_context, start_worker,
                                        sigterm_as_ctrl_c, stop_workers)
-from sevenrocks_env.batched import layout
+from sevenrocks_env.batched import VectorEnv, layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
@@ -35,7 +37,9 @@ from sevenrocks_env.public_round import reads_history
 
 from .distill_labels import MAX_VALUE, save_labels
 
-_SALT = 0xD157          # the teacher's worlds
+#: The teacher's worlds at decision ``(step, env)`` of a collection: ``(seed, TEACHER_SALT, step,
+#: env)`` (another salt labels the same decisions again with other worlds).
+TEACHER_SALT = 0xD157
 _SAMPLE_SALT = 0xD158   # the student's moves
 _LABEL_KEYS = ("observation", "action_mask", "action", "values", "match")
 
@@ -78,12 +82,93 @@ def sample_moves(probs: torch.Tensor, mask: torch.Tensor, key: torch.Tensor) -> 
     return torch.where(legal, chosen, mask.long().argmax(1))
 
 
+class Turn(NamedTuple):
+    """One step of a collection's matches, before it is played (:func:`student_games`)."""
+    step: int
+    env: VectorEnv
+    env_ids: torch.Tensor       # each env's index in the whole collection (its deal stream)
+    observation: torch.Tensor   # [B, 238]: the seat on turn's
+    action_mask: torch.Tensor   # [B, 113]
+    rows: torch.Tensor          # the envs whose seat has a real choice: the decisions labelled
+    history: RoundHistory | None
+
+
+def student_games(student: PolicyNet, seed: int, env_ids: torch.Tensor, history: bool = False):
+    """The matches of a collection: the student against itself in the envs ``env_ids`` (their
+    deal streams), each move drawn from its distribution by the counter of ``(seed, step,
+    env)``.  Yields a :class:`Turn` before each step (with the round's :class:`RoundHistory` if
+    ``history``); the envs step when the generator is resumed.  The matches depend on the
+    student, the seed and each env's index alone: a collection's games can be played again."""
+    from sevenrocks_env import sevenrocks_v0
+    venv = sevenrocks_v0.vector_env(num_envs=len(env_ids), validate=False, deal_streams=env_ids)
+    venv.reset(seed=seed)
+    rounds = RoundHistory(venv) if history else None
+    for step in itertools.count():
+        obs, mask = venv.observation, venv.action_mask
+        logits, _ = student(obs, mask)
+        key = counter_key(seed, _SAMPLE_SALT, torch.full_like(env_ids, step), env_ids)
+        chosen = sample_moves(MaskedCategorical(logits, mask).probs, mask, key)
+        rows = (layout.legal_counts(mask) > 1).nonzero().squeeze(1)
+        yield Turn(step, venv, env_ids, obs, mask, rows, rounds)
+        venv.step(chosen)
+        if rounds is not None:
+            rounds.record(venv, chosen)
+
+
+def labelled_turns(labels: dict, student: PolicyNet, envs: int, history: bool = False):
+    """A collection's labelled decisions in its envs ``0 .. envs - 1``, played again: its
+    matches (:func:`student_games` with ``student``, its seed) up to the last such label.
+    Yields ``(turn, rows, mine)``: ``turn``'s envs ``rows`` are the decisions at rows ``mine``
+    of ``labels`` (one collection's, with its ``seed`` and ``match`` ids), their observations
+    checked equal to the file's (``ValueError`` if not: ``student`` is not the collection's)."""
+    env_of = labels["match"] >> 32
+    count = np.bincount(env_of[env_of < envs], minlength=envs)  # (ids up to 2**30 size nothing)
+    order = [np.flatnonzero(env_of == env) for env in range(envs)]
+    got = np.zeros(envs, np.int64)
+    games = student_games(student, int(labels["seed"]), torch.arange(envs), history)
+    while (got < count).any():
+        turn = next(games)
+        wanted = got[turn.rows.numpy()] < count[turn.rows.numpy()]
+        rows = turn.rows[torch.from_numpy(wanted)]
+        mine = [int(order[env][got[env]]) for env in rows.tolist()]
+        if not np.array_equal(turn.observation[rows].numpy(), labels["observation"][mine]):
+            raise ValueError(f"at step {turn.step} the matches played again are not those of the "
+                             "labels: the student must be the collection's (its --init)")
+        got[rows.numpy()] += 1
+        if len(rows):
+            yield turn, rows, mine
+
+
+def teacher_labels(teacher, seed: int, turn: Turn, rows: torch.Tensor,
+                   salt: int = TEACHER_SALT) -> tuple[np.ndarray, list[int]]:
+    """The teacher's values of every legal action at ``turn``'s envs ``rows`` (float32 ``[len(rows),
+    113]``, 0 for illegal actions) and its action at each (its best value, ties to the lower
+    action), its worlds drawn by a generator seeded ``(seed, salt, step, env)``."""
+    obs_np, mask_np = turn.observation[rows].numpy(), turn.action_mask[rows].numpy()
+    rngs = [np.random.default_rng((seed, salt, turn.step, int(turn.env_ids[r]))) for r in rows]
+    if turn.history is None:
+        scores = teacher.action_values_many(obs_np, mask_np, rngs)
+    else:
+        scores = teacher.scores_in(turn.env, rows, rngs, turn.history)
+    table = np.zeros(mask_np.shape, dtype=np.float32)
+    actions = []
+    for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
+        legal = legal_from_mask(legal_mask)
+        table[row, legal] = score
+        if not np.isfinite(table[row]).all() or np.abs(table[row]).max() > MAX_VALUE:
+            raise ValueError(f"teacher value out of range (finite, within +-{MAX_VALUE:g}) at "
+                             f"step {turn.step}: {score}")
+        # chosen from the values as stored, so a label is always their argmax
+        actions.append(best_action(legal, table[row, legal].tolist()))
+    return table, actions
+
+
 @torch.inference_mode()
 def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: int,
             log=print, save=None, first_env: int = 0, save_every: int | None = None,
             stop=None) -> dict:
-    """Play student-vs-student matches in envs ``first_env .. first_env + num_envs - 1``,
-    label every real choice with the teacher's values.
+    """Play student-vs-student matches in envs ``first_env .. first_env + num_envs - 1``
+    (:func:`student_games`), label every real choice with the teacher's values.
 
     Returns ``{"observation": float32 [N, 238], "action_mask": bool [N, 113], "action": int64
     [N], "values": float32 [N, 113], "match": int64 [N]}`` with ``N == decisions``: the
@@ -94,42 +179,23 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
     (:func:`save_interval` by default).  Ctrl-C (``KeyboardInterrupt``), or ``stop`` (an event)
     once set, stops it cleanly: the labels of every step labelled in full are returned (fewer
     than ``decisions``); a step interrupted part-way is dropped."""
-    from sevenrocks_env import sevenrocks_v0
-    env_ids = first_env + torch.arange(num_envs)
-    venv = sevenrocks_v0.vector_env(num_envs=num_envs, validate=False, deal_streams=env_ids)
-    venv.reset(seed=seed)
-    history = RoundHistory(venv) if reads_history(teacher) else None
+    games = student_games(student, seed, first_env + torch.arange(num_envs),
+                          history=reads_history(teacher))
     observations, masks, actions, values, matches = [], [], [], [], []
-    have, step, started = 0, 0, time.perf_counter()
+    have, started = 0, time.perf_counter()
     every = save_every or save_interval(decisions)
     try:  # ``have`` grows only once a step's labels are in all five lists
         while have < decisions and not (stop is not None and stop.is_set()):
-            obs, mask = venv.observation, venv.action_mask
-            logits, _ = student(obs, mask)
-            key = counter_key(seed, _SAMPLE_SALT, torch.full_like(env_ids, step), env_ids)
-            chosen = sample_moves(MaskedCategorical(logits, mask).probs, mask, key)
-            rows = (layout.legal_counts(mask) > 1).nonzero().squeeze(1)[: decisions - have]
+            turn = next(games)
+            rows = turn.rows[: decisions - have]
             if len(rows):
-                obs_np, mask_np = obs[rows].numpy(), mask[rows].numpy()
-                rngs = [np.random.default_rng((seed, _SALT, step, int(env_ids[r])))
-                        for r in rows]
-                if history is None:
-                    scores = teacher.action_values_many(obs_np, mask_np, rngs)
-                else:
-                    scores = teacher.scores_in(venv, rows, rngs, history)
-                table = np.zeros(mask_np.shape, dtype=np.float32)
-                for row, (legal_mask, score) in enumerate(zip(mask_np, scores)):
-                    legal = legal_from_mask(legal_mask)
-                    table[row, legal] = score
-                    if not np.isfinite(table[row]).all() or np.abs(table[row]).max() > MAX_VALUE:
-                        raise ValueError(f"teacher value out of range (finite, within "
-                                         f"+-{MAX_VALUE:g}) at step {step}: {score}")
-                    # chosen from the values as stored, so a label is always their argmax
-                    actions.append(best_action(legal, table[row, legal].tolist()))
-                observations.append(obs_np.copy())
-                masks.append(mask_np.copy())
+                table, chosen = teacher_labels(teacher, seed, turn, rows)
+                actions += chosen
+                observations.append(turn.observation[rows].numpy())
+                masks.append(turn.action_mask[rows].numpy())
                 values.append(table)
-                matches.append(((env_ids[rows] << 32) | venv.state.matches[rows]).numpy())
+                matches.append(((turn.env_ids[rows] << 32)
+                                | turn.env.state.matches[rows]).numpy())
                 have += len(rows)
                 if have // 1000 != (have - len(rows)) // 1000:
                     rate = have / (time.perf_counter() - started)
@@ -137,10 +203,6 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
                 saving = have // every != (have - len(rows)) // every
                 if save is not None and saving and have < decisions:
                     save(_joined(observations, masks, actions, values, matches, have))
-            venv.step(chosen)
-            if history is not None:
-                history.record(venv, chosen)
-            step += 1
     except KeyboardInterrupt:
         if not have:
             raise
