@@ -1,0 +1,141 @@
+"""How much of a distillation teacher's choice is the noise of its sampled worlds.
+
+    .venv/bin/python benchmarks/teacher_noise.py --labels checkpoints/distilled/r5_62.labels.npz \\
+        --init checkpoints/candidates/v3.pt --envs 32 \\
+        --teacher "search:policy=checkpoints/candidates/v3.pt,inference=0.5" \\
+        --students checkpoints/distilled/r5_61_A.pt
+
+A collection's matches depend on its student, its seed and each env's index alone
+(``training.distill_collect.student_games``), so they can be played again.  This plays the games
+of the first ``--envs`` envs of the collection that made ``--labels`` (``--init``: its student;
+every observation is checked against the file's) and labels each of their labelled decisions a
+second time with the same teacher, its worlds drawn from another seed (``--same-worlds``: the
+collection's own, which must give the file's labels back).  The first table says how often the
+second labelling repeats the first one's action, where the init policy agreed with the first
+and, split by the first's preference for its action over the init's (points, as
+``benchmarks/distill_gaps.py`` splits them), where it did not.  The second gives, for the init
+and each ``--students`` policy (trained on other labels), the first labelling's actions it plays
+where both labellings chose the same action otherwise than the init, and where only the first
+did.  A student can only learn what the teacher repeats; docs/training.md, "How noisy is the
+teacher?".  No arena game is played.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import torch
+
+from distill_gaps import buckets
+from sevenrocks_env import arguments
+from sevenrocks_env.policy import load_policy
+from sevenrocks_env.public_round import reads_history
+from training.distill import modes_on, share
+from training.distill_collect import (TEACHER_SALT, labelled_turns, make_teacher, pinned_teacher,
+                                      teacher_labels)
+from training.distill_labels import load_labels
+
+#: The second labelling's worlds: ``(seed, AGAIN_SALT, step, env)``.
+AGAIN_SALT = 0x5EC0
+
+
+@torch.inference_mode()
+def label_again(labels: dict, student, teacher, envs: int, salt: int, log=print) -> dict:
+    """The labelled decisions of the collection's envs ``0 .. envs - 1``, labelled again:
+    ``{"index": rows of labels, "action": int64, "values": float32 [n, 113]}``."""
+    index, actions, values = [], [], []
+    started, total = time.perf_counter(), int(((labels["match"] >> 32) < envs).sum())
+    for turn, rows, mine in labelled_turns(labels, student, envs, reads_history(teacher)):
+        table, chosen = teacher_labels(teacher, int(labels["seed"]), turn, rows, salt)
+        index += mine
+        actions += chosen
+        values.append(table)
+        if len(index) // 500 != (len(index) - len(mine)) // 500:
+            log(f"labelled again: {len(index):,}/{total:,} "
+                f"({len(index) / (time.perf_counter() - started):.1f}/s)")
+    return {"index": np.array(index, np.int64), "action": np.array(actions, np.int64),
+            "values": np.concatenate(values) if values else np.zeros((0, 113), np.float32)}
+
+
+def tables(labels: dict, again: dict, init: str, students: list[str]) -> list[str]:
+    """The two markdown tables' lines, and the preference noise."""
+    index = torch.from_numpy(again["index"])
+    obs = torch.from_numpy(labels["observation"][again["index"]])
+    mask = torch.from_numpy(labels["action_mask"][again["index"]])
+    first = torch.from_numpy(labels["action"])[index]
+    second = torch.from_numpy(again["action"])
+    values, values_again = torch.from_numpy(labels["values"])[index], torch.from_numpy(
+        again["values"])
+    init_modes = modes_on(load_policy(init).model, obs, mask)
+    differs = init_modes != first
+
+    def preference(table):
+        return (table.gather(1, first[:, None]) - table.gather(1, init_modes[:, None]))[:, 0]
+
+    split = buckets(preference(values), differs)
+    split["all differing"] = differs
+    lines = ["| first labelling | decisions | again the same action | again the init's action |",
+             "|---|---:|---:|---:|"]
+    for name, rows in split.items():
+        lines.append(f"| {name} | {int(rows.sum()):,} | {share((second == first)[rows]):.3f} | "
+                     f"{share((second == init_modes)[rows]):.3f} |")
+    noise = (preference(values) - preference(values_again))[differs]
+    lines += ["", f"where the first differs from the init: its preference for its action "
+              f"{preference(values)[differs].mean():.2f} points, the second labelling's "
+              f"{preference(values_again)[differs].mean():.2f}; one labelling's noise (sd of "
+              f"their difference / sqrt 2) {noise.std() / 2 ** 0.5:.2f} points", ""]
+    both, only_first = differs & (second == first), differs & (second != first)
+    lines += [f"| policy | agrees with the first labelling ({len(first):,}) | both chose it, "
+              f"not the init's ({int(both.sum()):,}) | only the first did "
+              f"({int(only_first.sum()):,}) |", "|---|---:|---:|---:|"]
+    for path in [init, *students]:
+        plays = (init_modes if path == init else modes_on(load_policy(path).model, obs, mask)
+                 ) == first
+        lines.append(f"| {path} | {share(plays):.3f} | {share(plays[both]):.3f} | "
+                     f"{share(plays[only_first]):.3f} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--labels", required=True, help="one collection's labels file")
+    parser.add_argument("--init", required=True, help="the collection's student (its --init)")
+    parser.add_argument("--teacher", required=True,
+                        help="the collection's teacher spec (checked against the file's)")
+    parser.add_argument("--envs", type=arguments.int_in(1, 1 << 16), default=32,
+                        help="label again the decisions of the collection's first ENVS envs")
+    parser.add_argument("--same-worlds", action="store_true",
+                        help="the collection's own worlds (a check: the file's labels again)")
+    parser.add_argument("--students", nargs="*", default=[], help="distilled checkpoints")
+    parser.add_argument("--threads", type=arguments.threads, default=1)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    try:
+        labels, recorded = load_labels(args.labels)
+        for key in ("values", "match", "seed"):
+            if labels.get(key) is None:
+                raise ValueError(f"{args.labels} has no {key!r} (collected before it was kept): "
+                                 "its matches cannot be played again")
+        envs = int((labels["match"] >> 32).max()) + 1
+        if args.envs > envs:
+            raise ValueError(f"--envs {args.envs}: the collection has {envs} envs")
+        if pinned_teacher(args.teacher) != recorded:
+            raise ValueError(f"the labels' teacher is {recorded}, not "
+                             f"{pinned_teacher(args.teacher)}")
+        again = label_again(labels, load_policy(args.init).model.eval(),
+                             make_teacher(args.teacher), args.envs,
+                             TEACHER_SALT if args.same_worlds else AGAIN_SALT)
+        print(f"{len(again['index']):,} decisions of {args.envs} envs labelled again by "
+              f"{recorded}, {'the same' if args.same_worlds else 'other'} worlds")
+        print("\n".join(tables(labels, again, args.init, args.students)))
+    except ValueError as error:  # a bad labels file, checkpoint or spec: one line
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

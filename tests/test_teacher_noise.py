@@ -1,0 +1,100 @@
+"""``benchmarks/teacher_noise.py``: a collection's matches played again and labelled a second
+time -- with the collection's own worlds the file's labels come back exactly; with others the
+noisy search teacher changes some; bad input is one line of error."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import teacher_noise  # noqa: E402
+from distill_stand_ins import tiny_student  # noqa: E402
+from training import distill_collect  # noqa: E402
+from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+from training.distill_labels import load_labels, save_labels  # noqa: E402
+
+TEACHER = "search:samples=2"
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory):
+    """A labels file of 4 envs (the shipped policy as the student) and its student's name."""
+    from sevenrocks_env.policy import load_policy
+    labels = distill_collect.collect(load_policy("shipped").model, distill_collect.make_teacher(
+        TEACHER), 120, num_envs=4, seed=3, log=lambda *_: None)
+    path = save_labels(tmp_path_factory.mktemp("c") / "l.npz", labels, TEACHER, seed=3)
+    return path, "shipped"
+
+
+def again(path, student, salt, envs=4):
+    from sevenrocks_env.policy import load_policy
+    labels, _ = load_labels(path)
+    return labels, teacher_noise.label_again(labels, load_policy(student).model.eval(),
+                                             distill_collect.make_teacher(TEACHER), envs, salt,
+                                             log=lambda *_: None)
+
+
+def test_the_collections_own_worlds_give_its_labels_back(collection):
+    labels, second = again(*collection, distill_collect.TEACHER_SALT)
+    assert sorted(second["index"].tolist()) == list(range(len(labels["action"])))
+    np.testing.assert_array_equal(second["action"], labels["action"][second["index"]])
+    np.testing.assert_array_equal(second["values"], labels["values"][second["index"]])
+
+
+def test_other_worlds_label_the_same_decisions_and_change_some_choices(collection):
+    labels, second = again(*collection, teacher_noise.AGAIN_SALT)
+    assert sorted(second["index"].tolist()) == list(range(len(labels["action"])))
+    changed = second["action"] != labels["action"][second["index"]]
+    assert 0 < changed.sum() < len(changed)  # two worlds a decision: noisy (65 % here)
+    legal = labels["action_mask"][second["index"], second["action"]]
+    assert legal.all()
+
+
+def test_the_first_envs_only(collection):
+    labels, second = again(*collection, distill_collect.TEACHER_SALT, envs=2)
+    assert set((labels["match"][second["index"]] >> 32).tolist()) == {0, 1}
+    assert len(second["index"]) == int(((labels["match"] >> 32) < 2).sum())
+
+
+def test_the_script_prints_both_tables(collection, capsys):
+    path, student = collection
+    assert teacher_noise.main(["--labels", str(path), "--init", student, "--teacher", TEACHER,
+                               "--envs", "4", "--same-worlds", "--students", student]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("120 decisions of 4 envs labelled again by search:samples=2")
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in lines
+            if line.startswith("| ") and "---" not in line}
+    assert rows["init agreed"][1:] == [" 1.000 ", " 1.000 "]
+    differing = int(rows["all differing"][0].replace(",", ""))
+    assert differing > 0 and rows["all differing"][1:] == [" 1.000 ", " 0.000 "]
+    assert int(rows["init agreed"][0].replace(",", "")) + differing == 120
+    assert "noise (sd of their difference / sqrt 2) 0.00 points" in out
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"--init": "STUDENT"}, "the student must be the collection's"),
+    ({"--teacher": "search:samples=3"}, "the labels' teacher is search:samples=2, not"),
+    ({"--envs": "5"}, "--envs 5: the collection has 4 envs"),
+])
+def test_bad_input_is_one_line_of_error(collection, tmp_path, capsys, change, message):
+    path, student = collection
+    other = save_checkpoint(tmp_path / "tiny.pt", policy_entries(tiny_student(), 1))
+    options = {"--labels": str(path), "--init": student, "--teacher": TEACHER, "--envs": "4"}
+    options.update({key: str(other) if value == "STUDENT" else value
+                    for key, value in change.items()})
+    assert teacher_noise.main([part for item in options.items() for part in item]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and len(err.splitlines()) == 1
+
+
+def test_labels_without_a_seed_cannot_be_played_again(collection, tmp_path, capsys):
+    labels, _ = load_labels(collection[0])
+    path = save_labels(tmp_path / "n.npz", {k: v for k, v in labels.items() if k != "seed"},
+                       TEACHER)
+    assert teacher_noise.main(["--labels", str(path), "--init", "shipped",
+                               "--teacher", TEACHER]) == 2
+    assert "has no 'seed'" in capsys.readouterr().err
