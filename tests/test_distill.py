@@ -88,6 +88,8 @@ def test_training_moves_the_student_toward_the_labels(rule_labels):
     assert result["holdout_agreement_where_init_differed"] == \
         pytest.approx(agrees[differs].float().mean().item())
     assert result["holdout_agreement_where_init_differed"] > 0.3
+    assert result["holdout_agreement_where_init_agreed"] == \
+        pytest.approx(agrees[~differs].float().mean().item())
 
 
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):

@@ -73,7 +73,8 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     soft targets of :func:`soft_targets`, each minibatch's made as it is trained on: those of
     all the labels at once took gigabytes); returns the last epoch's agreements: on its
     training minibatches (``epoch_train_agreement``, each measured before its step, weighted by
-    its labels) and on the held-out labels."""
+    its labels) and on the held-out labels: all, and where the init chose otherwise than the
+    teacher (``..._where_init_differed``) or the same (``..._where_init_agreed``)."""
     generator = torch.Generator().manual_seed(args.seed)
     n = len(labels["action"])
     values = None
@@ -87,7 +88,7 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     mask = torch.from_numpy(labels["action_mask"])
     action = torch.from_numpy(labels["action"])
     optimizer = torch.optim.Adam(student.parameters(), lr=args.learning_rate, eps=1e-5)
-    epoch_agreement = holdout = learned = float("nan")
+    epoch_agreement = holdout = learned = kept = float("nan")
     # the held-out decisions where the init chose otherwise than the teacher: what the student
     # must learn (overall agreement is mostly the decisions it already agreed on)
     differs = modes_on(student, obs[test], mask[test]) != action[test]
@@ -128,7 +129,8 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
             f"{kept:.3f} where it agreed)")
     student.eval()
     return {"epoch_train_agreement": epoch_agreement, "holdout_agreement": holdout,
-            "holdout_agreement_where_init_differed": learned, "holdout": held}
+            "holdout_agreement_where_init_differed": learned,
+            "holdout_agreement_where_init_agreed": kept, "holdout": held}
 
 
 def holdout_split(match, n: int, generator) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,66 @@
+"""``benchmarks/order_of_play_probe.py``: the round's order of play as inputs, from a
+collection's matches played again, and three students trained on the same labels."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import order_of_play_probe as probe  # noqa: E402
+from distill_stand_ins import Highest  # noqa: E402
+from training import distill_collect  # noqa: E402
+from training.distill_labels import save_labels  # noqa: E402
+
+KNOCK = 112
+
+
+def test_the_order_of_play_inputs():
+    # actions are 4 * tile + slot; a knock between the placements
+    played = [4 * 5 + 0, KNOCK, 4 * 9 + 1, 4 * 2 + 3]
+    inputs = probe.order_of_play(played)
+    recency, last = inputs[:28], inputs[28:].reshape(probe.LAST, 113)
+    assert recency[2] == 1 and recency[9] == pytest.approx(27 / 28)
+    assert recency[5] == pytest.approx(26 / 28) and np.count_nonzero(recency) == 3
+    assert [int(row.argmax()) for row in last[:4]] == [4 * 2 + 3, 4 * 9 + 1, KNOCK, 4 * 5 + 0]
+    assert last[:4].sum() == 4 and not last[4:].any()
+    assert not probe.order_of_play([]).any()
+
+
+def test_the_history_is_the_round_so_far(tmp_path):
+    """Each labelled decision's inputs are those of its round's actions before it: the
+    placements of the round are the tiles ``played_by`` shows, and none at a round's start."""
+    from sevenrocks_env.observation import OFFSETS
+    from sevenrocks_env.policy import load_policy
+    labels = distill_collect.collect(load_policy("shipped").model, Highest(), 150, num_envs=4,
+                                     seed=5, log=lambda *_: None)
+    inputs = probe.history_inputs(dict(labels, seed=5), load_policy("shipped").model.eval())
+    played = labels["observation"][:, OFFSETS["played_by"]].reshape(-1, 4, 28).sum(1) > 0
+    np.testing.assert_array_equal(inputs[:, :28] > 0, played)
+    opening = labels["observation"][:, OFFSETS["opening"]][:, 0] == 1
+    assert opening.any() and not inputs[opening, :28].any()
+    assert (inputs[~opening, 28:28 + 113].sum(1) == 1).all()  # a last action, once one was made
+
+
+def test_a_smoke_run_trains_three_students_from_the_init(tmp_path, capsys):
+    from sevenrocks_env.policy import load_policy
+    labels = distill_collect.collect(load_policy("shipped").model, Highest(), 200, num_envs=8,
+                                     seed=3, log=lambda *_: None)
+    path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
+    assert probe.main(["--labels", str(path), "--init", "shipped", "--epochs", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "200 labels of teacher search:samples=1"
+    rows = [line.split("|")[1:-1] for line in lines[3:]]
+    assert [row[0].strip() for row in rows] == ["none", "recency", "recency + last 8"]
+    assert [int(row[1]) for row in rows] == [0, 28, 28 + 8 * 113]
+
+
+def test_a_file_from_another_student_is_one_line_of_error(tmp_path, capsys):
+    from distill_stand_ins import tiny_student
+    labels = distill_collect.collect(tiny_student(), Highest(), 100, num_envs=4, seed=3,
+                                     log=lambda *_: None)
+    path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
+    assert probe.main(["--labels", str(path), "--init", "shipped", "--epochs", "1"]) == 2
+    assert "the student must be the collection's" in capsys.readouterr().err
