@@ -89,7 +89,8 @@ def test_ctrl_c_from_a_terminal_ends_the_cli_and_its_workers_at_once(tmp_path):
 
     log = tmp_path / "pairs.jsonl"
     command = [sys.executable, "-m", "sevenrocks_env.cli", "arena", "random", "search:samples=2",
-               "--pairs", "2000", "--workers", "2", "--no-progress", "--log", str(log)]
+               "--pairs", "2000", "--target", "60", "--workers", "2", "--no-progress", "--log",
+               str(log)]
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True,  # its own process group, as a shell job
                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -114,7 +115,8 @@ def test_sigterm_to_the_cli_alone_stops_its_workers_too(tmp_path):
 
     log = tmp_path / "pairs.jsonl"
     command = [sys.executable, "-m", "sevenrocks_env.cli", "arena", "random", "search:samples=2",
-               "--pairs", "2000", "--workers", "2", "--no-progress", "--log", str(log)]
+               "--pairs", "2000", "--target", "60", "--workers", "2", "--no-progress", "--log",
+               str(log)]
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            start_new_session=True)
     try:
