@@ -34,8 +34,8 @@ from sevenrocks_env import arguments
 from sevenrocks_env.policy import load_policy
 from sevenrocks_env.public_round import reads_history
 from training.distill import modes_on, share
-from training.distill_collect import (TEACHER_SALT, labelled_turns, make_teacher, pinned_teacher,
-                                      teacher_labels)
+from training.distill_collect import (MAX_ENVS, TEACHER_SALT, labelled_turns, make_teacher,
+                                      pinned_teacher, teacher_labels)
 from training.distill_labels import load_labels
 
 #: The second labelling's worlds: ``(seed, AGAIN_SALT, step, env)``.
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     parser.add_argument("--init", required=True, help="the collection's student (its --init)")
     parser.add_argument("--teacher", required=True,
                         help="the collection's teacher spec (checked against the file's)")
-    parser.add_argument("--envs", type=arguments.int_in(1, 1 << 16), default=32,
+    parser.add_argument("--envs", type=arguments.int_in(1, MAX_ENVS), default=32,
                         help="label again the decisions of the collection's first ENVS envs")
     parser.add_argument("--same-worlds", action="store_true",
                         help="the collection's own worlds (a check: the file's labels again)")

@@ -64,3 +64,14 @@ def test_a_file_from_another_student_is_one_line_of_error(tmp_path, capsys):
     path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
     assert probe.main(["--labels", str(path), "--init", "shipped", "--epochs", "1"]) == 2
     assert "the student must be the collection's" in capsys.readouterr().err
+
+
+def test_a_file_naming_more_envs_than_a_collection_has_is_refused(tmp_path, capsys):
+    """A file's env ids (up to 2**30) size no work: past 65,536 envs it is an error."""
+    from sevenrocks_env.policy import load_policy
+    labels = distill_collect.collect(load_policy("shipped").model, Highest(), 40, num_envs=2,
+                                     seed=3, log=lambda *_: None)
+    labels["match"] = labels["match"] | ((1 << 20) << 32)  # envs 2**20 and 2**20 + 1
+    path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
+    assert probe.main(["--labels", str(path), "--init", "shipped", "--epochs", "1"]) == 2
+    assert "a collection has 1 to 65,536 envs, not 1,048,578" in capsys.readouterr().err

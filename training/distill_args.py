@@ -11,7 +11,7 @@ from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
 from .config import Folder, Int, Positive, Real, RunName
-from .distill_collect import pinned
+from .distill_collect import MAX_ENVS, pinned
 from .distill_labels import MAX_FILES, MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT, \
     is_teacher_text
 
@@ -74,7 +74,7 @@ class Args:
     """train on labels files saved by earlier runs instead of collecting: ``--labels a.npz
     [b.npz ...]`` (or the option again; the older ``a.npz,b.npz`` is read as two files when no
     file has that whole name); not with the collection's options"""
-    num_envs: Int(1, 1 << 16) = 64
+    num_envs: Int(1, MAX_ENVS) = 64
     """matches played side by side while collecting"""
     epochs: Int(0, 10_000) = 6
     """passes over the labels (0: only collect the labels file; no policy is written)"""

@@ -37,6 +37,8 @@ from sevenrocks_env.public_round import reads_history
 
 from .distill_labels import MAX_VALUE, save_labels
 
+#: Most envs a collection steps (``--num-envs``), and a file's matches may be played again in.
+MAX_ENVS = 1 << 16
 #: The teacher's worlds at decision ``(step, env)`` of a collection: ``(seed, TEACHER_SALT, step,
 #: env)`` (another salt labels the same decisions again with other worlds).
 TEACHER_SALT = 0xD157
@@ -121,9 +123,13 @@ def labelled_turns(labels: dict, student: PolicyNet, envs: int, history: bool = 
     Yields ``(turn, rows, mine)``: ``turn``'s envs ``rows`` are the decisions at rows ``mine``
     of ``labels`` (one collection's, with its ``seed`` and ``match`` ids), their observations
     checked equal to the file's (``ValueError`` if not: ``student`` is not the collection's)."""
+    if not 0 < envs <= MAX_ENVS:
+        raise ValueError(f"a collection has 1 to {MAX_ENVS:,} envs, not {envs:,}")
     env_of = labels["match"] >> 32
-    count = np.bincount(env_of[env_of < envs], minlength=envs)  # (ids up to 2**30 size nothing)
-    order = [np.flatnonzero(env_of == env) for env in range(envs)]
+    rows = np.flatnonzero(env_of < envs)  # (the ids in a file, up to 2**30, size nothing)
+    rows = rows[np.argsort(env_of[rows], kind="stable")]    # by env, each in the file's order
+    count = np.bincount(env_of[rows], minlength=envs)
+    order = np.split(rows, np.cumsum(count)[:-1])           # each env's rows
     got = np.zeros(envs, np.int64)
     games = student_games(student, int(labels["seed"]), torch.arange(envs), history)
     while (got < count).any():
