@@ -64,8 +64,8 @@ def order_of_play(played: list[int]) -> np.ndarray:
 def history_inputs(labels: dict, student) -> np.ndarray:
     """:func:`order_of_play` of every labelled decision of one collection's file."""
     out = np.zeros((len(labels["action"]), STUDENTS[-1][1]), np.float32)
-    envs = int((labels["match"] >> 32).max()) + 1 if len(labels["action"]) else 0
-    for turn, rows, mine in labelled_turns(labels, student, envs, history=True):
+    envs = int((labels["match"] >> 32).max()) + 1  # (a labels file holds at least one)
+    for turn, rows, mine in labelled_turns(labels, student, range(envs), history=True):
         for env, row in zip(rows.tolist(), mine):
             out[row] = order_of_play(turn.history.actions[env, :int(turn.history.length[env])]
                                      .tolist())

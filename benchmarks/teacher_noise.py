@@ -7,8 +7,9 @@
 
 A collection's matches depend on its student, its seed and each env's index alone
 (``training.distill_collect.student_games``), so they can be played again.  This plays the games
-of the first ``--envs`` envs of the collection that made ``--labels`` (``--init``: its student;
-every observation is checked against the file's) and labels each of their labelled decisions a
+of ``--envs`` envs (from ``--first-env``) of the collection that made ``--labels`` (``--init``:
+its student; every observation is checked against the file's) and labels each of their labelled
+decisions a
 second time with the same teacher, its worlds drawn from another seed (``--same-worlds``: the
 collection's own, which must give the file's labels back).  The first table says how often the
 second labelling repeats the first one's action, where the init policy agreed with the first
@@ -17,7 +18,9 @@ and, split by the first's preference for its action over the init's (points, as
 and each ``--students`` policy (trained on other labels), the first labelling's actions it plays
 where both labellings chose the same action otherwise than the init, and where only the first
 did.  A student can only learn what the teacher repeats; docs/training.md, "How noisy is the
-teacher?".  No arena game is played.
+teacher?".  No arena game is played.  ``--out`` also saves those decisions as a labels file
+whose values are the mean of both labellings: a teacher with less noise, for
+``training.distill --labels`` (spans of the envs labelled by several processes join there).
 """
 
 from __future__ import annotations
@@ -31,23 +34,26 @@ import torch
 
 from distill_gaps import buckets
 from sevenrocks_env import arguments
+from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.policy import load_policy
 from sevenrocks_env.public_round import reads_history
 from training.distill import modes_on, share
 from training.distill_collect import (MAX_ENVS, TEACHER_SALT, labelled_turns, make_teacher,
                                       pinned_teacher, teacher_labels)
-from training.distill_labels import load_labels
+from training.distill_labels import load_labels, save_labels
 
 #: The second labelling's worlds: ``(seed, AGAIN_SALT, step, env)``.
 AGAIN_SALT = 0x5EC0
 
 
 @torch.inference_mode()
-def label_again(labels: dict, student, teacher, envs: int, salt: int, log=print) -> dict:
-    """The labelled decisions of the collection's envs ``0 .. envs - 1``, labelled again:
-    ``{"index": rows of labels, "action": int64, "values": float32 [n, 113]}``."""
+def label_again(labels: dict, student, teacher, envs: range, salt: int, log=print) -> dict:
+    """The labelled decisions of the collection's envs ``envs``, labelled again: ``{"index":
+    rows of labels, "action": int64, "values": float32 [n, 113]}``."""
     index, actions, values = [], [], []
-    started, total = time.perf_counter(), int(((labels["match"] >> 32) < envs).sum())
+    env_of = labels["match"] >> 32
+    total = int(((env_of >= envs.start) & (env_of < envs.stop)).sum())
+    started = time.perf_counter()
     for turn, rows, mine in labelled_turns(labels, student, envs, reads_history(teacher)):
         table, chosen = teacher_labels(teacher, int(labels["seed"]), turn, rows, salt)
         index += mine
@@ -58,6 +64,18 @@ def label_again(labels: dict, student, teacher, envs: int, salt: int, log=print)
                 f"({len(index) / (time.perf_counter() - started):.1f}/s)")
     return {"index": np.array(index, np.int64), "action": np.array(actions, np.int64),
             "values": np.concatenate(values) if values else np.zeros((0, 113), np.float32)}
+
+
+def mean_labels(labels: dict, again: dict) -> dict:
+    """The decisions labelled again, their values the mean of both labellings and their action
+    its best (ties to the lower action): a teacher with less noise, for ``training.distill``."""
+    index = again["index"]
+    values = (labels["values"][index] + again["values"]) / 2
+    actions = [best_action(legal, row[legal].tolist()) for legal, row in
+               zip(map(legal_from_mask, labels["action_mask"][index]), values)]
+    return {"observation": labels["observation"][index],
+            "action_mask": labels["action_mask"][index], "action": np.array(actions, np.int64),
+            "values": values.astype(np.float32), "match": labels["match"][index]}
 
 
 def tables(labels: dict, again: dict, init: str, students: list[str]) -> list[str]:
@@ -106,7 +124,13 @@ def main(argv=None) -> int:
     parser.add_argument("--teacher", required=True,
                         help="the collection's teacher spec (checked against the file's)")
     parser.add_argument("--envs", type=arguments.int_in(1, MAX_ENVS), default=32,
-                        help="label again the decisions of the collection's first ENVS envs")
+                        help="label again the decisions of ENVS of the collection's envs")
+    parser.add_argument("--first-env", type=arguments.int_in(0, MAX_ENVS - 1), default=0,
+                        help="the first of them (default 0)")
+    parser.add_argument("--out", default=None,
+                        help="also save those decisions as a labels file, their values the "
+                             "mean of both labellings (a less noisy teacher, for "
+                             "training.distill --labels)")
     parser.add_argument("--same-worlds", action="store_true",
                         help="the collection's own worlds (a check: the file's labels again)")
     parser.add_argument("--students", nargs="*", default=[], help="distilled checkpoints")
@@ -120,17 +144,23 @@ def main(argv=None) -> int:
                 raise ValueError(f"{args.labels} has no {key!r} (collected before it was kept): "
                                  "its matches cannot be played again")
         envs = int((labels["match"] >> 32).max()) + 1
-        if args.envs > envs:
-            raise ValueError(f"--envs {args.envs}: the collection has {envs} envs")
+        chosen = range(args.first_env, args.first_env + args.envs)
+        if chosen.stop > envs:
+            raise ValueError(f"--first-env {args.first_env} --envs {args.envs}: the collection "
+                             f"has {envs} envs")
         if pinned_teacher(args.teacher) != recorded:
             raise ValueError(f"the labels' teacher is {recorded}, not "
                              f"{pinned_teacher(args.teacher)}")
         again = label_again(labels, load_policy(args.init).model.eval(),
-                             make_teacher(args.teacher), args.envs,
+                             make_teacher(args.teacher), chosen,
                              TEACHER_SALT if args.same_worlds else AGAIN_SALT)
         print(f"{len(again['index']):,} decisions of {args.envs} envs labelled again by "
               f"{recorded}, {'the same' if args.same_worlds else 'other'} worlds")
         print("\n".join(tables(labels, again, args.init, args.students)))
+        if args.out is not None:
+            saved = save_labels(args.out, mean_labels(labels, again),
+                                f"{recorded} (mean of 2 labellings)", int(labels["seed"]))
+            print(f"the mean of both labellings saved to {saved}")
     except ValueError as error:  # a bad labels file, checkpoint or spec: one line
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -74,4 +74,4 @@ def test_a_file_naming_more_envs_than_a_collection_has_is_refused(tmp_path, caps
     labels["match"] = labels["match"] | ((1 << 20) << 32)  # envs 2**20 and 2**20 + 1
     path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
     assert probe.main(["--labels", str(path), "--init", "shipped", "--epochs", "1"]) == 2
-    assert "a collection has 1 to 65,536 envs, not 1,048,578" in capsys.readouterr().err
+    assert "a collection's envs are 0 to 65,535, not 0 to 1,048,577" in capsys.readouterr().err

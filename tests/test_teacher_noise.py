@@ -29,7 +29,7 @@ def collection(tmp_path_factory):
     return path, "shipped"
 
 
-def again(path, student, salt, envs=4):
+def again(path, student, salt, envs=range(4)):
     from sevenrocks_env.policy import load_policy
     labels, _ = load_labels(path)
     return labels, teacher_noise.label_again(labels, load_policy(student).model.eval(),
@@ -51,6 +51,27 @@ def test_other_worlds_label_the_same_decisions_and_change_some_choices(collectio
     assert 0 < changed.sum() < len(changed)  # two worlds a decision: noisy (65 % here)
     legal = labels["action_mask"][second["index"], second["action"]]
     assert legal.all()
+
+
+def test_the_mean_of_both_labellings_is_a_labels_file(collection, tmp_path, capsys):
+    """``--first-env 2 --envs 2 --out``: envs 2 and 3's decisions, their values the mean of
+    both labellings, their action its best, the collection's seed and match ids kept."""
+    path, student = collection
+    labels, second = again(path, student, teacher_noise.AGAIN_SALT, envs=range(2, 4))
+    rows = second["index"]
+    assert set((labels["match"][rows] >> 32).tolist()) == {2, 3}
+    assert len(rows) == int(((labels["match"] >> 32) >= 2).sum())
+    out = tmp_path / "mean.npz"
+    assert teacher_noise.main(["--labels", str(path), "--init", student, "--teacher", TEACHER,
+                               "--first-env", "2", "--envs", "2", "--out", str(out)]) == 0
+    assert f"the mean of both labellings saved to {out}" in capsys.readouterr().out
+    mean, teacher = load_labels(out)
+    assert teacher == f"{TEACHER} (mean of 2 labellings)" and int(mean["seed"]) == 3
+    np.testing.assert_array_equal(mean["match"], labels["match"][rows])
+    np.testing.assert_array_equal(mean["observation"], labels["observation"][rows])
+    np.testing.assert_allclose(mean["values"], (labels["values"][rows] + second["values"]) / 2)
+    best = np.where(mean["action_mask"], mean["values"], -np.inf).argmax(1)
+    np.testing.assert_array_equal(mean["action"], best)
 
 
 def test_the_script_prints_both_tables(collection, capsys):
@@ -77,7 +98,8 @@ def test_the_script_prints_both_tables(collection, capsys):
 @pytest.mark.parametrize("change, message", [
     ({"--init": "STUDENT"}, "the student must be the collection's"),
     ({"--teacher": "search:samples=3"}, "the labels' teacher is search:samples=2, not"),
-    ({"--envs": "5"}, "--envs 5: the collection has 4 envs"),
+    ({"--envs": "5"}, "--first-env 0 --envs 5: the collection has 4 envs"),
+    ({"--first-env": "3", "--envs": "2"}, "--first-env 3 --envs 2: the collection has 4 envs"),
 ])
 def test_bad_input_is_one_line_of_error(collection, tmp_path, capsys, change, message):
     path, student = collection

@@ -117,21 +117,24 @@ def student_games(student: PolicyNet, seed: int, env_ids: torch.Tensor, history:
             rounds.record(venv, chosen)
 
 
-def labelled_turns(labels: dict, student: PolicyNet, envs: int, history: bool = False):
-    """A collection's labelled decisions in its envs ``0 .. envs - 1``, played again: its
-    matches (:func:`student_games` with ``student``, its seed) up to the last such label.
-    Yields ``(turn, rows, mine)``: ``turn``'s envs ``rows`` are the decisions at rows ``mine``
-    of ``labels`` (one collection's, with its ``seed`` and ``match`` ids), their observations
-    checked equal to the file's (``ValueError`` if not: ``student`` is not the collection's)."""
-    if not 0 < envs <= MAX_ENVS:
-        raise ValueError(f"a collection has 1 to {MAX_ENVS:,} envs, not {envs:,}")
+def labelled_turns(labels: dict, student: PolicyNet, envs: range, history: bool = False):
+    """A collection's labelled decisions in its envs ``envs`` (a range of env indices), played
+    again: its matches (:func:`student_games` with ``student``, its seed) up to the last such
+    label.  Yields ``(turn, rows, mine)``: ``turn``'s envs ``rows`` are the decisions at rows
+    ``mine`` of ``labels`` (one collection's, with its ``seed`` and ``match`` ids), their
+    observations checked equal to the file's (``ValueError`` if not: ``student`` is not the
+    collection's)."""
+    if not (len(envs) and envs.step == 1 and 0 <= envs.start and envs.stop <= MAX_ENVS):
+        raise ValueError(f"a collection's envs are 0 to {MAX_ENVS - 1:,}, not "
+                         f"{envs.start:,} to {envs.stop - 1:,}")
     env_of = labels["match"] >> 32
-    rows = np.flatnonzero(env_of < envs)  # (the ids in a file, up to 2**30, size nothing)
+    rows = np.flatnonzero((env_of >= envs.start) & (env_of < envs.stop))
     rows = rows[np.argsort(env_of[rows], kind="stable")]    # by env, each in the file's order
-    count = np.bincount(env_of[rows], minlength=envs)
+    count = np.bincount(env_of[rows] - envs.start, minlength=len(envs))
     order = np.split(rows, np.cumsum(count)[:-1])           # each env's rows
-    got = np.zeros(envs, np.int64)
-    games = student_games(student, int(labels["seed"]), torch.arange(envs), history)
+    got = np.zeros(len(envs), np.int64)
+    games = student_games(student, int(labels["seed"]), torch.arange(envs.start, envs.stop),
+                          history)
     while (got < count).any():
         turn = next(games)
         wanted = got[turn.rows.numpy()] < count[turn.rows.numpy()]
