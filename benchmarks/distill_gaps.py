@@ -69,14 +69,12 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=arguments.threads, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    try:
+
+    def work():  # a bad labels file or checkpoint: one line of error
         labels, teacher = join_labels_files(args.labels, need_values=True)
         print(f"{len(labels['action']):,} labels of teacher {teacher}")
         print("\n".join(table(labels, args.init, args.students)))
-    except ValueError as error:  # a bad labels file or checkpoint: one line
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return arguments.one_line_errors(work)
 
 
 if __name__ == "__main__":

@@ -97,34 +97,34 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=arguments.threads, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    try:
-        settings = Args(labels=args.labels, temperature=args.temperature, epochs=args.epochs)
-        labels, teacher = join_labels_files(settings.labels, need_values=args.temperature > 0)
-        extra = []
-        for path in settings.labels:  # (join_labels_files keeps the files' order)
-            one, _ = load_labels(path)
-            if one.get("seed") is None or one.get("match") is None:
-                raise ValueError(f"{path} has no seed or match ids: its matches cannot be "
-                                 "played again")
-            extra.append(history_inputs(one, load_policy(args.init).model.eval()))
-        extra = np.concatenate(extra)
-        print(f"{len(labels['action']):,} labels of teacher {teacher}")
-        print("| student | extra inputs | held out | where the init chose otherwise | "
-              "where it agreed |\n|---|---:|---:|---:|---:|")
-        for name, width in STUDENTS:
-            student = load_policy(args.init).model
-            if width:
-                student.trunk = WiderFirstLayer(student.trunk, width)
-            result = distill.train_student(
-                student, dict(labels, observation=np.concatenate(
-                    [labels["observation"], extra[:, :width]], 1)), settings, log=lambda *_: None)
-            print(f"| {name} | {width} | {result['holdout_agreement']:.3f} | "
-                  f"{result['holdout_agreement_where_init_differed']:.3f} | "
-                  f"{result['holdout_agreement_where_init_agreed']:.3f} |", flush=True)
-    except ValueError as error:  # a bad labels file or checkpoint: one line
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return arguments.one_line_errors(lambda: run(args))
+
+
+def run(args) -> None:
+    """Play the matches again, train the three students and print the table."""
+    settings = Args(labels=args.labels, temperature=args.temperature, epochs=args.epochs)
+    labels, teacher = join_labels_files(settings.labels, need_values=args.temperature > 0)
+    extra = []
+    for path in settings.labels:  # (join_labels_files keeps the files' order)
+        one, _ = load_labels(path)
+        if one.get("seed") is None or one.get("match") is None:
+            raise ValueError(f"{path} has no seed or match ids: its matches cannot be "
+                             "played again")
+        extra.append(history_inputs(one, load_policy(args.init).model.eval()))
+    extra = np.concatenate(extra)
+    print(f"{len(labels['action']):,} labels of teacher {teacher}")
+    print("| student | extra inputs | held out | where the init chose otherwise | "
+          "where it agreed |\n|---|---:|---:|---:|---:|")
+    for name, width in STUDENTS:
+        student = load_policy(args.init).model
+        if width:
+            student.trunk = WiderFirstLayer(student.trunk, width)
+        result = distill.train_student(
+            student, dict(labels, observation=np.concatenate(
+                [labels["observation"], extra[:, :width]], 1)), settings, log=lambda *_: None)
+        print(f"| {name} | {width} | {result['holdout_agreement']:.3f} | "
+              f"{result['holdout_agreement_where_init_differed']:.3f} | "
+              f"{result['holdout_agreement_where_init_agreed']:.3f} |", flush=True)
 
 
 if __name__ == "__main__":

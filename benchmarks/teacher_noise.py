@@ -127,7 +127,7 @@ def main(argv=None) -> int:
                         help="label again the decisions of ENVS of the collection's envs")
     parser.add_argument("--first-env", type=arguments.int_in(0, MAX_ENVS - 1), default=0,
                         help="the first of them (default 0)")
-    parser.add_argument("--out", default=None,
+    parser.add_argument("--out", type=arguments.output_file, default=None,
                         help="also save those decisions as a labels file, their values the "
                              "mean of both labellings (a less noisy teacher, for "
                              "training.distill --labels)")
@@ -137,34 +137,32 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=arguments.threads, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    try:
-        labels, recorded = load_labels(args.labels)
-        for key in ("values", "match", "seed"):
-            if labels.get(key) is None:
-                raise ValueError(f"{args.labels} has no {key!r} (collected before it was kept): "
-                                 "its matches cannot be played again")
-        envs = int((labels["match"] >> 32).max()) + 1
-        chosen = range(args.first_env, args.first_env + args.envs)
-        if chosen.stop > envs:
-            raise ValueError(f"--first-env {args.first_env} --envs {args.envs}: the collection "
-                             f"has {envs} envs")
-        if pinned_teacher(args.teacher) != recorded:
-            raise ValueError(f"the labels' teacher is {recorded}, not "
-                             f"{pinned_teacher(args.teacher)}")
-        again = label_again(labels, load_policy(args.init).model.eval(),
-                             make_teacher(args.teacher), chosen,
-                             TEACHER_SALT if args.same_worlds else AGAIN_SALT)
-        print(f"{len(again['index']):,} decisions of {args.envs} envs labelled again by "
-              f"{recorded}, {'the same' if args.same_worlds else 'other'} worlds")
-        print("\n".join(tables(labels, again, args.init, args.students)))
-        if args.out is not None:
-            saved = save_labels(args.out, mean_labels(labels, again),
-                                f"{recorded} (mean of 2 labellings)", int(labels["seed"]))
-            print(f"the mean of both labellings saved to {saved}")
-    except ValueError as error:  # a bad labels file, checkpoint or spec: one line
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return arguments.one_line_errors(lambda: run(args))
+
+
+def run(args) -> None:
+    """Label the decisions again and print the tables (a ``ValueError`` for bad input)."""
+    labels, recorded = load_labels(args.labels)
+    for key in ("values", "match", "seed"):
+        if labels.get(key) is None:
+            raise ValueError(f"{args.labels} has no {key!r} (collected before it was kept): "
+                             "its matches cannot be played again")
+    envs = int((labels["match"] >> 32).max()) + 1
+    chosen = range(args.first_env, args.first_env + args.envs)
+    if chosen.stop > envs:
+        raise ValueError(f"--first-env {args.first_env} --envs {args.envs}: the collection has "
+                         f"{envs} envs")
+    if pinned_teacher(args.teacher) != recorded:
+        raise ValueError(f"the labels' teacher is {recorded}, not {pinned_teacher(args.teacher)}")
+    again = label_again(labels, load_policy(args.init).model.eval(), make_teacher(args.teacher),
+                        chosen, TEACHER_SALT if args.same_worlds else AGAIN_SALT)
+    print(f"{len(again['index']):,} decisions of {args.envs} envs labelled again by {recorded}, "
+          f"{'the same' if args.same_worlds else 'other'} worlds")
+    print("\n".join(tables(labels, again, args.init, args.students)))
+    if args.out is not None:
+        saved = save_labels(args.out, mean_labels(labels, again),
+                            f"{recorded} (mean of 2 labellings)", int(labels["seed"]))
+        print(f"the mean of both labellings saved to {saved}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from .atomic_file import OutputError, check_output_file, check_output_folder
 from .dealing import MAX_SEED
@@ -108,6 +109,18 @@ output_file = _output(check_output_file)
 output_folder = _output(check_output_folder)
 
 
+def one_line_errors(work) -> int:
+    """A script's exit status: 0 once ``work()`` has run; 2 if it raised ``ValueError`` (bad
+    input found inside the run: a labels file, a checkpoint, a spec), printed as one line,
+    ``error: ...``, on stderr, as argparse prints a bad option."""
+    try:
+        work()
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def device(text: str) -> str:
     """An argparse type: a device the batched engine runs on (``cpu``, ``cuda``, ``cuda:1``
     where there is one), as its name."""
@@ -120,5 +133,5 @@ def device(text: str) -> str:
 
 __all__ = ["MAX_BATCH", "MAX_COUNT", "MAX_PAIRS", "MAX_SECONDS", "MAX_THREADS", "MAX_WORKERS",
            "batch", "count", "device", "int_in", "non_negative_int", "non_negative_pairs",
-           "non_negative_real", "output_file", "output_folder", "pairs", "positive_real",
-           "seconds", "seed", "threads", "training_seed", "workers"]
+           "non_negative_real", "one_line_errors", "output_file", "output_folder", "pairs",
+           "positive_real", "seconds", "seed", "threads", "training_seed", "workers"]

@@ -55,3 +55,17 @@ def test_a_script_exits_2_with_one_line():
     assert run.stderr.strip().splitlines()[-1].endswith(
         "argument --seconds: must be a finite number > 0, got nan")
     assert "Traceback" not in run.stderr
+
+
+def test_one_line_errors_is_a_scripts_exit_status(capsys):
+    def bad():
+        raise ValueError("labels.npz: not a labels file")
+
+    def broken():
+        raise KeyError("a bug, not bad input")
+
+    assert arguments.one_line_errors(lambda: None) == 0
+    assert arguments.one_line_errors(bad) == 2
+    assert capsys.readouterr().err == "error: labels.npz: not a labels file\n"
+    with pytest.raises(KeyError):  # a bug keeps its traceback
+        arguments.one_line_errors(broken)
