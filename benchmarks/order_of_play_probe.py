@@ -1,4 +1,4 @@
-"""Would a distilled student learn more of its teacher's choices if it saw the round's order of play?
+"""Would a distilled student learn more of its teacher's choices seeing the round's order of play?
 
     .venv/bin/python benchmarks/order_of_play_probe.py --init checkpoints/candidates/v3.pt \\
         --labels checkpoints/distilled/r5_61.labels.npz checkpoints/distilled/r5_62.labels.npz
@@ -30,6 +30,7 @@ import sys
 
 import numpy as np
 import torch
+from pydantic import ValidationError
 from torch import nn
 
 from sevenrocks_env import arguments
@@ -37,6 +38,7 @@ from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.policy import load_policy
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_TILES
 from training import distill
+from training.config import first_problem
 from training.distill_args import Args
 from training.distill_collect import labelled_turns
 from training.distill_labels import join_labels_files, load_labels
@@ -64,9 +66,10 @@ def order_of_play(played: list[int]) -> np.ndarray:
 def history_inputs(labels: dict, student) -> np.ndarray:
     """:func:`order_of_play` of every labelled decision of one collection's file."""
     out = np.zeros((len(labels["action"]), STUDENTS[-1][1]), np.float32)
-    envs = int((labels["match"] >> 32).max()) + 1  # (a labels file holds at least one)
-    for turn, rows, mine in labelled_turns(labels, student, range(envs), history=True):
-        for env, row in zip(rows.tolist(), mine):
+    env_of = labels["match"] >> 32  # (a labels file holds at least one label)
+    envs = range(int(env_of.min()), int(env_of.max()) + 1)  # (a part file's span, say)
+    for turn, envs_now, label_rows in labelled_turns(labels, student, envs, history=True):
+        for env, row in zip(envs_now.tolist(), label_rows):
             out[row] = order_of_play(turn.history.actions[env, :int(turn.history.length[env])]
                                      .tolist())
     return out
@@ -102,7 +105,11 @@ def main(argv=None) -> int:
 
 def run(args) -> None:
     """Play the matches again, train the three students and print the table."""
-    settings = Args(labels=args.labels, temperature=args.temperature, epochs=args.epochs)
+    try:
+        settings = Args(labels=args.labels, temperature=args.temperature, epochs=args.epochs)
+    except ValidationError as error:  # (pydantic's message: several lines)
+        key, _, message = first_problem(error)
+        raise ValueError(f"--{key.replace('_', '-')}: {message}") from None
     labels, teacher = join_labels_files(settings.labels, need_values=args.temperature > 0)
     extra = []
     for path in settings.labels:  # (join_labels_files keeps the files' order)

@@ -9,9 +9,10 @@ A collection's matches depend on its student, its seed and each env's index alon
 (``training.distill_collect.student_games``), so they can be played again.  This plays the games
 of ``--envs`` envs (from ``--first-env``) of the collection that made ``--labels`` (``--init``:
 its student; every observation is checked against the file's) and labels each of their labelled
-decisions a
-second time with the same teacher, its worlds drawn from another seed (``--same-worlds``: the
-collection's own, which must give the file's labels back).  The first table says how often the
+decisions a second time with the same teacher, its worlds drawn from another seed
+(``--same-worlds``: the collection's own, which give the file's labels back -- up to the last
+bits of a network's outputs, which may differ with the batch: labelled again in other spans of
+envs than the collection's, a near-tie could turn).  The first table says how often the
 second labelling repeats the first one's action, where the init policy agreed with the first
 and, split by the first's preference for its action over the init's (points, as
 ``benchmarks/distill_gaps.py`` splits them), where it did not.  The second gives, for the init
@@ -40,42 +41,49 @@ from sevenrocks_env.public_round import reads_history
 from training.distill import modes_on, share
 from training.distill_collect import (MAX_ENVS, TEACHER_SALT, labelled_turns, make_teacher,
                                       pinned_teacher, teacher_labels)
-from training.distill_labels import load_labels, save_labels
+from training.distill_labels import is_teacher_text, load_labels, save_labels
 
 #: The second labelling's worlds: ``(seed, AGAIN_SALT, step, env)``.
 AGAIN_SALT = 0x5EC0
+#: What ``--out``'s file adds to the teacher it records.
+MEAN = "(mean of 2 labellings)"
 
 
 @torch.inference_mode()
 def label_again(labels: dict, student, teacher, envs: range, salt: int, log=print) -> dict:
     """The labelled decisions of the collection's envs ``envs``, labelled again: ``{"index":
     rows of labels, "action": int64, "values": float32 [n, 113]}``."""
-    index, actions, values = [], [], []
     env_of = labels["match"] >> 32
     total = int(((env_of >= envs.start) & (env_of < envs.stop)).sum())
+    if not total:
+        raise ValueError(f"the labels hold no decision of envs {envs.start} to {envs.stop - 1}")
+    index, actions, values = [], [], []
     started = time.perf_counter()
-    for turn, rows, mine in labelled_turns(labels, student, envs, reads_history(teacher)):
-        table, chosen = teacher_labels(teacher, int(labels["seed"]), turn, rows, salt)
-        index += mine
-        actions += chosen
+    for turn, envs_now, label_rows in labelled_turns(labels, student, envs,
+                                                     reads_history(teacher)):
+        table, teachers_actions = teacher_labels(teacher, int(labels["seed"]), turn, envs_now,
+                                                 salt)
+        index += label_rows
+        actions += teachers_actions
         values.append(table)
-        if len(index) // 500 != (len(index) - len(mine)) // 500:
+        if len(index) // 500 != (len(index) - len(label_rows)) // 500:
             log(f"labelled again: {len(index):,}/{total:,} "
                 f"({len(index) / (time.perf_counter() - started):.1f}/s)")
     return {"index": np.array(index, np.int64), "action": np.array(actions, np.int64),
-            "values": np.concatenate(values) if values else np.zeros((0, 113), np.float32)}
+            "values": np.concatenate(values)}
 
 
 def mean_labels(labels: dict, again: dict) -> dict:
     """The decisions labelled again, their values the mean of both labellings and their action
     its best (ties to the lower action): a teacher with less noise, for ``training.distill``."""
     index = again["index"]
-    values = (labels["values"][index] + again["values"]) / 2
-    actions = [best_action(legal, row[legal].tolist()) for legal, row in
-               zip(map(legal_from_mask, labels["action_mask"][index]), values)]
-    return {"observation": labels["observation"][index],
-            "action_mask": labels["action_mask"][index], "action": np.array(actions, np.int64),
-            "values": values.astype(np.float32), "match": labels["match"][index]}
+    mask = labels["action_mask"][index]   # (checked equal to the matches played again)
+    values = np.where(mask, (labels["values"][index] + again["values"]) / 2, 0)
+    actions = [best_action(legal_from_mask(legal), row[legal].tolist())
+               for legal, row in zip(mask, values)]
+    return {"observation": labels["observation"][index], "action_mask": mask,
+            "action": np.array(actions, np.int64), "values": values.astype(np.float32),
+            "match": labels["match"][index]}
 
 
 def tables(labels: dict, again: dict, init: str, students: list[str]) -> list[str]:
@@ -154,14 +162,17 @@ def run(args) -> None:
                          f"{envs} envs")
     if pinned_teacher(args.teacher) != recorded:
         raise ValueError(f"the labels' teacher is {recorded}, not {pinned_teacher(args.teacher)}")
+    mean_teacher = f"{recorded} {MEAN}"
+    if args.out is not None and not is_teacher_text(mean_teacher):
+        raise ValueError(f"--out: the teacher's spec is too long to record {MEAN!r} after it")
     again = label_again(labels, load_policy(args.init).model.eval(), make_teacher(args.teacher),
                         chosen, TEACHER_SALT if args.same_worlds else AGAIN_SALT)
     print(f"{len(again['index']):,} decisions of {args.envs} envs labelled again by {recorded}, "
           f"{'the same' if args.same_worlds else 'other'} worlds")
     print("\n".join(tables(labels, again, args.init, args.students)))
     if args.out is not None:
-        saved = save_labels(args.out, mean_labels(labels, again),
-                            f"{recorded} (mean of 2 labellings)", int(labels["seed"]))
+        saved = save_labels(args.out, mean_labels(labels, again), mean_teacher,
+                            int(labels["seed"]))
         print(f"the mean of both labellings saved to {saved}")
 
 

@@ -11,10 +11,10 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import order_of_play_probe as probe  # noqa: E402
 from distill_stand_ins import Highest  # noqa: E402
+
+from sevenrocks_env.tiles import KNOCK  # noqa: E402
 from training import distill_collect  # noqa: E402
 from training.distill_labels import save_labels  # noqa: E402
-
-KNOCK = 112
 
 
 def test_the_order_of_play_inputs():
@@ -74,4 +74,28 @@ def test_a_file_naming_more_envs_than_a_collection_has_is_refused(tmp_path, caps
     labels["match"] = labels["match"] | ((1 << 20) << 32)  # envs 2**20 and 2**20 + 1
     path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
     assert probe.main(["--labels", str(path), "--init", "shipped", "--epochs", "1"]) == 2
-    assert "a collection's envs are 0 to 65,535, not 0 to 1,048,577" in capsys.readouterr().err
+    assert "envs are 0 to 65,535, not 1,048,576 to 1,048,577" in capsys.readouterr().err
+
+
+def test_the_wider_first_layer_starts_as_the_init():
+    """Its extra weights start at 0: whatever the extra inputs, the init's logits."""
+    from sevenrocks_env.observation import OBS_SIZE
+    from sevenrocks_env.policy import load_policy
+    init, wider = load_policy("shipped").model.eval(), load_policy("shipped").model.eval()
+    wider.trunk = probe.WiderFirstLayer(wider.trunk, 932)
+    obs = torch.rand(16, OBS_SIZE)
+    extra = torch.rand(16, 932)
+    with torch.no_grad():
+        torch.testing.assert_close(wider(torch.cat([obs, extra], 1))[0], init(obs)[0])
+        wider.trunk.extra.weight.fill_(0.01)
+        assert not torch.allclose(wider(torch.cat([obs, extra], 1))[0], init(obs)[0])
+
+
+def test_settings_distill_refuses_are_one_line(tmp_path, capsys):
+    from sevenrocks_env.policy import load_policy
+    labels = distill_collect.collect(load_policy("shipped").model, Highest(), 40, num_envs=2,
+                                     seed=3, log=lambda *_: None)
+    path = save_labels(tmp_path / "l.npz", labels, "search:samples=1", seed=3)
+    assert probe.main(["--labels", str(path), "--init", "shipped", "--temperature", "1e-4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --temperature: ") and len(err.splitlines()) == 1, err

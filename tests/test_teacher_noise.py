@@ -74,14 +74,15 @@ def test_the_mean_of_both_labellings_is_a_labels_file(collection, tmp_path, caps
     np.testing.assert_array_equal(mean["action"], best)
 
 
-def test_the_script_prints_both_tables(collection, capsys):
+def test_the_script_prints_both_tables(collection, tmp_path, capsys):
     """The first two envs' decisions only, labelled again with the same worlds."""
     path, student = collection
     labels, _ = load_labels(path)
     first_two = int(((labels["match"] >> 32) < 2).sum())
     assert 0 < first_two < len(labels["action"])
+    other = save_checkpoint(tmp_path / "tiny.pt", policy_entries(tiny_student(), 1))
     assert teacher_noise.main(["--labels", str(path), "--init", student, "--teacher", TEACHER,
-                               "--envs", "2", "--same-worlds", "--students", student]) == 0
+                               "--envs", "2", "--same-worlds", "--students", str(other)]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].startswith(f"{first_two} decisions of 2 envs labelled again by "
@@ -93,6 +94,12 @@ def test_the_script_prints_both_tables(collection, capsys):
     assert differing > 0 and rows["all differing"][1:] == [" 1.000 ", " 0.000 "]
     assert int(rows["init agreed"][0].replace(",", "")) + differing == first_two
     assert "noise (sd of their difference / sqrt 2) 0.00 points" in out
+    # the second table: the init agrees where it agreed and plays none of the deviations (with
+    # the same worlds no deviation is the first labelling's only); another policy differs
+    agreed = int(rows["init agreed"][0].replace(",", ""))
+    assert rows[student] == [f" {agreed / first_two:.3f} ", " 0.000 ", " nan "]
+    agrees, deviations, _ = (float(cell) for cell in rows[str(other)])
+    assert 0 < agrees < 1 and 0 <= deviations <= 1
 
 
 @pytest.mark.parametrize("change, message", [
@@ -119,3 +126,29 @@ def test_labels_without_a_seed_cannot_be_played_again(collection, tmp_path, caps
     assert teacher_noise.main(["--labels", str(path), "--init", "shipped",
                                "--teacher", TEACHER]) == 2
     assert "has no 'seed'" in capsys.readouterr().err
+
+
+def test_the_search_with_inference_is_labelled_again_with_each_envs_round_history(tmp_path):
+    """The teacher that reads the round's plays gets them in the matches played again: with the
+    collection's own worlds its labels come back."""
+    spec = "search:policy=shipped,samples=3,inference=1"
+    labels = distill_collect.collect(tiny_student(), distill_collect.make_teacher(spec), 40,
+                                     num_envs=4, seed=8, log=lambda *_: None)
+    path = save_labels(tmp_path / "i.npz", labels, spec, seed=8)
+    labels, _ = load_labels(path)
+    second = teacher_noise.label_again(labels, tiny_student(), distill_collect.make_teacher(spec),
+                                       range(4), distill_collect.TEACHER_SALT,
+                                       log=lambda *_: None)
+    assert sorted(second["index"].tolist()) == list(range(40))
+    np.testing.assert_array_equal(second["action"], labels["action"][second["index"]])
+    np.testing.assert_allclose(second["values"], labels["values"][second["index"]], atol=1e-3)
+
+
+def test_a_span_of_envs_without_labels_is_an_error(collection, tmp_path, capsys):
+    labels, _ = load_labels(collection[0])
+    later = (labels["match"] >> 32) >= 2
+    path = save_labels(tmp_path / "p.npz", {key: value[later] for key, value in labels.items()
+                                            if key != "seed"}, TEACHER, seed=3)
+    assert teacher_noise.main(["--labels", str(path), "--init", "shipped", "--teacher", TEACHER,
+                               "--envs", "2"]) == 2
+    assert "the labels hold no decision of envs 0 to 1" in capsys.readouterr().err

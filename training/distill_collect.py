@@ -5,9 +5,11 @@ Every label is a function of its coordinates alone.  Decision ``(step, env)`` --
 collection and the env's index in the whole collection -- is dealt from the batched engine's
 stream ``env``; the student samples its move from a counter-based draw of ``(seed, step, env)``
 (:func:`sevenrocks_env.batched.deal.counter_key`) and the teacher its worlds from a generator
-seeded by ``(seed, step, env)``.  So ``workers`` processes, each stepping a span of the envs,
-label the same decisions as one process stepping them all; only where each span stops differs
-(a span of ``n`` envs collects its share, ``decisions * n / num_envs``).
+seeded by ``(seed, TEACHER_SALT, step, env)``.  So ``workers`` processes, each stepping a span of
+the envs, label the same decisions as one process stepping them all; only where each span stops
+differs (a span of ``n`` envs collects its share, ``decisions * n / num_envs``).  For the same
+reason a labels file's matches can be played again (:func:`labelled_turns`), e.g. to label its
+decisions a second time with other worlds (``benchmarks/teacher_noise.py``).
 
 A long collection keeps what it searched: labels are saved while collecting (every
 :func:`save_interval` labels; with workers, each span to its own part file), and Ctrl-C stops it
@@ -120,32 +122,36 @@ def student_games(student: PolicyNet, seed: int, env_ids: torch.Tensor, history:
 def labelled_turns(labels: dict, student: PolicyNet, envs: range, history: bool = False):
     """A collection's labelled decisions in its envs ``envs`` (a range of env indices), played
     again: its matches (:func:`student_games` with ``student``, its seed) up to the last such
-    label.  Yields ``(turn, rows, mine)``: ``turn``'s envs ``rows`` are the decisions at rows
-    ``mine`` of ``labels`` (one collection's, with its ``seed`` and ``match`` ids), their
-    observations checked equal to the file's (``ValueError`` if not: ``student`` is not the
-    collection's)."""
+    label.  Yields ``(turn, envs_now, label_rows)``: ``turn``'s envs ``envs_now`` hold the
+    decisions at rows ``label_rows`` of ``labels`` (one collection's, with its ``seed`` and
+    ``match`` ids), their observations and masks checked equal to the file's (``ValueError`` if
+    not: another student, or a file that is not one collection's decisions in order)."""
     if not (len(envs) and envs.step == 1 and 0 <= envs.start and envs.stop <= MAX_ENVS):
         raise ValueError(f"a collection's envs are 0 to {MAX_ENVS - 1:,}, not "
                          f"{envs.start:,} to {envs.stop - 1:,}")
     env_of = labels["match"] >> 32
-    rows = np.flatnonzero((env_of >= envs.start) & (env_of < envs.stop))
-    rows = rows[np.argsort(env_of[rows], kind="stable")]    # by env, each in the file's order
-    count = np.bincount(env_of[rows] - envs.start, minlength=len(envs))
-    order = np.split(rows, np.cumsum(count)[:-1])           # each env's rows
+    in_span = np.flatnonzero((env_of >= envs.start) & (env_of < envs.stop))
+    in_span = in_span[np.argsort(env_of[in_span], kind="stable")]  # by env, in the file's order
+    count = np.bincount(env_of[in_span] - envs.start, minlength=len(envs))
+    rows_of = np.split(in_span, np.cumsum(count)[:-1])              # each env's label rows
     got = np.zeros(len(envs), np.int64)
     games = student_games(student, int(labels["seed"]), torch.arange(envs.start, envs.stop),
                           history)
     while (got < count).any():
         turn = next(games)
         wanted = got[turn.rows.numpy()] < count[turn.rows.numpy()]
-        rows = turn.rows[torch.from_numpy(wanted)]
-        mine = [int(order[env][got[env]]) for env in rows.tolist()]
-        if not np.array_equal(turn.observation[rows].numpy(), labels["observation"][mine]):
+        envs_now = turn.rows[torch.from_numpy(wanted)]
+        label_rows = [int(rows_of[env][got[env]]) for env in envs_now.tolist()]
+        if not (np.array_equal(turn.observation[envs_now].numpy(),
+                               labels["observation"][label_rows])
+                and np.array_equal(turn.action_mask[envs_now].numpy(),
+                                   labels["action_mask"][label_rows])):
             raise ValueError(f"at step {turn.step} the matches played again are not those of the "
-                             "labels: the student must be the collection's (its --init)")
-        got[rows.numpy()] += 1
-        if len(rows):
-            yield turn, rows, mine
+                             "labels: the student must be the collection's (its --init), and the "
+                             "file one collection's decisions in the order it made them")
+        got[envs_now.numpy()] += 1
+        if len(envs_now):
+            yield turn, envs_now, label_rows
 
 
 def teacher_labels(teacher, seed: int, turn: Turn, rows: torch.Tensor,
@@ -198,8 +204,8 @@ def collect(student: PolicyNet, teacher, decisions: int, num_envs: int, seed: in
             turn = next(games)
             rows = turn.rows[: decisions - have]
             if len(rows):
-                table, chosen = teacher_labels(teacher, seed, turn, rows)
-                actions += chosen
+                table, teachers_actions = teacher_labels(teacher, seed, turn, rows)
+                actions += teachers_actions
                 observations.append(turn.observation[rows].numpy())
                 masks.append(turn.action_mask[rows].numpy())
                 values.append(table)
@@ -375,5 +381,6 @@ def collect_labels(args, student: PolicyNet, path: Path, log=print) -> tuple[dic
     return labels, teacher
 
 
-__all__ = ["collect", "collect_in_pool", "collect_labels", "make_teacher", "part_path",
-           "pinned_teacher", "sample_moves", "save_interval", "spans"]
+__all__ = ["MAX_ENVS", "TEACHER_SALT", "Turn", "collect", "collect_in_pool", "collect_labels",
+           "labelled_turns", "make_teacher", "part_path", "pinned_teacher", "sample_moves",
+           "save_interval", "spans", "student_games", "teacher_labels"]
