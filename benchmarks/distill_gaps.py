@@ -29,6 +29,11 @@ from training.distill_labels import join_labels_files
 EDGES = (2.0, 5.0, 10.0)
 
 
+def preference(values: torch.Tensor, action: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    """Per decision, the teacher's value of ``action`` minus its value of ``other`` (points)."""
+    return (values.gather(1, action[:, None]) - values.gather(1, other[:, None]))[:, 0]
+
+
 def buckets(preference: torch.Tensor, differs: torch.Tensor) -> dict:
     """``{name: rows}``: the agreed decisions, then the differing ones by preference."""
     rows = {"init agreed": ~differs}
@@ -48,8 +53,7 @@ def table(labels: dict, init: str, students: list[str]) -> list[str]:
     values = torch.from_numpy(labels["values"])
     init_modes = modes_on(load_policy(init).model, obs, mask)
     differs = init_modes != action
-    preference = (values.gather(1, action[:, None]) - values.gather(1, init_modes[:, None]))[:, 0]
-    rows = buckets(preference, differs)
+    rows = buckets(preference(values, action, init_modes), differs)
     lines = ["| policy | " + " | ".join(f"{name} ({int(r.sum()):,})" for name, r in rows.items())
              + " |", "|---|" + "---:|" * len(rows)]
     for path in [init, *students]:

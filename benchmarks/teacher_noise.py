@@ -33,7 +33,7 @@ import time
 import numpy as np
 import torch
 
-from distill_gaps import buckets
+from distill_gaps import buckets, preference
 from sevenrocks_env import arguments
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.policy import load_policy
@@ -97,21 +97,20 @@ def tables(labels: dict, again: dict, init: str, students: list[str]) -> list[st
         again["values"])
     init_modes = modes_on(load_policy(init).model, obs, mask)
     differs = init_modes != first
-
-    def preference(table):
-        return (table.gather(1, first[:, None]) - table.gather(1, init_modes[:, None]))[:, 0]
-
-    split = buckets(preference(values), differs)
+    # the first labelling's action over the init's, as each labelling values it
+    prefers, prefers_again = (preference(table, first, init_modes)
+                              for table in (values, values_again))
+    split = buckets(prefers, differs)
     split["all differing"] = differs
     lines = ["| first labelling | decisions | again the same action | again the init's action |",
              "|---|---:|---:|---:|"]
     for name, rows in split.items():
         lines.append(f"| {name} | {int(rows.sum()):,} | {share((second == first)[rows]):.3f} | "
                      f"{share((second == init_modes)[rows]):.3f} |")
-    noise = (preference(values) - preference(values_again))[differs]
+    noise = (prefers - prefers_again)[differs]
     lines += ["", f"where the first differs from the init: its preference for its action "
-              f"{preference(values)[differs].mean():.2f} points, the second labelling's "
-              f"{preference(values_again)[differs].mean():.2f}; one labelling's noise (sd of "
+              f"{prefers[differs].mean():.2f} points, the second labelling's "
+              f"{prefers_again[differs].mean():.2f}; one labelling's noise (sd of "
               f"their difference / sqrt 2) {noise.std() / 2 ** 0.5:.2f} points", ""]
     both, only_first = differs & (second == first), differs & (second != first)
     lines += [f"| policy | agrees with the first labelling ({len(first):,}) | both chose it, "
