@@ -22,28 +22,8 @@ import torch
 
 from sevenrocks_env import arguments
 from sevenrocks_env.policy import load_policy
-from training.distill import modes_on, share
+from training.distill import buckets, modes_on, preference, share
 from training.distill_labels import join_labels_files
-
-#: Upper edges of the preference buckets, in points (the last bucket is open).
-EDGES = (2.0, 5.0, 10.0)
-
-
-def preference(values: torch.Tensor, action: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
-    """Per decision, the teacher's value of ``action`` minus its value of ``other`` (points)."""
-    return (values.gather(1, action[:, None]) - values.gather(1, other[:, None]))[:, 0]
-
-
-def buckets(preference: torch.Tensor, differs: torch.Tensor) -> dict:
-    """``{name: rows}``: the agreed decisions, then the differing ones by preference."""
-    rows = {"init agreed": ~differs}
-    bounds = (-float("inf"), *EDGES, float("inf"))
-    for low, high in zip(bounds, bounds[1:]):
-        name = (f"<= {high:g}" if low == bounds[0] else f"> {low:g}" if high == bounds[-1]
-                else f"{low:g}-{high:g}")
-        rows[name] = differs & (preference > low) & (preference <= high)
-    return rows
-
 
 def table(labels: dict, init: str, students: list[str]) -> list[str]:
     """The markdown table's lines."""

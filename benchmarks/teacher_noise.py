@@ -33,12 +33,11 @@ import time
 import numpy as np
 import torch
 
-from distill_gaps import buckets, preference
 from sevenrocks_env import arguments
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.policy import load_policy
 from sevenrocks_env.public_round import reads_history
-from training.distill import modes_on, share
+from training.distill import buckets, modes_on, preference, share
 from training.distill_collect import (MAX_ENVS, TEACHER_SALT, labelled_turns, make_teacher,
                                       pinned_teacher, teacher_labels)
 from training.distill_labels import is_teacher_text, load_labels, save_labels

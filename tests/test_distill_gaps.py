@@ -18,7 +18,7 @@ from training.distill_labels import save_labels  # noqa: E402
 def test_the_differing_decisions_are_split_by_preference():
     preference = torch.tensor([0.5, 2.0, 3.0, 7.0, 20.0, 40.0, 1.0])
     differs = torch.tensor([True, True, True, True, True, True, False])
-    rows = distill_gaps.buckets(preference, differs)
+    rows = distill.buckets(preference, differs)
     assert list(rows) == ["init agreed", "<= 2", "2-5", "5-10", "> 10"]
     assert {name: r.nonzero().flatten().tolist() for name, r in rows.items()} == {
         "init agreed": [6], "<= 2": [0, 1], "2-5": [2], "5-10": [3], "> 10": [4, 5]}

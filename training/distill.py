@@ -195,6 +195,27 @@ def share(flags: torch.Tensor) -> float:
     return int(flags.sum()) / len(flags) if len(flags) else float("nan")
 
 
+#: Upper edges of the preference buckets, in points (the last bucket is open).
+EDGES = (2.0, 5.0, 10.0)
+
+
+def preference(values: torch.Tensor, action: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+    """Per decision, the teacher's value of ``action`` minus its value of ``other`` (points)."""
+    return (values.gather(1, action[:, None]) - values.gather(1, other[:, None]))[:, 0]
+
+
+def buckets(preference: torch.Tensor, differs: torch.Tensor) -> dict:
+    """``{name: rows}``: the decisions where the init agreed with the teacher (``~differs``), then
+    the differing ones by the teacher's ``preference`` over the init's choice (:data:`EDGES`)."""
+    rows = {"init agreed": ~differs}
+    bounds = (-float("inf"), *EDGES, float("inf"))
+    for low, high in zip(bounds, bounds[1:]):
+        name = (f"<= {high:g}" if low == bounds[0] else f"> {low:g}" if high == bounds[-1]
+                else f"{low:g}-{high:g}")
+        rows[name] = differs & (preference > low) & (preference <= high)
+    return rows
+
+
 # ---------------------------------------------------------------------------- 3. run
 def run(args: Args, log=print) -> dict:
     """Collect (or read) labels, train the student, save it; returns the checkpoint's
@@ -294,9 +315,10 @@ def main(argv=None) -> int:
 
 
 #: The steps, the ones from :mod:`training.distill_collect` and ``distill_labels`` included.
-__all__ = ["Args", "LabelsError", "MIN_TEMPERATURE", "agreement_on", "collect", "holdout_split",
-           "load_labels_files", "main", "make_teacher", "pinned_teacher", "run", "save_labels",
-           "soft_targets", "train_student"]
+__all__ = ["Args", "EDGES", "LabelsError", "MIN_TEMPERATURE", "agreement_on", "buckets", "collect",
+           "holdout_split", "load_labels_files", "main", "make_teacher", "modes_on",
+           "pinned_teacher", "preference", "run", "save_labels", "share", "soft_targets",
+           "train_student"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
