@@ -219,9 +219,10 @@ def test_every_setting_has_its_help_on_the_command_line(capsys):
     for name, field in distill.Args.__pydantic_fields__.items():
         assert field.description, name
         option = "--" + name.replace("_", "-")
-        several = f" [{name.upper()} ...]" if name == "labels" else ""  # --labels a.npz b.npz
+        shown = "WIDTH" if name == "hidden_sizes" else name.upper()
+        several = f" [{shown} ...]" if name in ("labels", "hidden_sizes") else ""  # a.npz b.npz
         described = " ".join(help_text(field.description).split())  # (no ``code`` marks)
-        assert f"{option} {name.upper()}{several} {described}" in out
+        assert f"{option} {shown}{several} {described}" in out
 
 
 def test_every_label_comes_from_the_teacher_for_that_very_decision():

@@ -49,11 +49,13 @@ import numpy as np
 import torch
 from pydantic import ValidationError
 
+from sevenrocks_env import arguments
 from sevenrocks_env.agents import spec_files
 from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.atomic_file import OutputError, check_output_file, check_output_folder
 from sevenrocks_env.cli import help_text
-from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
+from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet, build_model, \
+    read_checkpoint
 
 from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import first_problem
@@ -61,6 +63,7 @@ from .distill_args import MIN_TEMPERATURE, Args
 from .distill_collect import collect, collect_labels, make_teacher, pinned_teacher
 from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_file_names, \
     load_labels_files, save_labels
+from .networks import widen
 
 
 NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have none (collected "
@@ -233,6 +236,8 @@ def _run(args: Args, log) -> dict:
     torch.manual_seed(args.seed)
     init_data = read_checkpoint(args.init)
     student = build_model(init_data, args.init)
+    # the wider student, if asked for: refused now if it cannot be, not after the collection
+    wide = widen(student, args.hidden_sizes) if args.hidden_sizes else student
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
     # --out must not be a file the run reads: the init, the labels, the teacher's network
@@ -259,6 +264,7 @@ def _run(args: Args, log) -> dict:
         return {"teacher": teacher, "labels": int(len(labels["action"])), "epochs": 0}
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))
+    student = wide  # the collection played the init; the same policy in wider layers learns
     before = agreement_on(student, torch.from_numpy(labels["observation"]),
                           torch.from_numpy(labels["action_mask"]),
                           torch.from_numpy(labels["action"]))
@@ -284,6 +290,8 @@ def main(argv=None) -> int:
     for name, value in asdict(Args()).items():  # values: only the options given
         kind = type(value) if value is not None else str
         several = {"nargs": "+", "action": "extend"} if name == "labels" else {}
+        if name == "hidden_sizes":
+            kind, several = arguments.int_in(1, MAX_HIDDEN_WIDTH), {"nargs": "+", "metavar": "WIDTH"}
         parser.add_argument("--" + name.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
                             help=help_text(Args.__pydantic_fields__[name].description),
                             **several)

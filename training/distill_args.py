@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
-from .config import Folder, Int, Positive, Real, RunName
+from .config import Folder, Int, Positive, Real, RunName, Widths
 from .distill_collect import MAX_ENVS, pinned
 from .distill_labels import MAX_FILES, MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT, \
     is_teacher_text
@@ -76,6 +76,10 @@ class Args:
     file has that whole name); not with the collection's options"""
     num_envs: Int(1, MAX_ENVS) = 64
     """matches played side by side while collecting"""
+    hidden_sizes: Widths | None = None
+    """the student's trunk widths (``--hidden-sizes 512 512``): the init widened to them, as
+    many layers, none narrower, its policy unchanged at the start (``training.networks.widen``);
+    default: the init's"""
     epochs: Int(0, 10_000) = 6
     """passes over the labels (0: only collect the labels file; no policy is written)"""
     batch_size: Int(1, 1 << 16) = 256

@@ -3,6 +3,7 @@
     device = training_device(cfg)                    # ConfigError when the device is not here
     model, critic, optimizer = build_networks(cfg, device)
     warm_start(model, cfg)                           # cfg.init_from's weights, when given
+    student = widen(model, [512, 512])               # the same policy, with wider layers
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from sevenrocks_env.batched.vector_env import checked_device
-from sevenrocks_env.policy import CheckpointError, PolicyNet, build_model, read_checkpoint
+from sevenrocks_env.policy import CheckpointError, MissingValueHead, PolicyNet, build_model, \
+    read_checkpoint
 
 from .config import ConfigError, TrainConfig
 from .critic import OracleCritic
@@ -59,3 +61,33 @@ def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
     # a policy file trained with the oracle critic has no value head: ours starts fresh then
     missing, unexpected = model.load_state_dict(source.state_dict(), strict=False)
     assert not unexpected and all(k.startswith("value_head.") for k in missing), missing
+
+
+def widen(model: PolicyNet, hidden_sizes) -> PolicyNet:
+    """A new :class:`PolicyNet` with the trunk layers ``hidden_sizes`` (as many as ``model``'s,
+    none narrower) that computes the same logits and values as ``model``: its weights are
+    copied, each new unit gets freshly drawn incoming weights (the network's usual
+    initialisation) and zero weights out to the units ``model`` had, so the wider network starts
+    as the policy it was widened from and its new units learn from there (Net2Net's
+    function-preserving widening, with zeros where Net2Net splits units).  A ``ValueError`` for
+    other depths or narrower layers."""
+    sizes = [int(size) for size in hidden_sizes]
+    if len(sizes) != len(model.hidden_sizes) or any(
+            new < old for new, old in zip(sizes, model.hidden_sizes)):
+        raise ValueError(f"a student of hidden sizes {sizes} cannot start from a network of "
+                         f"{model.hidden_sizes}: give as many layers, none narrower")
+    config = model.model_config()
+    scorer = {key: config[key] for key in ("action_scorer", "scorer_sizes") if key in config}
+    wide = PolicyNet(sizes, action_features=config["action_features"], **scorer).to(
+        next(model.parameters()).device)
+    if config.get("value_head", True) is False:
+        wide.value_head = MissingValueHead()
+    theirs = model.state_dict()
+    with torch.no_grad():
+        for name, tensor in wide.state_dict().items():
+            old = theirs[name]
+            tensor[tuple(slice(0, size) for size in old.shape)] = old
+            if tensor.dim() == 2 and tensor.shape[1] > old.shape[1]:
+                # the old units read nothing from the new ones below them
+                tensor[:old.shape[0], old.shape[1]:] = 0
+    return wide.eval()

@@ -1,0 +1,110 @@
+"""``training.networks.widen``: a student with wider layers that starts as the policy it was
+widened from, and ``training.distill --hidden-sizes``, which trains one."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sevenrocks_env.policy import MissingValueHead, PolicyNet, load_policy, probe_positions, \
+    read_checkpoint  # noqa: E402
+from training import distill  # noqa: E402
+from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+from training.networks import widen  # noqa: E402
+
+
+def trained_looking(network: PolicyNet) -> PolicyNet:
+    """``network`` with every weight drawn at random (no zero-initialised heads, which would
+    hide units that the widening connected wrongly)."""
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.normal_(0, 0.3)
+    return network.eval()
+
+
+NETWORKS = {
+    "bilinear": lambda: PolicyNet((32, 24), action_features=2),
+    "mlp scorer": lambda: PolicyNet((32, 24), action_features=2, action_scorer="mlp",
+                                    scorer_sizes=(16,)),
+    "no action features": lambda: PolicyNet((32, 24), action_features=0),
+    "three layers": lambda: PolicyNet((16, 16, 8), action_features=2),
+}
+
+
+@pytest.mark.parametrize("kind", list(NETWORKS))
+def test_the_wider_network_plays_the_same_policy_and_its_new_units_can_learn(kind):
+    torch.manual_seed(3)
+    narrow = trained_looking(NETWORKS[kind]())
+    sizes = [size + 20 for size in narrow.hidden_sizes]
+    wide = widen(narrow, sizes)
+    assert wide.hidden_sizes == sizes
+    assert wide.model_config() == narrow.model_config() | {"hidden_sizes": sizes}
+    obs, mask = probe_positions()
+    with torch.no_grad():
+        (logits, values), (wide_logits, wide_values) = narrow(obs, mask), wide(obs, mask)
+    assert torch.allclose(wide_logits, logits, atol=1e-5)
+    assert torch.allclose(wide_values, values, atol=1e-5)
+    # the new units are live: fresh incoming weights, and the zero weights out of them get a
+    # gradient (all zeros both ways would keep them dead for good)
+    first = wide.trunk[0].weight[narrow.hidden_sizes[0]:]
+    assert first.abs().sum() > 0
+    wide.train()
+    logits, _ = wide(obs, mask)
+    torch.where(mask, logits, 0).square().sum().backward()
+    out_of_new = wide.policy_head.weight.grad[:, narrow.hidden_sizes[-1]:]
+    assert out_of_new.abs().sum() > 0
+
+
+def test_a_network_without_value_head_stays_without_one():
+    narrow = trained_looking(PolicyNet((32, 24)))
+    narrow.value_head = MissingValueHead()
+    wide = widen(narrow, (40, 40))
+    assert isinstance(wide.value_head, MissingValueHead)
+    assert wide.model_config()["value_head"] is False
+
+
+@pytest.mark.parametrize("sizes", [(16, 24), (32,), (32, 24, 24)])
+def test_narrower_layers_or_another_depth_are_refused(sizes):
+    with pytest.raises(ValueError, match=r"as many layers, none narrower"):
+        widen(PolicyNet((32, 24)), sizes)
+
+
+def test_distill_trains_a_wider_student_that_starts_as_the_init(tmp_path):
+    torch.manual_seed(2)
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 0))
+    labels = distill.collect(load_policy(str(init)).model, distill.make_teacher("search:samples=4"),
+                             60, num_envs=8, seed=3, log=lambda *_: None)
+    path = distill.save_labels(tmp_path / "l.npz", labels, "search:samples=4")
+    init_agreement = distill.agreement_on(
+        load_policy(str(init)).model,
+        *(torch.from_numpy(labels[key]) for key in ("observation", "action_mask", "action")))
+    out = tmp_path / "wide.pt"
+    info = distill.run(distill.Args(init=str(init), labels=str(path), hidden_sizes=[48, 40],
+                                    epochs=1, out=str(out), log_dir=str(tmp_path / "runs")),
+                       log=lambda *_: None)
+    assert info["agreement_before"] == pytest.approx(init_agreement)
+    assert read_checkpoint(out)["model_config"]["hidden_sizes"] == [48, 40]
+    assert load_policy(str(out)).model.hidden_sizes == [48, 40]
+    assert info["args"]["hidden_sizes"] == [48, 40]
+
+
+def test_a_narrower_student_is_refused_before_any_file_is_written(tmp_path):
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 0))
+    out = tmp_path / "never.pt"
+    args = distill.Args(init=str(init), hidden_sizes=[16, 32], out=str(out),
+                        log_dir=str(tmp_path / "runs"), decisions=10)
+    with pytest.raises(ValueError, match="none narrower"):
+        distill.run(args, log=lambda *_: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["init.pt"]
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["--hidden-sizes", "0"], "error: argument --hidden-sizes: must be an int in [1, "),
+    (["--hidden-sizes", "64", "x"], "error: argument --hidden-sizes: must be an int, got 'x'"),
+])
+def test_the_command_line_refuses_bad_widths_in_one_line(argv, line, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        distill.main(argv + ["--out", "/nonexistent/never-written.pt"])
+    assert exit_.value.code == 2
+    assert line in capsys.readouterr().err
