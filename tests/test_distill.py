@@ -80,8 +80,8 @@ def test_training_moves_the_student_toward_the_labels(rule_labels):
     assert 60 <= result["holdout"] < 200, "whole matches holding a tenth of the labels"
     assert result["holdout_agreement"] > before + 0.3, (before, result)
     # the held-out decisions the init got wrong: the same split, recomputed
-    test, _ = distill.holdout_split(labels["match"], len(action),
-                                    torch.Generator().manual_seed(args.seed))
+    test, train = distill.holdout_split(labels["match"], len(action),
+                                        torch.Generator().manual_seed(args.seed))
     differs = distill.modes_on(init, obs[test], mask[test]) != action[test]
     agrees = distill.modes_on(student, obs[test], mask[test]) == action[test]
     assert 0 < int(differs.sum()) < len(test)
@@ -90,6 +90,12 @@ def test_training_moves_the_student_toward_the_labels(rule_labels):
     assert result["holdout_agreement_where_init_differed"] > 0.3
     assert result["holdout_agreement_where_init_agreed"] == \
         pytest.approx(agrees[~differs].float().mean().item())
+    # and the training decisions the init got wrong, after training
+    differs = distill.modes_on(init, obs[train], mask[train]) != action[train]
+    agrees = distill.modes_on(student, obs[train], mask[train]) == action[train]
+    assert 0 < int(differs.sum()) < len(train)
+    assert result["train_agreement_where_init_differed"] == \
+        pytest.approx(agrees[differs].float().mean().item())
 
 
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
