@@ -98,6 +98,15 @@ def test_training_moves_the_student_toward_the_labels(rule_labels):
         pytest.approx(agrees[differs].float().mean().item())
 
 
+def test_the_differing_decisions_are_split_by_preference():
+    preference = torch.tensor([0.5, 2.0, 3.0, 7.0, 20.0, 40.0, 1.0])
+    differs = torch.tensor([True, True, True, True, True, True, False])
+    rows = distill.buckets(preference, differs)
+    assert list(rows) == ["init agreed", "<= 2", "2-5", "5-10", "> 10"]
+    assert {name: r.nonzero().flatten().tolist() for name, r in rows.items()} == {
+        "init agreed": [6], "<= 2": [0, 1], "2-5": [2], "5-10": [3], "> 10": [4, 5]}
+
+
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     torch.manual_seed(2)
     init_data = policy_entries(PolicyNet((32, 32)), 7)

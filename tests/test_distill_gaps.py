@@ -1,5 +1,6 @@
 """``benchmarks/distill_gaps.py``: the teacher's choices a student plays, by the teacher's
-preference over the init's choice (a smoke run on a small collection, and the buckets)."""
+preference over the init's choice (a smoke run on a small collection; the buckets:
+``tests/test_distill.py``)."""
 
 import sys
 from pathlib import Path
@@ -13,15 +14,6 @@ import distill_gaps  # noqa: E402
 from distill_stand_ins import Highest  # noqa: E402
 from training import distill  # noqa: E402
 from training.distill_labels import save_labels  # noqa: E402
-
-
-def test_the_differing_decisions_are_split_by_preference():
-    preference = torch.tensor([0.5, 2.0, 3.0, 7.0, 20.0, 40.0, 1.0])
-    differs = torch.tensor([True, True, True, True, True, True, False])
-    rows = distill.buckets(preference, differs)
-    assert list(rows) == ["init agreed", "<= 2", "2-5", "5-10", "> 10"]
-    assert {name: r.nonzero().flatten().tolist() for name, r in rows.items()} == {
-        "init agreed": [6], "<= 2": [0, 1], "2-5": [2], "5-10": [3], "> 10": [4, 5]}
 
 
 def test_a_smoke_run_prints_the_init_and_each_student(tmp_path, capsys):

@@ -39,7 +39,8 @@ def test_the_training_agreement_reported_is_the_epochs(rule_labels):
     result = distill.train_student(student, rule_labels, args, log=lines.append)
     assert result["epoch_train_agreement"] == pytest.approx(expected)
     assert f"agreement {expected:.3f} on the epoch's training labels" in lines[-2]
-    assert lines[-1].startswith("after training: 0.000 of the ")  # nothing learned at 1e-12
+    assert result["train_agreement_where_init_differed"] == 0  # nothing learned at 1e-12
+    assert lines[-1].startswith("after training: 0.000 of the ")
 
 
 def test_soft_targets_are_made_a_minibatch_at_a_time(rule_labels, monkeypatch):

@@ -32,11 +32,15 @@ NETWORKS = {
 }
 
 
-@pytest.mark.parametrize("kind", list(NETWORKS))
-def test_the_wider_network_plays_the_same_policy_and_its_new_units_can_learn(kind):
+@pytest.mark.parametrize("kind,more", [*((kind, 20) for kind in NETWORKS),
+                                       ("bilinear", (0, 16)), ("bilinear", (16, 0)),
+                                       ("three layers", (0, 8, 0))])
+def test_the_wider_network_plays_the_same_policy_and_its_new_units_can_learn(kind, more):
+    """Every layer wider, or some (a layer as wide as before below or above a wider one)."""
     torch.manual_seed(3)
     narrow = trained_looking(NETWORKS[kind]())
-    sizes = [size + 20 for size in narrow.hidden_sizes]
+    more = [more] * len(narrow.hidden_sizes) if isinstance(more, int) else more
+    sizes = [size + extra for size, extra in zip(narrow.hidden_sizes, more)]
     wide = widen(narrow, sizes)
     assert wide.hidden_sizes == sizes
     assert wide.model_config() == narrow.model_config() | {"hidden_sizes": sizes}
@@ -47,13 +51,15 @@ def test_the_wider_network_plays_the_same_policy_and_its_new_units_can_learn(kin
     assert torch.allclose(wide_values, values, atol=1e-5)
     # the new units are live: fresh incoming weights, and the zero weights out of them get a
     # gradient (all zeros both ways would keep them dead for good)
-    first = wide.trunk[0].weight[narrow.hidden_sizes[0]:]
-    assert first.abs().sum() > 0
     wide.train()
     logits, _ = wide(obs, mask)
     torch.where(mask, logits, 0).square().sum().backward()
-    out_of_new = wide.policy_head.weight.grad[:, narrow.hidden_sizes[-1]:]
-    assert out_of_new.abs().sum() > 0
+    layers = [*wide.trunk[::2], wide.policy_head]
+    for index, (old, new) in enumerate(zip(narrow.hidden_sizes, sizes)):
+        if new > old:
+            assert layers[index].weight[old:].abs().sum() > 0, "new units read nothing"
+            out_of_new = layers[index + 1].weight.grad[:, old:]
+            assert out_of_new.abs().sum() > 0, "no gradient out of the new units"
 
 
 def test_a_network_without_value_head_stays_without_one():
@@ -94,7 +100,8 @@ def test_a_narrower_student_is_refused_before_any_file_is_written(tmp_path):
     out = tmp_path / "never.pt"
     args = distill.Args(init=str(init), hidden_sizes=[16, 32], out=str(out),
                         log_dir=str(tmp_path / "runs"), decisions=10)
-    with pytest.raises(ValueError, match="none narrower"):
+    with pytest.raises(ValueError, match=r"^--hidden-sizes 16 32: .*init.pt holds layers "
+                                         r"\[32, 32\]; give 2 widths, none narrower"):
         distill.run(args, log=lambda *_: None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["init.pt"]
 
@@ -108,3 +115,8 @@ def test_the_command_line_refuses_bad_widths_in_one_line(argv, line, capsys):
         distill.main(argv + ["--out", "/nonexistent/never-written.pt"])
     assert exit_.value.code == 2
     assert line in capsys.readouterr().err
+
+
+def test_hidden_sizes_with_epochs_0_is_refused_when_made():
+    with pytest.raises(ValueError, match="--epochs 0 trains no student"):
+        distill.Args(hidden_sizes=[512, 512], epochs=0)

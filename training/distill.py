@@ -24,8 +24,8 @@ Read top to bottom, it does three things:
    its choice), ``epochs`` passes over the labels in shuffled minibatches; whole matches
    holding about a tenth of the labels (at most a fifth) are held out to measure agreement
    with the teacher.
-3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), same network shape as
-   ``init``; the file records the teacher (its spec and the SHA-256 of the network it
+3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), the network of ``init``
+   (or, with ``--hidden-sizes``, ``init``'s widened: :func:`training.networks.widen`); the file records the teacher (its spec and the SHA-256 of the network it
    loads), the number of labels and the agreement.
 
 TensorBoard (``<log_dir>/<run_name>``): ``losses/distill_loss``, ``charts/teacher_agreement``
@@ -94,12 +94,11 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     action = torch.from_numpy(labels["action"])
     optimizer = torch.optim.Adam(student.parameters(), lr=args.learning_rate, eps=1e-5)
     epoch_agreement = holdout = learned = kept = float("nan")
-    # the held-out decisions where the init chose otherwise than the teacher: what the student
-    # must learn (overall agreement is mostly the decisions it already agreed on)
-    differs = modes_on(student, obs[test], mask[test]) != action[test]
-    # and the training decisions where it did: fitted far better than held out, the student
-    # memorises instead of learning what generalises (more labels, not a larger student)
-    train_differs = modes_on(student, obs[train], mask[train]) != action[train]
+    # where the init chose otherwise than the teacher: held out, what the student must learn
+    # (overall agreement is mostly the decisions it already agreed on); in training, fitted far
+    # better than held out, the student memorises instead of learning what carries over
+    init_differs = modes_on(student, obs, mask) != action  # (no copy of the observations)
+    differs, train_differs = init_differs[test], init_differs[train]
     step = 0
     for epoch in range(args.epochs):
         student.train()
@@ -136,7 +135,7 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
             f"({learned:.3f} of the {int(differs.sum()):,} where the init chose otherwise, "
             f"{kept:.3f} where it agreed)")
     student.eval()
-    fitted = share((modes_on(student, obs[train], mask[train]) == action[train])[train_differs])
+    fitted = share((modes_on(student, obs, mask) == action)[train][train_differs])
     log(f"after training: {fitted:.3f} of the {int(train_differs.sum()):,} training labels where "
         f"the init chose otherwise (held out: {learned:.3f})")
     return {"epoch_train_agreement": epoch_agreement, "holdout_agreement": holdout,
@@ -216,15 +215,16 @@ def preference(values: torch.Tensor, action: torch.Tensor, other: torch.Tensor) 
     return (values.gather(1, action[:, None]) - values.gather(1, other[:, None]))[:, 0]
 
 
-def buckets(preference: torch.Tensor, differs: torch.Tensor) -> dict:
+def buckets(prefers: torch.Tensor, differs: torch.Tensor) -> dict:
     """``{name: rows}``: the decisions where the init agreed with the teacher (``~differs``), then
-    the differing ones by the teacher's ``preference`` over the init's choice (:data:`EDGES`)."""
+    the differing ones by the teacher's preference (``prefers``, :func:`preference`) over the
+    init's choice, cut at :data:`EDGES`."""
     rows = {"init agreed": ~differs}
     bounds = (-float("inf"), *EDGES, float("inf"))
     for low, high in zip(bounds, bounds[1:]):
         name = (f"<= {high:g}" if low == bounds[0] else f"> {low:g}" if high == bounds[-1]
                 else f"{low:g}-{high:g}")
-        rows[name] = differs & (preference > low) & (preference <= high)
+        rows[name] = differs & (prefers > low) & (prefers <= high)
     return rows
 
 
@@ -246,7 +246,12 @@ def _run(args: Args, log) -> dict:
     init_data = read_checkpoint(args.init)
     student = build_model(init_data, args.init)
     # the wider student, if asked for: refused now if it cannot be, not after the collection
-    wide = widen(student, args.hidden_sizes) if args.hidden_sizes else student
+    try:
+        wide = widen(student, args.hidden_sizes) if args.hidden_sizes else student
+    except ValueError:
+        raise ValueError(f"--hidden-sizes {' '.join(map(str, args.hidden_sizes))}: {args.init} "
+                         f"holds layers {student.hidden_sizes}; give {len(student.hidden_sizes)} "
+                         "widths, none narrower than the init's") from None
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
     # --out must not be a file the run reads: the init, the labels, the teacher's network
@@ -331,7 +336,8 @@ def main(argv=None) -> int:
     return 0
 
 
-#: The steps, the ones from :mod:`training.distill_collect` and ``distill_labels`` included.
+#: The steps (the ones from :mod:`training.distill_collect` and ``distill_labels`` included) and
+#: the measures of a student against its teacher.
 __all__ = ["Args", "EDGES", "LabelsError", "MIN_TEMPERATURE", "agreement_on", "buckets", "collect",
            "holdout_split", "load_labels_files", "main", "make_teacher", "modes_on",
            "pinned_teacher", "preference", "run", "save_labels", "share", "soft_targets",

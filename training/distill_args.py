@@ -131,6 +131,9 @@ class Args:
     @model_validator(mode="after")
     def _work_to_do(self):
         """Settings that leave nothing to do, refused when made (before any file is read)."""
+        if self.hidden_sizes is not None and self.epochs == 0:
+            raise ValueError("--hidden-sizes sets the student's layers, and --epochs 0 trains "
+                             "no student (it only collects labels): drop one of them")
         if self.labels is not None and self.epochs == 0:
             raise ValueError("--epochs 0 only collects labels: with --labels there is nothing "
                              "to do")

@@ -83,9 +83,13 @@ def widen(model: PolicyNet, hidden_sizes) -> PolicyNet:
     if config.get("value_head", True) is False:
         wide.value_head = MissingValueHead()
     theirs = model.state_dict()
+    linear = {f"{module}.{kind}" for module, layer in wide.named_modules()
+              if isinstance(layer, torch.nn.Linear) for kind in ("weight", "bias")}
     with torch.no_grad():
         for name, tensor in wide.state_dict().items():
             old = theirs[name]
+            # only a Linear's [out, in] weight and its bias change shape; the rest copy whole
+            assert tensor.shape == old.shape or name in linear, name
             tensor[tuple(slice(0, size) for size in old.shape)] = old
             if tensor.dim() == 2 and tensor.shape[1] > old.shape[1]:
                 # the old units read nothing from the new ones below them
