@@ -120,36 +120,3 @@ def test_gradients_that_are_not_finite_stop_before_the_optimizer_step():
         ppo_update(model, optimizer, batch, config())
     for name, value in model.state_dict().items():
         assert torch.equal(value, before[name]), name
-
-
-@pytest.mark.parametrize("critic_kind", ["oracle", "shared"])
-def test_a_critic_only_update_leaves_the_policys_weights_and_trains_the_critic(critic_kind):
-    """``critic_warmup``'s updates: the policy is exactly as it was (its Adam state too); the
-    critic (the oracle network, or the shared trunk's value head alone) has learned."""
-    from training.critic import OracleCritic
-
-    torch.manual_seed(4)
-    model = PolicyNet([16], action_features=0)
-    batch, _, _ = batch_and_outputs(model)
-    critic = OracleCritic([16]) if critic_kind == "oracle" else None
-    if critic is not None:
-        batch["hands"] = torch.rand(len(RATIOS), 84)
-    trained = critic if critic is not None else model.value_head
-    policy = {name: value for name, value in _weights(model).items()
-              if critic is not None or not name.startswith("value_head.")}
-    critic_before = _weights(trained)
-    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
-    optimizer = torch.optim.Adam(parameters, lr=1e-2)
-    for _ in range(3):
-        ppo_update(model, optimizer, batch, config(update_epochs=2), critic, ent_coef=0.5,
-                   critic_only=True)
-    for name, value in model.state_dict().items():
-        if name in policy:
-            assert torch.equal(value, policy[name]), name
-    assert not any(p in optimizer.state for name, p in model.named_parameters()
-                   if name in policy), "Adam kept state for the policy's weights"
-    assert any(not torch.equal(value, critic_before[name])
-               for name, value in trained.state_dict().items()), "the critic did not learn"
-    # and the same update without critic_only moves the policy
-    ppo_update(model, optimizer, batch, config(), critic)
-    assert any(not torch.equal(model.state_dict()[name], value) for name, value in policy.items())

@@ -207,12 +207,6 @@ class TrainConfig(BaseModel):
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
     (training only, ``training/critic.py``; the policy still sees only the observation)."""
-    critic_warmup: Int(0, 1_000_000) = 0
-    """Updates at the start of the run in which only the critic learns (the oracle critic, or
-    the value head with ``critic: shared``) and the policy's weights stay as they are.  A warm
-    start (``init_from``) brings no critic: PPO steps on a fresh critic's advantages are noise,
-    and they cost a distilled policy 2 points against ``heuristic`` in its first 20 updates
-    (docs/training.md).  0: off."""
     learning_rate: Real(0, 1) = 2.5e-4
     """Adam learning rate at the start."""
     anneal_lr: Flag = True
@@ -290,10 +284,6 @@ class TrainConfig(BaseModel):
             raise ConfigError(f"total_steps ({self.total_steps}) is less than one rollout "
                               f"({self.batch_size} = num_matches * num_steps)", "total_steps",
                               ("num_matches", "num_steps"))
-        if self.critic_warmup >= self.num_updates:
-            raise ConfigError(f"critic_warmup ({self.critic_warmup} updates) leaves none of the "
-                              f"run's {self.num_updates} updates to the policy", "critic_warmup",
-                              ("total_steps",))
         from sevenrocks_env.agents import make_agent
 
         from .opponents import training_opponent

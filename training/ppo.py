@@ -79,14 +79,11 @@ def rollout_batch(buffer, advantages, returns, device="cpu", hands: bool = False
 
 
 def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg,
-               critic: nn.Module | None = None, ent_coef: float | None = None,
-               critic_only: bool = False) -> dict:
+               critic: nn.Module | None = None, ent_coef: float | None = None) -> dict:
     """Minibatch epochs of the clipped PPO objective; returns the CleanRL loss statistics.
 
     ``ent_coef`` is this update's entropy coefficient (the trainer's schedule,
-    ``TrainConfig.ent_coef_at``); ``None``: ``cfg.ent_coef``.  ``critic_only`` (the
-    ``critic_warmup`` updates): only the critic's own weights (the oracle critic, or the value
-    head alone) take a step, on the value loss; the policy's get no gradient and stay as they are.
+    ``TrainConfig.ent_coef_at``); ``None``: ``cfg.ent_coef``.
 
     ``batch`` holds tensors ``obs, masks, actions, logprobs, values, advantages, returns`` (and
     ``hands`` with an oracle ``critic``, which then gives the values instead of the model's
@@ -100,9 +97,6 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
     clipfracs, approx_kl = [], torch.tensor(0.0)
     model.train()
     parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
-    # the weights this update leaves alone: with critic_only, all but the critic's
-    frozen = [] if not critic_only else list(model.parameters()) if critic is not None else [
-        p for name, p in model.named_parameters() if not name.startswith("value_head.")]
     features = None
     if getattr(model, "action_features", None) is not None:  # no gradient: compute once
         with torch.no_grad():
@@ -151,8 +145,6 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
             _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch, start)
             optimizer.zero_grad()
             loss.backward()
-            for parameter in frozen:  # no gradient: Adam leaves them (and their state) alone
-                parameter.grad = None
             try:
                 nn.utils.clip_grad_norm_(parameters, cfg.max_grad_norm, error_if_nonfinite=True)
             except RuntimeError:  # torch's message names no part of the model

@@ -224,8 +224,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             batch = rollout_batch(buffer, advantages, returns, device, hands=critic is not None)
 
             # -- PPO update -----------------------------------------------------------------------
-            losses = ppo_update(model, optimizer, batch, cfg, critic, ent_coef,
-                                critic_only=update <= cfg.critic_warmup)
+            losses = ppo_update(model, optimizer, batch, cfg, critic, ent_coef)
             global_step += cfg.batch_size
             session_steps += cfg.batch_size
             if pool is not None and PAST in cfg.opponents and update % cfg.snapshot_every == 0:
