@@ -25,8 +25,9 @@ Read top to bottom, it does three things:
    holding about a tenth of the labels (at most a fifth) are held out to measure agreement
    with the teacher.
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), the network of ``init``
-   (or, with ``--hidden-sizes``, ``init``'s widened: :func:`training.networks.widen`); the file records the teacher (its spec and the SHA-256 of the network it
-   loads), the number of labels and the agreement.
+   (or, with ``--hidden-sizes``, ``init``'s widened: :func:`training.networks.widen`); the file
+   records the teacher (its spec and the SHA-256 of the network it loads), the number of
+   labels and the agreement.
 
 TensorBoard (``<log_dir>/<run_name>``): ``losses/distill_loss``, ``charts/teacher_agreement``
 (each training minibatch's, before its step), ``charts/epoch_train_agreement`` (the epoch's,
@@ -305,7 +306,8 @@ def main(argv=None) -> int:
         kind = type(value) if value is not None else str
         several = {"nargs": "+", "action": "extend"} if name == "labels" else {}
         if name == "hidden_sizes":
-            kind, several = arguments.int_in(1, MAX_HIDDEN_WIDTH), {"nargs": "+", "metavar": "WIDTH"}
+            kind = arguments.int_in(1, MAX_HIDDEN_WIDTH)
+            several = {"nargs": "+", "metavar": "WIDTH"}
         parser.add_argument("--" + name.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
                             help=help_text(Args.__pydantic_fields__[name].description),
                             **several)
