@@ -111,13 +111,13 @@ def run(args) -> None:
         key, _, message = first_problem(error)
         raise ValueError(f"--{key.replace('_', '-')}: {message}") from None
     labels, teacher = join_labels_files(settings.labels, need_values=args.temperature > 0)
-    extra = []
+    extra, init = [], load_policy(args.init).model.eval()
     for path in settings.labels:  # (join_labels_files keeps the files' order)
         one, _ = load_labels(path)
         if one.get("seed") is None or one.get("match") is None:
             raise ValueError(f"{path} has no seed or match ids: its matches cannot be "
                              "played again")
-        extra.append(history_inputs(one, load_policy(args.init).model.eval()))
+        extra.append(history_inputs(one, init))
     extra = np.concatenate(extra)
     print(f"{len(labels['action']):,} labels of teacher {teacher}")
     print("| student | extra inputs | held out | where the init chose otherwise | "

@@ -75,7 +75,8 @@ NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have 
 def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log=print) -> dict:
     """Cross entropy toward the teacher's actions (or, with ``args.temperature``, toward the
     soft targets of :func:`soft_targets`, each minibatch's made as it is trained on: those of
-    all the labels at once took gigabytes); returns the last epoch's agreements: on its
+    all the labels at once took gigabytes); returns the init's agreement with all the labels
+    (``agreement_before``) and the last epoch's agreements: on its
     training minibatches (``epoch_train_agreement``, each measured before its step, weighted by
     its labels) and on the held-out labels: all, and where the init chose otherwise than the
     teacher (``..._where_init_differed``) or the same (``..._where_init_agreed``); and, after
@@ -100,6 +101,8 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     # better than held out, the student memorises instead of learning what carries over
     init_differs = modes_on(student, obs, mask) != action  # (no copy of the observations)
     differs, train_differs = init_differs[test], init_differs[train]
+    before = share(~init_differs)
+    log(f"student agrees with the teacher on {before:.3f} of the labels before training")
     step = 0
     for epoch in range(args.epochs):
         student.train()
@@ -139,7 +142,8 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     fitted = share((modes_on(student, obs, mask) == action)[train][train_differs])
     log(f"after training: {fitted:.3f} of the {int(train_differs.sum()):,} training labels where "
         f"the init chose otherwise (held out: {learned:.3f})")
-    return {"epoch_train_agreement": epoch_agreement, "holdout_agreement": holdout,
+    return {"agreement_before": before,
+            "epoch_train_agreement": epoch_agreement, "holdout_agreement": holdout,
             "train_agreement_where_init_differed": fitted,
             "holdout_agreement_where_init_differed": learned,
             "holdout_agreement_where_init_agreed": kept, "holdout": held}
@@ -280,17 +284,12 @@ def _run(args: Args, log) -> dict:
     from torch.utils.tensorboard import SummaryWriter
     writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))
     student = wide  # the collection played the init; the same policy in wider layers learns
-    before = agreement_on(student, torch.from_numpy(labels["observation"]),
-                          torch.from_numpy(labels["action_mask"]),
-                          torch.from_numpy(labels["action"]))
-    log(f"student agrees with the teacher on {before:.3f} of the labels before training")
     result = train_student(student, labels, args, writer, log)
     writer.close()
     data = policy_entries(student, init_run["global_step"])
     # the run that trained the init, for the model card (``training.ship`` checks them again)
     data.update({key: init_run[key] for key in ("config", "wall_time") if key in init_data})
-    data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])),
-                       "agreement_before": before, **result,
+    data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])), **result,
                        # with --labels the teacher is the files', not the unused --teacher default
                        "args": asdict(args) | {"teacher": teacher}}
     save_checkpoint(out, data)
