@@ -10,11 +10,13 @@ from .registration import register as _register
 __version__ = "0.1.0"
 
 
-def load_policy(path, device: str = "cpu", deterministic: bool = True):
+def load_policy(path, device: str = "cpu", deterministic: bool = True,
+                temperature: float = 1.0):
     """Load a trained policy checkpoint as an agent (needs torch; see :mod:`sevenrocks_env.policy`)."""
     from .policy import load_policy as _load_policy
 
-    return _load_policy(path, device=device, deterministic=deterministic)
+    return _load_policy(path, device=device, deterministic=deterministic,
+                        temperature=temperature)
 
 
 _register()

@@ -16,7 +16,9 @@ Batchable agents (anything else raises ``ValueError``: use :func:`~sevenrocks_en
 
 * trained policies (``ckpt:PATH``, ``ckpt:shipped``, a deterministic
   :class:`~sevenrocks_env.policy.PolicyAgent`): the most probable legal action, one forward pass
-  per step for all envs where that agent's seats are on turn;
+  per step for all envs where that agent's seats are on turn; sampling ones
+  (``sample:policy=PATH[,temperature=T]``) draw from the distribution by a counter-based hash of
+  ``(seed, pair, game, move number)``;
 * ``greedy``: :func:`sevenrocks_env.batched.greedy.greedy_actions`, exactly ``GreedyAgent``'s
   choice;
 * ``random``: uniform over the legal actions, drawn from a counter-based hash of
@@ -51,7 +53,7 @@ from .agents.random_agent import RandomAgent
 from .arena import (ArenaResult, PairOutcome, check_settings, check_workers, run_pairs,
                     split_names)
 from .batched import VectorEnv, layout
-from .batched.deal import counter_key
+from .batched.deal import counter_key, counter_uniform
 from .batched.greedy import greedy_actions
 from .batched.history import RoundHistory
 from .batched.heuristic import heuristic_actions
@@ -60,6 +62,9 @@ from .batched.heuristic import heuristic_actions
 DEFAULT_BATCH = 4096
 _RANDOM_SALT = 0x5EED
 _SEARCH_SALT = 0x5EA2C
+_SAMPLE_SALT = 0x5A3B1E
+_BATCHABLE = ("the batched arena plays ckpt:/policy:/sample: checkpoints, search, heuristic, "
+              "greedy and random -- use the unbatched arena")
 
 
 class BatchedAgent:
@@ -101,13 +106,15 @@ class BatchedRandom(BatchedAgent):
 
 
 class BatchedPolicy(BatchedAgent):
-    """A trained policy played deterministically: argmax of the masked distribution, as
-    :meth:`sevenrocks_env.policy.PolicyAgent.act`, for all given envs in one forward pass."""
+    """A trained policy as :meth:`sevenrocks_env.policy.PolicyAgent.act` plays it, for all given
+    envs in one forward pass: the argmax of the masked distribution, or for a sampling agent a
+    draw from it (at its temperature) by the uniform of ``(seed, pair, game, move number)``."""
 
     needs_observation = True
 
     def __init__(self, agent, device: torch.device):
         self.name = agent.name
+        self.agent = agent
         model = agent.model
         if next(model.parameters()).device != device:
             model = copy.deepcopy(model).to(device)
@@ -115,10 +122,14 @@ class BatchedPolicy(BatchedAgent):
 
     @torch.inference_mode()
     def actions(self, env, envs, context):
-        from .policy import MaskedCategorical
         obs, mask = env.observation[envs], env.action_mask[envs]
         logits, _ = self.model(obs, mask)
-        return MaskedCategorical(logits, mask).mode()  # (an illegal choice: ValueError, why)
+        dist = self.agent.distribution(logits, mask)
+        if self.agent.deterministic:
+            return dist.mode()  # (an illegal choice: ValueError, why)
+        key = counter_key(context["seed"], _SAMPLE_SALT, context["coordinate"][envs],
+                          context["moves"][envs])
+        return dist.sample_at(counter_uniform(key))
 
 
 class BatchedSearchAgent(BatchedAgent):
@@ -192,20 +203,15 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
             return BatchedGreedy()
         if agent.strip() == "random":
             return BatchedRandom()
-        if kind not in ("ckpt", "policy", "search", "heuristic"):
+        if kind not in ("ckpt", "policy", "sample", "search", "heuristic"):
             make_agent(agent)  # a bad spec gets make_agent's message naming the valid ones
-            raise ValueError(f"agent {agent!r} has no batched version; the batched arena plays "
-                             "ckpt:/policy: checkpoints, search, heuristic, greedy and random -- "
-                             "use the unbatched arena (sevenrocks arena without --batched, "
-                             "arena.evaluate)")
+            raise ValueError(f"agent {agent!r} has no batched version; {_BATCHABLE} (sevenrocks "
+                             "arena without --batched, arena.evaluate)")
         agent = make_agent(agent)
     search = _batched_search(agent, device)
     if search is not None:
         return search
     if isinstance(agent, PolicyAgent):
-        if not agent.deterministic:
-            raise ValueError(f"{agent.name}: the batched arena plays policies deterministically; "
-                             "use the unbatched arena for a sampling policy")
         return BatchedPolicy(agent, device)
     if isinstance(agent, GreedyAgent):
         return BatchedGreedy()
@@ -216,10 +222,7 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
     if isinstance(agent, BatchedAgent):
         return agent
     raise ValueError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} has no batched "
-                     "version (batchable: ckpt:/policy: checkpoints, search, heuristic, greedy, "
-                     "random); "
-                     "use the "
-                     "unbatched arena (arena.evaluate)")
+                     f"version; {_BATCHABLE} (arena.evaluate)")
 
 
 def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, first: int,

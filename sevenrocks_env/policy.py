@@ -1,4 +1,5 @@
-"""Trained policies: the network, the masked action distribution, ``build_model`` and ``load_policy``.
+"""Trained policies: the network, ``build_model`` and ``load_policy`` (and, re-exported from
+:mod:`sevenrocks_env.masked_categorical`, the masked action distribution they play from).
 
 This module is what users need to *play* a checkpoint; it never imports the trainer (``training/``).
 ``import sevenrocks_env`` does not import it (torch is only needed once a policy is loaded).
@@ -35,6 +36,7 @@ import torch
 from torch import nn
 
 from .batched import layout
+from .masked_categorical import MASKED_LOGIT, NOT_FINITE, MaskedCategorical
 from .observation import OBS_SIZE, action_mask, checked_inputs, encode
 from .policy_features import ActionFeatures
 from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES,
@@ -47,9 +49,6 @@ from .tiles import KNOCK, NUM_ACTIONS
 
 NO_VALUE_HEAD = ("this policy has no value head: it was trained with the oracle critic, whose "
                  "values are not shipped (the policy's own value head was never trained)")
-#: Logit given to illegal actions: exp() of it underflows to exactly 0 probability.
-MASKED_LOGIT = -1e8
-NOT_FINITE = "MaskedCategorical: the logits are not finite (a network with NaN or inf outputs)"
 
 
 class PolicyNet(nn.Module):
@@ -202,76 +201,6 @@ def generator_seed(seed: int) -> int:
     return int(seed) % (1 << 64)
 
 
-class MaskedCategorical:
-    """Categorical distribution over the legal actions only (sb3-contrib's maskable distribution).
-
-    Illegal logits are replaced by ``MASKED_LOGIT`` so their probability is exactly 0: they are
-    never sampled, and the entropy sums over legal actions only (a seat with one legal action has
-    entropy 0).  An action that ``sample``, ``mode`` or ``log_prob`` would return or score
-    outside the mask (a row with no legal action, an illegal action given) is a ``ValueError``,
-    not a silently illegal move or a log-probability of about -1e8 (one gather to check; a
-    check of the mask's rows up front would cost a third of the softmax at 4,096 rows).
-    """
-
-    def __init__(self, logits: torch.Tensor, mask: torch.Tensor):
-        self.mask = mask.bool()
-        self.masked_logits = torch.where(self.mask, logits,
-                                         torch.full_like(logits, MASKED_LOGIT))
-        # log_softmax and softmax, not ``masked - logsumexp(masked)`` and ``log_probs.exp()``:
-        # on CPU, logsumexp and exp over MASKED_LOGIT entries take a slow path (18x and 15x
-        # slower at [4096, 113] in torch 2.13)
-        self.log_probs = torch.log_softmax(self.masked_logits, dim=-1)
-
-    @property
-    def probs(self) -> torch.Tensor:
-        return torch.softmax(self.masked_logits, dim=-1)
-
-    def sample(self, generator: torch.Generator | None = None) -> torch.Tensor:
-        """One legal action per row, drawn with ``generator`` (on its device) if given."""
-        probs = self.probs if generator is None else self.probs.to(generator.device)
-        try:
-            chosen = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-        except RuntimeError:  # torch's "probability tensor contains either inf, nan or < 0"
-            raise ValueError(NOT_FINITE) from None
-        return self._legal(chosen.to(self.mask.device))
-
-    def mode(self) -> torch.Tensor:
-        return self._legal(self.log_probs.argmax(dim=-1))
-
-    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        index = self._legal(actions.long()).unsqueeze(-1)
-        return self.log_probs.gather(-1, index).squeeze(-1)
-
-    def _legal(self, actions: torch.Tensor) -> torch.Tensor:
-        """``actions``, after checking that the mask allows each of them and that their
-        log-probabilities are numbers (a NaN or +inf logit makes the whole row NaN, whose
-        argmax is action 0: a legal 0 would be played without a word)."""
-        index = actions.unsqueeze(-1)
-        legal = self.mask.gather(-1, index)
-        finite = torch.isfinite(self.log_probs.gather(-1, index))
-        if (legal & finite).all():  # one check, one synchronisation
-            return actions
-        if not bool(finite.all()):
-            raise ValueError(NOT_FINITE)
-        if not legal.all():
-            rows = torch.nonzero(~legal.squeeze(-1))
-            row = rows[0].tolist()
-            why = "the row has no legal action, or it was given"
-            if not bool(torch.isfinite(self.masked_logits).all()):
-                why = "the logits are not finite: a network with NaN or inf outputs"
-            raise ValueError(f"MaskedCategorical: action {int(actions[tuple(row)])} in row {row} "
-                             f"is not legal there ({why})")
-        return actions
-
-    def entropy(self) -> torch.Tensor:
-        # p log p is 0 where p is 0: masked actions, and a legal action whose logit is -inf
-        # (0 * -inf would be NaN)
-        probs = self.probs
-        p_log_p = torch.where(self.mask & (probs > 0), probs * self.log_probs,
-                              torch.zeros_like(self.log_probs))
-        return -p_log_p.sum(-1)
-
-
 def build_model(data: dict, path="checkpoint") -> PolicyNet:
     """The :class:`PolicyNet` described by a validated checkpoint dict, with its weights.
 
@@ -346,16 +275,24 @@ class PolicyAgent:
     """An :class:`~sevenrocks_env.agents.base.Agent` backed by a :class:`PolicyNet`.
 
     ``deterministic=True`` (default) plays the most probable legal action; otherwise it samples
-    from the masked distribution with its own seeded generator.
+    from the masked distribution with its own seeded generator, the logits divided by
+    ``temperature`` first (below 1 sharper, above 1 flatter; the most probable action is the
+    same at any temperature).  Agent spec ``sample:policy=PATH[,temperature=T]``.
     """
 
     def __init__(self, model: PolicyNet, name: str = "policy", deterministic: bool = True,
-                 device: str = "cpu"):
+                 device: str = "cpu", temperature: float = 1.0):
         self.model = model.to(device).eval()
         self.name = name
         self.deterministic = deterministic
+        self.temperature = checked_temperature(temperature)
         self.device = torch.device(device)
         self._generator = torch.Generator().manual_seed(0)
+
+    def distribution(self, logits: torch.Tensor, mask: torch.Tensor) -> MaskedCategorical:
+        """The masked distribution this agent plays from, at its temperature."""
+        return MaskedCategorical(logits if self.temperature == 1.0 else logits / self.temperature,
+                                 mask)
 
     def seed(self, seed: int | None) -> None:
         if seed is None:  # a fresh draw, as the other agents do (0 made every unseeded sampling
@@ -375,7 +312,7 @@ class PolicyAgent:
         if not bool(torch.isfinite(logits[mask_t]).all()):  # argmax of NaN would be action 0
             raise RuntimeError(f"{self.name}: the network's outputs for legal actions are not "
                                "finite (broken or overflowing weights)")
-        dist = MaskedCategorical(logits, mask_t)
+        dist = self.distribution(logits, mask_t)
         if self.deterministic:
             action = int(dist.mode()[0])
         else:
@@ -383,17 +320,43 @@ class PolicyAgent:
         return action
 
 
-def load_policy(path, device: str = "cpu", deterministic: bool = True) -> PolicyAgent:
+def load_policy(path, device: str = "cpu", deterministic: bool = True,
+                temperature: float = 1.0) -> PolicyAgent:
     """An agent playing the policy stored at ``path`` (agent spec ``ckpt:path``; ``"shipped"``:
-    the policy installed with the package); raises :class:`CheckpointError` (a ``ValueError``)
-    for an unusable file."""
+    the policy installed with the package; sampling: ``sample:policy=path``); raises
+    :class:`CheckpointError` (a ``ValueError``) for an unusable file."""
+    temperature = checked_temperature(temperature)   # before the file is read
     data = read_checkpoint(path)
     model = build_model(data, path)
-    return PolicyAgent(model, name=f"ckpt:{path}", deterministic=deterministic, device=device)
+    name = f"ckpt:{path}" if deterministic else sampling_name(path, temperature)
+    return PolicyAgent(model, name=name, deterministic=deterministic, device=device,
+                       temperature=temperature)
+
+
+#: The temperatures a sampling policy takes (``checked_temperature``).
+TEMPERATURE_RANGE = (0.01, 100.0)
+
+
+def checked_temperature(temperature) -> float:
+    """``temperature`` as a float in :data:`TEMPERATURE_RANGE`; a ``ValueError`` saying so
+    otherwise (0 would divide by zero, a NaN would make every action's probability NaN)."""
+    low, high = TEMPERATURE_RANGE
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not low <= temperature <= high:   # (False for NaN)
+        raise ValueError(f"temperature must be a number in [{low:g}, {high:g}], got "
+                         f"{temperature!r:.40}")
+    return float(temperature)
+
+
+def sampling_name(path, temperature: float = 1.0) -> str:
+    """The agent spec of the policy at ``path`` sampling at ``temperature``."""
+    return f"sample:policy={path}" + ("" if temperature == 1.0 else
+                                      f",temperature={temperature:g}")
 
 
 __all__ = ["ACTION_SCORERS", "ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError",
-           "MAX_CHECKPOINT_BYTES", "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "MaskedCategorical",
-           "MissingValueHead", "PolicyAgent", "PolicyNet", "SHIPPED", "build_model",
-           "expected_shapes", "generator_seed", "load_policy", "read_checkpoint", "resolve_path",
-           "shipped_path"]
+           "MASKED_LOGIT", "MAX_CHECKPOINT_BYTES", "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH",
+           "MaskedCategorical", "NOT_FINITE",
+           "MissingValueHead", "PolicyAgent", "PolicyNet", "SHIPPED", "TEMPERATURE_RANGE",
+           "build_model", "checked_temperature", "expected_shapes", "generator_seed",
+           "load_policy", "read_checkpoint", "resolve_path", "sampling_name", "shipped_path"]

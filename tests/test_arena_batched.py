@@ -257,11 +257,7 @@ def test_bad_specs_get_clear_errors(spec, message):
         evaluate_batched(spec, "greedy", 1)
 
 
-def test_sampling_policy_and_other_objects_are_refused(shipped):
-    from sevenrocks_env.policy import PolicyAgent
-    sampling = PolicyAgent(shipped.model, deterministic=False)
-    with pytest.raises(ValueError, match="deterministically"):
-        evaluate_batched(sampling, "greedy", 1)
+def test_agents_without_a_batched_version_are_refused():
     with pytest.raises(ValueError, match="no batched version"):
         evaluate_batched(make_agent("search:time_limit=0.5"), "greedy", 1)
     with pytest.raises(ValueError, match="no batched version"):

@@ -24,7 +24,6 @@ torch = pytest.importorskip("torch")
 from distill_stand_ins import Highest, tiny_student  # noqa: E402
 from processes import descendants, needs_proc, pool_workers, wait_until  # noqa: E402
 
-from sevenrocks_env.batched.deal import counter_key  # noqa: E402
 from sevenrocks_env.policy import PolicyNet  # noqa: E402
 from training import distill, distill_collect, distill_labels  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
@@ -88,25 +87,6 @@ def test_a_span_stopped_before_its_first_label_returns_empty_arrays_that_join():
         assert len(empty[key]) == 0 and empty[key].dtype == some[key].dtype
         assert empty[key].shape[1:] == some[key].shape[1:]
         np.testing.assert_array_equal(np.concatenate([empty[key], some[key]]), some[key])
-
-
-def test_the_students_draw_follows_its_distribution_and_is_always_legal():
-    mask = torch.zeros(1, 113, dtype=torch.bool)
-    mask[0, [3, 40, 41, 112]] = True
-    probs = torch.zeros(1, 113)
-    probs[0, [3, 40, 41, 112]] = torch.tensor([0.1, 0.2, 0.3, 0.4])
-    n = 40_000
-    keys = counter_key(7, 0xD158, torch.arange(n))
-    chosen = distill_collect.sample_moves(probs.expand(n, -1), mask.expand(n, -1), keys)
-    counts = torch.bincount(chosen, minlength=113)
-    assert counts.sum() == n and counts[[3, 40, 41, 112]].sum() == n, "an illegal move"
-    share = counts[[3, 40, 41, 112]].double() / n
-    # binomial standard deviations are at most 0.0025 here: 4 of them
-    assert torch.allclose(share, torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.double),
-                          atol=0.01), share
-    # a row whose probabilities underflow to 0 still gets a legal move (its first)
-    mask[0, 112] = False
-    assert distill_collect.sample_moves(torch.zeros(1, 113), mask, keys[:1]).item() == 3
 
 
 def test_the_spans_cover_the_envs_and_share_the_decisions():

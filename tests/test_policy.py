@@ -36,6 +36,31 @@ def test_masked_distribution_samples_only_legal_actions(mask, seed):
     assert torch.all(dist.probs[~mask_t] == 0)
 
 
+def test_a_draw_at_given_uniforms_follows_the_distribution_and_is_always_legal():
+    """``sample_at``: the inverse distribution function at the caller's uniforms (counter-based
+    draws: the batched arena's and the distillation's sampling players)."""
+    from sevenrocks_env.batched.deal import counter_key, counter_uniform
+    mask = torch.zeros(1, 113, dtype=torch.bool)
+    mask[0, [3, 40, 41, 112]] = True
+    logits = torch.full((1, 113), 7.0)   # illegal actions with the largest logits: never drawn
+    logits[0, [3, 40, 41, 112]] = torch.tensor([0.1, 0.2, 0.3, 0.4]).log()
+    n = 40_000
+    uniforms = counter_uniform(counter_key(7, 0xD158, torch.arange(n)))
+    chosen = MaskedCategorical(logits.expand(n, -1), mask.expand(n, -1)).sample_at(uniforms)
+    counts = torch.bincount(chosen, minlength=113)
+    assert counts.sum() == n and counts[[3, 40, 41, 112]].sum() == n, "an illegal move"
+    share = counts[[3, 40, 41, 112]].double() / n
+    # binomial standard deviations are at most 0.0025 here: 4 of them
+    assert torch.allclose(share, torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.double),
+                          atol=0.01), share
+    # the edges: the uniform's 0 is the first legal action, just under 1 the last
+    ends = MaskedCategorical(logits.expand(2, -1), mask.expand(2, -1)).sample_at(
+        torch.tensor([0.0, 1.0 - 2.0 ** -53], dtype=torch.double))
+    assert ends.tolist() == [3, 112]
+    with pytest.raises(ValueError, match="not finite"):
+        MaskedCategorical(torch.full((1, 113), float("nan")), mask).sample_at(uniforms[:1])
+
+
 def test_entropy_ignores_masked_actions():
     logits = torch.tensor([[0.0, 0.0, 50.0, -3.0]])
     mask = torch.tensor([[True, True, False, False]])

@@ -75,17 +75,6 @@ def pinned(spec: str, fingerprint: str) -> str:
     return f"{spec} (network sha256 {fingerprint[:16]})"
 
 
-def sample_moves(probs: torch.Tensor, mask: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
-    """One action per row drawn from ``probs`` (zero off the mask) by the uniform of its
-    counter ``key`` (inverse CDF): the draw depends on the row's own coordinates only."""
-    cumulative = probs.double().cumsum(1)
-    point = counter_uniform(key) * cumulative[:, -1]
-    chosen = torch.searchsorted(cumulative, point[:, None], right=True).squeeze(1)
-    chosen = chosen.clamp_max(mask.shape[1] - 1)
-    legal = mask.gather(1, chosen[:, None]).squeeze(1)   # always, unless probs are all 0
-    return torch.where(legal, chosen, mask.long().argmax(1))
-
-
 class Turn(NamedTuple):
     """One step of a collection's matches, before it is played (:func:`student_games`)."""
     step: int
@@ -111,7 +100,7 @@ def student_games(student: PolicyNet, seed: int, env_ids: torch.Tensor, history:
         obs, mask = venv.observation, venv.action_mask
         logits, _ = student(obs, mask)
         key = counter_key(seed, _SAMPLE_SALT, torch.full_like(env_ids, step), env_ids)
-        chosen = sample_moves(MaskedCategorical(logits, mask).probs, mask, key)
+        chosen = MaskedCategorical(logits, mask).sample_at(counter_uniform(key))
         rows = (layout.legal_counts(mask) > 1).nonzero().squeeze(1)
         yield Turn(step, venv, env_ids, obs, mask, rows, rounds)
         venv.step(chosen)
@@ -382,5 +371,5 @@ def collect_labels(args, student: PolicyNet, path: Path, log=print) -> tuple[dic
 
 
 __all__ = ["MAX_ENVS", "TEACHER_SALT", "Turn", "collect", "collect_in_pool", "collect_labels",
-           "labelled_turns", "make_teacher", "part_path", "pinned_teacher", "sample_moves",
+           "labelled_turns", "make_teacher", "part_path", "pinned_teacher",
            "save_interval", "spans", "student_games", "teacher_labels"]

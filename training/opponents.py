@@ -16,7 +16,7 @@ import torch
 
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.record import shown
-from sevenrocks_env.policy import MaskedCategorical, PolicyAgent, PolicyNet
+from sevenrocks_env.policy import PolicyAgent, PolicyNet
 from sevenrocks_env.public_round import reads_history
 
 PAST = "past"
@@ -27,11 +27,12 @@ def policy_actions(agent: PolicyAgent, obs: torch.Tensor, mask: torch.Tensor) ->
     from observations ``[N, 238]`` and legal-action masks ``[N, 113]`` (bool, each row with a
     real choice).  Deterministic agents play the most probable legal action, as ``act`` does;
     sampling agents draw from the masked distribution with their own seeded generator.  Any
-    policy-network opponent goes through here: a ``past`` snapshot or a ``ckpt:`` spec."""
+    policy-network opponent goes through here: a ``past`` snapshot, a ``ckpt:`` or a ``sample:``
+    spec (at its temperature)."""
     device = agent.device
     mask = mask.to(device)
     logits, _ = agent.model(obs.to(device), mask)
-    dist = MaskedCategorical(logits, mask)
+    dist = agent.distribution(logits, mask)
     if agent.deterministic:
         return dist.mode().cpu()
     return torch.multinomial(dist.probs.cpu(), 1, generator=agent._generator).squeeze(1)

@@ -14,6 +14,7 @@ command line:
 | ``search:policy=shipped,inference=0.5[,candidates=N,...]`` | the same search, its worlds weighted by the other seats' plays this round (``agents.inference``; reads the round's plays: ``needs_history``) |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 | ``ckpt:shipped``                       | the policy installed with the package               |
+| ``sample:policy=shipped|PATH[,temperature=1]`` | a trained checkpoint that samples its move from its distribution (the logits divided by ``temperature``) instead of playing the most probable one |
 | ``sb3:PATH``                           | an sb3-contrib MaskablePPO zip (``sb3_agent``); **trusted files only**: an SB3 zip is a pickle and loading it can run code |
 | ``openspiel:ismcts[:sims=100,uct_c=40,rollouts=1]`` / ``openspiel:mcts[...]`` | OpenSpiel's IS-MCTS / MCTS on the current round (``docs/openspiel.md``; extra ``[openspiel]``) |
 """
@@ -42,6 +43,9 @@ CHECKPOINT_SPECS = ("ckpt", "policy")
 POLICY_SEARCH_PARAMS = {"policy": str, "samples": int, "prior": float, "win_bonus": float,
                         "reach": int, "horizon": int, "rollout": str, "threads": int,
                         "inference": float, "candidates": int}
+#: ``sample:policy=...``: a checkpoint that samples its moves (``PolicyAgent(deterministic=False)``).
+SAMPLE_SPEC = "sample"
+SAMPLE_PARAMS = {"policy": str, "temperature": float}
 SB3_SPEC = "sb3"
 OPENSPIEL_SPEC = "openspiel"
 
@@ -54,8 +58,9 @@ def valid_specs() -> str:
         lines.append(f"{name}[:{extra}]" if extra else name)
     lines.append("search:policy=<shipped|PATH>[," + ",".join(
         f"{p}=<{t.__name__}>" for p, t in POLICY_SEARCH_PARAMS.items() if p != "policy") + "]")
-    lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS] + ["ckpt:shipped",
-                                                                   f"{SB3_SPEC}:PATH (trusted files only)"]
+    lines += [f"{prefix}:PATH" for prefix in CHECKPOINT_SPECS] + [
+        "ckpt:shipped", f"{SAMPLE_SPEC}:policy=<shipped|PATH>[,temperature=<float>]",
+        f"{SB3_SPEC}:PATH (trusted files only)"]
     lines.append(f"{OPENSPIEL_SPEC}:ismcts|mcts[:sims=<int>,uct_c=<float>,rollouts=<int>]")
     return ", ".join(lines)
 
@@ -76,6 +81,13 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
     name, _, rest = spec.strip().partition(":")
     if name in CHECKPOINT_SPECS:
         return _load_checkpoint(rest.strip(), seed)
+    if name == SAMPLE_SPEC:
+        params = parse_spec_params(rest, SAMPLE_PARAMS, f"agent {SAMPLE_SPEC!r}")
+        if not params.get("policy"):
+            raise ValueError(f"{SAMPLE_SPEC} needs a checkpoint: {SAMPLE_SPEC}:policy=shipped or "
+                             f"{SAMPLE_SPEC}:policy=PATH")
+        return _load_checkpoint(params["policy"], seed, deterministic=False,
+                                temperature=params.get("temperature", 1.0))
     if name == SB3_SPEC:
         if not allow_pickles:
             raise ValueError(f"{SB3_SPEC}:PATH loads a pickle, which can run code; it is not "
@@ -103,9 +115,12 @@ def spec_files(spec: str) -> list:
     from pathlib import Path
 
     name, _, rest = spec.strip().partition(":")
-    if name in CHECKPOINT_SPECS or _is_policy_search(name, rest):
+    if name in CHECKPOINT_SPECS or name == SAMPLE_SPEC or _is_policy_search(name, rest):
         if name == "search":
             rest = parse_spec_params(rest, POLICY_SEARCH_PARAMS, "agent 'search'")["policy"]
+        elif name == SAMPLE_SPEC:
+            rest = parse_spec_params(rest, SAMPLE_PARAMS, f"agent {SAMPLE_SPEC!r}").get(
+                "policy", "")
         from ..policy import CheckpointError, resolve_path
         try:
             return [resolve_path(rest.strip())]
@@ -149,14 +164,17 @@ def _load_openspiel(rest: str, seed: int | None) -> Agent:
     return make_openspiel_agent(rest, seed)
 
 
-def _load_checkpoint(path: str, seed: int | None) -> Agent:
-    """``ckpt:PATH``; ``ckpt:shipped`` is the policy installed with the package."""
+def _load_checkpoint(path: str, seed: int | None, deterministic: bool = True,
+                     temperature: float = 1.0) -> Agent:
+    """``ckpt:PATH`` (or sampling: ``sample:policy=PATH``); ``shipped`` is the policy installed
+    with the package."""
     if not path:
         raise ValueError("checkpoint spec needs a path: ckpt:PATH (or ckpt:shipped)")
     try:
-        from ..policy import CheckpointError, load_policy, resolve_path
+        from ..policy import CheckpointError, checked_temperature, load_policy, resolve_path
     except ImportError as error:
         raise ValueError(f"checkpoint agents need sevenrocks_env.policy ({error})") from None
+    temperature = checked_temperature(temperature)   # before the file is opened
     try:
         resolved = resolve_path(path)
     except CheckpointError as error:
@@ -164,7 +182,8 @@ def _load_checkpoint(path: str, seed: int | None) -> Agent:
     if not os.access(resolved, os.R_OK):
         raise ValueError(f"cannot read checkpoint {path!r}")
     try:
-        agent = load_policy(path, device="cpu")
+        agent = load_policy(path, device="cpu", deterministic=deterministic,
+                            temperature=temperature)
     except Exception as error:  # any failure to load is bad input from the user's side
         raise ValueError(f"cannot load checkpoint {path!r}: {error}") from error
     if seed is not None:
@@ -173,5 +192,5 @@ def _load_checkpoint(path: str, seed: int | None) -> Agent:
 
 
 __all__ = ["AGENTS", "Agent", "GreedyAgent", "HeuristicAgent", "RandomAgent", "ROLLOUTS",
-           "SearchAgent", "canonical_spec", "make_agent", "same_spec", "spec_files",
+           "SAMPLE_SPEC", "SearchAgent", "canonical_spec", "make_agent", "same_spec", "spec_files",
            "valid_specs"]

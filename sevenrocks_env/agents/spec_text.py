@@ -13,7 +13,8 @@ valid spec that builds the same agent:
   ones that choose the agent (``policy=`` and ``inference=``);
 - an int as digits, a float as the shortest text that reads back as the same float, without a
   trailing ``.0`` (``50``, ``0.5``, ``1e-05``); strings and paths stripped of blanks;
-- ``policy:PATH`` is written ``ckpt:PATH`` (the same loader).
+- ``policy:PATH`` is written ``ckpt:PATH`` (the same loader);
+- ``sample:policy=PATH`` keeps ``policy=`` and leaves out ``temperature=1``.
 
 Paths are compared as written: ``ckpt:shipped`` and the shipped file's path are two spellings
 this does not join (the pair log's SHA-256 of the files each spec loads tells whether the
@@ -37,7 +38,8 @@ def canonical_spec(spec: str) -> str:
     built).  Loads nothing: a checkpoint path is not opened.  ``candidates=`` is kept even
     when it equals ``samples`` (its effective default): two such spellings are refused as two
     agents, never joined."""
-    from . import AGENTS, CHECKPOINT_SPECS, OPENSPIEL_SPEC, POLICY_SEARCH_PARAMS, SB3_SPEC
+    from . import AGENTS, CHECKPOINT_SPECS, OPENSPIEL_SPEC, POLICY_SEARCH_PARAMS, SAMPLE_PARAMS, \
+        SAMPLE_SPEC, SB3_SPEC
     from . import _is_policy_search
 
     if not isinstance(spec, str):
@@ -47,6 +49,9 @@ def canonical_spec(spec: str) -> str:
         return f"{CHECKPOINT_SPECS[0]}:{rest.strip()}"
     if name == SB3_SPEC:
         return f"{SB3_SPEC}:{rest.strip()}"
+    if name == SAMPLE_SPEC:
+        params = parse_spec_params(rest, SAMPLE_PARAMS, f"agent {SAMPLE_SPEC!r}")
+        return _written(SAMPLE_SPEC, params, SAMPLE_PARAMS, {"temperature": 1.0})
     if name == OPENSPIEL_SPEC:
         return _canonical_openspiel(rest)
     if name not in AGENTS:
