@@ -15,103 +15,20 @@ keys are refused with the nearest valid key suggested.  Anything wrong raises
 from __future__ import annotations
 
 import difflib
-import math
-import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sevenrocks_env.policy import MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH
-from sevenrocks_env.policy_scorer import MAX_LAYERS as MAX_SCORER_LAYERS, \
-    MAX_WIDTH as MAX_SCORER_WIDTH
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, shown
 
+from .config_types import (Device, Flag, Folder, Int, NonEmptySpecs, Positive, Real, RunName,
+                           ScorerWidths, Specs, Widths)
 from .config_yaml import ConfigError, _read_yaml, load_yaml_file
 
 
 CRITICS = ("shared", "oracle")
 #: Largest learner batch (num_matches * num_steps): the rollout buffer holds ~1 kB per step.
 MAX_BATCH = 1 << 20
-#: A run name is a plain folder name: no path separators, no ``..``.
-RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
-
-
-def _integral(value):
-    """``5.0`` (YAML ``5.0e+6``) -> ``5``; anything else is left for the strict int check."""
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer() \
-            and abs(value) <= 2 ** 53:
-        return int(value)
-    return value
-
-
-def _finite_number(value):
-    """YAML 1.1 reads ``1e-4`` as a string: short numeric strings become floats; ``nan`` and
-    ``inf`` (as text or as floats) are refused here, before any range check."""
-    if isinstance(value, str) and len(value) <= 40:
-        try:
-            value = float(value)
-        except ValueError:
-            return value
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
-
-
-def _plain_name(value):
-    """A run name is a folder name inside the chosen roots, never a path out of them."""
-    if isinstance(value, str) and value and (not RUN_NAME.fullmatch(value) or ".." in value):
-        raise ValueError("must be a plain folder name (letters, digits, '_', '.', '-'; no path "
-                         "separators or '..')")
-    return value
-
-
-def _device_name(value):
-    if not re.fullmatch(r"cpu|cuda(:[0-9]{1,2})?", value):
-        raise ValueError("must be 'cpu', 'cuda' or 'cuda:N' (N: the GPU's index)")
-    return value
-
-
-def _as_list(value):
-    """``None`` -> ``[]``, one item -> ``[item]`` (``opponents: greedy``); a list (or tuple) as
-    it is.  A set (YAML's ``!!set``) is refused: its order, which decides the layers of a
-    network and the opponents drawn, would depend on Python's string hashing."""
-    if value is None:
-        return []
-    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        return [value]
-    if isinstance(value, (set, frozenset, dict)):
-        raise ValueError(f"must be a list (in order), not a {type(value).__name__}")
-    return value
-
-
-def Int(low: int, high: int):  # noqa: N802 (a type alias factory)
-    """An int field in ``[low, high]`` (bools refused, ``5.0`` accepted as ``5``)."""
-    return Annotated[int, BeforeValidator(_integral), Field(ge=low, le=high, strict=True)]
-
-
-def Real(low: float, high: float):  # noqa: N802
-    """A finite float field in ``[low, high]``."""
-    return Annotated[float, BeforeValidator(_finite_number),
-                     Field(ge=low, le=high, strict=True, allow_inf_nan=False)]
-
-
-def Positive(high: float):  # noqa: N802
-    """A finite float field in ``(0, high]`` (0 would switch the thing off without a word)."""
-    return Annotated[float, BeforeValidator(_finite_number),
-                     Field(gt=0, le=high, strict=True, allow_inf_nan=False)]
-
-
-Flag = Annotated[bool, Field(strict=True)]
-Folder = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00]*$", strict=True)]
-Specs = Annotated[list[Annotated[str, Field(max_length=1024, strict=True)]],
-                  BeforeValidator(_as_list), Field(max_length=32)]
-NonEmptySpecs = Annotated[Specs, Field(min_length=1)]
-Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
-                   Field(min_length=1, max_length=MAX_HIDDEN_LAYERS)]
-ScorerWidths = Annotated[list[Int(1, MAX_SCORER_WIDTH)], BeforeValidator(_as_list),
-                         Field(min_length=1, max_length=MAX_SCORER_LAYERS)]
-RunName = Annotated[str, Field(max_length=100, strict=True), AfterValidator(_plain_name)]
-Device = Annotated[str, Field(max_length=100, strict=True), AfterValidator(_device_name)]
 BIG = 10 ** 9
 #: Fields naming where a run writes: set on the command line only, never by a config file or a
 #: checkpoint (docs/security.md).

@@ -10,7 +10,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
-from .config import Folder, Int, Positive, Real, RunName, Widths
+from .config_types import Folder, Int, Positive, Real, RunName, Widths
 from .distill_collect import MAX_ENVS, pinned
 from .distill_labels import MAX_FILES, MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT, \
     is_teacher_text
