@@ -1,5 +1,7 @@
-"""``training.networks.widen``: a student with wider layers that starts as the policy it was
-widened from, and ``training.distill --hidden-sizes``, which trains one."""
+"""Function-preserving edits of a policy network (``training.networks``): ``widen``, a student
+with wider layers that starts as the policy it was widened from, and ``training.distill
+--hidden-sizes``, which trains one; ``sharpen``, the same policy at a lower temperature, and the
+trainer's ``init_temperature``, which starts a fine-tune from it."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from sevenrocks_env.policy import MissingValueHead, PolicyNet, load_policy, prob
     read_checkpoint  # noqa: E402
 from training import distill  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
-from training.networks import widen  # noqa: E402
+from training.config import ConfigError, load_config  # noqa: E402
+from training.networks import build_networks, sharpen, warm_start, widen  # noqa: E402
 
 
 def trained_looking(network: PolicyNet) -> PolicyNet:
@@ -120,3 +123,49 @@ def test_the_command_line_refuses_bad_widths_in_one_line(argv, line, capsys):
 def test_hidden_sizes_with_epochs_0_is_refused_when_made():
     with pytest.raises(ValueError, match="--epochs 0 trains no student"):
         distill.Args(hidden_sizes=[512, 512], epochs=0)
+
+
+# -- sharpen and init_temperature -----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", NETWORKS)
+def test_sharpen_divides_the_logits_and_keeps_the_argmax(kind):
+    torch.manual_seed(5)
+    network = trained_looking(NETWORKS[kind]())
+    obs, mask = probe_positions()
+    with torch.no_grad():
+        before, values = network(obs, mask)
+        sharpen(network, 0.25)
+        after, values_after = network(obs, mask)
+    legal = mask.bool()
+    assert torch.allclose(after[legal], before[legal] * 4, rtol=1e-5, atol=1e-4)
+    assert torch.equal(torch.where(legal, after, -torch.inf).argmax(1),
+                       torch.where(legal, before, -torch.inf).argmax(1))
+    assert torch.equal(values, values_after)
+
+
+def test_init_temperature_starts_the_fine_tune_from_the_sharpened_policy(tmp_path):
+    torch.manual_seed(6)
+    source = trained_looking(PolicyNet([16], action_features=2))
+    path = save_checkpoint(tmp_path / "flat.pt", policy_entries(source, 0))
+    obs, mask = probe_positions()
+    started = {}
+    for temperature in (1.0, 0.5):
+        cfg = load_config(None, [f"init_from={path}", "hidden_sizes=[16]",
+                                 f"init_temperature={temperature}"])
+        model, _, _ = build_networks(cfg)
+        warm_start(model, cfg)
+        with torch.no_grad():
+            started[temperature] = model(obs, mask)[0][mask.bool()]
+    assert torch.allclose(started[0.5], started[1.0] * 2, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("overrides,words", [
+    (["init_temperature=0.5"], "init_temperature sharpens the policy of init_from: give "
+                               "init_from too"),
+    (["init_from=shipped", "init_temperature=0"], r"init_temperature: .*greater than or equal "
+                                                   "to 0.01"),
+    (["init_from=shipped", "init_temperature=nan"], "init_temperature: must be a finite number"),
+])
+def test_a_bad_init_temperature_is_a_config_error_naming_it(overrides, words):
+    with pytest.raises(ConfigError, match=words):
+        load_config(None, overrides)

@@ -120,6 +120,12 @@ class TrainConfig(BaseModel):
     attacks.  Its network must be this config's (``hidden_sizes``, ``action_features``,
     ``action_scorer``, ``scorer_sizes``).  The critic, the optimiser and the opponents start
     fresh; ignored on ``--resume``.  Empty: random weights."""
+    init_temperature: Real(0.01, 100) = 1.0
+    """Divide the ``init_from`` policy's logits by this (its output layers scaled by 1 /
+    temperature: the most probable action stays the same).  Below 1 the policy starts sharper: a
+    distilled policy such as the shipped one is flat, so sampling it (as the rollouts do) plays
+    far worse than its argmax, and PPO's first updates go to sharpening it (docs/training.md).
+    Needs ``init_from``; 1: its weights as they are."""
     critic: Literal["shared", "oracle"] = "oracle"
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
@@ -182,6 +188,9 @@ class TrainConfig(BaseModel):
         if self.device != "cpu" and self.engine != "batched":
             raise ConfigError(f"device {self.device}: only the batched engine runs off the CPU "
                               "(engine: batched)", "device", ("engine",))
+        if self.init_temperature != 1.0 and not self.init_from:
+            raise ConfigError("init_temperature sharpens the policy of init_from: give init_from "
+                              "too", "init_temperature", ("init_from",))
         if self.opponent_fraction > 0 and not self.opponents:
             raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
                               "opponent_fraction", ("opponents",))

@@ -3,6 +3,7 @@
     device = training_device(cfg)                    # ConfigError when the device is not here
     model, critic, optimizer = build_networks(cfg, device)
     warm_start(model, cfg)                           # cfg.init_from's weights, when given
+    sharpen(model, 0.25)                             # logits x 4 (warm_start: init_temperature)
     student = widen(model, [512, 512])               # the same policy, with wider layers
 """
 
@@ -61,6 +62,24 @@ def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
     # a policy file trained with the oracle critic has no value head: ours starts fresh then
     missing, unexpected = model.load_state_dict(source.state_dict(), strict=False)
     assert not unexpected and all(k.startswith("value_head.") for k in missing), missing
+    if cfg.init_temperature != 1.0:
+        sharpen(model, cfg.init_temperature)
+
+
+def sharpen(model: PolicyNet, temperature: float) -> None:
+    """Divide ``model``'s logits by ``temperature``, in place: the layers whose outputs add up to
+    the logits (the policy head, and the bilinear feature weights or the ``mlp`` scorer's last
+    layer) are scaled by ``1 / temperature``.  The most probable legal action stays the same; the
+    distribution is sharper below 1 (``init_temperature``)."""
+    layers = [model.policy_head]
+    if model.action_features is not None:
+        layers.append(model.scorer.layers[-1] if model.action_scorer == "mlp"
+                      else model.feature_weights)
+    with torch.no_grad():
+        for layer in layers:
+            assert isinstance(layer, torch.nn.Linear), layer
+            layer.weight.div_(temperature)
+            layer.bias.div_(temperature)
 
 
 def widen(model: PolicyNet, hidden_sizes) -> PolicyNet:
