@@ -14,15 +14,12 @@ samples of deals.
 
 Batchable agents (anything else raises ``ValueError``: use :func:`~sevenrocks_env.arena.evaluate`):
 
-* trained policies (``ckpt:PATH``, ``ckpt:shipped``, a deterministic
-  :class:`~sevenrocks_env.policy.PolicyAgent`): the most probable legal action, one forward pass
-  per step for all envs where that agent's seats are on turn; sampling ones
-  (``sample:policy=PATH[,temperature=T]``) draw from the distribution by a counter-based hash of
-  ``(seed, pair, game, move number)``;
-* ``greedy``: :func:`sevenrocks_env.batched.greedy.greedy_actions`, exactly ``GreedyAgent``'s
-  choice;
-* ``random``: uniform over the legal actions, drawn from a counter-based hash of
-  ``(seed, pair, game, move number)``;
+* trained policies (``ckpt:PATH``, ``ckpt:shipped``, a :class:`~sevenrocks_env.policy.PolicyAgent`):
+  the most probable legal action, one forward pass per step for all envs where that agent's seats
+  are on turn; sampling ones (``sample:policy=PATH[,temperature=T]``) draw from the distribution
+  by a counter-based hash of ``(seed, pair, game, move number)``;
+* ``greedy``: :func:`~sevenrocks_env.batched.greedy.greedy_actions`, ``GreedyAgent``'s choice;
+* ``random``: uniform over the legal actions, drawn by the same hash;
 * ``search`` (any rollout, no ``time_limit``) and ``search:policy=...``
   (``rollout=argmax``): every decision of a step searched in one batched engine
   (:mod:`sevenrocks_env.agents.world_rollouts`), the worlds of decision ``(pair, game, move)``

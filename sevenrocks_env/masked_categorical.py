@@ -48,7 +48,12 @@ class MaskedCategorical:
         ``uniform`` (``[rows]``, each in ``[0, 1)``): a draw fixed by numbers the caller chose,
         such as a counter-based hash of where the draw is made
         (:func:`sevenrocks_env.batched.deal.counter_uniform`), so that it depends neither on the
-        batch nor on the order of draws."""
+        batch nor on the order of draws.  A uniform outside ``[0, 1)`` (a float32 just below 1
+        rounds to 1) is a ``ValueError``: at 1 the last action would be drawn whatever its
+        probability."""
+        if not bool(((uniform >= 0) & (uniform < 1)).all()):
+            raise ValueError("MaskedCategorical.sample_at: the uniforms must lie in [0, 1) "
+                             "(float64: a float32 just below 1 rounds to 1)")
         cumulative = self.probs.double().cumsum(-1)
         point = uniform.to(cumulative) * cumulative[..., -1]
         chosen = torch.searchsorted(cumulative, point.unsqueeze(-1), right=True).squeeze(-1)

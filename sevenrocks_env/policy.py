@@ -30,6 +30,7 @@ Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``-
 from __future__ import annotations
 
 import functools
+import numbers
 
 import numpy as np
 import torch
@@ -338,20 +339,24 @@ TEMPERATURE_RANGE = (0.01, 100.0)
 
 
 def checked_temperature(temperature) -> float:
-    """``temperature`` as a float in :data:`TEMPERATURE_RANGE`; a ``ValueError`` saying so
-    otherwise (0 would divide by zero, a NaN would make every action's probability NaN)."""
+    """``temperature`` (any real number type but bool) as a float in :data:`TEMPERATURE_RANGE`;
+    a ``ValueError`` saying so otherwise (0 would divide by zero, a NaN would make every action's
+    probability NaN)."""
     low, high = TEMPERATURE_RANGE
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
             or not low <= temperature <= high:   # (False for NaN)
+        hint = " (the most probable action, temperature 0: ckpt:PATH)" \
+            if isinstance(temperature, numbers.Real) and temperature == 0 else ""
         raise ValueError(f"temperature must be a number in [{low:g}, {high:g}], got "
-                         f"{temperature!r:.40}")
+                         f"{temperature!r:.40}{hint}")
     return float(temperature)
 
 
 def sampling_name(path, temperature: float = 1.0) -> str:
-    """The agent spec of the policy at ``path`` sampling at ``temperature``."""
+    """The agent spec of the policy at ``path`` sampling at ``temperature`` (its shortest text
+    that reads back as the same float)."""
     return f"sample:policy={path}" + ("" if temperature == 1.0 else
-                                      f",temperature={temperature:g}")
+                                      f",temperature={float(temperature)!r}")
 
 
 __all__ = ["ACTION_SCORERS", "ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError",

@@ -57,6 +57,11 @@ def test_a_draw_at_given_uniforms_follows_the_distribution_and_is_always_legal()
     ends = MaskedCategorical(logits.expand(2, -1), mask.expand(2, -1)).sample_at(
         torch.tensor([0.0, 1.0 - 2.0 ** -53], dtype=torch.double))
     assert ends.tolist() == [3, 112]
+    for outside in (1.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match=r"the uniforms must lie in \[0, 1\)"):
+            MaskedCategorical(logits, mask).sample_at(torch.tensor([outside]))
+    with pytest.raises(ValueError, match="must lie in"):   # float32 rounds 1 - 2**-53 to 1
+        MaskedCategorical(logits, mask).sample_at(torch.tensor([1.0 - 2.0 ** -53]))
     with pytest.raises(ValueError, match="not finite"):
         MaskedCategorical(torch.full((1, 113), float("nan")), mask).sample_at(uniforms[:1])
 

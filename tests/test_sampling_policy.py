@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 from sevenrocks_env.agents import canonical_spec, make_agent, same_spec, spec_files  # noqa: E402
 from sevenrocks_env.arena_batched import batched_agent, evaluate_batched, \
     play_pairs_batched  # noqa: E402
-from sevenrocks_env.policy import PolicyAgent, load_policy, shipped_path  # noqa: E402
+from sevenrocks_env.policy import MaskedCategorical, PolicyAgent, load_policy, \
+    shipped_path  # noqa: E402
 from positions import vector_positions  # noqa: E402
 from training.opponents import policy_actions, training_opponent  # noqa: E402
 
@@ -47,6 +48,9 @@ def test_the_spec_builds_a_sampling_policy_at_its_temperature():
     assert (agent.deterministic, agent.temperature) == (False, 0.25)
     assert agent.name == "sample:policy=shipped,temperature=0.25"
     assert make_agent("sample:policy=shipped").temperature == 1.0
+    odd = make_agent("sample:policy=shipped,temperature=0.123456789")
+    assert odd.name == "sample:policy=shipped,temperature=0.123456789"
+    assert make_agent(odd.name).temperature == odd.temperature
     assert make_agent("ckpt:shipped").deterministic
     assert spec_files("sample:policy=shipped") == [shipped_path()]
 
@@ -65,6 +69,8 @@ def test_spellings_of_one_sampling_policy_have_one_canonical_form(spellings, can
 
 @pytest.mark.parametrize("spec, words", [
     ("sample:", "needs a checkpoint"),
+    ("sample:policy=shipped,temperature=0", r"got 0.0 \(the most probable action, temperature "
+                                            r"0: ckpt:PATH\)"),
     ("sample:temperature=2", "needs a checkpoint"),
     ("sample:policy=shipped,temperature=0", r"temperature must be a number in \[0.01, 100\]"),
     ("sample:policy=shipped,temperature=nan", "temperature must be a number"),
@@ -77,6 +83,27 @@ def test_spellings_of_one_sampling_policy_have_one_canonical_form(spellings, can
 def test_bad_sampling_specs_get_clear_errors(spec, words):
     with pytest.raises(ValueError, match=words):
         make_agent(spec)
+
+
+@pytest.mark.parametrize("spec", ["sample:policy=a.pt,temperature=1e9",
+                                  "sample:policy=a.pt,temperature=-1",
+                                  "sample:policy=a.pt,temperature=1e-400"])
+def test_a_temperature_make_agent_refuses_has_no_canonical_form(spec):
+    with pytest.raises(ValueError, match="temperature must be a number"):
+        canonical_spec(spec)
+
+
+@pytest.mark.parametrize("spec", ["sample:", "sample:policy=,temperature=2", "ckpt:",
+                                  "search:policy= ,samples=4"])
+def test_the_files_of_a_spec_without_a_checkpoint_are_a_clear_error(spec):
+    with pytest.raises(ValueError, match="names no checkpoint: ckpt:PATH, sample:policy=PATH"):
+        spec_files(spec)
+
+
+def test_numpy_numbers_are_temperatures_too():
+    model = make_agent("ckpt:shipped").model
+    assert PolicyAgent(model, deterministic=False, temperature=np.float32(0.5)).temperature == 0.5
+    assert PolicyAgent(model, deterministic=False, temperature=np.int64(2)).temperature == 2.0
 
 
 def test_a_bad_temperature_is_refused_before_the_file_is_read():
@@ -98,7 +125,7 @@ def test_the_distribution_divides_the_logits_by_the_temperature(positions):
         expected = torch.softmax(torch.where(masks, logits / temperature, -torch.inf), dim=1)
         got = agent.distribution(logits, masks)
         assert torch.allclose(got.probs, expected, atol=1e-6)
-        assert torch.equal(got.mode(), agent.distribution(logits, masks).mode())
+        assert torch.equal(got.mode(), MaskedCategorical(logits, masks).mode())
 
 
 def test_act_samples_and_a_low_temperature_plays_the_argmax(positions):
@@ -140,6 +167,21 @@ def test_the_batched_arena_samples_by_the_pairs_coordinates():
     assert sampled == moves(spec, 9)
     assert sampled != moves(spec, 10)
     assert sampled != moves("ckpt:shipped", 9)
+
+
+def test_the_batched_draws_follow_the_seed_on_the_same_positions(positions):
+    """Another arena seed draws other moves in the same positions (not only other deals)."""
+    observations, masks = positions
+    side = batched_agent("sample:policy=shipped")
+
+    class Rows:
+        observation, action_mask = observations, masks
+    n = len(masks)
+    chosen = [side.actions(Rows, torch.arange(n), {"seed": seed, "coordinate": torch.arange(n),
+                                                    "moves": torch.zeros(n, dtype=int)})
+              for seed in (4, 4, 5)]
+    assert torch.equal(chosen[0], chosen[1])
+    assert float((chosen[0] != chosen[2]).double().mean()) > 0.1
 
 
 def test_the_batched_sampler_plays_at_the_agents_temperature(positions):

@@ -143,6 +143,15 @@ def test_sharpen_divides_the_logits_and_keeps_the_argmax(kind):
     assert torch.equal(values, values_after)
 
 
+@pytest.mark.parametrize("temperature", [0, -1.0, float("nan"), True])
+def test_sharpen_refuses_a_temperature_it_cannot_divide_by(temperature):
+    network = PolicyNet((8,), action_features=2)
+    before = [parameter.clone() for parameter in network.parameters()]
+    with pytest.raises(ValueError, match="temperature must be a number"):
+        sharpen(network, temperature)
+    assert all(torch.equal(a, b) for a, b in zip(before, network.parameters()))
+
+
 def test_init_temperature_starts_the_fine_tune_from_the_sharpened_policy(tmp_path):
     torch.manual_seed(6)
     source = trained_looking(PolicyNet([16], action_features=2))

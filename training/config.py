@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sevenrocks_env.policy import TEMPERATURE_RANGE
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, shown
 
 from .config_types import (Device, Flag, Folder, Int, NonEmptySpecs, Positive, Real, RunName,
@@ -120,7 +121,7 @@ class TrainConfig(BaseModel):
     attacks.  Its network must be this config's (``hidden_sizes``, ``action_features``,
     ``action_scorer``, ``scorer_sizes``).  The critic, the optimiser and the opponents start
     fresh; ignored on ``--resume``.  Empty: random weights."""
-    init_temperature: Real(0.01, 100) = 1.0
+    init_temperature: Real(*TEMPERATURE_RANGE) = 1.0
     """Divide the ``init_from`` policy's logits by this (its output layers scaled by 1 /
     temperature: the most probable action stays the same).  Below 1 the policy starts sharper: a
     distilled policy such as the shipped one is flat, so sampling it (as the rollouts do) plays

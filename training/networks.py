@@ -13,7 +13,7 @@ import torch
 
 from sevenrocks_env.batched.vector_env import checked_device
 from sevenrocks_env.policy import CheckpointError, MissingValueHead, PolicyNet, build_model, \
-    read_checkpoint
+    checked_temperature, read_checkpoint
 
 from .config import ConfigError, TrainConfig
 from .critic import OracleCritic
@@ -70,7 +70,9 @@ def sharpen(model: PolicyNet, temperature: float) -> None:
     """Divide ``model``'s logits by ``temperature``, in place: the layers whose outputs add up to
     the logits (the policy head, and the bilinear feature weights or the ``mlp`` scorer's last
     layer) are scaled by ``1 / temperature``.  The most probable legal action stays the same; the
-    distribution is sharper below 1 (``init_temperature``)."""
+    distribution is sharper below 1 (``init_temperature``); a ``ValueError`` for a temperature
+    outside :data:`~sevenrocks_env.policy.TEMPERATURE_RANGE`."""
+    temperature = checked_temperature(temperature)
     layers = [model.policy_head]
     if model.action_features is not None:
         layers.append(model.scorer.layers[-1] if model.action_scorer == "mlp"

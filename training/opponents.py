@@ -35,7 +35,7 @@ def policy_actions(agent: PolicyAgent, obs: torch.Tensor, mask: torch.Tensor) ->
     dist = agent.distribution(logits, mask)
     if agent.deterministic:
         return dist.mode().cpu()
-    return torch.multinomial(dist.probs.cpu(), 1, generator=agent._generator).squeeze(1)
+    return dist.sample(agent._generator).cpu()
 
 
 def batch_actions(agent, state, obs: torch.Tensor, mask: torch.Tensor,

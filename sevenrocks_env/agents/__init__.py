@@ -121,6 +121,9 @@ def spec_files(spec: str) -> list:
         elif name == SAMPLE_SPEC:
             rest = parse_spec_params(rest, SAMPLE_PARAMS, f"agent {SAMPLE_SPEC!r}").get(
                 "policy", "")
+        if not rest.strip():
+            raise ValueError(f"{spec.strip()[:40]!r} names no checkpoint: ckpt:PATH, "
+                             f"{SAMPLE_SPEC}:policy=PATH, search:policy=PATH")
         from ..policy import CheckpointError, resolve_path
         try:
             return [resolve_path(rest.strip())]

@@ -51,6 +51,12 @@ def canonical_spec(spec: str) -> str:
         return f"{SB3_SPEC}:{rest.strip()}"
     if name == SAMPLE_SPEC:
         params = parse_spec_params(rest, SAMPLE_PARAMS, f"agent {SAMPLE_SPEC!r}")
+        if "temperature" in params:   # a temperature make_agent refuses has no canonical form
+            try:
+                from ..policy import checked_temperature
+            except ImportError as error:  # (torch is an extra): same_spec compares the text
+                raise ValueError(f"{SAMPLE_SPEC}: needs torch ({error})") from None
+            params["temperature"] = checked_temperature(params["temperature"])
         return _written(SAMPLE_SPEC, params, SAMPLE_PARAMS, {"temperature": 1.0})
     if name == OPENSPIEL_SPEC:
         return _canonical_openspiel(rest)
