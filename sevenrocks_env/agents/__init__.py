@@ -14,7 +14,7 @@ command line:
 | ``search:policy=shipped,inference=0.5[,candidates=N,...]`` | the same search, its worlds weighted by the other seats' plays this round (``agents.inference``; reads the round's plays: ``needs_history``) |
 | ``ckpt:PATH`` / ``policy:PATH``        | a trained checkpoint (``sevenrocks_env.policy``)    |
 | ``ckpt:shipped``                       | the policy installed with the package               |
-| ``sample:policy=shipped|PATH[,temperature=1]`` | a trained checkpoint that samples its move from its distribution (the logits divided by ``temperature``) instead of playing the most probable one |
+| ``sample:policy=shipped[,temperature=1]`` | a trained checkpoint (``policy=PATH``) that samples its move from its distribution (the logits divided by ``temperature``) instead of playing the most probable one |
 | ``sb3:PATH``                           | an sb3-contrib MaskablePPO zip (``sb3_agent``); **trusted files only**: an SB3 zip is a pickle and loading it can run code |
 | ``openspiel:ismcts[:sims=100,uct_c=40,rollouts=1]`` / ``openspiel:mcts[...]`` | OpenSpiel's IS-MCTS / MCTS on the current round (``docs/openspiel.md``; extra ``[openspiel]``) |
 """
