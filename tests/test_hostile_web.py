@@ -134,6 +134,8 @@ def test_the_start_panel_offers_the_shipped_policy_by_a_spec_that_loads(client, 
     make_agent(offered["shipped policy"])
     make_agent(offered["shipped policy with search"])
     make_agent(offered["shipped policy with search and inference"])
+    sampling = make_agent(offered["shipped policy, sampling at temperature 0.5"])
+    assert (sampling.deterministic, sampling.temperature) == (False, 0.5)
     monkeypatch.setattr(games, "shipped_path", lambda: tmp_path / "missing.pt")  # no file: not offered
     assert "shipped policy" not in [label for _, label in games.agent_menu()]
 

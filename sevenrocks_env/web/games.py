@@ -40,6 +40,9 @@ BUILTIN_AGENTS = (
     ("search", "search"),
 )
 MAX_TARGET = records.MAX_TARGET  # a game's record must load back
+#: The shipped policy sampling its moves: less predictable, about `heuristic`'s strength
+#: (docs/training.md, "v3 samples badly": 0.485 against it).
+SAMPLING_SHIPPED = "sample:policy=shipped,temperature=0.5"
 
 
 class GameError(Exception):
@@ -68,6 +71,7 @@ def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     menu = list(BUILTIN_AGENTS)
     if shipped_path().is_file():  # package data when installed, checkpoints/ in a checkout
         menu.append(("ckpt:shipped", "shipped policy"))
+        menu.append((SAMPLING_SHIPPED, "shipped policy, sampling at temperature 0.5"))
         menu.append(("search:policy=shipped,samples=16", "shipped policy with search"))
         menu.append(("search:policy=shipped,samples=16,inference=0.5",
                      "shipped policy with search and inference"))
