@@ -28,6 +28,7 @@ exploit at all.  ``--set KEY=VALUE`` passes any config field through (after ``--
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -59,10 +60,15 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_.")[:60] or "policy"
 
 
-def run_name(opponent: str, steps: int, seed: int, init: str = "") -> str:
-    """A plain folder name for this run: ``br_<opponent>_<steps>_s<seed>[_from_<init>]``."""
+def run_name(opponent: str, steps: int, seed: int, init: str = "", overrides=()) -> str:
+    """A plain folder name for this run: ``br_<opponent>_<steps>_s<seed>[_from_<init>]``, and
+    with ``--set`` overrides ``_set<8 hex digits of their SHA-256>``, so that two variants of
+    one best response in one ``--out`` are two runs (the record lists the overrides)."""
     warm = f"_from_{_slug(init)}" if init else ""
-    return f"br_{_slug(opponent)}_{steps}_s{seed}{warm}"
+    sets = ""
+    if overrides:
+        sets = "_set" + hashlib.sha256("\n".join(overrides).encode()).hexdigest()[:8]
+    return f"br_{_slug(opponent)}_{steps}_s{seed}{warm}{sets}"
 
 
 def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke: bool = False,
@@ -73,7 +79,7 @@ def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke:
     if opponent == PAST:
         raise ConfigError("the frozen opponent must be an agent spec (ckpt:PATH, heuristic...); "
                           "'past' is the run's own snapshot", "opponents")
-    name = run_name(opponent, steps, seed, init)
+    name = run_name(opponent, steps, seed, init, overrides)
     sets = [*(SMOKE if smoke else []), f"init_from={init}", f"total_steps={steps}",
             "max_minutes=0", f"seed={seed}", f"run_name={name}",
             f"opponents=[{json.dumps(opponent)}]", "opponent_fraction=1.0", "engine=batched",
@@ -122,7 +128,10 @@ def run(args) -> dict:
 def row(record: dict) -> str:
     arena = record["arena"]
     low, high = arena["ci95"]
-    return (f"| {record['opponent']} | {record.get('init', 'scratch')} | {record['steps']} | "
+    start = record.get("init", "scratch")
+    if record.get("overrides"):
+        start += f" (--set {' '.join(record['overrides'])})"
+    return (f"| {record['opponent']} | {start} | {record['steps']} | "
             f"{record['seed']} | {record['pairs']} | {record['deal_seed']} | "
             f"{100 * arena['win_rate']:.1f} % [{100 * low:.1f}, {100 * high:.1f}] | "
             f"{arena['mean_margin']:+.1f} | {record['train_minutes']:.1f} |")

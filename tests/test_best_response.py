@@ -164,6 +164,18 @@ def test_arena_settings_are_checked_before_training_and_a_rerun_says_what_to_do(
     assert "trained already" in err and "--force" in err and "--resume" not in err
 
 
+def test_variants_of_one_best_response_get_their_own_run_folders():
+    plain = best_response.run_name("ckpt:shipped", 1000, 1, "shipped")
+    sharpened = best_response.run_name("ckpt:shipped", 1000, 1, "shipped",
+                                       ["init_temperature=0.25"])
+    assert plain == "br_ckpt_shipped_1000_s1_from_shipped"
+    assert sharpened.startswith(plain + "_set") and len(sharpened) == len(plain) + 12
+    assert sharpened != best_response.run_name("ckpt:shipped", 1000, 1, "shipped",
+                                                ["init_temperature=0.5"])
+    assert sharpened == best_response.run_name("ckpt:shipped", 1000, 1, "shipped",
+                                               ["init_temperature=0.25"])
+
+
 def test_bad_numbers_are_refused_by_the_parser(tmp_path):
     with pytest.raises(SystemExit):
         best_response.main(["--pairs", "0", "--out", str(tmp_path)])
@@ -181,8 +193,9 @@ def test_a_warm_started_best_response_starts_from_the_given_policy(tmp_path, cap
     out = capsys.readouterr().out
     assert code == 0, out
     cells = [c.strip() for c in out.strip().splitlines()[-1].strip("|").split("|")]
-    assert cells[:3] == ["heuristic", str(start), "256"]
-    record = json.loads(next(tmp_path.glob("br_heuristic_256_s3_from_*.json")).read_text())
+    assert cells[:3] == ["heuristic", f"{start} (--set learning_rate=0)", "256"]
+    record = json.loads(next(tmp_path.glob("br_heuristic_256_s3_from_*_set*.json")).read_text())
+    assert record["overrides"] == ["learning_rate=0"]
     trained = load_policy(record["checkpoint"]).model.state_dict()
     assert all(torch.equal(trained[k], v) for k, v in small.state_dict().items()
                if not k.startswith("value_head."))
