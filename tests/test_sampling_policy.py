@@ -31,6 +31,18 @@ def positions():
     return torch.cat(observations), torch.cat(masks)
 
 
+def batched_draws(side, positions, seed: int) -> torch.Tensor:
+    """``side.actions`` in the rows of ``positions``, row ``i`` as env ``i`` at its first move of
+    an arena with ``seed`` (the observations and masks as the arena hands them over)."""
+    observations, masks = positions
+
+    class Rows:
+        observation, action_mask = observations, masks
+    n = len(masks)
+    return side.actions(Rows, torch.arange(n), {"seed": seed, "coordinate": torch.arange(n),
+                                                "moves": torch.zeros(n, dtype=int)})
+
+
 def argmax_share(chosen: torch.Tensor, agent: PolicyAgent, positions) -> float:
     """The share of ``chosen`` that is the policy's most probable action."""
     observations, masks = positions
@@ -151,6 +163,7 @@ def test_the_batched_arena_samples_by_the_pairs_coordinates():
     spec = "sample:policy=shipped"
     one_by_one = evaluate_batched(spec, "greedy", 6, seed=9, batch=1)
     together = evaluate_batched(spec, "greedy", 6, seed=9)
+
     def figures(result):
         return (result.win_rate, result.mean_margin, result.round_win_rate,
                 result.rounds_per_match)
@@ -171,32 +184,19 @@ def test_the_batched_arena_samples_by_the_pairs_coordinates():
 
 def test_the_batched_draws_follow_the_seed_on_the_same_positions(positions):
     """Another arena seed draws other moves in the same positions (not only other deals)."""
-    observations, masks = positions
     side = batched_agent("sample:policy=shipped")
-
-    class Rows:
-        observation, action_mask = observations, masks
-    n = len(masks)
-    chosen = [side.actions(Rows, torch.arange(n), {"seed": seed, "coordinate": torch.arange(n),
-                                                    "moves": torch.zeros(n, dtype=int)})
-              for seed in (4, 4, 5)]
+    chosen = [batched_draws(side, positions, seed) for seed in (4, 4, 5)]
     assert torch.equal(chosen[0], chosen[1])
     assert float((chosen[0] != chosen[2]).double().mean()) > 0.1
 
 
 def test_the_batched_sampler_plays_at_the_agents_temperature(positions):
-    observations, masks = positions
+    masks = positions[1]
     shares = {}
     for temperature in (0.01, 1.0):
         agent = make_agent(f"sample:policy=shipped,temperature={temperature}")
-        side = batched_agent(agent)
-
-        class Rows:   # the env's observation and mask, as the arena gives them
-            observation, action_mask = observations, masks
-        n = len(masks)
-        context = {"seed": 4, "coordinate": torch.arange(n), "moves": torch.zeros(n, dtype=int)}
-        chosen = side.actions(Rows, torch.arange(n), context)
-        assert masks[torch.arange(n), chosen].all()
+        chosen = batched_draws(batched_agent(agent), positions, seed=4)
+        assert masks[torch.arange(len(masks)), chosen].all()
         shares[temperature] = argmax_share(chosen, agent, positions)
     assert shares[0.01] > 0.97 and shares[1.0] < 0.9, shares
 
