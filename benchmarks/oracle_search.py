@@ -33,7 +33,8 @@ from sevenrocks_env.agents.belief import HIDDEN_SEATS
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.world_rollouts import Decision
-from sevenrocks_env.arena_batched import BatchedAgent, evaluate_batched
+from sevenrocks_env.arena_batched import evaluate_batched
+from sevenrocks_env.batched_agents import BatchedAgent
 from sevenrocks_env.observation import decode
 from sevenrocks_env.rules import DEFAULT_TARGET
 

@@ -57,7 +57,7 @@ def _span_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int
                threads: int) -> None:
     import torch
 
-    from .arena_batched import batched_agent
+    from .batched_agents import batched_agent
     torch.set_num_threads(threads)
     _WORKER.update(a=batched_agent(spec_a), b=batched_agent(spec_b), seed=seed, target=target,
                    max_rounds=max_rounds)

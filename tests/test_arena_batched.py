@@ -11,8 +11,8 @@ from hypothesis import given, settings, strategies as st
 from sevenrocks_env import record as game_record, rules
 from sevenrocks_env.agents import GreedyAgent, make_agent
 from sevenrocks_env.arena import PairOutcome
-from sevenrocks_env.arena_batched import (BatchedGreedy, BatchedRandom, batched_agent,
-                                          evaluate_batched, play_pairs_batched)
+from sevenrocks_env.arena_batched import evaluate_batched, play_pairs_batched
+from sevenrocks_env.batched_agents import BatchedGreedy, BatchedRandom, batched_agent
 from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched.greedy import greedy_actions
 from sevenrocks_env.observation import encode

@@ -149,7 +149,8 @@ def test_batched_arena_plays_search_legally_and_the_same_for_any_batch():
     and the result is the same for any batch, each decision's worlds seeded by its own
     coordinates (pair, game, move)."""
     from sevenrocks_env import record as game_record
-    from sevenrocks_env.arena_batched import BatchedGreedy, batched_agent, play_pairs_batched
+    from sevenrocks_env.arena_batched import play_pairs_batched
+    from sevenrocks_env.batched_agents import BatchedGreedy, batched_agent
     _, records = play_pairs_batched(batched_agent("search:samples=2"), BatchedGreedy(), seed=4,
                                     first=0, pairs=2, target=60, max_rounds=100, records=True)
     for record in records:

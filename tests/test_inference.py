@@ -13,7 +13,8 @@ from sevenrocks_env.agents.inference import (InferenceSearch, play_log_likelihoo
                                              world_weights)
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.world_rollouts import Decision
-from sevenrocks_env.arena_batched import BatchedGreedy, BatchedSearchAgent, play_pairs_batched
+from sevenrocks_env.arena_batched import play_pairs_batched
+from sevenrocks_env.batched_agents import BatchedGreedy, BatchedSearchAgent
 from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.observation import action_mask, decode, encode

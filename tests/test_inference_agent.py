@@ -14,7 +14,7 @@ from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
 from sevenrocks_env.agents.inference import (InferenceSearch, play_log_likelihoods,
                                              replayed_round)
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
-from sevenrocks_env.arena_batched import batched_agent, search_rngs
+from sevenrocks_env.batched_agents import batched_agent, search_rngs
 from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.observation import action_mask, decode, encode

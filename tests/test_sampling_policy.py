@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sevenrocks_env.agents import canonical_spec, make_agent, same_spec, spec_files  # noqa: E402
-from sevenrocks_env.arena_batched import batched_agent, evaluate_batched, \
-    play_pairs_batched  # noqa: E402
+from sevenrocks_env.arena_batched import evaluate_batched, play_pairs_batched  # noqa: E402
+from sevenrocks_env.batched_agents import batched_agent  # noqa: E402
 from sevenrocks_env.policy import MaskedCategorical, PolicyAgent, load_policy, \
     shipped_path  # noqa: E402
 from positions import vector_positions  # noqa: E402

@@ -51,7 +51,7 @@ _LABEL_KEYS = ("observation", "action_mask", "action", "values", "match")
 def make_teacher(spec: str):
     """The batched searcher of a ``search`` spec: an object with ``action_values_many``, or for
     the search with inference (``needs_history``) its agent, with ``scores_in``."""
-    from sevenrocks_env.arena_batched import BatchedSearchAgent, batched_agent
+    from sevenrocks_env.batched_agents import BatchedSearchAgent, batched_agent
     teacher = batched_agent(spec)
     if teacher.needs_history:  # the search with inference: scores_in(env, rows, rngs, history)
         return teacher

@@ -202,7 +202,8 @@ def _arena(args, agents: list[str]):
     if args.workers != 1:
         raise ValueError("--workers is an option of --arena pool; the batched arena runs in "
                          "one process")
-    from sevenrocks_env.arena_batched import batched_agent, evaluate_batched
+    from sevenrocks_env.arena_batched import evaluate_batched
+    from sevenrocks_env.batched_agents import batched_agent
     for agent in agents:
         try:
             batched_agent(split_name(agent)[1])

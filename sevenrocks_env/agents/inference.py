@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..arena_batched import BatchedAgent, search_rngs
+from ..batched_agents import BatchedAgent, search_rngs
 from ..batched import VectorEnv, layout
 from ..batched.history import RoundHistory
 from ..checks import is_int
@@ -182,8 +182,8 @@ class InferenceSearch(BatchedAgent):
 
     With ``candidates`` (default: the searcher's ``samples``) equal to ``samples``, the worlds
     of decision ``(pair, game, move)`` are those the plain
-    :class:`~sevenrocks_env.arena_batched.BatchedSearchAgent` draws for it (the same
-    :func:`~sevenrocks_env.arena_batched.search_rngs`), so the two differ only in the weights
+    :class:`~sevenrocks_env.batched_agents.BatchedSearchAgent` draws for it (the same
+    :func:`~sevenrocks_env.batched_agents.search_rngs`), so the two differ only in the weights
     (``power`` 0 plays the plain search).  With more, ``candidates`` worlds are drawn and
     weighted and ``samples`` of them are drawn again by weight (:func:`resampled`), so the
     rollouts go to the likely worlds instead of spending most of their time on unlikely ones."""
