@@ -78,7 +78,9 @@ inference=0.5``) take it as ``agent.act(observation, action_mask, history=...)``
 ### Determinism
 
 ``reset(seed=s)``: round r's deal and drawn opener depend only on ``(s, r)`` (duplicate-deal
-evaluation relies on it).
+evaluation relies on it).  A later ``reset()`` without a seed draws its seed from a generator
+that ``s`` seeded, so seeding once makes a run of matches reproducible; ``seed_used`` is the
+seed that dealt the match in progress.
 
 ### Version History
 
@@ -94,6 +96,7 @@ from pettingzoo import AECEnv
 
 from . import observation as obs_mod
 from .checks import is_int
+from .dealing import MAX_SEED
 from .public_round import PublicRound, public_round
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import reward_weights, team0_reward
@@ -125,6 +128,19 @@ def observation_space(target: int = DEFAULT_TARGET, max_rounds: int = 100) -> sp
         "observation": spaces.Box(low=low, high=high, dtype=np.float32),
         "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
     })
+
+
+def checked_seed(seed) -> int | None:
+    """``seed`` as a plain int (a NumPy integer too), or ``None``; ``TypeError`` for anything
+    but an int (a bool is not one), ``ValueError`` for a negative one."""
+    if seed is None:
+        return None
+    if not is_int(seed):
+        raise TypeError(f"seed must be a non-negative int or None, got {type(seed).__name__} "
+                        f"{seed!r}")
+    if seed < 0:
+        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+    return int(seed)
 
 
 class raw_env(AECEnv, EzPickle):
@@ -169,9 +185,10 @@ class raw_env(AECEnv, EzPickle):
         self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in AGENTS}
         self.match: Match | None = None
         self.seed_used: int | None = None
+        self._reset_rng: np.random.Generator | None = None  # the seeds of unseeded resets
 
     #: The game in progress: what reset and step set, beyond the constructor's settings.
-    _GAME_FIELDS = ("match", "seed_used", "agents", "rewards", "_cumulative_rewards",
+    _GAME_FIELDS = ("match", "seed_used", "_reset_rng", "agents", "rewards", "_cumulative_rewards",
                     "terminations", "truncations", "infos", "agent_selection", "_rewards_dirty")
 
     def __getstate__(self) -> dict:
@@ -207,14 +224,19 @@ class raw_env(AECEnv, EzPickle):
     # -- episode ------------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """A new match.  ``reset(seed=s)`` deals it from ``s`` alone (round ``r`` from ``(s, r)``)
+        and seeds the generator that the seeds of later ``reset()`` calls without one come from,
+        so seeding once makes a run of resets reproducible (as Gymnasium's ``np_random``, and
+        what TorchRL's ``PettingZooWrapper(seed=...)`` relies on); never seeded, they come from
+        fresh entropy.  ``seed_used`` says which seed dealt the match."""
+        seed = checked_seed(seed)
         if seed is None:
-            seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
-        elif not is_int(seed):
-            raise TypeError(f"seed must be a non-negative int or None, got {type(seed).__name__} "
-                            f"{seed!r}")
-        elif seed < 0:
-            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
-        self.seed_used = int(seed)
+            if self._reset_rng is None:
+                self._reset_rng = np.random.default_rng()
+            seed = int(self._reset_rng.integers(MAX_SEED, endpoint=True))
+        else:
+            self._reset_rng = np.random.default_rng(seed)
+        self.seed_used = seed
         self.match = Match.new(self.seed_used, target=self.target, max_rounds=self.max_rounds)
         self.agents = list(AGENTS)
         self.rewards = dict.fromkeys(AGENTS, 0)

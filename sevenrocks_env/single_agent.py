@@ -62,7 +62,7 @@ import numpy as np
 from .agents import make_agent
 from .checks import is_int
 from .driver import MatchDriver, agent_name
-from .env import AGENTS, raw_env
+from .env import AGENTS, checked_seed, raw_env
 from .public_round import reads_history
 from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
@@ -145,6 +145,7 @@ class SingleAgentEnv(gymnasium.Env):
     def reset(self, seed: int | None = None, options: dict | None = None):
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        seed = checked_seed(seed)  # Gymnasium's np_random takes a plain int only
         super().reset(seed=seed)
         start = (options or {}).get("match")
         if start is not None:

@@ -242,6 +242,18 @@ def test_same_seed_same_match_and_same_deal_as_the_aec_env():
     assert [mask_of(parse_tile(t) for t in h) for h in record["rounds"][0]["hands"]] == deal(9, 0)[0]
 
 
+def test_numpy_integer_seeds_are_seeds_and_bad_ones_get_the_aec_envs_error():
+    """The AEC env takes ``np.int64`` seeds; Gymnasium's ``np_random`` alone would refuse them."""
+    env = SingleAgentEnv(opponents="random", seat="random")
+    first, _ = env.reset(seed=np.int64(3))
+    again, _ = SingleAgentEnv(opponents="random", seat="random").reset(seed=3)
+    assert np.array_equal(first["observation"], again["observation"])
+    for seed, error in ((True, TypeError), (1.5, TypeError), (-1, ValueError),
+                        (np.int64(-2), ValueError)):
+        with pytest.raises(error, match="seed must be a non-negative int or None"):
+            env.reset(seed=seed)
+
+
 def test_illegal_learner_action_raises_and_keeps_state():
     env = SingleAgentEnv(opponents="random", illegal_action="raise")
     obs, _ = env.reset(seed=0)

@@ -143,3 +143,23 @@ def test_torchrl_check_env_specs_on_the_pettingzoo_wrapper():
         obs = rollout[group, "observation", "observation"]
         spec = env.full_observation_spec[group, "observation", "observation"]
         assert spec.is_in(obs[0]) and np.isfinite(spec.space.low.numpy()).all()
+
+
+def test_torchrl_pettingzoo_wrapper_with_a_seed_is_reproducible():
+    """``PettingZooWrapper(seed=s)`` resets the env once with ``s``, then without a seed: the env
+    must take those resets' seeds from ``s`` (tests/test_env.py) for two runs to agree."""
+    pytest.importorskip("torchrl", reason="needs torchrl (the [torchrl] extra)")
+    import torch
+    from torchrl.envs import PettingZooWrapper
+
+    def run():
+        env = PettingZooWrapper(sevenrocks_v0.env(target=20), use_mask=True, seed=0)
+        torch.manual_seed(0)  # the rollout's random actions
+        return env.rollout(100)
+
+    first, second = run(), run()
+    for group in first["next"].keys():
+        if group in ("done", "terminated", "truncated"):
+            continue
+        assert torch.equal(first[group, "observation", "observation"],
+                           second[group, "observation", "observation"])

@@ -61,6 +61,52 @@ def test_round_deal_depends_only_on_seed_and_round_index():
         assert [mask_of(parse_tile(t) for t in hand) for hand in first[r]["hands"]] == hands
 
 
+def _deals_after(env, seed, resets):
+    """The first round's hands of ``resets`` unseeded resets after ``reset(seed=seed)``."""
+    env.reset(seed=seed)
+    hands = []
+    for _ in range(resets):
+        env.reset()
+        hands.append(env.unwrapped.match.hands)
+    return hands
+
+
+@pytest.mark.parametrize("make", [sevenrocks_v0.env, sevenrocks_v0.parallel_env])
+def test_seeding_once_makes_the_unseeded_resets_after_it_reproducible(make):
+    """As Gymnasium's ``np_random``: ``reset()`` without a seed goes on from the last seed (what
+    TorchRL's ``PettingZooWrapper(seed=...)`` relies on), and each reset deals a new match."""
+    first, second = _deals_after(make(), 42, 3), _deals_after(make(), 42, 3)
+    assert first == second
+    assert len({tuple(hands) for hands in first}) == 3
+    assert _deals_after(make(), 43, 3) != first
+
+
+def test_an_unseeded_reset_records_the_seed_that_dealt_it():
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=5)
+    env.reset()
+    again = sevenrocks_v0.raw_env()
+    again.reset(seed=env.seed_used)
+    assert 0 <= env.seed_used <= (1 << 63) - 1 and again.match.hands == env.match.hands
+    fresh = [sevenrocks_v0.raw_env() for _ in range(2)]
+    for unseeded in fresh:  # never seeded: fresh entropy, as before
+        unseeded.reset()
+    assert fresh[0].seed_used != fresh[1].seed_used
+
+
+def test_a_copy_resets_to_what_the_original_resets_to():
+    """The generator of the unseeded resets travels with ``pickle`` and ``copy.deepcopy``."""
+    import copy
+
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=9)
+    clone, pickled = copy.deepcopy(env), pickle.loads(pickle.dumps(env))
+    for other in (clone, pickled):
+        other.reset()
+    env.reset()
+    assert clone.seed_used == pickled.seed_used == env.seed_used
+
+
 def test_win_reward_and_terminal_last():
     env = sevenrocks_v0.env()
     totals = play_out(env, seed=3)
