@@ -65,22 +65,38 @@ def test_rounds_must_be_an_int_not_a_bool():
         SevenRocksGame({"rounds": True})
 
 
-def test_unsupported_observation_types_are_refused():
-    """The observation holds public pieces: a private-only view is refused, not given whole."""
+def test_unsupported_observation_types_are_none_as_openspiel_expects():
+    """The observation holds public pieces: a private-only view is not offered (rather than
+    given whole); OpenSpiel's answer for a type a game does not offer is ``None``."""
+    from open_spiel.python.observation import make_observation
+
     game = pyspiel.load_game(GAME_NAME)
-    private_only = pyspiel.IIGObservationType(
-        perfect_recall=False, public_info=False,
-        private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER)
-    with pytest.raises(ValueError, match="public_info=True"):
-        game.make_py_observer(private_only)
-    everyone = pyspiel.IIGObservationType(
-        perfect_recall=False, public_info=True, private_info=pyspiel.PrivateInfoType.ALL_PLAYERS)
-    with pytest.raises(ValueError, match="single-player private"):
-        game.make_py_observer(everyone)
+    kinds = {
+        "private only": (False, pyspiel.PrivateInfoType.SINGLE_PLAYER),
+        "public only": (True, pyspiel.PrivateInfoType.NONE),
+        "everyone's": (True, pyspiel.PrivateInfoType.ALL_PLAYERS),
+    }
+    for public, private in kinds.values():
+        kind = pyspiel.IIGObservationType(perfect_recall=False, public_info=public,
+                                          private_info=private)
+        assert game.make_py_observer(kind) is None and make_observation(game, kind) is None
     default = pyspiel.IIGObservationType(
         perfect_recall=False, public_info=True,
         private_info=pyspiel.PrivateInfoType.SINGLE_PLAYER)
     assert game.make_py_observer(default) is not None
+    with pytest.raises(ValueError, match="parameters are not supported"):
+        game.make_py_observer(default, {"x": 1})
+
+
+def test_openspiel_writes_a_playthrough_of_the_game():
+    """OpenSpiel's own playthrough generator (its games' regression files) asks for the
+    public-only and private-only observers and labels every action of a whole match."""
+    from open_spiel.python.algorithms import generate_playthrough
+
+    text = generate_playthrough.playthrough(f"{GAME_NAME}(rounds=1)", action_sequence=None,
+                                            alsologtostdout=False)
+    assert "game: " + GAME_NAME in text and "IsTerminal() = True" in text
+    assert "deal " in text and "Returns() = [" in text
 
 
 def test_illegal_action_is_a_clear_error():
@@ -294,8 +310,13 @@ def test_bad_actions_are_clear_errors_at_every_kind_of_node():
     for action in (-5, 113):
         with pytest.raises(ValueError, match="actions are 0-112"):
             state.action_to_string(state.current_player(), action)
-    with pytest.raises(ValueError, match="chance outcome 3"):
-        state.action_to_string(pyspiel.PlayerId.CHANCE, 3)  # a seat is to play
+    # a seat is to play: a chance outcome gets a label that does not need the deal in progress
+    # (a tool labelling a finished history asks the last state), a bad one still an error
+    assert state.action_to_string(pyspiel.PlayerId.CHANCE, 3) \
+        == "chance outcome 3: deal 0|3 or seat 3 drawn to open"
+    assert state.action_to_string(pyspiel.PlayerId.CHANCE, 27) == "chance outcome 27: deal 6|6"
+    with pytest.raises(ValueError, match="chance outcome 28"):
+        state.action_to_string(pyspiel.PlayerId.CHANCE, 28)
     with pytest.raises(ValueError, match="not a chance node"):
         state.chance_outcomes()
     while not state.is_terminal():

@@ -122,18 +122,20 @@ class SevenRocksGame(pyspiel.Game):
         return (DEAL_NODES + 1) * self.max_rounds
 
     def make_py_observer(self, iig_obs_type=None, params=None):
+        """The seat's observation (``iig_obs_type`` None, or public information with the seat's
+        own private information), else ``None``: OpenSpiel's answer for a type a game does not
+        offer (``open_spiel.python.observation.make_observation``), which its tools such as
+        ``generate_playthrough`` expect.  Not offered: a public-only or private-only view (the
+        observation mixes public pieces, the layout and scores, with the seat's own hand, and is
+        not given whole in their place) and every player's private information."""
         if params:
             raise ValueError(f"{GAME_NAME}: observation parameters are not supported, got {params}")
-        perfect_recall = iig_obs_type is not None and iig_obs_type.perfect_recall
-        single = pyspiel.PrivateInfoType.SINGLE_PLAYER
-        if iig_obs_type is not None and iig_obs_type.private_info != single:
-            raise ValueError(f"{GAME_NAME}: only single-player private information is supported")
-        if iig_obs_type is not None and not iig_obs_type.public_info:
-            # the observation mixes public pieces (layout, scores) with the seat's own hand;
-            # a private-only view is not offered rather than given with the public part in it
-            raise ValueError(f"{GAME_NAME}: only observations with public information are "
-                             "supported (public_info=True)")
-        return SevenRocksObserver(perfect_recall)
+        if iig_obs_type is None:
+            return SevenRocksObserver(False)
+        if iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER \
+                or not iig_obs_type.public_info:
+            return None
+        return SevenRocksObserver(iig_obs_type.perfect_recall)
 
 
 class _SamplerRng:
@@ -232,9 +234,13 @@ class SevenRocksState(pyspiel.State):
                 return f"seat {action} drawn to open"
             if self._dealing and 0 <= action < NUM_TILES:
                 return f"deal {tile_name(action)} to seat {len(self._dealt) // HAND}"
+            if not self._dealing and not self._drawing_opener and 0 <= action < NUM_TILES:
+                # asked after the fact (a tool labelling a finished history): what the outcome
+                # can be, without the seat it went to, which this state no longer knows
+                seat = f" or seat {action} drawn to open" if action < NUM_SEATS else ""
+                return f"chance outcome {action}: deal {tile_name(action)}{seat}"
             raise ValueError(f"chance outcome {action}: not a tile 0-{NUM_TILES - 1} while "
-                             "dealing, nor a seat 0-3 while the opener is drawn (nor a chance "
-                             "node here)")
+                             "dealing, nor a seat 0-3 while the opener is drawn")
         if not 0 <= action <= KNOCK:
             raise ValueError(f"action {action}: actions are 0-{KNOCK}")
         return describe_action(action)
