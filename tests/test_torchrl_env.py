@@ -131,6 +131,8 @@ def test_wrapped_envs_need_torchrl_s_action_mask_transform():
     serial = TransformedEnv(SerialEnv(2, lambda: SevenRocksTorchRLEnv(4, seed=0, **SHORT)),
                             ActionMask())
     check_env_specs(serial, seed=0)
+    with pytest.raises(ValueError, match="illegal action"):  # the docs say: only with ActionMask
+        check_env_specs(SerialEnv(2, lambda: SevenRocksTorchRLEnv(4, seed=0, **SHORT)), seed=0)
     bare_wrapper = TransformedEnv(SevenRocksTorchRLEnv(8, seed=0, **SHORT), StepCounter())
     with pytest.raises(ValueError, match="illegal action"):
         bare_wrapper.rollout(100, break_when_any_done=False)
