@@ -78,8 +78,10 @@ def test_every_example_is_checked_step_by_step():
     assert all(WORKED["examples"][n]["spinner_after_step"] for n in NAMES)
 
 
-def test_example_b_alternatives_open_like_step_1():
-    for data in WORKED["examples"]["B"]["alternatives"]:
+def test_example_b_opening_doubles_open_both_sides():
+    """Step 1 (``2|2``) and its alternative (``0|0``): the spinner, line A and line B open."""
+    example = WORKED["examples"]["B"]
+    for data in example["steps"][:1] + example["alternatives"]:
         match = example_match([(data["tile"], slot_index(data["slot"]))], steps=0)
         assert play(match, data["tile"], data["slot"]) == data["points"]
         assert match.end_sum() == data["end_sum"]
