@@ -24,7 +24,6 @@ results and tables use the name.  The other arena modules: :mod:`~sevenrocks_env
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from contextlib import closing
@@ -34,7 +33,7 @@ import numpy as np
 
 from . import rules
 from .agents import make_agent
-from .agents.spec_text import same_spec
+from .agents.spec_text import NAMED_SPEC, same_spec
 from .arguments import MAX_BATCH, MAX_PAIRS, MAX_WORKERS  # the bounds, said once
 from .checks import is_int
 from .dealing import MAX_SEED
@@ -134,9 +133,6 @@ def play_pair(agents_a, agents_b, seed: int, pair: int, target: int,
     return out
 
 
-#: ``name=spec``: a display name (letters, digits, ``_.+-``; no ``:``) before the first ``=``.
-_NAMED_SPEC = re.compile(r"^\s*([A-Za-z0-9_.+-]+)\s*=\s*(\S.*)$")
-
 
 def split_name(agent) -> tuple[str, object]:
     """``(display name, agent)`` of an agent argument.
@@ -147,7 +143,7 @@ def split_name(agent) -> tuple[str, object]:
     """
     if not isinstance(agent, str):
         return agent_name(agent), agent
-    named = _NAMED_SPEC.match(agent)
+    named = NAMED_SPEC.match(agent)
     if named:
         return named.group(1), named.group(2).strip()
     return agent.strip(), agent.strip()

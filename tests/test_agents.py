@@ -30,6 +30,16 @@ def points_by_action(match: rules.Match) -> dict[int, int]:
     return out
 
 
+@pytest.mark.parametrize("spec, alone", [("bot=heuristic", "'heuristic'"),
+                                         ("shipped=ckpt:shipped", "'ckpt:shipped'")])
+def test_a_display_name_outside_the_arena_says_where_it_belongs(spec, alone):
+    with pytest.raises(ValueError, match="names an agent in `sevenrocks arena`") as error:
+        make_agent(spec)
+    assert f"give the spec alone ({alone})" in str(error.value)
+    with pytest.raises(ValueError, match="valid specs: "):  # no name: the list of specs
+        make_agent("minimax")
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), moves=st.integers(0, 60))
 def test_agents_only_choose_legal_actions(seed, moves):

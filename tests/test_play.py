@@ -63,6 +63,8 @@ def test_real_pipe(tmp_path):
 def test_bad_arguments_exit_2(capsys):
     assert run(["--opponents", "nonsense"], "")[0] == 2
     assert "unknown agent spec" in capsys.readouterr().err
+    assert run(["--opponents", "bot=heuristic"], "")[0] == 2  # a display name: the arena's only
+    assert "NAME=SPEC names an agent in `sevenrocks arena`" in capsys.readouterr().err
     assert run(["--opponents", "random", "random", "random"], "")[0] == 2
     assert run(["--seat", "5"], "")[0] == 2
 

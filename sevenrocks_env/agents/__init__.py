@@ -28,7 +28,7 @@ from .greedy import GreedyAgent
 from .heuristic import HeuristicAgent
 from .random_agent import RandomAgent
 from .search import ROLLOUTS, SearchAgent
-from .spec_text import canonical_spec, same_spec
+from .spec_text import NAMED_SPEC, canonical_spec, same_spec
 
 #: spec name -> (class, {parameter: type})
 AGENTS = {
@@ -98,6 +98,11 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
     if name == OPENSPIEL_SPEC:
         return _load_openspiel(rest, seed)
     if name not in AGENTS:
+        named = NAMED_SPEC.match(spec)
+        if named:  # a display name outside the arena
+            raise ValueError(f"unknown agent spec {spec!r}: NAME=SPEC names an agent in `sevenrocks "
+                             f"arena` and the ladder only; here give the spec alone "
+                             f"({named.group(2).strip()[:80]!r})")
         raise ValueError(f"unknown agent spec {spec!r}; valid specs: {valid_specs()}")
     cls, types = AGENTS[name]
     if _is_policy_search(name, rest):

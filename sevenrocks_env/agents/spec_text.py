@@ -24,8 +24,13 @@ weights are the same).
 from __future__ import annotations
 
 import inspect
+import re
 
 from .base import parse_spec_params
+
+#: ``name=spec``: a display name (letters, digits, ``_.+-``; no ``:``) before the first ``=``,
+#: which the arena and the ladder take (:func:`sevenrocks_env.arena.split_name`).
+NAMED_SPEC = re.compile(r"^\s*([A-Za-z0-9_.+-]+)\s*=\s*(\S.*)$")
 
 #: Parameters that choose which agent a spec builds: kept even at a default value.
 _CHOOSERS = ("policy", "inference")
