@@ -39,14 +39,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: sevenrocks {argv[0]} needs a package that is not installed ({error}); "
               f"install the matching extra, e.g. pip install 'sevenrocks[train]'", file=sys.stderr)
         return 2
+    return guarded(f"sevenrocks {argv[0]}", lambda: module.main(argv[1:]))
+
+
+def guarded(command: str, run) -> int:
+    """``run()``'s exit status, with a closed or full stdout handled as a command line should:
+    a reader that went away (``| head``) stops it quietly, as cat and grep do; any other
+    ``OSError`` that reaches here is one line naming ``command``, not a traceback."""
     try:
-        return module.main(argv[1:])
-    except BrokenPipeError:  # the reader went away (| head): stop quietly, as cat and grep do
+        return run()
+    except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit flush
         return 1
-    except OSError as error:  # stdout full (/dev/full) or gone: one line, not a traceback
+    except OSError as error:  # stdout full (/dev/full) or gone
         where = f" ({str(error.filename)[:80]})" if error.filename else ""
-        print(f"error: sevenrocks {argv[0]}: {error.strerror or error}{where}", file=sys.stderr)
+        print(f"error: {command}: {error.strerror or error}{where}", file=sys.stderr)
         return 2
 
 

@@ -1,5 +1,6 @@
 """The ``sevenrocks`` command line, and the package as a user installs it."""
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -52,6 +53,34 @@ def test_train_is_the_trainer_and_its_help_names_the_command_it_was_run_as(capsy
     assert module.returncode == 0, module.stderr[-2000:]
     assert module.stdout.startswith("usage: python -m training.train ")
     assert "`" not in module.stdout and "sevenrocks train" not in module.stdout
+
+
+@pytest.mark.parametrize("stdout", ["closed pipe", "/dev/full"])
+def test_python_m_training_train_handles_a_closed_or_full_stdout(stdout):
+    """``python -m training.train --help-config | head -1`` ended in a BrokenPipeError
+    traceback (``sevenrocks train`` did not): now the same quiet exit, and a full disk one line."""
+    if stdout == "closed pipe":
+        read_end, out = os.pipe()
+        os.close(read_end)  # the reader went away before the first write
+    else:
+        out = os.open("/dev/full", os.O_WRONLY)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "training.train", "--help-config"],
+                              stdout=out, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(out)
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    if stdout == "closed pipe":
+        assert proc.returncode == 1 and proc.stderr == ""
+    else:
+        assert proc.returncode == 2
+        assert proc.stderr == "error: python -m training.train: No space left on device\n"
+
+
+def test_help_config_says_where_make_train_s_values_are(capsys):
+    assert main(["train", "--help-config"]) == 0
+    out = capsys.readouterr().out
+    assert "configs/default.yaml" in out.splitlines()[1] and "total_steps (default" in out
 
 
 def test_help_text_drops_restructuredtext_marks():

@@ -305,11 +305,16 @@ def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):
     latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
     data = load_training_checkpoint(latest)
     assert data["global_step"] == data["update"] * 256
-    # and it resumes: one more update from where the interrupted run stopped, in the folders
-    # the user names (output folders never come from the file: it says so otherwise)
-    assert main(["--resume", str(latest), "--set", f"total_steps={data['global_step'] + 256}",
-                 "--set", "final_eval_pairs=1", "--set", f"log_dir={tmp_path / 'runs'}",
-                 "--set", f"checkpoint_dir={tmp_path / 'ckpt'}"]) == 0
+    # and it resumes as the last line says: one more update from where the interrupted run
+    # stopped, in its own folders (output folders never come from the file, so the line names
+    # the ones this run was given)
+    import shlex
+    hint = shlex.split(lines[-1].split("continue with ", 1)[1])
+    assert hint[0] == "--resume" and Path(hint[1]).parent == latest.parent, lines[-1]
+    assert hint[2:] == ["--set", f"log_dir={tmp_path / 'runs'}",
+                        "--set", f"checkpoint_dir={tmp_path / 'ckpt'}"], lines[-1]
+    assert main(hint + ["--set", f"total_steps={data['global_step'] + 256}",
+                        "--set", "final_eval_pairs=1"]) == 0
     after = load_training_checkpoint(latest)
     assert after["global_step"] == data["global_step"] + 256
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import signal
 import sys
 import threading
@@ -35,7 +36,8 @@ from sevenrocks_env.policy import CheckpointError
 
 from .checkpoint import (check_checkpoint_size, load_training_checkpoint,
                          save_training_checkpoint, set_rng_state)
-from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
+from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, describe_fields, load_config,
+                     parse_overrides)
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .networks import build_networks, training_device, warm_start
@@ -325,6 +327,8 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
         return 2
     if args.help_config:
         defaults = TrainConfig().as_dict()
+        print("The config fields and their defaults when a config file leaves them out\n"
+              "(what make train uses is configs/default.yaml):\n")
         for name, doc in describe_fields().items():
             print(f"{name} (default {defaults[name]!r}):\n    {help_text(doc)}")
         return 0
@@ -351,12 +355,22 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
         return 130
     if out["interrupted"]:
         print(f"interrupted at step {out['global_step']}: checkpoint {out['checkpoint']}; "
-              f"continue with --resume {out['checkpoint']}"
+              f"continue with --resume {shlex.quote(str(out['checkpoint']))}"
+              + _output_folders(cfg)
               + (" --set max_minutes=M (M above the minutes it ran, or 0)"
                  if out.get("out_of_time") else ""), file=sys.stderr)
         return 130
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main(prog="python -m training.train"))
+def _output_folders(cfg: TrainConfig) -> str:
+    """The ``--set`` options that keep a resumed run's output folders where this run wrote (a
+    resume takes them from the command line, never from the checkpoint)."""
+    default = TrainConfig()
+    return "".join(f" --set {shlex.quote(f'{key}={getattr(cfg, key)}')}" for key in OUTPUT_FOLDERS
+                   if getattr(cfg, key) != getattr(default, key))
+
+
+if __name__ == "__main__":  # a closed stdout (--help-config | head): quiet, as sevenrocks train
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("python -m training.train", lambda: main(prog="python -m training.train")))
