@@ -3,8 +3,6 @@
 See :mod:`sevenrocks_env.env` for the documentation page (observation, actions, rewards).
 """
 
-from pettingzoo.utils.conversions import turn_based_aec_to_parallel
-
 from . import wrappers
 from .env import raw_env
 
@@ -26,7 +24,7 @@ def parallel_env(**kwargs):
     """Parallel API view (PettingZoo's turn-based conversion): each step takes a dict of actions,
     of which only the acting agent's is used; every observation carries its action mask (all
     zeros for agents not on turn)."""
-    return turn_based_aec_to_parallel(env(**kwargs))
+    return wrappers.TurnBasedParallel(env(**kwargs))
 
 
 def vector_env(num_envs: int = 4096, device="cpu", **kwargs):

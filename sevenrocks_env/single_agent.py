@@ -145,6 +145,10 @@ class SingleAgentEnv(gymnasium.Env):
     def reset(self, seed: int | None = None, options: dict | None = None):
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        unknown = sorted(map(repr, set(options or {}) - {"match"}))
+        if unknown:  # a typo ("matc") would start a fresh deal without a word
+            raise ValueError(f"unknown reset option(s) {', '.join(unknown)[:200]}; the one "
+                             "option is 'match' (a rules.Match to start from)")
         seed = checked_seed(seed)  # Gymnasium's np_random takes a plain int only
         super().reset(seed=seed)
         start = (options or {}).get("match")

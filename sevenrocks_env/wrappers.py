@@ -11,13 +11,16 @@ raises its usual error.
 Each also has a fast path for the common case (a reset env, a live agent, a legal int action)
 that does what the parent does there without the chain of ``super()`` calls; every other case
 goes to the parent unchanged.
+
+:class:`TurnBasedParallel` is PettingZoo's turn-based parallel conversion with a clear error
+for an action dict that lacks the seat on turn.
 """
 
 from __future__ import annotations
 
 from operator import attrgetter
 
-from pettingzoo.utils import wrappers
+from pettingzoo.utils import conversions, wrappers
 
 _PER_STEP = ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos",
              "_cumulative_rewards")
@@ -111,3 +114,20 @@ class OrderEnforcingWrapper(_DirectAttributes, wrappers.OrderEnforcingWrapper):
         if self._has_reset:
             return self.env.observe(agent)
         return super().observe(agent)
+
+
+class TurnBasedParallel(conversions.turn_based_aec_to_parallel_wrapper):
+    """PettingZoo's turn-based AEC-to-parallel conversion, whose ``step`` reads the action of
+    the seat on turn alone: a dict without it (the natural mistake: only the mover's action)
+    is a ``ValueError`` that names the seat, not a bare ``KeyError: 'player_2'``."""
+
+    def step(self, actions):
+        if self.agents:
+            mover = self.aec_env.agent_selection
+            if not isinstance(actions, dict) or mover not in actions:
+                given = sorted(map(str, actions))[:4] if isinstance(actions, dict) \
+                    else type(actions).__name__
+                raise ValueError(f"parallel step: the actions need an entry for {mover!r}, the "
+                                 f"seat on turn (the other seats' are ignored); got {given}")
+        return super().step(actions)
+

@@ -254,6 +254,13 @@ def test_numpy_integer_seeds_are_seeds_and_bad_ones_get_the_aec_envs_error():
             env.reset(seed=seed)
 
 
+def test_an_unknown_reset_option_is_named_not_ignored():
+    env = SingleAgentEnv(opponents="random")
+    with pytest.raises(ValueError, match="unknown reset option.s. 'matc'; the one option is 'match'"):
+        env.reset(seed=1, options={"matc": Match.new(seed=1)})
+    env.reset(seed=1, options={})  # Gymnasium's checker passes an empty dict
+
+
 def test_illegal_learner_action_raises_and_keeps_state():
     env = SingleAgentEnv(opponents="random", illegal_action="raise")
     obs, _ = env.reset(seed=0)
@@ -338,6 +345,19 @@ def test_parallel_env_carries_masks_and_every_final_reward():
     winner = env.unwrapped.match.winner
     assert winner in (0, 1)
     assert totals == {f"player_{s}": (1.0 if s % 2 == winner else -1.0) for s in range(4)}
+
+
+def test_parallel_step_takes_the_movers_action_alone_and_names_it_when_missing():
+    env = sevenrocks_v0.parallel_env()
+    observations, _ = env.reset(seed=6)
+    mover = next(a for a in env.agents if observations[a]["action_mask"].any())
+    other = next(a for a in env.agents if a != mover)
+    for actions in ({other: 0}, {}, [0, 0, 0, 0]):
+        with pytest.raises(ValueError, match=f"an entry for '{mover}', the seat on turn"):
+            env.step(actions)
+    legal = int(np.flatnonzero(observations[mover]["action_mask"])[0])
+    env.step({mover: legal})  # the other seats may be left out
+    assert env.unwrapped.match.placements == 1
 
 
 # -- one match flow: the driver's ------------------------------------------------------------------
