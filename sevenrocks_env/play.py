@@ -291,11 +291,12 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     if not 0 < args.target <= records.MAX_TARGET:
         print(f"error: --target must be in 1..{records.MAX_TARGET}", file=sys.stderr)
         return 2
-    seed = secrets.randbelow(2**31) if args.seed is None else args.seed
+    # a drawn seed is not shown before the game: it would tell every hidden hand (as the web page)
+    seed = secrets.randbelow(2**63) if args.seed is None else args.seed
     if not 0 <= seed < 2**63:
         print("error: --seed must be in 0..2**63-1", file=sys.stderr)
         return 2
-    path = Path(args.record) if args.record else Path(GAMES) / f"sevenrocks-game-{seed}.json"
+    path = Path(args.record) if args.record else default_record_path(seed)
     problem = record_path_problem(path, default=not args.record)
     if problem:
         print(f"error: --record {path}: {problem}", file=sys.stderr)
@@ -305,6 +306,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
              (args.seat + 3) % 4: right}
     try:
         problem = record_is_an_input(path, specs.values())
+        if problem is None and path.is_file():  # a device (/dev/null) is written into
+            problem = "exists already: give a new file name (the record would replace it)"
         if problem:
             print(f"error: --record {path}: {problem}", file=sys.stderr)
             return 2
@@ -318,7 +321,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     interactive = getattr(stdin, "isatty", lambda: False)()
     session = Session(args.seat, agents, seed, args.target, stdin, stdout,
                       echo=not interactive, pause=interactive)
-    session.say(f"Seven Rocks, seed {seed}: you are seat {args.seat} (team {team_of(args.seat)}); "
+    told = "" if args.seed is None else f", seed {seed}"
+    session.say(f"Seven Rocks{told}: you are seat {args.seat} (team {team_of(args.seat)}); "
                 f"partner seat {partner_of(args.seat)} = {args.partner}; opponents seat "
                 f"{(args.seat + 1) % 4} = {left}, seat {(args.seat + 3) % 4} = {right}")
     status, how = 0, None
@@ -361,6 +365,16 @@ def record_is_an_input(path: Path, specs) -> str | None:
             if Path(source).is_file() and os.path.samefile(path, source):
                 return f"is the file {source} of agent {spec!r}: the record would destroy it"
     return None
+
+
+def default_record_path(seed: int) -> Path:
+    """``games/sevenrocks-game-SEED.json``, or with ``-2``, ``-3``, ... when a game of that seed
+    was recorded there before (a record never replaces another)."""
+    path, copy = Path(GAMES) / f"sevenrocks-game-{seed}.json", 1
+    while path.exists():
+        copy += 1
+        path = Path(GAMES) / f"sevenrocks-game-{seed}-{copy}.json"
+    return path
 
 
 def record_path_problem(path: Path, default: bool) -> str | None:

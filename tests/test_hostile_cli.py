@@ -95,6 +95,37 @@ def test_records_go_to_games_by_default(tmp_path, monkeypatch):
     assert (tmp_path / GAMES / "sevenrocks-game-5.json").is_file()
 
 
+def test_a_record_never_replaces_a_file(tmp_path, monkeypatch, capsys):
+    """``--record`` of an existing file is refused before the game (it was overwritten, even on
+    an immediate quit); the default name of a seed played again gets ``-2``."""
+    monkeypatch.chdir(tmp_path)
+    precious = tmp_path / "notes.txt"
+    precious.write_text("precious\n")
+    assert main(["--seed", "5", *PLAYERS, "--record", str(precious)],
+                stdin=io.StringIO("q\n"), stdout=io.StringIO()) == 2
+    assert "exists already" in capsys.readouterr().err
+    assert precious.read_text() == "precious\n"
+    for _ in range(2):
+        assert main(["--seed", "5", *PLAYERS], stdin=io.StringIO("q\n"),
+                    stdout=io.StringIO()) == 0
+    assert sorted(os.listdir(tmp_path / GAMES)) == ["sevenrocks-game-5-2.json",
+                                                    "sevenrocks-game-5.json"]
+
+
+def test_a_drawn_seed_is_not_told_before_the_game(tmp_path, monkeypatch):
+    """The seed deals every hand: as on the web page, a drawn one is not shown at the start
+    (the record's name says it once the game is over); a seed the player gave is."""
+    monkeypatch.chdir(tmp_path)
+    drawn, given = io.StringIO(), io.StringIO()
+    assert main([*PLAYERS], stdin=io.StringIO("q\n"), stdout=drawn) == 0
+    assert main(["--seed", "5", *PLAYERS], stdin=io.StringIO("q\n"), stdout=given) == 0
+    assert drawn.getvalue().startswith("Seven Rocks: you are seat 0")
+    assert given.getvalue().startswith("Seven Rocks, seed 5: you are seat 0")
+    (name,) = [n for n in os.listdir(tmp_path / GAMES) if n != "sevenrocks-game-5.json"]
+    seed = int(name.removeprefix("sevenrocks-game-").removesuffix(".json"))
+    assert str(seed) not in drawn.getvalue().splitlines()[0] and seed >= 0
+
+
 def test_deductions_never_show_minus_zero():
     for seed in range(40):
         match = Match.new(seed, target=60)
