@@ -264,6 +264,30 @@ def test_game_cap_and_idle_expiry(client, app):
     assert len(store) == 1
 
 
+def test_a_full_server_says_when_to_retry_and_makes_room_from_finished_games(client, app):
+    """New match / Play again on the page left the old game holding a place for 30 minutes:
+    the page now drops it (DELETE), a full store drops its finished game touched longest ago,
+    and a 429 says (Retry-After) when the first idle game expires."""
+    from sevenrocks_env.rules import apply_action, legal_actions
+
+    store = app.state.store
+    views = [client.post("/api/games", json=BOTS).json() for _ in range(store.max_games)]
+    full = client.post("/api/games", json=BOTS)
+    assert full.status_code == 429
+    assert 1 <= int(full.headers["retry-after"]) <= store.idle_seconds
+    assert client.delete(f"/api/games/{views[0]['id']}").status_code == 204
+    assert client.get(f"/api/games/{views[0]['id']}").status_code == 404
+    assert client.delete(f"/api/games/{views[0]['id']}").status_code == 404
+    views[0] = client.post("/api/games", json=BOTS).json()  # the freed place
+    game = game_of(app, views[3])
+    while not game.match.over:  # finish one game (as the page's bot steps would)
+        apply_action(game.match, legal_actions(game.match)[0])
+    assert client.post("/api/games", json=BOTS).status_code == 201  # in the finished one's place
+    assert client.get(f"/api/games/{views[3]['id']}").status_code == 404
+    assert len(store) == store.max_games
+    assert client.get(f"/api/games/{views[4]['id']}").status_code == 200  # unfinished: kept
+
+
 def test_a_slow_bot_does_not_stall_other_games(client, app):
     """A bot move runs in a worker thread: another game answers while it is thinking."""
     slow = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 1}).json()
@@ -613,3 +637,83 @@ def test_ctrl_c_stops_the_server_quietly(tmp_path):
     finally:
         process.kill()
     assert process.returncode == 0 and err == "", err
+
+
+async def _post_raw(app, path: str, chunks: list[bytes], then: str, declared: int) -> dict:
+    """``POST path`` straight through the ASGI app: ``chunks`` of the body, then the client
+    ``"stalls"`` (sends nothing more), ``"leaves"`` (disconnects) or ``"ends"`` (that was the
+    whole body); the status, headers and answer the app sent."""
+    pending = [{"type": "http.request", "body": chunk, "more_body": True} for chunk in chunks]
+    if then == "ends":
+        pending[-1]["more_body"] = False
+    sent = {}
+
+    async def receive():
+        if pending:
+            return pending.pop(0)
+        if then == "leaves":
+            return {"type": "http.disconnect"}
+        await asyncio.sleep(3600)
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            sent["status"] = message["status"]
+            sent["headers"] = dict(message["headers"])
+        elif message["type"] == "http.response.body":
+            sent["body"] = sent.get("body", b"") + message.get("body", b"")
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "root_path": "", "server": ("testserver", 80),
+             "client": ("127.0.0.1", 5000),
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"),
+                         (b"content-length", str(declared).encode())]}
+    await app(scope, receive, send)
+    return sent
+
+
+def test_stalled_uploads_time_out_and_do_not_hold_the_checking_places(app, client, monkeypatch):
+    """Two uploads that stop sending after one byte held both checking places for as long as
+    their sockets stayed open (every other upload: 429); now a body has BODY_SECONDS to arrive
+    (408), and the places count the records being checked, not the bodies on their way."""
+    from sevenrocks_env.web import api
+
+    monkeypatch.setattr(api, "BODY_SECONDS", 0.5)
+    good = json.dumps(_one_round_record()).encode()
+
+    async def scenario():
+        stalled = [asyncio.create_task(_post_raw(app, "/api/replays", [b"{"], "stalls", 10**6))
+                   for _ in range(api.REPLAYS_AT_ONCE)]
+        await asyncio.sleep(0.1)
+        upload = await _post_raw(app, "/api/replays", [good], "ends", len(good))
+        return upload, await asyncio.gather(*stalled)
+
+    upload, stalled = asyncio.run(scenario())
+    assert upload["status"] == 201, upload
+    for answer in stalled:
+        assert answer["status"] == 408 and b"did not arrive within" in answer["body"], answer
+
+
+def test_uploads_arriving_past_the_bound_are_a_429_with_retry_after(app, monkeypatch):
+    from sevenrocks_env.web import api
+
+    monkeypatch.setattr(api, "BODY_SECONDS", 0.5)
+    monkeypatch.setattr(api, "REPLAYS_ARRIVING", 1)
+
+    async def scenario():
+        stalled = asyncio.create_task(_post_raw(app, "/api/replays", [b"{"], "stalls", 100))
+        await asyncio.sleep(0.1)
+        second = await _post_raw(app, "/api/replays", [b"{}"], "ends", 2)
+        return second, await stalled
+
+    second, stalled = asyncio.run(scenario())
+    assert second["status"] == 429 and b"arriving already" in second["body"], second
+    assert second["headers"][b"retry-after"] == b"0.5" and stalled["status"] == 408
+
+
+@pytest.mark.parametrize("path", ["/api/replays", "/api/games"])
+def test_a_client_that_leaves_mid_body_gets_a_quiet_400_not_a_traceback(app, path):
+    """A tab closed during an upload: the app answers (to nobody) instead of raising
+    ClientDisconnect into the server's log."""
+    answer = asyncio.run(_post_raw(app, path, [b'{"se'], "leaves", 100))
+    assert answer["status"] == 400 and b"closed the connection" in answer["body"], answer

@@ -295,3 +295,61 @@ def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
     saved = records.load(path)
     assert saved["winner"] in (0, 1) and max(saved["scores"]) >= 10
     assert not errors, errors
+
+
+def test_a_lost_answer_does_not_leave_the_page_behind_the_game(server, browser):
+    """A bot move that reached the server but whose answer was lost: the retry (the old move
+    number) was refused as sent already, and the page stayed at move 0 for good.  It now asks
+    the game where it is and goes on from there."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.evaluate("""() => { const fetch0 = window.fetch; let steps = 0;
+        window.fetch = async (...args) => { const answer = await fetch0(...args);
+          if (String(args[0]).endsWith('/step') && steps++ === 0)
+            throw new TypeError('the answer was lost');
+          return answer; }; }""")
+    _start(page, seat=0, seed=3)  # seed 3: a bot opens, so a step is sent at once
+    page.wait_for_function("App.ui.view.ply >= 1 && !App.ui.busy", timeout=10000)
+    assert "already sent" not in page.inner_text("#notice")
+
+
+def test_leaving_a_game_frees_its_place_on_the_server(server, browser):
+    base, app = server
+    page = browser.new_page()
+    _open(page, base)
+    _start(page, seat=1, seed=5)
+    first = page.evaluate("App.ui.view.id")
+    assert app.state.store.get(first)
+    page.click("#new-match")
+    deadline = time.monotonic() + 5
+    while first in app.state.store._games and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first not in app.state.store._games
+
+
+def test_a_held_arrow_key_steps_the_replay_as_often_as_it_was_pressed(server, browser, tmp_path):
+    """The replay's position moved only when a frame arrived: fifteen quick presses stepped
+    five moves."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(9, target=250)
+    for _ in range(20):  # into the first round: a record of one unfinished round
+        apply_action(match, legal_actions(match)[0])
+    path = tmp_path / "record.json"
+    records.save(records.game_record(match), path)
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.set_input_files("#record-file", str(path))
+    page.wait_for_selector("#replay:not([hidden])")
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 0 of')")
+    moves = page.evaluate("replay.info.rounds[0].moves")
+    assert moves >= 15
+    for _ in range(15):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 15 of')", timeout=10000)
+    page.wait_for_timeout(300)  # no earlier frame drawn over it afterwards
+    assert page.inner_text("#replay-position").startswith("move 15 of")

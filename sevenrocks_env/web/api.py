@@ -6,6 +6,7 @@
 | GET    | ``/api/agents``               |                               | agent specs with labels   |
 | POST   | ``/api/games``                | ``{seat, partner, left, right, target, seed}`` | 201, the game |
 | GET    | ``/api/games/{id}``           |                               | the game                  |
+| DELETE | ``/api/games/{id}``           |                               | 204: the game is dropped  |
 | POST   | ``/api/games/{id}/move``      | ``{ply, action}``             | the game after your move  |
 | POST   | ``/api/games/{id}/step``      | ``{ply}``                     | the game after one bot move |
 | POST   | ``/api/games/{id}/rematch``   |                               | 201, same deals, seat + 1 |
@@ -22,6 +23,7 @@ worker thread (``run_in_threadpool``), so a slow ``search`` bot never stalls oth
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -49,6 +51,10 @@ MAX_REPLAY_BODY = 4 * 2**20
 #: Uploaded records read and checked at once; past it an upload is refused (429), so the memory
 #: they take (the body, its text and the parsed objects: up to ~80 MB each) stays bounded.
 REPLAYS_AT_ONCE = 2
+#: Uploaded records arriving at once (each for at most ``BODY_SECONDS``): past it, 429.
+REPLAYS_ARRIVING = 8
+#: How long a request body may take to arrive (a 4 MB record on a slow link: seconds).
+BODY_SECONDS = 30
 
 
 @dataclass
@@ -66,7 +72,18 @@ def error(status: int, message: str) -> JSONResponse:
 
 async def read_body(request: Request, limit: int = MAX_BODY) -> bytes:
     """The body's bytes; 413 past ``limit`` bytes (declared, or counted while reading); 400 for
-    a ``Content-Length`` that is not a number of bytes (``-1``, ``+5``, ``x``, ``\u00b2``)."""
+    a ``Content-Length`` that is not a number of bytes (``-1``, ``+5``, ``x``, ``\u00b2``) or a
+    client that went away mid-body; 408 for a body not all sent within ``BODY_SECONDS``."""
+    try:
+        return await asyncio.wait_for(_read_body(request, limit), BODY_SECONDS)
+    except asyncio.TimeoutError:  # a stalled upload must not hold the server's work for long
+        raise GameError(408, f"the request body did not arrive within {BODY_SECONDS} s") from None
+    except ClientDisconnect:  # a tab closed during an upload: no traceback in the log
+        raise GameError(400, "the client closed the connection before the body arrived") \
+            from None
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
         if not (declared.isascii() and declared.isdigit()):  # RFC 9110: 1*DIGIT
@@ -149,7 +166,8 @@ def create_app(store: GameStore | None = None,
     listening on a loopback address: :func:`.origin.host_names_for`), so is any request whose
     ``Host`` is not one of them."""
     store = store if store is not None else GameStore()
-    replays_in_flight = 0  # uploads being read or checked (on the event loop's thread only)
+    replays_in_flight = 0  # uploads being checked (on the event loop's thread only)
+    replays_arriving = 0   # uploads whose body is being read
 
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / "index.html")
@@ -181,6 +199,11 @@ def create_app(store: GameStore | None = None,
         move is being computed."""
         return JSONResponse(store.get(request.path_params["game"]).view)
 
+    async def forget_game(request: Request) -> Response:
+        """The page leaves a game (a new match, a rematch): its place is free at once."""
+        store.remove(request.path_params["game"])
+        return Response(status_code=204)
+
     async def move(request: Request) -> Response:
         game = store.get(request.path_params["game"])
         body = object_body(await read_json(request), {"ply": True, "action": True})
@@ -210,13 +233,21 @@ def create_app(store: GameStore | None = None,
     async def load_replay(request: Request) -> Response:
         nonlocal replays_in_flight
         store.check_room()  # before the work, not only when storing it
+        nonlocal replays_arriving
+        if replays_arriving >= REPLAYS_ARRIVING:  # each holds up to 4 MB while it arrives
+            raise GameError(429, f"{REPLAYS_ARRIVING} uploaded records are arriving already; "
+                                 "try again in a moment", retry_after=BODY_SECONDS)
+        replays_arriving += 1
+        try:
+            uploaded = await read_body(request, MAX_REPLAY_BODY)  # bounded in size and time
+        finally:
+            replays_arriving -= 1
         if replays_in_flight >= REPLAYS_AT_ONCE:  # each costs up to ~80 MB while checked
             raise GameError(429, f"the server is already checking {REPLAYS_AT_ONCE} uploaded "
-                                 "records; try again in a moment")
-        replays_in_flight += 1
-        try:  # read, parse and replay: off the event loop, so other games go on meanwhile
-            body = await run_in_threadpool(checked_record,
-                                           await read_body(request, MAX_REPLAY_BODY))
+                                 "records; try again in a moment", retry_after=1)
+        replays_in_flight += 1  # counted while checked only: a stalled upload holds no place
+        try:  # parse and replay: off the event loop, so other games go on meanwhile
+            body = await run_in_threadpool(checked_record, uploaded)
         finally:
             replays_in_flight -= 1
         replay = Replay(body)
@@ -252,7 +283,8 @@ def create_app(store: GameStore | None = None,
         Route("/", page),
         Route("/api/agents", agents),
         Route("/api/games", create_game, methods=["POST"]),
-        Route("/api/games/{game}", show_game),
+        Route("/api/games/{game}", show_game, methods=["GET"]),
+        Route("/api/games/{game}", forget_game, methods=["DELETE"]),
         Route("/api/games/{game}/move", move, methods=["POST"]),
         Route("/api/games/{game}/step", step, methods=["POST"]),
         Route("/api/games/{game}/rematch", rematch, methods=["POST"]),

@@ -14,6 +14,7 @@ asks for moves; every move is checked here with the rules engine before it is ap
 
 from __future__ import annotations
 
+import math
 import secrets
 import sys
 import threading
@@ -199,11 +200,28 @@ class GameStore:
             del self._games[key]
 
     def _refuse_if_full(self, now: float) -> None:
+        """Room for one more item: the idle ones swept, then, when full, the finished game
+        touched longest ago dropped (a finished match only serves its record and rematch);
+        else 429, with ``Retry-After`` the seconds until the first idle one expires."""
         self._sweep(now)
-        if len(self._games) >= self.max_games:
-            raise GameError(429, f"the server already holds {self.max_games} open games; "
-                                 f"try again once idle ones expire "
-                                 f"({int(self.idle_seconds // 60)} minutes without a move)")
+        if len(self._games) < self.max_games:
+            return
+        finished = [(item.touched, key) for key, item in self._games.items()
+                    if isinstance(item, Game) and item.match.over]
+        if finished:
+            del self._games[min(finished)[1]]
+            return
+        first_expiry = min(item.touched for item in self._games.values()) + self.idle_seconds
+        raise GameError(429, f"the server already holds {self.max_games} open games; "
+                             f"try again once idle ones expire "
+                             f"({int(self.idle_seconds // 60)} minutes without a move)",
+                        retry_after=max(1, math.ceil(first_expiry - now)))
+
+    def remove(self, key: str) -> None:
+        """Drop a game or replay (the page leaving it); 404 if there is none by that id."""
+        with self._lock:
+            if self._games.pop(key, None) is None:
+                raise GameError(404, f"no game or replay with id {shown(key)}")
 
     def check_room(self) -> None:
         """429 if a game (or a replay) could not be stored now: checked before the work of

@@ -220,9 +220,28 @@ async function sendMove(action) {
     show(view);
   } catch (error) {
     if (generation !== ui.generation) return;
+    const current = await caughtUp(generation);  // the move may have landed, its answer lost
+    if (generation !== ui.generation) return;
     ui.busy = false;
+    if (current) { ui.selected = null; notice(""); show(current); return; }
     notice("not accepted: " + error.message, "warn");
   }
+}
+
+// A move or step whose answer was lost may still have been played (its retry then answers
+// 409, "already sent"): the game's own view says. Returns it if the game is past the page.
+async function caughtUp(generation) {
+  try {
+    const view = await api("GET", `/api/games/${ui.view.id}`);
+    if (generation === ui.generation && view.ply !== ui.view.ply) return view;
+  } catch (error) { /* no answer either: the caller says so and may try again */ }
+  return null;
+}
+
+// A game the page leaves (a new match, a rematch) is dropped at once rather than holding one
+// of the server's open-game places until it expires; failing that, it expires as before.
+function forget(view) {
+  if (view) fetch(`/api/games/${view.id}`, {method: "DELETE"}).catch(() => {});
 }
 
 // ---- the bots' moves, one at a time ----------------------------------------------------------
@@ -253,7 +272,10 @@ async function step() {
     show(view);
   } catch (error) {
     if (generation !== ui.generation) return;
+    const current = await caughtUp(generation);
+    if (generation !== ui.generation) return;
     ui.busy = false;
+    if (current) { notice(""); show(current); return; }
     notice(error.message, "warn");
     if (error.retry) ui.timer = setTimeout(step, 1000);  // busy game or lost connection
   }
@@ -320,8 +342,10 @@ function closeSummary() {
 
 async function rematch() {
   try {
+    const old = ui.view;
     const view = await api("POST", `/api/games/${ui.view.id}/rematch`);
     $("summary").close();
+    forget(old);
     begin(view);
   } catch (error) {  // shown in the dialog: the page's notice line is behind it
     const problem = document.createElement("p");
@@ -349,6 +373,7 @@ function newMatch() {
   ui.busy = false;
   clearTimeout(ui.timer);
   if ($("summary").open) $("summary").close();
+  forget(ui.view);
   ui.view = null;
   $("game").hidden = true;
   $("start").hidden = false;

@@ -2,7 +2,9 @@
 // move; the step controls walk through a round, the select picks the round.
 "use strict";
 
-const replay = {info: null, round: 0, move: 0};
+// round and move: the position asked for last (a held arrow key steps on from it before its
+// frame arrives); request: that ask's number, so a slower earlier answer is not drawn over it
+const replay = {info: null, round: 0, move: 0, request: 0};
 
 async function loadRecord(file) {
   const error = document.getElementById("start-error");
@@ -37,15 +39,20 @@ async function goTo(round, move) {
   const rounds = replay.info.rounds;
   round = Math.max(0, Math.min(rounds.length - 1, round));
   move = Math.max(0, Math.min(rounds[round].moves, move));
+  const before = {round: replay.round, move: replay.move};
+  replay.round = round;
+  replay.move = move;
+  const request = ++replay.request;
   let frame;
   try {
     frame = await App.api("GET", `/api/replays/${replay.info.id}/${round}/${move}`);
   } catch (error) {  // e.g. the replay expired after the server's idle minutes
+    if (request !== replay.request) return;
+    Object.assign(replay, before);
     document.getElementById("replay-position").textContent = error.message;
     return;
   }
-  replay.round = round;
-  replay.move = move;
+  if (request !== replay.request) return;  // a later step was asked for meanwhile
   document.getElementById("replay-round").value = round;
   document.getElementById("replay-position").textContent =
     `move ${move} of ${frame.moves_in_round}` + (frame.result ? ` \u2013 ${frame.result}` : "");
