@@ -271,6 +271,30 @@ def test_ctrl_c_in_the_final_evaluation_says_the_checkpoint_is_written(tmp_path,
     assert (tmp_path / "ckpt" / "smoke" / "latest.pt").exists()
 
 
+def test_a_complete_evaluated_run_is_not_resumed_but_an_unevaluated_one_is(tmp_path, capsys,
+                                                                          monkeypatch):
+    """Resuming a run whose updates are done logged its final evaluation a second time at the
+    same step; a run stopped during that evaluation still resumes to run it."""
+    import training.train as train_module
+
+    args = ["--set", f"log_dir={tmp_path / 'runs'}", "--set", f"checkpoint_dir={tmp_path / 'ckpt'}"]
+    done = main(["--config", str(SMOKE), *args, "--set", "total_steps=256", "--set",
+                 "eval_every=0", "--set", "final_eval_pairs=1"])
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    assert done == 0 and (latest.parent / "evaluated.json").is_file()
+    capsys.readouterr()
+    assert main(["--resume", str(latest), *args]) == 2
+    err = capsys.readouterr().err
+    assert "the run is complete" in err and "--set total_steps=N" in err, err
+    assert main(["--resume", str(latest), *args, "--set", "total_steps=512",
+                 "--set", "final_eval_pairs=1"]) == 0  # more steps: trains on
+    (latest.parent / "evaluated.json").unlink()  # as if stopped during the final evaluation
+    evaluated = []
+    monkeypatch.setattr(train_module, "_evaluate_and_log",
+                        lambda *a, **k: evaluated.append(1) or {})
+    assert main(["--resume", str(latest), *args]) == 0 and evaluated == [1]
+
+
 def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
     args = ["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}",
             "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=256",
@@ -279,6 +303,7 @@ def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "exists already" in err and "--resume" in err and "--force" in err
+    assert f"--set log_dir={tmp_path / 'runs'}" in err  # resumed as said, into these folders
     assert not (tmp_path / "ckpt").exists()
     assert main(args + ["--force"]) == 0
 

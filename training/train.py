@@ -42,7 +42,8 @@ from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_
 from .opponents import PAST, OpponentPool
 from .networks import build_networks, training_device, warm_start
 from .ppo import DivergenceError, compute_gae, ppo_update, rollout_batch
-from .resume import check_resume, load_engine, optimizer_state, resumed_config
+from .resume import (check_not_complete, check_resume, load_engine, mark_evaluated,
+                     optimizer_state, resumed_config)
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
@@ -140,7 +141,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         for folder in (run_dir, ckpt_dir):
             if folder.exists():
                 raise ConfigError(f"run folder {folder} exists already: continue it with --resume "
-                                  f"{ckpt_dir / 'latest.pt'}, write into it with --force, or "
+                                  f"{shlex.quote(str(ckpt_dir / 'latest.pt'))}"
+                                  f"{_output_folders(cfg)}, write into it with --force, or "
                                   "choose another run_name", "run_name")
     for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
         try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
@@ -177,6 +179,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             print(f"note: resuming {resume_path}, writing checkpoints to {ckpt_dir} and logs "
                   f"to {run_dir} (output folders never come from a file: --set "
                   "checkpoint_dir=... log_dir=... to write beside it)", file=sys.stderr)
+        check_not_complete(ckpt_dir, resume, cfg)
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
@@ -291,6 +294,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
                 "results": {}, "interrupted": True, "out_of_time": bool(out_of_time)}
     writer.close()
+    mark_evaluated(ckpt_dir, global_step)
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
               f"{(wall_before + time.time() - start_time) / 60:.1f} min, checkpoint {checkpoint}")
