@@ -63,9 +63,25 @@ def test_alias_bomb_in_a_known_key(tmp_path, key):
     ("1: 2\n", "unknown key"),
     ("learnin_rate: 0.1\n", "did you mean 'learning_rate'"),
     ("seed: 1\ntotal_steps: 4096\nseed: 7\n", "key 'seed' is given twice (line 3"),
+    # YAML 1.1 reads these as other numbers than they show (8, 60, 90): refused, not misread
+    ("seed: 010\n", "'010' is an octal number in YAML 1.1, read as 8"),
+    ("eval_seed: -0123\n", "an octal number in YAML 1.1, read as -83"),
+    ("seed: 1:00\n", "'1:00' is a base-60 number in YAML 1.1, read as 60"),
+    ("max_minutes: 1:30.0\n", "base-60 number in YAML 1.1, read as 90.0"),
 ])
 def test_bad_files(tmp_path, content, words):
     assert words in refused(write(tmp_path, content))
+
+
+def test_merge_keys_and_whole_numbers_in_e_notation_are_read(tmp_path):
+    """``<<: *base`` was refused ("could not determine a constructor"), ``total_steps: 5e6``
+    too (YAML 1.1 reads it as text), while ``learning_rate: 1e-4`` was read."""
+    path = write(tmp_path, "<<: {seed: 3, total_steps: 5e6, gamma: 0.9}\nseed: 4\n")
+    cfg = load_config(path)
+    assert (cfg.seed, cfg.total_steps, cfg.gamma) == (4, 5_000_000, 0.9)  # own key wins
+    assert load_config(SMOKE, ["total_steps=1e3", "seed=0x10"]).total_steps == 1000
+    assert "valid integer" in refused(SMOKE, ["total_steps=5.5e0"])
+    assert "given twice" in refused(write(tmp_path, "<<: {seed: 3}\nseed: 4\nseed: 5\n"))
 
 
 def test_nesting_too_deep_to_parse(tmp_path):

@@ -20,7 +20,13 @@ RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 
 def _integral(value):
-    """``5.0`` (YAML ``5.0e+6``) -> ``5``; anything else is left for the strict int check."""
+    """``5.0`` (YAML ``5.0e+6``) and ``"5e6"`` (YAML 1.1 reads ``5e6`` as text) -> ``5`` and
+    ``5000000``: a whole number up to 2**53; anything else is left for the strict int check."""
+    if isinstance(value, str) and len(value) <= 40 and any(c in value for c in ".eE"):
+        try:
+            value = float(value)
+        except ValueError:
+            return value
     if isinstance(value, float) and math.isfinite(value) and value.is_integer() \
             and abs(value) <= 2 ** 53:
         return int(value)

@@ -38,6 +38,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *base``: merged by the parent
+                continue
             key = self.construct_object(key_node, deep=True)
             if isinstance(key, (str, int, float, bool)) or key is None:
                 if key in seen:
@@ -52,13 +54,28 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 None, None, f"a number of {len(node.value):,} characters (at most "
                 f"{MAX_NUMBER_CHARS})", node.start_mark)
 
+    def _no_yaml11_surprise(self, node, value, integer: bool):
+        """``value`` as read, unless YAML 1.1 read the text as another number than it shows:
+        ``010`` is 8 (octal) and ``1:30`` is 90 (base 60), a seed or a number of minutes
+        silently not the one written.  Refused, saying so."""
+        digits = node.value.lstrip("+-").replace("_", "")
+        if ":" in digits:
+            kind = "a base-60 number"
+        elif integer and len(digits) > 1 and digits[0] == "0" and digits[1].isdigit():
+            kind = "an octal number"
+        else:
+            return value
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{shown(node.value)} is {kind} in YAML 1.1, read as {value!r}: write "
+            "the number without ':' or a leading 0", node.start_mark)
+
     def construct_yaml_int(self, node):
         self._short_number(node)
-        return super().construct_yaml_int(node)
+        return self._no_yaml11_surprise(node, super().construct_yaml_int(node), True)
 
     def construct_yaml_float(self, node):
         self._short_number(node)
-        return super().construct_yaml_float(node)
+        return self._no_yaml11_surprise(node, super().construct_yaml_float(node), False)
 
 
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
