@@ -199,6 +199,8 @@ def test_ship_checks_extra_results_before_playing_and_uses_a_real_one(tmp_path, 
     card = json.loads((out.parent / "model_card.json").read_text())
     assert [row["opponent"] for row in card["arena"]] == ["random", "greedy", "greedy"]
     assert card["arena"][1]["source"] == str(good)  # labelled with where it came from
+    played = [c for c in card["commands"] if c.startswith("sevenrocks arena") and "--json" not in c]
+    assert len(played) == 1 and " random --pairs 1 --seed " in played[0], card["commands"]
     assert "| greedy (from `good.json`) |" in (out.parent / "MODEL_CARD.md").read_text()
 
 

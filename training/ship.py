@@ -249,9 +249,7 @@ def main(argv=None) -> int:
         model_config = build_model(shipped, args.checkpoint).model_config()
         distilled = distill_facts(source, args.checkpoint)
         extra = [read_result(path) for path in args.extra_result]
-        plan = [(agent, args.pairs) for agent in args.agents]
-        if args.search_pairs > 0:
-            plan.append((args.search, args.search_pairs))
+        plan = _plan(args)
         play = _arena(args, [agent for agent, _ in plan])  # an unknown agent stops here
         extra_rows = [dict(_row(result.agent_b, result), source=result.source)
                       for result in extra]
@@ -291,6 +289,14 @@ def main(argv=None) -> int:
         return 130
     print(f"wrote {out}, {card_files[0]}, {card_files[1]}")
     return 0
+
+
+def _plan(args) -> list[tuple[str, int]]:
+    """``(agent, pairs)`` of every game the card's arena plays: ``--agents``, then the search."""
+    plan = [(agent, args.pairs) for agent in args.agents]
+    if args.search_pairs > 0:
+        plan.append((args.search, args.search_pairs))
+    return plan
 
 
 def _play(play, spec: str, plan, shipped: str) -> list[dict]:
@@ -336,8 +342,9 @@ def _card(args, argv, model_config: dict, facts, distilled, rows, out: Path,
                      # every option as given: the command that wrote this card
                      "python -m training.ship " + shlex.join(
                          sys.argv[1:] if argv is None else [str(a) for a in argv]),
-                     f"sevenrocks arena {spec} greedy --pairs {args.pairs} --seed {args.seed}"
-                     + (" --batched" if args.arena == "batched" else ""),
+                     *(f"sevenrocks arena {spec} {shlex.quote(agent)} --pairs {pairs} --seed "
+                       f"{args.seed}" + (" --batched" if args.arena == "batched" else "")
+                       for agent, pairs in _plan(args)),  # each game the card's table plays
                      *(f"sevenrocks arena {spec} {row['opponent']} --pairs {row['pairs']} --seed "
                        f"{row['seed']} --json > {path}"
                        for path, row in zip(args.extra_result, rows[-len(args.extra_result):])
