@@ -128,6 +128,10 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ("eval_agents=[sb3:model.zip]", "eval_agents: sb3:PATH loads a pickle"),
     ("opponents=[sb3:model.zip]", "opponents: sb3:PATH loads a pickle"),
     ("opponents=[openspiel:ismcts]", "OpenSpiel bots cannot be training opponents"),
+    # the shell ate the quotes: the list split a spec at its comma
+    ("opponents=[greedy,sample:policy=shipped,temperature=0.5]",
+     "opponents: 'temperature=0.5' looks like a parameter of the spec before it, split off at a "
+     "comma: quote specs with commas, e.g. --set 'opponents=[\"sample:policy=shipped,"),
     # how many worlds a time-limited search samples depends on the machine: not reproducible
     ('opponents=["search:samples=8,time_limit=1"]', "cannot have a time_limit"),
 ])

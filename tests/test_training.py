@@ -354,6 +354,8 @@ def test_tag_name_flattens_a_checkpoint_path():
     from training.evaluation import eval_scalars, tag_name
 
     assert tag_name("ckpt:a/b.pt") == "ckpt_a_b.pt"
+    assert tag_name(" sample:policy=a.pt,temperature=0.5") == "sample_policy_a.pt_temperature_0.5"
+    assert load_config(SMOKE, ['opponents=[" greedy", greedy]']).opponents == ["greedy"] * 2
 
     class Result:
         win_rate, mean_margin = 0.5, 1.0

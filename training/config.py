@@ -15,6 +15,7 @@ keys are refused with the nearest valid key suggested.  Anything wrong raises
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -91,7 +92,8 @@ class TrainConfig(BaseModel):
     # -- opponents --------------------------------------------------------------------------
     opponents: Specs = Field(default_factory=list)
     """Pool of opponents for some matches: agent specs (``greedy``, ``heuristic``, ``random``,
-    ``ckpt:path``, ``search:samples=N``) and ``past`` (a frozen earlier snapshot of this run).
+    ``ckpt:path``, ``sample:policy=PATH[,temperature=T]``, ``search:samples=N``; quote a spec
+    with a comma in a ``--set`` list) and ``past`` (a frozen earlier snapshot of this run).
     Empty: pure self-play. Not OpenSpiel bots, nor ``search`` with a ``time_limit``: what they
     play depends on state a checkpoint does not keep, or on the machine's speed."""
     opponent_fraction: Real(0, 1) = 0.0
@@ -224,6 +226,10 @@ class TrainConfig(BaseModel):
                     else:
                         make_agent(spec, allow_pickles=False)  # configs are shared
                 except ValueError as error:
+                    if re.fullmatch(r"\s*[A-Za-z_]+\s*=.*", spec):  # "temperature=0.5"
+                        error = (f"{spec!r} looks like a parameter of the spec before it, split "
+                                 f"off at a comma: quote specs with commas, e.g. --set "
+                                 f"'{key}=[\"sample:policy=shipped,temperature=0.5\"]'")
                     raise ConfigError(f"{key}: {str(error)[:300]}", key) from None
 
     @property

@@ -93,7 +93,8 @@ def Positive(high: float):  # noqa: N802
 Flag = Annotated[bool, Field(strict=True)]
 Folder = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^[^\x00]*$", strict=True)]
 Specs = Annotated[list[Annotated[str, Field(max_length=1024, strict=True)]],
-                  BeforeValidator(_as_list), Field(max_length=32)]
+                  BeforeValidator(_as_list), Field(max_length=32),
+                  AfterValidator(lambda specs: [spec.strip() for spec in specs])]  # " greedy"
 NonEmptySpecs = Annotated[Specs, Field(min_length=1)]
 Widths = Annotated[list[Int(1, MAX_HIDDEN_WIDTH)], BeforeValidator(_as_list),
                    Field(min_length=1, max_length=MAX_HIDDEN_LAYERS)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import copy
 
 from sevenrocks_env.agents import make_agent
@@ -33,8 +35,10 @@ def eval_game_picture(model, spec: str, seed: int, target: int, max_rounds: int)
 
 
 def tag_name(spec: str) -> str:
-    """An agent spec as part of a TensorBoard tag (``ckpt:a/b.pt`` -> ``ckpt_a_b.pt``)."""
-    return spec.replace(":", "_").replace("/", "_")
+    """An agent spec as part of a TensorBoard tag: every character but letters, digits, ``_``,
+    ``.`` and ``-`` becomes ``_`` (``ckpt:a/b.pt`` -> ``ckpt_a_b.pt``,
+    ``sample:policy=a.pt,temperature=0.5`` -> ``sample_policy_a.pt_temperature_0.5``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", spec.strip())
 
 
 def eval_scalars(results: dict) -> dict:
