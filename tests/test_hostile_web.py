@@ -140,6 +140,13 @@ def test_the_start_panel_offers_the_shipped_policy_by_a_spec_that_loads(client, 
     assert "shipped policy" not in [label for _, label in games.agent_menu()]
 
 
+def test_an_extra_agent_on_the_menu_already_is_listed_once():
+    from sevenrocks_env.web import games
+
+    specs = [spec for spec, _ in games.agent_menu(("random", "search:samples=4", "random"))]
+    assert specs.count("random") == 1 and specs.count("search:samples=4") == 1
+
+
 def test_unknown_game_and_replay_ids(client):
     for url in ("/api/games/nope", "/api/games/nope/record"):
         response = client.get(url)

@@ -76,7 +76,11 @@ def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
         menu.append(("search:policy=shipped,samples=16", "shipped policy with search"))
         menu.append(("search:policy=shipped,samples=16,inference=0.5",
                      "shipped policy with search and inference"))
-    menu += [(spec, spec) for spec in extra]
+    offered = {spec for spec, _ in menu}
+    for spec in extra:  # `--agent random` is on the menu already: not listed twice
+        if spec not in offered:
+            menu.append((spec, spec))
+            offered.add(spec)
     return menu
 
 

@@ -101,6 +101,12 @@ function seatName(view, seat) {
   return seat === view.seat ? "you" : `seat ${seat} (${view.seats[seat].label})`;
 }
 
+// The server's words name seats by number ("seat 2: 0|6 ...", "round over: seat 0 dominoed"):
+// the first one named gets its label, or "you"
+function withSeatNames(view, text) {
+  return text.replace(/\bseat (\d)\b/, (_, s) => seatName(view, Number(s)));
+}
+
 function show(view) {
   ui.view = view;
   const teamSeats = [0, 1].map((team) => view.seats.filter((s) => s.team === team)
@@ -168,7 +174,7 @@ function drawMoves(view) {
   node.replaceChildren();
   for (const move of view.moves) {
     const item = document.createElement("li");
-    item.textContent = move.text.replace(/^seat (\d)/, (_, s) => seatName(view, Number(s)));
+    item.textContent = withSeatNames(view, move.text);
     item.style.borderLeftColor = Board.TEAM_COLOURS[move.seat % 2];
     if (move.points) item.className = "scored";
     node.appendChild(item);
@@ -289,12 +295,12 @@ function showSummary(view, summary) {
   const body = $("summary-body");
   body.replaceChildren();
   const title = document.createElement("h2");
-  title.textContent = `Round ${summary.round + 1}: ` + summary.text.replace(/^seat (\d)/, (_, s) => seatName(view, Number(s)));
+  title.textContent = `Round ${summary.round + 1}: ` + withSeatNames(view, summary.text);
   body.appendChild(title);
   if (summary.last_move) {
     const last = document.createElement("p");
     last.id = "summary-last-move";
-    last.textContent = "Last move: " + summary.last_move;
+    last.textContent = "Last move: " + withSeatNames(view, summary.last_move);
     body.appendChild(last);
   }
   if (summary.hands.length) {
@@ -308,11 +314,12 @@ function showSummary(view, summary) {
       if (!hand.tiles.length) cell.textContent = "(empty)";
       row.insertCell().textContent = hand.pips;
       row.insertCell().textContent = hand.rounded;
-      row.insertCell().textContent = "team " + hand.team + " \u2212" + hand.deduction;
+      row.insertCell().textContent = "team " + hand.team + (hand.deduction ? " \u2212" + hand.deduction : " 0");
     }
     body.appendChild(table);
     const lost = document.createElement("p");
-    lost.textContent = `Deductions (R7): team 0 \u2212${summary.team_deductions[0]}, team 1 \u2212${summary.team_deductions[1]}`;
+    const minus = (points) => (points ? `\u2212${points}` : "0");  // never "-0"
+    lost.textContent = `Deductions (R7): team 0 ${minus(summary.team_deductions[0])}, team 1 ${minus(summary.team_deductions[1])}`;
     body.appendChild(lost);
   }
   const scores = document.createElement("p");
