@@ -231,17 +231,22 @@ def _start(page, seat: int, seed: int) -> None:
     page.wait_for_selector("#game:not([hidden])")
 
 
+def _first_step_answer(page, then: str) -> None:
+    """The page's first bot move reaches the server, then its answer meets ``then`` (a
+    JavaScript statement: a delay, or an error as if the network lost it)."""
+    page.evaluate("""() => { const fetch0 = window.fetch; let steps = 0;
+        window.fetch = async (...args) => { const answer = await fetch0(...args);
+          if (String(args[0]).endsWith('/step') && steps++ === 0) { %s; }
+          return answer; }; }""" % then)
+
+
 def test_a_new_match_is_not_taken_over_by_the_old_match_answers(server, browser):
     """A bot move of the old match still on its way when a new match starts must not replace
     the new match on the page (it used to, and the new one stalled at move 0)."""
     base, _ = server
     page = browser.new_page()
     _open(page, base)
-    page.evaluate("""() => { const fetch0 = window.fetch; let steps = 0;
-        window.fetch = async (...args) => { const answer = await fetch0(...args);
-          if (String(args[0]).endsWith('/step') && steps++ === 0)
-            await new Promise((done) => setTimeout(done, 1500));
-          return answer; }; }""")
+    _first_step_answer(page, "await new Promise((done) => setTimeout(done, 1500))")
     _start(page, seat=0, seed=3)  # seed 3: a bot opens, so a step is sent at once
     page.wait_for_function("App.ui.busy", timeout=5000)
     first = page.evaluate("App.ui.view.id")
@@ -306,11 +311,7 @@ def test_a_lost_answer_does_not_leave_the_page_behind_the_game(server, browser):
     base, _ = server
     page = browser.new_page()
     _open(page, base)
-    page.evaluate("""() => { const fetch0 = window.fetch; let steps = 0;
-        window.fetch = async (...args) => { const answer = await fetch0(...args);
-          if (String(args[0]).endsWith('/step') && steps++ === 0)
-            throw new TypeError('the answer was lost');
-          return answer; }; }""")
+    _first_step_answer(page, "throw new TypeError('the answer was lost')")
     _start(page, seat=0, seed=3)  # seed 3: a bot opens, so a step is sent at once
     page.wait_for_function("App.ui.view.ply >= 1 && !App.ui.busy", timeout=10000)
     assert "already sent" not in page.inner_text("#notice")
