@@ -128,6 +128,8 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ("eval_agents=[sb3:model.zip]", "eval_agents: sb3:PATH loads a pickle"),
     ("opponents=[sb3:model.zip]", "opponents: sb3:PATH loads a pickle"),
     ("opponents=[openspiel:ismcts]", "OpenSpiel bots cannot be training opponents"),
+    ("opponents=[champ=greedy]", "NAME=SPEC names an agent in `sevenrocks arena`"),
+    ('seed="5.0"', "seed: Input should be a valid integer"),  # quoted: text, not a number
     # the shell ate the quotes: the list split a spec at its comma
     ("opponents=[greedy,sample:policy=shipped,temperature=0.5]",
      "opponents: 'temperature=0.5' looks like a parameter of the spec before it, split off at a "

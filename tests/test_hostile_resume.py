@@ -288,11 +288,19 @@ def test_a_complete_evaluated_run_is_not_resumed_but_an_unevaluated_one_is(tmp_p
     assert "the run is complete" in err and "--set total_steps=N" in err, err
     assert main(["--resume", str(latest), *args, "--set", "total_steps=512",
                  "--set", "final_eval_pairs=1"]) == 0  # more steps: trains on
-    (latest.parent / "evaluated.json").unlink()  # as if stopped during the final evaluation
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train_module, "_evaluate_and_log", interrupted)
+    # the same run again into the same folder (--force), stopped during its final evaluation:
+    # the first run's mark must not make it look evaluated
+    assert main(["--config", str(SMOKE), *args, "--set", "total_steps=256", "--set",
+                 "eval_every=0", "--force"]) == 130
     evaluated = []
     monkeypatch.setattr(train_module, "_evaluate_and_log",
                         lambda *a, **k: evaluated.append(1) or {})
     assert main(["--resume", str(latest), *args]) == 0 and evaluated == [1]
+    assert main(["--resume", str(latest), *args]) == 2  # and now it is complete
 
 
 def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
@@ -364,3 +372,18 @@ def test_an_output_folder_that_cannot_take_files_is_refused_before_training(tmp_
     err = capsys.readouterr().err
     assert "checkpoint_dir:" in err and ("is not a folder" in err or "cannot write in /proc" in err)
     assert "Traceback" not in err and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("folder", ["2024", "yes", "~", "a: b", "/tmp/x y", "runs2"])
+def test_the_resume_hint_names_output_folders_as_the_set_parser_reads_them(folder):
+    """A folder named 2024 or yes, written bare, would come back from --set as an int or a bool
+    (refused): the hint quotes what YAML would not read back as the same text."""
+    import shlex
+
+    from training.config import TrainConfig
+    from training.train import _output_folders
+
+    cfg = TrainConfig()
+    cfg.log_dir = folder
+    option, value = shlex.split(_output_folders(cfg))
+    assert option == "--set" and load_config(SMOKE, [value]).log_dir == folder

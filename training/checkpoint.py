@@ -100,9 +100,41 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
         "torch_version": str(torch.__version__),
     })
     directory = Path(directory)
+    (directory / EVALUATED).unlink(missing_ok=True)  # from an earlier run in this folder
     step_path = save_checkpoint(directory / f"step_{global_step}.pt", data)
     save_checkpoint(directory / "latest.pt", data)
     return step_path
+
+
+#: Written beside a run's checkpoints once its final evaluation is logged (and removed by every
+#: checkpoint saved): resuming the complete run would log that evaluation twice at one step.
+EVALUATED = "evaluated.json"
+
+
+def mark_evaluated(ckpt_dir, global_step: int) -> None:
+    """Say (in ``ckpt_dir``) that the run's final evaluation at ``global_step`` is logged."""
+    with atomic_path(Path(ckpt_dir) / EVALUATED) as path:
+        Path(path).write_text(json.dumps({"global_step": int(global_step)}) + "\n")
+
+
+def check_not_complete(ckpt_dir, data: dict, num_updates: int) -> None:
+    """:class:`ConfigError` for a resume (``data``) of a run whose updates are all done and
+    whose final evaluation is logged in ``ckpt_dir`` after its last checkpoint (a run stopped
+    during that evaluation resumes to run it); a missing or unreadable mark: not evaluated."""
+    if data["update"] < num_updates:
+        return
+    mark_path = Path(ckpt_dir) / EVALUATED
+    try:
+        if not mark_path.is_file():  # a FIFO or a folder there is no mark
+            return
+        with open(mark_path, encoding="utf-8") as file:
+            mark = json.loads(file.read(200))
+    except (OSError, ValueError):
+        return
+    if type(mark) is dict and mark.get("global_step") == data["global_step"]:
+        raise ConfigError(f"the run is complete: all its updates ({data['update']}) are done "
+                          f"and its final evaluation is logged (step {data['global_step']}); "
+                          "--set total_steps=N (more steps) trains on", "total_steps")
 
 
 def load_training_checkpoint(path) -> dict:

@@ -217,7 +217,7 @@ class TrainConfig(BaseModel):
 
         from .opponents import training_opponent
         for key in ("opponents", "eval_agents"):
-            for spec in getattr(self, key):
+            for index, spec in enumerate(getattr(self, key)):
                 if key == "opponents" and spec == "past":
                     continue
                 try:
@@ -226,7 +226,9 @@ class TrainConfig(BaseModel):
                     else:
                         make_agent(spec, allow_pickles=False)  # configs are shared
                 except ValueError as error:
-                    if re.fullmatch(r"\s*[A-Za-z_]+\s*=.*", spec):  # "temperature=0.5"
+                    before = getattr(self, key)[index - 1] if index else ""
+                    if re.fullmatch(r"\s*\w+\s*=.*", spec) and ":" in before and "=" in before:
+                        # [sample:policy=a.pt, temperature=0.5]: a spec split at its comma
                         error = (f"{spec!r} looks like a parameter of the spec before it, split "
                                  f"off at a comma: quote specs with commas, e.g. --set "
                                  f"'{key}=[\"sample:policy=shipped,temperature=0.5\"]'")

@@ -19,14 +19,16 @@ from sevenrocks_env.policy_scorer import MAX_LAYERS as MAX_SCORER_LAYERS, \
 RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 
+#: What YAML 1.1 leaves as text of a number in e notation (``5e6``, ``1.5E3``; ``5.0e+6`` it reads).
+_E_NOTATION = re.compile(r"[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+")
+
+
 def _integral(value):
-    """``5.0`` (YAML ``5.0e+6``) and ``"5e6"`` (YAML 1.1 reads ``5e6`` as text) -> ``5`` and
-    ``5000000``: a whole number up to 2**53; anything else is left for the strict int check."""
-    if isinstance(value, str) and len(value) <= 40 and any(c in value for c in ".eE"):
-        try:
-            value = float(value)
-        except ValueError:
-            return value
+    """``5.0`` (YAML ``5.0e+6``) and ``5e6`` (read as text by YAML 1.1) -> ``5`` and
+    ``5000000``: a whole number up to 2**53; anything else (a quoted ``"5.0"`` too) is left for
+    the strict int check."""
+    if isinstance(value, str) and len(value) <= 40 and _E_NOTATION.fullmatch(value):
+        value = float(value)
     if isinstance(value, float) and math.isfinite(value) and value.is_integer() \
             and abs(value) <= 2 ** 53:
         return int(value)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import random
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -265,36 +264,3 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
 FIXED_ON_RESUME = ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
                    "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")
 
-
-#: Written beside a run's checkpoints once its final evaluation is logged: resuming the complete
-#: run would log that evaluation a second time at the same step.
-EVALUATED = "evaluated.json"
-
-
-def mark_evaluated(ckpt_dir, global_step: int) -> None:
-    """Say (in ``ckpt_dir``) that the run's final evaluation at ``global_step`` is logged."""
-    import json
-
-    from sevenrocks_env.atomic_file import atomic_path
-
-    with atomic_path(Path(ckpt_dir) / EVALUATED) as path:
-        Path(path).write_text(json.dumps({"global_step": int(global_step)}) + "\n")
-
-
-def check_not_complete(ckpt_dir, resume: dict, cfg: TrainConfig) -> None:
-    """:class:`ConfigError` for a resume of a run whose updates are all done and whose final
-    evaluation is logged in this run's folders already (a run stopped during that evaluation
-    resumes to run it); a missing or unreadable mark counts as not evaluated."""
-    import json
-
-    if resume["update"] < cfg.num_updates:
-        return
-    try:
-        mark = json.loads((Path(ckpt_dir) / EVALUATED).read_text()[:200])
-        evaluated = type(mark) is dict and mark.get("global_step") == resume["global_step"]
-    except (OSError, ValueError):
-        return
-    if evaluated:
-        raise ConfigError(f"the run is complete: its {resume['update']} updates are done and "
-                          f"its final evaluation is logged (step {resume['global_step']}); "
-                          "--set total_steps=N (more steps) trains on", "total_steps")

@@ -19,6 +19,7 @@ the arena and the table is printed.
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shlex
 import signal
@@ -29,21 +30,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
 from sevenrocks_env.atomic_file import OutputError, check_output_folder
 from sevenrocks_env.cli import help_text
 from sevenrocks_env.policy import CheckpointError
 
-from .checkpoint import (check_checkpoint_size, load_training_checkpoint,
-                         save_training_checkpoint, set_rng_state)
+from .checkpoint import (check_checkpoint_size, check_not_complete, load_training_checkpoint,
+                         mark_evaluated, save_training_checkpoint, set_rng_state)
 from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, describe_fields, load_config,
                      parse_overrides)
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .networks import build_networks, training_device, warm_start
 from .ppo import DivergenceError, compute_gae, ppo_update, rollout_batch
-from .resume import (check_not_complete, check_resume, load_engine, mark_evaluated,
-                     optimizer_state, resumed_config)
+from .resume import check_resume, load_engine, optimizer_state, resumed_config
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
@@ -179,7 +180,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             print(f"note: resuming {resume_path}, writing checkpoints to {ckpt_dir} and logs "
                   f"to {run_dir} (output folders never come from a file: --set "
                   "checkpoint_dir=... log_dir=... to write beside it)", file=sys.stderr)
-        check_not_complete(ckpt_dir, resume, cfg)
+        check_not_complete(ckpt_dir, resume, cfg.num_updates)
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
@@ -370,9 +371,17 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
 def _output_folders(cfg: TrainConfig) -> str:
     """The ``--set`` options that keep a resumed run's output folders where this run wrote (a
     resume takes them from the command line, never from the checkpoint)."""
-    default = TrainConfig()
-    return "".join(f" --set {shlex.quote(f'{key}={getattr(cfg, key)}')}" for key in OUTPUT_FOLDERS
-                   if getattr(cfg, key) != getattr(default, key))
+    default, options = TrainConfig(), ""
+    for key in OUTPUT_FOLDERS:
+        value = getattr(cfg, key)
+        if value != getattr(default, key):  # as YAML reads it back: 2024, yes, ~ stay strings
+            try:
+                same = yaml.safe_load(value) == value
+            except yaml.YAMLError:  # "a: b: c"
+                same = False
+            written = value if same else json.dumps(value)
+            options += f" --set {shlex.quote(f'{key}={written}')}"
+    return options
 
 
 if __name__ == "__main__":  # a closed stdout (--help-config | head): quiet, as sevenrocks train
