@@ -352,9 +352,11 @@ def test_parallel_step_takes_the_movers_action_alone_and_names_it_when_missing()
     observations, _ = env.reset(seed=6)
     mover = next(a for a in env.agents if observations[a]["action_mask"].any())
     other = next(a for a in env.agents if a != mover)
-    for actions in ({other: 0}, {}, [0, 0, 0, 0]):
+    for actions in ({other: 0}, {}):
         with pytest.raises(ValueError, match=f"an entry for '{mover}', the seat on turn"):
             env.step(actions)
+    with pytest.raises(TypeError, match="actions must be a dict"):
+        env.step([0, 0, 0, 0])
     legal = int(np.flatnonzero(observations[mover]["action_mask"])[0])
     env.step({mover: legal})  # the other seats may be left out
     assert env.unwrapped.match.placements == 1

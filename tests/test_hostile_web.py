@@ -285,10 +285,14 @@ def test_a_full_server_says_when_to_retry_and_makes_room_from_finished_games(cli
     assert client.delete(f"/api/games/{views[0]['id']}").status_code == 204
     assert client.get(f"/api/games/{views[0]['id']}").status_code == 404
     assert client.delete(f"/api/games/{views[0]['id']}").status_code == 404
+    refused = client.put(f"/api/games/{views[1]['id']}")
+    assert refused.status_code == 405 and "DELETE" in refused.headers["allow"]
     views[0] = client.post("/api/games", json=BOTS).json()  # the freed place
     game = game_of(app, views[3])
     while not game.match.over:  # finish one game (as the page's bot steps would)
         apply_action(game.match, legal_actions(game.match)[0])
+    assert client.post("/api/replays", content=b"{not json").status_code == 400
+    assert client.get(f"/api/games/{views[3]['id']}").status_code == 200  # a failed request
     assert client.post("/api/games", json=BOTS).status_code == 201  # in the finished one's place
     assert client.get(f"/api/games/{views[3]['id']}").status_code == 404
     assert len(store) == store.max_games
@@ -715,7 +719,7 @@ def test_uploads_arriving_past_the_bound_are_a_429_with_retry_after(app, monkeyp
 
     second, stalled = asyncio.run(scenario())
     assert second["status"] == 429 and b"arriving already" in second["body"], second
-    assert second["headers"][b"retry-after"] == b"0.5" and stalled["status"] == 408
+    assert second["headers"][b"retry-after"] == b"1" and stalled["status"] == 408  # whole seconds
 
 
 @pytest.mark.parametrize("path", ["/api/replays", "/api/games"])

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import copy
+import re
 
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.policy import PolicyAgent

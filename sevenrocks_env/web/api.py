@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,15 +195,14 @@ def create_app(store: GameStore | None = None,
         finally:
             game.lock.release()
 
-    async def show_game(request: Request) -> Response:
-        """The view kept after the game's latest move: answered at once, even while a bot's
-        move is being computed."""
+    async def game_resource(request: Request) -> Response:
+        """GET: the view kept after the game's latest move, answered at once, even while a
+        bot's move is being computed.  DELETE: the page leaves the game (a new match, a
+        rematch), and its place is free at once."""
+        if request.method == "DELETE":
+            store.remove(request.path_params["game"])
+            return Response(status_code=204)
         return JSONResponse(store.get(request.path_params["game"]).view)
-
-    async def forget_game(request: Request) -> Response:
-        """The page leaves a game (a new match, a rematch): its place is free at once."""
-        store.remove(request.path_params["game"])
-        return Response(status_code=204)
 
     async def move(request: Request) -> Response:
         game = store.get(request.path_params["game"])
@@ -231,12 +231,11 @@ def create_app(store: GameStore | None = None,
             "content-disposition": f'attachment; filename="sevenrocks-{game.id[:8]}.json"'})
 
     async def load_replay(request: Request) -> Response:
-        nonlocal replays_in_flight
+        nonlocal replays_in_flight, replays_arriving
         store.check_room()  # before the work, not only when storing it
-        nonlocal replays_arriving
         if replays_arriving >= REPLAYS_ARRIVING:  # each holds up to 4 MB while it arrives
             raise GameError(429, f"{REPLAYS_ARRIVING} uploaded records are arriving already; "
-                                 "try again in a moment", retry_after=BODY_SECONDS)
+                                 "try again in a moment", retry_after=math.ceil(BODY_SECONDS))
         replays_arriving += 1
         try:
             uploaded = await read_body(request, MAX_REPLAY_BODY)  # bounded in size and time
@@ -283,8 +282,7 @@ def create_app(store: GameStore | None = None,
         Route("/", page),
         Route("/api/agents", agents),
         Route("/api/games", create_game, methods=["POST"]),
-        Route("/api/games/{game}", show_game, methods=["GET"]),
-        Route("/api/games/{game}", forget_game, methods=["DELETE"]),
+        Route("/api/games/{game}", game_resource, methods=["GET", "DELETE"]),
         Route("/api/games/{game}/move", move, methods=["POST"]),
         Route("/api/games/{game}/step", step, methods=["POST"]),
         Route("/api/games/{game}/rematch", rematch, methods=["POST"]),

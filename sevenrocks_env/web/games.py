@@ -203,17 +203,19 @@ class GameStore:
         for key in stale:
             del self._games[key]
 
-    def _refuse_if_full(self, now: float) -> None:
-        """Room for one more item: the idle ones swept, then, when full, the finished game
-        touched longest ago dropped (a finished match only serves its record and rematch);
-        else 429, with ``Retry-After`` the seconds until the first idle one expires."""
+    def _room(self, now: float, make: bool) -> None:
+        """Room for one more item: the idle ones swept; when full, the finished game touched
+        longest ago (a finished match only serves its record and rematch) counts as room, and
+        is dropped if ``make``; else 429, ``Retry-After`` the seconds until the first idle one
+        expires."""
         self._sweep(now)
         if len(self._games) < self.max_games:
             return
         finished = [(item.touched, key) for key, item in self._games.items()
                     if isinstance(item, Game) and item.match.over]
         if finished:
-            del self._games[min(finished)[1]]
+            if make:
+                del self._games[min(finished)[1]]
             return
         first_expiry = min(item.touched for item in self._games.values()) + self.idle_seconds
         raise GameError(429, f"the server already holds {self.max_games} open games; "
@@ -231,13 +233,13 @@ class GameStore:
         """429 if a game (or a replay) could not be stored now: checked before the work of
         building one (loading agents, checking a record), and again by :meth:`add`."""
         with self._lock:
-            self._refuse_if_full(time.monotonic())
+            self._room(time.monotonic(), make=False)  # a request that then fails drops nothing
 
     def add(self, item) -> str:
         """Store a game (or a replay) under a fresh unguessable id; 429 when full."""
         with self._lock:
             now = time.monotonic()
-            self._refuse_if_full(now)
+            self._room(now, make=True)
             key = secrets.token_urlsafe(18)
             item.id = key
             item.touched = now
@@ -251,8 +253,9 @@ class GameStore:
             item = self._games.get(key)
             if not isinstance(item, kind):
                 what = "game" if kind is Game else "replay"
-                raise GameError(404, f"no {what} with id {shown(key)} (unknown, or expired after "
-                                     f"{int(self.idle_seconds // 60)} idle minutes)")
+                raise GameError(404, f"no {what} with id {shown(key)} (unknown, expired after "
+                                     f"{int(self.idle_seconds // 60)} idle minutes, or a "
+                                     "finished game dropped to make room)")
             item.touched = now
             return item
 
