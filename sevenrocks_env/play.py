@@ -17,15 +17,14 @@ rounding, the deductions and the scores (R7).  Reads plain lines, so it works wi
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
 import sys
 from pathlib import Path
 
 from . import record as records
-from .atomic_file import OutputError, check_output_folder
-from .agents import make_agent, spec_files
+from .agents import make_agent
 from .driver import AgentError, MatchDriver, agent_name
+from .play_record import record_is_an_input, record_path_problem, unused_path
 from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
@@ -296,7 +295,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     if not 0 <= seed < 2**63:
         print("error: --seed must be in 0..2**63-1", file=sys.stderr)
         return 2
-    path = Path(args.record) if args.record else default_record_path(seed)
+    path = Path(args.record) if args.record else \
+        unused_path(Path(GAMES) / f"sevenrocks-game-{seed}.json")
     problem = record_path_problem(path, default=not args.record)
     if problem:
         print(f"error: --record {path}: {problem}", file=sys.stderr)
@@ -339,6 +339,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     try:
         if path.parent != Path("") and not path.parent.exists():
             path.parent.mkdir(parents=True)  # only the default games/ folder gets here
+        if path.is_file():  # made during the game (another game of this seed, say)
+            path = unused_path(path)
         records.save(records.game_record(session.match), path)
     except OSError as error:
         print(f"error: cannot save the record to {path}: {error.strerror or error}",
@@ -349,51 +351,6 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         return status
     session.say(("match over" if finished else "quit") + f"; game record saved to {path}")
     return 0
-
-
-def record_is_an_input(path: Path, specs) -> str | None:
-    """Why ``path`` must not take the record: it is a file one of the agent ``specs`` loads
-    (writing the record would destroy a checkpoint), or ``None``."""
-    if not path.is_file():
-        return None
-    for spec in set(specs):
-        try:
-            sources = spec_files(spec)
-        except ValueError:  # an incomplete spec: make_agent says what is wrong with it
-            continue
-        for source in sources:
-            if Path(source).is_file() and os.path.samefile(path, source):
-                return f"is the file {source} of agent {spec!r}: the record would destroy it"
-    return None
-
-
-def default_record_path(seed: int) -> Path:
-    """``games/sevenrocks-game-SEED.json``, or with ``-2``, ``-3``, ... when a game of that seed
-    was recorded there before (a record never replaces another)."""
-    path, copy = Path(GAMES) / f"sevenrocks-game-{seed}.json", 1
-    while path.exists():
-        copy += 1
-        path = Path(GAMES) / f"sevenrocks-game-{seed}-{copy}.json"
-    return path
-
-
-def record_path_problem(path: Path, default: bool) -> str | None:
-    """Why ``path`` cannot take the game record (checked before the game), or ``None``."""
-    try:
-        if path.is_dir():
-            return "is a folder; give a file name"
-        folder = path.parent if str(path.parent) else Path(".")
-        if not folder.exists() and not default:
-            return f"folder {folder} does not exist"
-        if not path.exists() or path.is_file():  # a device (/dev/null) is written into
-            check_output_folder(folder)  # it (or the folder it goes in) takes files: /proc not
-        if path.exists() and not os.access(path, os.W_OK):
-            return "not writable"
-    except OutputError as error:
-        return error.reason
-    except OSError as error:  # a name too long for the file system, say
-        return f"cannot be used ({error.strerror or type(error).__name__})"
-    return None
 
 
 if __name__ == "__main__":  # as `sevenrocks play`: stdout errors in one line

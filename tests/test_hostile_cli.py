@@ -111,6 +111,15 @@ def test_a_record_never_replaces_a_file(tmp_path, monkeypatch, capsys):
     assert sorted(os.listdir(tmp_path / GAMES)) == ["sevenrocks-game-5-2.json",
                                                     "sevenrocks-game-5.json"]
 
+    class _MadeMeanwhile(io.StringIO):  # a file appears at the record's path during the game
+        def readline(self, *args):
+            (tmp_path / "mine.json").write_text("mine\n")
+            return "q\n"
+    assert main(["--seed", "5", *PLAYERS, "--record", "mine.json"], stdin=_MadeMeanwhile(),
+                stdout=io.StringIO()) == 0
+    assert (tmp_path / "mine.json").read_text() == "mine\n"
+    records.load(tmp_path / "mine-2.json")  # the record went beside it
+
 
 def test_a_drawn_seed_is_not_told_before_the_game(tmp_path, monkeypatch):
     """The seed deals every hand: as on the web page, a drawn one is not shown at the start

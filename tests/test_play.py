@@ -269,11 +269,11 @@ def test_an_answer_of_exactly_max_answer_characters_is_read():
 def test_an_existing_read_only_record_is_refused_before_the_game(tmp_path, monkeypatch, capsys):
     import os
 
-    from sevenrocks_env import play
+    from sevenrocks_env import play_record
     path = tmp_path / "old.json"
     path.write_text("{}")
     real = os.access
-    monkeypatch.setattr(play.os, "access",  # as for a non-root user and a 0444 file
+    monkeypatch.setattr(play_record.os, "access",  # as for a non-root user and a 0444 file
                         lambda p, mode: False if str(p) == str(path) else real(p, mode))
     code, out = run(["--seed", "3", "--opponents", "random", "--record", str(path)], "q\n")
     assert code == 2 and "not writable" in capsys.readouterr().err
