@@ -314,11 +314,11 @@ function showSummary(view, summary) {
       if (!hand.tiles.length) cell.textContent = "(empty)";
       row.insertCell().textContent = hand.pips;
       row.insertCell().textContent = hand.rounded;
-      row.insertCell().textContent = "team " + hand.team + (hand.deduction ? " \u2212" + hand.deduction : " 0");
+      row.insertCell().textContent = "team " + hand.team + (hand.deduction ? " \u2212" + hand.deduction : ": none");
     }
     body.appendChild(table);
     const lost = document.createElement("p");
-    const minus = (points) => (points ? `\u2212${points}` : "0");  // never "-0"
+    const minus = (points) => (points ? `\u2212${points}` : "none");  // never "-0"
     lost.textContent = `Deductions (R7): team 0 ${minus(summary.team_deductions[0])}, team 1 ${minus(summary.team_deductions[1])}`;
     body.appendChild(lost);
   }
