@@ -152,6 +152,11 @@ def test_after_the_match_nobody_is_to_move(client, app, seed):
     view = play_out(client, app, view)
     game = game_of(app, view)
     assert view["next"] == "over" and not game.human_to_move()
+    # the last round's moves stay listed at the end (the list was empty once the match was over)
+    last = game.match.history[-1]
+    assert [m["text"] for m in view["moves"]] == [describe_move(last, i)
+                                                  for i in range(len(last.moves))]
+    assert view["moves"]
     response = client.post(f"/api/games/{view['id']}/move", json={"ply": view["ply"],
                                                                   "action": KNOCK})
     assert response.status_code in (409, 422) and game.ply == view["ply"]

@@ -325,6 +325,7 @@ def test_leaving_a_game_frees_its_place_on_the_server(server, browser):
     first = page.evaluate("App.ui.view.id")
     assert app.state.store.get(first)
     page.click("#new-match")
+    assert page.evaluate("document.getElementById('tracks').childElementCount") == 0
     deadline = time.monotonic() + 5
     while first in app.state.store._games and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -117,7 +117,7 @@ def game_view(game: Game) -> dict:
         "hand": hand_view(match, seat) if live else [],
         "knock": {"required": legal == [KNOCK], "action": KNOCK,
                   "words": move_words(match, KNOCK) if legal == [KNOCK] else ""},
-        "moves": move_list(current) if live else [],
+        "moves": move_list(current) if live or match.over else [],  # the winning round's too
         # only the latest ended round: the page summarises each round once, as it ends, and a
         # long match's whole list in every view would make the traffic grow with its square
         # (every ended round is in the record, GET /api/games/{id}/record)

@@ -382,6 +382,7 @@ function newMatch() {
   if ($("summary").open) $("summary").close();
   forget(ui.view);
   ui.view = null;
+  $("tracks").replaceChildren();  // the old match's scores are not the start panel's
   $("game").hidden = true;
   $("start").hidden = false;
 }
