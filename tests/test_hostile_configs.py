@@ -82,6 +82,9 @@ def test_merge_keys_and_whole_numbers_in_e_notation_are_read(tmp_path):
     assert load_config(SMOKE, ["total_steps=1e3", "seed=0x10"]).total_steps == 1000
     assert "valid integer" in refused(SMOKE, ["total_steps=5.5e0"])
     assert "given twice" in refused(write(tmp_path, "<<: {seed: 3}\nseed: 4\nseed: 5\n"))
+    assert "key '<<' is given twice" in refused(write(tmp_path, "<<: {seed: 3}\n<<: {seed: 4}\n"))
+    path = write(tmp_path, "<<: [{seed: 3}, {gamma: 0.9}]\n")  # one merge of several mappings
+    assert (load_config(path).seed, load_config(path).gamma) == (3, 0.9)
 
 
 def test_nesting_too_deep_to_parse(tmp_path):

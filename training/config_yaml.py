@@ -39,8 +39,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         seen = set()
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *base``: merged by the parent
-                continue
-            key = self.construct_object(key_node, deep=True)
+                key = "<<"  # once: ``<<: [*a, *b]`` merges several, a second ``<<`` replaces
+            else:
+                key = self.construct_object(key_node, deep=True)
             if isinstance(key, (str, int, float, bool)) or key is None:
                 if key in seen:
                     raise yaml.constructor.ConstructorError(
