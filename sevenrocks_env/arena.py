@@ -133,7 +133,6 @@ def play_pair(agents_a, agents_b, seed: int, pair: int, target: int,
     return out
 
 
-
 def split_name(agent) -> tuple[str, object]:
     """``(display name, agent)`` of an agent argument.
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from . import record as records
 from .agents import make_agent
 from .driver import AgentError, MatchDriver, agent_name
-from .play_record import record_is_an_input, record_path_problem, unused_path
+from .play_record import existing_file_problem, record_path_problem, unused_path
 from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
@@ -305,9 +305,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     specs = {partner_of(args.seat): args.partner, (args.seat + 1) % 4: left,
              (args.seat + 3) % 4: right}
     try:
-        problem = record_is_an_input(path, specs.values())
-        if problem is None and path.is_file():  # a device (/dev/null) is written into
-            problem = "exists already: give a new file name (the record would replace it)"
+        problem = existing_file_problem(path, specs.values())
         if problem:
             print(f"error: --record {path}: {problem}", file=sys.stderr)
             return 2

@@ -10,9 +10,10 @@ from .agents import spec_files
 from .atomic_file import OutputError, check_output_folder
 
 
-def record_is_an_input(path: Path, specs) -> str | None:
+def existing_file_problem(path: Path, specs) -> str | None:
     """Why ``path`` must not take the record: it is a file one of the agent ``specs`` loads
-    (writing the record would destroy a checkpoint), or ``None``."""
+    (writing the record would destroy a checkpoint), or any other file (a record never
+    replaces one; a device such as /dev/null is written into), or ``None``."""
     if not path.is_file():
         return None
     for spec in set(specs):
@@ -23,7 +24,7 @@ def record_is_an_input(path: Path, specs) -> str | None:
         for source in sources:
             if Path(source).is_file() and os.path.samefile(path, source):
                 return f"is the file {source} of agent {spec!r}: the record would destroy it"
-    return None
+    return "exists already: give a new file name (the record would replace it)"
 
 
 def unused_path(path: Path) -> Path:

@@ -124,12 +124,11 @@ class TurnBasedParallel(conversions.turn_based_aec_to_parallel_wrapper):
     def step(self, actions):
         if self.agents:
             mover = self.aec_env.agent_selection
-            if not isinstance(actions, dict) or mover not in actions:
-                if not isinstance(actions, dict):
-                    raise TypeError(f"parallel step: actions must be a dict of agent -> action, "
-                                    f"got {type(actions).__name__}")
+            if not isinstance(actions, dict):
+                raise TypeError(f"parallel step: actions must be a dict of agent -> action, got "
+                                f"{type(actions).__name__}")
+            if mover not in actions:
                 raise ValueError(f"parallel step: the actions need an entry for {mover!r}, the "
                                  f"seat on turn (the other seats' are ignored); got "
                                  f"{sorted(map(str, actions))[:4]}")
         return super().step(actions)
-

@@ -263,4 +263,3 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
 #: ``max_rounds``: the matches in progress were dealt and scored under them).
 FIXED_ON_RESUME = ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
                    "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")
-

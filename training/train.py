@@ -30,7 +30,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
 
 from sevenrocks_env.atomic_file import OutputError, check_output_folder
 from sevenrocks_env.cli import help_text
@@ -374,10 +373,10 @@ def _output_folders(cfg: TrainConfig) -> str:
     default, options = TrainConfig(), ""
     for key in OUTPUT_FOLDERS:
         value = getattr(cfg, key)
-        if value != getattr(default, key):  # as YAML reads it back: 2024, yes, ~ stay strings
+        if value != getattr(default, key):  # as --set reads it back: 2024, yes, ~ stay text
             try:
-                same = yaml.safe_load(value) == value
-            except yaml.YAMLError:  # "a: b: c"
+                same = parse_overrides([f"{key}={value}"])[key] == value
+            except ConfigError:  # "a: b: c", "010"
                 same = False
             written = value if same else json.dumps(value)
             options += f" --set {shlex.quote(f'{key}={written}')}"
