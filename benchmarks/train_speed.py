@@ -43,7 +43,7 @@ ENGINES = {"python": SelfPlayEngine, "batched": BatchedSelfPlayEngine}
 def measure(cfg, opponent_fraction: float, rollouts: int, engine_class=SelfPlayEngine) -> dict:
     torch.manual_seed(cfg.seed)
     device = training_device(cfg)
-    model, critic, optimizer = build_networks(cfg, device)
+    model, critic, guess, optimizer = build_networks(cfg, device)
     pool = OpponentPool(cfg.opponents, model) if opponent_fraction and cfg.opponents else None
     on_device = {"device": device} if engine_class is BatchedSelfPlayEngine else {}
     engine = engine_class(cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
@@ -58,8 +58,9 @@ def measure(cfg, opponent_fraction: float, rollouts: int, engine_class=SelfPlayE
         adv, ret = compute_gae(buffer.rewards, buffer.values, buffer.dones, buffer.next_index,
                                buffer.bootstrap, cfg.gamma, cfg.gae_lambda)
         gae_end = time.perf_counter()
-        batch = rollout_batch(buffer, adv, ret, device, hands=critic is not None)
-        ppo_update(model, optimizer, batch, cfg, critic)
+        batch = rollout_batch(buffer, adv, ret, device,
+                              hands=critic is not None or guess is not None)
+        ppo_update(model, optimizer, batch, cfg, critic, guess=guess)
         end = time.perf_counter()
         times["rollout"] += mid - start
         times["gae"] += gae_end - mid

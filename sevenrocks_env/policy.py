@@ -109,7 +109,13 @@ class PolicyNet(nn.Module):
         ones matter; computing just those is what keeps this fast; no mask: every placement).
         ``features`` may pass :meth:`legal_features` computed once (the trainer does, per rollout).
         """
-        hidden = self.trunk(obs)
+        return self.heads(self.trunk(obs), obs, mask, features)
+
+    def heads(self, hidden: torch.Tensor, obs: torch.Tensor, mask: torch.Tensor | None = None,
+              features: tuple[torch.Tensor, torch.Tensor] | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`forward` from the trunk's output ``hidden`` on: a trainer that also reads the
+        trunk (an auxiliary loss, ``training/hand_guess.py``) computes it once."""
         logits = self.policy_head(hidden)
         if self.action_features is not None:
             actions, values = self.legal_features(obs, mask) if features is None else features

@@ -256,7 +256,7 @@ def test_init_from_must_be_a_policy_of_the_configs_network(tmp_path):
     path = tmp_path / "small.pt"
     torch.save(policy_entries(small, 0), path)
     fits = load_config(None, [f"init_from={path}", "hidden_sizes=[16]", "action_features=1"])
-    model, _, _ = build_networks(fits)
+    model, _, _, _ = build_networks(fits)
     warm_start(model, fits)
     assert all(torch.equal(model.state_dict()[k], v) for k, v in small.state_dict().items())
 
@@ -319,6 +319,7 @@ def test_a_config_file_over_64_kb_is_refused(tmp_path):
 @pytest.mark.parametrize("overrides", [
     [], ["critic=oracle"], ["action_scorer=mlp", "opponents=[past]", "max_snapshots=3"],
     ["hidden_sizes=[32]", "action_features=0", "critic=oracle"],
+    ["hidden_sizes=[48, 24]", "hand_coef=0.5"],
 ])
 def test_checkpoint_estimate_counts_the_networks_it_would_build(overrides):
     """The size check reads shapes, not built networks: its figure is theirs."""
@@ -326,12 +327,13 @@ def test_checkpoint_estimate_counts_the_networks_it_would_build(overrides):
     from training.opponents import PAST
     from training.networks import build_networks
     cfg = load_config(SMOKE, overrides)
-    model, critic, _ = build_networks(cfg)
+    model, critic, guess, _ = build_networks(cfg)
 
     def size(network):
         return 0 if network is None else sum(p.numel() * 4 for p in network.parameters())
     snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
-    assert checkpoint_estimate(cfg) == 3 * size(model) + 3 * size(critic) + snapshots * size(model)
+    assert checkpoint_estimate(cfg) == (3 * size(model) + 3 * size(critic) + 3 * size(guess)
+                                        + snapshots * size(model))
 
 
 def test_a_network_too_large_to_read_back_is_refused_before_training(tmp_path, capsys):

@@ -141,7 +141,7 @@ def test_adam_settings_come_from_the_config_not_the_file(tmp_path, monkeypatch, 
     assert code == 0, err
     resumed = torch.load(tmp_path / "ckpt" / "smoke" / "latest.pt", weights_only=True)
     group = resumed["optimizer"]["param_groups"][0]
-    fresh = build_networks(load_config(SMOKE, []))[2].state_dict()["param_groups"][0]
+    fresh = build_networks(load_config(SMOKE, []))[3].state_dict()["param_groups"][0]
     for key in ("maximize", "amsgrad", "betas", "weight_decay", "eps"):
         assert group[key] == fresh[key], key
 

@@ -395,7 +395,7 @@ def test_warm_start_from_an_oracle_trained_policy_file_without_value_head():
     assert source["model_config"].get("value_head") is False
     cfg = TrainConfig()
     cfg.init_from = str(shipped)
-    model, _, _ = build_networks(cfg)
+    model, _, _, _ = build_networks(cfg)
     warm_start(model, cfg)
     for key, tensor in source["model"].items():
         assert torch.equal(model.state_dict()[key], tensor), key

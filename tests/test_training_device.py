@@ -103,7 +103,7 @@ def test_a_rollout_on_cuda_is_the_cpu_rollout():
     buffers = {}
     for device in ("cpu", "cuda"):
         torch.manual_seed(5)
-        model, critic, _ = build_networks(cfg, device)
+        model, critic, _, _ = build_networks(cfg, device)
         engine = BatchedSelfPlayEngine(16, 7, device=device)
         buffers[device] = RolloutBuffer(16 * 16)
         engine.collect(model, buffers[device], 16, critic)

@@ -161,7 +161,7 @@ def test_init_temperature_starts_the_fine_tune_from_the_sharpened_policy(tmp_pat
     for temperature in (1.0, 0.5):
         cfg = load_config(None, [f"init_from={path}", "hidden_sizes=[16]",
                                  f"init_temperature={temperature}"])
-        model, _, _ = build_networks(cfg)
+        model, _, _, _ = build_networks(cfg)
         warm_start(model, cfg)
         with torch.no_grad():
             started[temperature] = model(obs, mask)[0][mask.bool()]

@@ -84,9 +84,10 @@ def save_checkpoint(path, data: dict) -> Path:
 
 def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int, update: int,
                              wall_time: float, engine_state: dict, pool_state: dict | None,
-                             critic=None) -> Path:
+                             critic=None, guess=None) -> Path:
     """``step_<n>.pt`` plus a copy as ``latest.pt``; returns the step file's path.  An oracle
-    ``critic`` (training only) is stored under ``critic``; the policy keys stay as they are."""
+    ``critic`` and a hand-guess head ``guess`` (training only) are stored under ``critic`` and
+    ``hand_guess``; the policy keys stay as they are."""
     data = policy_entries(model, global_step)
     data.update({
         "optimizer": on_cpu(optimizer.state_dict()),
@@ -97,6 +98,7 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
         "engine": engine_state,
         "pool": pool_state,
         "critic": None if critic is None else cpu_weights(critic),
+        "hand_guess": None if guess is None else cpu_weights(guess),
         "torch_version": str(torch.__version__),
     })
     directory = Path(directory)
@@ -202,15 +204,16 @@ def export_policy(source, destination, extra: dict | None = None, data: dict | N
 def checkpoint_estimate(cfg) -> int:
     """Bytes of ``cfg``'s training checkpoints, from the networks' shapes (none is built: a
     4096-wide one takes seconds to initialise): the weights and Adam's two moments of the
-    policy and of the oracle critic, and a policy copy for each ``past`` snapshot kept."""
+    policy, of the oracle critic and of the hand-guess head, and a policy copy for each ``past`` snapshot kept."""
     def size(shapes: dict) -> int:
         return 4 * sum(math.prod(shape) for shape in shapes.values())  # float32
     policy = size(expected_shapes(cfg.hidden_sizes, cfg.action_features,
                                   action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes))
     critic = 0 if cfg.critic != "oracle" else size(  # a trunk and a value head (training.critic)
         expected_shapes(cfg.hidden_sizes, 0, obs_size=OBS_SIZE + HANDS_SIZE, num_actions=0))
+    guess = 0 if cfg.hand_coef == 0 else 4 * (cfg.hidden_sizes[-1] + 1) * HANDS_SIZE
     snapshots = cfg.max_snapshots if PAST in cfg.opponents else 0
-    return 3 * policy + 3 * critic + snapshots * policy
+    return 3 * policy + 3 * critic + 3 * guess + snapshots * policy
 
 
 def check_checkpoint_size(cfg, resumed: bool = False) -> None:

@@ -133,6 +133,10 @@ class TrainConfig(BaseModel):
     """Where values come from: ``shared`` = the value head on the policy's trunk (sees the seat's
     observation); ``oracle`` = a separate network that also sees the other seats' hands
     (training only, ``training/critic.py``; the policy still sees only the observation)."""
+    hand_coef: Real(0, 100) = 0.0
+    """Weight of an auxiliary loss on the policy's trunk: a head guesses which other seat holds
+    each hidden tile, trained against the real hands (training only, ``training/hand_guess.py``;
+    the head is not part of the policy file).  0 = off."""
     learning_rate: Real(0, 1) = 2.5e-4
     """Adam learning rate at the start."""
     anneal_lr: Flag = True

@@ -1,7 +1,7 @@
 """The trainer's networks: the policy, the oracle critic and their optimizer, on the run's device.
 
     device = training_device(cfg)                    # ConfigError when the device is not here
-    model, critic, optimizer = build_networks(cfg, device)
+    model, critic, guess, optimizer = build_networks(cfg, device)
     warm_start(model, cfg)                           # cfg.init_from's weights, when given
     sharpen(model, 0.25)                             # logits x 4 (warm_start: init_temperature)
     student = widen(model, [512, 512])               # the same policy, with wider layers
@@ -17,6 +17,8 @@ from sevenrocks_env.policy import CheckpointError, MissingValueHead, PolicyNet, 
 
 from .config import ConfigError, TrainConfig
 from .critic import OracleCritic
+from .hand_guess import HandGuess
+from .ppo import trained_parameters
 from .resume import ADAM_BETAS
 
 
@@ -31,18 +33,20 @@ def training_device(cfg: TrainConfig) -> torch.device:
 
 
 def build_networks(cfg: TrainConfig, device="cpu"):
-    """``(model, critic, optimizer)`` for ``cfg`` on ``device``: the policy, the oracle critic or
-    ``None`` (``critic: shared``), and one Adam over both networks' parameters.  The weights are
+    """``(model, critic, guess, optimizer)`` for ``cfg`` on ``device``: the policy, the oracle
+    critic or ``None`` (``critic: shared``), the hidden-hand guess head or ``None`` (``hand_coef:
+    0``), and one Adam over all their parameters (:func:`trained_parameters`).  The weights are
     drawn on the CPU and then moved, so a seed gives the same initial networks on any device."""
     model = PolicyNet(cfg.hidden_sizes, action_features=cfg.action_features,
                       action_scorer=cfg.action_scorer, scorer_sizes=cfg.scorer_sizes).eval()
     critic = OracleCritic(cfg.hidden_sizes).eval() if cfg.critic == "oracle" else None
-    model.to(device)
-    if critic is not None:
-        critic.to(device)
-    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
-    return model, critic, torch.optim.Adam(parameters, lr=cfg.learning_rate, eps=1e-5,
-                                           betas=ADAM_BETAS)
+    guess = HandGuess(cfg.hidden_sizes[-1]).eval() if cfg.hand_coef > 0 else None
+    for network in (model, critic, guess):
+        if network is not None:
+            network.to(device)
+    return model, critic, guess, torch.optim.Adam(trained_parameters(model, critic, guess),
+                                                  lr=cfg.learning_rate, eps=1e-5, betas=ADAM_BETAS)
+
 
 
 def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:

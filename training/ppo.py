@@ -68,6 +68,12 @@ def _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch: int, start: int) -
                           f"{epoch + 1}, minibatch at {start}")
 
 
+def trained_parameters(*networks) -> list:
+    """The parameters the optimizer holds, in its order: those of each network given, ``None``s
+    skipped (the policy, the oracle critic, the hand-guess head: ``networks.build_networks``)."""
+    return [p for network in networks if network is not None for p in network.parameters()]
+
+
 def rollout_batch(buffer, advantages, returns, device="cpu", hands: bool = False) -> dict:
     """The tensors :func:`ppo_update` trains on, on ``device``: the rollout buffer's arrays (a
     :class:`training.seats.RolloutBuffer`; views of them on the CPU) and GAE's output, with the
@@ -79,7 +85,8 @@ def rollout_batch(buffer, advantages, returns, device="cpu", hands: bool = False
 
 
 def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, cfg,
-               critic: nn.Module | None = None, ent_coef: float | None = None) -> dict:
+               critic: nn.Module | None = None, ent_coef: float | None = None,
+               guess: nn.Module | None = None) -> dict:
     """Minibatch epochs of the clipped PPO objective; returns the CleanRL loss statistics.
 
     ``ent_coef`` is this update's entropy coefficient (the trainer's schedule,
@@ -87,8 +94,11 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
 
     ``batch`` holds tensors ``obs, masks, actions, logprobs, values, advantages, returns`` (and
     ``hands`` with an oracle ``critic``, which then gives the values instead of the model's
-    value head; the optimizer must hold both networks' parameters), on the networks' device
-    (:func:`rollout_batch`).  The minibatch order is drawn on the CPU generator whatever the
+    value head), on the networks' device
+    (:func:`rollout_batch`).  With ``guess`` (a :class:`training.hand_guess.HandGuess`, which also
+    reads ``hands``) its loss on the policy's trunk, times ``cfg.hand_coef``, is added to PPO's.
+    The optimizer holds every given network's parameters (:func:`trained_parameters`).  The
+    minibatch order is drawn on the CPU generator whatever the
     device, so a seed shuffles alike everywhere (and ``--resume`` restores it).
     """
     ent_coef = cfg.ent_coef if ent_coef is None else ent_coef
@@ -96,7 +106,8 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
     minibatch_size = size // cfg.num_minibatches
     clipfracs, approx_kl = [], torch.tensor(0.0)
     model.train()
-    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
+    parameters = trained_parameters(model, critic, guess)
+    guess_losses, guess_accuracies = [], []
     features = None
     if getattr(model, "action_features", None) is not None:  # no gradient: compute once
         with torch.no_grad():
@@ -105,9 +116,11 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
         order = torch.randperm(size).to(batch["actions"].device)
         for start in range(0, size, minibatch_size):
             mb = order[start:start + minibatch_size]
-            logits, new_values = model(batch["obs"][mb], batch["masks"][mb],
-                                       None if features is None else
-                                       (features[0][mb], features[1][mb]))
+            obs = batch["obs"][mb]
+            hidden = model.trunk(obs)
+            logits, new_values = model.heads(hidden, obs, batch["masks"][mb],
+                                             None if features is None else
+                                             (features[0][mb], features[1][mb]))
             if critic is not None:
                 new_values = critic(batch["obs"][mb], batch["hands"][mb])
             dist = MaskedCategorical(logits, batch["masks"][mb])
@@ -141,6 +154,11 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
 
             entropy_loss = entropy.mean()
             loss = pg_loss - ent_coef * entropy_loss + v_loss * cfg.vf_coef
+            if guess is not None:  # the auxiliary task (training/hand_guess.py)
+                guess_loss, guess_accuracy = guess.loss(hidden, batch["hands"][mb])
+                loss = loss + cfg.hand_coef * guess_loss
+                guess_losses.append(guess_loss.detach())
+                guess_accuracies.append(guess_accuracy)
 
             _check_finite(loss, pg_loss, v_loss, entropy_loss, epoch, start)
             optimizer.zero_grad()
@@ -159,7 +177,11 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
     y_pred, y_true = batch["values"].cpu().numpy(), batch["returns"].cpu().numpy()
     var_y = np.var(y_true)
     explained_var = np.nan if var_y == 0 else 1 - np.var(y_true - y_pred) / var_y
+    guessed = {} if guess is None else {
+        "losses/hand_guess_loss": float(torch.stack(guess_losses).mean()),
+        "charts/hand_guess_accuracy": float(torch.stack(guess_accuracies).mean())}
     return {
+        **guessed,
         "losses/value_loss": v_loss.item(),
         "losses/policy_loss": pg_loss.item(),
         "losses/entropy": entropy_loss.item(),

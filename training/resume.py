@@ -19,6 +19,7 @@ from sevenrocks_env.record import shown
 
 from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict
 from .engine_state import accepts, is_numpy_state, is_torch_state
+from .ppo import trained_parameters
 
 #: torch's CPU generator state (``torch.get_rng_state()``) is this many bytes.
 TORCH_RNG_BYTES = torch.get_rng_state().numel()
@@ -194,9 +195,10 @@ def optimizer_state(saved: dict, optimizer) -> dict:
     return {"state": saved["state"], "param_groups": optimizer.state_dict()["param_groups"]}
 
 
-def check_resume(data: dict, cfg: TrainConfig, model, critic, path) -> None:
+def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) -> None:
     """Every resume piece but the engine's (checked as it loads: :func:`load_engine`), against
-    fresh networks built from ``cfg``; nothing is changed."""
+    fresh networks built from ``cfg`` (``guess``: the hand-guess head, with ``hand_coef``);
+    nothing is changed."""
     check_counters(data, cfg, path)
     check_rng(data.get("rng"), path)
     check_weights(data.get("model"), {k: tuple(v.shape) for k, v in model.state_dict().items()},
@@ -204,8 +206,10 @@ def check_resume(data: dict, cfg: TrainConfig, model, critic, path) -> None:
     if critic is not None:
         check_weights(data.get("critic"), {k: tuple(v.shape) for k, v in
                                            critic.state_dict().items()}, path, "critic")
-    parameters = list(model.parameters()) + ([] if critic is None else list(critic.parameters()))
-    check_optimizer(data.get("optimizer"), parameters, cfg, path)
+    if guess is not None:
+        check_weights(data.get("hand_guess"), {k: tuple(v.shape) for k, v in
+                                               guess.state_dict().items()}, path, "hand_guess")
+    check_optimizer(data.get("optimizer"), trained_parameters(model, critic, guess), cfg, path)
     check_pool(data.get("pool"), cfg, path)
 
 
@@ -262,4 +266,4 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
 #: restored from the file, so a new seed would be recorded and never used; ``target`` and
 #: ``max_rounds``: the matches in progress were dealt and scored under them).
 FIXED_ON_RESUME = ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
-                   "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")
+                   "hand_coef", "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")

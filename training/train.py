@@ -156,7 +156,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
 
-    model, critic, optimizer = build_networks(cfg, device)
+    model, critic, guess, optimizer = build_networks(cfg, device)
     if cfg.init_from and resume is None:
         warm_start(model, cfg)
     pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots) if cfg.opponents else None
@@ -166,10 +166,12 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                                  **on_device)
     start_update, global_step, wall_before = 0, 0, 0.0
     if resume is not None:
-        check_resume(resume, cfg, model, critic, resume_path)  # all but the engine's state
+        check_resume(resume, cfg, model, critic, resume_path, guess)  # all but the engine's
         model.load_state_dict(resume["model"])
         if critic is not None:
             critic.load_state_dict(resume["critic"])
+        if guess is not None:
+            guess.load_state_dict(resume["hand_guess"])
         optimizer.load_state_dict(optimizer_state(resume["optimizer"], optimizer))
         if pool is not None:
             pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
@@ -209,7 +211,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         engine_state = engine.state_dict()  # first: its opponent keys register dropped snapshots
         return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
                                         wall_before + time.time() - start_time, engine_state,
-                                        pool.state_dict() if pool is not None else None, critic)
+                                        pool.state_dict() if pool is not None else None, critic,
+                                        guess)
 
     update, out_of_time = start_update, False
     try:
@@ -226,10 +229,11 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             advantages, returns = compute_gae(buffer.rewards, buffer.values, buffer.dones,
                                               buffer.next_index, buffer.bootstrap, cfg.gamma,
                                               cfg.gae_lambda)
-            batch = rollout_batch(buffer, advantages, returns, device, hands=critic is not None)
+            batch = rollout_batch(buffer, advantages, returns, device,
+                                  hands=critic is not None or guess is not None)
 
             # -- PPO update -----------------------------------------------------------------------
-            losses = ppo_update(model, optimizer, batch, cfg, critic, ent_coef)
+            losses = ppo_update(model, optimizer, batch, cfg, critic, ent_coef, guess)
             global_step += cfg.batch_size
             session_steps += cfg.batch_size
             if pool is not None and PAST in cfg.opponents and update % cfg.snapshot_every == 0:
