@@ -111,6 +111,64 @@ def test_validate_false_skips_the_check_for_trusted_callers():
     assert_out_of_range_refused(venv, env=1)
 
 
+def test_the_documented_save_and_restore_replays_exactly():
+    """docs/vector.md: state.take() then load_state(..., seed=venv.seed, deal_streams=
+    venv.env_ids) restores every env, later deals included, for an env built with its own
+    streams; load() of match(i)s is the same position but not the same later deals."""
+    venv = sevenrocks_v0.vector_env(num_envs=16, target=30, validate=False,
+                                    deal_streams=torch.zeros(16, dtype=torch.long))
+    venv.reset(seed=5)
+    for _ in range(30):
+        venv.step(random_actions(venv.action_mask, torch.Generator().manual_seed(1)))
+    saved, matches = venv.state.take(), [venv.match(i) for i in range(16)]
+    generator = torch.Generator().manual_seed(2)
+    first, ended = [], 0
+    for _ in range(200):
+        actions = random_actions(venv.action_mask, generator)
+        first.append(actions)
+        ended += int(venv.step(actions)[1].sum())
+    after = snapshot(venv)
+    assert ended > 16  # matches ended: later deals came into play
+    venv.load_state(saved.take(), seed=venv.seed, deal_streams=venv.env_ids)
+    for actions in first:
+        venv.step(actions)
+    for name, value in after.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+    venv.load(matches)
+    assert all(venv.match(i).hands == matches[i].hands for i in range(16))
+    assert not torch.equal(venv.state.matches, saved.matches)  # the counters are the env's now
+
+
+def test_a_zero_reward_is_positive_zero_for_every_seat():
+    """Opponents' rewards are the team's times -1: a zero was -0.0 for seats 1 and 3."""
+    venv = sevenrocks_v0.vector_env(num_envs=16)
+    venv.reset(seed=0)
+    zeros = 0
+    for _ in range(20):
+        rewards, _, _ = venv.step(first_legal(venv))
+        zeros += int((rewards == 0).sum())
+        assert not bool(torch.signbit(rewards[rewards == 0]).any())
+    assert zeros > 0
+
+
+def test_validate_false_an_illegal_action_that_stops_the_step_half_way_says_to_reset():
+    """In range but illegal (6|6 on a branch that is closed): a table lookup fails after the
+    hands and the layout changed.  It was a bare IndexError, and every later read another one;
+    the env now says what happened and refuses use until reset() or load()."""
+    venv = sevenrocks_v0.vector_env(num_envs=1, validate=False)
+    venv.reset(seed=1)
+    venv.step(first_legal(venv))
+    closed_branch = torch.tensor([4 * 27 + 2])  # 6|6 north
+    assert not bool(venv.action_mask[0, closed_branch])
+    with pytest.raises(ValueError, match="illegal action was played with validate=False"):
+        venv.step(closed_branch)
+    for use in (lambda: venv.action_mask, lambda: venv.step(first_legal(venv))):
+        with pytest.raises(RuntimeError, match="not one the rules reach; call reset"):
+            use()
+    venv.reset(seed=1)
+    assert int(venv.action_mask[0].sum()) > 0
+
+
 def test_reset_after_steps_in_inference_mode_and_keeps_unpopped_records():
     """Evaluating under torch.inference_mode() then resetting to train: reset builds a fresh
     state (writing in place into tensors made in inference mode is an error).  Matches that

@@ -138,6 +138,17 @@ def test_load_state_checks_what_it_is_given():
     env = VectorEnv(4, validate=False)
     with pytest.raises(ValueError, match="BatchState of 4 envs"):
         env.load_state(BatchState(3, "cpu"))
+    with pytest.raises(TypeError, match="BatchState of 4 envs on cpu, got dict"):
+        env.load_state({})
+    # every field's shape and dtype (a [4, 3] 'ends' failed later, deep in the mask kernel)
+    for name, value in (("ends", torch.zeros(4, 3, dtype=torch.long)),
+                        ("hands", torch.zeros(4, 4, dtype=torch.int32)),
+                        ("end_double", torch.zeros(4, 4, dtype=torch.long)),
+                        ("matches", None)):
+        state = BatchState(4, "cpu")
+        setattr(state, name, value)
+        with pytest.raises(ValueError, match=f"field '{name}' must be"):
+            env.load_state(state)
     with pytest.raises(ValueError, match="deal_streams"):
         env.load_state(BatchState(4, "cpu"), deal_streams=torch.zeros(5, dtype=torch.long))
     with pytest.raises(RuntimeError, match="records"):

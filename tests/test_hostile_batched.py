@@ -1,6 +1,8 @@
 """Batched engine: bad input gets a clear error and changes nothing; histories that would not
 validate give no record (issue 10)."""
 
+import re
+
 import pytest
 import torch
 
@@ -8,6 +10,7 @@ from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.record import validate
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.rules import deal as scalar_deal
+from sevenrocks_env.tiles import tile_name, tiles_of
 
 from batched_helpers import first_legal, snapshot
 
@@ -70,12 +73,24 @@ def test_bad_seeds(seed, error):
 def test_bad_deals_and_loads():
     venv = sevenrocks_v0.vector_env(num_envs=2)
     hands = torch.tensor([scalar_deal(0, 0)[0]] * 2)
-    with pytest.raises(ValueError, match="env 1 .*disjoint"):
+    with pytest.raises(ValueError, match="env 1: .*disjoint"):
         bad = hands.clone()
         bad[1, 0] = bad[1, 1]
         venv.reset(seed=0, deals=(bad, torch.tensor([0, 1])))
-    with pytest.raises(ValueError, match="opener"):
-        venv.reset(seed=0, deals=(hands, torch.tensor([0, 4])))
+    # the message says what is wrong, in tile names (it gave four 28-bit ints)
+    first = tiles_of(int(hands[0, 1]))
+    moved = hands.clone()
+    moved[1, 0] |= 1 << first[0]
+    moved[1, 1] &= ~(1 << first[0])
+    for deal, openers, words in (
+            (bad, [0, 1], re.escape("env 1: seats 0 and 1 both hold " + " ".join(
+                tile_name(t) for t in first) + ";")),
+            (moved, [0, 1], f"env 1: seat 0 holds 8 tiles .*{re.escape(tile_name(first[0]))}"
+                            r".*\), not 7"),
+            (torch.where(torch.arange(4) == 2, -5, hands), [0, 1], "seat 2's hand -5 is not"),
+            (hands, [0, 4], "env 1: the opener is 4, not a seat 0-3")):
+        with pytest.raises(ValueError, match=words):
+            venv.reset(seed=0, deals=(deal, torch.tensor(openers)))
     with pytest.raises(TypeError, match="dtype"):
         venv.reset(seed=0, deals=(hands.int(), torch.tensor([0, 1])))
     with pytest.raises(RuntimeError, match="reset"):

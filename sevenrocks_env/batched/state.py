@@ -20,7 +20,7 @@
 
 That is 8 * (4 + 4 + 1 + 4 + 1 + 1 + 1 + 1 + 4 + 2 + 1 + 1 + 1) + 4 + 4 = 216 bytes per match
 (:data:`STATE_BYTES`); the env's cached action mask and observation add 120 + 952 bytes (mask
-rows are 120 bytes apart).  A match that ends is replaced at once by the next one (auto-reset),
+rows are 120 bytes apart) and the observation's scratch tensors 1,052 (docs/vector.md).  A match that ends is replaced at once by the next one (auto-reset),
 so no match is ever stored finished: ``winner``/``truncated`` exist only as the step's return
 values.
 """
@@ -41,6 +41,14 @@ STATE_BYTES = sum(8 * _WIDTH.get(name, 1) for name in INT_FIELDS) + sum(
     _WIDTH[name] for name in BOOL_FIELDS)
 
 
+def _shape(name: str, num_envs: int) -> tuple[int, ...]:
+    return (num_envs, _WIDTH[name]) if name in _WIDTH else (num_envs,)
+
+
+def _dtype(name: str) -> torch.dtype:
+    return torch.bool if name in BOOL_FIELDS else torch.long
+
+
 class BatchState:
     """The tensors above for ``num_envs`` matches (created zeroed; fill with a deal or load)."""
 
@@ -48,9 +56,22 @@ class BatchState:
 
     def __init__(self, num_envs: int, device):
         for name in FIELDS:
-            shape = (num_envs, _WIDTH[name]) if name in _WIDTH else (num_envs,)
-            dtype = torch.bool if name in BOOL_FIELDS else torch.long
-            setattr(self, name, torch.zeros(shape, dtype=dtype, device=device))
+            setattr(self, name, torch.zeros(_shape(name, num_envs), dtype=_dtype(name),
+                                            device=device))
+
+    def layout_problem(self, num_envs: int, device: torch.device) -> str | None:
+        """What is wrong with the tensors' shapes, dtypes or devices for ``num_envs`` matches on
+        ``device`` (``None``: nothing; the values are not looked at, so no synchronisation)."""
+        for name in FIELDS:
+            value = getattr(self, name, None)
+            expected = (_shape(name, num_envs), _dtype(name), device)
+            if not isinstance(value, torch.Tensor) or (
+                    tuple(value.shape), value.dtype, value.device) != expected:
+                got = (f"{tuple(value.shape)} {value.dtype} on {value.device}"
+                       if isinstance(value, torch.Tensor) else type(value).__name__)
+                return (f"field {name!r} must be {expected[0]} {expected[1]} on {device}, "
+                        f"got {got}")
+        return None
 
     @property
     def num_envs(self) -> int:

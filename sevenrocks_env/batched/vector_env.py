@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager
 
 import numpy as np
@@ -11,7 +12,7 @@ from ..checks import checked_int
 from ..record import MAX_ROUNDS, MAX_TARGET, shown
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
-from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
+from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action, tile_name, tiles_of
 from . import engine, kernels, layout, observe
 from .deal import MAX_SEED, deal, stream_keys
 from .records import RecordKeeper
@@ -42,6 +43,24 @@ def checked_device(device) -> torch.device:
             raise ValueError(f"device {str(device)!r}: this machine has "
                              f"{torch.cuda.device_count()} CUDA device(s)")
     return device
+
+
+def _deal_problem(hands: list[int], opener: int) -> str:
+    """What is wrong with one env's deal (it failed the batched check), in tile names."""
+    def names(mask: int) -> str:
+        return " ".join(tile_name(tile) for tile in tiles_of(mask))
+    for seat, hand in enumerate(hands):
+        if not 0 <= hand <= ALL_TILES:
+            return f"seat {seat}'s hand {hand} is not a set of the 28 tiles (0 to 2**28 - 1)"
+    for seat, other in itertools.combinations(range(4), 2):
+        if hands[seat] & hands[other]:
+            return f"seats {seat} and {other} both hold {names(hands[seat] & hands[other])}"
+    for seat, hand in enumerate(hands):
+        if hand.bit_count() != 7:
+            return f"seat {seat} holds {hand.bit_count()} tiles ({names(hand) or 'none'}), not 7"
+    if not 0 <= opener <= 3:
+        return f"the opener is {opener}, not a seat 0-3"
+    return "its hands are not a deal"  # not reached: the checks above cover the batched one
 
 
 def _check_tensor(name: str, value, shape: tuple, dtype: torch.dtype, device: torch.device):
@@ -113,6 +132,7 @@ class VectorEnv:
         self._observe: observe.ObservationWriter | None = None  # made on the first observation
         self._mask_fresh = self._obs_fresh = False
         self._ready = False
+        self._not_ready = "call reset() (or load()) before using the env"
 
     # -- settings -----------------------------------------------------------------------------
 
@@ -133,7 +153,8 @@ class VectorEnv:
     def reset(self, seed: int | None = None, deals=None) -> None:
         """Start a fresh match in every env.
 
-        Round ``r`` of env ``i``'s ``m``-th match is dealt from ``(seed, i, m, r)`` only.
+        Round ``r`` of env ``i``'s ``m``-th match is dealt from ``(seed, i, m, r)`` only (``i``:
+        the env's deal stream, its index unless ``deal_streams`` gave another).
         ``deals=(hands, openers)`` (``LongTensor[B, 4]`` tile bitmasks, ``LongTensor[B]``) gives
         the first round's deals explicitly.  ``seed=None`` draws one.
         """
@@ -170,9 +191,9 @@ class VectorEnv:
         good &= (openers >= 0) & (openers <= 3)
         if not bool(good.all()):
             env = int((~good).nonzero()[0, 0])
-            raise ValueError(f"deals: env {env} has hands {hands[env].tolist()} and opener "
-                             f"{int(openers[env])}; a deal is four disjoint 7-tile hands covering "
-                             f"all 28 tiles (R1) and an opener 0-3")
+            problem = _deal_problem(hands[env].tolist(), int(openers[env]))
+            raise ValueError(f"deals: env {env}: {problem}; a deal is four disjoint 7-tile hands covering all 28 tiles (R1) "
+                             "and an opener 0-3")
         return hands.clone(), openers.clone()
 
     def load(self, matches) -> None:
@@ -227,10 +248,13 @@ class VectorEnv:
         steps run outside it).  Not for envs that keep records."""
         if self._records is not None:
             raise RuntimeError("load_state: this env keeps records; use load(matches)")
-        if not isinstance(state, BatchState) or state.num_envs != self.num_envs \
-                or state.turn.device != self.device:
+        if not isinstance(state, BatchState):
+            raise TypeError(f"load_state: expected a BatchState of {self.num_envs} envs on "
+                            f"{self.device}, got {type(state).__name__}")
+        problem = state.layout_problem(self.num_envs, self.device)
+        if problem is not None:
             raise ValueError(f"load_state: expected a BatchState of {self.num_envs} envs on "
-                             f"{self.device}")
+                             f"{self.device}: {problem}")
         seed = checked_int("seed", seed, 0, MAX_SEED)
         self._set_streams(seed, self._deal_streams(deal_streams))  # checked before any change
         # made in inference mode (search's worlds): steps run outside it and write in place
@@ -325,9 +349,15 @@ class VectorEnv:
                 rewards, terminated, truncated, events = engine.step(
                     self.state, actions, self.settings, self._streams,
                     self._kernels.place_and_score, self._target)
-        except IndexError:  # validate=False, eager: the first table lookup, before any change
-            self._check_range(actions)
-            raise
+        except IndexError:  # validate=False, eager: a table lookup failed
+            self._check_range(actions)  # out of range: the first lookup, before any change
+            # in range but illegal (a closed or unmatched slot): some fields have changed
+            self._ready = False
+            self._not_ready = (
+                "an illegal action was played with validate=False and the step stopped "
+                "half-way: the state is not one the rules reach; call reset() or load() "
+                "(validate=True refuses an illegal action before anything changes)")
+            raise ValueError(self._not_ready) from None
         if self._records is not None:
             self._records.append(actions, events)
         self._changed()
@@ -380,7 +410,7 @@ class VectorEnv:
 
     def _require_ready(self) -> None:
         if not self._ready:
-            raise RuntimeError("call reset() (or load()) before using the env")
+            raise RuntimeError(self._not_ready)
 
 
 __all__ = ["VectorEnv"]
