@@ -76,6 +76,25 @@ class SavedError(ValueError):
     """A saved pairing file that cannot be used (its path and why)."""
 
 
+#: The round limit of every pairing (the arenas' default).
+MAX_ROUNDS = 100
+#: Keys a saved pairing carries since 2026-12-05 (the ladder's older files lack them).
+_NEWER_KEYS = ("max_rounds", "engine")
+
+
+def _engine(spec_a: str, spec_b: str) -> str:
+    """Which arena plays a pairing, so which deals it sees: OpenSpiel's IS-MCTS has no batched
+    form and plays in the process-pool arena (``python``); every other pairing ``batched``."""
+    return "python" if any(spec.startswith("openspiel:") for spec in (spec_a, spec_b)) \
+        else "batched"
+
+
+def _engine_kind(engine) -> str | None:
+    """``python`` or ``batched`` from a result's ``engine`` (``batched:cuda`` deals as on the
+    CPU); None for anything else."""
+    return engine.partition(":")[0] if isinstance(engine, str) else None
+
+
 def read_saved(path: Path) -> dict:
     """A saved pairing (:func:`sevenrocks_env.arena_report.read_result`; ``wall_s`` and
     ``files`` too when the ladder wrote it): :class:`SavedError` for a file cut short by an
@@ -91,8 +110,9 @@ def read_saved(path: Path) -> dict:
 def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers: int = 1,
          agents: dict | None = None, device: str = "cpu", batch: int = 256) -> dict:
     """Agent ``a`` against ``b`` (names in ``agents``, default :data:`AGENTS`), or its saved
-    file when that was played with the same specs, deal seed and number of pairs, and the files
-    the specs load still hold what they held (a file from another --seed, --scale or
+    file when that was played with the same specs, deal seed, number of pairs, target, round
+    limit and arena (:func:`_engine`: which deals), and the files the specs load still hold
+    what they held (a file from another --seed, --scale or
     --make-train checkpoint is played again and replaced).  A file the ladder did not write (an
     arena's ``--json`` output: no ``files`` key) is reused when its specs load no file, and is
     never replaced: :class:`SavedError` if it does not fit.  ``device`` and ``batch`` (pairs
@@ -106,29 +126,35 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
         saved = read_saved(path)
         ours = "files" in saved
         wanted = {"agent_a": a, "agent_b": b, "spec_a": agents[a], "spec_b": agents[b],
-                  "seed": seed, "pairs": pairs, "target": DEFAULT_TARGET, "files": files}
+                  "seed": seed, "pairs": pairs, "target": DEFAULT_TARGET, "files": files,
+                  "max_rounds": MAX_ROUNDS, "engine": _engine(agents[a], agents[b])}
         if not ours and not any(files):  # an arena's --json: nothing to fingerprint
             wanted.pop("files")
+        if ours:  # the ladder's files from before these keys were played with these settings
+            wanted = {k: v for k, v in wanted.items() if k in saved or k not in _NEWER_KEYS}
         if all(same_spec(saved.get(key), value) if key in ("spec_a", "spec_b")
+               else _engine_kind(saved.get(key)) == value if key == "engine"
                else saved.get(key) == value for key, value in wanted.items()):
             saved.setdefault("wall_s", 0.0)
             return saved
         if not ours:
             raise SavedError(f"{path}: not written by the ladder, and not a result of "
                              f"{a}={agents[a]} against {b}={agents[b]}, {pairs} pairs, seed "
-                             f"{seed}, target {DEFAULT_TARGET}"
+                             f"{seed}, target {DEFAULT_TARGET}, max_rounds {MAX_ROUNDS} on the "
+                             f"{wanted['engine']} arena"
                              + (" (nor can it say which weights its checkpoints held)"
                                 if any(files) else "") + ": move it away to play the pairing")
         print(f"({path.name}: saved with other settings; playing it again)", file=sys.stderr)
     spec_a, spec_b = f"{a}={agents[a]}", f"{b}={agents[b]}"
     started = time.perf_counter()
-    if agents[a].startswith("openspiel:") or agents[b].startswith("openspiel:"):
+    if _engine(agents[a], agents[b]) == "python":
         from sevenrocks_env.arena import evaluate
-        result = evaluate(spec_a, spec_b, pairs, seed=seed, workers=workers, progress=True)
+        result = evaluate(spec_a, spec_b, pairs, seed=seed, workers=workers, progress=True,
+                          max_rounds=MAX_ROUNDS)
     else:
         from sevenrocks_env.arena_batched import evaluate_batched
         result = evaluate_batched(spec_a, spec_b, pairs, seed=seed, batch=min(pairs, batch),
-                                  workers=workers, device=device)
+                                  workers=workers, device=device, max_rounds=MAX_ROUNDS)
     data = result.as_dict()
     data["wall_s"] = time.perf_counter() - started
     data["files"] = files

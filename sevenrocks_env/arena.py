@@ -3,9 +3,10 @@
 Agent A plays seats 0 and 2 (team 0) against agent B on seats 1 and 3 (team 1), then the same
 match is replayed with the teams swapped: pair ``i`` uses deal seed ``seed + i`` twice, and
 :func:`sevenrocks_env.rules.deal` makes round ``r``'s hands and drawn opener depend only on
-``(seed + i, r)``, so both matches see the same deals and luck cancels.  Every agent is re-seeded
-before every match from ``(seed, pair, match, seat)``, so results are identical whatever the
-number of worker processes.  Statistics: :mod:`sevenrocks_env.ratings`.
+``(seed + i, r)``, so both matches see the same deals and luck cancels (every round's hands; a
+drawn opener only where R2 draws: after a domino the seat that went out opens).  Every agent
+is re-seeded before every match from ``(seed, pair, match, seat)``, so results are identical
+whatever the number of worker processes.  Statistics: :mod:`sevenrocks_env.ratings`.
 
 Matches are driven by :class:`sevenrocks_env.driver.MatchDriver` through the rules and the
 observation directly (not the PettingZoo env) for speed: a seat with a single legal action
@@ -189,6 +190,8 @@ class ArenaResult:
     spec_b: str = ""
     cpu_seconds_per_decision: tuple[float, float] = (0.0, 0.0)  # (A, B), CPU time inside act()
     margin_ci95: tuple[float, float] | None = None  # of mean_margin, over pairs (< 4: None)
+    max_rounds: int | None = None   # the round limit the matches were played under
+    engine: str = ""                # "python" or "batched:<device>": which deals (pair log's)
 
     TIMING = ("seconds_per_decision", "cpu_seconds_per_decision", "decisions_per_s", "wall_s")
 
@@ -207,7 +210,7 @@ class ArenaResult:
 
 
 def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
-               logged: int = 0) -> ArenaResult:
+               logged: int = 0, max_rounds: int | None = None, engine: str = "") -> ArenaResult:
     """The result of ``outcomes``; ``wall`` is the time this run took to play all but the first
     ``logged`` (read from a pair log), which the decisions/s figure counts."""
     pairs = len(outcomes)
@@ -227,7 +230,7 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
         sum(sum(o.decisions) for o in outcomes[logged:]) / wall if wall > 0 else 0.0, wall,
         *specs,
         tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)),
-        mean_interval([o.margin / 2 for o in outcomes]))
+        mean_interval([o.margin / 2 for o in outcomes]), max_rounds, engine)
 
 
 def check_settings(**settings: int) -> dict[str, int]:
@@ -312,7 +315,7 @@ def run_pairs(named, pairs: int, seed: int, target: int, max_rounds: int, engine
             bar.update(len(played))
     specs = tuple(a if isinstance(a, str) else n for n, a in named)
     return _summarise((name_a, name_b), specs, outcomes, seed, target,
-                      time.perf_counter() - started, done)
+                      time.perf_counter() - started, done, max_rounds, engine)
 
 
 def _partnership(agent) -> list:

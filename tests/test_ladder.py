@@ -178,8 +178,12 @@ def test_an_arena_json_result_is_reused_and_never_overwritten(tmp_path, capsys):
     assert ladder.main([*args, "--seed", "5"]) == 2
     assert "not written by the ladder" in capsys.readouterr().err
     assert json.loads(saved.read_text()) == result
-    # other names, another target, or specs that load files it cannot vouch for: refused
-    for changes in ({"agent_a": "G"}, {"target": 30}):
+    # other names, another target, round limit or arena (other deals), or an arena --json
+    # that does not say its round limit or arena, or specs that load files it cannot vouch for:
+    # refused (a --max-rounds 1 result, every match truncated, was read as 0.5)
+    assert (result["max_rounds"], result["engine"]) == (100, "batched:cpu")
+    for changes in ({"agent_a": "G"}, {"target": 30}, {"max_rounds": 1}, {"engine": "python"},
+                    {"max_rounds": None}, {"engine": None}):
         saved.write_text(json.dumps(result | changes))
         assert ladder.main(args) == 2
         assert "not written by the ladder" in capsys.readouterr().err
@@ -210,6 +214,26 @@ def test_a_lead_over_an_agent_rated_by_the_prior_is_not_given_an_interval(tmp_pa
     greedy = next(row for row in rows if row.startswith("| greedy | ") and "±" not in row[10:]
                   and row.count("|") == 5)
     assert greedy.rstrip().endswith("| prior |")
+
+
+def test_the_ladder_s_own_files_from_before_the_round_limit_was_saved_are_reused(tmp_path,
+                                                                               capsys):
+    out = tmp_path / "ladder"
+    args = ["--scale", "0.005", "--only", "random", "--skip", "heuristic", "--out", str(out)]
+    assert ladder.main(args) == 0
+    saved = out / "greedy__random.json"
+    data = json.loads(saved.read_text())
+    assert (data["max_rounds"], data["engine"]) == (100, "batched:cpu")
+    older = {k: v for k, v in data.items() if k not in ("max_rounds", "engine")}
+    older["win_rate"], older["ci95"] = 0.0, list(wilson_interval(0.0, data["pairs"]))
+    saved.write_text(json.dumps(older))
+    capsys.readouterr()
+    assert ladder.main(args) == 0
+    assert "| greedy | random | 1 | 0.000" in capsys.readouterr().out
+    saved.write_text(json.dumps(dict(older, max_rounds=1)))  # said, and not the ladder's: replayed
+    assert ladder.main(args) == 0
+    assert "saved with other settings; playing it again" in capsys.readouterr().err
+    assert json.loads(saved.read_text())["max_rounds"] == 100
 
 
 def test_a_saved_result_is_reused_under_another_spelling_of_its_specs(tmp_path):
