@@ -184,6 +184,7 @@ def plot(rated: list[dict], path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from sevenrocks_env.arena_report import centre_text
     rated = rated[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rated) + 1.2))
     ys = range(len(rated))
@@ -192,11 +193,11 @@ def plot(rated: list[dict], path: str) -> None:
                 xerr=[1.96 * r["stderr"] for _, r in measured], fmt="o", capsize=4)
     for y, r in zip(ys, rated):  # only known to lie below (above) all it met: an arrow that way
         if r["one_sided"]:
-            ax.plot(r["rating"], y, "<" if r["one_sided"] == "lost every pair" else ">",
-                    color="grey", markersize=9)
+            side = r["one_sided"].split()[0]  # won / lost / between (groups)
+            ax.plot(r["rating"], y, {"lost": "<", "won": ">"}.get(side, "D"), color="grey",
+                    markersize=9)
     ax.set_yticks(list(ys), [r["agent"] for r in rated])
-    ax.set_xlabel("Bradley-Terry rating (Elo scale), 95% interval\n"
-                  "0 = the mean of the agents that both won and lost pairs")
+    ax.set_xlabel(f"Bradley-Terry rating (Elo scale), 95% interval\n{centre_text(rated)}")
     ax.set_title("Seven Rocks ratings ladder (arena, duplicate deals)")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
@@ -297,14 +298,16 @@ def main(argv=None) -> int:
     print("\n| agent | rating | ±95% | lead over the next one down, ±95% |\n|---|---:|---:|---:|")
     for r, below in zip(rated, rated[1:] + [None]):
         lead = "" if below is None else f"{r['lead'][0]:+.0f} ± {1.96 * r['lead'][1]:.0f}"
-        if below is not None and (r["one_sided"] or below["one_sided"]):
-            lead = "prior"  # a rating the prior sets: the difference is not measured either
+        if below is not None and r["group"] != below["group"]:
+            lead = "prior"  # two groups the data do not connect (ratings.py): the prior's gap
         spread = "prior" if r["one_sided"] else f"{1.96 * r['stderr']:.0f}"
         print(f"| {r['agent']} | {rating_text(r)} | {spread} | {lead} |")
     one_sided = [f"{r['agent']} ({r['one_sided']})" for r in rated if r["one_sided"]]
     if one_sided:
+        others = ("; the others are centred on their own mean"
+                  if len(one_sided) < len(rated) else "")
         print(f"\n{', '.join(one_sided)}: rating set by the fit's prior (one drawn pair a "
-              "pairing), not measured; the others are centred on their own mean")
+              f"pairing), not measured{others}")
     if args.plot:
         plot(rated, args.plot)
     return 0

@@ -144,10 +144,20 @@ def pair_table(result) -> str:
 
 def rating_text(row: dict, decimals: int = 0) -> str:
     """A Bradley-Terry rating row's rating (``ratings.Ratings.rows``): ``+176``, or ``<= -996``
-    for an agent that lost every pair and ``>= ...`` for one that won every pair (the fit's
-    prior sets those: they are only known to lie below, or above, all the agent met)."""
-    mark = {"won every pair": ">= ", "lost every pair": "<= "}.get(row.get("one_sided"), "")
+    for an agent (or a group) that lost every pair and ``>= ...`` for one that won every pair
+    (the fit's prior sets those: they are only known to lie below, or above, all it met)."""
+    side = row.get("one_sided") or ""
+    mark = ">= " if side.startswith("won every pair") else \
+        "<= " if side.startswith("lost every pair") else ""
     return f"{mark}{row['rating']:+.{decimals}f}"
+
+
+def centre_text(rows: list[dict]) -> str:
+    """What a rating of 0 is, for ratings ``rows``: the mean of the agents the data rate
+    against each other, or of all when the prior sets every rating."""
+    if any(not r.get("one_sided") for r in rows):
+        return "0 = the mean of the agents the data rate against each other"
+    return "0 = the mean of all agents (the prior sets every gap)"
 
 
 def round_robin_table(result) -> str:
@@ -173,8 +183,8 @@ def round_robin_table(result) -> str:
                 value = "-"
             text += f"{value:>{column}}"
         lines.append(text)
-    lines += ["", "Bradley-Terry rating (Elo scale; 0 = the mean of the agents that both won and "
-                  "lost pairs) +- standard error"]
+    lines += ["", f"Bradley-Terry rating (Elo scale; {centre_text(result.ratings)}) "
+                  "+- standard error"]
     for r in sorted(result.ratings, key=lambda r: -r["rating"]):
         spread = f"({r['one_sided']}: set by the prior)" if r.get("one_sided") else \
             f"+- {r['stderr']:.1f}"

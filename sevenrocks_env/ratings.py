@@ -20,8 +20,14 @@ scale) fitted by Newton's method on the pair scores of every pairing (each pair 
 fractional outcome), with one virtual drawn pair per pairing as a weak prior so an unbeaten agent
 still gets a finite rating.  An agent that won every pair it played, or lost every one, is
 *one-sided*: its rating is set by that prior (the data only say it is above, or below, all it
-met), so it is marked, and the ratings are centred on the mean of the other agents (of all, if
-every agent is one-sided).  The uncertainty is the covariance from the inverse Fisher
+met), so it is marked.  The same holds for a group: the data fix a gap between two agents only
+when each is reached from the other along "scored against" edges (Ford's condition: the groups
+are the strongly connected components of that graph).  When agents that split pairs among
+themselves never scored against another group (or it never against them), the gap between the
+groups is the prior's too, however many pairs were played: every agent outside the largest group
+(the *measured* one; several of equal size together) is marked with how its group did against
+the others, and the ratings are centred on the mean of the measured group's agents (of all, if
+every group is one agent).  The uncertainty is the covariance from the inverse Fisher
 information, with the same centring; the standard error of a *difference* between two agents
 (:meth:`Ratings.difference`) is what says whether they differ, and is smaller than either
 rating's own interval suggests.
@@ -80,13 +86,20 @@ def mean_interval(values) -> tuple[float, float] | None:
 @dataclass
 class Ratings:
     """Fitted Bradley-Terry ratings (Elo points) of ``names``, their covariance (Elo points
-    squared) and which agents are one-sided (``"won every pair"``, ``"lost every pair"`` or
-    None; see the module docs)."""
+    squared), which agents the prior rates (``one_sided``: ``"won every pair"``, ``"lost every
+    pair"``, the ``"... against the other groups"`` of a group, or None; see the module docs)
+    and each agent's ``group`` (0: the measured one)."""
 
     names: list[str]
     rating: np.ndarray
     covariance: np.ndarray
     one_sided: list[str | None]
+    group: list[int] | None = None
+
+    def measured(self, i: int, j: int) -> bool:
+        """Whether the data fix the gap between agents ``i`` and ``j`` (one group), rather
+        than the prior."""
+        return self.group is None or self.group[i] == self.group[j]
 
     def stderr(self, i: int) -> float:
         return math.sqrt(max(float(self.covariance[i, i]), 0.0))
@@ -98,9 +111,12 @@ class Ratings:
         return float(self.rating[i] - self.rating[j]), math.sqrt(max(variance, 0.0))
 
     def rows(self) -> list[dict]:
-        """One ``{"agent", "rating", "stderr", "one_sided"}`` per name, in the names' order."""
+        """One ``{"agent", "rating", "stderr", "one_sided", "group"}`` per name, in the names'
+        order."""
         return [{"agent": name, "rating": float(self.rating[i]), "stderr": self.stderr(i),
-                 "one_sided": self.one_sided[i]} for i, name in enumerate(self.names)]
+                 "one_sided": self.one_sided[i],
+                 "group": 0 if self.group is None else self.group[i]}
+                for i, name in enumerate(self.names)]
 
 
 def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[float, int]],
@@ -117,16 +133,11 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
     _check_connected(names, results)
     wins = np.zeros((k, k))
     games = np.zeros((k, k))
-    scored, played = np.zeros(k), np.zeros(k)
     for (i, j), (score, trials) in results.items():
         wins[i, j] += score + prior_pairs / 2
         wins[j, i] += trials - score + prior_pairs / 2
         games[i, j] += trials + prior_pairs
         games[j, i] += trials + prior_pairs
-        scored[i] += score
-        scored[j] += trials - score
-        played[i] += trials
-        played[j] += trials
     beta = np.zeros(k)
     for _ in range(iterations):
         p, information = _fisher(beta, games)
@@ -142,14 +153,86 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
     covariance = np.zeros((k, k))
     if k > 1:
         covariance[1:, 1:] = np.linalg.pinv(information[1:, 1:])
-    one_sided = ["won every pair" if scored[i] >= played[i] else
-                 "lost every pair" if scored[i] <= 0 else None for i in range(k)]
-    centre_on = [i for i in range(k) if one_sided[i] is None] or list(range(k))
+    group, one_sided, centre_on = _groups(k, results)
     weights = np.zeros(k)
     weights[centre_on] = 1.0 / len(centre_on)
     centre = np.eye(k) - np.outer(np.ones(k), weights)  # any centring: its rows sum to zero
     return Ratings(list(names), ELO * (centre @ beta),
-                   ELO ** 2 * (centre @ covariance @ centre.T), one_sided)
+                   ELO ** 2 * (centre @ covariance @ centre.T), one_sided, group)
+
+
+def _groups(k: int, results) -> tuple[list[int], list[str | None], list[int]]:
+    """``(group, one_sided, centre_on)``: each agent's group (the strongly connected components
+    of "scored > 0 against"; 0 is the measured one, the largest, when one group is largest and
+    has two agents or more), the mark of every agent outside it (how its group did in every
+    pair against the agents of other groups it met) and the agents the ratings are centred on
+    (the largest groups, or all agents when every group is one agent)."""
+    beat = {i: set() for i in range(k)}
+    for (i, j), (score, trials) in results.items():
+        if score > 0:
+            beat[i].add(j)
+        if score < trials:
+            beat[j].add(i)
+    component = _components(k, beat)
+    sizes = [component.count(c) for c in range(max(component, default=-1) + 1)]
+    largest = max(sizes, default=0)
+    biggest = [c for c, size in enumerate(sizes) if size == largest]
+    measured = biggest[0] if len(biggest) == 1 and largest > 1 else None
+    # renumber: the measured group 0, the others from 1 in order of their first agent
+    order = ([measured] if measured is not None else []) + [
+        c for c in dict.fromkeys(component) if c != measured]
+    group = [order.index(c) + (measured is None) for c in component]
+    one_sided: list[str | None] = [None] * k
+    for i in range(k):
+        if len(sizes) == 1 or component[i] == measured:
+            continue
+        won = lost = True  # against every agent of another group that i's group met
+        for (a, b), (score, trials) in results.items():
+            if (group[a] == group[i]) != (group[b] == group[i]):
+                ours = score if group[a] == group[i] else trials - score
+                won, lost = won and ours >= trials, lost and ours <= 0
+        what = "won every pair" if won else "lost every pair" if lost else "between groups"
+        one_sided[i] = what if group.count(group[i]) == 1 else f"{what} against the other groups"
+    centre_on = [i for i in range(k) if largest > 1 and component[i] in biggest] or list(range(k))
+    return group, one_sided, centre_on
+
+
+def _components(k: int, beat: dict[int, set[int]]) -> list[int]:
+    """The strongly connected components of the graph ``beat`` (Tarjan's algorithm,
+    iterative): each node's component index."""
+    index, low, on_stack, stack, component = {}, {}, set(), [], [-1] * k
+    count = 0
+    for root in range(k):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(beat[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(beat[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component[member] = count
+                        if member == node:
+                            break
+                    count += 1
+    return component
 
 
 def _fisher(beta: np.ndarray, games: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

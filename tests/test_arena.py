@@ -8,6 +8,7 @@ import pytest
 from sevenrocks_env import arena, rules
 from sevenrocks_env.agents import GreedyAgent, RandomAgent
 from sevenrocks_env.arena_pool import WorkerDied
+from sevenrocks_env.arena_report import rating_text
 from sevenrocks_env.ratings import (ELO, bradley_terry, fit_bradley_terry, mean_interval,
                                     t_quantile_975, wilson_interval)
 
@@ -75,6 +76,37 @@ def test_a_one_sided_agent_is_marked_and_left_out_of_the_centring():
     assert weaker.rating[1:] == pytest.approx(fitted.rating[1:], abs=3)
     unbeaten = fit_bradley_terry(["x", "y"], {(0, 1): (50, 50)}).one_sided
     assert unbeaten == ["won every pair", "lost every pair"]
+
+
+def test_a_group_that_never_scored_against_another_is_marked_as_the_prior_s():
+    """Ford's condition: r1 and r2 split pairs between them but lost every pair to g and h, so
+    the gap between {g, h} and {r1, r2} is the prior's (it grew with more pairs and nobody was
+    marked).  Within each group the gap is measured."""
+    names = ["r1", "r2", "g", "h"]
+    for pairs in (10, 40):
+        results = {(0, 1): (pairs / 2, pairs), (2, 0): (pairs, pairs), (2, 1): (pairs, pairs),
+                   (3, 0): (pairs, pairs), (3, 1): (pairs, pairs), (2, 3): (0.3 * pairs, pairs)}
+        fitted = fit_bradley_terry(names, results)
+        assert fitted.one_sided == ["lost every pair against the other groups"] * 2 + [
+            "won every pair against the other groups"] * 2  # two groups of two: no measured one
+        assert fitted.group[0] == fitted.group[1] != fitted.group[2] == fitted.group[3]
+        assert fitted.measured(0, 1) and fitted.measured(2, 3) and not fitted.measured(1, 2)
+        assert fitted.rating.mean() == pytest.approx(0.0, abs=1e-9)  # centred on both groups
+    # a larger measured group: the small one is marked, the centre is the measured group's
+    names5 = ["r1", "r2", "a", "b", "c"]
+    results5 = {(0, 1): (5, 10), (2, 0): (10, 10), (3, 1): (10, 10), (2, 3): (4, 10),
+                (3, 4): (6, 10), (4, 2): (5, 10)}
+    fitted5 = fit_bradley_terry(names5, results5)
+    assert fitted5.one_sided == ["lost every pair against the other groups"] * 2 + [None] * 3
+    assert fitted5.group == [1, 1, 0, 0, 0]
+    assert fitted5.rating[2:].mean() == pytest.approx(0.0, abs=1e-9)
+    # a middle agent: beaten by every pair of the top, beating every pair of the bottom
+    chain = fit_bradley_terry(["top", "mid", "low"], {(0, 1): (10, 10), (1, 2): (10, 10)})
+    assert chain.one_sided == ["won every pair", "between groups", "lost every pair"]
+    assert rating_text(chain.rows()[1]) == f"{chain.rating[1]:+.0f}"
+    assert rating_text(chain.rows()[0]).startswith(">= ")
+    # one group: nothing is marked, as before (LADDER's floor aside)
+    assert fit_bradley_terry(["x", "y"], {(0, 1): (30, 50)}).one_sided == [None, None]
 
 
 def test_rating_differences_have_the_gauge_free_standard_error():
