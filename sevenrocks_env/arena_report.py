@@ -154,10 +154,10 @@ def rating_text(row: dict, decimals: int = 0) -> str:
 
 def centre_text(rows: list[dict]) -> str:
     """What a rating of 0 is, for ratings ``rows``: the mean of the agents the data rate
-    against each other, or of all when the prior sets every rating."""
+    against each other, or of all when no group is the largest (module ``ratings``)."""
     if any(not r.get("one_sided") for r in rows):
         return "0 = the mean of the agents the data rate against each other"
-    return "0 = the mean of all agents (the prior sets every gap)"
+    return "0 = the mean of all agents; the gaps between groups are the prior's"
 
 
 def round_robin_table(result) -> str:
