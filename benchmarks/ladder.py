@@ -31,6 +31,7 @@ from pathlib import Path
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents import same_spec
+from sevenrocks_env.arena import DEFAULT_MAX_ROUNDS as MAX_ROUNDS  # every pairing's limit
 from sevenrocks_env.rules import DEFAULT_TARGET
 from sevenrocks_env.atomic_file import atomic_path
 
@@ -76,8 +77,6 @@ class SavedError(ValueError):
     """A saved pairing file that cannot be used (its path and why)."""
 
 
-#: The round limit of every pairing (the arenas' default).
-MAX_ROUNDS = 100
 #: Keys a saved pairing carries since 2026-12-05 (the ladder's older files lack them).
 _NEWER_KEYS = ("max_rounds", "engine")
 
@@ -266,10 +265,13 @@ def main(argv=None) -> int:
                 if not saved.exists():
                     continue
                 r = read_saved(saved)
+                arena = _engine(agents[a], agents[b])
+                played = (r.get("max_rounds", MAX_ROUNDS), _engine_kind(r.get("engine", arena)))
                 if not (same_spec(r["spec_a"], agents[a]) and same_spec(r["spec_b"], agents[b])
-                        and r["seed"] == args.seed):
+                        and r["seed"] == args.seed and played == (MAX_ROUNDS, arena)):
                     print(f"({saved.name}: {r['spec_a']} against {r['spec_b']}, seed "
-                          f"{r['seed']}: not this ladder's specs or --seed)", file=sys.stderr)
+                          f"{r['seed']}, max_rounds {played[0]} on the {played[1]} arena: not "
+                          "this ladder's specs, --seed, round limit or arena)", file=sys.stderr)
             else:
                 r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
                          args.workers, agents, args.device, args.batch)

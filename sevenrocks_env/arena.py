@@ -44,6 +44,10 @@ from .record import MAX_ROUNDS, MAX_TARGET
 
 A_SEATS = ((0, 2), (1, 3))  # agent A's seats in the first and the second match of a pair
 
+#: The arena's round limit unless told otherwise (``--max-rounds``): a match still going after
+#: it is truncated and counts 1/2.
+DEFAULT_MAX_ROUNDS = 100
+
 
 @dataclass
 class MatchResult:
@@ -60,13 +64,13 @@ class MatchResult:
 
 
 def play_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
-               max_rounds: int = 100) -> MatchResult:
+               max_rounds: int = DEFAULT_MAX_ROUNDS) -> MatchResult:
     """Play one match with ``agents[seat]`` at each seat (R1-R8), dealt from ``seed``."""
     return run_match(agents, seed, target, max_rounds)[1]
 
 
 def run_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
-              max_rounds: int = 100) -> tuple[rules.Match, MatchResult]:
+              max_rounds: int = DEFAULT_MAX_ROUNDS) -> tuple[rules.Match, MatchResult]:
     """:func:`play_match`, also returning the finished :class:`~sevenrocks_env.rules.Match`
     (its history is the game record: pictures, replays)."""
     if len(agents) != 4:
@@ -260,7 +264,7 @@ def check_workers(workers: int, agent_a, agent_b) -> None:
 
 
 def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
-             target: int = rules.DEFAULT_TARGET, max_rounds: int = 100,
+             target: int = rules.DEFAULT_TARGET, max_rounds: int = DEFAULT_MAX_ROUNDS,
              log=None) -> ArenaResult:
     """Agent A against agent B over ``pairs`` duplicate pairs.
 
@@ -347,7 +351,8 @@ class RoundRobinResult:
 
 
 def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progress: bool = False,
-                target: int = rules.DEFAULT_TARGET, max_rounds: int = 100) -> RoundRobinResult:
+                target: int = rules.DEFAULT_TARGET, max_rounds: int = DEFAULT_MAX_ROUNDS
+                ) -> RoundRobinResult:
     """:func:`evaluate` on every pairing (same seed: the same deals for all), then ratings."""
     named = [split_name(a) for a in agents]
     names = [name for name, _ in named]

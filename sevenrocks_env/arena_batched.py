@@ -29,8 +29,8 @@ from contextlib import closing
 import torch
 
 from . import rules
-from .arena import (ArenaResult, PairOutcome, check_settings, check_workers, run_pairs,
-                    split_names)
+from .arena import (DEFAULT_MAX_ROUNDS, ArenaResult, PairOutcome, check_settings, check_workers,
+                    run_pairs, split_names)
 from .batched import VectorEnv, layout
 from .batched.history import RoundHistory
 from .batched_agents import BatchedAgent, batched_agent
@@ -172,8 +172,8 @@ class Spans(Sequence):
 
 
 def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
-                     target: int = rules.DEFAULT_TARGET, max_rounds: int = 100, device="cpu",
-                     batch: int = DEFAULT_BATCH, progress: bool = False,
+                     target: int = rules.DEFAULT_TARGET, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                     device="cpu", batch: int = DEFAULT_BATCH, progress: bool = False,
                      log=None, workers: int = 1) -> ArenaResult:
     """Agent A against agent B over ``pairs`` duplicate pairs on the batched engine.
 

@@ -17,7 +17,7 @@ import sys
 
 from . import rules
 from .agents import valid_specs
-from .arena import evaluate, round_robin
+from .arena import DEFAULT_MAX_ROUNDS, evaluate, round_robin
 from .arena_log_lock import check_log_folder
 from .arena_pool import WorkerDied
 from .arguments import MAX_THREADS, non_negative_pairs
@@ -96,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
                              "pairs (for search agents, which leave cores idle in one process)")
     parser.add_argument("--target", type=int, default=rules.DEFAULT_TARGET,
                         help="match target (R8)")
-    parser.add_argument("--max-rounds", type=int, default=100,
+    parser.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS,
                         help="truncate a match after this many rounds")
     parser.add_argument("--batched", action="store_true",
                         help="step all pairs together on the batched engine (policies, search, "
@@ -170,7 +170,7 @@ def _batched(args):
     import torch
 
     from .arena_batched import DEFAULT_BATCH, evaluate_batched
-    from .batched.vector_env import checked_device
+    from .batched.inputs import checked_device
     try:
         device = checked_device(args.device)
     except ValueError as error:

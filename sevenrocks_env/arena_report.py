@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import PurePath
 
 from .agents import CHECKPOINT_SPECS
@@ -154,10 +155,14 @@ def rating_text(row: dict, decimals: int = 0) -> str:
 
 def centre_text(rows: list[dict]) -> str:
     """What a rating of 0 is, for ratings ``rows``: the mean of the agents the data rate
-    against each other, or of all when no group is the largest (module ``ratings``)."""
+    against each other: of the largest group, or of the largest groups when several tie, or of
+    all when every group is one agent (module ``ratings``)."""
     if any(not r.get("one_sided") for r in rows):
         return "0 = the mean of the agents the data rate against each other"
-    return "0 = the mean of all agents; the gaps between groups are the prior's"
+    sizes = Counter(r.get("group") for r in rows)
+    if max(sizes.values(), default=0) > 1:
+        return "0 = the mean of the largest groups; the gaps between groups are the prior's"
+    return "0 = the mean of all agents; every gap is the prior's"
 
 
 def round_robin_table(result) -> str:

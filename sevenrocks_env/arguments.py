@@ -124,7 +124,7 @@ def one_line_errors(work) -> int:
 def device(text: str) -> str:
     """An argparse type: a device the batched engine runs on (``cpu``, ``cuda``, ``cuda:1``
     where there is one), as its name."""
-    from .batched.vector_env import checked_device  # torch: only for scripts that need it
+    from .batched.inputs import checked_device  # torch: only for scripts that need it
     try:
         return str(checked_device(text))
     except ValueError as error:

@@ -10,7 +10,7 @@ and, unlike a bootstrap, it stays sensible when every pair has the same result.
 Wilson's interval is wider than one from the pairs' observed spread (pairs that split are
 counted as if half their trials were won outright), and its coverage dips under 95% as it does
 for Bernoulli trials (exactly: at least 92.6% at 20 pairs for ``p`` in [0.1, 0.9], but 84% for a
-``p`` within 1% of 0 or 1, at any ``n``).
+``p`` within 1% of 0 or 1, from about 20 pairs on).
 
 **Mean margin.**  The mean over pairs of the pair's mean final margin, with a 95% interval from
 their spread: Student's t over ``pairs - 1`` degrees of freedom (:func:`mean_interval`).
@@ -139,7 +139,7 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
         games[i, j] += trials + prior_pairs
         games[j, i] += trials + prior_pairs
     beta = np.zeros(k)
-    for _ in range(iterations):
+    for _ in range(iterations if k > 1 else 0):  # one agent: rated 0, nothing to fit
         p, information = _fisher(beta, games)
         gradient = (wins - games * p).sum(axis=1)
         step = np.linalg.lstsq(information[1:, 1:], gradient[1:], rcond=None)[0]

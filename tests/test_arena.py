@@ -8,7 +8,7 @@ import pytest
 from sevenrocks_env import arena, rules
 from sevenrocks_env.agents import GreedyAgent, RandomAgent
 from sevenrocks_env.arena_pool import WorkerDied
-from sevenrocks_env.arena_report import rating_text
+from sevenrocks_env.arena_report import centre_text, rating_text
 from sevenrocks_env.ratings import (ELO, bradley_terry, fit_bradley_terry, mean_interval,
                                     t_quantile_975, wilson_interval)
 
@@ -92,6 +92,13 @@ def test_a_group_that_never_scored_against_another_is_marked_as_the_prior_s():
         assert fitted.group[0] == fitted.group[1] != fitted.group[2] == fitted.group[3]
         assert fitted.measured(0, 1) and fitted.measured(2, 3) and not fitted.measured(1, 2)
         assert fitted.rating.mean() == pytest.approx(0.0, abs=1e-9)  # centred on both groups
+        assert centre_text(fitted.rows()).startswith("0 = the mean of the largest groups")
+    # two tied groups and a lone agent below them: centred on the two groups, and said so
+    tied = fit_bradley_terry(["a", "b", "c", "d", "e"], {
+        (0, 1): (5, 10), (2, 3): (5, 10), (0, 2): (10, 10), (1, 3): (10, 10),
+        (2, 4): (10, 10)})
+    assert tied.rating[:4].mean() == pytest.approx(0.0, abs=1e-9)
+    assert centre_text(tied.rows()).startswith("0 = the mean of the largest groups")
     # a larger measured group: the small one is marked, the centre is the measured group's
     names5 = ["r1", "r2", "a", "b", "c"]
     results5 = {(0, 1): (5, 10), (2, 0): (10, 10), (3, 1): (10, 10), (2, 3): (4, 10),
@@ -103,10 +110,15 @@ def test_a_group_that_never_scored_against_another_is_marked_as_the_prior_s():
     # a middle agent: beaten by every pair of the top, beating every pair of the bottom
     chain = fit_bradley_terry(["top", "mid", "low"], {(0, 1): (10, 10), (1, 2): (10, 10)})
     assert chain.one_sided == ["won every pair", "between groups", "lost every pair"]
+    assert chain.rating.mean() == pytest.approx(0.0, abs=1e-9)
+    assert centre_text(chain.rows()) == "0 = the mean of all agents; every gap is the prior's"
     assert rating_text(chain.rows()[1]) == f"{chain.rating[1]:+.0f}"
     assert rating_text(chain.rows()[0]).startswith(">= ")
     # one group: nothing is marked, as before (LADDER's floor aside)
     assert fit_bradley_terry(["x", "y"], {(0, 1): (30, 50)}).one_sided == [None, None]
+    # one agent alone: rated 0 (numpy's empty max ended the Newton loop with a ValueError)
+    alone = fit_bradley_terry(["x"], {})
+    assert alone.rating.tolist() == [0.0] and alone.one_sided == [None]
 
 
 def test_rating_differences_have_the_gauge_free_standard_error():

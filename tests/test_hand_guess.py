@@ -112,10 +112,24 @@ def test_smoke_run_logs_saves_and_resumes_the_head_bit_for_bit(tmp_path, capsys)
     assert "hand_guess" not in torch.load(exported, weights_only=True)
     assert load_policy(exported).act(*_position()) >= 0
     capsys.readouterr()
-    for override in ("hand_coef=0", "hand_coef=0.25"):
-        assert main(["--resume", str(ckpt_dir / "latest.pt"), "--set", override,
-                     *_folders(tmp_path)]) == 2
-        assert "hand_coef cannot change on --resume" in capsys.readouterr().err
+    assert main(["--resume", str(ckpt_dir / "latest.pt"), "--set", "hand_coef=0",
+                 *_folders(tmp_path)]) == 2
+    assert "hand_coef cannot change between 0 and > 0" in capsys.readouterr().err
+    # another weight is only a weight, as vf_coef is
+    assert main(["--resume", str(ckpt_dir / "step_512.pt"), "--set", "hand_coef=0.25",
+                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+
+
+@pytest.mark.parametrize("engine", ["batched", "python"])
+def test_the_guess_sees_the_hands_whatever_the_critic_and_engine(tmp_path, engine):
+    """The python engine stored the hidden hands only for the oracle critic: with ``critic:
+    shared`` the guess trained on empty hands, a loss of 0, silently."""
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0", "hand_coef=0.5", "critic=shared",
+                 f"engine={engine}"), final_table=False)
+    scalars = _scalars(tmp_path / "runs" / "smoke")
+    (_, loss), = scalars["losses/hand_guess_loss"]
+    (_, accuracy), = scalars["charts/hand_guess_accuracy"]
+    assert loss == pytest.approx(math.log(3), abs=0.05) and accuracy > 0.2
 
 
 def test_resume_rejects_a_damaged_or_missing_head(tmp_path, capsys):

@@ -234,6 +234,10 @@ def test_the_ladder_s_own_files_from_before_the_round_limit_was_saved_are_reused
     assert ladder.main(args) == 0
     assert "saved with other settings; playing it again" in capsys.readouterr().err
     assert json.loads(saved.read_text())["max_rounds"] == 100
+    # --no-play fits what is saved, and says which file was played under another round limit
+    saved.write_text(json.dumps(dict(json.loads(saved.read_text()), max_rounds=1)))
+    assert ladder.main(["--no-play", *args]) == 0
+    assert "max_rounds 1 on the batched arena: not this ladder's" in capsys.readouterr().err
 
 
 def test_a_saved_result_is_reused_under_another_spelling_of_its_specs(tmp_path):

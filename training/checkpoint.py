@@ -204,7 +204,8 @@ def export_policy(source, destination, extra: dict | None = None, data: dict | N
 def checkpoint_estimate(cfg) -> int:
     """Bytes of ``cfg``'s training checkpoints, from the networks' shapes (none is built: a
     4096-wide one takes seconds to initialise): the weights and Adam's two moments of the
-    policy, of the oracle critic and of the hand-guess head, and a policy copy for each ``past`` snapshot kept."""
+    policy, of the oracle critic and of the hand-guess head, and a policy copy for each
+    ``past`` snapshot kept."""
     def size(shapes: dict) -> int:
         return 4 * sum(math.prod(shape) for shape in shapes.values())  # float32
     policy = size(expected_shapes(cfg.hidden_sizes, cfg.action_features,

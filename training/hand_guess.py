@@ -1,4 +1,4 @@
-"""An auxiliary task for the policy's trunk: guess which seat holds each hidden tile (training only).
+"""An auxiliary task for the policy's trunk: guess who holds each hidden tile (training only).
 
 From one seat's observation a tile it has not seen played and does not hold is in one of three
 hands: the left opponent's, the partner's or the right opponent's.  Who holds what decides the

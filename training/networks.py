@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from sevenrocks_env.batched.vector_env import checked_device
+from sevenrocks_env.batched.inputs import checked_device
 from sevenrocks_env.policy import CheckpointError, MissingValueHead, PolicyNet, build_model, \
     checked_temperature, read_checkpoint
 
@@ -46,7 +46,6 @@ def build_networks(cfg: TrainConfig, device="cpu"):
             network.to(device)
     return model, critic, guess, torch.optim.Adam(trained_parameters(model, critic, guess),
                                                   lr=cfg.learning_rate, eps=1e-5, betas=ADAM_BETAS)
-
 
 
 def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:

@@ -251,6 +251,9 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
         if getattr(cfg, key) != getattr(before, key):
             raise ConfigError(f"--set: {key} cannot change on --resume (the run has "
                               f"{getattr(before, key)!r}); start a new run instead", key)
+    if (cfg.hand_coef > 0) != (before.hand_coef > 0):  # the head exists or not: its weights
+        raise ConfigError(f"--set: hand_coef cannot change between 0 and > 0 on --resume (the "
+                          f"run has {before.hand_coef!r}); start a new run instead", "hand_coef")
     pool = data.get("pool")
     snapshots = pool.get("snapshots") if isinstance(pool, dict) else None
     if "max_snapshots" in overrides and isinstance(snapshots, list) \
@@ -266,4 +269,4 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
 #: restored from the file, so a new seed would be recorded and never used; ``target`` and
 #: ``max_rounds``: the matches in progress were dealt and scored under them).
 FIXED_ON_RESUME = ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
-                   "hand_coef", "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")
+                   "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")

@@ -145,7 +145,9 @@ class SelfPlayEngine(MatchSeats):
         """Fill ``buffer`` with ``num_steps * num_matches`` learner decisions.
 
         Values come from ``model``'s value head, or from ``critic`` (an
-        :class:`~training.critic.OracleCritic`, which also sees the hidden hands) if given."""
+        :class:`~training.critic.OracleCritic`, which also sees the hidden hands) if given.  The
+        hidden hands are stored whatever the critic (the hand guess, ``hand_coef``, reads them
+        too), as the batched engine does."""
         buffer.reset()
         obs_t, masks_t = torch.from_numpy(self._obs), torch.from_numpy(self._masks)
         hands_t = torch.from_numpy(self._hands)
@@ -156,8 +158,7 @@ class SelfPlayEngine(MatchSeats):
             for i, match in enumerate(self.matches):
                 encode(match, match.turn, self._obs[i])
                 self._masks[i, self.legal[i]] = True
-                if critic is not None:
-                    hidden_hands(match, match.turn, self._hands[i])
+                hidden_hands(match, match.turn, self._hands[i])
             logits, values = model(obs_t, masks_t)
             if critic is not None:
                 values = critic(obs_t, hands_t)

@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from ..batched import VectorEnv
-from ..batched.vector_env import checked_device
+from ..batched.inputs import checked_device
 from ..arguments import MAX_THREADS
 from ..checks import is_int
 from ..observation import checked_inputs, decode

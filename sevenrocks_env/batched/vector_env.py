@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from contextlib import contextmanager
 
 import numpy as np
@@ -12,67 +11,15 @@ from ..checks import checked_int
 from ..record import MAX_ROUNDS, MAX_TARGET, shown
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
-from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action, tile_name, tiles_of
+from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
 from . import engine, kernels, layout, observe
 from .deal import MAX_SEED, deal, stream_keys
+from .inputs import check_tensor, checked_device, deal_problem
 from .records import RecordKeeper
 from .state import FIELDS, BatchState
 from .tables import tables
 
 _MAX_ENVS = 1 << 24
-
-
-def checked_device(device) -> torch.device:
-    """``device`` as a ``torch.device`` the engine can run on: the CPU (``"cpu:0"`` is plain
-    ``"cpu"``), or a CUDA device that is there (``"cuda"`` means the current one);
-    ``ValueError`` otherwise, in words."""
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"device {device!r}: {str(error)[:120]}") from None
-    if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"device {str(device)!r}: the batched engine runs on 'cpu' or 'cuda'")
-    if device.type == "cpu":  # torch puts CPU tensors on plain "cpu" whatever index is asked for
-        return torch.device("cpu")
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError(f"device {str(device)!r}: CUDA is not available here")
-        if device.index is None:
-            device = torch.device("cuda", torch.cuda.current_device())
-        elif device.index >= torch.cuda.device_count():
-            raise ValueError(f"device {str(device)!r}: this machine has "
-                             f"{torch.cuda.device_count()} CUDA device(s)")
-    return device
-
-
-def _deal_problem(hands: list[int], opener: int) -> str:
-    """What is wrong with one env's deal (it failed the batched check), in tile names."""
-    def names(mask: int) -> str:
-        return " ".join(tile_name(tile) for tile in tiles_of(mask))
-    for seat, hand in enumerate(hands):
-        if not 0 <= hand <= ALL_TILES:
-            return f"seat {seat}'s hand {hand} is not a set of the 28 tiles (0 to 2**28 - 1)"
-    for seat, other in itertools.combinations(range(4), 2):
-        if hands[seat] & hands[other]:
-            return f"seats {seat} and {other} both hold {names(hands[seat] & hands[other])}"
-    for seat, hand in enumerate(hands):
-        if hand.bit_count() != 7:
-            return f"seat {seat} holds {hand.bit_count()} tiles ({names(hand) or 'none'}), not 7"
-    if not 0 <= opener <= 3:
-        return f"the opener is {opener}, not a seat 0-3"
-    return "its hands are not a deal"  # not reached: the checks above cover the batched one
-
-
-def _check_tensor(name: str, value, shape: tuple, dtype: torch.dtype, device: torch.device):
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor of shape {list(shape)} dtype {dtype}, "
-                        f"got {type(value).__name__}")
-    if tuple(value.shape) != shape:
-        raise ValueError(f"{name}: expected shape {list(shape)}, got {list(value.shape)}")
-    if value.dtype != dtype:
-        raise TypeError(f"{name}: expected dtype {dtype}, got {value.dtype}")
-    if value.device != device:
-        raise ValueError(f"{name}: expected a tensor on device {device}, got {value.device}")
 
 
 @contextmanager
@@ -182,8 +129,8 @@ class VectorEnv:
         if not (isinstance(deals, (tuple, list)) and len(deals) == 2):
             raise TypeError("deals must be a pair (hands LongTensor[B, 4], openers LongTensor[B])")
         hands, openers = deals
-        _check_tensor("deals hands", hands, (self.num_envs, 4), torch.long, self.device)
-        _check_tensor("deals openers", openers, (self.num_envs,), torch.long, self.device)
+        check_tensor("deals hands", hands, (self.num_envs, 4), torch.long, self.device)
+        check_tensor("deals openers", openers, (self.num_envs,), torch.long, self.device)
         in_range = (hands >= 0) & (hands <= ALL_TILES)
         counts = layout.popcount(hands.clamp(0, ALL_TILES))
         union = hands[:, 0] | hands[:, 1] | hands[:, 2] | hands[:, 3]
@@ -191,7 +138,7 @@ class VectorEnv:
         good &= (openers >= 0) & (openers <= 3)
         if not bool(good.all()):
             env = int((~good).nonzero()[0, 0])
-            problem = _deal_problem(hands[env].tolist(), int(openers[env]))
+            problem = deal_problem(hands[env].tolist(), int(openers[env]))
             raise ValueError(f"deals: env {env}: {problem}; a deal is four disjoint 7-tile hands covering all 28 tiles (R1) "
                              "and an opener 0-3")
         return hands.clone(), openers.clone()
@@ -278,7 +225,7 @@ class VectorEnv:
         2**40]``) and copied to this env's device, or the env indices."""
         if deal_streams is None:
             return torch.arange(self.num_envs, device=self.device)
-        _check_tensor("deal_streams", deal_streams, (self.num_envs,), torch.long,
+        check_tensor("deal_streams", deal_streams, (self.num_envs,), torch.long,
                       deal_streams.device if isinstance(deal_streams, torch.Tensor)
                       else self.device)
         if bool(((deal_streams < 0) | (deal_streams > 1 << 40)).any()):
@@ -334,7 +281,7 @@ class VectorEnv:
         """
         self._require_ready()
         # shape, dtype and device always (no synchronisation); legality with validate=True
-        _check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
+        check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
         if self.validate:
             self._check_actions(actions)
         elif self.compiled or self.device.type != "cpu":
@@ -349,7 +296,10 @@ class VectorEnv:
                 rewards, terminated, truncated, events = engine.step(
                     self.state, actions, self.settings, self._streams,
                     self._kernels.place_and_score, self._target)
-        except IndexError:  # validate=False, eager: a table lookup failed
+        except IndexError:
+            if self.validate or self.compiled or self.device.type != "cpu":
+                raise  # checked already: not an action's fault (an engine bug)
+            # validate=False, eager CPU: a table lookup failed
             self._check_range(actions)  # out of range: the first lookup, before any change
             # in range but illegal (a closed or unmatched slot): some fields have changed
             self._ready = False
