@@ -139,7 +139,9 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
         games[i, j] += trials + prior_pairs
         games[j, i] += trials + prior_pairs
     beta = np.zeros(k)
-    for _ in range(iterations if k > 1 else 0):  # one agent: rated 0, nothing to fit
+    for _ in range(iterations):
+        if k == 1:  # one agent: rated 0, nothing to fit
+            break
         p, information = _fisher(beta, games)
         gradient = (wins - games * p).sum(axis=1)
         step = np.linalg.lstsq(information[1:, 1:], gradient[1:], rcond=None)[0]

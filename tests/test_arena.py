@@ -1,6 +1,7 @@
 """Arena: duplicate pairing, statistics, determinism across workers, CLI errors."""
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -117,7 +118,9 @@ def test_a_group_that_never_scored_against_another_is_marked_as_the_prior_s():
     # one group: nothing is marked, as before (LADDER's floor aside)
     assert fit_bradley_terry(["x", "y"], {(0, 1): (30, 50)}).one_sided == [None, None]
     # one agent alone: rated 0 (numpy's empty max ended the Newton loop with a ValueError)
-    alone = fit_bradley_terry(["x"], {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and no "did not converge" warning
+        alone = fit_bradley_terry(["x"], {})
     assert alone.rating.tolist() == [0.0] and alone.one_sided == [None]
 
 
