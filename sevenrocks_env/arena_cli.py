@@ -77,9 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sevenrocks arena",
         description="Duplicate-deal matches between agents (A on seats 0/2, then 1/3, same deals).",
-        epilog=f"agent specs: {valid_specs()}; any spec may be written NAME=SPEC to show NAME "
-               f"in tables (e.g. shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt). "
-               f"R1–R8 are the sections of the rules in docs/rules.md")
+        # one spec a line, never wrapped inside one: a spec copied from the help must work
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="agent specs:\n  " + valid_specs("\n  ") + "\nany spec may be written NAME=SPEC "
+               "to show NAME in tables\n(e.g. shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt)."
+               "\nR1–R8 are the sections of the rules in docs/rules.md")
     parser.add_argument("agents", nargs="+",
                         help="two agent specs (A, B), or several with --round-robin")
     parser.add_argument("--round-robin", action="store_true",

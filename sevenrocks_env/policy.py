@@ -294,7 +294,8 @@ class PolicyAgent:
         self.deterministic = deterministic
         self.temperature = checked_temperature(temperature)
         self.device = torch.device(device)
-        self._generator = torch.Generator().manual_seed(0)
+        self._generator = torch.Generator()
+        self.seed(None)  # unseeded, a sampling agent draws afresh (seed 0 repeated every run)
 
     def distribution(self, logits: torch.Tensor, mask: torch.Tensor) -> MaskedCategorical:
         """The masked distribution this agent plays from, at its temperature."""

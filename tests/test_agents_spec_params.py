@@ -52,3 +52,39 @@ def test_plain_numbers_are_read(rest, expected):
 ])
 def test_the_specs_the_docs_use_still_make_agents(spec):
     make_agent(spec)
+
+
+@pytest.mark.parametrize("seed, error", [(True, TypeError), (1.5, TypeError), ("3", TypeError),
+                                         (-1, ValueError)])
+def test_make_agent_checks_its_seed(seed, error):
+    """``True`` passed as seed 1, and ``-1``/``1.5`` failed deep in numpy without naming it."""
+    for spec in ("random", "ckpt:shipped", "search:samples=2"):
+        with pytest.raises(error, match="seed must be a non-negative int or None"):
+            make_agent(spec, seed=seed)
+
+
+def test_unseeded_sampling_policies_draw_afresh():
+    """A sampling policy built without a seed started every generator at 0: every such agent
+    in every run played the same moves (seed(None) did not; now the constructor calls it)."""
+    first, second = (make_agent("sample:policy=shipped,temperature=100") for _ in range(2))
+    assert first._generator.initial_seed() != second._generator.initial_seed()
+
+
+def test_search_policy_names_the_parameter_that_is_wrong():
+    from sevenrocks_env.agents.policy_search import PolicySearchAgent
+    for params, words in (({"horizon": 0}, r"horizon must be an int in \[1, 100\], got 0$"),
+                          ({"reach": -1}, r"reach must be an int in \[0, 1e6\], got -1$"),
+                          ({"samples": 0}, r"samples must be an int in \[1, \d+\], got 0$"),
+                          ({"threads": 0}, r"threads must be an int in \[1, \d+\], got 0$")):
+        with pytest.raises(ValueError, match=words):
+            PolicySearchAgent(**params)
+
+
+def test_the_arena_help_lists_every_spec_whole_on_its_own_line(capsys):
+    """The help wrapped specs mid-word ('sea' / 'rch:policy=...'): copied, they failed."""
+    from sevenrocks_env.agents import valid_specs
+    from sevenrocks_env.arena_cli import main
+    assert main(["--help"]) == 0
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    for spec in valid_specs("\n").splitlines():
+        assert spec in lines, spec

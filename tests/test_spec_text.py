@@ -86,3 +86,12 @@ def test_without_torch_a_policy_search_spec_is_compared_as_text(monkeypatch):
     assert same_spec("search:policy=shipped", "search:policy=shipped")
     assert not same_spec("search:policy=shipped", "search:policy=shipped,samples=64")
     assert not same_spec("search:policy=shipped", "greedy")
+
+
+def test_minus_zero_is_spelt_as_zero():
+    """``win_bonus=-0`` is the agent ``win_bonus=0``: a pair log written under one spelling must
+    resume under the other."""
+    for key in ("win_bonus", "prior", "inference"):
+        spec = f"search:policy=shipped,{key}=-0"
+        assert same_spec(spec, f"search:policy=shipped,{key}=0"), key
+        assert "-0" not in canonical_spec(spec), key

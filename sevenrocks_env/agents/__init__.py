@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 
+from ..checks import is_int
 from .base import Agent, parse_spec_params
 from .greedy import GreedyAgent
 from .heuristic import HeuristicAgent
@@ -50,8 +51,8 @@ SB3_SPEC = "sb3"
 OPENSPIEL_SPEC = "openspiel"
 
 
-def valid_specs() -> str:
-    """One line per spec form, for error messages and ``--help``."""
+def valid_specs(separator: str = ", ") -> str:
+    """Every spec form, for error messages (``", "``-separated) and ``--help`` (one a line)."""
     lines = []
     for name, (_, params) in AGENTS.items():
         extra = ",".join(f"{p}=<{t.__name__}>" for p, t in params.items())
@@ -62,7 +63,7 @@ def valid_specs() -> str:
         "ckpt:shipped", f"{SAMPLE_SPEC}:policy=<shipped|PATH>[,temperature=<float>]",
         f"{SB3_SPEC}:PATH (trusted files only)"]
     lines.append(f"{OPENSPIEL_SPEC}:ismcts|mcts[:sims=<int>,uct_c=<float>,rollouts=<int>]")
-    return ", ".join(lines)
+    return separator.join(lines)
 
 
 def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Agent:
@@ -70,8 +71,14 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
 
     Raises ``ValueError`` naming the valid specs and parameters for anything else.
     ``allow_pickles=False`` refuses ``sb3:PATH`` (a pickle, which can run code): for specs read
-    from files, such as a training config or checkpoint.
+    from files, such as a training config or checkpoint.  ``seed``: a non-negative int, or
+    ``None`` for a fresh draw (``TypeError``/``ValueError`` naming ``seed`` otherwise).
     """
+    if seed is not None and not is_int(seed, 0):
+        from ..record import shown  # bounded repr
+        raise (ValueError if is_int(seed) else TypeError)(
+            f"seed must be a non-negative int or None, got {type(seed).__name__} {shown(seed)}")
+    seed = None if seed is None else int(seed)
     if not isinstance(spec, str):
         if isinstance(spec, Agent):
             if seed is not None:

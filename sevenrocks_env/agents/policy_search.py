@@ -84,10 +84,9 @@ class PolicySearchAgent:
     def __init__(self, policy="shipped", samples: int = 64, seed: int | None = None,
                  prior: float = 5.0, win_bonus: float = 50.0, reach: int = 60, horizon: int = 3,
                  rollout: str = "argmax", device: str = "cpu", threads: int | None = 1):
-        if not is_int(samples, 1):
-            raise ValueError(f"search:policy: samples must be an int >= 1, got {samples!r}")
-        if samples > MAX_WORLDS:
-            raise ValueError(f"search:policy: samples must be <= {MAX_WORLDS}, got {samples}")
+        if not is_int(samples, 1, MAX_WORLDS):
+            raise ValueError(f"search:policy: samples must be an int in [1, {MAX_WORLDS}], got "
+                             f"{samples!r}")
         if rollout not in ROLLOUT_MODES:
             raise ValueError(f"search:policy: rollout must be one of {', '.join(ROLLOUT_MODES)}, "
                              f"got {rollout!r}")
@@ -95,11 +94,13 @@ class PolicySearchAgent:
             if not np.isfinite(value) or not 0 <= value <= 1e6:
                 raise ValueError(f"search:policy: {label} must be in [0, 1e6], got {value!r}")
         if threads is not None and not is_int(threads, 1, MAX_THREADS):
-            raise ValueError(f"search:policy: threads must be an int in [1, {MAX_THREADS}] or "
-                             f"None, got {threads!r}")
-        if not is_int(reach, 0, 10 ** 6) or not is_int(horizon, 1, 100):
-            raise ValueError(f"search:policy: reach must be an int in [0, 1e6] and horizon an int "
-                             f"in [1, 100], got {reach!r}, {horizon!r}")
+            raise ValueError(f"search:policy: threads must be an int in [1, {MAX_THREADS}], got "
+                             f"{threads!r}")
+        if not is_int(reach, 0, 10 ** 6):
+            raise ValueError(f"search:policy: reach must be an int in [0, 1e6], got {reach!r}")
+        if not is_int(horizon, 1, 100):
+            raise ValueError(f"search:policy: horizon must be an int in [1, 100], got "
+                             f"{horizon!r}")
         self.device = torch.device(device)
         if isinstance(policy, PolicyNet):
             model, label = policy, "net"

@@ -129,7 +129,7 @@ def _equal(value, default) -> bool:
 
 def _value_text(value) -> str:
     if isinstance(value, float):
-        text = repr(value)
+        text = repr(value + 0.0)  # -0.0 is 0.0: one spelling per agent
         return text[:-2] if text.endswith(".0") else text
     return str(value).strip()
 
