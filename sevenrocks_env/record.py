@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import reprlib
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -35,7 +36,7 @@ FORMAT = "sevenrocks-record/1"
 RESULTS = ("domino", "blocked", "won")
 
 # Records come from other people: every number that sizes work is bounded before it is used.
-#: Largest match target a record may have (the picture draws one peg hole per 5-10 points).
+#: Largest match target a record may have (the picture's score track has at most 100 holes).
 MAX_TARGET = 5000
 #: Most rounds a record may hold (a match to 250 takes about 5-15).
 MAX_ROUNDS = 1000
@@ -144,9 +145,9 @@ def load(path) -> dict:
         raise RecordError(str(error)) from None
     try:
         record = parse(text)
-    except RecordError as error:
+        validate(record)
+    except RecordError as error:  # every error line names the file
         raise RecordError(f"{path}: {error}") from None
-    validate(record)
     return record
 
 
@@ -188,6 +189,9 @@ def parse(text: str):
     except RecursionError:
         raise RecordError("is not a game record: JSON nested too deeply") from None
     except ValueError as error:  # e.g. an integer of more than 4300 digits
+        if "integer string conversion" in str(error):
+            raise RecordError("is not a game record: it holds an integer of more than "
+                              f"{sys.get_int_max_str_digits()} digits") from None
         raise RecordError(f"is not a game record: {str(error)[:80]}") from None
 
 
@@ -311,7 +315,9 @@ def _apply_move(match: Match, move, where: str) -> None:
     if not isinstance(move, dict) or "seat" not in move or "action" not in move:
         raise RecordError(f"{where}: a move is an object with 'seat' and 'action'")
     seat, action = move["seat"], move["action"]
-    if not is_plain_int(seat, 0, 3) or seat != match.turn:
+    if not is_plain_int(seat, 0, 3):
+        raise RecordError(f"{where}: seat must be an int 0-3, got {shown(seat)}")
+    if seat != match.turn:
         raise RecordError(f"{where}: seat {shown(seat)} moved but it is seat {match.turn}'s turn")
     if not is_plain_int(action, 0, KNOCK) or not is_legal(match, action):
         legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(match))
@@ -329,6 +335,9 @@ def _apply_move(match: Match, move, where: str) -> None:
         raise RecordError(f"{where}: action {action} is {expected_tile} at slot {expected_slot}, "
                           f"but the move says tile {shown(move.get('tile'))} slot "
                           f"{shown(move.get('slot'))}")
+    if not all(is_plain_int(move.get(key), 0) for key in ("end_sum", "points")):
+        raise RecordError(f"{where}: end_sum and points must be ints >= 0, got "
+                          f"{shown(move.get('end_sum'))} and {shown(move.get('points'))}")
     points = apply_action(match, action)
     if not (_same(move.get("end_sum"), match.last_end_sum) and _same(move.get("points"), points)):
         raise RecordError(f"{where}: {describe_action(action)} gives end sum {match.last_end_sum} "

@@ -308,3 +308,25 @@ def test_the_size_limit_is_named_in_megabytes_from_one_mb(tmp_path):
     path.write_bytes(b"a" * (2**20 + 1))
     with pytest.raises(ValueError, match="larger than 1 MB; not a thing"):
         read_text(path, 2**20, "thing")
+
+
+def test_wrong_types_are_named_as_types_and_load_names_the_file(tmp_path):
+    """'seat 1.0 moved but it is seat 1's turn' and 'the record says 8 and True' read as if the
+    numbers were wrong; a replay error did not name the file; a 5000-digit integer's message was
+    Python's, cut off mid-word."""
+    moves = RECORD["rounds"][0]["moves"]
+    first = next(i for i, m in enumerate(moves) if m["action"] != 112)
+    record = copy.deepcopy(RECORD)
+    record["rounds"][0]["moves"][first]["seat"] = float(moves[first]["seat"])
+    assert f"seat must be an int 0-3, got {float(moves[first]['seat'])}" in refused(record)
+    record = copy.deepcopy(RECORD)
+    record["rounds"][0]["moves"][first]["points"] = True
+    assert "end_sum and points must be ints >= 0, got" in refused(record)
+    record = copy.deepcopy(RECORD)
+    record["winner"] = 1 - RECORD["winner"]
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(record))
+    with pytest.raises(RecordError, match=r"^.*edited\.json: record says winner"):
+        records.load(path)
+    with pytest.raises(RecordError, match=r"an integer of more than \d+ digits$"):
+        parse('{"target": ' + "9" * 5000 + "}")

@@ -1,6 +1,7 @@
 """The text board and the one-line move descriptions (issue 2, Rendering)."""
 
 import random
+import re
 
 import pytest
 
@@ -91,6 +92,8 @@ def test_round_end_is_shown():
     text = render_text(match)
     log = match.history[-1]
     assert "round over" in text and "Deductions: seat 0 -" in text
+    # the seat that went out loses nothing: "0", not "-0"
+    assert 0 in log.deductions and not re.search(r"-0\b", text), text
     assert f"Scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}" in text
 
 

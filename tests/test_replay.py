@@ -265,6 +265,30 @@ def test_replay_never_writes_over_its_own_record(tmp_path, capsys):
     before = path.read_bytes()
     assert main([str(path), "--out", str(path)]) == 2
     assert "is the input" in capsys.readouterr().err and path.read_bytes() == before
+    # nor as PNG frames: a record in the frames' folder under a frame's name would be replaced
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    inside = frames / "frame_0003.png"
+    records.save(short_match_record(), inside)
+    before = inside.read_bytes()
+    assert main([str(inside), "--out", str(frames), "--round", "0", "--scale", "0.2"]) == 2
+    assert "under a frame's name" in capsys.readouterr().err and inside.read_bytes() == before
+
+
+def test_a_frame_name_that_is_a_symbolic_link_is_replaced_not_written_through(tmp_path):
+    """A folder someone sent could hold frame_0000.png -> ../anything: the frame replaced the
+    file the link pointed at (docs/security.md: no other file is touched)."""
+    record = tmp_path / "game.json"
+    records.save(short_match_record(), record)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    (frames / "frame_0000.png").symlink_to(victim)
+    assert main([str(record), "--out", str(frames), "--round", "0", "--scale", "0.2"]) == 0
+    assert victim.read_text() == "mine"
+    assert not (frames / "frame_0000.png").is_symlink()
+    assert (frames / "frame_0000.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_a_name_that_is_only_dot_gif_is_a_gif(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from ..scoring import end_sum
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
 from .layout import BoardDrawing, build_layout, last_placement
-from .text import LAYOUT_NOT_KNOWN, layout_known, round_result, shown_round
+from .text import LAYOUT_NOT_KNOWN, deduction_text, layout_known, round_result, shown_round
 
 SIZE = (1280, 860)            # width, height
 HEADER_H, FOOTER_H = 96, 210
@@ -176,8 +176,8 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
         face_up = spectator or seat == observer or revealed
         if revealed and log.result != "won":
             pips = sum(TILES[t][0] + TILES[t][1] for t in hand)
-            draw.text((672, y + 16), f"{pips} pips -> -{log.deductions[seat]}", fill=TEXT,
-                      font=font(15), anchor="lm")
+            draw.text((672, y + 16), f"{pips} pips -> {deduction_text(log.deductions[seat])}",
+                      fill=TEXT, font=font(15), anchor="lm")
         for i, tile in enumerate(hand):
             x = 330 + i * (tile_w + 8)
             low, high = TILES[tile]
@@ -230,7 +230,8 @@ def round_end_lines(log) -> list[str]:
     lines = [round_result(log)]
     if log.result != "won":
         lost = [log.deductions[s] + log.deductions[s + 2] for s in (0, 1)]
-        lines.append(f"deductions: team 0 -{lost[0]}, team 1 -{lost[1]}")
+        lines.append(f"deductions: team 0 {deduction_text(lost[0])}, "
+                     f"team 1 {deduction_text(lost[1])}")
     if log.scores is not None:
         lines.append(f"scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}")
     return lines

@@ -119,19 +119,30 @@ def write_pngs(frames, folder: Path, total: int) -> int:
     """The ``total`` frames as PNGs in ``folder``, ``frame_0000.png``, ... (more digits past
     10,000 frames, so the names sort in order).  Frames of an earlier replay into the same
     folder that this one does not overwrite are removed, so the folder shows this record alone;
-    no other file is touched.  Returns the number of frames."""
+    no other file is touched: a frame's name that is a symbolic link is replaced by the frame,
+    never written through (a folder from someone else could point one anywhere).  Returns the
+    number of frames."""
     digits = max(4, len(str(total - 1)))
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
     for count, (image, _, _) in enumerate(frames, start=1):
-        with atomic_path(folder / f"frame_{count - 1:0{digits}d}.png") as partial:
+        path = folder / f"frame_{count - 1:0{digits}d}.png"
+        if path.is_symlink():
+            path.unlink()  # the link goes, whatever it points at stays as it was
+        with atomic_path(path) as partial:
             image.save(partial, format="PNG")
     for old in folder.glob("frame_*.png"):
         number = old.name[len("frame_"):-len(".png")]
-        ours = number.isdigit() and len(number) >= 4  # a name write_pngs gives
-        if ours and (len(number) != digits or int(number) >= count):
+        if is_frame_name(old.name) and (len(number) != digits or int(number) >= count):
             old.unlink()  # an older replay's frame: a number this replay did not write
     return count
+
+
+def is_frame_name(name: str) -> bool:
+    """``name`` is one :func:`write_pngs` gives (``frame_``, at least four digits, ``.png``): a
+    file of that name in the frames' folder is replaced or removed."""
+    number = name[len("frame_"):-len(".png")] if name.startswith("frame_") else ""
+    return name.endswith(".png") and number.isdigit() and len(number) >= 4
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -160,6 +171,11 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str) -> str | None:
         check_output_file(out, [record]) if as_gif else check_output_folder(out)
     except OutputError as error:
         return f"--out {text!r}: {error.reason}"
+    source = Path(record)
+    if not as_gif and is_frame_name(source.name) and out.is_dir() \
+            and source.resolve().parent == out.resolve():
+        return (f"--out {text!r}: the record {record} is there under a frame's name; the "
+                "frames would replace it")
     if as_gif and not out.resolve().parent.is_dir():
         return f"--out {text!r}: folder {out.parent} does not exist"
     return None

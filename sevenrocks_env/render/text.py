@@ -171,11 +171,17 @@ def round_result(log) -> str:
     return "round over: blocked, nobody can place a tile (R6)"
 
 
+def deduction_text(points: int) -> str:
+    """A deduction as shown: ``-12``, or ``0`` for none (not ``-0``) (R7)."""
+    return f"-{points}" if points else "0"
+
+
 def round_end_text(log) -> str:
     """How a round ended: result, finisher, deductions and the scores after it (R7, R8)."""
     text = round_result(log)
     if log.result != "won":
-        text += ". Deductions: " + ", ".join(f"seat {s} -{d}" for s, d in enumerate(log.deductions))
+        text += ". Deductions: " + ", ".join(f"seat {s} {deduction_text(d)}"
+                                             for s, d in enumerate(log.deductions))
     if log.scores is not None:
         text += f". Scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}"
     return text
