@@ -12,9 +12,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("tensorboard")
 
 from sevenrocks_env.observation import action_mask, encode  # noqa: E402
-from sevenrocks_env.policy import MaskedCategorical, PolicyNet, load_policy  # noqa: E402
+from sevenrocks_env.policy import PolicyNet, load_policy  # noqa: E402
 from positions import random_state  # noqa: E402
-from test_ppo_loss import config  # noqa: E402
+from test_ppo_loss import config, sampled  # noqa: E402
 from test_training import _folders, _scalars, _smoke  # noqa: E402
 from training.checkpoint import export_policy  # noqa: E402
 from training.critic import hidden_hands  # noqa: E402
@@ -57,12 +57,7 @@ def _position():
 
 def _batch(model, size=32):
     states = [random_state(seed, 2 + seed % 24) for seed in range(size)]
-    obs = torch.from_numpy(np.stack([encode(m, m.turn) for m in states]))
-    masks = torch.from_numpy(np.stack([action_mask(m, m.turn) for m in states])).bool()
-    with torch.no_grad():
-        logits, values = model(obs, masks)
-        dist = MaskedCategorical(logits, masks)
-        actions = dist.sample()
+    obs, masks, _, values, dist, actions = sampled(model, states)
     return {"obs": obs, "masks": masks, "actions": actions, "logprobs": dist.log_prob(actions),
             "advantages": torch.zeros(size), "values": values, "returns": values,
             "hands": torch.from_numpy(np.stack([hidden_hands(m, m.turn) for m in states]))}

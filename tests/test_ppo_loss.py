@@ -28,15 +28,21 @@ def config(**changes):
     return SimpleNamespace(**{**base, **changes})
 
 
-def batch_and_outputs(model):
-    states = [random_state(seed, 6 + seed) for seed in range(len(RATIOS))]
+def sampled(model, states):
+    """``(obs, masks, logits, values, dist, actions)``: the seats on turn's inputs at ``states``,
+    ``model``'s outputs and an action drawn from each row's distribution."""
     obs = torch.from_numpy(np.stack([encode(m, m.turn) for m in states]))
     masks = torch.from_numpy(np.stack([action_mask(m, m.turn) for m in states])).bool()
     with torch.no_grad():
         logits, values = model(obs, masks)
         dist = MaskedCategorical(logits, masks)
-        actions = dist.sample()
-        logprobs = dist.log_prob(actions)
+        return obs, masks, logits, values, dist, dist.sample()
+
+
+def batch_and_outputs(model):
+    states = [random_state(seed, 6 + seed) for seed in range(len(RATIOS))]
+    obs, masks, logits, values, dist, actions = sampled(model, states)
+    logprobs = dist.log_prob(actions)
     values64 = values.double().numpy()
     batch = {
         "obs": obs, "masks": masks, "actions": actions,
