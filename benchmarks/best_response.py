@@ -56,6 +56,21 @@ HEADER = ("| frozen opponent | starts from | best-response steps | seed | pairs 
           "|---|---|---:|---:|---:|---:|---|---:|---:|")
 
 
+def _smoke_sets(init: str) -> list[str]:
+    """:data:`SMOKE`, its small network replaced by ``init``'s own when the run warm-starts
+    (``--smoke --init shipped`` was refused: the shipped network is not 32 x 32); an unreadable
+    ``init`` is left to the trainer's check, which names it."""
+    if not init:
+        return SMOKE
+    from sevenrocks_env.policy import CheckpointError, read_checkpoint, resolve_path
+    try:
+        sizes = read_checkpoint(resolve_path(init))["model_config"]["hidden_sizes"]
+    except (CheckpointError, KeyError, TypeError):
+        return SMOKE
+    return [s for s in SMOKE if not s.startswith("hidden_sizes=")] + [
+        f"hidden_sizes={json.dumps(sizes)}"]
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_.")[:60] or "policy"
 
@@ -80,7 +95,7 @@ def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke:
         raise ConfigError("the frozen opponent must be an agent spec (ckpt:PATH, heuristic...); "
                           "'past' is the run's own snapshot", "opponents")
     name = run_name(opponent, steps, seed, init, overrides)
-    sets = [*(SMOKE if smoke else []), f"init_from={init}", f"total_steps={steps}",
+    sets = [*(_smoke_sets(init) if smoke else []), f"init_from={init}", f"total_steps={steps}",
             "max_minutes=0", f"seed={seed}", f"run_name={name}",
             f"opponents=[{json.dumps(opponent)}]", "opponent_fraction=1.0", "engine=batched",
             "eval_every=0", f"eval_agents=[{json.dumps(opponent)}]", "final_eval_pairs=1",

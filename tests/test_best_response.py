@@ -199,3 +199,14 @@ def test_a_warm_started_best_response_starts_from_the_given_policy(tmp_path, cap
     trained = load_policy(record["checkpoint"]).model.state_dict()
     assert all(torch.equal(trained[k], v) for k, v in small.state_dict().items()
                if not k.startswith("value_head."))
+
+
+def test_a_smoke_run_warm_starts_from_the_shipped_network(tmp_path, capsys):
+    """``--smoke --init shipped`` was refused: the smoke config's 32 x 32 network is not the
+    shipped one; the smoke run now takes the network of the policy it starts from."""
+    code = best_response.main(["--opponent", "greedy", "--init", "shipped", "--smoke", "--steps",
+                               "128", "--seed", "3", "--pairs", "1", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    record = json.loads(next(tmp_path.glob("br_greedy_128_s3_from_*.json")).read_text())
+    assert load_policy(record["checkpoint"]).model.hidden_sizes == [256, 256]

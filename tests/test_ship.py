@@ -339,3 +339,26 @@ def test_ship_s_arena_tables_name_the_shipped_path_not_the_staged_one(tmp_path, 
     assert re.search(rf"A = policy +ckpt:{re.escape(str(out))}\n", printed), printed
     written = [(out.parent / name).read_text() for name in ("model_card.json", "MODEL_CARD.md")]
     assert not any(".ship-" in text for text in [printed, *written])
+
+
+def test_ship_refuses_a_folder_holding_another_policy_s_card(tmp_path, capsys):
+    """One folder has one card: shipping other.pt beside the shipped policy replaced its card
+    with other.pt's, silently.  Shipping the same file name again replaces it, as before."""
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    folder = tmp_path / "shipped"
+    args = ["--pairs", "1", "--search-pairs", "0", "--agents", "random"]
+    assert ship([str(source), "--out", str(folder / "a.pt"), *args]) == 0
+    card = (folder / "model_card.json").read_text()
+    capsys.readouterr()
+    assert ship([str(source), "--out", str(folder / "b.pt"), *args]) == 2
+    err = capsys.readouterr().err
+    assert "is the card of 'a.pt', not of b.pt" in err and err.count("\n") == 1, err
+    assert (folder / "model_card.json").read_text() == card and not (folder / "b.pt").exists()
+    assert ship([str(source), "--out", str(folder / "a.pt"), *args]) == 0
+    # the training command goes into the card's Markdown: one line, no backquote
+    for command in ("make train\n```\n| injected | row |", "make `train`"):
+        assert ship([str(source), "--out", str(folder / "a.pt"), *args,
+                     "--train-command", command]) == 2
+        assert "--train-command must be one line" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 
     python -m training.distill --teacher "search:policy=shipped,samples=64" --decisions 12000 \\
         --out checkpoints/distilled/sevenrocks_ppo.pt
-    python -m training.distill --labels runs/distill/labels.npz --epochs 8 --out ...  # retrain
+    python -m training.distill --labels checkpoints/distilled/sevenrocks_ppo.labels.npz \\
+        --epochs 8 --out ...                           # retrain on the labels written beside it
 
 Read top to bottom, it does three things:
 

@@ -36,6 +36,7 @@ from sevenrocks_env.observation import OBS_VERSION
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
+from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
 from .distill_labels import MAX_LABELS, TEACHER_TEXT, is_teacher_text
@@ -242,6 +243,11 @@ def main(argv=None) -> int:
     try:
         for path in (out, *card_files):
             check_output_file(path, [args.checkpoint, *args.extra_result])
+        _check_card_folder(card_files[0], out.name)
+        if not (args.train_command.isprintable() and len(args.train_command) <= 4096
+                and "`" not in args.train_command):  # it goes into the card's Markdown
+            raise ValueError("--train-command must be one line of at most 4096 printable "
+                             "characters, without `")
         source = read_checkpoint(args.checkpoint)
         facts = run_facts(source, args.checkpoint)
         shipped = policy_only(source)
@@ -289,6 +295,21 @@ def main(argv=None) -> int:
         return 130
     print(f"wrote {out}, {card_files[0]}, {card_files[1]}")
     return 0
+
+
+def _check_card_folder(card: Path, name: str) -> None:
+    """``ValueError`` when the folder holds the model card of another policy file: one folder
+    has one card (``model_card.json``), and shipping ``name`` there would replace it."""
+    if not card.exists():
+        return
+    try:
+        held = json.loads(read_text(card, 1 << 20, "model card")).get("file")
+    except (ValueError, AttributeError):
+        held = None
+    if held != name:
+        raise ValueError(f"{card} is the card of {shown(held) if held else 'another file'}, not "
+                         f"of {name}: one folder holds one policy's card; ship {name} into "
+                         "another folder (or move that card away)")
 
 
 def _plan(args) -> list[tuple[str, int]]:
