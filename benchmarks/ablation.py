@@ -19,7 +19,6 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from sevenrocks_env import arguments
@@ -47,14 +46,15 @@ def run(variant: str, args) -> dict:
             f"run_name={name}", "eval_every=0", "final_eval_pairs=10", "progress=false",
             f"checkpoint_dir={ckpt_dir}", f"log_dir={log_dir}", *VARIANTS[variant]]
     checkpoint = ckpt_dir / name / "latest.pt"
-    start, reused = time.time(), args.reuse and _trained_for(checkpoint, args.steps)
+    reused = args.reuse and _trained_for(checkpoint, args.steps)
     if not reused:
         subprocess.run([sys.executable, "-m", "training.train", "--config",
                         str(ROOT / "configs" / "default.yaml"), "--force",
                         *(f"--set={s}" for s in sets)], check=True, stdout=subprocess.DEVNULL,
                        cwd=ROOT)  # the trainer's package is importable from the repository root
-    # a reused run: the training's own wall time from its checkpoint (not this check's seconds)
-    minutes = _run_minutes(checkpoint) if reused else (time.time() - start) / 60
+    # the training's own wall time from its checkpoint, fresh or reused alike (the process's
+    # time also counted the interpreter's start and the trainer's final evaluation)
+    minutes = _run_minutes(checkpoint)
     results = {"variant": variant, "flags": VARIANTS[variant], "train_minutes": minutes,
                "steps": args.steps}
     for opponent in args.opponents:

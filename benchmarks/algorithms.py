@@ -70,8 +70,10 @@ def _run(cmd: list[str], log: Path, python_env: dict | None = None) -> float:
         done = subprocess.run(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                               env={**os.environ, **(python_env or {})})
     if done.returncode != 0:
-        tail = log.read_text()[-3000:]
-        raise RuntimeError(f"{' '.join(cmd)} failed (exit {done.returncode}):\n{tail}")
+        lines = log.read_text(errors="replace").strip().splitlines()
+        last = lines[-1][:300] if lines else "(no output)"
+        raise RuntimeError(f"{' '.join(cmd)[:200]} failed (exit {done.returncode}): {last} "
+                           f"(the whole output: {log})")
     return time.perf_counter() - started
 
 
@@ -246,7 +248,11 @@ def main(argv=None) -> int:
             if args.reuse and saved.exists() and json.loads(saved.read_text()).get("tag") == tag:
                 trained = json.loads(saved.read_text())
             else:
-                trained = train_one(algo, seed, args.budget, out, args.rllib_python)
+                try:
+                    trained = train_one(algo, seed, args.budget, out, args.rllib_python)
+                except (RuntimeError, OSError, ValueError) as error:  # a run that failed
+                    print(f"error: {algo} seed {seed}: {error}", file=sys.stderr)
+                    return 1
                 trained["tag"] = tag
                 saved.write_text(json.dumps(trained))
             run = {"algo": algo, "seed": seed, **trained}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import platform
 import random
+import sys
 import statistics
 import time
 
@@ -109,6 +110,8 @@ def main(argv: list[str] | None = None) -> None:
         from pettingzoo.classic import connect_four_v3
     except ImportError:  # pygame missing: pip install -e .[bench]
         connect_four_v3 = None
+        print("note: pettingzoo's connect_four_v3 needs pygame (pip install -e .[bench]): its "
+              "rows and the ratio to it are left out", file=sys.stderr)
     ours = [("sevenrocks_v0.env() (wrapped)", sevenrocks_v0.env),
             ("sevenrocks_v0.raw_env()", sevenrocks_v0.raw_env)]
     theirs = [] if connect_four_v3 is None else [

@@ -91,6 +91,10 @@ def main(argv=None) -> int:
     model = load_policy("shipped").model.eval()
     rows = measure(model, args.matches, args.samples, args.seed, args.power, args.greedy,
                    args.every)
+    if not rows:
+        print(f"error: no decision was measured in {args.matches} matches at --every "
+              f"{args.every}: lower --every or play more --matches", file=sys.stderr)
+        return 2
     match_of, uniform, weighted, ess, moves = (np.array(column) for column in zip(*rows))
     gain = weighted - uniform
     # a match's decisions share its deals and plays: the interval is over matches' mean gains

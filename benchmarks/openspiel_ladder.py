@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing", type=arguments.count, metavar="N",
                         help="only time N real decisions per setting (no arena)")
     args = parser.parse_args(argv)
+    for other in args.against:  # before anything plays (a bad spec ended in a traceback)
+        try:
+            make_agent(other)
+        except ValueError as error:
+            parser.error(f"--against: {error}")
     if args.timing is not None:
         print("| bot | decisions | wall ms/decision | CPU ms/decision |\n|---|---:|---:|---:|")
         for sims in args.sims:
@@ -97,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu = timing(spec, args.timing, args.seed)
             print(f"| `{spec}` | {args.timing} | {wall:.0f} | {cpu:.0f} |", flush=True)
         return 0
+    print(f"deal seed {args.seed}, {args.workers} worker process(es)\n")
     print("| A | B | pairs | A win rate [95% CI] | ms/decision (bot) |")
     print("|---|---|---:|---|---:|")
     for sims in args.sims:

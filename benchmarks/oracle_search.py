@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env import arguments
-from sevenrocks_env.agents.belief import HIDDEN_SEATS
+from sevenrocks_env.agents.belief import HIDDEN_SEATS, MAX_WORLDS
 from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.world_rollouts import Decision
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=arguments.pairs, default=200)
     parser.add_argument("--seed", type=arguments.seed, default=777, help="deal seed")
-    parser.add_argument("--samples", type=arguments.int_in(1, 1024), default=64,
+    parser.add_argument("--samples", type=arguments.int_in(1, MAX_WORLDS), default=64,
                         help="worlds of the normal search")
     parser.add_argument("--target", type=arguments.int_in(1, 5000), default=DEFAULT_TARGET)
     parser.add_argument("--batch", type=arguments.batch, default=256)

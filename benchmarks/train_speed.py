@@ -17,6 +17,8 @@ overall training decisions/s: the share of the time spent in rollouts and in upd
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -105,6 +107,8 @@ def main(argv=None) -> int:
         except ConfigError as error:  # a missing file, an unknown key: a usage error
             parser.error(f"{option}: {str(error).removeprefix('--set: ')}" if extra
                          else str(error))
+    if any(item.strip().startswith("torch_threads") for item in overrides + args.batched_set):
+        parser.error("--set torch_threads: this script sets torch's threads with --threads")
     torch.set_num_threads(args.threads)
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]
     unknown = sorted(set(engines) - set(ENGINES))
@@ -127,7 +131,9 @@ def main(argv=None) -> int:
         print(f"{name}: device {run.device}, batch {run.num_matches} matches x "
               f"{run.num_steps} steps = {run.batch_size}, hidden {run.hidden_sizes}, "
               f"action features v{run.action_features}, critic {run.critic}, "
-              f"torch threads {args.threads}, {args.rollouts} rollouts" + (f", pool {run.opponents}" if run.opponents else ""))
+              f"torch threads {args.threads}, {args.rollouts} rollouts, seed {run.seed}, "
+              f"{platform.machine()} with {os.cpu_count()} cores"
+              + (f", pool {run.opponents}" if run.opponents else ""))
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)
     print(f"| {'metric':<{width}} | " + " | ".join(rows) + " |")
