@@ -221,3 +221,39 @@ def test_scripts_bound_their_arguments(monkeypatch, capsys, name, first_step, ar
     module = script(name)
     monkeypatch.setattr(module, first_step, accepted)
     assert usage_error(module.main, argv, capsys).endswith(error)
+
+
+def test_oracle_search_bounds_samples_by_the_search_s_own_limit(monkeypatch, capsys):
+    """1,000 passed the parser (its bound was 1,024) and failed deep in the first pairing."""
+    module = script("oracle_search")
+    monkeypatch.setattr(module, "evaluate_batched", accepted)
+    assert usage_error(module.main, ["--samples", str(MAX_WORLDS + 1)], capsys).endswith(
+        f"argument --samples: must be an int in [1, {MAX_WORLDS}], got {MAX_WORLDS + 1}")
+
+
+def test_train_speed_refuses_a_thread_count_it_would_ignore(monkeypatch, capsys):
+    module = script("train_speed")
+    monkeypatch.setattr(module, "measure", accepted)
+    assert usage_error(module.main, ["--set", "torch_threads=2"], capsys).endswith(
+        "--set torch_threads: this script sets torch's threads with --threads")
+
+
+def test_inference_signal_says_when_no_decision_was_measured(capsys):
+    """--every larger than a match's decisions: a traceback unpacking no rows."""
+    assert script("inference_signal").main(["--matches", "1", "--every", "1000"]) == 2
+    assert "no decision was measured" in capsys.readouterr().err
+
+
+def test_agents_gives_a_named_search_agent_the_search_pairs(monkeypatch, capsys):
+    """'s=search:...' was played with --pairs: only a name starting with 'search' counted."""
+    module = script("agents")
+    played = []
+
+    def evaluate(a, b, pairs, *rest, **options):
+        played.append((a, b, pairs))
+        raise KeyboardInterrupt  # the first pairing is all this test needs
+    monkeypatch.setattr(module, "evaluate", evaluate)
+    with pytest.raises(KeyboardInterrupt):
+        module.main(["--agents", "s=search:samples=2", "random", "--pairs", "7",
+                     "--search-pairs", "1"])
+    assert played == [("s=search:samples=2", "random", 1)]
