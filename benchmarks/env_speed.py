@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import platform
 import random
-import sys
 import statistics
+import sys
 import time
 
 import numpy as np

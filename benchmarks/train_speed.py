@@ -108,7 +108,8 @@ def main(argv=None) -> int:
             parser.error(f"{option}: {str(error).removeprefix('--set: ')}" if extra
                          else str(error))
     if any(item.strip().startswith("torch_threads") for item in overrides + args.batched_set):
-        parser.error("--set torch_threads: this script sets torch's threads with --threads")
+        parser.error("--set/--batched-set torch_threads: this script sets torch's threads with "
+                     "--threads")
     torch.set_num_threads(args.threads)
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]
     unknown = sorted(set(engines) - set(ENGINES))

@@ -11,20 +11,22 @@ from pathlib import Path
 
 
 @contextmanager
-def atomic_path(path):
+def atomic_path(path, follow_links: bool = True):
     """Yields a temporary path in ``path``'s folder (so the rename is atomic) to write to.  When
     the block ends without an exception the file gets the permissions of the file it replaces,
     or those ``open()`` would give a new one (``mkstemp`` makes it 0600), and replaces ``path``
-    (a symbolic link's target, the link kept); the temporary file never outlives the block,
-    whatever happens in it."""
+    (a symbolic link's target, the link kept; with ``follow_links=False`` the link itself, as a
+    new file: for names a program chooses in a folder someone else may have filled); the
+    temporary file never outlives the block, whatever happens in it."""
     path = check_output_file(path)  # never replace /dev/null or a folder
-    if path.is_symlink():
+    replaces_link = path.is_symlink() and not follow_links
+    if path.is_symlink() and follow_links:
         path = Path(os.path.realpath(path))  # write where the link points, as open() would
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:
         yield Path(partial)
-        if path.exists():
+        if path.exists() and not replaces_link:
             mode = path.stat().st_mode & 0o777
         else:
             umask = os.umask(0)

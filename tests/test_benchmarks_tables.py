@@ -235,7 +235,7 @@ def test_train_speed_refuses_a_thread_count_it_would_ignore(monkeypatch, capsys)
     module = script("train_speed")
     monkeypatch.setattr(module, "measure", accepted)
     assert usage_error(module.main, ["--set", "torch_threads=2"], capsys).endswith(
-        "--set torch_threads: this script sets torch's threads with --threads")
+        "--set/--batched-set torch_threads: this script sets torch's threads with --threads")
 
 
 def test_inference_signal_says_when_no_decision_was_measured(capsys):

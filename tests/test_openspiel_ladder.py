@@ -26,3 +26,22 @@ def test_timing_table_and_bad_count(capsys):
     assert "| `openspiel:ismcts:sims=3` | 2 |" in out
     with pytest.raises(SystemExit):
         openspiel_ladder.main(["--timing", "0"])
+
+
+def test_against_is_checked_before_playing_and_takes_names(monkeypatch, capsys):
+    """A bad --against ended in a traceback after the header; NAME=SPEC, which the arena
+    takes, must pass the check."""
+    with pytest.raises(SystemExit):
+        openspiel_ladder.main(["--against", "nonsense"])
+    assert "--against: unknown agent spec 'nonsense'" in capsys.readouterr().err
+    played = []
+    monkeypatch.setattr(openspiel_ladder, "evaluate",
+                        lambda a, b, *rest, **options: played.append(b) or exit_early())
+    with pytest.raises(KeyboardInterrupt):
+        openspiel_ladder.main(["--against", "h=heuristic", "--sims", "2", "--pairs", "1"])
+    assert played == ["h=heuristic"]
+    assert "deal seed 0" in capsys.readouterr().out
+
+
+def exit_early():
+    raise KeyboardInterrupt

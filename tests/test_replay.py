@@ -273,6 +273,11 @@ def test_replay_never_writes_over_its_own_record(tmp_path, capsys):
     before = inside.read_bytes()
     assert main([str(inside), "--out", str(frames), "--round", "0", "--scale", "0.2"]) == 2
     assert "under a frame's name" in capsys.readouterr().err and inside.read_bytes() == before
+    # reached through a link of another name: the file itself is what counts
+    link = tmp_path / "game.json"
+    link.symlink_to(inside)
+    assert main([str(link), "--out", str(frames), "--round", "0", "--scale", "0.2"]) == 2
+    assert "under a frame's name" in capsys.readouterr().err and inside.read_bytes() == before
 
 
 def test_a_frame_name_that_is_a_symbolic_link_is_replaced_not_written_through(tmp_path):

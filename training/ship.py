@@ -304,12 +304,12 @@ def _check_card_folder(card: Path, name: str) -> None:
         return
     try:
         held = json.loads(read_text(card, 1 << 20, "model card")).get("file")
+        whose = f"is the card of {shown(held)}"
     except (ValueError, AttributeError):
-        held = None
+        held, whose = None, "cannot be read as a model card"
     if held != name:
-        raise ValueError(f"{card} is the card of {shown(held) if held else 'another file'}, not "
-                         f"of {name}: one folder holds one policy's card; ship {name} into "
-                         "another folder (or move that card away)")
+        raise ValueError(f"{card} {whose}, not of {name}: one folder holds one policy's card; "
+                         f"ship {name} into another folder (or move that card away)")
 
 
 def _plan(args) -> list[tuple[str, int]]:

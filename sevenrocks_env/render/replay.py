@@ -13,6 +13,7 @@ where they are while the layout grows.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -126,23 +127,28 @@ def write_pngs(frames, folder: Path, total: int) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
     for count, (image, _, _) in enumerate(frames, start=1):
-        path = folder / f"frame_{count - 1:0{digits}d}.png"
-        if path.is_symlink():
-            path.unlink()  # the link goes, whatever it points at stays as it was
-        with atomic_path(path) as partial:
+        # a link of that name is replaced by the rename itself (what it points at stays)
+        with atomic_path(folder / frame_name(count - 1, digits), follow_links=False) as partial:
             image.save(partial, format="PNG")
     for old in folder.glob("frame_*.png"):
-        number = old.name[len("frame_"):-len(".png")]
-        if is_frame_name(old.name) and (len(number) != digits or int(number) >= count):
+        number = frame_number(old.name)
+        if number is not None and (len(old.name) != len(frame_name(0, digits))
+                                   or number >= count):
             old.unlink()  # an older replay's frame: a number this replay did not write
     return count
 
 
-def is_frame_name(name: str) -> bool:
-    """``name`` is one :func:`write_pngs` gives (``frame_``, at least four digits, ``.png``): a
-    file of that name in the frames' folder is replaced or removed."""
+def frame_name(index: int, digits: int) -> str:
+    """The file name of frame ``index`` among frames numbered with ``digits`` digits."""
+    return f"frame_{index:0{digits}d}.png"
+
+
+def frame_number(name: str) -> int | None:
+    """The frame number of a name :func:`write_pngs` gives (``frame_``, at least four digits,
+    ``.png``), or None: a file of such a name in the frames' folder is replaced or removed."""
     number = name[len("frame_"):-len(".png")] if name.startswith("frame_") else ""
-    return name.endswith(".png") and number.isdigit() and len(number) >= 4
+    ours = name.endswith(".png") and number.isdigit() and len(number) >= 4
+    return int(number) if ours else None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -171,9 +177,9 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str) -> str | None:
         check_output_file(out, [record]) if as_gif else check_output_folder(out)
     except OutputError as error:
         return f"--out {text!r}: {error.reason}"
-    source = Path(record)
-    if not as_gif and is_frame_name(source.name) and out.is_dir() \
-            and source.resolve().parent == out.resolve():
+    source = Path(os.path.realpath(record))  # the file itself, through any link
+    if not as_gif and frame_number(source.name) is not None and out.is_dir() \
+            and source.parent == Path(os.path.realpath(out)):
         return (f"--out {text!r}: the record {record} is there under a frame's name; the "
                 "frames would replace it")
     if as_gif and not out.resolve().parent.is_dir():
