@@ -211,11 +211,19 @@ def test_several_labels_files_train_together_without_sharing_a_match(tmp_path, c
         tmp_path / "reordered_a.npz", {k: v[::-1] for k, v in collected.items()}, "t")
     for again in (copy, resaved, reordered):
         with pytest.raises(distill.LabelsError,
-                           match=f"{again.name}: most of its labels are those of .*a.npz"):
+                           match=f"{again.name}: most of its decisions are those of .*a.npz"):
             distill_labels.load_labels_files(f"{first},{again}")
+    # the same collection labelled by another teacher: the same decisions, other actions (the
+    # copy check keyed the teacher's action too, and the seed check the teacher's spec)
+    relabelled = distill.save_labels(tmp_path / "relabelled_a.npz", dict(
+        collected, action=np.array([np.flatnonzero(m)[0] for m in collected["action_mask"]])),
+        "another teacher")
+    assert (np.load(relabelled)["action"] != collected["action"]).any()
+    with pytest.raises(distill.LabelsError, match="relabelled_a.npz: most of its decisions"):
+        distill_labels.load_labels_files(f"{first},{relabelled}")
     part = distill.save_labels(  # a part of it, named first (a .part file beside its file)
         tmp_path / "part_of_a.npz", {k: v[:20] for k, v in collected.items()}, "t")
-    with pytest.raises(distill.LabelsError, match="a.npz: most of its labels are those of"):
+    with pytest.raises(distill.LabelsError, match="a.npz: most of its decisions are those of"):
         distill_labels.load_labels_files(f"{part},{first}")
     with pytest.raises(distill.LabelsError, match="c.npz.* has no teacher's values"):
         distill_labels.load_labels_files(f"{first},{second.with_name('c.npz')}", need_values=True)

@@ -254,32 +254,33 @@ def load_labels(path) -> tuple[dict, str]:
 
 #: Random odd weights of :func:`_row_keys` (fixed: the keys are compared within one run only).
 _ROW_WEIGHTS = np.random.default_rng(20261204).integers(
-    1, 2 ** 63, OBS_SIZE + 1, dtype=np.uint64) | np.uint64(1)
+    1, 2 ** 63, OBS_SIZE, dtype=np.uint64) | np.uint64(1)
 
 
 def _row_keys(labels: dict, rows: int = 65_536) -> np.ndarray:
-    """A 64-bit key for each decision (its observation and the teacher's choice): a weighted
-    sum, modulo 2**64, of the observation's float32 bits and the action."""
+    """A 64-bit key for each decision, whoever labelled it: a weighted sum, modulo 2**64, of
+    its observation's float32 bits (the teacher's choice is left out, so the same decisions
+    labelled by two teachers have the same keys)."""
     keys = np.empty(len(labels["action"]), np.uint64)
     for start in range(0, len(keys), rows):
         bits = labels["observation"][start:start + rows].view(np.uint32).astype(np.uint64)
-        action = labels["action"][start:start + rows].astype(np.uint64)
         with np.errstate(over="ignore"):
-            keys[start:start + rows] = (bits * _ROW_WEIGHTS[:-1]).sum(1) + \
-                action * _ROW_WEIGHTS[-1]
+            keys[start:start + rows] = (bits * _ROW_WEIGHTS).sum(1)
     return keys
 
 
 def _refuse_a_copy(path, keys: np.ndarray, seen: dict) -> None:
     """:class:`LabelsError` if two files share more than half of the smaller one's decisions
     (``seen``: path -> keys of the files read before): a copy, even saved anew, reordered or
-    cut (a part file beside its joined file), would put the same decisions on both sides of the
-    held-out split (held-out agreement 1.0).  Different collections share a few positions (an
+    cut (a part file beside its joined file), or the same collection (seed and student) labelled
+    by another teacher, would put the same decisions on both sides of the held-out split
+    (held-out agreement 1.0 for a copy).  Different collections share a few positions (an
     opening hand), never half."""
     for other, known in seen.items():
         if np.isin(keys, known).sum() > 0.5 * min(len(keys), len(known)):
-            raise LabelsError(f"{path}: most of its labels are those of {other} (a copy?): "
-                              "the same decisions would be held out and trained on")
+            raise LabelsError(f"{path}: most of its decisions are those of {other} (a copy, or "
+                              "one collection labelled twice?): the same decisions would be "
+                              "held out and trained on")
     seen[path] = keys
 
 
