@@ -348,3 +348,26 @@ def test_an_interrupted_gif_save_leaves_the_old_file_and_no_partial_one(tmp_path
         write_gif(frames(), path, fps=2)
     assert path.read_bytes() == b"the old gif"
     assert sorted(tmp_path.iterdir()) == [path]
+
+
+def test_check_only_checks_the_record_and_says_what_it_holds(tmp_path, capsys):
+    """There was no way to check a record without drawing it (455 frames: 10 s, 660 MB), and a
+    record without moves could not be checked at all."""
+    record = short_match_record()
+    path = tmp_path / "game.json"
+    records.save(record, path)
+    assert main([str(path), "--check"]) == 0
+    moves = sum(len(r["moves"]) for r in record["rounds"])
+    out = capsys.readouterr().out
+    assert out == (f"{path}: a valid sevenrocks-record/1 record: target {record['target']}, "
+                   f"{len(record['rounds'])} rounds, {moves} moves, scores "
+                   f"{record['scores'][0]}-{record['scores'][1]}, won by team "
+                   f"{record['winner']}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]  # nothing written
+    record["scores"] = [record["scores"][0] + 5, record["scores"][1]]
+    path.write_text(json.dumps(record))
+    assert main([str(path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ") and err.count("\n") == 1
+    assert main([str(path)]) == 2
+    assert "--out is required (or --check" in capsys.readouterr().err

@@ -158,7 +158,10 @@ def _parser() -> argparse.ArgumentParser:
                     "(one frame per placement or knock).",
         epilog="R1–R8 are the sections of the rules in docs/rules.md")
     parser.add_argument("record", help="game record JSON (sevenrocks-record/1)")
-    parser.add_argument("--out", required=True, help="game.gif, or a folder for PNG frames")
+    parser.add_argument("--out", help="game.gif, or a folder for PNG frames")
+    parser.add_argument("--check", action="store_true",
+                        help="only check the record (replayed move by move, R1-R8) and print "
+                             "what it holds; nothing is drawn or written")
     parser.add_argument("--round", type=int, default=None, dest="round_index",
                         help="only this round (0-based)")
     parser.add_argument("--fps", type=float, default=1.5, help="frames per second (GIF)")
@@ -187,6 +190,22 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str) -> str | None:
     return None
 
 
+def _check(path: str) -> int:
+    """``--check``: 0 and one line saying what the record holds, or 2 and why it is refused."""
+    try:
+        record = records.load(path)
+    except records.RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    moves = sum(len(rnd["moves"]) for rnd in record["rounds"])
+    scores = "-".join(str(score) for score in record["scores"])
+    end = (f"won by team {record['winner']}" if record["winner"] is not None
+           else "no winner (unfinished, or cut off by a round limit)")
+    print(f"{path}: a valid {records.FORMAT} record: target {record['target']}, "
+          f"{len(record['rounds'])} rounds, {moves} moves, scores {scores}, {end}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; returns 0 on success, 2 for bad arguments or a bad record (one line on
     stderr: the record is untrusted input, :func:`sevenrocks_env.record.load` bounds it)."""
@@ -195,6 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exit_:
         return int(exit_.code or 0)
+    if args.check:
+        return _check(args.record)
+    if args.out is None:
+        print("error: --out is required (or --check to only check the record)", file=sys.stderr)
+        return 2
     if not 0.1 <= args.fps <= 50:  # a GIF frame lasts 20 ms to 65.5 s (x3 at a round's end)
         print("error: --fps must be between 0.1 and 50", file=sys.stderr)
         return 2
