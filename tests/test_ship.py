@@ -128,6 +128,11 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
             "315,078 labels (`training.distill`; held-out agreement 0.763) |") in markdown
     assert ("| training wall time | 10.0 min; " in markdown
             and "; the PPO run only, not the collection of the distillation's labels |" in markdown)
+    # the shipped file keeps the record: shipping it again keeps the card's distillation row
+    again = tmp_path / "again" / "policy.pt"
+    assert ship([str(out), "--out", str(again), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    assert "| distillation | then fine-tuned toward" in (again.parent / "MODEL_CARD.md").read_text()
     # too few labels to hold any out: no agreement, and the card's JSON stays JSON
     data["distill"] = {**DISTILLED, "holdout_agreement": float("nan")}
     source = save_checkpoint(tmp_path / "small.pt", data)

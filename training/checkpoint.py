@@ -174,11 +174,15 @@ def run_facts(data: dict, path) -> dict:
 
 
 def policy_only(data: dict) -> dict:
-    """The policy keys of a validated checkpoint dict (:func:`run_facts` too), for playing.
-    A policy trained with the oracle critic loses its value head, which was never trained
-    (``model_config["value_head"]`` becomes false); every other weight is kept bit for bit."""
+    """The policy keys of a validated checkpoint dict (:func:`run_facts` too), for playing, and
+    a distilled policy's ``distill`` record (what its card says of it: shipping the shipped file
+    again kept no distillation row).  A policy trained with the oracle critic loses its value
+    head, which was never trained (``model_config["value_head"]`` becomes false); every other
+    weight is kept bit for bit."""
     small = {k: data[k] for k in ("format", "obs_version", "obs_size", "num_actions",
                                   "model_config", "model", "global_step")}
+    if data.get("distill") is not None:  # checked by whoever reads it (training.ship)
+        small["distill"] = data["distill"]
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
     if config.get("critic") == "oracle":
         small["model"] = {k: v for k, v in data["model"].items()
