@@ -58,17 +58,20 @@ HEADER = ("| frozen opponent | starts from | best-response steps | seed | pairs 
 
 def _smoke_sets(init: str) -> list[str]:
     """:data:`SMOKE`, its small network replaced by ``init``'s own when the run warm-starts
-    (``--smoke --init shipped`` was refused: the shipped network is not 32 x 32); an unreadable
-    ``init`` is left to the trainer's check, which names it."""
+    (``--smoke --init shipped`` was refused: the shipped network is not 32 x 32): its layer
+    widths, feature version and action scorer; an unreadable ``init`` is left to the trainer's
+    check, which names it."""
     if not init:
         return SMOKE
-    from sevenrocks_env.policy import CheckpointError, read_checkpoint, resolve_path
+    from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint, resolve_path
     try:
-        sizes = read_checkpoint(resolve_path(init))["model_config"]["hidden_sizes"]
-    except (CheckpointError, KeyError, TypeError):
+        path = resolve_path(init)
+        network = build_model(read_checkpoint(path), path).model_config()
+    except CheckpointError:
         return SMOKE
+    network.pop("value_head", None)
     return [s for s in SMOKE if not s.startswith("hidden_sizes=")] + [
-        f"hidden_sizes={json.dumps(sizes)}"]
+        f"{key}={json.dumps(value)}" for key, value in network.items()]
 
 
 def _slug(text: str) -> str:

@@ -210,3 +210,16 @@ def test_a_smoke_run_warm_starts_from_the_shipped_network(tmp_path, capsys):
     assert code == 0, out
     record = json.loads(next(tmp_path.glob("br_greedy_128_s3_from_*.json")).read_text())
     assert load_policy(record["checkpoint"]).model.hidden_sizes == [256, 256]
+
+
+def test_a_smoke_run_takes_the_whole_network_of_its_start(tmp_path, capsys):
+    """Not only the widths: an older feature version (1) is kept too."""
+    start = tmp_path / "v1.pt"
+    torch.save(policy_entries(PolicyNet([24], action_features=1), 0), start)
+    code = best_response.main(["--opponent", "greedy", "--init", str(start), "--smoke",
+                               "--steps", "128", "--seed", "3", "--pairs", "1", "--out",
+                               str(tmp_path)])
+    assert code == 0, capsys.readouterr().out
+    record = json.loads(next(tmp_path.glob("br_greedy_128_s3_from_*.json")).read_text())
+    config = load_policy(record["checkpoint"]).model.model_config()
+    assert (config["hidden_sizes"], config["action_features"]) == ([24], 1)
