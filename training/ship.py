@@ -218,16 +218,20 @@ def _arena(args, agents: list[str]):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("checkpoint")
+    parser.add_argument("checkpoint", help="a training checkpoint or policy file to ship")
     parser.add_argument("--out", required=True,
                         help="the policy file to write, e.g. checkpoints/shipped/sevenrocks_ppo.pt"
                              " (its model card is written beside it)")
-    parser.add_argument("--pairs", type=arguments.pairs, default=1000)
-    parser.add_argument("--agents", nargs="+", default=["random", "greedy", "heuristic"])
-    parser.add_argument("--search", default="search")
+    parser.add_argument("--pairs", type=arguments.pairs, default=1000,
+                        help="duplicate pairs against each of --agents (default 1000)")
+    parser.add_argument("--agents", nargs="+", default=["random", "greedy", "heuristic"],
+                        help="the card's opponents (default: random greedy heuristic)")
+    parser.add_argument("--search", default="search",
+                        help="the search opponent of the card's last row (default: search)")
     parser.add_argument("--search-pairs", type=arguments.non_negative_pairs, default=100,
                         help="pairs against --search (0: no search row)")
-    parser.add_argument("--seed", type=arguments.seed, default=2025)
+    parser.add_argument("--seed", type=arguments.seed, default=2025,
+                        help="deal seed of every row (default 2025)")
     parser.add_argument("--arena", choices=("batched", "pool"), default="batched",
                         help="batched: all pairs stepped together on the batched engine; pool: "
                              "one match at a time in --workers processes (any agent)")
