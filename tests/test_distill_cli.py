@@ -105,3 +105,14 @@ def test_a_run_resolves_its_labels_names_once(tmp_path, monkeypatch):
                         out=str(tmp_path / "student.pt"), log_dir=str(tmp_path / "runs"))
     assert distill.run(args, log=lambda *_: None)["labels"] == 60
     assert resolved == [[",".join(map(str, paths))]]
+
+
+def test_help_says_each_option_s_default(capsys):
+    """The defaults lived only in the Args dataclass: --help showed none."""
+    from training.distill import Args, main
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name, value in (("num_envs", 64), ("epochs", 6), ("seed", 1), ("init", "shipped")):
+        assert getattr(Args(), name) == value
+        assert f"(default: {value})" in text, name

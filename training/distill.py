@@ -308,8 +308,10 @@ def main(argv=None) -> int:
         if name == "hidden_sizes":
             kind = arguments.int_in(1, MAX_HIDDEN_WIDTH)
             several = {"nargs": "+", "metavar": "WIDTH"}
+        default = "" if value is None or value == [] else (
+            f" (default: {' '.join(map(str, value)) if isinstance(value, list) else value})")
         parser.add_argument("--" + name.replace("_", "-"), type=kind, default=argparse.SUPPRESS,
-                            help=help_text(Args.__pydantic_fields__[name].description),
+                            help=help_text(Args.__pydantic_fields__[name].description) + default,
                             **several)
     values = vars(parser.parse_args(argv))
     try:
