@@ -240,14 +240,22 @@ def _first_step_answer(page, then: str) -> None:
           return answer; }; }""" % then)
 
 
-def test_a_new_match_is_not_taken_over_by_the_old_match_answers(server, browser):
-    """A bot move of the old match still on its way when a new match starts must not replace
-    the new match on the page (it used to, and the new one stalled at move 0)."""
+def _match_whose_first_answer(server, browser, then: str):
+    """A new page with a match started where a bot opens (seed 3: a step is sent at once),
+    the answer to that first step meeting ``then`` (:func:`_first_step_answer`)."""
     base, _ = server
     page = browser.new_page()
     _open(page, base)
-    _first_step_answer(page, "await new Promise((done) => setTimeout(done, 1500))")
-    _start(page, seat=0, seed=3)  # seed 3: a bot opens, so a step is sent at once
+    _first_step_answer(page, then)
+    _start(page, seat=0, seed=3)
+    return page
+
+
+def test_a_new_match_is_not_taken_over_by_the_old_match_answers(server, browser):
+    """A bot move of the old match still on its way when a new match starts must not replace
+    the new match on the page (it used to, and the new one stalled at move 0)."""
+    page = _match_whose_first_answer(
+        server, browser, "await new Promise((done) => setTimeout(done, 1500))")
     page.wait_for_function("App.ui.busy", timeout=5000)
     first = page.evaluate("App.ui.view.id")
     page.click("#new-match")
@@ -308,11 +316,8 @@ def test_a_lost_answer_does_not_leave_the_page_behind_the_game(server, browser):
     """A bot move that reached the server but whose answer was lost: the retry (the old move
     number) was refused as sent already, and the page stayed at move 0 for good.  It now asks
     the game where it is and goes on from there."""
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    _first_step_answer(page, "throw new TypeError('the answer was lost')")
-    _start(page, seat=0, seed=3)  # seed 3: a bot opens, so a step is sent at once
+    page = _match_whose_first_answer(server, browser,
+                                     "throw new TypeError('the answer was lost')")
     page.wait_for_function("App.ui.view.ply >= 1 && !App.ui.busy", timeout=10000)
     assert "already sent" not in page.inner_text("#notice")
 
