@@ -362,3 +362,30 @@ def test_a_held_arrow_key_steps_the_replay_as_often_as_it_was_pressed(server, br
                            ".startsWith('move 15 of')", timeout=10000)
     page.wait_for_timeout(300)  # no earlier frame drawn over it afterwards
     assert page.inner_text("#replay-position").startswith("move 15 of")
+
+
+def test_the_replay_shows_no_minus_zero_deduction(server, browser, tmp_path):
+    """At a round's end the replay wrote "seat 1 −0" for a seat that lost nothing (the game
+    page and the text board said "none" and "0"; Board.deductionText serves both pages)."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(11, target=250)
+    match.seed = None  # stop at the round end: one finished round, with its deductions
+    while not match.awaiting_deal:
+        apply_action(match, legal_actions(match)[0])
+    deductions = match.history[-1].deductions
+    assert 0 in deductions and any(deductions)
+    path = tmp_path / "record.json"
+    records.save(records.game_record(match), path)
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.set_input_files("#record-file", str(path))
+    page.wait_for_selector("#replay:not([hidden])")
+    page.click("button[data-step=last]")
+    page.wait_for_function("document.getElementById('replay-hands').textContent"
+                           ".includes('none')", timeout=10000)
+    hands = page.inner_text("#replay-hands")
+    assert not re.search("\u22120(?![0-9])", hands), hands
+    for seat, points in enumerate(deductions):
+        assert f"seat {seat} " + (f"\u2212{points}" if points else "none") in hands

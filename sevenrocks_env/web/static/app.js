@@ -314,12 +314,13 @@ function showSummary(view, summary) {
       if (!hand.tiles.length) cell.textContent = "(empty)";
       row.insertCell().textContent = hand.pips;
       row.insertCell().textContent = hand.rounded;
-      row.insertCell().textContent = "team " + hand.team + (hand.deduction ? " \u2212" + hand.deduction : ": none");
+      row.insertCell().textContent = "team " + hand.team + (hand.deduction ? " " : ": ") +
+        Board.deductionText(hand.deduction);
     }
     body.appendChild(table);
     const lost = document.createElement("p");
-    const minus = (points) => (points ? `\u2212${points}` : "none");  // never "-0"
-    lost.textContent = `Deductions (R7): team 0 ${minus(summary.team_deductions[0])}, team 1 ${minus(summary.team_deductions[1])}`;
+    const [lost0, lost1] = summary.team_deductions.map(Board.deductionText);
+    lost.textContent = `Deductions (R7): team 0 ${lost0}, team 1 ${lost1}`;
     body.appendChild(lost);
   }
   const scores = document.createElement("p");

@@ -194,4 +194,10 @@ function tileIcon(halves, size) {
   return node;
 }
 
-window.Board = {drawBoard, endSumText, drawDomino, drawTracks, swatch, tileIcon, TEAM_COLOURS};
+// A deduction (R7) as shown: "\u221212", or "none" when there is none (never "-0").
+function deductionText(points) {
+  return points ? `\u2212${points}` : "none";
+}
+
+window.Board = {drawBoard, endSumText, drawDomino, drawTracks, swatch, tileIcon, deductionText,
+                TEAM_COLOURS};

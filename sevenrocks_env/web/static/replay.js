@@ -66,7 +66,8 @@ async function goTo(round, move) {
     const row = document.createElement("div");
     row.className = "replay-hand";
     row.append(Board.swatch(Board.TEAM_COLOURS[seat % 2]),
-               `seat ${seat}` + (frame.deductions ? ` \u2212${frame.deductions[seat]}` : ""));
+               `seat ${seat}` + (frame.deductions ? " " + Board.deductionText(frame.deductions[seat])
+                                                  : ""));
     for (const name of tiles) row.appendChild(Board.tileIcon(name.split("|").map(Number), 16));
     hands.appendChild(row);
   });
