@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
-            slow = any(split_name(n)[1].strip().startswith("search") for n in (names[i], names[j]))
+            slow = any(split_name(n)[1].startswith("search") for n in (names[i], names[j]))
             pairs = args.search_pairs if slow else args.pairs
             game = evaluate(names[i], names[j], pairs, args.seed, args.workers, progress=True)
             games.append(game)

@@ -19,9 +19,12 @@ def atomic_path(path, follow_links: bool = True):
     new file: for names a program chooses in a folder someone else may have filled); the
     temporary file never outlives the block, whatever happens in it."""
     path = check_output_file(path)  # never replace /dev/null or a folder
-    replaces_link = path.is_symlink() and not follow_links
-    if path.is_symlink() and follow_links:
-        path = Path(os.path.realpath(path))  # write where the link points, as open() would
+    replaces_link = False
+    if path.is_symlink():
+        if follow_links:
+            path = Path(os.path.realpath(path))  # write where the link points, as open() would
+        else:
+            replaces_link = True
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     os.close(handle)
     try:

@@ -37,4 +37,17 @@ def checked_int(name: str, value, low: int, high: int) -> int:
     return int(value)
 
 
-__all__ = ["checked_int", "is_int", "is_plain_int"]
+def checked_seed(seed) -> int | None:
+    """``seed`` as a plain int (a NumPy integer too), or ``None``; ``TypeError`` for anything
+    but an int (a bool is not one), ``ValueError`` for a negative one.  No upper bound: the
+    agents' and envs' generators take any non-negative int."""
+    if seed is None:
+        return None
+    if not is_int(seed, 0):
+        from .record import shown  # bounded repr (record imports this module)
+        raise (ValueError if is_int(seed) else TypeError)(
+            f"seed must be a non-negative int or None, got {type(seed).__name__} {shown(seed)}")
+    return int(seed)
+
+
+__all__ = ["checked_int", "checked_seed", "is_int", "is_plain_int"]

@@ -95,7 +95,7 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from . import observation as obs_mod
-from .checks import is_int
+from .checks import checked_seed, is_int
 from .dealing import MAX_SEED
 from .public_round import PublicRound, public_round
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
@@ -128,19 +128,6 @@ def observation_space(target: int = DEFAULT_TARGET, max_rounds: int = 100) -> sp
         "observation": spaces.Box(low=low, high=high, dtype=np.float32),
         "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
     })
-
-
-def checked_seed(seed) -> int | None:
-    """``seed`` as a plain int (a NumPy integer too), or ``None``; ``TypeError`` for anything
-    but an int (a bool is not one), ``ValueError`` for a negative one."""
-    if seed is None:
-        return None
-    if not is_int(seed):
-        raise TypeError(f"seed must be a non-negative int or None, got {type(seed).__name__} "
-                        f"{seed!r}")
-    if seed < 0:
-        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
-    return int(seed)
 
 
 class raw_env(AECEnv, EzPickle):

@@ -139,18 +139,17 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
         games[i, j] += trials + prior_pairs
         games[j, i] += trials + prior_pairs
     beta = np.zeros(k)
-    for _ in range(iterations):
-        if k == 1:  # one agent: rated 0, nothing to fit
-            break
-        p, information = _fisher(beta, games)
-        gradient = (wins - games * p).sum(axis=1)
-        step = np.linalg.lstsq(information[1:, 1:], gradient[1:], rcond=None)[0]
-        beta[1:] += step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    else:
-        warnings.warn(f"Bradley-Terry: Newton's method did not converge in {iterations} "
-                      "iterations; the ratings may be off", RuntimeWarning, stacklevel=2)
+    if k > 1:  # one agent: rated 0, nothing to fit
+        for _ in range(iterations):
+            p, information = _fisher(beta, games)
+            gradient = (wins - games * p).sum(axis=1)
+            step = np.linalg.lstsq(information[1:, 1:], gradient[1:], rcond=None)[0]
+            beta[1:] += step
+            if np.max(np.abs(step)) < 1e-10:
+                break
+        else:
+            warnings.warn(f"Bradley-Terry: Newton's method did not converge in {iterations} "
+                          "iterations; the ratings may be off", RuntimeWarning, stacklevel=2)
     _, information = _fisher(beta, games)
     covariance = np.zeros((k, k))
     if k > 1:

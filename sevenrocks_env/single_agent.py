@@ -62,7 +62,8 @@ import numpy as np
 from .agents import make_agent
 from .checks import is_int
 from .driver import MatchDriver, agent_name
-from .env import AGENTS, checked_seed, raw_env
+from .checks import checked_seed
+from .env import AGENTS, raw_env
 from .public_round import reads_history
 from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of

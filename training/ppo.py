@@ -116,14 +116,14 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
         order = torch.randperm(size).to(batch["actions"].device)
         for start in range(0, size, minibatch_size):
             mb = order[start:start + minibatch_size]
-            obs = batch["obs"][mb]
+            obs, masks = batch["obs"][mb], batch["masks"][mb]
+            hands = batch["hands"][mb] if "hands" in batch else None
             hidden = model.trunk(obs)
-            logits, new_values = model.heads(hidden, obs, batch["masks"][mb],
-                                             None if features is None else
+            logits, new_values = model.heads(hidden, obs, masks, None if features is None else
                                              (features[0][mb], features[1][mb]))
             if critic is not None:
-                new_values = critic(batch["obs"][mb], batch["hands"][mb])
-            dist = MaskedCategorical(logits, batch["masks"][mb])
+                new_values = critic(obs, hands)
+            dist = MaskedCategorical(logits, masks)
             new_logprobs = dist.log_prob(batch["actions"][mb])
             entropy = dist.entropy()
             log_ratio = new_logprobs - batch["logprobs"][mb]
@@ -155,7 +155,7 @@ def ppo_update(model: nn.Module, optimizer: torch.optim.Optimizer, batch: dict, 
             entropy_loss = entropy.mean()
             loss = pg_loss - ent_coef * entropy_loss + v_loss * cfg.vf_coef
             if guess is not None:  # the auxiliary task (training/hand_guess.py)
-                guess_loss, guess_accuracy = guess.loss(hidden, batch["hands"][mb])
+                guess_loss, guess_accuracy = guess.loss(hidden, hands)
                 loss = loss + cfg.hand_coef * guess_loss
                 guess_losses.append(guess_loss.detach())
                 guess_accuracies.append(guess_accuracy)

@@ -140,10 +140,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     if resume is None and not force:
         for folder in (run_dir, ckpt_dir):
             if folder.exists():
-                raise ConfigError(f"run folder {folder} exists already: continue it with --resume "
-                                  f"{shlex.quote(str(ckpt_dir / 'latest.pt'))}"
-                                  f"{_output_folders(cfg)}, write into it with --force, or "
-                                  "choose another run_name", "run_name")
+                raise ConfigError(f"run folder {folder} exists already: continue it with "
+                                  f"{_resume_options(ckpt_dir / 'latest.pt', cfg)}, write into "
+                                  "it with --force, or choose another run_name", "run_name")
     for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
         try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
             check_output_folder(folder)
@@ -363,12 +362,17 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
         return 130
     if out["interrupted"]:
         print(f"interrupted at step {out['global_step']}: checkpoint {out['checkpoint']}; "
-              f"continue with --resume {shlex.quote(str(out['checkpoint']))}"
-              + _output_folders(cfg)
+              f"continue with {_resume_options(out['checkpoint'], cfg)}"
               + (" --set max_minutes=M (M above the minutes it ran, or 0)"
                  if out.get("out_of_time") else ""), file=sys.stderr)
         return 130
     return 0
+
+
+def _resume_options(checkpoint, cfg: TrainConfig) -> str:
+    """``--resume CHECKPOINT`` and :func:`_output_folders`, quoted for a shell: the command-line
+    options that continue this run where it wrote."""
+    return f"--resume {shlex.quote(str(checkpoint))}{_output_folders(cfg)}"
 
 
 def _output_folders(cfg: TrainConfig) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 
-from ..checks import is_int
+from ..checks import checked_seed
 from .base import Agent, parse_spec_params
 from .greedy import GreedyAgent
 from .heuristic import HeuristicAgent
@@ -74,11 +74,7 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
     from files, such as a training config or checkpoint.  ``seed``: a non-negative int, or
     ``None`` for a fresh draw (``TypeError``/``ValueError`` naming ``seed`` otherwise).
     """
-    if seed is not None and not is_int(seed, 0):
-        from ..record import shown  # bounded repr
-        raise (ValueError if is_int(seed) else TypeError)(
-            f"seed must be a non-negative int or None, got {type(seed).__name__} {shown(seed)}")
-    seed = None if seed is None else int(seed)
+    seed = checked_seed(seed)
     if not isinstance(spec, str):
         if isinstance(spec, Agent):
             if seed is not None:
