@@ -337,6 +337,18 @@ def test_leaving_a_game_frees_its_place_on_the_server(server, browser):
     assert first not in app.state.store._games
 
 
+def _replay_of(match, server, browser, tmp_path):
+    """A new page replaying ``match``'s record, loaded from a file as a user would."""
+    path = tmp_path / "record.json"
+    records.save(records.game_record(match), path)
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.set_input_files("#record-file", str(path))
+    page.wait_for_selector("#replay:not([hidden])")
+    return page
+
+
 def test_a_held_arrow_key_steps_the_replay_as_often_as_it_was_pressed(server, browser, tmp_path):
     """The replay's position moved only when a frame arrived: fifteen quick presses stepped
     five moves."""
@@ -345,13 +357,7 @@ def test_a_held_arrow_key_steps_the_replay_as_often_as_it_was_pressed(server, br
     match = Match.new(9, target=250)
     for _ in range(20):  # into the first round: a record of one unfinished round
         apply_action(match, legal_actions(match)[0])
-    path = tmp_path / "record.json"
-    records.save(records.game_record(match), path)
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    page.set_input_files("#record-file", str(path))
-    page.wait_for_selector("#replay:not([hidden])")
+    page = _replay_of(match, server, browser, tmp_path)
     page.wait_for_function("document.getElementById('replay-position').textContent"
                            ".startsWith('move 0 of')")
     moves = page.evaluate("replay.info.rounds[0].moves")
@@ -375,13 +381,7 @@ def test_the_replay_shows_no_minus_zero_deduction(server, browser, tmp_path):
         apply_action(match, legal_actions(match)[0])
     deductions = match.history[-1].deductions
     assert 0 in deductions and any(deductions)
-    path = tmp_path / "record.json"
-    records.save(records.game_record(match), path)
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    page.set_input_files("#record-file", str(path))
-    page.wait_for_selector("#replay:not([hidden])")
+    page = _replay_of(match, server, browser, tmp_path)
     page.click("button[data-step=last]")
     page.wait_for_function("document.getElementById('replay-hands').textContent"
                            ".includes('none')", timeout=10000)
