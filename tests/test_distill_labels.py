@@ -67,6 +67,31 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
         with pytest.raises(distill.LabelsError, match="'values' (must be float32|declares "
                                                      r"float32 \(60, 5\): not floats)"):
             distill_labels.load_labels(target)
+    # the label must be the best of its row's values (ties allowed), and an illegal action's
+    # value 0: labels of one teacher beside the values of another are refused
+    rows = np.flatnonzero(collected["action_mask"].sum(axis=1) > 1)
+    assert len(rows) > 1
+    for name, row, change in (("worse", rows[0], "lower"), ("tie", rows[1], "tie"),
+                              ("illegal_value", rows[1], "illegal")):
+        values = collected["values"].copy()
+        legal = np.flatnonzero(collected["action_mask"][row])
+        chosen = collected["action"][row]
+        other = legal[legal != chosen][0]
+        if change == "lower":
+            values[row, chosen] = values[row, legal].min() - 1
+        elif change == "tie":
+            values[row, other] = values[row, chosen]
+        else:
+            values[row, np.flatnonzero(~collected["action_mask"][row])[0]] = 1.0
+        target = tmp_path / f"{name}.npz"
+        np.savez(target, observation=collected["observation"],
+                 action_mask=collected["action_mask"], action=collected["action"],
+                 values=values, teacher=np.array("t"))
+        if change == "tie":
+            distill_labels.load_labels(target)   # a tie is what a collection may write
+        else:
+            with pytest.raises(distill.LabelsError, match=f"label {row} .* not the teacher's best"):
+                distill_labels.load_labels(target)
     objects = tmp_path / "pickle.npz"
     np.savez(objects, observation=np.array([object()], dtype=object), action_mask=np.zeros(1),
              action=np.zeros(1), teacher=np.array("t"))
@@ -215,9 +240,11 @@ def test_several_labels_files_train_together_without_sharing_a_match(tmp_path, c
             distill_labels.load_labels_files(f"{first},{again}")
     # the same collection labelled by another teacher: the same decisions, other actions (the
     # copy check keyed the teacher's action too, and the seed check the teacher's spec)
+    lowest = np.array([np.flatnonzero(m)[0] for m in collected["action_mask"]])
+    lowest_best = np.zeros_like(collected["values"])   # that teacher values its action most
+    lowest_best[np.arange(len(lowest)), lowest] = 1
     relabelled = distill.save_labels(tmp_path / "relabelled_a.npz", dict(
-        collected, action=np.array([np.flatnonzero(m)[0] for m in collected["action_mask"]])),
-        "another teacher")
+        collected, action=lowest, values=lowest_best), "another teacher")
     assert (np.load(relabelled)["action"] != collected["action"]).any()
     with pytest.raises(distill.LabelsError, match="relabelled_a.npz: most of its decisions"):
         distill_labels.load_labels_files(f"{first},{relabelled}")

@@ -18,14 +18,16 @@ from training.distill_labels import NUM_ACTIONS, OBS_SIZE  # noqa: E402
 
 def write_labels(path, n: int, seed: int, values: bool = True) -> str:
     """``n`` random labels the checks accept (observations within the game's bounds, each
-    action legal under its mask), saved uncompressed."""
+    action legal under its mask and the best of its values), saved uncompressed."""
     rng = np.random.default_rng(seed)
     low, high = distill_labels._OBS_LOW, distill_labels._OBS_HIGH
     obs = np.clip(low + rng.random((n, OBS_SIZE), np.float32) * (high - low), low, high)
     action = rng.integers(0, NUM_ACTIONS, n)
     mask = rng.random((n, NUM_ACTIONS)) < 0.2
     mask[np.arange(n), action] = True
-    extra = {"values": rng.standard_normal((n, NUM_ACTIONS), np.float32)} if values else {}
+    scores = np.where(mask, rng.standard_normal((n, NUM_ACTIONS), np.float32), 0)
+    scores[np.arange(n), action] = 10   # the label is the best legal value, as collected
+    extra = {"values": scores.astype(np.float32)} if values else {}
     np.savez(path, observation=obs.astype(np.float32), action_mask=mask, action=action,
              match=rng.integers(0, 50, n) << 32 | rng.integers(0, 4, n),
              teacher=np.array(f"search:samples={seed}"), **extra)
@@ -47,7 +49,7 @@ def peak_bytes(read) -> tuple[object, int]:
 def small_blocks(monkeypatch):
     """The checks' and keys' blocks of 1,024 rows: their temporaries (bounded at 2 M labels by
     the 65,536-row blocks) stay out of the measure of these 20,000-label files."""
-    for name in ("_first_outside_the_game", "_row_keys"):
+    for name in ("_first_outside_the_game", "_first_label_not_the_best", "_row_keys"):
         monkeypatch.setattr(distill_labels, name,
                             functools.partial(getattr(distill_labels, name), rows=1024))
 

@@ -195,9 +195,24 @@ def _first_outside_the_game(obs: np.ndarray, rows: int = 65_536) -> int | None:
     return None
 
 
+def _first_label_not_the_best(values: np.ndarray, mask: np.ndarray, action: np.ndarray,
+                              rows: int = 65_536) -> int | None:
+    """The first row whose label is not a best value among its legal actions, or whose illegal
+    actions' values are not 0 (what a collection writes, :func:`save_labels`), or ``None``;
+    checked ``rows`` at a time.  Ties are allowed: a collection breaks them to the lower action."""
+    for start in range(0, len(values), rows):
+        block, legal = values[start:start + rows], mask[start:start + rows]
+        best = np.where(legal, block, -np.inf).max(axis=1)
+        chosen = block[np.arange(len(block)), action[start:start + rows]]
+        wrong = np.flatnonzero((chosen != best) | (np.where(legal, 0, block) != 0).any(axis=1))
+        if len(wrong):
+            return start + int(wrong[0])
+    return None
+
+
 def load_labels(path) -> tuple[dict, str]:
     """A labels file, every array checked (shapes, dtypes, finite, bounded values, each label
-    legal under its mask); :class:`LabelsError` naming what is wrong.  No pickles are read.
+    legal under its mask and the best of its values); :class:`LabelsError` naming what is wrong.  No pickles are read.
     ``values``, ``match`` and ``seed`` (the collection's, an int) are ``None`` for files from
     before they were kept."""
     _check_declared_shapes(path)
@@ -235,6 +250,11 @@ def load_labels(path) -> tuple[dict, str]:
                                or not -MAX_VALUE <= values.min() <= values.max() <= MAX_VALUE):
         raise LabelsError(f"{path}: 'values' must be float32 of shape ({n}, {NUM_ACTIONS}) "
                           f"with finite values within +-{MAX_VALUE:g}")
+    unlike = None if values is None else _first_label_not_the_best(values, mask, action)
+    if unlike is not None:
+        raise LabelsError(f"{path}: label {unlike} ({action[unlike]}) is not the teacher's best "
+                          "value among its legal actions, or an illegal action has a value "
+                          "other than 0 (labels and values from two teachers?)")
     match = arrays["match"]
     if match is not None and (match.shape != (n,) or match.dtype.kind not in "iu"
                               or match.min() < 0 or match.max() >= MAX_MATCH_ID):
