@@ -40,9 +40,15 @@ except ImportError as missing:  # say which extra, not a bare ModuleNotFoundErro
                       "pip install -e \".[rllib]\" (make install-rllib)") from missing
 
 from .agents import make_agent
+from .checks import checked_seed
 from .driver import agent_action
 from .env import AGENTS, raw_env
 from .rules import is_legal, legal_actions, plain_action, team_of
+
+
+#: The keys ``env_config`` may hold; any other is refused.
+CONFIG_KEYS = ("opponent", "reward", "points_scale", "win_reward", "target", "max_rounds",
+               "skip_forced", "seed", "illegal_action")
 
 
 class SevenRocksMultiAgentEnv(MultiAgentEnv):
@@ -58,7 +64,9 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     exactly -1 and ``infos[seat]["illegal_action"] = True``, the other seats in the episode get
     what was pending for them, all terminated.  RLlib's own env pre-check steps a random action,
     which this lets through; the masked module never chooses one.  ``illegal_action="raise"``
-    raises ``ValueError`` instead.  ``illegal_actions`` counts them either way.
+    raises ``ValueError`` instead.  ``illegal_actions`` counts them either way.  A key
+    ``env_config`` does not have (``opponents`` for ``opponent``, say) is a ``ValueError``, and
+    ``step`` after the episode ended (or before ``reset``) a ``RuntimeError``.
     """
 
     def __init__(self, config: dict | None = None):
@@ -66,6 +74,10 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         worker = getattr(config, "worker_index", 0) or 0  # RLlib's EnvContext carries these
         vector = getattr(config, "vector_index", 0) or 0
         config = dict(config or {})
+        unknown = sorted(map(repr, set(config) - set(CONFIG_KEYS)))
+        if unknown:  # a typo ("opponents") would silently train another set-up
+            raise ValueError(f"unknown env_config key(s) {', '.join(unknown)[:200]}; the keys "
+                             f"are {', '.join(CONFIG_KEYS)}")
         self._aec = raw_env(target=config.get("target", 250), max_rounds=config.get("max_rounds", 100),
                             reward=config.get("reward", "win"),
                             points_scale=config.get("points_scale"),
@@ -77,12 +89,14 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         opponent = config.get("opponent")
         self._opponent = None if opponent in (None, "self") else make_agent(opponent)
         self.skip_forced = config.get("skip_forced", True)
+        if not isinstance(self.skip_forced, bool):
+            raise ValueError(f"skip_forced must be True or False, got {self.skip_forced!r}")
+        seed = checked_seed(config.get("seed"))
         # RLlib seeds sub-env i of runner w with seed + w + i (and its new stack leaves
         # vector_index at 0): the worker goes into every stream, or two sub-envs deal alike;
         # without a seed each env draws fresh entropy
         self._stream = (worker, vector)  # this env's place among RLlib's sub-envs
-        self._rng = np.random.default_rng(
-            [config["seed"], worker, vector] if config.get("seed") is not None else None)
+        self._rng = np.random.default_rng(None if seed is None else [seed, worker, vector])
         space = self._aec.observation_space(AGENTS[0])["observation"]
         obs_space = gymnasium.spaces.Dict({
             "observations": space,
@@ -97,8 +111,10 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         self._learners: tuple[int, ...] = (0, 1, 2, 3)
         self._pending: dict[int, float] = {}
         self._seen: set[int] = set()
+        self._episode_over = True  # until reset()
 
     def reset(self, *, seed=None, options=None):
+        seed = checked_seed(seed)
         if seed is not None:
             self._rng = np.random.default_rng([seed, *self._stream])
         while True:
@@ -112,6 +128,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
                 self._opponent.seed(int(self._rng.integers(2**31)))
             self._pending = dict.fromkeys(self._learners, 0.0)
             self._seen = set()
+            self._episode_over = False
             self._advance()
             if not self._aec.match.over:
                 break
@@ -120,6 +137,8 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         return self._outputs(deliver_rewards=False)[0], {}
 
     def step(self, action_dict):
+        if self._episode_over:
+            raise RuntimeError("the episode is over: call reset() before step()")
         match = self._aec.match
         agent = AGENTS[match.turn]
         action = plain_action(action_dict.get(agent))
@@ -140,6 +159,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     def _end_on_illegal_action(self, mover: int):
         """Terminate every seat in the episode; the mover's reward is exactly -1."""
         self._pending[mover] = -1.0
+        self._episode_over = True
         seats = sorted(self._seen | {mover})
         observations = {AGENTS[s]: self._observe(s) for s in seats}
         rewards = {AGENTS[s]: self._pending[s] for s in seats}
@@ -176,6 +196,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     def _outputs(self, deliver_rewards: bool = True):
         match = self._aec.match
         if match.over:
+            self._episode_over = True
             seats = [s for s in self._learners if s in self._seen]
             observations = {AGENTS[s]: self._observe(s) for s in seats}
             done = {AGENTS[s]: True for s in seats}

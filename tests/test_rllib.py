@@ -268,3 +268,43 @@ def test_an_opponent_that_reads_the_round_gets_its_plays(rllib_ppo):
         {"opponent": "search:policy=shipped,samples=2,inference=0.5", "target": 30})
     totals, _, terminateds = play(env, np.random.default_rng(2), seed=4)
     assert terminateds["__all__"] and env._aec.match.winner in (0, 1)
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"opponents": "heuristic"}, "unknown env_config key.*'opponents'"),  # the Gymnasium spelling
+    ({"skip_forced": "no"}, "skip_forced must be True or False"),
+    ({"seed": -1}, "seed must be a non-negative int"),
+    ({"seed": True}, "seed must be a non-negative int"),
+])
+def test_a_wrong_env_config_is_refused_in_words(rllib_ppo, config, words):
+    """A typo or a wrong type in env_config was silently another set-up (four-seat self-play
+    for "opponents"; "no" read as true) or an error from inside NumPy."""
+    with pytest.raises((ValueError, TypeError), match=words):
+        rllib_ppo.SevenRocksMultiAgentEnv(config)
+    env = rllib_ppo.SevenRocksMultiAgentEnv({})
+    with pytest.raises((ValueError, TypeError), match="seed must be a non-negative int"):
+        env.reset(seed=-3)
+
+
+@pytest.mark.parametrize("ending", ["played out", "illegal action"])
+def test_step_after_the_episode_ended_is_refused(rllib_ppo, ending):
+    """A step after the end booked a phantom illegal move (-1, illegal_actions + 1), or after
+    an illegal-move termination went on playing the match."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"target": 30})
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step({"player_0": 0})
+    rng = np.random.default_rng(4)
+    obs, _ = env.reset(seed=4)
+    while True:
+        (agent, o), = obs.items()
+        legal = np.flatnonzero(o["action_mask"])
+        action = int(np.flatnonzero(o["action_mask"] == 0)[0]) if ending == "illegal action" \
+            else int(rng.choice(legal))
+        obs, _, terminateds, truncateds, _ = env.step({agent: action})
+        if terminateds["__all__"] or truncateds["__all__"]:
+            break
+    state, count = env._aec.match.to_state(), env.illegal_actions
+    with pytest.raises(RuntimeError, match="the episode is over: call reset"):
+        env.step({f"player_{env._aec.match.turn}": 0})
+    assert env._aec.match.to_state() == state and env.illegal_actions == count
+    env.reset(seed=5)  # and a reset starts the next one
