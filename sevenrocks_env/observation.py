@@ -10,7 +10,7 @@ opponent (plays next), 2 partner, 3 right opponent (played last).
 | `played_by`       |     28 |  112 | 4 x 28: tile played this round by relative seat 0 (self), 1, 2, 3    |
 | `slot_open`       |    140 |    4 | slot (west, east, north, south) is a legal place to play             |
 | `slot_number`     |    144 |   28 | 4 x 7 one-hot: the open number at each slot                          |
-| `slot_double`     |    172 |    4 | the outer tile at the slot is a double (counts both halves)          |
+| `slot_double`     |    172 |    4 | the outer tile at the slot is a double (its count: `slot_counted`)   |
 | `branch_started`  |    176 |    4 | a tile has been played on the branch (north/south only)              |
 | `slot_counted`    |    180 |    4 | what the slot adds to the end sum, / 12 (R5)                         |
 | `spinner`         |    184 |    8 | [spinner played, one-hot of its number (7)]                          |
@@ -19,7 +19,7 @@ opponent (plays next), 2 partner, 3 right opponent (played last).
 | `voids`           |    202 |   21 | 3 x 7: numbers relative seats 1..3 showed they lack by knocking      |
 | `unseen`          |    223 |    7 | per number: tiles showing it not in own hand and not played, / 7     |
 | `scores`          |    230 |    3 | [ours / target, theirs / target, target / 1000]                      |
-| `turn`            |    233 |    4 | one-hot: relative seat to move                                       |
+| `turn`            |    233 |    4 | one-hot: relative seat to move (all 0 when none: the match is over)  |
 | `opening`         |    237 |    1 | no tile placed yet this round (any tile may open)                    |
 
 Total size ``OBS_SIZE = 238``.  Hidden tiles of other seats never enter the vector.
@@ -154,7 +154,7 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
         sevenths[(unseen & WITH_NUMBER[4]).bit_count()], sevenths[(unseen & WITH_NUMBER[5]).bit_count()],
         sevenths[(unseen & WITH_NUMBER[6]).bit_count()],
         _PACK_SCORES(match.scores[team] / target, match.scores[team ^ 1] / target, target / 1000.0),
-        _TURN_BYTES[(turn - seat) & 3 if turn >= 0 else 4],
+        _TURN_BYTES[(turn - seat) & 3 if turn >= 0 and not match.over else 4],
         _OPENING_BYTES[match.placements == 0],
     ))
     if out is None:
@@ -197,7 +197,7 @@ class SeatView:
     voids: tuple[int, int, int, int]      # 7-bit number sets per relative seat (self = 0)
     scores: tuple[int, int]         # (ours, theirs)
     target: int
-    turn: int                       # relative seat to move
+    turn: int                       # relative seat to move, -1 if none (the match is over)
     opening: bool
 
     @property
@@ -270,7 +270,7 @@ def decode(obs: np.ndarray) -> SeatView:
     voids = (0,) + tuple(int(np.dot(row > 0.5, _VOID_BITS)) for row in void_bits)
     target = int(round(obs[_SCORES + 2] * 1000))
     scores = (int(round(obs[_SCORES] * target)), int(round(obs[_SCORES + 1] * target)))
-    turn = int(np.argmax(obs[_TURN:_TURN + 4]))
+    turn = int(np.argmax(obs[_TURN:_TURN + 4])) if obs[_TURN:_TURN + 4].any() else -1
     return SeatView(hand, played_by, tuple(ends), tuple(end_double), tuple(started), spinner,
                     counts, voids, scores, target, turn, bool(obs[_OPENING] > 0.5))
 

@@ -8,7 +8,8 @@ Layout, per slot (west, east, north, south):
 
 * ``ends[slot]``: the open number there, or ``-1`` when the slot is not a legal place to play
   (north/south before the spinner is internal, R4);
-* ``end_double[slot]``: the outer tile at that end is a double, so it counts both halves (R5);
+* ``end_double[slot]``: the outer tile at that end is a double, so it counts both halves (R5;
+  an opening spinner, the outer tile at both west and east, counts once: ``counted_ends``);
 * ``branch_started[slot]``: for north/south, a tile has been played there (R5: an unopened
   branch counts 0).
 

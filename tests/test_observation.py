@@ -1,4 +1,5 @@
-"""The seat observation: layout, seat-relative pieces, and decode(encode(...)) round trips."""
+"""The seat observation: layout, seat-relative pieces, and decode(encode(...)) round trips (the
+`turn` piece all 0 once the match is over: it named the last mover)."""
 
 import random
 
@@ -41,6 +42,9 @@ def test_decode_inverts_encode_for_every_seat(seed):
             expected = [(seat_view.unseen & WITH_NUMBER[n]).bit_count() for n in range(7)]
             assert np.allclose(unseen, expected)
         apply_action(match, rng.choice(legal_actions(match)))
+    for seat in range(4):  # over (won or cut at max_rounds): no seat is on turn any more
+        assert not view(encode(match, seat), "turn").any()
+        assert decode(encode(match, seat)).turn == -1
 
 
 def test_knock_marks_voids_for_the_other_seats():
@@ -111,3 +115,12 @@ def test_an_agent_given_the_env_s_dict_is_told_to_pass_the_vector():
     obs = env.observe(env.agent_selection)
     with pytest.raises(ValueError, match=r"got the env's dict: pass obs\['observation'\]"):
         make_agent("greedy").act(obs, obs["action_mask"])
+
+
+def test_no_seat_is_on_turn_in_a_won_match():
+    match, rng = Match.new(7, target=20), random.Random(7)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    assert match.winner is not None and match.turn >= 0  # the engine keeps the last mover
+    for seat in range(4):
+        assert not view(encode(match, seat), "turn").any() and decode(encode(match, seat)).turn == -1

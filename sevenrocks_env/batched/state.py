@@ -6,7 +6,7 @@
 | `played_by`      | [B, 4] | int64 | tiles each seat played this round                               |
 | `played`         | [B]    | int64 | union of `played_by`                                            |
 | `ends`           | [B, 4] | int64 | open number at west, east, north, south; -1 = not open          |
-| `end_double`     | [B, 4] | bool  | the outer tile at the slot is a double (counts both halves, R5) |
+| `end_double`     | [B, 4] | bool  | the outer tile at the slot is a double (R5; see `counted_ends`) |
 | `branch_started` | [B, 4] | bool  | a tile was played on the branch (north/south, R5)               |
 | `spinner`        | [B]    | int64 | number of the round's spinner, -1 before the first double (R4)  |
 | `turn`           | [B]    | int64 | seat on turn, 0..3                                              |
