@@ -153,11 +153,16 @@ def _check_layout(match, bad) -> None:
             bad("end_double", "set only where that double was played (R5)")
         # one tile per double: at one end, or at both straight ends while it is the exposed spinner
         if len(at) > 2 or (len(at) == 2 and (at != [WEST, EAST] or number != spinner
-                                             or ends[NORTH] >= 0)):
-            bad("end_double", "one end per double (the opening spinner: west and east) (R5)")
+                                             or ends[NORTH] >= 0 or match.placements != 1)):
+            bad("end_double", "one end per double (the opening spinner, alone on the table: "
+                              "west and east) (R5)")
         if number != spinner:  # along the lines, halves of a number pair up except at open ends
             open_ends = ends.count(number)
             if halves[number] < open_ends or (halves[number] - open_ends) % 2:
                 bad("ends", "numbers the played tiles leave open (R3)")
+            # a double that is not the spinner was played on a tile of its number (3 halves),
+            # and one no longer at an end has a tile of its number beyond it too (4)
+            if match.played >> DOUBLE_OF[number] & 1 and halves[number] < (3 if at else 4):
+                bad("played", f"tiles joined to the {number}|{number} (R3)")
     if match.last_end_sum != end_sum(ends, doubles, started):
         bad("last_end_sum", "the end sum of the layout (R5)")

@@ -37,3 +37,30 @@ def test_a_few_unknown_and_missing_names_are_listed_as_before():
     with pytest.raises(ValueError, match=r"^match state: missing fields \['turn'\], unknown "
                                          r"fields \['history', 'note'\]$"):
         Match.from_state(state)
+
+
+
+def _floating_state(others) -> dict:
+    """5|5 opened with both sides open, and ``others`` 'played' joined to nothing: a layout no
+    play reaches (the scalar and batched engines counted such ends differently)."""
+    from sevenrocks_env.tiles import tile_index
+    played = [tile_index(5, 5), *(tile_index(*pair) for pair in others)]
+    rest = iter(t for t in range(28) if t not in played)
+    played_by = [0] * 4
+    for index, tile in enumerate(played):
+        played_by[index % 4] |= 1 << tile
+    hands = [sum(1 << next(rest) for _ in range(7 - bits.bit_count())) for bits in played_by]
+    return _state(seed=None, hands=hands, played_by=played_by, played=sum(1 << t for t in played),
+                  placements=len(played), spinner=5, turn=len(played) % 4,
+                  ends=[5, 5, -1, -1], end_double=[True, True, False, False],
+                  branch_started=[False] * 4, last_end_sum=10)
+
+
+@pytest.mark.parametrize("others, words", [
+    # a ring 0|3 3|4 4|0 pairs every half: only the spinner's two open sides give it away
+    ([(0, 3), (3, 4), (0, 4)], "end_double must be one end per double .*alone on the table"),
+    ([(0, 0), (1, 1)], r"played must be tiles joined to the 0\|0"),
+])
+def test_a_layout_no_play_reaches_is_refused(others, words):
+    with pytest.raises(ValueError, match=words):
+        Match.from_state(_floating_state(others))
