@@ -207,6 +207,21 @@ def test_hands_are_face_up_once_the_round_is_over():
     assert checked
 
 
+def test_hands_stay_face_down_after_a_won_round():
+    """R8: a won round is not counted, so its hands are not shown (as on the web page); they
+    were drawn face up to any observer."""
+    match = finished_round(won=True, target=30)
+    image, _ = draw_picture(match, observer=0)
+    row_h = (FOOTER_H - 10) // 4
+    checked = 0
+    for seat in (1, 2, 3):
+        if match.hands[seat]:
+            y = SIZE[1] - FOOTER_H + 5 + seat * row_h
+            assert not close(image.getpixel((332, y + 16)), IVORY, 10)
+            checked += 1
+    assert checked
+
+
 def test_observer_must_be_a_seat():
     with pytest.raises(ValueError, match="observer"):
         draw_picture(Match.new(0), observer=4)

@@ -159,7 +159,8 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
     draw.rectangle((0, top, width, height), fill=PANEL)
     row_h = (FOOTER_H - 10) // NUM_SEATS
     log = shown_round(match)
-    revealed = log is not None and log.result is not None  # hands are shown for the count (R1, R7)
+    # hands are shown for the end-of-round count (R1, R7); a won round is not counted (R8)
+    revealed = log is not None and log.result not in (None, "won")
     tile_w, tile_h = 40, 20
     for seat in range(NUM_SEATS):
         y = top + 5 + seat * row_h
@@ -174,7 +175,7 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
         draw.text((150, y + 16), count + ("  <- to move" if to_move else ""),
                   fill=TEXT if to_move else MUTED, font=font(15), anchor="lm")
         face_up = spectator or seat == observer or revealed
-        if revealed and log.result != "won":
+        if revealed:
             pips = sum(TILES[t][0] + TILES[t][1] for t in hand)
             draw.text((672, y + 16), f"{pips} pips -> {deduction_text(log.deductions[seat])}",
                       fill=TEXT, font=font(15), anchor="lm")

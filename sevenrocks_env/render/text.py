@@ -172,7 +172,7 @@ def round_result(log) -> str:
 
 
 def deduction_text(points: int) -> str:
-    """A deduction as shown: ``-12``, or ``0`` for none (not ``-0``) (R7)."""
+    """A deduction as shown: ``-15``, or ``0`` for none (not ``-0``) (R7)."""
     return f"-{points}" if points else "0"
 
 
