@@ -28,12 +28,19 @@ class PickleExpansionError(ValueError):
     """A pickle whose objects, fully expanded, would be far larger than the pickle."""
 
 
-class _Node:
-    __slots__ = ("size", "shared")
+#: Deepest nesting of objects a scanned pickle may build (``torch.save`` of a checkpoint nests
+#: about 10 deep): a chain of 200,000 one-item tuples is 200 kB, and hashing it as a dict key
+#: overflows the C stack inside the unpickler (a segmentation fault, not an exception).
+MAX_DEPTH = 200
 
-    def __init__(self, size: int):
+
+class _Node:
+    __slots__ = ("size", "shared", "depth")
+
+    def __init__(self, size: int, depth: int = 1):
         self.size = size
         self.shared = False  # referenced again (memo or DUP): its size was counted elsewhere
+        self.depth = depth   # how deep the objects it holds nest, itself included
 
 
 def _pop_to_mark(stack: list) -> list:
@@ -46,9 +53,14 @@ def _pop_to_mark(stack: list) -> list:
     raise PickleExpansionError("malformed pickle: no mark on the stack")
 
 
+def _deepest(nodes: list) -> int:
+    return max((node.depth for node in nodes if node is not _MARK), default=0)
+
+
 def expanded_size(data: bytes, limit: int) -> tuple[int, int]:
     """``(opcodes, expanded size)`` of the pickle ``data``; raises :class:`PickleExpansionError`
-    as soon as one object's expanded size passes ``limit`` (so the sizes stay small ints)."""
+    as soon as one object's expanded size passes ``limit`` (so the sizes stay small ints), or
+    objects nest deeper than :data:`MAX_DEPTH`."""
     stack: list = []
     memo: dict = {}
     count = 0
@@ -84,10 +96,15 @@ def expanded_size(data: bytes, limit: int) -> tuple[int, int]:
                             "a container is filled after being referenced (a cycle, or shared "
                             "lists filled top down: sizes the scan could not count)")
                     node.size = min(size, limit + 1)
+                    node.depth = max(node.depth, 1 + _deepest(popped[:-1]))
                     stack.append(node)
                 else:
-                    node = _Node(min(size + 1, limit + 1))
+                    node = _Node(min(size + 1, limit + 1), 1 + _deepest(popped))
                     stack.extend([node] * len(opcode.stack_after))
+                if node.depth > MAX_DEPTH:
+                    raise PickleExpansionError(
+                        f"objects nested more than {MAX_DEPTH} deep (reading them would "
+                        "overflow the interpreter's stack)")
                 if node.size > limit:
                     raise PickleExpansionError(
                         f"one object would expand to more than {limit:,} items (a small pickle "

@@ -37,6 +37,11 @@ MODEL_CONFIG_KEYS = frozenset({"hidden_sizes", "action_features", "value_head", 
                                "scorer_sizes"})
 #: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
 MAX_CHECKPOINT_BYTES = 1 << 30
+#: Largest ``data.pkl`` read (its opcodes are scanned, then unpickled, in pure Python: about
+#: 1-3 s a MB).  A policy's is ~2 kB; a training checkpoint's grows with its matches in progress
+#: (~150-200 bytes each: ~13 MB at ``num_matches`` 65,536, the most a config allows) and its
+#: ``past`` snapshots (~4 kB each: ~4 MB at ``max_snapshots`` 1000).
+MAX_PICKLE_BYTES = 32 << 20
 #: Archive entries a checkpoint may hold: a policy has ~15; a training checkpoint one per tensor
 #: of each of up to 1000 pool snapshots (``max_snapshots``), ~35 each for the largest network.
 MAX_ENTRIES = 100_000
@@ -177,8 +182,19 @@ def _read_archive(path) -> tuple[bytes, int]:
                         raise CheckpointError(f"{path} is not a readable checkpoint (archive "
                                               f"entry {info.filename[:80]!r} is {what}; "
                                               "torch.save writes plain entries)")
+            # torch finds a record by name ignoring case: two names one letter-case apart
+            # would let it read a data.pkl other than the one scanned below
+            names = [info.filename.lower() for info in entries]
+            if len(set(names)) != len(names):
+                raise CheckpointError(f"{path} is not a sevenrocks checkpoint (two archive "
+                                      "entries whose names differ only in letter case)")
             damaged = archive.testzip()
-            pickles = [info for info in entries if info.filename.endswith("/data.pkl")]
+            pickles = [info for info, name in zip(entries, names)
+                       if name.endswith("/data.pkl") or name == "data.pkl"]
+            if len(pickles) == 1 and pickles[0].file_size > MAX_PICKLE_BYTES:
+                raise CheckpointError(f"{path}: its data.pkl is {pickles[0].file_size:,} bytes, "
+                                      f"more than {MAX_PICKLE_BYTES >> 20} MB; not a "
+                                      "sevenrocks checkpoint")
             if damaged is None and len(pickles) == 1:
                 pickled = archive.read(pickles[0])
             tensor_bytes = sum(info.file_size for info in entries if "/data/" in info.filename)

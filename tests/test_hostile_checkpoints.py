@@ -237,6 +237,44 @@ def test_a_key_that_takes_hours_to_hash_is_refused_before_unpickling(tmp_path):
     refused(path, "would expand")
 
 
+def test_a_key_nested_too_deep_to_hash_is_refused_before_unpickling(tmp_path):
+    """A chain of one-item tuples as a dict key: 200,000 deep (200 kB) crashed the interpreter
+    with a segmentation fault while torch's unpickler hashed it; 5,000 here (which Python
+    survives), refused by the scan's depth bound all the same."""
+    path = save_policy(tmp_path / "deep.pt")
+    _insert_into_pickle(path, b")" + b"\x85" * 5000 + b"K\x01")    # EMPTY_TUPLE, TUPLE1...
+    refused(path, "nested more than")
+
+
+def test_a_data_pkl_one_letter_case_apart_is_refused(tmp_path):
+    """torch finds an archive's records ignoring case: a second entry ``.../DATA.PKL`` was
+    the one unpickled, never scanned (a hash bomb in it hung every reader)."""
+    import zipfile
+    path = save_policy(tmp_path / "case.pt")
+    with zipfile.ZipFile(path) as archive:
+        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+            if name.endswith("/data.pkl"):
+                archive.writestr(name[:-len("data.pkl")] + "DATA.PKL", data)
+    refused(path, "differ only in letter case")
+
+
+def test_the_pickle_size_is_bounded(tmp_path, monkeypatch):
+    """Scanning and unpickling run in pure Python (seconds a MB): a data.pkl of a gigabyte
+    held a reader for most of an hour."""
+    import zipfile
+    import sevenrocks_env.policy_file as policy_file
+    path = save_policy(tmp_path / "p.pt")
+    with zipfile.ZipFile(path) as archive:
+        size = next(i.file_size for i in archive.infolist() if i.filename.endswith("data.pkl"))
+    monkeypatch.setattr(policy_file, "MAX_PICKLE_BYTES", size)
+    assert load_policy(path)  # exactly the bound
+    monkeypatch.setattr(policy_file, "MAX_PICKLE_BYTES", size - 1)
+    refused(path, "its data.pkl is")
+
+
 @pytest.mark.parametrize("extra, words", [
     ("dag", "would expand"),          # x = [x, x] 40 times: hours to print or copy
     ("expanded", "tensors hold"),     # one stored float seen as a million (stride 0)

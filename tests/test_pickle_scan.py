@@ -90,3 +90,20 @@ def test_containers_filled_after_being_referenced_are_refused():
     data += b"."
     with pytest.raises(PickleExpansionError, match="filled after being referenced"):
         expanded_size(bytes(data), 10**6)
+
+
+def test_nesting_deeper_than_the_bound_is_refused():
+    """Depth, not size: a chain of one-item tuples is as many items as bytes, but hashing or
+    printing it recurses once a level (200,000 levels overflowed the C stack)."""
+    from sevenrocks_env.pickle_scan import MAX_DEPTH
+    value: object = ()
+    for _ in range(MAX_DEPTH - 1):
+        value = (value,)
+    expanded_size(pickle.dumps(value, protocol=2), 10**6)    # the bound itself passes
+    with pytest.raises(PickleExpansionError, match="nested more than"):
+        expanded_size(pickle.dumps((value,), protocol=2), 10**6)
+    nested: object = []   # lists filled by APPEND nest as deep as tuples
+    for _ in range(MAX_DEPTH):
+        nested = [nested]
+    with pytest.raises(PickleExpansionError, match="nested more than"):
+        expanded_size(pickle.dumps(nested, protocol=2), 10**6)
