@@ -286,6 +286,13 @@ def test_a_complete_evaluated_run_is_not_resumed_but_an_unevaluated_one_is(tmp_p
     assert main(["--resume", str(latest), *args]) == 2
     err = capsys.readouterr().err
     assert "the run is complete" in err and "--set total_steps=N" in err, err
+    # resumed into other folders: the mark beside the file still says so (the default
+    # checkpoint folder was looked in, and the evaluation was logged again)
+    elsewhere = ["--set", f"log_dir={tmp_path / 'runs2'}", "--set",
+                 f"checkpoint_dir={tmp_path / 'ckpt2'}"]
+    assert main(["--resume", str(latest), *elsewhere]) == 2
+    assert "the run is complete" in capsys.readouterr().err
+    assert not (tmp_path / "ckpt2").exists()
     assert main(["--resume", str(latest), *args, "--set", "total_steps=512",
                  "--set", "final_eval_pairs=1"]) == 0  # more steps: trains on
 

@@ -180,7 +180,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             print(f"note: resuming {resume_path}, writing checkpoints to {ckpt_dir} and logs "
                   f"to {run_dir} (output folders never come from a file: --set "
                   "checkpoint_dir=... log_dir=... to write beside it)", file=sys.stderr)
-        check_not_complete(ckpt_dir, resume, cfg.num_updates)
+        for folder in {ckpt_dir, Path(resume_path).parent}:  # the mark is beside the file
+            check_not_complete(folder, resume, cfg.num_updates)
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
