@@ -167,3 +167,15 @@ def test_a_picture_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypa
     assert main([str(folder), "--out", str(tmp_path / "c.png")]) == 1
     err = capsys.readouterr().err
     assert err == f"error: cannot write {tmp_path / 'c.png'}: No space left on device\n", err
+
+
+def test_win_rates_at_steps_without_a_wall_time_are_one_line(tmp_path, capsys):
+    """Every win rate at a step with no eval/wall_minutes: the curves were all empty and
+    drawing them raised ValueError (max of an empty sequence) as a traceback."""
+    folder = write(tmp_path / "run", [scalar("eval/wall_minutes", 1.0, 10),
+                                      scalar("eval/win_rate_vs_random", 0.5, 20)])
+    one_error_line(capsys, folder, "no eval/win_rate_vs_<agent> scalars at a step that has")
+    # one agent at a matching step is drawn; the other, at none, is left out
+    write(folder, [scalar("eval/wall_minutes", 1.0, 10), scalar("eval/win_rate_vs_random", 0.5, 20),
+                   scalar("eval/win_rate_vs_greedy", 0.25, 10)])
+    assert list(read_run(folder)["curves"]) == ["greedy"]

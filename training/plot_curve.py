@@ -77,9 +77,11 @@ def _evaluations(run_dir: Path, acc) -> dict:
         points = {e.step: (e.step, seconds[e.step], e.value)
                   for e in scalars(tag, lambda v: 0 <= v <= 1, "a win rate in [0, 1]")
                   if e.step in seconds}  # a resumed step: the last one
-        curves[tag.removeprefix("eval/win_rate_vs_")] = sorted(points.values())
+        if points:  # (a win rate whose step has no wall time is not drawn)
+            curves[tag.removeprefix("eval/win_rate_vs_")] = sorted(points.values())
     if not curves:
-        raise ValueError(f"{run_dir}: no eval/win_rate_vs_<agent> scalars")
+        raise ValueError(f"{run_dir}: no eval/win_rate_vs_<agent> scalars at a step that "
+                         "has eval/wall_minutes")
     # the pairs of each evaluation, logged since they could differ from the rule below (a run
     # stopped by Ctrl-C skips its final, larger evaluation)
     pairs_at = {e.step: int(e.value) for e in scalars(
