@@ -145,6 +145,17 @@ def test_bad_values_blame_set_and_name_the_key(override, words):
     assert message.startswith("--set") and words in message, message
 
 
+def test_set_reads_names_as_text_and_an_empty_list_as_none(tmp_path):
+    """``run_name=010`` was refused as an octal number and ``run_name=no`` as False (a name
+    is text); ``opponents=`` was the list [''] ("unknown agent spec ''"), now none."""
+    cfg = load_config(SMOKE, ["run_name=010", "init_from=", "opponents=", "opponent_fraction=0"])
+    assert cfg.run_name == "010" and cfg.init_from == "" and cfg.opponents == []
+    assert load_config(SMOKE, ["run_name=no"]).run_name == "no"
+    assert load_config(SMOKE, ['run_name="yes"']).run_name == "yes"   # a quoted value unquoted
+    message = refused(SMOKE, ["eval_agents="])   # none is refused, in words, as [] is
+    assert message.startswith("--set") and "eval_agents" in message, message
+
+
 def test_bad_set_key_blames_set_and_suggests():
     message = refused(SMOKE, ["num_matchs=3"])
     assert message == "--set: unknown key 'num_matchs'; did you mean 'num_matches'?"

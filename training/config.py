@@ -304,8 +304,15 @@ def config_from_dict(values: dict, source: str = "config",
     return cfg
 
 
+def _annotation(key: str):
+    return TrainConfig.model_fields[key].annotation
+
+
 def parse_overrides(overrides) -> dict:
-    """``["key=value", ...]`` -> dict; values are read as YAML (``3``, ``0.5``, ``[a, b]``)."""
+    """``["key=value", ...]`` -> dict; values are read as YAML (``3``, ``0.5``, ``[a, b]``),
+    except a text field's (a name or a path: ``run_name=010`` or ``run_name=no`` is that text,
+    not a number or ``False``; a quoted value is unquoted).  An empty value is ``[]`` for a
+    list (``opponents=``: none) and ``""`` otherwise."""
     values = {}
     for text in overrides or ():
         key, sep, raw = text.partition("=")
@@ -314,7 +321,13 @@ def parse_overrides(overrides) -> dict:
             raise ConfigError(f"--set expects key=value, got {shown(text)}")
         if key not in TrainConfig.model_fields:
             raise _unknown_key(key, "--set")
-        values[key] = _read_yaml(raw, f"--set {key}") if raw.strip() else ""
+        plain, kind = raw.strip(), _annotation(key)
+        if not plain:
+            values[key] = [] if getattr(kind, "__origin__", None) is list else ""
+        elif kind is str and not plain.startswith(("'", '"')):
+            values[key] = plain
+        else:
+            values[key] = _read_yaml(raw, f"--set {key}")
     return values
 
 
