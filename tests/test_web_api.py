@@ -185,6 +185,32 @@ def test_record_mid_match_holds_only_ended_rounds(client, app):
     assert "sevenrocks-record/1" in text
 
 
+def test_replays_are_dropped_by_the_page_and_make_room_when_full(client, app):
+    """A stored replay held a place of --max-games for its idle minutes and could not be
+    pushed out (only finished games were), and the page never dropped one: a few loads and
+    Close filled the server.  Now a full store drops the finished game or replay touched
+    longest ago, and DELETE /api/replays/{id} (Close, or loading another record) frees one."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(4)
+    for _ in range(12):
+        apply_action(match, legal_actions(match)[0])
+    record = records.game_record(match)
+    store = app.state.store
+    ids = [client.post("/api/replays", json=record).json()["id"] for _ in range(store.max_games)]
+    assert client.get(f"/api/replays/{ids[0]}/0/1").status_code == 200  # touched: ids[1] oldest
+    assert client.post("/api/games", json=BOTS).status_code == 201  # in the oldest's place
+    assert client.get(f"/api/replays/{ids[1]}/0/0").status_code == 404
+    assert client.get(f"/api/replays/{ids[0]}/0/0").status_code == 200
+    assert client.delete(f"/api/replays/{ids[2]}").status_code == 204
+    assert client.get(f"/api/replays/{ids[2]}/0/0").status_code == 404
+    assert client.delete(f"/api/replays/{ids[2]}").status_code == 404
+    game = client.post("/api/games", json=BOTS).json()  # in the place freed
+    assert client.delete(f"/api/replays/{game['id']}").status_code == 404  # a game, not a replay
+    assert client.get(f"/api/games/{game['id']}").status_code == 200
+    assert len(store) == store.max_games
+
+
 def test_replay_steps_through_a_record(client, app):
     view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 2, "target": 60}).json()
     view = play_out(client, app, view)

@@ -389,3 +389,36 @@ def test_the_replay_shows_no_minus_zero_deduction(server, browser, tmp_path):
     assert not re.search("\u22120(?![0-9])", hands), hands
     for seat, points in enumerate(deductions):
         assert f"seat {seat} " + (f"\u2212{points}" if points else "none") in hands
+
+
+def test_the_round_list_and_close_on_the_replay_page(server, browser, tmp_path):
+    """After a round was picked from the list, the list kept the focus and an arrow key moved
+    both it (a whole round) and the page (a move); Close only hid the replay, which held a
+    place of --max-games on the server for its idle minutes."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(3, target=250)
+    while match.round_index < 2 and not match.over:  # two finished rounds and the third begun
+        apply_action(match, legal_actions(match)[0])
+    for _ in range(4):
+        apply_action(match, legal_actions(match)[0])
+    page = _replay_of(match, server, browser, tmp_path)
+    _, app = server
+    replay_id = page.evaluate("replay.info.id")
+    assert replay_id in app.state.store._games
+    page.focus("#replay-round")  # as a click on the list leaves it
+    page.select_option("#replay-round", "1")
+    page.wait_for_function("replay.round === 1 && document.getElementById('replay-position')"
+                           ".textContent.startsWith('move 0 of')")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 1 of')", timeout=10000)
+    page.wait_for_timeout(300)
+    assert page.evaluate("[replay.round, replay.move]") == [1, 1]
+    assert page.evaluate("document.getElementById('replay-round').value") == "1"
+    page.click("#replay-close")
+    deadline = time.monotonic() + 5
+    while replay_id in app.state.store._games and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert replay_id not in app.state.store._games
+    page.close()

@@ -13,6 +13,7 @@
 | GET    | ``/api/games/{id}/record``    |                               | ``sevenrocks-record/1``   |
 | POST   | ``/api/replays``              | a game record                 | 201, the replay's rounds  |
 | GET    | ``/api/replays/{id}/{round}/{move}`` |                        | one replay frame          |
+| DELETE | ``/api/replays/{id}``         |                               | 204: the replay is dropped |
 
 Every refusal is a 4xx JSON ``{"error": message}`` and leaves the game as it was; bodies over
 ``MAX_BODY`` bytes are refused with 413 before they are parsed, a malformed ``Content-Length``
@@ -257,6 +258,11 @@ def create_app(store: GameStore | None = None,
                              "winner": body["winner"], "scores": body["scores"]},
                             status_code=201)
 
+    async def drop_replay(request: Request) -> Response:
+        """The page closed the replay (or loaded another record): its place is free at once."""
+        store.remove(request.path_params["replay"], Replay)
+        return Response(status_code=204)
+
     async def replay_step(request: Request) -> Response:
         replay = store.get(request.path_params["replay"], Replay)
         rounds = replay.record["rounds"]
@@ -288,6 +294,7 @@ def create_app(store: GameStore | None = None,
         Route("/api/games/{game}/rematch", rematch, methods=["POST"]),
         Route("/api/games/{game}/record", download),
         Route("/api/replays", load_replay, methods=["POST"]),
+        Route("/api/replays/{replay}", drop_replay, methods=["DELETE"]),
         # not {round:int}: Starlette's int() of a path past 4300 digits fails before any handler
         Route("/api/replays/{replay}/{round}/{move}", replay_step),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

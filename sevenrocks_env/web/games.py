@@ -204,15 +204,15 @@ class GameStore:
             del self._games[key]
 
     def _room(self, now: float, make: bool) -> None:
-        """Room for one more item: the idle ones swept; when full, the finished game touched
-        longest ago (a finished match only serves its record and rematch) counts as room, and
-        is dropped if ``make``; else 429, ``Retry-After`` the seconds until the first idle one
-        expires."""
+        """Room for one more item: the idle ones swept; when full, the finished game or replay
+        touched longest ago (a finished match only serves its record and rematch, a replay its
+        frames) counts as room, and is dropped if ``make``; else 429, ``Retry-After`` the
+        seconds until the first idle one expires."""
         self._sweep(now)
         if len(self._games) < self.max_games:
             return
         finished = [(item.touched, key) for key, item in self._games.items()
-                    if isinstance(item, Game) and item.match.over]
+                    if not isinstance(item, Game) or item.match.over]  # (the rest: replays)
         if finished:
             if make:
                 del self._games[min(finished)[1]]
@@ -223,11 +223,14 @@ class GameStore:
                              f"({int(self.idle_seconds // 60)} minutes without a move)",
                         retry_after=max(1, math.ceil(first_expiry - now)))
 
-    def remove(self, key: str) -> None:
-        """Drop a game or replay (the page leaving it); 404 if there is none by that id."""
+    def remove(self, key: str, kind: type = object) -> None:
+        """Drop a game or replay (the page leaving it), of ``kind`` if given; 404 if there is
+        none by that id."""
         with self._lock:
-            if self._games.pop(key, None) is None:
+            item = self._games.get(key)
+            if item is None or not isinstance(item, kind):
                 raise GameError(404, f"no game or replay with id {shown(key)}")
+            del self._games[key]
 
     def check_room(self) -> None:
         """429 if a game (or a replay) could not be stored now: checked before the work of

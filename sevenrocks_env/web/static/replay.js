@@ -12,7 +12,9 @@ async function loadRecord(file) {
   let text;
   try { text = await file.text(); } catch (e) { error.textContent = "cannot read the file"; return; }
   try {
-    replay.info = await App.api("POST", "/api/replays", text);
+    const loaded = await App.api("POST", "/api/replays", text);
+    dropReplay();  // the one shown before: its place on the server is free
+    replay.info = loaded;
   } catch (problem) {
     error.textContent = problem.message;
     return;
@@ -33,6 +35,12 @@ async function loadRecord(file) {
   document.getElementById("start").hidden = true;
   document.getElementById("replay").hidden = false;
   await goTo(0, 0);
+}
+
+// Tell the server the replay shown is no longer needed (it counts against --max-games).
+function dropReplay() {
+  if (replay.info) fetch(`/api/replays/${replay.info.id}`, {method: "DELETE"}).catch(() => {});
+  replay.info = null;
 }
 
 async function goTo(round, move) {
@@ -105,15 +113,19 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("#replay-controls [data-step]")) {
     button.addEventListener("click", () => stepReplay(button.dataset.step));
   }
-  document.getElementById("replay-round").addEventListener("change", (event) =>
-    goTo(Number(event.target.value), 0));
+  document.getElementById("replay-round").addEventListener("change", (event) => {
+    event.target.blur();  // so that the arrow keys step moves again, not rounds
+    goTo(Number(event.target.value), 0);
+  });
   document.getElementById("replay-close").addEventListener("click", () => {
+    dropReplay();
     document.getElementById("replay").hidden = true;
     document.getElementById("start").hidden = false;
     document.getElementById("tracks").replaceChildren();
   });
   document.addEventListener("keydown", (event) => {
-    if (document.getElementById("replay").hidden) return;
+    // the round list, focused, moves on its own arrow keys: one step, not two at once
+    if (document.getElementById("replay").hidden || event.target.tagName === "SELECT") return;
     if (event.key === "ArrowRight") stepReplay("next");
     if (event.key === "ArrowLeft") stepReplay("prev");
   });
