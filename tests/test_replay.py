@@ -214,7 +214,11 @@ def test_a_replay_into_a_used_folder_leaves_only_its_own_frames(tmp_path):
     keep = [folder / "frame_12.png", folder / "notes.txt", folder / "frame_0001.png.bak"]
     for other in keep:
         other.write_text("the user's")
-    assert main([str(path), "--out", str(folder), "--round", "0", "--scale", "0.2"]) == 0
+    before = sorted(folder.iterdir())
+    assert main([str(path), "--out", str(folder), "--round", "0", "--scale", "0.2"]) == 2
+    assert sorted(folder.iterdir()) == before  # refused: frames are replaced only when asked
+    assert main([str(path), "--out", str(folder), "--round", "0", "--scale", "0.2",
+                 "--force"]) == 0
     moves = len(record["rounds"][0]["moves"])
     assert len(record["rounds"]) > 1
     assert sorted(folder.glob("frame_????.png")) == [folder / f"frame_{i:04d}.png"
@@ -254,7 +258,7 @@ def test_a_record_without_moves_exits_2(tmp_path, capsys):
     frames = tmp_path / "frames"
     frames.mkdir()
     (frames / "frame_0000.png").write_text("an earlier replay's frame")
-    assert main([str(path), "--out", str(frames)]) == 2
+    assert main([str(path), "--out", str(frames), "--force"]) == 2
     assert "no moves" in capsys.readouterr().err
     assert (frames / "frame_0000.png").exists()  # refused before the folder's frames were cleared
 
@@ -290,7 +294,8 @@ def test_a_frame_name_that_is_a_symbolic_link_is_replaced_not_written_through(tm
     frames = tmp_path / "frames"
     frames.mkdir()
     (frames / "frame_0000.png").symlink_to(victim)
-    assert main([str(record), "--out", str(frames), "--round", "0", "--scale", "0.2"]) == 0
+    assert main([str(record), "--out", str(frames), "--round", "0", "--scale", "0.2",
+                 "--force"]) == 0
     assert victim.read_text() == "mine"
     assert not (frames / "frame_0000.png").is_symlink()
     assert (frames / "frame_0000.png").read_bytes()[:4] == b"\x89PNG"
@@ -371,3 +376,26 @@ def test_check_only_checks_the_record_and_says_what_it_holds(tmp_path, capsys):
     assert err.startswith(f"error: {path}: ") and err.count("\n") == 1
     assert main([str(path)]) == 2
     assert "--out is required (or --check" in capsys.readouterr().err
+
+
+def test_an_existing_gif_is_replaced_only_with_force(tmp_path, capsys):
+    """An existing GIF was replaced without a word (and the frames of a folder: the test
+    above), where `sevenrocks play` never replaces a file."""
+    path = tmp_path / "game.json"
+    records.save(short_match_record(), path)
+    gif = tmp_path / "game.gif"
+    gif.write_text("the user's")
+    args = [str(path), "--out", str(gif), "--round", "0", "--scale", "0.2"]
+    assert main(args) == 2
+    assert "exists; --force replaces it" in capsys.readouterr().err
+    assert gif.read_text() == "the user's"
+    assert main([*args, "--force"]) == 0 and gif.read_bytes()[:3] == b"GIF"
+
+
+def test_a_name_ending_in_dot_gif_and_a_slash_is_a_folder_of_frames(tmp_path):
+    """``--out fr.gif/`` wrote one GIF file named fr.gif (the slash was ignored)."""
+    path = tmp_path / "game.json"
+    records.save(short_match_record(), path)
+    folder = tmp_path / "fr.gif"
+    assert main([str(path), "--out", f"{folder}/", "--round", "0", "--scale", "0.2"]) == 0
+    assert folder.is_dir() and (folder / "frame_0000.png").is_file()

@@ -1,10 +1,11 @@
 """``sevenrocks replay RECORD.json --out game.gif``: a game record as an animation.
 
 One frame per placement or knock (the frame after a round's last move shows the round's end:
-every hand face up, deductions and scores, R7).  ``--out`` ending in ``.gif`` writes an animated
-GIF; a folder (an existing directory, or a path ending in ``/`` or without a suffix) gets one
+every hand face up, deductions and scores, R7; no hands after a won round, R8).  ``--out``
+ending in ``.gif`` writes an animated GIF; a folder (an existing directory, or a path ending in ``/`` or without a suffix) gets one
 PNG per frame, ``frame_0000.png`` ...  ``--round N`` keeps one round (0-based), ``--fps`` sets
-the speed, ``--scale`` shrinks the frames.
+the speed, ``--scale`` shrinks the frames.  An existing GIF, or a folder already holding frames,
+is refused unless ``--force`` (then replaced; the folder's other frames removed).
 
 Within a round every frame is drawn with the framing of the round's final layout, so tiles stay
 where they are while the layout grows.
@@ -167,11 +168,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fps", type=float, default=1.5, help="frames per second (GIF)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"resize frames (1.0 = {SIZE[0]}x{SIZE[1]})")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing GIF, or the frames (frame_NNNN.png) of an "
+                             "earlier replay in the folder; without it they are refused")
     return parser
 
 
-def _out_problem(out: Path, as_gif: bool, text: str, record: str) -> str | None:
-    """Why ``--out`` cannot take the frames, or ``None`` (may raise ``OSError``)."""
+def _out_problem(out: Path, as_gif: bool, text: str, record: str,
+                 force: bool = False) -> str | None:
+    """Why ``--out`` cannot take the frames, or ``None`` (may raise ``OSError``); without
+    ``force``, an existing GIF or a folder holding frames is one (never replaced silently)."""
     if as_gif and out.is_dir():
         return f"--out {text!r}: is a folder"
     if not as_gif and out.suffix and not text.endswith(("/", "\\")) and not out.is_dir():
@@ -187,6 +193,15 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str) -> str | None:
                 "frames would replace it")
     if as_gif and not out.resolve().parent.is_dir():
         return f"--out {text!r}: folder {out.parent} does not exist"
+    if force:
+        return None
+    if as_gif and os.path.lexists(out):
+        return f"--out {text!r} exists; --force replaces it"
+    held = sum(1 for old in out.glob("frame_*.png") if frame_number(old.name) is not None) \
+        if not as_gif and out.is_dir() else 0
+    if held:
+        return (f"--out {text!r} holds {held} frame(s) already (frame_NNNN.png); --force "
+                "replaces them (and removes those this replay does not write)")
     return None
 
 
@@ -229,9 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --out is empty: give game.gif or a folder for PNG frames", file=sys.stderr)
         return 2
     out = Path(args.out)
-    as_gif = out.name.lower().endswith(".gif")  # ".gif" alone too (its suffix is empty)
+    # ".gif" alone too (its suffix is empty); "NAME.gif/" names a folder
+    as_gif = out.name.lower().endswith(".gif") and not args.out.endswith(("/", "\\"))
     try:
-        problem = _out_problem(out, as_gif, args.out, args.record)
+        problem = _out_problem(out, as_gif, args.out, args.record, args.force)
     except OSError as error:  # e.g. a name too long for the file system
         problem = f"cannot write {args.out[:80]!r}: {error.strerror or error}"
     if problem:  # before any drawing
