@@ -2,9 +2,9 @@
 
 One frame per placement or knock (the frame after a round's last move shows the round's end:
 every hand face up, deductions and scores, R7; no hands after a won round, R8).  ``--out``
-ending in ``.gif`` writes an animated GIF; a folder (an existing directory, or a path ending in ``/`` or without a suffix) gets one
-PNG per frame, ``frame_0000.png`` ...  ``--round N`` keeps one round (0-based), ``--fps`` sets
-the speed, ``--scale`` shrinks the frames.  An existing GIF, or a folder already holding frames,
+ending in ``.gif`` writes an animated GIF; a folder (an existing directory, or a path ending in
+``/`` or without a suffix) gets one PNG per frame, ``frame_0000.png`` ...  ``--round N`` keeps
+one round (0-based), ``--fps`` sets the speed, ``--scale`` shrinks the frames.  An existing GIF, or a folder already holding frames,
 is refused unless ``--force`` (then replaced; the folder's other frames removed).
 
 Within a round every frame is drawn with the framing of the round's final layout, so tiles stay
