@@ -80,7 +80,19 @@ inference=0.5``) take it as ``agent.act(observation, action_mask, history=...)``
 ``reset(seed=s)``: round r's deal and drawn opener depend only on ``(s, r)`` (duplicate-deal
 evaluation relies on it).  A later ``reset()`` without a seed draws its seed from a generator
 that ``s`` seeded, so seeding once makes a run of matches reproducible; ``seed_used`` is the
-seed that dealt the match in progress.
+seed that dealt the match in progress.  ``reset(options={"match": m})`` starts from a copy of
+the :class:`~sevenrocks_env.rules.Match` ``m`` (a chosen position, a puzzle, a curriculum); its
+later rounds are dealt from ``m.seed``, which ``seed_used`` then is.  Other keys are ignored,
+as PettingZoo's ``api_test`` expects (the Gymnasium view refuses them).
+
+### An illegal action
+
+``raw_env`` raises ``ValueError`` naming the legal actions, the state unchanged.  ``env()``
+adds PettingZoo's ``TerminateIllegalWrapper``: the match ends at once, every seat is both
+terminated *and* truncated (the wrapper's way), the seat that chose it gets -1 and every
+other seat 0 (its partner too, so the partnerships' rewards do not sum to zero on that step),
+and no ``infos`` flag is set.  Treat such an end as terminal.  The Gymnasium and RLlib views
+report it as ``terminated`` with ``info["illegal_action"] = True``.
 
 ### Version History
 
@@ -119,6 +131,39 @@ def observation_bounds(target: int, max_rounds: int) -> tuple[np.ndarray, np.nda
     # which Gymnasium's checker flags as a probable mistake
     high[scores + 2] = target / 1000.0
     return low, high
+
+
+def reset_options(options, others_ignored: bool = False) -> dict:
+    """``reset``'s ``options``, checked: ``None`` or a dict whose one key may be ``"match"``;
+    with ``others_ignored`` other keys are let through (PettingZoo's ``api_test`` resets with
+    ``options={"options": 1}``: an AEC env must take options it does not know)."""
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+    unknown = sorted(map(repr, set(options or {}) - {"match"}))
+    if unknown and not others_ignored:  # a typo ("matc") would start a fresh deal silently
+        raise ValueError(f"unknown reset option(s) {', '.join(unknown)[:200]}; the one "
+                         "option is 'match' (a rules.Match to start from)")
+    return options or {}
+
+
+def starting_match(start, target: int, max_rounds: int) -> Match:
+    """A copy of ``options["match"]`` to play on, checked against the env's settings (its
+    observation space is derived from ``target`` and ``max_rounds``): a match in play, with a
+    seed for its later deals; ``ValueError`` naming what is wrong."""
+    if not isinstance(start, Match):
+        raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
+                         f"got {type(start).__name__}")
+    if start.seed is None or start.over:
+        raise ValueError("options['match'] must be a match in play with a seed for the "
+                         "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
+    if start.target != target or start.max_rounds not in (None, max_rounds):
+        raise ValueError(f"options['match'] has target {start.target} and max_rounds "
+                         f"{start.max_rounds}; this env plays to {target} with max_rounds "
+                         f"{max_rounds} (max_rounds None takes the env's)")
+    start = start.clone(keep_history=True)  # the caller's object stays as it was
+    start.max_rounds = max_rounds
+    Match.from_state(start.to_state())  # raises ValueError naming a field no match can have
+    return start
 
 
 def observation_space(target: int = DEFAULT_TARGET, max_rounds: int = 100) -> spaces.Dict:
@@ -215,7 +260,11 @@ class raw_env(AECEnv, EzPickle):
         and seeds the generator that the seeds of later ``reset()`` calls without one come from,
         so seeding once makes a run of resets reproducible (as Gymnasium's ``np_random``, and
         what TorchRL's ``PettingZooWrapper(seed=...)`` relies on); never seeded, they come from
-        fresh entropy.  ``seed_used`` says which seed dealt the match."""
+        fresh entropy.  ``seed_used`` says which seed dealt the match.  ``options={"match": m}``
+        starts from a copy of ``m`` instead (:func:`starting_match`; ``seed_used`` is ``m.seed``)."""
+        start = reset_options(options, others_ignored=True).get("match")
+        if start is not None:
+            start = starting_match(start, self.target, self.max_rounds)
         seed = checked_seed(seed)
         if seed is None:
             if self._reset_rng is None:
@@ -223,8 +272,11 @@ class raw_env(AECEnv, EzPickle):
             seed = int(self._reset_rng.integers(MAX_SEED, endpoint=True))
         else:
             self._reset_rng = np.random.default_rng(seed)
-        self.seed_used = seed
-        self.match = Match.new(self.seed_used, target=self.target, max_rounds=self.max_rounds)
+        if start is not None:
+            self.seed_used, self.match = start.seed, start
+        else:
+            self.seed_used = seed
+            self.match = Match.new(self.seed_used, target=self.target, max_rounds=self.max_rounds)
         self.agents = list(AGENTS)
         self.rewards = dict.fromkeys(AGENTS, 0)
         self._cumulative_rewards = dict.fromkeys(AGENTS, 0)

@@ -60,10 +60,9 @@ import gymnasium
 import numpy as np
 
 from .agents import make_agent
-from .checks import is_int
+from .checks import checked_seed, is_int
 from .driver import MatchDriver, agent_name
-from .checks import checked_seed
-from .env import AGENTS, raw_env
+from .env import AGENTS, raw_env, reset_options, starting_match
 from .public_round import reads_history
 from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
@@ -144,15 +143,9 @@ class SingleAgentEnv(gymnasium.Env):
     # -- Gymnasium API ----------------------------------------------------------------------------
 
     def reset(self, seed: int | None = None, options: dict | None = None):
-        if options is not None and not isinstance(options, dict):
-            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-        unknown = sorted(map(repr, set(options or {}) - {"match"}))
-        if unknown:  # a typo ("matc") would start a fresh deal without a word
-            raise ValueError(f"unknown reset option(s) {', '.join(unknown)[:200]}; the one "
-                             "option is 'match' (a rules.Match to start from)")
+        start = reset_options(options).get("match")
         seed = checked_seed(seed)  # Gymnasium's np_random takes a plain int only
         super().reset(seed=seed)
-        start = (options or {}).get("match")
         if start is not None:
             start = self._starting_match(start)
         match_seed = seed
@@ -211,35 +204,21 @@ class SingleAgentEnv(gymnasium.Env):
         return self._observe(), ILLEGAL_REWARD, True, False, info
 
     def _starting_match(self, start) -> Match:
-        """A copy of ``options["match"]`` to play on, checked against this env's settings (its
-        observation space is derived from ``target`` and ``max_rounds``)."""
-        if not isinstance(start, Match):
-            raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
-                             f"got {type(start).__name__}")
-        if start.seed is None or start.over:
-            raise ValueError("options['match'] must be a match in play with a seed for the "
-                             "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
+        """``options["match"]`` checked as the AEC env checks it (:func:`starting_match`), and
+        with a history if an agent here reads the round's plays."""
         env = self._aec
-        if start.target != env.target or start.max_rounds not in (None, env.max_rounds):
-            raise ValueError(f"options['match'] has target {start.target} and max_rounds "
-                             f"{start.max_rounds}; this env plays to {env.target} with max_rounds "
-                             f"{env.max_rounds} (max_rounds None takes the env's)")
-        start = start.clone(keep_history=True)  # the caller's object stays as it was
+        start = starting_match(start, env.target, env.max_rounds)
         if start.history is None and any(map(reads_history, (*self._others, self._partner))):
             raise ValueError("options['match'] keeps no history (built with keep_history=False "
                              "or from_state), and an agent here reads the round's plays "
                              "(needs_history): start from a match that keeps its history")
-        start.max_rounds = env.max_rounds
-        Match.from_state(start.to_state())  # raises ValueError naming a field no match can have
         return start
 
     def _start(self, match_seed: int, start: Match | None) -> None:
         aec = self._aec
         aec.render_observer = self.seat
-        aec.reset(seed=match_seed)
-        if start is not None:
-            aec.match = start
-            aec.agent_selection = AGENTS[start.turn]
+        # the start's own copy is played on (the AEC env copies it once more: the checked one)
+        aec.reset(seed=match_seed, options=None if start is None else {"match": start})
         left, right = (self.seat + 1) & 3, (self.seat + 3) & 3
         agents = {left: self._others[0], right: self._others[1]}
         if self._partner is not None:

@@ -136,9 +136,13 @@ def test_opponents_sit_left_and_right_as_given():
 
 
 def test_options_match_is_validated_and_not_mutated():
-    env = SingleAgentEnv(opponents="random")
+    env = SingleAgentEnv(opponents="random", render_mode="human")
     match = opponent_wins_next_position()
-    env.reset(options={"match": match})
+    env.reset(seed=1, options={"match": match})
+    # the AEC env under it plays the match given from the start: its seed (the later deals)
+    # and its board (the human-mode board printed at reset was the discarded fresh deal)
+    assert env.aec_env.seed_used == match.seed == 7
+    assert env.aec_env.match.scores == [0, 245]
     env.step(OPEN_0_1)
     assert match.placements == 0 and match.scores == [0, 245]  # the caller's object is untouched
     with pytest.raises(ValueError, match="Match"):

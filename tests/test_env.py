@@ -393,3 +393,29 @@ def test_render_after_a_round_ends_shows_how_it_ended(mode):
         assert "round over" not in after and "round 2 " in after
     else:
         assert ended.shape == after.shape and not np.array_equal(ended, after)
+
+
+def test_the_aec_env_starts_from_options_match():
+    """reset(options={"match": m}) dealt a fresh match without a word (the Gymnasium view
+    honoured it); now every AEC env starts from a copy of m, its later rounds dealt from
+    m.seed (seed_used), checked as the Gymnasium view checks it."""
+    from sevenrocks_env.env import raw_env
+
+    start = Match.new(99)
+    start.scores = [200, 100]
+    for make in (raw_env, sevenrocks_v0.env):
+        env = make(render_mode="ansi")
+        env.reset(seed=1, options={"match": start})
+        assert env.unwrapped.match.to_state() == start.to_state() | {"max_rounds": 100}
+        assert env.unwrapped.match is not start and env.unwrapped.seed_used == 99
+        assert "200" in env.render() and env.agent_selection == f"player_{start.turn}"
+        env.step(legal_actions(start)[0])
+        assert start.placements == 0  # the caller's match is untouched
+        env.reset(seed=1, options={"options": 1})  # PettingZoo's api_test: unknown keys pass
+        assert env.unwrapped.match.scores == [0, 0] and env.unwrapped.seed_used == 1
+        with pytest.raises(ValueError, match="must be a sevenrocks_env.rules.Match"):
+            env.reset(options={"match": "not a match"})
+        with pytest.raises(ValueError, match="this env plays to 250"):
+            env.reset(options={"match": Match.new(5, target=100)})
+        with pytest.raises(TypeError, match="options must be a dict"):
+            env.reset(options="nonsense")
