@@ -193,31 +193,19 @@ def test_a_score_of_exactly_five_fills_the_first_peg_hole():
     assert close(image.getpixel((330, 14 + 40 + 11)), HOLE, 10)     # team 1: 4 < 5
 
 
-def test_hands_are_face_up_once_the_round_is_over():
-    """R1: hands are shown when the round is over, to count what is left (R7)."""
-    match = finished_round()
+@pytest.mark.parametrize("won", [False, True], ids=["counted", "won"])
+def test_other_hands_are_face_up_once_a_counted_round_is_over(won):
+    """R1: hands are shown when the round is over, to count what is left (R7); a won round is
+    not counted (R8), so its hands stay hidden (as on the web page: they were drawn face up to
+    any observer)."""
+    match = finished_round(won=won, target=30)
     image, _ = draw_picture(match, observer=0)
     row_h = (FOOTER_H - 10) // 4
     checked = 0
     for seat in (1, 2, 3):
         if match.hands[seat]:
             y = SIZE[1] - FOOTER_H + 5 + seat * row_h
-            assert close(image.getpixel((332, y + 16)), IVORY, 10)
-            checked += 1
-    assert checked
-
-
-def test_hands_stay_face_down_after_a_won_round():
-    """R8: a won round is not counted, so its hands are not shown (as on the web page); they
-    were drawn face up to any observer."""
-    match = finished_round(won=True, target=30)
-    image, _ = draw_picture(match, observer=0)
-    row_h = (FOOTER_H - 10) // 4
-    checked = 0
-    for seat in (1, 2, 3):
-        if match.hands[seat]:
-            y = SIZE[1] - FOOTER_H + 5 + seat * row_h
-            assert not close(image.getpixel((332, y + 16)), IVORY, 10)
+            assert close(image.getpixel((332, y + 16)), IVORY, 10) != won
             checked += 1
     assert checked
 
