@@ -63,13 +63,12 @@ def _smoke_sets(init: str) -> list[str]:
     check, which names it."""
     if not init:
         return SMOKE
-    from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint, resolve_path
+    from training.config_yaml import ConfigError
+    from training.networks import init_network
     try:
-        path = resolve_path(init)
-        network = build_model(read_checkpoint(path), path).model_config()
-    except CheckpointError:
+        network = init_network(init)[1]
+    except ConfigError:
         return SMOKE
-    network.pop("value_head", None)
     return [s for s in SMOKE if not s.startswith("hidden_sizes=")] + [
         f"{key}={json.dumps(value)}" for key, value in network.items()]
 

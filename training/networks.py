@@ -48,16 +48,25 @@ def build_networks(cfg: TrainConfig, device="cpu"):
                                                   lr=cfg.learning_rate, eps=1e-5, betas=ADAM_BETAS)
 
 
+def init_network(init_from: str) -> tuple[PolicyNet, dict]:
+    """The policy of the checkpoint ``init_from`` and its network's settings (``model_config``
+    without ``value_head``: a warm start takes the trunk and heads, not whether a value head was
+    kept); a :class:`ConfigError` naming ``init_from`` when the file is not a policy checkpoint."""
+    try:
+        source = build_model(read_checkpoint(init_from), init_from)
+    except CheckpointError as error:
+        raise ConfigError(f"init_from: {error}", "init_from") from error
+    network = source.model_config()
+    network.pop("value_head", None)
+    return source, network
+
+
 def warm_start(model: PolicyNet, cfg: TrainConfig) -> None:
     """Copy the weights of the policy checkpoint ``cfg.init_from`` into ``model``; a
     :class:`ConfigError` naming ``init_from`` when the file is not a policy checkpoint or its
     network is not the config's."""
-    try:
-        source = build_model(read_checkpoint(cfg.init_from), cfg.init_from)
-    except CheckpointError as error:
-        raise ConfigError(f"init_from: {error}", "init_from") from error
-    theirs, ours = source.model_config(), model.model_config()
-    theirs.pop("value_head", None)
+    source, theirs = init_network(cfg.init_from)
+    ours = model.model_config()
     ours.pop("value_head", None)
     if theirs != ours:
         raise ConfigError(f"init_from: {cfg.init_from} holds a network with {theirs}, this config "
