@@ -127,7 +127,8 @@ def load_agent(path, name: str = "openspiel-dqn") -> DQNAgent:
             or not all(type(h) is int and 1 <= h <= MAX_WIDTH for h in hidden)):
         raise ValueError(f"{path}: 'hidden' must be 1 to {MAX_LAYERS} layer widths in "
                          f"[1, {MAX_WIDTH}], got {hidden!r}")
-    if data.get("obs_size") != OBS_SIZE or data.get("num_actions") != NUM_ACTIONS:
+    if type(data.get("obs_size")) is not int or type(data.get("num_actions")) is not int or \
+            data["obs_size"] != OBS_SIZE or data["num_actions"] != NUM_ACTIONS:  # (a tensor: no ==)
         raise ValueError(f"{path}: made for observations of {data.get('obs_size')!r} floats and "
                          f"{data.get('num_actions')!r} actions, this game has {OBS_SIZE} and "
                          f"{NUM_ACTIONS}")
@@ -215,7 +216,7 @@ def make_learners(steps: int, seed: int, hidden=HIDDEN, learning_rate: float = 2
                         epsilon_end=epsilon_end,
                         epsilon_decay_duration=max(1, steps // (2 * NUM_SEATS)),
                         epsilon_decay_schedule_str="linear", optimizer_str="adam",
-                        loss_str="huber", seed=seed + seat)
+                        loss_str="huber", seed=(seed + seat) % 2**32)  # np.random.seed's range
                 for seat in range(NUM_SEATS)]
     first = learners[0]
     for learner in learners[1:]:

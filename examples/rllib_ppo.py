@@ -20,9 +20,11 @@ arena, or :func:`sevenrocks_env.policy.load_policy`.  At the end the policy play
 The env is :class:`sevenrocks_env.rllib_env.SevenRocksMultiAgentEnv` (in the package, so Ray's
 workers import it like any installed module).  Rewards: it gives every learner seat its team's reward (``reward="win"``: R8 +-1;
 ``"points"``; ``"shaped"`` with ``points_scale``/``win_reward``, the project trainer's reward; one
-definition in :mod:`sevenrocks_env.rewards`) on the step where it happens, including rewards that arrive while the seat is not on turn (RLlib's
-episode keeps them for the seat's next transition) and the final reward of every seat when the
-match ends on any seat's move.  ``skip_forced`` (default on) plays single-legal-action moves
+definition in :mod:`sevenrocks_env.rewards`) on the step where it happens, including rewards
+that arrive while the seat is not on turn (RLlib's episode keeps them for the seat's next
+transition, except those before the seat's first observation: RLlib keeps them out of every
+transition, so under ``points``/``shaped`` a seat can lose the opponents' opening points; see
+docs/adapters.md) and the final reward of every seat when the match ends on any seat's move.  ``skip_forced`` (default on) plays single-legal-action moves
 (forced knocks, R6) inside the env, so an env step is a real decision.  RLlib counts one env step
 per seat decision (one seat acts at a time).
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -58,7 +61,7 @@ from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation
                                       report_evaluation)
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.env import AGENTS
-from sevenrocks_env.policy import MASKED_LOGIT, PolicyNet
+from sevenrocks_env.policy import MASKED_LOGIT, MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH, PolicyNet
 from sevenrocks_env.rewards import reward_weights
 from sevenrocks_env.rllib_env import SevenRocksMultiAgentEnv
 
@@ -239,7 +242,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="reward=shaped: reward per point of margin (default 0.01)")
     parser.add_argument("--win-reward", type=arguments.non_negative_real, default=None,
                         help="reward=shaped: reward for winning the match (default 1.0)")
-    parser.add_argument("--hidden", type=arguments.count, nargs="+", default=[256, 256])
+    parser.add_argument("--hidden", type=arguments.int_in(1, MAX_HIDDEN_WIDTH), nargs="+",
+                        default=[256, 256], help=f"hidden layer widths (at most "
+                                                 f"{MAX_HIDDEN_LAYERS} of 1..{MAX_HIDDEN_WIDTH})")
     parser.add_argument("--seed", type=arguments.training_seed, default=1)
     parser.add_argument("--export", default="checkpoints/rllib/policy.pt",
                         help="where to write the policy (project checkpoint format)")
@@ -256,7 +261,13 @@ def main(argv=None) -> int:
             make_agent(args.opponent)
         if args.train_batch_size < args.minibatch_size:  # each number alone: its argparse type
             raise ValueError("need --train-batch-size >= --minibatch-size")
+        cpus = args.num_cpus or os.cpu_count() or 1
+        if not args.address and args.num_env_runners > cpus:  # Ray would wait for them forever
+            raise ValueError(f"--num-env-runners {args.num_env_runners} needs a CPU each; this "
+                             f"local Ray has {cpus} (--num-cpus): use at most {cpus}")
         reward_weights(args.reward, args.points_scale, args.win_reward)
+        if len(args.hidden) > MAX_HIDDEN_LAYERS:
+            raise ValueError(f"--hidden: at most {MAX_HIDDEN_LAYERS} layers, got {len(args.hidden)}")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -100,6 +100,10 @@ def _snapshot(model):
     return policy
 
 
+#: Largest rollout (``--n-steps * --n-envs``): SB3's buffer holds ~1 kB a step.
+MAX_ROLLOUT = 1 << 20
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,8 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=arguments.count, default=200_000,
                         help="env steps (learner decisions)")
     parser.add_argument("--seed", type=arguments.training_seed, default=1)
-    parser.add_argument("--n-envs", type=arguments.count, default=1)
-    parser.add_argument("--n-steps", type=arguments.count, default=2048,
+    parser.add_argument("--n-envs", type=arguments.int_in(1, MAX_ROLLOUT), default=1)
+    parser.add_argument("--n-steps", type=arguments.int_in(1, MAX_ROLLOUT), default=2048,
                         help="rollout length per env")
     parser.add_argument("--reward", default="win", choices=["win", "points", "shaped"],
                         help="env reward: R8 win/loss, the score margin / 100 (dense), or "
@@ -123,15 +127,25 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    if not args.save.endswith(".zip"):
-        args.save += ".zip"  # SB3 adds it when saving: print and record the real file
     try:
+        if args.save.endswith(("/", "\\")) or Path(args.save).is_dir():  # before ".zip" is added
+            raise ValueError(f"--save {args.save!r} names a folder; give a file name")
+        if not args.save.endswith(".zip"):
+            args.save += ".zip"  # SB3 adds it when saving: print and record the real file
         check_evaluation_arguments(args)
         check_output_file(args.save)  # a folder or /proc: refused now, not after training
         if args.opponents != "self":
             make_agent(args.opponents)
-        if args.n_steps * args.n_envs < 2:
+        rollout = args.n_steps * args.n_envs
+        if rollout < 2:
             raise ValueError("MaskablePPO needs a rollout of at least 2 steps (--n-steps * --n-envs)")
+        if rollout > MAX_ROLLOUT:
+            raise ValueError(f"--n-steps * --n-envs is at most {MAX_ROLLOUT:,} (a rollout buffer "
+                             f"of ~1 kB a step), got {rollout:,}")
+        if args.opponents == "self" and args.refresh % rollout:  # SB3 learns whole rollouts
+            raise ValueError(f"--refresh {args.refresh} must be a multiple of --n-steps * "
+                             f"--n-envs ({rollout}): each chunk would round up to whole "
+                             "rollouts and overshoot --steps")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

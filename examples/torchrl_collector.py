@@ -50,19 +50,26 @@ def masked_random_policy() -> TensorDictModule:
     return TensorDictModule(draw, in_keys=["action_mask"], out_keys=["action"])
 
 
+#: Frames one collected batch may hold (each ~1 kB of observation, mask and reward tensors).
+MAX_FRAMES_PER_BATCH = 1 << 20
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--num-envs", type=arguments.count, default=64,
+    parser.add_argument("--num-envs", type=arguments.int_in(1, MAX_FRAMES_PER_BATCH), default=64,
                         help="matches stepped together")
     parser.add_argument("--frames", type=arguments.count, default=8192,
                         help="total frames to collect")
-    parser.add_argument("--steps-per-batch", type=arguments.count, default=32,
-                        help="steps of every match per collected batch")
+    parser.add_argument("--steps-per-batch", type=arguments.int_in(1, MAX_FRAMES_PER_BATCH),
+                        default=32, help="steps of every match per collected batch")
     parser.add_argument("--device", type=arguments.device, default="cpu",
                         help="torch device of env and policy")
     parser.add_argument("--policy", choices=("mlp", "random"), default="mlp")
     parser.add_argument("--seed", type=arguments.seed, default=0)
     args = parser.parse_args(argv)
+    if args.num_envs * args.steps_per_batch > MAX_FRAMES_PER_BATCH:
+        parser.error(f"--num-envs * --steps-per-batch is at most {MAX_FRAMES_PER_BATCH:,} frames "
+                     f"a batch (~1 kB each), got {args.num_envs * args.steps_per_batch:,}")
     return args
 
 

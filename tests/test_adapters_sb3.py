@@ -75,6 +75,12 @@ def test_example_train_and_arena_agent():
     (["--n-steps", "0"], "--n-steps: must be an int in [1, "),                  # an UnboundLocalError
     (["--eval-pairs", "-1"], "--eval-pairs: must be an int in [0, "),        # after training
     (["--json", "/nonexistent/folder/r.json"], "does not exist"),            # after training
+    (["--n-steps", "1000000000000"], "--n-steps: must be an int in [1, 1048576]"),  # MemoryError
+    (["--n-steps", "2048", "--n-envs", "1024"], "is at most 1,048,576"),
+    # SB3 learns whole rollouts: 100-step chunks of 64-step rollouts ran 320 steps for 256
+    (["--opponents", "self", "--n-steps", "64", "--refresh", "100"], "must be a multiple of"),
+    (["--save", "/tmp/"], "names a folder"),              # wrote /tmp/.zip
+    (["--save", "/tmp"], "names a folder"),               # wrote /tmp.zip beside it
 ])
 def test_example_refuses_bad_arguments_before_training(argv, words, capsys):
     try:

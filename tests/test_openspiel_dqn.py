@@ -161,6 +161,9 @@ def test_a_well_formed_small_file_loads(tmp_path):
     ({"hidden": [10 ** 9]}, "'hidden' must be"),
     ({"hidden": []}, "'hidden' must be"),
     ({"obs_size": 100}, "observations of 100 floats"),
+    # a tensor there made the comparison a RuntimeError ("Boolean value of Tensor ...")
+    ({"obs_size": torch.tensor([OBS_SIZE, OBS_SIZE])}, "observations of tensor"),
+    ({"num_actions": float(NUM_ACTIONS)}, "and 113.0 actions"),
     ({"q_network": {"model.0.0.weight": torch.zeros(8, OBS_SIZE)}}, "must hold the tensors"),
     ({"q_network": [1, 2]}, "must hold the tensors"),
 ])
@@ -199,3 +202,9 @@ def test_corrupt_foreign_and_missing_files_are_refused(tmp_path):
         example.load_agent(truncated)
     with pytest.raises(ValueError, match="no such file"):
         example.load_agent(tmp_path / "missing.pt")
+
+
+def test_the_largest_seed_seeds_every_seat():
+    """--seed takes up to 2**32 - 1 and seat s was seeded seed + s: past numpy's range, a
+    traceback from inside OpenSpiel."""
+    assert len(example.make_learners(64, 2**32 - 1)) == 4

@@ -256,3 +256,16 @@ def test_a_cpu_device_with_an_index_runs():
     env = SevenRocksTorchRLEnv(4, device="cpu:0", seed=1, **SHORT)
     _, data = run(env, 20)
     assert data.device == torch.device("cpu")
+
+
+@pytest.mark.parametrize("argv", [["--num-envs", "100000000"],
+                                  ["--num-envs", "4096", "--steps-per-batch", "4096"]])
+def test_the_collector_example_bounds_its_batch_in_one_line(argv, capsys):
+    """--num-envs past the engine's bound, or a batch of billions of frames, was a traceback
+    from inside the env or the allocator."""
+    spec = importlib.util.spec_from_file_location("torchrl_collector", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit) as exit_:
+        module.main(argv)
+    assert exit_.value.code == 2 and "1,048,576" in capsys.readouterr().err.replace("1048576", "1,048,576")

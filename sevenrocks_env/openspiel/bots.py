@@ -53,8 +53,9 @@ class PyspielBotAgent:
     with ``step(state) -> action``) for the one-round game; it is called once per decision
     with the :class:`HandSampler` of the observer's view and a ``numpy.random.Generator``.
 
-    Example: ``PyspielBotAgent(lambda game, sampler, rng: pyspiel.make_uniform_random_bot(0, 7),
-    "uniform")``.
+    Example: ``PyspielBotAgent(lambda game, sampler, rng: pyspiel.make_uniform_random_bot(0,
+    int(rng.integers(2**31))), "uniform")`` (seeded from ``rng``: a fixed seed, remade at every
+    decision, would draw the same every time).
     """
 
     def __init__(self, make_bot, name: str, seed: int | None = None):
