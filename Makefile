@@ -13,22 +13,38 @@ CONFIG     ?= configs/default.yaml
 TRAIN_ARGS ?=
 PY          = $(VENV)/bin/python
 PY_RLLIB    = $(VENV_RLLIB)/bin/python
+# Which torch a venv was installed with (a checksum of TORCH_SPEC and TORCH_FLAGS): another spec
+# or flags on a later `make` reinstalls torch, where the install marker alone ignored them.
+TORCH_ID   := $(shell printf '%s' '$(TORCH_SPEC) $(TORCH_FLAGS)' | cksum | cut -d' ' -f1)
+# OpenSpiel 2.0.2 has wheels for 3.11 and 3.12 only; say so before pip fails on another Python.
+CHECK_PYTHON = @$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' \
+	|| (echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); \
+this project needs 3.11 or 3.12: make ... PYTHON=python3.12" >&2; exit 1)
 
 .PHONY: install install-rllib chromium test train smoke serve bench exploit clean
 
-$(VENV)/.installed: pyproject.toml Makefile
+$(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-$(TORCH_ID)
+	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,torchrl,openspiel]"
 	touch $@
 
-$(VENV_RLLIB)/.installed: pyproject.toml Makefile
+$(VENV_RLLIB)/.installed: pyproject.toml Makefile $(VENV_RLLIB)/.torch-$(TORCH_ID)
+	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV_RLLIB)
 	$(PY_RLLIB) -m pip install -q --upgrade pip
 	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) "$(TORCH_SPEC)"
 	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) -e ".[rllib,test]"
 	touch $@
+
+# the torch marker of a venv: made anew (the old one removed) when TORCH_SPEC or TORCH_FLAGS change
+# (two rules: one pattern rule with two targets would be one recipe making both)
+$(VENV)/.torch-%:
+	@mkdir -p $(@D) && rm -f $(@D)/.torch-* && touch $@
+$(VENV_RLLIB)/.torch-%:
+	@mkdir -p $(@D) && rm -f $(@D)/.torch-* && touch $@
 
 install: $(VENV)/.installed
 
