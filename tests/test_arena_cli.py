@@ -69,3 +69,12 @@ def test_a_log_that_is_not_a_regular_file_is_refused_in_one_line(tmp_path, capsy
                                "--log", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and why in err and "Traceback" not in err, err
+
+
+def test_two_specs_with_one_short_name_are_told_apart_in_the_pair_table():
+    """Two policy files of one name in two folders both showed as ``ckpt:sevenrocks_ppo``: the
+    two-agent table now keeps short names unique, as the matrix did."""
+    result = arena.evaluate("greedy", "random", 1, seed=0)
+    a, b = "ckpt:checkpoints/a/sevenrocks_ppo.pt", "ckpt:checkpoints/b/sevenrocks_ppo.pt"
+    title = dataclasses.replace(result, agent_a=a, spec_a=a, agent_b=b, spec_b=b).table()
+    assert title.splitlines()[0] == "ckpt:sevenrocks_ppo (A) vs ckpt:sev...cks_ppo~2 (B)"
