@@ -54,7 +54,8 @@ def nested(depth):
 BAD_PIECES = [
     ("engine", lambda d: d.update(engine={})),
     ("engine", lambda d: d.update(engine=None)),
-    ("engine", lambda d: d["engine"].update(matches=nested(300))),
+    # (deeper than 200 levels the archive's scan refuses the file before any piece is read)
+    ("engine", lambda d: d["engine"].update(matches=nested(150))),
     ("rng", lambda d: d.update(rng={})),
     ("rng", lambda d: d["rng"].update(python=[3, [1, 2], None])),
     ("rng", lambda d: d["rng"].update(torch=torch.zeros(3, dtype=torch.uint8))),
