@@ -27,7 +27,8 @@ from .driver import AgentError, MatchDriver, agent_name
 from .play_record import existing_file_problem, record_path_problem, unused_path
 from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text, round_result
-from .tiles import KNOCK, SLOT_NAMES, decode_action, parse_tile, pips_of, tile_name, tiles_of
+from .tiles import (KNOCK, SLOT_NAMES, decode_action, describe_action, parse_tile, pips_of,
+                    tile_name, tiles_of)
 
 #: Where the rule sections cited in help texts and errors are written down.
 RULES_EPILOG = "R1–R8 are the sections of the rules in docs/rules.md"
@@ -78,12 +79,22 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     if not text:
         raise ValueError("empty answer")
     if text.isascii() and text.isdigit():  # not '²', which isdigit() also accepts
-        text = text.lstrip("0") or "0"  # '01' is 1 (and a long run of zeros is 0)
-        if len(text) > 3 or not 1 <= int(text) <= len(legal):
-            number = text if len(text) <= 12 else f"{text[:6]}...({len(text)} digits)"
+        held = _held_tile(text, match)  # '04' also spells the tile 0|4 ('04 e' does)
+        digits = text.lstrip("0") or "0"  # '01' is 1 (and a long run of zeros is 0)
+        if len(digits) > 3 or not 1 <= int(digits) <= len(legal):
+            if held is not None:
+                return _tile_answer([text], None, answer, match, legal)
+            number = digits if len(digits) <= 12 else f"{digits[:6]}...({len(digits)} digits)"
             raise ValueError(f"{number} is not on the list: choose 1..{len(legal)}")
-        number = int(text)
-        return legal[number - 1]
+        action = legal[int(digits) - 1]
+        if held is not None and (action == KNOCK or action >> 2 != held):
+            move = "k" if action == KNOCK else \
+                f"{tile_name(action >> 2).replace('|', '-')} {SLOT_NAMES[action & 3]}"
+            raise ValueError(f"{text} is both move {int(digits)} on the list "
+                             f"({describe_action(action)}) and your tile {tile_name(held)}: "
+                             f"answer '{move}' for the move, or "
+                             f"'{tile_name(held).replace('|', '-')}' (and its end) for the tile")
+        return action
     if text in ("k", "knock", "pass"):
         if legal == [KNOCK]:
             return KNOCK
@@ -94,6 +105,21 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     slot = None
     if len(parts) >= 2 and parts[-1] in SLOT_WORDS:
         slot = SLOT_WORDS[parts.pop()]
+    return _tile_answer(parts, slot, answer, match, legal)
+
+
+def _held_tile(text: str, match: Match) -> int | None:
+    """The tile ``text`` spells ('04': 0|4), if the seat on turn holds it; else ``None``."""
+    try:
+        tile = parse_tile(text)
+    except ValueError:
+        return None
+    return tile if (match.hands[match.turn] >> tile) & 1 else None
+
+
+def _tile_answer(parts: list[str], slot: int | None, answer: str, match: Match,
+                 legal: list[int]) -> int:
+    """The action of a tile answer (``parts`` spell the tile, ``slot`` the end named, if any)."""
     try:
         tile = parse_tile("".join(parts))
     except ValueError:

@@ -88,6 +88,21 @@ def test_parse_answer_reasons():
     with pytest.raises(ValueError, match="not on the list"):
         parse_answer("0", match, legal)
     assert parse_answer("1", match, [KNOCK]) == KNOCK
+    # two digits that also spell a held tile: '12' is 1|2 (held), and move 12 is not on the
+    # list, so it is the tile; '01' is move 1 and the tile 0|1 (not held): the move
+    assert len(legal) < 12 and parse_answer("12", match, legal) == encode_action(
+        parse_tile("1|2"), WEST)
+    assert not match.hands[0] >> parse_tile("0|1") & 1 and parse_answer("01", match, legal) == legal[0]
+    # '04' played move 4 of the list where the human meant the tile 0|4: both readings valid
+    # and different are refused, saying how to answer either
+    hand = match.hands[0]
+    match.hands[0] = hand | 1 << parse_tile("0|2")
+    try:
+        assert len(legal) >= 2 and legal[1] >> 2 != parse_tile("0|2")
+        with pytest.raises(ValueError, match=r"02 is both move 2 on the list .* your tile 0\|2"):
+            parse_answer("02", match, legal)
+    finally:
+        match.hands[0] = hand
     for odd in ("²", "١"):  # str.isdigit() says yes, int() says no
         with pytest.raises(ValueError) as info:
             parse_answer(odd, match, legal)
