@@ -301,6 +301,10 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         return int(exit_.code or 0)
     if stdin is None:
         stdin = sys.stdin
+        if stdin is None:  # started with stdin closed (<&-): no answers can come
+            print("error: standard input is closed: nowhere to read your moves from",
+                  file=sys.stderr)
+            return 2
         try:  # undecodable bytes end the game with a clear line, whatever the locale says
             stdin.reconfigure(encoding="utf-8", errors="strict")
         except (AttributeError, ValueError):
@@ -320,6 +324,10 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     seed = secrets.randbelow(2**63) if args.seed is None else args.seed
     if not 0 <= seed < 2**63:
         print("error: --seed must be in 0..2**63-1", file=sys.stderr)
+        return 2
+    if args.record is not None and not args.record.strip():
+        print("error: --record is empty: give a file name (or leave --record out)",
+              file=sys.stderr)
         return 2
     path = Path(args.record) if args.record else \
         unused_path(Path(GAMES) / f"sevenrocks-game-{seed}.json")
@@ -366,9 +374,9 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         if path.is_file():  # made during the game (another game of this seed, say)
             path = unused_path(path)
         records.save(records.game_record(session.match), path)
-    except OSError as error:
-        print(f"error: cannot save the record to {path}: {error.strerror or error}",
-              file=sys.stderr)
+    except (OSError, ValueError) as error:  # ValueError: the path became a folder meanwhile
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        print(f"error: cannot save the record to {path}: {reason}", file=sys.stderr)
         return 2
     if how is not None:
         print(f"\n{how}; game record saved to {path}", file=sys.stderr)

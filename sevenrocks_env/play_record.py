@@ -43,6 +43,8 @@ def record_path_problem(path: Path, default: bool) -> str | None:
         if path.is_dir():
             return "is a folder; give a file name"
         folder = path.parent if str(path.parent) else Path(".")
+        if not folder.exists() and os.path.lexists(folder):  # a link to nothing: mkdir fails
+            return f"folder {folder} is a symbolic link to nothing"
         if not folder.exists() and not default:
             return f"folder {folder} does not exist"
         if not path.exists() or path.is_file():  # a device (/dev/null) is written into

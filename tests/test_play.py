@@ -385,3 +385,32 @@ def test_a_closed_stdout_is_one_line(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdout", None)
     assert main(["--seed", "3", "--opponents", "random"], stdin=io.StringIO("q\n")) == 2
     assert "standard output is closed" in capsys.readouterr().err
+
+
+def test_a_closed_stdin_is_one_line(capsys, monkeypatch):
+    """Started with stdin closed (<&-): an AttributeError traceback, and no record."""
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["--seed", "3", "--opponents", "random"], stdout=io.StringIO()) == 2
+    assert "standard input is closed" in capsys.readouterr().err
+
+
+def test_record_paths_that_would_fail_at_the_end_are_refused_first(tmp_path, monkeypatch,
+                                                                   capsys):
+    """An empty --record took the default path; a games/ link to nothing passed the check and
+    the save failed after the whole game; a record path made a folder during the game was
+    an OutputError traceback, the record lost."""
+    assert run(["--seed", "3", "--opponents", "random", "--record", ""], "q\n")[0] == 2
+    assert "--record is empty" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "games").symlink_to(tmp_path / "nowhere")
+    assert run(["--seed", "3", "--opponents", "random"], "q\n")[0] == 2
+    assert "symbolic link to nothing" in capsys.readouterr().err
+    target = tmp_path / "race.json"
+
+    class MakesAFolder(io.StringIO):
+        def readline(self, *args):
+            target.mkdir(exist_ok=True)
+            return "q\n"
+    code, _ = run(["--seed", "3", "--opponents", "random", "--record", str(target)],
+                  MakesAFolder())
+    assert code == 2 and "cannot save the record to" in capsys.readouterr().err
