@@ -18,6 +18,10 @@ SUBCOMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    return guarded("sevenrocks", lambda: _dispatch(argv))  # its own usage text too (| head)
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["--version"]:
         from . import __version__
         print(f"sevenrocks {__version__}")
@@ -42,6 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     return guarded(f"sevenrocks {argv[0]}", lambda: module.main(argv[1:]))
 
 
+def silence_stdout() -> None:
+    """Point stdout at ``/dev/null``: its reader went away (``| head``), and the interpreter's
+    flush at exit must not fail with "Exception ignored ... BrokenPipeError" (exit status 120)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no stdout, or not a file
+        pass
+
+
 def guarded(command: str, run) -> int:
     """``run()``'s exit status, with a closed or full stdout handled as a command line should:
     a reader that went away (``| head``) stops it quietly, as cat and grep do; any other
@@ -49,7 +62,7 @@ def guarded(command: str, run) -> int:
     try:
         return run()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit flush
+        silence_stdout()
         return 1
     except OSError as error:  # stdout full (/dev/full) or gone
         where = f" ({str(error.filename)[:80]})" if error.filename else ""

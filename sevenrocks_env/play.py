@@ -368,6 +368,9 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         finished, status, how = False, 2, f"error: {error}"
     except OSError as error:  # the output closed (| head) or full: the record is still saved
         finished, status, how = False, 1, f"error: cannot write the game: {error.strerror or error}"
+        if isinstance(error, BrokenPipeError) and stdout is sys.stdout:
+            from .cli import silence_stdout
+            silence_stdout()  # else the exit's flush fails again (status 120)
     try:
         if path.parent != Path("") and not path.parent.exists():
             path.parent.mkdir(parents=True)  # only the default games/ folder gets here

@@ -239,3 +239,49 @@ def test_python_dash_m_handles_a_full_stdout_as_the_sevenrocks_command(module, a
                           cwd=Path(__file__).resolve().parents[1])
     assert full.returncode == 2 and "Traceback" not in full.stderr, full.stderr
     assert full.stderr.startswith("error: sevenrocks ") and full.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("stdout", ["closed pipe", "/dev/full"])
+def test_the_dispatcher_s_own_output_handles_a_closed_or_full_stdout(stdout):
+    """``sevenrocks --version > /dev/full`` ended with status 120 and "Exception ignored";
+    ``sevenrocks --help | head`` could print a BrokenPipeError traceback: the dispatcher's own
+    text goes through the same guard as a subcommand's."""
+    if stdout == "closed pipe":
+        read_end, out = os.pipe()
+        os.close(read_end)
+    else:
+        out = os.open("/dev/full", os.O_WRONLY)
+    try:
+        proc = subprocess.run([sys.executable, "-c", "import sys, sevenrocks_env.cli as c; "
+                               "sys.exit(c.main(['--version']))"], stdout=out,
+                              stderr=subprocess.PIPE, text=True, timeout=120,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    finally:
+        os.close(out)
+    assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+    if stdout == "closed pipe":
+        assert proc.returncode == 1 and proc.stderr == ""
+    else:
+        assert proc.returncode == 2 and proc.stderr.startswith("error: sevenrocks: No space")
+
+
+def test_sevenrocks_play_into_a_closed_pipe_exits_1_with_one_line(tmp_path):
+    """``sevenrocks play | head -1``: play kept its record and said so, then the interpreter's
+    flush at exit failed again (status 120, "Exception ignored ... BrokenPipeError")."""
+    record = tmp_path / "game.json"
+    proc = subprocess.Popen([sys.executable, "-c", "import sys, sevenrocks_env.cli as c; "
+                             "sys.exit(c.main(sys.argv[1:]))", "play", "--seed", "2",
+                             "--opponents", "random", "--target", "5000",  # more than a pipe holds
+                             "--record", str(record)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={k: v for k, v in os.environ.items()
+                                            if k != "PYTHONUNBUFFERED"})
+    proc.stdin.write("1\n" * 5000)
+    proc.stdin.close()
+    assert proc.stdout.readline().startswith("Seven Rocks")   # as head -1 reads
+    proc.stdout.close()
+    code, err = proc.wait(timeout=120), proc.stderr.read()
+    proc.stderr.close()
+    assert code == 1 and "Exception ignored" not in err, err
+    assert "cannot write the game: Broken pipe; game record saved" in err
+    assert record.is_file()
