@@ -16,6 +16,9 @@ PY_RLLIB    = $(VENV_RLLIB)/bin/python
 # Which torch a venv was installed with (a checksum of TORCH_SPEC and TORCH_FLAGS): another spec
 # or flags on a later `make` reinstalls torch, where the install marker alone ignored them.
 TORCH_ID   := $(shell printf '%s' '$(TORCH_SPEC) $(TORCH_FLAGS)' | cksum | cut -d' ' -f1)
+# pip keeps an installed torch that satisfies the spec (torch==2.13.0 from another index, CUDA
+# or CPU): when the marker is new ($? names it) the torch install is forced
+REINSTALL_TORCH = $(if $(filter %/.torch-$(TORCH_ID),$?),--force-reinstall)
 # OpenSpiel 2.0.2 has wheels for 3.11 and 3.12 only; say so before pip fails on another Python.
 CHECK_PYTHON = @$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' \
 	|| (echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); \
@@ -27,7 +30,7 @@ $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-$(TORCH_ID)
 	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) "$(TORCH_SPEC)"
+	$(PY) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) $(REINSTALL_TORCH) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,torchrl,openspiel]"
 	touch $@
 
@@ -35,7 +38,7 @@ $(VENV_RLLIB)/.installed: pyproject.toml Makefile $(VENV_RLLIB)/.torch-$(TORCH_I
 	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV_RLLIB)
 	$(PY_RLLIB) -m pip install -q --upgrade pip
-	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) "$(TORCH_SPEC)"
+	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) $(REINSTALL_TORCH) "$(TORCH_SPEC)"
 	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) -e ".[rllib,test]"
 	touch $@
 

@@ -82,12 +82,12 @@ def train(opponents: str = "heuristic", steps: int = 100_000, seed: int = 1, n_e
     started = time.perf_counter()
     if frozen is None:
         model.learn(total_timesteps=steps)
-    else:
-        done = 0
-        while done < steps:
-            chunk = min(refresh, steps - done)
-            model.learn(total_timesteps=chunk, reset_num_timesteps=done == 0)
-            done += chunk
+    else:  # SB3 learns whole rollouts: copy the learner every whole rollouts, at least one
+        rollout = n_steps * n_envs
+        every = max(rollout, refresh - refresh % rollout)
+        while model.num_timesteps < steps:  # (a chunk of 100 steps of 64-step rollouts ran 128)
+            model.learn(total_timesteps=min(every, steps - model.num_timesteps),
+                        reset_num_timesteps=model.num_timesteps == 0)
             frozen.agent = SB3Agent(_snapshot(model), name="self")
     return model, time.perf_counter() - started
 
@@ -118,8 +118,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="env reward: R8 win/loss, the score margin / 100 (dense), or "
                              "shaped = 0.01 * margin +- 1 (the project trainer's reward)")
     parser.add_argument("--refresh", type=arguments.count, default=16_384,
-                        help="--opponents self: copy the learner every N steps (a multiple of "
-                             "--n-steps * --n-envs, one rollout)")
+                        help="--opponents self: copy the learner every N steps (rounded down "
+                             "to whole rollouts of --n-steps * --n-envs, at least one; SB3 "
+                             "rounds --steps up to whole rollouts)")
     parser.add_argument("--save", default="checkpoints/sb3/maskable_ppo.zip")
     add_evaluation_arguments(parser)
     return parser
@@ -142,10 +143,6 @@ def main(argv=None) -> int:
         if rollout > MAX_ROLLOUT:
             raise ValueError(f"--n-steps * --n-envs is at most {MAX_ROLLOUT:,} (a rollout buffer "
                              f"of ~1 kB a step), got {rollout:,}")
-        if args.opponents == "self" and args.refresh % rollout:  # SB3 learns whole rollouts
-            raise ValueError(f"--refresh {args.refresh} must be a multiple of --n-steps * "
-                             f"--n-envs ({rollout}): each chunk would round up to whole "
-                             "rollouts and overshoot --steps")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

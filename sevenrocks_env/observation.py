@@ -197,7 +197,8 @@ class SeatView:
     voids: tuple[int, int, int, int]      # 7-bit number sets per relative seat (self = 0)
     scores: tuple[int, int]         # (ours, theirs)
     target: int
-    turn: int                       # relative seat to move, -1 if none (the match is over)
+    turn: int                       # relative seat to move, -1 if none (match over, or a
+                                    # replayed round awaiting its deal)
     opening: bool
 
     @property

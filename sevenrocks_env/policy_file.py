@@ -39,8 +39,8 @@ MODEL_CONFIG_KEYS = frozenset({"hidden_sizes", "action_features", "value_head", 
 MAX_CHECKPOINT_BYTES = 1 << 30
 #: Largest ``data.pkl`` read (its opcodes are scanned, then unpickled, in pure Python: about
 #: 1-3 s a MB).  A policy's is ~2 kB; a training checkpoint's grows with its matches in progress
-#: (~150-200 bytes each: ~13 MB at ``num_matches`` 65,536, the most a config allows) and its
-#: ``past`` snapshots (~4 kB each: ~4 MB at ``max_snapshots`` 1000).
+#: (~150-290 bytes each: ~19 MB at ``num_matches`` 65,536, the most a config allows) and its
+#: ``past`` snapshots (~3.5 kB each: ~4 MB at ``max_snapshots`` 1000).
 MAX_PICKLE_BYTES = 32 << 20
 #: Archive entries a checkpoint may hold: a policy has ~15; a training checkpoint one per tensor
 #: of each of up to 1000 pool snapshots (``max_snapshots``), ~35 each for the largest network.

@@ -78,3 +78,5 @@ def test_two_specs_with_one_short_name_are_told_apart_in_the_pair_table():
     a, b = "ckpt:checkpoints/a/sevenrocks_ppo.pt", "ckpt:checkpoints/b/sevenrocks_ppo.pt"
     title = dataclasses.replace(result, agent_a=a, spec_a=a, agent_b=b, spec_b=b).table()
     assert title.splitlines()[0] == "ckpt:sevenrocks_ppo (A) vs ckpt:sev...cks_ppo~2 (B)"
+    mirror = arena.evaluate("greedy", "greedy", 1, seed=0).table()   # one spec: one label
+    assert mirror.splitlines()[0] == "greedy (A) vs greedy (B)" and "~2" not in mirror

@@ -107,7 +107,9 @@ def tile_pips(action: int) -> int:
 
 
 def view_of(match: rules.Match, seat: int) -> SeatView:
-    """``seat``'s SeatView of ``match`` without building the vector (same as decode(encode()))."""
+    """``seat``'s SeatView of ``match`` without building the vector: the same as
+    ``decode(encode())`` while a seat is on turn (the only states agents see; once the match is
+    over, or a round awaits its deal, decode's ``turn`` is -1 and this one's the last mover's)."""
     rel = [(seat + k) & 3 for k in range(4)]
     played_by = tuple(match.played_by[s] for s in rel)
     hand = match.hands[seat]

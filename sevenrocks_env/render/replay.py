@@ -1,7 +1,8 @@
 """``sevenrocks replay RECORD.json --out game.gif``: a game record as an animation.
 
-One frame per placement or knock (the frame after a round's last move shows the round's end:
-every hand face up, deductions and scores, R7; no hands after a won round, R8).  ``--out``
+One frame per placement or knock, seen as a spectator (every hand face up); the frame after a
+round's last move shows the round's end: the deductions and the scores (R7; none after a won
+round, R8).  ``--out``
 ending in ``.gif`` writes an animated GIF; a folder (an existing directory, or a path ending in
 ``/`` or without a suffix) gets one PNG per frame, ``frame_0000.png`` ...  ``--round N`` keeps
 one round (0-based), ``--fps`` sets the speed, ``--scale`` shrinks the frames.  An existing GIF, or a folder already holding frames,
