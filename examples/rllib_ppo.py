@@ -252,6 +252,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def local_cpus() -> int:
+    """The CPUs a local Ray counts: its own count (a container's CPU quota included), else the
+    machine's."""
+    try:
+        from ray._private.utils import get_num_cpus  # not public API: may move
+        return int(get_num_cpus())
+    except (ImportError, AttributeError, ValueError, TypeError):
+        return os.cpu_count() or 1
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -261,7 +271,7 @@ def main(argv=None) -> int:
             make_agent(args.opponent)
         if args.train_batch_size < args.minibatch_size:  # each number alone: its argparse type
             raise ValueError("need --train-batch-size >= --minibatch-size")
-        cpus = args.num_cpus or os.cpu_count() or 1
+        cpus = args.num_cpus or local_cpus()
         if not args.address and args.num_env_runners > cpus:  # Ray would wait for them forever
             raise ValueError(f"--num-env-runners {args.num_env_runners} needs a CPU each; this "
                              f"local Ray has {cpus} (--num-cpus): use at most {cpus}")

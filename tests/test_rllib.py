@@ -308,3 +308,11 @@ def test_step_after_the_episode_ended_is_refused(rllib_ppo, ending):
         env.step({f"player_{env._aec.match.turn}": 0})
     assert env._aec.match.to_state() == state and env.illegal_actions == count
     env.reset(seed=5)  # and a reset starts the next one
+
+
+def test_the_example_refuses_more_env_runners_than_local_cpus(rllib_ppo, capsys, tmp_path):
+    """Each env runner asks Ray for a CPU: three on a one-CPU local Ray waited forever."""
+    code = rllib_ppo.main(["--num-env-runners", "3", "--num-cpus", "1", "--env-steps", "100",
+                           "--eval-pairs", "0", "--export", str(tmp_path / "p.pt")])
+    assert code == 2 and "needs a CPU each; this local Ray has 1" in capsys.readouterr().err
+    assert rllib_ppo.local_cpus() >= 1
