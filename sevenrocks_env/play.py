@@ -167,6 +167,15 @@ def round_summary(log) -> list[str]:
     return lines
 
 
+def _check_utf8(line: str) -> None:
+    """``UnicodeDecodeError`` for a line holding bytes that are not UTF-8 (read with
+    ``surrogateescape``, they are the lone surrogates U+DC80..U+DCFF)."""
+    bad = next((i for i, c in enumerate(line) if "\udc80" <= c <= "\udcff"), None)
+    if bad is not None:
+        raise UnicodeDecodeError("utf-8", line.encode("utf-8", "surrogateescape"), bad, bad + 1,
+                                 "not UTF-8 text")
+
+
 class Session:
     """One terminal match: the human's seat, the agents at the others, input and output streams."""
 
@@ -187,6 +196,7 @@ class Session:
             if not line:
                 self.say("(end of input)")
                 return None
+            _check_utf8(line)
             if len(line) <= MAX_ANSWER or line.endswith("\n"):
                 break
             dropped = 0
@@ -305,8 +315,11 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
             print("error: standard input is closed: nowhere to read your moves from",
                   file=sys.stderr)
             return 2
-        try:  # undecodable bytes end the game with a clear line, whatever the locale says
-            stdin.reconfigure(encoding="utf-8", errors="strict")
+        # undecodable bytes end the game with a clear line, whatever the locale says, at the
+        # line that holds them: a strict decoder failed on the whole chunk read, and the
+        # answers before the bad line in that chunk were lost (Session.ask checks each line)
+        try:
+            stdin.reconfigure(encoding="utf-8", errors="surrogateescape")
         except (AttributeError, ValueError):
             pass
     stdout = sys.stdout if stdout is None else stdout

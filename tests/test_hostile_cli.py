@@ -72,6 +72,16 @@ def test_undecodable_input_saves_the_record(tmp_path):
     records.load(tmp_path / "game.json")
 
 
+def test_the_answers_before_an_undecodable_line_are_played(tmp_path):
+    """``printf '1\\n\\xc3\\n' | sevenrocks play``: the strict decoder failed on the whole chunk
+    read, so the answer 1 before the bad line was lost too (no move of the human recorded)."""
+    process = start_play(tmp_path, "--record", "game.json")
+    _, err = process.communicate(b"1\n\xc3\n", timeout=60)
+    assert process.returncode == 2 and b"input is not UTF-8 text" in err, err
+    moves = records.load(tmp_path / "game.json")["rounds"][0]["moves"]
+    assert [m["seat"] for m in moves].count(0) == 1
+
+
 @pytest.mark.parametrize("record,words", [
     ("missing/folder/g.json", "does not exist"),
     (".", "is a folder"),
