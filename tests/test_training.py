@@ -170,6 +170,16 @@ def test_evaluation_is_the_arena_s_greedy_policy_and_logs_its_own_side():
     assert got["points_per_round"][0] != got["points_per_round"][1]
 
 
+def drop_checkpoints_after(ckpt_dir: Path, step: int) -> None:
+    """Remove ``latest.pt`` and every ``step_N.pt`` past ``step``: what a resume from
+    ``step`` is compared with must be what it wrote, not the straight run's own files (the
+    resume tests passed with a resume that trained and wrote nothing)."""
+    (ckpt_dir / "latest.pt").unlink()
+    for path in ckpt_dir.glob("step_*.pt"):
+        if int(path.stem.removeprefix("step_")) > step:
+            path.unlink()
+
+
 def test_two_runs_with_one_seed_give_the_same_weights_bit_for_bit(tmp_path):
     """The default engine (batched) and critic (oracle): a run is a function of its config."""
     weights = []
@@ -193,6 +203,7 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
     ckpt_dir = tmp_path / "ckpt" / "smoke"
     straight = torch.load(ckpt_dir / "step_768.pt", weights_only=True)
     first = ckpt_dir / "step_256.pt"
+    drop_checkpoints_after(ckpt_dir, 256)
     assert main(["--resume", str(first), "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
     resumed = torch.load(ckpt_dir / "latest.pt", weights_only=True)
     assert resumed["global_step"] == 768 and resumed["update"] == 3
@@ -224,6 +235,7 @@ def test_resume_is_bit_for_bit_with_opponents(tmp_path, engine, opponents):
             key and key.startswith("past@") for key in middle["engine"]["opponents"])
     else:
         assert "numpy" in middle["pool"]["fixed"]["random"]
+    drop_checkpoints_after(ckpt_dir, 768)
     assert main(["--resume", str(ckpt_dir / "step_768.pt"), "--set", "final_eval_pairs=1",
                  *_folders(tmp_path)]) == 0
     resumed = torch.load(ckpt_dir / "latest.pt", weights_only=True)
