@@ -154,3 +154,31 @@ def test_points_r5():
 def test_largest_end_sum_is_36():
     # spinner internal; west ends in 6|6, east in 5|5, north in 4|4, south shows a 6
     assert end_sum([6, 5, 4, 6], [True, True, True, False], [False, False, True, True]) == 36
+
+
+def test_tile_order_pips_and_deductions_from_the_rules_alone():
+    """The pip table was never checked against the rules: every deduction test took its pips
+    from ``TILE_PIPS`` itself (5|6 counted as 10 passed the whole suite).  Here the tiles are
+    enumerated as the rules order them (0|0 = 0 ... 6|6 = 27, low half first) and each tile's
+    pips written as its two halves; both engines' hand pips and R7's rounding follow."""
+    import random
+
+    import torch
+
+    from sevenrocks_env.batched.layout import pips as batched_pips
+    from sevenrocks_env.scoring import deduction
+    from sevenrocks_env.tiles import TILES, pips_of
+
+    spelled = [(low, high) for low in range(7) for high in range(low, 7)]
+    assert [tuple(tile) for tile in TILES] == spelled
+    rng = random.Random(5)
+    hands = [sum(1 << t for t in rng.sample(range(28), rng.randint(0, 7))) for _ in range(300)]
+    hands += [1 << 27 | 1 << 26, (1 << 28) - 1]      # 6|6 + 5|6 = 23; all 28 tiles = 168
+    by_hand = [sum(low + high for t, (low, high) in enumerate(spelled) if hand >> t & 1)
+               for hand in hands]
+    assert by_hand[-2:] == [23, 168]
+    assert [pips_of(hand) for hand in hands] == by_hand
+    assert batched_pips(torch.tensor(hands)).tolist() == by_hand
+    # R7: a hand's pips rounded to the nearest five, 2.5 up (23 -> 25, 22 -> 20, 168 -> 170)
+    assert [deduction(hand) for hand in hands] == [(p + 2) // 5 * 5 for p in by_hand]
+    assert deduction(hands[-2]) == 25 and deduction(hands[-1]) == 170
