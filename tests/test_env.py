@@ -419,3 +419,43 @@ def test_the_aec_env_starts_from_options_match():
             env.reset(options={"match": Match.new(5, target=100)})
         with pytest.raises(TypeError, match="options must be a dict"):
             env.reset(options="nonsense")
+
+
+def test_subtly_illegal_moves_are_refused_in_both_engines():
+    """The illegal moves tried elsewhere were crude (an unheld tile, action 113, the opening):
+    a rule check that ignored whether a held tile's number matches the end, or let a seat knock
+    while holding a tile that fits, passed them.  Here, mid-round: a held tile on an open end
+    it does not match, and a knock beside a legal placement (R3, R6)."""
+    import torch
+
+    from sevenrocks_env.rules import is_legal
+    from sevenrocks_env.tiles import TILE_HIGH, TILE_LOW, tiles_of
+
+    rng, checked = random.Random(2), 0
+    for seed in range(40):
+        env = sevenrocks_v0.raw_env(max_rounds=1)
+        env.reset(seed=seed)
+        match = env.match
+        for _ in range(rng.randrange(1, 12)):  # into the round
+            if match.over or match.awaiting_deal:
+                break
+            env.step(rng.choice(legal_actions(match)))
+        if match.over or match.placements == 0 or legal_actions(match) == [KNOCK]:
+            continue
+        seat = match.turn
+        wrong = [4 * tile + slot for tile in tiles_of(match.hands[seat])
+                 for slot, number in enumerate(match.ends)
+                 if number >= 0 and number not in (TILE_LOW[tile], TILE_HIGH[tile])]
+        for action in wrong[:2] + [KNOCK]:
+            assert not is_legal(match, action), (seed, action)
+            state = match.to_state()
+            with pytest.raises(ValueError, match="illegal action"):
+                env.step(action)
+            assert match.to_state() == state
+            venv = sevenrocks_v0.vector_env(num_envs=1, max_rounds=1)
+            venv.reset(seed=0)
+            venv.load([match])
+            with pytest.raises(ValueError, match="illegal"):
+                venv.step(torch.tensor([action]))
+            checked += 1
+    assert checked > 30
