@@ -147,6 +147,14 @@ def test_blocked_round_deducts_and_draws_the_next_opener(seed):
     lockstep = Lockstep(venv, [0])
     lockstep.step(act(action))                      # compares scores after deductions (R7)
     assert venv.state.placements.tolist() == [0]    # the next round is dealt
+    # R2: after a block the next opener is drawn, with the hands of the env's next deal (it
+    # was not checked: Lockstep takes the batched engine's opener, so "the next seat opens"
+    # passed); a domino's finisher would open instead
+    from sevenrocks_env.batched.deal import deal as batched_deal
+    hands, drawn = batched_deal(venv.settings.seed, venv.env_ids, venv.state.matches,
+                                venv.state.round_index)
+    assert torch.equal(venv.state.hands, hands) and torch.equal(venv.state.opener, drawn)
+    assert venv.state.turn.tolist() == drawn.tolist()
 
 
 @pytest.mark.parametrize("blocking", [False, True])
