@@ -134,6 +134,9 @@ def test_deals_depend_only_on_seed_and_round(seed, rounds):
     assert sum(hands) == ALL_TILES and all(h.bit_count() == 7 for h in hands)
     assert (hands, opener) == deal(seed, rounds)
     assert 0 <= opener < 4
+    # another round, or another seed, is another deal (a deal that ignored the round passed:
+    # the two calls above compare deal() with itself)
+    assert deal(seed, rounds + 1)[0] != hands and deal(seed + 1, rounds)[0] != hands
 
 
 def test_the_opener_draw_is_fair_in_both_engines():
