@@ -3,7 +3,7 @@
 import random
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reference import ReferenceLayout
@@ -33,6 +33,8 @@ def random_match(seed, target=250, max_rounds=None, check=None):
 
 @settings(max_examples=40, deadline=None)
 @given(seeds)
+@example(387)   # deals whose random play places a tile for an end sum of 35 (R5's largest
+@example(605)   # score, which 40 random seeds never reached: "35 scores 0" passed them)
 def test_legal_moves_and_end_sums_match_the_reference_layout(seed):
     match = Match.new(seed, max_rounds=6)
     rng = random.Random(seed)
