@@ -642,6 +642,8 @@ def test_ctrl_c_stops_the_server_quietly(tmp_path):
             except OSError:
                 import time
                 time.sleep(0.1)
+        else:  # never served: the Ctrl-C below would test a server that had not started
+            pytest.fail("the server did not answer within 10 s")
         process.send_signal(signal.SIGINT)
         process.send_signal(signal.SIGINT)  # an impatient second Ctrl-C
         _, err = process.communicate(timeout=30)
