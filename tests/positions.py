@@ -12,15 +12,20 @@ from sevenrocks_env.tiles import EAST, WEST, encode_action, mask_of, parse_tile,
 
 
 def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
-                 max_rounds: int | None = None) -> rules.Match:
-    """A match after ``moves`` uniformly random legal actions (possibly across rounds)."""
+                 max_rounds: int | None = None, in_play: bool = False) -> rules.Match:
+    """A match after ``moves`` uniformly random legal actions (possibly across rounds); with
+    ``in_play``, the position before the move that would end the match, if one does (a small
+    target ends most matches within a few dozen moves)."""
     rng = np.random.default_rng(seed)
     match = rules.Match.new(seed, target=target, max_rounds=max_rounds)
     for _ in range(moves):
         if match.over:
             break
         legal = rules.legal_actions(match)
+        before = match.clone(keep_history=True) if in_play else None
         rules.apply_action(match, legal[int(rng.integers(len(legal)))])
+        if before is not None and match.over:
+            return before
     return match
 
 

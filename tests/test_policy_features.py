@@ -28,8 +28,8 @@ import positions
 LEFT_OPPONENT, PARTNER, RIGHT_OPPONENT = 1, 2, 3  # relative seats
 
 
-def random_state(seed: int, moves: int, target: int = 250) -> rules.Match:
-    return positions.random_state(seed, moves, target=target, max_rounds=4)
+def random_state(seed: int, moves: int, target: int = 250, in_play: bool = False) -> rules.Match:
+    return positions.random_state(seed, moves, target=target, max_rounds=4, in_play=in_play)
 
 
 def reference_features(view, action: int, version: int = 2) -> list[float]:
@@ -136,8 +136,10 @@ def test_placements_that_do_not_fit_are_all_zero_and_version_1_is_a_prefix(seed,
 @given(seed=st.integers(0, 2**31 - 1), moves=st.integers(0, 160),
        target=st.sampled_from([15, 30, 60, 250]))
 def test_every_version_3_feature_matches_the_rules_engine(seed, moves, target):
-    """Small targets put the scores near the target, where features 29-32 matter (R8)."""
-    match = random_state(seed, moves, target)
+    """Small targets put the scores near the target, where features 29-32 matter (R8); the
+    position is one still in play (at target 15 most draws ended the match first, and the
+    example returned without a check: about 9 in 10)."""
+    match = random_state(seed, moves, target, in_play=True)
     if match.over or match.awaiting_deal:
         return
     legal = [a for a in rules.legal_actions(match) if a != KNOCK]
