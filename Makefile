@@ -43,10 +43,8 @@ $(VENV_RLLIB)/.installed: pyproject.toml Makefile $(VENV_RLLIB)/.torch-$(TORCH_I
 	touch $@
 
 # the torch marker of a venv: made anew (the old one removed) when TORCH_SPEC or TORCH_FLAGS change
-# (two rules: one pattern rule with two targets would be one recipe making both)
-$(VENV)/.torch-%:
-	@mkdir -p $(@D) && rm -f $(@D)/.torch-* && touch $@
-$(VENV_RLLIB)/.torch-%:
+# (an explicit rule: each target is made on its own, where a two-target pattern rule is one recipe)
+$(VENV)/.torch-$(TORCH_ID) $(VENV_RLLIB)/.torch-$(TORCH_ID):
 	@mkdir -p $(@D) && rm -f $(@D)/.torch-* && touch $@
 
 install: $(VENV)/.installed

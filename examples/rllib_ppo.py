@@ -271,8 +271,8 @@ def main(argv=None) -> int:
             make_agent(args.opponent)
         if args.train_batch_size < args.minibatch_size:  # each number alone: its argparse type
             raise ValueError("need --train-batch-size >= --minibatch-size")
-        cpus = args.num_cpus or local_cpus()
-        if not args.address and args.num_env_runners > cpus:  # Ray would wait for them forever
+        cpus = None if args.address else args.num_cpus or local_cpus()  # a cluster: Ray's count
+        if cpus is not None and args.num_env_runners > cpus:  # Ray would wait for them forever
             raise ValueError(f"--num-env-runners {args.num_env_runners} needs a CPU each; this "
                              f"local Ray has {cpus} (--num-cpus): use at most {cpus}")
         reward_weights(args.reward, args.points_scale, args.win_reward)

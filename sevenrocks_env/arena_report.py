@@ -109,8 +109,9 @@ def short_names(names: list[str], width: int = MAX_NAME) -> list[str]:
 def pair_table(result) -> str:
     """One pairing (an :class:`~sevenrocks_env.arena.ArenaResult`) as a title line and a
     two-column table.  The title and the labels show each agent by its :func:`short_name`
-    (two specs that shorten alike: :func:`short_names`), so a long spec does not push the numbers far right; the spec an agent stands for (whole) is
-    the value of its ``A = ...`` / ``B = ...`` row, when it is not the name shown."""
+    (two specs that shorten alike: :func:`short_names`), so a long spec does not push the
+    numbers far right; the spec an agent stands for (whole) is the value of its ``A = ...`` /
+    ``B = ...`` row, when it is not the name shown."""
     lo, hi = result.ci95
     short_a, short_b = short_name(result.agent_a), short_name(result.agent_b)
     if short_a == short_b and result.agent_a != result.agent_b:  # two specs, one short name
