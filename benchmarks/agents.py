@@ -14,8 +14,8 @@ import sys
 import time
 
 from sevenrocks_env import arguments
-from sevenrocks_env.agents import make_agent
 from sevenrocks_env.arena import evaluate, split_name
+from sevenrocks_env.arena_cli import check_specs
 from sevenrocks_env.arena_report import rating_text
 from sevenrocks_env.ratings import bradley_terry
 
@@ -33,11 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     labels = [split_name(name)[0] for name in names]  # (name=spec, as in the arena)
     if len(set(labels)) != len(labels) or len(labels) < 2:
         parser.error(f"--agents: give at least two different agents, got {names}")
-    for name in names:  # every spec before the first pairing plays
-        try:
-            make_agent(split_name(name)[1])
-        except ValueError as error:
-            parser.error(f"--agents: {error}")
+    check_specs(parser, "--agents", names)  # every spec before the first pairing plays
     games, results, timing = [], {}, {}
     started = time.perf_counter()
     for i in range(len(names)):

@@ -30,7 +30,8 @@ import time
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents import make_agent
-from sevenrocks_env.arena import evaluate, split_name
+from sevenrocks_env.arena import evaluate
+from sevenrocks_env.arena_cli import check_specs
 from sevenrocks_env.openspiel.bots import KINDS, make_openspiel_agent
 
 
@@ -97,11 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             wall, cpu = timing(spec, args.timing, args.seed)
             print(f"| `{spec}` | {args.timing} | {wall:.0f} | {cpu:.0f} |", flush=True)
         return 0
-    for other in args.against:  # before anything plays (a bad spec ended in a traceback)
-        try:
-            make_agent(split_name(other)[1])  # NAME=SPEC, as the arena takes
-        except ValueError as error:
-            parser.error(f"--against: {error}")
+    check_specs(parser, "--against", args.against)  # before anything plays
     print(f"deal seed {args.seed}, {args.workers} worker process(es)\n")
     print("| A | B | pairs | A win rate [95% CI] | ms/decision (bot) |")
     print("|---|---|---:|---|---:|")

@@ -35,6 +35,18 @@ def add_evaluation_arguments(parser, seed: int = 12345) -> None:
     parser.add_argument("--json", help="write the results as JSON here")
 
 
+def check_specs(parser: argparse.ArgumentParser, option: str, specs) -> None:
+    """Every agent spec (``NAME=SPEC`` as the arena takes) built once before anything plays;
+    a bad one is ``parser.error`` naming ``option`` (a traceback after earlier pairings, else)."""
+    from .agents import make_agent
+    from .arena import split_name
+    for spec in specs:
+        try:
+            make_agent(split_name(spec)[1])
+        except ValueError as error:
+            parser.error(f"{option}: {error}")
+
+
 def check_evaluation_arguments(args) -> None:
     """``ValueError`` for a bad option of :func:`add_evaluation_arguments`, before any training:
     an unknown agent spec, negative pairs, a seed out of range, a ``--json`` folder that is not

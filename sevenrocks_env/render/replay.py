@@ -213,7 +213,7 @@ def _check(path: str) -> int:
     except records.RecordError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    moves = sum(len(rnd["moves"]) for rnd in record["rounds"])
+    moves = frame_count(record)  # one frame a move
     scores = "-".join(str(score) for score in record["scores"])
     end = (f"won by team {record['winner']}" if record["winner"] is not None
            else "no winner (unfinished, or cut off by a round limit)")
