@@ -79,6 +79,7 @@ def train(opponents: str = "heuristic", steps: int = 100_000, seed: int = 1, n_e
                         n_epochs=n_epochs, learning_rate=learning_rate, gamma=0.99, gae_lambda=0.95,
                         ent_coef=0.01, policy_kwargs={"net_arch": list(hidden)}, seed=seed,
                         verbose=verbose, device="cpu")
+    model.set_logger(_console_logger(verbose))
     started = time.perf_counter()
     if frozen is None:
         model.learn(total_timesteps=steps)
@@ -90,6 +91,17 @@ def train(opponents: str = "heuristic", steps: int = 100_000, seed: int = 1, n_e
                         reset_num_timesteps=model.num_timesteps == 0)
             frozen.agent = SB3Agent(_snapshot(model), name="self")
     return model, time.perf_counter() - started
+
+
+def _console_logger(verbose: int):
+    """SB3's logger printing to stdout when ``verbose``, writing no files.
+
+    SB3's default logger makes an empty ``<tmp>/SB3-<date>`` folder at every ``learn()``, even
+    when it writes nothing there: one per refresh of the self-play copy.
+    """
+    from stable_baselines3.common.logger import HumanOutputFormat, Logger
+
+    return Logger(folder=None, output_formats=[HumanOutputFormat(sys.stdout)] if verbose else [])
 
 
 def _snapshot(model):

@@ -1,6 +1,7 @@
 """sb3-contrib's MaskablePPO trains through the Gymnasium single-agent view, taking legal actions only."""
 
 import importlib.util
+import tempfile
 from pathlib import Path
 
 import gymnasium
@@ -9,6 +10,7 @@ import pytest
 pytest.importorskip("sb3_contrib", reason="needs the [sb3] extra")
 
 from sb3_contrib import MaskablePPO  # noqa: E402
+from stable_baselines3.common.logger import Logger  # noqa: E402
 from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
@@ -48,6 +50,7 @@ def test_maskable_ppo_trains_and_only_takes_legal_actions(partner):
         "sevenrocks/SevenRocks-v0", opponents="random", seat="random", partner=partner), log))])
     model = MaskablePPO("MultiInputPolicy", vec, n_steps=512, batch_size=128, n_epochs=1, seed=0,
                         policy_kwargs={"net_arch": [32]}, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no <tmp>/SB3-<date> folder
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048
     assert len(log) >= 2048 and all(log)
@@ -55,13 +58,22 @@ def test_maskable_ppo_trains_and_only_takes_legal_actions(partner):
     assert {info["r"] for info in model.ep_info_buffer} <= {-1.0, 1.0, 0.0}
 
 
-def test_example_train_and_arena_agent():
+@pytest.fixture
+def temp_folder(tmp_path, monkeypatch):
+    """The process's temporary folder, made empty and private to the test."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def test_example_train_and_arena_agent(temp_folder, capsys):
     example = load_example()
     # a --refresh of 600 steps is two 256-step rollouts: chunks of 600 ran whole rollouts each
     # (768), and 1024 steps became 1280
     model, seconds = example.train(opponents="self", steps=1024, n_steps=256, batch_size=64,
                                    n_epochs=1, hidden=(32,), refresh=600)
     assert model.num_timesteps == 1024 and seconds > 0
+    # SB3's default logger made an empty <tmp>/SB3-<date> folder at each of the 3 learn() calls
+    assert sorted(temp_folder.glob("SB3-*")) == []
     agent = example.SB3Agent(model)
     result = evaluate(agent, make_agent("random"), pairs=1, seed=0)
     assert result.matches == 2 and 0.0 <= result.win_rate <= 1.0

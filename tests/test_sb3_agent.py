@@ -9,6 +9,7 @@ pytest.importorskip("sb3_contrib", reason="needs the [sb3] extra")
 
 import gymnasium  # noqa: E402
 from sb3_contrib import MaskablePPO  # noqa: E402
+from stable_baselines3.common.logger import Logger  # noqa: E402
 
 from sevenrocks_env import rules  # noqa: E402
 from sevenrocks_env.agents import make_agent, valid_specs  # noqa: E402
@@ -24,6 +25,7 @@ def trained(tmp_path_factory):
                          target=100)
     model = MaskablePPO("MultiInputPolicy", env, n_steps=128, batch_size=64, n_epochs=1, seed=0,
                         policy_kwargs={"net_arch": [32]}, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no <tmp>/SB3-<date> folder
     model.learn(total_timesteps=256)
     path = tmp_path_factory.mktemp("sb3") / "maskable_ppo.zip"
     model.save(path)
