@@ -94,6 +94,16 @@ def _engine_kind(engine) -> str | None:
     return engine.partition(":")[0] if isinstance(engine, str) else None
 
 
+def fits(saved: dict, wanted: dict) -> bool:
+    """Whether a saved pairing was played with every setting in ``wanted``: the specs compared
+    as agents (:func:`same_spec`), the arena by its kind (:func:`_engine_kind`)."""
+    def same(key, value):
+        if key in ("spec_a", "spec_b"):
+            return same_spec(saved.get(key), value)
+        return (_engine_kind(saved.get(key)) if key == "engine" else saved.get(key)) == value
+    return all(same(key, value) for key, value in wanted.items())
+
+
 def read_saved(path: Path) -> dict:
     """A saved pairing (:func:`sevenrocks_env.arena_report.read_result`; ``wall_s`` and
     ``files`` too when the ladder wrote it): :class:`SavedError` for a file cut short by an
@@ -131,9 +141,7 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
             wanted.pop("files")
         if ours:  # the ladder's files from before these keys were played with these settings
             wanted = {k: v for k, v in wanted.items() if k in saved or k not in _NEWER_KEYS}
-        if all(same_spec(saved.get(key), value) if key in ("spec_a", "spec_b")
-               else _engine_kind(saved.get(key)) == value if key == "engine"
-               else saved.get(key) == value for key, value in wanted.items()):
+        if fits(saved, wanted):
             saved.setdefault("wall_s", 0.0)
             return saved
         if not ours:
@@ -266,11 +274,12 @@ def main(argv=None) -> int:
                     continue
                 r = read_saved(saved)
                 arena = _engine(agents[a], agents[b])
-                played = (r.get("max_rounds", MAX_ROUNDS), _engine_kind(r.get("engine", arena)))
-                if not (same_spec(r["spec_a"], agents[a]) and same_spec(r["spec_b"], agents[b])
-                        and r["seed"] == args.seed and played == (MAX_ROUNDS, arena)):
+                played = {"max_rounds": MAX_ROUNDS, "engine": arena, **r}  # (older files)
+                if not fits(played, {"spec_a": agents[a], "spec_b": agents[b], "seed": args.seed,
+                                     "max_rounds": MAX_ROUNDS, "engine": arena}):
                     print(f"({saved.name}: {r['spec_a']} against {r['spec_b']}, seed "
-                          f"{r['seed']}, max_rounds {played[0]} on the {played[1]} arena: not "
+                          f"{r['seed']}, max_rounds {played['max_rounds']} on the "
+                          f"{_engine_kind(played['engine'])} arena: not "
                           "this ladder's specs, --seed, round limit or arena)", file=sys.stderr)
             else:
                 r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
