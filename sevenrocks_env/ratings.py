@@ -199,41 +199,16 @@ def _groups(k: int, results) -> tuple[list[int], list[str | None], list[int]]:
 
 
 def _components(k: int, beat: dict[int, set[int]]) -> list[int]:
-    """The strongly connected components of the graph ``beat`` (Tarjan's algorithm,
-    iterative): each node's component index."""
-    index, low, on_stack, stack, component = {}, {}, set(), [], [-1] * k
-    count = 0
-    for root in range(k):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(beat[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, edges = work[-1]
-            for nxt in edges:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(beat[nxt]))))
-                    break
-                if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-            else:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component[member] = count
-                        if member == node:
-                            break
-                    count += 1
-    return component
+    """The strongly connected components of the graph ``beat`` (agents each of which reaches
+    the other by wins): each node's component, numbered in order of their first node.  A
+    Warshall closure: a ladder has a dozen agents."""
+    reach = np.eye(k, dtype=bool)
+    for node, beaten in beat.items():
+        reach[node, sorted(beaten)] = True
+    for via in range(k):
+        reach |= reach[:, via, None] & reach[None, via, :]
+    first = (reach & reach.T).argmax(axis=1)  # the component's first node
+    return np.unique(first, return_inverse=True)[1].tolist()
 
 
 def _fisher(beta: np.ndarray, games: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -255,6 +230,8 @@ def _check_results(names: list[str], results) -> None:
     """``ValueError`` for a result no arena gives (a saved file's, edited): agents ``i != j``
     among ``names``, ``trials`` pairs (an int >= 1) and a score in ``[0, trials]`` (a win rate
     of 3 fitted a rating of 1.6e15 with no error; NaN ended in numpy's LinAlgError)."""
+    if not names:
+        raise ValueError("no agents to rate")
     for key, value in results.items():
         ok = (isinstance(key, tuple) and len(key) == 2 and all(is_int(x, 0, len(names) - 1)
                                                                for x in key)

@@ -5,13 +5,15 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sevenrocks_env import arena, rules
 from sevenrocks_env.agents import GreedyAgent, RandomAgent
 from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.arena_report import centre_text, rating_text
-from sevenrocks_env.ratings import (ELO, bradley_terry, fit_bradley_terry, mean_interval,
-                                    t_quantile_975, wilson_interval)
+from sevenrocks_env.ratings import (ELO, _components, bradley_terry, fit_bradley_terry,
+                                    mean_interval, t_quantile_975, wilson_interval)
 
 
 def test_wilson_interval_known_cases():
@@ -43,6 +45,29 @@ def test_bradley_terry_refuses_results_no_arena_gives(results):
         bradley_terry(["a", "b"], results)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 8).flatmap(lambda k: st.tuples(st.just(k), st.sets(st.tuples(
+    st.integers(0, k - 1), st.integers(0, k - 1))))))
+def test_groups_are_the_agents_that_reach_each_other_by_wins(graph):
+    """``_components``: two agents share a group exactly when each reaches the other through
+    wins (checked by a search from every agent), groups numbered 0, 1, ... by first agent."""
+    k, edges = graph
+    beat = {i: {j for a, j in edges if a == i and j != i} for i in range(k)}
+    reach = []
+    for start in range(k):
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in beat[todo.pop()] - seen:
+                seen.add(nxt)
+                todo.append(nxt)
+        reach.append(seen)
+    component = _components(k, beat)
+    for i in range(k):
+        for j in range(k):
+            assert (component[i] == component[j]) == (j in reach[i] and i in reach[j])
+    assert list(dict.fromkeys(component)) == list(range(max(component) + 1))
+
+
 def test_bradley_terry_orders_and_centres():
     names = ["weak", "mid", "strong"]
     flat = bradley_terry(names, {(0, 1): (50, 100), (0, 2): (50, 100), (1, 2): (50, 100)})
@@ -58,6 +83,9 @@ def test_bradley_terry_orders_and_centres():
         bradley_terry(names, {(0, 1): (0, 50)})
     with pytest.raises(ValueError, match="do not connect a with c, d"):
         bradley_terry(list("abcd"), {(0, 1): (8, 10), (2, 3): (8, 10)})
+    with pytest.raises(ValueError, match="no agents to rate"):  # a ZeroDivisionError
+        bradley_terry([], {})
+    assert [r["rating"] for r in bradley_terry(["alone"], {})] == [0.0]
 
 
 #: A ladder-like table: "floor" lost every pair it played, against "a" and "b" only.
