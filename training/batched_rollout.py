@@ -33,6 +33,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from sevenrocks_env.agents.belief import HIDDEN_SEATS
 from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched import layout
 from sevenrocks_env.batched.state import FIELDS
@@ -47,7 +48,7 @@ from .engine_state import check_batch, check_counters, check_keys, check_per_mat
 from .seats import MatchSeats, RolloutBuffer
 
 _BITS = torch.arange(NUM_TILES)
-_RELATIVE = torch.arange(1, NUM_SEATS)
+_RELATIVE = torch.tensor(HIDDEN_SEATS)
 
 
 def hidden_hands_batch(hands: torch.Tensor, seats: torch.Tensor) -> torch.Tensor:

@@ -19,20 +19,21 @@ import numpy as np
 import torch
 from torch import nn
 
+from sevenrocks_env.agents.belief import HIDDEN_SEATS
 from sevenrocks_env.observation import OBS_SIZE, tile_sets
 from sevenrocks_env.policy import layer_init, mlp
 from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import NUM_TILES
 
 #: Size of the hidden-hands input: the hands of relative seats 1 (left opponent), 2 (partner)
-#: and 3 (right opponent), 28 tile bits each.
-HANDS_SIZE = 3 * NUM_TILES
+#: and 3 (right opponent) (``HIDDEN_SEATS``), 28 tile bits each.
+HANDS_SIZE = len(HIDDEN_SEATS) * NUM_TILES
 
 
 def hidden_hands(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     """The other seats' hands as seen from ``seat`` (relative seats 1, 2, 3), float32[84]."""
     hands = match.hands
-    return tile_sets((hands[(seat + 1) & 3], hands[(seat + 2) & 3], hands[(seat + 3) & 3]), out)
+    return tile_sets(tuple(hands[(seat + k) & 3] for k in HIDDEN_SEATS), out)
 
 
 class OracleCritic(nn.Module):

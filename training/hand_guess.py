@@ -18,13 +18,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sevenrocks_env.agents.belief import HIDDEN_SEATS
 from sevenrocks_env.policy import layer_init
 from sevenrocks_env.tiles import NUM_TILES
 
 from .critic import HANDS_SIZE
 
-#: The seats a hidden tile may be with, seat-relative as in :func:`training.critic.hidden_hands`.
-HOLDERS = 3
+#: How many seats a hidden tile may be with (seat-relative, as in
+#: :func:`training.critic.hidden_hands`).
+HOLDERS = len(HIDDEN_SEATS)
 
 
 class HandGuess(nn.Module):
