@@ -78,8 +78,7 @@ class VectorEnv:
         self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
         self._observe: observe.ObservationWriter | None = None  # made on the first observation
         self._mask_fresh = self._obs_fresh = False
-        self._ready = False
-        self._not_ready = "call reset() (or load()) before using the env"
+        self._not_ready: str | None = "call reset() (or load()) before using the env"
 
     # -- settings -----------------------------------------------------------------------------
 
@@ -123,7 +122,7 @@ class VectorEnv:
         if self._records is not None:  # matches finished before, not popped yet, stay
             self._records.start(range(self.num_envs), hands.tolist(), openers.tolist())
         self._changed()
-        self._ready = True
+        self._not_ready = None
 
     def _check_deals(self, deals):
         if not (isinstance(deals, (tuple, list)) and len(deals) == 2):
@@ -182,7 +181,7 @@ class VectorEnv:
             for i, rounds in enumerate(histories):
                 self._records.rounds[i] = rounds
         self._changed()
-        self._ready = True
+        self._not_ready = None
 
     def load_state(self, state: BatchState, seed: int = 0, deal_streams=None) -> None:
         """Trusted fast path of :meth:`load` for search: take ``state`` (a :class:`BatchState`
@@ -211,7 +210,7 @@ class VectorEnv:
                     setattr(state, name, getattr(state, name).clone())
         self.state = state
         self._changed()
-        self._ready = True
+        self._not_ready = None
 
     def _set_streams(self, seed: int, env_ids: torch.Tensor) -> None:
         """Deal from ``(seed, env_ids[i], match, round)`` from now on (``env_ids``: each env's
@@ -302,7 +301,6 @@ class VectorEnv:
             # validate=False, eager CPU: a table lookup failed
             self._check_range(actions)  # out of range: the first lookup, before any change
             # in range but illegal (a closed or unmatched slot): some fields have changed
-            self._ready = False
             self._not_ready = (
                 "an illegal action was played with validate=False and the step stopped "
                 "half-way: the state is not one the rules reach; call reset() or load() "
@@ -359,7 +357,7 @@ class VectorEnv:
         self._mask_fresh = self._obs_fresh = False
 
     def _require_ready(self) -> None:
-        if not self._ready:
+        if self._not_ready is not None:
             raise RuntimeError(self._not_ready)
 
 
