@@ -8,7 +8,7 @@ import numpy as np
 from sevenrocks_env import rules
 from sevenrocks_env.agents.belief import excluded_tiles
 from sevenrocks_env.observation import action_mask, encode
-from sevenrocks_env.tiles import EAST, WEST, encode_action, mask_of, parse_tile, tiles_of
+from sevenrocks_env.tiles import EAST, KNOCK, WEST, encode_action, mask_of, parse_tile, tiles_of
 
 
 def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
@@ -109,16 +109,32 @@ def twin_with_other_hidden_tiles(match: rules.Match) -> rules.Match:
     raise AssertionError("no swap keeps the knocks consistent")
 
 
-def one_view_of_two_deals(seed: int, moves: int):
-    """``(obs, twin_obs, mask)``: the seat on turn's observation of a random position and of its
-    twin with other hidden tiles (checked equal), for tests that an agent sees only its view."""
+def two_deals_one_view(seed: int, moves: int) -> tuple[rules.Match, rules.Match]:
+    """``(match, twin)``: a random position and another deal of its round, one tile swapped
+    between two other seats, played through the same public moves.  The seat on turn cannot
+    tell them apart (checked: the same observation and the same public round), while their
+    hands, dealt and held, and their round logs differ: for tests that an agent, driven as every
+    driver drives it (:func:`sevenrocks_env.driver.agent_action`), sees only its view."""
+    from sevenrocks_env.public_round import public_round
+
     match = random_state(seed, moves)
-    twin = twin_with_other_hidden_tiles(match)
-    assert twin.hands != match.hands
+    log, held = match.history[-1], twin_with_other_hidden_tiles(match).hands
+    dealt = list(held)
+    for seat, action, _, _ in log.moves:
+        if action != KNOCK:
+            dealt[seat] |= 1 << (action >> 2)
+    twin = rules.Match.from_deal(dealt, log.opener, target=match.target,
+                                 scores=public_round(match).scores)
+    twin.round_index, twin.seed = match.round_index, match.seed
+    for _, action, _, _ in log.moves:
+        rules.apply_action(twin, action)
     seat = match.turn
-    obs, twin_obs = encode(match, seat), encode(twin, seat)
-    assert np.array_equal(obs, twin_obs)
-    return obs, twin_obs, action_mask(match, seat)
+    assert twin.turn == seat and twin.hands == held != match.hands
+    assert twin.history[-1].hands != log.hands
+    assert np.array_equal(encode(twin, seat), encode(match, seat))
+    assert np.array_equal(action_mask(twin, seat), action_mask(match, seat))
+    assert public_round(twin) == public_round(match)
+    return match, twin
 
 
 def choices_grouped_and_alone(choose_many, matches: list[rules.Match]):

@@ -11,11 +11,12 @@ from sevenrocks_env import rules
 from sevenrocks_env.agents import Agent, GreedyAgent, SearchAgent, make_agent
 from sevenrocks_env.agents.belief import HandSampler, excluded_tiles, world_match
 from sevenrocks_env.agents.layout import LookaheadLayout, points_after, view_of
+from sevenrocks_env.driver import agent_action
 from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.tiles import (
     EAST, KNOCK, NORTH, NUM_ACTIONS, TILE_PIPS, WEST, encode_action, mask_of, parse_tile, tiles_of,
 )
-from positions import one_view_of_two_deals, positions_with_a_choice, random_state
+from positions import positions_with_a_choice, random_state, two_deals_one_view
 
 SPECS = ["random", "greedy", "heuristic", "search:samples=2", "search:samples=2,rollout=greedy",
          "search:samples=1,rollout=heuristic"]
@@ -133,14 +134,18 @@ def test_greedy_prefers_heavier_tile_on_equal_points():
     assert action >> 2 == parse_tile("4|6")
 
 
-@pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])
+@pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14), (7, 45)])
 def test_search_sees_only_the_observation(seed, moves):
-    obs, twin_obs, mask = one_view_of_two_deals(seed, moves)
-    sampler_a, sampler_b = HandSampler(decode(obs)), HandSampler(decode(twin_obs))
+    """Asked as every driver asks, the search answers alike in two deals its seat cannot tell
+    apart (``two_deals_one_view``: other hidden tiles, dealt and held, the same public round):
+    what a driver hands an agent is the same for both, and the sampled worlds too."""
+    match, twin = two_deals_one_view(seed, moves)
+    seat = match.turn
+    sampler_a, sampler_b = HandSampler(view_of(match, seat)), HandSampler(view_of(twin, seat))
     assert sampler_a.ways == sampler_b.ways  # the same distribution of sampled worlds
     for spec in ("search:samples=4", "search:samples=2,rollout=heuristic"):
-        first = make_agent(spec, seed=7).act(obs, mask)
-        assert first == make_agent(spec, seed=7).act(twin_obs, mask)
+        first = agent_action(make_agent(spec, seed=7), match, seat)
+        assert first == agent_action(make_agent(spec, seed=7), twin, seat)
 
 
 def test_search_is_deterministic_for_a_seed():

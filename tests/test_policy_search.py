@@ -16,16 +16,17 @@ from hypothesis import given, settings, strategies as st
 from sevenrocks_env import rules
 from sevenrocks_env.agents import GreedyAgent
 from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler, excluded_tiles, world_match
+from sevenrocks_env.agents.inference import InferenceSearch
 from sevenrocks_env.agents.layout import view_of
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.world_rollouts import Decision
 from sevenrocks_env.arena import evaluate
-from sevenrocks_env.driver import MatchDriver
+from sevenrocks_env.driver import MatchDriver, agent_action
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.tiles import mask_of, tiles_of
 from policy_files import assert_unseeded_agents_draw_fresh_seeds
-from positions import choices_grouped_and_alone, one_view_of_two_deals, random_state
+from positions import choices_grouped_and_alone, random_state, two_deals_one_view
 
 # (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
 TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
@@ -155,14 +156,21 @@ def test_the_uniformity_test_rejects_a_naive_sampler():
     assert rejected == len(TWO_KNOCKERS)
 
 
-@pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14)])
+@pytest.mark.parametrize("seed, moves", [(1, 0), (2, 5), (3, 9), (4, 14), (7, 45)])
 def test_search_sees_only_the_observation(shipped, seed, moves):
-    obs, twin_obs, mask = one_view_of_two_deals(seed, moves)
+    """Asked as every driver asks, the policy search and the search with inference (which
+    also reads the round's public plays) answer alike in two deals the seat cannot tell apart
+    (``two_deals_one_view``: other hidden tiles, dealt and held, the same public round)."""
+    match, twin = two_deals_one_view(seed, moves)
+    seat = match.turn
+    obs, mask = encode(match, seat), action_mask(match, seat)
     values = PolicySearchAgent(shipped, samples=4, seed=7).action_values(obs, mask)
-    twin_values = PolicySearchAgent(shipped, samples=4, seed=7).action_values(twin_obs, mask)
+    twin_values = PolicySearchAgent(shipped, samples=4, seed=7).action_values(
+        encode(twin, seat), action_mask(twin, seat))
     assert values == twin_values
-    assert (PolicySearchAgent(shipped, samples=4, seed=7).act(obs, mask)
-            == PolicySearchAgent(shipped, samples=4, seed=7).act(twin_obs, mask))
+    for make in (lambda: PolicySearchAgent(shipped, samples=4, seed=7),
+                 lambda: InferenceSearch(PolicySearchAgent(shipped, samples=4, seed=7), 0.5)):
+        assert agent_action(make(), match, seat) == agent_action(make(), twin, seat)
 
 
 def policy_rollout(model, world: rules.Match, action: int, win_bonus: float) -> float:
