@@ -10,7 +10,13 @@ A record is plain JSON::
                  "result": "domino" | "blocked" | "won" | null,    # null: round in progress
                  "deductions": [d0, d1, d2, d3],                  # all 0 when "won" (R8)
                  "scores": [team0, team1]}],                      # after the round
-     "winner": 0 | 1 | null, "scores": [team0, team1]}
+     "winner": 0 | 1 | null, "scores": [team0, team1],
+     "max_rounds": 100}                                            # optional: the round limit
+
+``max_rounds`` is there when the match was played with a round limit (the envs' and the arena's
+``max_rounds``; not a rule of the game): a match with no winner after that many rounds was cut
+off there, and its record says so (:func:`cut_off`).  Without it, a record with no winner is a
+match still in progress.
 
 :func:`replay` rebuilds the match move by move with the rules engine and checks every number in
 the record against it, so a record is either reproduced exactly or rejected with a
@@ -46,6 +52,7 @@ MAX_MOVES_PER_ROUND = 4 * 28 + 4
 #: The keys of a record, of a round and of a placement move, exactly (a knock is exactly
 #: ``seat``, ``action``, ``pass``): a key this format does not have is refused, not ignored.
 RECORD_KEYS = frozenset({"format", "target", "rounds", "winner", "scores"})
+OPTIONAL_RECORD_KEYS = frozenset({"max_rounds"})
 ROUND_KEYS = frozenset({"opener", "hands", "moves", "result", "deductions", "scores"})
 PLACEMENT_KEYS = frozenset({"seat", "action", "tile", "slot", "end_sum", "points"})
 #: Largest record file read (a 1000-round record is about 10 MB of indented JSON).
@@ -100,8 +107,24 @@ def game_record(match: Match) -> dict:
     rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
                           log.scores if log.scores is not None else match.scores)
               for log in match.history]
-    return {"format": FORMAT, "target": match.target, "rounds": rounds,
-            "winner": match.winner, "scores": list(match.scores)}
+    return record_dict(match.target, rounds, match.winner, match.scores, match.max_rounds)
+
+
+def record_dict(target: int, rounds: list[dict], winner: int | None, scores,
+                max_rounds: int | None) -> dict:
+    """A record from its parts (shared by both engines' writers)."""
+    record = {"format": FORMAT, "target": target, "rounds": rounds, "winner": winner,
+              "scores": list(scores)}
+    if max_rounds is not None:
+        record["max_rounds"] = max_rounds
+    return record
+
+
+def cut_off(record: dict) -> bool:
+    """Whether a (valid) record's match ended at its round limit with no winner."""
+    limit = record.get("max_rounds")
+    return (record["winner"] is None and limit is not None and len(record["rounds"]) == limit
+            and record["rounds"][-1]["result"] is not None)
 
 
 def round_entry(opener: int, hands, moves, result: str | None, deductions, scores) -> dict:
@@ -219,10 +242,12 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
         where = f"round {r}"
         hands, opener = _check_round_header(rnd, where)
         if match is None:
-            match = Match.from_deal(hands, opener, target=target)
+            match = Match.from_deal(hands, opener, target=target,
+                                    max_rounds=record.get("max_rounds"))
         else:
             if match.over:
-                why = "" if match.winner is None else f": team {match.winner} had won it (R8)"
+                why = (f": team {match.winner} had won it (R8)" if match.winner is not None
+                       else f": no winner after max_rounds {match.max_rounds} rounds")
                 raise RecordError(f"{where}: the match had already ended{why}; no round follows")
             if not match.awaiting_deal:
                 raise RecordError(f"{where}: the previous round had not ended")
@@ -242,12 +267,14 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
         raise RecordError(f"record says scores {record['scores']}, replay gives {match.scores}")
 
 
-def _exact_keys(value: dict, keys: frozenset, where: str) -> None:
-    missing, unknown = keys - value.keys(), value.keys() - keys
+def _exact_keys(value: dict, keys: frozenset, where: str,
+                optional: frozenset = frozenset()) -> None:
+    missing, unknown = keys - value.keys(), value.keys() - keys - optional
     if missing or unknown:
         wrong = [f"{what} keys {shown(sorted(map(str, found)))}"
                  for what, found in (("missing", missing), ("unknown", unknown)) if found]
-        raise RecordError(f"{where}: {', '.join(wrong)}; expected exactly {sorted(keys)}")
+        also = f" (and optionally {sorted(optional)})" if optional else ""
+        raise RecordError(f"{where}: {', '.join(wrong)}; expected exactly {sorted(keys)}{also}")
 
 
 def _check_top_level(record) -> None:
@@ -256,7 +283,10 @@ def _check_top_level(record) -> None:
     if not (isinstance(record.get("format"), str) and record["format"] == FORMAT):
         raise RecordError(f"unknown record format {shown(record.get('format'))}; "
                           f"expected {FORMAT!r}")
-    _exact_keys(record, RECORD_KEYS, "record")
+    _exact_keys(record, RECORD_KEYS, "record", OPTIONAL_RECORD_KEYS)
+    if "max_rounds" in record and not is_plain_int(record["max_rounds"], 1, MAX_ROUNDS):
+        raise RecordError(f"max_rounds must be an int in [1, {MAX_ROUNDS}], "
+                          f"got {shown(record['max_rounds'])}")
     if not is_plain_int(record["target"], 1, MAX_TARGET):
         raise RecordError(f"target must be an int in [1, {MAX_TARGET}], "
                           f"got {shown(record['target'])}")

@@ -13,7 +13,7 @@ from sevenrocks_env.batched.deal import deal, mix, mix_int
 from sevenrocks_env.batched.records import RecordKeeper
 from sevenrocks_env.batched import random_actions
 from sevenrocks_env.batched.state import FIELDS, STATE_BYTES
-from sevenrocks_env.record import game_record, validate
+from sevenrocks_env.record import cut_off, game_record, validate
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.rules import deal as scalar_deal
@@ -72,9 +72,10 @@ def test_explicit_deals_give_the_records_of_rules_from_deal():
     deals = [scalar_deal(100 + i, 0) for i in range(num)]
     hands = torch.tensor([h for h, _ in deals])
     openers = torch.tensor([o for _, o in deals])
-    venv = sevenrocks_v0.vector_env(num_envs=num, records=True, target=120)
+    venv = sevenrocks_v0.vector_env(num_envs=num, records=True, target=120, max_rounds=100)
     venv.reset(seed=3, deals=(hands, openers))
-    shadows = {i: Match.from_deal(deals[i][0], deals[i][1], target=120) for i in range(num)}
+    shadows = {i: Match.from_deal(deals[i][0], deals[i][1], target=120, max_rounds=100)
+               for i in range(num)}
     compared = 0
     generator = torch.Generator().manual_seed(1)
     while shadows:
@@ -90,6 +91,30 @@ def test_explicit_deals_give_the_records_of_rules_from_deal():
                 assert record == game_record(shadows.pop(env))
                 compared += 1
     assert compared == num
+
+
+def test_records_of_matches_cut_off_by_the_round_limit_say_so():
+    """Records carry the env's ``max_rounds``: a match it truncated reads as cut off (it read
+    as a match in progress), one with a winner does not, and none without a limit has it."""
+    venv = sevenrocks_v0.vector_env(num_envs=32, records=True, target=60, max_rounds=2)
+    venv.reset(seed=5)
+    generator = torch.Generator().manual_seed(5)
+    records, truncations = [], 0
+    while len(records) < 64:
+        _, terminated, truncated = venv.step(random_actions(venv.action_mask, generator))
+        truncations += int(truncated.sum())
+        records += [record for _, record in venv.pop_finished_records()]
+    cut = [cut_off(record) for record in records]
+    assert all(record["max_rounds"] == 2 for record in records)
+    assert cut == [record["winner"] is None for record in records] and 0 < sum(cut) < len(cut)
+    assert truncations == sum(cut)
+    for record in records:
+        validate(record)
+    unlimited = sevenrocks_v0.vector_env(num_envs=2, records=True, target=30, max_rounds=None)
+    unlimited.reset(seed=5)
+    while not (done := unlimited.pop_finished_records()):
+        unlimited.step(first_legal(unlimited))
+    assert all("max_rounds" not in record for _, record in done)
 
 
 def test_validate_false_skips_the_check_for_trusted_callers():
@@ -206,7 +231,7 @@ def test_record_move_log_grows_for_a_long_match_and_shrinks_after_it():
     """The records' move log keeps the rows of the oldest unfinished match: a long match grows
     it, and once that match is over the log shrinks back at its next rebuild (counted in
     ``nbytes``)."""
-    keeper = RecordKeeper(1, 250)
+    keeper = RecordKeeper(1, 250, None)
     keeper.start([0], [[1, 2, 4, 8]], [0])
     none = torch.zeros(0, dtype=torch.long)
     one = torch.zeros(1, dtype=torch.long)

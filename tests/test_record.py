@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from sevenrocks_env.record import FORMAT, RecordError, game_record, load, replay, save, validate
+from sevenrocks_env.record import (FORMAT, RecordError, cut_off, game_record, load, replay, save,
+                                   validate)
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 
 
@@ -89,6 +90,40 @@ def test_bad_records_name_the_problem(edit, message):
     record = finished_record(seed=2)
     with pytest.raises(RecordError, match=message):
         validate(tampered(record, edit))
+
+
+def test_a_match_cut_off_by_its_round_limit_says_so():
+    """A record kept ``max_rounds`` nowhere: a match cut off by its round limit read as one still
+    in progress, and a round after the limit was accepted."""
+    cut = finished_record(seed=3, max_rounds=2)
+    assert cut["max_rounds"] == 2 and len(cut["rounds"]) == 2 and cut["winner"] is None
+    assert cut_off(cut)
+    final, _, _ = list(replay(cut))[-1]
+    assert final.truncated and final.over and final.scores == cut["scores"]
+    assert json.loads(json.dumps(cut)) == cut
+    # the same rounds without the limit: a match in progress, waiting for its third deal
+    unlimited = tampered(cut, lambda r: r.pop("max_rounds"))
+    validate(unlimited)
+    assert not cut_off(unlimited) and not list(replay(unlimited))[-1][0].over
+    # a limit of 3 is not reached yet: unfinished too
+    assert not cut_off(tampered(cut, lambda r: r.update(max_rounds=3)))
+    validate(tampered(cut, lambda r: r.update(max_rounds=3)))
+    # no round after the limit
+    with pytest.raises(RecordError, match="round 1: the match had already ended: no winner "
+                                          "after max_rounds 1 rounds; no round follows"):
+        validate(tampered(cut, lambda r: r.update(max_rounds=1)))
+    # a won match keeps its limit, and was not cut off
+    won = finished_record(seed=2, max_rounds=100)
+    assert won["max_rounds"] == 100 and won["winner"] is not None and not cut_off(won)
+    validate(won)
+    assert "max_rounds" not in finished_record(seed=2)
+
+
+@pytest.mark.parametrize("value", [0, -1, 1001, 2.0, "2", True, None, [2]])
+def test_a_bad_round_limit_is_refused(value):
+    record = finished_record(seed=3, max_rounds=2)
+    with pytest.raises(RecordError, match=r"max_rounds must be an int in \[1, 1000\]"):
+        validate(tampered(record, lambda r: r.update(max_rounds=value)))
 
 
 def test_opener_after_a_domino_is_checked():

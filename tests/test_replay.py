@@ -378,6 +378,27 @@ def test_check_only_checks_the_record_and_says_what_it_holds(tmp_path, capsys):
     assert "--out is required (or --check" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("max_rounds, end", [
+    (2, "no winner: cut off by its round limit (max_rounds 2)"),
+    (None, "no winner: unfinished"),            # the same rounds, no limit: in progress
+    (5, "no winner: unfinished"),               # the limit not reached
+])
+def test_check_says_whether_a_match_was_cut_off(tmp_path, capsys, max_rounds, end):
+    match = Match.new(3, max_rounds=2)
+    rng = random.Random(3)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    record = records.game_record(match)
+    assert match.truncated and len(record["rounds"]) == 2
+    record.pop("max_rounds")
+    if max_rounds is not None:
+        record["max_rounds"] = max_rounds
+    path = tmp_path / "game.json"
+    records.save(record, path)
+    assert main([str(path), "--check"]) == 0
+    assert capsys.readouterr().out.endswith(f", {end}\n")
+
+
 def test_an_existing_gif_is_replaced_only_with_force(tmp_path, capsys):
     """An existing GIF was replaced without a word (and the frames of a folder: the test
     above), where `sevenrocks play` never replaces a file."""

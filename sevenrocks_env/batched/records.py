@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..record import FORMAT, MAX_ROUNDS, game_record, replay, round_entry
+from ..record import MAX_ROUNDS, game_record, record_dict, replay, round_entry
 from .engine import BLOCKED, DOMINO, WON, StepEvents
 
 _RESULT_NAMES = {DOMINO: "domino", BLOCKED: "blocked", WON: "won"}
@@ -50,8 +50,8 @@ def replays_to_its_state(match) -> bool:
 class RecordKeeper:
     """The shared move log and per-env round lists, turned into record dicts when a match ends."""
 
-    def __init__(self, num_envs: int, target: int):
-        self.target = target
+    def __init__(self, num_envs: int, target: int, max_rounds: int | None):
+        self.target, self.max_rounds = target, max_rounds
         self.num_envs = num_envs
         self.log = np.zeros((64, num_envs, 4), np.int16)
         self.base = 0            # step number of log[0]
@@ -136,8 +136,8 @@ class RecordKeeper:
             out.append(round_entry(rnd["opener"], rnd["hands"], rnd["earlier"] + logged,
                                    _RESULT_NAMES[rnd["result"]], rnd["deductions"],
                                    rnd["scores"]))
-        return {"format": FORMAT, "target": self.target, "rounds": out,
-                "winner": None if winner < 0 else winner, "scores": list(scores)}
+        return record_dict(self.target, out, None if winner < 0 else winner, scores,
+                           self.max_rounds)
 
     def nbytes(self) -> int:
         """Bytes of the move log (the round lists are small Python objects, not counted)."""

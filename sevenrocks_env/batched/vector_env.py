@@ -71,7 +71,7 @@ class VectorEnv:
             self._target = torch.tensor(target, device=self.device)  # (see engine.step)
         self.state = BatchState(self.num_envs, self.device)
         self._set_streams(0, self._deal_streams(deal_streams))
-        self._records = RecordKeeper(self.num_envs, target) if records else None
+        self._records = RecordKeeper(self.num_envs, target, max_rounds) if records else None
         with torch.inference_mode(False):  # usable outside inference mode too, as in reset
             self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long,
                                            device=self.device)

@@ -216,7 +216,8 @@ def _check(path: str) -> int:
     moves = frame_count(record)  # one frame a move
     scores = "-".join(str(score) for score in record["scores"])
     end = (f"won by team {record['winner']}" if record["winner"] is not None
-           else "no winner (unfinished, or cut off by a round limit)")
+           else f"no winner: cut off by its round limit (max_rounds {record['max_rounds']})"
+           if records.cut_off(record) else "no winner: unfinished")
     print(f"{path}: a valid {records.FORMAT} record: target {record['target']}, "
           f"{len(record['rounds'])} rounds, {moves} moves, scores {scores}, {end}")
     return 0
