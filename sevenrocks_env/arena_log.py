@@ -39,7 +39,8 @@ import json
 from pathlib import Path
 
 from .arena_log_lock import open_locked, release
-from .record import shown, unique_keys
+from .checks import shown
+from .record import unique_keys
 
 FORMAT = "sevenrocks-arena-pairs/1"
 #: Longest line a log may hold, in bytes (a pair's line is about 300).

@@ -6,10 +6,15 @@ envs, agents and arena (settings, seeds, seats, actions) and of what a record, a
 a web request holds use these; files with their own number rules (the arena log's ints and
 floats, pydantic's configs, OpenSpiel's game parameters) and ``rules.is_legal``'s fast path
 keep theirs.
+
+:func:`shown` is the short, bounded ``repr`` with which every error message quotes a value it
+was given (a hostile file's value may be deeply nested, huge, or an object with its own
+``__repr__``).
 """
 from __future__ import annotations
 
 import numbers
+import reprlib
 
 
 def is_int(value, low: int | None = None, high: int | None = None) -> bool:
@@ -30,7 +35,6 @@ def checked_int(name: str, value, low: int, high: int) -> int:
     """``value`` as a plain ``int``: ``TypeError`` if it is not an integer (:func:`is_int`),
     ``ValueError`` if it is outside ``[low, high]``; both name the argument."""
     if not is_int(value):
-        from .record import shown  # bounded repr (record imports this module)
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {shown(value)}")
     if not low <= value <= high:
         raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
@@ -44,10 +48,39 @@ def checked_seed(seed) -> int | None:
     if seed is None:
         return None
     if not is_int(seed, 0):
-        from .record import shown  # bounded repr (record imports this module)
         raise (ValueError if is_int(seed) else TypeError)(
             f"seed must be a non-negative int or None, got {type(seed).__name__} {shown(seed)}")
     return int(seed)
 
 
-__all__ = ["checked_int", "checked_seed", "is_int", "is_plain_int"]
+class _ShortRepr(reprlib.Repr):
+    """``repr`` cut to a few dozen characters, whatever the value (deep nesting, huge ints)."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxlevel, self.maxlist, self.maxdict, self.maxtuple = 2, 4, 4, 4
+        self.maxstring, self.maxother, self.maxlong = 30, 30, 20
+
+    def repr_int(self, value, level):
+        if abs(value).bit_length() > 64:
+            return f"<int of {abs(value).bit_length()} bits>"
+        return super().repr_int(value, level)
+
+    def repr_instance(self, value, level):
+        if type(value) in (float, bool, type(None)):
+            return repr(value)
+        return f"<{type(value).__name__}>"  # never call an unknown object's own __repr__
+
+
+_SHORT = _ShortRepr()
+
+
+def shown(value) -> str:
+    """A short, bounded ``repr`` of any value for error messages (never larger than ~100 chars)."""
+    try:
+        return _SHORT.repr(value)[:100]
+    except Exception:  # a value whose repr fails: name its type
+        return f"<{type(value).__name__}>"
+
+
+__all__ = ["checked_int", "checked_seed", "is_int", "is_plain_int", "shown"]

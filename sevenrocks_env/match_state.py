@@ -9,7 +9,7 @@ score past R5's 35.
 
 from __future__ import annotations
 
-from .checks import is_plain_int
+from .checks import is_plain_int, shown
 from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
                     TILE_HIGH, TILE_LOW, WEST, tiles_of, tiles_showing)
@@ -22,7 +22,6 @@ def check_state_fields(state: dict, fields: tuple) -> None:
     missing = [name for name in fields if name not in state]
     extra = [name for name in state if name not in fields]
     if missing or extra:
-        from .record import shown  # bounded repr (record imports rules, which imports us)
         more = f", ... ({len(extra)} in all)" if len(extra) > 3 else ""
         raise ValueError(f"match state: missing fields {missing}, unknown fields "
                          f"[{', '.join(shown(name)[:24] for name in extra[:3])}{more}]")
@@ -31,7 +30,6 @@ def check_state_fields(state: dict, fields: tuple) -> None:
 def check_match_state(match) -> None:
     """Raise ``ValueError`` naming the first field of ``match`` that no real match can have."""
     def bad(name: str, what: str):
-        from .record import shown  # bounded repr (record imports rules, which imports us)
         raise ValueError(f"match state: {name} must be {what}, got {shown(getattr(match, name))}")
 
     big = 10 ** 9

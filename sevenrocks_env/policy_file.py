@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from .checks import shown
 from .observation import OBS_SIZE, OBS_VERSION
 from .pickle_scan import PickleExpansionError, expanded_size
 from .policy_features import ActionFeatures
@@ -114,14 +115,12 @@ def read_checkpoint(path) -> dict:
             f"Python values): {type(error).__name__}") from None
     _check_tensor_bytes(data, tensor_bytes, path)
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
-        from .record import shown
         found = shown(data.get("format")) if isinstance(data, dict) else type(data).__name__
         raise CheckpointError(f"{path} is not a sevenrocks policy checkpoint "
                               f"(format {found}, expected {CHECKPOINT_FORMAT!r})")
     layout = (data.get("obs_version"), data.get("obs_size"), data.get("num_actions"))
     if not all(type(value) is int for value in layout) or layout != (OBS_VERSION, OBS_SIZE,
                                                                       NUM_ACTIONS):
-        from .record import shown
         layout = tuple(shown(value) for value in layout)
         raise CheckpointError(
             f"{path} was trained on observation layout v{layout[0]} ({layout[1]} features, "
@@ -235,7 +234,6 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool,
     ``model_config``, each checked and bounded (:data:`MAX_HIDDEN_LAYERS`,
     :data:`MAX_HIDDEN_WIDTH`, :data:`MAX_SCORER_LAYERS`, :data:`MAX_SCORER_WIDTH`); ``scorer``
     is ``{"action_scorer": ..., "scorer_sizes": [...]}`` (no ``action_scorer``: bilinear)."""
-    from .record import shown
     if not isinstance(config, dict):
         raise CheckpointError(f"{path}: model_config must be a dict")
     unknown = [key for key in config if not (type(key) is str and key in MODEL_CONFIG_KEYS)]

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import json
 import math
-import reprlib
 import sys
 from pathlib import Path
 from typing import Iterator
 
 from .atomic_file import atomic_path
-from .checks import is_plain_int
+from .checks import is_plain_int, shown
 from .rules import DOMINO, Match, apply_action, is_legal, legal_actions
 from .textfile import read_text
 from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
@@ -68,36 +67,6 @@ MAX_JSON_VALUES = 1_000_000
 
 class RecordError(ValueError):
     """A malformed or inconsistent game record."""
-
-
-class _ShortRepr(reprlib.Repr):
-    """``repr`` cut to a few dozen characters, whatever the value (deep nesting, huge ints)."""
-
-    def __init__(self):
-        super().__init__()
-        self.maxlevel, self.maxlist, self.maxdict, self.maxtuple = 2, 4, 4, 4
-        self.maxstring, self.maxother, self.maxlong = 30, 30, 20
-
-    def repr_int(self, value, level):
-        if abs(value).bit_length() > 64:
-            return f"<int of {abs(value).bit_length()} bits>"
-        return super().repr_int(value, level)
-
-    def repr_instance(self, value, level):
-        if type(value) in (float, bool, type(None)):
-            return repr(value)
-        return f"<{type(value).__name__}>"  # never call an unknown object's own __repr__
-
-
-_SHORT = _ShortRepr()
-
-
-def shown(value) -> str:
-    """A short, bounded ``repr`` of any value for error messages (never larger than ~100 chars)."""
-    try:
-        return _SHORT.repr(value)[:100]
-    except Exception:  # a value whose repr fails: name its type
-        return f"<{type(value).__name__}>"
 
 
 def game_record(match: Match) -> dict:

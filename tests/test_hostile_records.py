@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sevenrocks_env import record as records
+from sevenrocks_env.checks import shown
 from sevenrocks_env.record import (MAX_MOVES_PER_ROUND, MAX_ROUNDS, MAX_TARGET, RecordError,
-                                   game_record, load, parse, shown, validate)
+                                   game_record, load, parse, validate)
 from sevenrocks_env.render.replay import main as replay_main
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.textfile import read_text

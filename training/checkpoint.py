@@ -18,10 +18,10 @@ import numpy as np
 import torch
 
 from sevenrocks_env.atomic_file import atomic_path
+from sevenrocks_env.checks import shown
 from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
 from sevenrocks_env.policy import (CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES, CheckpointError,
                                    expected_shapes, read_checkpoint)
-from sevenrocks_env.record import shown
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 from .config_yaml import ConfigError

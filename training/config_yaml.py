@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import yaml
 
-from sevenrocks_env.record import shown
+from sevenrocks_env.checks import shown
 from sevenrocks_env.textfile import read_text
 
 #: Largest config file read (configs are a few hundred bytes; PyYAML takes ~2 s to read 64 kB

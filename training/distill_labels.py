@@ -24,7 +24,8 @@ import numpy as np
 from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.env import observation_bounds
 from sevenrocks_env.observation import OBS_SIZE
-from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, shown
+from sevenrocks_env.checks import shown
+from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 #: Labels a file may hold (bounds the work a labels file from elsewhere can ask for).

@@ -11,7 +11,7 @@ import torch
 
 from sevenrocks_env.batched import BatchState
 from sevenrocks_env.batched.state import BOOL_FIELDS, FIELDS
-from sevenrocks_env.record import shown
+from sevenrocks_env.checks import shown
 from sevenrocks_env.tiles import NUM_SEATS
 
 MAX_COUNT = 2 ** 62

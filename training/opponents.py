@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents import make_agent
-from sevenrocks_env.record import shown
+from sevenrocks_env.checks import shown
 from sevenrocks_env.policy import PolicyAgent, PolicyNet
 from sevenrocks_env.public_round import reads_history
 

@@ -14,8 +14,8 @@ import random
 import numpy as np
 import torch
 
+from sevenrocks_env.checks import shown
 from sevenrocks_env.policy import CheckpointError, expected_shapes
-from sevenrocks_env.record import shown
 
 from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict
 from .engine_state import accepts, is_numpy_state, is_torch_state

@@ -32,9 +32,9 @@ from sevenrocks_env.agents import CHECKPOINT_SPECS
 from sevenrocks_env.arena_report import RESULT_FIELDS
 from sevenrocks_env.arena_report import read_result as read_arena_result
 from sevenrocks_env.atomic_file import check_output_file
+from sevenrocks_env.checks import shown
 from sevenrocks_env.observation import OBS_VERSION
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
-from sevenrocks_env.record import shown
 from sevenrocks_env.rules import DEFAULT_TARGET
 from sevenrocks_env.textfile import read_text
 

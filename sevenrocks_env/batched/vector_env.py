@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from ..checks import checked_int
-from ..record import MAX_ROUNDS, MAX_TARGET, shown
+from ..checks import shown
+from ..record import MAX_ROUNDS, MAX_TARGET
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action

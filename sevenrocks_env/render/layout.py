@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..record import shown
+from ..checks import shown
 from ..rules import place_tile
 from ..scoring import counted_ends, end_sum, matching_tiles
 from ..tiles import (

@@ -22,12 +22,11 @@ import time
 from dataclasses import dataclass, field
 
 from ..agents import make_agent
-from ..checks import is_plain_int
+from ..checks import is_plain_int, shown
 from ..dealing import MAX_SEED
 from ..driver import agent_action
 from ..policy_file import shipped_path
 from .. import record as records
-from ..record import shown
 from ..rules import Match, apply_action, is_legal, partner_of
 from .moves import why_illegal
 from .views import game_view

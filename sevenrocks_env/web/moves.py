@@ -7,8 +7,8 @@ that is not open yet, a knock while holding a tile that fits.
 
 from __future__ import annotations
 
+from ..checks import shown
 from ..play import PLACE_WORDS
-from ..record import shown
 from ..rules import Match, is_legal
 from ..tiles import KNOCK, NORTH, NUM_ACTIONS, tile_name
 

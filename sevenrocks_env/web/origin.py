@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 
-from ..record import shown
+from ..checks import shown
 
 #: Names a loopback-only server answers to.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
