@@ -195,20 +195,22 @@ def optimizer_state(saved: dict, optimizer) -> dict:
     return {"state": saved["state"], "param_groups": optimizer.state_dict()["param_groups"]}
 
 
+def trained_networks(model, critic=None, guess=None) -> dict:
+    """The networks a run trains, by their checkpoint keys: the policy (``model``), the oracle
+    critic and the hand-guess head where the config has them."""
+    networks = {"model": model, "critic": critic, "hand_guess": guess}
+    return {name: network for name, network in networks.items() if network is not None}
+
+
 def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) -> None:
     """Every resume piece but the engine's (checked as it loads: :func:`load_engine`), against
     fresh networks built from ``cfg`` (``guess``: the hand-guess head, with ``hand_coef``);
     nothing is changed."""
     check_counters(data, cfg, path)
     check_rng(data.get("rng"), path)
-    check_weights(data.get("model"), {k: tuple(v.shape) for k, v in model.state_dict().items()},
-                  path, "model")
-    if critic is not None:
-        check_weights(data.get("critic"), {k: tuple(v.shape) for k, v in
-                                           critic.state_dict().items()}, path, "critic")
-    if guess is not None:
-        check_weights(data.get("hand_guess"), {k: tuple(v.shape) for k, v in
-                                               guess.state_dict().items()}, path, "hand_guess")
+    for name, network in trained_networks(model, critic, guess).items():
+        check_weights(data.get(name), {k: tuple(v.shape) for k, v in
+                                       network.state_dict().items()}, path, name)
     check_optimizer(data.get("optimizer"), trained_parameters(model, critic, guess), cfg, path)
     check_pool(data.get("pool"), cfg, path)
 

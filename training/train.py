@@ -43,7 +43,7 @@ from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_
 from .opponents import PAST, OpponentPool
 from .networks import build_networks, training_device, warm_start
 from .ppo import DivergenceError, compute_gae, ppo_update, rollout_batch
-from .resume import check_resume, load_engine, optimizer_state, resumed_config
+from .resume import check_resume, load_engine, optimizer_state, resumed_config, trained_networks
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
@@ -166,11 +166,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     start_update, global_step, wall_before = 0, 0, 0.0
     if resume is not None:
         check_resume(resume, cfg, model, critic, resume_path, guess)  # all but the engine's
-        model.load_state_dict(resume["model"])
-        if critic is not None:
-            critic.load_state_dict(resume["critic"])
-        if guess is not None:
-            guess.load_state_dict(resume["hand_guess"])
+        for name, network in trained_networks(model, critic, guess).items():
+            network.load_state_dict(resume[name])
         optimizer.load_state_dict(optimizer_state(resume["optimizer"], optimizer))
         if pool is not None:
             pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
