@@ -110,16 +110,18 @@ def test_move_out_of_turn_and_the_same_move_twice(client, app, waiting):
     after = snapshot(app, waiting)
     again = client.post(url, json={"ply": waiting["ply"], "action": action})
     assert again.status_code == 409 and "already sent" in again.json()["error"]
+    assert snapshot(app, waiting) == after
     view = first.json()
     if view["next"] == "bot":
         other = client.post(url, json={"ply": view["ply"], "action": KNOCK})
         assert other.status_code == 409 and "turn" in other.json()["error"]
+        assert snapshot(app, waiting) == after
         step = client.post(f"/api/games/{waiting['id']}/step", json={"ply": view["ply"]})
         assert step.status_code == 200
-        twice = client.post(f"/api/games/{waiting['id']}/step", json={"ply": view["ply"]})
-        assert twice.status_code == 409
         after = snapshot(app, waiting)
-    assert snapshot(app, waiting) == after
+        twice = client.post(f"/api/games/{waiting['id']}/step", json={"ply": view["ply"]})
+        assert twice.status_code == 409 and "already sent" in twice.json()["error"]
+        assert snapshot(app, waiting) == after
 
 
 def test_the_start_panel_offers_the_shipped_policy_by_a_spec_that_loads(client, monkeypatch,
@@ -513,6 +515,9 @@ def test_a_post_from_another_site_is_refused(client, app, origin):
         .status_code == 201  # the page itself
     assert client.post("/api/games", json=BOTS).status_code == 201  # curl, scripts: no Origin
     assert client.get("/api/agents", headers={"origin": origin}).status_code == 200
+    game = client.post("/api/games", json=BOTS).json()["id"]  # a DELETE changes something too
+    refused = client.delete(f"/api/games/{game}", headers={"origin": origin})
+    assert refused.status_code == 403 and client.get(f"/api/games/{game}").status_code == 200
 
 
 @pytest.mark.parametrize("host, status", [

@@ -11,6 +11,7 @@ from web_client import BOTS, game_of
 
 from sevenrocks_env import record as records
 from sevenrocks_env.render.text import describe_move
+from sevenrocks_env.scoring import round_to_five
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
 
 TILE_TEXT = re.compile(r"\d\|\d")
@@ -98,9 +99,19 @@ def test_full_match_against_bots_never_shows_hidden_tiles(client, app):
     for index, (summary, rnd) in enumerate(zip(summaries, record["rounds"])):
         assert summary["round"] == index
         assert summary["scores"] == rnd["scores"] and summary["deductions"] == rnd["deductions"]
+        d = rnd["deductions"]
+        assert summary["team_deductions"] == [d[0] + d[2], d[1] + d[3]]  # partners: 0+2, 1+3
+        # each hand left, counted and rounded (R7); none shown after the winning tile (R8)
+        assert len(summary["hands"]) == (0 if rnd["result"] == "won" else 4)
+        for hand in summary["hands"]:
+            pips = sum(int(n) for tile in hand["tiles"] for n in tile.split("|"))
+            assert hand["pips"] == pips and hand["rounded"] == round_to_five(pips)
+            assert hand["deduction"] == d[hand["seat"]] and hand["team"] == hand["seat"] & 1
         # the move that ended the round, which the page's move list (the next round's) lacks
         assert summary["last_move"] == describe_move(rnd["moves"], len(rnd["moves"]) - 1)
     assert view["last_round"] == summaries[-1]
+    assert record["rounds"][-1]["result"] == "won" and any(
+        summary["hands"] for summary in summaries)  # both kinds of summary were checked
 
 
 def test_a_view_does_not_grow_with_the_rounds_played(client, app):
@@ -152,6 +163,8 @@ def test_after_the_match_nobody_is_to_move(client, app, seed):
     view = play_out(client, app, view)
     game = game_of(app, view)
     assert view["next"] == "over" and not game.human_to_move()
+    step = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]})
+    assert step.status_code == 409 and "over" in step.json()["error"]  # (was a 500 "stuck")
     # the last round's moves stay listed at the end (the list was empty once the match was over)
     last = game.match.history[-1]
     assert [m["text"] for m in view["moves"]] == [describe_move(last, i)
@@ -159,15 +172,21 @@ def test_after_the_match_nobody_is_to_move(client, app, seed):
     assert view["moves"]
     response = client.post(f"/api/games/{view['id']}/move", json={"ply": view["ply"],
                                                                   "action": KNOCK})
-    assert response.status_code in (409, 422) and game.ply == view["ply"]
+    assert response.status_code == 409 and game.ply == view["ply"]
 
 
 def test_record_mid_match_holds_only_ended_rounds(client, app):
+    """Mid-match the record holds the ended rounds only (the round in progress shows every
+    dealt hand), with the scores they ended at: it validates and loads as a replay (scores
+    taken from the match in progress made it fail both)."""
     view = client.post("/api/games", json={"seat": 2, **BOTS, "seed": 5}).json()
     response = client.get(f"/api/games/{view['id']}/record")
     assert response.status_code == 409 and "no round has ended" in response.json()["error"]
     game = game_of(app, view)
-    while len(game.match.history) < 2:  # play until the first round has ended
+    match = game.match
+    # play until the second round has scored (a download right at a round's end could not
+    # tell the scores of the ended rounds from the match's)
+    while len(match.history) < 2 or match.scores == match.history[-2].scores:
         if view["next"] == "bot":
             view = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]}).json()
         else:
@@ -175,14 +194,15 @@ def test_record_mid_match_holds_only_ended_rounds(client, app):
             action = places[0]["action"] if places else KNOCK
             view = client.post(f"/api/games/{view['id']}/move",
                                json={"ply": view["ply"], "action": action}).json()
+    assert not match.over and len(match.history) == 2
     record = client.get(f"/api/games/{view['id']}/record").json()
     records.validate(record)
     assert [r["result"] is not None for r in record["rounds"]] == [True]
-    text = json.dumps(record)
-    # the round in progress was dealt afresh: its hands are not in the record
-    assert game.match.history[-1].hands != [
-        sum(1 << records.parse_tile(t) for t in hand) for hand in record["rounds"][0]["hands"]]
-    assert "sevenrocks-record/1" in text
+    assert record["scores"] == match.history[0].scores != match.scores
+    dealt = [[tile_name(t) for t in tiles_of(hand)] for hand in match.history[-1].hands]
+    assert dealt not in [r["hands"] for r in record["rounds"]]  # the round in progress: absent
+    assert "sevenrocks-record/1" in json.dumps(record)
+    assert client.post("/api/replays", json=record).status_code == 201
 
 
 def test_replays_are_dropped_by_the_page_and_make_room_when_full(client, app):
@@ -211,6 +231,22 @@ def test_replays_are_dropped_by_the_page_and_make_room_when_full(client, app):
     assert len(store) == store.max_games
 
 
+def test_uploads_one_after_another_never_run_out(client, app):
+    """The counts of records arriving and being checked go back down after each upload
+    (without that, the server refused every upload after a handful for good)."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+    from sevenrocks_env.web.api import REPLAYS_ARRIVING, REPLAYS_AT_ONCE
+
+    match = Match.new(4)
+    for _ in range(12):
+        apply_action(match, legal_actions(match)[0])
+    record = records.game_record(match)
+    for _ in range(max(REPLAYS_ARRIVING, REPLAYS_AT_ONCE) + 3):
+        loaded = client.post("/api/replays", json=record)
+        assert loaded.status_code == 201, loaded.text
+        assert client.delete(f"/api/replays/{loaded.json()['id']}").status_code == 204
+
+
 def test_replay_steps_through_a_record(client, app):
     view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 2, "target": 60}).json()
     view = play_out(client, app, view)
@@ -225,6 +261,23 @@ def test_replay_steps_through_a_record(client, app):
     assert first["board"]["empty"] and all(len(h) == 7 for h in first["hands"])
     assert client.get(f"/api/replays/{info['id']}/0/999").status_code == 404
     assert client.get(f"/api/replays/{info['id']}/99/0").status_code == 404
+    # one past the end, of the rounds and of a round's moves
+    rounds = len(record["rounds"])
+    assert client.get(f"/api/replays/{info['id']}/{rounds}/0").status_code == 404
+    moves = len(record["rounds"][0]["moves"])
+    assert client.get(f"/api/replays/{info['id']}/0/{moves}").status_code == 200
+    assert client.get(f"/api/replays/{info['id']}/0/{moves + 1}").status_code == 404
+    # every frame is the state the rules engine reaches: scores, hands, the round's end
+    m = 0
+    for match, move, r in records.replay(record):
+        m = 0 if move is None else m + 1
+        frame = client.get(f"/api/replays/{info['id']}/{r}/{m}").json()
+        assert frame["scores"] == match.scores, (r, m)
+        assert frame["hands"] == [[tile_name(t) for t in tiles_of(h)] for h in match.hands]
+        ended = match.history[-1].result is not None
+        assert frame["result"] == (match.history[-1].result if ended else None)
+        assert frame["deductions"] == (match.history[-1].deductions if ended else None)
+    assert rounds >= 2 and m == len(record["rounds"][-1]["moves"])
     broken = dict(record, scores=[record["scores"][0] + 5, record["scores"][1]])
     response = client.post("/api/replays", json=broken)
     assert response.status_code == 422 and "scores" in response.json()["error"]
