@@ -367,13 +367,24 @@ def test_fuzzed_bodies_never_give_500_and_never_change_the_game(client, app, wai
 
 
 @pytest.mark.parametrize("argv", [["--idle-minutes", "nan"], ["--idle-minutes", "inf"],
-                                  ["--idle-minutes", "0"], ["--port", "0"], ["--max-games", "0"]])
+                                  ["--idle-minutes", "0"], ["--port", "0"], ["--max-games", "0"],
+                                  ["--port", "65536"]])  # (an OverflowError from the socket)
 def test_serve_refuses_bad_settings_before_starting(argv, capsys):
     """nan idle minutes would never expire a game: the store would answer 429 for good."""
     from sevenrocks_env.web.server import main
 
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith("error: --port must be")
+
+
+def test_serve_refuses_an_agent_it_cannot_build_before_starting(capsys):
+    from sevenrocks_env.web.server import main
+
+    # (a documentation address, never this machine's: a server never starts, even unchecked)
+    assert main(["--agent", "bogus", "--host", "192.0.2.1"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("error: --agent bogus: ")
+    assert captured.err.count("\n") == 1
 
 
 def test_every_menu_agent_plays_at_the_largest_seed(client):
