@@ -83,6 +83,8 @@ def test_parse_answer_reasons():
         parse_answer("1-4", match, legal)
     with pytest.raises(ValueError, match="does not fit the east end"):
         parse_answer("1-2 e", match, legal)
+    with pytest.raises(ValueError, match=r"the north end is not open \(branches open once"):
+        parse_answer("1-2 n", match, legal)
     with pytest.raises(ValueError, match="must place one"):
         parse_answer("knock", match, legal)
     with pytest.raises(ValueError, match="not on the list"):
@@ -234,11 +236,36 @@ def test_the_final_line_says_whether_your_team_won(seat):
     assert out.getvalue().rstrip().endswith(expected)
 
 
-@pytest.mark.parametrize("argv", [["--target", "0"], ["--seed", str(2**63)], ["--seed", "-1"]])
+@pytest.mark.parametrize("argv", [["--target", "0"], ["--seed", str(2**63)], ["--seed", "-1"],
+                                  ["--target", str(records.MAX_TARGET + 1)]])  # (no record)
 def test_out_of_range_numbers_exit_2(argv, tmp_path, capsys):
     code, _ = run(argv + ["--record", str(tmp_path / "g.json")], "q\n")
     assert code == 2 and "error:" in capsys.readouterr().err
     assert not (tmp_path / "g.json").exists()
+
+
+def test_a_drawn_seed_comes_from_all_2_to_the_63_seeds(tmp_path, monkeypatch):
+    """The seed deals every hand: drawn from a small range, a player could find it from their
+    own hand and know the others' (the web page draws from the same range)."""
+    import secrets
+
+    asked = []
+    monkeypatch.setattr(secrets, "randbelow", lambda n: asked.append(n) or 12345)
+    code, out = run(["--opponents", "random", "--record", str(tmp_path / "g.json")], "q\n")
+    assert code == 0 and asked == [2**63]
+    assert records.load(tmp_path / "g.json")["rounds"][0]["hands"] == [
+        [tile_name(t) for t in tiles_of(hand)] for hand in Match.new(12345).history[0].hands]
+
+
+def test_no_pause_after_the_round_that_ends_the_match():
+    out = io.StringIO()
+    agents = {s: make_agent("random", seed=s) for s in (1, 2, 3)}
+    session = Session(0, agents, seed=3, target=30, stdin=io.StringIO("1\n" * 400 + "\n" * 50),
+                      stdout=out, echo=False, pause=True)
+    assert session.run() is True
+    text = out.getvalue()
+    rounds = len(session.match.history)
+    assert text.count("press Enter for the next round") == rounds - 1 >= 1
 
 
 def test_two_opponent_specs_are_left_then_right(tmp_path):
