@@ -34,7 +34,7 @@ def test_one_frame_per_move(tmp_path):
     assert one[0][0].size == (640, 430)
 
 
-def test_gif_and_png_folder(tmp_path):
+def test_gif_and_png_folder(tmp_path, capsys):
     record = short_match_record()
     path = tmp_path / "game.json"
     records.save(record, path)
@@ -42,12 +42,46 @@ def test_gif_and_png_folder(tmp_path):
     gif = tmp_path / "round.gif"
     assert main([str(path), "--out", str(gif), "--round", "1", "--fps", "4", "--scale", "0.4"]) == 0
     for fps in ("0.001", "0", "nan", "1000"):  # a GIF frame's duration is 16 bits of ms
-        assert main([str(path), "--out", str(gif), "--fps", fps]) == 2
+        assert main([str(path), "--out", str(tmp_path / "new.gif"), "--fps", fps]) == 2
+        assert "--fps must be between 0.1 and 50" in capsys.readouterr().err
+    assert not (tmp_path / "new.gif").exists()
     with Image.open(gif) as image:
         assert image.n_frames == moves
     folder = tmp_path / "frames"
     assert main([str(path), "--out", str(folder) + "/", "--round", "1", "--scale", "0.4"]) == 0
     assert len(list(folder.glob("frame_*.png"))) == moves
+
+
+def test_every_frame_of_a_round_is_framed_by_the_round_s_final_layout(monkeypatch):
+    """Tiles keep their place from frame to frame: each frame of a round is drawn with the
+    framing of that round's last layout (framed move by move, the board jumped)."""
+    from sevenrocks_env.render.geometry import frame_layout
+    from sevenrocks_env.render.layout import build_layout
+    from sevenrocks_env.render.picture import board_box
+
+    record = short_match_record()
+    drawn = []
+    real = replay.draw_picture
+    monkeypatch.setattr(replay, "draw_picture", lambda match, spectator, framing: (
+        drawn.append(framing), real(match, spectator=spectator, framing=framing))[1])
+    rounds = [r for _, _, r in record_frames(record, scale=0.1)]
+    assert len(drawn) == len(rounds) and len(set(rounds)) >= 2
+    for framing, r in zip(drawn, rounds):
+        moves = record["rounds"][r]["moves"]
+        assert framing == frame_layout(build_layout(moves), board_box(SIZE))
+
+
+def test_pngs_of_an_earlier_replay_with_more_digits_are_removed(tmp_path):
+    """A replay of 10,000+ frames names them with five digits: a later, shorter replay into the
+    folder removes those too (a stale frame_10000.png sorts after the new ones)."""
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for name in ("frame_00000.png", "frame_10000.png", "frame_0007.png", "frame_7.png"):
+        (folder / name).write_text("old")
+    frames = [(Image.new("RGB", (2, 2)), None, 0)] * 3
+    assert replay.write_pngs(frames, folder, 3) == 3
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "frame_0000.png", "frame_0001.png", "frame_0002.png", "frame_7.png"]  # not a frame name
 
 
 def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
