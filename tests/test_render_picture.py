@@ -18,7 +18,7 @@ from sevenrocks_env.render.picture import (
     hollow_width, render_picture, round_end_lines, spinner_outline,
 )
 from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
-from sevenrocks_env.tiles import NORTH, SOUTH
+from sevenrocks_env.tiles import NORTH, SOUTH, TILES, tiles_of
 
 from positions import finished_round, round_played_out
 from rules_examples import EXAMPLES, example_match
@@ -243,6 +243,29 @@ def test_the_winner_label_and_no_seat_to_move_after_the_match(texts):
     draw_picture(match, spectator=True)
     labels = [t for t in texts if t.startswith("team ") and "(seats" in t]
     assert [("WINS" in t) for t in labels] == [match.winner == 0, match.winner == 1]
+    assert not any("to move" in t for t in texts)
+
+
+def test_a_counted_round_shows_each_hand_s_pips_and_deduction(texts):
+    """R7: every seat row at a counted round's end: the pips left in hand (both halves of every
+    tile) and the deduction they round to."""
+    match = finished_round(accept=lambda log: sum(h != 0 for h in log.remaining_hands()) >= 2)
+    log = match.history[-1]
+    draw_picture(match, spectator=True)
+    pips = [sum(TILES[t][0] + TILES[t][1] for t in tiles_of(hand))
+            for hand in log.remaining_hands()]
+    assert [t for t in texts if " pips -> " in t] == [
+        f"{p} pips -> {'-' + str(d) if d else '0'}" for p, d in zip(pips, log.deductions)]
+    assert sum(pips) > 0
+
+
+def test_a_match_cut_off_by_its_round_limit_says_so(texts):
+    match = Match.new(3, max_rounds=1)
+    rng = random.Random(0)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    draw_picture(match, spectator=True)
+    assert match.truncated and "match over: round limit reached, no winner" in texts
     assert not any("to move" in t for t in texts)
 
 

@@ -112,6 +112,16 @@ def test_only_the_winning_team_is_marked_winner():
     assert len(marked) == 1 and marked[0].lstrip().startswith("team 1")
 
 
+def test_a_won_round_shows_no_deductions_and_keeps_its_number():
+    """R8: the round that wins the match is not counted; it is still the round it was (a won
+    round does not move ``round_index`` on: R7's count moves it)."""
+    match = won_at_exactly_the_target()
+    text = render_text(match)
+    assert "match won: the round is not counted" in text and "Deductions" not in text
+    assert text.startswith(f"Seven Rocks - round {len(match.history)} - ")
+    assert "match over: team 1 wins" in text
+
+
 def test_describe_move_takes_negative_indices():
     log = example_match(EXAMPLES["A"]).history[-1]
     assert describe_move(log, -1) == describe_move(log, len(log.moves) - 1)
