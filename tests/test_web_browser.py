@@ -290,9 +290,11 @@ def test_a_tile_that_fits_two_ends_is_played_from_the_keyboard(server, browser):
 
 def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
     """At the match's end the summary is a modal that cannot be closed: the page's own
-    Download record button was behind it, so the full record could not be had."""
-    base, _ = server
-    page, errors = start_match(browser, base, delay=0, target=10)
+    Download record button was behind it, so the full record could not be had.  It says
+    whether the human's team won; its rematch frees the old game and summarises the new
+    match's rounds from its first."""
+    base, app = server
+    page, errors = start_match(browser, base, delay=0, target=100)
     notes = {}
     for _ in range(60):  # rounds
         while wait_for_turn_or_summary(page) == "turn":
@@ -308,7 +310,20 @@ def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
     path = tmp_path / "match.json"
     download.value.save_as(path)
     saved = records.load(path)
-    assert saved["winner"] in (0, 1) and max(saved["scores"]) >= 10
+    assert saved["winner"] in (0, 1) and max(saved["scores"]) >= 100
+    won = page.evaluate("App.ui.view.winner === App.ui.view.team")
+    assert page.inner_text("#match-result").endswith(
+        ("your team wins!" if won else "your team loses.") + " (seed 4)")
+    old = page.evaluate("App.ui.view.id")
+    page.click("#rematch")
+    page.wait_for_function(f"App.ui.view.id !== '{old}'")
+    while wait_for_turn_or_summary(page) == "turn":
+        play_my_turn(page, notes)
+    # the new match's first round is summarised (the old match's count of rounds shown, kept,
+    # hid as many of the new match's first summaries)
+    assert page.inner_text("#summary-body h2").startswith("Round 1: ")
+    assert len(saved["rounds"]) >= 2 and not page.evaluate("App.ui.view.over")
+    assert old not in app.state.store._games
     assert not errors, errors
 
 
@@ -320,6 +335,23 @@ def test_a_lost_answer_does_not_leave_the_page_behind_the_game(server, browser):
                                      "throw new TypeError('the answer was lost')")
     page.wait_for_function("App.ui.view.ply >= 1 && !App.ui.busy", timeout=10000)
     assert "already sent" not in page.inner_text("#notice")
+
+
+def test_a_step_refused_for_a_moment_is_sent_again(server, browser):
+    """A 409 with Retry-After (the game busy with another request) is retried a second later;
+    without the retry the bots stopped for good."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.evaluate("""() => { const fetch0 = window.fetch; window.steps = 0;
+        window.fetch = async (...args) => {
+          if (String(args[0]).endsWith('/step') && window.steps++ === 0)
+            return new Response(JSON.stringify({error: 'busy'}),
+                                {status: 409, headers: {'retry-after': '1'}});
+          return fetch0(...args); }; }""")
+    _start(page, seat=0, seed=3)  # a bot opens: a step is sent at once
+    page.wait_for_function("App.ui.view.ply >= 1", timeout=10000)
+    assert page.evaluate("window.steps") >= 2  # refused once, then sent again
 
 
 def test_leaving_a_game_frees_its_place_on_the_server(server, browser):
