@@ -7,8 +7,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from ..checks import checked_int
-from ..checks import shown
+from ..checks import checked_int, shown
 from ..record import MAX_ROUNDS, MAX_TARGET
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
