@@ -510,3 +510,18 @@ def test_a_saved_result_with_a_key_given_twice_is_refused(tmp_path):
     path.write_text('{"win_rate": 0.9, ' + saved[1:])
     with pytest.raises(ValueError, match="win_rate.* given twice"):
         read_result(path)
+
+
+def test_the_centre_is_the_measured_agents_mean_when_some_are_rated_by_the_prior():
+    """LADDER's floor lost every pair, the others are measured: the ratings are centred on
+    the agents the data rate against each other, and the label says so."""
+    rows = fit_bradley_terry(*LADDER).rows()
+    assert [bool(r["one_sided"]) for r in rows] == [True, False, False, False]
+    assert centre_text(rows) == "0 = the mean of the agents the data rate against each other"
+
+
+def test_four_values_are_enough_for_a_mean_interval():
+    """Student's t needs 3 degrees of freedom (``t_quantile_975``): 4 pairs give an interval."""
+    lo, hi = mean_interval([1.0, 2.0, 3.0, 4.0])  # mean 2.5, sd 1.2910, t(3) 3.1824
+    assert (lo + hi) / 2 == pytest.approx(2.5)
+    assert (hi - lo) / 2 == pytest.approx(3.18245 * 1.29099 / 2, abs=5e-3)

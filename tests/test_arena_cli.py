@@ -80,3 +80,32 @@ def test_two_specs_with_one_short_name_are_told_apart_in_the_pair_table():
     assert title.splitlines()[0] == "ckpt:sevenrocks_ppo (A) vs ckpt:sev...cks_ppo~2 (B)"
     mirror = arena.evaluate("greedy", "greedy", 1, seed=0).table()   # one spec: one label
     assert mirror.splitlines()[0] == "greedy (A) vs greedy (B)" and "~2" not in mirror
+
+
+@pytest.mark.parametrize("target", ["folder", "/dev/null"])
+def test_a_training_script_s_json_that_is_not_a_file_is_refused_before_training(tmp_path,
+                                                                               target):
+    """``--json`` naming a folder (or a device) failed when the results were written, after
+    the training and the evaluation."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    arena_cli.add_evaluation_arguments(parser)
+    path = tmp_path if target == "folder" else target
+    args = parser.parse_args(["--json", str(path), "--eval-pairs", "3"])
+    with pytest.raises(ValueError, match="exists and is not a regular file"):
+        arena_cli.check_evaluation_arguments(args)
+    arena_cli.check_evaluation_arguments(parser.parse_args(["--json", str(tmp_path / "r.json")]))
+
+
+def test_more_torch_threads_than_the_bound_are_refused_before_any_work(monkeypatch, capsys):
+    """(100,000 threads crashed torch with a segmentation fault.)"""
+    torch = pytest.importorskip("torch")
+    import sevenrocks_env.arena_batched as arena_batched
+
+    def work(*args, **kwargs):
+        raise AssertionError("work started")
+    monkeypatch.setattr(arena_batched, "evaluate_batched", work)
+    monkeypatch.setattr(torch, "set_num_threads", work)
+    assert arena_cli.main(["greedy", "random", "--batched", "--threads", "100000"]) == 2
+    assert "--threads must be in [1, 256], got 100000" in capsys.readouterr().err

@@ -23,6 +23,8 @@ SCRIPTS = sorted([*ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py")])
     (arguments.positive_real, "0"), (arguments.non_negative_real, "-0.1"),
     (arguments.non_negative_int, "-1"), (arguments.device, "bogus"), (arguments.device, "meta"),
     (arguments.pairs, str(10 ** 9 + 1)), (arguments.workers, "65"), (arguments.threads, "257"),
+    (arguments.workers, "0"), (arguments.threads, "0"), (arguments.seconds, "3601"),
+    (arguments.seconds, "1e12"), (arguments.seconds, "0"), (arguments.seconds, "nan"),
     (arguments.batch, str(2 ** 16 + 1)), (arguments.non_negative_pairs, "-1"),
     (arguments.output_file, "/tmp"), (arguments.output_file, "/proc/x/y.json"),
     (arguments.output_folder, "/proc/x"), (arguments.output_folder, __file__),
@@ -37,6 +39,8 @@ def test_good_values_pass():
     assert arguments.positive_real("0.5") == 0.5 and arguments.non_negative_real("0") == 0.0
     assert arguments.non_negative_int("0") == 0 and arguments.device("cpu:0") == "cpu"
     assert arguments.non_negative_pairs("0") == 0 and arguments.threads("256") == 256
+    assert arguments.workers("1") == 1 and arguments.workers("64") == 64
+    assert arguments.seconds("3600") == 3600.0 and arguments.seconds("0.5") == 0.5
     assert arguments.output_file("/tmp/new/folder/x.json") == "/tmp/new/folder/x.json"
     assert arguments.output_folder("/tmp/new/folder") == "/tmp/new/folder"
 

@@ -107,6 +107,12 @@ def test_the_differing_decisions_are_split_by_preference():
         "init agreed": [6], "<= 2": [0, 1], "2-5": [2], "5-10": [3], "> 10": [4, 5]}
 
 
+def test_preference_is_the_teacher_s_value_of_its_action_minus_the_other_s():
+    values = torch.tensor([[5.0, 1.0, 0.0], [2.0, 9.0, 3.0]])
+    prefers = distill.preference(values, torch.tensor([0, 1]), torch.tensor([1, 2]))
+    assert prefers.tolist() == [4.0, 6.0]
+
+
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     torch.manual_seed(2)
     init_data = policy_entries(PolicyNet((32, 32)), 7)
@@ -406,10 +412,12 @@ def test_soft_targets_stay_finite_at_the_smallest_temperature_and_refuse_smaller
         distill.Args(temperature=1e-9)
 
 
-def test_a_teacher_value_out_of_range_stops_the_collection_with_a_clear_error():
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e7, -1e7])
+def test_a_teacher_value_out_of_range_stops_the_collection_with_a_clear_error(value):
+    """Not finite, or past +-1e6 points (a labels file holding it would be refused)."""
     class Broken:
         def action_values_many(self, observations, masks, rngs):
-            return [[float("nan")] * int(m.sum()) for m in masks]
+            return [[value] * int(m.sum()) for m in masks]
 
     with pytest.raises(ValueError, match="teacher value out of range"):
         distill.collect(tiny_student(), Broken(), 10, num_envs=4, seed=1, log=lambda *_: None)

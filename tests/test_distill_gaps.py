@@ -43,3 +43,37 @@ def test_labels_without_values_are_one_line_of_error(tmp_path, capsys):
     path = save_labels(tmp_path / "l.npz", labels, "search:samples=1")
     assert distill_gaps.main(["--labels", str(path), "--init", "shipped"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_each_decision_lands_in_the_bucket_of_the_teacher_s_preference(tmp_path):
+    """Teacher labels built so that a third of the decisions are the init's choice, a third
+    prefer another action by 3 points and a third by 20: "init agreed", "2-5" and "> 10"; a
+    second network's shares in each bucket are its agreement on exactly those decisions."""
+    from sevenrocks_env.policy import load_policy
+    from distill_stand_ins import tiny_student
+    from training.checkpoint import policy_entries, save_checkpoint
+
+    init = load_policy("shipped").model
+    labels = distill.collect(init, Highest(), 120, num_envs=8, seed=5, log=lambda *_: None)
+    obs, mask = torch.from_numpy(labels["observation"]), torch.from_numpy(labels["action_mask"])
+    modes = distill.modes_on(init, obs, mask).numpy()
+    action, values = modes.copy(), np.zeros(labels["values"].shape, np.float32)
+    assert (labels["action_mask"].sum(axis=1) > 1).all()  # (only real choices are labelled)
+    bucket = {name: np.zeros(len(modes), bool)
+              for name in ("init agreed", "<= 2", "2-5", "5-10", "> 10")}
+    for row in range(len(modes)):
+        name = ("init agreed", "2-5", "> 10")[row % 3]
+        bucket[name][row] = True
+        if name != "init agreed":
+            legal = np.flatnonzero(labels["action_mask"][row])
+            action[row] = legal[legal != modes[row]][0]
+        values[row, action[row]] = {"init agreed": 1.0, "2-5": 3.0, "> 10": 20.0}[name]
+    student = save_checkpoint(tmp_path / "student.pt", policy_entries(tiny_student(), 0))
+    lines = distill_gaps.table({**labels, "action": action, "values": values}, "shipped",
+                               [str(student)])
+    assert lines[0] == "| policy | " + " | ".join(
+        f"{name} ({int(rows.sum()):,})" for name, rows in bucket.items()) + " |"
+    agrees = distill.modes_on(tiny_student(), obs, mask).numpy() == action
+    assert lines[2].split("|")[2:-1] == [" 1.000 ", " nan ", " 0.000 ", " nan ", " 0.000 "]
+    assert lines[3].split("|")[2:-1] == [
+        f" {agrees[rows].mean():.3f} " if rows.any() else " nan " for rows in bucket.values()]

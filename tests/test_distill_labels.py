@@ -360,3 +360,21 @@ def test_a_labels_path_with_a_comma_is_one_file_and_the_older_comma_list_still_r
         distill_labels.labels_file_names([f"{first},{tmp_path / 'missing.npz'}"])
     with pytest.raises(distill.LabelsError, match="give 1 to 64 labels files, got more"):
         distill_labels.labels_file_names([",".join(["x"] * 65)])
+
+
+def test_a_teacher_text_declared_megabytes_long_is_refused_before_the_file_is_read(
+        tmp_path, collected, monkeypatch):
+    """A ``teacher.npy`` of 4 M characters is 16 MB, a few kB compressed: its header is refused
+    before np.load allocates it (the spec check after loading would come too late)."""
+    path = tmp_path / "long_teacher.npz"
+    np.savez_compressed(path, **{k: collected[k] for k in ("observation", "action_mask",
+                                                           "action")},
+                        teacher=np.array("t", dtype=f"<U{4_000_000}"))
+    assert path.stat().st_size < 1_000_000
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("np.load was reached")
+    monkeypatch.setattr(distill_labels.np, "load", loaded)
+    with pytest.raises(distill.LabelsError,
+                       match=r"'teacher' declares <U4000000 \(\): not a text of at most 4096"):
+        distill_labels.load_labels(path)

@@ -98,3 +98,23 @@ def test_a_file_without_a_label_array_is_named(tmp_path):
     with pytest.raises(distill_labels.LabelsError, match="no_action.npz: not a labels file "
                                                          r"\(it has no 'action'\)"):
         distill_labels.load_labels_files([str(path)])
+
+
+@pytest.mark.parametrize("shared, refused", [(700, True), (300, False)])
+def test_a_file_sharing_most_of_another_s_decisions_is_refused(tmp_path, shared, refused):
+    """70% of one file's decisions in another (a part of it, saved anew beside other labels)
+    would be held out and trained on: refused; 30% (more than two collections share) joins."""
+    first = write_labels(tmp_path / "first.npz", 1000, 1)
+    other = write_labels(tmp_path / "other.npz", 1000, 2)
+    with np.load(first) as a, np.load(other) as b:
+        mixed = {key: np.concatenate([a[key][:shared], b[key][shared:]])
+                 for key in ("observation", "action_mask", "action", "values", "match")}
+        teacher = b["teacher"]
+    np.savez(tmp_path / "mixed.npz", teacher=teacher, **mixed)
+    files = [first, str(tmp_path / "mixed.npz")]
+    if refused:
+        with pytest.raises(distill_labels.LabelsError, match="mixed.npz: most of its decisions "
+                                                             "are those of .*first.npz"):
+            distill_labels.join_labels_files(files)
+    else:
+        assert len(distill_labels.join_labels_files(files)[0]["action"]) == 2000

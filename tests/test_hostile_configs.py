@@ -119,6 +119,7 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ("run_name=..", "run_name"),
     ("log_dir=", "log_dir"),
     ("critic=magic", "critic"),
+    ("action_features=5", "action_features must be 0 or one of [1, 2, 3], got 5"),  # no version 5
     ("eval_agents=[[[[1]]]]", "eval_agents[0]"),
     ("opponents=[" + ",".join(["greedy"] * 40) + "]", "opponents"),
     ("eval_agents=[nosuchagent]", "eval_agents: unknown agent spec 'nosuchagent'"),
@@ -358,3 +359,22 @@ def test_a_network_too_large_to_read_back_is_refused_before_training(tmp_path, c
     err = capsys.readouterr().err
     assert "hidden_sizes [4096, 4096, 4096, 4096]: a training checkpoint would hold about" in err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize("hidden_sizes, refused_", [
+    ("[4096, 4096]", False),         # about 0.75 GiB: within three quarters of the 1 GiB bound
+    ("[4096, 4096, 1024]", True),    # about 0.91 GiB: under the bound, not under 3/4 of it
+    ("[4096, 4096, 4096]", True),    # about 1.44 GiB
+])
+def test_checkpoints_must_fit_in_three_quarters_of_the_read_bound(hidden_sizes, refused_):
+    """A quarter of the bound on reading a checkpoint is kept for snapshots still played after
+    they leave the pool and the engine's state."""
+    from training.checkpoint import check_checkpoint_size
+    cfg = load_config(SMOKE, [f"hidden_sizes={hidden_sizes}", "critic=oracle"])
+    if not refused_:
+        check_checkpoint_size(cfg)
+        return
+    with pytest.raises(ConfigError, match=rf"hidden_sizes \[{hidden_sizes[1:-1]}\]: a training "
+                                          "checkpoint would hold about") as caught:
+        check_checkpoint_size(cfg)
+    assert caught.value.key == "hidden_sizes"

@@ -83,6 +83,11 @@ def test_ratings_follow_the_results():
     rated = ladder.ratings(results)
     assert [r["agent"] for r in rated] == ["a", "b", "c"]
     assert rated[0]["rating"] > 0 > rated[2]["rating"]
+    # each row's lead is over the next one down: positive, the gap between the two ratings
+    for above, below in zip(rated, rated[1:]):
+        assert above["lead"][0] == pytest.approx(above["rating"] - below["rating"])
+        assert above["lead"][0] > 0 and above["lead"][1] > 0
+    assert rated[-1]["lead"] is None
 
 
 def test_bad_scale_is_refused():
@@ -257,3 +262,79 @@ def test_a_saved_result_is_reused_under_another_spelling_of_its_specs(tmp_path):
     with pytest.raises(ladder.SavedError, match="not written by the ladder"):
         ladder.play("s", "random", 1, 31337, out, reuse=True,
                     agents={"s": "search:samples=2", "random": "random"})
+
+
+def saved_pairing(a: str, b: str, win_rate: float, pairs: int, seed: int = 31337) -> dict:
+    """An arena result of the ladder's agents ``a`` and ``b`` as ``read_result`` accepts it
+    (one played pair's fields, renamed and rescored)."""
+    from sevenrocks_env.arena_batched import evaluate_batched
+    result = evaluate_batched("greedy=greedy", "random=random", 1, seed=seed).as_dict()
+    return result | {"agent_a": a, "agent_b": b, "spec_a": ladder.AGENTS[a],
+                     "spec_b": ladder.AGENTS[b], "win_rate": win_rate, "pairs": pairs,
+                     "matches": 2 * pairs, "ci95": list(wilson_interval(win_rate, pairs))}
+
+
+def test_the_printed_intervals_are_1_96_standard_errors_of_the_fit(tmp_path, capsys):
+    """The ±95% of each rating and of each lead over the next one down: 1.96 times the
+    standard errors of the Bradley-Terry fit (``--no-play``, on saved pairings)."""
+    from sevenrocks_env.ratings import fit_bradley_terry
+
+    out = tmp_path / "ladder"
+    out.mkdir()
+    results = [saved_pairing("greedy", "random", 0.7, 200),
+               saved_pairing("heuristic", "random", 0.8, 200),
+               saved_pairing("heuristic", "greedy", 0.6, 500)]
+    for r in results:
+        (out / f"{r['agent_a']}__{r['agent_b']}.json").write_text(json.dumps(r))
+    capsys.readouterr()
+    assert ladder.main(["--no-play", "--out", str(out)]) == 0
+    table = capsys.readouterr().out.split("| agent | rating |")[1].splitlines()[2:5]
+    names = ["heuristic", "greedy", "random"]
+    fitted = fit_bradley_terry(names, {(0, 2): (160, 200), (1, 2): (140, 200),
+                                       (0, 1): (300, 500)})
+    assert fitted.one_sided == [None] * 3
+    expected = []
+    for i, name in enumerate(names):
+        lead = "" if i == 2 else (f"{fitted.difference(i, i + 1)[0]:+.0f} ± "
+                                  f"{round(1.96 * fitted.difference(i, i + 1)[1])}")
+        expected.append(f"| {name} | {fitted.rating[i]:+.0f} | "
+                        f"{round(1.96 * fitted.stderr(i))} | {lead} |")
+    assert table == expected
+
+
+def test_an_arena_json_that_does_not_say_its_round_limit_or_arena_is_refused(tmp_path):
+    """Only the ladder's own older files may lack ``max_rounds`` and ``engine`` (they were
+    played with these settings); an arena --json without them may have been played with any."""
+    out = tmp_path / "ladder"
+    out.mkdir()
+    result = saved_pairing("greedy", "random", 0.5, 1)
+    agents = {"greedy": "greedy", "random": "random"}
+    for missing in (["max_rounds"], ["engine"], ["max_rounds", "engine"]):
+        (out / "greedy__random.json").write_text(json.dumps(
+            {k: v for k, v in result.items() if k not in missing}))
+        with pytest.raises(ladder.SavedError, match="not written by the ladder"):
+            ladder.play("greedy", "random", 1, 31337, out, reuse=True, agents=agents)
+    (out / "greedy__random.json").write_text(json.dumps(result))  # saying them: reused
+    assert ladder.play("greedy", "random", 1, 31337, out, reuse=True, agents=agents) == result
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"target": 0}, "target"), ({"target": -150}, "target"),
+    ({"seconds_per_decision": [-0.001, 0.001]}, "seconds_per_decision"),
+    ({"seconds_per_decision": [0.001, -1]}, "seconds_per_decision")])
+def test_a_saved_pairing_with_a_target_or_time_no_arena_gives_is_refused(tmp_path, changes,
+                                                                         field):
+    path = tmp_path / "greedy__random.json"
+    path.write_text(json.dumps(saved_pairing("greedy", "random", 0.5, 1) | changes))
+    with pytest.raises(ladder.SavedError, match=f"{field} is missing or out of range"):
+        ladder.read_saved(path)
+
+
+def test_workers_on_a_gpu_are_refused_before_anything_is_read(tmp_path, monkeypatch, capsys):
+    """--workers play on the CPU: with --device cuda the ladder says so at once (the device
+    is taken as given here, so that a machine without one checks the rule too)."""
+    monkeypatch.setattr(ladder.arguments, "device", str)
+    with pytest.raises(SystemExit) as stop:
+        ladder.main(["--no-play", "--out", str(tmp_path), "--device", "cuda", "--workers", "2"])
+    assert stop.value.code == 2
+    assert "--workers 2 play on the CPU; on cuda use one" in capsys.readouterr().err

@@ -107,3 +107,23 @@ def test_nesting_deeper_than_the_bound_is_refused():
         nested = [nested]
     with pytest.raises(PickleExpansionError, match="nested more than"):
         expanded_size(pickle.dumps(nested, protocol=2), 10**6)
+
+
+def _hash_bomb(depth: int) -> bytes:
+    """A tuple of ``depth`` levels whose two items are the same tuple, by LONG_BINGET memo
+    references: ~10 bytes a level, 3 * 2**depth - 1 values once built (hashing visits all)."""
+    data, memo = bytearray(b"\x80\x02K\x00\x85r" + _frame(10**5)), 10**5   # (0,), LONG_BINPUT
+    for _ in range(depth):
+        get = b"j" + _frame(memo)                                          # LONG_BINGET
+        memo += 1
+        data += get + get + b"\x86r" + _frame(memo)                        # TUPLE2, LONG_BINPUT
+    return bytes(data + b".")
+
+
+def test_memo_references_count_the_whole_object_each_time():
+    """The pattern of the hash bomb in test_hostile_checkpoints.py, measured directly (there, a
+    scan that missed it would hang for hours hashing the key instead of failing)."""
+    for depth in (0, 1, 10):
+        assert expanded_size(_hash_bomb(depth), 10**6)[1] == 3 * 2 ** depth - 1
+    with pytest.raises(PickleExpansionError, match="would expand to more than 1,000,000 items"):
+        expanded_size(_hash_bomb(40), 10**6)

@@ -50,10 +50,48 @@ def test_a_seconds_long_run_reads_in_seconds_with_bands(tmp_path):
     assert main([str(tmp_path / "smoke"), "--out", str(out), "--x", "steps"]) == 0
 
 
-def test_long_run_in_hours_and_pairs_from_the_command_line(tmp_path):
+def test_long_run_in_hours_and_pairs_from_the_command_line(tmp_path, monkeypatch):
+    import training.plot_curve as plot_curve
+
     run = read_run(write_run(tmp_path / "long", minutes=(30, 200, 400), pairs=None))
     assert run["pairs"] is None and x_axis(run, "time")[0] == "wall time (hours)"
+    drawn, original = [], plot_curve.wilson_interval
+    monkeypatch.setattr(plot_curve, "wilson_interval",
+                        lambda p, n: drawn.append(n) or original(p, n))
     assert main([str(tmp_path / "long"), "--out", str(tmp_path / "c.png"), "--pairs", "50"]) == 0
+    assert drawn == [50] * 6  # every point of both curves: nothing logged says otherwise
+
+
+@pytest.mark.parametrize("logged", ["eval/pairs", "hyperparameters", "both"])
+def test_pairs_given_override_whatever_the_run_logged(tmp_path, monkeypatch, logged):
+    """``draw(..., pairs=50)``: every band over 50 pairs, not the logged eval/pairs (30) nor the
+    hyperparameters' eval_pairs and final_eval_pairs (30, 200)."""
+    import training.plot_curve as plot_curve
+
+    run = read_run(write_run(tmp_path / "run", minutes=(1, 2, 3),
+                             pairs=None if logged == "eval/pairs" else (30, 200),
+                             pairs_logged=None if logged == "hyperparameters" else (30, 30, 30)))
+    drawn, original = [], plot_curve.wilson_interval
+    monkeypatch.setattr(plot_curve, "wilson_interval",
+                        lambda p, n: drawn.append(n) or original(p, n))
+    plot_curve.draw(run, tmp_path / "c.png", pairs=50)
+    assert drawn == [50] * 6
+
+
+def test_a_run_logging_eval_pairs_at_only_some_evaluations_is_drawn_by_the_config_s_rule(
+        tmp_path, monkeypatch):
+    """A run resumed across the version that began logging eval/pairs: the evaluations before
+    it have none; all points take the logged hyperparameters' rule (no crash, no band lost)."""
+    import training.plot_curve as plot_curve
+
+    run = read_run(write_run(tmp_path / "mixed", minutes=(1, 2, 3), pairs=(30, 200),
+                             pairs_logged=(30,)))
+    assert run["pairs_at"] == {256: 30}
+    drawn, original = [], plot_curve.wilson_interval
+    monkeypatch.setattr(plot_curve, "wilson_interval",
+                        lambda p, n: drawn.append(n) or original(p, n))
+    plot_curve.draw(run, tmp_path / "mixed.png")
+    assert drawn == [30, 30, 200] * 2
 
 
 def test_the_logged_pairs_of_each_evaluation_size_its_band(tmp_path, monkeypatch):
@@ -129,6 +167,8 @@ def test_a_win_rate_without_its_wall_time_is_skipped(tmp_path):
     ([("eval/pairs", float("nan"), 256)], "eval/pairs is nan"),
     ([("eval/pairs", 2.5, 256)], "not a number of pairs"),
     ([("eval/wall_minutes", -4.0, 512)], "eval/wall_minutes is -4.0 at step 512"),
+    ([("eval/wall_minutes", 1e6, 512)], "eval/wall_minutes is 1000000.0 at step 512, not a "
+                                        "number of minutes"),  # past a year
 ])
 def test_odd_logged_values_are_one_line_naming_the_tag(tmp_path, capsys, extra, words):
     """A run folder from elsewhere: every value read is checked before it is drawn."""
