@@ -293,7 +293,7 @@ def test_illegal_learner_action_ends_the_episode_by_default(reward):
     env.reset(seed=0)  # and the next episode is normal
     obs3, _, _, _, info = env.step(np.array(next(iter(legal))))  # a 0-d array is that int
     assert "illegal_action" not in info
-    for outside in (113, -1, "3", 2.5):  # outside the action space: a caller bug, always raised
+    for outside in (113, -1, "3", 2.5, True, np.bool_(False)):  # a caller bug, always raised
         with pytest.raises(ValueError, match="illegal action"):
             env.step(outside)
 
@@ -433,3 +433,50 @@ def test_a_deep_copy_of_the_single_agent_env_goes_on_like_the_original():
     clone = copy.deepcopy(env)
     copied = rest(clone, observation, np.random.default_rng(3))
     assert rest(env, observation, np.random.default_rng(3)) == copied
+
+
+# -- the learner's seat, team and truncation ---------------------------------------------------
+
+def _play_out(env, seed, rng):
+    """Random legal play from ``reset(seed=seed)`` to the end: the last step's results."""
+    env.reset(seed=seed)
+    while True:
+        step = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if step[2] or step[3]:
+            return step
+
+
+def test_max_rounds_cut_off_is_a_truncation_with_no_reward():
+    """A match stopped by max_rounds has no winner: truncated, not terminated, reward 0."""
+    env = SingleAgentEnv(opponents="random", seat=1, max_rounds=1)
+    rng = np.random.default_rng(0)
+    for seed in range(3):
+        _, reward, terminated, truncated, info = _play_out(env, seed, rng)
+        assert env.match.winner is None and env.match.truncated
+        assert (terminated, truncated, reward, info["won"]) == (False, True, 0.0, None)
+
+
+def test_seat_random_draws_every_seat():
+    env = SingleAgentEnv(opponents="random", seat="random")
+    seats = set()
+    for seed in range(40):
+        _, info = env.reset(seed=seed)
+        assert info["learner_seat"] == env.seat
+        seats.add(env.seat)
+    assert seats == {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize("seat", [1, 2, 3])
+def test_the_end_of_the_match_is_reported_for_the_learners_seat_and_team(seat):
+    """info["won"] is the learner team's result and the final observation the learner's own,
+    not seat 0's (the mover's turn is gone when the match is over)."""
+    env = SingleAgentEnv(opponents="random", seat=seat, partner="greedy", target=60)
+    rng = np.random.default_rng(seat)
+    for seed in range(3):
+        obs, reward, terminated, _, info = _play_out(env, seed, rng)
+        winner = env.match.winner
+        assert terminated and winner in (0, 1)
+        assert info["won"] == (winner == seat % 2) and reward == (1.0 if info["won"] else -1.0)
+        assert info["seat"] == seat
+        own = env.aec_env.observe(f"player_{seat}")["observation"]
+        assert np.array_equal(obs["observation"], own)

@@ -2,6 +2,7 @@
 
 import importlib.util
 import tempfile
+import time
 from pathlib import Path
 
 import gymnasium
@@ -69,14 +70,17 @@ def test_example_train_and_arena_agent(temp_folder, capsys):
     example = load_example()
     # a --refresh of 600 steps is two 256-step rollouts: chunks of 600 ran whole rollouts each
     # (768), and 1024 steps became 1280
+    started = time.perf_counter()
     model, seconds = example.train(opponents="self", steps=1024, n_steps=256, batch_size=64,
                                    n_epochs=1, hidden=(32,), refresh=600)
-    assert model.num_timesteps == 1024 and seconds > 0
+    assert model.num_timesteps == 1024 and 0 < seconds <= time.perf_counter() - started
     # SB3's default logger made an empty <tmp>/SB3-<date> folder at each of the 3 learn() calls
     assert sorted(temp_folder.glob("SB3-*")) == []
     agent = example.SB3Agent(model)
     result = evaluate(agent, make_agent("random"), pairs=1, seed=0)
-    assert result.matches == 2 and 0.0 <= result.win_rate <= 1.0
+    again = evaluate(agent, make_agent("random"), pairs=1, seed=0)  # deterministic play
+    assert result.matches == 2 and (result.win_rate, result.mean_margin, result.rounds_per_match) \
+        == (again.win_rate, again.mean_margin, again.rounds_per_match)
     # the agent only returns legal actions
     obs, _ = example.make_env(opponents="random").reset(seed=0)
     action = agent.act(obs["observation"], obs["action_mask"])
@@ -110,3 +114,38 @@ def test_example_prints_the_file_sb3_writes(tmp_path, capsys):
                                 "--save", str(path), "--eval-pairs", "0"]) == 0
     assert (tmp_path / "model.zip").is_file()
     assert f"sevenrocks arena sb3:{path}.zip " in capsys.readouterr().out
+
+
+def _frozen_opponent(model):
+    """The ``--opponents self`` opponent inside the model's (first) env."""
+    return model.get_env().envs[0].unwrapped._others[0]
+
+
+def test_self_play_opponent_is_a_frozen_copy_of_the_learner(temp_folder):
+    """The copy has the learner's weights at the last refresh (not a fresh random network) and
+    keeps them while the learner goes on learning (not the live policy)."""
+    import torch
+
+    example = load_example()
+    model, _ = example.train(opponents="self", steps=64, n_steps=32, batch_size=32, n_epochs=1,
+                             hidden=(8,), refresh=32)
+    frozen = _frozen_opponent(model)
+    assert frozen is _frozen_opponent(model) and frozen.agent.model is not model.policy
+    copy = {k: v.clone() for k, v in frozen.agent.model.state_dict().items()}
+    learner = model.policy.state_dict()
+    assert copy.keys() == learner.keys()
+    assert all(torch.equal(copy[k], learner[k]) for k in copy)
+    model.learn(total_timesteps=32, reset_num_timesteps=False)
+    learner = model.policy.state_dict()
+    assert not all(torch.equal(copy[k], learner[k]) for k in copy)  # the learner moved on
+    assert all(torch.equal(v, copy[k]) for k, v in frozen.agent.model.state_dict().items())
+
+
+def test_example_env_options_reach_the_env(temp_folder):
+    """make_env's defaults (seat drawn per match, forced moves skipped) and train's reward."""
+    example = load_example()
+    env = example.make_env(opponents="random").unwrapped
+    assert (env.seat_option, env.skip_forced, env.aec_env.reward_mode) == ("random", True, "win")
+    model, _ = example.train(opponents="random", steps=16, n_steps=16, batch_size=16,
+                             n_epochs=1, hidden=(8,), reward="points")
+    assert model.get_env().envs[0].unwrapped.aec_env.reward_mode == "points"

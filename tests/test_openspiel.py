@@ -12,6 +12,7 @@ from openspiel_states import deal_chance, load, random_state  # noqa: E402
 from sevenrocks_env import rules, sevenrocks_v0  # noqa: E402
 from sevenrocks_env.arena import evaluate, play_match  # noqa: E402
 from sevenrocks_env.agents import make_agent  # noqa: E402
+from sevenrocks_env.agents.belief import HandSampler  # noqa: E402
 from sevenrocks_env.observation import decode, encode  # noqa: E402
 from sevenrocks_env.openspiel import GAME_NAME, state_from_view  # noqa: E402
 from sevenrocks_env.openspiel.bots import PyspielBotAgent, make_openspiel_agent  # noqa: E402
@@ -325,3 +326,93 @@ def test_bad_actions_are_clear_errors_at_every_kind_of_node():
         state.apply_action(112)
     with pytest.raises(ValueError, match="not a chance node"):
         state.chance_outcomes()
+
+
+# -- truncation and the chance nodes ----------------------------------------------------------
+
+def test_a_match_cut_off_by_max_rounds_returns_zero_like_the_env():
+    """No partnership reached the target: 0 for everyone (not +-1), as the env's truncation."""
+    game = load(max_rounds=1)
+    rng = np.random.default_rng(6)
+    for seed in range(3):
+        env = sevenrocks_v0.env(max_rounds=1)
+        env.reset(seed=seed)
+        state = game.new_initial_state()
+        while True:
+            deal_chance(state, seed)
+            if state.is_terminal():
+                break
+            action = int(rng.choice(state.legal_actions()))
+            env.step(action)
+            state.apply_action(action)
+        assert state._match.winner is None and all(env.truncations.values())
+        assert state.returns() == [0.0] * 4
+
+
+@pytest.mark.parametrize("max_rounds", [1, 2])
+def test_chance_nodes_stay_within_the_declared_bound(max_rounds):
+    """28 deals per round plus the opener draw (first round, after a block): at most 29 per
+    round, exactly 29 for a one-round match."""
+    game = load(max_rounds=max_rounds)
+    bound = game.max_chance_nodes_in_history()
+    assert bound == 29 * max_rounds
+    for seed in range(3):
+        state = random_state(game, np.random.default_rng(seed))
+        chance = sum(item.player == pyspiel.PlayerId.CHANCE for item in state.full_history())
+        assert chance <= bound
+        if max_rounds == 1:
+            assert chance == bound
+
+
+def test_a_tile_is_dealt_once_and_the_opener_is_a_seat():
+    state = load().new_initial_state()
+    state.apply_action(5)
+    with pytest.raises(ValueError, match="deal: 5 is not a tile left to deal"):
+        state.apply_action(5)
+    assert state._dealt == [5]
+    for tile in range(NUM_TILES):
+        if tile != 5:
+            state.apply_action(tile)
+    with pytest.raises(ValueError, match="opener draw: 4 is not a seat"):
+        state.apply_action(4)
+    state.apply_action(3)
+    assert state.current_player() == 3
+
+
+# -- the bots' settings reach OpenSpiel ---------------------------------------------------------
+
+def _decision(target=250):
+    """A position of a match to ``target`` with more than one legal action: (obs, mask)."""
+    from sevenrocks_env.observation import action_mask
+
+    match = rules.Match.new(3, target=target)
+    while len(rules.legal_actions(match)) < 2:
+        rules.apply_action(match, rules.legal_actions(match)[0])
+    return encode(match, match.turn), action_mask(match, match.turn)
+
+
+@pytest.mark.parametrize("kind", ["ismcts", "mcts"])
+def test_sims_uct_c_and_rollouts_reach_the_openspiel_bot(kind):
+    agent = make_openspiel_agent(f"{kind}:sims=7,uct_c=3.5,rollouts=2", seed=0)
+    game = load(rounds=1)
+    view = decode(_decision()[0])
+    bot = agent._search_bot(game, HandSampler(view), np.random.default_rng(0))
+    if kind == "ismcts":
+        settings = (bot._max_simulations, bot._uct_c, bot._evaluator.n_rollouts)
+    else:
+        settings = (bot.max_simulations, bot.uct_c, bot.evaluator.n_rollouts)
+    assert settings == (7, 3.5, 2)
+
+
+def test_the_searched_round_is_played_to_the_matchs_target():
+    """The target decides where the round stops (R8): the searched game is the observed one's."""
+    games = []
+
+    def recording(game, sampler, rng):
+        games.append(game)
+        return pyspiel.make_uniform_random_bot(0, 1)
+
+    agent = PyspielBotAgent(recording, "recorder")
+    observation, mask = _decision(target=100)
+    assert mask[agent.act(observation, mask)] == 1
+    assert [(g.target, g.rounds) for g in games] == [(100, 1)]

@@ -107,7 +107,9 @@ def test_the_inference_search_plays_a_round_through_evaluate_bots():
         agent_bot(game, seat, "greedy") for seat in (1, 2, 3)]
     state = game.new_initial_state()
     returns = evaluate_bots.evaluate_bots(state, bots, np.random.default_rng(2))
-    assert state.is_terminal() and returns[0] == -returns[1]
+    scores = state._match.scores
+    margin = scores[0] - scores[1]
+    assert state.is_terminal() and returns == [margin, -margin, margin, -margin] and margin != 0
 
 
 # -- positions without the round's start ----------------------------------------------------
@@ -175,3 +177,41 @@ def test_bad_specs_players_games_and_answers_are_refused():
     state = first_state_where(game, lambda s: len(s.legal_actions()) > 1)
     with pytest.raises(IllegalActionError, match="illegal action"):
         AgentBot(game, state.current_player(), Cheat()).step(state)
+
+
+def test_agent_bot_refuses_a_pickle_where_pickles_are_not_allowed(tmp_path):
+    """Security: ``sb3:PATH`` loads a pickle, which can run code; with allow_pickles=False (a
+    spec read from a file) it must be refused before anything is read."""
+    path = tmp_path / "model.zip"
+    path.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip: never opened
+    with pytest.raises(ValueError, match="loads a pickle, which can run code"):
+        agent_bot(load(), 0, f"sb3:{path}", allow_pickles=False)
+
+
+def test_agent_bot_seeds_its_agent():
+    """Two bots of the same spec and seed choose alike at every decision."""
+    game = load(target=100)
+    bots = [agent_bot(game, seat, "random", seed=5) for seat in range(4)]
+    twins = [agent_bot(game, seat, "random", seed=5) for seat in range(4)]
+    state, rng, decisions = game.new_initial_state(), np.random.default_rng(0), 0
+    while not state.is_terminal() and decisions < 30:
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+            continue
+        seat = state.current_player()
+        action = bots[seat].step(state)
+        assert twins[seat].step(state) == action
+        decisions += len(state.legal_actions()) > 1
+        state.apply_action(action)
+    assert decisions == 30
+
+
+def test_a_forced_move_is_played_without_asking_the_agent():
+    class Refuses(Recorder):
+        def act(self, observation, action_mask, **extra):
+            raise AssertionError("asked about a forced move")
+
+    state = first_state_where(load(), lambda s: len(s.legal_actions()) == 1)
+    (forced,) = state.legal_actions()
+    assert AgentBot(state.get_game(), state.current_player(), Refuses()).step(state) == forced

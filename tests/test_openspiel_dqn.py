@@ -36,24 +36,61 @@ example = _module(ROOT / "examples" / "openspiel_dqn.py", "openspiel_dqn")
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A smoke training (learning starts after 64 transitions) saved to a file."""
-    network, decisions, _ = example.train(steps=400, seed=3, batch_size=32, min_buffer=64)
+    """A smoke training (learning starts after 64 transitions) saved to a file; also the
+    four learners it made."""
+    made, make_learners = [], example.make_learners
+    example.make_learners = lambda *args, **kwargs: made.append(make_learners(*args, **kwargs)) \
+        or made[-1]
+    try:
+        network, decisions, _ = example.train(steps=400, seed=3, batch_size=32, min_buffer=64)
+    finally:
+        example.make_learners = make_learners
     path = tmp_path_factory.mktemp("osdqn") / "q.pt"
     example.save(network, path, example.HIDDEN, decisions, 3)
-    return network, decisions, path
+    return network, decisions, path, made[0]
 
 
 def test_training_counts_decisions_and_learns(trained):
-    network, decisions, _ = trained
-    assert decisions == 400
+    """Every counted decision is a seat's DQN step, each seat also steps once at every round's
+    end, and all their transitions fill the one shared buffer the network learned from."""
+    network, decisions, _, learners = trained
+    assert decisions == 400 and learners[0]._q_network is network
+    steps = [learner._iteration for learner in learners]
+    rounds, extra = divmod(sum(steps) - decisions, 4)
+    assert extra == 0 and rounds > 0 and min(steps) > rounds  # every seat decided too
+    # a seat's transition runs from one of its decisions to its next (or to the round's end):
+    # one per decision, less the decisions of the round still in progress awaiting their next
+    buffer = learners[0]._replay_buffer
+    assert all(learner._replay_buffer is buffer for learner in learners)
+    assert decisions - 4 <= len(buffer) <= decisions
     fresh = example.make_learners(400, seed=3)[0]._q_network  # the same initial weights
     changed = [not torch.equal(a, b) for a, b in zip(fresh.state_dict().values(),
                                                       network.state_dict().values())]
-    assert all(changed)
+    assert all(changed) and learners[0].loss is not None
+
+
+def test_the_four_seats_share_one_network_target_and_optimiser():
+    learners = example.make_learners(64, seed=0, hidden=(8,))
+    first = learners[0]
+    for learner in learners[1:]:
+        assert learner._q_network is first._q_network
+        assert learner._target_q_network is first._target_q_network
+        assert learner._optimizer is first._optimizer
+    assert [learner.player_id for learner in learners] == [0, 1, 2, 3]
+
+
+def test_rewards_are_scaled_to_points_over_100():
+    time_step = rl_environment.TimeStep(observations={}, rewards=[35.0, -35.0, 35.0, -35.0],
+                                        discounts=[1.0] * 4, step_type=rl_environment.StepType.LAST)
+    scaled = example._scaled(time_step)
+    assert scaled.rewards == pytest.approx([0.35, -0.35, 0.35, -0.35])
+    assert scaled.step_type == time_step.step_type and time_step.rewards[0] == 35.0
+    first = time_step._replace(rewards=None, step_type=rl_environment.StepType.FIRST)
+    assert example._scaled(first) is first
 
 
 def test_the_saved_network_plays_the_arena(trained):
-    network, _, path = trained
+    network, _, path, _ = trained
     agent = example.load_agent(path)
     x = torch.rand(5, OBS_SIZE)
     assert torch.equal(agent.network(x), network(x).detach())

@@ -16,7 +16,8 @@ from sevenrocks_env import rules  # noqa: E402
 from sevenrocks_env.agents.belief import excluded_tiles  # noqa: E402
 from sevenrocks_env.observation import OBS_SIZE, OFFSETS, decode, encode  # noqa: E402
 from sevenrocks_env.openspiel import state_from_view  # noqa: E402
-from sevenrocks_env.tiles import NUM_TILES  # noqa: E402
+from sevenrocks_env.openspiel.observer import MAX_ROUND_MOVES  # noqa: E402
+from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_TILES, tile_name  # noqa: E402
 
 
 # -- resample_from_infostate ----------------------------------------------------------------
@@ -65,6 +66,30 @@ def test_resampling_during_the_deal_keeps_own_tiles():
     assert other._dealt[7:14] == state._dealt[7:14]
     assert len(set(other._dealt)) == 17
     assert other.information_state_string(1) == state.information_state_string(1)
+
+
+class _Draws:
+    """A sampler that always draws ``value`` (``random()`` in [0, 1))."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def random(self):
+        return self.value
+
+
+def test_redealing_during_the_deal_can_pick_every_tile_left():
+    """A draw near 1 picks the last tile of the pool, near 0 the first: no tile is out of reach
+    (a pick scaled to one tile fewer never dealt the last one)."""
+    state = load().new_initial_state()
+    for tile in range(17):
+        state.apply_action(tile)
+    high = state.resample_from_infostate(1, _Draws(1 - 1e-12))._dealt
+    low = state.resample_from_infostate(1, _Draws(0.0))._dealt
+    others = list(range(7)) + list(range(14, 17))
+    assert [high[k] for k in others] == [27, 26, 25, 24, 23, 22, 21, 20, 19, 18]
+    assert [low[k] for k in others] == [0, 1, 2, 3, 4, 5, 6, 14, 15, 16]
+    assert high[7:14] == low[7:14] == list(range(7, 14))
 
 
 def _consistent_deals(state, player):
@@ -174,3 +199,55 @@ def test_resampling_for_a_player_out_of_range_is_refused():
     state = random_state(load(), np.random.default_rng(2), stop=lambda s: s.move_number() > 35)
     with pytest.raises(ValueError, match="player must be 0-3"):
         state.resample_from_infostate(4, np.random.default_rng(0))
+
+
+def _bits(mask):
+    return [float((mask >> t) & 1) for t in range(NUM_TILES)]
+
+
+def test_the_information_state_tensor_is_the_rounds_deal_and_every_move():
+    """Against the round's own log: the hand as dealt (not as held now) and every move in
+    order, knocks included (R6: a knock tells which numbers a seat lacks)."""
+    def knocked_and_played(s):
+        log = s._match.history[-1]
+        return KNOCK in [m[1] for m in log.moves] and all(
+            log.hands[p] != s._match.hands[p] for p in range(4))
+
+    state = first_state_where(load(), knocked_and_played)
+    log = state._match.history[-1]
+    moves = np.zeros((MAX_ROUND_MOVES, NUM_ACTIONS))
+    for i, (_, action, _, _) in enumerate(log.moves):
+        moves[i, action] = 1.0
+    for player in range(4):
+        tensor = np.asarray(state.information_state_tensor(player))
+        assert tensor[OBS_SIZE:OBS_SIZE + NUM_TILES].tolist() == _bits(log.hands[player])
+        assert np.array_equal(tensor[OBS_SIZE + NUM_TILES + 4:].reshape(moves.shape), moves)
+
+
+@pytest.mark.parametrize("later_round", [False, True])
+def test_while_dealing_a_player_is_shown_its_own_tiles_only(later_round):
+    def dealing(s):
+        return s._dealing and len(s._dealt) == 17 and (s._match is not None) == later_round
+
+    state = first_state_where(load(), dealing, at_chance=True)
+    for player, own in ((1, state._dealt[7:14]), (2, state._dealt[14:17]), (3, [])):
+        mine = sorted(own)
+        hand = sum(1 << t for t in mine)
+        info = np.asarray(state.information_state_tensor(player))
+        observation = np.asarray(state.observation_tensor(player))
+        assert info[OBS_SIZE:OBS_SIZE + NUM_TILES].tolist() == _bits(hand)
+        assert observation[OFFSETS["hand"]].tolist() == _bits(hand)
+        assert state.information_state_string(player).endswith(
+            f"deal 17 mine[{' '.join(map(tile_name, mine))}]")
+
+
+def test_hands_are_shown_after_a_domino_round():
+    """R7: at the count after a domino the other hands are shown, as after a block."""
+    state = first_state_where(load(), lambda s: s._match is not None and s._match.history
+                              and s._match.history[-1].result == rules.DOMINO, at_chance=True)
+    log = state._match.history[-1]
+    shown = "/".join(" ".join(tile_name(t) for t in range(NUM_TILES) if (hand >> t) & 1)
+                     for hand in log.remaining_hands())
+    assert any(log.remaining_hands())
+    for player in range(4):
+        assert f"{rules.DOMINO} shown[{shown}]" in state.information_state_string(player)

@@ -45,3 +45,26 @@ def test_against_is_checked_before_playing_and_takes_names(monkeypatch, capsys):
 
 def exit_early():
     raise KeyboardInterrupt
+
+
+class _Result:
+    """What the ladder reads from an ArenaResult."""
+
+    def __init__(self, a, b):
+        self.agent_a, self.agent_b, self.pairs = str(a), str(b), 1
+        self.win_rate, self.ci95 = 0.5, (0.1, 0.9)
+        self.seconds_per_decision = (0.007, 0.003)  # A's and B's, 7 and 3 ms
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_swap_makes_the_opponent_agent_a_and_times_the_bot(monkeypatch, capsys, swap):
+    """ms/decision is always the bot's: B's time with --swap, A's without."""
+    played = []
+    monkeypatch.setattr(openspiel_ladder, "evaluate",
+                        lambda a, b, *rest, **options: played.append((a, b)) or _Result(a, b))
+    argv = ["--against", "greedy", "--sims", "2", "--pairs", "1"] + (["--swap"] if swap else [])
+    assert openspiel_ladder.main(argv) == 0
+    bot = "openspiel:ismcts:sims=2"
+    assert played == [("greedy", bot) if swap else (bot, "greedy")]
+    row = capsys.readouterr().out.strip().splitlines()[-1]
+    assert row.endswith(f"| {3 if swap else 7} |"), row

@@ -60,6 +60,8 @@ def test_every_learner_seat_gets_its_final_reward(rllib_ppo, opponent):
         assert winner in (0, 1) and set(terminateds) == set(learners) | {"__all__"}
         # every learner seat gets a final observation and its team's +-1, whoever moved last
         assert set(finals) == set(learners)
+        for agent, final in finals.items():  # each seat its own (not one seat's for all)
+            assert np.array_equal(final["observations"], env._aec.observe(agent)["observation"])
         assert totals == {a: (1.0 if int(a[-1]) % 2 == winner else -1.0) for a in learners}
         if opponent == "random":
             assert len(learners) == 2 and int(learners[0][-1]) % 2 == int(learners[1][-1]) % 2
@@ -102,16 +104,20 @@ def test_a_masked_out_action_ends_the_match_by_default(rllib_ppo, opponent):
     env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": opponent})
     rng = np.random.default_rng(1)
     obs, _ = env.reset(seed=1)
+    seen = set(obs)
     for _ in range(5):  # a few legal moves first, so more than one seat is in the episode
         (agent, o), = obs.items()
         obs, *_ = env.step({agent: int(rng.choice(np.flatnonzero(o["action_mask"])))})
+        seen |= set(obs)
     (agent, o), = obs.items()
     state = env._aec.match.to_state()
     bad = np.int64(np.flatnonzero(o["action_mask"] == 0)[0])
     obs, rewards, terminateds, truncateds, infos = env.step({agent: bad})
     assert rewards[agent] == -1.0 and infos[agent] == {"illegal_action": True}
     assert terminateds["__all__"] and not truncateds["__all__"]
-    assert set(obs) == set(rewards) == set(terminateds) - {"__all__"} and agent in obs
+    # every seat already in the episode ends with it, not the mover alone
+    assert len(seen) > 1 and agent in seen
+    assert set(obs) == set(rewards) == set(terminateds) - {"__all__"} == seen
     assert env._aec.match.to_state() == state and env.illegal_actions == 1
     (agent, _), = env.reset(seed=1)[0].items()
     with pytest.raises(ValueError, match="illegal action"):  # outside the action space: a bug
@@ -223,6 +229,9 @@ def test_sub_envs_seeded_by_rllib_deal_different_matches(rllib_ppo):
     assert first_hands(one, 1 + 1 + 1) != first_hands(two, 1 + 2 + 0)
     again = rllib_ppo.SevenRocksMultiAgentEnv(Context(1, seed=1))
     assert first_hands(again, 3) == first_hands(one, 3)  # still reproducible
+    # two sub-envs of one runner that RLlib reseeds alike (its old stack's vector index)
+    first, second = (rllib_ppo.SevenRocksMultiAgentEnv(Context(1, v, seed=1)) for v in (0, 1))
+    assert first_hands(first, 5) != first_hands(second, 5)
     unseeded = [rllib_ppo.SevenRocksMultiAgentEnv(Context(1)) for _ in range(2)]
     assert first_hands(unseeded[0], None) != first_hands(unseeded[1], None)
 
@@ -316,3 +325,118 @@ def test_the_example_refuses_more_env_runners_than_local_cpus(rllib_ppo, capsys,
                            "--eval-pairs", "0", "--export", str(tmp_path / "p.pt")])
     assert code == 2 and "needs a CPU each; this local Ray has 1" in capsys.readouterr().err
     assert rllib_ppo.local_cpus() >= 1
+
+
+def test_build_config_carries_the_opponent_reward_and_hyperparameters(rllib_ppo):
+    config = rllib_ppo.build_config(opponent="heuristic", reward="shaped", points_scale=0.5,
+                                    win_reward=2.0, lr=1e-3, entropy_coeff=0.02, gamma=0.9,
+                                    lambda_=0.8, num_epochs=2, seed=7, hidden_sizes=(16,))
+    assert config.env_config == {"opponent": "heuristic", "reward": "shaped", "seed": 7,
+                                 "points_scale": 0.5, "win_reward": 2.0}
+    assert (config.lr, config.entropy_coeff, config.gamma, config.lambda_, config.num_epochs) \
+        == (1e-3, 0.02, 0.9, 0.8, 2)
+
+
+def test_rewards_go_only_to_seats_that_have_had_an_observation(rllib_ppo):
+    """Points scored while a learner seat is not yet in the episode (its first moves were forced,
+    played inside the env) wait for its first observation: RLlib takes no reward for an agent
+    before it has been observed."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "heuristic", "reward": "points",
+                                             "target": 30})
+    rng = np.random.default_rng(5)
+    waited = 0
+    for seed in range(40):
+        obs, _ = env.reset(seed=seed)
+        seen = set(obs)
+        while True:
+            (agent, o), = obs.items()
+            obs, rewards, terminateds, truncateds, _ = env.step(
+                {agent: int(rng.choice(np.flatnonzero(o["action_mask"])))})
+            assert set(rewards) <= seen | set(obs), (seed, rewards, seen)
+            seen |= set(obs)
+            # (a learner seat whose first moves were forced is not in the episode yet)
+            waited += any(env._pending[s] for s in env._learners if f"player_{s}" not in seen)
+            if terminateds["__all__"] or truncateds["__all__"]:
+                break
+    assert waited > 0  # the case happened: points were held for a seat not yet seen
+
+
+def test_a_max_rounds_cut_off_is_a_truncation(rllib_ppo):
+    """A match stopped by max_rounds has no winner: truncated for every seat, not terminated."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"max_rounds": 1})
+    rng = np.random.default_rng(0)
+    for seed in range(2):
+        obs, _ = env.reset(seed=seed)
+        total = 0.0
+        while True:
+            (agent, o), = obs.items()
+            obs, rewards, terminateds, truncateds, _ = env.step(
+                {agent: int(rng.choice(np.flatnonzero(o["action_mask"])))})
+            total += sum(rewards.values())
+            if terminateds["__all__"] or truncateds["__all__"]:
+                break
+        assert env._aec.match.winner is None and env._aec.match.truncated
+        assert terminateds == {"__all__": False}
+        assert truncateds == {**{agent: True for agent in obs}, "__all__": True} and obs
+        assert total == 0.0  # no winner, no +-1
+
+
+def test_the_learner_side_is_drawn_per_match(rllib_ppo):
+    """Against an opponent the learner partnership is drawn at each reset: it plays both sides."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "heuristic", "seed": 0})
+    teams = set()
+    for _ in range(20):
+        obs, _ = env.reset()
+        (agent, _), = obs.items()
+        teams.add(int(agent[-1]) % 2)
+    assert teams == {0, 1}
+
+
+def test_shaped_rewards_use_the_configured_weights(rllib_ppo):
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"reward": "shaped", "points_scale": 0.5,
+                                             "win_reward": 3.0, "target": 60})
+    rng = np.random.default_rng(2)
+    for seed in range(2):
+        totals, _, _ = play(env, rng, seed)
+        match = env._aec.match
+        for agent, total in totals.items():
+            team = int(agent[-1]) % 2
+            margin = match.scores[team] - match.scores[1 - team]
+            assert total == pytest.approx(0.5 * margin + (3.0 if match.winner == team else -3.0))
+
+
+def test_a_seeded_env_replays_the_same_episodes_opponent_moves_included(rllib_ppo):
+    """The opponent is seeded from the env's stream: a seeded run is reproducible."""
+    def trace():
+        env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "random", "seed": 4, "target": 60})
+        seen = []
+        for _ in range(2):
+            obs, _ = env.reset()
+            while True:
+                (agent, o), = obs.items()
+                seen.append(o["observations"].tobytes())
+                obs, _, terminateds, truncateds, _ = env.step(
+                    {agent: int(np.flatnonzero(o["action_mask"])[0])})
+                if terminateds["__all__"] or truncateds["__all__"]:
+                    break
+            seen.append(str(env._aec.match.scores))
+        return seen
+
+    assert trace() == trace()
+
+
+@pytest.mark.parametrize("skip_forced", [True, False])
+def test_skip_forced_false_asks_the_learner_about_forced_moves(rllib_ppo, skip_forced):
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"skip_forced": skip_forced, "target": 100})
+    rng = np.random.default_rng(3)
+    forced = 0
+    for seed in range(2):
+        obs, _ = env.reset(seed=seed)
+        while True:
+            (agent, o), = obs.items()
+            legal = np.flatnonzero(o["action_mask"])
+            forced += len(legal) == 1
+            obs, _, terminateds, truncateds, _ = env.step({agent: int(rng.choice(legal))})
+            if terminateds["__all__"] or truncateds["__all__"]:
+                break
+    assert (forced > 0) != skip_forced

@@ -55,7 +55,8 @@ def test_spec_loads_the_model_and_plays_what_it_was_trained_on(trained):
 def test_arena_match_with_the_spec_is_legal_throughout(trained):
     _, path = trained
     result = evaluate(f"sb3:{path}", "random", pairs=2, seed=0, progress=False, target=100)
-    assert result.matches == 4 and 0.0 <= result.win_rate <= 1.0
+    assert result.matches == 4 and result.agent_a == f"sb3:{path}"
+    assert result.seconds_per_decision[0] > 0  # the model was asked (not only forced moves)
     # and every seat of a driven match: the driver raises IllegalActionError otherwise
     agent = make_agent(f"sb3:{path}")
     match = rules.Match.new(1, target=100)
@@ -97,3 +98,30 @@ def test_forced_moves_do_not_reach_the_model():
     mask = np.zeros(113, np.int8)
     mask[112] = 1
     assert SB3Agent(Exploding()).act(np.zeros(238, np.float32), mask) == 112
+
+
+def test_deterministic_false_samples_from_the_policy(trained):
+    """The flag reaches the model: a barely trained policy, sampled, varies its legal choice."""
+    from sevenrocks_env.agents.sb3_agent import SB3Agent
+
+    model, _ = trained
+    match = rules.Match.new(4, target=100)
+    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
+    legal = set(rules.legal_actions(match))
+    assert len(legal) > 2
+    model.set_random_seed(0)  # (SB3 samples from torch's global generator)
+    greedy = {SB3Agent(model).act(obs, mask) for _ in range(20)}
+    sampled = {SB3Agent(model, deterministic=False).act(obs, mask) for _ in range(40)}
+    assert len(greedy) == 1 and len(sampled) > 1 and sampled <= legal
+
+
+def test_pickles_are_refused_where_not_allowed_and_big_files_before_loading(trained, monkeypatch):
+    """sb3:PATH is a pickle: refused with allow_pickles=False (specs read from files)."""
+    from sevenrocks_env.agents import sb3_agent
+
+    _, path = trained
+    with pytest.raises(ValueError, match="loads a pickle, which can run code"):
+        make_agent(f"sb3:{path}", allow_pickles=False)
+    monkeypatch.setattr(sb3_agent, "MAX_MODEL_BYTES", path.stat().st_size - 1)
+    with pytest.raises(ValueError, match="larger than"):
+        make_agent(f"sb3:{path}")

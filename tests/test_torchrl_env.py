@@ -269,3 +269,33 @@ def test_the_collector_example_bounds_its_batch_in_one_line(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         module.main(argv)
     assert exit_.value.code == 2 and "1,048,576" in capsys.readouterr().err.replace("1048576", "1,048,576")
+
+
+def test_a_reset_naming_every_env_restarts_matches_in_progress():
+    """Only a partial reset of a match in progress is refused; all of them is a full restart."""
+    env = SevenRocksTorchRLEnv(3, seed=0)
+    td = env.reset()
+    td["action"] = masked_random(td["action_mask"], torch.Generator().manual_seed(0))
+    env.step(td)
+    before = env.vector_env.seed
+    td = env.reset(TensorDict({"_reset": torch.ones(3, 1, dtype=torch.bool)}, batch_size=[3]))
+    assert env.vector_env.seed != before and not td["done"].any()
+
+
+def test_a_reset_naming_no_env_keeps_the_finished_matches_finished():
+    """After a done step, a ``_reset`` that names none of the envs leaves the finished ones
+    resettable: their partial reset is still accepted."""
+    env = SevenRocksTorchRLEnv(8, seed=2, **SHORT)
+    generator = torch.Generator().manual_seed(0)
+    td = env.reset()
+    for _ in range(300):
+        td["action"] = masked_random(td["action_mask"], generator)
+        td = env.step(td)
+        done = td["next", "done"]
+        if done.any() and not done.all():
+            break
+        td = td["next"]
+    else:
+        raise AssertionError("no step ended some but not all matches")
+    env.reset(TensorDict({"_reset": torch.zeros(8, 1, dtype=torch.bool)}, batch_size=[8]))
+    env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))  # accepted

@@ -89,3 +89,33 @@ def test_same_errors_before_reset():
                 getattr(env, name)
         env.reset(seed=0)
         assert env.agents == list(env.possible_agents) and env.num_agents == 4
+
+
+def test_a_bool_action_is_a_type_error_and_changes_nothing():
+    """gymnasium's Discrete contains True (as 1): a bool is refused, not played as a move."""
+    env = sevenrocks_v0.env()
+    env.reset(seed=0)
+    state = env.unwrapped.match.to_state()
+    for action in (True, False):
+        with pytest.raises(TypeError, match="a bool"):
+            env.step(action)
+    assert env.unwrapped.match.to_state() == state
+
+
+def test_observe_before_reset_is_refused_as_pettingzoo_does():
+    for make in (sevenrocks_v0.env, pettingzoo_env):
+        with pytest.raises(AssertionError, match="reset.. needs to be called before observe"):
+            make().observe("player_0")
+
+
+def test_last_after_the_match_names_the_problem():
+    """PettingZoo's own wrapper gave a bare KeyError of the agent's name."""
+    env = sevenrocks_v0.env(target=30)
+    env.reset(seed=0)
+    while env.agents:
+        agent = env.agent_selection
+        obs, *_ = env.last()
+        done = env.terminations[agent] or env.truncations[agent]
+        env.step(None if done else int(np.flatnonzero(obs["action_mask"])[0]))
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.last()
