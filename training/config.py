@@ -20,8 +20,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sevenrocks_env.policy import TEMPERATURE_RANGE
 from sevenrocks_env.checks import shown
+from sevenrocks_env.policy import TEMPERATURE_RANGE
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
 
 from .config_types import (Device, Flag, Folder, Int, NonEmptySpecs, Positive, Real, RunName,

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from sevenrocks_env.atomic_file import atomic_path
+from sevenrocks_env.checks import shown
 from sevenrocks_env.env import observation_bounds
 from sevenrocks_env.observation import OBS_SIZE
-from sevenrocks_env.checks import shown
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
 from sevenrocks_env.tiles import NUM_ACTIONS
 
