@@ -175,6 +175,19 @@ def test_after_the_match_nobody_is_to_move(client, app, seed):
     assert response.status_code == 409 and game.ply == view["ply"]
 
 
+def test_each_bot_is_seeded_from_the_deal_seed_and_its_seat(client, app, monkeypatch):
+    """Bots of one spec at different seats draw differently: seeded seed * 4 + seat."""
+    from sevenrocks_env.web import games
+
+    made = []
+    real = games.make_agent
+    monkeypatch.setattr(games, "make_agent", lambda spec, seed: made.append((spec, seed)) or
+                        real(spec, seed=seed))
+    everyone = {"seat": 1, "partner": "random", "left": "random", "right": "random", "seed": 9}
+    assert client.post("/api/games", json=everyone).status_code == 201
+    assert sorted(made) == [("random", 9 * 4 + seat) for seat in (0, 2, 3)]
+
+
 def test_record_mid_match_holds_only_ended_rounds(client, app):
     """Mid-match the record holds the ended rounds only (the round in progress shows every
     dealt hand), with the scores they ended at: it validates and loads as a replay (scores
