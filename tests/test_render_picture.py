@@ -84,14 +84,17 @@ def test_hands_face_up_only_for_spectator_or_observer():
         render_picture(match, observer=7)
 
 
-def test_empty_table_and_finished_match_render():
+def test_empty_table_and_finished_match_render(texts):
     match = Match.new(3)
     assert render_picture(match).shape == (SIZE[1], SIZE[0], 3)
+    assert f"seat {match.turn} opens (any tile)" in texts and "end sum 0" in texts
     rng = random.Random(0)
     match = Match.new(5, target=60)
     while not match.over:
         apply_action(match, rng.choice(legal_actions(match)))
+    texts.clear()
     assert render_picture(match, spectator=True).shape == (SIZE[1], SIZE[0], 3)
+    assert any(t.startswith(f"team {match.winner} (seats") and "WINS" in t for t in texts)
 
 
 def _boxes_overlap(a, b):
