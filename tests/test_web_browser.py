@@ -354,6 +354,29 @@ def test_a_step_refused_for_a_moment_is_sent_again(server, browser):
     assert page.evaluate("window.steps") >= 2  # refused once, then sent again
 
 
+def test_a_move_whose_answer_was_lost_is_caught_up(server, browser):
+    """The human's move reached the server but its answer was lost: the page asks the game
+    where it is and goes on from there, rather than saying the move was not accepted."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.evaluate("""() => { const fetch0 = window.fetch; window.moves = 0;
+        window.fetch = async (...args) => { const answer = await fetch0(...args);
+          if (String(args[0]).endsWith('/move') && window.moves++ === 0)
+            throw new TypeError('the answer was lost');
+          return answer; }; }""")
+    _start(page, seat=0, seed=0)  # the human opens
+    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
+                           timeout=20000)
+    before = ply(page)
+    page.locator("#hand .hand-tile.playable").first.click()
+    if ply(page) == before and page.locator("#board .marker.target").count():
+        page.locator("#board .marker.target").first.click()
+    page.wait_for_function(f"App.ui.view.ply > {before} && !App.ui.busy", timeout=10000)
+    assert page.evaluate("window.moves") == 1
+    assert "not accepted" not in page.inner_text("#notice")
+
+
 def test_leaving_a_game_frees_its_place_on_the_server(server, browser):
     base, app = server
     page = browser.new_page()
