@@ -332,7 +332,7 @@ class raw_env(AECEnv, EzPickle):
             if team0:
                 self._set_team_rewards(float(team0))
         if winner is not None:
-            self.truncations = dict.fromkeys(self.agents, True)
+            self.terminations = dict.fromkeys(self.agents, True)
         elif match.truncated:
             self.truncations = dict.fromkeys(self.agents, True)
         if not match.over:
