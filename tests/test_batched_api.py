@@ -396,3 +396,16 @@ def test_a_history_with_finished_rounds_replays_to_its_state():
     else:
         pytest.fail("no deal with different deductions for seats 1 and 2")
     assert replays_to_its_state(match)
+
+
+def test_load_keeps_each_env_s_match_counter():
+    """Later deals come from ``(seed, stream, matches, round)``: a load that reset the counter
+    would deal an env's next matches again from its first ones."""
+    venv = sevenrocks_v0.vector_env(num_envs=4, target=5, max_rounds=None)
+    venv.reset(seed=3)
+    generator = torch.Generator().manual_seed(3)
+    while int(venv.state.matches.min()) == 0:
+        venv.step(random_actions(venv.action_mask, generator))
+    counts = venv.state.matches.clone()
+    venv.load([venv.match(i) for i in range(4)])
+    assert torch.equal(venv.state.matches, counts)

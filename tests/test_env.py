@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.env import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION, observation_space
 from sevenrocks_env.observation import OBS_SIZE, encode
-from sevenrocks_env.rules import Match, deal, legal_actions
+from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
 from sevenrocks_env.scoring import deduction
 from sevenrocks_env.tiles import KNOCK, mask_of, parse_tile
 
@@ -462,3 +462,85 @@ def test_subtly_illegal_moves_are_refused_in_both_engines():
                     venv.step(torch.tensor([action]))
             checked += 1
     assert checked > 30
+
+
+def test_a_won_match_terminates_every_seat_and_truncates_none():
+    """A win (R8) is a terminal state, not a cut: a learner bootstraps past a truncation, so a
+    win reported as truncated would be valued as a match that goes on."""
+    env = sevenrocks_v0.raw_env(target=60)
+    ends = {}
+
+    def look(e, agent, action):
+        if action is None:
+            ends[agent] = (e.terminations[agent], e.truncations[agent])
+    play_out(env, seed=4, on_step=look)
+    assert env.match.winner is not None
+    assert ends == {agent: (True, False) for agent in env.possible_agents}
+
+
+def test_rewards_are_the_last_step_s_only_and_zero_after_a_step_that_scores_nothing():
+    """``env.rewards`` (what the parallel view hands out) is reset on every step: a placement
+    that scores nothing after one that scored must not repeat the old rewards."""
+    env = sevenrocks_v0.raw_env(reward="points")
+    env.reset(seed=6)
+    rng = random.Random(6)
+    kinds = set()
+    while env.agents and not (env.terminations[env.agent_selection]
+                              or env.truncations[env.agent_selection]):
+        before = env.match.scores[0] - env.match.scores[1]
+        env.step(rng.choice(legal_actions(env.match)))
+        change = (env.match.scores[0] - env.match.scores[1] - before) / 100
+        expected = [change, -change, change, -change]
+        assert [env.rewards[agent] for agent in env.possible_agents] == pytest.approx(expected)
+        kinds.add(change != 0)
+        if len(kinds) == 2 and len(env.match.history) > 2:
+            break
+    assert kinds == {True, False}
+
+
+def test_options_match_must_be_a_consistent_match_in_play_for_this_env_s_settings():
+    """A finished match, one whose fields no play reaches, or one cut at another round limit
+    is refused (the observation bounds follow from the env's target and max_rounds)."""
+    env = sevenrocks_v0.raw_env(max_rounds=100)
+    won = Match.new(3, target=250)
+    rng = random.Random(3)
+    while not won.over:
+        apply_action(won, rng.choice(legal_actions(won)))
+    broken = Match.new(5)
+    broken.scores = [260, 0]  # past the target with no winner (R8)
+    for start, words in ((won, "a match in play"), (broken, "below the target"),
+                         (Match.new(5, max_rounds=3), "max_rounds 3")):
+        with pytest.raises(ValueError, match=words):
+            env.reset(options={"match": start})
+    env.reset(options={"match": Match.new(5, max_rounds=None)})  # None takes the env's
+    assert env.match.max_rounds == 100 and env.seed_used == 5
+
+
+def test_a_seat_s_rgb_render_shows_no_hidden_hand():
+    """With ``render_observer`` a seat, the picture is that seat's view (a video of what the
+    agent saw): exchanging a tile between two other hands changes nothing in it, while the
+    spectator picture (no observer) shows the change."""
+    from sevenrocks_env.tiles import tiles_of
+
+    pictures = {}
+    for observer in (0, None):
+        env = sevenrocks_v0.raw_env(render_mode="rgb_array", render_observer=observer)
+        env.reset(seed=3)
+        before = env.render()
+        hands = env.match.hands
+        one, two = tiles_of(hands[1])[0], tiles_of(hands[2])[0]
+        hands[1] ^= (1 << one) | (1 << two)
+        hands[2] ^= (1 << one) | (1 << two)
+        pictures[observer] = np.array_equal(before, env.render())
+    assert pictures == {0: True, None: False}
+
+
+def test_the_target_entry_is_declared_as_0_to_target_over_1000():
+    """The module docs' ``[0, target / 1000]``: the bound is the value every observation holds."""
+    from sevenrocks_env.observation import OFFSETS
+
+    entry = OFFSETS["scores"].start + 2
+    for target in (5, 250, 5000):
+        space = observation_space(target, 100)["observation"]
+        value = encode(Match.new(0, target=target), 0)[entry]
+        assert (space.low[entry], space.high[entry]) == (0, value) == (0, np.float32(target / 1000))

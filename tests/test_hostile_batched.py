@@ -215,3 +215,49 @@ def test_load_state_checks_its_streams_before_changing_anything():
     mine[0] = 8  # the env keeps its own copy
     assert venv.env_ids.tolist() == [7, 7] and venv.settings.seed == 99
 
+
+
+def test_load_refuses_a_finished_match_and_one_waiting_for_its_next_deal():
+    """Neither has a seat on turn: the engine would step a seat that may not move."""
+    rng = __import__("random").Random(1)
+    won = Match.new(1)
+    while not won.over:
+        apply_action(won, rng.choice(legal_actions(won)))
+    waiting = Match.from_deal(*scalar_deal(2, 0))  # seedless: a round's end awaits its deal
+    while not waiting.awaiting_deal:
+        apply_action(waiting, legal_actions(waiting)[0])
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=0)
+    before = snapshot(venv)
+    for bad in (won, waiting):
+        with pytest.raises(ValueError, match="load: match 1 is over or between rounds"):
+            venv.load([Match.new(0), bad])
+    assert all(torch.equal(before[k], v) for k, v in snapshot(venv).items())
+
+
+def test_deal_streams_take_the_documented_range_0_to_2_pow_40():
+    sevenrocks_v0.vector_env(num_envs=2, deal_streams=torch.tensor([0, 1 << 40])).reset(seed=0)
+    with pytest.raises(ValueError, match=r"deal_streams must lie in \[0, 2\*\*40\]"):
+        sevenrocks_v0.vector_env(num_envs=2, deal_streams=torch.tensor([0, (1 << 40) + 1]))
+
+
+def test_unseeded_resets_draw_a_valid_seed_each_time():
+    """``reset()`` draws a 63-bit seed: a 64-bit draw fails the seed check half the time."""
+    from sevenrocks_env.batched.deal import MAX_SEED
+
+    venv = sevenrocks_v0.vector_env(num_envs=1)
+    seeds = set()
+    for _ in range(24):
+        venv.reset()
+        assert 0 <= venv.seed <= MAX_SEED
+        seeds.add(venv.seed)
+    assert len(seeds) == 24
+
+
+@pytest.mark.parametrize("env", [2, -1, 2.0, True])
+def test_match_of_an_env_index_out_of_range_is_a_value_or_type_error(env):
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=0)
+    with pytest.raises((ValueError, TypeError), match="env"):
+        venv.match(env)
+    assert venv.match(1).turn == int(venv.current_seat[1])

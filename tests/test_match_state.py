@@ -264,3 +264,14 @@ def test_from_deal_refuses_an_opener_or_scores_the_rules_cannot_have(opener, sco
     from sevenrocks_env.dealing import deal
     with pytest.raises(ValueError, match=words):
         Match.from_deal(deal(0, 0)[0], opener, target=250, scores=scores)
+
+
+@pytest.mark.parametrize("last_end_sum", [5, 36])
+def test_an_end_sum_before_the_first_tile_is_refused(last_end_sum):
+    """No tile down, no ends to count (R5): an end sum there is no match's."""
+    state = Match.new(7, keep_history=False).to_state()
+    assert state["placements"] == 0
+    Match.from_state(state)
+    state["last_end_sum"] = last_end_sum
+    with pytest.raises(ValueError, match="last_end_sum must be 0 before the first tile"):
+        Match.from_state(state)

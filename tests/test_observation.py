@@ -124,3 +124,42 @@ def test_no_seat_is_on_turn_in_a_won_match():
     assert match.winner is not None and match.turn >= 0  # the engine keeps the last mover
     for seat in range(4):
         assert not view(encode(match, seat), "turn").any() and decode(encode(match, seat)).turn == -1
+
+
+def test_decode_recovers_every_target_and_negative_scores_exactly():
+    """The scores piece is float32 (score / target, target / 1000): decoding must round, not
+    truncate, or a target such as 251 and a score such as -251 come back one too low."""
+    for target in (1, 7, 250, 251, 253, 502, 511, 5000):
+        match = Match.new(0, target=target)
+        for scores in ((-511, target - 1), (-251, -506), (0, -1)):
+            match.scores = list(scores)
+            for seat in range(4):
+                seat_view = decode(encode(match, seat))
+                assert seat_view.target == target
+                assert seat_view.scores == (scores[seat % 2], scores[1 - seat % 2])
+
+
+def test_checked_inputs_refuses_masks_and_observations_an_agent_would_misread():
+    """A 0/1 mask with another value (-1 would count as legal), a mask with no legal action, and
+    an observation finite as float64 but infinite as float32 are refused."""
+    import pytest
+
+    from sevenrocks_env.observation import checked_inputs
+
+    obs = encode(Match.new(0), 0)
+    mask = np.zeros(113, np.int8)
+    mask[112] = 1
+    got_obs, got_mask = checked_inputs(obs.astype(np.float64), mask)
+    assert got_obs.dtype == np.float32 and got_mask.dtype == bool
+    assert got_mask.nonzero()[0].tolist() == [112]
+    for bad in (-1, 2):
+        wrong = mask.copy()
+        wrong[3] = bad
+        with pytest.raises(ValueError, match="0/1 or booleans"):
+            checked_inputs(obs, wrong)
+    with pytest.raises(ValueError, match="no legal action"):
+        checked_inputs(obs, np.zeros(113, bool))
+    huge = obs.astype(np.float64)
+    huge[0] = 1e300
+    with pytest.raises(ValueError, match="NaN or infinite"), np.errstate(over="ignore"):
+        checked_inputs(huge, mask)
