@@ -41,12 +41,15 @@ FIELDS = ("obs", "hands", "masks", "actions", "logprobs", "values", "rewards", "
 class Reference:
     """The trainer's rollout semantics, one ``rules.Match`` per env, lowest legal action."""
 
+    target, max_rounds = TARGET, MAX_ROUNDS
+
     def __init__(self, seed: int, num_envs: int, model, critic):
         self.seed, self.model, self.critic = seed, model, critic
         self.finished = [0] * num_envs
         self.matches = [self._deal(env, None) for env in range(num_envs)]
         self.pending = {}   # (env, seat) -> (transition, team margin when it opened)
         self.cut_positions = set()
+        self.cut_dones = 0   # open seats the last rollout's cut closed at the match's end
 
     def _deal(self, env: int, match: Match | None) -> Match:
         """Env ``env``'s next round (R2's opener after a domino) or, if ``match`` is None or
@@ -57,7 +60,7 @@ class Reference:
                              torch.tensor([self.finished[env]]), torch.tensor([rounds]))
         hands, opener = hands[0].tolist(), int(opener[0])
         if new:
-            return Match.from_deal(hands, opener, target=TARGET, max_rounds=MAX_ROUNDS)
+            return Match.from_deal(hands, opener, target=self.target, max_rounds=self.max_rounds)
         last = match.history[-1]
         match.start_round(hands, last.finisher if last.result == DOMINO else opener)
         return match
@@ -117,6 +120,7 @@ class Reference:
                             dones[k] = True
                     self.finished[env] += 1
                     self.matches[env] = self._deal(env, None)
+        self.cut_dones = 0
         for env, match in enumerate(self.matches):   # the cut, on clones
             open_seats = sorted(s for (e, s) in self.pending if e == env)
             for s in open_seats:
@@ -136,6 +140,7 @@ class Reference:
                         k, since = self.pending[env, s]
                         rewards[k] += self._reward(clone, s, since)
                         dones[k] = True
+                        self.cut_dones += 1
                     open_seats = []
                 elif clone.awaiting_deal:
                     self._deal(env, clone)
@@ -385,3 +390,77 @@ def test_stats_and_env_steps_match_the_reference_loop(monkeypatch):
     for key, want in reference.stats.items():
         np.testing.assert_allclose(got[key], want, err_msg=key)
     assert engine.env_steps == reference.env_steps
+
+
+class _LearnerOnlyEngine(BatchedSelfPlayEngine):
+    """Checks, at every recording, that only learner seats are recorded, and keeps the
+    opponents' generator states on entering the cut."""
+
+    def _record(self, model, critic, buffer, rows, seats, actions):
+        assert self.learner[rows, seats.seat[rows]].all(), "an opponent seat was recorded"
+        super()._record(model, critic, buffer, rows, seats, actions)
+
+    def _cut(self, model, buffer, critic=None):
+        self.open_at_cut = int((self.pending >= 0).sum())
+        self.at_cut = copy.deepcopy(self.agent._rng.bit_generator.state)
+        super()._cut(model, buffer, critic)
+
+
+def test_pool_rollout_records_learner_seats_only_and_its_cut_leaves_opponents_untouched():
+    from sevenrocks_env.agents.random_agent import RandomAgent
+    agent = RandomAgent()
+    pool = lambda rng: ("random", agent)  # noqa: E731
+    engine = _LearnerOnlyEngine(8, seed=3, target=TARGET, max_rounds=MAX_ROUNDS,
+                                opponent_fraction=1.0, opponent_pool=pool)
+    engine.agent = agent
+    assert engine.learner.sum() == 8 * 2
+    engine.collect(LowestActionModel(), RolloutBuffer(8 * 4), 4)
+    assert engine.open_at_cut > 0
+    assert agent._rng.bit_generator.state == engine.at_cut
+
+
+@pytest.mark.parametrize("engine_class", [BatchedSelfPlayEngine, SelfPlayEngine])
+def test_pool_match_stats_log_the_learner_team_once_a_match(engine_class):
+    """The opponent's team is no learner: its return and win are not the learner's stats."""
+    stats = _stats_against_random(engine_class, seed=5, target=30, max_rounds=100, steps=40)
+    matches = len(stats["rounds_per_match"])
+    assert matches >= 8
+    assert len(stats["win_vs_random"]) == len(stats["episodic_return"]) == matches
+
+
+class _TruncatingReference(Reference):
+    target, max_rounds = 500, 1
+
+
+def test_cuts_that_reach_a_truncation_are_done():
+    """max_rounds=1 and a target out of reach: every match is truncated at its first round's
+    end, and a cut continuation that gets there closes its open seats (done)."""
+    model = LowestActionModel()
+    engine = BatchedSelfPlayEngine(6, seed=3, target=500, max_rounds=1, points_scale=SCALE,
+                                   win_reward=WIN)
+    reference = _TruncatingReference(engine.venv.seed, 6, model, None)
+    cut_dones = 0
+    for got in _buffers(engine, model, rollouts=8, num_steps=3):
+        want = reference.collect(3)
+        for name in ("next_index", "dones"):
+            np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+        for name in ("rewards", "bootstrap"):
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-5,
+                                       err_msg=name)
+        cut_dones += reference.cut_dones
+    assert cut_dones > 0
+
+
+def test_logprobs_are_those_of_the_sampled_actions():
+    from test_rollout import _TiltedModel
+    engine = BatchedSelfPlayEngine(6, seed=4, target=TARGET, max_rounds=MAX_ROUNDS)
+    buffer = RolloutBuffer(6 * 8)
+    engine.collect(_TiltedModel(), buffer, 8)
+    tilt = torch.linspace(-2.0, 2.0, NUM_ACTIONS)
+    first_legal = buffer.masks.argmax(1)
+    assert (buffer.actions != first_legal).any()   # not only the lowest legal action
+    for k in range(buffer.size):
+        legal = np.flatnonzero(buffer.masks[k]).tolist()
+        assert buffer.actions[k] in legal
+        expected = torch.log_softmax(tilt[legal], 0)[legal.index(int(buffer.actions[k]))]
+        assert buffer.logprobs[k] == pytest.approx(float(expected), abs=1e-5), k

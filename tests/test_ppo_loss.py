@@ -73,6 +73,11 @@ def test_reported_losses_are_the_clipped_objectives():
     assert stats["losses/value_loss"] == pytest.approx(value_loss, rel=1e-4)
     assert stats["losses/entropy"] == pytest.approx(entropy.mean(), rel=1e-4)
     assert stats["losses/clipfrac"] == pytest.approx(np.mean(np.abs(RATIOS - 1) > 0.2))
+    # http://joschu.net/blog/kl-approx.html's k3 estimator, and the rollout values' fit
+    assert stats["losses/approx_kl"] == pytest.approx(np.mean(ratio - 1 - np.log(ratio)), rel=1e-4)
+    y_pred, y_true = batch["values"].double().numpy(), batch["returns"].double().numpy()
+    assert stats["losses/explained_variance"] == pytest.approx(
+        1 - np.var(y_true - y_pred) / np.var(y_true), rel=1e-4)
     # and the unclipped value loss when clip_vloss is off
     stats = ppo_update(model, optimizer, batch, config(clip_vloss=False))
     assert stats["losses/value_loss"] == pytest.approx(

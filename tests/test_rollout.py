@@ -372,3 +372,117 @@ def test_matches_in_progress_take_the_run_s_target_and_round_limit():
     other = SelfPlayEngine(3, seed=99, target=60, max_rounds=40)
     other.load_state_dict(state)
     assert {(m.target, m.max_rounds) for m in other.matches} == {(60, 40)}
+
+
+# -- rewards and dones inside a rollout ----------------------------------------------------------
+
+class BookingEngine(RecordingEngine):
+    """Records each decision's seat and team margin, and each match end's final margins."""
+
+    def __init__(self, *args, **kwargs):
+        self.decisions, self.finals = [], {}
+        super().__init__(*args, **kwargs)
+
+    def _play(self, i, action, buffer):
+        match = self.matches[i]
+        ours = team_of(match.turn)
+        self.decisions.append((i, match.turn, match.scores[ours] - match.scores[1 - ours]))
+        super()._play(i, action, buffer)
+
+    def _end_match(self, i, buffer):
+        match = self.matches[i]
+        for seat in range(4):
+            k = self.pending[i, seat]
+            if k >= 0:
+                ours = team_of(seat)
+                sign = 0 if match.winner is None else (1 if match.winner == ours else -1)
+                self.finals[k] = (match.scores[ours] - match.scores[1 - ours], sign)
+        super()._end_match(i, buffer)
+
+
+def test_rewards_inside_a_rollout_are_the_margin_change_until_the_seat_s_next_decision():
+    """Every transition not cut off: the seat team's margin change until the same seat's next
+    decision (points_scale each), or until the match's end plus the win reward, then done."""
+    engine = BookingEngine(6, seed=4, target=30, points_scale=POINTS_SCALE,
+                           win_reward=WIN_REWARD)
+    buffer = RolloutBuffer(6 * 40)
+    torch.manual_seed(0)
+    engine.collect(_SampledModel(), buffer, 20)   # the second rollout reuses the buffer
+    engine.decisions, engine.finals = [], {}
+    engine.collect(_SampledModel(), buffer, 40)
+    _, pending, _, _ = engine.before
+    cut = set(pending[pending >= 0].tolist())
+    assert len(engine.decisions) == buffer.size and engine.finals
+    checked = 0
+    for k, (_i, _seat, margin) in enumerate(engine.decisions):
+        n = buffer.next_index[k]
+        if n >= 0:
+            expected, done = POINTS_SCALE * (engine.decisions[n][2] - margin), False
+        elif k in engine.finals:
+            final, sign = engine.finals[k]
+            expected, done = POINTS_SCALE * (final - margin) + WIN_REWARD * sign, True
+        else:
+            assert k in cut, k   # every other transition was open at the rollout's end
+            continue
+        assert buffer.rewards[k] == pytest.approx(expected, abs=1e-5), k
+        assert buffer.dones[k] == done, k
+        checked += 1
+    assert checked > buffer.size // 2
+    assert any(buffer.rewards[k] != 0 for k in range(buffer.size) if buffer.next_index[k] >= 0)
+
+
+class _TiltedModel(LowestActionModel):
+    """Fixed, unequal logits: a transition's log-probability depends on its action."""
+
+    def __call__(self, obs, mask=None):
+        tilt = torch.linspace(-2.0, 2.0, NUM_ACTIONS)
+        return tilt.expand(len(obs), -1), self.value(obs)
+
+
+@pytest.mark.parametrize("critic", [None, StubCritic()])
+def test_each_transition_stores_its_own_seat_s_view_action_and_value(critic):
+    """Observation, hidden hands and mask of the seat on turn, the log-probability of the action
+    taken, and the value of the critic in use (the model's value head, or the oracle critic)."""
+    engine = BookingEngine(4, seed=6, target=60)
+    seen = []
+    play = engine._play
+
+    def viewing_play(i, action, buffer):
+        match = engine.matches[i]
+        seen.append((encode(match, match.turn), hidden_hands(match, match.turn),
+                     legal_actions(match)))
+        return play(i, action, buffer)
+    engine._play = viewing_play
+    model, buffer = _TiltedModel(), RolloutBuffer(4 * 10)
+    torch.manual_seed(1)
+    engine.collect(model, buffer, 10, critic)
+    assert len(seen) == buffer.size == 40
+    obs, hands = np.stack([s[0] for s in seen]), np.stack([s[1] for s in seen])
+    np.testing.assert_array_equal(buffer.obs, obs)
+    np.testing.assert_array_equal(buffer.hands, hands)
+    for k, (_, _, legal) in enumerate(seen):
+        assert np.flatnonzero(buffer.masks[k]).tolist() == sorted(legal)
+        assert buffer.actions[k] in legal
+        tilt = torch.linspace(-2.0, 2.0, NUM_ACTIONS)[sorted(legal)]
+        expected = torch.log_softmax(tilt, 0)[sorted(legal).index(int(buffer.actions[k]))]
+        assert buffer.logprobs[k] == pytest.approx(float(expected), abs=1e-5), k
+    obs_t, hands_t = torch.from_numpy(obs), torch.from_numpy(hands)
+    values = model.value(obs_t) if critic is None else critic(obs_t, hands_t)
+    np.testing.assert_allclose(buffer.values, values.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_pool_matches_record_only_the_learner_team_s_decisions():
+    agent = RandomAgent()
+    pool = lambda rng: ("random", agent)  # noqa: E731
+    engine = SelfPlayEngine(8, seed=3, target=60, opponent_fraction=1.0, opponent_pool=pool)
+    assert engine.learner.sum() == 8 * 2
+    recorded = []
+    play = engine._play
+
+    def checking_play(i, action, buffer):
+        recorded.append(bool(engine.learner[i, engine.matches[i].turn]))
+        return play(i, action, buffer)
+    engine._play = checking_play
+    buffer = RolloutBuffer(8 * 6)
+    engine.collect(LowestActionModel(), buffer, 6)
+    assert len(recorded) == buffer.size and all(recorded)

@@ -1,0 +1,155 @@
+"""The trainer core's small contracts, on hand-made cases with known answers: GAE at a ``done``,
+what ``rollout_batch`` hands to the update, and the knobs of ``ppo_update`` that the reported
+losses alone do not show (epochs, ``target_kl``, ``vf_coef``, ``hand_coef``, gradient clipping,
+the oracle critic's values)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sevenrocks_env.policy import PolicyNet  # noqa: E402
+from positions import random_state  # noqa: E402
+from test_ppo_loss import batch_and_outputs, config, sampled  # noqa: E402
+from training.critic import OracleCritic, hidden_hands  # noqa: E402
+from training.hand_guess import HandGuess  # noqa: E402
+from training.ppo import compute_gae, ppo_update, rollout_batch  # noqa: E402
+from training.seats import RolloutBuffer  # noqa: E402
+
+# -- GAE ------------------------------------------------------------------------------------------
+
+
+def test_gae_at_a_done_ignores_any_successor_and_bootstrap():
+    """``done`` ends the trace: neither a stale link nor a stale bootstrap leaks into it."""
+    gamma, lam = 0.9, 0.8
+    rewards = np.array([1.0, 0.5, 2.0], dtype=np.float32)
+    values = np.array([0.2, 0.4, 0.3], dtype=np.float32)
+    dones = np.array([False, True, False])
+    next_index = np.array([1, 2, -1])
+    bootstrap = np.array([0.0, 7.0, 0.5], dtype=np.float32)
+    adv, ret = compute_gae(rewards, values, dones, next_index, bootstrap, gamma, lam)
+    a2 = 2.0 + 0.9 * 0.5 - 0.3
+    a1 = 0.5 - 0.4                       # done: no next value, no next advantage
+    a0 = 1.0 + 0.9 * 0.4 - 0.2 + 0.72 * a1
+    np.testing.assert_allclose(adv, [a0, a1, a2], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ret, adv + values, rtol=1e-6)
+
+
+# -- rollout_batch --------------------------------------------------------------------------------
+
+
+def test_rollout_batch_hands_each_buffer_array_to_its_key():
+    rng = np.random.default_rng(0)
+    buffer = RolloutBuffer(5)
+    for name in ("obs", "hands", "logprobs", "values", "rewards"):
+        getattr(buffer, name)[:] = rng.normal(size=getattr(buffer, name).shape)
+    buffer.masks[:] = rng.random(buffer.masks.shape) < 0.5
+    buffer.actions[:] = rng.integers(0, 113, size=5)
+    advantages = rng.normal(size=5).astype(np.float32)
+    returns = rng.normal(size=5).astype(np.float32)
+    batch = rollout_batch(buffer, advantages, returns)
+    assert "hands" not in batch
+    expected = {"obs": buffer.obs, "masks": buffer.masks, "actions": buffer.actions,
+                "logprobs": buffer.logprobs, "values": buffer.values,
+                "advantages": advantages, "returns": returns}
+    assert set(batch) == set(expected)
+    for key, array in expected.items():
+        np.testing.assert_array_equal(batch[key].numpy(), array, err_msg=key)
+    hands = rollout_batch(buffer, advantages, returns, hands=True)["hands"]
+    np.testing.assert_array_equal(hands.numpy(), buffer.hands)
+
+
+# -- ppo_update's knobs ---------------------------------------------------------------------------
+
+
+def _counted_steps(model, batch, cfg) -> int:
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    steps = []
+    step = optimizer.step
+    optimizer.step = lambda *a, **k: (steps.append(1), step(*a, **k))[1]
+    ppo_update(model, optimizer, batch, cfg)
+    return len(steps)
+
+
+def test_update_runs_every_epoch_unless_approx_kl_passes_target_kl():
+    """lr 0 keeps the rollout's ratios (not 1), so approx_kl > 0 after every minibatch."""
+    torch.manual_seed(0)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    base = dict(update_epochs=3, num_minibatches=2)
+    assert _counted_steps(model, batch, config(**base)) == 6
+    assert _counted_steps(model, batch, config(**base, target_kl=10.0)) == 6
+    assert _counted_steps(model, batch, config(**base, target_kl=1e-6)) == 2  # one epoch
+
+
+def _step(module, update) -> torch.Tensor:
+    """The change of ``module``'s parameters, flattened, made by ``update()``."""
+    before = torch.cat([p.detach().flatten().clone() for p in module.parameters()])
+    update()
+    return torch.cat([p.detach().flatten() for p in module.parameters()]) - before
+
+
+def test_vf_coef_scales_the_value_gradient():
+    """No advantage and no entropy bonus: the value head moves by vf_coef times the value loss'
+    gradient (plain SGD, no clipping)."""
+    torch.manual_seed(1)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    batch["advantages"].zero_()
+    steps = {}
+    for vf_coef in (0.5, 1.0):
+        net = copy.deepcopy(model)
+        cfg = config(vf_coef=vf_coef, clip_vloss=False, norm_adv=False, max_grad_norm=1e9)
+        steps[vf_coef] = _step(net.value_head, lambda: ppo_update(
+            net, torch.optim.SGD(net.parameters(), lr=0.1), batch, cfg))
+    assert steps[1.0].abs().max() > 1e-4
+    torch.testing.assert_close(steps[0.5], 0.5 * steps[1.0], rtol=1e-4, atol=1e-7)
+
+
+def test_hand_coef_scales_the_hand_guess_gradient():
+    torch.manual_seed(2)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    states = [random_state(seed, 6 + seed) for seed in range(len(batch["actions"]))]
+    batch["hands"] = torch.from_numpy(np.stack([hidden_hands(m, m.turn) for m in states]))
+    guess = HandGuess(16)
+    steps = {}
+    for coef in (0.5, 1.0):
+        net, head = copy.deepcopy(model), copy.deepcopy(guess)
+        optimizer = torch.optim.SGD(list(net.parameters()) + list(head.parameters()), lr=0.1)
+        cfg = config(hand_coef=coef, max_grad_norm=1e9)
+        steps[coef] = _step(head, lambda: ppo_update(net, optimizer, batch, cfg, guess=head))
+    assert steps[1.0].abs().max() > 1e-4
+    torch.testing.assert_close(steps[0.5], 0.5 * steps[1.0], rtol=1e-4, atol=1e-7)
+
+
+def test_gradients_are_clipped_to_max_grad_norm():
+    """Plain SGD at lr 1 moves the weights by exactly the clipped gradient."""
+    torch.manual_seed(3)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    step = _step(model, lambda: ppo_update(
+        model, torch.optim.SGD(model.parameters(), lr=1.0), batch, config(max_grad_norm=1e-3)))
+    assert float(step.norm()) == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_with_an_oracle_critic_the_value_loss_is_the_critic_s():
+    torch.manual_seed(4)
+    model, critic = PolicyNet([16], action_features=0), OracleCritic((16,))
+    states = [random_state(seed, 6 + seed) for seed in range(8)]
+    obs, masks, _, values, dist, actions = sampled(model, states)
+    hands = torch.from_numpy(np.stack([hidden_hands(m, m.turn) for m in states]))
+    returns = torch.linspace(-1.0, 1.0, 8)
+    batch = {"obs": obs, "masks": masks, "actions": actions, "logprobs": dist.log_prob(actions),
+             "advantages": torch.zeros(8), "values": values, "returns": returns,
+             "hands": hands}
+    with torch.no_grad():
+        expected = 0.5 * float(((critic(obs, hands) - returns) ** 2).mean())
+        assert expected != pytest.approx(0.5 * float(((values - returns) ** 2).mean()))
+    optimizer = torch.optim.SGD(list(model.parameters()) + list(critic.parameters()), lr=0.0)
+    stats = ppo_update(model, optimizer, batch, config(clip_vloss=False), critic)
+    assert stats["losses/value_loss"] == pytest.approx(expected, rel=1e-5)
