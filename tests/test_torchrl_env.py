@@ -25,6 +25,22 @@ def masked_random(mask: torch.Tensor, generator: torch.Generator) -> torch.Tenso
     return torch.multinomial(mask.to(torch.float32), 1, generator=generator).squeeze(-1)
 
 
+def some_matches_done():
+    """``(env, done)``: 8 short matches stepped with masked random actions until a step ends
+    some but not all of them; ``done`` that step's ``[8, 1]`` flags."""
+    env = SevenRocksTorchRLEnv(8, seed=2, **SHORT)
+    generator = torch.Generator().manual_seed(0)
+    td = env.reset()
+    for _ in range(300):
+        td["action"] = masked_random(td["action_mask"], generator)
+        td = env.step(td)
+        done = td["next", "done"]
+        if done.any() and not done.all():
+            return env, done
+        td = td["next"]
+    raise AssertionError("no step ended some but not all matches")
+
+
 def run(env: SevenRocksTorchRLEnv, steps: int, action_seed: int = 0):
     """``steps`` of step_and_maybe_reset with masked random actions; the stacked step data."""
     generator = torch.Generator().manual_seed(action_seed)
@@ -234,18 +250,7 @@ def test_a_match_restarted_by_a_partial_reset_is_in_progress():
     """After a done step the partial ``_reset`` of those envs is accepted (their next match has
     already started); that next match is then in progress, so naming it in a second partial
     ``_reset`` is refused ("a ``_reset`` that names a match still in progress is refused")."""
-    env = SevenRocksTorchRLEnv(8, seed=2, **SHORT)
-    generator = torch.Generator().manual_seed(0)
-    td = env.reset()
-    for _ in range(300):
-        td["action"] = torch.multinomial(td["action_mask"].float(), 1, generator=generator)[:, 0]
-        td = env.step(td)
-        done = td["next", "done"]
-        if done.any() and not done.all():
-            break
-        td = td["next"]
-    else:
-        raise AssertionError("no step ended some but not all matches")
+    env, done = some_matches_done()
     partial = TensorDict({"_reset": done.clone()}, batch_size=[8])
     env.reset(partial.clone())  # accepted: those matches already restarted
     with pytest.raises(ValueError, match="partial reset"):
@@ -285,17 +290,6 @@ def test_a_reset_naming_every_env_restarts_matches_in_progress():
 def test_a_reset_naming_no_env_keeps_the_finished_matches_finished():
     """After a done step, a ``_reset`` that names none of the envs leaves the finished ones
     resettable: their partial reset is still accepted."""
-    env = SevenRocksTorchRLEnv(8, seed=2, **SHORT)
-    generator = torch.Generator().manual_seed(0)
-    td = env.reset()
-    for _ in range(300):
-        td["action"] = masked_random(td["action_mask"], generator)
-        td = env.step(td)
-        done = td["next", "done"]
-        if done.any() and not done.all():
-            break
-        td = td["next"]
-    else:
-        raise AssertionError("no step ended some but not all matches")
+    env, done = some_matches_done()
     env.reset(TensorDict({"_reset": torch.zeros(8, 1, dtype=torch.bool)}, batch_size=[8]))
     env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))  # accepted

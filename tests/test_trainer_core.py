@@ -100,14 +100,13 @@ def test_vf_coef_scales_the_value_gradient():
     model = PolicyNet([16], action_features=0)
     batch, _, _ = batch_and_outputs(model)
     batch["advantages"].zero_()
-    steps = {}
-    for vf_coef in (0.5, 1.0):
+
+    def step_at(vf_coef):
         net = copy.deepcopy(model)
         cfg = config(vf_coef=vf_coef, clip_vloss=False, norm_adv=False, max_grad_norm=1e9)
-        steps[vf_coef] = _step(net.value_head, lambda: ppo_update(
+        return _step(net.value_head, lambda: ppo_update(
             net, torch.optim.SGD(net.parameters(), lr=0.1), batch, cfg))
-    assert steps[1.0].abs().max() > 1e-4
-    torch.testing.assert_close(steps[0.5], 0.5 * steps[1.0], rtol=1e-4, atol=1e-7)
+    assert_half_the_step_at_half_the_coefficient(step_at)
 
 
 def test_hand_coef_scales_the_hand_guess_gradient():
@@ -117,12 +116,18 @@ def test_hand_coef_scales_the_hand_guess_gradient():
     states = [random_state(seed, 6 + seed) for seed in range(len(batch["actions"]))]
     batch["hands"] = torch.from_numpy(np.stack([hidden_hands(m, m.turn) for m in states]))
     guess = HandGuess(16)
-    steps = {}
-    for coef in (0.5, 1.0):
+
+    def step_at(coef):
         net, head = copy.deepcopy(model), copy.deepcopy(guess)
         optimizer = torch.optim.SGD(list(net.parameters()) + list(head.parameters()), lr=0.1)
         cfg = config(hand_coef=coef, max_grad_norm=1e9)
-        steps[coef] = _step(head, lambda: ppo_update(net, optimizer, batch, cfg, guess=head))
+        return _step(head, lambda: ppo_update(net, optimizer, batch, cfg, guess=head))
+    assert_half_the_step_at_half_the_coefficient(step_at)
+
+
+def assert_half_the_step_at_half_the_coefficient(step_at) -> None:
+    """SGD's step of the weights a loss term reaches is linear in that term's coefficient."""
+    steps = {coef: step_at(coef) for coef in (0.5, 1.0)}
     assert steps[1.0].abs().max() > 1e-4
     torch.testing.assert_close(steps[0.5], 0.5 * steps[1.0], rtol=1e-4, atol=1e-7)
 
