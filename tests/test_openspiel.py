@@ -130,25 +130,32 @@ def test_same_deals_and_actions_as_the_env():
     rng = np.random.default_rng(2024)
     for seed in range(240):
         env = sevenrocks_v0.env(target=100)
-        env.reset(seed=seed)
-        state = game.new_initial_state()
-        totals = dict.fromkeys(env.possible_agents, 0.0)
-        while True:
-            deal_chance(state, seed)
-            if state.is_terminal():
-                break
-            agent = env.agent_selection
-            mask = env.observe(agent)["action_mask"]
-            assert state.current_player() == env.possible_agents.index(agent)
-            assert state.legal_actions() == np.flatnonzero(mask).tolist()
-            action = int(rng.choice(state.legal_actions()))
-            env.step(action)
-            state.apply_action(action)
-            for name, reward in env.rewards.items():
-                totals[name] += reward
+        state, totals = play_in_lockstep(game, env, seed, rng)
         assert all(env.terminations.values()) or all(env.truncations.values())
         assert state.returns() == [totals[name] for name in env.possible_agents]
         assert game_record(state._match) == env.unwrapped.game_record()
+
+
+def play_in_lockstep(game, env, seed: int, rng):
+    """One match of ``game`` dealt from ``seed`` and the same match in ``env``, random legal
+    actions applied to both (the same turn and legal set checked at every decision):
+    ``(final state, env rewards summed per agent)``."""
+    env.reset(seed=seed)
+    state = game.new_initial_state()
+    totals = dict.fromkeys(env.possible_agents, 0.0)
+    while True:
+        deal_chance(state, seed)
+        if state.is_terminal():
+            return state, totals
+        agent = env.agent_selection
+        mask = env.observe(agent)["action_mask"]
+        assert state.current_player() == env.possible_agents.index(agent)
+        assert state.legal_actions() == np.flatnonzero(mask).tolist()
+        action = int(rng.choice(state.legal_actions()))
+        env.step(action)
+        state.apply_action(action)
+        for name, reward in env.rewards.items():
+            totals[name] += reward
 
 
 def test_one_round_returns_the_round_margin():
@@ -336,17 +343,9 @@ def test_a_match_cut_off_by_max_rounds_returns_zero_like_the_env():
     rng = np.random.default_rng(6)
     for seed in range(3):
         env = sevenrocks_v0.env(max_rounds=1)
-        env.reset(seed=seed)
-        state = game.new_initial_state()
-        while True:
-            deal_chance(state, seed)
-            if state.is_terminal():
-                break
-            action = int(rng.choice(state.legal_actions()))
-            env.step(action)
-            state.apply_action(action)
+        state, totals = play_in_lockstep(game, env, seed, rng)
         assert state._match.winner is None and all(env.truncations.values())
-        assert state.returns() == [0.0] * 4
+        assert state.returns() == [0.0] * 4 == list(totals.values())
 
 
 @pytest.mark.parametrize("max_rounds", [1, 2])
