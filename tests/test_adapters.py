@@ -480,3 +480,16 @@ def test_the_end_of_the_match_is_reported_for_the_learners_seat_and_team(seat):
         assert info["seat"] == seat
         own = env.aec_env.observe(f"player_{seat}")["observation"]
         assert np.array_equal(obs["observation"], own)
+
+
+def test_each_opponent_seat_is_seeded_on_its_own_from_the_match_seed():
+    """Two opponents of one spec draw differently (one seed per seat), and the same match seed
+    seeds them alike again."""
+    env = SingleAgentEnv(opponents="random", seat=0, partner="random")
+    seeds = []
+    for agent in (*env._others, env._partner):
+        agent.seed = lambda value, seen=seeds: seen.append(value)
+    env.reset(seed=11)
+    first, seeds[:] = list(seeds), []
+    env.reset(seed=11)
+    assert len(first) == 3 and len(set(first)) == 3 and seeds == first
