@@ -25,6 +25,14 @@ def masked_random(mask: torch.Tensor, generator: torch.Generator) -> torch.Tenso
     return torch.multinomial(mask.to(torch.float32), 1, generator=generator).squeeze(-1)
 
 
+def load_example():
+    """``examples/torchrl_collector.py`` as a module."""
+    spec = importlib.util.spec_from_file_location("torchrl_collector", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def some_matches_done():
     """``(env, done)``: 8 short matches stepped with masked random actions until a step ends
     some but not all of them; ``done`` that step's ``[8, 1]`` flags."""
@@ -216,9 +224,7 @@ def test_partial_reset_of_a_match_in_progress_is_refused():
 
 
 def test_collector_example_runs():
-    spec = importlib.util.spec_from_file_location("torchrl_collector", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_example()
     for policy in ("mlp", "random"):
         summary = module.main(["--num-envs", "4", "--frames", "96", "--steps-per-batch", "8",
                                "--policy", policy])
@@ -268,9 +274,7 @@ def test_a_cpu_device_with_an_index_runs():
 def test_the_collector_example_bounds_its_batch_in_one_line(argv, capsys):
     """--num-envs past the engine's bound, or a batch of billions of frames, was a traceback
     from inside the env or the allocator."""
-    spec = importlib.util.spec_from_file_location("torchrl_collector", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_example()
     with pytest.raises(SystemExit) as exit_:
         module.main(argv)
     assert exit_.value.code == 2 and "1,048,576" in capsys.readouterr().err.replace("1048576", "1,048,576")
@@ -293,3 +297,13 @@ def test_a_reset_naming_no_env_keeps_the_finished_matches_finished():
     env, done = some_matches_done()
     env.reset(TensorDict({"_reset": torch.zeros(8, 1, dtype=torch.bool)}, batch_size=[8]))
     env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))  # accepted
+
+
+def test_the_collector_example_deals_from_its_seed(monkeypatch):
+    module = load_example()
+    made = []
+    monkeypatch.setattr(module, "SevenRocksTorchRLEnv", lambda *args, **kwargs: made.append(
+        kwargs) or SevenRocksTorchRLEnv(*args, **kwargs))
+    summary = module.main(["--num-envs", "2", "--frames", "8", "--steps-per-batch", "4",
+                           "--policy", "random", "--seed", "7"])
+    assert made[0]["seed"] == 7 and summary["frames"] == 8 and summary["illegal_actions"] == 0
