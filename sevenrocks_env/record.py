@@ -96,6 +96,17 @@ def cut_off(record: dict) -> bool:
             and record["rounds"][-1]["result"] is not None)
 
 
+def ending(record: dict) -> str:
+    """How a (valid) record's match ended, in words: ``"won by team 1"``, ``"no winner: cut off
+    by its round limit (max_rounds 100)"`` or ``"no winner: unfinished"`` (``replay --check`` and
+    the web page's replay say it)."""
+    if record["winner"] is not None:
+        return f"won by team {record['winner']}"
+    if cut_off(record):
+        return f"no winner: cut off by its round limit (max_rounds {record['max_rounds']})"
+    return "no winner: unfinished"
+
+
 def round_entry(opener: int, hands, moves, result: str | None, deductions, scores) -> dict:
     """One round of a record (shared by both engines' writers): ``hands`` as dealt (bitmasks),
     ``moves`` as ``(seat, action, end_sum, points)``, ``result`` one of :data:`RESULTS` or None."""

@@ -295,3 +295,24 @@ def test_replay_steps_through_a_record(client, app):
     response = client.post("/api/replays", json=broken)
     assert response.status_code == 422 and "scores" in response.json()["error"]
     assert client.post("/api/replays", json={"format": "x"}).status_code == 422
+
+
+@pytest.mark.parametrize("limit, ending", [
+    (2, "no winner: cut off by its round limit (max_rounds 2)"),
+    (None, "no winner: unfinished"),       # the same two rounds, no limit: a match in progress
+    (0, "won by team 1"),                  # (0: no limit, played on to its winner)
+])
+def test_an_uploaded_record_says_how_its_match_ended(client, limit, ending):
+    """The page said only "no winner" for a match cut off by its round limit and for one still
+    going alike; the upload's answer now says which (the words of ``replay --check``)."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(3, target=100, max_rounds=None if limit == 0 else 2)
+    while not match.over:
+        apply_action(match, legal_actions(match)[0])
+    record = records.game_record(match)
+    if limit is None:
+        record.pop("max_rounds")
+    loaded = client.post("/api/replays", json=record)
+    assert loaded.status_code == 201, loaded.text
+    assert loaded.json()["ending"] == ending

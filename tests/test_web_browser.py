@@ -446,6 +446,19 @@ def test_the_replay_shows_no_minus_zero_deduction(server, browser, tmp_path):
         assert f"seat {seat} " + (f"\u2212{points}" if points else "none") in hands
 
 
+def test_the_replay_says_a_match_was_cut_off_by_its_round_limit(server, browser, tmp_path):
+    """A match cut off by its round limit read "no winner", as one still going did."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(3, target=100, max_rounds=2)
+    while not match.over:
+        apply_action(match, legal_actions(match)[0])
+    page = _replay_of(match, server, browser, tmp_path)
+    assert page.inner_text("#replay-info").endswith(
+        "no winner: cut off by its round limit (max_rounds 2)")
+    page.close()
+
+
 def test_the_round_list_and_close_on_the_replay_page(server, browser, tmp_path):
     """After a round was picked from the list, the list kept the focus and an arrow key moved
     both it (a whole round) and the page (a move); Close only hid the replay, which held a

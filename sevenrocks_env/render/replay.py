@@ -215,11 +215,9 @@ def _check(path: str) -> int:
         return 2
     moves = frame_count(record)  # one frame a move
     scores = "-".join(str(score) for score in record["scores"])
-    end = (f"won by team {record['winner']}" if record["winner"] is not None
-           else f"no winner: cut off by its round limit (max_rounds {record['max_rounds']})"
-           if records.cut_off(record) else "no winner: unfinished")
     print(f"{path}: a valid {records.FORMAT} record: target {record['target']}, "
-          f"{len(record['rounds'])} rounds, {moves} moves, scores {scores}, {end}")
+          f"{len(record['rounds'])} rounds, {moves} moves, scores {scores}, "
+          f"{records.ending(record)}")
     return 0
 
 

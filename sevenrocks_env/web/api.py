@@ -255,7 +255,8 @@ def create_app(store: GameStore | None = None,
         rounds = [{"round": i, "moves": len(r["moves"]), "result": r["result"],
                    "scores": r["scores"]} for i, r in enumerate(body["rounds"])]
         return JSONResponse({"id": replay.id, "rounds": rounds, "target": body["target"],
-                             "winner": body["winner"], "scores": body["scores"]},
+                             "winner": body["winner"], "scores": body["scores"],
+                             "ending": records.ending(body)},
                             status_code=201)
 
     async def drop_replay(request: Request) -> Response:

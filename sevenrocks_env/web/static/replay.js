@@ -30,8 +30,7 @@ async function loadRecord(file) {
   const info = replay.info;
   document.getElementById("replay-info").textContent =
     `Record: ${info.rounds.length} round(s), target ${info.target}, final scores ` +
-    `${info.scores[0]} \u2013 ${info.scores[1]}` +
-    (info.winner === null ? ", no winner" : `, team ${info.winner} wins`);
+    `${info.scores[0]} \u2013 ${info.scores[1]}, ${info.ending}`;
   document.getElementById("start").hidden = true;
   document.getElementById("replay").hidden = false;
   await goTo(0, 0);
