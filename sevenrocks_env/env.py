@@ -212,8 +212,9 @@ class raw_env(AECEnv, EzPickle):
         self.possible_agents = list(AGENTS)
         self.agents = []
         self._seat_of = {agent: seat for seat, agent in enumerate(AGENTS)}
-        space = observation_space(self.target, self.max_rounds)
-        self.observation_spaces = {agent: space for agent in AGENTS}
+        # one space per agent (as PettingZoo's classic games), so seeding one seeds no other
+        self.observation_spaces = {agent: observation_space(self.target, self.max_rounds)
+                                   for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in AGENTS}
         self.match: Match | None = None
         self.seed_used: int | None = None

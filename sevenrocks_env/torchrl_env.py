@@ -40,10 +40,14 @@ from __future__ import annotations
 
 
 import numpy as np
-import torch
-from tensordict import TensorDict, TensorDictBase
-from torchrl.data import Bounded, Categorical, Composite, Unbounded
-from torchrl.envs import EnvBase
+try:
+    import torch
+    from tensordict import TensorDict, TensorDictBase
+    from torchrl.data import Bounded, Categorical, Composite, Unbounded
+    from torchrl.envs import EnvBase
+except ImportError as missing:  # say which extra, not a bare ModuleNotFoundError
+    raise ImportError(f"sevenrocks_env.torchrl_env needs TorchRL ({missing.name} is missing): "
+                      "pip install -e \".[torchrl]\"") from missing
 
 from .batched import VectorEnv
 from .batched.deal import MAX_SEED

@@ -119,7 +119,9 @@ class OrderEnforcingWrapper(_DirectAttributes, wrappers.OrderEnforcingWrapper):
 class TurnBasedParallel(conversions.turn_based_aec_to_parallel_wrapper):
     """PettingZoo's turn-based AEC-to-parallel conversion, whose ``step`` reads the action of
     the seat on turn alone: a dict without it (the natural mistake: only the mover's action)
-    is a ``ValueError`` that names the seat, not a bare ``KeyError: 'player_2'``."""
+    is a ``ValueError`` that names the seat, not a bare ``KeyError: 'player_2'``.  A step once
+    the match is over returns five empty dicts (the parent's four did not unpack as ``obs,
+    rewards, terminations, truncations, infos``)."""
 
     def step(self, actions):
         if self.agents:
@@ -131,4 +133,5 @@ class TurnBasedParallel(conversions.turn_based_aec_to_parallel_wrapper):
                 raise ValueError(f"parallel step: the actions need an entry for {mover!r}, the "
                                  f"seat on turn (the other seats' are ignored); got "
                                  f"{sorted(map(str, actions))[:4]}")
-        return super().step(actions)
+            return super().step(actions)
+        return {}, {}, {}, {}, {}  # the match is over: PettingZoo's parent returns four dicts

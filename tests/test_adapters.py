@@ -350,6 +350,10 @@ def test_parallel_env_carries_masks_and_every_final_reward():
     assert winner in (0, 1)
     assert totals == {f"player_{s}": (1.0 if s % 2 == winner else -1.0) for s in range(4)}
 
+    # once the match is over a step returns five empty dicts, as the loop above unpacks them
+    # (PettingZoo's parent returned four)
+    assert env.step({}) == ({}, {}, {}, {}, {})
+
 
 def test_parallel_step_takes_the_movers_action_alone_and_names_it_when_missing():
     env = sevenrocks_v0.parallel_env()
@@ -364,6 +368,26 @@ def test_parallel_step_takes_the_movers_action_alone_and_names_it_when_missing()
     legal = int(np.flatnonzero(observations[mover]["action_mask"])[0])
     env.step({mover: legal})  # the other seats may be left out
     assert env.unwrapped.match.placements == 1
+
+
+@pytest.mark.parametrize("module, call, extra", [
+    ("torch", "from sevenrocks_env import sevenrocks_v0; sevenrocks_v0.vector_env(num_envs=2)",
+     "[train]"),
+    ("torchrl", "import sevenrocks_env.torchrl_env", "[torchrl]"),
+])
+def test_the_torch_parts_without_torch_say_which_extra_to_install(module, call, extra):
+    """``torch`` is not a core dependency: without it (blocked here, so this holds in every venv)
+    the batched engine and the TorchRL env raised a bare ``ModuleNotFoundError``."""
+    import subprocess
+    import sys
+
+    code = f"import sys; sys.modules[{module!r}] = None; {call}"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    # (the torch-free venv of test_adapters_compat.py lacks torch itself: "(torch is missing)")
+    assert last.startswith("ImportError: sevenrocks") and " is missing)" in last \
+        and extra in last, proc.stderr
 
 
 # -- one match flow: the driver's ------------------------------------------------------------------

@@ -289,6 +289,22 @@ def test_observation_matches_space():
     assert env.observation_space(env.agent_selection).contains(obs)
 
 
+def test_each_agent_has_its_own_spaces_the_same_object_on_every_call():
+    """The four agents shared one observation space, so seeding one seeded them all (PettingZoo's
+    classic games build one per agent; ``seed_test`` seeds them one by one)."""
+    env = sevenrocks_v0.env()
+    for spaces_of in (env.observation_space, env.action_space):
+        assert len({id(spaces_of(agent)) for agent in env.possible_agents}) == 4
+        assert all(spaces_of(agent) is spaces_of(agent) for agent in env.possible_agents)
+    first, second = (env.observation_space(a) for a in env.possible_agents[:2])
+    first.seed(1)
+    second.seed(2)
+    drawn = first.sample()["observation"]
+    first.seed(1)
+    assert np.array_equal(first.sample()["observation"], drawn)  # player_1's seed plays no part
+    assert first == second  # equal spaces all the same
+
+
 def test_game_record_mid_round_has_null_result():
     env = sevenrocks_v0.env()
     env.reset(seed=9)
