@@ -34,6 +34,7 @@ from .arena import (DEFAULT_MAX_ROUNDS, ArenaResult, PairOutcome, check_settings
 from .batched import VectorEnv, layout
 from .batched.history import RoundHistory
 from .batched_agents import BatchedAgent, batched_agent
+from .driver import blamed_on
 
 #: Pairs stepped together by default (2 envs each).
 DEFAULT_BATCH = 4096
@@ -79,7 +80,8 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
             if not envs.numel():
                 continue
             started, cpu = time.perf_counter(), time.process_time()
-            actions[envs] = agent.actions(env, envs, context)
+            with blamed_on(agent, f" (side {'AB'[side]})"):
+                actions[envs] = agent.actions(env, envs, context)
             rows, share = envs.cpu(), 1.0 / envs.numel()
             think[rows, side] += (time.perf_counter() - started) * share
             think_cpu[rows, side] += (time.process_time() - cpu) * share

@@ -24,7 +24,8 @@ the same rule to tensors: a row whose mask has one legal action plays it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from . import rules
 from .observation import action_mask, encode
@@ -64,6 +65,19 @@ def agent_action(agent, match: rules.Match, seat: int):
 def agent_name(agent) -> str:
     """An agent's display name: its ``name`` attribute, else its class name."""
     return getattr(agent, "name", type(agent).__name__)
+
+
+@contextmanager
+def blamed_on(agent, where: str = "") -> Iterator[None]:
+    """Any exception (not ``KeyboardInterrupt``) raised inside is an :class:`AgentError` naming
+    ``agent`` (and ``where``, e.g. ``" at seat 2"``): a hostile checkpoint's non-finite outputs
+    stop an arena, a trainer or a web game with a message saying whose move failed, in every
+    driver, the batched ones included."""
+    try:
+        yield
+    except Exception as error:
+        raise AgentError(f"agent {agent_name(agent)!r}{where} failed: "
+                         f"{type(error).__name__}: {error}") from error
 
 
 class MatchDriver:
@@ -140,11 +154,8 @@ class MatchDriver:
     def _ask(self, agent, seat: int, legal: list[int]) -> int:
         match = self.match
         started, cpu = time.perf_counter(), time.process_time()
-        try:
+        with blamed_on(agent, f" at seat {seat}"):
             action = agent_action(agent, match, seat)
-        except Exception as error:  # (not KeyboardInterrupt): say whose move failed
-            raise AgentError(f"agent {agent_name(agent)!r} at seat {seat} failed: "
-                             f"{type(error).__name__}: {error}") from error
         self.think_s[seat] += time.perf_counter() - started
         self.think_cpu_s[seat] += time.process_time() - cpu
         if not rules.is_legal(match, action):
@@ -163,4 +174,4 @@ class MatchDriver:
 
 
 __all__ = ["AgentError", "IllegalActionError", "MatchDriver", "MoveHook", "agent_action",
-           "agent_name", "forced_action"]
+           "agent_name", "blamed_on", "forced_action"]

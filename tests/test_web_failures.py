@@ -3,14 +3,11 @@ malformed ``Content-Length``: a JSON error, never a bare 500, and the server goe
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import torch
-from policy_files import save_policy
+from policy_files import save_policy_gone_non_finite
 from web_client import BOTS, game_of
 
 from sevenrocks_env.observation import encode
-from sevenrocks_env.policy import PolicyNet, probe_positions
 from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.web.api import MAX_REPLAY_BODY, create_app
@@ -57,13 +54,8 @@ def test_a_policy_gone_non_finite_mid_game_leaves_the_server_usable(tmp_path, ca
     from starlette.testclient import TestClient
 
     seed = 1
-    opening = [np.asarray(encode(Match.new(seed), seat)) for seat in range(4)]
-    seen = np.concatenate([np.stack(opening), probe_positions()[0].numpy()])
-    zero = np.flatnonzero(np.all(seen == 0, axis=0))
-    net = PolicyNet([16])
-    with torch.no_grad():
-        net.trunk[0].weight[:, zero] = 3e38
-    spec = f"ckpt:{save_policy(tmp_path / 'late_nan.pt', net)}"
+    opening = [encode(Match.new(seed), seat) for seat in range(4)]
+    spec = f"ckpt:{save_policy_gone_non_finite(tmp_path / 'late_nan.pt', opening)}"
     app = create_app(GameStore(max_games=4, extra_agents=(spec,)))
     with TestClient(app, raise_server_exceptions=True) as client:
         view = client.post("/api/games", json={"seat": 0, "partner": spec, "left": spec,

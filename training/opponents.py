@@ -16,6 +16,7 @@ import torch
 
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.checks import shown
+from sevenrocks_env.driver import blamed_on
 from sevenrocks_env.policy import PolicyAgent, PolicyNet
 from sevenrocks_env.public_round import reads_history
 
@@ -44,7 +45,13 @@ def batch_actions(agent, state, obs: torch.Tensor, mask: torch.Tensor,
     :class:`~sevenrocks_env.batched.BatchState`; ``obs``/``mask``: every match's seat on turn,
     each of ``index`` with a real choice): a policy network in one forward pass
     (:func:`policy_actions`), ``greedy`` and ``heuristic`` by their batched twins (the same
-    choices), any other agent through ``act`` match by match."""
+    choices), any other agent through ``act`` match by match.  An agent that fails (a
+    checkpoint's non-finite outputs) is an :class:`~sevenrocks_env.driver.AgentError` naming it."""
+    with blamed_on(agent, " (a training opponent)"):
+        return _batch_actions(agent, state, obs, mask, index)
+
+
+def _batch_actions(agent, state, obs, mask, index):
     from sevenrocks_env.agents.greedy import GreedyAgent
     from sevenrocks_env.agents.heuristic import HeuristicAgent
     from sevenrocks_env.batched.greedy import greedy_actions

@@ -46,12 +46,17 @@ class DivergenceError(FloatingPointError):
     optimizer step, so the weights are still those the last update left."""
 
 
+class LogitsError(DivergenceError):
+    """A rollout's policy outputs were not finite: the network as the last update (or the
+    start of the run: ``init_from``, ``--resume``) left it."""
+
+
 def check_logits(logits: torch.Tensor) -> torch.Tensor:
-    """``logits`` (a rollout's policy outputs), or ``DivergenceError`` counting the rows that
+    """``logits`` (a rollout's policy outputs), or :class:`LogitsError` counting the rows that
     are not finite (sampling them fails deep inside, or picks an action past the knock)."""
     bad = ~torch.isfinite(logits).all(1)
     if bool(bad.any()):
-        raise DivergenceError(f"the policy's logits are not finite in {int(bad.sum())} of "
+        raise LogitsError(f"the policy's logits are not finite in {int(bad.sum())} of "
                               f"{len(logits)} rows")
     return logits
 

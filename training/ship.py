@@ -33,6 +33,7 @@ from sevenrocks_env.arena_report import RESULT_FIELDS
 from sevenrocks_env.arena_report import read_result as read_arena_result
 from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.checks import shown
+from sevenrocks_env.driver import AgentError
 from sevenrocks_env.observation import OBS_VERSION
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.rules import DEFAULT_TARGET
@@ -275,6 +276,7 @@ def main(argv=None) -> int:
             return 2
     made = [folder for folder in (out.parent, *out.parent.parents) if not folder.exists()]
     out.parent.mkdir(parents=True, exist_ok=True)
+    staging = None
     try:  # the policy and its card are staged, and replace the old ones only once all is done
         with tempfile.TemporaryDirectory(dir=out.parent, prefix=".ship-") as staging:
             staged = export_policy(args.checkpoint, Path(staging) / out.name, data=source)
@@ -292,6 +294,13 @@ def main(argv=None) -> int:
                 folder.rmdir()
             except OSError:  # not empty: something was moved in, or another process wrote
                 break
+        if isinstance(stop, AgentError):  # the policy's outputs not finite, say
+            message = str(stop)  # (the arena played the staged copy: name the user's file)
+            if staging is not None:
+                message = message.replace(str(Path(staging) / out.name), str(args.checkpoint))
+            print(f"error: {message}; nothing was written ({out} and its card are as they "
+                  "were)", file=sys.stderr)
+            return 1
         if not isinstance(stop, KeyboardInterrupt):
             raise
         print(f"interrupted: nothing was written ({out} and its card are as they were)",

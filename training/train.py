@@ -33,6 +33,7 @@ import torch
 
 from sevenrocks_env.atomic_file import OutputError, check_output_folder
 from sevenrocks_env.cli import help_text
+from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError
 
 from .checkpoint import (check_checkpoint_size, check_not_complete, load_training_checkpoint,
@@ -42,7 +43,7 @@ from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, describe_fields, 
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .networks import build_networks, training_device, warm_start
-from .ppo import DivergenceError, compute_gae, ppo_update, rollout_batch
+from .ppo import DivergenceError, LogitsError, compute_gae, ppo_update, rollout_batch
 from .resume import check_resume, load_engine, optimizer_state, resumed_config, trained_networks
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
@@ -269,13 +270,20 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             if interrupt.requested:
                 checkpoint = save(update)
                 break
-    except DivergenceError as error:  # nothing of this update is saved
+    except (DivergenceError, AgentError) as error:  # nothing of this update is saved
         bar.close()  # (the message on a line of its own)
         last = checkpoint or (resume_path if resume is not None else None)
         last = f"the last checkpoint is {last}" if last else "no checkpoint was written"
+        if isinstance(error, AgentError):  # an opponent or evaluation agent (a broken ckpt:)
+            raise AgentError(f"training stopped at update {update} (step {global_step}): "
+                             f"{error}; {last} (take the agent out of opponents/eval_agents "
+                             "to go on)") from None
+        start = cfg.init_from if resume is None else resume_path
+        hint = (f"the starting network, {start}, gives non-finite outputs"
+                if isinstance(error, LogitsError) and update == start_update + 1 and start else
+                "lower learning_rate or max_grad_norm, or check the rewards")
         raise DivergenceError(f"training diverged at update {update} (step {global_step}): "
-                              f"{error}; {last} (lower learning_rate or max_grad_norm, or "
-                              f"check the rewards)") from None
+                              f"{error}; {last} ({hint})") from None
     finally:
         interrupt.__exit__()
     bar.close()
@@ -290,6 +298,11 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     try:
         results = _evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
                                     wall_before + time.time() - start_time)
+    except AgentError as error:
+        writer.close()
+        raise AgentError(f"the final evaluation stopped: {error}; the checkpoint is "
+                         f"{checkpoint} (take the agent out of eval_agents and --resume it "
+                         "to run the final evaluation)") from None
     except KeyboardInterrupt:  # the checkpoint is written: --resume runs the final evaluation
         writer.close()
         return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
@@ -351,7 +364,7 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except DivergenceError as error:
+    except (DivergenceError, AgentError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
