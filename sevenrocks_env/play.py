@@ -387,7 +387,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     try:
         if path.parent != Path("") and not path.parent.exists():
             path.parent.mkdir(parents=True)  # only the default games/ folder gets here
-        if path.is_file():  # made during the game (another game of this seed, say)
+        if path.is_file() or path.is_symlink():  # made during the game (a game of this seed)
             path = unused_path(path)
         records.save(records.game_record(session.match), path)
     except (OSError, ValueError) as error:  # ValueError: the path became a folder meanwhile

@@ -1,5 +1,6 @@
 """Where ``sevenrocks play`` saves its game record: checked before the game (a folder, a file
-an agent loads, a path that cannot take files are refused), and never over an existing file."""
+an agent loads, a symbolic link, a path that cannot take files are refused), and never over an
+existing file."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def unused_path(path: Path) -> Path:
     """``path``, or with ``-2``, ``-3``, ... before its suffix while a file is there: a record
     never replaces a file (the default name of a seed played again, a file made during a game)."""
     candidate, copy = path, 1
-    while candidate.exists():
+    while os.path.lexists(candidate):  # a link to nothing too: the save would follow it
         copy += 1
         candidate = path.with_name(f"{path.stem}-{copy}{path.suffix}")
     return candidate
@@ -40,6 +41,9 @@ def unused_path(path: Path) -> Path:
 def record_path_problem(path: Path, default: bool) -> str | None:
     """Why ``path`` cannot take the game record (checked before the game), or ``None``."""
     try:
+        if path.is_symlink():  # to nothing too: exists() says no, and the save would follow it
+            return ("is a symbolic link: give a new file name (a record is never written "
+                    "where a link points)")
         if path.is_dir():
             return "is a folder; give a file name"
         folder = path.parent if str(path.parent) else Path(".")

@@ -131,6 +131,38 @@ def test_a_record_never_replaces_a_file(tmp_path, monkeypatch, capsys):
     records.load(tmp_path / "mine-2.json")  # the record went beside it
 
 
+def test_a_record_is_never_written_through_a_symbolic_link(tmp_path, monkeypatch, capsys):
+    """``--record`` of a link to nothing said "game record saved" and made the file the link
+    points at, in another folder; a link (to anything) is refused before the game, the default
+    name skips one, and one made during the game gets the record beside it."""
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "d.json").symlink_to(elsewhere / "target.json")
+    (tmp_path / "f.json").symlink_to(tmp_path / "elsewhere")  # to a folder
+    for link in ("d.json", "f.json"):
+        out = io.StringIO()
+        assert main(["--seed", "1", *PLAYERS, "--record", link], stdin=io.StringIO("q\n"),
+                    stdout=out) == 2
+        err = capsys.readouterr().err
+        assert f"--record {link}: is a symbolic link" in err and err.count("\n") == 1, err
+        assert out.getvalue() == ""  # refused before the game
+    assert os.listdir(elsewhere) == []
+    (tmp_path / GAMES).mkdir()
+    (tmp_path / GAMES / "sevenrocks-game-1.json").symlink_to(elsewhere / "default.json")
+    assert main(["--seed", "1", *PLAYERS], stdin=io.StringIO("q\n"), stdout=io.StringIO()) == 0
+    records.load(tmp_path / GAMES / "sevenrocks-game-1-2.json")
+
+    class _LinkedMeanwhile(io.StringIO):  # a link appears at the record's path during the game
+        def readline(self, *args):
+            (tmp_path / "late.json").symlink_to(elsewhere / "late.json")
+            return "q\n"
+    assert main(["--seed", "1", *PLAYERS, "--record", "late.json"], stdin=_LinkedMeanwhile(),
+                stdout=io.StringIO()) == 0
+    records.load(tmp_path / "late-2.json")
+    assert os.listdir(elsewhere) == []
+
+
 def test_a_drawn_seed_is_not_told_before_the_game(tmp_path, monkeypatch):
     """The seed deals every hand: as on the web page, a drawn one is not shown at the start
     (the record's name says it once the game is over); a seed the player gave is."""

@@ -7,6 +7,7 @@ import copy
 import json
 import math
 import random
+import re
 import sys
 
 import pytest
@@ -331,3 +332,45 @@ def test_wrong_types_are_named_as_types_and_load_names_the_file(tmp_path):
         records.load(path)
     with pytest.raises(RecordError, match=r"an integer of more than \d+ digits$"):
         parse('{"target": ' + "9" * 5000 + "}")
+
+
+@pytest.mark.timeout(20)  # the old read waited in open() for a writer that never came
+def test_a_fifo_is_read_without_waiting_and_a_device_or_a_folder_is_refused(tmp_path, capsys):
+    """``sevenrocks replay FIFO --check`` and ``train --config FIFO`` waited for ever for a
+    writer; a named FIFO nobody writes now reads as empty at once (refused as a record and as a
+    config: an empty config file trained with every default), a device or a folder is refused,
+    and a pipe with a writer is read (``... | sevenrocks replay /dev/stdin --check``)."""
+    import os
+    import subprocess
+
+    from training.config_yaml import ConfigError, load_yaml_file
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert read_text(fifo, 100, "thing") == ""
+    for path, words in (("/dev/zero", "is not a regular file (a device?), not a thing"),
+                        (tmp_path, "is a folder, not a thing")):
+        with pytest.raises(ValueError, match="^" + re.escape(f"{path} {words}")):
+            read_text(path, 100, "thing")
+    assert replay_main([str(fifo), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {fifo}: is not JSON: Expecting value: line 1 column 1 (char 0)\n"
+    with pytest.raises(ConfigError, match=r"holds no settings \(empty, or comments only\)"):
+        load_yaml_file(fifo)
+    (tmp_path / "comments.yaml").write_text("# seed: 1\n")
+    with pytest.raises(ConfigError, match="holds no settings"):
+        load_yaml_file(tmp_path / "comments.yaml")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["comments.yaml", "pipe"]
+    match = Match.new(3, target=50)
+    while not match.over:
+        apply_action(match, legal_actions(match)[0])
+    piped = subprocess.run([sys.executable, "-m", "sevenrocks_env.cli", "replay", "/dev/stdin",
+                            "--check"], input=json.dumps(records.game_record(match)),
+                           capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0 and "a valid sevenrocks-record/1 record" in piped.stdout, piped
+
+
+def test_a_path_with_a_nul_character_is_named_in_the_message():
+    """Python's "embedded null byte" named neither the path nor what was being read."""
+    with pytest.raises(ValueError, match=r"^cannot read thing 'a\\x00b': embedded null byte$"):
+        read_text("a\x00b", 100, "thing")

@@ -116,7 +116,8 @@ def test_tiles_keep_their_place_within_a_round():
 def test_a_gif_too_large_to_build_in_memory_is_refused_before_drawing(tmp_path, capsys,
                                                                       monkeypatch):
     """Pillow holds every GIF frame: a long record (the bounds allow ~116k moves) must not eat
-    the machine. Refused up front, with the ways out named; PNG folders stream and are not capped."""
+    the machine. Refused up front, with the ways out named (PNG folders stream: they have only
+    the --max-frames cap)."""
     from sevenrocks_env.render import replay
 
     record = short_match_record()
@@ -170,6 +171,41 @@ def test_bad_outputs_are_refused_before_anything_is_drawn_or_made(tmp_path, caps
     assert gif.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() makes it, not mkstemp's 0600
     assert main([str(path), "--out", "a" * 300 + ".gif"]) == 2  # an OSError: one line
     assert "File name too long" in capsys.readouterr().err
+
+
+def test_a_long_record_s_frames_are_refused_unless_narrowed_or_allowed(tmp_path, capsys,
+                                                                      monkeypatch):
+    """``--out FOLDER`` of a match to 5000 (~10,000 moves) drew ~10,000 PNGs (~400 MB, minutes)
+    without a word: more than --max-frames (default 2000) is refused before any drawing, naming
+    the count and the ways to narrow it."""
+    match = Match.new(3, target=5000, max_rounds=1000)
+    rng = random.Random(3)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    record = records.game_record(match)
+    total, rounds = frame_count(record), len(record["rounds"])
+    assert total > replay.MAX_FRAMES == 2000
+    path = tmp_path / "long.json"
+    records.save(record, path)
+    folder = tmp_path / "frames"
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("a frame was drawn")
+    monkeypatch.setattr(replay, "draw_picture", no_drawing)
+    for limit in ([], ["--max-frames", str(total - 1)]):
+        assert main([str(path), "--out", str(folder), *limit]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{total} frames (one per move) are more than " \
+            f"--max-frames {total - 1 if limit else 2000}" in err, err
+        assert f"--round N (rounds 0..{rounds - 1})" in err and f"--max-frames {total}" in err
+    assert not folder.exists()
+    assert main([str(path), "--out", str(folder), "--max-frames", "0"]) == 2
+    assert "argument --max-frames: must be an int in [1," in capsys.readouterr().err
+    monkeypatch.undo()
+    moves = len(record["rounds"][1]["moves"])  # a limit of exactly the frame count passes
+    assert main([str(path), "--out", str(folder), "--round", "1", "--scale", "0.1",
+                 "--max-frames", str(moves)]) == 0
+    assert len(list(folder.glob("frame_*.png"))) == moves
 
 
 def test_a_key_given_twice_is_refused(tmp_path):

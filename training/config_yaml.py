@@ -106,7 +106,10 @@ def load_yaml_file(path) -> dict:
         text = read_text(path, MAX_CONFIG_BYTES, "config file")
     except ValueError as error:
         raise ConfigError(str(error)) from None
-    loaded = _read_yaml(text, str(path)) or {}
+    loaded = _read_yaml(text, str(path))
+    if loaded is None or loaded == {}:  # a mistake (an empty FIFO read as one trained for hours)
+        raise ConfigError(f"{path}: holds no settings (empty, or comments only); give the "
+                          "fields to set, e.g. seed: 1 (configs/default.yaml is make train's)")
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: expected a mapping of key: value, got {type(loaded).__name__}")
     return loaded

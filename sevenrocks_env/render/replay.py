@@ -6,7 +6,8 @@ round, R8).  ``--out``
 ending in ``.gif`` writes an animated GIF; a folder (an existing directory, or a path ending in
 ``/`` or without a suffix) gets one PNG per frame, ``frame_0000.png`` ...  ``--round N`` keeps
 one round (0-based), ``--fps`` sets the speed, ``--scale`` shrinks the frames.  An existing GIF, or a folder already holding frames,
-is refused unless ``--force`` (then replaced; the folder's other frames removed).
+is refused unless ``--force`` (then replaced; the folder's other frames removed).  A replay of
+more than ``--max-frames`` frames (default :data:`MAX_FRAMES`) is refused before any drawing.
 
 Within a round every frame is drawn with the framing of the round's final layout, so tiles stay
 where they are while the layout grows.
@@ -22,7 +23,7 @@ from typing import Iterator
 
 from PIL import Image
 
-from .. import record as records
+from .. import arguments, record as records
 from ..atomic_file import OutputError, atomic_path, check_output_file, check_output_folder
 from .geometry import frame_layout
 from .layout import build_layout
@@ -67,10 +68,25 @@ def _frames(record, rounds, round_index, spectator, scale):
 MAX_GIF_PIXELS = 800 * SIZE[0] * SIZE[1]
 
 
+#: Frames one replay writes unless ``--max-frames`` says more: a folder's PNGs take ~40 KB and
+#: ~40 ms each at full size, so 2000 are ~80 MB and over a minute (a match to 5000 can have
+#: 10,000 moves or more; one round has at most 116).
+MAX_FRAMES = 2000
+
+
 def frame_count(record: dict, round_index: int | None = None) -> int:
     """Frames :func:`record_frames` yields for a validated ``record``: one per move."""
     rounds = record["rounds"] if round_index is None else record["rounds"][round_index:round_index + 1]
     return sum(len(rnd["moves"]) for rnd in rounds)
+
+
+def _too_many_frames(record: dict, total: int, limit: int) -> str | None:
+    if total <= limit:
+        return None
+    rounds = len(record["rounds"])
+    return (f"{total} frames (one per move) are more than --max-frames {limit} (each takes "
+            f"~40 ms to draw; a PNG frame is ~40 KB at full size): use --round N (rounds "
+            f"0..{rounds - 1}) for one round, or --max-frames {total} to write them all")
 
 
 def _gif_too_large(frames: int, width: int, height: int) -> str | None:
@@ -169,6 +185,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--fps", type=float, default=1.5, help="frames per second (GIF)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"resize frames (1.0 = {SIZE[0]}x{SIZE[1]})")
+    parser.add_argument("--max-frames", type=arguments.count, default=MAX_FRAMES,
+                        help=f"refuse a replay of more frames than this (default {MAX_FRAMES}: a "
+                             "long match has thousands; --round N keeps one round)")
     parser.add_argument("--force", action="store_true",
                         help="replace an existing GIF, or the frames (frame_NNNN.png) of an "
                              "earlier replay in the folder; without it they are refused")
@@ -264,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
             problem = _gif_too_large(total, width, height)
             if problem:
                 raise ValueError(problem)
+        problem = _too_many_frames(record, total, args.max_frames)  # before any drawing
+        if problem:
+            raise ValueError(problem)
         count = write_gif(frames, out, args.fps) if as_gif else write_pngs(frames, out, total)
     except (records.RecordError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
