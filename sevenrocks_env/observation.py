@@ -37,7 +37,7 @@ import numpy as np
 
 from .rules import Match, end_sum, legal_actions, matching_tiles
 from .scoring import counted_ends
-from .tiles import NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
+from .tiles import KNOCK, NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
 
 OBS_VERSION = 1
 #: (name, size) in vector order: the layout above.
@@ -225,7 +225,9 @@ def _bits_to_mask(bits: np.ndarray) -> int:
 
 def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
     """An agent's ``(observation, action_mask)`` as ``float32[OBS_SIZE]`` and ``bool[113]``;
-    ``ValueError`` for a wrong shape, a non-finite observation or a mask with no legal action."""
+    ``ValueError`` for a wrong shape, a non-finite observation, a mask with no legal action, or
+    one no position of this game has: knock (112) legal beside a placement (R6: a seat knocks
+    exactly when it cannot place; the agents would fail inside or play something)."""
     if isinstance(obs, dict) and "observation" in obs:
         raise ValueError("observation must be the observation vector, got the env's dict: pass "
                          "obs['observation'] (and obs['action_mask'] as the mask)")
@@ -246,6 +248,10 @@ def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
     mask = mask.astype(bool)
     if not mask.any():
         raise ValueError("action mask has no legal action (is it this seat's turn?)")
+    if mask[KNOCK] and mask[:KNOCK].any():
+        raise ValueError(f"action mask is not a mask of this game: it marks knock ({KNOCK}) "
+                         f"legal beside {int(mask[:KNOCK].sum())} placement(s), but knock is "
+                         "legal only when no tile can be placed (R6)")
     return obs, mask
 
 

@@ -37,6 +37,8 @@ import torch
 from torch import nn
 
 from .batched import layout
+from .batched.inputs import checked_device
+from .checks import checked_seed, shown
 from .masked_categorical import MASKED_LOGIT, NOT_FINITE, MaskedCategorical
 from .observation import OBS_SIZE, action_mask, checked_inputs, encode
 from .policy_features import ActionFeatures
@@ -289,11 +291,11 @@ class PolicyAgent:
 
     def __init__(self, model: PolicyNet, name: str = "policy", deterministic: bool = True,
                  device: str = "cpu", temperature: float = 1.0):
-        self.model = model.to(device).eval()
+        self.temperature = checked_temperature(temperature)
+        self.device = policy_device(device)
+        self.model = model.to(self.device).eval()
         self.name = name
         self.deterministic = deterministic
-        self.temperature = checked_temperature(temperature)
-        self.device = torch.device(device)
         self._generator = torch.Generator()
         self.seed(None)  # unseeded, a sampling agent draws afresh (seed 0 repeated every run)
 
@@ -303,6 +305,9 @@ class PolicyAgent:
                                  mask)
 
     def seed(self, seed: int | None) -> None:
+        """``seed``: a non-negative int (any size) or ``None``, as every agent's
+        (:func:`~sevenrocks_env.checks.checked_seed`; ``TypeError``/``ValueError`` otherwise)."""
+        seed = checked_seed(seed)
         if seed is None:  # a fresh draw, as the other agents do (0 made every unseeded sampling
             # agent repeat the same moves, run after run)
             seed = int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
@@ -332,13 +337,26 @@ def load_policy(path, device: str = "cpu", deterministic: bool = True,
                 temperature: float = 1.0) -> PolicyAgent:
     """An agent playing the policy stored at ``path`` (agent spec ``ckpt:path``; ``"shipped"``:
     the policy installed with the package; sampling: ``sample:policy=path``); raises
-    :class:`CheckpointError` (a ``ValueError``) for an unusable file."""
+    :class:`CheckpointError` (a ``ValueError``) for an unusable file; ``TypeError`` or
+    ``ValueError`` naming ``path`` or ``device`` for arguments no file could fix."""
     temperature = checked_temperature(temperature)   # before the file is read
+    device = policy_device(device)
     data = read_checkpoint(path)
     model = build_model(data, path)
     name = f"ckpt:{path}" if deterministic else sampling_name(path, temperature)
     return PolicyAgent(model, name=name, deterministic=deterministic, device=device,
                        temperature=temperature)
+
+
+def policy_device(device) -> torch.device:
+    """``device`` (a str or ``torch.device``) as one a policy can run on: the CPU or a CUDA
+    device that is there (:func:`~sevenrocks_env.batched.inputs.checked_device`, as the arena
+    and the trainer check theirs); ``TypeError`` or ``ValueError`` naming ``device`` otherwise
+    (torch's were an ``AssertionError`` "Torch not compiled with CUDA enabled" and the like)."""
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device ('cpu', 'cuda', 'cuda:1'), got "
+                        f"{type(device).__name__} {shown(device)}")
+    return checked_device(device)
 
 
 #: The temperatures a sampling policy takes (``checked_temperature``).
@@ -371,4 +389,5 @@ __all__ = ["ACTION_SCORERS", "ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointE
            "MaskedCategorical", "NOT_FINITE",
            "MissingValueHead", "PolicyAgent", "PolicyNet", "SHIPPED", "TEMPERATURE_RANGE",
            "build_model", "checked_temperature", "expected_shapes", "generator_seed",
-           "load_policy", "read_checkpoint", "resolve_path", "sampling_name", "shipped_path"]
+           "load_policy", "policy_device", "read_checkpoint", "resolve_path", "sampling_name",
+           "shipped_path"]

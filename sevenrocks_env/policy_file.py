@@ -69,13 +69,21 @@ def shipped_path() -> Path:
 def resolve_path(path) -> Path:
     """``"shipped"`` -> :func:`shipped_path`; any other path as given.  Raises
     :class:`CheckpointError` when it is not a regular file, saying what it is instead (missing:
-    ``no such file: PATH``, with the working folder for a relative path; a folder; a device)."""
-    return existing_file(shipped_path() if str(path) == SHIPPED else Path(path))
+    ``no such file: PATH``, with the working folder for a relative path; a folder; a device);
+    ``TypeError`` naming the path's type when it is not a ``str`` or ``os.PathLike`` of one."""
+    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    if not isinstance(text, str):  # None, 3, b"x": pathlib's TypeError named no argument
+        raise TypeError(f"checkpoint path must be a str or os.PathLike ({SHIPPED!r}: the "
+                        f"installed policy), got {type(path).__name__} {shown(path)}")
+    return existing_file(shipped_path() if text == SHIPPED else Path(text))
 
 
 def existing_file(resolved: Path) -> Path:
     """``resolved`` if it is a regular file; :class:`CheckpointError` saying what it is
     instead (see :func:`resolve_path`)."""
+    if "\x00" in str(resolved):  # os.stat's "embedded null byte" named no path
+        raise CheckpointError(f"checkpoint path {shown(str(resolved))} contains a NUL "
+                              "character (\\x00): no file has such a name")
     try:
         mode = resolved.stat().st_mode  # one look, and only a missing path is "no such file"
     except FileNotFoundError:

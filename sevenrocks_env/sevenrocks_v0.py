@@ -9,7 +9,9 @@ from .env import raw_env
 
 def env(**kwargs):
     """The env wrapped like PettingZoo's classic games: an illegal move ends the match with
-    reward -1 for the mover, out-of-range actions assert, and call order is enforced.
+    reward -1 for the mover, an action outside the action space is a ``TypeError`` or
+    ``ValueError`` naming it (also an ``AssertionError``, as PettingZoo's wrapper raised), and
+    call order is enforced.
 
     The wrappers are PettingZoo's own classes (see :mod:`sevenrocks_env.wrappers` for why they
     are subclassed)."""

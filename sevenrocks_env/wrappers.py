@@ -10,17 +10,23 @@ so the lookup falls back to the wrapper's own ``__getattr__`` and ``OrderEnforci
 raises its usual error.
 Each also has a fast path for the common case (a reset env, a live agent, a legal int action)
 that does what the parent does there without the chain of ``super()`` calls; every other case
-goes to the parent unchanged.
+goes to the parent unchanged, except an action outside the action space: a ``TypeError`` or
+``ValueError`` naming it (:func:`checked_action`), where the parent asserted (a bare
+``AssertionError``, gone under ``python -O``).
 
-:class:`TurnBasedParallel` is PettingZoo's turn-based parallel conversion with a clear error
-for an action dict that lacks the seat on turn.
+:class:`TurnBasedParallel` is PettingZoo's turn-based parallel conversion with clear errors
+for an action dict that lacks the seat on turn and for a step before ``reset()``.
 """
 
 from __future__ import annotations
 
 from operator import attrgetter
 
+import numpy as np
 from pettingzoo.utils import conversions, wrappers
+
+from .checks import is_int, shown
+from .rules import plain_action
 
 _PER_STEP = ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos",
              "_cumulative_rewards")
@@ -87,17 +93,49 @@ class TerminateIllegalWrapper(_DirectAttributes, wrappers.TerminateIllegalWrappe
             super().step(action)
 
 
+class ActionNotAnIndex(TypeError, AssertionError):
+    """A step's action is not an int action index (nor ``None`` for a finished agent): a
+    ``TypeError``, and the ``AssertionError`` PettingZoo's wrapper raised for it."""
+
+
+class ActionOutOfRange(ValueError, AssertionError):
+    """A step's action is an int outside the action space: a ``ValueError``, and the
+    ``AssertionError`` PettingZoo's wrapper raised for it."""
+
+
+def checked_action(action, agent: str, size: int) -> int:
+    """``action`` as a plain int in ``[0, size)``: any int PettingZoo's ``Discrete.contains``
+    takes (a NumPy integer, a 0-d integer array), and any other NumPy integer in range (as the
+    raw env); :class:`ActionNotAnIndex` for a bool or a non-int, :class:`ActionOutOfRange` for
+    an int outside.  Raised, not asserted, so ``python -O`` refuses them too."""
+    value = plain_action(action)
+    if not is_int(value):  # (not a bool either: Discrete.contains(True) would pass it as 1)
+        what = " (a bool)" if isinstance(value, (bool, np.bool_)) else (
+            " (None is the step of a terminated or truncated agent only)" if value is None else "")
+        seen = action.item() if isinstance(action, np.generic) else action  # 4.0, not <float64>
+        raise ActionNotAnIndex(f"action of {agent} must be an int action index in "
+                               f"[0, {size - 1}], got {type(action).__name__} {shown(seen)}{what}")
+    if not 0 <= value < size:
+        raise ActionOutOfRange(f"action {shown(int(value))} of {agent} is outside the action "
+                               f"space [0, {size - 1}] (Discrete({size}))")
+    return int(value)
+
+
 class AssertOutOfBoundsWrapper(_DirectAttributes, wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's ``AssertOutOfBoundsWrapper``, with a fast path for plain in-range ints."""
+    """PettingZoo's ``AssertOutOfBoundsWrapper``, with a fast path for plain in-range ints and
+    a clear error for an action outside the space (:func:`checked_action`; the parent's was a
+    bare ``AssertionError``, and under ``python -O`` none at all).  ``None`` for a terminated
+    or truncated agent passes, as in the parent."""
 
     def step(self, action) -> None:
-        if type(action) is int and 0 <= action < self._raw_env.action_spaces[
-                self._raw_env.agent_selection].n:
-            self.env.step(action)  # what the parent does once its assert passes
-        elif isinstance(action, bool):  # Discrete.contains(True) would let it pass
-            raise TypeError(f"action must be an int action index, got {action!r} (a bool)")
-        else:
-            super().step(action)
+        raw = self._raw_env
+        agent = raw.agent_selection
+        if type(action) is not int or not 0 <= action < raw.action_spaces[agent].n:
+            if action is None and (raw.terminations[agent] or raw.truncations[agent]):
+                self.env.step(None)  # PettingZoo's dead step
+                return
+            action = checked_action(action, agent, raw.action_spaces[agent].n)
+        self.env.step(action)  # what the parent does once its assert passes
 
 
 class OrderEnforcingWrapper(_DirectAttributes, wrappers.OrderEnforcingWrapper):
@@ -119,11 +157,21 @@ class OrderEnforcingWrapper(_DirectAttributes, wrappers.OrderEnforcingWrapper):
 class TurnBasedParallel(conversions.turn_based_aec_to_parallel_wrapper):
     """PettingZoo's turn-based AEC-to-parallel conversion, whose ``step`` reads the action of
     the seat on turn alone: a dict without it (the natural mistake: only the mover's action)
-    is a ``ValueError`` that names the seat, not a bare ``KeyError: 'player_2'``.  A step once
+    is a ``ValueError`` that names the seat, not a bare ``KeyError: 'player_2'``; a step before
+    ``reset()`` is a ``RuntimeError`` saying so (the raw env's words).  A step once
     the match is over returns five empty dicts (the parent's four did not unpack as ``obs,
     rewards, terminations, truncations, infos``)."""
 
+    def __getattr__(self, name):
+        """Only reached for a missing attribute: ``agents`` before ``reset()`` says so, as the
+        AEC env's does (the parent's was "object has no attribute 'agents'")."""
+        if name == "agents":
+            raise AttributeError("agents cannot be accessed before reset")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def step(self, actions):
+        if "agents" not in self.__dict__:  # the parent read self.agents: an AttributeError
+            raise RuntimeError("reset() needs to be called before step.")
         if self.agents:
             mover = self.aec_env.agent_selection
             if not isinstance(actions, dict):

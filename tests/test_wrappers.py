@@ -62,7 +62,10 @@ def drive(env, seed, choices):
             env.step(action)
             trace.append(snapshot(env))
         except (AssertionError, ValueError) as error:
-            trace.append(type(error).__name__)
+            # ours refuses an action outside the space with a TypeError or ValueError that is
+            # also the AssertionError PettingZoo's wrapper raised
+            trace.append("AssertionError" if isinstance(error, AssertionError)
+                         else type(error).__name__)
     return trace
 
 
@@ -119,3 +122,92 @@ def test_last_after_the_match_names_the_problem():
         env.step(None if done else int(np.flatnonzero(obs["action_mask"])[0]))
     with pytest.raises(RuntimeError, match="call reset"):
         env.last()
+
+
+# -- an action outside the action space ----------------------------------------------------------
+
+OUTSIDE = [  # (action, error type, words of the message)
+    (113, ValueError, "action 113 of player_0 is outside the action space [0, 112]"),
+    (-1, ValueError, "action -1 of player_0 is outside the action space"),
+    (2 ** 70, ValueError, "action <int of 71 bits> of player_0 is outside"),
+    (np.int64(200), ValueError, "action 200 of player_0 is outside"),
+    (1e300, TypeError, "must be an int action index in [0, 112], got float 1e+300"),
+    (np.float64(4.0), TypeError, "got float64 4.0"),
+    ("3", TypeError, "got str '3'"),
+    (None, TypeError, "None is the step of a terminated or truncated agent only"),
+    ([0], TypeError, "got list [0]"),
+]
+
+
+@pytest.mark.parametrize("action, error, words", OUTSIDE)
+def test_an_action_outside_the_space_is_a_clear_error_and_changes_nothing(action, error, words):
+    """PettingZoo's wrapper raised a bare ``AssertionError: action is not in action space``; ours
+    raises a TypeError or ValueError saying what is wrong, that is still an AssertionError."""
+    env = sevenrocks_v0.env()
+    env.reset(seed=1)
+    state = env.unwrapped.match.to_state()
+    with pytest.raises(error) as raised:
+        env.step(action)
+    assert words in str(raised.value) and isinstance(raised.value, AssertionError)
+    assert env.unwrapped.match.to_state() == state and not any(env.terminations.values())
+
+
+def test_an_action_outside_the_space_is_refused_under_python_dash_o_too():
+    """Under ``python -O`` PettingZoo's assert vanished: 113 was a numpy IndexError, -1 and [0]
+    were played as illegal moves (the match ended), None a 'truth value' ValueError."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from sevenrocks_env import sevenrocks_v0\n"
+            "for action in (113, -1, 2 ** 70, 1e300, np.float64(4.0), '3', None, [0]):\n"
+            "    env = sevenrocks_v0.env(); env.reset(seed=1)\n"
+            "    try:\n"
+            "        env.step(action)\n"
+            "    except (TypeError, ValueError) as error:\n"
+            "        assert 'player_0' in str(error), error\n"
+            "        assert not any(env.terminations.values())\n"
+            "    else:\n"
+            "        raise SystemExit(f'{action!r} was taken')\n"
+            "print('refused')\n")
+    proc = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "refused", proc.stderr[-2000:]
+
+
+def test_any_numpy_int_in_range_is_played_and_none_still_ends_a_dead_agents_turn():
+    """A 0-d array and a uint64 (which Discrete.contains refused: it does not cast to int64)
+    are played, as the raw env plays them."""
+    env = sevenrocks_v0.env(target=30)
+    env.reset(seed=0)
+    legal = np.flatnonzero(env.observe(env.agent_selection)["action_mask"])
+    env.step(np.array(legal[0]))  # a 0-d array, as Discrete.sample gives
+    legal = np.flatnonzero(env.observe(env.agent_selection)["action_mask"])
+    env.step(np.uint64(legal[0]))
+    assert env.unwrapped.match.placements == 2
+    env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"] == 0)[0]))
+    for _ in env.agent_iter():  # the illegal move ended the match: each seat steps None
+        env.step(None)
+    assert not env.agents
+
+
+# -- the parallel env --------------------------------------------------------------------------------
+
+def test_the_parallel_env_before_reset_says_to_reset():
+    """It was ``AttributeError: 'TurnBasedParallel' object has no attribute 'agents'``."""
+    env = sevenrocks_v0.parallel_env()
+    for actions in ({}, {"player_0": 4}):
+        with pytest.raises(RuntimeError, match=r"reset\(\) needs to be called before step"):
+            env.step(actions)
+    with pytest.raises(AttributeError, match="agents cannot be accessed before reset"):
+        env.agents
+    env.reset(seed=6)
+    assert env.agents == env.possible_agents
+
+
+def test_the_parallel_env_refuses_none_for_the_seat_on_turn_by_name():
+    env = sevenrocks_v0.parallel_env()
+    env.reset(seed=6)
+    mover = env.aec_env.agent_selection
+    with pytest.raises(TypeError, match=f"action of {mover} must be an int action index"):
+        env.step(dict.fromkeys(env.agents))
+    assert env.unwrapped.match.placements == 0

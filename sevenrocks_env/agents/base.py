@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..checks import checked_seed
 from ..observation import SeatView, checked_inputs, decode
 from .layout import legal_from_mask
 
@@ -34,7 +35,9 @@ class ViewAgent:
     name = "view"
 
     def seed(self, seed: int | None) -> None:
-        """Deterministic agents have no randomness to seed."""
+        """Deterministic agents have no randomness to seed; ``seed`` is checked all the same
+        (``checks.checked_seed``), so every agent takes the same seeds."""
+        checked_seed(seed)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         observation, action_mask = checked_inputs(observation, action_mask)

@@ -34,7 +34,7 @@ class GreedyAgent(ViewAgent):
     name = "greedy"
 
     def __init__(self, seed: int | None = None):
-        pass
+        self.seed(seed)  # checked, as every agent's
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
         return greedy_choice(LookaheadLayout.of(view), legal)

@@ -104,6 +104,7 @@ class HeuristicAgent(ViewAgent):
     name = "heuristic"
 
     def __init__(self, seed: int | None = None, weights: HeuristicWeights | None = None):
+        self.seed(seed)  # checked, as every agent's
         self.weights = weights or HeuristicWeights()
 
     def choose(self, view: SeatView, legal: list[int]) -> int:

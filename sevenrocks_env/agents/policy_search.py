@@ -52,9 +52,10 @@ import torch
 from ..batched import VectorEnv
 from ..batched.inputs import checked_device
 from ..arguments import MAX_THREADS
-from ..checks import is_int
+from ..checks import checked_seed, is_int
 from ..observation import checked_inputs, decode
-from ..policy import MaskedCategorical, PolicyNet, generator_seed, load_policy
+from ..policy import (MaskedCategorical, PolicyNet, generator_seed, load_policy,
+                      policy_device)
 from .layout import best_action, legal_from_mask
 from .belief import MAX_WORLDS
 from .world_rollouts import Decision, WorldRollouts
@@ -101,12 +102,12 @@ class PolicySearchAgent:
         if not is_int(horizon, 1, 100):
             raise ValueError(f"search:policy: horizon must be an int in [1, 100], got "
                              f"{horizon!r}")
-        self.device = torch.device(device)
+        self.device = policy_device(device)  # a clear error for 'cuda' without CUDA
         if isinstance(policy, PolicyNet):
             model, label = policy, "net"
         else:
             try:
-                model, label = load_policy(policy, device=device).model, str(policy)
+                model, label = load_policy(policy, device=self.device).model, str(policy)
             except ValueError as error:  # CheckpointError: missing, corrupt, wrong layout
                 raise ValueError(f"search:policy: cannot load policy {policy!r}: {error}") from None
         self.model = model.to(self.device).eval()
@@ -134,6 +135,7 @@ class PolicySearchAgent:
         return moved
 
     def seed(self, seed: int | None) -> None:
+        seed = checked_seed(seed)  # what make_agent and the envs take, refused in their words
         self._rng = np.random.default_rng(seed)
         # unseeded: a fresh draw, as for the worlds (not 0, which every such agent would share)
         self._generator = torch.Generator().manual_seed(

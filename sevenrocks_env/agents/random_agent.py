@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import checked_seed
 from ..observation import checked_inputs
 from .layout import legal_from_mask
 
@@ -17,7 +18,8 @@ class RandomAgent:
         self.seed(seed)
 
     def seed(self, seed: int | None) -> None:
-        self._rng = np.random.default_rng(seed)
+        """``seed``: a non-negative int or ``None`` (``checks.checked_seed``, as the envs')."""
+        self._rng = np.random.default_rng(checked_seed(seed))
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         legal = legal_from_mask(checked_inputs(observation, action_mask)[1])

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import checked_seed
 from ..observation import OBS_SIZE, checked_inputs
 from ..policy_file import CheckpointError, existing_file
 from ..tiles import NUM_ACTIONS
@@ -43,7 +44,9 @@ class SB3Agent:
         self.deterministic = deterministic
 
     def seed(self, seed: int | None) -> None:
-        """Deterministic play has no randomness (and SB3's seeding would touch global RNGs)."""
+        """Deterministic play has no randomness (and SB3's seeding would touch global RNGs);
+        ``seed`` is checked all the same, as every agent's."""
+        checked_seed(seed)
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int:
         observation, mask = checked_inputs(observation, action_mask)

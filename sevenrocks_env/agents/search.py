@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from .. import rules
-from ..checks import is_int
+from ..checks import checked_seed, is_int
 from ..observation import SeatView
 from ..tiles import TILE_PIPS, tiles_of
 from .base import ViewAgent
@@ -66,7 +66,8 @@ class SearchAgent(ViewAgent):
         self.seed(seed)
 
     def seed(self, seed: int | None) -> None:
-        self._rng = np.random.default_rng(seed)
+        """``seed``: a non-negative int or ``None`` (``checks.checked_seed``, as the envs')."""
+        self._rng = np.random.default_rng(checked_seed(seed))
 
     def choose(self, view: SeatView, legal: list[int]) -> int:
         """Best mean rollout value among ``legal`` (see the module docstring)."""

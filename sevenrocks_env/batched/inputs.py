@@ -19,7 +19,8 @@ def checked_device(device) -> torch.device:
     except (RuntimeError, TypeError) as error:
         raise ValueError(f"device {device!r}: {str(error)[:120]}") from None
     if device.type not in ("cpu", "cuda"):
-        raise ValueError(f"device {str(device)!r}: the batched engine runs on 'cpu' or 'cuda'")
+        raise ValueError(f"device {str(device)!r}: sevenrocks runs on 'cpu' or 'cuda' (the batched "
+                         "engine, and policies, whose action features use it)")
     if device.type == "cpu":  # torch puts CPU tensors on plain "cpu" whatever index is asked for
         return torch.device("cpu")
     if device.type == "cuda":

@@ -40,6 +40,7 @@ from open_spiel.python.algorithms import ismcts, mcts
 
 from ..agents.base import parse_spec_params
 from ..agents.belief import HandSampler
+from ..checks import checked_seed
 from ..observation import checked_inputs, decode
 from .game import GAME_NAME, state_from_view
 
@@ -64,7 +65,7 @@ class PyspielBotAgent:
         self.seed(seed)
 
     def seed(self, seed: int | None) -> None:
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(checked_seed(seed))
 
     def _game(self, target: int) -> pyspiel.Game:
         if target not in self._games:
