@@ -95,8 +95,9 @@ class TrainConfig(BaseModel):
     """Pool of opponents for some matches: agent specs (``greedy``, ``heuristic``, ``random``,
     ``ckpt:path``, ``sample:policy=PATH[,temperature=T]``, ``search:samples=N``; quote a spec
     with a comma in a ``--set`` list) and ``past`` (a frozen earlier snapshot of this run).
-    Empty: pure self-play. Not OpenSpiel bots, nor ``search`` with a ``time_limit``: what they
-    play depends on state a checkpoint does not keep, or on the machine's speed."""
+    Empty: pure self-play. Not OpenSpiel bots, nor ``search`` with a ``time_limit`` or
+    ``inference``: what they play depends on state a checkpoint does not keep, on the machine's
+    speed, or on the round's plays; nor ``sb3:`` (it loads a pickle: a command line only)."""
     opponent_fraction: Real(0, 1) = 0.0
     """Fraction of matches where one team is a pool opponent (the other team is the learner)."""
     snapshot_every: Int(1, BIG) = 10
