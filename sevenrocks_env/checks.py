@@ -20,8 +20,9 @@ import reprlib
 def is_int(value, low: int | None = None, high: int | None = None) -> bool:
     """``value`` is an integer, not a bool, within ``[low, high]`` where those are given.
     NumPy integers count: an action taken from an array is one."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        return False  # numpy's bool_ is not Integral; Python's bool is
+    if type(value) is not int and (isinstance(value, bool)
+                                   or not isinstance(value, numbers.Integral)):
+        return False  # numpy's bool_ is not Integral; Python's bool is (a plain int: fast path)
     return (low is None or low <= value) and (high is None or value <= high)
 
 
@@ -33,11 +34,12 @@ def is_plain_int(value, low: int | None = None, high: int | None = None) -> bool
 
 def checked_int(name: str, value, low: int, high: int) -> int:
     """``value`` as a plain ``int``: ``TypeError`` if it is not an integer (:func:`is_int`),
-    ``ValueError`` if it is outside ``[low, high]``; both name the argument."""
+    ``ValueError`` if it is outside ``[low, high]``; both name the argument and quote the value
+    with :func:`shown` (an f-string of an int past 4300 digits raises Python's own error)."""
     if not is_int(value):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {shown(value)}")
     if not low <= value <= high:
-        raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+        raise ValueError(f"{name} must be in [{low}, {high}], got {shown(value)}")
     return int(value)
 
 
@@ -69,6 +71,8 @@ class _ShortRepr(reprlib.Repr):
     def repr_instance(self, value, level):
         if type(value) in (float, bool, type(None)):
             return repr(value)
+        if isinstance(value, numbers.Integral):  # a NumPy integer: its value, as an int's
+            return self.repr_int(int(value), level)
         return f"<{type(value).__name__}>"  # never call an unknown object's own __repr__
 
 

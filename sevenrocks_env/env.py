@@ -107,8 +107,9 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from . import observation as obs_mod
-from .checks import checked_seed, is_int
+from .checks import checked_seed, is_int, shown
 from .dealing import MAX_SEED
+from .match_state import replays_to_its_state
 from .public_round import PublicRound, public_round
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import reward_weights, team0_reward
@@ -139,7 +140,7 @@ def reset_options(options, others_ignored: bool = False) -> dict:
     ``options={"options": 1}``: an AEC env must take options it does not know)."""
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-    unknown = sorted(map(repr, set(options or {}) - {"match"}))
+    unknown = sorted(map(shown, set(options or {}) - {"match"}))
     if unknown and not others_ignored:  # a typo ("matc") would start a fresh deal silently
         raise ValueError(f"unknown reset option(s) {', '.join(unknown)[:200]}; the one "
                          "option is 'match' (a rules.Match to start from)")
@@ -149,7 +150,9 @@ def reset_options(options, others_ignored: bool = False) -> dict:
 def starting_match(start, target: int, max_rounds: int) -> Match:
     """A copy of ``options["match"]`` to play on, checked against the env's settings (its
     observation space is derived from ``target`` and ``max_rounds``): a match in play, with a
-    seed for its later deals; ``ValueError`` naming what is wrong."""
+    seed for its later deals; ``ValueError`` naming what is wrong.  Its history is copied for
+    the round's public plays and the board (the env's :meth:`raw_env.game_record` refuses a
+    history that does not replay to the match: an edited match, one dealt at other scores)."""
     if not isinstance(start, Match):
         raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
                          f"got {type(start).__name__}")
@@ -157,13 +160,16 @@ def starting_match(start, target: int, max_rounds: int) -> Match:
         raise ValueError("options['match'] must be a match in play with a seed for the "
                          "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
     if start.target != target or start.max_rounds not in (None, max_rounds):
-        raise ValueError(f"options['match'] has target {start.target} and max_rounds "
-                         f"{start.max_rounds}; this env plays to {target} with max_rounds "
-                         f"{max_rounds} (max_rounds None takes the env's)")
-    start = start.clone(keep_history=True)  # the caller's object stays as it was
-    start.max_rounds = max_rounds
-    Match.from_state(start.to_state())  # raises ValueError naming a field no match can have
-    return start
+        raise ValueError(f"options['match'] has target {shown(start.target)} and max_rounds "
+                         f"{shown(start.max_rounds)}; this env plays to {target} with "
+                         f"max_rounds {max_rounds} (max_rounds None takes the env's)")
+    # a checked copy (ValueError naming a field no match can have); the caller's stays as it was
+    copy = Match.from_state(dict(start.to_state(), max_rounds=max_rounds))
+    try:
+        copy.history = [log.copy() for log in start.history]
+    except (TypeError, AttributeError):  # None, or no list of rules.Round
+        pass
+    return copy
 
 
 def observation_space(target: int = DEFAULT_TARGET, max_rounds: int = 100) -> spaces.Dict:
@@ -196,14 +202,15 @@ class raw_env(AECEnv, EzPickle):
         for name, value, high in (("target", target, MAX_TARGET),
                                   ("max_rounds", max_rounds, MAX_ROUNDS)):
             if not is_int(value, 1, high):
-                raise ValueError(f"{name} must be an int in [1, {high}], got {value!r}")
+                raise ValueError(f"{name} must be an int in [1, {high}], got {shown(value)}")
         # raises ValueError naming the bad mode or weight (one definition: sevenrocks_env.rewards)
         self.points_scale, self.win_reward = reward_weights(reward, points_scale, win_reward)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
-                             f"got {render_mode!r}")
+                             f"got {shown(render_mode)}")
         if render_observer is not None and not is_int(render_observer, 0, 3):
-            raise ValueError(f"render_observer must be a seat 0-3 or None, got {render_observer!r}")
+            raise ValueError(f"render_observer must be a seat 0-3 or None, got "
+                             f"{shown(render_observer)}")
         self.target = int(target)
         self.max_rounds = int(max_rounds)
         self.reward_mode = reward
@@ -217,6 +224,7 @@ class raw_env(AECEnv, EzPickle):
                                    for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in AGENTS}
         self.match: Match | None = None
+        self._replays = True  # whether the match's history replays to it (game_record)
         self.seed_used: int | None = None
         self._reset_rng: np.random.Generator | None = None  # the seeds of unseeded resets
 
@@ -252,7 +260,7 @@ class raw_env(AECEnv, EzPickle):
     @staticmethod
     def _check_agent(agent) -> None:
         if not isinstance(agent, str) or agent not in AGENTS:  # a list is unhashable: no dict test
-            raise ValueError(f"unknown agent {agent!r}; the agents are {list(AGENTS)}")
+            raise ValueError(f"unknown agent {shown(agent)}; the agents are {list(AGENTS)}")
 
     # -- episode ------------------------------------------------------------------------------
 
@@ -273,6 +281,7 @@ class raw_env(AECEnv, EzPickle):
             seed = int(self._reset_rng.integers(MAX_SEED, endpoint=True))
         else:
             self._reset_rng = np.random.default_rng(seed)
+        self._replays = start is None or start.history is None or replays_to_its_state(start)
         if start is not None:
             self.seed_used, self.match = start.seed, start
         else:
@@ -359,12 +368,12 @@ class raw_env(AECEnv, EzPickle):
     def _illegal_message(self, action) -> str:
         agent = self.agent_selection
         legal = legal_actions(self.match)
-        shown = ", ".join(f"{a} ({describe_action(a)})" for a in legal)
+        listed = ", ".join(f"{a} ({describe_action(a)})" for a in legal)
         if is_int(action, 0, NUM_ACTIONS - 1):
             what = f"{int(action)} ({describe_action(int(action))})"
         else:
-            what = repr(action)
-        return f"illegal action {what} for {agent}; legal actions: [{shown}]"
+            what = shown(action)
+        return f"illegal action {what} for {agent}; legal actions: [{listed}]"
 
     # -- extras -------------------------------------------------------------------------------
 
@@ -381,6 +390,10 @@ class raw_env(AECEnv, EzPickle):
         """The match so far as a JSON-serialisable game record (see :mod:`sevenrocks_env.record`)."""
         if self.match is None:
             raise RuntimeError("call reset() before game_record()")
+        if not self._replays:  # a record must replay (record.validate): no record, not a wrong one
+            raise ValueError("this match has no game record: it started from a match given to "
+                             "reset(options={'match': m}) whose history does not replay to it "
+                             "(an edited position, or scores other than 0-0 at its deal)")
         return game_record(self.match)
 
     def render(self):

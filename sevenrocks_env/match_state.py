@@ -1,18 +1,122 @@
-"""Validation of a :class:`~sevenrocks_env.rules.Match` rebuilt from plain values (R1).
+"""Validation of a :class:`~sevenrocks_env.rules.Match` built from user data (R1, R2, R8).
 
 ``Match.from_state`` calls :func:`check_match_state` on every state it builds: the state may
 come from an untrusted file (a training checkpoint, a search request), so every field must have
 the right type and range, the hands and played tiles must partition the 28 tiles, and the layout
 must fit the tiles on the table: a layout no play reaches could stall a round (no open end) or
-score past R5's 35.
+score past R5's 35.  ``Match.new``/``from_deal``/``start_round`` check their arguments with
+:func:`checked_settings`, :func:`checked_scores` and :func:`checked_deal` (never the moves: the
+engine's hot path trusts what these let in).  :func:`replays_to_its_state` says whether a
+match's history log can be kept as its game record.
 """
 
 from __future__ import annotations
 
-from .checks import is_plain_int, shown
+import functools
+
+from .checks import checked_int, checked_seed, is_int, is_plain_int, shown
 from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
-                    TILE_HIGH, TILE_LOW, WEST, tiles_of, tiles_showing)
+                    TILE_HIGH, TILE_LOW, WEST, tile_name, tiles_of, tiles_showing)
+
+#: Bound of the counts and scores of a match state (far beyond any real match).
+BIG = 10 ** 9
+
+
+@functools.cache
+def _record_bounds() -> tuple[int, int]:
+    """``(MAX_TARGET, MAX_ROUNDS)`` of game records (imported here, not at the top: the record
+    module imports the rules, which import this one)."""
+    from .record import MAX_ROUNDS, MAX_TARGET
+    return MAX_TARGET, MAX_ROUNDS
+
+
+def checked_settings(seed, target, max_rounds, keep_history, seed_needed: bool) -> tuple:
+    """``(seed, target, max_rounds, keep_history)`` of a new match, the ints plain ones: ``seed``
+    a non-negative int (as the envs', no upper bound; ``None`` only where not ``seed_needed``),
+    ``target`` (R8) and ``max_rounds`` (``None``: no limit) within a game record's bounds, so
+    that every match can be saved; ``keep_history`` a bool.  ``TypeError``/``ValueError``
+    naming the argument."""
+    max_target, most_rounds = _record_bounds()
+    if seed_needed and not is_int(seed, 0):
+        raise (ValueError if is_int(seed) else TypeError)(
+            f"seed must be a non-negative int (the match is dealt from it), got "
+            f"{type(seed).__name__} {shown(seed)}")
+    seed = checked_seed(seed)  # None or a plain int
+    target = checked_int("target", target, 1, max_target)
+    if max_rounds is not None:
+        max_rounds = checked_int("max_rounds", max_rounds, 1, most_rounds)
+    if type(keep_history) is not bool:
+        raise TypeError(f"keep_history must be a bool, got {type(keep_history).__name__} "
+                        f"{shown(keep_history)}")
+    return seed, target, max_rounds, keep_history
+
+
+def checked_scores(scores, target: int) -> list[int]:
+    """``scores`` (the partnerships', team 0 first) as two plain ints below ``target``: a
+    partnership at the target has won (R8).  ``ValueError`` otherwise."""
+    if not (isinstance(scores, (list, tuple)) and len(scores) == 2
+            and all(is_int(v, -BIG, target - 1) for v in scores)):
+        raise ValueError(f"scores must be two ints below the target {target} (R8) and at "
+                         f"least -{BIG}, got {shown(scores)}")
+    return [int(v) for v in scores]
+
+
+def checked_deal(hands, opener) -> tuple[list[int], int]:
+    """A round's deal as plain ints: ``hands`` four disjoint 7-tile sets (28-bit masks) covering
+    the 28 tiles (R1), ``opener`` a seat (R2).  ``TypeError``/``ValueError`` saying what is
+    wrong (a negative "hand" passed the old sum-and-count test, and a hand of it never empties)."""
+    if not isinstance(hands, (list, tuple)) or not all(is_int(hand) for hand in hands):
+        raise TypeError(f"hands must be a list of four tile bitmasks (ints), got "
+                        f"{type(hands).__name__} {shown(hands)}")
+    hands = [int(hand) for hand in hands]
+    problem = f"got {len(hands)} hands" if len(hands) != NUM_SEATS else None
+    dealt = 0
+    for seat, hand in enumerate(hands if problem is None else ()):
+        if not 0 <= hand <= ALL_TILES:
+            problem = f"seat {seat}'s hand {shown(hand)} is not a set of tiles (0 to 2**28 - 1)"
+        elif hand.bit_count() != 7:
+            problem = f"seat {seat} holds {hand.bit_count()} tiles, not 7"
+        elif hand & dealt:
+            problem = f"{tile_name(tiles_of(hand & dealt)[0])} is dealt twice"
+        if problem:
+            break
+        dealt |= hand  # four disjoint sets of 7 of the 28 tiles: all 28 are dealt
+    if problem:
+        raise ValueError(f"a deal is four disjoint 7-tile hands covering all 28 tiles (R1): "
+                         f"{problem}")
+    if not is_int(opener, 0, NUM_SEATS - 1):
+        raise ValueError(f"the opener is a seat, 0 to 3, got {shown(opener)}")
+    return hands, int(opener)
+
+
+def _starting_scores(match) -> list[int]:
+    """The scores the match's history started from (a record replays from 0-0)."""
+    scores = list(match.scores)
+    for log in match.history:
+        for seat, _, _, points in log.moves:
+            scores[seat & 1] -= points
+        scores[0] += log.deductions[0] + log.deductions[2]
+        scores[1] += log.deductions[1] + log.deductions[3]
+    return scores
+
+
+def replays_to_its_state(match) -> bool:
+    """Whether ``match.history`` starts at 0-0 and, written as a game record and replayed by
+    :func:`sevenrocks_env.record.replay` (every move, end sum, point and round end checked),
+    leads to ``match``'s own state: only then can the match's record be kept (the batched
+    engine's ``load`` and the AEC env's ``reset(options={"match": m})`` keep none otherwise)."""
+    from .record import game_record, replay  # the record module imports the rules, and they this
+    replayed = None
+    try:
+        if _starting_scores(match) != [0, 0]:
+            return False
+        for replayed, _, _ in replay(game_record(match)):
+            pass
+    except (ValueError, TypeError, IndexError, AttributeError, KeyError):  # RecordError too
+        return False
+    mine = dict(replayed.to_state(), seed=match.seed, max_rounds=match.max_rounds)
+    return mine == match.to_state()
 
 
 def check_state_fields(state: dict, fields: tuple) -> None:
@@ -32,7 +136,7 @@ def check_match_state(match) -> None:
     def bad(name: str, what: str):
         raise ValueError(f"match state: {name} must be {what}, got {shown(getattr(match, name))}")
 
-    big = 10 ** 9
+    big = BIG
     if match.seed is not None and not is_plain_int(match.seed, 0, 2 ** 64):
         bad("seed", "None or an int in [0, 2**64]")
     if not is_plain_int(match.target, 1, big):

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import numbers
 
+from .checks import shown
+
 REWARD_MODES = ("win", "points", "shaped")
 #: (points_scale, win_reward) of the fixed modes; ``shaped`` takes both as parameters.
 FIXED_WEIGHTS = {"win": (0.0, 1.0), "points": (0.01, 0.0)}
@@ -36,8 +38,8 @@ def reward_weights(mode: str, points_scale: float | None = None,
 
     ``points_scale``/``win_reward`` are only for ``mode="shaped"`` (default 0.01 and 1.0).
     """
-    if mode not in REWARD_MODES:
-        raise ValueError(f"reward must be one of {REWARD_MODES}, got {mode!r}")
+    if not isinstance(mode, str) or mode not in REWARD_MODES:
+        raise ValueError(f"reward must be one of {REWARD_MODES}, got {shown(mode)}")
     if mode != "shaped":
         if points_scale is not None or win_reward is not None:
             raise ValueError(f"points_scale and win_reward are parameters of reward='shaped', "
@@ -48,11 +50,13 @@ def reward_weights(mode: str, points_scale: float | None = None,
                                  ("win_reward", win_reward, SHAPED_DEFAULTS[1])):
         if value is None:
             value = default
-        # numbers.Real: Python and numpy ints and floats (np.bool_ is not one)
+        # numbers.Real: Python and numpy ints and floats (np.bool_ is not one); the range test
+        # comes first: it refuses NaN and infinities, and an int too large for a float
+        # (math.isfinite(10**400) raises OverflowError)
         if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-                or not math.isfinite(value) or not 0 <= value <= _MAX_WEIGHT:
+                or not 0 <= value <= _MAX_WEIGHT or not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number in [0, {_MAX_WEIGHT:g}], "
-                             f"got {value!r}")
+                             f"got {shown(value)}")
         weights.append(float(value))
     return weights[0], weights[1]
 

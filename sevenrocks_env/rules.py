@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import is_int
 from .dealing import deal, next_seat, partner_of, team_of
-from .match_state import check_match_state, check_state_fields
+from .match_state import (check_match_state, check_state_fields, checked_deal, checked_scores,
+                          checked_settings)
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
 from .tiles import (
     ALL_TILES,
@@ -93,25 +93,24 @@ class Match:
     @classmethod
     def new(cls, seed: int, target: int = DEFAULT_TARGET, max_rounds: int | None = None,
             keep_history: bool = True) -> "Match":
-        match = cls._blank(seed, target, max_rounds, keep_history)
-        hands, opener = deal(seed, 0)
-        match.start_round(hands, opener)
+        """A match dealt from ``seed`` (R1, R2), to ``target`` (R8), cut after ``max_rounds``
+        rounds if given; ``TypeError``/``ValueError`` naming a bad argument."""
+        match = cls._blank(*checked_settings(seed, target, max_rounds, keep_history, True))
+        match._lay_out(*deal(match.seed, 0))
         return match
 
     @classmethod
     def from_deal(cls, hands: list[int], opener: int, target: int = DEFAULT_TARGET,
                   scores=(0, 0), seed: int | None = None, max_rounds: int | None = None,
                   keep_history: bool = True) -> "Match":
-        """A match whose first round has the given hands (bitmasks) and opener, from ``scores``
-        (two ints below the target: a partnership at the target has won, R8).  With ``seed``
-        the later rounds are dealt from it (R2); without, the match waits at each round's end
-        (:attr:`awaiting_deal`) for :meth:`start_round`."""
-        match = cls._blank(seed, target, max_rounds, keep_history)
-        if not (len(scores) == 2 and all(is_int(v) for v in scores) and max(scores) < target):
-            raise ValueError(f"scores must be two ints below the target {target} (R8), "
-                             f"got {list(scores)!r}"[:200])
-        match.scores = [int(v) for v in scores]
-        match.start_round(hands, opener)
+        """A match whose first round has the given hands (bitmasks, a deal: R1) and opener, from
+        ``scores`` (two ints below the target: a partnership at the target has won, R8).  With
+        ``seed`` the later rounds are dealt from it (R2); without, the match waits at each
+        round's end (:attr:`awaiting_deal`) for :meth:`start_round`.  Every argument is
+        checked (:mod:`sevenrocks_env.match_state`): ``TypeError``/``ValueError`` naming it."""
+        match = cls._blank(*checked_settings(seed, target, max_rounds, keep_history, False))
+        match.scores = checked_scores(scores, match.target)
+        match._lay_out(*checked_deal(hands, opener))
         return match
 
     @classmethod
@@ -128,12 +127,12 @@ class Match:
         return match
 
     def start_round(self, hands: list[int], opener: int) -> None:
-        """Lay out a fresh round with these hands; ``opener`` moves first (R2)."""
-        if not is_int(opener, 0, NUM_SEATS - 1):
-            raise ValueError(f"the opener is a seat, 0 to 3, got {opener!r}"[:200])
-        if len(hands) != NUM_SEATS or sum(hands) != ALL_TILES or any(
-                bin(h).count("1") != 7 for h in hands):
-            raise ValueError("a deal is four disjoint 7-tile hands covering all 28 tiles (R1)")
+        """Lay out a fresh round with these hands (four disjoint 7-tile sets, R1); ``opener``
+        moves first (R2).  ``TypeError``/``ValueError`` saying what is wrong with the deal."""
+        self._lay_out(*checked_deal(hands, opener))
+
+    def _lay_out(self, hands: list[int], opener: int) -> None:
+        """:meth:`start_round` for a deal known to be one (the engine's own, checked ones)."""
         self.hands = list(hands)
         self.played = 0
         self.played_by = [0, 0, 0, 0]
@@ -385,7 +384,7 @@ def _close_round(match: Match, result: str, finisher: int | None) -> None:
         match.turn = -1
         return
     hands, drawn = deal(match.seed, match.round_index)
-    match.start_round(hands, finisher if result == DOMINO else drawn)
+    match._lay_out(hands, finisher if result == DOMINO else drawn)
 
 
 __all__ = [

@@ -73,9 +73,10 @@ def test_final_reward_reaches_learner_when_opponent_ends_the_match(partner):
     assert env.match.turn == 0 and env.match.scores == [0, 245]
     obs, reward, terminated, truncated, info = env.step(OPEN_0_1)
     # the learner's own move scored nothing and did not end the match: seat 1's move did
-    last_round = env.aec_env.game_record()["rounds"][-1]
-    assert [m["seat"] for m in last_round["moves"]] == [0, 1]
-    assert last_round["moves"][0]["points"] == 0 and last_round["moves"][1]["points"] == 5
+    # (the round's log: a match dealt at 0-245 has no game record, which would not replay)
+    moves = env.match.history[-1].moves
+    assert [seat for seat, *_ in moves] == [0, 1]
+    assert moves[0][3] == 0 and moves[1][3] == 5
     assert (terminated, truncated) == (True, False)
     assert reward == -1.0
     assert info["won"] is False and info["scores"] == (0, 250)

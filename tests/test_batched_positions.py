@@ -62,7 +62,7 @@ def find_position(seed: int, wanted, tries: int = 200, target: int = 250):
     """A scalar match (with history) just before a move ``wanted(match, action, after)`` accepts,
     where ``after`` is a clone with the move applied; random play, from ``seed`` onwards."""
     for attempt in range(tries):
-        match = Match.new(seed + attempt, target=10 ** 6)
+        match = Match.new(seed + attempt, target=5000)  # (no win in 3 rounds)
         rng = random.Random(seed + attempt)
         while not match.over and match.round_index < 3:
             for action in legal_actions(match):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sevenrocks_env.checks import checked_int, is_int, is_plain_int
+from sevenrocks_env.checks import checked_int, is_int, is_plain_int, shown
 
 
 @pytest.mark.parametrize("value", [True, False, np.True_, 1.0, 1 + 0j, "1", None, np.float32(1)])
@@ -23,3 +23,17 @@ def test_python_and_numpy_integers_are_ints(value):
 def test_out_of_range_is_a_value_error_naming_the_argument():
     with pytest.raises(ValueError, match=r"seed must be in \[0, 5\], got 6"):
         checked_int("seed", 6, 0, 5)
+
+
+@pytest.mark.parametrize("value", [10 ** 5000, -10 ** 5000], ids=["huge", "huge_negative"])
+def test_an_int_past_python_s_4300_digit_limit_is_named_not_printed(value):
+    """An f-string of an int of more than 4300 digits raises Python's own ValueError ("Exceeds
+    the limit ... for integer string conversion"), which names no argument."""
+    with pytest.raises(ValueError, match=r"seed must be in \[0, 5\], got <int of 16610 bits>"):
+        checked_int("seed", value, 0, 5)
+
+
+def test_a_numpy_integer_out_of_range_is_quoted_by_its_value():
+    with pytest.raises(ValueError, match=r"env must be in \[0, 5\], got 9$"):
+        checked_int("env", np.int64(9), 0, 5)
+    assert shown(np.uint8(7)) == "7" and shown(np.int64(-2)) == "-2"  # not "<uint8>"

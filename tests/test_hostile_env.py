@@ -178,3 +178,80 @@ def test_single_agent_settings_and_order_errors_say_what_is_wrong():
         SingleAgentEnv(opponents="random").step(0)  # not "the match is over"
     with pytest.raises(RuntimeError, match="call reset"):
         sevenrocks_v0.vector_env(num_envs=2).match(0)
+
+
+# -- options={"match": m}: a match edited by hand plays on, but its history gives no record ------
+
+def _played(seed: int, moves: int = 3):
+    import random
+
+    from sevenrocks_env.rules import Match, apply_action
+
+    match, rng = Match.new(seed), random.Random(seed)
+    for _ in range(moves):
+        apply_action(match, rng.choice(legal_actions(match)))
+    return match, rng
+
+
+def _puzzle():
+    """Three moves in, seats 1 and 3 swap one unplayed tile: a legitimate position to play
+    from, but the round's log says they were dealt the other tiles."""
+    match, rng = _played(4)
+    a, b = match.hands[1] & -match.hands[1], match.hands[3] & -match.hands[3]
+    match.hands[1] ^= a | b
+    match.hands[3] ^= a | b
+    return match, rng
+
+
+def _to_the_end(env, rng):
+    for _ in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else rng.choice(legal_actions(env.unwrapped.match)))
+
+
+def test_an_edited_match_plays_on_but_hands_out_no_record_that_would_not_replay():
+    """The AEC env kept the edited match's history, and ``game_record()`` then returned a
+    record that ``record.validate`` refused ("illegal action"): silently wrong data.  The
+    history is still kept (the board and the round's plays read it); the record is refused."""
+    match, rng = _puzzle()
+    env = sevenrocks_v0.raw_env(render_mode="ansi")
+    env.reset(options={"match": match})
+    assert env.unwrapped.match.to_state() == dict(match.to_state(), max_rounds=100)
+    assert len(env.unwrapped.match.history) == len(match.history)
+    assert "not known" not in env.render()  # the board drawn from the round's plays
+    _to_the_end(env, rng)
+    with pytest.raises(ValueError, match="no game record: it started from a match given to "
+                                         "reset.*whose history does not replay to it"):
+        env.unwrapped.game_record()
+    env.reset(seed=3)  # a new match has its record again
+    validate(env.unwrapped.game_record())
+    # a match played from its deal keeps its history, and its record replays
+    for env in (sevenrocks_v0.raw_env(), SingleAgentEnv(opponents="random")):
+        match, rng = _played(8, moves=9)
+        env.reset(options={"match": match})
+        aec = getattr(env, "aec_env", env)
+        assert len(aec.match.history) == len(match.history)
+        if env is aec:
+            _to_the_end(env, rng)
+        validate(aec.game_record())
+
+
+@pytest.mark.parametrize("edit, words", [
+    ("scores", "no game record: it started"),       # the log starts at 0-0, not at 40-15
+    ("history_junk", "keeps no history"),           # clone() raised TypeError on history 5
+    ("history_empty", "no game record: it started"),
+])
+def test_a_match_whose_log_does_not_lead_to_it_plays_without_a_record(edit, words):
+    match, rng = _played(6, moves=5)
+    if edit == "scores":
+        match.scores = [40, 15]
+    elif edit == "history_junk":
+        match.history = 5
+    else:
+        match.history = []
+    for env in (sevenrocks_v0.raw_env(), SingleAgentEnv(opponents="random", seat=match.turn)):
+        env.reset(options={"match": match})
+        aec = getattr(env, "aec_env", env)
+        assert aec.match.to_state()["hands"] == match.hands
+        with pytest.raises(ValueError, match=words):
+            aec.game_record()

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from sevenrocks_env.observation import encode
+from sevenrocks_env.record import MAX_TARGET
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 
 from positions import won_at_exactly_the_target
@@ -181,7 +182,7 @@ def _just_after_the_round_ending_move(kind: str) -> Match:
     from sevenrocks_env.tiles import KNOCK
 
     for seed in range(500):
-        match = Match.new(seed, target=10 ** 6, keep_history=False)
+        match = Match.new(seed, target=MAX_TARGET, keep_history=False)  # none won in a round
         match.seed = None  # no next deal: the round's end shows as turn -1
         while match.turn >= 0:
             before, seat = match.clone(), match.turn

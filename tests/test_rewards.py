@@ -140,3 +140,24 @@ def test_bad_reward_arguments_are_clear_errors(kwargs, message):
                  lambda **kw: SingleAgentEnv(opponents="random", **kw)):
         with pytest.raises(ValueError, match=message):
             make(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"points_scale": 10 ** 400}, "points_scale must be a finite number"),
+    ({"win_reward": 2 ** 1024}, "win_reward must be a finite number"),
+    ({"win_reward": 10 ** 5000}, "win_reward must be a finite number"),
+    ({"points_scale": -10 ** 400}, "points_scale must be a finite number"),
+])
+def test_weights_too_large_for_a_float_are_the_same_clear_error(kwargs, message):
+    """``math.isfinite(10**400)`` raised ``OverflowError: int too large to convert to float``,
+    and an int past 4300 digits could not be put in the message."""
+    with pytest.raises(ValueError, match=message) as info:
+        reward_weights("shaped", **kwargs)
+    assert len(str(info.value)) < 200
+
+
+def test_a_reward_mode_that_is_no_string_is_named_in_short():
+    for mode in (10 ** 5000, ["win"], np.array(["win", "points"])):
+        with pytest.raises(ValueError, match="reward must be one of") as info:
+            reward_weights(mode)
+        assert len(str(info.value)) < 200

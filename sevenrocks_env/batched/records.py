@@ -13,38 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..record import MAX_ROUNDS, game_record, record_dict, replay, round_entry
+from ..match_state import replays_to_its_state
+from ..record import MAX_ROUNDS, record_dict, round_entry
 from .engine import BLOCKED, DOMINO, WON, StepEvents
 
 _RESULT_NAMES = {DOMINO: "domino", BLOCKED: "blocked", WON: "won"}
 _RESULT_CODES = {name: code for code, name in _RESULT_NAMES.items()}
-
-
-def _starting_scores(match) -> list[int]:
-    """The scores the match's history started from (a record replays from 0-0)."""
-    scores = list(match.scores)
-    for log in match.history:
-        for seat, _, _, points in log.moves:
-            scores[seat & 1] -= points
-        scores[0] += log.deductions[0] + log.deductions[2]
-        scores[1] += log.deductions[1] + log.deductions[3]
-    return scores
-
-
-def replays_to_its_state(match) -> bool:
-    """Whether ``match.history`` starts at 0-0 and, written as a game record and replayed by
-    :func:`sevenrocks_env.record.replay` (every move, end sum, point and round end checked),
-    leads to ``match``'s own state: only then can the match's record be kept."""
-    replayed = None
-    try:
-        if _starting_scores(match) != [0, 0]:
-            return False
-        for replayed, _, _ in replay(game_record(match)):
-            pass
-    except (ValueError, TypeError, IndexError, AttributeError, KeyError):  # RecordError too
-        return False
-    mine = dict(replayed.to_state(), seed=match.seed, max_rounds=match.max_rounds)
-    return mine == match.to_state()
 
 
 class RecordKeeper:

@@ -1,0 +1,131 @@
+"""The rules engine's constructors (``Match.new``, ``Match.from_deal``, ``start_round``) refuse
+what no match can be built from, with a ``TypeError``/``ValueError`` naming the argument: the
+moves are never checked again (the hot path trusts the match), so a bad deal let in here hung
+``legal_actions`` or produced matches whose game records do not load back (R1, R2, R8)."""
+
+import numpy as np
+import pytest
+
+from sevenrocks_env.dealing import deal
+from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, game_record, validate
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.tiles import ALL_TILES
+
+H = 10 ** 5000  # past Python's 4300-digit limit: an f-string of it raises Python's own error
+NEGATIVE_DEAL = [-16781996, 269885960, 8728579, 6602912]  # sums to ALL_TILES, 7 bits each
+HANDS, OPENER = deal(1, 0)
+
+
+def short_id(value):
+    """pytest's id of a parameter: ``str(H)`` raises, so huge ints are named by size."""
+    return f"int_of_{value.bit_length()}_bits" if type(value) is int and value.bit_length() > 64 \
+        else None
+
+
+def refused(error, words, build):
+    with pytest.raises(error, match=words) as info:
+        build()
+    assert len(str(info.value)) < 300
+    return str(info.value)
+
+
+def test_a_deal_with_a_negative_hand_is_refused_before_legal_actions_loops_forever():
+    """The old check (sum and bit counts) passed these "hands"; ``hand & -hand`` of a negative
+    hand never reaches 0, so ``legal_actions`` never returned."""
+    assert sum(NEGATIVE_DEAL) == ALL_TILES and all(bin(h).count("1") == 7 for h in NEGATIVE_DEAL)
+    refused(ValueError, r"seat 0's hand -16781996 is not a set of tiles", lambda: Match.from_deal(
+        NEGATIVE_DEAL, 0, seed=1))
+    waiting = Match.from_deal(HANDS, OPENER)  # no seed: start_round deals the next rounds
+    refused(ValueError, "four disjoint 7-tile hands", lambda: waiting.start_round(NEGATIVE_DEAL, 0))
+
+
+@pytest.mark.parametrize("hands, error, words", [
+    (None, TypeError, "hands must be a list of four tile bitmasks"),
+    ("0123", TypeError, "hands must be a list"),
+    ([1.0] * 4, TypeError, "hands must be a list"),
+    ([True, *HANDS[1:]], TypeError, "hands must be a list"),
+    ([H, *HANDS[1:]], ValueError, "seat 0's hand <int of 16610 bits>"),
+    (HANDS[:3], ValueError, "got 3 hands"),
+    (HANDS + [0], ValueError, "got 5 hands"),
+    ([HANDS[0] | 1 << 28, *HANDS[1:]], ValueError, "seat 0's hand .* is not a set of tiles"),
+    ([HANDS[0] & HANDS[0] - 1, *HANDS[1:]], ValueError, "seat 0 holds 6 tiles, not 7"),
+    ([HANDS[0], HANDS[0], *HANDS[2:]], ValueError, r"\d\|\d is dealt twice"),
+])
+def test_a_deal_that_is_not_four_disjoint_hands_of_seven_is_named(hands, error, words):
+    refused(error, words, lambda: Match.from_deal(hands, 0))
+    refused(error, words, lambda: Match.from_deal(HANDS, OPENER).start_round(hands, 0))
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"target": 0}, ValueError, r"target must be in \[1, 5000\], got 0"),
+    ({"target": -5}, ValueError, "target must be in"),
+    ({"target": MAX_TARGET + 1}, ValueError, "target must be in"),
+    ({"target": H}, ValueError, "target must be in .* got <int of 16610 bits>"),
+    ({"target": 2.5}, TypeError, "target must be an int, got float 2.5"),
+    ({"target": True}, TypeError, "target must be an int, got bool"),
+    ({"target": None}, TypeError, "target must be an int"),
+    ({"max_rounds": 0}, ValueError, r"max_rounds must be in \[1, 1000\], got 0"),
+    ({"max_rounds": -1}, ValueError, "max_rounds must be in"),
+    ({"max_rounds": MAX_ROUNDS + 1}, ValueError, "max_rounds must be in"),
+    ({"max_rounds": "5"}, TypeError, "max_rounds must be an int"),
+    ({"max_rounds": False}, TypeError, "max_rounds must be an int"),
+    ({"keep_history": "no"}, TypeError, "keep_history must be a bool"),
+    ({"keep_history": None}, TypeError, "keep_history must be a bool"),
+])
+def test_bad_settings_of_a_new_match_are_named(kwargs, error, words):
+    refused(error, words, lambda: Match.new(1, **kwargs))
+    refused(error, words, lambda: Match.from_deal(HANDS, OPENER, **kwargs))
+
+
+@pytest.mark.parametrize("seed, error", [("7", TypeError), (None, TypeError), (-1, ValueError),
+                                         (True, TypeError), (1.0, TypeError), (-H, ValueError)],
+                         ids=short_id)
+def test_a_new_match_needs_a_non_negative_int_seed(seed, error):
+    """``seed=None`` raised "object of type 'NoneType' has no len()" and ``-1`` NumPy's error;
+    ``"7"`` and ``True`` were taken (and the match could not be saved)."""
+    refused(error, "seed must be a non-negative int", lambda: Match.new(seed))
+    if seed is not None:  # from_deal needs no seed: without one it waits for start_round
+        refused(error, "seed must be a non-negative int", lambda: Match.from_deal(
+            HANDS, OPENER, seed=seed))
+    assert legal_actions(Match.new(H))  # as the envs (checks.checked_seed): no upper bound
+
+
+@pytest.mark.parametrize("opener, scores, error, words", [
+    (H, (0, 0), ValueError, "the opener is a seat, 0 to 3, got <int of 16610 bits>"),
+    (0, (H, 0), ValueError, "scores must be two ints below the target 250"),
+    (0, (-H, 0), ValueError, "scores must be two ints"),
+    (0, None, ValueError, "scores must be two ints"),
+    (0, 5, ValueError, "scores must be two ints"),
+    (0, {0: 1, 1: 2}, ValueError, "scores must be two ints"),
+], ids=short_id)
+def test_a_huge_or_odd_opener_or_scores_is_named_in_short(opener, scores, error, words):
+    refused(error, words, lambda: Match.from_deal(HANDS, opener, scores=scores))
+
+
+def test_numpy_settings_are_taken_as_plain_ints_so_the_match_saves_and_loads_back():
+    """A NumPy int is an int (``checks.is_int``); kept as one, the state did not load back."""
+    match = Match.new(np.uint64(3), target=np.int64(60), max_rounds=np.int32(5))
+    other = Match.from_deal([np.int64(h) for h in HANDS], np.int8(OPENER), target=np.int64(60),
+                            scores=(np.int16(5), 0), seed=np.int64(3))
+    for built in (match, other):
+        state = built.to_state()
+        assert all(type(state[name]) is int for name in ("seed", "target", "opener"))
+        assert all(type(value) is int for value in state["hands"] + state["scores"])
+        assert Match.from_state(state).to_state() == state
+
+
+@pytest.mark.parametrize("target, max_rounds, past", [(1, 1, -1), (MAX_TARGET, MAX_ROUNDS, 1)])
+def test_the_settings_are_bounded_by_the_game_record_s_bounds(target, max_rounds, past):
+    """The bounds are the record's (``record.MAX_TARGET``, ``MAX_ROUNDS``): a match to 0 points
+    or cut after 0 rounds played, but its record failed ``record.validate``.  Every match the
+    constructors accept has a record that loads back; one step past a bound is refused."""
+    for limit in (max_rounds, None):
+        for match in (Match.new(5, target=target, max_rounds=limit),
+                      Match.from_deal(HANDS, OPENER, target=target, max_rounds=limit, seed=5)):
+            moves = 0
+            while not match.over and moves < 400:
+                apply_action(match, legal_actions(match)[0])
+                moves += 1
+            validate(game_record(match))
+    refused(ValueError, "target must be in", lambda: Match.new(5, target=target + past))
+    refused(ValueError, "max_rounds must be in", lambda: Match.new(5, max_rounds=max_rounds + past))
