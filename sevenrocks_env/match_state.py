@@ -12,8 +12,6 @@ match's history log can be kept as its game record.
 
 from __future__ import annotations
 
-import functools
-
 from .checks import checked_int, checked_seed, is_int, is_plain_int, shown
 from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
@@ -21,14 +19,11 @@ from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, N
 
 #: Bound of the counts and scores of a match state (far beyond any real match).
 BIG = 10 ** 9
-
-
-@functools.cache
-def _record_bounds() -> tuple[int, int]:
-    """``(MAX_TARGET, MAX_ROUNDS)`` of game records (imported here, not at the top: the record
-    module imports the rules, which import this one)."""
-    from .record import MAX_ROUNDS, MAX_TARGET
-    return MAX_TARGET, MAX_ROUNDS
+#: Largest match target (R8) any match, env or game record may have (the picture's score track
+#: has at most 100 holes; records from other people are bounded before they size any work).
+MAX_TARGET = 5000
+#: Most rounds a match may be cut after, and a record may hold (a match to 250 takes 5-15).
+MAX_ROUNDS = 1000
 
 
 def checked_settings(seed, target, max_rounds, keep_history, seed_needed: bool) -> tuple:
@@ -37,15 +32,14 @@ def checked_settings(seed, target, max_rounds, keep_history, seed_needed: bool) 
     ``target`` (R8) and ``max_rounds`` (``None``: no limit) within a game record's bounds, so
     that every match can be saved; ``keep_history`` a bool.  ``TypeError``/``ValueError``
     naming the argument."""
-    max_target, most_rounds = _record_bounds()
     if seed_needed and not is_int(seed, 0):
         raise (ValueError if is_int(seed) else TypeError)(
             f"seed must be a non-negative int (the match is dealt from it), got "
             f"{type(seed).__name__} {shown(seed)}")
     seed = checked_seed(seed)  # None or a plain int
-    target = checked_int("target", target, 1, max_target)
+    target = checked_int("target", target, 1, MAX_TARGET)
     if max_rounds is not None:
-        max_rounds = checked_int("max_rounds", max_rounds, 1, most_rounds)
+        max_rounds = checked_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
     if type(keep_history) is not bool:
         raise TypeError(f"keep_history must be a bool, got {type(keep_history).__name__} "
                         f"{shown(keep_history)}")
@@ -139,10 +133,10 @@ def check_match_state(match) -> None:
     big = BIG
     if match.seed is not None and not is_plain_int(match.seed, 0, 2 ** 64):
         bad("seed", "None or an int in [0, 2**64]")
-    if not is_plain_int(match.target, 1, big):
-        bad("target", f"an int in [1, {big}]")
-    if match.max_rounds is not None and not is_plain_int(match.max_rounds, 1, big):
-        bad("max_rounds", f"None or an int in [1, {big}]")
+    if not is_plain_int(match.target, 1, MAX_TARGET):
+        bad("target", f"an int in [1, {MAX_TARGET}]")
+    if match.max_rounds is not None and not is_plain_int(match.max_rounds, 1, MAX_ROUNDS):
+        bad("max_rounds", f"None or an int in [1, {MAX_ROUNDS}]")
     if not (isinstance(match.scores, list) and len(match.scores) == 2
             and all(is_plain_int(v, -big, big) for v in match.scores)):
         bad("scores", "two ints")

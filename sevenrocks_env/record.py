@@ -33,6 +33,7 @@ from typing import Iterator
 
 from .atomic_file import atomic_path
 from .checks import is_plain_int, shown
+from .match_state import MAX_ROUNDS, MAX_TARGET  # noqa: F401  (re-exported: the bounds of a record)
 from .rules import DOMINO, Match, apply_action, is_legal, legal_actions
 from .textfile import read_text
 from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
@@ -41,10 +42,7 @@ FORMAT = "sevenrocks-record/1"
 RESULTS = ("domino", "blocked", "won")
 
 # Records come from other people: every number that sizes work is bounded before it is used.
-#: Largest match target a record may have (the picture's score track has at most 100 holes).
-MAX_TARGET = 5000
-#: Most rounds a record may hold (a match to 250 takes about 5-15).
-MAX_ROUNDS = 1000
+# MAX_TARGET and MAX_ROUNDS (every match's bounds: match_state) are re-exported from here.
 #: Most moves a round can have: 28 placements and at most 3 knocks before each of them (R6; a
 #: blocked round ends at its last placement, so no knocks follow it). A loose bound: 4 * 28 + 4.
 MAX_MOVES_PER_ROUND = 4 * 28 + 4

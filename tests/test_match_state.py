@@ -276,3 +276,18 @@ def test_an_end_sum_before_the_first_tile_is_refused(last_end_sum):
     state["last_end_sum"] = last_end_sum
     with pytest.raises(ValueError, match="last_end_sum must be 0 before the first tile"):
         Match.from_state(state)
+
+
+def test_a_state_has_the_bounds_of_a_new_match():
+    """``from_state`` took a target up to 10**9 while ``Match.new`` stops at a record's 5000: a
+    state no constructor could make loaded, and a record of it would fail ``validate``."""
+    from sevenrocks_env.record import MAX_ROUNDS
+
+    largest = Match.new(3, target=MAX_TARGET, max_rounds=MAX_ROUNDS)
+    assert Match.from_state(largest.to_state()).to_state() == largest.to_state()
+    for field, value in (("target", MAX_TARGET + 1), ("max_rounds", MAX_ROUNDS + 1)):
+        with pytest.raises(ValueError, match=f"{field} must be") as constructor:
+            Match.new(3, **{field: value})
+        with pytest.raises(ValueError, match=f"match state: {field} must be"):
+            Match.from_state(dict(largest.to_state(), **{field: value}))
+        assert str(value) in str(constructor.value)
