@@ -115,6 +115,7 @@ from .record import MAX_ROUNDS, MAX_TARGET, game_record
 from .rewards import reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
 from .scoring import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION
+from .starts import reset_options, starting_match
 from .tiles import NUM_ACTIONS, describe_action
 
 AGENTS = tuple(f"player_{seat}" for seat in range(4))
@@ -132,44 +133,6 @@ def observation_bounds(target: int, max_rounds: int) -> tuple[np.ndarray, np.nda
     # which Gymnasium's checker flags as a probable mistake
     high[scores + 2] = target / 1000.0
     return low, high
-
-
-def reset_options(options, others_ignored: bool = False) -> dict:
-    """``reset``'s ``options``, checked: ``None`` or a dict whose one key may be ``"match"``;
-    with ``others_ignored`` other keys are let through (PettingZoo's ``api_test`` resets with
-    ``options={"options": 1}``: an AEC env must take options it does not know)."""
-    if options is not None and not isinstance(options, dict):
-        raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
-    unknown = sorted(map(shown, set(options or {}) - {"match"}))
-    if unknown and not others_ignored:  # a typo ("matc") would start a fresh deal silently
-        raise ValueError(f"unknown reset option(s) {', '.join(unknown)[:200]}; the one "
-                         "option is 'match' (a rules.Match to start from)")
-    return options or {}
-
-
-def starting_match(start, target: int, max_rounds: int) -> Match:
-    """A copy of ``options["match"]`` to play on, checked against the env's settings (its
-    observation space is derived from ``target`` and ``max_rounds``): a match in play, with a
-    seed for its later deals; ``ValueError`` naming what is wrong.  Its history is copied for
-    the round's public plays and the board (the env's :meth:`raw_env.game_record` refuses a
-    history that does not replay to the match: an edited match, one dealt at other scores)."""
-    if not isinstance(start, Match):
-        raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
-                         f"got {type(start).__name__}")
-    if start.seed is None or start.over:
-        raise ValueError("options['match'] must be a match in play with a seed for the "
-                         "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
-    if start.target != target or start.max_rounds not in (None, max_rounds):
-        raise ValueError(f"options['match'] has target {shown(start.target)} and max_rounds "
-                         f"{shown(start.max_rounds)}; this env plays to {target} with "
-                         f"max_rounds {max_rounds} (max_rounds None takes the env's)")
-    # a checked copy (ValueError naming a field no match can have); the caller's stays as it was
-    copy = Match.from_state(dict(start.to_state(), max_rounds=max_rounds))
-    try:
-        copy.history = [log.copy() for log in start.history]
-    except (TypeError, AttributeError):  # None, or no list of rules.Round
-        pass
-    return copy
 
 
 def observation_space(target: int = DEFAULT_TARGET, max_rounds: int = 100) -> spaces.Dict:
