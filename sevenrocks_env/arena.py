@@ -36,7 +36,7 @@ from . import rules
 from .agents import make_agent
 from .agents.spec_text import NAMED_SPEC, same_spec
 from .arguments import MAX_BATCH, MAX_PAIRS, MAX_WORKERS  # the bounds, said once
-from .checks import is_int
+from .checks import is_int, shown
 from .dealing import MAX_SEED
 from .driver import IllegalActionError, MatchDriver, agent_name
 from .ratings import bradley_terry, mean_interval, wilson_interval
@@ -248,9 +248,9 @@ def check_settings(**settings: int) -> dict[str, int]:
     for name, value in settings.items():
         low, high = bounds[name]
         if not is_int(value):
-            raise ValueError(f"{name} must be an int, got {value!r}")
+            raise ValueError(f"{name} must be an int, got {shown(value)}")
         if not low <= value <= high:
-            raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
+            raise ValueError(f"{name} must be in [{low}, {high}], got {shown(value)}")
     return {name: int(value) for name, value in settings.items()}
 
 
@@ -258,7 +258,7 @@ def check_workers(workers: int, agent_a, agent_b) -> None:
     """``workers``, an int in ``[1, MAX_WORKERS]``; more than one needs both agents as spec
     strings (each worker process builds its own).  ``ValueError`` says what is wrong."""
     if not is_int(workers, 1, MAX_WORKERS):
-        raise ValueError(f"workers must be an int in [1, {MAX_WORKERS}], got {workers!r}")
+        raise ValueError(f"workers must be an int in [1, {MAX_WORKERS}], got {shown(workers)}")
     if workers > 1 and not (isinstance(agent_a, str) and isinstance(agent_b, str)):
         raise ValueError("Agent objects can only be used with workers=1; pass spec strings")
 

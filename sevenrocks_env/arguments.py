@@ -14,6 +14,7 @@ import math
 import sys
 
 from .atomic_file import OutputError, check_output_file, check_output_folder
+from .checks import shown
 from .dealing import MAX_SEED
 
 #: The largest count a script takes (pairs, steps, decisions): far above any real run.  A
@@ -28,9 +29,15 @@ def int_in(low: int, high: int):
         try:
             value = int(text)
         except ValueError:
+            digits = text.strip().lstrip("+-").replace("_", "") if isinstance(text, str) else ""
+            if digits.isdecimal() and len(digits) > sys.get_int_max_str_digits():
+                # an int all the same, past the digits int() reads (4300): far out of range
+                raise argparse.ArgumentTypeError(f"must be an int in [{low}, {high}], got an "
+                                                 f"int of {len(digits)} digits") from None
             raise argparse.ArgumentTypeError(f"must be an int, got {text[:40]!r}") from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be an int in [{low}, {high}], got {value}")
+            raise argparse.ArgumentTypeError(f"must be an int in [{low}, {high}], "
+                                             f"got {shown(value)}")
         return value
     parse.__name__ = f"int in [{low}, {high}]"
     return parse

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .checks import is_int
+from .checks import is_int, shown
 from .rules import Match
 from .tiles import NUM_ACTIONS, NUM_TILES
 
@@ -55,12 +55,13 @@ class PublicRound(NamedTuple):
         (``ValueError`` naming the first bad one): it may come from anywhere.  Whether the
         actions are legal, and lead to what an observation shows, only a replay can tell."""
         if not is_int(self.opener, 0, 3):
-            raise ValueError(f"history: opener must be a seat, 0 to 3, got {self.opener!r}"[:200])
+            raise ValueError(f"history: opener must be a seat, 0 to 3, "
+                             f"got {shown(self.opener)}"[:200])
         scores = self.scores
         if not (isinstance(scores, (tuple, list)) and len(scores) == 2
                 and all(is_int(v, -MAX_ABS_SCORE, MAX_ABS_SCORE) for v in scores)):
             raise ValueError(f"history: scores must be two ints in [-{MAX_ABS_SCORE}, "
-                             f"{MAX_ABS_SCORE}], got {scores!r}"[:200])
+                             f"{MAX_ABS_SCORE}], got {shown(scores)}"[:200])
         actions = self.actions
         if isinstance(actions, np.ndarray) and actions.ndim == 1:  # e.g. a slice of a log
             actions = actions.tolist()
@@ -72,7 +73,7 @@ class PublicRound(NamedTuple):
         for index, action in enumerate(actions):
             if not is_int(action, 0, NUM_ACTIONS - 1):
                 raise ValueError(f"history: action {index} must be an int in [0, "
-                                 f"{NUM_ACTIONS - 1}], got {action!r}"[:200])
+                                 f"{NUM_ACTIONS - 1}], got {shown(action)}"[:200])
         return PublicRound(int(self.opener), (int(scores[0]), int(scores[1])),
                            tuple(int(action) for action in actions))
 

@@ -60,7 +60,7 @@ import gymnasium
 import numpy as np
 
 from .agents import make_agent
-from .checks import checked_seed, is_int
+from .checks import checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env, reset_options, starting_match
 from .public_round import reads_history
@@ -83,10 +83,10 @@ class SingleAgentEnv(gymnasium.Env):
                  render_mode: str | None = None, illegal_action: str = "terminate",
                  points_scale: float | None = None, win_reward: float | None = None):
         if seat != "random" and not is_int(seat, 0, 3):
-            raise ValueError(f"seat must be 0-3 or 'random', got {seat!r}")
+            raise ValueError(f"seat must be 0-3 or 'random', got {shown(seat)}")
         if illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, "
-                             f"got {illegal_action!r}")
+                             f"got {shown(illegal_action)}")
         self.illegal_action = illegal_action
         self._aec = raw_env(target=target, max_rounds=max_rounds, reward=reward,
                             render_mode=render_mode, points_scale=points_scale,
@@ -96,12 +96,13 @@ class SingleAgentEnv(gymnasium.Env):
         self.render_mode = render_mode
         self.seat_option = seat
         if not isinstance(skip_forced, (bool, np.bool_)):  # bool("no") would be True
-            raise ValueError(f"skip_forced must be True or False, got {skip_forced!r}")
+            raise ValueError(f"skip_forced must be True or False, got {shown(skip_forced)}")
         self.skip_forced = bool(skip_forced)
         if isinstance(opponents, (str, bytes)) or not isinstance(opponents, Sequence):
             opponents = (opponents, opponents)
         if len(opponents) != 2:
-            raise ValueError(f"opponents: one agent spec, or two (left, right); got {opponents!r}")
+            raise ValueError(f"opponents: one agent spec, or two (left, right); "
+                             f"got {shown(opponents)}")
         # The left/right opponents and the partner (None = the learner itself).
         self._others = [make_agent(spec) for spec in opponents]
         self._partner = None if partner == "self" else make_agent(partner)
@@ -252,7 +253,7 @@ class SingleAgentEnv(gymnasium.Env):
         if is_int(action, 0, self.action_space.n - 1):
             action = f"{int(action)} ({describe_action(int(action))})"
         else:
-            action = repr(action)
+            action = shown(action)
         return f"illegal action {action} for seat {self.match.turn}; legal actions: [{legal}]"
 
     def _observe(self) -> dict:

@@ -55,6 +55,7 @@ from sevenrocks_env import arguments
 from sevenrocks_env.agents import spec_files
 from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.atomic_file import OutputError, check_output_file, check_output_folder
+from sevenrocks_env.checks import shown
 from sevenrocks_env.cli import help_text
 from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet, build_model, \
     read_checkpoint
@@ -183,7 +184,7 @@ def soft_targets(values: torch.Tensor, mask: torch.Tensor, temperature: float) -
     times the weight).  One tensor of ``values``' size is made, and worked on in place."""
     if not MIN_TEMPERATURE <= temperature <= MAX_VALUE:
         raise ValueError(f"temperature must be in [{MIN_TEMPERATURE:g}, {MAX_VALUE:g}] points, "
-                         f"got {temperature!r}")
+                         f"got {shown(temperature)}")
     targets = torch.where(mask, values, -torch.inf)
     targets -= targets.amax(-1, keepdim=True)  # (x - best) / T <= 0: no overflow at a small T
     targets /= temperature

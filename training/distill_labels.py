@@ -67,7 +67,7 @@ def save_labels(path, labels: dict, teacher: str, seed: int | None = None) -> Pa
     extra = {key: labels[key] for key in ("values", "match") if labels.get(key) is not None}
     if seed is not None:
         if not 0 <= seed < MAX_SEED:
-            raise ValueError(f"a collection's seed is in 0..2**63 - 1, got {seed}")
+            raise ValueError(f"a collection's seed is in 0..2**63 - 1, got {shown(seed)}")
         extra["seed"] = np.array(seed, np.int64)
     # a file object: given a name, numpy would add ".npz" to it
     with atomic_path(path) as partial, open(partial, "wb") as file:

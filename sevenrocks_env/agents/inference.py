@@ -36,7 +36,7 @@ import torch
 from ..batched_agents import BatchedAgent, search_rngs
 from ..batched import VectorEnv, layout
 from ..batched.history import RoundHistory
-from ..checks import is_int
+from ..checks import is_int, shown
 from ..observation import checked_inputs, decode, encode
 from ..policy import MaskedCategorical
 from ..public_round import PublicRound
@@ -193,15 +193,16 @@ class InferenceSearch(BatchedAgent):
 
     def __init__(self, searcher: PolicySearchAgent, power: float = 1.0,
                  candidates: int | None = None):
-        if not np.isfinite(power) or not 0 <= power <= MAX_POWER:
-            raise ValueError(f"inference: power must be in [0, {MAX_POWER}], got {power!r}")
+        # (an int is finite: np.isfinite refuses one past int64, and the bound below does too)
+        if not (is_int(power) or np.isfinite(power)) or not 0 <= power <= MAX_POWER:
+            raise ValueError(f"inference: power must be in [0, {MAX_POWER}], got {shown(power)}")
         if searcher.rollout != "argmax":
             raise ValueError("inference: rollout=argmax only (in the batched arena sampled "
                              "rollouts would depend on how decisions are grouped)")
         candidates = searcher.samples if candidates is None else candidates
         if not is_int(candidates, searcher.samples, MAX_WORLDS):
             raise ValueError(f"inference: candidates must be an int in [samples = "
-                             f"{searcher.samples}, {MAX_WORLDS}], got {candidates!r}")
+                             f"{searcher.samples}, {MAX_WORLDS}], got {shown(candidates)}")
         self.searcher, self.power, self.candidates = searcher, float(power), candidates
         self.name = f"{searcher.name},inference={power:g}"
         if candidates != searcher.samples:

@@ -52,7 +52,7 @@ import torch
 from ..batched import VectorEnv
 from ..batched.inputs import checked_device
 from ..arguments import MAX_THREADS
-from ..checks import checked_seed, is_int
+from ..checks import checked_seed, is_int, shown
 from ..observation import checked_inputs, decode
 from ..policy import (MaskedCategorical, PolicyNet, generator_seed, load_policy,
                       policy_device)
@@ -87,21 +87,22 @@ class PolicySearchAgent:
                  rollout: str = "argmax", device: str = "cpu", threads: int | None = 1):
         if not is_int(samples, 1, MAX_WORLDS):
             raise ValueError(f"search:policy: samples must be an int in [1, {MAX_WORLDS}], got "
-                             f"{samples!r}")
+                             f"{shown(samples)}")
         if rollout not in ROLLOUT_MODES:
             raise ValueError(f"search:policy: rollout must be one of {', '.join(ROLLOUT_MODES)}, "
-                             f"got {rollout!r}")
+                             f"got {shown(rollout)}")
         for label, value in (("prior", prior), ("win_bonus", win_bonus)):
-            if not np.isfinite(value) or not 0 <= value <= 1e6:
-                raise ValueError(f"search:policy: {label} must be in [0, 1e6], got {value!r}")
+            # (an int is finite: np.isfinite refuses one past int64, and the bound does too)
+            if not (is_int(value) or np.isfinite(value)) or not 0 <= value <= 1e6:
+                raise ValueError(f"search:policy: {label} must be in [0, 1e6], got {shown(value)}")
         if threads is not None and not is_int(threads, 1, MAX_THREADS):
             raise ValueError(f"search:policy: threads must be an int in [1, {MAX_THREADS}], got "
-                             f"{threads!r}")
+                             f"{shown(threads)}")
         if not is_int(reach, 0, 10 ** 6):
-            raise ValueError(f"search:policy: reach must be an int in [0, 1e6], got {reach!r}")
+            raise ValueError(f"search:policy: reach must be an int in [0, 1e6], got {shown(reach)}")
         if not is_int(horizon, 1, 100):
             raise ValueError(f"search:policy: horizon must be an int in [1, 100], got "
-                             f"{horizon!r}")
+                             f"{shown(horizon)}")
         self.device = policy_device(device)  # a clear error for 'cuda' without CUDA
         if isinstance(policy, PolicyNet):
             model, label = policy, "net"

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from .. import rules
-from ..checks import checked_seed, is_int
+from ..checks import checked_seed, is_int, shown
 from ..observation import SeatView
 from ..tiles import TILE_PIPS, tiles_of
 from .base import ViewAgent
@@ -51,15 +51,16 @@ class SearchAgent(ViewAgent):
     def __init__(self, seed: int | None = None, samples: int = 64, time_limit: float | None = None,
                  rollout: str = "defensive", win_bonus: float = 50.0):
         if not is_int(samples, 1, MAX_WORLDS):
-            raise ValueError(f"search: samples must be an int in [1, {MAX_WORLDS}], got {samples!r}")
+            raise ValueError(f"search: samples must be an int in [1, {MAX_WORLDS}], "
+                             f"got {shown(samples)}")
         if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT:  # (NaN fails too)
             raise ValueError(f"search: time_limit must be in (0, {MAX_TIME_LIMIT}] seconds, "
-                             f"got {time_limit!r}")
+                             f"got {shown(time_limit)}")
         if rollout not in ROLLOUTS:
             raise ValueError(f"search: rollout must be one of {', '.join(ROLLOUTS)}, "
-                             f"got {rollout!r}")
+                             f"got {shown(rollout)}")
         if not 0 <= win_bonus <= 1e6:  # (NaN fails this too)
-            raise ValueError(f"search: win_bonus must be in [0, 1e6], got {win_bonus!r}")
+            raise ValueError(f"search: win_bonus must be in [0, 1e6], got {shown(win_bonus)}")
         self.samples, self.time_limit, self.rollout, self.win_bonus = (
             samples, time_limit, rollout, win_bonus)
         self._heuristic = HeuristicAgent()

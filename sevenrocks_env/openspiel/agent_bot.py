@@ -39,6 +39,7 @@ import pyspiel
 
 from .. import rules
 from ..agents import make_agent
+from ..checks import shown
 from ..driver import IllegalActionError, agent_action, agent_name, forced_action
 from ..public_round import reads_history
 from ..tiles import NUM_SEATS, NUM_TILES, describe_action
@@ -54,7 +55,7 @@ class AgentBot(pyspiel.Bot):
         if not isinstance(game, SevenRocksGame):
             raise ValueError(f"AgentBot plays {GAME_NAME}, not {_game_name(game)}")
         if type(player) is not int or not 0 <= player < NUM_SEATS:
-            raise ValueError(f"AgentBot: player must be a seat, 0 to 3, got {player!r}")
+            raise ValueError(f"AgentBot: player must be a seat, 0 to 3, got {shown(player)}")
         if not callable(getattr(agent, "act", None)):
             raise ValueError(f"AgentBot: the agent needs an act(observation, action_mask) "
                              f"method, got {type(agent).__name__}")
@@ -79,9 +80,9 @@ class AgentBot(pyspiel.Bot):
         action = agent_action(self.agent, match, self.player)
         if rules.is_legal(match, action):
             return int(action)
-        shown = ", ".join(f"{a} ({describe_action(a)})" for a in rules.legal_actions(match))
-        raise IllegalActionError(f"illegal action {action!r} from {self.name}; legal actions: "
-                                 f"[{shown}]"[:2000])
+        legal = ", ".join(f"{a} ({describe_action(a)})" for a in rules.legal_actions(match))
+        raise IllegalActionError(f"illegal action {shown(action)} from {self.name}; legal "
+                                 f"actions: [{legal}]"[:2000])
 
     def restart_at(self, state) -> None:
         """Nothing to do: the bot reads everything it needs from the state at each step."""

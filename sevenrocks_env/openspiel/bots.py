@@ -40,7 +40,7 @@ from open_spiel.python.algorithms import ismcts, mcts
 
 from ..agents.base import parse_spec_params
 from ..agents.belief import HandSampler
-from ..checks import checked_seed
+from ..checks import checked_seed, shown
 from ..observation import checked_inputs, decode
 from .game import GAME_NAME, state_from_view
 
@@ -95,13 +95,14 @@ class OpenSpielAgent(PyspielBotAgent):
     def __init__(self, kind: str = "ismcts", seed: int | None = None, sims: int = 100,
                  uct_c: float = 40.0, rollouts: int = 1):
         if kind not in KINDS:
-            raise ValueError(f"openspiel: unknown bot {kind!r}; bots: {', '.join(KINDS)}")
+            raise ValueError(f"openspiel: unknown bot {shown(kind)}; bots: {', '.join(KINDS)}")
         if not 1 <= sims <= 1_000_000:
-            raise ValueError(f"openspiel:{kind}: sims must be in [1, 1000000], got {sims}")
+            raise ValueError(f"openspiel:{kind}: sims must be in [1, 1000000], got {shown(sims)}")
         if not 0.0 <= uct_c <= 1e6:
-            raise ValueError(f"openspiel:{kind}: uct_c must be in [0, 1e6], got {uct_c}")
+            raise ValueError(f"openspiel:{kind}: uct_c must be in [0, 1e6], got {shown(uct_c)}")
         if not 1 <= rollouts <= 1000:
-            raise ValueError(f"openspiel:{kind}: rollouts must be in [1, 1000], got {rollouts}")
+            raise ValueError(f"openspiel:{kind}: rollouts must be in [1, 1000], "
+                             f"got {shown(rollouts)}")
         self.kind, self.sims, self.uct_c, self.rollouts = kind, sims, uct_c, rollouts
         settings = (("uct_c", uct_c), ("rollouts", rollouts))
         extra = "".join(f",{key}={value:g}" for key, value in settings if value != DEFAULTS[key])

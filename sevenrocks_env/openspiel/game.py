@@ -31,6 +31,7 @@ import pyspiel
 from .. import rules
 from ..agents.belief import HandSampler, world_match
 from ..agents.layout import view_of
+from ..checks import shown
 from ..record import MAX_ROUNDS, MAX_TARGET
 from ..tiles import (ALL_TILES, KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, describe_action,
                      tile_name)
@@ -64,18 +65,19 @@ _GAME_TYPE = pyspiel.GameType(
 def _check_params(params: dict) -> tuple[int, int, int]:
     unknown = sorted(set(params) - set(DEFAULT_PARAMS))
     if unknown:
-        raise ValueError(f"{GAME_NAME}: unknown parameters {unknown}; "
+        raise ValueError(f"{GAME_NAME}: unknown parameters {shown(unknown)}; "
                          f"known: {sorted(DEFAULT_PARAMS)}")
     values = {**DEFAULT_PARAMS, **params}
     target, rounds, max_rounds = values["target"], values["rounds"], values["max_rounds"]
     if type(target) is not int or not 1 <= target <= MAX_TARGET:
-        raise ValueError(f"{GAME_NAME}: target must be an int in [1, {MAX_TARGET}], got {target!r}")
+        raise ValueError(f"{GAME_NAME}: target must be an int in [1, {MAX_TARGET}], "
+                         f"got {shown(target)}")
     if rounds not in (0, 1) or type(rounds) is not int:
         raise ValueError(f"{GAME_NAME}: rounds must be 0 (whole match) or 1 (one round), "
-                         f"got {rounds!r}")
+                         f"got {shown(rounds)}")
     if type(max_rounds) is not int or not 1 <= max_rounds <= MAX_ROUNDS:
         raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, {MAX_ROUNDS}], "
-                         f"got {max_rounds!r}")
+                         f"got {shown(max_rounds)}")
     if rounds == 1 and max_rounds not in (1, DEFAULT_PARAMS["max_rounds"]):  # pyspiel fills
         # in the default, so only a value that is neither can be seen to have been given
         raise ValueError(f"{GAME_NAME}: max_rounds={max_rounds} bounds the whole match "
@@ -129,7 +131,8 @@ class SevenRocksGame(pyspiel.Game):
         observation mixes public pieces, the layout and scores, with the seat's own hand, and is
         not given whole in their place) and every player's private information."""
         if params:
-            raise ValueError(f"{GAME_NAME}: observation parameters are not supported, got {params}")
+            raise ValueError(f"{GAME_NAME}: observation parameters are not supported, "
+                             f"got {shown(params)}")
         if iig_obs_type is None:
             return SevenRocksObserver(False)
         if iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER \
@@ -189,10 +192,10 @@ class SevenRocksState(pyspiel.State):
     def _apply_action(self, action):
         action = int(action)
         if self.is_terminal():
-            raise ValueError(f"action {action}: the game is over")
+            raise ValueError(f"action {shown(action)}: the game is over")
         if self._dealing:
             if not 0 <= action < NUM_TILES or action in self._dealt:
-                raise ValueError(f"deal: {action} is not a tile left to deal")
+                raise ValueError(f"deal: {shown(action)} is not a tile left to deal")
             self._dealt.append(action)
             if len(self._dealt) == DEAL_NODES:
                 self._dealing = False
@@ -203,13 +206,14 @@ class SevenRocksState(pyspiel.State):
                     self._drawing_opener = True  # first round or after a block: drawn (R2)
         elif self._drawing_opener:
             if action not in range(NUM_SEATS):
-                raise ValueError(f"opener draw: {action} is not a seat 0-3")
+                raise ValueError(f"opener draw: {shown(action)} is not a seat 0-3")
             self._drawing_opener = False
             self._start_round(action)
         else:
             if not rules.is_legal(self._match, action):
-                shown = describe_action(action) if 0 <= action <= KNOCK else "out of range"
-                raise ValueError(f"illegal action {action} ({shown}) for seat {self._match.turn}; "
+                what = describe_action(action) if 0 <= action <= KNOCK else "out of range"
+                raise ValueError(f"illegal action {shown(action)} ({what}) for seat "
+                                 f"{self._match.turn}; "
                                  f"legal: {rules.legal_actions(self._match)}")
             rules.apply_action(self._match, action)
             if self._match.awaiting_deal:
@@ -239,10 +243,10 @@ class SevenRocksState(pyspiel.State):
                 # can be, without the seat it went to, which this state no longer knows
                 seat = f" or seat {action} drawn to open" if action < NUM_SEATS else ""
                 return f"chance outcome {action}: deal {tile_name(action)}{seat}"
-            raise ValueError(f"chance outcome {action}: not a tile 0-{NUM_TILES - 1} while "
-                             "dealing, nor a seat 0-3 while the opener is drawn")
+            raise ValueError(f"chance outcome {shown(action)}: not a tile 0-{NUM_TILES - 1} "
+                             "while dealing, nor a seat 0-3 while the opener is drawn")
         if not 0 <= action <= KNOCK:
-            raise ValueError(f"action {action}: actions are 0-{KNOCK}")
+            raise ValueError(f"action {shown(action)}: actions are 0-{KNOCK}")
         return describe_action(action)
 
     def returns(self):
@@ -302,7 +306,8 @@ class SevenRocksState(pyspiel.State):
         optionally, the :class:`HandSampler` of ``player_id``'s view of this state, which a
         caller resampling the same state many times (IS-MCTS) builds once."""
         if not 0 <= player_id < NUM_SEATS:
-            raise ValueError(f"resample_from_infostate: player must be 0-3, got {player_id}")
+            raise ValueError(f"resample_from_infostate: player must be 0-3, "
+                             f"got {shown(player_id)}")
         clone = self.clone()
         if self._dealing or self._drawing_opener:
             clone._dealt = _redeal_partial(self._dealt, player_id, rng)

@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from ..checks import shown
 from ..rules import Match, team_of
 from ..scoring import end_sum
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
@@ -244,7 +245,7 @@ def draw_picture(match: Match, observer: int | None = None, spectator: bool = Fa
     """The board picture (:data:`SIZE`; resize the image for others) and its geometry.
     ``framing`` fixes scale and position (replays)."""
     if observer is not None and not 0 <= observer < NUM_SEATS:
-        raise ValueError(f"observer must be a seat 0..3 or None, got {observer!r}")
+        raise ValueError(f"observer must be a seat 0..3 or None, got {shown(observer)}")
     size = SIZE
     image = Image.new("RGB", size, FELT)
     draw = ImageDraw.Draw(image)
