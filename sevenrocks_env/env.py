@@ -187,13 +187,14 @@ class raw_env(AECEnv, EzPickle):
                                    for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in AGENTS}
         self.match: Match | None = None
-        self._replays = True  # whether the match's history replays to it (game_record)
+        self._given_start = False  # the match came from reset(options={"match": m})
         self.seed_used: int | None = None
         self._reset_rng: np.random.Generator | None = None  # the seeds of unseeded resets
 
     #: The game in progress: what reset and step set, beyond the constructor's settings.
     _GAME_FIELDS = ("match", "seed_used", "_reset_rng", "agents", "rewards", "_cumulative_rewards",
-                    "terminations", "truncations", "infos", "agent_selection", "_rewards_dirty")
+                    "terminations", "truncations", "infos", "agent_selection", "_rewards_dirty",
+                    "_given_start")
 
     def __getstate__(self) -> dict:
         """The constructor's arguments (``EzPickle``, which re-checks them on loading) and the
@@ -244,7 +245,7 @@ class raw_env(AECEnv, EzPickle):
             seed = int(self._reset_rng.integers(MAX_SEED, endpoint=True))
         else:
             self._reset_rng = np.random.default_rng(seed)
-        self._replays = start is None or start.history is None or replays_to_its_state(start)
+        self._given_start = start is not None  # (its record is checked by game_record)
         if start is not None:
             self.seed_used, self.match = start.seed, start
         else:
@@ -353,7 +354,8 @@ class raw_env(AECEnv, EzPickle):
         """The match so far as a JSON-serialisable game record (see :mod:`sevenrocks_env.record`)."""
         if self.match is None:
             raise RuntimeError("call reset() before game_record()")
-        if not self._replays:  # a record must replay (record.validate): no record, not a wrong one
+        if self._given_start and self.match.history is not None \
+                and not replays_to_its_state(self.match):  # no record rather than a wrong one
             raise ValueError("this match has no game record: it started from a match given to "
                              "reset(options={'match': m}) whose history does not replay to it "
                              "(an edited position, or scores other than 0-0 at its deal)")

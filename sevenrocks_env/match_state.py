@@ -12,6 +12,8 @@ match's history log can be kept as its game record.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .checks import checked_int, checked_seed, is_int, is_plain_int, shown
 from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
@@ -32,38 +34,45 @@ def checked_settings(seed, target, max_rounds, keep_history, seed_needed: bool) 
     ``target`` (R8) and ``max_rounds`` (``None``: no limit) within a game record's bounds, so
     that every match can be saved; ``keep_history`` a bool.  ``TypeError``/``ValueError``
     naming the argument."""
-    if seed_needed and not is_int(seed, 0):
-        raise (ValueError if is_int(seed) else TypeError)(
-            f"seed must be a non-negative int (the match is dealt from it), got "
-            f"{type(seed).__name__} {shown(seed)}")
+    if seed_needed and seed is None:
+        raise TypeError("seed must be a non-negative int (the match is dealt from it), got None")
     seed = checked_seed(seed)  # None or a plain int
     target = checked_int("target", target, 1, MAX_TARGET)
     if max_rounds is not None:
         max_rounds = checked_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
-    if type(keep_history) is not bool:
+    if not isinstance(keep_history, (bool, np.bool_)) and not is_int(keep_history, 0, 1):
         raise TypeError(f"keep_history must be a bool, got {type(keep_history).__name__} "
                         f"{shown(keep_history)}")
-    return seed, target, max_rounds, keep_history
+    return seed, target, max_rounds, bool(keep_history)
+
+
+def _listed(values) -> list | None:
+    """``values`` as a list if it is a list, a tuple or a 1-D array (NumPy's), else ``None``."""
+    if isinstance(values, (list, tuple)) or (isinstance(values, np.ndarray) and values.ndim == 1):
+        return list(values)
+    return None
 
 
 def checked_scores(scores, target: int) -> list[int]:
     """``scores`` (the partnerships', team 0 first) as two plain ints below ``target``: a
     partnership at the target has won (R8).  ``ValueError`` otherwise."""
-    if not (isinstance(scores, (list, tuple)) and len(scores) == 2
-            and all(is_int(v, -BIG, target - 1) for v in scores)):
+    values = _listed(scores)
+    if not (values is not None and len(values) == 2
+            and all(is_int(v, -BIG, target - 1) for v in values)):
         raise ValueError(f"scores must be two ints below the target {target} (R8) and at "
                          f"least -{BIG}, got {shown(scores)}")
-    return [int(v) for v in scores]
+    return [int(v) for v in values]
 
 
 def checked_deal(hands, opener) -> tuple[list[int], int]:
     """A round's deal as plain ints: ``hands`` four disjoint 7-tile sets (28-bit masks) covering
-    the 28 tiles (R1), ``opener`` a seat (R2).  ``TypeError``/``ValueError`` saying what is
-    wrong (a negative "hand" passed the old sum-and-count test, and a hand of it never empties)."""
-    if not isinstance(hands, (list, tuple)) or not all(is_int(hand) for hand in hands):
-        raise TypeError(f"hands must be a list of four tile bitmasks (ints), got "
-                        f"{type(hands).__name__} {shown(hands)}")
-    hands = [int(hand) for hand in hands]
+    the 28 tiles (R1), ``opener`` a seat (R2).  ``ValueError`` saying what is wrong (a negative
+    "hand" passed the old sum-and-count test, and a hand of it never empties)."""
+    listed = _listed(hands)
+    if listed is None or not all(is_int(hand) for hand in listed):
+        raise ValueError(f"hands must be a list of four tile bitmasks (ints), got "
+                         f"{type(hands).__name__} {shown(hands)}")
+    hands = [int(hand) for hand in listed]
     problem = f"got {len(hands)} hands" if len(hands) != NUM_SEATS else None
     dealt = 0
     for seat, hand in enumerate(hands if problem is None else ()):

@@ -1,6 +1,9 @@
 """Env edges (hostile or careless callers) get clear errors, in PettingZoo's words where it has
 them: unknown agents, use before reset, use after every agent left, odd action types, bad seeds."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -223,6 +226,9 @@ def test_an_edited_match_plays_on_but_hands_out_no_record_that_would_not_replay(
     with pytest.raises(ValueError, match="no game record: it started from a match given to "
                                          "reset.*whose history does not replay to it"):
         env.unwrapped.game_record()
+    for copied in (copy.deepcopy(env), pickle.loads(pickle.dumps(env))):  # (a copy forgot)
+        with pytest.raises(ValueError, match="no game record: it started"):
+            copied.unwrapped.game_record()
     env.reset(seed=3)  # a new match has its record again
     validate(env.unwrapped.game_record())
     # a match played from its deal keeps its history, and its record replays

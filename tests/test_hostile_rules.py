@@ -40,10 +40,10 @@ def test_a_deal_with_a_negative_hand_is_refused_before_legal_actions_loops_forev
 
 
 @pytest.mark.parametrize("hands, error, words", [
-    (None, TypeError, "hands must be a list of four tile bitmasks"),
-    ("0123", TypeError, "hands must be a list"),
-    ([1.0] * 4, TypeError, "hands must be a list"),
-    ([True, *HANDS[1:]], TypeError, "hands must be a list"),
+    (None, ValueError, "hands must be a list of four tile bitmasks"),
+    ("0123", ValueError, "hands must be a list"),
+    ([1.0] * 4, ValueError, "hands must be a list"),
+    ([True, *HANDS[1:]], ValueError, "hands must be a list"),
     ([H, *HANDS[1:]], ValueError, "seat 0's hand <int of 16610 bits>"),
     (HANDS[:3], ValueError, "got 3 hands"),
     (HANDS + [0], ValueError, "got 5 hands"),
@@ -52,8 +52,20 @@ def test_a_deal_with_a_negative_hand_is_refused_before_legal_actions_loops_forev
     ([HANDS[0], HANDS[0], *HANDS[2:]], ValueError, r"\d\|\d is dealt twice"),
 ])
 def test_a_deal_that_is_not_four_disjoint_hands_of_seven_is_named(hands, error, words):
+    """(A ValueError, as the deal check always raised: callers catch that.)"""
     refused(error, words, lambda: Match.from_deal(hands, 0))
     refused(error, words, lambda: Match.from_deal(HANDS, OPENER).start_round(hands, 0))
+
+
+def test_numpy_deals_scores_and_flags_are_taken_as_before():
+    """Arrays of hands or scores and NumPy's bool worked before the checks; they still do."""
+    import numpy as np
+
+    arrays = Match.from_deal(np.array(HANDS), np.int64(OPENER), scores=np.array([10, 20]),
+                             keep_history=np.bool_(False))
+    plain = Match.from_deal(HANDS, OPENER, scores=(10, 20), keep_history=False)
+    assert arrays.to_state() == plain.to_state() and arrays.history is None
+    assert Match.new(1, keep_history=0).history is None
 
 
 @pytest.mark.parametrize("kwargs, error, words", [
