@@ -1,17 +1,20 @@
 """Reading a small text file from an untrusted source: at most ``limit`` bytes are read (a
 larger file is refused, not read whole), and the bytes must be UTF-8.  Game records and
 training configs are read this way.  A regular file or a pipe is read (``... | sevenrocks replay
-/dev/stdin --check``); a device such as ``/dev/zero`` is not a file of text, and a named FIFO is
-opened without waiting for a writer (``open()`` would block until one comes: for ever), so one
-that nobody writes reads as empty."""
+/dev/stdin --check``, or a named FIFO a writer opens later); a device such as ``/dev/zero`` is not
+a file of text.  A FIFO is opened without waiting (``open()`` blocks until a writer comes: for
+ever if none does), then waits at most :data:`PIPE_WAIT_S` for its first bytes."""
 
 from __future__ import annotations
 
 import os
+import select
 import stat
 
 #: Opened without waiting: ``open()`` of a FIFO blocks until a writer opens it.
 _NO_WAIT = getattr(os, "O_NONBLOCK", 0)
+#: Seconds a pipe or FIFO may take to send its first bytes (or to close) before it is refused.
+PIPE_WAIT_S = 60.0
 
 
 def read_text(path, limit: int, what: str) -> str:
@@ -27,8 +30,12 @@ def read_text(path, limit: int, what: str) -> str:
     if problem:
         os.close(descriptor)
         raise ValueError(f"{path} {problem}")
-    if _NO_WAIT:  # reads wait for the writer again (a pipe's data may come slowly)
-        os.set_blocking(descriptor, True)
+    if stat.S_ISFIFO(mode) and _NO_WAIT:
+        if not _ready(descriptor, PIPE_WAIT_S):  # (a FIFO no writer opened: no event at all)
+            os.close(descriptor)
+            raise ValueError(f"{path} is a pipe nothing was written to in {PIPE_WAIT_S:g} s; "
+                             f"not a {what}")
+        os.set_blocking(descriptor, True)  # then read on as from any pipe
     with os.fdopen(descriptor, "rb") as file:
         try:
             data = file.read(limit + 1)
@@ -41,6 +48,16 @@ def read_text(path, limit: int, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"{path} is not UTF-8 text (byte {error.start})") from None
+
+
+def _ready(descriptor: int, seconds: float) -> bool:
+    """Whether the pipe ``descriptor`` has bytes to read, or its writer closed it, within
+    ``seconds``."""
+    if not hasattr(select, "poll"):  # (not on Windows, which has no FIFOs in the file system)
+        return True
+    poller = select.poll()
+    poller.register(descriptor, select.POLLIN)
+    return bool(poller.poll(seconds * 1000))
 
 
 def not_regular(mode: int, what: str) -> str | None:

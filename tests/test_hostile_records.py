@@ -9,6 +9,7 @@ import math
 import random
 import re
 import sys
+import time
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -335,30 +336,45 @@ def test_wrong_types_are_named_as_types_and_load_names_the_file(tmp_path):
 
 
 @pytest.mark.timeout(20)  # the old read waited in open() for a writer that never came
-def test_a_fifo_is_read_without_waiting_and_a_device_or_a_folder_is_refused(tmp_path, capsys):
+def test_a_fifo_waits_a_bounded_time_and_a_device_or_a_folder_is_refused(tmp_path, capsys,
+                                                                          monkeypatch):
     """``sevenrocks replay FIFO --check`` and ``train --config FIFO`` waited for ever for a
-    writer; a named FIFO nobody writes now reads as empty at once (refused as a record and as a
-    config: an empty config file trained with every default), a device or a folder is refused,
-    and a pipe with a writer is read (``... | sevenrocks replay /dev/stdin --check``)."""
+    writer; a FIFO nobody writes to is now refused after ``PIPE_WAIT_S`` (an empty config file
+    trained with every default), a writer that comes later is read (the reader-first pattern
+    ``train --config f & gen > f``), a device or a folder is refused, and a pipe with a writer
+    is read (``... | sevenrocks replay /dev/stdin --check``)."""
     import os
     import subprocess
+    import threading
 
+    from sevenrocks_env import textfile
     from training.config_yaml import ConfigError, load_yaml_file
 
+    monkeypatch.setattr(textfile, "PIPE_WAIT_S", 0.2)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    assert read_text(fifo, 100, "thing") == ""
+    unwritten = f"{fifo} is a pipe nothing was written to in 0.2 s; not a "
+    with pytest.raises(ValueError, match="^" + re.escape(unwritten + "thing") + "$"):
+        read_text(fifo, 100, "thing")
+    assert replay_main([str(fifo), "--check"]) == 2
+    assert capsys.readouterr().err == f"error: {unwritten}game record\n"
+    with pytest.raises(ConfigError, match=re.escape(unwritten + "config file")):
+        load_yaml_file(fifo)
+    monkeypatch.setattr(textfile, "PIPE_WAIT_S", 10.0)
+
+    def write_later():
+        time.sleep(0.3)
+        fifo.write_text("seed: 1\n")
+    writer = threading.Thread(target=write_later)
+    writer.start()
+    assert load_yaml_file(fifo) == {"seed": 1}  # the reader waited for the writer
+    writer.join()
     for path, words in (("/dev/zero", "is not a regular file (a device?), not a thing"),
                         (tmp_path, "is a folder, not a thing")):
         with pytest.raises(ValueError, match="^" + re.escape(f"{path} {words}")):
             read_text(path, 100, "thing")
-    assert replay_main([str(fifo), "--check"]) == 2
-    err = capsys.readouterr().err
-    assert err == f"error: {fifo}: is not JSON: Expecting value: line 1 column 1 (char 0)\n"
-    with pytest.raises(ConfigError, match=r"holds no settings \(empty, or comments only\)"):
-        load_yaml_file(fifo)
     (tmp_path / "comments.yaml").write_text("# seed: 1\n")
-    with pytest.raises(ConfigError, match="holds no settings"):
+    with pytest.raises(ConfigError, match=r"holds no settings \(empty, or comments only\)"):
         load_yaml_file(tmp_path / "comments.yaml")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["comments.yaml", "pipe"]
     match = Match.new(3, target=50)
