@@ -16,6 +16,8 @@ from __future__ import annotations
 import numbers
 import reprlib
 
+import numpy as np
+
 
 def is_int(value, low: int | None = None, high: int | None = None) -> bool:
     """``value`` is an integer, not a bool, within ``[low, high]`` where those are given.
@@ -71,8 +73,8 @@ class _ShortRepr(reprlib.Repr):
     def repr_instance(self, value, level):
         if type(value) in (float, bool, type(None)):
             return repr(value)
-        if isinstance(value, numbers.Integral):  # a NumPy integer: its value, as an int's
-            return self.repr_int(int(value), level)
+        if isinstance(value, np.generic) and not isinstance(value, np.void):
+            return self.repr1(value.item(), level)  # a NumPy scalar: its value, as Python's
         return f"<{type(value).__name__}>"  # never call an unknown object's own __repr__
 
 

@@ -30,9 +30,10 @@ MAX_ROUNDS = 1000
 
 def checked_settings(seed, target, max_rounds, keep_history, seed_needed: bool) -> tuple:
     """``(seed, target, max_rounds, keep_history)`` of a new match, the ints plain ones: ``seed``
-    a non-negative int (as the envs', no upper bound; ``None`` only where not ``seed_needed``),
-    ``target`` (R8) and ``max_rounds`` (``None``: no limit) within a game record's bounds, so
-    that every match can be saved; ``keep_history`` a bool.  ``TypeError``/``ValueError``
+    a non-negative int (as the envs', no upper bound; ``None`` only where not ``seed_needed``;
+    ``from_state`` takes seeds up to 2**64 only), ``target`` (R8) and ``max_rounds`` (``None``:
+    no limit) within a game record's bounds, so that every match can be saved; ``keep_history``
+    a bool (NumPy's, or 0/1).  ``TypeError``/``ValueError``
     naming the argument."""
     if seed_needed and seed is None:
         raise TypeError("seed must be a non-negative int (the match is dealt from it), got None")

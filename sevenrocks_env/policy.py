@@ -38,7 +38,7 @@ from torch import nn
 
 from .batched import layout
 from .batched.inputs import checked_device
-from .checks import checked_seed, shown
+from .checks import checked_seed, is_int, shown
 from .masked_categorical import MASKED_LOGIT, NOT_FINITE, MaskedCategorical
 from .observation import OBS_SIZE, action_mask, checked_inputs, encode
 from .policy_features import ActionFeatures
@@ -353,6 +353,8 @@ def policy_device(device) -> torch.device:
     device that is there (:func:`~sevenrocks_env.batched.inputs.checked_device`, as the arena
     and the trainer check theirs); ``TypeError`` or ``ValueError`` naming ``device`` otherwise
     (torch's were an ``AssertionError`` "Torch not compiled with CUDA enabled" and the like)."""
+    if is_int(device, 0):  # torch's own shorthand: 1 is "cuda:1"
+        device = torch.device("cuda", int(device))
     if not isinstance(device, (str, torch.device)):
         raise TypeError(f"device must be a str or torch.device ('cpu', 'cuda', 'cuda:1'), got "
                         f"{type(device).__name__} {shown(device)}")

@@ -45,7 +45,9 @@ try:
     from tensordict import TensorDict, TensorDictBase
     from torchrl.data import Bounded, Categorical, Composite, Unbounded
     from torchrl.envs import EnvBase
-except ImportError as missing:  # say which extra, not a bare ModuleNotFoundError
+except ModuleNotFoundError as missing:  # say which extra, not a bare ModuleNotFoundError
+    if str(missing.name).partition(".")[0] not in ("torch", "tensordict", "torchrl"):
+        raise
     raise ImportError(f"sevenrocks_env.torchrl_env needs TorchRL ({missing.name} is missing): "
                       "pip install -e \".[torchrl]\"") from missing
 

@@ -112,9 +112,9 @@ def checked_action(action, agent: str, size: int) -> int:
     if not is_int(value):  # (not a bool either: Discrete.contains(True) would pass it as 1)
         what = " (a bool)" if isinstance(value, (bool, np.bool_)) else (
             " (None is the step of a terminated or truncated agent only)" if value is None else "")
-        seen = action.item() if isinstance(action, np.generic) else action  # 4.0, not <float64>
         raise ActionNotAnIndex(f"action of {agent} must be an int action index in "
-                               f"[0, {size - 1}], got {type(action).__name__} {shown(seen)}{what}")
+                               f"[0, {size - 1}], got {type(action).__name__} {shown(action)}"
+                               f"{what}")
     if not 0 <= value < size:
         raise ActionOutOfRange(f"action {shown(int(value))} of {agent} is outside the action "
                                f"space [0, {size - 1}] (Discrete({size}))")

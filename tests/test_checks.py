@@ -37,3 +37,11 @@ def test_a_numpy_integer_out_of_range_is_quoted_by_its_value():
     with pytest.raises(ValueError, match=r"env must be in \[0, 5\], got 9$"):
         checked_int("env", np.int64(9), 0, 5)
     assert shown(np.uint8(7)) == "7" and shown(np.int64(-2)) == "-2"  # not "<uint8>"
+
+
+def test_numpy_scalars_are_quoted_by_their_values():
+    """``target=np.float64(60)`` was refused as "got float64 <float64>", NumPy's bool as
+    "got bool <bool>" (which read as if a bool had been refused)."""
+    assert [shown(v) for v in (np.float64(2.5), np.True_, np.str_("ab"), np.float32(0.5))] == \
+        ["2.5", "True", "'ab'", "0.5"]
+    assert shown(np.array([1, 2])) == "<ndarray>"  # an array is still not printed

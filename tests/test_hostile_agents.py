@@ -66,6 +66,17 @@ def test_load_policy_names_a_device_no_policy_can_run_on(device, error, words):
         PolicySearchAgent("shipped", samples=2, device=device)
 
 
+def test_an_int_device_is_torchs_cuda_shorthand_and_true_is_no_device():
+    """``torch.device(0)`` is ``cuda:0``: the policy takes that shorthand as torch does."""
+    if torch.cuda.is_available():
+        assert load_policy("shipped", device=0).device == torch.device("cuda", 0)
+    else:
+        with pytest.raises(ValueError, match="device 'cuda:0': CUDA is not available here"):
+            load_policy("shipped", device=0)
+    with pytest.raises(TypeError, match="device must be a str or torch.device .* got bool True"):
+        load_policy("shipped", device=True)
+
+
 @pytest.mark.parametrize("path, words", [(None, "NoneType None"), (3, "int 3"),
                                          (b"shipped", "bytes"), (["shipped"], "list")])
 def test_load_policy_names_a_path_that_is_no_path(path, words):
