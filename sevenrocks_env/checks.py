@@ -28,6 +28,14 @@ def is_int(value, low: int | None = None, high: int | None = None) -> bool:
     return (low is None or low <= value) and (high is None or value <= high)
 
 
+def is_number_in(value, low: float, high: float) -> bool:
+    """``value`` is a real number (Python's or NumPy's; not a bool) in ``[low, high]``, so a
+    finite one when the bounds are: NaN fails every comparison, an infinity the bound, and an
+    int too large for a float is compared exactly (``math.isfinite(10**400)`` raises)."""
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+            and low <= value <= high)
+
+
 def is_plain_int(value, low: int | None = None, high: int | None = None) -> bool:
     """:func:`is_int`, and a plain ``int``: a value that is saved as JSON (a record's, a match
     state's) must not be a NumPy integer."""
@@ -89,4 +97,4 @@ def shown(value) -> str:
         return f"<{type(value).__name__}>"
 
 
-__all__ = ["checked_int", "checked_seed", "is_int", "is_plain_int", "shown"]
+__all__ = ["checked_int", "checked_seed", "is_int", "is_number_in", "is_plain_int", "shown"]

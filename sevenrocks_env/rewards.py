@@ -20,10 +20,7 @@ and end-of-round deductions (R7).
 
 from __future__ import annotations
 
-import math
-import numbers
-
-from .checks import shown
+from .checks import is_number_in, shown
 
 REWARD_MODES = ("win", "points", "shaped")
 #: (points_scale, win_reward) of the fixed modes; ``shaped`` takes both as parameters.
@@ -50,11 +47,7 @@ def reward_weights(mode: str, points_scale: float | None = None,
                                  ("win_reward", win_reward, SHAPED_DEFAULTS[1])):
         if value is None:
             value = default
-        # numbers.Real: Python and numpy ints and floats (np.bool_ is not one); the range test
-        # comes first: it refuses NaN and infinities, and an int too large for a float
-        # (math.isfinite(10**400) raises OverflowError)
-        if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-                or not 0 <= value <= _MAX_WEIGHT or not math.isfinite(value):
+        if not is_number_in(value, 0, _MAX_WEIGHT):  # (NaN, infinities, 10**400 included)
             raise ValueError(f"{name} must be a finite number in [0, {_MAX_WEIGHT:g}], "
                              f"got {shown(value)}")
         weights.append(float(value))

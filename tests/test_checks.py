@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from sevenrocks_env.checks import checked_int, is_int, is_plain_int, shown
+from sevenrocks_env.checks import checked_int, is_int, is_number_in, is_plain_int, shown
 
 
 @pytest.mark.parametrize("value", [True, False, np.True_, 1.0, 1 + 0j, "1", None, np.float32(1)])
@@ -45,3 +45,13 @@ def test_numpy_scalars_are_quoted_by_their_values():
     assert [shown(v) for v in (np.float64(2.5), np.True_, np.str_("ab"), np.float32(0.5))] == \
         ["2.5", "True", "'ab'", "0.5"]
     assert shown(np.array([1, 2])) == "<ndarray>"  # an array is still not printed
+
+
+@pytest.mark.parametrize("value, inside", [
+    (0, True), (np.float64(0.5), True), (1, True), (np.int64(1), True), (1.0000001, False),
+    (-0.1, False), (float("nan"), False), (float("inf"), False), (10 ** 400, False),
+    (True, False), (np.True_, False), ("0.5", False), (None, False), ([0.5], False)])
+def test_a_number_in_a_range_is_a_real_finite_one_and_never_a_bool(value, inside):
+    """One test for the search's prior, the inference power and the reward weights (three
+    hand-written variants before; numpy's isfinite raised TypeError on ints past int64)."""
+    assert is_number_in(value, 0, 1) is inside

@@ -36,7 +36,7 @@ import torch
 from ..batched_agents import BatchedAgent, search_rngs
 from ..batched import VectorEnv, layout
 from ..batched.history import RoundHistory
-from ..checks import is_int, shown
+from ..checks import is_int, is_number_in, shown
 from ..observation import checked_inputs, decode, encode
 from ..policy import MaskedCategorical
 from ..public_round import PublicRound
@@ -193,8 +193,7 @@ class InferenceSearch(BatchedAgent):
 
     def __init__(self, searcher: PolicySearchAgent, power: float = 1.0,
                  candidates: int | None = None):
-        # (an int is finite: np.isfinite refuses one past int64, and the bound below does too)
-        if not (is_int(power) or np.isfinite(power)) or not 0 <= power <= MAX_POWER:
+        if not is_number_in(power, 0, MAX_POWER):
             raise ValueError(f"inference: power must be in [0, {MAX_POWER}], got {shown(power)}")
         if searcher.rollout != "argmax":
             raise ValueError("inference: rollout=argmax only (in the batched arena sampled "

@@ -52,7 +52,7 @@ import torch
 from ..batched import VectorEnv
 from ..batched.inputs import checked_device
 from ..arguments import MAX_THREADS
-from ..checks import checked_seed, is_int, shown
+from ..checks import checked_seed, is_int, is_number_in, shown
 from ..observation import checked_inputs, decode
 from ..policy import (MaskedCategorical, PolicyNet, generator_seed, load_policy,
                       policy_device)
@@ -92,8 +92,7 @@ class PolicySearchAgent:
             raise ValueError(f"search:policy: rollout must be one of {', '.join(ROLLOUT_MODES)}, "
                              f"got {shown(rollout)}")
         for label, value in (("prior", prior), ("win_bonus", win_bonus)):
-            # (an int is finite: np.isfinite refuses one past int64, and the bound does too)
-            if not (is_int(value) or np.isfinite(value)) or not 0 <= value <= 1e6:
+            if not is_number_in(value, 0, 1e6):
                 raise ValueError(f"search:policy: {label} must be in [0, 1e6], got {shown(value)}")
         if threads is not None and not is_int(threads, 1, MAX_THREADS):
             raise ValueError(f"search:policy: threads must be an int in [1, {MAX_THREADS}], got "
