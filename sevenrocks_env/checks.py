@@ -33,7 +33,7 @@ def is_number_in(value, low: float, high: float) -> bool:
     finite one when the bounds are: NaN fails every comparison, an infinity the bound, and an
     int too large for a float is compared exactly (``math.isfinite(10**400)`` raises)."""
     return (isinstance(value, numbers.Real) and not isinstance(value, bool)
-            and low <= value <= high)
+            and bool(low <= value <= high))
 
 
 def is_plain_int(value, low: int | None = None, high: int | None = None) -> bool:
