@@ -116,7 +116,7 @@ from .rewards import reward_weights, team0_reward
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
 from .scoring import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION
 from .starts import reset_options, starting_match
-from .tiles import NUM_ACTIONS, describe_action
+from .tiles import NUM_ACTIONS, illegal_action_text
 
 AGENTS = tuple(f"player_{seat}" for seat in range(4))
 
@@ -330,14 +330,7 @@ class raw_env(AECEnv, EzPickle):
         self._rewards_dirty = True
 
     def _illegal_message(self, action) -> str:
-        agent = self.agent_selection
-        legal = legal_actions(self.match)
-        listed = ", ".join(f"{a} ({describe_action(a)})" for a in legal)
-        if is_int(action, 0, NUM_ACTIONS - 1):
-            what = f"{int(action)} ({describe_action(int(action))})"
-        else:
-            what = shown(action)
-        return f"illegal action {what} for {agent}; legal actions: [{listed}]"
+        return illegal_action_text(action, legal_actions(self.match), self.agent_selection)
 
     # -- extras -------------------------------------------------------------------------------
 

@@ -62,11 +62,12 @@ import numpy as np
 from .agents import make_agent
 from .checks import checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
-from .env import AGENTS, raw_env, reset_options, starting_match
+from .env import AGENTS, raw_env
+from .starts import reset_options, starting_match
 from .public_round import reads_history
 from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
-from .tiles import describe_action
+from .tiles import illegal_action_text
 
 ENV_ID = "sevenrocks/SevenRocks-v0"
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
@@ -249,12 +250,7 @@ class SingleAgentEnv(gymnasium.Env):
             self._aec.render()
 
     def _illegal_message(self, action) -> str:
-        legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(self.match))
-        if is_int(action, 0, self.action_space.n - 1):
-            action = f"{int(action)} ({describe_action(int(action))})"
-        else:
-            action = shown(action)
-        return f"illegal action {action} for seat {self.match.turn}; legal actions: [{legal}]"
+        return illegal_action_text(action, legal_actions(self.match), f"seat {self.match.turn}")
 
     def _observe(self) -> dict:
         match = self.match

@@ -126,6 +126,16 @@ def describe_action(action: int) -> str:
     return f"{tile_name(tile)} {SLOT_NAMES[slot]}"
 
 
+def illegal_action_text(action, legal: list[int], who: str) -> str:
+    """``"illegal action 5 (1|1 east) for WHO; legal actions: [4 (0|1 west), ...]"``: the
+    envs' refusal, in words (any value of ``action``, quoted short when not an action index)."""
+    from .checks import is_int, shown  # (checks is not a dependency of the tile tables)
+    what = (f"{int(action)} ({describe_action(int(action))})" if is_int(action, 0, KNOCK)
+            else shown(action))
+    listed = ", ".join(f"{a} ({describe_action(a)})" for a in legal)
+    return f"illegal action {what} for {who}; legal actions: [{listed}]"
+
+
 def tiles_of(mask: int) -> list[int]:
     """Tile indices in a bitmask, ascending."""
     out = []
