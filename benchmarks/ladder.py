@@ -31,6 +31,7 @@ from pathlib import Path
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents import same_spec
+from sevenrocks_env.checks import shown
 from sevenrocks_env.arena import DEFAULT_MAX_ROUNDS as MAX_ROUNDS  # every pairing's limit
 from sevenrocks_env.rules import DEFAULT_TARGET
 from sevenrocks_env.atomic_file import atomic_path
@@ -192,6 +193,7 @@ def plot(rated: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from sevenrocks_env.arena_report import centre_text
+    from training.plot_curve import _text
     rated = rated[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rated) + 1.2))
     ys = range(len(rated))
@@ -203,7 +205,7 @@ def plot(rated: list[dict], path: str) -> None:
             side = r["one_sided"].split()[0]  # won / lost / between (groups)
             ax.plot(r["rating"], y, {"lost": "<", "won": ">"}.get(side, "D"), color="grey",
                     markersize=9)
-    ax.set_yticks(list(ys), [r["agent"] for r in rated])
+    ax.set_yticks(list(ys), [_text(r["agent"]) for r in rated])  # ($: not mathtext)
     ax.set_xlabel(f"Bradley-Terry rating (Elo scale), 95% interval\n{centre_text(rated)}")
     ax.set_title("Seven Rocks ratings ladder (arena, duplicate deals)")
     ax.grid(axis="x", alpha=0.3)
@@ -284,6 +286,10 @@ def main(argv=None) -> int:
             else:
                 r = play(a, b, max(1, round(pairs * args.scale)), args.seed, out, args.reuse,
                          args.workers, agents, args.device, args.batch)
+            if (r["agent_a"], r["agent_b"]) != (a, b):  # the fit rates the file's names
+                raise SavedError(f"{saved}: a result of {shown(r['agent_a'])} against "
+                                 f"{shown(r['agent_b'])}, not of {a} against {b} as its name "
+                                 "says: move it away")
         except SavedError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2

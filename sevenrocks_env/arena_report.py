@@ -10,14 +10,32 @@ for, whole.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections import Counter
 from pathlib import PurePath
 
 from .agents import CHECKPOINT_SPECS
+from .agents.spec_text import NAMED_SPEC
+from .checks import shown
+from .match_state import MAX_ROUNDS
 
 #: A saved arena result (``sevenrocks arena ... --json``) is at most this long (about 1 KB).
 MAX_RESULT_BYTES = 1_000_000
+
+#: What a name or spec read from a result file may be, in words: it is printed to the terminal
+#: and written into a model card's Markdown tables and shell commands.
+CARD_TEXT = "one line of printable characters, no ` or |"
+
+#: The arenas a result may say it was played on (``ArenaResult.engine``); None or "": not said.
+ENGINES = ("python", "batched:cpu", "batched:cuda")
+
+
+def is_card_text(value, limit: int) -> bool:
+    """Whether ``value`` is :data:`CARD_TEXT` of 1 to ``limit`` characters (a lone surrogate
+    is not printable either: it cannot be written to a UTF-8 file)."""
+    return (isinstance(value, str) and 0 < len(value) <= limit and value.isprintable()
+            and not set(value) & set("`|"))
 
 
 def _fraction(value) -> bool:
@@ -28,31 +46,45 @@ def _finite(value) -> bool:
     return type(value) in (int, float) and abs(value) <= 1e9  # (NaN fails too)
 
 
-def _text(limit: int):
-    return lambda value: isinstance(value, str) and 0 < len(value) <= limit
+def _seconds(value) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(_finite(x) and x >= 0
+                                                               for x in value)
 
+
+#: The longest name, and spec, a result file may hold.
+_TEXT_LIMITS = {"agent_a": 200, "agent_b": 200, "spec_a": 1200, "spec_b": 1200}
 
 #: The fields of a saved two-agent result (``ArenaResult.as_dict``) and the check of each.
 RESULT_FIELDS = {
-    "agent_a": _text(200), "agent_b": _text(200), "spec_a": _text(1200), "spec_b": _text(1200),
+    **{field: lambda v, n=limit: is_card_text(v, n) for field, limit in _TEXT_LIMITS.items()},
     "pairs": lambda v: type(v) is int and 0 < v <= 10 ** 9,
     "matches": lambda v: type(v) is int and 0 < v <= 2 * 10 ** 9,
     "win_rate": _fraction,
     "ci95": lambda v: isinstance(v, list) and len(v) == 2 and all(map(_fraction, v)),
     "mean_margin": _finite,
-    "rounds_per_match": _finite,
+    "rounds_per_match": lambda v: _finite(v) and v >= 1,  # every match plays a round
     "seed": lambda v: v is None or (type(v) is int and 0 <= v < 2 ** 64),
-    "seconds_per_decision": lambda v: isinstance(v, list) and len(v) == 2
-    and all(_finite(x) and x >= 0 for x in v),
+    "seconds_per_decision": _seconds,
     "target": lambda v: type(v) is int and 0 < v <= 10 ** 9,
+}
+
+#: Fields an older result may lack, checked where given (a ladder's file adds ``wall_s``).
+OPTIONAL_FIELDS = {
+    "truncated": lambda v: type(v) is int and v >= 0,
+    "max_rounds": lambda v: v is None or (type(v) is int and 1 <= v <= MAX_ROUNDS),
+    "engine": lambda v: v in (None, "", *ENGINES),
+    "cpu_seconds_per_decision": _seconds,
+    "wall_s": lambda v: _finite(v) and v >= 0,
 }
 
 
 def read_result(path) -> dict:
     """A saved arena result (``--json``, or a file a script wrote from ``as_dict()``), each
-    field of :data:`RESULT_FIELDS` checked, and the numbers those of an arena run (two matches
-    a pair, the Wilson interval over the pairs): ``ValueError`` naming the file and what is
-    wrong.  Other keys are kept unchecked, for the caller."""
+    field of :data:`RESULT_FIELDS` checked (and of :data:`OPTIONAL_FIELDS` where given: one
+    without ``max_rounds`` or ``engine`` does not say them), and the numbers those of an arena
+    run (two matches a pair, the Wilson interval over the pairs, no more truncated matches than
+    matches nor rounds than the round limit): ``ValueError`` naming the file and what is wrong.
+    Other keys are kept unchecked, for the caller."""
     from .ratings import wilson_interval
     from .record import unique_keys
     from .textfile import read_text
@@ -64,16 +96,71 @@ def read_result(path) -> dict:
         raise ValueError(f"{path}: not a readable arena result ({str(error)[:80]})") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: an arena result is a JSON object")
-    for field, ok in RESULT_FIELDS.items():
-        if not ok(data.get(field)):
+    for field, ok in (*RESULT_FIELDS.items(), *OPTIONAL_FIELDS.items()):
+        if (field in RESULT_FIELDS or field in data) and not ok(data.get(field)):
+            words = (f" ({CARD_TEXT}, at most {_TEXT_LIMITS[field]} characters)"
+                     if field in _TEXT_LIMITS else "")
             raise ValueError(f"{path}: {field} is missing or out of range in this arena "
-                             f"result, got {str(data.get(field))[:80]!r}")
+                             f"result{words}, got {shown(data.get(field))}")
     lo, hi = wilson_interval(data["win_rate"], data["pairs"])
     if data["matches"] != 2 * data["pairs"] or max(abs(lo - data["ci95"][0]),
                                                    abs(hi - data["ci95"][1])) > 1e-6:
         raise ValueError(f"{path}: matches must be 2 x pairs and ci95 the Wilson interval of "
                          "win_rate over the pairs; the file was not written by the arena as is")
+    if data.get("truncated", 0) > data["matches"]:
+        raise ValueError(f"{path}: {data['truncated']} truncated matches of {data['matches']}"
+                         "; the file was not written by the arena as is")
+    if data.get("max_rounds") is not None and data["rounds_per_match"] > data["max_rounds"]:
+        raise ValueError(f"{path}: {data['rounds_per_match']} rounds per match, over its "
+                         f"max_rounds {data['max_rounds']}; the file was not written by the "
+                         "arena as is")
     return data
+
+
+def read_policy_result(path):
+    """A result file (:func:`read_result`) of a ``ckpt:`` policy at the default target and
+    round limit, its opponent named as the arena names one (``training.ship --extra-result``:
+    a model card's row of this policy's matches to 250), as an object of its checked fields,
+    ``source`` (the path), ``opponent`` (:func:`named_spec`) and ``engine``; ``ValueError``
+    naming the file and field."""
+    from types import SimpleNamespace
+
+    from .arena import DEFAULT_MAX_ROUNDS
+    from .rules import DEFAULT_TARGET
+
+    data = read_result(path)
+    if data["spec_a"].partition(":")[0] not in CHECKPOINT_SPECS or data["target"] != \
+            DEFAULT_TARGET or data.get("max_rounds") not in (None, DEFAULT_MAX_ROUNDS):
+        raise ValueError(f"{path}: not an arena result of a ckpt: policy against one agent, "
+                         f"target {DEFAULT_TARGET}, max_rounds {DEFAULT_MAX_ROUNDS} (spec_a "
+                         f"{shown(data['spec_a'])}, target {data['target']}, max_rounds "
+                         f"{data.get('max_rounds')})")
+    opponent = named_spec(data["agent_b"], data["spec_b"])
+    if opponent is None:
+        raise ValueError(f"{path}: agent_b {shown(data['agent_b'])} is neither its spec nor a "
+                         "name the arena gives an agent (letters, digits, _.+-)")
+    return SimpleNamespace(**{field: data[field] for field in RESULT_FIELDS}, source=str(path),
+                           opponent=opponent, engine=data.get("engine"))
+
+
+def arena_command(spec_a: str, opponent: str, pairs: int, seed, batched: bool,
+                  json_to=None) -> str:
+    """The ``sevenrocks arena`` command that plays ``spec_a`` against ``opponent`` (a spec, or
+    ``name=spec``), every piece quoted for the shell; no ``--seed`` for a result of no seed,
+    and ``--json > json_to`` where given."""
+    words = ["sevenrocks", "arena", spec_a, opponent, "--pairs", str(pairs),
+             *([] if seed is None else ["--seed", str(seed)]), *(["--batched"] * batched),
+             *(["--json"] if json_to is not None else [])]
+    return shlex.join(words) + ("" if json_to is None else f" > {shlex.quote(str(json_to))}")
+
+
+def named_spec(name: str, spec: str) -> str | None:
+    """How the arena is given ``spec`` displayed as ``name``: the spec itself, or ``name=spec``
+    (``name``: letters, digits, ``_.+-``); None when the arena cannot be given that name."""
+    if name == spec:
+        return spec
+    named = NAMED_SPEC.match(f"{name}={spec}")
+    return f"{name}={spec}" if named and named.groups() == (name, spec) else None
 
 
 #: The longest name shown as a column header of the round-robin matrix.
@@ -223,5 +310,7 @@ def progress_bar(total: int, description: str, enabled: bool):
     return tqdm(total=total, desc=description, unit="pair", file=sys.stderr)
 
 
-__all__ = ["MAX_NAME", "pair_table", "progress_bar", "rating_text", "round_robin_table",
-           "short_name", "short_names"]
+__all__ = ["CARD_TEXT", "ENGINES", "MAX_NAME", "OPTIONAL_FIELDS", "RESULT_FIELDS",
+           "arena_command", "is_card_text", "named_spec", "pair_table", "progress_bar",
+           "rating_text", "read_policy_result", "read_result", "round_robin_table", "short_name",
+           "short_names"]

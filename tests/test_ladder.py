@@ -187,7 +187,8 @@ def test_an_arena_json_result_is_reused_and_never_overwritten(tmp_path, capsys):
     # that does not say its round limit or arena, or specs that load files it cannot vouch for:
     # refused (a --max-rounds 1 result, every match truncated, was read as 0.5)
     assert (result["max_rounds"], result["engine"]) == (100, "batched:cpu")
-    for changes in ({"agent_a": "G"}, {"target": 30}, {"max_rounds": 1}, {"engine": "python"},
+    cut = {"max_rounds": 1, "rounds_per_match": 1.0, "truncated": result["matches"]}
+    for changes in ({"agent_a": "G"}, {"target": 30}, cut, {"engine": "python"},
                     {"max_rounds": None}, {"engine": None}):
         saved.write_text(json.dumps(result | changes))
         assert ladder.main(args) == 2
@@ -235,12 +236,13 @@ def test_the_ladder_s_own_files_from_before_the_round_limit_was_saved_are_reused
     capsys.readouterr()
     assert ladder.main(args) == 0
     assert "| greedy | random | 1 | 0.000" in capsys.readouterr().out
-    saved.write_text(json.dumps(dict(older, max_rounds=1)))  # said, and not the ladder's: replayed
+    cut = {"max_rounds": 1, "rounds_per_match": 1.0, "truncated": data["matches"]}
+    saved.write_text(json.dumps(older | cut))  # said, and not the ladder's: replayed
     assert ladder.main(args) == 0
     assert "saved with other settings; playing it again" in capsys.readouterr().err
     assert json.loads(saved.read_text())["max_rounds"] == 100
     # --no-play fits what is saved, and says which file was played under another round limit
-    saved.write_text(json.dumps(dict(json.loads(saved.read_text()), max_rounds=1)))
+    saved.write_text(json.dumps(json.loads(saved.read_text()) | cut))
     assert ladder.main(["--no-play", *args]) == 0
     assert "max_rounds 1 on the batched arena: not this ladder's" in capsys.readouterr().err
 

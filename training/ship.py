@@ -28,15 +28,14 @@ from pathlib import Path
 import torch
 
 from sevenrocks_env import arguments
-from sevenrocks_env.agents import CHECKPOINT_SPECS
-from sevenrocks_env.arena_report import RESULT_FIELDS
-from sevenrocks_env.arena_report import read_result as read_arena_result
+from sevenrocks_env.agents import same_spec
+from sevenrocks_env.arena_report import arena_command
+from sevenrocks_env.arena_report import read_policy_result as read_result
 from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.checks import shown
 from sevenrocks_env.driver import AgentError
 from sevenrocks_env.observation import OBS_VERSION
 from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
-from sevenrocks_env.rules import DEFAULT_TARGET
 from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
@@ -73,33 +72,16 @@ def _critic(config: dict) -> str:
     return critic
 
 
-def _row(spec: str, result) -> dict:
+def _row(opponent: str, result) -> dict:
+    """A row of the card's arena table: ``opponent`` as named (``name=spec`` or a spec), the
+    spec it played (``spec``: what the quality bars are judged by)."""
     lo, hi = result.ci95
-    return {"opponent": spec, "pairs": result.pairs, "matches": result.matches,
-            "win_rate": round(result.win_rate, 4), "ci95": [round(lo, 4), round(hi, 4)],
+    return {"opponent": opponent, "spec": result.spec_b, "pairs": result.pairs,
+            "matches": result.matches, "win_rate": round(result.win_rate, 4),
+            "ci95": [round(lo, 4), round(hi, 4)],
             "mean_margin": round(result.mean_margin, 1),
             "rounds_per_match": round(result.rounds_per_match, 2), "seed": result.seed,
             "ms_per_decision_policy": round(1e3 * result.seconds_per_decision[0], 3)}
-
-
-class _Result:
-    """An arena result read back from its JSON (``ArenaResult.as_dict``)."""
-
-    def __init__(self, data: dict):
-        self.__dict__.update(data)
-
-
-def read_result(path) -> _Result:
-    """An ``sevenrocks arena ... --json`` result file (:func:`~sevenrocks_env.arena_report.
-    read_result`) of a ``ckpt:`` policy at the default target: the card's rows are of this
-    policy's matches to 250 (``ValueError`` naming the file and field), checked before any arena
-    is played."""
-    data = read_arena_result(path)
-    if data["spec_a"].partition(":")[0] not in CHECKPOINT_SPECS or data["target"] != DEFAULT_TARGET:
-        raise ValueError(f"{path}: not an arena result of a ckpt: policy against one agent, "
-                         f"target {DEFAULT_TARGET} (spec_a {shown(data['spec_a'])}, target "
-                         f"{data['target']})")
-    return _Result({field: data[field] for field in RESULT_FIELDS} | {"source": str(path)})
 
 
 def same_policy(spec: str, exported: dict) -> bool:
@@ -180,9 +162,10 @@ def _markdown(card: dict) -> str:
     lines += ["", "## Against the project's quality bars (issue 4)", "",
               "| bar | measured | |", "|-|-|-|"]
     for row in card["arena"]:
-        bar = QUALITY_BARS.get(row["opponent"])
-        if bar is not None:
-            lines.append(f"| vs {row['opponent']} >= {bar:.0%} | {row['win_rate']:.1%} "
+        for name, bar in QUALITY_BARS.items():  # judged by the spec played, not by a name
+            if not same_spec(_spec(row), name):
+                continue
+            lines.append(f"| vs {name} >= {bar:.0%} | {row['win_rate']:.1%} "
                          f"[{row['ci95'][0]:.1%}, {row['ci95'][1]:.1%}], {row['pairs']} pairs "
                          f"| {_verdict(row, bar)} |")
     if card.get("measured_after_shipping"):
@@ -191,6 +174,12 @@ def _markdown(card: dict) -> str:
     lines += ["", "## Commands", "", "```", *card["commands"], "```", "",
               "## Training config", "", "```json", json.dumps(card["config"], indent=1), "```", ""]
     return "\n".join(lines)
+
+
+def _spec(row: dict) -> str:
+    """The spec a card's row played (a card from before rows said it: its opponent's)."""
+    from sevenrocks_env.arena import split_name
+    return row.get("spec") or split_name(row["opponent"])[1]
 
 
 def _arena(args, agents: list[str]):
@@ -262,8 +251,8 @@ def main(argv=None) -> int:
         extra = [read_result(path) for path in args.extra_result]
         plan = _plan(args)
         play = _arena(args, [agent for agent, _ in plan])  # an unknown agent stops here
-        extra_rows = [dict(_row(result.agent_b, result), source=result.source)
-                      for result in extra]
+        extra_rows = [dict(_row(result.opponent, result), source=result.source,
+                           engine=result.engine) for result in extra]
         card = _card(args, argv, model_config, facts, distilled, extra_rows, out, 0)
         _card_files(card)  # rendered (not written) before any arena: it can be written
     except (CheckpointError, ValueError) as error:
@@ -285,7 +274,7 @@ def main(argv=None) -> int:
                          staged.stat().st_size)
             staged_cards = [Path(staging) / path.name for path in card_files]
             for staged_card, text in zip(staged_cards, _card_files(card, allow_nan=True)):
-                staged_card.write_text(text)
+                staged_card.write_text(text, encoding="utf-8")
             for staged_file, path in zip((staged, *staged_cards), (out, *card_files)):
                 os.replace(staged_file, path)
     except BaseException as stop:  # Ctrl-C, a dead arena worker: the folders made go too
@@ -318,7 +307,7 @@ def _check_card_folder(card: Path, name: str) -> None:
     try:
         held = json.loads(read_text(card, 1 << 20, "model card")).get("file")
         whose = f"is the card of {shown(held)}"
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # (deep nesting: RecursionError)
         held, whose = None, "cannot be read as a model card"
     if held != name:
         raise ValueError(f"{card} {whose}, not of {name}: one folder holds one policy's card; "
@@ -351,7 +340,10 @@ def _card_files(card: dict, allow_nan: bool = False) -> tuple[str, str]:
     holds a value JSON cannot carry (every value from a file was checked: this is the last
     guard, run before the arena; the arena's own numbers are not refused after it played)."""
     try:
-        return json.dumps(card, indent=1, allow_nan=allow_nan) + "\n", _markdown(card)
+        texts = json.dumps(card, indent=1, allow_nan=allow_nan) + "\n", _markdown(card)
+        for text in texts:  # (UnicodeEncodeError is a ValueError: a lone surrogate, say)
+            text.encode("utf-8")
+        return texts
     except (TypeError, ValueError, KeyError, RecursionError) as error:
         raise ValueError(f"the model card cannot be written: {str(error)[:200]}") from None
 
@@ -376,11 +368,10 @@ def _card(args, argv, model_config: dict, facts, distilled, rows, out: Path,
                      # every option as given: the command that wrote this card
                      "python -m training.ship " + shlex.join(
                          sys.argv[1:] if argv is None else [str(a) for a in argv]),
-                     *(f"sevenrocks arena {spec} {shlex.quote(agent)} --pairs {pairs} --seed "
-                       f"{args.seed}" + (" --batched" if args.arena == "batched" else "")
+                     *(arena_command(spec, agent, pairs, args.seed, args.arena == "batched")
                        for agent, pairs in _plan(args)),  # each game the card's table plays
-                     *(f"sevenrocks arena {spec} {row['opponent']} --pairs {row['pairs']} --seed "
-                       f"{row['seed']} --json > {path}"
+                     *(arena_command(spec, row["opponent"], row["pairs"], row["seed"],
+                                     str(row["engine"]).startswith("batched"), json_to=path)
                        for path, row in zip(args.extra_result, rows[-len(args.extra_result):])
                        if args.extra_result)],
     }
