@@ -1,11 +1,14 @@
 """Reading labels files (``training/distill_labels.py``) without needless copies: one file's
 arrays are returned as read, and several files are copied once, into one array each (at 2 M
-labels an extra copy of the observations alone is 1.9 GB)."""
+labels an extra copy of the observations alone is 1.9 GB); and a small file never unpacks to
+gigabytes (``training/labels_zip.py``)."""
 
 from __future__ import annotations
 
 import functools
+import io
 import tracemalloc
+import zipfile
 
 import numpy as np
 import pytest
@@ -118,3 +121,43 @@ def test_a_file_sharing_most_of_another_s_decisions_is_refused(tmp_path, shared,
             distill_labels.join_labels_files(files)
     else:
         assert len(distill_labels.join_labels_files(files)[0]["action"]) == 2000
+
+
+def test_a_labels_file_inflating_past_100_times_its_size_is_refused_before_unpacking(
+        tmp_path, monkeypatch):
+    """One valid decision 5,000 times, deflated: 7.6 MB of arrays in a file of a few kB (2 MB
+    of zeros declaring 2 M labels made np.load take 2 GB and 11 s before any check of their
+    data).  The same arrays stored (np.savez) load: a collection's file inflates ~22 times."""
+    one = dict(np.load(write_labels(tmp_path / "one.npz", 1, 0)))
+    repeated = {key: np.repeat(array, 5000, axis=0) if array.ndim else array
+                for key, array in one.items()}
+    np.savez_compressed(tmp_path / "bomb.npz", **repeated)
+    np.savez(tmp_path / "stored.npz", **repeated)
+    assert len(distill_labels.load_labels(tmp_path / "stored.npz")[0]["action"]) == 5000
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("np.load was reached")
+    monkeypatch.setattr(distill_labels.np, "load", loaded)
+    with pytest.raises(distill_labels.LabelsError, match=r"bomb.npz: its arrays inflate to "
+                       r"7,6\d\d,\d\d\d bytes, more than 100 times its [\d,]+ bytes"):
+        distill_labels.load_labels_files([str(tmp_path / "bomb.npz")])
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_a_member_compressed_as_numpy_never_does_is_refused_unread(tmp_path, monkeypatch, method):
+    """zipfile unpacks a bzip2 or LZMA chunk whole: reading the .npy header of a 2.5 kB member
+    took 7 s and 3.7 GB.  np.savez stores and np.savez_compressed deflates; nothing else is
+    opened."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(write_labels(tmp_path / "plain.npz", 10, 0)) as plain, \
+            zipfile.ZipFile(buffer, "w", compression=method) as other:
+        for name in plain.namelist():
+            other.writestr(name, plain.read(name))
+    (tmp_path / "other.npz").write_bytes(buffer.getvalue())
+
+    def opened(*args, **kwargs):
+        raise AssertionError("a member was opened")
+    monkeypatch.setattr(zipfile.ZipFile, "open", opened)
+    with pytest.raises(distill_labels.LabelsError, match=f"other.npz: '[a-z_]+.npy' is "
+                       f"compressed with method {method}, not stored or deflated as NumPy"):
+        distill_labels.load_labels(tmp_path / "other.npz")

@@ -161,17 +161,18 @@ def test_a_win_rate_without_its_wall_time_is_skipped(tmp_path):
 
 
 @pytest.mark.parametrize("extra, words", [
-    ([("eval/win_rate_vs_random", 1.5, 256)], "eval/win_rate_vs_random is 1.5 at step 256, not a "
-                                              "win rate"),
-    ([("eval/pairs", float("inf"), 256)], "eval/pairs is inf at step 256, not a number of pairs"),
-    ([("eval/pairs", float("nan"), 256)], "eval/pairs is nan"),
+    ([("eval/win_rate_vs_random", 1.5, 256)], "'eval/win_rate_vs_random' is 1.5 at step 256, "
+                                              "not a win rate"),
+    ([("eval/pairs", float("inf"), 256)], "'eval/pairs' is inf at step 256, not a number of pairs"),
+    ([("eval/pairs", float("nan"), 256)], "'eval/pairs' is nan"),
     ([("eval/pairs", 2.5, 256)], "not a number of pairs"),
-    ([("eval/wall_minutes", -4.0, 512)], "eval/wall_minutes is -4.0 at step 512"),
-    ([("eval/wall_minutes", 1e6, 512)], "eval/wall_minutes is 1000000.0 at step 512, not a "
+    ([("eval/wall_minutes", -4.0, 512)], "'eval/wall_minutes' is -4.0 at step 512"),
+    ([("eval/wall_minutes", 1e6, 512)], "'eval/wall_minutes' is 1000000.0 at step 512, not a "
                                         "number of minutes"),  # past a year
 ])
 def test_odd_logged_values_are_one_line_naming_the_tag(tmp_path, capsys, extra, words):
-    """A run folder from elsewhere: every value read is checked before it is drawn."""
+    """A run folder from elsewhere: every value read is checked before it is drawn (the tag
+    quoted: a tag's escapes were sent raw to the terminal)."""
     write_run(tmp_path / "run", minutes=(1, 2, 3), extra=extra)
     assert main([str(tmp_path / "run"), "--out", str(tmp_path / "c.png")]) == 2
     err = capsys.readouterr().err

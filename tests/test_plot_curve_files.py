@@ -3,6 +3,7 @@ naming it and exit 2 (never a traceback, never gigabytes of memory); the bounds 
 before TensorBoard reads the files, and runs in progress or resumed read as TensorBoard reads
 them."""
 
+import os
 import struct
 
 import pytest
@@ -179,3 +180,61 @@ def test_win_rates_at_steps_without_a_wall_time_are_one_line(tmp_path, capsys):
     write(folder, [scalar("eval/wall_minutes", 1.0, 10), scalar("eval/win_rate_vs_random", 0.5, 20),
                    scalar("eval/win_rate_vs_greedy", 0.25, 10)])
     assert list(read_run(folder)["curves"]) == ["greedy"]
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name, link", [("events.out.tfevents.2.fifo", False),
+                                        ("events.out.tfevents.2.link", True),
+                                        ("events.out.tfevents.\x1b]0;pwned\x07\x1b[2J", True)])
+def test_a_fifo_under_an_event_file_s_name_is_refused_unopened(tmp_path, capsys, name, link):
+    """TensorBoard's reader opened it and waited for a writer for ever (a FIFO, or a link to
+    one: the check skipped what was not a regular file); a name is quoted unless plain text."""
+    folder = write(tmp_path / "run", EVALS)
+    os.mkfifo(tmp_path / "fifo" if link else folder / name)
+    if link:
+        os.symlink(tmp_path / "fifo", folder / name)
+    err = one_error_line(capsys, folder, "is not a regular file", "not a TensorBoard event file")
+    assert ("\\x1b[2J" in err and "\x1b" not in err) if "\x1b" in name else name in err, err
+
+
+def test_more_curves_than_a_run_evaluates_against_are_refused_before_drawing(tmp_path, capsys):
+    """2,000 eval/win_rate_vs_<agent> scalars at one step took 9 s to draw (20,000: over 110 s),
+    the legend unreadable; the trainer evaluates against at most 32 agents."""
+    rates = [scalar(f"eval/win_rate_vs_a{i}", 0.5, 10) for i in range(33)]
+    folder = write(tmp_path / "run", [EVALS[0], *rates])
+    one_error_line(capsys, folder, "33 eval/win_rate_vs_<agent> curves, more than 32")
+    write(folder, [EVALS[0], *rates[:32]])
+    assert len(read_run(folder)["curves"]) == 32
+
+
+def test_a_scalar_with_more_values_than_a_curve_may_have_is_refused(tmp_path, capsys,
+                                                                     monkeypatch):
+    monkeypatch.setattr(plot_curve, "MAX_POINTS", 3, raising=False)
+    events = [scalar(tag, 0.5, step) for step in range(1, 5)
+              for tag in ("eval/wall_minutes", "eval/win_rate_vs_random")]
+    folder = write(tmp_path / "run", events)
+    one_error_line(capsys, folder, "'eval/wall_minutes' holds 4 values, more than the 3")
+    write(folder, events[:6])
+    assert len(read_run(folder)["curves"]["random"]) == 3
+
+
+def test_event_records_past_the_bound_are_refused_before_tensorboard_reads_them(
+        tmp_path, capsys, monkeypatch):
+    """200,000 evaluations (19 MB) took 10 s and 190 MB to read and draw; TensorBoard reads
+    ~50,000 records a second, whatever they hold: 1 GiB of them was ~8 minutes and 4 GB."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    def reload(self):
+        raise AssertionError("TensorBoard read the files")
+    monkeypatch.setattr(event_accumulator.EventAccumulator, "Reload", reload)
+    monkeypatch.setattr(plot_curve, "MAX_EVENT_RECORDS", 2, raising=False)  # records: 3
+    folder = write(tmp_path / "run", EVALS)
+    one_error_line(capsys, folder, str(folder), "event files hold more than 2 records")
+
+
+def test_tag_names_in_error_lines_are_quoted_not_sent_to_the_terminal(tmp_path, capsys):
+    """A tag's escapes (a terminal title, a cleared screen) were printed raw to stderr."""
+    folder = write(tmp_path / "run", [EVALS[0], scalar("eval/win_rate_vs_\x1b]0;pwned\x07"
+                                                       "\x1b[2J", 2.0, 10)])
+    err = one_error_line(capsys, folder, "is 2.0 at step 10, not a win rate", "\\x1b")
+    assert "\x1b" not in err and "\x07" not in err, err

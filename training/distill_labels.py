@@ -8,19 +8,17 @@ value of every legal action, 0 elsewhere; absent in files from before values wer
 held-out split; absent in older files), ``seed`` (the collection's ``--seed``, which with the
 match's env fixes its deals; absent in older files) and ``teacher`` (its spec).  No pickles are
 read, and no array is read before its header's shape, dtype and stored size are checked against
-the bounds below.
+the bounds below (:mod:`training.labels_zip`: the zip level, and what the arrays may inflate to).
 """
 
 from __future__ import annotations
 
-import io
 import os
-import stat
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from sevenrocks_env.arena_report import is_card_text
 from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.checks import shown
 from sevenrocks_env.env import observation_bounds
@@ -28,14 +26,15 @@ from sevenrocks_env.observation import OBS_SIZE
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
 from sevenrocks_env.tiles import NUM_ACTIONS
 
+from .labels_zip import MAX_NPY_HEADER, LabelsError  # noqa: F401 (named here, as before)
+from .labels_zip import check_inflation, not_labels, open_labels, read_headers
+
 #: Labels a file may hold (bounds the work a labels file from elsewhere can ask for).
 MAX_LABELS = 2_000_000
 #: Largest teacher value a file may hold, in points (a match is won at a few hundred).
 MAX_VALUE = 1e6
 #: Labels files one training run may join.
 MAX_FILES = 64
-#: Longest ``.npy`` header read from a labels file (NumPy's own default limit).
-MAX_NPY_HEADER = 10_000
 #: Match ids are below this (``env << 32 | match``: up to 2**30 envs).
 MAX_MATCH_ID = 1 << 62
 #: Collection seeds are below this (``training.distill``'s ``--seed`` range).
@@ -51,11 +50,6 @@ def _bounds_of_any_game() -> tuple[np.ndarray, np.ndarray]:
 
 
 _OBS_LOW, _OBS_HIGH = _bounds_of_any_game()
-
-
-class LabelsError(ValueError):
-    """Labels that cannot be trained on: a file that is not what :func:`save_labels` writes, or
-    a set of files that cannot be joined."""
 
 
 def save_labels(path, labels: dict, teacher: str, seed: int | None = None) -> Path:
@@ -94,40 +88,22 @@ TEACHER_TEXT = f"one line of at most {MAX_TEACHER_CHARS} printable characters, n
 
 def is_teacher_text(text) -> bool:
     """Whether ``text`` may name a teacher: :data:`TEACHER_TEXT` (a spec from a file is
-    printed to the terminal and written into a model card's Markdown table)."""
-    return (isinstance(text, str) and 0 < len(text) <= MAX_TEACHER_CHARS and text.isprintable()
-            and not set(text) & set("`|"))
+    printed to the terminal and written into a model card's Markdown table: the rule of every
+    name a card shows, :func:`sevenrocks_env.arena_report.is_card_text`)."""
+    return is_card_text(text, MAX_TEACHER_CHARS)
 
 
-def _check_declared_shapes(path) -> dict[str, int]:
+def _check_declared_shapes(path, file=None) -> dict[str, int]:
     """Read each array's ``.npy`` header (not its data) and refuse a shape or dtype that would
-    size an allocation past the bounds: ``np.load`` allocates what a header declares.  Returns
-    the label count each label array's header declares (``{"action": N, ...}``)."""
-    declared = {}
-    try:  # a device or a pipe (/dev/zero) would be read to its end by zipfile: a file only
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise LabelsError(f"{path}: not a labels file (not a regular file)")
-    except OSError as error:
-        raise LabelsError(f"{path}: cannot read it ({error.strerror})") from None
-    try:
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
-            # np.load would read a member named "observation" before "observation.npy", and a
-            # zip may hold one name twice: only the arrays this file has, each once
-            allowed = {f"{key}.npy" for key in (*_LABEL_ARRAYS, "teacher", "seed")}
-            if len(set(names)) != len(names) or not set(names) <= allowed:
-                odd = sorted(set(names) - allowed) or ["a name given twice"]
-                raise LabelsError(f"{path}: not a labels file (it holds {shown(odd[0])}; a "
-                                  f"labels file holds only {', '.join(sorted(allowed))})")
-            for name in names:
-                with archive.open(name) as member:
-                    shape, dtype = _array_header(member, path, name[:-len(".npy")])
-                    size = (member.tell(), archive.getinfo(name).file_size)
-                declared[name[:-len(".npy")]] = (shape, dtype, size)
-    except (LabelsError, MemoryError):
-        raise
-    except Exception as error:  # not a zip, or a damaged one (zlib, tokenize, CRC errors...)
-        raise _not_labels(path, error) from None
+    size an allocation past the bounds: ``np.load`` allocates what a header declares; and
+    arrays inflating past :data:`~training.labels_zip.MAX_INFLATION` times the file's size.
+    Returns the label count each label array's header declares (``{"action": N, ...}``).
+    ``file``: ``path`` opened by :func:`~training.labels_zip.open_labels` (else opened here)."""
+    if file is None:
+        with open_labels(path) as opened:
+            return _check_declared_shapes(path, opened)
+    declared = read_headers(path, file, {f"{key}.npy" for key in (*_LABEL_ARRAYS, "teacher",
+                                                                  "seed")})
     absent = [key for key in ("observation", "action_mask", "action", "teacher")
               if key not in declared]
     if absent:
@@ -157,32 +133,9 @@ def _check_declared_shapes(path) -> dict[str, int]:
         if stored != header + int(np.prod(shape)) * dtype.itemsize:
             raise LabelsError(f"{path}: '{key}' stores {stored:,} bytes, not the {shape} "
                               f"{dtype} array its header declares")
+    check_inflation(path, file, declared)
     return {key: shape[0] for key, (shape, _, _) in declared.items()
             if key not in ("teacher", "seed")}
-
-
-def _array_header(member, path, name: str) -> tuple[tuple, np.dtype]:
-    """``(shape, dtype)`` from the ``.npy`` header at the start of ``member``, whose declared
-    length is read and bounded first: NumPy's readers take the whole declared header (up to
-    4 GB: a member of spaces compresses to almost nothing) before their own size check."""
-    version = np.lib.format.read_magic(member)
-    if version not in ((1, 0), (2, 0), (3, 0)):
-        raise LabelsError(f"{path}: '{name}' is .npy version {version}, not 1, 2 or 3")
-    length_bytes = member.read(2 if version == (1, 0) else 4)
-    length = int.from_bytes(length_bytes, "little")
-    if length > MAX_NPY_HEADER:
-        raise LabelsError(f"{path}: '{name}' declares a .npy header of {length:,} bytes (an "
-                          f"array's is under {MAX_NPY_HEADER:,})")
-    read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-            else np.lib.format.read_array_header_2_0)
-    shape, _, dtype = read(io.BytesIO(length_bytes + member.read(length)))
-    return shape, dtype
-
-
-def _not_labels(path, error: Exception) -> LabelsError:
-    first = (str(error).splitlines() or [""])[0]  # NumPy's messages run over several lines
-    return LabelsError(f"{path}: not a labels file, or a damaged one ({type(error).__name__}: "
-                       f"{first[:200]})")
 
 
 def _first_outside_the_game(obs: np.ndarray, rows: int = 65_536) -> int | None:
@@ -216,17 +169,19 @@ def load_labels(path) -> tuple[dict, str]:
     legal under its mask and the best of its values); :class:`LabelsError` naming what is wrong.  No pickles are read.
     ``values``, ``match`` and ``seed`` (the collection's, an int) are ``None`` for files from
     before they were kept."""
-    _check_declared_shapes(path)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in ("observation", "action_mask", "action",
-                                                 "teacher")}
-            for key in ("values", "match", "seed"):
-                arrays[key] = data[key] if key in data.files else None
-    except MemoryError:
-        raise
-    except Exception as error:  # a damaged member (its CRC, its compressed data)
-        raise _not_labels(path, error) from None
+    with open_labels(path) as file:  # one open file, checked and read: never swapped between
+        _check_declared_shapes(path, file)
+        try:
+            file.seek(0)
+            with np.load(file, allow_pickle=False) as data:
+                arrays = {key: data[key] for key in ("observation", "action_mask", "action",
+                                                     "teacher")}
+                for key in ("values", "match", "seed"):
+                    arrays[key] = data[key] if key in data.files else None
+        except MemoryError:
+            raise
+        except Exception as error:  # a damaged member (its CRC, its compressed data)
+            raise not_labels(path, error) from None
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
     n = len(action) if action.ndim == 1 else 0  # (len of a 0-d array is a TypeError)
     if not 0 < n <= MAX_LABELS:

@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import struct
 import sys
 from pathlib import Path
 
 from sevenrocks_env.atomic_file import check_output_file
+from sevenrocks_env.checks import shown
 from sevenrocks_env.ratings import wilson_interval
+from sevenrocks_env.textfile import not_regular
 
 #: Bounds of the logged values read from a run folder (a year of wall time; the arena's pairs).
 MAX_MINUTES, MAX_PAIRS = 60 * 24 * 366, 10 ** 7
@@ -31,6 +34,14 @@ MAX_MINUTES, MAX_PAIRS = 60 * 24 * 366, 10 ** 7
 #: more than 16 MiB (a record holds one scalar or the hyperparameter table: a few kB; TensorBoard's
 #: reader allocates what a record's length says).
 MAX_EVENT_BYTES, MAX_RECORD_BYTES = 2 ** 30, 2 ** 24
+#: Records (events) in all the event files, counted before TensorBoard reads them: its reader
+#: takes ~18 us a record in pure Python, whatever the record holds (1 GiB of small ones was ~8
+#: minutes and 4 GB; at this bound ~25 s and 0.4 GB in all); a 25-minute ``make train`` run
+#: writes about 7,000.
+MAX_EVENT_RECORDS = 1_000_000
+#: Curves drawn (the trainer's ``eval_agents`` are at most 32: 2,000 took 8 s to draw, the
+#: legend unreadable) and values of one scalar read (the evaluations of a run), refused beyond.
+MAX_CURVES, MAX_POINTS = 32, 100_000
 #: (largest x in seconds, unit name, seconds per unit): the first that fits the run is used.
 TIME_UNITS = [(120.0, "seconds", 1.0), (7200.0, "minutes", 60.0), (float("inf"), "hours", 3600.0)]
 
@@ -64,16 +75,22 @@ def _evaluations(run_dir: Path, acc) -> dict:
     def scalars(tag: str, ok, words: str) -> list:
         """The events of ``tag``, each value checked (a shared run folder is untrusted)."""
         events = acc.Scalars(tag)
+        if len(events) > MAX_POINTS:
+            raise ValueError(f"{run_dir}: {shown(tag)} holds {len(events):,} values, more than "
+                             f"the {MAX_POINTS:,} evaluations a curve may have")
         odd = next((e for e in events if not (math.isfinite(e.value) and ok(e.value))), None)
         if odd is not None:
-            raise ValueError(f"{run_dir}: {_cut(tag)} is {odd.value!r} at step {odd.step}, "
+            raise ValueError(f"{run_dir}: {shown(tag)} is {odd.value!r} at step {odd.step}, "
                              f"not {words}")
         return events
 
     seconds = {e.step: 60.0 * e.value for e in scalars(
         "eval/wall_minutes", lambda v: 0 <= v <= MAX_MINUTES, "a number of minutes")}
-    curves = {}
-    for tag in sorted(t for t in tags["scalars"] if t.startswith("eval/win_rate_vs_")):
+    curves, rates = {}, sorted(t for t in tags["scalars"] if t.startswith("eval/win_rate_vs_"))
+    if len(rates) > MAX_CURVES:
+        raise ValueError(f"{run_dir}: {len(rates):,} eval/win_rate_vs_<agent> curves, more than "
+                         f"{MAX_CURVES} (a run evaluates against at most {MAX_CURVES} agents)")
+    for tag in rates:
         points = {e.step: (e.step, seconds[e.step], e.value)
                   for e in scalars(tag, lambda v: 0 <= v <= 1, "a win rate in [0, 1]")
                   if e.step in seconds}  # a resumed step: the last one
@@ -100,32 +117,53 @@ def _evaluations(run_dir: Path, acc) -> dict:
 
 
 def check_event_files(run_dir: Path) -> None:
-    """``ValueError`` unless the run's event files (``*tfevents*``) are within the bounds above:
-    their records' framing (a length and its CRC-32C) is walked without reading the records,
-    so a length that would make TensorBoard's reader allocate gigabytes is refused first.  A
-    record cut short at a file's end is a run still being written: TensorBoard skips it."""
+    """``ValueError`` unless the run's event files (the names TensorBoard reads: ``*tfevents*``)
+    are regular files within the bounds above: their records' framing (a length and its
+    CRC-32C) is walked without reading the records, so a length that would make TensorBoard's
+    reader allocate gigabytes is refused first, and so are too many records.  A FIFO, a device
+    or a folder under such a name (TensorBoard's reader would block on it, or fail) is refused
+    unopened.  A record cut short at a file's end is a run still being written: TensorBoard
+    skips it."""
+    from tensorboard.backend.event_processing.io_wrapper import IsSummaryEventsFile
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
     try:
-        files = sorted(p for p in run_dir.iterdir() if "tfevents" in p.name and p.is_file())
+        files = sorted(p for p in run_dir.iterdir() if IsSummaryEventsFile(str(p)))
+        for path in files:  # (links followed, as TensorBoard's reader does)
+            problem = not_regular(os.stat(path).st_mode, "TensorBoard event file")
+            if problem:
+                raise ValueError(f"{_entry(path)} {problem}")
         total = sum(p.stat().st_size for p in files)
         if total > MAX_EVENT_BYTES:
             raise ValueError(f"{run_dir}: its event files hold {total:,} bytes, more than "
                              f"{MAX_EVENT_BYTES:,}")
+        records = 0
         for path in files:
-            with open(path, "rb") as file:
+            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never waits
+            with os.fdopen(descriptor, "rb") as file:
+                if not_regular(os.fstat(descriptor).st_mode, "TensorBoard event file"):
+                    raise ValueError(f"{_entry(path)}: changed while it was read")
                 offset = 0
                 while len(header := file.read(12)) == 12:  # length, its checksum
                     length, check = struct.unpack("<QI", header)
                     if masked_crc32c(header[:8]) != check:
-                        raise ValueError(f"{path}: record at byte {offset} fails its length "
-                                         "checksum (not an event file, or damaged)")
+                        raise ValueError(f"{_entry(path)}: record at byte {offset} fails its "
+                                         "length checksum (not an event file, or damaged)")
                     if length > MAX_RECORD_BYTES:
-                        raise ValueError(f"{path}: record at byte {offset} claims {length:,} "
-                                         f"bytes, more than {MAX_RECORD_BYTES:,}")
+                        raise ValueError(f"{_entry(path)}: record at byte {offset} claims "
+                                         f"{length:,} bytes, more than {MAX_RECORD_BYTES:,}")
+                    records += 1
+                    if records > MAX_EVENT_RECORDS:
+                        raise ValueError(f"{run_dir}: its event files hold more than "
+                                         f"{MAX_EVENT_RECORDS:,} records (events)")
                     offset = file.seek(offset + 16 + length)  # data and its checksum
     except OSError as problem:
         raise ValueError(f"{run_dir}: cannot be read: {_cut(str(problem))}") from None
+
+
+def _entry(path: Path) -> str:
+    """A file of the run folder, for an error message: its name quoted unless plain text."""
+    return str(path) if path.name.isprintable() else f"{path.parent}/{shown(path.name)}"
 
 
 def _pairs_from_table(table: str) -> tuple[int, int] | None:
