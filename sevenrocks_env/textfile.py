@@ -17,15 +17,25 @@ _NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 PIPE_WAIT_S = 60.0
 
 
-def read_text(path, limit: int, what: str) -> str:
-    """The text of ``path``; ``ValueError`` saying why not, naming ``what`` ("game record")."""
+def open_without_waiting(path, refused) -> tuple[int, int]:
+    """``(descriptor, st_mode)`` of ``path`` opened read-only without waiting for a FIFO's
+    writer (``open()`` blocks until one comes), the mode that of the file opened (no race
+    between a check and the read); ``refused(path as text, reason)`` is raised when it cannot
+    be opened (a NUL byte in the path too: Python's "embedded null byte" named no path)."""
+    text = str(path) if str(path).isprintable() else repr(str(path))
     try:
         descriptor = os.open(path, os.O_RDONLY | _NO_WAIT)
     except OSError as error:
-        raise ValueError(f"cannot read {what} {path}: {error.strerror or error}") from None
-    except ValueError as error:  # "embedded null byte" named no path
-        raise ValueError(f"cannot read {what} {str(path)!r}: {error}") from None
-    mode = os.fstat(descriptor).st_mode  # the file opened: no race
+        raise refused(text, error.strerror or str(error)) from None
+    except ValueError as error:
+        raise refused(text, str(error)) from None
+    return descriptor, os.fstat(descriptor).st_mode
+
+
+def read_text(path, limit: int, what: str) -> str:
+    """The text of ``path``; ``ValueError`` saying why not, naming ``what`` ("game record")."""
+    descriptor, mode = open_without_waiting(
+        path, lambda where, why: ValueError(f"cannot read {what} {where}: {why}"))
     problem = None if stat.S_ISFIFO(mode) else not_regular(mode, what)
     if problem:
         os.close(descriptor)

@@ -21,6 +21,7 @@ import zipfile
 import numpy as np
 
 from sevenrocks_env.checks import shown
+from sevenrocks_env.textfile import open_without_waiting
 
 #: Longest ``.npy`` header read from a labels file (NumPy's own default limit).
 MAX_NPY_HEADER = 10_000
@@ -29,8 +30,6 @@ MAX_NPY_HEADER = 10_000
 MAX_INFLATION = 100
 #: How NumPy writes an ``.npz``'s members (``np.savez``, ``np.savez_compressed``).
 _NUMPY_COMPRESSION = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
-#: Opened without waiting: ``open()`` of a FIFO blocks until a writer opens it.
-_NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 
 
 class LabelsError(ValueError):
@@ -42,13 +41,9 @@ def open_labels(path):
     """``path`` opened for reading (binary); :class:`LabelsError` if it cannot be, or is not a
     regular file: a device or a pipe (``/dev/zero``) would be read to its end by zipfile, and a
     named FIFO is never waited on.  The checks and ``np.load`` read this one open file."""
-    try:
-        descriptor = os.open(path, os.O_RDONLY | _NO_WAIT)
-    except OSError as error:
-        raise LabelsError(f"{path}: cannot read it ({error.strerror or error})") from None
-    except ValueError as error:  # "embedded null byte" named no path
-        raise LabelsError(f"{str(path)!r}: cannot read it ({error})") from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # the file opened: no race
+    descriptor, mode = open_without_waiting(
+        path, lambda where, why: LabelsError(f"{where}: cannot read it ({why})"))
+    if not stat.S_ISREG(mode):
         os.close(descriptor)
         raise LabelsError(f"{path}: not a labels file (not a regular file)")
     os.set_blocking(descriptor, True)
