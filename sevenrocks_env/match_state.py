@@ -113,6 +113,10 @@ def replays_to_its_state(match) -> bool:
     from .record import game_record, replay  # the record module imports the rules, and they this
     replayed = None
     try:
+        if not all(len(log.hands) == NUM_SEATS and all(is_plain_int(hand, 0, ALL_TILES)
+                                                      for hand in log.hands)
+                   for log in match.history):  # a "hand" of -1 never empties: a record's loop
+            return False
         if _starting_scores(match) != [0, 0]:
             return False
         for replayed, _, _ in replay(game_record(match)):

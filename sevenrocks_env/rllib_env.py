@@ -40,9 +40,10 @@ except ImportError as missing:  # say which extra, not a bare ModuleNotFoundErro
                       "pip install -e \".[rllib]\" (make install-rllib)") from missing
 
 from .agents import make_agent
-from .checks import checked_seed
+from .checks import checked_seed, is_int, shown
 from .driver import agent_action
 from .env import AGENTS, raw_env
+from .tiles import NUM_ACTIONS
 from .rules import is_legal, legal_actions, plain_action, team_of
 
 
@@ -85,12 +86,12 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         self.illegal_action = config.get("illegal_action", "terminate")
         if self.illegal_action not in ("terminate", "raise"):
             raise ValueError(f"illegal_action must be 'terminate' or 'raise', "
-                             f"got {self.illegal_action!r}")
+                             f"got {shown(self.illegal_action)}")
         opponent = config.get("opponent")
         self._opponent = None if opponent in (None, "self") else make_agent(opponent)
         self.skip_forced = config.get("skip_forced", True)
         if not isinstance(self.skip_forced, bool):
-            raise ValueError(f"skip_forced must be True or False, got {self.skip_forced!r}")
+            raise ValueError(f"skip_forced must be True or False, got {shown(self.skip_forced)}")
         seed = checked_seed(config.get("seed"))
         # RLlib seeds sub-env i of runner w with seed + w + i (and its new stack leaves
         # vector_index at 0): the worker goes into every stream, or two sub-envs deal alike;
@@ -146,9 +147,10 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
             raise ValueError(f"no action for {agent}, the seat to move")
         if not is_legal(match, action):
             self.illegal_actions += 1
-            if self.illegal_action == "terminate" and self.action_spaces[agent].contains(action):
+            if self.illegal_action == "terminate" and is_int(action, 0, NUM_ACTIONS - 1):
                 return self._end_on_illegal_action(match.turn)
-            raise ValueError(f"illegal action {action!r} for {agent}; legal: {legal_actions(match)}")
+            raise ValueError(f"illegal action {shown(action)} for {agent}; legal: "
+                             f"{legal_actions(match)}")
         self._aec.step(int(action))
         self._collect()
         self._advance()

@@ -176,8 +176,8 @@ class SingleAgentEnv(gymnasium.Env):
                 and np.issubdtype(action.dtype, np.integer):
             action = int(action)  # a 0-d integer array is a member of Discrete (gymnasium)
         if not is_legal(self.match, action):
-            if self.illegal_action == "terminate" and self.action_space.contains(action) \
-                    and not isinstance(action, (bool, np.bool_)):  # contains(True) is true
+            if self.illegal_action == "terminate" and is_int(action, 0, self.action_space.n - 1):
+                # (not contains(): it takes True, and gymnasium 1.2 raises OverflowError at 2**63)
                 return self._end_on_illegal_action()
             raise ValueError(self._illegal_message(action))  # state unchanged
         self._driver.play(action)

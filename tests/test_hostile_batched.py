@@ -261,3 +261,34 @@ def test_match_of_an_env_index_out_of_range_is_a_value_or_type_error(env):
     with pytest.raises((ValueError, TypeError), match="env"):
         venv.match(env)
     assert venv.match(1).turn == int(venv.current_seat[1])
+
+
+@pytest.mark.timeout(60)
+def test_a_history_holding_a_negative_hand_gives_no_record_and_never_hangs():
+    """``load`` with records (and the AEC env's ``game_record``) wrote the history as a record
+    first: ``tiles_of(-1)`` never ends.  A field the engine reads before checking (``turn``)
+    is named too (it was a bare TypeError from the rules)."""
+    match = Match.new(3, target=60)
+    for _ in range(5):
+        apply_action(match, legal_actions(match)[0])
+    match.history[0].hands[2] = -1
+    env = sevenrocks_v0.vector_env(num_envs=1, target=60, records=True)
+    env.reset(seed=0)
+    env.load([match])
+    aec = sevenrocks_v0.env(target=60)
+    aec.reset(options={"match": match})
+    with pytest.raises(ValueError, match="no game record"):
+        aec.unwrapped.game_record()
+    broken = Match.new(5, target=60)
+    broken.turn = "a"
+    with pytest.raises(ValueError, match="load: match 0: match state: turn must be a seat"):
+        env.load([broken])
+    with pytest.raises(ValueError, match="load: match 0: .* no attribute"):
+        env.load([Match.__new__(Match)])
+
+
+def test_a_huge_device_string_is_quoted_short():
+    """``device="x" * 10**6`` gave a one-megabyte message (the device's own repr)."""
+    with pytest.raises(ValueError, match="^device 'xxx") as refused:
+        sevenrocks_v0.vector_env(num_envs=2, device="x" * 10 ** 6)
+    assert len(str(refused.value)) < 400

@@ -98,6 +98,21 @@ def test_env_rejects_a_masked_out_action_in_raise_mode(rllib_ppo):
     assert env.illegal_actions == 1
 
 
+def test_an_action_past_int64_is_refused_by_name_not_by_gymnasiums_overflow(rllib_ppo):
+    """Under Ray's gymnasium (1.2.2, this venv) ``Discrete.contains(2**63)`` raised
+    ``OverflowError: Python int too large to convert to C long`` in both adapters."""
+    from sevenrocks_env.single_agent import SingleAgentEnv
+
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "random"})
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(ValueError, match="illegal action 9223372036854775808 for"):
+        env.step({next(iter(obs)): 2 ** 63})
+    single = SingleAgentEnv(opponents="random")
+    single.reset(seed=0)
+    with pytest.raises(ValueError, match="illegal action 9223372036854775808 for seat"):
+        single.step(2 ** 63)
+
+
 @pytest.mark.parametrize("opponent", ["self", "random"])
 def test_a_masked_out_action_ends_the_match_by_default(rllib_ppo, opponent):
     """As TerminateIllegalWrapper: the mover gets exactly -1, every seat in the episode ends."""

@@ -7,6 +7,7 @@ import itertools
 
 import torch
 
+from ..checks import shown
 from ..tiles import ALL_TILES, tile_name, tiles_of
 
 
@@ -17,7 +18,7 @@ def checked_device(device) -> torch.device:
     try:
         device = torch.device(device)
     except (RuntimeError, TypeError) as error:
-        raise ValueError(f"device {device!r}: {str(error)[:120]}") from None
+        raise ValueError(f"device {shown(device)}: {str(error)[:120]}") from None
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device {str(device)!r}: sevenrocks runs on 'cpu' or 'cuda' (the batched "
                          "engine, and policies, whose action features use it)")

@@ -158,16 +158,16 @@ class VectorEnv:
             if not isinstance(match, Match):
                 raise TypeError(f"load: match {i} must be a rules.Match, got "
                                 f"{type(match).__name__}")
+            try:  # under this env's max_rounds: a round index at or past it is no match here
+                Match.from_state(dict(match.to_state(), max_rounds=self.max_rounds))
+            except (ValueError, AttributeError) as error:  # (checked before any field is read)
+                raise ValueError(f"load: match {i}: {error}") from None
             if match.over or match.awaiting_deal:
                 raise ValueError(f"load: match {i} is over or between rounds; only a match with "
                                  f"a seat on turn can be loaded")
             if match.target != self.target:
                 raise ValueError(f"load: match {i} has target {match.target}, this env "
                                  f"{self.target}")
-            try:  # under this env's max_rounds: a round index at or past it is no match here
-                Match.from_state(dict(match.to_state(), max_rounds=self.max_rounds))
-            except ValueError as error:
-                raise ValueError(f"load: match {i}: {error}") from None
         histories = None  # before anything changes
         if self._records is not None:
             histories = [self._records.rounds_of(match) for match in matches]
