@@ -292,3 +292,19 @@ def test_a_huge_device_string_is_quoted_short():
     with pytest.raises(ValueError, match="^device 'xxx") as refused:
         sevenrocks_v0.vector_env(num_envs=2, device="x" * 10 ** 6)
     assert len(str(refused.value)) < 400
+
+
+def test_load_state_refuses_fields_that_share_memory_between_envs():
+    """An ``expand()``ed match counter was taken: one env's finished match moved every env's
+    counter (other deals, silently); expanded hands failed inside torch at the first step."""
+    env = sevenrocks_v0.vector_env(num_envs=4)
+    env.reset(seed=0)
+    before = snapshot(env)
+    for field, shared in (("matches", lambda s: torch.zeros(1, dtype=torch.long).expand(4)),
+                          ("hands", lambda s: s.hands[:1].expand(4, 4)),
+                          ("hands", lambda s: s.hands.to_sparse())):
+        state = env.state.take()
+        setattr(state, field, shared(state))
+        with pytest.raises(ValueError, match=f"field '{field}' must be a dense contiguous"):
+            env.load_state(state)
+        assert all(torch.equal(kept, getattr(env.state, name)) for name, kept in before.items())

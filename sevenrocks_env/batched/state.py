@@ -60,8 +60,9 @@ class BatchState:
                                             device=device))
 
     def layout_problem(self, num_envs: int, device: torch.device) -> str | None:
-        """What is wrong with the tensors' shapes, dtypes or devices for ``num_envs`` matches on
-        ``device`` (``None``: nothing; the values are not looked at, so no synchronisation)."""
+        """What is wrong with the tensors' shapes, dtypes, devices or layouts for ``num_envs``
+        matches on ``device`` (``None``: nothing; the values are not looked at, so no
+        synchronisation)."""
         for name in FIELDS:
             value = getattr(self, name, None)
             expected = (_shape(name, num_envs), _dtype(name), device)
@@ -71,6 +72,11 @@ class BatchState:
                        if isinstance(value, torch.Tensor) else type(value).__name__)
                 return (f"field {name!r} must be {expected[0]} {expected[1]} on {device}, "
                         f"got {got}")
+            if value.layout is not torch.strided or not value.is_contiguous():
+                strides = value.stride() if value.layout is torch.strided else value.layout
+                return (f"field {name!r} must be a dense contiguous tensor (a view such as "
+                        f"expand() makes envs share one element: pass .contiguous()), got "
+                        f"strides {strides}")
         return None
 
     @property
