@@ -23,6 +23,7 @@ import time
 import torch
 
 from sevenrocks_env import arguments
+from sevenrocks_env.agents.belief import MAX_WORLDS
 from sevenrocks_env.agents.inference import MAX_POWER, InferenceSearch
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.arena_batched import evaluate_batched
@@ -33,10 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=arguments.pairs, default=400)
     parser.add_argument("--seed", type=arguments.seed, default=902, help="deal seed")
-    parser.add_argument("--samples", type=arguments.int_in(1, 1024), default=64)
-    parser.add_argument("--power", type=arguments.non_negative_real, default=1.0,
+    parser.add_argument("--samples", type=arguments.int_in(1, MAX_WORLDS), default=64)
+    parser.add_argument("--power", type=arguments.real_at_most(MAX_POWER, positive=False),
+                        default=1.0,
                         help="weight = likelihood ** power")
-    parser.add_argument("--candidates", type=arguments.int_in(1, 1024),
+    parser.add_argument("--candidates", type=arguments.int_in(1, MAX_WORLDS),
                         help="worlds drawn and weighted, then --samples drawn again by weight "
                              "(default: --samples, weights only)")
     parser.add_argument("--against", action="append",

@@ -27,7 +27,7 @@ import torch
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents.belief import HIDDEN_SEATS, HandSampler
-from sevenrocks_env.agents.inference import play_log_likelihoods, world_weights
+from sevenrocks_env.agents.inference import MAX_POWER, play_log_likelihoods, world_weights
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.batched import VectorEnv, layout
 from sevenrocks_env.batched.history import RoundHistory
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     parser.add_argument("--matches", type=arguments.int_in(1, 10_000), default=40)
     parser.add_argument("--samples", type=arguments.int_in(2, 4096), default=64)
     parser.add_argument("--seed", type=arguments.seed, default=5)
-    parser.add_argument("--power", type=arguments.positive_real, default=1.0)
+    parser.add_argument("--power", type=arguments.real_at_most(MAX_POWER), default=1.0)
     parser.add_argument("--greedy", action="store_true", help="the matches' seats play argmax")
     parser.add_argument("--every", type=arguments.int_in(1, 1000), default=5,
                         help="use every n-th decision")

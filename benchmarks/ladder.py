@@ -220,7 +220,7 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=arguments.seed, default=31337)
     parser.add_argument("--out", type=arguments.output_folder, default="runs/ladder")
-    parser.add_argument("--scale", type=arguments.positive_real, default=1.0,
+    parser.add_argument("--scale", type=arguments.real_at_most(1000.0), default=1.0,
                         help="multiply every pairing's pairs (e.g. 0.1 for a quick look)")
     parser.add_argument("--no-reuse", dest="reuse", action="store_false")
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")

@@ -32,7 +32,7 @@ from sevenrocks_env import arguments
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.arena_cli import check_specs
-from sevenrocks_env.openspiel.bots import KINDS, make_openspiel_agent
+from sevenrocks_env.openspiel.bots import KINDS, MAX_SIMS, make_openspiel_agent
 
 
 def _bot(spec: str, workers: int):
@@ -81,7 +81,8 @@ def timing(spec: str, decisions: int, seed: int = 0) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sims", type=arguments.count, nargs="+", default=[25, 100, 400])
+    parser.add_argument("--sims", type=arguments.int_in(1, MAX_SIMS), nargs="+",
+                        default=[25, 100, 400])
     parser.add_argument("--kind", choices=KINDS, default="ismcts")
     parser.add_argument("--against", nargs="+", default=["greedy", "heuristic"])
     parser.add_argument("--pairs", type=arguments.pairs, default=100)

@@ -32,6 +32,7 @@ from sevenrocks_env import observation as obs_mod
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.batched import random_actions
+from sevenrocks_env.batched.vector_env import MAX_ENVS
 
 
 def rss_bytes() -> int:
@@ -126,7 +127,7 @@ def aec(seconds: float, observe: bool) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=arguments.count, nargs="+",
+    parser.add_argument("--sizes", type=arguments.int_in(1, MAX_ENVS), nargs="+",
                         default=[256, 1024, 4096, 16384, 65536])
     parser.add_argument("--seconds", type=arguments.seconds, default=3.0, help="per row")
     parser.add_argument("--threads", type=arguments.threads, default=1)

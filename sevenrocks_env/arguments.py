@@ -88,6 +88,19 @@ def non_negative_real(text: str) -> float:
     return _real(text, positive=False)
 
 
+def real_at_most(high: float, positive: bool = True):
+    """An argparse type: a finite number > 0 (>= 0 unless ``positive``) and at most ``high``:
+    the bound of what the option sets, refused as the command line is read, not hours in."""
+    def parse(text: str) -> float:
+        value = _real(text, positive)
+        if value > high:
+            raise argparse.ArgumentTypeError(
+                f"must be a number in {'(' if positive else '['}0, {high:g}], got {text[:40]}")
+        return value
+    parse.__name__ = f"number in {'(' if positive else '['}0, {high:g}]"
+    return parse
+
+
 def seconds(text: str) -> float:
     """An argparse type: a time budget, a finite number of seconds in (0, :data:`MAX_SECONDS`]."""
     value = _real(text, positive=True)

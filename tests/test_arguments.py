@@ -73,3 +73,34 @@ def test_one_line_errors_is_a_scripts_exit_status(capsys):
     assert capsys.readouterr().err == "error: labels.npz: not a labels file\n"
     with pytest.raises(KeyError):  # a bug keeps its traceback
         arguments.one_line_errors(broken)
+
+
+def test_real_at_most_takes_its_range_and_names_it():
+    real_at_most = arguments.real_at_most
+    power = real_at_most(10.0, positive=False)
+    assert power("0") == 0.0 and power("10") == 10.0
+    for text, words in (("10.5", r"in \[0, 10\], got 10.5"), ("1e308", "got 1e308"),
+                        ("nan", "finite"), ("-1", "finite")):
+        with pytest.raises(argparse.ArgumentTypeError, match=words):
+            power(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="finite number > 0, got 0"):
+        real_at_most(1000.0)("0")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"in \(0, 1000\], got 1001"):
+        real_at_most(1000.0)("1001")
+
+
+@pytest.mark.parametrize("script, option, value, words", [
+    ("vector_speed.py", "--sizes", "20000000", "--sizes: must be an int in [1, 16777216]"),
+    ("inference_search.py", "--samples", "580", "--samples: must be an int in [1, 579]"),
+    ("inference_search.py", "--power", "11", "--power: must be a number in [0, 10]"),
+    ("openspiel_ladder.py", "--sims", "2000000", "--sims: must be an int in [1, 1000000]"),
+    ("ladder.py", "--scale", "1e308", "--scale: must be a number in (0, 1000]"),
+    ("inference_signal.py", "--power", "1e308", "--power: must be a number in (0, 10]"),
+])
+def test_benchmark_options_have_the_bounds_of_what_they_set(script, option, value, words):
+    """Each was refused by the code it sets only after the work before it: a traceback, some
+    hours in (``--sizes 256 20000000``), or NaN results (``--power 1e308``)."""
+    path = ROOT / "benchmarks" / script
+    run = subprocess.run([sys.executable, str(path), option, value], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 2 and words in run.stderr.strip().splitlines()[-1], run.stderr

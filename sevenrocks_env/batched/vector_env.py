@@ -19,7 +19,8 @@ from .records import RecordKeeper
 from .state import FIELDS, BatchState
 from .tables import tables
 
-_MAX_ENVS = 1 << 24
+#: Most matches one env steps (``num_envs``).
+MAX_ENVS = 1 << 24
 
 
 @contextmanager
@@ -51,7 +52,7 @@ class VectorEnv:
         ``compile=True`` fuses the step's and the mask's hot paths with ``torch.compile``
         (:mod:`sevenrocks_env.batched.kernels`): the same results, faster once compiled, after
         seconds of compiling on the first step of each batch size."""
-        self.num_envs = checked_int("num_envs", num_envs, 1, _MAX_ENVS)
+        self.num_envs = checked_int("num_envs", num_envs, 1, MAX_ENVS)
         self.device = checked_device(device)
         # the bounds a record must meet (records=True writes one for every match)
         target = checked_int("target", target, 1, MAX_TARGET)

@@ -47,6 +47,8 @@ from .game import GAME_NAME, state_from_view
 KINDS = ("ismcts", "mcts")
 PARAMS = {"sims": int, "uct_c": float, "rollouts": int}
 DEFAULTS = {"sims": 100, "uct_c": 40.0, "rollouts": 1}
+#: Most simulations a bot runs a decision.
+MAX_SIMS = 1_000_000
 
 
 class PyspielBotAgent:
@@ -96,8 +98,8 @@ class OpenSpielAgent(PyspielBotAgent):
                  uct_c: float = 40.0, rollouts: int = 1):
         if kind not in KINDS:
             raise ValueError(f"openspiel: unknown bot {shown(kind)}; bots: {', '.join(KINDS)}")
-        if not 1 <= sims <= 1_000_000:
-            raise ValueError(f"openspiel:{kind}: sims must be in [1, 1000000], got {shown(sims)}")
+        if not 1 <= sims <= MAX_SIMS:
+            raise ValueError(f"openspiel:{kind}: sims must be in [1, {MAX_SIMS}], got {shown(sims)}")
         if not 0.0 <= uct_c <= 1e6:
             raise ValueError(f"openspiel:{kind}: uct_c must be in [0, 1e6], got {shown(uct_c)}")
         if not 1 <= rollouts <= 1000:
