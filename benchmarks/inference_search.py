@@ -27,6 +27,7 @@ from sevenrocks_env.agents.belief import MAX_WORLDS
 from sevenrocks_env.agents.inference import MAX_POWER, InferenceSearch
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.arena_batched import evaluate_batched
+from sevenrocks_env.arena_cli import check_specs
 from sevenrocks_env.rules import DEFAULT_TARGET
 
 
@@ -46,11 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", type=arguments.int_in(1, 5000), default=DEFAULT_TARGET)
     parser.add_argument("--batch", type=arguments.batch, default=256)
     args = parser.parse_args(argv)
-    if args.power > MAX_POWER:
-        parser.error(f"--power must be at most {MAX_POWER:g}, got {args.power:g}")
+    check_specs(parser, "--against", [a for a in args.against or () if a != "plain"])
     torch.set_num_threads(1)
     searcher = PolicySearchAgent("shipped", samples=args.samples)
-    agent = InferenceSearch(searcher, power=args.power, candidates=args.candidates)
+    try:  # (candidates below samples: the agent's own rule)
+        agent = InferenceSearch(searcher, power=args.power, candidates=args.candidates)
+    except ValueError as error:
+        parser.error(str(error))
     print(f"{agent.name}: deal seed {args.seed}, {args.pairs} pairs, target {args.target}\n")
     print("| against | pairs | inference search's win rate [95% CI] | mean margin | "
           "CPU ms a decision (it / against) | wall s |")

@@ -93,6 +93,8 @@ def test_real_at_most_takes_its_range_and_names_it():
     ("vector_speed.py", "--sizes", "20000000", "--sizes: must be an int in [1, 16777216]"),
     ("inference_search.py", "--samples", "580", "--samples: must be an int in [1, 579]"),
     ("inference_search.py", "--power", "11", "--power: must be a number in [0, 10]"),
+    ("inference_search.py", "--against", "bogus", "--against: unknown agent spec 'bogus'"),
+    ("inference_search.py", "--candidates", "3", "candidates must be an int in [samples = 64"),
     ("openspiel_ladder.py", "--sims", "2000000", "--sims: must be an int in [1, 1000000]"),
     ("ladder.py", "--scale", "1e308", "--scale: must be a number in (0, 1000]"),
     ("inference_signal.py", "--power", "1e308", "--power: must be a number in (0, 10]"),
