@@ -9,7 +9,6 @@ declares.  :mod:`sevenrocks_env.policy` builds the network from them (``build_mo
 from __future__ import annotations
 
 import os
-import stat
 import struct
 import zipfile
 from importlib import resources
@@ -23,6 +22,7 @@ from .pickle_scan import PickleExpansionError, expanded_size
 from .policy_features import ActionFeatures
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, MAX_LAYERS as \
     MAX_SCORER_LAYERS, MAX_WIDTH as MAX_SCORER_WIDTH
+from .textfile import not_regular
 from .tiles import NUM_ACTIONS
 
 CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
@@ -92,11 +92,9 @@ def existing_file(resolved: Path) -> Path:
     except OSError as error:  # e.g. a name longer than the file system allows
         raise CheckpointError(f"cannot read checkpoint path {str(resolved)[:80]}...: "
                               f"{error.strerror}") from None
-    if stat.S_ISDIR(mode):
-        raise CheckpointError(f"{resolved} is a folder, not a checkpoint file")
-    if not stat.S_ISREG(mode):
-        raise CheckpointError(f"{resolved} is not a regular file (a device or a pipe), not a "
-                              "checkpoint file")
+    problem = not_regular(mode, "checkpoint file")  # a folder, a device, a pipe
+    if problem:
+        raise CheckpointError(f"{resolved} {problem}")
     return resolved
 
 
