@@ -25,7 +25,7 @@ from pathlib import Path
 from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.checks import shown
 from sevenrocks_env.ratings import wilson_interval
-from sevenrocks_env.textfile import not_regular
+from sevenrocks_env.textfile import not_regular, open_without_waiting
 
 #: Bounds of the logged values read from a run folder (a year of wall time; the arena's pairs).
 MAX_MINUTES, MAX_PAIRS = 60 * 24 * 366, 10 ** 7
@@ -139,9 +139,10 @@ def check_event_files(run_dir: Path) -> None:
                              f"{MAX_EVENT_BYTES:,}")
         records = 0
         for path in files:
-            descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # never waits
+            descriptor, mode = open_without_waiting(  # (a FIFO's open() would wait)
+                path, lambda where, why: OSError(f"{where}: {why}"))
             with os.fdopen(descriptor, "rb") as file:
-                if not_regular(os.fstat(descriptor).st_mode, "TensorBoard event file"):
+                if not_regular(mode, "TensorBoard event file"):
                     raise ValueError(f"{_entry(path)}: changed while it was read")
                 offset = 0
                 while len(header := file.read(12)) == 12:  # length, its checksum
