@@ -33,8 +33,7 @@ def checked_settings(seed, target, max_rounds, keep_history, seed_needed: bool) 
     a non-negative int (as the envs', no upper bound; ``None`` only where not ``seed_needed``;
     ``from_state`` takes seeds up to 2**64 only), ``target`` (R8) and ``max_rounds`` (``None``:
     no limit) within a game record's bounds, so that every match can be saved; ``keep_history``
-    a bool (NumPy's, or 0/1).  ``TypeError``/``ValueError``
-    naming the argument."""
+    a bool (NumPy's, or 0/1).  ``TypeError``/``ValueError`` naming the argument."""
     if seed_needed and seed is None:
         raise TypeError("seed must be a non-negative int (the match is dealt from it), got None")
     seed = checked_seed(seed)  # None or a plain int
