@@ -389,9 +389,9 @@ def test_the_resume_hint_names_output_folders_as_the_set_parser_reads_them(folde
     import shlex
 
     from training.config import TrainConfig
-    from training.train import _output_folders
+    from training.resume import output_folders
 
     cfg = TrainConfig()
     cfg.log_dir = folder
-    option, value = shlex.split(_output_folders(cfg))
+    option, value = shlex.split(output_folders(cfg))
     assert option == "--set" and load_config(SMOKE, [value]).log_dir == folder

@@ -3,13 +3,16 @@
 A resume checkpoint may come from someone else, so each piece the trainer restores (config,
 step counters, RNG state, optimizer state, opponent pool, oracle critic, engine state) is checked
 on its own; the first bad one raises :class:`CheckpointError` naming it.  The policy's own keys
-were already checked by :func:`sevenrocks_env.policy.read_checkpoint`.
+were already checked by :func:`sevenrocks_env.policy.read_checkpoint`.  :func:`resume_options`
+writes the command line that continues a run where it wrote.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import shlex
 
 import numpy as np
 import torch
@@ -17,7 +20,7 @@ import torch
 from sevenrocks_env.checks import shown
 from sevenrocks_env.policy import CheckpointError, expected_shapes
 
-from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict
+from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict, parse_overrides
 from .engine_state import accepts, is_numpy_state, is_torch_state
 from .ppo import trained_parameters
 
@@ -272,3 +275,25 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
 #: ``max_rounds``: the matches in progress were dealt and scored under them).
 FIXED_ON_RESUME = ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
                    "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")
+
+
+def resume_options(checkpoint, cfg: TrainConfig) -> str:
+    """``--resume CHECKPOINT`` and :func:`output_folders`, quoted for a shell: the command-line
+    options that continue this run where it wrote."""
+    return f"--resume {shlex.quote(str(checkpoint))}{output_folders(cfg)}"
+
+
+def output_folders(cfg: TrainConfig) -> str:
+    """The ``--set`` options that keep a resumed run's output folders where this run wrote (a
+    resume takes them from the command line, never from the checkpoint)."""
+    default, options = TrainConfig(), ""
+    for key in OUTPUT_FOLDERS:
+        value = getattr(cfg, key)
+        if value != getattr(default, key):  # as --set reads it back: 2024, yes, ~ stay text
+            try:
+                same = parse_overrides([f"{key}={value}"])[key] == value
+            except ConfigError:  # "a: b: c", "010"
+                same = False
+            written = value if same else json.dumps(value)
+            options += f" --set {shlex.quote(f'{key}={written}')}"
+    return options

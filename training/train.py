@@ -19,9 +19,7 @@ the arena and the table is printed.
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import shlex
 import signal
 import sys
 import threading
@@ -38,13 +36,13 @@ from sevenrocks_env.policy import CheckpointError
 
 from .checkpoint import (check_checkpoint_size, check_not_complete, load_training_checkpoint,
                          mark_evaluated, save_training_checkpoint, set_rng_state)
-from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, describe_fields, load_config,
-                     parse_overrides)
+from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
 from .networks import build_networks, training_device, warm_start
 from .ppo import DivergenceError, LogitsError, compute_gae, ppo_update, rollout_batch
-from .resume import check_resume, load_engine, optimizer_state, resumed_config, trained_networks
+from .resume import (check_resume, load_engine, optimizer_state, resume_options, resumed_config,
+                     trained_networks)
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
@@ -142,7 +140,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         for folder in (run_dir, ckpt_dir):
             if folder.exists():
                 raise ConfigError(f"run folder {folder} exists already: continue it with "
-                                  f"{_resume_options(ckpt_dir / 'latest.pt', cfg)}, write into "
+                                  f"{resume_options(ckpt_dir / 'latest.pt', cfg)}, write into "
                                   "it with --force, or choose another run_name", "run_name")
     for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
         try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
@@ -373,33 +371,11 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
         return 130
     if out["interrupted"]:
         print(f"interrupted at step {out['global_step']}: checkpoint {out['checkpoint']}; "
-              f"continue with {_resume_options(out['checkpoint'], cfg)}"
+              f"continue with {resume_options(out['checkpoint'], cfg)}"
               + (" --set max_minutes=M (M above the minutes it ran, or 0)"
                  if out.get("out_of_time") else ""), file=sys.stderr)
         return 130
     return 0
-
-
-def _resume_options(checkpoint, cfg: TrainConfig) -> str:
-    """``--resume CHECKPOINT`` and :func:`_output_folders`, quoted for a shell: the command-line
-    options that continue this run where it wrote."""
-    return f"--resume {shlex.quote(str(checkpoint))}{_output_folders(cfg)}"
-
-
-def _output_folders(cfg: TrainConfig) -> str:
-    """The ``--set`` options that keep a resumed run's output folders where this run wrote (a
-    resume takes them from the command line, never from the checkpoint)."""
-    default, options = TrainConfig(), ""
-    for key in OUTPUT_FOLDERS:
-        value = getattr(cfg, key)
-        if value != getattr(default, key):  # as --set reads it back: 2024, yes, ~ stay text
-            try:
-                same = parse_overrides([f"{key}={value}"])[key] == value
-            except ConfigError:  # "a: b: c", "010"
-                same = False
-            written = value if same else json.dumps(value)
-            options += f" --set {shlex.quote(f'{key}={written}')}"
-    return options
 
 
 if __name__ == "__main__":  # a closed stdout (--help-config | head): quiet, as sevenrocks train
