@@ -378,13 +378,6 @@ def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progr
     return RoundRobinResult(names, games, bradley_terry(names, results), specs)
 
 
-def add_evaluation_arguments(parser, seed: int = 12345) -> None:
-    """``--eval-pairs``, ``--eval-seed``, ``--eval-against``, ``--json``: the arena options of
-    training scripts that end with an evaluation (:mod:`sevenrocks_env.arena_cli`)."""
-    from .arena_cli import add_evaluation_arguments as add
-    add(parser, seed)
-
-
 def main(argv: list[str] | None = None) -> int:
     """``sevenrocks arena`` (:func:`sevenrocks_env.arena_cli.main`)."""
     from .arena_cli import main as cli_main
@@ -393,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
 
 __all__ = [
     "A_SEATS", "ArenaResult", "IllegalActionError", "MatchResult", "PairOutcome",
-    "RoundRobinResult", "add_evaluation_arguments", "agent_seed", "evaluate", "main",
+    "RoundRobinResult", "agent_seed", "evaluate", "main",
     "play_match", "play_pair", "round_robin", "run_match", "split_name", "split_names",
 ]
 
