@@ -6,11 +6,14 @@ the right type and range, the hands and played tiles must partition the 28 tiles
 must fit the tiles on the table: a layout no play reaches could stall a round (no open end) or
 score past R5's 35.  ``Match.new``/``from_deal``/``start_round`` check their arguments with
 :func:`checked_settings`, :func:`checked_scores` and :func:`checked_deal` (never the moves: the
-engine's hot path trusts what these let in).  :func:`replays_to_its_state` says whether a
+engine's hot path trusts what these let in); :func:`deal_problem` words a bad deal for it and
+for the batched engine's ``reset(deals=...)``.  :func:`replays_to_its_state` says whether a
 match's history log can be kept as its game record.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -64,32 +67,44 @@ def checked_scores(scores, target: int) -> list[int]:
     return [int(v) for v in values]
 
 
+#: What a deal is, said after what is wrong with one (:func:`deal_problem`).
+DEAL_RULE = "a deal is four disjoint 7-tile hands covering all 28 tiles (R1) and an opener 0-3 (R2)"
+
+
+def deal_problem(hands: list[int], opener) -> str | None:
+    """The first thing that keeps ``hands`` (ints) and ``opener`` from being a round's deal, in
+    tile names: four disjoint 7-tile sets (28-bit masks) covering the 28 tiles (R1), an opener
+    seat (R2); ``None`` if they are one.  The words of both engines: :func:`checked_deal`'s,
+    and the batched engine's for the first bad env its tensor test finds."""
+    def names(mask: int) -> str:
+        return " ".join(tile_name(tile) for tile in tiles_of(mask))
+    if len(hands) != NUM_SEATS:
+        return f"got {len(hands)} hands, not 4"
+    for seat, hand in enumerate(hands):
+        if not 0 <= hand <= ALL_TILES:  # a negative "hand" never empties (hand & -hand)
+            return f"seat {seat}'s hand {shown(hand)} is not a set of tiles (0 to 2**28 - 1)"
+    for seat, other in itertools.combinations(range(NUM_SEATS), 2):
+        if hands[seat] & hands[other]:
+            return f"seats {seat} and {other} both hold {names(hands[seat] & hands[other])}"
+    for seat, hand in enumerate(hands):  # four disjoint sets of 7 of the 28: all 28 are dealt
+        if hand.bit_count() != 7:
+            return f"seat {seat} holds {hand.bit_count()} tiles ({names(hand) or 'none'}), not 7"
+    if not is_int(opener, 0, NUM_SEATS - 1):
+        return f"the opener is {shown(opener)}, not a seat 0-3"
+    return None
+
+
 def checked_deal(hands, opener) -> tuple[list[int], int]:
-    """A round's deal as plain ints: ``hands`` four disjoint 7-tile sets (28-bit masks) covering
-    the 28 tiles (R1), ``opener`` a seat (R2).  ``ValueError`` saying what is wrong (a negative
-    "hand" passed the old sum-and-count test, and a hand of it never empties)."""
+    """A round's deal as plain ints: ``hands`` a list (tuple, 1-D array) of ints, and
+    :func:`deal_problem` finds nothing wrong (R1, R2); ``ValueError`` saying what is."""
     listed = _listed(hands)
     if listed is None or not all(is_int(hand) for hand in listed):
         raise ValueError(f"hands must be a list of four tile bitmasks (ints), got "
                          f"{type(hands).__name__} {shown(hands)}")
     hands = [int(hand) for hand in listed]
-    problem = f"got {len(hands)} hands" if len(hands) != NUM_SEATS else None
-    dealt = 0
-    for seat, hand in enumerate(hands if problem is None else ()):
-        if not 0 <= hand <= ALL_TILES:
-            problem = f"seat {seat}'s hand {shown(hand)} is not a set of tiles (0 to 2**28 - 1)"
-        elif hand.bit_count() != 7:
-            problem = f"seat {seat} holds {hand.bit_count()} tiles, not 7"
-        elif hand & dealt:
-            problem = f"{tile_name(tiles_of(hand & dealt)[0])} is dealt twice"
-        if problem:
-            break
-        dealt |= hand  # four disjoint sets of 7 of the 28 tiles: all 28 are dealt
+    problem = deal_problem(hands, opener)
     if problem:
-        raise ValueError(f"a deal is four disjoint 7-tile hands covering all 28 tiles (R1): "
-                         f"{problem}")
-    if not is_int(opener, 0, NUM_SEATS - 1):
-        raise ValueError(f"the opener is a seat, 0 to 3, got {shown(opener)}")
+        raise ValueError(f"deal: {problem}; {DEAL_RULE}")
     return hands, int(opener)
 
 

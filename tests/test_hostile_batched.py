@@ -47,6 +47,7 @@ def test_illegal_action_names_env_seat_action_and_legal_set_and_changes_nothing(
     (torch.full((5,), 113, dtype=torch.long), ValueError),          # out of range
     (torch.full((5,), -1, dtype=torch.long), ValueError),
     (torch.zeros(5, dtype=torch.long, device="meta"), ValueError),  # wrong device
+    (torch.zeros(5, dtype=torch.long).to_sparse(), TypeError),      # not dense
 ])
 def test_bad_actions_raise_and_change_nothing(actions, error):
     venv = sevenrocks_v0.vector_env(num_envs=5)
@@ -308,3 +309,85 @@ def test_load_state_refuses_fields_that_share_memory_between_envs():
         with pytest.raises(ValueError, match=f"field '{field}' must be a dense contiguous"):
             env.load_state(state)
         assert all(torch.equal(kept, getattr(env.state, name)) for name, kept in before.items())
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_sparse_tensors_are_refused_in_words_wherever_a_tensor_is_taken():
+    """A sparse tensor has the right shape, dtype and device: it got past the checks and failed
+    inside torch (NotImplementedError "Could not run 'aten::ge.Scalar' ... 'SparseCPU'")."""
+    hands = torch.tensor([scalar_deal(0, 0)[0]] * 2)
+    openers = torch.tensor([0, 1])
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=3)
+    before = snapshot(venv)
+    for name, call in (
+            ("deals hands", lambda: venv.reset(seed=0, deals=(hands.to_sparse(), openers))),
+            ("deals hands", lambda: venv.reset(seed=0, deals=(hands.to_sparse_csr(), openers))),
+            ("deals openers", lambda: venv.reset(seed=0, deals=(hands, openers.to_sparse()))),
+            ("deal_streams", lambda: venv.load_state(venv.state.take(),
+                                                     deal_streams=openers.to_sparse())),
+            ("deal_streams", lambda: sevenrocks_v0.vector_env(
+                num_envs=2, deal_streams=openers.to_sparse())),
+            ("actions", lambda: venv.step(first_legal(venv).to_sparse()))):
+        with pytest.raises(TypeError, match=f"^{name}: expected a dense tensor, got layout "
+                                            r"torch.sparse_\w+ \(pass .to_dense\(\)\)$"):
+            call()
+        assert all(torch.equal(kept, getattr(venv.state, field)) for field, kept in before.items())
+    venv.step(first_legal(venv))  # still usable
+
+
+@pytest.mark.parametrize("rows, error, words", [
+    ([0, 1], TypeError, r"rows: expected a 1-D LongTensor .* or a BoolTensor\[4\], got list"),
+    (torch.tensor([0.0, 1.0]), TypeError, "rows: expected dtype .*, got torch.float32"),
+    (torch.tensor([0, 1], dtype=torch.int16), TypeError, "got torch.int16"),
+    (torch.tensor([0, 1]).to_sparse(), TypeError, "rows: expected a dense tensor"),
+    (torch.tensor(1), ValueError, r"rows: expected shape \[n\] .*, got \[\]"),
+    (torch.tensor([[0, 1]]), ValueError, r"got \[1, 2\]"),
+    (torch.tensor([True, False]), ValueError, r"\[4\] for a bool mask\), got \[2\]"),
+    (torch.tensor([0, 4]), ValueError, r"rows: row 4 is not in \[0, 3\] \(the state holds 4"),
+    (torch.tensor([2, -1]), ValueError, r"rows: row -1 is not in \[0, 3\]"),  # took the last
+    (torch.tensor([0], device="meta"), ValueError, "rows: expected a tensor on device cpu"),
+])
+def test_take_refuses_rows_that_are_not_rows_of_the_state(rows, error, words):
+    """``BatchState.take(rows)`` indexed with whatever it was given: a list or a 0-d tensor gave
+    a state of the wrong shape, ``-1`` silently the last match, and on a GPU an index past the
+    end is a device-side assert that ends the process's use of the device."""
+    venv = sevenrocks_v0.vector_env(num_envs=4)
+    venv.reset(seed=5)
+    with pytest.raises(error, match=words):
+        venv.state.take(rows)
+
+
+def test_take_copies_the_rows_given_as_indices_with_repeats_or_as_a_mask():
+    venv = sevenrocks_v0.vector_env(num_envs=4)
+    venv.reset(seed=5)
+    for rows, expected in ((torch.tensor([3, 3, 0], dtype=torch.int32), [3, 3, 0]),
+                           (torch.tensor([True, False, False, True]), [0, 3]),
+                           (torch.tensor([], dtype=torch.long), []), (None, [0, 1, 2, 3])):
+        taken = venv.state.take(rows)
+        assert torch.equal(taken.hands, venv.state.hands[expected])
+        assert taken.hands.data_ptr() != venv.state.hands.data_ptr()  # a copy
+
+
+@pytest.mark.parametrize("change, opener", [
+    (lambda hands: hands.__setitem__(0, hands[1]), 0),                         # shared tiles
+    (lambda hands: hands.__setitem__(slice(0, 2), [hands[0] | hands[1] & -hands[1],
+                                                   hands[1] & hands[1] - 1]), 0),  # 8 and 6
+    (lambda hands: hands.__setitem__(2, -5), 0),                               # not a set
+    (lambda hands: None, 4),                                                   # no seat
+])
+def test_both_engines_name_a_bad_deal_in_the_same_words(change, opener):
+    """The rules' constructors and the batched engine checked a deal apart, in other words
+    ("0|1 is dealt twice" against "seats 0 and 1 both hold 0|1 ..."): one check says both."""
+    hands = list(scalar_deal(0, 0)[0])
+    change(hands)
+    with pytest.raises(ValueError) as scalar:
+        Match.from_deal(hands, opener)
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    good = list(scalar_deal(0, 0)[0])
+    with pytest.raises(ValueError) as batched:
+        venv.reset(seed=0, deals=(torch.tensor([good, hands]), torch.tensor([0, opener])))
+    said = re.fullmatch(r"deal: (.+); a deal is four disjoint 7-tile hands covering all 28 "
+                        r"tiles \(R1\) and an opener 0-3 \(R2\)", str(scalar.value))
+    assert said, str(scalar.value)
+    assert f"env 1: {said.group(1)}; a deal is four disjoint" in str(batched.value)

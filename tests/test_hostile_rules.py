@@ -45,11 +45,12 @@ def test_a_deal_with_a_negative_hand_is_refused_before_legal_actions_loops_forev
     ([1.0] * 4, ValueError, "hands must be a list"),
     ([True, *HANDS[1:]], ValueError, "hands must be a list"),
     ([H, *HANDS[1:]], ValueError, "seat 0's hand <int of 16610 bits>"),
-    (HANDS[:3], ValueError, "got 3 hands"),
-    (HANDS + [0], ValueError, "got 5 hands"),
+    (HANDS[:3], ValueError, "got 3 hands, not 4"),
+    (HANDS + [0], ValueError, "got 5 hands, not 4"),
     ([HANDS[0] | 1 << 28, *HANDS[1:]], ValueError, "seat 0's hand .* is not a set of tiles"),
-    ([HANDS[0] & HANDS[0] - 1, *HANDS[1:]], ValueError, "seat 0 holds 6 tiles, not 7"),
-    ([HANDS[0], HANDS[0], *HANDS[2:]], ValueError, r"\d\|\d is dealt twice"),
+    ([HANDS[0] & HANDS[0] - 1, *HANDS[1:]], ValueError,
+     r"seat 0 holds 6 tiles \(\d\|\d( \d\|\d){5}\), not 7"),
+    ([HANDS[0], HANDS[0], *HANDS[2:]], ValueError, r"seats 0 and 1 both hold \d\|\d( \d\|\d){6};"),
 ])
 def test_a_deal_that_is_not_four_disjoint_hands_of_seven_is_named(hands, error, words):
     """(A ValueError, as the deal check always raised: callers catch that.)"""
@@ -103,7 +104,7 @@ def test_a_new_match_needs_a_non_negative_int_seed(seed, error):
 
 
 @pytest.mark.parametrize("opener, scores, error, words", [
-    (H, (0, 0), ValueError, "the opener is a seat, 0 to 3, got <int of 16610 bits>"),
+    (H, (0, 0), ValueError, "the opener is <int of 16610 bits>, not a seat 0-3"),
     (0, (H, 0), ValueError, "scores must be two ints below the target 250"),
     (0, (-H, 0), ValueError, "scores must be two ints"),
     (0, None, ValueError, "scores must be two ints"),

@@ -257,8 +257,8 @@ def test_no_move_is_legal_while_a_round_waits_for_its_deal_or_after_the_match():
 
 
 @pytest.mark.parametrize("opener, scores, words", [
-    (4, (0, 0), "the opener is a seat"), (-1, (0, 0), "the opener is a seat"),
-    (True, (0, 0), "the opener is a seat"), (0, (250, 0), "below the target 250"),
+    (4, (0, 0), "the opener is 4, not a seat 0-3"), (-1, (0, 0), "the opener is -1, not a seat"),
+    (True, (0, 0), "the opener is True, not a seat"), (0, (250, 0), "below the target 250"),
     (0, (0, 1.5), "two ints"), (0, (0,), "two ints"),
 ])
 def test_from_deal_refuses_an_opener_or_scores_the_rules_cannot_have(opener, scores, words):

@@ -1,14 +1,13 @@
 """What callers hand the batched engine, checked before it changes anything: the device, a
-tensor's shape, dtype and device, and an explicit deal (R1, R2)."""
+tensor's layout, shape, dtype and device, and the rows a state's matches are taken from.  (An
+explicit deal is tested as tensors by ``VectorEnv``, and
+:func:`~sevenrocks_env.match_state.deal_problem` words the first bad env's problem.)"""
 
 from __future__ import annotations
-
-import itertools
 
 import torch
 
 from ..checks import shown
-from ..tiles import ALL_TILES, tile_name, tiles_of
 
 
 def checked_device(device) -> torch.device:
@@ -35,33 +34,49 @@ def checked_device(device) -> torch.device:
     return device
 
 
-def deal_problem(hands: list[int], opener: int) -> str:
-    """What is wrong with one env's deal (it failed the batched check), in tile names."""
-    def names(mask: int) -> str:
-        return " ".join(tile_name(tile) for tile in tiles_of(mask))
-    for seat, hand in enumerate(hands):
-        if not 0 <= hand <= ALL_TILES:
-            return f"seat {seat}'s hand {hand} is not a set of the 28 tiles (0 to 2**28 - 1)"
-    for seat, other in itertools.combinations(range(4), 2):
-        if hands[seat] & hands[other]:
-            return f"seats {seat} and {other} both hold {names(hands[seat] & hands[other])}"
-    for seat, hand in enumerate(hands):
-        if hand.bit_count() != 7:
-            return f"seat {seat} holds {hand.bit_count()} tiles ({names(hand) or 'none'}), not 7"
-    if not 0 <= opener <= 3:
-        return f"the opener is {opener}, not a seat 0-3"
-    return "its hands are not a deal"  # not reached: the checks above cover the batched one
+def _check_dense(name: str, value, expected: str) -> None:
+    """``value`` is a dense (strided) tensor: ``TypeError`` naming ``name`` otherwise (a sparse
+    one has a shape, dtype and device, and failed inside torch at its first comparison)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name}: expected {expected}, got {type(value).__name__}")
+    if value.layout is not torch.strided:
+        raise TypeError(f"{name}: expected a dense tensor, got layout {value.layout} "
+                        f"(pass .to_dense())")
 
 
 def check_tensor(name: str, value, shape: tuple, dtype: torch.dtype, device: torch.device):
-    """``value`` is a tensor of ``shape``, ``dtype`` and ``device``: a ``TypeError`` or
+    """``value`` is a dense tensor of ``shape``, ``dtype`` and ``device``: a ``TypeError`` or
     ``ValueError`` naming ``name`` and what was expected otherwise (no synchronisation)."""
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name}: expected a torch.Tensor of shape {list(shape)} dtype {dtype}, "
-                        f"got {type(value).__name__}")
+    _check_dense(name, value, f"a torch.Tensor of shape {list(shape)} dtype {dtype}")
     if tuple(value.shape) != shape:
         raise ValueError(f"{name}: expected shape {list(shape)}, got {list(value.shape)}")
     if value.dtype != dtype:
         raise TypeError(f"{name}: expected dtype {dtype}, got {value.dtype}")
     if value.device != device:
         raise ValueError(f"{name}: expected a tensor on device {device}, got {value.device}")
+
+
+def check_rows(rows, num_envs: int, device: torch.device) -> None:
+    """``rows`` picks matches of a state of ``num_envs`` on ``device``: a 1-D ``torch.long`` (or
+    ``torch.int32``) tensor of row indices in ``[0, num_envs)``, repeats allowed, or a
+    ``BoolTensor[num_envs]`` mask; a ``TypeError`` or ``ValueError`` saying what is wrong
+    otherwise.  The range costs one synchronisation (a negative index would pick from the end;
+    on a GPU one past it is a device-side assert)."""
+    _check_dense("rows", rows, f"a 1-D LongTensor of row indices or a BoolTensor[{num_envs}]")
+    if rows.dtype not in (torch.long, torch.int32, torch.bool):
+        raise TypeError(f"rows: expected dtype torch.int64, torch.int32 or torch.bool, got "
+                        f"{rows.dtype}")
+    if rows.dim() != 1 or (rows.dtype == torch.bool and rows.numel() != num_envs):
+        raise ValueError(f"rows: expected shape [n] (or [{num_envs}] for a bool mask), got "
+                         f"{list(rows.shape)}")
+    if rows.device != device:
+        raise ValueError(f"rows: expected a tensor on device {device}, got {rows.device}")
+    if rows.dtype != torch.bool and rows.numel():
+        low, high = torch.aminmax(rows)
+        if bool((low < 0) | (high >= num_envs)):  # the one synchronisation
+            bad = int(rows[(rows < 0) | (rows >= num_envs)][0])
+            raise ValueError(f"rows: row {bad} is not in [0, {num_envs - 1}] (the state holds "
+                             f"{num_envs} matches)")
+
+
+__all__ = ["check_rows", "check_tensor", "checked_device"]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import torch
 
 from ..rules import Match
+from .inputs import check_rows
 
 INT_FIELDS = ("hands", "played_by", "played", "ends", "spinner", "turn", "opener", "placements",
               "voids", "scores", "last_end_sum", "round_index", "matches")
@@ -89,7 +90,12 @@ class BatchState:
                    for name in FIELDS)
 
     def take(self, rows: torch.Tensor | None = None) -> "BatchState":
-        """A copy of the matches in ``rows`` (``LongTensor`` of row indices; all if None)."""
+        """A copy of the matches in ``rows``, all if ``None`` (docs/vector.md: save and restore):
+        ``rows`` a 1-D ``LongTensor`` of row indices (repeats allowed) or a ``BoolTensor[B]``
+        mask, on the state's device, checked (:func:`.inputs.check_rows`; the range costs one
+        synchronisation, and a copy of all of them none)."""
+        if rows is not None:
+            check_rows(rows, self.num_envs, self.turn.device)
         copy = BatchState.__new__(BatchState)
         for name in FIELDS:
             value = getattr(self, name)

@@ -8,13 +8,14 @@ import numpy as np
 import torch
 
 from ..checks import checked_int, shown
+from ..match_state import DEAL_RULE, deal_problem
 from ..record import MAX_ROUNDS, MAX_TARGET
 from ..rewards import reward_weights
 from ..rules import DEFAULT_TARGET, Match, legal_actions
 from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
 from . import engine, kernels, layout, observe
 from .deal import MAX_SEED, deal, stream_keys
-from .inputs import check_tensor, checked_device, deal_problem
+from .inputs import check_tensor, checked_device
 from .records import RecordKeeper
 from .state import FIELDS, BatchState
 from .tables import tables
@@ -139,8 +140,7 @@ class VectorEnv:
         if not bool(good.all()):
             env = int((~good).nonzero()[0, 0])
             problem = deal_problem(hands[env].tolist(), int(openers[env]))
-            raise ValueError(f"deals: env {env}: {problem}; a deal is four disjoint 7-tile hands covering all 28 tiles (R1) "
-                             "and an opener 0-3")
+            raise ValueError(f"deals: env {env}: {problem}; {DEAL_RULE}")
         return hands.clone(), openers.clone()
 
     def load(self, matches) -> None:
