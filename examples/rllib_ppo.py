@@ -66,6 +66,11 @@ from sevenrocks_env.rewards import reward_weights
 from sevenrocks_env.rllib_env import SevenRocksMultiAgentEnv
 
 POLICY_ID = "shared"
+#: Bounds of the options that size the run, refused as the command line is read (unbounded,
+#: ``--num-cpus 10**9`` or ``--train-batch-size 10**12`` hung Ray or ran out of memory): CPUs of
+#: a local Ray, envs per env runner (each steps its envs one after another), samples per
+#: iteration (a sample's observation and mask alone are ~1.4 kB: a million is ~1.4 GB).
+MAX_CPUS, MAX_ENVS_PER_RUNNER, MAX_TRAIN_BATCH = 256, 1024, 1_000_000
 
 if __name__ != "__main__":  # imported (tests, benchmarks): let Ray ship this module's classes by value
     import ray.cloudpickle
@@ -223,15 +228,19 @@ def _parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--address", default=None,
                         help="existing Ray cluster (e.g. 'auto' or HEAD_IP:6379); default: local Ray")
-    parser.add_argument("--num-cpus", type=arguments.count, default=None,
-                        help="CPUs for a local Ray instance")
+    parser.add_argument("--num-cpus", type=arguments.int_in(1, MAX_CPUS), default=None,
+                        help=f"CPUs for a local Ray instance (1..{MAX_CPUS}; default: the "
+                             f"machine's)")
     parser.add_argument("--env-steps", type=arguments.count, default=200_000,
                         help="env-step budget")
     parser.add_argument("--max-iterations", type=arguments.count, default=None)
     parser.add_argument("--opponent", default="self", help="'self' or an agent spec (e.g. heuristic)")
     parser.add_argument("--num-env-runners", type=arguments.non_negative_int, default=1)
-    parser.add_argument("--num-envs-per-env-runner", type=arguments.count, default=1)
-    parser.add_argument("--train-batch-size", type=arguments.count, default=4000)
+    parser.add_argument("--num-envs-per-env-runner", default=1,
+                        type=arguments.int_in(1, MAX_ENVS_PER_RUNNER),
+                        help=f"1..{MAX_ENVS_PER_RUNNER}")
+    parser.add_argument("--train-batch-size", type=arguments.int_in(1, MAX_TRAIN_BATCH),
+                        default=4000, help=f"env steps per iteration, 1..{MAX_TRAIN_BATCH:,}")
     parser.add_argument("--minibatch-size", type=arguments.count, default=500)
     parser.add_argument("--num-epochs", type=arguments.count, default=4)
     parser.add_argument("--lr", type=arguments.positive_real, default=2.5e-4)

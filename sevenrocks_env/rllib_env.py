@@ -30,6 +30,8 @@ entropy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import gymnasium
 import numpy as np
 
@@ -40,11 +42,14 @@ except ImportError as missing:  # say which extra, not a bare ModuleNotFoundErro
                       "pip install -e \".[rllib]\" (make install-rllib)") from missing
 
 from .agents import make_agent
-from .checks import checked_seed, is_int, shown
+from .checks import checked_seed, shown
 from .driver import agent_action
 from .env import AGENTS, raw_env
 from .tiles import NUM_ACTIONS
-from .rules import is_legal, legal_actions, plain_action, team_of
+from .rules import is_legal, legal_actions, team_of
+from .single_agent import ILLEGAL_ACTION_MODES, is_self
+from .starts import checked_start, reset_options
+from .wrappers import checked_action
 
 
 #: The keys ``env_config`` may hold; any other is refused.
@@ -65,17 +70,28 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     exactly -1 and ``infos[seat]["illegal_action"] = True``, the other seats in the episode get
     what was pending for them, all terminated.  RLlib's own env pre-check steps a random action,
     which this lets through; the masked module never chooses one.  ``illegal_action="raise"``
-    raises ``ValueError`` instead.  ``illegal_actions`` counts them either way.  A key
-    ``env_config`` does not have (``opponents`` for ``opponent``, say) is a ``ValueError``, and
-    ``step`` after the episode ended (or before ``reset``) a ``RuntimeError``.
+    raises ``ValueError`` instead.  ``illegal_actions`` counts them either way.  An action that
+    is not an action index (a bool, a float) or an int outside ``[0, 112]`` is refused as
+    ``sevenrocks_v0.env()`` refuses it (``TypeError``/``ValueError``, from
+    :func:`~sevenrocks_env.wrappers.checked_action`) in both modes, the match left as it was;
+    ``step`` takes a dict of agent id -> action (anything else: ``TypeError``).  ``env_config``
+    is a dict (RLlib's ``EnvContext``) or ``None`` (anything else: ``TypeError``); a key it does
+    not have (``opponents`` for ``opponent``, say) is a ``ValueError``, and ``step`` after the
+    episode ended (or before ``reset``) a ``RuntimeError``.  ``reset(options={"match": m})``
+    starts from a copy of the :class:`~sevenrocks_env.rules.Match` ``m``, checked as the AEC env
+    checks it (:mod:`sevenrocks_env.starts`; the learner side, against an ``opponent``, is drawn
+    as for a deal); any other option is a ``ValueError``.
     """
 
-    def __init__(self, config: dict | None = None):
+    def __init__(self, config: Mapping | None = None):
         super().__init__()
+        if config is not None and not isinstance(config, Mapping):  # RLlib's EnvContext is a dict
+            raise TypeError(f"env_config must be a dict or None, got {type(config).__name__} "
+                            f"{shown(config)}")
         worker = getattr(config, "worker_index", 0) or 0  # RLlib's EnvContext carries these
         vector = getattr(config, "vector_index", 0) or 0
         config = dict(config or {})
-        unknown = sorted(map(repr, set(config) - set(CONFIG_KEYS)))
+        unknown = sorted(map(shown, set(config) - set(CONFIG_KEYS)))
         if unknown:  # a typo ("opponents") would silently train another set-up
             raise ValueError(f"unknown env_config key(s) {', '.join(unknown)[:200]}; the keys "
                              f"are {', '.join(CONFIG_KEYS)}")
@@ -83,12 +99,11 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
                             reward=config.get("reward", "win"),
                             points_scale=config.get("points_scale"),
                             win_reward=config.get("win_reward"))
-        self.illegal_action = config.get("illegal_action", "terminate")
-        if self.illegal_action not in ("terminate", "raise"):
-            raise ValueError(f"illegal_action must be 'terminate' or 'raise', "
-                             f"got {shown(self.illegal_action)}")
+        mode = self.illegal_action = config.get("illegal_action", "terminate")
+        if not isinstance(mode, str) or mode not in ILLEGAL_ACTION_MODES:  # (no `in` on an array)
+            raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {shown(mode)}")
         opponent = config.get("opponent")
-        self._opponent = None if opponent in (None, "self") else make_agent(opponent)
+        self._opponent = None if opponent is None or is_self(opponent) else make_agent(opponent)
         self.skip_forced = config.get("skip_forced", True)
         if not isinstance(self.skip_forced, bool):
             raise ValueError(f"skip_forced must be True or False, got {shown(self.skip_forced)}")
@@ -115,12 +130,15 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         self._episode_over = True  # until reset()
 
     def reset(self, *, seed=None, options=None):
+        start = reset_options(options).get("match")
         seed = checked_seed(seed)
+        if start is not None:  # checked before anything changes
+            start = checked_start(start, self._aec.target, self._aec.max_rounds, (self._opponent,))
         if seed is not None:
             self._rng = np.random.default_rng([seed, *self._stream])
         while True:
             match_seed = int(self._rng.integers(2**62))
-            self._aec.reset(seed=match_seed)
+            self._aec.reset(seed=match_seed, options=None if start is None else {"match": start})
             if self._opponent is None:
                 self._learners = (0, 1, 2, 3)
             else:
@@ -133,6 +151,9 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
             self._advance()
             if not self._aec.match.over:
                 break
+            if start is not None:
+                self._episode_over = True
+                raise ValueError("options['match'] is over before a learner seat moves")
             # only a tiny target ends a match before a learner seat decides: deal another
         # rewards scored before the first decision stay pending: they go out with the next step
         return self._outputs(deliver_rewards=False)[0], {}
@@ -140,14 +161,18 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     def step(self, action_dict):
         if self._episode_over:
             raise RuntimeError("the episode is over: call reset() before step()")
+        if not isinstance(action_dict, Mapping):
+            raise TypeError(f"step takes a dict of agent id -> action, got "
+                            f"{type(action_dict).__name__} {shown(action_dict)}")
         match = self._aec.match
         agent = AGENTS[match.turn]
-        action = plain_action(action_dict.get(agent))
-        if action is None:
+        if action_dict.get(agent) is None:
             raise ValueError(f"no action for {agent}, the seat to move")
+        # a bool or a non-int, or an int outside the action space, is refused as env() refuses it
+        action = checked_action(action_dict[agent], agent, NUM_ACTIONS)
         if not is_legal(match, action):
             self.illegal_actions += 1
-            if self.illegal_action == "terminate" and is_int(action, 0, NUM_ACTIONS - 1):
+            if self.illegal_action == "terminate":
                 return self._end_on_illegal_action(match.turn)
             raise ValueError(f"illegal action {shown(action)} for {agent}; legal: "
                              f"{legal_actions(match)}")

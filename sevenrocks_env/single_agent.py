@@ -63,8 +63,7 @@ from .agents import make_agent
 from .checks import checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
-from .starts import reset_options, starting_match
-from .public_round import reads_history
+from .starts import checked_start, reset_options
 from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
 from .tiles import illegal_action_text
@@ -83,9 +82,10 @@ class SingleAgentEnv(gymnasium.Env):
                  target: int = DEFAULT_TARGET, max_rounds: int = 100, skip_forced: bool = False,
                  render_mode: str | None = None, illegal_action: str = "terminate",
                  points_scale: float | None = None, win_reward: float | None = None):
-        if seat != "random" and not is_int(seat, 0, 3):
-            raise ValueError(f"seat must be 0-3 or 'random', got {shown(seat)}")
-        if illegal_action not in ILLEGAL_ACTION_MODES:
+        if not is_random(seat) and not is_int(seat, 0, 3):  # (an array: no == "random" test)
+            raise (ValueError if is_int(seat) or isinstance(seat, str) else TypeError)(
+                f"seat must be 0-3 or 'random', got {type(seat).__name__} {shown(seat)}")
+        if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_MODES:
             raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, "
                              f"got {shown(illegal_action)}")
         self.illegal_action = illegal_action
@@ -95,7 +95,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.observation_space = self._aec.observation_space(AGENTS[0])
         self.action_space = self._aec.action_space(AGENTS[0])
         self.render_mode = render_mode
-        self.seat_option = seat
+        self.seat_option = "random" if is_random(seat) else int(seat)
         if not isinstance(skip_forced, (bool, np.bool_)):  # bool("no") would be True
             raise ValueError(f"skip_forced must be True or False, got {shown(skip_forced)}")
         self.skip_forced = bool(skip_forced)
@@ -106,10 +106,10 @@ class SingleAgentEnv(gymnasium.Env):
                              f"got {shown(opponents)}")
         # The left/right opponents and the partner (None = the learner itself).
         self._others = [make_agent(spec) for spec in opponents]
-        self._partner = None if partner == "self" else make_agent(partner)
+        self._partner = None if is_self(partner) else make_agent(partner)
         self.opponent_specs = tuple(_label(o) for o in opponents)
-        self.partner_spec = "self" if partner == "self" else _label(partner)
-        self.seat = 0 if seat == "random" else int(seat)
+        self.partner_spec = "self" if self._partner is None else _label(partner)
+        self.seat = 0 if is_random(seat) else int(seat)
         self._driver: MatchDriver | None = None
         self._obs: dict | None = None
         self._pending = 0.0  # the learner team's reward since its last decision
@@ -149,7 +149,8 @@ class SingleAgentEnv(gymnasium.Env):
         seed = checked_seed(seed)  # Gymnasium's np_random takes a plain int only
         super().reset(seed=seed)
         if start is not None:
-            start = self._starting_match(start)
+            start = checked_start(start, self._aec.target, self._aec.max_rounds,
+                                  (*self._others, self._partner))
         match_seed = seed
         while True:
             if match_seed is None:
@@ -205,17 +206,6 @@ class SingleAgentEnv(gymnasium.Env):
         info["illegal_action"] = True
         return self._observe(), ILLEGAL_REWARD, True, False, info
 
-    def _starting_match(self, start) -> Match:
-        """``options["match"]`` checked as the AEC env checks it (:func:`starting_match`), and
-        with a history if an agent here reads the round's plays."""
-        env = self._aec
-        start = starting_match(start, env.target, env.max_rounds)
-        if start.history is None and any(map(reads_history, (*self._others, self._partner))):
-            raise ValueError("options['match'] keeps no history (built with keep_history=False "
-                             "or from_state), and an agent here reads the round's plays "
-                             "(needs_history): start from a match that keeps its history")
-        return start
-
     def _start(self, match_seed: int, start: Match | None) -> None:
         aec = self._aec
         aec.render_observer = self.seat
@@ -266,6 +256,16 @@ class SingleAgentEnv(gymnasium.Env):
         if match.over:
             info["won"] = None if match.winner is None else match.winner == team
         return info
+
+
+def is_random(seat) -> bool:
+    """``seat`` is ``"random"`` (asked without ``==``: an array would answer elementwise)."""
+    return isinstance(seat, str) and seat == "random"
+
+
+def is_self(spec) -> bool:
+    """An opponent or partner ``spec`` is ``"self"``, the learner (no ``==`` on an array)."""
+    return isinstance(spec, str) and spec == "self"
 
 
 def _label(agent) -> str:

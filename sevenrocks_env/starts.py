@@ -1,10 +1,12 @@
 """Starting an env from a chosen match: ``reset(options={"match": m})`` in the AEC env
-(:mod:`sevenrocks_env.env`) and the single-agent view, checked in one place.  A match given
-this way is copied and checked (``rules.Match.from_state``), never played on in place."""
+(:mod:`sevenrocks_env.env`), the single-agent and the RLlib views, checked in one place.  A
+match given this way is copied and checked (``rules.Match.from_state``), never played on in
+place."""
 
 from __future__ import annotations
 
 from .checks import shown
+from .public_round import reads_history
 from .rules import Match
 
 
@@ -44,3 +46,15 @@ def starting_match(start, target: int, max_rounds: int) -> Match:
     except (TypeError, AttributeError):  # None, or no list of rules.Round
         pass
     return copy
+
+
+def checked_start(start, target: int, max_rounds: int, agents) -> Match:
+    """:func:`starting_match` for a view with agents of its own (the single-agent and RLlib
+    views): also refused without a history when one of ``agents`` (``None``: a learner seat)
+    reads the round's plays (``needs_history``)."""
+    start = starting_match(start, target, max_rounds)
+    if start.history is None and any(map(reads_history, agents)):
+        raise ValueError("options['match'] keeps no history (built with keep_history=False "
+                         "or from_state), and an agent here reads the round's plays "
+                         "(needs_history): start from a match that keeps its history")
+    return start

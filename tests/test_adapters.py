@@ -164,8 +164,8 @@ def test_options_match_is_validated_and_not_mutated():
         env.reset(options={"match": broken})
     with pytest.raises(TypeError, match="options must be a dict"):
         env.reset(options="x")
-    for seat in (1.0, "1", True, 4):
-        with pytest.raises(ValueError, match="seat must be 0-3"):
+    for seat, error in ((1.0, TypeError), ("1", ValueError), (True, TypeError), (4, ValueError)):
+        with pytest.raises(error, match="seat must be 0-3"):
             SingleAgentEnv(opponents="random", seat=seat)
     assert SingleAgentEnv(opponents="random", seat=np.int64(2)).seat == 2
 

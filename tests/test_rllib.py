@@ -31,9 +31,9 @@ def rllib_ppo():
     return module
 
 
-def play(env, rng, seed):
+def play(env, rng, seed, options=None):
     """Random legal play through the MultiAgentEnv API; per-agent reward sums and checks."""
-    obs, _ = env.reset(seed=seed)
+    obs, _ = env.reset(seed=seed, options=options)
     totals, finals = {}, None
     while True:
         assert len(obs) == 1  # turn-based: only the seat to move gets an observation
@@ -105,7 +105,8 @@ def test_an_action_past_int64_is_refused_by_name_not_by_gymnasiums_overflow(rlli
 
     env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "random"})
     obs, _ = env.reset(seed=0)
-    with pytest.raises(ValueError, match="illegal action 9223372036854775808 for"):
+    with pytest.raises(ValueError, match="action 9223372036854775808 of player_.* outside the "
+                                         "action space"):  # as sevenrocks_v0.env() says it
         env.step({next(iter(obs)): 2 ** 63})
     single = SingleAgentEnv(opponents="random")
     single.reset(seed=0)
@@ -135,7 +136,7 @@ def test_a_masked_out_action_ends_the_match_by_default(rllib_ppo, opponent):
     assert set(obs) == set(rewards) == set(terminateds) - {"__all__"} == seen
     assert env._aec.match.to_state() == state and env.illegal_actions == 1
     (agent, _), = env.reset(seed=1)[0].items()
-    with pytest.raises(ValueError, match="illegal action"):  # outside the action space: a bug
+    with pytest.raises(ValueError, match="outside the action space"):  # a bug: always raised
         env.step({agent: 113})
 
 
@@ -342,6 +343,21 @@ def test_the_example_refuses_more_env_runners_than_local_cpus(rllib_ppo, capsys,
     assert rllib_ppo.local_cpus() >= 1
 
 
+@pytest.mark.parametrize("option, most", [("--num-cpus", 256), ("--num-envs-per-env-runner", 1024),
+                                          ("--train-batch-size", 1_000_000)])
+def test_the_example_bounds_the_options_that_size_the_run(rllib_ppo, capsys, option, most):
+    """Unbounded, ``--num-cpus 10**9`` or ``--train-batch-size 10**12`` hung Ray or ran it out
+    of memory; refused as the command line is read, as argparse refuses a bad number."""
+    parser = rllib_ppo._parser()
+    assert getattr(parser.parse_args([option, str(most)]), option[2:].replace("-", "_")) == most
+    for bad in (most + 1, 10 ** 12, 0):
+        with pytest.raises(SystemExit) as exit:
+            parser.parse_args([option, str(bad)])
+        assert exit.value.code == 2
+        assert f"argument {option}: must be an int in [1, {most}]" in capsys.readouterr().err
+    assert f"1..{most:,}".replace(",", "") in parser.format_help().replace(",", "")
+
+
 def test_build_config_carries_the_opponent_reward_and_hyperparameters(rllib_ppo):
     config = rllib_ppo.build_config(opponent="heuristic", reward="shaped", points_scale=0.5,
                                     win_reward=2.0, lr=1e-3, entropy_coeff=0.02, gamma=0.9,
@@ -455,3 +471,84 @@ def test_skip_forced_false_asks_the_learner_about_forced_moves(rllib_ppo, skip_f
             if terminateds["__all__"] or truncateds["__all__"]:
                 break
     assert (forced > 0) != skip_forced
+
+
+# -- hostile inputs: env_config, step's argument, bools as actions, reset's options ---------------
+
+@pytest.mark.parametrize("config", ["opponent=heuristic", [("opponent", "heuristic")], 5])
+def test_an_env_config_that_is_not_a_dict_is_a_type_error(rllib_ppo, config):
+    """A list of pairs was read as a dict; a string or an int failed inside ``dict()``."""
+    with pytest.raises(TypeError, match=f"env_config must be a dict or None, got "
+                                        f"{type(config).__name__}"):
+        rllib_ppo.SevenRocksMultiAgentEnv(config)
+
+
+def test_step_takes_a_dict_of_agent_actions_only(rllib_ppo):
+    """A list was an ``AttributeError: 'list' object has no attribute 'get'``."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({})
+    obs, _ = env.reset(seed=0)
+    state = env._aec.match.to_state()
+    legal = int(np.flatnonzero(next(iter(obs.values()))["action_mask"])[0])
+    with pytest.raises(TypeError, match="step takes a dict of agent id -> action, got list"):
+        env.step([legal])
+    assert env._aec.match.to_state() == state
+
+
+@pytest.mark.parametrize("mode", ["terminate", "raise"])
+@pytest.mark.parametrize("action", [True, False, np.True_, 1.0])
+def test_a_non_index_action_is_refused_as_the_aec_env_refuses_it(rllib_ppo, mode, action):
+    """A bool was taken as an illegal move (counted, a ``ValueError``); ``env()`` refuses it as
+    not an action index: the same ``ActionNotAnIndex`` (a ``TypeError``), nothing counted."""
+    from sevenrocks_env import sevenrocks_v0
+    from sevenrocks_env.wrappers import ActionNotAnIndex
+
+    aec = sevenrocks_v0.env()
+    aec.reset(seed=0)
+    with pytest.raises(ActionNotAnIndex):
+        aec.step(action)
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"illegal_action": mode})
+    obs, _ = env.reset(seed=0)
+    (agent, o), = obs.items()
+    state = env._aec.match.to_state()
+    with pytest.raises(ActionNotAnIndex, match=f"action of {agent} must be an int action index"):
+        env.step({agent: action})
+    assert env._aec.match.to_state() == state and env.illegal_actions == 0
+    env.step({agent: int(np.flatnonzero(o["action_mask"])[0])})  # the episode goes on
+
+
+@pytest.mark.parametrize("opponent", ["self", "random"])
+def test_reset_starts_from_a_given_match_as_the_aec_env_does(rllib_ppo, opponent):
+    """``reset(options={"match": m})`` was ignored: a fresh deal, silently."""
+    from sevenrocks_env.rules import Match, apply_action
+
+    start = Match.new(11, target=250, max_rounds=100)
+    for _ in range(3):
+        apply_action(start, legal_actions(start)[0])
+    state = start.to_state()
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": opponent, "skip_forced": False})
+    obs, _ = env.reset(seed=0, options={"match": start})
+    played = env._aec.match
+    assert played is not start and start.to_state() == state  # a copy, the caller's untouched
+    assert played.seed == start.seed and played.history[0].hands == start.history[0].hands
+    if opponent == "self":  # every seat learns: the first observation is the start's mover's
+        assert played.to_state() == state and list(obs) == [f"player_{start.turn}"]
+    play(env, np.random.default_rng(0), seed=0, options={"match": start})  # and on to the end
+    assert env._aec.match.over and start.to_state() == state
+
+
+def test_reset_options_are_checked_as_the_aec_env_checks_them(rllib_ppo):
+    from sevenrocks_env.rules import Match
+
+    env = rllib_ppo.SevenRocksMultiAgentEnv({})
+    with pytest.raises(ValueError, match="unknown reset option.*'matc'"):
+        env.reset(options={"matc": Match.new(1)})
+    with pytest.raises(TypeError, match="options must be a dict or None, got list"):
+        env.reset(options=[("match", Match.new(1))])
+    with pytest.raises(ValueError, match="this env plays to 250"):
+        env.reset(options={"match": Match.new(1, target=100)})
+    with pytest.raises(RuntimeError, match="call reset"):  # nothing started
+        env.step({"player_0": 0})
+    reader = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "random"})
+    reader._opponent = HistoryRecorder(reader)
+    with pytest.raises(ValueError, match="keeps no history"):  # the opponent reads the round
+        reader.reset(options={"match": Match.new(1, keep_history=False)})
