@@ -59,11 +59,33 @@ def test_bad_parameters_are_named(params, word):
         load(**params)
 
 
-def test_rounds_must_be_an_int_not_a_bool():
-    """(pyspiel's own parameter types refuse a bool first; the game checks it too)"""
+@pytest.mark.parametrize("params, message", [
+    ({"rounds": True}, "rounds must be 0 .* got bool True"),
+    ({"target": 100.0}, rf"target must be an int in \[1, {MAX_TARGET}\], got float 100.0"),
+    # was "got 100", which is in range: the message now names the type
+    ({"target": np.int64(100)}, "target must be an int .* got int64 100"),
+    ({"max_rounds": "7"}, "max_rounds must be an int .* got str '7'"),
+    ("target=100", "parameters must be a dict, got str 'target=100'")])
+def test_parameters_of_a_wrong_type_are_type_errors(params, message):
+    """A plain int, as OpenSpiel's int parameters are (``pyspiel.load_game`` refuses the rest
+    first; the game checks them too).  Was: ``ValueError`` for each, and for the string a
+    ``dict()`` error naming nothing."""
     from sevenrocks_env.openspiel.game import SevenRocksGame
-    with pytest.raises(ValueError, match="rounds"):
-        SevenRocksGame({"rounds": True})
+    with pytest.raises(TypeError, match=f"python_sevenrocks: {message}"):
+        SevenRocksGame(params)
+
+
+def test_a_game_that_refused_its_parameters_has_a_safe_repr():
+    """pytest shows ``self`` in the traceback of a failing test: pyspiel's repr of a game whose
+    C++ half was never built (a refused parameter) read undefined memory, and crashed."""
+    from sevenrocks_env.openspiel.game import SevenRocksGame
+    with pytest.raises(ValueError) as caught:
+        SevenRocksGame({"rounds": 2})
+    tb = caught.tb
+    while "self" not in tb.tb_frame.f_locals:  # up to SevenRocksGame.__init__
+        tb = tb.tb_next
+    assert repr(tb.tb_frame.f_locals["self"]) == "<python_sevenrocks that refused its parameters>"
+    assert repr(load()) == str(load()) == "python_sevenrocks(max_rounds=100,rounds=0,target=250)"
 
 
 def test_unsupported_observation_types_are_none_as_openspiel_expects():

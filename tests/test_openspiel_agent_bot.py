@@ -167,6 +167,11 @@ def test_bad_specs_players_games_and_answers_are_refused():
         agent_bot(game, 0, "ckpt:/no/such/file.pt")
     with pytest.raises(ValueError, match="player must be a seat"):
         agent_bot(game, 4, "greedy")
+    for player in (True, 1.0):  # was ValueError "got 1.0", a bool's "got True"
+        with pytest.raises(TypeError, match=f"player must be a seat, an int 0 to 3, got "
+                                            f"{type(player).__name__} {player}"):
+            agent_bot(game, player, "greedy")
+    assert agent_bot(game, np.int64(1), "greedy").player == 1  # was refused: "got 1"
     with pytest.raises(ValueError, match="plays python_sevenrocks, not tic_tac_toe"):
         agent_bot(pyspiel.load_game("tic_tac_toe"), 0, "greedy")
 

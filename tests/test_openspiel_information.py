@@ -3,6 +3,7 @@ everything the player has seen and is uniform over the consistent deals, and the
 and information state show each seat only its own view (R1)."""
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -195,10 +196,80 @@ def test_deal_nodes_name_the_seat_dealt_to():
         state.apply_action(tile)
 
 
-def test_resampling_for_a_player_out_of_range_is_refused():
-    state = random_state(load(), np.random.default_rng(2), stop=lambda s: s.move_number() > 35)
-    with pytest.raises(ValueError, match="player must be 0-3"):
-        state.resample_from_infostate(4, np.random.default_rng(0))
+# -- what resample_from_infostate and state_from_view accept --------------------------------
+
+def _mid_round():
+    return random_state(load(), np.random.default_rng(2), stop=lambda s: s.move_number() > 35)
+
+
+def _mid_deal():
+    state = load().new_initial_state()
+    for tile in range(17):
+        state.apply_action(tile)
+    return state
+
+
+@pytest.mark.parametrize("player, error, message", [
+    (4, ValueError, r"must be in \[0, 3\], got 4"),
+    (-1, ValueError, r"must be in \[0, 3\], got -1"),
+    (True, TypeError, "must be an int, got bool True"),  # was resampled as player 1
+    (np.True_, TypeError, "must be an int, got bool True"),
+    (1.0, TypeError, "must be an int, got float 1.0"),
+    (None, TypeError, "must be an int, got NoneType None")])
+def test_resampling_for_a_player_that_is_not_a_seat_is_refused(player, error, message):
+    """A seat 0-3; an int of another kind than a seat: a ``TypeError`` naming it (was a bool
+    taken as a seat, the rest a Python error from deep inside, ``&`` on a float)."""
+    with pytest.raises(error, match=f"^resample_from_infostate: player {message}$"):
+        _mid_round().resample_from_infostate(player, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("sampler", [None, 5, "uniform"])
+def test_a_probability_sampler_that_cannot_draw_is_refused(sampler):
+    with pytest.raises(TypeError, match="^resample_from_infostate: probability_sampler must be "
+                                        f"a callable .*, got {type(sampler).__name__} "):
+        _mid_round().resample_from_infostate(1, sampler)
+
+
+@pytest.mark.parametrize("at", [_mid_round, _mid_deal])
+@pytest.mark.parametrize("draw, error, named", [
+    (1.5, ValueError, "float 1.5"), (1.0, ValueError, "float 1.0"),
+    (-0.25, ValueError, "float -0.25"), (float("nan"), ValueError, "float nan"),
+    ("0.5", TypeError, "str '0.5'"), (True, TypeError, "bool True")])
+def test_draws_outside_0_1_are_refused_not_dealt(at, draw, error, named):
+    """OpenSpiel's ``SampleAction`` asks ``0 <= z < 1`` of a draw too.  Was: 1.5 or NaN
+    silently gave a seat all the unseen tiles, or NaN an ``int()`` error during a deal."""
+    state = at()
+    for sampler in (lambda: draw, _Draws(draw)):  # a callable, or an object with random()
+        with pytest.raises(error, match=re.escape(
+                f"the probability sampler must return a float in [0, 1), got {named}")):
+            state.resample_from_infostate(1, sampler)
+
+
+@pytest.mark.parametrize("make_sampler", [
+    lambda: pyspiel.UniformProbabilitySampler(0.0, 1.0), lambda: np.random.RandomState(0).rand,
+    lambda: np.random.default_rng(0), lambda: (lambda: np.float32(0.5))])
+def test_openspiels_samplers_and_numpy_generators_are_accepted(make_sampler):
+    for state in (_mid_round(), _mid_deal()):
+        for player in (1, np.int64(1)):  # a NumPy int is a seat, as pybind11 takes it
+            other = state.resample_from_infostate(player, make_sampler())
+            assert other.information_state_string(1) == state.information_state_string(1)
+
+
+def test_state_from_view_refuses_what_is_not_a_view_and_three_hands():
+    whole = _mid_round()
+    seat = whole.current_player()
+    view = decode(encode(whole._match, seat))
+    hidden = tuple(whole._match.hands[(seat + k) & 3] for k in (1, 2, 3))
+    game = load(rounds=1)
+    with pytest.raises(ValueError, match="one-round game"):  # was an AttributeError
+        state_from_view(pyspiel.load_game("tic_tac_toe"), view, hidden)
+    with pytest.raises(TypeError, match="view must be a SeatView, got ndarray"):
+        state_from_view(game, encode(whole._match, seat), hidden)
+    for bad in (hidden[:2], hidden + (0,), None, (1.5, 0, 0)):  # were IndexError, ...
+        with pytest.raises(TypeError, match="^state_from_view: hidden must be 3 hands"):
+            state_from_view(game, view, bad)
+    searched = state_from_view(game, view, tuple(np.int64(hand) for hand in hidden))
+    assert searched.legal_actions() == whole.legal_actions()
 
 
 def _bits(mask):

@@ -24,7 +24,7 @@ At each :meth:`AgentBot.step` the agent is asked exactly what a driver of this p
   :class:`~sevenrocks_env.public_round.PublicRound` of the round in progress.  The state's match
   keeps its history log (:class:`~.game.SearchMatch` is built with it and cloned with it), so this
   is :func:`~sevenrocks_env.public_round.public_round` of that match.  A state started from a
-  position (:func:`~.game.state_from_view`) has no record of the plays before that position: a
+  position (:func:`~.hidden.state_from_view`) has no record of the plays before that position: a
   history-reading agent is refused there rather than given a wrong round.
 
 A forced move (a single legal action: a knock, or one tile fitting one slot, R6) is played
@@ -39,7 +39,7 @@ import pyspiel
 
 from .. import rules
 from ..agents import make_agent
-from ..checks import shown
+from ..checks import is_int, shown
 from ..driver import IllegalActionError, agent_action, agent_name, forced_action
 from ..public_round import reads_history
 from ..tiles import NUM_SEATS, NUM_TILES, describe_action
@@ -54,12 +54,14 @@ class AgentBot(pyspiel.Bot):
         pyspiel.Bot.__init__(self)
         if not isinstance(game, SevenRocksGame):
             raise ValueError(f"AgentBot plays {GAME_NAME}, not {_game_name(game)}")
-        if type(player) is not int or not 0 <= player < NUM_SEATS:
-            raise ValueError(f"AgentBot: player must be a seat, 0 to 3, got {shown(player)}")
+        if not is_int(player, 0, NUM_SEATS - 1):  # a NumPy int too, as pybind11 takes one
+            raise (ValueError if is_int(player) else TypeError)(
+                f"AgentBot: player must be a seat, an int 0 to 3, got {type(player).__name__} "
+                f"{shown(player)}")
         if not callable(getattr(agent, "act", None)):
             raise ValueError(f"AgentBot: the agent needs an act(observation, action_mask) "
                              f"method, got {type(agent).__name__}")
-        self._game, self.player, self.agent = game, player, agent
+        self._game, self.player, self.agent = game, int(player), agent
         self.name = f"{agent_name(agent)} (seat {player})"
 
     def __repr__(self):

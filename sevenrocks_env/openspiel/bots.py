@@ -5,7 +5,7 @@ nothing else.  For every decision with more than one legal action it
 
 1. decodes the observation (:func:`sevenrocks_env.observation.decode`) into what its seat knows;
 2. builds a state of the **one-round** game ``python_sevenrocks(rounds=1)`` at that position
-   (:func:`~sevenrocks_env.openspiel.game.state_from_view`), the hidden hands filled with one
+   (:func:`~sevenrocks_env.openspiel.hidden.state_from_view`), the hidden hands filled with one
    uniform sample consistent with the tile counts and knocks
    (:class:`~sevenrocks_env.agents.belief.HandSampler`);
 3. asks the pyspiel bot for a move there.
@@ -42,7 +42,8 @@ from ..agents.base import parse_spec_params
 from ..agents.belief import HandSampler
 from ..checks import checked_seed, shown
 from ..observation import checked_inputs, decode
-from .game import GAME_NAME, state_from_view
+from .game import GAME_NAME
+from .hidden import state_from_view
 
 KINDS = ("ismcts", "mcts")
 PARAMS = {"sims": int, "uct_c": float, "rollouts": int}

@@ -18,23 +18,23 @@ this module adds is OpenSpiel's shape of the game:
   :func:`sevenrocks_env.observation.encode`; the information state has perfect recall (own
   deal, every move and knock, hands revealed at each round's count, R7).  Observers give one
   player's private information only (``PrivateInfoType.SINGLE_PLAYER``).
-
-:func:`state_from_view` starts a one-round state from a position a seat knows (bots search from
-there); :meth:`SevenRocksState.resample_from_infostate` deals the hidden hands again uniformly among
-those consistent with what a player knows (IS-MCTS calls it once per simulation).
+* **Hidden hands.**  See :mod:`.hidden`: :meth:`SevenRocksState.resample_from_infostate` deals
+  the hidden hands again uniformly among those consistent with what a player knows (IS-MCTS
+  calls it once per simulation); :func:`state_from_view` (importable from here too) starts a
+  one-round state from a position a seat knows (bots search from there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyspiel
 
 from .. import rules
-from ..agents.belief import HandSampler, world_match
-from ..agents.layout import view_of
-from ..checks import shown
+from ..checks import is_plain_int, shown
 from ..record import MAX_ROUNDS, MAX_TARGET
-from ..tiles import (ALL_TILES, KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, describe_action,
-                     tile_name)
+from ..tiles import KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, describe_action, tile_name, tiles_of
+from .hidden import resample, state_from_view
 from .observer import HAND, MAX_ROUND_MOVES, SevenRocksObserver, layout_text, position_text
 
 GAME_NAME = "python_sevenrocks"
@@ -62,27 +62,36 @@ _GAME_TYPE = pyspiel.GameType(
     parameter_specification=DEFAULT_PARAMS)
 
 
-def _check_params(params: dict) -> tuple[int, int, int]:
+def _check_params(params) -> tuple[int, int, int]:
+    if not isinstance(params, Mapping):
+        raise TypeError(f"{GAME_NAME}: parameters must be a dict, got {type(params).__name__} "
+                        f"{shown(params)}")
     unknown = sorted(set(params) - set(DEFAULT_PARAMS))
     if unknown:
         raise ValueError(f"{GAME_NAME}: unknown parameters {shown(unknown)}; "
                          f"known: {sorted(DEFAULT_PARAMS)}")
     values = {**DEFAULT_PARAMS, **params}
-    target, rounds, max_rounds = values["target"], values["rounds"], values["max_rounds"]
-    if type(target) is not int or not 1 <= target <= MAX_TARGET:
-        raise ValueError(f"{GAME_NAME}: target must be an int in [1, {MAX_TARGET}], "
-                         f"got {shown(target)}")
-    if rounds not in (0, 1) or type(rounds) is not int:
-        raise ValueError(f"{GAME_NAME}: rounds must be 0 (whole match) or 1 (one round), "
-                         f"got {shown(rounds)}")
-    if type(max_rounds) is not int or not 1 <= max_rounds <= MAX_ROUNDS:
-        raise ValueError(f"{GAME_NAME}: max_rounds must be an int in [1, {MAX_ROUNDS}], "
-                         f"got {shown(max_rounds)}")
+    target = _int_param(values, "target", 1, MAX_TARGET, f"an int in [1, {MAX_TARGET}]")
+    rounds = _int_param(values, "rounds", 0, 1, "0 (whole match) or 1 (one round)")
+    max_rounds = _int_param(values, "max_rounds", 1, MAX_ROUNDS, f"an int in [1, {MAX_ROUNDS}]")
     if rounds == 1 and max_rounds not in (1, DEFAULT_PARAMS["max_rounds"]):  # pyspiel fills
         # in the default, so only a value that is neither can be seen to have been given
         raise ValueError(f"{GAME_NAME}: max_rounds={max_rounds} bounds the whole match "
                          "(rounds=0); the one-round game (rounds=1) plays one round")
     return target, rounds, (1 if rounds == 1 else max_rounds)
+
+
+def _int_param(values: dict, name: str, low: int, high: int, meaning: str) -> int:
+    """``values[name]``: ``TypeError`` unless a plain int (OpenSpiel's int parameters are: not
+    a bool, a float or a NumPy int, which ``pyspiel.load_game`` refuses too), ``ValueError``
+    outside ``[low, high]``."""
+    value = values[name]
+    if not is_plain_int(value):
+        raise TypeError(f"{GAME_NAME}: {name} must be {meaning}, got {type(value).__name__} "
+                        f"{shown(value)}")
+    if not low <= value <= high:
+        raise ValueError(f"{GAME_NAME}: {name} must be {meaning}, got {shown(value)}")
+    return value
 
 
 class SearchMatch(rules.Match):
@@ -104,7 +113,8 @@ class SevenRocksGame(pyspiel.Game):
     ``max_rounds`` (100: the whole match ends with returns 0 after this many rounds)."""
 
     def __init__(self, params=None):
-        self.target, self.rounds, self.max_rounds = _check_params(dict(params or {}))
+        self.target, self.rounds, self.max_rounds = _check_params(
+            {} if params is None else params)
         utility = 1.0 if self.rounds == 0 else float(MAX_ROUND_MARGIN)
         info = pyspiel.GameInfo(
             num_distinct_actions=NUM_ACTIONS,
@@ -116,6 +126,16 @@ class SevenRocksGame(pyspiel.Game):
             max_game_length=MAX_ROUND_MOVES * self.max_rounds)
         super().__init__(_GAME_TYPE, info, {"target": self.target, "rounds": self.rounds,
                                             "max_rounds": self.max_rounds})
+
+    def __repr__(self):
+        """pyspiel's, once built.  Parameters are checked before ``super().__init__``, and the
+        C++ game of one that refused them was never built: pyspiel's repr read it anyway
+        (undefined; pytest, showing ``self`` in a failing test's traceback, crashed on it)."""
+        if "max_rounds" not in self.__dict__:  # set with the others just before it is built
+            return f"<{GAME_NAME} that refused its parameters>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
     def new_initial_state(self):
         return SevenRocksState(self)
@@ -139,13 +159,6 @@ class SevenRocksGame(pyspiel.Game):
                 or not iig_obs_type.public_info:
             return None
         return SevenRocksObserver(iig_obs_type.perfect_recall)
-
-
-class _SamplerRng:
-    """``pyspiel.UniformProbabilitySampler`` (a callable) as the ``random()`` HandSampler uses."""
-
-    def __init__(self, sampler):
-        self.random = sampler
 
 
 class SevenRocksState(pyspiel.State):
@@ -231,6 +244,14 @@ class SevenRocksState(pyspiel.State):
             self._match.start_round(hands, opener)
         self._dealt = []
 
+    def _start_at(self, match: rules.Match) -> None:
+        """Play on from ``match``'s position, mid-round (:func:`.hidden.state_from_view`): no
+        deal in the history, the returns counted from the position's scores."""
+        match.__class__ = SearchMatch
+        self._match, self._dealing, self._dealt = match, False, []
+        self._start_scores = (match.scores[0], match.scores[1])
+        self._position = position_text(match, None)
+
     def _action_to_string(self, player, action):
         action = int(action)
         if player == pyspiel.PlayerId.CHANCE:
@@ -286,115 +307,25 @@ class SevenRocksState(pyspiel.State):
                 lines.append(f"seat {match.turn} to play")
         return "\n".join(lines)
 
-    # -- hidden information ----------------------------------------------------------------
+    # -- hidden information (:mod:`.hidden`) -----------------------------------------------
 
     def resample_from_infostate(self, player_id, probability_sampler):
-        """A state ``player_id`` cannot tell from this one: the hands hidden from it dealt again,
-        uniformly among the deals consistent with what it knows (tile counts, and the numbers
-        each seat showed it lacks by knocking: R6).  ``probability_sampler`` is a
-        ``pyspiel.UniformProbabilitySampler`` or a ``numpy.random.Generator``.
+        """A state ``player_id`` cannot tell from this one, the hands hidden from it dealt
+        again uniformly among the deals consistent with what it knows (R6's knocks included);
+        ``probability_sampler`` is OpenSpiel's (a callable returning a float in [0, 1), as
+        ``pyspiel.UniformProbabilitySampler``) or a ``numpy.random.Generator``.  See
+        :func:`.hidden.resample`, which also says what is refused."""
+        return resample(self, player_id, probability_sampler)
 
-        The copy's ``history()`` carries the new deal in place of the old one, so replaying it
-        gives the copy again.
-        """
-        rng = probability_sampler if hasattr(probability_sampler, "random") else _SamplerRng(
-            probability_sampler)
-        return self.resample_hidden(player_id, rng)
-
-    def resample_hidden(self, player_id, rng, sampler: HandSampler | None = None):
-        """:meth:`resample_from_infostate` with an ``rng`` (anything with ``random()``) and,
-        optionally, the :class:`HandSampler` of ``player_id``'s view of this state, which a
-        caller resampling the same state many times (IS-MCTS) builds once."""
-        if not 0 <= player_id < NUM_SEATS:
-            raise ValueError(f"resample_from_infostate: player must be 0-3, "
-                             f"got {shown(player_id)}")
-        clone = self.clone()
-        if self._dealing or self._drawing_opener:
-            clone._dealt = _redeal_partial(self._dealt, player_id, rng)
-            new_deal = clone._dealt
-        elif self._match is not None and not self._match.over:
-            _resample_hands(clone._match, player_id, rng, sampler)
-            log = clone._match.history[-1]
-            # a state started from a position (state_from_view) has no deal in its history
-            new_deal = None if self._position else [t for hand in log.hands for t in _tiles(hand)]
-        else:
-            return clone  # the match is over: nothing left to play
-        if not new_deal:
-            return clone
-        history = [(a.player, a.action) for a in self.full_history()]
-        for k, tile in enumerate(new_deal):
-            history[self._deal_start + k] = (pyspiel.PlayerId.CHANCE, tile)
-        head, rest = clone.serialize().split("\n", 1)
-        text = "history=" + ",".join(f"{p}:{a}" for p, a in history) + "\n" + rest
-        return self.get_game().deserialize_state(text)
-
-
-def _tiles(mask: int) -> list[int]:
-    return [t for t in range(NUM_TILES) if (mask >> t) & 1]
+    def resample_hidden(self, player_id, rng, sampler=None):
+        """:meth:`resample_from_infostate` with, optionally, the
+        :class:`~sevenrocks_env.agents.belief.HandSampler` of ``player_id``'s view of this
+        state, which a caller resampling the same state many times (IS-MCTS) builds once."""
+        return resample(self, player_id, rng, sampler)
 
 
 def _tiles_text(mask: int) -> str:
-    return " ".join(tile_name(t) for t in _tiles(mask)) or "-"
-
-
-def _redeal_partial(dealt: list[int], player: int, rng) -> list[int]:
-    """The tiles dealt so far, with everything not dealt to ``player`` drawn again uniformly
-    from the tiles ``player`` does not hold (it has seen only its own)."""
-    own = {t for k, t in enumerate(dealt) if k // HAND == player}
-    pool = [t for t in range(NUM_TILES) if t not in own]
-    out = []
-    for k, tile in enumerate(dealt):
-        if k // HAND == player:
-            out.append(tile)
-        else:
-            pick = min(int(rng.random() * len(pool)), len(pool) - 1)
-            out.append(pool.pop(pick))
-    return out
-
-
-def _resample_hands(match: rules.Match, player: int, rng, sampler=None) -> None:
-    """Replace the hands hidden from ``player`` with a uniform consistent sample (in place),
-    and the round log's hands with the same tiles plus what each seat played since."""
-    hidden = (sampler or HandSampler(view_of(match, player))).sample(rng)
-    log = match.history[-1]
-    played_since = [0] * NUM_SEATS
-    for seat, action, _, _ in log.moves:
-        if action != KNOCK:
-            played_since[seat] |= 1 << (action >> 2)
-    for k in (1, 2, 3):
-        seat = (player + k) & 3
-        match.hands[seat] = hidden[k - 1]
-        log.hands[seat] = hidden[k - 1] | played_since[seat]
-
-
-def state_from_view(game: SevenRocksGame, view, hidden: tuple[int, int, int]) -> SevenRocksState:
-    """A one-round state at the position ``view`` (a :class:`~sevenrocks_env.observation.SeatView`)
-    shows, with ``hidden`` as the other seats' hands (relative seats 1, 2, 3).
-
-    Seats are the observer's frame: player 0 is the observer, 1 its left opponent, 2 its
-    partner; returns are player 0's partnership's margin over the rest of the round.  The
-    public part of the position is written into every information state string.
-    """
-    if game.rounds != 1:
-        raise ValueError("state_from_view needs the one-round game (rounds=1)")
-    if any(hidden[k - 1].bit_count() != view.tile_counts[k] for k in (1, 2, 3)):
-        raise ValueError(f"state_from_view: hidden hands of {[h.bit_count() for h in hidden]} "
-                         f"tiles, but the view counts {list(view.tile_counts[1:])}")
-    match = world_match(view, hidden)
-    match.__class__ = SearchMatch
-    match.max_rounds = 1
-    match.history = [rules.Round(view.turn, match.hands)]
-    if sum(match.hands).bit_count() + match.played.bit_count() != NUM_TILES or (
-            (match.hands[0] | match.hands[1] | match.hands[2] | match.hands[3] | match.played)
-            != ALL_TILES):
-        raise ValueError("state_from_view: the hidden hands and the view do not cover the 28 tiles")
-    state = game.new_initial_state()
-    state._match = match
-    state._dealing = False
-    state._dealt = []
-    state._start_scores = (match.scores[0], match.scores[1])
-    state._position = position_text(match, None)
-    return state
+    return " ".join(tile_name(t) for t in tiles_of(mask)) or "-"
 
 
 __all__ = ["GAME_NAME", "MAX_ROUND_MARGIN", "MAX_ROUND_MOVES", "SevenRocksGame",

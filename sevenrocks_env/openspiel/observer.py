@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import observation
 from ..rules import BLOCKED, DOMINO
-from ..tiles import KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, SLOT_NAMES, tile_name
+from ..tiles import KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, SLOT_NAMES, tile_name, tiles_of
 
 HAND = 7
 #: Player moves in one round: 28 placements and at most 3 knocks between two placements (a
@@ -69,7 +69,7 @@ class SevenRocksObserver:
                 self.dict["dealt_hand"][tile] = 1.0
             return
         log = match.history[-1]
-        for tile in _tiles(log.hands[player]):
+        for tile in tiles_of(log.hands[player]):
             self.dict["dealt_hand"][tile] = 1.0
         self.dict["first_mover"][(log.opener - player) & 3] = 1.0
         moves = self.dict["moves"]
@@ -79,10 +79,6 @@ class SevenRocksObserver:
     def string_from(self, state, player: int) -> str:
         return info_state_text(state, player) if self.perfect_recall else observation_text(
             state, player)
-
-
-def _tiles(mask: int) -> list[int]:
-    return [t for t in range(NUM_TILES) if (mask >> t) & 1]
 
 
 def _tiles_text(tiles) -> str:
@@ -111,8 +107,8 @@ def layout_text(match) -> str:
 def position_text(match, player: int | None) -> str:
     """The public position (plus ``player``'s hand unless None): tiles each seat played this
     round, tiles each seat holds, numbers each seat showed it lacks (R6), layout, scores, turn."""
-    parts = [] if player is None else [f"hand[{_tiles_text(_tiles(match.hands[player]))}]"]
-    parts.append("played " + " ".join(f"{s}[{_tiles_text(_tiles(match.played_by[s]))}]"
+    parts = [] if player is None else [f"hand[{_tiles_text(tiles_of(match.hands[player]))}]"]
+    parts.append("played " + " ".join(f"{s}[{_tiles_text(tiles_of(match.played_by[s]))}]"
                                       for s in range(NUM_SEATS)))
     parts.append("holding " + " ".join(str(match.hands[s].bit_count()) for s in range(NUM_SEATS)))
     parts.append("lacks " + " ".join(
@@ -143,10 +139,10 @@ def info_state_text(state, player: int) -> str:
         for r, log in enumerate(match.history):
             moves = " ".join(f"{seat}:{'k' if action == KNOCK else action}"
                              for seat, action, _, _ in log.moves)
-            text = (f"r{r} first {log.opener} mine[{_tiles_text(_tiles(log.hands[player]))}] "
+            text = (f"r{r} first {log.opener} mine[{_tiles_text(tiles_of(log.hands[player]))}] "
                     f"moves {moves}")
             if log.result in (DOMINO, BLOCKED):
-                shown = "/".join(_tiles_text(_tiles(h)) for h in log.remaining_hands())
+                shown = "/".join(_tiles_text(tiles_of(h)) for h in log.remaining_hands())
                 text += f" {log.result} shown[{shown}]"
             elif log.result is not None:
                 text += f" {log.result}"
