@@ -10,7 +10,7 @@ opponent (plays next), 2 partner, 3 right opponent (played last).
 | `played_by`       |     28 |  112 | 4 x 28: tile played this round by relative seat 0 (self), 1, 2, 3    |
 | `slot_open`       |    140 |    4 | slot (west, east, north, south) is a legal place to play             |
 | `slot_number`     |    144 |   28 | 4 x 7 one-hot: the open number at each slot                          |
-| `slot_double`     |    172 |    4 | the outer tile at the slot is a double (its count: `slot_counted`)   |
+| `slot_double`     |    172 |    4 | the slot's outer tile is a double (0 on an unstarted branch: R5)     |
 | `branch_started`  |    176 |    4 | a tile has been played on the branch (north/south only)              |
 | `slot_counted`    |    180 |    4 | what the slot adds to the end sum, / 12 (R5)                         |
 | `spinner`         |    184 |    8 | [spinner played, one-hot of its number (7)]                          |

@@ -13,7 +13,7 @@ from sevenrocks_env.scoring import counted_ends
 from sevenrocks_env.rules import (
     BLOCKED, DOMINO, WON, Match, apply_action, legal_actions, round_to_five,
 )
-from sevenrocks_env.tiles import ALL_TILES, KNOCK, TILE_PIPS, tiles_of
+from sevenrocks_env.tiles import ALL_TILES, KNOCK, TILE_HIGH, TILE_LOW, TILE_PIPS, tiles_of
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -163,3 +163,31 @@ def test_the_opener_draw_is_fair_in_both_engines():
     hands, opener = batched_deal(11, torch.arange(n), torch.zeros(n, dtype=torch.long),
                                  torch.zeros(n, dtype=torch.long))
     fair(opener.numpy(), (hands[torch.arange(n), opener] >> 27 & 1).numpy())
+
+
+def test_a_last_tile_that_also_blocks_the_layout_is_a_domino():
+    """R7: the round ends on the last tile; when nobody could lay a tile after it either, it is
+    still a domino (no blocked round): its player is the finisher and opens the next round (R2)."""
+    found = 0
+    for seed in range(12):
+        match = Match.new(seed, target=250)
+        rng = random.Random(seed)
+        while not match.over:
+            action = rng.choice(legal_actions(match))
+            mover, round_index = match.turn, len(match.history) - 1
+            empties = action != KNOCK and match.hands[mover] == 1 << (action >> 2)
+            if empties:
+                trial = match.clone()
+                trial.seed = None  # the round ends here: do not deal the next one
+                apply_action(trial, action)
+                open_numbers = {number for number in trial.ends if number >= 0}
+                blocks = not any(TILE_LOW[tile] in open_numbers or TILE_HIGH[tile] in open_numbers
+                                 for hand in trial.hands for tile in tiles_of(hand))
+            apply_action(match, action)
+            if empties and blocks:
+                found += 1
+                log = match.history[round_index]
+                assert log.result in (DOMINO, WON) and log.finisher == mover
+                if log.result == DOMINO and not match.over:
+                    assert match.history[round_index + 1].opener == mover
+    assert found >= 5  # such rounds are common (14 in these 12 matches)
