@@ -168,7 +168,8 @@ class raw_env(AECEnv, EzPickle):
                 raise ValueError(f"{name} must be an int in [1, {high}], got {shown(value)}")
         # raises ValueError naming the bad mode or weight (one definition: sevenrocks_env.rewards)
         self.points_scale, self.win_reward = reward_weights(reward, points_scale, win_reward)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+        if render_mode is not None and (not isinstance(render_mode, str)  # (no `in` on an array)
+                                        or render_mode not in self.metadata["render_modes"]):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, "
                              f"got {shown(render_mode)}")
         if render_observer is not None and not is_int(render_observer, 0, 3):

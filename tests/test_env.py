@@ -218,8 +218,9 @@ def test_wrapped_env_out_of_range_asserts():
 
 def test_bad_constructor_arguments():
     for kwargs in ({"reward": "money"}, {"target": 0}, {"max_rounds": -1},
-                   {"render_mode": "3d"}, {"render_observer": 5}, {"render_observer": True}):
-        with pytest.raises(ValueError):
+                   {"render_mode": "3d"}, {"render_observer": 5}, {"render_observer": True},
+                   {"render_mode": np.array(["ansi", "human"])}):  # NumPy's ambiguous truth
+        with pytest.raises(ValueError, match=f"^{next(iter(kwargs))} must be"):
             sevenrocks_v0.raw_env(**kwargs)
 
 
