@@ -34,6 +34,17 @@ def test_bradley_terry_stderr_is_the_inverse_fisher_information_in_elo_points():
     assert [r["stderr"] for r in out] == pytest.approx([ELO / 2, ELO / 2])
 
 
+def test_ratings_are_on_the_elo_scale():
+    """Two agents, A scoring 60 of 100 pairs, plus the prior's drawn pair: p = 60.5 / 101, and
+    on the Elo scale (odds of 10 to 1 are 400 points) the gap is 400 log10(p / (1 - p))."""
+    out = bradley_terry(["a", "b"], {(0, 1): (60.0, 100)})
+    gap = out[0]["rating"] - out[1]["rating"]
+    assert gap == pytest.approx(69.72, abs=0.01)  # = 400 * log10(60.5 / 40.5)
+    assert out[0]["rating"] == pytest.approx(-out[1]["rating"])  # centred
+    # the gap's variance is 1 / (101 p (1 - p)) in logits; each centred rating has a quarter
+    assert out[0]["stderr"] == pytest.approx(400 / np.log(10) / 2 / np.sqrt(60.5 * 40.5 / 101))
+
+
 @pytest.mark.parametrize("results", [
     {(0, 1): (300.0, 100)}, {(0, 1): (float("nan"), 100)}, {(0, 1): (-1, 100)},
     {(0, 1): (1, 0)}, {(0, 1): (1, 2.0)}, {(0, 0): (1, 2)}, {(0, 2): (1, 2)},
@@ -203,16 +214,22 @@ def test_duplicate_pairs_swap_teams_over_identical_deals(monkeypatch):
         return match, result
 
     monkeypatch.setattr(arena, "run_match", spy)
-    a, b = GreedyAgent(), GreedyAgent()
+    a, b = GreedyAgent(), RandomAgent()  # unlike players: the two matches' plays differ
     a.name, b.name = "A", "B"
     arena.evaluate(a, b, pairs=3, seed=10)
     assert len(calls) == 6
+    later_rounds = 0
     for pair in range(3):
         first, second = calls[2 * pair], calls[2 * pair + 1]
         assert first[1] == second[1] == 10 + pair          # same deal seed
         common = min(len(first[2]), len(second[2]))
-        assert common >= 1 and first[2][:common] == second[2][:common]  # same hands, openers
+        assert common >= 2 and first[2][0] == second[2][0]  # the first deal and its opener
+        # later rounds: the same hands (their opener is the last round's finisher, R2, which
+        # the plays decide), whatever the scores and plays of the two matches
+        assert [h for h, _ in first[2][:common]] == [h for h, _ in second[2][:common]]
+        later_rounds += common - 1
         assert first[0] == ["A", "B", "A", "B"] and second[0] == ["B", "A", "B", "A"]
+    assert later_rounds >= 6
     assert len({str(c[2][0]) for c in calls}) == 3  # each pair its own first deal
 
 
@@ -247,7 +264,7 @@ def test_result_fields_table_and_json():
     result = arena.evaluate("heuristic", "random", pairs=2, seed=0)
     data = json.loads(json.dumps(result.as_dict()))
     assert data["pairs"] == 2 and data["matches"] == 4
-    assert 0 <= data["ci95"][0] <= data["win_rate"] <= data["ci95"][1] <= 1
+    assert data["ci95"] == pytest.approx(list(wilson_interval(data["win_rate"], 2)))
     assert result.rounds_per_match >= 1 and "95% CI" in result.table()
     assert data["margin_ci95"] is None and "too few pairs" in result.table()
 

@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 from sevenrocks_env.agents import make_agent  # noqa: E402
 from sevenrocks_env.batched import VectorEnv  # noqa: E402
 from sevenrocks_env.policy import PolicyAgent, PolicyNet, load_policy  # noqa: E402
+from sevenrocks_env.ratings import wilson_interval  # noqa: E402
 from training import opponents  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
 from training.opponents import OpponentPool, policy_actions  # noqa: E402
@@ -116,7 +117,7 @@ def test_smoke_budget_runs_end_to_end_and_prints_a_row(tmp_path, capsys):
     record = json.loads((tmp_path / "br_ckpt_shipped_256_s3.json").read_text())
     arena = record["arena"]
     assert arena["pairs"] == 2 and arena["matches"] == 4 and arena["seed"] == 11
-    assert 0.0 <= arena["ci95"][0] <= arena["win_rate"] <= arena["ci95"][1] <= 1.0
+    assert arena["ci95"] == pytest.approx(list(wilson_interval(arena["win_rate"], 2)))
     assert arena["spec_b"] == SHIPPED and arena["agent_a"] == "best_response"
     assert cells[6].startswith(f"{100 * arena['win_rate']:.1f} %")
     checkpoint = Path(record["checkpoint"])
