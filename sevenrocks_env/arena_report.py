@@ -51,8 +51,10 @@ def _seconds(value) -> bool:
                                                                for x in value)
 
 
-#: The longest name, and spec, a result file may hold.
-_TEXT_LIMITS = {"agent_a": 200, "agent_b": 200, "spec_a": 1200, "spec_b": 1200}
+#: The longest name, and spec, a result file (or a model card) may hold.
+MAX_CARD_NAME, MAX_CARD_SPEC = 200, 1200
+_TEXT_LIMITS = {"agent_a": MAX_CARD_NAME, "agent_b": MAX_CARD_NAME, "spec_a": MAX_CARD_SPEC,
+                "spec_b": MAX_CARD_SPEC}
 
 #: The fields of a saved two-agent result (``ArenaResult.as_dict``) and the check of each.
 RESULT_FIELDS = {
@@ -311,6 +313,6 @@ def progress_bar(total: int, description: str, enabled: bool):
 
 
 __all__ = ["CARD_TEXT", "ENGINES", "MAX_NAME", "OPTIONAL_FIELDS", "RESULT_FIELDS",
-           "arena_command", "is_card_text", "named_spec", "pair_table", "progress_bar",
+           "MAX_CARD_NAME", "MAX_CARD_SPEC", "arena_command", "is_card_text", "named_spec", "pair_table", "progress_bar",
            "rating_text", "read_policy_result", "read_result", "round_robin_table", "short_name",
            "short_names"]

@@ -46,6 +46,25 @@ def ship_with(tmp_path, source, result: dict, out=None, name="result.json") -> i
     return ship([str(source), "--out", str(out), *SHIP, "--extra-result", str(path)])
 
 
+@pytest.mark.parametrize("option, agent", [
+    ("--agents", "ckpt:a|b.pt"), ("--agents", "g=greedy`"), ("--search", "search:samples=2\x1b[31m"),
+])
+def test_an_opponent_given_on_the_command_line_that_would_break_the_card_is_refused(
+        tmp_path, capsys, option, agent):
+    """The card's opponents from ``--agents``/``--search`` go into its Markdown tables and
+    commands as the names read from result files do, and are held to the same rule."""
+    from training.ship import main as ship
+
+    source = save_policy(tmp_path / "plain.pt")
+    argv = [str(source), "--out", str(tmp_path / "shipped" / "policy.pt"), "--pairs", "1",
+            "--search-pairs", "1" if option == "--search" else "0", option, agent]
+    assert ship(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: opponent ") and "one line of printable characters" in err
+    assert err.count("\n") == 1 and len(err) < MESSAGE_LIMIT
+    assert not (tmp_path / "shipped").exists()
+
+
 @pytest.mark.parametrize("field, value", [
     ("agent_b", "random$(touch /tmp/PWNED)\n| x | y |\n```\nrm -rf ~ #"),
     ("agent_b", "random\ud800"),  # a lone surrogate: the card's write failed after the arena

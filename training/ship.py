@@ -29,7 +29,8 @@ import torch
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents import same_spec
-from sevenrocks_env.arena_report import arena_command
+from sevenrocks_env.arena_report import (CARD_TEXT, MAX_CARD_NAME, MAX_CARD_SPEC, arena_command,
+                                         is_card_text)
 from sevenrocks_env.arena_report import read_policy_result as read_result
 from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.checks import shown
@@ -205,6 +206,18 @@ def _arena(args, agents: list[str]):
                                                        batch=min(pairs, 256), progress=True)
 
 
+def _check_card_agents(agents) -> None:
+    """``ValueError`` for an opponent (``--agents``, ``--search``) whose name or spec is not
+    :data:`~sevenrocks_env.arena_report.CARD_TEXT`: they go into the card's Markdown tables and
+    shell commands, as the names read from ``--extra-result`` files (checked the same way)."""
+    from sevenrocks_env.arena import split_name
+    for agent in agents:
+        name, spec = split_name(agent)
+        if not (is_card_text(name, MAX_CARD_NAME) and is_card_text(spec, MAX_CARD_SPEC)):
+            raise ValueError(f"opponent {shown(agent)}: its name and spec must each be "
+                             f"{CARD_TEXT} (they go into the model card)")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -250,6 +263,7 @@ def main(argv=None) -> int:
         distilled = distill_facts(source, args.checkpoint)
         extra = [read_result(path) for path in args.extra_result]
         plan = _plan(args)
+        _check_card_agents(agent for agent, _ in plan)
         play = _arena(args, [agent for agent, _ in plan])  # an unknown agent stops here
         extra_rows = [dict(_row(result.opponent, result), source=result.source,
                            engine=result.engine) for result in extra]
