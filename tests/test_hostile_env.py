@@ -242,6 +242,20 @@ def test_an_edited_match_plays_on_but_hands_out_no_record_that_would_not_replay(
         validate(aec.game_record())
 
 
+
+def test_an_edited_match_has_no_record_even_before_it_plays_on():
+    """The edited hands of :func:`_puzzle` are caught by comparing the replayed state with the
+    match's own, not by a later move the log cannot replay: right after the reset, every
+    logged move still replays (R1: the same tiles were played), only the hands differ."""
+    from sevenrocks_env.match_state import replays_to_its_state
+    match, _ = _puzzle()
+    assert not replays_to_its_state(match)
+    env = sevenrocks_v0.raw_env()
+    env.reset(options={"match": match})
+    with pytest.raises(ValueError, match="no game record: it started from a match given to "
+                                         "reset.*whose history does not replay to it"):
+        env.unwrapped.game_record()
+
 @pytest.mark.parametrize("edit, words", [
     ("scores", "no game record: it started"),       # the log starts at 0-0, not at 40-15
     ("history_junk", "keeps no history"),           # clone() raised TypeError on history 5

@@ -291,3 +291,76 @@ def test_a_state_has_the_bounds_of_a_new_match():
         with pytest.raises(ValueError, match=f"match state: {field} must be"):
             Match.from_state(dict(largest.to_state(), **{field: value}))
         assert str(value) in str(constructor.value)
+
+
+def _a_state_where(holds) -> dict:
+    """The first state of round 0, by random play seed after seed, with a tile down and the
+    round going on, where ``holds(match)``."""
+    import random
+    for seed in range(300):
+        match, rng = Match.new(seed, keep_history=False), random.Random(seed)
+        while match.round_index == 0 and not match.over:
+            if match.placements and holds(match):
+                return match.to_state()
+            apply_action(match, rng.choice(legal_actions(match)))
+    raise AssertionError("no such state in 300 random rounds")
+
+
+def test_a_state_is_a_copy_of_the_match():
+    """Search and checkpoints edit ``to_state()``'s dict; the match must not change with it."""
+    import copy
+    match = play(Match.new(7, keep_history=False), [3, 1, 4, 1, 5, 9, 2, 6])
+    before = copy.deepcopy(match.to_state())
+    state = match.to_state()
+    for value in state.values():
+        if isinstance(value, list):
+            value[:] = [7] * len(value)
+    assert match.to_state() == before
+
+
+def test_the_branches_open_and_close_together():
+    """R4: north and south open at once; a layout with north started and south closed is
+    refused."""
+    from sevenrocks_env.tiles import NORTH, SOUTH
+    state = _a_state_where(lambda m: m.branch_started[NORTH] and not m.branch_started[SOUTH])
+    Match.from_state(state)
+    state["ends"][SOUTH] = -1
+    with pytest.raises(ValueError, match="match state: branch_started must be set only for "
+                                         "north/south, whose ends open together"):
+        Match.from_state(state)
+
+
+def test_a_covered_spinner_has_its_branches_open():
+    """R4: once both straight sides of the spinner are covered its branches are open; closing
+    both (no tile on either yet) makes a layout no play reaches."""
+    from sevenrocks_env.tiles import NORTH, SOUTH
+    state = _a_state_where(lambda m: m.ends[NORTH] >= 0 and not any(m.branch_started))
+    Match.from_state(state)
+    state["ends"][NORTH] = state["ends"][SOUTH] = -1
+    with pytest.raises(ValueError, match="match state: ends must be open at north/south exactly "
+                                         "once both straight sides of the spinner are covered"):
+        Match.from_state(state)
+
+
+def test_a_double_inside_the_line_has_a_tile_beyond_it():
+    """R3: a double that is not the spinner joins a tile of its number; if no longer at an end,
+    another tile of its number joins beyond it (4 halves of the number down).  A double at an
+    end with nothing beyond it, marked as not at the end, is refused."""
+    from sevenrocks_env.scoring import end_sum
+    from sevenrocks_env.tiles import DOUBLE_OF, WITH_NUMBER
+
+    def lone_double_at_an_end(m):  # a non-spinner double outermost, its number on 2 tiles only
+        return any(m.end_double[slot] and m.ends[slot] not in (-1, m.spinner)
+                   and (m.played & WITH_NUMBER[m.ends[slot]]).bit_count() == 2
+                   for slot in range(4))
+    state = _a_state_where(lone_double_at_an_end)
+    Match.from_state(state)
+    slot = next(s for s in range(4) if state["end_double"][s]
+                and state["ends"][s] not in (-1, state["spinner"]))
+    number = state["ends"][slot]
+    assert state["played"] >> DOUBLE_OF[number] & 1
+    state["end_double"][slot] = False  # "the end shows a plain tile": the double is inside
+    state["last_end_sum"] = end_sum(state["ends"], state["end_double"], state["branch_started"])
+    with pytest.raises(ValueError, match=f"match state: played must be tiles joined to the "
+                                         f"{number}\\|{number}"):
+        Match.from_state(state)

@@ -7,7 +7,7 @@ import pytest
 pyspiel = pytest.importorskip(
     "pyspiel", reason="open-spiel is not installed (pip install open-spiel, or the [openspiel] extra)")
 
-from openspiel_states import deal_chance, load, random_state  # noqa: E402
+from openspiel_states import deal_chance, first_state_where, load, random_state  # noqa: E402
 
 from sevenrocks_env import rules, sevenrocks_v0  # noqa: E402
 from sevenrocks_env.arena import evaluate, play_match  # noqa: E402
@@ -210,6 +210,31 @@ def test_rl_environment_plays_an_episode():
         step = env.step([int(rng.choice(step.observations["legal_actions"][player]))])
     margin = step.rewards[0]
     assert step.rewards == [margin, -margin, margin, -margin]
+
+
+
+def test_a_state_cloned_while_dealing_after_a_domino_plays_on():
+    """R2, R7: after a domino the finisher opens the next round.  A state cloned at that deal
+    (as every search clones states) still knows the finisher, and plays to the end exactly as
+    the state it was cloned from."""
+    def dealing_after_a_domino(state):
+        return state._match is not None and state._match.history[-1].result == rules.DOMINO
+    state = first_state_where(load(target=100), dealing_after_a_domino, at_chance=True)
+    assert state.is_chance_node()
+    clone = state.clone()
+    dominoed, finisher = len(state._match.history) - 1, state._match.history[-1].finisher
+    rng = np.random.default_rng(0)
+    while not state.is_terminal():
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            action = int(rng.choice(outcomes, p=probs))
+        else:
+            action = int(rng.choice(state.legal_actions()))
+        state.apply_action(action)
+        clone.apply_action(action)
+    assert clone.is_terminal() and clone.returns() == state.returns()
+    assert clone.history() == state.history()
+    assert clone._match.history[dominoed + 1].opener == finisher  # the finisher opened
 
 
 # -- serialisation --------------------------------------------------------------------------

@@ -141,6 +141,27 @@ def test_deals_depend_only_on_seed_and_round(seed, rounds):
     assert deal(seed, rounds + 1)[0] != hands and deal(seed + 1, rounds)[0] != hands
 
 
+def test_deals_never_change_between_versions():
+    """R1, R2: a deal is a fixed function of ``(seed, round_index)``, pinned here by golden
+    values.  Game records, duplicate-deal results and every seeded experiment rely on the same
+    seed dealing the same hands and opener in every version: changing ``deal()`` (its generator,
+    how seed and round are mixed, the order hands are cut) breaks them all."""
+    from sevenrocks_env.rules import deal
+    from sevenrocks_env.tiles import tile_name
+
+    def named(seed, round_index):
+        hands, opener = deal(seed, round_index)
+        return [" ".join(tile_name(t) for t in tiles_of(h)) for h in hands], opener
+
+    assert named(0, 0) == (["0|2 0|4 1|4 1|5 3|4 5|6 6|6", "0|0 0|3 0|6 1|2 2|5 3|6 4|5",
+                            "0|5 1|1 1|6 2|2 2|6 3|3 3|5", "0|1 1|3 2|3 2|4 4|4 4|6 5|5"], 1)
+    assert named(12345, 3) == (["0|3 0|6 1|6 2|4 2|6 3|3 6|6", "0|5 1|1 1|5 2|5 3|4 4|5 5|6",
+                                "0|0 0|2 0|4 1|2 3|5 4|4 5|5", "0|1 1|3 1|4 2|2 2|3 3|6 4|6"], 2)
+    # seed and round are not mixed into one number: round 1 of a seed is not round 0 of the next
+    for seed in (0, 1, 7, 12345):
+        assert deal(seed, 1) != deal(seed + 1, 0)
+
+
 def test_the_opener_draw_is_fair_in_both_engines():
     """R2: the opener is drawn, each seat 1 in 4, whatever the hands (not, say, the holder of
     the highest double).  Fixed seeds: each count within 4.5 standard deviations of a quarter
@@ -191,3 +212,74 @@ def test_a_last_tile_that_also_blocks_the_layout_is_a_domino():
                 if log.result == DOMINO and not match.over:
                     assert match.history[round_index + 1].opener == mover
     assert found >= 5  # such rounds are common (14 in these 12 matches)
+
+
+def position(seed, moves, target, seeded):
+    """A match after up to ``moves`` random legal moves: opening, mid-round, a knock to make,
+    over (a small target), or (``seeded=False``) a round ended and waiting for its deal."""
+    from sevenrocks_env.rules import deal
+    match = (Match.new(seed, target=target) if seeded
+             else Match.from_deal(*deal(seed, 0), target=target))
+    rng = random.Random(seed)
+    for _ in range(moves):
+        actions = legal_actions(match)
+        if not actions:
+            break
+        apply_action(match, rng.choice(actions))
+    return match
+
+
+positions = st.builds(position, seeds, st.integers(0, 150), st.sampled_from([30, 250]),
+                      st.booleans())
+
+
+@settings(max_examples=60, deadline=None)
+@given(positions)
+@example(position(1, 0, 250, True))     # the opening: any tile, at west only (R3)
+@example(position(5, 19, 250, True))    # nothing fits: the knock alone (R6)
+@example(position(3, 150, 30, True))    # the match is over (R8): nothing is legal
+@example(position(3, 150, 250, False))  # the round ended, no deal yet: nothing is legal
+def test_is_legal_agrees_with_legal_actions_on_every_action(match):
+    """R3, R4, R6: ``is_legal`` (the envs' check of a submitted action) says yes to exactly the
+    actions ``legal_actions`` lists, all 113 of them (112 placements and the knock)."""
+    from sevenrocks_env.rules import is_legal
+    legal = legal_actions(match)
+    assert [a for a in range(KNOCK + 1) if is_legal(match, a)] == legal
+    assert is_legal(match, KNOCK) == (legal == [KNOCK])
+
+
+@settings(max_examples=30, deadline=None)
+@given(positions)
+def test_a_clone_shares_no_list_with_its_match(match):
+    """``Match.clone`` (search, lookahead) is independent: writing into every list field of one
+    leaves the other as it was, either way round."""
+    import copy
+
+    def scribble(m):
+        for name in ("hands", "played_by", "ends", "end_double", "branch_started", "voids",
+                     "scores"):
+            values = getattr(m, name)
+            values[:] = [99] * len(values)  # in place: a list shared by both would show it
+
+    original = copy.deepcopy(match.to_state())
+    clone = match.clone()
+    scribble(clone)
+    assert match.to_state() == original
+    clone = match.clone()
+    scribble(match)
+    assert clone.to_state() == original
+
+
+def test_a_clone_with_history_keeps_how_each_round_ended():
+    """R7: the log of a dominoed round (result, finisher, deductions, scores) survives
+    ``clone(keep_history=True)``: the finisher opens the next round (R2), and the record and the
+    OpenSpiel game deal from it."""
+    from positions import finished_round
+    match = finished_round(accept=lambda log: log.result == DOMINO)
+    clone = match.clone(keep_history=True)
+    mine, copied = match.history[-1], clone.history[-1]
+    assert copied.finisher == mine.finisher is not None
+    assert (copied.result, copied.deductions, copied.scores) == (DOMINO, mine.deductions,
+                                                                mine.scores)
+    assert (copied.opener, copied.hands, copied.moves) == (mine.opener, mine.hands, mine.moves)
+    assert game_record(clone) == game_record(match)

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from sevenrocks_env.record import (FORMAT, RecordError, cut_off, game_record, load, replay, save,
-                                   validate)
+from sevenrocks_env.record import (FORMAT, RecordError, cut_off, ending, game_record, load, replay,
+                                   save, validate)
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 
 
@@ -118,6 +118,30 @@ def test_a_match_cut_off_by_its_round_limit_says_so():
     validate(won)
     assert "max_rounds" not in finished_record(seed=2)
 
+
+
+def test_a_match_in_its_last_allowed_round_is_not_cut_off_yet():
+    """A one-round match with one move played has as many rounds as its limit, but that round
+    goes on: the match is unfinished, not cut off (the round must have ended too)."""
+    match = Match.new(5, max_rounds=1)
+    apply_action(match, legal_actions(match)[0])
+    record = game_record(match)
+    validate(record)
+    assert len(record["rounds"]) == record["max_rounds"] == 1
+    assert not cut_off(record)
+    assert ending(record) == "no winner: unfinished"
+
+
+def test_the_scores_after_each_round_are_checked():
+    """R7: each round's scores (after its deductions) are replayed and compared, not only the
+    match's final ones."""
+    record = finished_record(seed=5, max_rounds=3)
+    assert len(record["rounds"]) >= 2  # round 0 is not the last: the final scores are right
+    bad = tampered(record, lambda r: r["rounds"][0]["scores"].__setitem__(
+        0, r["rounds"][0]["scores"][0] + 5))
+    with pytest.raises(RecordError, match=r"round 0: record says scores \[-?\d+, -?\d+\], "
+                                          r"replay gives"):
+        validate(bad)
 
 @pytest.mark.parametrize("value", [0, -1, 1001, 2.0, "2", True, None, [2]])
 def test_a_bad_round_limit_is_refused(value):

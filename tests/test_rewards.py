@@ -161,3 +161,21 @@ def test_a_reward_mode_that_is_no_string_is_named_in_short():
         with pytest.raises(ValueError, match="reward must be one of") as info:
             reward_weights(mode)
         assert len(str(info.value)) < 200
+
+
+def test_shaped_weights_are_bounded_at_a_million():
+    """The documented bound of ``points_scale`` and ``win_reward`` is 1e6, inclusive."""
+    assert reward_weights("shaped", points_scale=1e6) == (1e6, SHAPED_DEFAULTS[1])
+    assert reward_weights("shaped", win_reward=1e6) == (SHAPED_DEFAULTS[0], 1e6)
+    for kwargs in ({"points_scale": 1e6 * 1.0001}, {"win_reward": 1e6 * 1.0001}):
+        with pytest.raises(ValueError, match=r"finite number in \[0, 1e\+06\]"):
+            reward_weights("shaped", **kwargs)
+
+
+@pytest.mark.parametrize("value", [np.float32(0.25), np.float64(0.25), 2, np.int64(2)])
+def test_shaped_weights_come_back_as_python_floats(value):
+    """Whatever number type goes in, the weights are plain floats (they are stored on envs,
+    written to configs and multiplied into tensors)."""
+    weights = reward_weights("shaped", points_scale=value, win_reward=value)
+    assert [type(w) for w in weights] == [float, float]
+    assert weights == (float(value), float(value))
