@@ -28,7 +28,7 @@ from training.critic import OracleCritic, hidden_hands  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
 from training.rollout import SelfPlayEngine  # noqa: E402
-from training.seats import RolloutBuffer  # noqa: E402
+from training.seats import MatchSeats, RolloutBuffer  # noqa: E402
 
 from test_rollout import LowestActionModel, StubCritic  # noqa: E402
 
@@ -305,13 +305,27 @@ def test_batched_opponents_play_exactly_what_their_act_would(spec):
 
 
 @pytest.mark.parametrize("engine_class", [BatchedSelfPlayEngine, SelfPlayEngine])
-def test_pool_match_stats_credit_the_learner_team_its_own_win_and_return(engine_class):
+def test_pool_match_stats_credit_the_learner_team_its_own_win_and_return(engine_class,
+                                                                         monkeypatch):
     """A won match (R8): the winner reached the target and the loser did not, so the learner's
-    logged win is 1 exactly when its logged return (points margin + win reward) is positive."""
+    logged win is 1 exactly when its logged return (points margin + win reward) is positive;
+    and the team logged is the learner's (the seats the policy played), not the opponent's."""
+    ends, real_match_stats = [], MatchSeats._match_stats
+
+    def recording(engine, i, returns, winner, rounds, truncated):
+        (team,) = [t for t in (0, 1) if engine.learner[i, t]]   # seats 0/1: teams 0/1
+        ends.append((team, winner, list(returns)))
+        real_match_stats(engine, i, returns, winner, rounds, truncated)
+
+    monkeypatch.setattr(MatchSeats, "_match_stats", recording)
     stats = _stats_against_random(engine_class, seed=5, target=30, max_rounds=100, steps=40)
     wins, returns = stats["win_vs_random"], stats["return_vs_random"]
     assert len(wins) == len(returns) >= 8 and 0 < sum(wins) < len(wins)
     assert all((win == 1.0) == (ret > 0) for win, ret in zip(wins, returns)), (wins, returns)
+    assert {team for team, _, _ in ends} == {0, 1}   # learners on either side
+    assert wins == [0.5 if winner is None else float(winner == team) for team, winner, _ in ends]
+    assert returns == [both[team] for team, _, both in ends]
+    assert stats["episodic_return"] == returns   # the opponent's team is never logged
 
 
 def test_past_draws_uniformly_among_the_kept_snapshots():
@@ -327,6 +341,49 @@ def test_past_draws_uniformly_among_the_kept_snapshots():
     assert all(150 < drawn.count(k) < 250 for k in kept)
 
 
+def test_a_snapshot_plays_with_the_weights_it_was_taken_with():
+    """``add_snapshot(model)``: the ``past`` agent's network is ``model`` as it is now (not the
+    network the pool was built with)."""
+    torch.manual_seed(0)
+    model = PolicyNet([8])
+    pool = OpponentPool(["past"], model, max_snapshots=3)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter))
+    pool.add_snapshot(model)
+    snapshot = pool._past_agents[-1].model.state_dict()
+    for key, tensor in model.state_dict().items():
+        assert torch.equal(snapshot[key], tensor), key
+    first = pool._past_agents[0].model.state_dict()   # the one the constructor took
+    assert not all(torch.equal(first[key], snapshot[key]) for key in snapshot)
+
+
+def test_pool_state_holds_only_the_snapshots_dropped_since_the_last_one():
+    """A dropped snapshot still playing is saved by the next ``state_dict`` only: the one after
+    holds just those dropped (and registered by ``key``) since."""
+    model = PolicyNet([8])
+    pool = OpponentPool(["past"], model, max_snapshots=1)
+    rng = np.random.default_rng(0)
+
+    def drop_one() -> str:
+        _, playing = pool(rng)
+        pool.add_snapshot(model)   # max_snapshots=1: the playing one is dropped
+        return pool.key("past", playing)
+
+    assert drop_one() == "past@0"
+    assert len(pool.state_dict()["retired"]) == 1
+    assert pool.state_dict()["retired"] == []
+    assert drop_one() == "past@0"
+    assert len(pool.state_dict()["retired"]) == 1
+
+
+def test_the_pool_draws_each_entry_alike():
+    pool = OpponentPool(["random", "greedy"], PolicyNet([8]))
+    rng = np.random.default_rng(0)
+    names = [pool(rng)[0] for _ in range(600)]
+    assert all(200 < names.count(name) < 400 for name in ("random", "greedy")), names
+
+
 class CountingReference(Reference):
     """The reference loop, also counting what the trainer's stats describe (self-play: every
     seat is a learner): moves played, and per match its rounds, recorded decisions, placements
@@ -334,7 +391,8 @@ class CountingReference(Reference):
 
     def __init__(self, seed, num_envs, model, critic):
         self.env_steps = 0
-        self.stats = {"rounds_per_match": [], "episodic_length": [], "points_per_placement": []}
+        self.stats = {"rounds_per_match": [], "episodic_length": [], "points_per_placement": [],
+                      "episodic_return": []}
         self.rounds, self.decisions = [0] * num_envs, [0] * num_envs
         self.placements, self.points = [0] * num_envs, [0] * num_envs
         super().__init__(seed, num_envs, model, critic)
@@ -349,7 +407,10 @@ class CountingReference(Reference):
         return super()._deal(env, match)
 
     def _close(self, env):
+        """Match ``env``'s end (``self.matches[env]`` is still the match that ended)."""
         self.stats["rounds_per_match"].append(self.rounds[env])
+        for team in (0, 1):   # self-play: both teams learn; their returns cancel out
+            self.stats["episodic_return"].append(self._reward(self.matches[env], team, 0))
         self.stats["episodic_length"].append(self.decisions[env])
         if self.placements[env]:
             self.stats["points_per_placement"].append(self.points[env] / self.placements[env])
@@ -365,30 +426,91 @@ class CountingReference(Reference):
             self._deal(env, match)
 
 
-def test_stats_and_env_steps_match_the_reference_loop(monkeypatch):
+class PythonCountingReference(CountingReference):
+    """:class:`CountingReference` for the Python engine (:class:`SelfPlayEngine`): its matches
+    are ``Match.new`` of the seeds the engine drew (``seeds[env]``, in order), which deal their
+    own rounds; each step every env first plays its forced moves, then all envs make one
+    decision each, in env order (so matches end, and are logged, in the engine's order)."""
+
+    def __init__(self, seeds: dict, num_envs: int, model):
+        self.seeds = {env: list(values) for env, values in seeds.items()}
+        super().__init__(None, num_envs, model, None)
+
+    def _deal(self, env, match):
+        assert match is None or match.over, "a seeded match deals its own rounds"
+        if hasattr(self, "matches"):
+            self._close(env)
+        self.rounds[env], self.decisions[env] = 1, 0
+        self.placements[env] = self.points[env] = 0
+        return Match.new(self.seeds[env].pop(0), target=self.target, max_rounds=self.max_rounds,
+                         keep_history=False)
+
+    def _play(self, env, match, action):
+        before = match.round_index
+        super()._play(env, match, action)
+        if not match.over and match.round_index != before:
+            self.rounds[env] += 1   # a new round of this match began
+
+    def _move(self, env, action):
+        match = self.matches[env]
+        self._play(env, match, action)
+        if match.over:
+            self.finished[env] += 1
+            self.matches[env] = self._deal(env, None)
+
+    def collect(self, num_steps: int) -> None:
+        for _ in range(num_steps):
+            for env in range(len(self.matches)):
+                while len(legal := legal_actions(self.matches[env])) == 1:
+                    self._move(env, legal[0])   # forced
+            for env in range(len(self.matches)):
+                self.decisions[env] += 1
+                self._move(env, min(legal_actions(self.matches[env])))
+
+
+@pytest.mark.parametrize("engine_class", [BatchedSelfPlayEngine, SelfPlayEngine])
+def test_stats_and_env_steps_match_the_reference_loop(monkeypatch, engine_class):
+    """Self-play: per ended match its rounds, recorded decisions, points a placement and both
+    teams' returns, and every move played, as an independent loop counts them -- run until an
+    env has ended two matches (its counters must start again at the second)."""
     model = LowestActionModel()
-    engine = BatchedSelfPlayEngine(6, seed=3, target=TARGET, max_rounds=MAX_ROUNDS,
-                                   points_scale=SCALE, win_reward=WIN)
-    reference = CountingReference(engine.venv.seed, 6, model, None)
-    # a recorded decision: the reference calls hidden_hands(match, seat) exactly once per
-    # recorded transition (the cut's clones use _value, not hidden_hands), on the real match
-    real_hidden_hands = hidden_hands
+    settings = dict(target=TARGET, max_rounds=MAX_ROUNDS, points_scale=SCALE, win_reward=WIN)
+    if engine_class is BatchedSelfPlayEngine:
+        engine = BatchedSelfPlayEngine(6, seed=3, **settings)
+        reference = CountingReference(engine.venv.seed, 6, model, None)
+        # a recorded decision: the reference calls hidden_hands(match, seat) exactly once per
+        # recorded transition (the cut's clones use _value, not hidden_hands), on the real match
+        real_hidden_hands = hidden_hands
 
-    def counting_hidden_hands(match, seat):
-        env = next(e for e, m in enumerate(reference.matches) if m is match)
-        reference.decisions[env] += 1
-        return real_hidden_hands(match, seat)
+        def counting_hidden_hands(match, seat):
+            env = next(e for e, m in enumerate(reference.matches) if m is match)
+            reference.decisions[env] += 1
+            return real_hidden_hands(match, seat)
 
-    monkeypatch.setitem(globals(), "hidden_hands", counting_hidden_hands)
-    num_steps, rollouts = 20, 3
+        monkeypatch.setitem(globals(), "hidden_hands", counting_hidden_hands)
+    else:
+        seeds, real_new_match = {}, SelfPlayEngine._new_match
+
+        def recording_new_match(engine, i):
+            real_new_match(engine, i)
+            seeds.setdefault(i, []).append(engine.matches[i].seed)
+
+        monkeypatch.setattr(SelfPlayEngine, "_new_match", recording_new_match)
+        engine = SelfPlayEngine(6, seed=3, **settings)
+        reference = None   # built once the engine has drawn every match's seed
+    num_steps, rollouts = 20, 5
     for _ in _buffers(engine, model, rollouts=rollouts, num_steps=num_steps):
         pass
+    if reference is None:
+        reference = PythonCountingReference(seeds, 6, model)
     for _ in range(rollouts):
         reference.collect(num_steps)
     got = engine.pop_stats()
-    assert len(reference.stats["rounds_per_match"]) > 3   # several matches ended
+    assert max(reference.finished) >= 2, reference.finished   # an env's second match ended
+    assert len(reference.stats["rounds_per_match"]) > 6   # several matches ended
     for key, want in reference.stats.items():
-        np.testing.assert_allclose(got[key], want, err_msg=key)
+        np.testing.assert_allclose(got[key], want, rtol=1e-5, atol=1e-6, err_msg=key)
+    assert len(got["episodic_return"]) == 2 * len(got["rounds_per_match"])
     assert engine.env_steps == reference.env_steps
 
 

@@ -395,3 +395,51 @@ def test_the_resume_hint_names_output_folders_as_the_set_parser_reads_them(folde
     cfg.log_dir = folder
     option, value = shlex.split(output_folders(cfg))
     assert option == "--set" and load_config(SMOKE, [value]).log_dir == folder
+
+
+def test_the_evaluated_mark_counts_at_its_own_step_only_and_a_new_checkpoint_removes_it(
+        tmp_path):
+    """The mark says which step's final evaluation is logged: a checkpoint of another step (or
+    with updates left) is not complete; any checkpoint saved into the folder (a ``--force``
+    run) takes the mark away."""
+    from sevenrocks_env.policy import PolicyNet
+    from training.checkpoint import (EVALUATED, check_not_complete, mark_evaluated,
+                                     save_training_checkpoint)
+    from training.config import ConfigError, TrainConfig
+
+    folder = tmp_path / "ckpt"
+    folder.mkdir()
+    mark_evaluated(folder, 512)
+    done = {"update": 2, "global_step": 512}
+    with pytest.raises(ConfigError, match="the run is complete"):
+        check_not_complete(folder, done, 2)
+    check_not_complete(folder, {"update": 2, "global_step": 256}, 2)   # another step's mark
+    check_not_complete(folder, {"update": 1, "global_step": 512}, 2)   # updates left
+    model = PolicyNet([8])
+    save_training_checkpoint(folder, model, torch.optim.Adam(model.parameters()), TrainConfig(),
+                             512, 2, 1.0, {}, None)
+    assert not (folder / EVALUATED).exists()
+    check_not_complete(folder, done, 2)
+
+
+def test_set_rng_state_puts_back_every_global_generator(tmp_path):
+    """What a checkpoint keeps of Python's, numpy's and torch's global generators (saved and
+    read as a checkpoint is) continues each of them where it was."""
+    import random
+
+    import numpy as np
+
+    from training.checkpoint import rng_state, set_rng_state
+
+    def draws():
+        return random.random(), float(np.random.random()), float(torch.rand(1))
+
+    before = rng_state()
+    try:
+        random.seed(1), np.random.seed(2), torch.manual_seed(3)
+        torch.save(rng_state(), tmp_path / "rng.pt")
+        first = draws()
+        set_rng_state(torch.load(tmp_path / "rng.pt", weights_only=True))
+        assert draws() == first
+    finally:
+        set_rng_state(before)   # other tests' draws go on as they would have

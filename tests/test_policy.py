@@ -442,3 +442,23 @@ def test_sampling_with_a_generator_checks_legality_too():
                                torch.tensor([[True, True, False]]))
     with pytest.raises(ValueError, match="not legal"):
         skewed.sample(generator)
+
+
+@pytest.mark.parametrize("network", [dict(action_features=0), dict(action_features=2),
+                                     dict(action_features=2, action_scorer="mlp")],
+                         ids=["plain", "features", "mlp"])
+def test_value_is_the_value_forward_gives(network):
+    """``PolicyNet.value`` (what a rollout's cut bootstraps with) is the value ``forward``
+    returns beside the logits (what the rollout stores), on real positions."""
+    from positions import positions_with_a_choice
+
+    torch.manual_seed(8)
+    net = PolicyNet([32, 16], **network).eval()
+    states = positions_with_a_choice(6)
+    obs = torch.from_numpy(np.stack([encode(m, m.turn) for m in states]))
+    masks = torch.from_numpy(np.stack([action_mask(m, m.turn) for m in states])).bool()
+    with torch.no_grad():
+        values = net.value(obs)
+        _, forward_values = net(obs, masks)
+    assert values.shape == (6,) and values.abs().max() > 1e-3
+    torch.testing.assert_close(values, forward_values, rtol=1e-6, atol=1e-6)

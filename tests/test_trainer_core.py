@@ -158,3 +158,64 @@ def test_with_an_oracle_critic_the_value_loss_is_the_critic_s():
     optimizer = torch.optim.SGD(list(model.parameters()) + list(critic.parameters()), lr=0.0)
     stats = ppo_update(model, optimizer, batch, config(clip_vloss=False), critic)
     assert stats["losses/value_loss"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_each_epoch_trains_on_every_row_once_in_a_fresh_order():
+    """CleanRL's minibatches: every epoch a new permutation of the rows, cut into
+    ``num_minibatches`` parts (each row once an epoch; not the same order each epoch)."""
+    torch.manual_seed(5)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    obs = batch["obs"]
+    size = len(obs)
+    assert len({tuple(row.tolist()) for row in obs}) == size   # rows told apart by their obs
+    minibatches = []
+
+    def record(module, inputs):
+        (seen,) = inputs
+        minibatches.append([int(torch.nonzero((obs == row).all(1))[0, 0]) for row in seen])
+
+    model.trunk.register_forward_pre_hook(record)
+    ppo_update(model, torch.optim.SGD(model.parameters(), lr=0.0), batch,
+               config(update_epochs=2, num_minibatches=2))
+    assert [len(rows) for rows in minibatches] == [size // 2] * 4
+    epochs = [minibatches[0] + minibatches[1], minibatches[2] + minibatches[3]]
+    for rows in epochs:
+        assert sorted(rows) == list(range(size)), epochs
+    assert epochs[0] != epochs[1]
+    assert epochs[0] != list(range(size)) or epochs[1] != list(range(size))
+
+
+def test_gradient_clipping_covers_the_oracle_critic_too():
+    """One norm over every trained parameter (the policy's and the critic's, as CleanRL clips
+    its one agent): plain SGD at lr 1 moves them together by exactly max_grad_norm."""
+    torch.manual_seed(6)
+    model, critic = PolicyNet([16], action_features=0), OracleCritic((16,))
+    states = [random_state(seed, 6 + seed) for seed in range(8)]
+    obs, masks, _, values, dist, actions = sampled(model, states)
+    hands = torch.from_numpy(np.stack([hidden_hands(m, m.turn) for m in states]))
+    batch = {"obs": obs, "masks": masks, "actions": actions, "logprobs": dist.log_prob(actions),
+             "advantages": torch.linspace(-1.0, 1.0, 8), "values": values,
+             "returns": torch.linspace(-3.0, 3.0, 8), "hands": hands}
+    both = torch.nn.ModuleList([model, critic])
+    optimizer = torch.optim.SGD(both.parameters(), lr=1.0)
+    step = _step(both, lambda: ppo_update(model, optimizer, batch, config(max_grad_norm=1e-3),
+                                          critic))
+    assert float(step.norm()) == pytest.approx(1e-3, rel=1e-3)
+    critic_size = sum(p.numel() for p in critic.parameters())
+    assert float(step[-critic_size:].norm()) > 1e-5   # the critic moved too
+
+
+def test_the_value_loss_trains_the_shared_trunk():
+    """``critic: shared``: the value head sits on the policy's trunk, and its loss's gradient
+    flows into the trunk (no advantage, no entropy bonus: the value loss is the only loss)."""
+    torch.manual_seed(7)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    batch["advantages"].zero_()
+    first = model.trunk[0].weight
+    before = first.detach().clone()
+    ppo_update(model, torch.optim.SGD(model.parameters(), lr=0.1), batch,
+               config(vf_coef=1.0, ent_coef=0.0, clip_vloss=False, norm_adv=False,
+                      max_grad_norm=1e9))
+    assert float((first.detach() - before).abs().max()) > 1e-6
