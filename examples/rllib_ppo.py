@@ -71,6 +71,8 @@ POLICY_ID = "shared"
 #: a local Ray, envs per env runner (each steps its envs one after another), samples per
 #: iteration (a sample's observation and mask alone are ~1.4 kB: a million is ~1.4 GB).
 MAX_CPUS, MAX_ENVS_PER_RUNNER, MAX_TRAIN_BATCH = 256, 1024, 1_000_000
+#: Env runners (one CPU each, on a cluster with --address) and passes over each batch.
+MAX_ENV_RUNNERS, MAX_EPOCHS = 4096, 1000
 
 if __name__ != "__main__":  # imported (tests, benchmarks): let Ray ship this module's classes by value
     import ray.cloudpickle
@@ -235,14 +237,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="env-step budget")
     parser.add_argument("--max-iterations", type=arguments.count, default=None)
     parser.add_argument("--opponent", default="self", help="'self' or an agent spec (e.g. heuristic)")
-    parser.add_argument("--num-env-runners", type=arguments.non_negative_int, default=1)
+    parser.add_argument("--num-env-runners", type=arguments.int_in(0, MAX_ENV_RUNNERS), default=1,
+                        help=f"0..{MAX_ENV_RUNNERS} (0: sample in the driver)")
     parser.add_argument("--num-envs-per-env-runner", default=1,
                         type=arguments.int_in(1, MAX_ENVS_PER_RUNNER),
                         help=f"1..{MAX_ENVS_PER_RUNNER}")
     parser.add_argument("--train-batch-size", type=arguments.int_in(1, MAX_TRAIN_BATCH),
                         default=4000, help=f"env steps per iteration, 1..{MAX_TRAIN_BATCH:,}")
     parser.add_argument("--minibatch-size", type=arguments.count, default=500)
-    parser.add_argument("--num-epochs", type=arguments.count, default=4)
+    parser.add_argument("--num-epochs", type=arguments.int_in(1, MAX_EPOCHS), default=4,
+                        help=f"passes over each batch, 1..{MAX_EPOCHS}")
     parser.add_argument("--lr", type=arguments.positive_real, default=2.5e-4)
     parser.add_argument("--reward", default="win", choices=["win", "points", "shaped"],
                         help="env reward: R8 win/loss, the score margin / 100 (dense), or "

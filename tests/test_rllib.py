@@ -344,7 +344,7 @@ def test_the_example_refuses_more_env_runners_than_local_cpus(rllib_ppo, capsys,
 
 
 @pytest.mark.parametrize("option, most", [("--num-cpus", 256), ("--num-envs-per-env-runner", 1024),
-                                          ("--train-batch-size", 1_000_000)])
+                                          ("--train-batch-size", 1_000_000), ("--num-epochs", 1000)])
 def test_the_example_bounds_the_options_that_size_the_run(rllib_ppo, capsys, option, most):
     """Unbounded, ``--num-cpus 10**9`` or ``--train-batch-size 10**12`` hung Ray or ran it out
     of memory; refused as the command line is read, as argparse refuses a bad number."""
@@ -356,6 +356,17 @@ def test_the_example_bounds_the_options_that_size_the_run(rllib_ppo, capsys, opt
         assert exit.value.code == 2
         assert f"argument {option}: must be an int in [1, {most}]" in capsys.readouterr().err
     assert f"1..{most:,}".replace(",", "") in parser.format_help().replace(",", "")
+
+
+def test_the_example_bounds_its_env_runners_on_a_cluster_too(rllib_ppo, capsys):
+    """With ``--address`` (a cluster) the local CPU count does not bound ``--num-env-runners``:
+    the option itself does (0 samples in the driver)."""
+    parser = rllib_ppo._parser()
+    assert parser.parse_args(["--num-env-runners", "0"]).num_env_runners == 0
+    assert parser.parse_args(["--num-env-runners", "4096"]).num_env_runners == 4096
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--num-env-runners", "4097"])
+    assert "argument --num-env-runners: must be an int in [0, 4096]" in capsys.readouterr().err
 
 
 def test_build_config_carries_the_opponent_reward_and_hyperparameters(rllib_ppo):
