@@ -75,6 +75,13 @@ def test_parameters_of_a_wrong_type_are_type_errors(params, message):
         SevenRocksGame(params)
 
 
+def test_unknown_parameters_of_any_key_type_are_named():
+    """Keys are sorted for the message: an int beside a str made ``sorted`` raise TypeError."""
+    from sevenrocks_env.openspiel.game import SevenRocksGame
+    with pytest.raises(ValueError, match=r"unknown parameters 'targt', 1; known: \["):
+        SevenRocksGame({1: 2, "targt": 3})
+
+
 def test_a_game_that_refused_its_parameters_has_a_safe_repr():
     """pytest shows ``self`` in the traceback of a failing test: pyspiel's repr of a game whose
     C++ half was never built (a refused parameter) read undefined memory, and crashed."""

@@ -66,9 +66,9 @@ def _check_params(params) -> tuple[int, int, int]:
     if not isinstance(params, Mapping):
         raise TypeError(f"{GAME_NAME}: parameters must be a dict, got {type(params).__name__} "
                         f"{shown(params)}")
-    unknown = sorted(set(params) - set(DEFAULT_PARAMS))
+    unknown = sorted(map(shown, set(params) - set(DEFAULT_PARAMS)))  # (keys of any type)
     if unknown:
-        raise ValueError(f"{GAME_NAME}: unknown parameters {shown(unknown)}; "
+        raise ValueError(f"{GAME_NAME}: unknown parameters {', '.join(unknown)[:200]}; "
                          f"known: {sorted(DEFAULT_PARAMS)}")
     values = {**DEFAULT_PARAMS, **params}
     target = _int_param(values, "target", 1, MAX_TARGET, f"an int in [1, {MAX_TARGET}]")
