@@ -283,3 +283,18 @@ def test_a_clone_with_history_keeps_how_each_round_ended():
                                                                 mine.scores)
     assert (copied.opener, copied.hands, copied.moves) == (mine.opener, mine.hands, mine.moves)
     assert game_record(clone) == game_record(match)
+
+
+def test_seats_teams_and_turns_go_round_the_table_clockwise():
+    """R1: partners sit opposite (0 with 2, 1 with 3) and play passes clockwise 0 -> 1 -> 2 -> 3;
+    the engine's turn follows ``next_seat`` after every move that does not end the round."""
+    from sevenrocks_env.rules import next_seat, partner_of, team_of
+    assert [next_seat(s) for s in range(4)] == [1, 2, 3, 0]
+    assert [partner_of(s) for s in range(4)] == [2, 3, 0, 1]
+    assert [team_of(s) for s in range(4)] == [0, 1, 0, 1]
+    match, rng = Match.new(3), random.Random(3)
+    while not match.over:
+        mover, rounds = match.turn, len(match.history)
+        apply_action(match, rng.choice(legal_actions(match)))
+        if len(match.history) == rounds and match.history[-1].result is None:
+            assert match.turn == next_seat(mover)
