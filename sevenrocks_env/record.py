@@ -34,7 +34,7 @@ from typing import Iterator
 from .atomic_file import atomic_path
 from .checks import is_plain_int, shown
 from .match_state import MAX_ROUNDS, MAX_TARGET  # noqa: F401  (re-exported: the bounds of a record)
-from .rules import DOMINO, Match, apply_action, is_legal, legal_actions
+from .rules import Match, apply_action, is_legal, legal_actions
 from .textfile import read_text
 from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
 
@@ -229,9 +229,9 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
                 raise RecordError(f"{where}: the match had already ended{why}; no round follows")
             if not match.awaiting_deal:
                 raise RecordError(f"{where}: the previous round had not ended")
-            prev = match.history[-1]
-            if prev.result == DOMINO and opener != prev.finisher:
-                raise RecordError(f"{where}: opener {opener} but seat {prev.finisher} dominoed the "
+            finisher = match.finisher_opens
+            if finisher is not None and opener != finisher:
+                raise RecordError(f"{where}: opener {opener} but seat {finisher} dominoed the "
                                   f"previous round and must open (R2, see docs/rules.md)")
             match.start_round(hands, opener)
         yield match, None, r

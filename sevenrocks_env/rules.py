@@ -206,6 +206,13 @@ class Match:
         return self.turn < 0 and not self.over
 
     @property
+    def finisher_opens(self) -> int | None:
+        """Who must open the next round: the last round's finisher after a domino (R2); ``None``
+        when the opener is drawn (first round, a block) or unknown (no history kept)."""
+        last = self.history[-1] if self.history else None
+        return last.finisher if last is not None and last.result == DOMINO else None
+
+    @property
     def opening(self) -> bool:
         """No tile placed yet this round: the opener may play any tile (R3)."""
         return self.placements == 0

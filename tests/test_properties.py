@@ -298,3 +298,23 @@ def test_seats_teams_and_turns_go_round_the_table_clockwise():
         apply_action(match, rng.choice(legal_actions(match)))
         if len(match.history) == rounds and match.history[-1].result is None:
             assert match.turn == next_seat(mover)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seeds)
+def test_after_a_domino_the_finisher_must_open_and_after_a_block_the_opener_is_drawn(seed):
+    """R2, as ``Match.finisher_opens`` tells the seedless match's caller (records, the OpenSpiel
+    game, the batched engine's lockstep check): the finisher after a domino, None otherwise."""
+    from sevenrocks_env.rules import deal
+    match, rng = Match.from_deal(*deal(seed, 0)), random.Random(seed)
+    assert match.finisher_opens is None  # the first round's opener was drawn
+    while not match.over:
+        if match.awaiting_deal:
+            log = match.history[-1]
+            assert match.finisher_opens == (log.finisher if log.result == DOMINO else None)
+            hands, drawn = deal(seed, match.round_index)
+            opener = drawn if match.finisher_opens is None else match.finisher_opens
+            match.start_round(hands, opener)
+            assert match.finisher_opens is None  # a round in play
+            continue
+        apply_action(match, rng.choice(legal_actions(match)))

@@ -13,7 +13,7 @@ import torch
 
 from .. import observation
 from ..rewards import team0_reward
-from ..rules import DOMINO, Round, apply_action
+from ..rules import Round, apply_action
 
 _COMPARED = ("hands", "played_by", "played", "ends", "end_double", "branch_started", "spinner",
              "turn", "opener", "placements", "voids", "scores", "last_end_sum", "round_index")
@@ -94,9 +94,9 @@ class Lockstep:
                 self.shadows[env] = fresh
             elif match.awaiting_deal:
                 dealt = self.venv.match(env)
-                last = match.history[-1]
-                if last.result == DOMINO and dealt.opener != last.finisher:
-                    raise LockstepError(f"env {env}: seat {last.finisher} dominoed but seat "
+                finisher = match.finisher_opens
+                if finisher is not None and dealt.opener != finisher:
+                    raise LockstepError(f"env {env}: seat {finisher} dominoed but seat "
                                         f"{dealt.opener} opens (R2)")
                 match.start_round(dealt.hands, dealt.opener)
         self.check()

@@ -212,9 +212,9 @@ class SevenRocksState(pyspiel.State):
             self._dealt.append(action)
             if len(self._dealt) == DEAL_NODES:
                 self._dealing = False
-                previous = None if self._match is None else self._match.history[-1]
-                if previous is not None and previous.result == rules.DOMINO:
-                    self._start_round(previous.finisher)  # the finisher opens (R2)
+                finisher = None if self._match is None else self._match.finisher_opens
+                if finisher is not None:
+                    self._start_round(finisher)  # the finisher opens (R2)
                 else:
                     self._drawing_opener = True  # first round or after a block: drawn (R2)
         elif self._drawing_opener:
