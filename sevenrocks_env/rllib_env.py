@@ -47,7 +47,7 @@ from .driver import agent_action
 from .env import AGENTS, raw_env
 from .tiles import NUM_ACTIONS
 from .rules import is_legal, legal_actions, team_of
-from .single_agent import ILLEGAL_ACTION_MODES, is_self
+from .single_agent import checked_illegal_action, is_self
 from .starts import checked_start, reset_options
 from .wrappers import checked_action
 
@@ -99,9 +99,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
                             reward=config.get("reward", "win"),
                             points_scale=config.get("points_scale"),
                             win_reward=config.get("win_reward"))
-        mode = self.illegal_action = config.get("illegal_action", "terminate")
-        if not isinstance(mode, str) or mode not in ILLEGAL_ACTION_MODES:  # (no `in` on an array)
-            raise ValueError(f"illegal_action must be 'terminate' or 'raise', got {shown(mode)}")
+        self.illegal_action = checked_illegal_action(config.get("illegal_action", "terminate"))
         opponent = config.get("opponent")
         self._opponent = None if opponent is None or is_self(opponent) else make_agent(opponent)
         self.skip_forced = config.get("skip_forced", True)

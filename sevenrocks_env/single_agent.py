@@ -85,10 +85,7 @@ class SingleAgentEnv(gymnasium.Env):
         if not is_random(seat) and not is_int(seat, 0, 3):  # (an array: no == "random" test)
             raise (ValueError if is_int(seat) or isinstance(seat, str) else TypeError)(
                 f"seat must be 0-3 or 'random', got {type(seat).__name__} {shown(seat)}")
-        if not isinstance(illegal_action, str) or illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, "
-                             f"got {shown(illegal_action)}")
-        self.illegal_action = illegal_action
+        self.illegal_action = checked_illegal_action(illegal_action)
         self._aec = raw_env(target=target, max_rounds=max_rounds, reward=reward,
                             render_mode=render_mode, points_scale=points_scale,
                             win_reward=win_reward)
@@ -256,6 +253,14 @@ class SingleAgentEnv(gymnasium.Env):
         if match.over:
             info["won"] = None if match.winner is None else match.winner == team
         return info
+
+
+def checked_illegal_action(mode) -> str:
+    """``mode`` if one of :data:`ILLEGAL_ACTION_MODES` (both views' ``illegal_action``), else
+    ``ValueError`` (an array is not tested with ``in``: NumPy would answer elementwise)."""
+    if not isinstance(mode, str) or mode not in ILLEGAL_ACTION_MODES:
+        raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION_MODES}, got {shown(mode)}")
+    return mode
 
 
 def is_random(seat) -> bool:
