@@ -67,6 +67,7 @@ from .starts import checked_start, reset_options
 from .rewards import team0_reward
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
 from .tiles import illegal_action_text
+from .wrappers import checked_action
 
 ENV_ID = "sevenrocks/SevenRocks-v0"
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
@@ -170,12 +171,11 @@ class SingleAgentEnv(gymnasium.Env):
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the match is over: call reset() before step()")
-        if isinstance(action, np.ndarray) and action.shape == () \
-                and np.issubdtype(action.dtype, np.integer):
-            action = int(action)  # a 0-d integer array is a member of Discrete (gymnasium)
+        # Outside the action space is a caller's bug in every mode, refused as env() refuses it
+        # (ActionNotAnIndex / ActionOutOfRange, both ValueErrors); a 0-d integer array is an int.
+        action = checked_action(action, AGENTS[self.match.turn], self.action_space.n)
         if not is_legal(self.match, action):
-            if self.illegal_action == "terminate" and is_int(action, 0, self.action_space.n - 1):
-                # (not contains(): it takes True, and gymnasium 1.2 raises OverflowError at 2**63)
+            if self.illegal_action == "terminate":
                 return self._end_on_illegal_action()
             raise ValueError(self._illegal_message(action))  # state unchanged
         self._driver.play(action)

@@ -93,9 +93,11 @@ class TerminateIllegalWrapper(_DirectAttributes, wrappers.TerminateIllegalWrappe
             super().step(action)
 
 
-class ActionNotAnIndex(TypeError, AssertionError):
+class ActionNotAnIndex(TypeError, ValueError, AssertionError):
     """A step's action is not an int action index (nor ``None`` for a finished agent): a
-    ``TypeError``, and the ``AssertionError`` PettingZoo's wrapper raised for it."""
+    ``TypeError``; a ``ValueError`` too, which is what the Gymnasium view (``SingleAgentEnv``)
+    raises for every action outside its space; and the ``AssertionError`` PettingZoo's wrapper
+    raised for it."""
 
 
 class ActionOutOfRange(ValueError, AssertionError):

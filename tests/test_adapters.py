@@ -271,8 +271,9 @@ def test_illegal_learner_action_raises_and_keeps_state():
     obs, _ = env.reset(seed=0)
     legal = set(legal_actions(env.match))
     bad = next(a for a in range(113) if a not in legal)
-    for action in (bad, 113, -1, np.array(bad)):
-        with pytest.raises(ValueError, match="illegal action"):
+    for action, words in ((bad, "illegal action"), (np.array(bad), "illegal action"),
+                          (113, "outside the action space"), (-1, "outside the action space")):
+        with pytest.raises(ValueError, match=words):
             env.step(action)
     assert np.array_equal(env.aec_env.observe(f"player_{env.match.turn}")["observation"], obs["observation"])
 
@@ -294,9 +295,20 @@ def test_illegal_learner_action_ends_the_episode_by_default(reward):
     env.reset(seed=0)  # and the next episode is normal
     obs3, _, _, _, info = env.step(np.array(next(iter(legal))))  # a 0-d array is that int
     assert "illegal_action" not in info
-    for outside in (113, -1, "3", 2.5, True, np.bool_(False)):  # a caller bug, always raised
-        with pytest.raises(ValueError, match="illegal action"):
+    # Outside the action space is a caller bug, always raised, with env()'s classes (both are
+    # ValueErrors, as documented for this view), the match unchanged.
+    from sevenrocks_env.wrappers import ActionNotAnIndex, ActionOutOfRange
+    state = env.match.to_state()
+    for outside, error, words in ((113, ActionOutOfRange, "outside the action space"),
+                                  (-1, ActionOutOfRange, "outside the action space"),
+                                  ("3", ActionNotAnIndex, "must be an int action index"),
+                                  (2.5, ActionNotAnIndex, "must be an int action index"),
+                                  (True, ActionNotAnIndex, r"\(a bool\)"),
+                                  (np.bool_(False), ActionNotAnIndex, r"\(a bool\)")):
+        with pytest.raises(error, match=words) as raised:
             env.step(outside)
+        assert isinstance(raised.value, ValueError)
+        assert env.match.to_state() == state
 
 
 def test_bad_arguments_get_clear_errors():

@@ -164,11 +164,13 @@ def test_the_largest_settings_play_matches_whose_records_load_back(target, max_r
 @pytest.mark.parametrize("action", [True, False, np.True_])
 def test_a_bool_is_never_a_single_agent_action(mode, action):
     """``Discrete.contains(True)`` is true, but a bool is not an action: a ``ValueError`` in
-    both modes (as for any non-int), not an illegal move that ends the episode."""
+    both modes (as for any non-int: ``ActionNotAnIndex``, as ``env()`` raises), not an illegal
+    move that ends the episode."""
+    from sevenrocks_env.wrappers import ActionNotAnIndex
     env = SingleAgentEnv(opponents="random", illegal_action=mode)
     env.reset(seed=0)
     before = env.match.to_state()
-    with pytest.raises(ValueError, match="legal"):
+    with pytest.raises(ActionNotAnIndex, match=r"\(a bool\)"):
         env.step(action)
     assert env.match.to_state() == before
     env.step(int(np.flatnonzero(env.action_masks())[0]))  # the episode goes on
