@@ -322,3 +322,34 @@ def test_hands_are_shown_after_a_domino_round():
     assert any(log.remaining_hands())
     for player in range(4):
         assert f"{rules.DOMINO} shown[{shown}]" in state.information_state_string(player)
+
+
+def test_a_hand_sampler_of_another_view_is_refused_not_sampled():
+    """``resample_hidden``'s optional ``HandSampler`` must be the one of this player's view:
+    another seat's (its unseen tiles differ) dealt hands the player knows to be wrong; a
+    non-sampler failed deep inside with an ``AttributeError``."""
+    from sevenrocks_env.agents.belief import HandSampler
+    from sevenrocks_env.agents.layout import view_of
+
+    state = _mid_round()
+    rng = np.random.default_rng(0)
+    own = HandSampler(view_of(state._match, 1))
+    other = state.resample_hidden(1, rng, own)  # the player's own sampler is used
+    assert other.information_state_string(1) == state.information_state_string(1)
+    for seat in (0, 2, 3):
+        with pytest.raises(ValueError, match="sampler was built for another view than seat 1"):
+            state.resample_hidden(1, rng, HandSampler(view_of(state._match, seat)))
+    for bad in ("uniform", 3, object()):
+        with pytest.raises(TypeError, match="sampler must be a HandSampler or None, got "):
+            state.resample_hidden(1, rng, bad)
+    with pytest.raises(TypeError, match="sampler must be a HandSampler"):
+        _mid_deal().resample_hidden(1, rng, "uniform")  # refused while dealing too
+
+
+def test_make_py_observer_refuses_what_is_not_an_observation_type():
+    """``None`` or a ``pyspiel.IIGObservationType``; anything else was an ``AttributeError``."""
+    game = load()
+    for bad in ("public", {"public_info": True}, 1):
+        with pytest.raises(TypeError, match="iig_obs_type must be a pyspiel.IIGObservationType "
+                                            f"or None, got {type(bad).__name__}$"):
+            game.make_py_observer(bad)

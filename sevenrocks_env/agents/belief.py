@@ -40,14 +40,10 @@ class HandSampler:
     """
 
     def __init__(self, view: SeatView):
-        self.tiles = tiles_of(view.unseen)
-        self.counts = tuple(view.tile_counts[k] for k in HIDDEN_SEATS)
+        self.tiles, self.counts, self.allowed = self._constraints(view)
         if sum(self.counts) != len(self.tiles):
             raise ValueError(f"{len(self.tiles)} unseen tiles but the other seats hold "
                              f"{sum(self.counts)}")
-        excluded = [excluded_tiles(view.voids[k]) for k in HIDDEN_SEATS]
-        self.allowed = [tuple(j for j in range(3) if not (excluded[j] >> t) & 1)
-                        for t in self.tiles]
         n = len(self.tiles)
         ways: list[dict[tuple[int, int], int]] = [dict() for _ in range(n + 1)]
         ways[n][(0, 0)] = 1
@@ -71,6 +67,20 @@ class HandSampler:
         self.consistent_deals = ways[0].get(self.counts[:2], 0)
         if not self.consistent_deals:
             raise ValueError("no deal of the unseen tiles is consistent with this view")
+
+    @staticmethod
+    def _constraints(view: SeatView):
+        """The unseen tiles, the hidden seats' tile counts, and which of those seats may hold
+        each unseen tile (not a seat whose knock showed it lacks one of the tile's numbers)."""
+        tiles = tiles_of(view.unseen)
+        excluded = [excluded_tiles(view.voids[k]) for k in HIDDEN_SEATS]
+        allowed = [tuple(j for j in range(3) if not (excluded[j] >> t) & 1) for t in tiles]
+        return tiles, tuple(view.tile_counts[k] for k in HIDDEN_SEATS), allowed
+
+    def fits(self, view: SeatView) -> bool:
+        """Whether this sampler draws the deals consistent with ``view`` (it was built from
+        ``view`` or from a view with the same unseen tiles, tile counts and knocks)."""
+        return self._constraints(view) == (self.tiles, self.counts, self.allowed)
 
     def sample(self, rng: np.random.Generator) -> tuple[int, int, int]:
         """Hidden hands (bitmasks) of relative seats 1, 2, 3."""

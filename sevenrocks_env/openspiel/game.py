@@ -155,6 +155,9 @@ class SevenRocksGame(pyspiel.Game):
                              f"got {shown(params)}")
         if iig_obs_type is None:
             return SevenRocksObserver(False)
+        if not isinstance(iig_obs_type, pyspiel.IIGObservationType):
+            raise TypeError(f"{GAME_NAME}: iig_obs_type must be a pyspiel.IIGObservationType or "
+                            f"None, got {type(iig_obs_type).__name__}")
         if iig_obs_type.private_info != pyspiel.PrivateInfoType.SINGLE_PLAYER \
                 or not iig_obs_type.public_info:
             return None

@@ -78,9 +78,14 @@ def resample(state, player, probability_sampler, sampler: HandSampler | None = N
     ``player`` is a seat, an int 0-3 (a NumPy int too; not a bool, which pybind11 would take as
     0 or 1): ``TypeError`` otherwise, ``ValueError`` for another int.  OpenSpiel's C++ games
     raise ``SpielError`` or ``IndexError`` for a player out of range; this follows the
-    project's convention instead, as for a draw outside [0, 1).
+    project's convention instead, as for a draw outside [0, 1).  A ``sampler`` that is not a
+    :class:`HandSampler` is a ``TypeError``; one built for another view (it would deal hands
+    ``player`` knows to be wrong) a ``ValueError``.
     """
     player = checked_int(f"{_WHERE}: player", player, 0, NUM_SEATS - 1)
+    if sampler is not None and not isinstance(sampler, HandSampler):
+        raise TypeError(f"{_WHERE}: sampler must be a HandSampler or None, got "
+                        f"{type(sampler).__name__}")
     rng = checked_draws(probability_sampler)
     clone = state.clone()
     if state._dealing or state._drawing_opener:
@@ -116,7 +121,13 @@ def _redeal_partial(dealt: list[int], player: int, rng) -> list[int]:
 def _resample_hands(match: rules.Match, player: int, rng, sampler=None) -> None:
     """Replace the hands hidden from ``player`` with a uniform consistent sample (in place),
     and the round log's hands with the same tiles plus what each seat played since."""
-    hidden = (sampler or HandSampler(view_of(match, player))).sample(rng)
+    view = view_of(match, player)
+    if sampler is None:
+        sampler = HandSampler(view)
+    elif not sampler.fits(view):  # it would deal hands this seat knows to be wrong
+        raise ValueError(f"{_WHERE}: the sampler was built for another view than seat "
+                         f"{player}'s view of this state")
+    hidden = sampler.sample(rng)
     log = match.history[-1]
     played_since = [0] * NUM_SEATS
     for seat, action, _, _ in log.moves:
