@@ -229,11 +229,10 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
                 raise RecordError(f"{where}: the match had already ended{why}; no round follows")
             if not match.awaiting_deal:
                 raise RecordError(f"{where}: the previous round had not ended")
-            finisher = match.finisher_opens
-            if finisher is not None and opener != finisher:
-                raise RecordError(f"{where}: opener {opener} but seat {finisher} dominoed the "
-                                  f"previous round and must open (R2, see docs/rules.md)")
-            match.start_round(hands, opener)
+            try:  # (the hands were checked above: what is left is R2's opener after a domino)
+                match.start_round(hands, opener)
+            except ValueError as problem:
+                raise RecordError(f"{where}: {problem} (see docs/rules.md)") from None
         yield match, None, r
         for i, move in enumerate(rnd["moves"]):
             _apply_move(match, move, f"{where}, move {i}")

@@ -26,20 +26,8 @@ from .dealing import deal, next_seat, partner_of, team_of
 from .match_state import (check_match_state, check_state_fields, checked_deal, checked_scores,
                           checked_settings)
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
-from .tiles import (
-    ALL_TILES,
-    EAST,
-    KNOCK,
-    NORTH,
-    NUM_SEATS,
-    OTHER_HALF,
-    SOUTH,
-    TILE_HIGH,
-    TILE_IS_DOUBLE,
-    TILE_LOW,
-    WEST,
-    WITH_NUMBER,
-)
+from .tiles import (ALL_TILES, EAST, KNOCK, NORTH, NUM_SEATS, OTHER_HALF, SOUTH, TILE_HIGH,
+                    TILE_IS_DOUBLE, TILE_LOW, WEST, WITH_NUMBER)
 
 DEFAULT_TARGET = 250  # R8
 #: ``Round.result`` values (R7, R8).
@@ -128,8 +116,17 @@ class Match:
 
     def start_round(self, hands: list[int], opener: int) -> None:
         """Lay out a fresh round with these hands (four disjoint 7-tile sets, R1); ``opener``
-        moves first (R2).  ``TypeError``/``ValueError`` saying what is wrong with the deal."""
-        self._lay_out(*checked_deal(hands, opener))
+        moves first (R2).  ``TypeError``/``ValueError`` saying what is wrong with the deal, and
+        ``ValueError`` unless the match is :attr:`awaiting_deal` or when ``opener`` is not the
+        seat that must open after a domino (:attr:`finisher_opens`, known with the history)."""
+        hands, opener = checked_deal(hands, opener)
+        if not self.awaiting_deal:
+            raise ValueError("start_round: " + ("the match is over" if self.over else
+                             "the round in play has not ended (or this match deals its own)"))
+        if self.finisher_opens not in (None, opener):
+            raise ValueError(f"start_round: seat {self.finisher_opens} dominoed the last round "
+                             f"and must open the next (R2), not seat {opener}")
+        self._lay_out(hands, opener)
 
     def _lay_out(self, hands: list[int], opener: int) -> None:
         """:meth:`start_round` for a deal known to be one (the engine's own, checked ones)."""

@@ -142,3 +142,51 @@ def test_the_settings_are_bounded_by_the_game_record_s_bounds(target, max_rounds
             validate(game_record(match))
     refused(ValueError, "target must be in", lambda: Match.new(5, target=target + past))
     refused(ValueError, "max_rounds must be in", lambda: Match.new(5, max_rounds=max_rounds + past))
+
+
+def _seedless_until(seed: int, stop):
+    """A seedless match (no deals of its own) played at random until ``stop(match)``."""
+    rng = np.random.default_rng(seed)
+    match = Match.from_deal(*deal(seed, 0), target=150)
+    while not stop(match):
+        assert not match.over, "the match ended first: choose another seed"
+        if match.awaiting_deal:
+            hands, drawn = deal(seed, match.round_index)
+            match.start_round(hands, drawn if match.finisher_opens is None else match.finisher_opens)
+        else:
+            apply_action(match, int(rng.choice(legal_actions(match))))
+    return match
+
+
+def test_start_round_refuses_a_round_in_play_and_a_finished_match():
+    """It replaced the round in play (or dealt a round after R8's end) without a word."""
+    in_play = Match.from_deal(HANDS, OPENER)
+    apply_action(in_play, legal_actions(in_play)[0])
+    before = in_play.to_state()
+    refused(ValueError, "^start_round: the round in play has not ended",
+            lambda: in_play.start_round(*deal(1, 1)))
+    seeded = Match.new(seed=1)  # deals its own rounds
+    refused(ValueError, "^start_round: the round in play has not ended",
+            lambda: seeded.start_round(*deal(1, 1)))
+    assert in_play.to_state() == before
+    over = _seedless_until(4, lambda m: m.over)
+    refused(ValueError, "^start_round: the match is over$", lambda: over.start_round(*deal(4, 9)))
+
+
+def test_start_round_makes_the_finisher_of_a_domino_open_the_next_round():
+    """R2: after a domino its finisher opens; any other opener is refused, the match unchanged
+    (records, the batched engine's lockstep check and OpenSpiel rely on it)."""
+    match = _seedless_until(3, lambda m: m.awaiting_deal and m.finisher_opens is not None)
+    finisher, before = match.finisher_opens, match.to_state()
+    hands = deal(3, match.round_index)[0]
+    for other in {0, 1, 2, 3} - {finisher}:
+        refused(ValueError, rf"^start_round: seat {finisher} dominoed the last round and must "
+                            rf"open the next \(R2\), not seat {other}$",
+                lambda: match.start_round(hands, other))
+        assert match.to_state() == before
+    match.start_round(hands, finisher)
+    assert match.turn == match.opener == finisher
+    blocked = _seedless_until(6, lambda m: m.awaiting_deal and m.finisher_opens is None
+                              and m.round_index > 0)
+    blocked.start_round(deal(6, blocked.round_index)[0], 3)  # after a block any seat may open
+    assert blocked.turn == 3

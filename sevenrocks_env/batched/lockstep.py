@@ -94,11 +94,10 @@ class Lockstep:
                 self.shadows[env] = fresh
             elif match.awaiting_deal:
                 dealt = self.venv.match(env)
-                finisher = match.finisher_opens
-                if finisher is not None and dealt.opener != finisher:
-                    raise LockstepError(f"env {env}: seat {finisher} dominoed but seat "
-                                        f"{dealt.opener} opens (R2)")
-                match.start_round(dealt.hands, dealt.opener)
+                try:  # refuses an opener other than the finisher after a domino (R2)
+                    match.start_round(dealt.hands, dealt.opener)
+                except ValueError as problem:
+                    raise LockstepError(f"env {env}: {problem}") from None
         self.check()
         return rewards, terminated, truncated
 
