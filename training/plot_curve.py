@@ -1,7 +1,7 @@
 """Learning curve picture from a run's TensorBoard logs: eval win rate with 95% bands.
 
     python -m training.plot_curve runs/<run> --out docs/learning_curve.png
-    python -m training.plot_curve runs/smoke --x steps          # against learner decisions
+    python -m training.plot_curve runs/smoke --x steps --out /tmp/smoke_curve.png   # by decisions
 
 Reads the ``eval/win_rate_vs_<agent>`` scalars and ``eval/wall_minutes`` (logged at each
 evaluation, resume-safe).  The x axis is wall time in the unit that suits the run (seconds for a
