@@ -1,0 +1,210 @@
+"""Mutation-audit tests for the search agents and the hidden-hand samplers: checks the other
+suites left open (each named by what a wrong implementation would get wrong)."""
+
+import dataclasses
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from sevenrocks_env import rules
+from sevenrocks_env.agents import inference, policy_search
+from sevenrocks_env.agents.belief import HandSampler, world_match
+from sevenrocks_env.agents.inference import InferenceSearch, resampled, world_weights
+from sevenrocks_env.agents.layout import view_of
+from sevenrocks_env.agents.policy_search import PolicySearchAgent
+from sevenrocks_env.agents.search import SearchAgent
+from sevenrocks_env.agents.search_batched import BatchedSearch
+from sevenrocks_env.agents.world_rollouts import Decision
+from sevenrocks_env.batched import VectorEnv
+from sevenrocks_env.batched.history import RoundHistory
+from sevenrocks_env.observation import action_mask, encode
+from sevenrocks_env.policy import PolicyNet
+from positions import positions_with_a_choice, random_state
+
+
+# --- belief.HandSampler ----------------------------------------------------------------------
+
+def test_a_view_no_deal_fits_is_refused_not_sampled():
+    """Counts add up, but a seat that knocked on every number (R6) holds no tile while its count
+    says it holds some: no deal fits.  The sampler must say so, not deal that seat tiles it
+    cannot hold (it would: every weight is 0, and the draw falls through to some seat)."""
+    match = random_state(3, 18)
+    view = view_of(match, match.turn)
+    assert view.tile_counts[1] > 0
+    voids = list(view.voids)
+    voids[1] = 0b1111111
+    with pytest.raises(ValueError, match="no deal of the unseen tiles is consistent"):
+        HandSampler(dataclasses.replace(view, voids=tuple(voids)))
+
+
+# --- search.SearchAgent ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rollout", ["random", "Defensive", "", "argmax"])
+def test_search_refuses_a_rollout_it_does_not_have(rollout):
+    """Only greedy, defensive and heuristic rollouts exist (an unknown name silently played the
+    heuristic in the rule engine and failed later, with a KeyError, in the batched arena)."""
+    with pytest.raises(ValueError, match="rollout must be one of"):
+        SearchAgent(rollout=rollout)
+
+
+def test_search_defaults_are_the_documented_ones():
+    """docs/agents.md: ``search[:samples=64,time_limit=S,rollout=defensive,win_bonus=50]``
+    (no time limit unless given: deterministic for a seed)."""
+    agent = SearchAgent()
+    assert (agent.samples, agent.time_limit, agent.rollout, agent.win_bonus) == (
+        64, None, "defensive", 50.0)
+
+
+# --- search_batched.BatchedSearch ------------------------------------------------------------
+
+def _near_target_decisions(samples: int, count: int = 12):
+    """Decisions at target 60 (wins, R8, are common in their rollouts)."""
+    decisions = []
+    for seed in range(200):
+        match = random_state(seed, seed % 30, target=60)
+        if match.over or match.awaiting_deal or len(rules.legal_actions(match)) < 2:
+            continue
+        decisions.append(Decision.sample(view_of(match, match.turn), rules.legal_actions(match),
+                                         samples, np.random.default_rng(seed)))
+        if len(decisions) == count:
+            return decisions
+    raise AssertionError("too few positions")
+
+
+@pytest.mark.parametrize("win_bonus", [0.0, 400.0])
+def test_batched_search_counts_the_agents_own_win_bonus(win_bonus):
+    """``search:win_bonus=...`` in the batched arena: the rollout values use the agent's bonus
+    (R8), as ``SearchAgent`` does, not the default 50."""
+    agent = SearchAgent(samples=2, win_bonus=win_bonus, rollout="greedy")
+    decisions = _near_target_decisions(2)
+    expected = [[[agent._rollout_value(world_match(d.view, h), a) for a in d.legal]
+                 for h in d.hidden] for d in decisions]
+    values = BatchedSearch(agent).world_values(decisions)
+    assert [v.tolist() for v in values] == expected
+    if win_bonus:  # the bonus was at stake: some rollouts end the match
+        assert any(abs(x) >= win_bonus for e in expected for row in e for x in row)
+
+
+def test_batched_search_samples_the_agents_number_of_worlds():
+    matches = positions_with_a_choice(3)
+    batched = BatchedSearch(SearchAgent(samples=5))
+    decisions = batched.decisions([encode(m, m.turn) for m in matches],
+                                  [action_mask(m, m.turn) for m in matches],
+                                  [np.random.default_rng(k) for k in range(3)])
+    assert [len(d.hidden) for d in decisions] == [5, 5, 5]
+
+
+# --- world_rollouts.Decision ---------------------------------------------------------------
+
+def test_a_decision_without_worlds_is_refused():
+    """No world: every value would be the mean of nothing (NaN), and the choice arbitrary."""
+    match = positions_with_a_choice(1)[0]
+    with pytest.raises(ValueError, match="one deal stream per world"):
+        Decision(view_of(match, match.turn), rules.legal_actions(match), [])
+    with pytest.raises(ValueError, match="one deal stream per world"):
+        Decision(view_of(match, match.turn), rules.legal_actions(match), [], streams=[])
+
+
+# --- policy_search.PolicySearchAgent -------------------------------------------------------
+
+def test_policy_search_defaults_are_the_documented_ones():
+    """docs/agents.md: within ``reach`` (60) points of the target the rollouts play on, at most
+    ``horizon`` (3) rounds; ``prior`` 5, ``win_bonus`` 50, argmax rollouts, 64 samples."""
+    agent = PolicySearchAgent(PolicyNet([8]))
+    assert (agent.samples, agent.prior, agent.win_bonus, agent.reach, agent.horizon,
+            agent.rollout) == (64, 5.0, 50.0, 60, 3, "argmax")
+
+
+def test_a_copy_on_another_device_keeps_the_win_bonus(monkeypatch):
+    """The batched arena on a GPU plays ``agent.on(device)``: its rollouts must count the agent's
+    ``win_bonus`` (R8), not the default 50.  (``meta`` stands for another device, as in
+    ``test_policy_search``: the copy is built, not played.)"""
+    monkeypatch.setattr(policy_search, "checked_device", torch.device)
+    agent = PolicySearchAgent(PolicyNet([8]), samples=2, win_bonus=400.0)
+    moved = agent.on("meta")
+    assert moved is not agent and moved.win_bonus == 400.0
+    assert moved._rollouts.win_bonus == 400.0 and moved._rollouts.device == torch.device("meta")
+
+
+# --- inference ---------------------------------------------------------------------------
+
+def test_world_weights_survive_likelihoods_far_apart():
+    """Log-likelihoods hundreds of nats apart (a few unlikely plays, times ``power`` up to 10)
+    must give finite weights: the most likely world 1, the others 0 -- not inf / inf = NaN."""
+    weights = world_weights(np.array([0.0, -800.0, -3.0]), 10.0)
+    assert np.isfinite(weights).all() and weights.sum() == pytest.approx(1.0)
+    assert weights[0] == pytest.approx(1.0) and weights[1] == 0.0
+
+
+@pytest.mark.parametrize("power", [-1.0, -0.5, 10.5, float("inf")])
+def test_inference_refuses_a_power_outside_its_range(power):
+    """A negative power would favour the worlds the other seats' plays make *unlikely*."""
+    searcher = SimpleNamespace(samples=4, rollout="argmax", name="search:policy")
+    with pytest.raises(ValueError, match="inference: power must be in"):
+        InferenceSearch(searcher, power=power)
+
+
+def test_resampling_is_unbiased():
+    """Systematic resampling draws its one offset at random: over many decisions each world is
+    drawn ``samples x weight`` times on average.  (A fixed offset of 1/2 always rounds the same
+    way: with one sample and weights 0.3/0.7 it would never draw the first world.)"""
+    match = positions_with_a_choice(1)[0]
+    view = view_of(match, match.turn)
+    decision = Decision.sample(view, rules.legal_actions(match), 2, np.random.default_rng(0))
+    assert decision.hidden[0] != decision.hidden[1]
+    rng, draws, first = np.random.default_rng(1), 4000, 0
+    for _ in range(draws):
+        kept, shares = resampled(decision, np.array([0.3, 0.7]), 1, rng)
+        first += kept.hidden == [decision.hidden[0]]
+    spread = 5 * (draws * 0.3 * 0.7) ** 0.5     # 5 standard deviations: ~145
+    assert abs(first - 0.3 * draws) < spread
+
+
+def _played(num_envs=4, seed=5, steps=13):
+    """A batched engine after ``steps`` uniform legal moves, its round history, and the envs
+    whose seat on turn has a real choice."""
+    env = VectorEnv(num_envs, target=250, max_rounds=None)
+    env.reset(seed=seed)
+    history = RoundHistory(env)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        actions = torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1)
+        env.step(actions)
+        history.record(env, actions)
+    choice = (env.action_mask.sum(1) > 1).nonzero().squeeze(1)
+    assert choice.numel() >= 2
+    return env, history, choice
+
+
+def test_inference_weighs_candidates_worlds_then_rolls_out_samples_of_them(monkeypatch):
+    """``candidates=12`` over ``samples=3``: 12 worlds are drawn and weighted per decision, and
+    the rollouts get at most 3 distinct worlds drawn from them (``resampled``)."""
+    weighed, rolled = [], []
+    likelihoods, world_values = inference.play_log_likelihoods, PolicySearchAgent.world_values
+    monkeypatch.setattr(inference, "play_log_likelihoods", lambda s, h, e, envs, worlds: (
+        weighed.extend(len(w) for w in worlds) or likelihoods(s, h, e, envs, worlds)))
+    monkeypatch.setattr(PolicySearchAgent, "world_values", lambda self, decisions: (
+        rolled.extend(len(d.hidden) for d in decisions) or world_values(self, decisions)))
+    env, history, choice = _played()
+    searcher = PolicySearchAgent(PolicyNet([8]), samples=3, seed=0)
+    agent = InferenceSearch(searcher, power=1.0, candidates=12)
+    rngs = [np.random.default_rng(k) for k in range(choice.numel())]
+    agent.scores_in(env, choice, rngs, history)
+    assert weighed == [12] * choice.numel()
+    assert len(rolled) == choice.numel() and all(1 <= n <= 3 for n in rolled)
+
+
+def test_inference_with_power_zero_scores_exactly_as_the_plain_search():
+    """``power`` 0: every world weighs the same, and the scores are the plain search's to the
+    last bit (its mean, not a weighted sum with weights 1/3, which rounds differently)."""
+    torch.manual_seed(0)
+    env, history, choice = _played(num_envs=8, seed=7, steps=9)
+    searcher = PolicySearchAgent(PolicyNet([8]), samples=3, seed=0, prior=0.0)
+    inferred = InferenceSearch(searcher, power=0.0).scores_in(
+        env, choice, [np.random.default_rng(k) for k in range(choice.numel())], history)
+    plain = searcher.action_values_many(
+        env.observation[choice].numpy(), env.action_mask[choice].numpy(),
+        [np.random.default_rng(k) for k in range(choice.numel())])
+    assert inferred == plain
