@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| against | pairs | inference search's win rate [95% CI] | mean margin | "
           "CPU ms a decision (it / against) | wall s |")
     print("|---|---:|---|---:|---:|---:|")
-    effective = []
+    effective = decisions = 0
     for against in args.against or ["search:samples=64"]:
         opponent = searcher if against == "plain" else against
         label = f"search:policy=shipped,samples={args.samples}" if against == "plain" else against
@@ -71,9 +71,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{result.mean_margin:+.1f} | {ms[0]:.1f} / {ms[1]:.1f} | "
               f"{time.perf_counter() - started:.0f} |", flush=True)
         effective += agent.effective_worlds
-        agent.effective_worlds.clear()
+        decisions += agent.decisions_weighed
+        agent.effective_worlds, agent.decisions_weighed = 0.0, 0
     print(f"\neffective worlds a decision (1 / sum of squared weights), mean over "
-          f"{len(effective)} decisions: {sum(effective) / max(len(effective), 1):.1f} of "
+          f"{decisions} decisions: {effective / max(decisions, 1):.1f} of "
           f"{agent.candidates} weighted")
     return 0
 

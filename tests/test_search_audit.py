@@ -193,6 +193,9 @@ def test_inference_weighs_candidates_worlds_then_rolls_out_samples_of_them(monke
     rngs = [np.random.default_rng(k) for k in range(choice.numel())]
     agent.scores_in(env, choice, rngs, history)
     assert weighed == [12] * choice.numel()
+    # the report's running totals: one effective count (1 to 12 worlds) per decision weighed
+    assert agent.decisions_weighed == choice.numel()
+    assert choice.numel() <= agent.effective_worlds <= 12 * choice.numel()
     assert len(rolled) == choice.numel() and all(1 <= n <= 3 for n in rolled)
 
 

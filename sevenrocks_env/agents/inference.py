@@ -207,7 +207,9 @@ class InferenceSearch(BatchedAgent):
         if candidates != searcher.samples:
             self.name += f",candidates={candidates}"
         self._on: dict[torch.device, PolicySearchAgent] = {}
-        self.effective_worlds: list[float] = []  # 1 / sum(w^2) of each decision, for reports
+        # for reports: the sum over decisions of 1 / sum(w^2), and how many decisions (a running
+        # total: an arena or a long-lived web opponent would grow a list without bound)
+        self.effective_worlds, self.decisions_weighed = 0.0, 0
 
     def seed(self, seed: int | None) -> None:
         self.searcher.seed(seed)
@@ -253,7 +255,8 @@ class InferenceSearch(BatchedAgent):
             logl = play_log_likelihoods(searcher, history, env, envs,
                                         [d.hidden for d in decisions])
             weights = [world_weights(row, self.power) for row in logl]
-            self.effective_worlds += [1.0 / float(w @ w) for w in weights]
+            self.effective_worlds += sum(1.0 / float(w @ w) for w in weights)
+            self.decisions_weighed += len(weights)
             if self.candidates != searcher.samples:
                 decisions, weights = map(list, zip(*(
                     resampled(d, w, searcher.samples, rng)
