@@ -49,12 +49,14 @@ ELO = 400.0 / math.log(10.0)  # natural-log logit -> Elo points
 
 
 def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a proportion ``p`` observed over ``n`` trials."""
+    """Wilson score interval of a proportion ``p`` observed over ``n`` trials: within [0, 1]
+    and around ``p`` (which the exact interval always contains; rounding alone gave a lower
+    bound of 2.8e-17 at p = 0, n = 7, and an upper one of 1.0000000000000002 at p = 1)."""
     if n <= 0:
         return (0.0, 1.0)
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
 def t_quantile_975(df: int) -> float:

@@ -1,0 +1,633 @@
+"""Arena audit: properties of the duplicate-deal arena that no other test pinned down (each
+test here failed on a plausible slip in the code: a swapped side, a statistic over the wrong
+unit, a pair lost or played twice by the workers, a corrupt log line or result file read as
+the arena's)."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from sevenrocks_env import arena, rules
+from sevenrocks_env.agents import GreedyAgent, RandomAgent
+from sevenrocks_env.arena_log import PairLogError
+from sevenrocks_env.ratings import fit_bradley_terry, wilson_interval
+
+torch = pytest.importorskip("torch")
+from sevenrocks_env.arena_batched import evaluate_batched, play_pairs_batched  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+# -- the duplicate pair -----------------------------------------------------------------------
+
+class _Recording(RandomAgent):
+    """A random agent that records every seed it is given."""
+
+    def __init__(self):
+        self.seeds = []
+        super().__init__()
+        self.seeds.clear()  # (the constructor seeds it once)
+
+    def seed(self, seed=None):
+        self.seeds.append(seed)
+        return super().seed(seed)
+
+
+def test_every_agent_is_seeded_from_its_pair_match_and_seat():
+    """Module docs: every agent is re-seeded before every match from (seed, pair, match, seat);
+    a seed shared by the two matches made two random partnerships replay one game with the
+    sides swapped, so every pair split 1-1 whatever the agents."""
+    duo_a, duo_b = [_Recording(), _Recording()], [_Recording(), _Recording()]
+    arena.play_pair(duo_a, duo_b, seed=7, pair=3, target=60, max_rounds=5)
+    for game, a_seats in enumerate(arena.A_SEATS):
+        b_seats = [rules.next_seat(s) for s in a_seats]
+        for k in range(2):
+            assert duo_a[k].seeds[game] == arena.agent_seed(7, 3, game, a_seats[k])
+            assert duo_b[k].seeds[game] == arena.agent_seed(7, 3, game, b_seats[k])
+    everyone = [s for agent in duo_a + duo_b for s in agent.seeds]
+    assert len(everyone) == 8 and len(set(everyone)) == 8
+
+
+def test_random_against_random_does_not_split_every_pair():
+    """The two matches of a pair share the deals, not the draws: some pair of two random
+    partnerships is won (or lost) twice."""
+    scores = [arena.play_pair([RandomAgent(), RandomAgent()], [RandomAgent(), RandomAgent()],
+                              0, pair, 250, 100).score for pair in range(8)]
+    assert any(score != 1.0 for score in scores), scores
+
+
+class _Timed(GreedyAgent):
+    """A greedy agent that counts its decisions and spends 1 s of a fake clock on each."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock, self.calls = clock, 0
+
+    def act(self, observation, action_mask, **kwargs):
+        self.calls += 1
+        self.clock["now"] += 1.0
+        return super().act(observation, action_mask)
+
+
+def test_a_pair_books_each_side_s_decisions_and_think_time_to_that_side(monkeypatch):
+    """A's decisions and time inside act() are A's in the outcome, B's are B's, in both matches
+    (A on team 0, then on team 1); only A's agent takes time here."""
+    from sevenrocks_env import driver
+    clock = {"now": 0.0}
+    monkeypatch.setattr(driver, "time", SimpleNamespace(perf_counter=lambda: clock["now"],
+                                                        process_time=lambda: clock["now"]))
+    a = _Timed(clock)
+    b = RandomAgent()
+    b_calls = []
+    b_act = b.act
+    b.act = lambda observation, mask: b_calls.append(1) or b_act(observation, mask)
+    out = arena.play_pair([a, a], [b, b], seed=5, pair=0, target=250, max_rounds=100)
+    assert a.calls != len(b_calls)  # (so a swap of the sides would show)
+    assert out.decisions == [a.calls, len(b_calls)]
+    assert out.think_s == [float(a.calls), 0.0] and out.think_cpu_s == [float(a.calls), 0.0]
+
+
+@pytest.mark.parametrize("engine", ["python", "batched"])
+def test_points_per_round_are_a_s_then_b_s(engine):
+    """A's net points per round minus B's, times the rounds played, is A's total final margin
+    (margin = points_a - points_b for every match): the two columns are not swapped."""
+    if engine == "python":
+        result = arena.evaluate("greedy", "random", pairs=4, seed=1)
+    else:
+        result = evaluate_batched("greedy", "random", pairs=4, seed=1)
+    rounds = result.rounds_per_match * result.matches
+    a, b = result.points_per_round
+    assert result.mean_margin > 0  # greedy beats random: the sign says which column is whose
+    assert (a - b) * rounds == pytest.approx(result.mean_margin * result.matches)
+
+
+def test_round_robin_rates_pairs_as_trials_with_each_row_s_score(monkeypatch):
+    """The ratings are the Bradley-Terry fit of each pairing's pair score (win rate x pairs,
+    A = the earlier agent), one trial a pair, not a match: the standard errors say so."""
+    rates = {("a", "b"): 0.75, ("a", "c"): 0.9, ("b", "c"): 0.6}
+
+    def fake_evaluate(agent_a, agent_b, pairs, *args, **kwargs):
+        return SimpleNamespace(agent_a=agent_a, agent_b=agent_b,
+                               win_rate=rates[(agent_a, agent_b)])
+    monkeypatch.setattr(arena, "evaluate", fake_evaluate)
+    monkeypatch.setattr(arena, "make_agent", lambda spec: None)
+    result = arena.round_robin(["a", "b", "c"], pairs=40)
+    expected = fit_bradley_terry(["a", "b", "c"], {(0, 1): (30.0, 40), (0, 2): (36.0, 40),
+                                                   (1, 2): (24.0, 40)})
+    assert [r["rating"] for r in result.ratings] == pytest.approx(list(expected.rating))
+    assert [r["stderr"] for r in result.ratings] == \
+        pytest.approx([expected.stderr(i) for i in range(3)])
+    assert result.ratings[0]["rating"] > result.ratings[1]["rating"] > result.ratings[2]["rating"]
+
+
+# -- the batched arena ------------------------------------------------------------------------
+
+def _real_choices(record, a_team: int, rounds: int) -> list[int]:
+    """(A's, B's) moves with more than one legal action in the first ``rounds`` rounds of a
+    game record (the decisions the arena counts: a forced move plays itself)."""
+    from sevenrocks_env import record as game_record
+    choices = [0, 0]
+    for match, _, r in game_record.replay(record):
+        if r < rounds and not match.over and not match.awaiting_deal \
+                and len(rules.legal_actions(match)) > 1:
+            choices[0 if rules.team_of(match.turn) == a_team else 1] += 1
+    return choices
+
+
+def test_the_batched_arena_counts_only_real_choices_as_decisions():
+    """As in the unbatched arena, a forced move (one legal action, usually a knock) is played
+    without asking the agent and is not a decision: each side's decisions are its moves that
+    had a choice, per the games' records."""
+    from sevenrocks_env.batched_agents import BatchedGreedy, BatchedRandom
+    outcomes, records = play_pairs_batched(BatchedGreedy(), BatchedRandom(), seed=3, first=0,
+                                           pairs=3, target=250, max_rounds=100, records=True)
+    forced = 0
+    for pair, out in enumerate(outcomes):
+        expected = [0, 0]
+        for a_team in (0, 1):
+            record = records[2 * pair + a_team]
+            assert record["winner"] is not None  # (not cut off: every round counted)
+            choices = _real_choices(record, a_team, len(record["rounds"]))
+            expected = [expected[0] + choices[0], expected[1] + choices[1]]
+            forced += sum(len(rnd["moves"]) for rnd in record["rounds"]) - sum(choices)
+        assert out.decisions == expected, pair
+    assert forced > 0  # there were forced moves to leave out
+
+
+def test_a_truncated_batched_match_keeps_the_scores_it_reached():
+    """A match cut at max_rounds counts 1/2 to each side, and its margin and points are the
+    scores after its last counted round, not zero: those of the same games (same deals, same
+    draws) played on, per their records."""
+    from sevenrocks_env.batched_agents import BatchedGreedy, BatchedRandom
+    cut = play_pairs_batched(BatchedGreedy(), BatchedRandom(), seed=4, first=0, pairs=2,
+                             target=600, max_rounds=2)
+    _, records = play_pairs_batched(BatchedGreedy(), BatchedRandom(), seed=4, first=0, pairs=2,
+                                    target=600, max_rounds=100, records=True)
+    for pair, out in enumerate(cut):
+        assert out.truncated == 2 and out.score == 1.0 and out.rounds == 4
+        points = [0, 0]
+        for a_team in (0, 1):
+            scores = records[2 * pair + a_team]["rounds"][1]["scores"]  # after round 2
+            points = [points[0] + scores[a_team], points[1] + scores[1 - a_team]]
+        assert [out.points_a, out.points_b] == points, pair
+        assert out.margin == points[0] - points[1]
+    assert any(o.points_a or o.points_b for o in cut)
+
+
+def test_batched_think_time_is_each_agent_call_s_time_shared_by_its_envs(fake_clocks):
+    """Every call of a side's agent takes 1 s (0.25 s of CPU) of a fake clock, shared by the
+    envs it decided for: each side's think times add up to its own calls' time, whatever the
+    batch (a call for 6 envs is not 6 s, and B's calls are not A's)."""
+    from sevenrocks_env import arena_batched
+    from sevenrocks_env.batched_agents import BatchedGreedy, BatchedRandom
+
+    calls = [0, 0]
+
+    class CountingGreedy(BatchedGreedy):
+        def actions(self, env, envs, context):
+            calls[0] += 1
+            return super().actions(env, envs, context)
+
+    class CountingRandom(BatchedRandom):
+        def actions(self, env, envs, context):
+            calls[1] += 1
+            return super().actions(env, envs, context)
+
+    fake_clocks(arena_batched, 1.0, 0.25)
+    outcomes = play_pairs_batched(CountingGreedy(), CountingRandom(), seed=3, first=0, pairs=3,
+                                  target=60, max_rounds=20)
+    for side in (0, 1):
+        decisions = sum(o.decisions[side] for o in outcomes)
+        assert decisions > calls[side] > 0  # calls decided for several envs at once
+        assert sum(o.think_s[side] for o in outcomes) == pytest.approx(calls[side])
+        assert sum(o.think_cpu_s[side] for o in outcomes) == pytest.approx(0.25 * calls[side])
+
+
+# -- worker processes: every pair once, in order, with the run's settings ------------------------
+
+def _spans_in_this_process(seen):
+    """A stand-in for ``arena_pool.play_spans_in_pool`` that plays each span here (as a worker
+    would) and records it."""
+    from sevenrocks_env.batched_agents import batched_agent
+
+    def play(spec_a, spec_b, seed, spans, target, max_rounds, workers, threads=1):
+        side_a, side_b = batched_agent(spec_a), batched_agent(spec_b)
+        for first, count in spans:
+            seen.append((first, count))
+            yield play_pairs_batched(side_a, side_b, seed, first, count, target, max_rounds)
+    return play
+
+
+@pytest.mark.parametrize("pairs, workers, batch", [(1, 2, 4), (2, 3, 4), (5, 2, 2), (7, 3, 4)])
+def test_worker_spans_cover_every_pair_once_in_order(monkeypatch, pairs, workers, batch):
+    """``workers`` > 1: the pairs are cut into spans of at most ``batch`` pairs, enough for
+    every worker, which cover each pair exactly once, in order, and give the one-process
+    result (fewer pairs than workers included)."""
+    from sevenrocks_env import arena_pool
+    seen = []
+    monkeypatch.setattr(arena_pool, "play_spans_in_pool", _spans_in_this_process(seen))
+    spread = evaluate_batched("random", "greedy", pairs, seed=2, target=60, batch=batch,
+                              workers=workers)
+    covered = [pair for first, count in seen for pair in range(first, first + count)]
+    assert covered == list(range(pairs))
+    assert all(1 <= count <= batch for _, count in seen)
+    assert len(seen) >= min(workers, pairs)
+    one = evaluate_batched("random", "greedy", pairs, seed=2, target=60, batch=batch)
+    assert spread.as_dict(timing=False) == one.as_dict(timing=False)
+
+
+def test_a_resumed_run_with_workers_plays_only_the_missing_pairs(monkeypatch, tmp_path):
+    """A log holding 3 of 4 pairs: the workers get pair 3 only (one pair, fewer than the
+    workers), and the result is the one-sitting result."""
+    from sevenrocks_env import arena_pool
+    seen = []
+    monkeypatch.setattr(arena_pool, "play_spans_in_pool", _spans_in_this_process(seen))
+    log = tmp_path / "pairs.jsonl"
+    evaluate_batched("random", "greedy", 3, seed=2, target=60, log=log)
+    resumed = evaluate_batched("random", "greedy", 4, seed=2, target=60, workers=2, log=log)
+    assert seen == [(3, 1)]
+    whole = evaluate_batched("random", "greedy", 4, seed=2, target=60)
+    assert resumed.as_dict(timing=False) == whole.as_dict(timing=False)
+    assert [json.loads(line)["pair"] for line in log.read_text().splitlines()[1:]] == [0, 1, 2, 3]
+
+
+def _untimed(outcome) -> dict:
+    """A PairOutcome's fields but its think times."""
+    return {k: v for k, v in vars(outcome).items() if k not in ("think_s", "think_cpu_s")}
+
+
+def test_a_worker_plays_with_the_run_s_settings(monkeypatch):
+    """The worker processes' own functions (run here): a pair, or a span of pairs, played with
+    the run's seed, target and round limit gives what this process plays."""
+    from sevenrocks_env import arena_pool
+    from sevenrocks_env.batched_agents import batched_agent
+    monkeypatch.setattr(arena_pool, "_WORKER", {})
+    arena_pool._pair_init("greedy", "random", 5, 2000, 1)  # every match cut after a round
+    pair = arena_pool._play_pair(2)
+    here = arena.play_pair([GreedyAgent(), GreedyAgent()], [RandomAgent(), RandomAgent()],
+                           5, 2, 2000, 1)
+    assert _untimed(pair) == _untimed(here) and pair.truncated == 2 and pair.rounds == 2
+    monkeypatch.setattr(arena_pool, "_WORKER", {})
+    monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # (this process's)
+    arena_pool._span_init("greedy", "random", 5, 2000, 1, 1)
+    span = arena_pool._play_span((2, 3))
+    here = play_pairs_batched(batched_agent("greedy"), batched_agent("random"), 5, 2, 3, 2000, 1)
+    assert [_untimed(o) for o in span] == [_untimed(o) for o in here]
+    assert all(o.truncated == 2 and o.rounds == 2 for o in span)
+
+
+class _InlinePool:
+    """A stand-in for ``ProcessPoolExecutor`` that runs each submitted chunk at once, here."""
+
+    def __init__(self, workers, context, start, settings):
+        initializer, initializer_settings = settings
+        initializer(*initializer_settings)  # (not start_worker: it would ignore Ctrl-C here)
+
+    def submit(self, function, *args):
+        from concurrent.futures import Future
+        future = Future()
+        future.set_result(function(*args))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+@pytest.mark.parametrize("items, workers, chunksize", [
+    (range(-50, 0), 2, 1), (range(-50, 0), 3, 4), (range(-7, 0), 4, 3), (range(-1, 0), 2, 8)])
+def test_the_pool_yields_every_item_once_in_order_however_many_chunks(monkeypatch, items,
+                                                                      workers, chunksize):
+    """Far more chunks than are kept in flight (CHUNKS_IN_FLIGHT a worker): each finished
+    chunk lets the next one in, and every item's result comes back once, in order."""
+    from sevenrocks_env import arena_pool
+    monkeypatch.setattr(arena_pool, "ProcessPoolExecutor", _InlinePool)
+    monkeypatch.setattr(arena_pool, "pool_context", lambda: None)
+    got = list(arena_pool._in_pool(int, (), abs, items, workers, chunksize))
+    assert got == [abs(item) for item in items]
+
+
+def test_pairs_in_the_pool_are_every_pair_once_in_order(monkeypatch):
+    """play_pairs_in_pool over more chunks than are in flight gives play_pair's outcome of
+    each pair, in order (pairs 3 to 29 in 9 chunks, two workers)."""
+    from sevenrocks_env import arena_pool
+    monkeypatch.setattr(arena_pool, "ProcessPoolExecutor", _InlinePool)
+    monkeypatch.setattr(arena_pool, "pool_context", lambda: None)
+    monkeypatch.setattr(arena_pool, "_WORKER", {})
+    pairs = range(3, 30)
+    got = list(arena_pool.play_pairs_in_pool("greedy", "random", 9, pairs, 2000, 1, workers=2))
+    duo_a, duo_b = [GreedyAgent(), GreedyAgent()], [RandomAgent(), RandomAgent()]
+    expected = [arena.play_pair(duo_a, duo_b, 9, pair, 2000, 1) for pair in pairs]
+    assert [_untimed(o) for o in got] == [_untimed(o) for o in expected]
+
+
+def test_a_worker_that_ended_is_seen():
+    """The pool's watch for a worker that died unseen by the executor (an exit code set)."""
+    from sevenrocks_env.arena_pool import a_worker_died
+    running, ended = SimpleNamespace(exitcode=None), SimpleNamespace(exitcode=-9)
+    assert not a_worker_died(SimpleNamespace(_processes={1: running, 2: running}))
+    assert a_worker_died(SimpleNamespace(_processes={1: running, 2: ended}))
+    assert not a_worker_died(SimpleNamespace(_processes=None))  # (shut down: none to watch)
+
+
+# -- the pair log: a line no two matches can give ---------------------------------------------
+
+def _cut_log(tmp_path, change: dict):
+    """A pair log of two pairs whose matches were all cut after one round (max_rounds 1), its
+    first pair changed by ``change``."""
+    log = tmp_path / "l.jsonl"
+    arena.evaluate("greedy", "random", 2, seed=3, target=2000, max_rounds=1, log=log)
+    header, first, second = log.read_text().splitlines()
+    data = json.loads(first)
+    assert (data["truncated"], data["score"], data["rounds"]) == (2, 1.0, 2)
+    data.update(change)
+    log.write_text("\n".join([header, json.dumps(data), second]) + "\n")
+    return log
+
+
+@pytest.mark.parametrize("change, message", [
+    # a pair is two matches: A scores at most 2 (a win rate over 1 otherwise) ...
+    ({"score": 2.5, "truncated": 1}, r"score must be a number in \[0, 2\]"),
+    # ... and at most two of them are cut off ...
+    ({"truncated": 3, "score": 1.5}, r"truncated must be an int in \[0, 2\]"),
+    # ... each of at most max_rounds rounds
+    ({"rounds": 3, "decisions": [3, 3]}, r"rounds must be an int in \[0, 2\]"),
+    # counts are JSON integers, not true/false or fractions
+    ({"decisions": [True, 17]}, r"decisions must be an int"),
+    ({"decisions": [17.5, 20]}, r"decisions must be an int"),
+    # a round is won, lost or tied (1/2): A's share of rounds is a multiple of 1/2
+    ({"round_wins_a": 1.25}, r"not a pair any match can give: round_wins_a is not a multiple"),
+])
+def test_a_logged_pair_two_matches_cannot_give_is_refused(tmp_path, change, message):
+    """Values the other rules let through (each consistent with the rest of its line), caught
+    by the bounds alone."""
+    log = _cut_log(tmp_path, change)
+    with pytest.raises(PairLogError, match=f":2: {message}"):
+        arena.evaluate("greedy", "random", 2, seed=3, target=2000, max_rounds=1, log=log)
+
+
+def test_the_cut_log_reads_back_unchanged(tmp_path):
+    """(The log the test above changes reads back as it is.)"""
+    log = _cut_log(tmp_path, {})
+    again = arena.evaluate("greedy", "random", 2, seed=3, target=2000, max_rounds=1, log=log)
+    assert again.truncated == 4 and again.win_rate == 0.5
+
+
+def test_a_logged_pair_lost_twice_with_an_even_margin_is_refused(tmp_path):
+    """A's two matches lost (none cut off), yet the scores even: a won match ends with its
+    winner ahead (R8), so B's two wins leave A behind; every other rule holds here."""
+    log = tmp_path / "l.jsonl"
+    arena.evaluate("greedy", "random", 2, seed=3, log=log)
+    header, first, second = log.read_text().splitlines()
+    data = json.loads(first)
+    assert data["rounds"] >= 2
+    data.update(score=0.0, truncated=0, margin=0, points_a=data["points_b"], round_wins_a=0.0)
+    log.write_text("\n".join([header, json.dumps(data), second]) + "\n")
+    with pytest.raises(PairLogError, match=r":2: not a pair any match can give: score 0.0 with "
+                                           r"margin 0 \(a won match ends"):
+        arena.evaluate("greedy", "random", 2, seed=3, log=log)
+    data.update(margin=-5, points_a=data["points_b"] - 5)  # behind by 5: a pair some match gives
+    log.write_text("\n".join([header, json.dumps(data), second]) + "\n")
+    assert arena.evaluate("greedy", "random", 2, seed=3, log=log).pairs == 2
+
+
+# -- saved results, tables and the statistics ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def saved_result():
+    """A real arena result (``--json``) of 6 pairs, as a dict."""
+    return arena.evaluate("greedy", "random", 6, seed=5).as_dict()
+
+
+@pytest.mark.parametrize("change, words", [
+    # an interval off by a little (not the arena's: its Wilson interval over the pairs)
+    (lambda r: {"ci95": [r["ci95"][0] - 0.005, r["ci95"][1]]}, "ci95 the Wilson interval"),
+    (lambda r: {"ci95": [r["ci95"][0], r["ci95"][1] - 0.002]}, "ci95 the Wilson interval"),
+    # as many matches as pairs (two a pair)
+    (lambda r: {"matches": r["pairs"]}, "matches must be 2 x pairs"),
+    (lambda r: {"matches": 2 * r["pairs"] + 1}, "matches must be 2 x pairs"),
+    # one truncated match more than were played
+    (lambda r: {"truncated": r["matches"] + 1}, "13 truncated matches of 12"),
+    # a win rate over 1, with the interval Wilson's formula gives it over one pair
+    (lambda r: {"pairs": 1, "matches": 2, "win_rate": 1.5,
+                "ci95": list(wilson_interval(1.5, 1))}, "win_rate is missing or out of range"),
+])
+def test_a_result_file_inconsistent_with_an_arena_run_is_refused(tmp_path, saved_result,
+                                                                 change, words):
+    from sevenrocks_env.arena_report import read_result
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(saved_result))
+    assert read_result(path)["pairs"] == 6  # as written: read
+    path.write_text(json.dumps(saved_result | change(saved_result)))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: ") as error:
+        read_result(path)
+    assert words in str(error.value)
+
+
+def test_a_result_whose_every_match_was_truncated_is_read(tmp_path):
+    """Every match cut at the round limit: as many truncated matches as matches, and exactly
+    max_rounds rounds a match, is what the arena writes then."""
+    from sevenrocks_env.arena_report import read_result
+    path = tmp_path / "result.json"
+    cut = arena.evaluate("greedy", "random", 2, seed=5, target=2000, max_rounds=1).as_dict()
+    assert cut["truncated"] == cut["matches"] and cut["rounds_per_match"] == cut["max_rounds"]
+    path.write_text(json.dumps(cut))
+    assert read_result(path)["truncated"] == 4
+
+
+def test_the_pair_table_shows_each_number_in_its_place(saved_result):
+    """The two-column table: the interval low then high, A's points per round then B's, the
+    mean margin A - B with its sign (A = greedy, ahead of random here)."""
+    result = arena.ArenaResult(**{k: tuple(v) if isinstance(v, list) else v
+                                  for k, v in saved_result.items()})
+    rows = dict(line.split("  ", 1) for line in result.table().splitlines()[1:])
+    rows = {key.strip(): value.strip() for key, value in rows.items()}
+    lo, hi = result.ci95
+    assert lo < hi
+    assert rows["A match win rate"].startswith(
+        f"{result.win_rate:.3f}  95% CI [{lo:.3f}, {hi:.3f}]")
+    a, b = result.points_per_round
+    assert a != b and rows["points per round A / B"] == f"{a:.1f} / {b:.1f}"
+    assert result.mean_margin > 0
+    assert rows["mean final margin (A - B)"].startswith(f"+{result.mean_margin:.1f}  95% CI")
+
+
+def test_wilson_intervals_stay_within_0_and_1():
+    """An interval of a proportion lies in [0, 1] (a saved result's ci95 must be fractions):
+    unclamped, rounding gave an upper bound of 1.0000000000000002 at a win rate of 1 over 16
+    pairs (read_result then refused the arena's own file) and a lower one of -7e-18 at 0
+    over 27; and it contains the rate (rounding alone gave a lower bound of 2.8e-17 at 0 over
+    7)."""
+    for n in range(1, 300):
+        for p in (0.0, 0.25, 0.5, 1.0):
+            lo, hi = wilson_interval(p, n)
+            assert 0.0 <= lo <= p <= hi <= 1.0, (p, n, lo, hi)
+
+
+def test_a_pairing_of_no_pairs_is_not_a_result():
+    """``(score, 0 pairs)`` says nothing, and would connect two agents that never played."""
+    from sevenrocks_env.ratings import bradley_terry
+    with pytest.raises(ValueError, match="Bradley-Terry: result"):
+        bradley_terry(["a", "b"], {(0, 1): (0, 0)})
+    with pytest.raises(ValueError, match="Bradley-Terry: result"):
+        bradley_terry(["a", "b", "c"], {(0, 1): (3, 5), (1, 2): (0.0, 0)})
+
+
+# -- agents: failures blamed on them, batched draws keyed by the decision's coordinates ---------
+
+@pytest.mark.parametrize("error", [RuntimeError("bad weights"), TypeError("no"),
+                                   ZeroDivisionError("x"), KeyError("seat")])
+def test_any_error_of_an_agent_is_an_agent_error_naming_it(error):
+    """Not only a ValueError: whatever an agent raises stops the match as an AgentError naming
+    it and its seat (the CLI prints it in one line; anything else was a traceback)."""
+    from sevenrocks_env.driver import AgentError, MatchDriver
+
+    class Broken:
+        name = "broken"
+
+        def act(self, observation, mask):
+            raise error
+
+    agents = [RandomAgent(seed=1), Broken(), RandomAgent(seed=2), RandomAgent(seed=3)]
+    with pytest.raises(AgentError, match=f"agent 'broken' at seat 1 failed: "
+                                         f"{type(error).__name__}") as info:
+        MatchDriver(rules.Match.new(3), agents).run()
+    assert info.value.__cause__ is error
+
+
+def test_batched_search_worlds_are_drawn_per_decision():
+    """``search_rngs``: one generator per decision, seeded by (seed, pair, game, move): two
+    moves of one game draw different worlds, the same decision the same ones."""
+    from sevenrocks_env.batched_agents import search_rngs
+    context = {"seed": 3, "coordinate": torch.tensor([5, 5, 6, 5]),
+               "moves": torch.tensor([0, 1, 0, 0])}
+    draws = [rng.integers(2 ** 62) for rng in search_rngs(context, torch.arange(4))]
+    assert draws[0] != draws[1] and draws[0] != draws[2] and draws[0] == draws[3]
+
+
+def test_a_sampling_policy_s_batched_draws_depend_on_the_pair_and_game():
+    """A sampling policy draws by a hash of (seed, pair, game, move): the same positions at the
+    same move number, in other pairs, get other draws (near-uniform at temperature 100)."""
+    from sevenrocks_env.batched import VectorEnv
+    from sevenrocks_env.batched_agents import batched_agent
+    side = batched_agent("sample:policy=shipped,temperature=100")
+    env = VectorEnv(32, target=250)
+    env.reset(seed=1)
+    envs = torch.arange(32)
+
+    def draws(coordinates):
+        return side.actions(env, envs, {"seed": 3, "coordinate": coordinates,
+                                        "moves": torch.zeros(32, dtype=torch.long)}).tolist()
+    here, again, elsewhere = draws(envs), draws(envs.clone()), draws(envs + 1000)
+    assert here == again
+    assert sum(a != b for a, b in zip(here, elsewhere)) >= 8
+
+
+def test_a_policy_search_with_sampled_rollouts_has_no_batched_version():
+    """Sampled rollouts would depend on how decisions are grouped into batches."""
+    from sevenrocks_env.batched_agents import batched_agent
+    with pytest.raises(ValueError, match="rollout=argmax only"):
+        batched_agent("search:policy=shipped,samples=2,rollout=sample")
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("engine", [[], ["--batched"]])
+def test_the_cli_plays_at_the_target_and_round_limit_it_is_given(capsys, engine):
+    from sevenrocks_env import arena_cli
+    assert arena_cli.main(["random", "greedy", "--pairs", "2", "--seed", "4", "--target", "60",
+                           "--max-rounds", "3", "--json", "--no-progress", *engine]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["target"], data["max_rounds"], data["seed"]) == (60, 3, 4)
+    play = evaluate_batched if engine else arena.evaluate
+    expected = play("random", "greedy", 2, seed=4, target=60, max_rounds=3)
+    assert {k: v for k, v in data.items() if k in expected.as_dict(timing=False)} == \
+        json.loads(json.dumps(expected.as_dict(timing=False)))
+
+
+def test_the_cli_round_robin_deals_from_its_seed(capsys):
+    from sevenrocks_env import arena_cli
+    assert arena_cli.main(["--round-robin", "random", "greedy", "--pairs", "2", "--seed", "9",
+                           "--target", "60", "--json", "--no-progress"]) == 0
+    game = json.loads(capsys.readouterr().out)["games"][0]
+    assert game["seed"] == 9
+    expected = arena.evaluate("random", "greedy", 2, seed=9, target=60).as_dict(timing=False)
+    assert {k: game[k] for k in expected} == json.loads(json.dumps(expected))
+
+
+def test_the_cli_s_json_is_a_result_file_the_ladder_and_ship_read(capsys, tmp_path):
+    """``sevenrocks arena ... --json > file``: what ``read_result`` (ladder, ship
+    --extra-result) reads, timings included."""
+    from sevenrocks_env import arena_cli
+    from sevenrocks_env.arena_report import read_result
+    assert arena_cli.main(["greedy=greedy", "random=random", "--pairs", "2", "--json",
+                           "--no-progress"]) == 0
+    path = tmp_path / "greedy__random.json"
+    path.write_text(capsys.readouterr().out)
+    data = read_result(path)
+    assert data["pairs"] == 2 and len(data["seconds_per_decision"]) == 2
+    assert data["cpu_seconds_per_decision"][0] > 0 and data["wall_s"] > 0
+
+
+def test_a_training_script_s_evaluation_deals_from_its_eval_seed(capsys):
+    """``--eval-seed`` (examples/): the arena results of a training script's evaluation are
+    played from it."""
+    from sevenrocks_env import arena_cli
+    args = SimpleNamespace(eval_against=["random"], eval_pairs=2, eval_seed=7, json=None)
+    results = arena_cli.report_evaluation("greedy", "trained", args, {})
+    assert results["arena"]["random"]["seed"] == 7
+    expected = arena.evaluate("greedy", "random", 2, seed=7).as_dict(timing=False)
+    got = results["arena"]["random"]
+    assert {k: got[k] for k in expected} == expected
+    assert "trained vs random" in capsys.readouterr().out
+
+
+# -- the ladder ---------------------------------------------------------------------------------
+
+def _ladder():
+    import sys
+    from pathlib import Path
+    folder = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import ladder
+    return ladder
+
+
+def test_a_process_pool_pairing_of_the_ladder_deals_from_the_ladder_s_seed(monkeypatch,
+                                                                           tmp_path):
+    """IS-MCTS pairings play in the unbatched arena: from the ladder's seed, under its round
+    limit, and the file saved says so (so that the next run reuses it)."""
+    ladder = _ladder()
+    played = []
+    real = arena.evaluate
+
+    def recording(spec_a, spec_b, pairs, **kwargs):  # (IS-MCTS itself is not needed here)
+        played.append(kwargs)
+        return real("bot=greedy", "random=random", pairs, **kwargs)
+    monkeypatch.setattr(arena, "evaluate", recording)
+    agents = {"bot": "openspiel:ismcts:sims=2", "random": "random"}
+    data = ladder.play("bot", "random", 2, 5, tmp_path, reuse=False, agents=agents)
+    assert played[0]["seed"] == 5 and played[0]["max_rounds"] == ladder.MAX_ROUNDS
+    assert data["seed"] == 5
+    assert json.loads((tmp_path / "bot__random.json").read_text())["seed"] == 5
+
+
+def test_no_play_says_which_saved_pairing_was_played_from_another_seed(tmp_path, capsys):
+    """``--no-play`` rates what is saved, and names a pairing saved with another --seed."""
+    ladder = _ladder()
+    out = tmp_path / "ladder"
+    out.mkdir()
+    result = evaluate_batched("greedy=greedy", "random=random", 1, seed=99).as_dict()
+    (out / "greedy__random.json").write_text(json.dumps(result))
+    assert ladder.main(["--no-play", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "greedy__random.json: greedy against random, seed 99" in err
+    assert "not this ladder's specs, --seed" in err
+    result["seed"] = 31337  # the ladder's own: no word
+    (out / "greedy__random.json").write_text(json.dumps(result))
+    assert ladder.main(["--no-play", "--out", str(out)]) == 0
+    assert "greedy__random.json" not in capsys.readouterr().err
