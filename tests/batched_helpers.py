@@ -1,8 +1,10 @@
-"""Helpers shared by the batched engine's API tests."""
+"""Helpers shared by the batched engine's tests."""
 
 import pytest
 import torch
 
+from sevenrocks_env.batched import VectorEnv
+from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.batched.state import FIELDS
 
 
@@ -26,3 +28,17 @@ def assert_out_of_range_refused(venv, env: int, outside=(113, -1, 10 ** 6)) -> N
             venv.step(actions)
     for name, kept in before.items():
         assert torch.equal(kept, getattr(venv.state, name)), name
+
+
+def played_with_history(num_envs: int, seed: int, steps: int):
+    """A batched engine (target 250, no round limit) after ``steps`` uniform legal moves, with
+    its round history (what the inference search reads)."""
+    env = VectorEnv(num_envs, target=250, max_rounds=None)
+    env.reset(seed=seed)
+    history = RoundHistory(env)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        actions = torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1)
+        env.step(actions)
+        history.record(env, actions)
+    return env, history

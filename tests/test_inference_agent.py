@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from batched_helpers import played_with_history
 from distill_stand_ins import tiny_student
 
 from sevenrocks_env import arena, rules, sevenrocks_v0
@@ -15,8 +16,6 @@ from sevenrocks_env.agents.inference import (InferenceSearch, play_log_likelihoo
                                              replayed_round)
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.batched_agents import batched_agent, search_rngs
-from sevenrocks_env.batched import VectorEnv
-from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.observation import action_mask, decode, encode
 from sevenrocks_env.policy import load_policy
 from sevenrocks_env.public_round import public_round
@@ -32,25 +31,12 @@ def model():
     return load_policy("shipped").model.eval()
 
 
-def _played_envs(num_envs, seed, steps):
-    """A batched engine after ``steps`` uniform legal moves, with its round history."""
-    env = VectorEnv(num_envs, target=250, max_rounds=None)
-    env.reset(seed=seed)
-    history = RoundHistory(env)
-    generator = torch.Generator().manual_seed(seed)
-    for _ in range(steps):
-        actions = torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1)
-        env.step(actions)
-        history.record(env, actions)
-    return env, history
-
-
 def test_the_round_rebuilt_from_its_public_plays_gives_the_batched_likelihoods(model):
     searcher = PolicySearchAgent(model)
     rng = np.random.default_rng(2)
     compared = 0
     for steps in (0, 7, 19, 33):
-        env, history = _played_envs(6, 20 + steps, steps)
+        env, history = played_with_history(6, 20 + steps, steps)
         observations = env.observation.numpy()
         for i in range(env.num_envs):
             now = env.match(i)
@@ -72,7 +58,7 @@ def test_the_agent_given_the_plays_chooses_what_it_chooses_in_the_batched_arena(
                                                                                 candidates):
     agent = InferenceSearch(PolicySearchAgent(model, samples=6), power=1.0,
                             candidates=candidates)
-    env, history = _played_envs(8, 5, 13)
+    env, history = played_with_history(8, 5, 13)
     choice = (env.action_mask.sum(1) > 1).nonzero().squeeze(1)
     assert choice.numel() >= 3
     context = {"seed": 9, "coordinate": torch.arange(8) * 3, "moves": torch.arange(8),

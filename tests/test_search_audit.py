@@ -17,10 +17,9 @@ from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.search import SearchAgent
 from sevenrocks_env.agents.search_batched import BatchedSearch
 from sevenrocks_env.agents.world_rollouts import Decision
-from sevenrocks_env.batched import VectorEnv
-from sevenrocks_env.batched.history import RoundHistory
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import PolicyNet
+from batched_helpers import played_with_history
 from positions import positions_with_a_choice, random_state
 
 
@@ -165,14 +164,7 @@ def test_resampling_is_unbiased():
 def _played(num_envs=4, seed=5, steps=13):
     """A batched engine after ``steps`` uniform legal moves, its round history, and the envs
     whose seat on turn has a real choice."""
-    env = VectorEnv(num_envs, target=250, max_rounds=None)
-    env.reset(seed=seed)
-    history = RoundHistory(env)
-    generator = torch.Generator().manual_seed(seed)
-    for _ in range(steps):
-        actions = torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1)
-        env.step(actions)
-        history.record(env, actions)
+    env, history = played_with_history(num_envs, seed, steps)
     choice = (env.action_mask.sum(1) > 1).nonzero().squeeze(1)
     assert choice.numel() >= 2
     return env, history, choice
