@@ -322,26 +322,3 @@ def test_a_batched_sampling_players_draw_depends_on_the_move_number():
     assert n > 60
     assert torch.equal(draws(3), draws(3))
     assert float((draws(3) != draws(4)).double().mean()) > 0.2
-
-
-# -- the trainer's networks -----------------------------------------------------------------------
-
-def test_init_temperature_above_1_flattens_the_warm_started_policy(tmp_path):
-    """``init_temperature: T`` divides the warm-started logits by ``T``, any T in the range:
-    2 halves them (a flatter start), not only T below 1."""
-    from training.checkpoint import policy_entries, save_checkpoint
-    from training.config import load_config
-    from training.networks import build_networks, warm_start
-    torch.manual_seed(6)
-    source = trained_looking(PolicyNet([16], action_features=2))
-    path = save_checkpoint(tmp_path / "sharp.pt", policy_entries(source, 0))
-    observations, masks = probe_positions()
-    started = {}
-    for temperature in (1.0, 2.0):
-        cfg = load_config(None, [f"init_from={path}", "hidden_sizes=[16]",
-                                 f"init_temperature={temperature}"])
-        model, _, _, _ = build_networks(cfg)
-        warm_start(model, cfg)
-        with torch.no_grad():
-            started[temperature] = model(observations, masks)[0][masks]
-    torch.testing.assert_close(started[2.0], started[1.0] / 2, rtol=1e-5, atol=1e-5)

@@ -152,20 +152,24 @@ def test_sharpen_refuses_a_temperature_it_cannot_divide_by(temperature):
     assert all(torch.equal(a, b) for a, b in zip(before, network.parameters()))
 
 
-def test_init_temperature_starts_the_fine_tune_from_the_sharpened_policy(tmp_path):
+@pytest.mark.parametrize("temperature, atol", [(0.5, 1e-4), (2.0, 1e-5)])
+def test_init_temperature_starts_the_fine_tune_from_the_sharpened_policy(tmp_path, temperature,
+                                                                          atol):
+    """``init_temperature: T`` divides the warm-started logits by ``T``, any T in the range:
+    0.5 doubles them (sharper), 2 halves them (a flatter start), not only T below 1."""
     torch.manual_seed(6)
     source = trained_looking(PolicyNet([16], action_features=2))
     path = save_checkpoint(tmp_path / "flat.pt", policy_entries(source, 0))
     obs, mask = probe_positions()
     started = {}
-    for temperature in (1.0, 0.5):
+    for t in (1.0, temperature):
         cfg = load_config(None, [f"init_from={path}", "hidden_sizes=[16]",
-                                 f"init_temperature={temperature}"])
+                                 f"init_temperature={t}"])
         model, _, _, _ = build_networks(cfg)
         warm_start(model, cfg)
         with torch.no_grad():
-            started[temperature] = model(obs, mask)[0][mask.bool()]
-    assert torch.allclose(started[0.5], started[1.0] * 2, rtol=1e-5, atol=1e-4)
+            started[t] = model(obs, mask)[0][mask.bool()]
+    assert torch.allclose(started[temperature], started[1.0] / temperature, rtol=1e-5, atol=atol)
 
 
 @pytest.mark.parametrize("overrides,words", [
