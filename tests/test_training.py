@@ -204,6 +204,11 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
     straight = torch.load(ckpt_dir / "step_768.pt", weights_only=True)
     first = ckpt_dir / "step_256.pt"
     drop_checkpoints_after(ckpt_dir, 256)
+    # TensorBoard reads a run's event files in name order, "events.out.tfevents.<second>.<host>.
+    # <pid>.<writer count>": both writers of this one process in the same second, with the count
+    # going from 9 to 10, would put the resumed file first and its purge_step before the values
+    # it drops. A real resume is another process, later; here the next second is waited for.
+    time.sleep(1.01 - time.time() % 1)
     assert main(["--resume", str(first), "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
     resumed = torch.load(ckpt_dir / "latest.pt", weights_only=True)
     assert resumed["global_step"] == 768 and resumed["update"] == 3
