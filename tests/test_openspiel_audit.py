@@ -1,0 +1,376 @@
+"""Seven Rocks in OpenSpiel: what a mutation audit of ``sevenrocks_env/openspiel`` found untested.
+
+The strings of a known position (observation, information state, ``str``) pinned and checked
+against the rules engine; perfect recall (knocks, the opener, earlier rounds, a position's start);
+what resampling keeps and leaves alone (at every kind of node); the default observer; the deal's
+refusals and the chance labels; ``state_from_view``'s one round; the bots' and ``AgentBot``'s
+checks and seeding."""
+
+import numpy as np
+import pytest
+
+pyspiel = pytest.importorskip(
+    "pyspiel", reason="open-spiel is not installed (pip install open-spiel, or the [openspiel] extra)")
+
+from openspiel_states import deal_chance, first_state_where, load, random_state  # noqa: E402
+from test_openspiel import _decision  # noqa: E402
+from test_openspiel_agent_bot import Recorder, _view_state  # noqa: E402
+
+from sevenrocks_env import rules  # noqa: E402
+from sevenrocks_env.agents.belief import HandSampler  # noqa: E402
+from sevenrocks_env.observation import OBS_SIZE, OFFSETS, action_mask, decode, encode  # noqa: E402
+from sevenrocks_env.openspiel import state_from_view  # noqa: E402
+from sevenrocks_env.openspiel.agent_bot import AgentBot  # noqa: E402
+from sevenrocks_env.openspiel.bots import (  # noqa: E402
+    OpenSpielAgent, PyspielBotAgent, make_openspiel_agent)
+from sevenrocks_env.tiles import KNOCK, NUM_TILES, tile_name, tiles_of  # noqa: E402
+
+#: Seed 0's deal (``rules.deal(0, 0)``, seat 1 drawn to open), then these moves: a knock by
+#: seat 2 (it lacks 3 and 5), a double (5|5) on the south end, both branches started, spinner 3.
+MOVES = [84, 72, 56, 78, 25, 21, 39, 8, 12, 81, 90, 47, 94, KNOCK, 103]
+
+
+def _known_position():
+    """``(state of the one-round game, the same round in the rules engine)``."""
+    state = load(rounds=1).new_initial_state()
+    deal_chance(state, 0)
+    match = rules.Match.new(0, max_rounds=1)
+    for action in MOVES:
+        state.apply_action(action)
+        rules.apply_action(match, action)
+    return state, match
+
+
+def _names(mask):
+    return " ".join(tile_name(t) for t in tiles_of(mask))
+
+
+def test_the_known_position_is_what_the_rules_engine_says():
+    """The facts the pinned strings below write, checked against the engine itself."""
+    _, match = _known_position()
+    assert rules.deal(0, 0)[1] == 1 and match.history[-1].opener == 1
+    assert (match.scores, match.turn, match.spinner) == ([10, 15], 0, 3)
+    assert match.voids == [0, 0, (1 << 3) | (1 << 5), 0]
+    assert list(match.end_double) == [False, False, False, True]
+    assert list(match.branch_started) == [False, False, True, True]
+    assert [h.bit_count() for h in match.hands] == [4, 3, 4, 3]
+    assert _names(match.hands[1]) == "0|0 1|2 2|5"
+    assert _names(match.history[-1].hands[1]) == "0|0 0|3 0|6 1|2 2|5 3|6 4|5"
+    assert [_names(match.played_by[s]) for s in range(4)] == [
+        "0|2 1|5 3|4", "0|3 0|6 3|6 4|5", "0|5 3|3 3|5", "1|3 2|3 4|4 5|5"]
+
+
+def test_the_observation_string_writes_the_whole_observation():
+    """Hand, tiles played by each seat, tiles held, the numbers a knock showed lacking (R6),
+    the layout (open numbers, the double, started branches, spinner, sum), scores, turn."""
+    state, _ = _known_position()
+    assert state.observation_string(1) == (
+        "p1 hand[0|0 1|2 2|5] | played 0[0|2 1|5 3|4] 1[0|3 0|6 3|6 4|5] 2[0|5 3|3 3|5] "
+        "3[1|3 2|3 4|4 5|5] | holding 4 3 4 3 | lacks 0{} 1{} 2{35} 3{} | "
+        "layout W:3 E:3 N:5+ S:5d+ spinner 3 sum 21 | scores 10:15 | turn 0")
+
+
+def test_the_information_state_string_has_the_opener_the_deal_and_every_move():
+    """Perfect recall: who moved first, the player's dealt hand, every move, the knock too."""
+    state, _ = _known_position()
+    assert state.information_state_string(1) == (
+        "p1\nr0 first 1 mine[0|0 0|3 0|6 1|2 2|5 3|6 4|5] moves 1:84 2:72 3:56 0:78 1:25 2:21 "
+        "3:39 0:8 1:12 2:81 3:90 0:47 1:94 2:k 3:103")
+
+
+def test_str_shows_every_hand_the_layout_and_the_seat_to_play():
+    state, match = _known_position()
+    assert str(state) == "\n".join([
+        "round 0, scores 10:15 (target 250)",
+        *(f"seat {s}: {_names(match.hands[s])}" for s in range(4)),
+        "layout W:3 E:3 N:5+ S:5d+ spinner 3 sum 21",
+        "seat 0 to play"])
+    while not state.is_terminal():
+        state.apply_action(state.legal_actions()[0])
+    assert "to play" not in str(state)
+
+
+def test_a_knock_changes_every_players_information_state():
+    """Each move, a knock included, is seen by all (R6): perfect recall tells the positions
+    before and after it apart."""
+    knocked = first_state_where(load(rounds=1), lambda s: KNOCK in s.legal_actions())
+    before = [knocked.information_state_string(p) for p in range(4)]
+    knocked.apply_action(KNOCK)
+    after = [knocked.information_state_string(p) for p in range(4)]
+    assert all(b != a for b, a in zip(before, after))
+
+
+def test_the_opener_draw_is_in_every_information_state():
+    """Two states with the same deal and another seat drawn to open differ for every player."""
+    states = []
+    for opener in (0, 2):
+        state = load(rounds=1).new_initial_state()
+        for tile in range(NUM_TILES):
+            state.apply_action(tile)
+        state.apply_action(opener)
+        states.append(state)
+    for player in range(4):
+        assert states[0].information_state_string(player) \
+            != states[1].information_state_string(player)
+        assert states[0].observation_string(player) != states[1].observation_string(player)
+
+
+# -- resampling ----------------------------------------------------------------------------
+
+def test_resampling_keeps_the_observation_string_and_leaves_the_state_alone():
+    """The copy's hidden hands are new; the player's observation string (which must not show
+    them) is the same, and the state resampled from is not touched."""
+    mid_round = random_state(load(), np.random.default_rng(2), stop=lambda s: s.move_number() > 35)
+    mid_deal = load().new_initial_state()
+    for tile in range(17):
+        mid_deal.apply_action(tile)
+    rng = np.random.default_rng(0)
+    for state in (mid_round, mid_deal):
+        saved = (state.serialize(), str(state), state.history())
+        changed = False
+        for player in range(4):
+            for _ in range(3):
+                other = state.resample_from_infostate(player, rng)
+                assert other.observation_string(player) == state.observation_string(player)
+                changed |= str(other) != str(state)
+                assert (state.serialize(), str(state), state.history()) == saved
+        assert changed
+
+
+# -- observers, chance nodes, the deal ------------------------------------------------------
+
+def test_the_default_observer_is_the_seats_observation():
+    """``make_observation(game)`` (no observation type: ``make_py_observer(None)``) is the
+    observation, 238 floats, not the information state."""
+    from open_spiel.python.observation import make_observation
+
+    state, _ = _known_position()
+    observation = make_observation(state.get_game())
+    for player in range(4):
+        observation.set_from(state, player)
+        assert observation.tensor.shape == (OBS_SIZE,)
+        assert np.array_equal(observation.tensor, encode(state._match, player))
+        assert observation.string_from(state, player) == state.observation_string(player)
+
+
+def test_the_first_deal_shows_the_target_as_every_observation_does():
+    """Scores while the first round is dealt: 0, 0 and the target / 1000 (as the engine's)."""
+    state = load(target=100).new_initial_state()
+    for tile in range(9):
+        state.apply_action(tile)
+    start = rules.Match.new(0, target=100)
+    for player in range(4):
+        got = np.asarray(state.observation_tensor(player))[OFFSETS["scores"]]
+        np.testing.assert_allclose(got, encode(start, player)[OFFSETS["scores"]], rtol=1e-6)
+        assert got[2] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("tile", [NUM_TILES, KNOCK])
+def test_a_deal_node_refuses_what_is_not_a_tile(tile):
+    state = load().new_initial_state()
+    state.apply_action(3)
+    with pytest.raises(ValueError, match=f"deal: {tile} is not a tile left to deal"):
+        state.apply_action(tile)
+    assert state._dealt == [3]
+
+
+def test_str_shows_each_seats_whole_dealt_hand():
+    state = load().new_initial_state()
+    hands, _ = rules.deal(5, 0)
+    for seat in range(4):
+        for tile in tiles_of(hands[seat]):
+            state.apply_action(tile)
+    text = str(state)
+    for seat in range(4):
+        assert f"seat {seat} dealt: {_names(hands[seat])}\n" in text
+    assert text.endswith("drawing the opener")
+
+
+def test_chance_outcomes_are_labelled():
+    state = load().new_initial_state()
+    for tile in range(NUM_TILES):
+        state.apply_action(tile)
+    assert state.action_to_string(pyspiel.PlayerId.CHANCE, 2) == "seat 2 drawn to open"
+    state.apply_action(2)
+    # asked after the fact: only 0-3 can also have been an opener draw
+    assert state.action_to_string(pyspiel.PlayerId.CHANCE, 4) == "chance outcome 4: deal 0|4"
+    assert state.action_to_string(state.current_player(), KNOCK) == "knock"
+
+
+def test_a_later_rounds_deal_shows_the_match_scores_in_the_observation_string():
+    state = first_state_where(
+        load(), lambda s: s._match is not None and s._dealing and len(s._dealt) == 3
+        and s._match.scores[0] != s._match.scores[1], at_chance=True, seeds=range(50))
+    scores = state._match.scores
+    for player in range(4):
+        assert state.observation_string(player).endswith(f"| scores {scores[0]}:{scores[1]}")
+
+
+def test_a_state_from_a_view_writes_the_position_into_every_information_state():
+    """``state_from_view``: "the public part of the position is written into every
+    information state string", and stays there as the round goes on (perfect recall)."""
+    _, match = _known_position()
+    hidden = tuple(match.hands[(1 + k) & 3] for k in (1, 2, 3))
+    state = state_from_view(load(rounds=1), decode(encode(match, 1)), hidden)
+    public = state.observation_string(0).split(" | ", 1)[1]  # all but player 0's hand
+    assert public.startswith("played ") and "lacks 0{} 1{35} 2{} 3{}" in public
+    state.apply_action(state.legal_actions()[0])
+    for player in range(4):
+        assert f"from[{public}]" in state.information_state_string(player)
+
+
+def test_a_later_opener_draw_is_shown_as_the_deal_not_the_last_table():
+    """After a blocked round the next opener is drawn (R2): until it is, a player sees its new
+    hand and the scores, not the finished round's layout."""
+    state = first_state_where(load(), lambda s: s._drawing_opener and s._match is not None,
+                              at_chance=True, seeds=range(100))
+    scores = state._match.scores
+    for player in range(4):
+        own = " ".join(map(tile_name, sorted(state._dealt[7 * player:7 * player + 7])))
+        assert state.observation_string(player) \
+            == f"p{player} dealing: hand[{own}] | scores {scores[0]}:{scores[1]}"
+
+
+def test_the_information_state_keeps_every_earlier_round():
+    """Perfect recall across rounds: a later round's information state still holds the first
+    round, its moves and the hands shown at its count (R7)."""
+    state = first_state_where(load(), lambda s: s._match.round_index == 1
+                              and s._match.history[-1].moves)
+    first = state._match.history[0]
+    for player in range(4):
+        lines = state.information_state_string(player).split("\n")
+        assert lines[1].startswith(f"r0 first {first.opener} mine[{_names(first.hands[player])}]")
+        assert f" {first.result}" in lines[1] and lines[2].startswith("r1 first ")
+
+
+# -- resampling at the chance nodes and at the end ------------------------------------------
+
+def test_resampling_at_the_opener_draw_redeals_the_hidden_hands():
+    state = load().new_initial_state()
+    for tile in range(NUM_TILES):
+        state.apply_action(tile)
+    assert state.is_chance_node()
+    rng = np.random.default_rng(1)
+    others = [state.resample_from_infostate(1, rng) for _ in range(3)]
+    for other in others:
+        assert other.is_chance_node() and other._dealt[7:14] == list(range(7, 14))
+        assert sorted(other._dealt) == list(range(NUM_TILES))
+        assert other.information_state_string(1) == state.information_state_string(1)
+    assert any(other._dealt != state._dealt for other in others)
+
+
+def test_resampling_a_finished_game_gives_the_same_game():
+    state = random_state(load(rounds=1), np.random.default_rng(3))
+    assert state.is_terminal()
+    for player in range(4):
+        other = state.resample_from_infostate(player, np.random.default_rng(0))
+        assert other.is_terminal() and other.returns() == state.returns()
+        assert str(other) == str(state) and other.history() == state.history()
+
+
+# -- state_from_view ------------------------------------------------------------------------
+
+def _view_of_known_position():
+    _, match = _known_position()
+    hidden = tuple(match.hands[(1 + k) & 3] for k in (1, 2, 3))
+    return decode(encode(match, 1)), hidden
+
+
+def test_state_from_view_needs_the_one_round_game():
+    view, hidden = _view_of_known_position()
+    with pytest.raises(ValueError, match="needs the one-round game"):
+        state_from_view(load(), view, hidden)
+
+
+def test_a_state_from_a_view_ends_with_its_round():
+    """The one-round game: no deal of a next round after the round's count."""
+    view, hidden = _view_of_known_position()
+    state = state_from_view(load(rounds=1), view, hidden)
+    while not state.is_terminal():
+        assert not state.is_chance_node()
+        state.apply_action(state.legal_actions()[-1])
+    assert len(state._match.history) == 1 and state._match.history[0].result is not None
+
+
+# -- bots -----------------------------------------------------------------------------------
+
+def _forced_decision():
+    match = rules.Match.new(3)
+    while len(rules.legal_actions(match)) != 1:
+        rules.apply_action(match, rules.legal_actions(match)[0])
+    return encode(match, match.turn), action_mask(match, match.turn)
+
+
+def test_a_bot_agent_plays_a_forced_move_without_building_a_bot():
+    def no_bot(game, sampler, rng):
+        raise AssertionError("a bot was built for a forced move")
+
+    observation, mask = _forced_decision()
+    (forced,) = np.flatnonzero(mask)
+    assert PyspielBotAgent(no_bot, "none").act(observation, mask) == forced
+
+
+def test_a_bots_illegal_answer_is_refused():
+    class Illegal:
+        def __init__(self, action):
+            self.action = action
+
+        def step(self, state):
+            return self.action
+
+    observation, mask = _decision()
+    illegal = int(np.flatnonzero(mask == 0)[0])
+    agent = PyspielBotAgent(lambda game, sampler, rng: Illegal(illegal), "illegal")
+    with pytest.raises(RuntimeError, match=f"illegal: the bot chose {illegal}, legal: "):
+        agent.act(observation, mask)
+
+
+@pytest.mark.parametrize("options, word", [
+    ({"uct_c": -1.0}, "uct_c"), ({"uct_c": 2e6}, "uct_c"),
+    ({"rollouts": 0}, "rollouts"), ({"rollouts": 1001}, "rollouts")])
+def test_bot_settings_out_of_range_are_refused(options, word):
+    with pytest.raises(ValueError, match=f"openspiel:ismcts: {word} must be in"):
+        OpenSpielAgent("ismcts", **options)
+
+
+def test_the_seed_reaches_the_random_rollouts():
+    """Same seed, same rollouts; another seed, other rollouts (not only other samples).  Reads
+    the evaluator's ``_random_state``: OpenSpiel's rollouts draw from nothing else."""
+    view = decode(_decision()[0])
+
+    def rollout_draws(kind, seed):
+        agent = make_openspiel_agent(f"{kind}:sims=2", seed=seed)
+        bot = agent._search_bot(load(rounds=1), HandSampler(view), np.random.default_rng(0))
+        evaluator = bot._evaluator if kind == "ismcts" else bot.evaluator
+        return evaluator._random_state.randint(2 ** 31, size=4).tolist()
+
+    for kind in ("ismcts", "mcts"):
+        assert rollout_draws(kind, 1) == rollout_draws(kind, 1) != rollout_draws(kind, 2)
+
+
+def test_each_target_gets_its_own_searched_game():
+    games = []
+
+    def recording(game, sampler, rng):
+        games.append(game)
+        return pyspiel.make_uniform_random_bot(0, 1)
+
+    agent = PyspielBotAgent(recording, "recorder")
+    for target in (100, 250, 100):
+        observation, mask = _decision(target=target)
+        assert mask[agent.act(observation, mask)] == 1
+    assert [(g.target, g.rounds) for g in games] == [(100, 1), (250, 1), (100, 1)]
+
+
+# -- AgentBot -------------------------------------------------------------------------------
+
+def test_an_agent_bot_needs_an_agent_that_acts():
+    with pytest.raises(ValueError, match=r"needs an act\(observation, action_mask\) method, "
+                                         "got object"):
+        AgentBot(load(), 0, object())
+
+
+def test_a_position_one_placement_into_the_round_is_refused_for_history_readers():
+    _, searched = _view_state(lambda s: s._match.placements == 1 and len(s.legal_actions()) > 1)
+    with pytest.raises(ValueError, match="started from a position"):
+        AgentBot(searched.get_game(), 0, Recorder(needs_history=True)).step(searched)
