@@ -30,7 +30,7 @@ from ..agents.belief import HandSampler, world_match
 from ..agents.layout import view_of
 from ..checks import checked_int, is_int, is_number_in, shown
 from ..observation import SeatView
-from ..tiles import ALL_TILES, KNOCK, NUM_SEATS, NUM_TILES, tiles_of
+from ..tiles import KNOCK, NUM_SEATS, NUM_TILES, tiles_of
 from .observer import HAND
 
 #: How the errors of :func:`resample` name it: the OpenSpiel method it implements.
@@ -171,13 +171,11 @@ def state_from_view(game, view: SeatView, hidden: tuple[int, int, int]):
     if any(hidden[k - 1].bit_count() != view.tile_counts[k] for k in (1, 2, 3)):
         raise ValueError(f"state_from_view: hidden hands of {[h.bit_count() for h in hidden]} "
                          f"tiles, but the view counts {list(view.tile_counts[1:])}")
+    # from_state refuses hands that overlap each other or the played tiles; with the counts
+    # checked above, disjoint hands and the played tiles are all 28
     match = world_match(view, hidden)
     match.max_rounds = 1
     match.history = [rules.Round(view.turn, match.hands)]
-    if sum(match.hands).bit_count() + match.played.bit_count() != NUM_TILES or (
-            (match.hands[0] | match.hands[1] | match.hands[2] | match.hands[3] | match.played)
-            != ALL_TILES):
-        raise ValueError("state_from_view: the hidden hands and the view do not cover the 28 tiles")
     state = game.new_initial_state()
     state._start_at(match)
     return state
