@@ -1,0 +1,412 @@
+"""Tests from a mutation audit of the trainer's support modules (``training/config.py``,
+``checkpoint.py``, ``resume.py``, ``opponents.py``, ``ship.py``): the documented defaults, the
+bounds of every untrusted config value at both edges, the entropy schedule, the checks on a
+``--resume`` file's pieces, the opponent pool's snapshots and keys, and the model card."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from training.config import ConfigError, TrainConfig, load_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = ROOT / "configs" / "smoke.yaml"
+
+
+# -- config ------------------------------------------------------------------------------------
+
+def test_the_defaults_are_the_documented_ones():
+    """docs/training.md: ``device`` cpu, ``critic: oracle``, ``action_features: 2``, ``max_rounds:
+    60`` for a match to 250, an MLP trunk (256, 256), ``hand_coef`` 0, batches of 128 x 64."""
+    cfg = TrainConfig()
+    assert (cfg.device, cfg.critic, cfg.action_features, cfg.max_rounds, cfg.target,
+            cfg.hidden_sizes, cfg.hand_coef) == ("cpu", "oracle", 2, 60, 250, [256, 256], 0.0)
+    assert (cfg.num_matches, cfg.num_steps) == (128, 64)
+    # "the runs' own final tables, 200 pairs at seed 12345"
+    assert (cfg.final_eval_pairs, cfg.eval_seed) == (200, 12345)
+
+
+def test_an_unknown_key_in_a_mapping_is_one_config_error_with_a_suggestion():
+    """Resumed configs come from files, through ``config_from_dict``: a misspelt key is named
+    with the nearest field, and a key that is not text is refused in words, not a TypeError."""
+    from training.config import config_from_dict
+    with pytest.raises(ConfigError, match=r"^f\.pt: unknown key 'num_matchs'; did you mean "
+                                          r"'num_matches'\?$"):
+        config_from_dict({"num_matchs": 3}, "f.pt")
+    with pytest.raises(ConfigError, match=r"^f\.pt: unknown key '1'; valid keys: run_name, seed"):
+        config_from_dict({1: 3}, "f.pt")
+
+
+def test_the_batch_is_at_most_2_to_the_20_decisions():
+    """``MAX_BATCH``: the rollout buffer holds ~1 kB a decision, so a batch is at most 2**20."""
+    fits = ["num_matches=16384", "num_steps=64", f"total_steps={2 ** 20}"]
+    assert load_config(SMOKE, fits).batch_size == 2 ** 20
+    with pytest.raises(ConfigError, match=r"\(1064960\) must be at most 1048576"):
+        load_config(SMOKE, ["num_matches=16384", "num_steps=65", f"total_steps={2 ** 21}"])
+
+
+@pytest.mark.parametrize("key, accepted, refused", [
+    # numpy's legacy seed (np.random.seed, as the trainer seeds it) takes [0, 2**32 - 1]
+    ("seed", 2 ** 32 - 1, 2 ** 32),
+    ("eval_seed", 2 ** 32 - 1, 2 ** 32),
+    # fractions, discounts and a learning rate are at most 1
+    ("opponent_fraction", 1.0, 1.5),
+    ("gamma", 1.0, 1.01),
+    ("gae_lambda", 1.0, 1.01),
+    ("learning_rate", 1.0, 1.5),
+    # "every size has an upper bound"
+    ("total_steps", 10 ** 11, 10 ** 11 + 1),
+    ("max_snapshots", 1000, 1001),
+    ("update_epochs", 1000, 1001),
+    ("eval_pairs", 100_000, 100_001),
+    ("final_eval_pairs", 100_000, 100_001),
+    # "every this many updates": 0 would divide by zero
+    ("checkpoint_every", 1, 0),
+    ("snapshot_every", 1, 0),
+    ("eval_every", 0, -1),
+    # coefficients are not negative
+    ("ent_coef_final", 0.0, -0.01),
+    ("target_kl", 0.0, -0.01),
+])
+def test_every_bound_holds_at_its_edge(key, accepted, refused):
+    assert getattr(load_config(SMOKE, [f"{key}={accepted}"]), key) == accepted
+    with pytest.raises(ConfigError, match=rf"^--set: {key}: ") as caught:
+        load_config(SMOKE, [f"{key}={refused}"])
+    assert "\n" not in str(caught.value)
+
+
+def test_a_seed_the_config_accepts_seeds_every_generator_the_trainer_seeds():
+    from training.checkpoint import rng_state, set_rng_state
+    top = load_config(SMOKE, [f"seed={2 ** 32 - 1}"]).seed
+    before = rng_state()
+    try:
+        np.random.seed(top)   # the largest seed numpy's legacy generator takes
+        torch.manual_seed(top)
+        with pytest.raises(ValueError):
+            np.random.seed(top + 1)
+    finally:
+        set_rng_state(before)   # other tests' draws go on as they would have
+
+
+def test_init_from_is_a_bounded_path_without_nul():
+    assert load_config(SMOKE, ["init_from=" + "a" * 1024]).init_from == "a" * 1024
+    for bad in ("a" * 1025, "a\x00b"):
+        with pytest.raises(ConfigError, match="init_from"):
+            load_config(SMOKE, [], base={"init_from": bad})
+
+
+def test_the_mlp_scorer_without_action_features_is_a_config_error():
+    with pytest.raises(ConfigError, match="action_scorer mlp .* needs action_features >= 1"):
+        load_config(SMOKE, ["action_scorer=mlp", "action_features=0"])
+    assert load_config(SMOKE, ["action_scorer=mlp", "action_features=1"]).action_scorer == "mlp"
+
+
+@pytest.mark.parametrize("ent_coef_final", [0.0, 0.03])
+def test_the_entropy_coefficient_follows_the_learning_rate_s_schedule(ent_coef_final):
+    """``ent_coef_final``: "reached linearly over total_steps (like the learning rate with
+    anneal_lr)": the trainer's rate at update u of N is lr * (1 - (u - 1) / N)."""
+    cfg = load_config(SMOKE, ["ent_coef=0.01", f"ent_coef_final={ent_coef_final}"])
+    updates = 4
+    for update in range(1, updates + 1):
+        left = 1.0 - (update - 1.0) / updates   # the learning rate's remaining fraction
+        expected = ent_coef_final + (0.01 - ent_coef_final) * left
+        assert cfg.ent_coef_at(update, updates) == pytest.approx(expected)
+    assert cfg.ent_coef_at(1, updates) == pytest.approx(0.01)
+    constant = load_config(SMOKE, ["ent_coef=0.02"])
+    assert [constant.ent_coef_at(u, updates) for u in (1, 4)] == [0.02, 0.02]
+
+
+def test_num_updates_rounds_down():
+    """A run trains whole rollouts only: 767 decisions at 256 a rollout are two updates."""
+    assert load_config(SMOKE, ["total_steps=767"]).num_updates == 2
+    assert load_config(SMOKE, ["total_steps=768"]).num_updates == 3
+
+
+# -- resume: each piece of a --resume file is checked -------------------------------------------
+
+def _resume_data(*overrides):
+    """A resume file's pieces as the trainer writes them, for a small network after one Adam
+    step (no rollout: only the pieces :func:`check_resume` reads), and what it checks them
+    against."""
+    import copy
+
+    from training.checkpoint import rng_state
+    from training.networks import build_networks
+    from training.opponents import OpponentPool, cpu_weights
+    from training.ppo import trained_parameters
+    cfg = load_config(SMOKE, ["hidden_sizes=[8]", "critic=oracle", "hand_coef=0.5", *overrides])
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model, critic, guess, optimizer = build_networks(cfg)
+        parameters = trained_parameters(model, critic, guess)
+        for parameter in parameters:
+            parameter.grad = torch.randn_like(parameter)
+        optimizer.step()
+    pool = OpponentPool(cfg.opponents, model, cfg.max_snapshots)
+    data = {"update": 1, "global_step": cfg.batch_size, "wall_time": 1.0, "rng": rng_state(),
+            "model": cpu_weights(model), "critic": cpu_weights(critic),
+            "hand_guess": cpu_weights(guess), "optimizer": copy.deepcopy(optimizer.state_dict()),
+            "pool": pool.state_dict()}
+    return data, cfg, (model, critic, guess)
+
+
+@pytest.fixture(scope="module")
+def resume_piece():
+    return _resume_data()
+
+
+def _checked(resume_piece, change):
+    """``None`` when :func:`check_resume` takes the file after ``change``, else the piece its
+    :class:`CheckpointError` names."""
+    import copy
+
+    from sevenrocks_env.policy import CheckpointError
+    from training.resume import check_resume
+    data, cfg, (model, critic, guess) = resume_piece
+    data = copy.deepcopy(data)
+    change(data, cfg)
+    try:
+        check_resume(data, cfg, model, critic, "f.pt", guess)
+    except CheckpointError as error:
+        message = str(error)
+        assert message.startswith("f.pt: resume piece '") and "\n" not in message, message
+        return message.split("'")[1]
+    return None
+
+
+def _first_moments(data):
+    return data["optimizer"]["state"][0]
+
+
+def _weights(data):
+    return data["pool"]["snapshots"][0]
+
+
+def _generator(data):
+    return data["pool"]["generators"][0]
+
+
+@pytest.mark.parametrize("change, piece", [
+    (lambda d, c: None, None),                                   # the file as written
+    (lambda d, c: d.update(wall_time=-1.0), "wall_time"),       # seconds are not negative
+    # numpy's has_gauss is 0 or 1, its key words 32-bit (a negative one wraps silently)
+    (lambda d, c: d["rng"]["numpy"].__setitem__(3, 2), "rng"),
+    (lambda d, c: d["rng"]["numpy"][1].__setitem__(0, -1), "rng"),
+    # weights of another dtype are converted by load_state_dict without a word; extra keys
+    (lambda d, c: d.update(model={k: v.double() for k, v in d["model"].items()}), "model"),
+    (lambda d, c: d["critic"].update(extra=torch.zeros(1)), "critic"),
+    (lambda d, c: d["hand_guess"].update(
+        {k: v.fill_(float("nan")) for k, v in d["hand_guess"].items()}), "hand_guess"),
+    # Adam's step counts from 1 (step 0: bias correction 1 - beta**0 divides by zero)
+    (lambda d, c: _first_moments(d).update(step=torch.tensor(0.0)), "optimizer"),
+    # a moment entry for a parameter the networks do not have; parameters out of order
+    (lambda d, c: d["optimizer"]["state"].update(
+        {len(d["optimizer"]["param_groups"][0]["params"]): _first_moments(d)}), "optimizer"),
+    (lambda d, c: d["optimizer"]["param_groups"][0]["params"].reverse(), "optimizer"),
+    # the pool: retired snapshots with a bad generator or bad weights, too many, names too long
+    (lambda d, c: d["pool"].update(retired=[{"weights": _weights(d),
+                                             "generator": torch.zeros(1)}]), "pool"),
+    (lambda d, c: d["pool"].update(retired=[{"weights": {},
+                                             "generator": _generator(d)}]), "pool"),
+    (lambda d, c: d["pool"].update(retired=[{"weights": _weights(d), "generator": _generator(d)}]
+                                   * (c.num_matches + 1)), "pool"),
+    (lambda d, c: d["pool"].update(retired=[{"weights": _weights(d), "generator": _generator(d)}]
+                                   * c.num_matches), None),
+    (lambda d, c: d["pool"].update(fixed={f"g{i}": {} for i in range(c.num_matches + 65)}),
+     "pool"),
+    (lambda d, c: d["pool"].update(fixed={f"g{i}": {} for i in range(c.num_matches + 64)}), None),
+    (lambda d, c: d["pool"].update(fixed={"g" * 4097: {}}), "pool"),
+    (lambda d, c: d["pool"].update(fixed={"g" * 4096: {}}), None),
+])
+def test_each_resume_piece_is_checked(resume_piece, change, piece):
+    assert _checked(resume_piece, change) == piece
+
+
+def test_adam_moments_are_bounded_by_what_adam_can_reach(resume_piece):
+    """|m| <= (1 - b1) / sqrt((1 - b2) (1 - b1^2 / b2)) sqrt(v) = 7.27 sqrt(v) for torch's betas
+    (0.9, 0.999); a file with moments beyond it would blow up the first update."""
+    b1, b2 = 0.9, 0.999
+    bound = (1 - b1) / ((1 - b2) * (1 - b1 ** 2 / b2)) ** 0.5
+    assert 7.2 < bound < 7.3
+
+    def moments(ratio):
+        def change(data, cfg):
+            entry = _first_moments(data)
+            entry["exp_avg_sq"].fill_(4.0)
+            entry["exp_avg"].fill_(ratio * 2.0)
+        return change
+    assert _checked(resume_piece, moments(0.98 * bound)) is None
+    assert _checked(resume_piece, moments(-0.98 * bound)) is None
+    assert _checked(resume_piece, moments(1.1 * bound)) == "optimizer"
+    assert _checked(resume_piece, moments(-1.1 * bound)) == "optimizer"
+
+
+def _saved_run(*overrides, update=1):
+    cfg = load_config(SMOKE, ["total_steps=768", *overrides])
+    return {"config": cfg.as_dict(), "model_config": {"action_features": cfg.action_features},
+            "update": update, "pool": None}
+
+
+@pytest.mark.parametrize("override", [
+    # docs/training.md, Checkpoints: what sizes the networks or the rollouts, and what the
+    # matches in progress and the saved generators hold
+    "hidden_sizes=[16, 16]", "action_features=1", "action_scorer=mlp", "scorer_sizes=[8]",
+    "critic=shared", "engine=python", "num_matches=8", "num_steps=32", "seed=2", "target=60",
+    "max_rounds=30",
+])
+def test_resume_refuses_a_set_of_every_fixed_setting_naming_it(override):
+    from training.resume import resumed_config
+    key = override.partition("=")[0]
+    data = _saved_run("critic=oracle", "action_scorer=bilinear", "engine=batched")
+    with pytest.raises(ConfigError, match=rf"^--set: {key} cannot change on --resume") as caught:
+        resumed_config(data, {key: load_config(None, [override]).as_dict()[key]}, "f.pt")
+    assert caught.value.key == key
+    # the rest can change
+    assert resumed_config(data, {"learning_rate": 1e-3}, "f.pt").learning_rate == 1e-3
+
+
+def test_resume_refuses_to_turn_the_hand_guess_head_on_or_off_but_takes_another_weight():
+    from training.resume import resumed_config
+    for saved, changed in (("hand_coef=0", 0.5), ("hand_coef=0.5", 0.0)):
+        with pytest.raises(ConfigError, match="hand_coef cannot change between 0 and > 0"):
+            resumed_config(_saved_run(saved), {"hand_coef": changed}, "f.pt")
+    assert resumed_config(_saved_run("hand_coef=0.5"), {"hand_coef": 0.25}, "f.pt").hand_coef \
+        == 0.25
+
+
+def test_resume_of_a_run_from_before_the_newer_fields():
+    """A config saved before ``action_features``, ``critic`` and ``engine`` existed: its run had
+    the model's feature version (a bool in the first files), the shared critic and the python
+    engine."""
+    from training.resume import resumed_config
+    data = _saved_run()
+    for key in ("action_features", "critic", "engine"):
+        del data["config"][key]
+    data["model_config"] = {"action_features": True}
+    cfg = resumed_config(data, {}, "f.pt")
+    assert (cfg.action_features, cfg.critic, cfg.engine) == (1, "shared", "python")
+    assert type(cfg.action_features) is int
+
+
+def test_resume_total_steps_may_end_at_the_update_done_but_not_before():
+    from training.resume import resumed_config
+    data = _saved_run(update=2)   # 2 updates of 256 decisions done
+    assert resumed_config(data, {"total_steps": 512}, "f.pt").num_updates == 2
+    with pytest.raises(ConfigError, match="total_steps=511: the run has trained 512 decisions"):
+        resumed_config(data, {"total_steps": 511}, "f.pt")
+
+
+# -- checkpoint: RNG states -----------------------------------------------------------------------
+
+def test_the_rng_state_keeps_the_cached_gaussians():
+    """Python's ``random.gauss`` and numpy's legacy ``standard_normal`` hold the second value of
+    a pair between calls: a resume must continue with it (bit for bit)."""
+    import random
+
+    from training.checkpoint import rng_state, set_rng_state
+    before = rng_state()
+    try:
+        random.seed(5), np.random.seed(6)
+        random.gauss(0, 1), np.random.standard_normal()   # each now caches one
+        saved = rng_state()
+        first = random.gauss(0, 1), float(np.random.standard_normal())
+        random.seed(7), np.random.seed(8)
+        set_rng_state(saved)
+        assert (random.gauss(0, 1), float(np.random.standard_normal())) == first
+    finally:
+        set_rng_state(before)
+
+
+# -- checkpoint: exported policies ----------------------------------------------------------------
+
+def test_run_facts_bound_the_wall_time_to_0_through_1e9_seconds(tmp_path):
+    from policy_files import save_policy
+    from sevenrocks_env.policy import CheckpointError, read_checkpoint
+    from training.checkpoint import run_facts
+    data = read_checkpoint(save_policy(tmp_path / "p.pt"))
+    for fine in (0, 10 ** 9):
+        assert run_facts(dict(data, wall_time=fine), "p.pt")["wall_time"] == fine
+    for bad in (-1.0, 10 ** 9 + 1):
+        with pytest.raises(CheckpointError, match="'wall_time' must be a number of seconds"):
+            run_facts(dict(data, wall_time=bad), "p.pt")
+
+
+def test_an_exported_policy_keeps_its_run_s_config_and_distillation_record(tmp_path):
+    """What a model card says of the policy (its training config, its distillation) travels
+    with the exported file: shipping a shipped file again keeps them."""
+    from policy_files import save_policy
+    from sevenrocks_env.policy import read_checkpoint
+    from training.checkpoint import export_policy
+    record = {"teacher": "search", "labels": 10, "holdout_agreement": 0.5}
+    source = save_policy(tmp_path / "run.pt", config={"seed": 3, "critic": "shared"},
+                         distill=record)
+    exported = read_checkpoint(export_policy(source, tmp_path / "small.pt"))
+    assert exported["config"] == {"seed": 3, "critic": "shared"}
+    assert exported["distill"] == record
+
+
+# -- opponents ---------------------------------------------------------------------------------
+
+def test_an_opponent_key_beyond_the_snapshots_is_refused():
+    """Keys come from files: ``past#<i>`` for i in [-1, count) (``-1``: the newest, from files
+    written before dropped snapshots were kept), ``past@<i>`` only for a retired one."""
+    from sevenrocks_env.policy import PolicyNet
+    from training.opponents import OpponentPool
+    pool = OpponentPool(["past"], PolicyNet([8]), max_snapshots=3)
+    pool.add_snapshot(PolicyNet([8]))      # two snapshots
+    agents = pool._past_agents
+    assert pool.restore("past#1")[1] is agents[1] and pool.restore("past#-1")[1] is agents[-1]
+    for key in ("past#2", "past#-2", "past@0"):
+        with pytest.raises(ValueError, match="opponent key"):
+            pool.restore(key)
+
+
+def test_the_pool_keeps_the_configs_default_number_of_snapshots():
+    from sevenrocks_env.policy import PolicyNet
+    from training.opponents import OpponentPool
+    model = PolicyNet([8])
+    pool = OpponentPool(["past"], model)
+    for _ in range(10):
+        pool.add_snapshot(model)
+    assert len(pool.snapshots) == len(pool._past_agents) == TrainConfig().max_snapshots == 5
+
+
+def test_a_past_snapshot_samples_its_moves():
+    """``past`` is "a frozen, sampling snapshot": from one position it plays several moves."""
+    from sevenrocks_env.policy import PolicyNet, probe_positions
+    from training.opponents import OpponentPool, policy_actions
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        pool = OpponentPool(["past"], PolicyNet([8]))
+    obs, masks = probe_positions()
+    row = int(masks.sum(1).argmax())   # the position with the most legal moves
+    assert int(masks[row].sum()) >= 2
+    actions = policy_actions(pool._past_agents[0], obs[row].repeat(200, 1), masks[row].repeat(200, 1))
+    assert len(set(actions.tolist())) >= 2
+    assert all(masks[row, a] for a in actions.tolist())
+
+
+# -- ship: the model card --------------------------------------------------------------------
+
+def test_a_bar_is_judged_from_exactly_1000_pairs_and_a_ci_starting_at_the_bar_is_above_it():
+    """Issue 4's bars are measured over 1000 duplicate pairs; like the point estimate, an
+    interval that starts at the bar is at or above it."""
+    from training.ship import _verdict
+    row = {"pairs": 1000, "win_rate": 0.7, "ci95": [0.65, 0.75]}
+    assert _verdict(row, 0.65) == "met (the whole 95% CI is above the bar)"
+    assert _verdict(dict(row, pairs=999), 0.65).startswith("not judged: 999 pairs")
+
+
+def test_the_card_says_threads_wall_time_and_an_old_run_s_critic_in_words():
+    from training.ship import _critic, _minutes, _threads
+    assert _threads({"train_threads": 1}) == " with 1 torch thread"
+    assert _threads({"train_threads": 2}) == " with 2 torch threads"
+    assert _threads({}) == ""
+    assert _minutes(None) == "unknown" and _minutes(12.34) == "12.3 min"
+    assert _critic({}) == "shared"   # a run from before the oracle critic
+    assert _critic({"critic": "oracle"}).startswith("oracle")
