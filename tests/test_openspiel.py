@@ -458,7 +458,8 @@ def test_sims_uct_c_and_rollouts_reach_the_openspiel_bot(kind):
 
 
 def test_the_searched_round_is_played_to_the_matchs_target():
-    """The target decides where the round stops (R8): the searched game is the observed one's."""
+    """The target decides where the round stops (R8): the searched game is the observed one's,
+    for each decision's own target (not the first one's kept for all)."""
     games = []
 
     def recording(game, sampler, rng):
@@ -466,6 +467,7 @@ def test_the_searched_round_is_played_to_the_matchs_target():
         return pyspiel.make_uniform_random_bot(0, 1)
 
     agent = PyspielBotAgent(recording, "recorder")
-    observation, mask = _decision(target=100)
-    assert mask[agent.act(observation, mask)] == 1
-    assert [(g.target, g.rounds) for g in games] == [(100, 1)]
+    for target in (100, 250, 100):
+        observation, mask = _decision(target=target)
+        assert mask[agent.act(observation, mask)] == 1
+    assert [(g.target, g.rounds) for g in games] == [(100, 1), (250, 1), (100, 1)]

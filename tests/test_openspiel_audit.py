@@ -348,20 +348,6 @@ def test_the_seed_reaches_the_random_rollouts():
         assert rollout_draws(kind, 1) == rollout_draws(kind, 1) != rollout_draws(kind, 2)
 
 
-def test_each_target_gets_its_own_searched_game():
-    games = []
-
-    def recording(game, sampler, rng):
-        games.append(game)
-        return pyspiel.make_uniform_random_bot(0, 1)
-
-    agent = PyspielBotAgent(recording, "recorder")
-    for target in (100, 250, 100):
-        observation, mask = _decision(target=target)
-        assert mask[agent.act(observation, mask)] == 1
-    assert [(g.target, g.rounds) for g in games] == [(100, 1), (250, 1), (100, 1)]
-
-
 # -- AgentBot -------------------------------------------------------------------------------
 
 def test_an_agent_bot_needs_an_agent_that_acts():
