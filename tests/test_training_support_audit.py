@@ -410,3 +410,190 @@ def test_the_card_says_threads_wall_time_and_an_old_run_s_critic_in_words():
     assert _minutes(None) == "unknown" and _minutes(12.34) == "12.3 min"
     assert _critic({}) == "shared"   # a run from before the oracle critic
     assert _critic({"critic": "oracle"}).startswith("oracle")
+
+
+# -- second pass of the audit --------------------------------------------------------------------
+
+def test_checkpoints_fit_at_exactly_three_quarters_and_a_resumed_run_s_error_names_max_snapshots(
+        monkeypatch):
+    """``check_checkpoint_size``: the estimate "must fit in three quarters" of the read bound (an
+    estimate equal to it fits); a resumed run's error names ``max_snapshots`` (its networks
+    cannot change), a new run's ``hidden_sizes``."""
+    import training.checkpoint as checkpoint
+    from sevenrocks_env.policy import MAX_CHECKPOINT_BYTES
+    cfg = load_config(SMOKE, [])
+    quarter3 = MAX_CHECKPOINT_BYTES * 3 // 4
+    monkeypatch.setattr(checkpoint, "checkpoint_estimate", lambda cfg: quarter3)
+    checkpoint.check_checkpoint_size(cfg)
+    checkpoint.check_checkpoint_size(cfg, resumed=True)
+    monkeypatch.setattr(checkpoint, "checkpoint_estimate", lambda cfg: quarter3 + 1)
+    for resumed, key in ((True, "max_snapshots"), (False, "hidden_sizes")):
+        with pytest.raises(ConfigError, match=rf"^{key} ") as caught:
+            checkpoint.check_checkpoint_size(cfg, resumed=resumed)
+        assert caught.value.key == key
+
+
+def test_a_pool_snapshot_s_weights_are_checked_beside_a_good_generator(resume_piece):
+    """A snapshot whose weights are not the network's (with its generator intact) is the 'pool'
+    piece, not an error from ``load_state_dict`` once the networks are built."""
+    def change(data, cfg):
+        _weights(data).update(extra=torch.zeros(1))
+    assert _checked(resume_piece, change) == "pool"
+    assert _checked(resume_piece, lambda d, c: _weights(d).update(
+        {k: v.double() for k, v in _weights(d).items()})) == "pool"
+
+
+def _ship_args(monkeypatch, tmp_path, *options):
+    """``training.ship``'s parsed options for a plain policy file and ``options`` (caught where
+    the arena would be made, before anything is played or written)."""
+    from policy_files import save_policy
+    from training import ship
+    seen = []
+
+    def stop(args, agents):
+        seen.append((args, agents))
+        raise ValueError("stopped by the test")
+    monkeypatch.setattr(ship, "_arena", stop)
+    out = tmp_path / "shipped" / "policy.pt"
+    assert ship.main([str(save_policy(tmp_path / "plain.pt")), "--out", str(out), *options]) == 2
+    assert not out.parent.exists()
+    return seen[0]
+
+
+def test_ship_s_documented_defaults(tmp_path, monkeypatch, capsys):
+    """Its help and docstring: 1000 pairs (what issue 4's bars are judged over), deal seed 2025,
+    the batched arena, the card's opponents random greedy heuristic, one process."""
+    from training.ship import BAR_PAIRS, QUALITY_BARS
+    args, agents = _ship_args(monkeypatch, tmp_path)
+    assert "stopped by the test" in capsys.readouterr().err
+    assert (args.pairs, args.seed, args.arena, args.workers) == (BAR_PAIRS, 2025, "batched", 1)
+    assert args.pairs == 1000 and args.agents == list(QUALITY_BARS) == ["random", "greedy",
+                                                                         "heuristic"]
+    assert agents[:3] == ["random", "greedy", "heuristic"] and agents[3:] == [args.search]
+
+
+def test_the_card_keeps_the_training_threads_and_minutes_of_the_run(tmp_path, monkeypatch):
+    """``train_threads`` is the run's ``torch_threads`` (the card's "with N torch threads"),
+    ``train_minutes`` its wall time in minutes."""
+    from training.ship import _card, _markdown
+    args, agents = _ship_args(monkeypatch, tmp_path, "--search-pairs", "0")
+    assert agents == ["random", "greedy", "heuristic"]   # 0: no search row
+    facts = {"global_step": 7, "wall_time": 90.0, "config": {"torch_threads": 3}}
+    card = _card(args, [], {"hidden_sizes": [16]}, facts, None, [], tmp_path / "p.pt", 10)
+    assert (card["train_threads"], card["train_minutes"]) == (3, 1.5)
+    assert "| training wall time | 1.5 min with 3 torch threads |" in _markdown(card)
+
+
+def _arena_result(win_rate, lo, hi, spec="greedy", pairs=1000):
+    from types import SimpleNamespace
+    return SimpleNamespace(spec_b=spec, pairs=pairs, matches=2 * pairs, win_rate=win_rate,
+                           ci95=(lo, hi), mean_margin=1.04, rounds_per_match=5.123, seed=2025,
+                           seconds_per_decision=(0.0012345, 0.0))
+
+
+def test_a_card_row_is_judged_by_the_spec_it_played_not_its_name():
+    """``_row``: "the spec it played (``spec``: what the quality bars are judged by)": a result
+    named ``champion`` that played ``greedy`` is held to greedy's bar; a row named ``greedy``
+    that played ``random`` to random's."""
+    import json
+
+    from training.ship import _markdown, _row
+    card = json.loads((ROOT / "checkpoints" / "shipped" / "model_card.json").read_text())
+    card["arena"] = [_row("champion", _arena_result(0.7, 0.68, 0.72)),
+                     _row("greedy", _arena_result(0.97, 0.96, 0.98, spec="random"))]
+    text = _markdown(card)
+    assert "| vs greedy >= 65% | 70.0% [68.0%, 72.0%], 1000 pairs |" in text
+    assert "| vs random >= 95% | 97.0% [96.0%, 98.0%], 1000 pairs |" in text
+    assert "| vs greedy >= 65% | 97.0%" not in text
+
+
+@pytest.mark.parametrize("folder", ["runs ", "'quoted'", '"q"'])
+def test_the_resume_hint_keeps_folder_names_the_set_parser_would_strip_or_unquote(folder):
+    """``--set`` strips a value and unquotes a quoted one: a folder ending in a space or in
+    quotes is written as a JSON string, which reads back as itself."""
+    import shlex
+
+    from training.resume import output_folders
+    cfg = TrainConfig()
+    cfg.log_dir = folder
+    option, value = shlex.split(output_folders(cfg))
+    assert option == "--set" and load_config(SMOKE, [value]).log_dir == folder
+
+
+def test_the_resume_hint_quotes_the_checkpoint_path_for_a_shell():
+    import shlex
+
+    from training.resume import resume_options
+    path = Path("my runs") / "it's" / "latest.pt"
+    assert shlex.split(resume_options(path, TrainConfig())) == ["--resume", str(path)]
+
+
+def test_generators_finds_each_agent_s_and_restore_puts_their_states_back():
+    """``generators``: policy agents' torch ``_generator``, random and search agents' numpy
+    ``_rng``; ``restore_generators`` puts back what ``save_generators`` took (the cut-off
+    continuation plays on copies of the matches and must not move the real ones' draws)."""
+    from sevenrocks_env.agents import make_agent
+    from sevenrocks_env.policy import PolicyAgent, PolicyNet
+    from training.opponents import generators, restore_generators, save_generators
+    policy = PolicyAgent(PolicyNet([8]), deterministic=False)
+    randomly = make_agent("random")
+    assert generators(policy) == {"torch": policy._generator}
+    assert generators(randomly) == {"numpy": randomly._rng}
+    assert generators(make_agent("greedy")) == {}
+    saved = save_generators([policy, randomly, None, policy])
+    assert len(saved) == 2
+    first = (torch.rand(3, generator=policy._generator), randomly._rng.random(3))
+    restore_generators(saved)
+    again = (torch.rand(3, generator=policy._generator), randomly._rng.random(3))
+    assert torch.equal(first[0], again[0]) and np.array_equal(first[1], again[1])
+
+
+@pytest.mark.parametrize("agent", ["x|y=greedy", "greedy`", "a=sample:policy=x|y"])
+def test_ship_refuses_an_opponent_whose_name_or_spec_would_break_the_card(agent):
+    from training.ship import _check_card_agents
+    with pytest.raises(ValueError, match="its name and spec must each be"):
+        _check_card_agents(["random", agent])
+    _check_card_agents(["random", "champ=greedy", "search:samples=4"])
+
+
+def test_an_opponent_key_longer_than_4096_characters_is_refused_before_it_is_read_as_a_spec():
+    """Keys come from files (at most 4096 characters, as the pool's ``fixed`` names): a longer
+    one is refused as it is, even one that would parse as a baseline."""
+    from sevenrocks_env.policy import PolicyNet
+    from training.opponents import OpponentPool
+    pool = OpponentPool(["greedy"], PolicyNet([8]))
+    assert pool.restore("random" + " " * 4090)[0] == "random" + " " * 4090
+    with pytest.raises(ValueError, match="opponent key must be a string"):
+        pool.restore("random" + " " * 4091)
+
+
+def test_a_baseline_dropped_from_the_pool_on_resume_gets_its_saved_generator_back():
+    """A match in progress against ``random`` when the run resumes with other ``opponents``
+    finishes against it (:meth:`OpponentPool.restore`), with its generator where it was saved."""
+    from sevenrocks_env.policy import PolicyNet
+    from training.opponents import OpponentPool
+    saving = OpponentPool(["random"], PolicyNet([8]))
+    saving._fixed["random"]._rng.random(5)
+    state = saving.state_dict()
+    expected = saving._fixed["random"]._rng.random(4)
+    resumed = OpponentPool(["greedy"], PolicyNet([8]))
+    resumed.load_state_dict(state)
+    name, agent = resumed.restore("random")
+    assert name == "random" and np.array_equal(agent._rng.random(4), expected)
+
+
+def test_a_dropped_snapshot_is_saved_by_the_next_state_dict_only_and_a_resume_adds_none():
+    """``key``: a snapshot dropped while a match plays it is registered "for the next
+    state_dict() (and only those: a match that ended lets its snapshot go)"; ``ensure_snapshot``
+    takes one only when the pool has none."""
+    from sevenrocks_env.policy import PolicyNet
+    from training.opponents import OpponentPool
+    pool = OpponentPool(["past"], PolicyNet([8]), max_snapshots=1)
+    playing = pool._past_agents[0]
+    pool.add_snapshot(PolicyNet([8]))
+    assert pool.key("past", playing) == "past@0" and pool.key("past", playing) == "past@0"
+    assert len(pool.state_dict()["retired"]) == 1
+    assert pool.state_dict()["retired"] == []   # no match registered it since
+    kept = pool._past_agents[0]
+    pool.ensure_snapshot(PolicyNet([8]))
+    assert pool._past_agents == [kept] and len(pool.snapshots) == 1
