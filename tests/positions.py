@@ -162,3 +162,20 @@ def vector_positions(num_envs: int, steps: int, seed: int, target: int = rules.D
     for _ in range(steps):
         yield env
         env.step(torch.multinomial(env.action_mask.float(), 1, generator=generator).squeeze(1))
+
+
+def sampled_decisions(target: int, count: int, samples: int):
+    """``count`` search decisions (``world_rollouts.Decision``, ``samples`` worlds each, seeded by
+    position) at random positions of matches to ``target`` with at least two legal actions."""
+    from sevenrocks_env.agents.layout import view_of
+    from sevenrocks_env.agents.world_rollouts import Decision
+    decisions = []
+    for seed in range(200):
+        match = random_state(seed, seed % 30, target=target)
+        if match.over or match.awaiting_deal or len(rules.legal_actions(match)) < 2:
+            continue
+        decisions.append(Decision.sample(view_of(match, match.turn), rules.legal_actions(match),
+                                         samples, np.random.default_rng(seed)))
+        if len(decisions) == count:
+            return decisions
+    raise AssertionError("too few positions")

@@ -508,9 +508,9 @@ def test_batched_search_worlds_are_drawn_per_decision():
     assert draws[0] != draws[1] and draws[0] != draws[2] and draws[0] == draws[3]
 
 
-def test_a_sampling_policy_s_batched_draws_depend_on_the_pair_and_game():
-    """A sampling policy draws by a hash of (seed, pair, game, move): the same positions at the
-    same move number, in other pairs, get other draws (near-uniform at temperature 100)."""
+def test_a_sampling_policy_s_batched_draws_depend_on_the_pair_game_and_move():
+    """A sampling policy draws by a hash of (seed, pair, game, move): the same positions in other
+    pairs, or at another move number, get other draws (near-uniform at temperature 100)."""
     from sevenrocks_env.batched import VectorEnv
     from sevenrocks_env.batched_agents import batched_agent
     side = batched_agent("sample:policy=shipped,temperature=100")
@@ -518,12 +518,13 @@ def test_a_sampling_policy_s_batched_draws_depend_on_the_pair_and_game():
     env.reset(seed=1)
     envs = torch.arange(32)
 
-    def draws(coordinates):
+    def draws(coordinates, move=0):
         return side.actions(env, envs, {"seed": 3, "coordinate": coordinates,
-                                        "moves": torch.zeros(32, dtype=torch.long)}).tolist()
-    here, again, elsewhere = draws(envs), draws(envs.clone()), draws(envs + 1000)
-    assert here == again
-    assert sum(a != b for a, b in zip(here, elsewhere)) >= 8
+                                        "moves": torch.full((32,), move)}).tolist()
+    here = draws(envs)
+    assert draws(envs.clone()) == here
+    for elsewhere in (draws(envs + 1000), draws(envs, move=1)):
+        assert sum(a != b for a, b in zip(here, elsewhere)) >= 8
 
 
 def test_a_policy_search_with_sampled_rollouts_has_no_batched_version():

@@ -20,7 +20,7 @@ from sevenrocks_env.agents.world_rollouts import Decision
 from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import PolicyNet
 from batched_helpers import played_with_history
-from positions import positions_with_a_choice, random_state
+from positions import positions_with_a_choice, random_state, sampled_decisions
 
 
 # --- belief.HandSampler ----------------------------------------------------------------------
@@ -58,26 +58,12 @@ def test_search_defaults_are_the_documented_ones():
 
 # --- search_batched.BatchedSearch ------------------------------------------------------------
 
-def _near_target_decisions(samples: int, count: int = 12):
-    """Decisions at target 60 (wins, R8, are common in their rollouts)."""
-    decisions = []
-    for seed in range(200):
-        match = random_state(seed, seed % 30, target=60)
-        if match.over or match.awaiting_deal or len(rules.legal_actions(match)) < 2:
-            continue
-        decisions.append(Decision.sample(view_of(match, match.turn), rules.legal_actions(match),
-                                         samples, np.random.default_rng(seed)))
-        if len(decisions) == count:
-            return decisions
-    raise AssertionError("too few positions")
-
-
 @pytest.mark.parametrize("win_bonus", [0.0, 400.0])
 def test_batched_search_counts_the_agents_own_win_bonus(win_bonus):
     """``search:win_bonus=...`` in the batched arena: the rollout values use the agent's bonus
     (R8), as ``SearchAgent`` does, not the default 50."""
     agent = SearchAgent(samples=2, win_bonus=win_bonus, rollout="greedy")
-    decisions = _near_target_decisions(2)
+    decisions = sampled_decisions(target=60, count=12, samples=2)  # wins (R8) are common
     expected = [[[agent._rollout_value(world_match(d.view, h), a) for a in d.legal]
                  for h in d.hidden] for d in decisions]
     values = BatchedSearch(agent).world_values(decisions)
