@@ -462,11 +462,13 @@ def _ship_args(monkeypatch, tmp_path, *options):
 
 def test_ship_s_documented_defaults(tmp_path, monkeypatch, capsys):
     """Its help and docstring: 1000 pairs (what issue 4's bars are judged over), deal seed 2025,
-    the batched arena, the card's opponents random greedy heuristic, one process."""
+    100 pairs against search, the batched arena, the card's opponents random greedy heuristic,
+    one process."""
     from training.ship import BAR_PAIRS, QUALITY_BARS
     args, agents = _ship_args(monkeypatch, tmp_path)
     assert "stopped by the test" in capsys.readouterr().err
     assert (args.pairs, args.seed, args.arena, args.workers) == (BAR_PAIRS, 2025, "batched", 1)
+    assert args.search_pairs == 100
     assert args.pairs == 1000 and args.agents == list(QUALITY_BARS) == ["random", "greedy",
                                                                          "heuristic"]
     assert agents[:3] == ["random", "greedy", "heuristic"] and agents[3:] == [args.search]

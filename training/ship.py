@@ -232,7 +232,7 @@ def main(argv=None) -> int:
     parser.add_argument("--search", default="search",
                         help="the search opponent of the card's last row (default: search)")
     parser.add_argument("--search-pairs", type=arguments.non_negative_pairs, default=100,
-                        help="pairs against --search (0: no search row)")
+                        help="pairs against --search (default 100; 0: no search row)")
     parser.add_argument("--seed", type=arguments.seed, default=2025,
                         help="deal seed of every row (default 2025)")
     parser.add_argument("--arena", choices=("batched", "pool"), default="batched",
