@@ -40,3 +40,11 @@ def assert_unseeded_agents_draw_fresh_seeds(first, second) -> None:
     second.seed(7)
     assert first._generator.initial_seed() == second._generator.initial_seed() == 7
 
+
+def trained_looking(network: PolicyNet) -> PolicyNet:
+    """``network`` with every weight drawn at random: a fresh network's heads start near 0,
+    which hides units the widening connected wrongly or a per-action term computed wrongly."""
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.normal_(0, 0.3)
+    return network.eval()

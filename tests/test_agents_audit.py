@@ -73,21 +73,28 @@ def test_a_spec_with_surrounding_blanks_names_the_same_agent(spec):
     assert vars(agent).keys() == vars(plain).keys()
 
 
+def _plays(agent, positions) -> list[int]:
+    """``agent``'s moves at each of ``positions`` (rules.Match), in order."""
+    from sevenrocks_env.observation import action_mask, encode
+    return [agent.act(encode(m, m.turn), action_mask(m, m.turn)) for m in positions]
+
+
+def _defensive(env, rows):
+    """The batched defensive rollout policy's moves (``WorldRollouts(...).values``' chooser)."""
+    from sevenrocks_env.batched.defensive import defensive_actions
+    return defensive_actions(env.state, env.action_mask, rows)
+
+
 def test_an_agent_instance_given_a_seed_is_reseeded():
     """``make_agent(agent, seed=s)``: the instance passes through, seeded with ``s`` -- it then
     plays exactly as a fresh agent of that seed."""
     from sevenrocks_env.agents import RandomAgent
-    from sevenrocks_env.observation import action_mask, encode
     positions = positions_with_a_choice(12, min_legal=3)
-
-    def plays(agent):
-        return [agent.act(encode(m, m.turn), action_mask(m, m.turn)) for m in positions]
-
     instance = RandomAgent(seed=1)
     assert make_agent(instance, seed=5) is instance
-    fresh = plays(make_agent("random", seed=5))
-    assert plays(instance) == fresh
-    assert plays(make_agent(RandomAgent(seed=1), seed=6)) != fresh  # the seed does matter
+    fresh = _plays(make_agent("random", seed=5), positions)
+    assert _plays(instance, positions) == fresh
+    assert _plays(make_agent(RandomAgent(seed=1), seed=6), positions) != fresh  # seeds matter
 
 
 def test_a_policy_parameter_after_a_blank_still_makes_the_policy_search():
@@ -189,10 +196,6 @@ def test_a_rollout_engine_kept_for_one_target_is_not_used_for_another():
     """``WorldRollouts.env`` keeps an engine per (size, target): decisions of the same size at
     another target get their own target's values (R8: the match ends at its target)."""
     from sevenrocks_env.agents.world_rollouts import WorldRollouts
-    from sevenrocks_env.batched.defensive import defensive_actions
-
-    def choose(env, rows):
-        return defensive_actions(env.state, env.action_mask, rows)
 
     low = sampled_decisions(target=60, count=6, samples=3)
     high = sampled_decisions(target=250, count=6, samples=3)
@@ -200,10 +203,10 @@ def test_a_rollout_engine_kept_for_one_target_is_not_used_for_another():
     assert pairs
     shared = WorldRollouts()
     for a, b in pairs[:4]:
-        want_a = WorldRollouts().values([a], choose)[0]
-        want_b = WorldRollouts().values([b], choose)[0]
-        assert np.array_equal(shared.values([a], choose)[0], want_a)
-        assert np.array_equal(shared.values([b], choose)[0], want_b)
+        want_a = WorldRollouts().values([a], _defensive)[0]
+        want_b = WorldRollouts().values([b], _defensive)[0]
+        assert np.array_equal(shared.values([a], _defensive)[0], want_a)
+        assert np.array_equal(shared.values([b], _defensive)[0], want_b)
 
 
 def test_search_worlds_depend_on_the_arena_seed():
@@ -246,10 +249,6 @@ def test_rollouts_past_the_round_follow_each_worlds_own_deal_stream():
     two worlds with the same hands and stream get the same values, other streams other values
     (module docstring); ``Decision.sample`` draws each world's stream from the decision's rng."""
     from sevenrocks_env.agents.world_rollouts import Decision, WorldRollouts
-    from sevenrocks_env.batched.defensive import defensive_actions
-
-    def choose(env, rows):
-        return defensive_actions(env.state, env.action_mask, rows)
 
     differs = 0
     for d in sampled_decisions(target=250, count=4, samples=3):
@@ -257,7 +256,7 @@ def test_rollouts_past_the_round_follow_each_worlds_own_deal_stream():
         same = Decision(d.view, d.legal, [hands, hands], streams=[7, 7], rounds=2)
         other = Decision(d.view, d.legal, [hands, hands], streams=[7, 8], rounds=2)
         one_round = Decision(d.view, d.legal, [hands, hands], streams=[7, 8], rounds=1)
-        values = WorldRollouts().values([same, other, one_round], choose)
+        values = WorldRollouts().values([same, other, one_round], _defensive)
         assert np.array_equal(values[0][0], values[0][1])
         assert np.array_equal(values[1][0], values[0][0])
         assert np.array_equal(values[2][0], values[2][1])  # one round: no later deal
@@ -276,16 +275,10 @@ def test_rollouts_past_the_round_follow_each_worlds_own_deal_stream():
 def test_make_agent_seeds_what_it_builds(spec):
     """``make_agent(spec, seed=s)``: two agents built with one seed play alike, and another seed
     plays otherwise (``random``, ``search``, the policy search, a sampling checkpoint)."""
-    from sevenrocks_env.observation import action_mask, encode
     positions = positions_with_a_choice(16, min_legal=3)
-
-    def plays(seed):
-        agent = make_agent(spec, seed=seed)
-        return [agent.act(encode(m, m.turn), action_mask(m, m.turn)) for m in positions]
-
-    first = plays(11)
-    assert plays(11) == first
-    assert plays(12) != first
+    first = _plays(make_agent(spec, seed=11), positions)
+    assert _plays(make_agent(spec, seed=11), positions) == first
+    assert _plays(make_agent(spec, seed=12), positions) != first
 
 
 @pytest.mark.parametrize("spec, seed, error", [

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -18,6 +20,9 @@ from sevenrocks_env.ratings import fit_bradley_terry, wilson_interval
 
 torch = pytest.importorskip("torch")
 from sevenrocks_env.arena_batched import evaluate_batched, play_pairs_batched  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import ladder  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -588,21 +593,10 @@ def test_a_training_script_s_evaluation_deals_from_its_eval_seed(capsys):
 
 # -- the ladder ---------------------------------------------------------------------------------
 
-def _ladder():
-    import sys
-    from pathlib import Path
-    folder = str(Path(__file__).resolve().parent.parent / "benchmarks")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    import ladder
-    return ladder
-
-
 def test_a_process_pool_pairing_of_the_ladder_deals_from_the_ladder_s_seed(monkeypatch,
                                                                            tmp_path):
     """IS-MCTS pairings play in the unbatched arena: from the ladder's seed, under its round
     limit, and the file saved says so (so that the next run reuses it)."""
-    ladder = _ladder()
     played = []
     real = arena.evaluate
 
@@ -619,7 +613,6 @@ def test_a_process_pool_pairing_of_the_ladder_deals_from_the_ladder_s_seed(monke
 
 def test_no_play_says_which_saved_pairing_was_played_from_another_seed(tmp_path, capsys):
     """``--no-play`` rates what is saved, and names a pairing saved with another --seed."""
-    ladder = _ladder()
     out = tmp_path / "ladder"
     out.mkdir()
     result = evaluate_batched("greedy=greedy", "random=random", 1, seed=99).as_dict()

@@ -382,10 +382,13 @@ def test_an_output_folder_that_cannot_take_files_is_refused_before_training(tmp_
     assert "Traceback" not in err and not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("folder", ["2024", "yes", "~", "a: b", "/tmp/x y", "runs2"])
+@pytest.mark.parametrize("folder", ["2024", "yes", "~", "a: b", "/tmp/x y", "runs2",
+                                    "runs ", "'quoted'", '"q"'])
 def test_the_resume_hint_names_output_folders_as_the_set_parser_reads_them(folder):
     """A folder named 2024 or yes, written bare, would come back from --set as an int or a bool
-    (refused): the hint quotes what YAML would not read back as the same text."""
+    (refused): the hint quotes what YAML would not read back as the same text. ``--set`` also
+    strips a value and unquotes a quoted one: a folder ending in a space or in quotes is
+    written as a JSON string, which reads back as itself."""
     import shlex
 
     from training.config import TrainConfig

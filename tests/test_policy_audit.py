@@ -18,18 +18,9 @@ from sevenrocks_env.policy import (  # noqa: E402
     CheckpointError, PolicyAgent, PolicyNet, generator_seed, load_policy, probe_positions,
     read_checkpoint)
 from positions import random_state  # noqa: E402
-from policy_files import save_policy  # noqa: E402
+from policy_files import save_policy, trained_looking  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def trained_looking(network: PolicyNet) -> PolicyNet:
-    """``network`` with every weight drawn at random (a fresh network's heads start near 0,
-    which hides a per-action term computed wrongly)."""
-    with torch.no_grad():
-        for parameter in network.parameters():
-            parameter.normal_(0, 0.3)
-    return network.eval()
 
 
 def position(seed: int, moves: int) -> tuple[np.ndarray, np.ndarray]:

@@ -509,19 +509,6 @@ def test_a_card_row_is_judged_by_the_spec_it_played_not_its_name():
     assert "| vs greedy >= 65% | 97.0%" not in text
 
 
-@pytest.mark.parametrize("folder", ["runs ", "'quoted'", '"q"'])
-def test_the_resume_hint_keeps_folder_names_the_set_parser_would_strip_or_unquote(folder):
-    """``--set`` strips a value and unquotes a quoted one: a folder ending in a space or in
-    quotes is written as a JSON string, which reads back as itself."""
-    import shlex
-
-    from training.resume import output_folders
-    cfg = TrainConfig()
-    cfg.log_dir = folder
-    option, value = shlex.split(output_folders(cfg))
-    assert option == "--set" and load_config(SMOKE, [value]).log_dir == folder
-
-
 def test_the_resume_hint_quotes_the_checkpoint_path_for_a_shell():
     import shlex
 

@@ -15,15 +15,7 @@ from training import distill  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
 from training.config import ConfigError, load_config  # noqa: E402
 from training.networks import build_networks, sharpen, warm_start, widen  # noqa: E402
-
-
-def trained_looking(network: PolicyNet) -> PolicyNet:
-    """``network`` with every weight drawn at random (no zero-initialised heads, which would
-    hide units that the widening connected wrongly)."""
-    with torch.no_grad():
-        for parameter in network.parameters():
-            parameter.normal_(0, 0.3)
-    return network.eval()
+from policy_files import trained_looking  # noqa: E402
 
 
 NETWORKS = {
