@@ -170,6 +170,42 @@ def test_a_picture_that_cannot_be_written_is_one_line(tmp_path, capsys, monkeypa
     assert err == f"error: cannot write {tmp_path / 'c.png'}: No space left on device\n", err
 
 
+def test_a_failed_write_keeps_the_old_picture_and_leaves_no_partial_file(tmp_path, capsys,
+                                                                          monkeypatch):
+    """The picture is written beside its name and renamed once complete: a write that fails
+    half way leaves the previous picture as it was and no temporary file."""
+    import matplotlib.figure
+
+    def half_written(self, fname, *args, **kwargs):
+        with open(fname, "wb") as file:
+            file.write(b"\x89PNG half")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", half_written)
+    folder = write(tmp_path / "run", EVALS)
+    (tmp_path / "c.png").write_bytes(b"the old picture")
+    assert main([str(folder), "--out", str(tmp_path / "c.png")]) == 1
+    assert (tmp_path / "c.png").read_bytes() == b"the old picture"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.png", "run"]
+
+
+def test_an_output_made_a_folder_while_reading_is_one_line(tmp_path, capsys, monkeypatch):
+    """The output is checked before the run is read and again when the picture is written:
+    a folder put under its name meanwhile is one error line, not a traceback or a write into
+    the folder."""
+    folder = write(tmp_path / "run", EVALS)
+    read = plot_curve.read_run
+
+    def read_then_mkdir(run_dir):
+        run = read(run_dir)
+        (tmp_path / "c.png").mkdir()
+        return run
+    monkeypatch.setattr(plot_curve, "read_run", read_then_mkdir)
+    assert main([str(folder), "--out", str(tmp_path / "c.png")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: output ") and "not a regular file" in err, err
+    assert err.count("\n") == 1 and not list((tmp_path / "c.png").iterdir())
+
+
 def test_win_rates_at_steps_without_a_wall_time_are_one_line(tmp_path, capsys):
     """Every win rate at a step with no eval/wall_minutes: the curves were all empty and
     drawing them raised ValueError (max of an empty sequence) as a traceback."""

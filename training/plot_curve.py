@@ -22,7 +22,7 @@ import struct
 import sys
 from pathlib import Path
 
-from sevenrocks_env.atomic_file import check_output_file
+from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file
 from sevenrocks_env.checks import shown
 from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.textfile import not_regular, open_without_waiting
@@ -246,8 +246,11 @@ def draw(run: dict, out, x: str = "time", pairs: int | None = None) -> Path:
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
+    try:  # never a partial picture; the output checked again at the write, not only at the start
+        with atomic_path(out) as partial:
+            fig.savefig(partial, format=out.suffix[1:].lower())
+    finally:
+        plt.close(fig)
     return out
 
 
@@ -293,6 +296,9 @@ def main(argv=None) -> int:
         return 2
     except OSError as error:  # the disk full, the folder gone meanwhile
         print(f"error: cannot write {args.out}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    except OutputError as error:  # the output made a folder (or a device) while reading
+        print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
 
