@@ -35,7 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .rules import Match, end_sum, legal_actions, matching_tiles
+from .rules import Match, end_sum, legal_actions, legal_moves, matching_tiles
 from .scoring import counted_ends
 from .tiles import KNOCK, NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
 
@@ -223,11 +223,19 @@ def _bits_to_mask(bits: np.ndarray) -> int:
     return int(np.dot(bits.astype(np.int64) != 0, _BITS[: len(bits)]))
 
 
+def _ends(obs: np.ndarray) -> tuple[int, int, int, int]:
+    """The open number of each slot (-1 where closed) written in an observation."""
+    numbers = obs[_SLOT_NUMBER:_SLOT_NUMBER + 28].reshape(4, 7).argmax(1)
+    return tuple(np.where(obs[_SLOT_OPEN:_SLOT_OPEN + 4] > 0.5, numbers, -1).tolist())
+
+
 def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
     """An agent's ``(observation, action_mask)`` as ``float32[OBS_SIZE]`` and ``bool[113]``;
-    ``ValueError`` for a wrong shape, a non-finite observation, a mask with no legal action, or
-    one no position of this game has: knock (112) legal beside a placement (R6: a seat knocks
-    exactly when it cannot place; the agents would fail inside or play something)."""
+    ``ValueError`` for a wrong shape, a non-finite observation, a mask with no legal action, one
+    no position of this game has (knock (112) legal beside a placement: R6, a seat knocks exactly
+    when it cannot place), an observation of a seat not on turn, or a mask marking a move the
+    observation's seat cannot make (a tile it does not hold, a slot not open to it: the mask and
+    the observation of two different seats).  The agents would fail inside or play something."""
     if isinstance(obs, dict) and "observation" in obs:
         raise ValueError("observation must be the observation vector, got the env's dict: pass "
                          "obs['observation'] (and obs['action_mask'] as the mask)")
@@ -252,6 +260,18 @@ def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"action mask is not a mask of this game: it marks knock ({KNOCK}) "
                          f"legal beside {int(mask[:KNOCK].sum())} placement(s), but knock is "
                          "legal only when no tile can be placed (R6)")
+    if obs[_TURN] != 1:
+        raise ValueError("observation is not of the seat on turn (its turn piece is "
+                         f"{obs[_TURN:_TURN + 4].tolist()}, not [1, 0, 0, 0]): pass the "
+                         "observation of the seat whose action mask this is")
+    legal = legal_moves(_bits_to_mask(obs[0:28]), _ends(obs), bool(obs[_OPENING] > 0.5))
+    marked = np.flatnonzero(mask).tolist()
+    if not set(marked).issubset(legal):
+        foreign = sorted(set(marked).difference(legal))
+        raise ValueError(f"action mask marks {foreign[:8]}{' ...' if len(foreign) > 8 else ''} "
+                         f"legal, but the observation's seat can play only {legal[:8]}"
+                         f"{' ...' if len(legal) > 8 else ''}: are the observation and the mask "
+                         "of the same seat and position?")
     return obs, mask
 
 
@@ -263,12 +283,8 @@ def decode(obs: np.ndarray) -> SeatView:
     hand = _bits_to_mask(obs[0:28])
     played = obs[28:140].reshape(4, 28)
     played_by = tuple(_bits_to_mask(row) for row in played)
-    ends, end_double, started = [], [], []
+    end_double, started = [], []
     for slot in range(4):
-        if obs[_SLOT_OPEN + slot] > 0.5:
-            ends.append(int(np.argmax(obs[_SLOT_NUMBER + 7 * slot: _SLOT_NUMBER + 7 * slot + 7])))
-        else:
-            ends.append(-1)
         end_double.append(bool(obs[_SLOT_DOUBLE + slot] > 0.5))
         started.append(bool(obs[_BRANCH + slot] > 0.5))
     spinner = int(np.argmax(obs[_SPINNER + 1:_SPINNER + 8])) if obs[_SPINNER] > 0.5 else -1
@@ -278,7 +294,7 @@ def decode(obs: np.ndarray) -> SeatView:
     target = int(round(obs[_SCORES + 2] * 1000))
     scores = (int(round(obs[_SCORES] * target)), int(round(obs[_SCORES + 1] * target)))
     turn = int(np.argmax(obs[_TURN:_TURN + 4])) if obs[_TURN:_TURN + 4].any() else -1
-    return SeatView(hand, played_by, tuple(ends), tuple(end_double), tuple(started), spinner,
+    return SeatView(hand, played_by, _ends(obs), tuple(end_double), tuple(started), spinner,
                     counts, voids, scores, target, turn, bool(obs[_OPENING] > 0.5))
 
 

@@ -233,8 +233,14 @@ def legal_actions(match: Match) -> list[int]:
     ``[]`` when no seat is on turn (the match is over, or its round ended and waits for a deal)."""
     if match.turn < 0 or match.over:
         return []
-    hand = match.hands[match.turn]
-    if match.placements == 0:
+    return legal_moves(match.hands[match.turn], match.ends, match.placements == 0)
+
+
+def legal_moves(hand: int, ends, opening: bool) -> list[int]:
+    """The legal actions, ascending, of a seat holding ``hand`` (a tile bitmask) at the layout's
+    open ``ends`` (number per slot, -1 where closed): any tile at slot 0 when ``opening`` (R3),
+    else each tile showing a slot's number at that slot (R4), else ``[KNOCK]`` (R6)."""
+    if opening:
         actions = []
         while hand:
             low_bit = hand & -hand
@@ -242,7 +248,7 @@ def legal_actions(match: Match) -> list[int]:
             hand ^= low_bit
         return actions
     actions = []
-    for slot, number in enumerate(match.ends):
+    for slot, number in enumerate(ends):
         if number >= 0:
             fits = hand & WITH_NUMBER[number]
             while fits:

@@ -43,6 +43,20 @@ def positions_with_a_choice(count: int, min_legal: int = 2) -> list[rules.Match]
     raise AssertionError(f"fewer than {count} positions with {min_legal} legal actions")
 
 
+def knock_inputs() -> tuple[np.ndarray, np.ndarray]:
+    """``(observation, action_mask)`` of a seat that can only knock (R6), for the tests of
+    forced moves that no model or search may be asked about."""
+    for seed in range(500):
+        match = rules.Match.new(seed)
+        rng = random.Random(seed)
+        while not match.over:
+            legal = rules.legal_actions(match)
+            if legal == [KNOCK]:
+                return encode(match, match.turn), action_mask(match, match.turn)
+            rules.apply_action(match, rng.choice(legal))
+    raise AssertionError("no forced knock in 500 random matches")
+
+
 def round_played_out(seed: int, target: int = rules.DEFAULT_TARGET) -> rules.Match:
     """Round 0 of ``seed``'s deal played to its end by uniformly random moves, in a seedless
     match: it waits for its next deal, so ``history[-1]`` is the finished round."""

@@ -41,6 +41,35 @@ def test_a_mask_with_knock_beside_a_placement_is_not_a_mask_of_this_game(spec):
             agent.act(obs, mask)
 
 
+@pytest.mark.parametrize("spec", SPECS)
+def test_the_mask_and_observation_of_two_seats_are_refused_in_words(spec):
+    """``env.observe(other_agent)`` with the mask of the seat on turn: the policy search failed
+    with torch's IndexError deep inside; the other agents played, some a tile their seat does
+    not hold (a mask with such a tile marked)."""
+    from sevenrocks_env import sevenrocks_v0
+
+    agent = make_agent(spec, seed=0)
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=2)
+    for _ in range(4):
+        env.step(int(np.flatnonzero(env.observe(env.agent_selection)["action_mask"])[0]))
+    seat, mask = env.agent_selection, env.observe(env.agent_selection)["action_mask"]
+    other = next(name for name in env.agents if name != seat)
+    with pytest.raises(ValueError, match="observation is not of the seat on turn"):
+        agent.act(env.observe(other)["observation"], mask)
+    obs = env.observe(seat)["observation"]
+    held = {int(a) // 4 for a in np.flatnonzero(mask[:KNOCK])}
+    foreign = next(4 * tile for tile in range(28)
+                   if tile not in held and not obs[tile])  # a tile the seat does not hold
+    with_foreign = mask.copy()
+    with_foreign[foreign] = 1
+    with pytest.raises(ValueError, match=rf"marks \[{foreign}\] legal, but the observation's "
+                                         "seat can play only"):
+        agent.act(obs, with_foreign)
+    plays = {"history": env.public_round()} if "inference" in spec else {}
+    assert mask[agent.act(obs, mask, **plays)]
+
+
 # -- C: load_policy's arguments ------------------------------------------------------------------
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a CPU-only torch")

@@ -7,7 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sevenrocks_env.observation import OBS_SIZE, OFFSETS, PIECES, decode, encode, view
+from sevenrocks_env.observation import (OBS_SIZE, OFFSETS, PIECES, action_mask, checked_inputs,
+                                        decode, encode, view)
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK, NUM_TILES, WITH_NUMBER
 
@@ -146,12 +147,11 @@ def test_checked_inputs_refuses_masks_and_observations_an_agent_would_misread():
 
     from sevenrocks_env.observation import checked_inputs
 
-    obs = encode(Match.new(0), 0)
-    mask = np.zeros(113, np.int8)
-    mask[112] = 1
+    match = Match.new(0)
+    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
     got_obs, got_mask = checked_inputs(obs.astype(np.float64), mask)
     assert got_obs.dtype == np.float32 and got_mask.dtype == bool
-    assert got_mask.nonzero()[0].tolist() == [112]
+    assert got_mask.nonzero()[0].tolist() == legal_actions(match)
     for bad in (-1, 2):
         wrong = mask.copy()
         wrong[3] = bad
@@ -163,3 +163,63 @@ def test_checked_inputs_refuses_masks_and_observations_an_agent_would_misread():
     huge[0] = 1e300
     with pytest.raises(ValueError, match="NaN or infinite"), np.errstate(over="ignore"):
         checked_inputs(huge, mask)
+
+
+def _random_positions(count: int, seed: int):
+    """``count`` positions of random play with a seat on turn (copies), opening ones included."""
+    rng = random.Random(seed)
+    positions = []
+    while len(positions) < count:
+        match = Match.new(rng.randrange(10 ** 6))
+        while not match.over and len(positions) < count:
+            if match.turn >= 0 and rng.random() < 0.3:
+                positions.append(match.clone())
+            apply_action(match, rng.choice(legal_actions(match)))
+    return positions
+
+
+def test_checked_inputs_refuses_the_mask_and_observation_of_two_seats():
+    """An agent given one seat's mask with another seat's observation (``env.observe(other)``)
+    failed deep inside the policy search (a torch IndexError) or played a tile its seat does not
+    hold: the observation must be of the seat on turn, and the mask only legal moves of it."""
+    import pytest
+
+    for match in _random_positions(200, seed=5):
+        mask = action_mask(match, match.turn)
+        got = checked_inputs(encode(match, match.turn), mask)[1]
+        assert np.flatnonzero(got).tolist() == legal_actions(match)
+        for seat in set(range(4)) - {match.turn}:
+            with pytest.raises(ValueError, match="not of the seat on turn"):
+                checked_inputs(encode(match, seat), mask)
+
+
+def test_checked_inputs_refuses_a_mask_with_a_move_the_position_does_not_allow():
+    """A tile the seat does not hold, a closed slot, a tile not showing the slot's number, knock
+    while a tile can be placed, a slot other than 0 for the opening tile: each refused, naming
+    the marked moves and the legal ones; a subset of the legal moves passes."""
+    import pytest
+
+    from sevenrocks_env.tiles import TILE_HIGH, TILE_LOW
+
+    checked = 0
+    for match in _random_positions(200, seed=6):
+        obs, legal = encode(match, match.turn), legal_actions(match)
+        hand = match.hands[match.turn]
+        subset = np.zeros(113, bool)
+        subset[legal[-1]] = True
+        assert np.flatnonzero(checked_inputs(obs, subset)[1]).tolist() == [legal[-1]]
+        for action in range(113):
+            if action in legal or (action == KNOCK) != (legal == [KNOCK]):
+                continue  # the knock-beside-placements check speaks first
+            tile, slot = divmod(action, 4)
+            fits = action == KNOCK or (hand >> tile & 1 and (
+                slot == 0 if match.placements == 0 else
+                match.ends[slot] in (TILE_LOW[tile], TILE_HIGH[tile])))
+            assert not fits, (action, legal)
+            mask = np.zeros(113, bool)
+            mask[[action, *legal] if action != KNOCK and legal != [KNOCK] else [action]] = True
+            with pytest.raises(ValueError, match=rf"marks \[{action}\] legal, but the "
+                                                 "observation's seat can play only"):
+                checked_inputs(obs, mask)
+            checked += 1
+    assert checked > 10_000

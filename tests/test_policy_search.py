@@ -26,7 +26,7 @@ from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.policy import MaskedCategorical, load_policy
 from sevenrocks_env.tiles import mask_of, tiles_of
 from policy_files import assert_unseeded_agents_draw_fresh_seeds
-from positions import choices_grouped_and_alone, random_state, two_deals_one_view
+from positions import choices_grouped_and_alone, knock_inputs, random_state, two_deals_one_view
 
 # (seed, moves) of random positions where two seats showed voids by knocking, 7-8 unseen tiles
 TWO_KNOCKERS = [(6, 22), (7, 23), (32, 21), (52, 23), (53, 21)]
@@ -304,10 +304,8 @@ def test_small_arena_against_greedy_runs_the_match_horizon_rollouts(shipped, mon
 
 def test_forced_move_is_played_without_search(shipped):
     agent = PolicySearchAgent(shipped, samples=1, seed=0)
-    mask = np.zeros(113, dtype=np.int8)
-    mask[112] = 1
     agent._rollouts = None  # any search would fail
-    assert agent.act(np.zeros(238, dtype=np.float32), mask) == 112
+    assert agent.act(*knock_inputs()) == 112
 
 
 @pytest.mark.parametrize("kwargs, words", [

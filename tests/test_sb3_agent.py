@@ -2,7 +2,6 @@
 
 import zipfile
 
-import numpy as np
 import pytest
 
 pytest.importorskip("sb3_contrib", reason="needs the [sb3] extra")
@@ -17,6 +16,7 @@ from sevenrocks_env.arena import evaluate  # noqa: E402
 from sevenrocks_env.driver import MatchDriver  # noqa: E402
 from sevenrocks_env.observation import action_mask, encode  # noqa: E402
 from sevenrocks_env.single_agent import SingleAgentEnv  # noqa: E402
+from positions import knock_inputs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +95,7 @@ def test_forced_moves_do_not_reach_the_model():
 
     from sevenrocks_env.agents.sb3_agent import SB3Agent
 
-    mask = np.zeros(113, np.int8)
-    mask[112] = 1
-    assert SB3Agent(Exploding()).act(np.zeros(238, np.float32), mask) == 112
+    assert SB3Agent(Exploding()).act(*knock_inputs()) == 112
 
 
 def test_deterministic_false_samples_from_the_policy(trained):
