@@ -291,7 +291,7 @@ class PolicyAgent:
 
     def __init__(self, model: PolicyNet, name: str = "policy", deterministic: bool = True,
                  device: str = "cpu", temperature: float = 1.0):
-        self.temperature = checked_temperature(temperature)
+        self.temperature = checked_temperature(temperature, deterministic)
         self.device = policy_device(device)
         self.model = model.to(self.device).eval()
         self.name = name
@@ -339,7 +339,7 @@ def load_policy(path, device: str = "cpu", deterministic: bool = True,
     the policy installed with the package; sampling: ``sample:policy=path``); raises
     :class:`CheckpointError` (a ``ValueError``) for an unusable file; ``TypeError`` or
     ``ValueError`` naming ``path`` or ``device`` for arguments no file could fix."""
-    temperature = checked_temperature(temperature)   # before the file is read
+    temperature = checked_temperature(temperature, deterministic)   # before the file is read
     device = policy_device(device)
     data = read_checkpoint(path)
     model = build_model(data, path)
@@ -365,10 +365,10 @@ def policy_device(device) -> torch.device:
 TEMPERATURE_RANGE = (0.01, 100.0)
 
 
-def checked_temperature(temperature) -> float:
-    """``temperature`` (any real number type but bool) as a float in :data:`TEMPERATURE_RANGE`;
-    a ``ValueError`` saying so otherwise (0 would divide by zero, a NaN would make every action's
-    probability NaN)."""
+def checked_temperature(temperature, deterministic: bool = False) -> float:
+    """``temperature`` (any real number type but bool) as a float in :data:`TEMPERATURE_RANGE`,
+    and 1 for a ``deterministic`` policy (another was silently ignored); a ``ValueError`` saying
+    so otherwise (0 would divide by zero, a NaN would make every action's probability NaN)."""
     low, high = TEMPERATURE_RANGE
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
             or not low <= temperature <= high:   # (False for NaN)
@@ -376,6 +376,9 @@ def checked_temperature(temperature) -> float:
             if isinstance(temperature, numbers.Real) and temperature == 0 else ""
         raise ValueError(f"temperature must be a number in [{low:g}, {high:g}], got "
                          f"{temperature!r:.40}{hint}")
+    if deterministic and temperature != 1.0:
+        raise ValueError(f"temperature={temperature:g} applies to sampling: pass deterministic="
+                         "False (a deterministic policy plays its most probable action)")
     return float(temperature)
 
 

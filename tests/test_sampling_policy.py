@@ -125,6 +125,19 @@ def test_a_bad_temperature_is_refused_before_the_file_is_read():
         PolicyAgent(make_agent("ckpt:shipped").model, temperature=True)
 
 
+def test_a_temperature_for_a_deterministic_policy_is_refused_not_ignored():
+    """``load_policy(path, temperature=0.5)`` loaded and played the plain argmax: a setting
+    silently ignored.  Refused before the file is read; 1 (the default) still loads."""
+    with pytest.raises(ValueError, match=r"temperature=0.5 applies to sampling: pass "
+                                         "deterministic=False"):
+        load_policy("/no/such/file.pt", temperature=0.5)
+    model = make_agent("ckpt:shipped").model
+    with pytest.raises(ValueError, match="applies to sampling"):
+        PolicyAgent(model, temperature=2)
+    assert load_policy("shipped", temperature=1.0).deterministic
+    assert load_policy("shipped", deterministic=False, temperature=0.5).temperature == 0.5
+
+
 # -- the temperature ------------------------------------------------------------------------------
 
 def test_the_distribution_divides_the_logits_by_the_temperature(positions):
