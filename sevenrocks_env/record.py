@@ -122,14 +122,18 @@ def round_entry(opener: int, hands, moves, result: str | None, deductions, score
 
 
 def save(record: dict, path) -> None:
-    """Write ``record`` to ``path`` as JSON; an interrupted save leaves the old file, never
-    half a record (:func:`sevenrocks_env.atomic_file.atomic_path`).  A device or pipe that
-    exists (``/dev/null``: keep no record) is written into, never replaced."""
+    """Write ``record`` to ``path`` as JSON, its folders made if missing; a record
+    :func:`validate` refuses is a :class:`RecordError` and writes nothing (a file :func:`load`
+    would refuse).  An interrupted save leaves the old file, never half a record
+    (:func:`sevenrocks_env.atomic_file.atomic_path`).  A device or pipe that exists
+    (``/dev/null``: keep no record) is written into, never replaced."""
+    validate(record)
     text = json.dumps(record, indent=1) + "\n"
     path = Path(path)
     if path.exists() and not path.is_file() and not path.is_dir():
         path.write_text(text)
         return
+    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as partial:
         partial.write_text(text)
 

@@ -46,6 +46,22 @@ def test_round_trip_through_a_file(tmp_path):
     assert final.scores == record["scores"] and final.winner == record["winner"]
 
 
+def test_save_writes_only_records_load_takes_and_makes_their_folder(tmp_path):
+    """save wrote whatever it was given (a record load then refused, or json's bare TypeError
+    for a NumPy int), and a missing folder was a FileNotFoundError naming its temporary file."""
+    import numpy as np
+
+    record = finished_record(seed=4)
+    for bad, words in (({"format": "x"}, "format"),
+                       (dict(record, target=np.int64(250)), "target"),
+                       (dict(record, winner=1 - record["winner"]), "winner")):
+        with pytest.raises(RecordError, match=words):
+            save(bad, tmp_path / "bad.json")
+    assert list(tmp_path.iterdir()) == []
+    save(record, tmp_path / "new" / "folders" / "game.json")
+    assert load(tmp_path / "new" / "folders" / "game.json") == record
+
+
 def tampered(record, edit):
     bad = copy.deepcopy(record)
     edit(bad)
