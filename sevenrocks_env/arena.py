@@ -65,7 +65,8 @@ class MatchResult:
 
 def play_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
                max_rounds: int = DEFAULT_MAX_ROUNDS) -> MatchResult:
-    """Play one match with ``agents[seat]`` at each seat (R1-R8), dealt from ``seed``."""
+    """One match with ``agents[seat]`` at each seat (R1-R8), dealt from ``seed`` (a spec plays
+    as the agent it makes, seeded from ``(seed, seat)``)."""
     return run_match(agents, seed, target, max_rounds)[1]
 
 
@@ -73,9 +74,13 @@ def run_match(agents, seed: int, target: int = rules.DEFAULT_TARGET,
               max_rounds: int = DEFAULT_MAX_ROUNDS) -> tuple[rules.Match, MatchResult]:
     """:func:`play_match`, also returning the finished :class:`~sevenrocks_env.rules.Match`
     (its history is the game record: pictures, replays)."""
+    if isinstance(agents, str) or not hasattr(agents, "__len__"):
+        raise TypeError(f"agents: 4 agents or specs, one per seat, got {shown(agents)}")
     if len(agents) != 4:
         raise ValueError(f"a match needs 4 agents (one per seat), got {len(agents)}")
     match = rules.Match.new(seed, target=target, max_rounds=max_rounds)
+    agents = [make_agent(agent, seed=agent_seed(seed, 0, 0, seat)) if isinstance(agent, str)
+              else agent for seat, agent in enumerate(agents)]
     driver = MatchDriver(match, agents)
     driver.run()
     decisions, think, think_cpu = driver.decisions, driver.think_s, driver.think_cpu_s
@@ -386,8 +391,8 @@ def main(argv: list[str] | None = None) -> int:
 
 __all__ = [
     "A_SEATS", "ArenaResult", "IllegalActionError", "MatchResult", "PairOutcome",
-    "RoundRobinResult", "agent_seed", "evaluate", "main",
-    "play_match", "play_pair", "round_robin", "run_match", "split_name", "split_names",
+    "RoundRobinResult", "agent_seed", "evaluate", "main", "play_match", "play_pair",
+    "round_robin", "run_match", "split_name", "split_names",
 ]
 
 

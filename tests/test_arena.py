@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sevenrocks_env import arena, rules
-from sevenrocks_env.agents import GreedyAgent, RandomAgent
+from sevenrocks_env.agents import GreedyAgent, RandomAgent, make_agent
 from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.arena_report import centre_text, rating_text
 from sevenrocks_env.ratings import (ELO, _components, bradley_terry, fit_bradley_terry,
@@ -287,6 +287,18 @@ def test_play_match_reaches_the_target_and_logs_rounds():
     assert result.winner in (0, 1) and result.scores[result.winner] >= rules.DEFAULT_TARGET
     assert sum(net[0] for net in result.round_net) == result.scores[0]
     assert len(result.round_net) == result.rounds
+
+
+def test_play_match_takes_specs_as_evaluate_does():
+    """``play_match(["greedy"] * 4, seed)`` failed inside the match (a str has no ``act``) and
+    ``play_match("greedy", seed)`` counted the string's letters as agents."""
+    specs = ["random", "greedy", "random", "heuristic"]
+    made = [make_agent(spec, seed=arena.agent_seed(5, 0, 0, seat))
+            for seat, spec in enumerate(specs)]
+    assert arena.play_match(specs, seed=5).scores == arena.play_match(made, seed=5).scores
+    for bad in ("greedy", 4):
+        with pytest.raises(TypeError, match="4 agents or specs, one per seat"):
+            arena.play_match(bad, seed=0)
 
 
 def test_illegal_action_is_a_clear_error():
