@@ -250,7 +250,7 @@ def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
     if mask.shape != (NUM_ACTIONS,):
         raise ValueError(f"action mask must have shape ({NUM_ACTIONS},), got {mask.shape}")
     if mask.dtype != bool and not (np.issubdtype(mask.dtype, np.number)
-                                   and np.isin(mask, (0, 1)).all()):
+                                   and ((mask == 0) | (mask == 1)).all()):
         raise ValueError(f"action mask must hold 0/1 or booleans, got {mask.dtype} values "
                          "other than 0 and 1")  # -1, NaN or "0" would have counted as legal
     mask = mask.astype(bool)
