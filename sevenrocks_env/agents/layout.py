@@ -65,10 +65,8 @@ class LookaheadLayout:
 
     def placements_of(self, tile: int) -> list[int]:
         """Actions placing ``tile`` on this layout (slot 0 only at the opening, R3)."""
-        if not self.placements:
-            return [4 * tile]
-        return [4 * tile + slot for slot, number in enumerate(self.ends)
-                if number >= 0 and (rules.WITH_NUMBER[number] >> tile) & 1]
+        moves = rules.legal_moves(1 << tile, self.ends, not self.placements)
+        return [] if moves == [rules.KNOCK] else moves
 
     def best_points(self, tile: int) -> int:
         """Most points ``tile`` scores on this layout (0 if it cannot score or be placed)."""
