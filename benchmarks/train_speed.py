@@ -115,6 +115,8 @@ def main(argv=None) -> int:
     unknown = sorted(set(engines) - set(ENGINES))
     if unknown or not engines:
         parser.error(f"--engines: unknown {unknown}; choose from {sorted(ENGINES)}")
+    if len(set(engines)) != len(engines):  # one column per name: a second run would replace it
+        parser.error(f"--engines: {args.engines!r} names an engine twice")
     try:
         for name in engines:
             training_device(configs[name])

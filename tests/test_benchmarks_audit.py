@@ -1,0 +1,772 @@
+"""The speed scripts' figures are the arithmetic their tables claim (``benchmarks/vector_speed.py``,
+``env_speed.py``, ``train_speed.py``, ``arena_speed.py``, ``search_speed.py``): steps counted,
+seconds measured and divided, each ratio over the right baseline, each row and column holding
+its own value, their options passed on.  No speed is measured: the clocks are fakes (each timed
+thing takes a known time) and the measured pieces are stand-ins that record how they were
+called; the real pieces that count steps are run for a match or two."""
+
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from sevenrocks_env import arguments
+from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS
+from test_benchmarks_tables import ROOT, script, usage_error
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
+
+
+class Clock:
+    """A ``time`` stand-in read by the scripts: it moves only when a stand-in advances it."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def perf_counter(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+def install_clock(monkeypatch, module) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(module, "time", clock)
+    return clock
+
+
+def table_rows(out: str, start: str) -> list[list[str]]:
+    """The cells of the Markdown rows of ``out`` that begin with ``| <start>``."""
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in out.splitlines() if line.startswith(f"| {start}")]
+
+
+def any_device(monkeypatch):
+    """``--device`` takes any name (a GPU's name, on this CPU machine): its passing is checked."""
+    monkeypatch.setattr(arguments, "device", lambda text: text)
+
+
+# -- vector_speed --------------------------------------------------------------------------------
+
+class SpyVenv:
+    """``vector_env``'s stand-in: every action legal; records its options, observations, steps."""
+
+    def __init__(self, num_envs, **options):
+        self.num_envs, self.options = num_envs, options
+        self.observed = self.steps = 0
+
+    def reset(self, seed=None):
+        self.seed = seed
+
+    @property
+    def action_mask(self):
+        return torch.ones((self.num_envs, NUM_ACTIONS), dtype=torch.bool)
+
+    @property
+    def observation(self):
+        self.observed += 1
+        return torch.zeros(self.num_envs)
+
+    def step(self, actions):
+        assert actions.shape == (self.num_envs,)
+        self.steps += 1
+
+    def nbytes(self):
+        return 12345
+
+
+@pytest.fixture
+def vector():
+    return script("vector_speed")
+
+
+def test_vector_random_play_steps_the_env_it_made_with_its_options(vector, monkeypatch):
+    made = []
+
+    def vector_env(num_envs, **options):
+        made.append(SpyVenv(num_envs, **options))
+        return made[-1]
+
+    monkeypatch.setattr(vector, "sevenrocks_v0", SimpleNamespace(vector_env=vector_env))
+    for observe, validate, compile_ in ((True, True, False), (False, False, True)):
+        step, venv = vector.random_play(3, observe, "cpu", validate, compile=compile_)
+        assert venv is made[-1] and venv.num_envs == 3 and venv.seed == 0
+        assert venv.options == {"device": "cpu", "validate": validate, "compile": compile_}
+        step()
+        step()
+        assert venv.steps == 2 and venv.observed == (2 if observe else 0)
+
+
+def test_vector_timed_calls_step_repeats_times_and_synchronises_before_reading(vector,
+                                                                            monkeypatch):
+    events = []
+    clock = SimpleNamespace(perf_counter=lambda: events.append("clock") or float(len(events)))
+    monkeypatch.setattr(vector, "time", clock)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: events.append("sync"))
+    assert vector.timed(lambda: events.append("step"), 4, "cpu") == 5.0 and \
+        events == ["clock"] + ["step"] * 4 + ["clock"]
+    events.clear()
+    vector.timed(lambda: events.append("step"), 3, "cuda:0")
+    assert events == ["clock"] + ["step"] * 3 + ["sync", "clock"]
+
+
+def _fake_play(vector, monkeypatch, events, clock, cost=0.25):
+    """``random_play``'s stand-in: each step takes ``cost`` seconds and is recorded."""
+    calls = []
+
+    def random_play(num_envs, observe, device, validate, compile=False):
+        calls.append((num_envs, observe, device, validate, compile))
+
+        def step():
+            clock.advance(cost)
+            events.append("step")
+        return step, SimpleNamespace(nbytes=lambda: 4321)
+    monkeypatch.setattr(vector, "random_play", random_play)
+    return calls
+
+
+def test_vector_batched_warms_up_then_counts_steps_of_every_match(vector, monkeypatch):
+    """Steps/s = steps x matches / the seconds of those steps only: 5 warm-up steps first, at
+    least 10 steps, ``seconds`` honoured, and a GPU's queue waited for before the clock is read."""
+    events = []
+    clock = install_clock(monkeypatch, vector)
+    calls = _fake_play(vector, monkeypatch, events, clock)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: events.append("sync"))
+    # 0.25 s a step: 2 s is 8 steps, fewer than the 10 every row takes
+    assert vector.batched(6, 2.0, True, "cuda", True) == pytest.approx(10 * 6 / 2.5)
+    assert calls == [(6, True, "cuda", True, False)]
+    assert events == ["step"] * 5 + ["sync"] + ["step"] * 10 + ["sync"]
+    events.clear()
+    assert vector.batched(4, 5.0, False, "cpu", False) == pytest.approx(20 * 4 / 5.0)
+    assert events == ["step"] * 25
+
+
+def test_vector_memory_is_the_growth_of_an_observing_env(vector, monkeypatch):
+    events, readings = [], iter([1000, 5096])
+    clock = install_clock(monkeypatch, vector)
+    calls = _fake_play(vector, monkeypatch, events, clock)
+    monkeypatch.setattr(vector, "rss_bytes", lambda: next(readings))
+    assert vector.memory(16, "cpu") == (4321, 4096)
+    assert calls == [(16, True, "cpu", False, False)] and events == ["step"] * 5
+
+
+def test_vector_rss_is_the_resident_size():
+    """Pages resident (``statm``'s second field) times the page size: ``VmRSS``, within 16 MiB
+    of reading it again (the virtual size, the first field, is gigabytes more with torch)."""
+    rss = script("vector_speed").rss_bytes()
+    with open("/proc/self/status") as f:
+        vm_rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+    assert abs(rss - vm_rss) < 16 * 2**20
+
+
+def test_vector_compiled_against_eager_alternates_blocks_until_both_had_their_seconds(
+        vector, monkeypatch):
+    """Eager steps take 1/64 s, compiled ones 1/128 s after 5 compiling steps of 1 s: blocks
+    of int(0.2 / (1/64)) = 12 steps, and each env's rate is its own steps over its own time."""
+    clock = install_clock(monkeypatch, vector)
+    made, counts = [], {False: 0, True: 0}
+
+    def random_play(num_envs, observe, device, validate, compile=False):
+        made.append((num_envs, observe, device, validate, compile))
+
+        def step():
+            counts[compile] += 1
+            assert counts[compile] < 10_000, "a loop that never ends"
+            first = compile and counts[compile] <= 5
+            clock.advance(1.0 if first else 1 / 128 if compile else 1 / 64)
+        return step, None
+    monkeypatch.setattr(vector, "random_play", random_play)
+    eager, fused, warm_up = vector.compiled_against_eager(3, 1.0, True, "cpu", True)
+    assert made == [(3, True, "cpu", True, False), (3, True, "cpu", True, True)]
+    assert warm_up == 5.0
+    assert eager == pytest.approx(64 * 3) and fused == pytest.approx(128 * 3)
+    # both envs timed for their --seconds (the compiled one, twice as fast, sets the length)
+    timed_compiled = counts[True] - 5
+    assert timed_compiled % 12 == 0 and timed_compiled / 128 >= 1.0
+    assert counts[False] == 5 + 3 + timed_compiled
+
+
+def _spy_raw_env(monkeypatch, module, attribute="raw_env"):
+    """``module.sevenrocks_v0`` with ``attribute`` making real envs whose resets, observations
+    and steps are recorded (each step checked legal for the agent to move)."""
+    record = {"seeds": [], "steps": 0, "observed": 0, "actions": []}
+
+    def make():
+        env = getattr(sevenrocks_v0, attribute)()
+        reset, step, observe = env.reset, env.step, env.observe
+
+        def spy_reset(seed=None, **options):
+            record["seeds"].append(seed)
+            return reset(seed=seed, **options)
+
+        def spy_observe(agent):
+            record["observed"] += 1
+            return observe(agent)
+
+        def spy_step(action):
+            if action is not None:
+                assert observe(env.agent_selection)["action_mask"][action]
+                record["steps"] += 1
+            record["actions"].append(action)
+            return step(action)
+        env.reset, env.step, env.observe = spy_reset, spy_step, spy_observe
+        return env
+    monkeypatch.setattr(module, "sevenrocks_v0", SimpleNamespace(**{attribute: make}))
+    return record
+
+
+@pytest.mark.parametrize("observe", [False, True])
+def test_vector_raw_env_rate_is_its_legal_steps_over_the_time(vector, monkeypatch, fake_clocks,
+                                                              observe):
+    """Clocks moving 1 s a reading: ``seconds`` 2.5 is two matches, dealt 0 and 1, in 4 s; the
+    mask-only row never builds an observation, the other one each step."""
+    record = _spy_raw_env(monkeypatch, vector)
+    fake_clocks(vector, 1.0, 0.0)
+    rate = vector.aec(2.5, observe)
+    assert record["seeds"] == [0, 1] and record["steps"] > 20
+    assert rate == record["steps"] / 4.0
+    assert record["observed"] == (record["steps"] if observe else 0)
+    record["seeds"].clear()
+    vector.aec(0.5, observe)  # less than a match's time: one match all the same
+    assert record["seeds"] == [0]
+
+
+def _fake_vector_parts(vector, monkeypatch):
+    """Stand-ins for the measurements of ``vector_speed.main``; returns their calls."""
+    calls = {"aec": [], "memory": [], "batched": [], "compiled": [], "threads": []}
+
+    def aec(seconds, observe):
+        calls["aec"].append((seconds, observe))
+        return 40.0 if observe else 100.0
+
+    def memory(num_envs, device):
+        calls["memory"].append((num_envs, device))
+        return 3 * 2**20, 5 * 2**20
+
+    def batched(num_envs, seconds, observe, device, validate):
+        calls["batched"].append((num_envs, seconds, observe, device, validate))
+        calls["threads"].append(torch.get_num_threads())
+        return num_envs * (300 if observe else 1000)
+
+    def compiled_against_eager(num_envs, seconds, observe, device, validate):
+        calls["compiled"].append((num_envs, seconds, observe, device, validate))
+        if observe:
+            return num_envs * 300, num_envs * 900, 99.0
+        return num_envs * 1000, num_envs * 4000, 1.5 + num_envs
+
+    for name, fake in (("aec", aec), ("memory", memory), ("batched", batched),
+                       ("compiled_against_eager", compiled_against_eager)):
+        monkeypatch.setattr(vector, name, fake)
+    monkeypatch.setattr(vector.resource, "getrusage",
+                        lambda who: SimpleNamespace(ru_maxrss=7 * 2**10))  # KiB: 7 MiB
+    return calls
+
+
+def test_vector_main_puts_each_rate_and_ratio_in_its_column(vector, monkeypatch, capsys):
+    """raw_env: 100 steps/s mask only, 40 with observations; a size B: 1,000 B and 300 B."""
+    any_device(monkeypatch)
+    calls = _fake_vector_parts(vector, monkeypatch)
+    vector.main(["--sizes", "4", "8", "2", "--seconds", "0.5", "--threads", "2", "--device",
+                 "gpu9", "--validate"])
+    out = capsys.readouterr().out
+    assert calls["aec"] == [(0.5, False), (0.5, True)]
+    assert calls["memory"] == [(8, "gpu9")]  # the largest size, not the first or the last
+    assert calls["batched"] == [(size, 0.5, observe, "gpu9", True) for size in (4, 8, 2)
+                                for observe in (False, True)]
+    assert calls["threads"] == [2] * 6
+    assert "raw_env random play: 100 steps/s (mask only), 40 steps/s (observation + mask)" in out
+    assert table_rows(out, "") == [
+        ["B", "masks only, steps/s", "x raw_env", "masks + observations, steps/s", "x raw_env"],
+        ["4", "4,000", "40.0", "1,200", "30.0"], ["8", "8,000", "80.0", "2,400", "60.0"],
+        ["2", "2,000", "20.0", "600", "15.0"]]
+    assert ("memory at B = 8 (eager, measured first): env tensors 3.0 MiB (393216 bytes/match), "
+            "process RSS growth 5.0 MiB; peak RSS of the whole run 7 MiB") in out
+
+
+def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp_path, capsys):
+    from matplotlib.axes import Axes
+    plotted, plot = {}, Axes.plot
+
+    def spy_plot(self, x, y, *rest, label=None, **options):
+        plotted[label] = (list(x), list(y))
+        return plot(self, x, y, *rest, label=label, **options)
+    monkeypatch.setattr(Axes, "plot", spy_plot)
+    calls = _fake_vector_parts(vector, monkeypatch)
+    path = tmp_path / "new" / "speed.png"
+    vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--compile", "--plot", str(path)])
+    out = capsys.readouterr().out
+    assert calls["compiled"] == [(8, 0.5, False, "cpu", False), (8, 0.5, True, "cpu", False),
+                                 (2, 0.5, False, "cpu", False), (2, 0.5, True, "cpu", False)]
+    assert table_rows(out, "")[1:] == [
+        ["8", "8,000", "80.0", "32,000", "320.0", "2,400", "60.0", "7,200", "180.0"],
+        ["2", "2,000", "20.0", "8,000", "80.0", "600", "15.0", "1,800", "45.0"]]
+    assert "the first 5 steps (compiling; Inductor's on-disk cache makes a later run's " \
+           "shorter), by B: 8: 9.5 s, 2: 3.5 s" in out
+    assert plotted == {"batched, masks only": ([8, 2], [8000, 2000]),
+                       "batched, masks + observations": ([8, 2], [2400, 600]),
+                       "compile=True, masks only": ([8, 2], [32000, 8000]),
+                       "compile=True, masks + observations": ([8, 2], [7200, 1800])}
+    assert f"wrote {path}" in out and [p.name for p in path.parent.iterdir()] == ["speed.png"]
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_vector_main_refuses_a_plot_it_cannot_write_before_measuring(vector, monkeypatch,
+                                                                     tmp_path, capsys):
+    monkeypatch.setattr(vector, "aec", lambda *_: pytest.fail("measured"))
+    assert usage_error(vector.main, ["--plot", str(tmp_path / "speed.txt")], capsys).endswith(
+        f"--plot: give a .png, .svg or .pdf file, got {tmp_path / 'speed.txt'}")
+
+
+def test_vector_defaults_are_the_usage_line_s(vector, monkeypatch, capsys):
+    """``[--sizes 256 1024 4096 16384 65536] [--seconds 3] [--threads 1] [--device cpu]``."""
+    calls = _fake_vector_parts(vector, monkeypatch)
+    vector.main([])
+    assert [c[0] for c in calls["batched"][::2]] == [256, 1024, 4096, 16384, 65536]
+    assert {c[1:] for c in calls["batched"]} == {(3.0, False, "cpu", False),
+                                                  (3.0, True, "cpu", False)}
+    assert calls["threads"] == [1] * 10 and calls["memory"] == [(65536, "cpu")]
+
+
+# -- env_speed -----------------------------------------------------------------------------------
+
+def test_env_speed_aec_counts_the_legal_steps_and_the_matches_it_dealt(monkeypatch, fake_clocks):
+    """Clocks moving 1 s a reading: 2.5 s is matches 0 and 1 in 4 s; less is one match."""
+    env_speed = script("env_speed")
+    record = _spy_raw_env(monkeypatch, env_speed)
+    fake_clocks(env_speed, 1.0, 0.0)
+    make = env_speed.sevenrocks_v0.raw_env
+    steps, matches, elapsed = env_speed.aec_random_play(make, 2.5)
+    assert record["seeds"] == [0, 1] and (matches, elapsed) == (2, 4.0)
+    assert steps == record["steps"] > 20  # a dead agent's None step is not a step
+    record["seeds"].clear()
+    assert env_speed.aec_random_play(make, 0.5)[1:] == (1, 3.0)
+    assert record["seeds"] == [0]
+
+
+def test_env_speed_engine_counts_every_action_and_the_placements(monkeypatch, fake_clocks):
+    env_speed = script("env_speed")
+    fake_clocks(env_speed, 1.0, 0.0)
+    played, seeds = [], []
+    apply_action, new = env_speed.apply_action, env_speed.Match.new
+
+    def spy_apply(match, action):
+        played.append(action)
+        return apply_action(match, action)
+
+    def spy_new(seed, **options):
+        seeds.append(seed)
+        return new(seed, **options)
+    monkeypatch.setattr(env_speed, "apply_action", spy_apply)
+    monkeypatch.setattr(env_speed, "Match", SimpleNamespace(new=spy_new))
+    actions, placements, matches, elapsed = env_speed.engine_random_play(2.5)
+    assert seeds == [0, 1] and (matches, elapsed) == (2, 4.0)
+    assert actions == len(played) and placements == sum(a != KNOCK for a in played)
+    assert 0 < placements < actions  # knocks (forced or chosen) are actions, not placements
+    seeds.clear()
+    assert env_speed.engine_random_play(0.5)[2:] == (1, 3.0) and seeds == [0]
+
+
+def test_env_speed_pettingzoo_loop_counts_turns_cycles_and_deals_in_order(monkeypatch,
+                                                                          fake_clocks, capsys):
+    """Clocks moving 1 ms a reading: one reading a cycle, so cycles = elapsed / 1 ms."""
+    env_speed = script("env_speed")
+    record = _spy_raw_env(monkeypatch, env_speed, attribute="env")
+    fake_clocks(env_speed, 0.001, 0.0)
+    turns, cycles, elapsed = env_speed.pettingzoo_performance_benchmark(0.3)
+    assert cycles == round(elapsed / 0.001) and turns == len(record["actions"]) == 4 * cycles
+    assert len(record["seeds"]) >= 3 and record["seeds"] == list(range(len(record["seeds"])))
+    assert f"{turns / elapsed:,.0f} turns per second, {cycles / elapsed:,.0f} cycles per " \
+           "second" in capsys.readouterr().out
+
+
+def _fake_env_speed_parts(env_speed, monkeypatch, makes):
+    """Stand-ins for ``env_speed``'s measurements: per repeat, ``makes[make]`` steps/s times
+    1, 2, 6 (median 2, mean 3) and matches 10, 30, 20 times its index (median 20 x)."""
+    calls = {"aec": [], "engine": [], "pettingzoo": []}
+
+    def aec_random_play(make, seconds):
+        calls["aec"].append((make, seconds))
+        k = sum(m is make for m, _ in calls["aec"]) - 1
+        base, index = makes[make]
+        return base * (1, 2, 6)[k], (10, 30, 20)[k] * index, 1.0
+
+    def engine_random_play(seconds):
+        calls["engine"].append(seconds)
+        k = len(calls["engine"]) - 1
+        return (500, 600, 1300)[k], (100, 200, 600)[k], (5, 7, 15)[k], 0.5
+
+    monkeypatch.setattr(env_speed, "aec_random_play", aec_random_play)
+    monkeypatch.setattr(env_speed, "engine_random_play", engine_random_play)
+    monkeypatch.setattr(env_speed, "pettingzoo_performance_benchmark",
+                        lambda seconds: calls["pettingzoo"].append(seconds))
+    return calls
+
+
+def test_env_speed_table_is_the_median_of_each_row_s_own_samples(monkeypatch, capsys):
+    pytest.importorskip("pygame")
+    from pettingzoo.classic import connect_four_v3
+    env_speed = script("env_speed")
+    makes = {sevenrocks_v0.env: (1000, 1), sevenrocks_v0.raw_env: (2000, 2),
+             connect_four_v3.env: (100, 3), connect_four_v3.raw_env: (400, 4)}
+    calls = _fake_env_speed_parts(env_speed, monkeypatch, makes)
+    env_speed.main(["--seconds", "0.25", "--repeats", "3"])
+    out = capsys.readouterr().out
+    assert [make for make, _ in calls["aec"]] == list(makes) * 3
+    assert {seconds for _, seconds in calls["aec"]} == {0.25}
+    assert calls["engine"] == [0.25] * 3 and calls["pettingzoo"] == [0.25]
+    assert table_rows(out, "")[1:] == [
+        ["sevenrocks_v0.env() (wrapped)", "2,000 steps", "20.0"],
+        ["sevenrocks_v0.raw_env()", "4,000 steps", "40.0"],
+        ["engine (rules.Match), all actions", "1,200 actions", "14.0"],
+        ["engine (rules.Match), placements only", "400 placements", "14.0"],
+        ["pettingzoo connect_four_v3.env() (wrapped)", "200 steps", "60.0"],
+        ["pettingzoo connect_four_v3.raw_env()", "800 steps", "80.0"]]
+    assert "steps/s ratio, wrapped / wrapped: 10.0x; raw / raw: 5.0x" in out
+
+
+def test_env_speed_defaults_are_the_usage_line_s(monkeypatch, capsys):
+    """``[--seconds 5] [--repeats 3]``."""
+    env_speed = script("env_speed")
+    calls = _fake_env_speed_parts(env_speed, monkeypatch, {
+        sevenrocks_v0.env: (1000, 1), sevenrocks_v0.raw_env: (2000, 2)})
+    monkeypatch.setitem(sys.modules, "pettingzoo.classic", None)  # no connect four
+    env_speed.main([])
+    assert calls["engine"] == [5.0] * 3 and calls["pettingzoo"] == [5.0]
+    assert "median of 3 x 5 s per row" in capsys.readouterr().out
+
+
+# -- train_speed ---------------------------------------------------------------------------------
+
+def _default_config(train_speed, *overrides):
+    return train_speed.load_config(str(ROOT / "configs" / "default.yaml"), list(overrides))
+
+
+def test_train_speed_measure_divides_each_phase_s_seconds_by_its_own_count(monkeypatch):
+    """2 rollouts of a 2 x 4 batch: a rollout takes 2 s and plays 12 moves, GAE 0.5 s, the
+    batch and the update 1.5 s; the engine had played 100 moves before."""
+    train_speed = script("train_speed")
+    clock = install_clock(monkeypatch, train_speed)
+    seeds, engines, collected = [], [], []
+
+    def build_networks(cfg, device):
+        seeds.append(torch.initial_seed())
+        return "model", "critic", None, "optimizer"
+
+    class Engine:
+        def __init__(self, *positional, **options):
+            self.env_steps = 100
+            engines.append((positional, options))
+
+        def collect(self, model, buffer, num_steps, critic):
+            collected.append((model, num_steps, critic))
+            clock.advance(2.0)
+            self.env_steps += 12
+
+    def compute_gae(*_):
+        clock.advance(0.5)
+        return None, None
+
+    def rollout_batch(*_, **__):
+        clock.advance(0.25)
+
+    monkeypatch.setattr(train_speed, "build_networks", build_networks)
+    monkeypatch.setattr(train_speed, "OpponentPool", lambda names, model: ("pool", names, model))
+    monkeypatch.setattr(train_speed, "compute_gae", compute_gae)
+    monkeypatch.setattr(train_speed, "rollout_batch", rollout_batch)
+    monkeypatch.setattr(train_speed, "ppo_update", lambda *_, **__: clock.advance(1.25))
+    monkeypatch.setattr(train_speed, "BatchedSelfPlayEngine", Engine)
+    cfg = _default_config(train_speed, "num_matches=2", "num_steps=4", "seed=5")
+    row = train_speed.measure(cfg, 0.0, 2, type("PythonEngine", (Engine,), {}))
+    assert row == {"rollout decisions/s": 4.0, "env steps/s (all moves)": 6.0,
+                   "GAE ms / rollout": 500.0, "update s / rollout": 1.5,
+                   "training SPS (overall)": 2.0, "updates/s": 0.25,
+                   "rollout share of time %": 50.0, "update share of time %": 37.5}
+    assert seeds == [5] and collected == [("model", 4, "critic")] * 2
+    assert engines == [((2, 5, cfg.target, cfg.max_rounds, cfg.points_scale, cfg.win_reward, 0.0,
+                         None), {})]
+    train_speed.measure(cfg, 0.15, 1, Engine)  # the batched engine: on the config's device
+    assert engines[1] == ((2, 5, cfg.target, cfg.max_rounds, cfg.points_scale, cfg.win_reward,
+                           0.15, ("pool", cfg.opponents, "model")), {"device": torch.device("cpu")})
+
+
+def _fake_measure(train_speed, monkeypatch):
+    """``measure``'s stand-in: rows whose every cell says its row and metric."""
+    calls = []
+    rates = {("python", 0.0): 100.0, ("python", 0.15): 80.0, ("batched", 0.0): 350.0,
+             ("batched", 0.15): 320.0}
+    metrics = ["rollout decisions/s", "env steps/s (all moves)", "GAE ms / rollout",
+               "update s / rollout", "training SPS (overall)", "updates/s",
+               "rollout share of time %", "update share of time %"]
+
+    def measure(cfg, fraction, rollouts, engine_class):
+        name = {train_speed.SelfPlayEngine: "python",
+                train_speed.BatchedSelfPlayEngine: "batched"}[engine_class]
+        calls.append((name, cfg.num_matches, cfg.num_steps, fraction, rollouts,
+                      torch.get_num_threads()))
+        rate = rates[name, fraction]
+        shares = (30.0, 60.0) if name == "python" else (60.0, 30.0)
+        return dict(zip(metrics, [rate, *(rate + k for k in range(1, 6)), *shares]))
+    monkeypatch.setattr(train_speed, "measure", measure)
+    return calls
+
+
+def test_train_speed_main_measures_each_engine_with_its_config_and_compares_them(monkeypatch,
+                                                                                capsys):
+    train_speed = script("train_speed")
+    calls = _fake_measure(train_speed, monkeypatch)
+    assert train_speed.main(["--matches", "2", "--steps", "4", "--rollouts", "2", "--threads", "2",
+                             "--batched-set", "num_matches=6"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [("python", 2, 4, 0.0, 2, 2), ("python", 2, 4, 0.15, 2, 2),
+                     ("batched", 6, 4, 0.0, 2, 2), ("batched", 6, 4, 0.15, 2, 2)]
+    rows = table_rows(out, "")
+    assert rows[0] == ["metric", "python self-play", "python 15% vs pool", "batched self-play",
+                       "batched 15% vs pool"]
+    assert rows[1] == ["rollout decisions/s", "100.0", "80.0", "350.0", "320.0"]
+    assert rows[3] == ["GAE ms / rollout", "102.0", "82.0", "352.0", "322.0"]
+    assert rows[8] == ["update share of time %", "60.0", "60.0", "30.0", "30.0"]
+    assert "self-play: batched rollout decisions/s = 3.5x python" in out
+    assert "15% vs pool: batched rollout decisions/s = 4.0x python" in out
+    assert ("python self-play: overall training decisions/s bounded by the PPO update "
+            "(30% rollout, 60% update)") in out
+    assert ("batched 15% vs pool: overall training decisions/s bounded by the rollout "
+            "(60% rollout, 30% update)") in out
+
+
+def test_train_speed_main_skips_the_pool_row_without_a_pool_share_and_has_the_usage_defaults(
+        monkeypatch, capsys):
+    """No pool row at ``opponent_fraction=0`` (it would be the self-play row again); the usage
+    line's ``[--rollouts 3] [--engines python,batched] [--threads 1]``."""
+    train_speed = script("train_speed")
+    calls = _fake_measure(train_speed, monkeypatch)
+    train_speed.main(["--set", "opponent_fraction=0"])
+    assert [call[0] for call in calls] == ["python", "batched"]
+    assert {call[3:] for call in calls} == {(0.0, 3, 1)}
+    assert "vs pool" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["--engines", "python,bogus"], "--engines: unknown ['bogus']; choose from ['batched', "
+                                    "'python']"),
+    (["--batched-set", "device=cuda:7"], "device 'cuda:7': CUDA is not available here"),
+    (["--engines", "python,python"], "--engines: 'python,python' names an engine twice"),
+])
+def test_train_speed_refuses_an_engine_or_device_before_measuring(monkeypatch, capsys, argv,
+                                                                  error):
+    if torch.cuda.is_available() and "cuda:7" in argv[1]:
+        pytest.skip("a machine with CUDA")
+    train_speed = script("train_speed")
+    monkeypatch.setattr(train_speed, "measure", lambda *_: pytest.fail("measured"))
+    assert error in usage_error(train_speed.main, argv, capsys)
+
+
+# -- arena_speed ---------------------------------------------------------------------------------
+
+def _fake_arenas(arena_speed, monkeypatch, pool_cost):
+    """Stand-in arenas on a stand-in clock: the pool's run of ``pairs`` takes
+    ``pool_cost(pairs)`` s, the batched one 0.25 s a pair.  Returns their calls."""
+    clock, calls = install_clock(monkeypatch, arena_speed), []
+
+    def result(pairs):
+        return SimpleNamespace(pairs=pairs, ci95=(0.41, 0.69), win_rate=0.55)
+
+    def evaluate(spec_a, spec_b, pairs, seed, **options):
+        calls.append(("pool", spec_a, spec_b, pairs, seed, options))
+        clock.advance(pool_cost(pairs))
+        return result(pairs)
+
+    def evaluate_batched(spec_a, spec_b, pairs, seed, **options):
+        calls.append(("batched", spec_a, spec_b, pairs, seed, options, torch.get_num_threads()))
+        clock.advance(0.25 * pairs)
+        return result(pairs)
+    monkeypatch.setattr(arena_speed, "evaluate", evaluate)
+    monkeypatch.setattr(arena_speed, "evaluate_batched", evaluate_batched)
+    return calls
+
+
+def test_arena_speed_rows_and_speed_ups(monkeypatch, capsys):
+    """The pool: 1 s to start and 0.5 s a pair, so 6 pairs take 4 s (1.5 pairs/s), and the 2-pair
+    start-up run 2 s; the batched arena's 8 pairs 2 s (4 pairs/s): 2.7x, and 2.0x against the
+    4 pairs of the 2 s between the two pool runs."""
+    arena_speed = script("arena_speed")
+    any_device(monkeypatch)
+    calls = _fake_arenas(arena_speed, monkeypatch, lambda pairs: 1.0 + 0.5 * pairs)
+    assert arena_speed.main(["--pairs", "8", "--pool-pairs", "6", "--workers", "2", "--seed", "7",
+                             "--device", "gpu9", "--batch", "4", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    greedy, itself = ("shipped=ckpt:shipped", "greedy"), ("shipped=ckpt:shipped",) * 2
+    assert calls == [call for pairing in (greedy, itself) for call in (
+        ("pool", *pairing, 2, 7, {"workers": 2}), ("pool", *pairing, 6, 7, {"workers": 2}),
+        ("batched", *pairing, 8, 7, {"device": "gpu9", "batch": 4}, 2))]
+    for label in ("shipped vs greedy", "shipped vs shipped"):
+        assert [label + ", pool (2 workers), start-up included", "6", "4.0", "1.5",
+                "0.550 [0.410, 0.690]"] in table_rows(out, label)
+        assert [label + ", batched", "8", "2.0", "4.0", "0.550 [0.410, 0.690]"] in table_rows(
+            out, label)
+    assert ("batched / pool pairs/s: shipped vs greedy: 2.7x, 2.0x start-up excluded, "
+            "shipped vs shipped: 2.7x, 2.0x start-up excluded") in out
+
+
+@pytest.mark.parametrize("pool_pairs, walls", [
+    (2, [1.5, 2.0]),  # no pair beyond the start-up run's (its 2 pairs 0.5 s faster: noise)
+    (6, [4.0, 4.0]),  # the start-up run as long as the whole run
+])
+def test_arena_speed_leaves_out_a_difference_with_nothing_to_divide(monkeypatch, capsys,
+                                                                    pool_pairs, walls):
+    """No start-up excluded row, nor its speed-up, where it would divide 0 pairs or by 0 s."""
+    arena_speed = script("arena_speed")
+    times = iter(walls * 2)
+    _fake_arenas(arena_speed, monkeypatch, lambda pairs: next(times))
+    assert arena_speed.main(["--pairs", "8", "--pool-pairs", str(pool_pairs),
+                             "--workers", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "start-up excluded" not in out and "no error bar" not in out
+    rate = 8 / 2.0 / (pool_pairs / walls[1])
+    assert f"batched / pool pairs/s: shipped vs greedy: {rate:.1f}x, shipped vs shipped: " \
+           f"{rate:.1f}x\n" in out
+
+
+def test_arena_speed_without_the_pool_and_with_the_usage_defaults(monkeypatch, capsys):
+    """``--pool-pairs 0`` skips the pool arena; ``[--pairs 1000] [--pool-pairs 100]
+    [--workers 2] [--threads 1] [--device cpu] [--batch 4096] [--seed 0]``."""
+    arena_speed = script("arena_speed")
+    calls = _fake_arenas(arena_speed, monkeypatch, lambda pairs: 1.0 + 0.5 * pairs)
+    assert arena_speed.main(["--pool-pairs", "0"]) == 0
+    out = capsys.readouterr().out
+    assert [call[0] for call in calls] == ["batched", "batched"]
+    assert [row[0] for row in table_rows(out, "shipped")] == ["shipped vs greedy, batched",
+                                                              "shipped vs shipped, batched"]
+    assert "batched / pool" not in out
+    calls.clear()
+    arena_speed.main([])
+    assert [call[3:] for call in calls] == [
+        (2, 0, {"workers": 2}), (100, 0, {"workers": 2}),
+        (1000, 0, {"device": "cpu", "batch": 4096}, 1)] * 2
+
+
+# -- search_speed --------------------------------------------------------------------------------
+
+def test_search_speed_positions_are_real_choices_of_the_seat_to_move_from_the_seed(monkeypatch):
+    search_speed = script("search_speed")
+    seen, match_seeds, rng_seeds = [], [], []
+    encode, rules = search_speed.encode, search_speed.rules
+    default_rng = np.random.default_rng
+
+    def new(seed, **options):
+        match_seeds.append(seed)
+        return rules.Match.new(seed, **options)
+
+    def spy_rng(seed=None):
+        rng_seeds.append(seed)
+        return default_rng(seed)
+    monkeypatch.setattr(search_speed, "encode",
+                        lambda match, seat: seen.append(seat == match.turn) or encode(match, seat))
+    monkeypatch.setattr(search_speed, "rules", SimpleNamespace(
+        Match=SimpleNamespace(new=new), legal_actions=rules.legal_actions,
+        apply_action=rules.apply_action))
+    monkeypatch.setattr(np.random, "default_rng", spy_rng)
+    found = search_speed.positions(30, 5)
+    assert len(found) == 30 and seen == [True] * 30
+    assert rng_seeds[0] == 5 and match_seeds == list(range(5, 5 + len(match_seeds)))
+    for _, mask in found:
+        assert mask.sum() > 1  # a forced move is no decision to time
+
+
+def test_search_speed_timed_splits_each_call_s_time_over_its_decisions(monkeypatch):
+    """A call takes 1 ms plus 2 ms a decision: 3 ms a decision one at a time, 11 / 5 ms five
+    together (each of the five given that)."""
+    search_speed = script("search_speed")
+    clock = install_clock(monkeypatch, search_speed)
+    sizes = []
+
+    def decide(chunk):
+        sizes.append(len(chunk))
+        clock.advance(0.001 + 0.002 * len(chunk))
+    assert search_speed.timed(decide, list(range(5)), 1) == pytest.approx([3.0] * 5)
+    assert search_speed.timed(decide, list(range(5)), 5) == pytest.approx([2.2] * 5)
+    assert sizes == [1] * 5 + [5]
+
+
+def test_search_speed_main_rows_time_each_agent_the_way_they_say(monkeypatch, capsys):
+    """The rule engine's decisions take 1, 2, 3 and 10 ms (mean 4, median 2.5, p90 7.9); a
+    batched call 2 ms, a guided one 4 ms, whatever its size."""
+    search_speed = script("search_speed")
+    any_device(monkeypatch)
+    clock = install_clock(monkeypatch, search_speed)
+    calls = {"search": [], "batched": [], "guided": [], "positions": []}
+    positions = search_speed.positions
+
+    def spy_positions(count, seed):
+        calls["positions"].append((count, seed))
+        return positions(count, seed)
+
+    class Search:
+        def __init__(self, **options):
+            calls["search"].append(options)
+            self.acted = 0
+
+        def act(self, observation, mask):
+            calls["search"].append(torch.get_num_threads())
+            clock.advance((0.001, 0.002, 0.003, 0.010)[self.acted])
+            self.acted += 1
+
+    def choose_many(name, cost):
+        def choose(observations, masks, rngs):
+            assert len(observations) == len(masks) == len(rngs)
+            for k, rng in enumerate(rngs):  # the k-th decision's worlds: default_rng(0 + k)
+                assert rng.integers(2**62) == np.random.default_rng(k).integers(2**62)
+            calls[name].append(len(rngs))
+            clock.advance(cost)
+        return choose
+
+    class Batched:
+        def __init__(self, search, device):
+            calls["batched"].append(device)
+            self.choose_many = choose_many("batched", 0.002)
+
+    class Guided:
+        def __init__(self, name, **options):
+            calls["guided"].append((name, options))
+            self.choose_many = choose_many("guided", 0.004)
+
+    monkeypatch.setattr(search_speed, "positions", spy_positions)
+    monkeypatch.setattr(search_speed, "SearchAgent", Search)
+    monkeypatch.setattr(search_speed, "BatchedSearch", Batched)
+    monkeypatch.setattr(search_speed, "PolicySearchAgent", Guided)
+    torch.set_num_threads(2)
+    assert search_speed.main(["--decisions", "4", "--samples", "3", "--seed", "5",
+                              "--device", "gpu9"]) == 0
+    out = capsys.readouterr().out
+    assert calls["positions"] == [(4, 5)]
+    assert calls["search"] == [{"samples": 3, "seed": 0}, 1, 1, 1, 1]
+    # a warm-up call of 2 decisions each, then the rows
+    assert calls["batched"] == ["gpu9", 2, 1, 1, 1, 1, 4]
+    assert calls["guided"] == [("shipped", {"samples": 3, "seed": 0, "device": "gpu9"}),
+                               2, 1, 1, 1, 1, 4]
+    assert table_rows(out, "`search") == [
+        ["`search`, rule engine", "4.0", "2.5", "7.9"],
+        ["`search`, batched, one decision a call", "2.0", "2.0", "2.0"],
+        ["`search`, batched, 4 decisions a call", "0.5", "—", "—"],
+        ["`search:policy=shipped`, one decision a call", "4.0", "4.0", "4.0"],
+        ["`search:policy=shipped`, 4 decisions a call", "1.0", "—", "—"]]
+
+
+def test_search_speed_defaults_are_the_usage_line_s(monkeypatch, capsys):
+    """``--decisions 40 --samples 64 [--device cpu]``."""
+    search_speed = script("search_speed")
+    made = []
+    monkeypatch.setattr(search_speed, "positions", lambda count, seed: made.append(
+        (count, seed)) or [(None, None)] * count)
+    monkeypatch.setattr(search_speed, "SearchAgent", lambda **options: made.append(options))
+    monkeypatch.setattr(search_speed, "BatchedSearch", lambda search, device: made.append(
+        device) or SimpleNamespace(choose_many=lambda *_: None))
+    monkeypatch.setattr(search_speed, "PolicySearchAgent", lambda name, **options: made.append(
+        options) or SimpleNamespace(choose_many=lambda *_: None))
+    monkeypatch.setattr(search_speed, "timed", lambda decide, found, size: [1.0] * len(found))
+    search_speed.main([])
+    assert made == [(40, 0), {"samples": 64, "seed": 0}, "cpu",
+                    {"samples": 64, "seed": 0, "device": "cpu"}]
