@@ -285,10 +285,29 @@ def test_resume_refuses_to_change_the_networks(tmp_path, capsys):
     for override in ("critic=oracle", "action_features=1", "hidden_sizes=[16]", "num_steps=8",
                      "num_matches=8",  # these two: blamed on --set, not on the checkpoint
                      "seed=99",  # the generators come from the file: recorded, never used
-                     "target=77", "max_rounds=3"):  # "damaged engine": the matches in progress
+                     "target=77", "max_rounds=3",  # "damaged engine": the matches in progress
+                     "init_from=shipped"):  # ignored, yet saved in the checkpoints and the card
         assert main(["--resume", str(latest), "--set", override, *_folders(tmp_path)]) == 2
         err = capsys.readouterr().err
         assert f"{override.split('=')[0]} cannot change on --resume" in err, err
+
+
+def test_a_resume_never_writes_over_another_run_of_the_same_name(tmp_path, capsys):
+    """Run B (written under other folders) resumed with the default folders wrote into run A's,
+    which had the same name: A's checkpoints replaced and its curves cut at B's step."""
+    train(_smoke(tmp_path / "a", "total_steps=512", "eval_every=0"), final_table=False)
+    train(_smoke(tmp_path / "b", "total_steps=256", "eval_every=0", "seed=9"), final_table=False)
+    a_files = {p: p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()}
+    latest_b = tmp_path / "b" / "ckpt" / "smoke" / "latest.pt"
+    assert main(["--resume", str(latest_b), "--set", "total_steps=512",
+                 *_folders(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: run folder {tmp_path / 'a' / 'runs' / 'smoke'} exists and is "
+                          f"not the resumed run's ({latest_b.parent})"), err
+    assert "--force" in err and err.count("\n") == 1
+    assert {p: p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()} == a_files
+    assert main(["--resume", str(latest_b), "--set", "total_steps=512", "--set",
+                 "final_eval_pairs=1", *_folders(tmp_path / "b")]) == 0  # its own folders
 
 
 def test_resume_with_fewer_snapshots_than_the_run_keeps_names_the_setting(tmp_path, capsys):
@@ -360,8 +379,8 @@ def test_resume_rejects_a_damaged_oracle_critic(tmp_path, capsys):
                             (lambda c: next(iter(c.values())).fill_(float("nan")), "'critic'")):
         broken = {**data, "critic": {k: v.clone() for k, v in data["critic"].items()}}
         damage(broken["critic"])
-        torch.save(broken, tmp_path / "broken.pt")
-        assert main(["--resume", str(tmp_path / "broken.pt"), *_folders(tmp_path)]) == 2
+        torch.save(broken, latest.parent / "broken.pt")  # in the run's folder: its own
+        assert main(["--resume", str(latest.parent / "broken.pt"), *_folders(tmp_path)]) == 2
         assert message in capsys.readouterr().err
 
 

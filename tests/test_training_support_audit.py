@@ -258,13 +258,17 @@ def _saved_run(*overrides, update=1):
     "hidden_sizes=[16, 16]", "action_features=1", "action_scorer=mlp", "scorer_sizes=[8]",
     "critic=shared", "engine=python", "num_matches=8", "num_steps=32", "seed=2", "target=60",
     "max_rounds=30",
+    # and the warm start, done when the run began
+    "init_from=other.pt", "init_temperature=0.5",
 ])
 def test_resume_refuses_a_set_of_every_fixed_setting_naming_it(override):
     from training.resume import resumed_config
     key = override.partition("=")[0]
-    data = _saved_run("critic=oracle", "action_scorer=bilinear", "engine=batched")
+    data = _saved_run("critic=oracle", "action_scorer=bilinear", "engine=batched",
+                      "init_from=shipped")
+    value = load_config(None, ["init_from=x.pt", override]).as_dict()[key]
     with pytest.raises(ConfigError, match=rf"^--set: {key} cannot change on --resume") as caught:
-        resumed_config(data, {key: load_config(None, [override]).as_dict()[key]}, "f.pt")
+        resumed_config(data, {key: value}, "f.pt")
     assert caught.value.key == key
     # the rest can change
     assert resumed_config(data, {"learning_rate": 1e-3}, "f.pt").learning_rate == 1e-3

@@ -274,7 +274,8 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
 #: restored from the file, so a new seed would be recorded and never used; ``target`` and
 #: ``max_rounds``: the matches in progress were dealt and scored under them).
 FIXED_ON_RESUME = ("hidden_sizes", "action_features", "action_scorer", "scorer_sizes", "critic",
-                   "engine", "num_matches", "num_steps", "seed", "target", "max_rounds")
+                   "engine", "num_matches", "num_steps", "seed", "target", "max_rounds",
+                   "init_from", "init_temperature")  # the warm start: done when the run began
 
 
 def resume_options(checkpoint, cfg: TrainConfig) -> str:

@@ -136,12 +136,18 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     if not cfg.run_name:
         cfg.run_name = f"ppo_seed{cfg.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir, ckpt_dir = run_folders(cfg)
-    if resume is None and not force:
+    resumed_dir = None if resume is None else Path(resume_path).resolve().parent
+    if not force and ckpt_dir.resolve() != resumed_dir:  # a new run, or one resumed elsewhere
         for folder in (run_dir, ckpt_dir):
-            if folder.exists():
+            if folder.exists() and resume is None:
                 raise ConfigError(f"run folder {folder} exists already: continue it with "
                                   f"{resume_options(ckpt_dir / 'latest.pt', cfg)}, write into "
                                   "it with --force, or choose another run_name", "run_name")
+            if folder.exists():
+                raise ConfigError(f"run folder {folder} exists and is not the resumed run's "
+                                  f"({resumed_dir}): writing there would mix two runs; write "
+                                  "beside the checkpoint with --set checkpoint_dir=... --set "
+                                  "log_dir=..., or into it with --force", "run_name")
     for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
         try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
             check_output_folder(folder)
