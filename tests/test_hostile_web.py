@@ -110,6 +110,9 @@ def test_move_out_of_turn_and_the_same_move_twice(client, app, waiting):
     after = snapshot(app, waiting)
     again = client.post(url, json={"ply": waiting["ply"], "action": action})
     assert again.status_code == 409 and "already sent" in again.json()["error"]
+    ahead = client.post(url, json={"ply": waiting["ply"] + 5, "action": action})
+    assert ahead.status_code == 409 and ahead.json()["error"].endswith(
+        f"is at move {waiting['ply'] + 1}: the game has not reached it"), ahead.json()
     assert snapshot(app, waiting) == after
     view = first.json()
     if view["next"] == "bot":

@@ -132,13 +132,18 @@ class Game:
     def human_to_move(self) -> bool:
         return not self.match.over and self.match.turn == self.seat
 
+    def _check_ply(self, ply, what: str) -> None:
+        """A request answers the state at move ``ply``: 409 naming why when that is not now."""
+        if ply != self.ply:
+            why = ("the game has not reached it" if type(ply) is int and ply > self.ply else
+                   "it was already sent, or the game moved on")
+            raise GameError(409, f"this {what} answers move {shown(ply)} of the match, but the "
+                                 f"game is at move {self.ply}: {why}")
+
     def play_human(self, action, ply) -> dict:
         """Apply the human's ``action`` answering state ``ply`` and return the view after it;
         ``GameError`` says why not."""
-        if ply != self.ply:
-            raise GameError(409, f"this move answers move {shown(ply)} of the match, but the game "
-                                 f"is at move {self.ply}: it was already sent, or the game moved "
-                                 "on")
+        self._check_ply(ply, "move")
         if self.match.over:
             raise GameError(409, "the match is over")
         if self.match.turn != self.seat:
@@ -151,10 +156,7 @@ class Game:
     def play_bot(self, ply) -> dict:
         """Let the agent on turn move once and return the view after it (slow for ``search``:
         call it off the event loop)."""
-        if ply != self.ply:
-            raise GameError(409, f"this step answers move {shown(ply)} of the match, but the game "
-                                 f"is at move {self.ply}: it was already sent, or the game moved "
-                                 "on")
+        self._check_ply(ply, "step")
         match = self.match
         if match.over:
             raise GameError(409, "the match is over")
