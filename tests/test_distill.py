@@ -135,6 +135,9 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     assert (student["global_step"], student["config"], student["wall_time"]) == (7, {"seed": 9}, 61.5)
     # the recorded arguments name the labels' teacher, not the unused --teacher default
     assert student["distill"]["args"]["teacher"] == "search:samples=4"
+    # and not the collection's options it never used (their defaults)
+    assert not {"decisions", "num_envs", "workers"} & set(student["distill"]["args"])
+    assert student["distill"]["args"]["epochs"] == 2
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
 
 

@@ -62,7 +62,7 @@ from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet
 
 from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import first_problem
-from .distill_args import MIN_TEMPERATURE, Args
+from .distill_args import COLLECTION_OPTIONS, MIN_TEMPERATURE, Args
 from .distill_collect import collect, collect_labels, make_teacher, pinned_teacher
 from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_file_names, \
     load_labels_files, save_labels
@@ -292,8 +292,11 @@ def _run(args: Args, log) -> dict:
     # the run that trained the init, for the model card (``training.ship`` checks them again)
     data.update({key: init_run[key] for key in ("config", "wall_time") if key in init_data})
     data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])), **result,
-                       # with --labels the teacher is the files', not the unused --teacher default
-                       "args": asdict(args) | {"teacher": teacher}}
+                       # with --labels the teacher is the files', and the collection's other
+                       # options (their unused defaults) are left out
+                       "args": {key: value for key, value in asdict(args).items()
+                                if not (args.labels and key in COLLECTION_OPTIONS)}
+                       | {"teacher": teacher}}
     save_checkpoint(out, data)
     log(f"policy saved to {out}")
     return data["distill"]
