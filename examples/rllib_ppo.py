@@ -98,9 +98,11 @@ class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
 
     def _forward(self, batch, **kwargs):
         obs = batch[Columns.OBS]
+        legal = obs["action_mask"] > 0
         features = self.net.trunk(obs["observations"])
-        logits = self.net.policy_head(features)
-        logits = torch.where(obs["action_mask"] > 0, logits, torch.full_like(logits, MASKED_LOGIT))
+        # the whole policy, its action-feature term included: the exported PolicyNet's logits
+        logits, _ = self.net.heads(features, obs["observations"], legal)
+        logits = torch.where(legal, logits, torch.full_like(logits, MASKED_LOGIT))
         return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: features}
 
     def compute_values(self, batch, embeddings=None):
@@ -278,7 +280,7 @@ def local_cpus() -> int:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        check_evaluation_arguments(args)
+        check_evaluation_arguments(args, args.export)
         check_output_file(args.export)  # a folder or /proc: refused now, not after training
         if args.opponent != "self":
             make_agent(args.opponent)

@@ -80,6 +80,36 @@ def test_points_scored_before_a_seat_first_decides_are_not_lost(rllib_ppo):
             assert total == pytest.approx((scores[team] - scores[1 - team]) / 100), (seed, agent)
 
 
+def test_rllib_s_episodes_keep_every_reward_the_env_delivers(rllib_ppo):
+    """A reward that came with a seat's first observation (points scored before it decides) is
+    filed by RLlib's MultiAgentEpisode before every transition and lost to the seat's return:
+    the env holds it until after the seat's first action, so each RLlib return is the team's
+    margin / 100."""
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
+
+    rng = np.random.default_rng(1)
+    for seed in range(100, 112):
+        env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "heuristic", "reward": "points",
+                                                 "seed": seed})
+        episode = MultiAgentEpisode(observation_space=env.observation_spaces,
+                                    action_space=env.action_spaces)
+        obs, infos = env.reset()
+        episode.add_env_reset(observations=obs, infos=infos)
+        while True:
+            (agent, o), = obs.items()
+            action = int(rng.choice(np.flatnonzero(o["action_mask"])))
+            obs, rewards, terminateds, truncateds, infos = env.step({agent: action})
+            episode.add_env_step(observations=obs, actions={agent: action}, rewards=rewards,
+                                 infos=infos, terminateds=terminateds, truncateds=truncateds)
+            if terminateds["__all__"] or truncateds["__all__"]:
+                break
+        scores = env._aec.match.scores
+        for agent, single in episode.agent_episodes.items():
+            team = int(agent[-1]) % 2
+            assert float(single.get_return()) == pytest.approx(
+                (scores[team] - scores[1 - team]) / 100), (seed, agent)
+
+
 def test_reset_always_hands_a_learner_seat_an_observation(rllib_ppo):
     """A tiny target can end a match before a learner moves: reset deals another."""
     env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "heuristic", "target": 5})
@@ -225,6 +255,25 @@ def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path, monk
     exported = agent.model.state_dict()
     assert any(not torch.equal(before[k], exported[k]) for k in before)
     assert all(torch.allclose(exported[k], v) for k, v in module.net.state_dict().items())
+    # ... playing what RLlib trained: the module's logits are the exported PolicyNet's, its
+    # action-feature term included (the module used to leave it out: an untrained term then
+    # decided the exported policy's moves)
+    rng = np.random.default_rng(4)
+    for seed in range(6):
+        obs, _ = env.reset(seed=seed)
+        for _ in range(int(rng.integers(0, 12))):
+            (agent_id, o), = obs.items()
+            obs = env.step({agent_id: int(rng.choice(np.flatnonzero(o["action_mask"])))})[0]
+            if not obs or len(obs) > 1:
+                break
+        if len(obs) != 1:
+            continue
+        (_, o), = obs.items()
+        batch = {"obs": {k: torch.as_tensor(v)[None] for k, v in o.items()}}
+        trained = module.forward_inference(batch)["action_dist_inputs"][0].detach()
+        legal = torch.as_tensor(o["action_mask"]) > 0
+        played, _ = agent.model(torch.as_tensor(o["observations"])[None], legal[None])
+        assert torch.allclose(trained[legal], played[0].detach()[legal], atol=1e-5), seed
     result = evaluate(agent, make_agent("random"), pairs=1, seed=0)
     assert result.matches == 2
 
