@@ -13,13 +13,11 @@ like any installed module.
 
 Points scored before a seat's first decision of a match (``reward="points"``/``"shaped"``: the
 opponents opened for 10, say) are never lost, so a seat's rewards add up to its team's margin,
-but RLlib treats them two ways.  For the seat that gets ``reset``'s observation they can only go
-out with the next step (``reset`` returns no rewards), so RLlib adds them to that seat's first
-transition; for the other learner seat they arrive with its first observation, and RLlib keeps
-a reward that comes before an agent's first action outside every transition (and out of its
-episode-return metrics).  Under those reward modes the first transition of the seat that opens
-the episode carries the opponents' opening points, which nothing it did earned; ``reward="win"``
-has no rewards before the end.  With ``skip_forced`` a learner seat whose every move of a match
+in RLlib's episodes too: they never come with a seat's first observation (RLlib would file them
+before its first action, outside every transition and its episode return) but with the seat's
+next output, after its first action, so RLlib adds them to that seat's first transition, which
+thus carries points nothing it did earned (the opponents' opening, its partner's);
+``reward="win"`` has no rewards before the end.  With ``skip_forced`` a learner seat whose every move of a match
 was forced (seen only with tiny targets: 30 points, one round) never enters the episode: it
 made no decision, so there is no transition to credit, and its team's result reaches its
 partner's.  Seeding: a sub-env's stream is
@@ -231,10 +229,15 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
             seats = [match.turn]
             observations = {AGENTS[match.turn]: self._observe(match.turn)}
             flags = ({"__all__": False}, {"__all__": False})
+        # a seat's first observation comes without its pending reward (RLlib files a reward that
+        # arrives with an agent's first observation before every transition, so it is lost); it
+        # goes out with the seat's next output, after its first action
+        first = set(seats) - self._seen
         self._seen.update(seats)
         rewards = {}
         for seat in self._learners if deliver_rewards else ():  # once the seat is in the episode
-            if seat in self._seen and (self._pending[seat] or AGENTS[seat] in observations):
+            if seat in self._seen and seat not in first \
+                    and (self._pending[seat] or AGENTS[seat] in observations):
                 rewards[AGENTS[seat]] = self._pending[seat]
                 self._pending[seat] = 0.0
         return observations, rewards, flags[0], flags[1], {}
