@@ -280,7 +280,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        check_evaluation_arguments(args)
+        check_evaluation_arguments(args, args.save)
         check_output_file(args.save)  # a folder or /proc: refused now, not after training
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)

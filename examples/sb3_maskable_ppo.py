@@ -145,7 +145,7 @@ def main(argv=None) -> int:
             raise ValueError(f"--save {args.save!r} names a folder; give a file name")
         if not args.save.endswith(".zip"):
             args.save += ".zip"  # SB3 adds it when saving: print and record the real file
-        check_evaluation_arguments(args)
+        check_evaluation_arguments(args, args.save)
         check_output_file(args.save)  # a folder or /proc: refused now, not after training
         if args.opponents != "self":
             make_agent(args.opponents)

@@ -47,10 +47,12 @@ def check_specs(parser: argparse.ArgumentParser, option: str, specs) -> None:
             parser.error(f"{option}: {error}")
 
 
-def check_evaluation_arguments(args) -> None:
+def check_evaluation_arguments(args, model_file=None) -> None:
     """``ValueError`` for a bad option of :func:`add_evaluation_arguments`, before any training:
     an unknown agent spec, negative pairs, a seed out of range, a ``--json`` folder that is not
-    there (a script should not train for an hour and then fail to write its results)."""
+    there (a script should not train for an hour and then fail to write its results), or
+    ``--json`` naming ``model_file``, where the script writes the trained model (the results
+    would replace it)."""
     from pathlib import Path
 
     from .agents import make_agent
@@ -65,6 +67,9 @@ def check_evaluation_arguments(args) -> None:
     if args.json:  # a folder or a device: refused now, not after the training
         from .atomic_file import check_output_file
         check_output_file(args.json)
+    if args.json and model_file and Path(args.json).resolve() == Path(model_file).resolve():
+        raise ValueError(f"--json {args.json} is where the trained model is written: give the "
+                         "results another file")
 
 
 def report_evaluation(agent, label: str, args, results: dict) -> dict:

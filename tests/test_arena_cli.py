@@ -98,6 +98,22 @@ def test_a_training_script_s_json_that_is_not_a_file_is_refused_before_training(
     arena_cli.check_evaluation_arguments(parser.parse_args(["--json", str(tmp_path / "r.json")]))
 
 
+def test_a_training_script_s_json_naming_its_model_file_is_refused_before_training(tmp_path):
+    """``--export x.pt --json x.pt`` trained, exported, then wrote the results over the policy."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    arena_cli.add_evaluation_arguments(parser)
+    model = tmp_path / "policy.pt"
+    for json_path in (model, tmp_path / "." / "policy.pt"):
+        with pytest.raises(ValueError, match=f"--json {json_path} is where the trained model is "
+                                             "written"):
+            arena_cli.check_evaluation_arguments(parser.parse_args(["--json", str(json_path)]),
+                                                 model)
+    arena_cli.check_evaluation_arguments(parser.parse_args(["--json", str(tmp_path / "r.json")]),
+                                         model)
+
+
 def test_more_torch_threads_than_the_bound_are_refused_before_any_work(monkeypatch, capsys):
     """(100,000 threads crashed torch with a segmentation fault.)"""
     torch = pytest.importorskip("torch")
