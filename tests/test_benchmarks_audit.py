@@ -15,7 +15,7 @@ import torch
 from sevenrocks_env import arguments
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS
-from test_benchmarks_tables import ROOT, script, usage_error
+from test_benchmarks_tables import ROOT, script, table_rows, usage_error
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
 
@@ -37,12 +37,6 @@ def install_clock(monkeypatch, module) -> Clock:
     clock = Clock()
     monkeypatch.setattr(module, "time", clock)
     return clock
-
-
-def table_rows(out: str, start: str) -> list[list[str]]:
-    """The cells of the Markdown rows of ``out`` that begin with ``| <start>``."""
-    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
-            for line in out.splitlines() if line.startswith(f"| {start}")]
 
 
 def any_device(monkeypatch):

@@ -32,6 +32,12 @@ def accepted(*_, **__):
     raise AssertionError("the arguments were accepted")
 
 
+def table_rows(out: str, start: str) -> list[list[str]]:
+    """The cells of the Markdown rows of ``out`` that begin with ``| <start>``."""
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in out.splitlines() if line.startswith(f"| {start}")]
+
+
 def usage_error(main, argv, capsys) -> str:
     """The last line of the usage error ``main(argv)`` exits with (exit status 2)."""
     with pytest.raises(SystemExit) as exit_:
