@@ -286,6 +286,9 @@ def main(argv=None) -> int:
             make_agent(args.opponent)
         if args.train_batch_size < args.minibatch_size:  # each number alone: its argparse type
             raise ValueError("need --train-batch-size >= --minibatch-size")
+        if args.address and args.num_cpus:
+            raise ValueError("--num-cpus sizes a local Ray; with --address the cluster's CPUs "
+                             "count: drop one of them")
         cpus = None if args.address else args.num_cpus or local_cpus()  # a cluster: Ray's count
         if cpus is not None and args.num_env_runners > cpus:  # Ray would wait for them forever
             raise ValueError(f"--num-env-runners {args.num_env_runners} needs a CPU each; this "
@@ -300,7 +303,11 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)
     if args.address:
-        ray.init(address=args.address)
+        try:
+            ray.init(address=args.address)
+        except ConnectionError as error:  # no cluster there ('auto' with none running)
+            print(f"error: --address {args.address}: {str(error)[:300]}", file=sys.stderr)
+            return 1
     else:
         ray.init(num_cpus=args.num_cpus, include_dashboard=False)
     config = build_config(args.opponent, args.hidden, args.num_env_runners,

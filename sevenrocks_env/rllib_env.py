@@ -164,6 +164,9 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         agent = AGENTS[match.turn]
         if action_dict.get(agent) is None:
             raise ValueError(f"no action for {agent}, the seat to move")
+        if len(action_dict) > 1:  # an action routed to the wrong agent: a bug, not a move
+            others = ", ".join(sorted(shown(key) for key in action_dict if key != agent))
+            raise ValueError(f"actions for {others[:200]}: only {agent}, the seat to move, acts")
         # a bool or a non-int, or an int outside the action space, is refused as env() refuses it
         action = checked_action(action_dict[agent], agent, NUM_ACTIONS)
         if not is_legal(match, action):

@@ -419,6 +419,24 @@ def test_the_example_bounds_its_env_runners_on_a_cluster_too(rllib_ppo, capsys):
     assert "argument --num-env-runners: must be an int in [0, 4096]" in capsys.readouterr().err
 
 
+def test_the_example_refuses_num_cpus_beside_address_and_names_an_address_with_no_ray(
+        rllib_ppo, capsys, monkeypatch, tmp_path):
+    """--num-cpus with --address was ignored without a word; --address auto with no cluster
+    running was a ConnectionError traceback."""
+    import ray
+
+    export = ["--export", str(tmp_path / "p.pt")]
+    assert rllib_ppo.main(["--address", "auto", "--num-cpus", "2", *export]) == 2
+    assert "--num-cpus sizes a local Ray; with --address" in capsys.readouterr().err
+
+    def no_cluster(address=None, **_):
+        raise ConnectionError(f"Could not find any running Ray instance at {address}")
+    monkeypatch.setattr(ray, "init", no_cluster)
+    assert rllib_ppo.main(["--address", "auto", *export]) == 1
+    assert capsys.readouterr().err == ("error: --address auto: Could not find any running Ray "
+                                       "instance at auto\n")
+
+
 def test_build_config_carries_the_opponent_reward_and_hyperparameters(rllib_ppo):
     config = rllib_ppo.build_config(opponent="heuristic", reward="shaped", points_scale=0.5,
                                     win_reward=2.0, lr=1e-3, entropy_coeff=0.02, gamma=0.9,
@@ -553,6 +571,15 @@ def test_step_takes_a_dict_of_agent_actions_only(rllib_ppo):
     with pytest.raises(TypeError, match="step takes a dict of agent id -> action, got list"):
         env.step([legal])
     assert env._aec.match.to_state() == state
+    # an action for a seat not on turn, or an unknown id, beside the seat's own: a routing bug
+    agent = next(iter(obs))
+    other = next(a for a in env.possible_agents if a != agent)
+    for extra in (other, "bogus", 7):
+        with pytest.raises(ValueError, match=rf"actions for '?{extra}'?: only {agent}, the seat "
+                                             "to move, acts"):
+            env.step({agent: legal, extra: legal})
+        assert env._aec.match.to_state() == state
+    env.step({agent: legal})
 
 
 @pytest.mark.parametrize("mode", ["terminate", "raise"])
