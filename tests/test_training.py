@@ -13,6 +13,8 @@ pytest.importorskip("tensorboard")
 
 from training.config import ConfigError, TrainConfig, describe_fields, load_config  # noqa: E402
 from training.ppo import compute_gae  # noqa: E402
+from training.checkpoint import load_training_checkpoint  # noqa: E402
+from training.resume import resumed_config  # noqa: E402
 from training.train import main, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -302,12 +304,20 @@ def test_a_resume_never_writes_over_another_run_of_the_same_name(tmp_path, capsy
     assert main(["--resume", str(latest_b), "--set", "total_steps=512",
                  *_folders(tmp_path / "a")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: run folder {tmp_path / 'a' / 'runs' / 'smoke'} exists and is "
-                          f"not the resumed run's ({latest_b.parent})"), err
+    assert err.startswith(f"error: run folder {tmp_path / 'a' / 'runs' / 'smoke'} exists, and "
+                          f"the resumed checkpoint lies in {latest_b.parent}, not in "
+                          f"{tmp_path / 'a' / 'ckpt' / 'smoke'}"), err
+    assert f"--set checkpoint_dir={tmp_path / 'b' / 'ckpt'} writes beside" in err
     assert "--force" in err and err.count("\n") == 1
     assert {p: p.read_bytes() for p in (tmp_path / "a").rglob("*") if p.is_file()} == a_files
     assert main(["--resume", str(latest_b), "--set", "total_steps=512", "--set",
                  "final_eval_pairs=1", *_folders(tmp_path / "b")]) == 0  # its own folders
+    # from Python without the checkpoint's path: its folder unknown, the run's own is taken
+    data = load_training_checkpoint(latest_b)
+    cfg = resumed_config(data, {"total_steps": 768, "final_eval_pairs": 1,
+                                "log_dir": str(tmp_path / "b" / "runs"),
+                                "checkpoint_dir": str(tmp_path / "b" / "ckpt")}, latest_b)
+    assert train(cfg, resume=data, final_table=False)["global_step"] == 768
 
 
 def test_resume_with_fewer_snapshots_than_the_run_keeps_names_the_setting(tmp_path, capsys):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import signal
 import sys
 import threading
@@ -125,29 +126,34 @@ def run_folders(cfg: TrainConfig) -> tuple[Path, Path]:
 
 
 def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True,
-          force: bool = False, resume_path="checkpoint") -> dict:
+          force: bool = False, resume_path=None) -> dict:
     """Run training; returns ``{"run_name", "checkpoint", "global_step", "results",
     "interrupted"}``.  Raises :class:`ConfigError` when the run's folders exist already (unless
-    resuming or ``force``) and :class:`CheckpointError` for a bad piece of ``resume``; both
-    before anything is written."""
+    ``force``, or resuming the checkpoint at ``resume_path`` inside them, or one whose path is
+    not given) and :class:`CheckpointError` for a bad piece of ``resume``; both before anything
+    is written."""
     from torch.utils.tensorboard import SummaryWriter
     from tqdm import tqdm
 
     if not cfg.run_name:
         cfg.run_name = f"ppo_seed{cfg.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
     run_dir, ckpt_dir = run_folders(cfg)
-    resumed_dir = None if resume is None else Path(resume_path).resolve().parent
-    if not force and ckpt_dir.resolve() != resumed_dir:  # a new run, or one resumed elsewhere
+    resumed_dir = None if resume_path is None else Path(resume_path).resolve().parent
+    resumed_elsewhere = resume is not None and resumed_dir not in (None, ckpt_dir.resolve())
+    resume_path = resume_path or "checkpoint"  # how messages name a resume given without a path
+    if not force and (resume is None or resumed_elsewhere):
         for folder in (run_dir, ckpt_dir):
             if folder.exists() and resume is None:
                 raise ConfigError(f"run folder {folder} exists already: continue it with "
                                   f"{resume_options(ckpt_dir / 'latest.pt', cfg)}, write into "
                                   "it with --force, or choose another run_name", "run_name")
-            if folder.exists():
-                raise ConfigError(f"run folder {folder} exists and is not the resumed run's "
-                                  f"({resumed_dir}): writing there would mix two runs; write "
-                                  "beside the checkpoint with --set checkpoint_dir=... --set "
-                                  "log_dir=..., or into it with --force", "run_name")
+            if folder.exists():  # another run of this name, or this run's with other folders
+                raise ConfigError(
+                    f"run folder {folder} exists, and the resumed checkpoint lies in "
+                    f"{resumed_dir}, not in {ckpt_dir}: writing there could mix two runs; "
+                    f"--set checkpoint_dir={shlex.quote(str(resumed_dir.parent))} writes beside "
+                    "the checkpoint (and --set log_dir=... the logs elsewhere), --force into "
+                    f"{folder}", "run_name")
     for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
         try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
             check_output_folder(folder)
@@ -178,11 +184,11 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
             pool.ensure_snapshot(model)  # `past` added on resume: a snapshot of the resumed policy
         _load_engine(engine, resume, cfg, resume_path)  # after the pool it refers to
-        if ckpt_dir.resolve() != Path(resume_path).resolve().parent:
+        if resumed_elsewhere:
             print(f"note: resuming {resume_path}, writing checkpoints to {ckpt_dir} and logs "
                   f"to {run_dir} (output folders never come from a file: --set "
                   "checkpoint_dir=... log_dir=... to write beside it)", file=sys.stderr)
-        for folder in {ckpt_dir, Path(resume_path).parent}:  # the mark is beside the file
+        for folder in {ckpt_dir, resumed_dir or ckpt_dir}:  # the mark is beside the file
             check_not_complete(folder, resume, cfg.num_updates)
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
