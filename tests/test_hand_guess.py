@@ -133,7 +133,8 @@ def test_resume_rejects_a_damaged_or_missing_head(tmp_path, capsys):
     data = torch.load(tmp_path / "ckpt" / "smoke" / "latest.pt", weights_only=True)
     heads = ({k: v[:1] for k, v in data["hand_guess"].items()},
              {k: torch.full_like(v, float("nan")) for k, v in data["hand_guess"].items()}, None)
+    broken = tmp_path / "ckpt" / "smoke" / "broken.pt"  # in the run's folder: its own
     for head in heads:
-        torch.save({**data, "hand_guess": head}, tmp_path / "broken.pt")
-        assert main(["--resume", str(tmp_path / "broken.pt"), *_folders(tmp_path)]) == 2
+        torch.save({**data, "hand_guess": head}, broken)
+        assert main(["--resume", str(broken), *_folders(tmp_path)]) == 2
         assert "'hand_guess'" in capsys.readouterr().err

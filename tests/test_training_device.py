@@ -55,7 +55,7 @@ def test_a_run_saved_on_a_gpu_machine_resumes_on_the_cpu(tmp_path, capsys):
     straight = torch.load(ckpt_dir / "step_768.pt", weights_only=True)
     first = torch.load(ckpt_dir / "step_256.pt", weights_only=True)
     first["config"]["device"] = "cuda:99"  # as a run on a machine with that GPU saves it
-    moved = tmp_path / "from_gpu.pt"
+    moved = ckpt_dir / "from_gpu.pt"  # copied into the run's folder
     torch.save(first, moved)
     drop_checkpoints_after(ckpt_dir, 256)  # compared below: what the resume wrote
     assert main(["--resume", str(moved), *_folders(tmp_path)]) == 2
