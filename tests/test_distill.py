@@ -138,7 +138,31 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     # and not the collection's options it never used (their defaults)
     assert not {"decisions", "num_envs", "workers"} & set(student["distill"]["args"])
     assert student["distill"]["args"]["epochs"] == 2
+    assert "earlier" not in student["distill"]  # the init was not distilled
     assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
+
+
+def test_a_student_of_a_student_records_every_round_oldest_first(tmp_path, collected):
+    """A second round's card said only 'then fine-tuned toward <the last teacher>': the init's
+    own distillation was dropped."""
+    first = {"teacher": "search:samples=8", "labels": 5_000, "holdout_agreement": float("nan"),
+             "earlier": [{"teacher": "search:samples=2", "labels": 900,
+                          "holdout_agreement": 0.5}]}
+    init_data = policy_entries(PolicyNet((32, 32)), 7) | {"distill": first}
+    init = save_checkpoint(tmp_path / "init.pt", init_data)
+    labels = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
+    args = distill.Args(init=str(init), labels=str(labels), epochs=1,
+                        out=str(tmp_path / "student.pt"), log_dir=str(tmp_path / "runs"))
+    distill.run(args, log=lambda *_: None)
+    record = read_checkpoint(tmp_path / "student.pt")["distill"]
+    assert record["teacher"] == "search:samples=4" and record["earlier"] == [
+        {"teacher": "search:samples=2", "labels": 900, "holdout_agreement": 0.5},
+        {"teacher": "search:samples=8", "labels": 5_000, "holdout_agreement": None}]
+    # a damaged record in the init is refused before any work
+    init_data["distill"] = {**first, "earlier": "lots"}
+    save_checkpoint(init, init_data)
+    with pytest.raises(CheckpointError, match="'distill' 'earlier' must be a list"):
+        distill.run(args, log=lambda *_: pytest.fail("started work"))
 
 
 def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, collected):

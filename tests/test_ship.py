@@ -142,6 +142,18 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
                       parse_constant=lambda name: pytest.fail(f"{name} in the card's JSON"))
     assert card["distill"]["holdout_agreement"] is None
     assert "held-out agreement not measured) |" in (out.parent / "MODEL_CARD.md").read_text()
+    # a student of a student: every round, oldest first
+    earlier = {"teacher": "search:samples=4", "labels": 900, "holdout_agreement": None}
+    data["distill"] = {**DISTILLED, "earlier": [earlier]}
+    source = save_checkpoint(tmp_path / "second.pt", data)
+    assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                 "--agents", "random"]) == 0
+    assert json.loads((out.parent / "model_card.json").read_text())["distill"]["earlier"] == [
+        earlier]
+    assert ("| distillation | then fine-tuned toward `search:samples=4` on 900 labels "
+            "(`training.distill`; held-out agreement not measured); then fine-tuned toward "
+            "`search:policy=shipped,samples=16` on 315,078 labels") \
+        in (out.parent / "MODEL_CARD.md").read_text()
 
 
 @pytest.mark.parametrize("distill", [
@@ -149,6 +161,8 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     {**DISTILLED, "labels": 10 ** 9}, {**DISTILLED, "teacher": "x" * 5000},
     {**DISTILLED, "holdout_agreement": 2.0}, {k: v for k, v in DISTILLED.items() if k != "teacher"},
     {**DISTILLED, "teacher": "search | x"}, {**DISTILLED, "teacher": "a\n# Owned"},
+    {**DISTILLED, "earlier": [{**DISTILLED, "labels": 0}]}, {**DISTILLED, "earlier": "x"},
+    {**DISTILLED, "earlier": [DISTILLED] * 64},
 ])
 def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
     from training.ship import main as ship
@@ -159,7 +173,8 @@ def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
     out = tmp_path / "shipped" / "policy.pt"
     assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
     err = capsys.readouterr().err
-    assert "'distill' must hold" in err and len(err) < MESSAGE_LIMIT, err[:300]
+    assert "'distill' must hold" in err or "'distill' 'earlier' must be a list" in err
+    assert len(err) < MESSAGE_LIMIT, err[:300]
     assert not out.parent.exists()
 
 

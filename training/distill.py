@@ -64,6 +64,7 @@ from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import first_problem
 from .distill_args import COLLECTION_OPTIONS, MIN_TEMPERATURE, Args
 from .distill_collect import collect, collect_labels, make_teacher, pinned_teacher
+from .distill_record import rounds_before
 from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_file_names, \
     load_labels_files, save_labels
 from .networks import widen
@@ -261,6 +262,7 @@ def _run(args: Args, log) -> dict:
                          "widths, none narrower than the init's") from None
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
+    earlier = rounds_before(init_data, args.init)  # the init's own distillation, if any
     # --out must not be a file the run reads: the init, the labels, the teacher's network
     files = labels_file_names(args.labels) if args.labels else []
     inputs = [args.init, *files, *([] if args.labels else spec_files(args.teacher))]
@@ -292,6 +294,7 @@ def _run(args: Args, log) -> dict:
     # the run that trained the init, for the model card (``training.ship`` checks them again)
     data.update({key: init_run[key] for key in ("config", "wall_time") if key in init_data})
     data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])), **result,
+                       **({"earlier": earlier} if earlier else {}),
                        # with --labels the teacher is the files', and the collection's other
                        # options (their unused defaults) are left out
                        "args": {key: value for key, value in asdict(args).items()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import shlex
@@ -40,7 +39,7 @@ from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
-from .distill_labels import MAX_LABELS, TEACHER_TEXT, is_teacher_text
+from .distill_record import distill_facts
 
 
 #: Match win rates the shipped policy must reach (issue 4), by opponent.
@@ -99,28 +98,16 @@ def same_policy(spec: str, exported: dict) -> bool:
         == (mine[k].shape, mine[k].dtype) and torch.equal(mine[k], theirs[k]) for k in mine)
 
 
-def distill_facts(data: dict, path) -> dict | None:
-    """What a checkpoint written by ``training.distill`` says about its distillation, checked
-    (the teacher's spec, the number of labels, held-out agreement), or ``None`` for a policy
-    that was not distilled."""
-    facts = data.get("distill")
-    if facts is None:
-        return None
-    record = facts if isinstance(facts, dict) else {}
-    teacher, labels, agreement = (record.get(key)
-                                  for key in ("teacher", "labels", "holdout_agreement"))
-    if not (is_teacher_text(teacher) and type(labels) is int and 0 < labels <= MAX_LABELS
-            and type(agreement) is float and (math.isnan(agreement) or 0 <= agreement <= 1)):
-        raise CheckpointError(f"{path}: 'distill' must hold the teacher ({TEACHER_TEXT}), "
-                              f"labels (1..{MAX_LABELS:,}) and holdout_agreement (0..1), "
-                              f"got {shown(facts)}")
-    # a run too small to hold labels out has no agreement (NaN, which JSON cannot carry)
-    return {"teacher": teacher, "labels": labels,
-            "holdout_agreement": None if math.isnan(agreement) else agreement}
-
-
 def _agreement(value) -> str:
     return "not measured" if value is None else f"{value:.3f}"
+
+
+def _rounds(distill: dict) -> str:
+    """The distillation row: each round, oldest first (``training.distill``)."""
+    return "; ".join(
+        f"then fine-tuned toward `{r['teacher']}` on {r['labels']:,} labels (`training.distill`; "
+        f"held-out agreement {_agreement(r['holdout_agreement'])})"
+        for r in [*distill.get("earlier", []), distill])
 
 
 def _threads(card: dict) -> str:
@@ -137,10 +124,7 @@ def _markdown(card: dict) -> str:
              "`sevenrocks_env.policy.load_policy(path)` or the agent spec `ckpt:PATH`.", "",
              "| | |", "|-|-|",
              f"| training decisions | {card['global_step']:,} |",
-             *([f"| distillation | then fine-tuned toward `{card['distill']['teacher']}` on "
-                f"{card['distill']['labels']:,} labels (`training.distill`; held-out agreement "
-                f"{_agreement(card['distill']['holdout_agreement'])}) |"]
-               if card.get("distill") else []),
+             *([f"| distillation | {_rounds(card['distill'])} |"] if card.get("distill") else []),
              f"| training wall time | {_minutes(card['train_minutes'])}{_threads(card)}"
              + ("; the PPO run only, not the collection of the distillation's labels"
                 if card.get("distill") else "") + " |",
