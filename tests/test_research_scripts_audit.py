@@ -485,6 +485,17 @@ def test_inference_signal_reports_the_rows_arithmetic(monkeypatch, capsys):
 
 # -- cut_bias ------------------------------------------------------------------------------------
 
+def test_cut_bias_refuses_a_policy_file_with_no_value_to_measure(monkeypatch, capsys):
+    """The shipped file has neither an oracle critic nor a value head: one usage line before
+    any play (the bias is of a value estimate)."""
+    from sevenrocks_env.policy_file import shipped_path
+
+    module = script("cut_bias")
+    monkeypatch.setattr(module, "CutRecorder", accepted)
+    assert "has neither an oracle critic nor a value head" in usage_error(
+        module.main, [str(shipped_path()), "--matches", "1", "--steps", "1"], capsys)
+
+
 def test_cut_bias_summary_is_the_mean_and_its_standard_error():
     summary = script("cut_bias").summary
     # mean 3, std (ddof 1) sqrt(14 / 3) = 2.160, over sqrt(4)
