@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             game = evaluate(names[i], names[j], pairs, args.seed, args.workers, progress=True)
             games.append(game)
             results[(i, j)] = (game.win_rate * pairs, pairs)
-            for name, seconds in zip((names[i], names[j]), game.seconds_per_decision):
+            for name, seconds in zip((labels[i], labels[j]), game.seconds_per_decision):
                 timing.setdefault(name, []).append((seconds, pairs))
             print(f"{game.agent_a} vs {game.agent_b}: {game.win_rate:.3f}", file=sys.stderr)
     print("| A | B | pairs | A match win rate [95% CI] | mean margin A-B | points/round A / B "
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| agent | ms per decision (over its pairings, by pairs) | Bradley-Terry rating "
           "(Elo scale) |")
     print("|---|---:|---:|")
-    for rating in sorted(bradley_terry(names, results), key=lambda r: -r["rating"]):
+    for rating in sorted(bradley_terry(labels, results), key=lambda r: -r["rating"]):
         name = rating["agent"]
         # each pairing's mean weighted by its pairs (a 25-pair pairing counts a fortieth of a
         # 1,000-pair one)

@@ -197,9 +197,11 @@ def test_agents_plays_every_pairing_once_and_reports_each_figure_in_its_cell(mon
     assert [p[:5] for p in arena.played] == [("random", "greedy", 10, 7, 3),
                                              ("random", names[2], 3, 7, 3),
                                              ("greedy", names[2], 3, 7, 3)]
-    # the fit gets A's wins (win rate x pairs) out of the pairs, by the pairing's indices
-    assert fitted == [(names, {(0, 1): (pytest.approx(6.0), 10), (1, 2): (pytest.approx(2.4), 3),
-                               (0, 2): (pytest.approx(2.1), 3)})]
+    # the fit gets A's wins (win rate x pairs) out of the pairs, by the pairing's indices, and
+    # each agent by its label (the name of a name=spec), as the results table names it
+    labels = ["random", "greedy", "s"]
+    assert fitted == [(labels, {(0, 1): (pytest.approx(6.0), 10), (1, 2): (pytest.approx(2.4), 3),
+                                (0, 2): (pytest.approx(2.1), 3)})]
     out = capsys.readouterr().out
     assert table_rows(out, "`random` | `greedy`") == [[
         "`random`", "`greedy`", "10", "0.600 [0.500, 0.700]", "+3.0", "2.0 / 1.0", "0.550",
@@ -209,7 +211,7 @@ def test_agents_plays_every_pairing_once_and_reports_each_figure_in_its_cell(mon
     ratings = [row for row in table_rows(out, "`") if len(row) == 3]
     # by rating, highest first; ms a decision: each pairing's mean weighted by its pairs
     assert ratings == [
-        [f"`{names[2]}`", f"{1e3 * (0.004 * 3 + 0.006 * 3) / 6:.3f}", ">= +300 (set by the prior)"],
+        ["`s`", f"{1e3 * (0.004 * 3 + 0.006 * 3) / 6:.3f}", ">= +300 (set by the prior)"],
         ["`greedy`", f"{1e3 * (0.002 * 10 + 0.005 * 3) / 13:.3f}", "+20 ± 9 (1 s.e.)"],
         ["`random`", f"{1e3 * (0.001 * 10 + 0.003 * 3) / 13:.3f}", "-50 ± 7 (1 s.e.)"]]
 
