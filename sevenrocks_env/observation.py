@@ -265,9 +265,8 @@ def checked_inputs(obs, mask) -> tuple[np.ndarray, np.ndarray]:
                          f"{obs[_TURN:_TURN + 4].tolist()}, not [1, 0, 0, 0]): pass the "
                          "observation of the seat whose action mask this is")
     legal = legal_moves(_bits_to_mask(obs[0:28]), _ends(obs), bool(obs[_OPENING] > 0.5))
-    marked = np.flatnonzero(mask).tolist()
-    if not set(marked).issubset(legal):
-        foreign = sorted(set(marked).difference(legal))
+    foreign = [action for action in np.flatnonzero(mask).tolist() if action not in legal]
+    if foreign:
         raise ValueError(f"action mask marks {foreign[:8]}{' ...' if len(foreign) > 8 else ''} "
                          f"legal, but the observation's seat can play only {legal[:8]}"
                          f"{' ...' if len(legal) > 8 else ''}: are the observation and the mask "

@@ -17,13 +17,12 @@ in RLlib's episodes too: they never come with a seat's first observation (RLlib 
 before its first action, outside every transition and its episode return) but with the seat's
 next output, after its first action, so RLlib adds them to that seat's first transition, which
 thus carries points nothing it did earned (the opponents' opening, its partner's);
-``reward="win"`` has no rewards before the end.  With ``skip_forced`` a learner seat whose every move of a match
-was forced (seen only with tiny targets: 30 points, one round) never enters the episode: it
-made no decision, so there is no transition to credit, and its team's result reaches its
-partner's.  Seeding: a sub-env's stream is
-``(seed, worker index, vector index)``, reseeded by RLlib's ``reset(seed=...)`` with the worker
-kept, so no two sub-envs deal alike; without a ``seed`` in ``env_config`` each env draws fresh
-entropy.
+``reward="win"`` has no rewards before the end.  With ``skip_forced`` a learner seat whose every
+move of a match was forced (seen only with tiny targets: 30 points, one round) never enters
+the episode: it made no decision, so there is no transition to credit, and its team's result
+reaches its partner's.  Seeding: a sub-env's stream is ``(seed, worker index, vector index)``,
+reseeded by RLlib's ``reset(seed=...)`` with the worker kept, so no two sub-envs deal alike;
+without a ``seed`` in ``env_config`` each env draws fresh entropy.
 """
 
 from __future__ import annotations
@@ -151,8 +150,9 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
                 self._episode_over = True
                 raise ValueError("options['match'] is over before a learner seat moves")
             # only a tiny target ends a match before a learner seat decides: deal another
-        # rewards scored before the first decision stay pending: they go out with the next step
-        return self._outputs(deliver_rewards=False)[0], {}
+        # rewards scored before the first decision stay pending (the seat's first observation
+        # comes without them, see _outputs): they go out with the next step
+        return self._outputs()[0], {}
 
     def step(self, action_dict):
         if self._episode_over:
@@ -219,7 +219,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         obs = self._aec.observe(AGENTS[seat])
         return {"observations": obs["observation"], "action_mask": obs["action_mask"].astype(np.float32)}
 
-    def _outputs(self, deliver_rewards: bool = True):
+    def _outputs(self):
         match = self._aec.match
         if match.over:
             self._episode_over = True
@@ -238,7 +238,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         first = set(seats) - self._seen
         self._seen.update(seats)
         rewards = {}
-        for seat in self._learners if deliver_rewards else ():  # once the seat is in the episode
+        for seat in self._learners:  # once the seat has acted in the episode
             if seat in self._seen and seat not in first \
                     and (self._pending[seat] or AGENTS[seat] in observations):
                 rewards[AGENTS[seat]] = self._pending[seat]

@@ -141,19 +141,17 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     resumed_dir = None if resume_path is None else Path(resume_path).resolve().parent
     resumed_elsewhere = resume is not None and resumed_dir not in (None, ckpt_dir.resolve())
     resume_path = resume_path or "checkpoint"  # how messages name a resume given without a path
-    if not force and (resume is None or resumed_elsewhere):
-        for folder in (run_dir, ckpt_dir):
-            if folder.exists() and resume is None:
-                raise ConfigError(f"run folder {folder} exists already: continue it with "
-                                  f"{resume_options(ckpt_dir / 'latest.pt', cfg)}, write into "
-                                  "it with --force, or choose another run_name", "run_name")
-            if folder.exists():  # another run of this name, or this run's with other folders
-                raise ConfigError(
-                    f"run folder {folder} exists, and the resumed checkpoint lies in "
-                    f"{resumed_dir}, not in {ckpt_dir}: writing there could mix two runs; "
-                    f"--set checkpoint_dir={shlex.quote(str(resumed_dir.parent))} writes beside "
-                    "the checkpoint (and --set log_dir=... the logs elsewhere), --force into "
-                    f"{folder}", "run_name")
+    existing = next((folder for folder in (run_dir, ckpt_dir) if folder.exists()), None)
+    if existing and not force and resume is None:
+        raise ConfigError(f"run folder {existing} exists already: continue it with "
+                          f"{resume_options(ckpt_dir / 'latest.pt', cfg)}, write into it with "
+                          "--force, or choose another run_name", "run_name")
+    if existing and not force and resumed_elsewhere:  # another run of this name, or this run's
+        raise ConfigError(                             # logs with its checkpoints elsewhere
+            f"run folder {existing} exists, and the resumed checkpoint lies in {resumed_dir}, "
+            f"not in {ckpt_dir}: writing there could mix two runs; --set checkpoint_dir="
+            f"{shlex.quote(str(resumed_dir.parent))} writes beside the checkpoint (and --set "
+            f"log_dir=... the logs elsewhere), --force into {existing}", "run_name")
     for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
         try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
             check_output_folder(folder)
