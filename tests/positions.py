@@ -43,6 +43,17 @@ def positions_with_a_choice(count: int, min_legal: int = 2) -> list[rules.Match]
     raise AssertionError(f"fewer than {count} positions with {min_legal} legal actions")
 
 
+def choices(agent, positions, seeded: bool = False) -> list[int]:
+    """``agent``'s moves at each of ``positions`` (rules.Match), in order; with ``seeded`` the
+    agent is seeded with the position's index first."""
+    out = []
+    for k, match in enumerate(positions):
+        if seeded:
+            agent.seed(k)
+        out.append(agent.act(encode(match, match.turn), action_mask(match, match.turn)))
+    return out
+
+
 def knock_inputs() -> tuple[np.ndarray, np.ndarray]:
     """``(observation, action_mask)`` of a seat that can only knock (R6), for the tests of
     forced moves that no model or search may be asked about."""

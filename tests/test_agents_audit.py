@@ -12,7 +12,7 @@ from sevenrocks_env.agents.heuristic import HeuristicAgent  # noqa: E402
 from sevenrocks_env.agents.layout import view_of  # noqa: E402
 from sevenrocks_env.batched import heuristic as batched_heuristic  # noqa: E402
 from sevenrocks_env.batched import VectorEnv  # noqa: E402
-from positions import positions_with_a_choice, sampled_decisions  # noqa: E402
+from positions import choices, positions_with_a_choice, sampled_decisions  # noqa: E402
 
 
 def _three_way_choice():
@@ -73,12 +73,6 @@ def test_a_spec_with_surrounding_blanks_names_the_same_agent(spec):
     assert vars(agent).keys() == vars(plain).keys()
 
 
-def _plays(agent, positions) -> list[int]:
-    """``agent``'s moves at each of ``positions`` (rules.Match), in order."""
-    from sevenrocks_env.observation import action_mask, encode
-    return [agent.act(encode(m, m.turn), action_mask(m, m.turn)) for m in positions]
-
-
 def _defensive(env, rows):
     """The batched defensive rollout policy's moves (``WorldRollouts(...).values``' chooser)."""
     from sevenrocks_env.batched.defensive import defensive_actions
@@ -92,9 +86,9 @@ def test_an_agent_instance_given_a_seed_is_reseeded():
     positions = positions_with_a_choice(12, min_legal=3)
     instance = RandomAgent(seed=1)
     assert make_agent(instance, seed=5) is instance
-    fresh = _plays(make_agent("random", seed=5), positions)
-    assert _plays(instance, positions) == fresh
-    assert _plays(make_agent(RandomAgent(seed=1), seed=6), positions) != fresh  # seeds matter
+    fresh = choices(make_agent("random", seed=5), positions)
+    assert choices(instance, positions) == fresh
+    assert choices(make_agent(RandomAgent(seed=1), seed=6), positions) != fresh  # seeds matter
 
 
 def test_a_policy_parameter_after_a_blank_still_makes_the_policy_search():
@@ -175,22 +169,6 @@ def test_the_batched_heuristic_of_an_agent_plays_with_that_agents_weights():
 
 
 # -- world rollouts ------------------------------------------------------------------------------
-
-def test_world_values_count_the_win_bonus_the_rollouts_were_given():
-    """``WorldRollouts(win_bonus=B)``: a rollout that wins the match adds ``B`` (module
-    docstring), checked against ``SearchAgent``'s rule-engine playout with a bonus other than
-    the default 50."""
-    from sevenrocks_env.agents.belief import world_match
-    from sevenrocks_env.agents.search import SearchAgent
-    from sevenrocks_env.agents.search_batched import BatchedSearch
-    agent = SearchAgent(samples=3, win_bonus=7.25)
-    decisions = sampled_decisions(target=60, count=12, samples=3)
-    expected = [[[agent._rollout_value(world_match(d.view, h), a) for a in d.legal]
-                 for h in d.hidden] for d in decisions]
-    values = BatchedSearch(agent).world_values(decisions)
-    assert [v.tolist() for v in values] == expected
-    assert any(abs(x) > 7 for e in expected for row in e for x in row if x % 5)  # a bonus counted
-
 
 def test_a_rollout_engine_kept_for_one_target_is_not_used_for_another():
     """``WorldRollouts.env`` keeps an engine per (size, target): decisions of the same size at
@@ -276,9 +254,9 @@ def test_make_agent_seeds_what_it_builds(spec):
     """``make_agent(spec, seed=s)``: two agents built with one seed play alike, and another seed
     plays otherwise (``random``, ``search``, the policy search, a sampling checkpoint)."""
     positions = positions_with_a_choice(16, min_legal=3)
-    first = _plays(make_agent(spec, seed=11), positions)
-    assert _plays(make_agent(spec, seed=11), positions) == first
-    assert _plays(make_agent(spec, seed=12), positions) != first
+    first = choices(make_agent(spec, seed=11), positions)
+    assert choices(make_agent(spec, seed=11), positions) == first
+    assert choices(make_agent(spec, seed=12), positions) != first
 
 
 @pytest.mark.parametrize("spec, seed, error", [

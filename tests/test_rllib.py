@@ -258,7 +258,7 @@ def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path, monk
     # ... playing what RLlib trained: the module's logits are the exported PolicyNet's, its
     # action-feature term included (the module used to leave it out: an untrained term then
     # decided the exported policy's moves)
-    rng = np.random.default_rng(4)
+    rng, compared = np.random.default_rng(4), 0
     for seed in range(6):
         obs, _ = env.reset(seed=seed)
         for _ in range(int(rng.integers(0, 12))):
@@ -274,6 +274,8 @@ def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path, monk
         legal = torch.as_tensor(o["action_mask"]) > 0
         played, _ = agent.model(torch.as_tensor(o["observations"])[None], legal[None])
         assert torch.allclose(trained[legal], played[0].detach()[legal], atol=1e-5), seed
+        compared += 1
+    assert compared >= 3
     result = evaluate(agent, make_agent("random"), pairs=1, seed=0)
     assert result.matches == 2
 

@@ -58,18 +58,22 @@ def test_search_defaults_are_the_documented_ones():
 
 # --- search_batched.BatchedSearch ------------------------------------------------------------
 
-@pytest.mark.parametrize("win_bonus", [0.0, 400.0])
-def test_batched_search_counts_the_agents_own_win_bonus(win_bonus):
+@pytest.mark.parametrize("win_bonus, rollout, samples", [
+    (0.0, "greedy", 2), (400.0, "greedy", 2), (7.25, "defensive", 3)])
+def test_batched_search_counts_the_agents_own_win_bonus(win_bonus, rollout, samples):
     """``search:win_bonus=...`` in the batched arena: the rollout values use the agent's bonus
-    (R8), as ``SearchAgent`` does, not the default 50."""
-    agent = SearchAgent(samples=2, win_bonus=win_bonus, rollout="greedy")
-    decisions = sampled_decisions(target=60, count=12, samples=2)  # wins (R8) are common
+    (R8), as ``SearchAgent`` does, not the default 50 (``WorldRollouts(win_bonus=B)``: a rollout
+    that wins the match adds ``B``)."""
+    agent = SearchAgent(samples=samples, win_bonus=win_bonus, rollout=rollout)
+    decisions = sampled_decisions(target=60, count=12, samples=samples)  # wins (R8) are common
     expected = [[[agent._rollout_value(world_match(d.view, h), a) for a in d.legal]
                  for h in d.hidden] for d in decisions]
     values = BatchedSearch(agent).world_values(decisions)
     assert [v.tolist() for v in values] == expected
     if win_bonus:  # the bonus was at stake: some rollouts end the match
         assert any(abs(x) >= win_bonus for e in expected for row in e for x in row)
+    if win_bonus % 5:  # a bonus no points can make: counted where a rollout won
+        assert any(abs(x) > 7 for e in expected for row in e for x in row if x % 5)
 
 
 def test_batched_search_samples_the_agents_number_of_worlds():

@@ -15,10 +15,9 @@ least 0.003 apart on every one (far above float32 rounding, so no near tie can f
 import hashlib
 
 import pytest
-from positions import positions_with_a_choice
+from positions import choices, positions_with_a_choice
 
 from sevenrocks_env.agents import make_agent
-from sevenrocks_env.observation import action_mask, encode
 
 #: heuristic: the first 40 choices, for a readable failure, and the hash of all 200.
 HEURISTIC_FIRST_CHOICES = [
@@ -42,25 +41,16 @@ SEARCH_CHOICES = {
 }
 
 
-def _choices(agent, positions, seeded=False):
-    out = []
-    for k, match in enumerate(positions):
-        if seeded:
-            agent.seed(k)
-        out.append(agent.act(encode(match, match.turn), action_mask(match, match.turn)))
-    return out
-
-
 @pytest.mark.parametrize("spec, first, sha256", [
     ("heuristic", HEURISTIC_FIRST_CHOICES, HEURISTIC_CHOICES_SHA256),
     ("ckpt:shipped", SHIPPED_FIRST_CHOICES, SHIPPED_CHOICES_SHA256)])
 def test_heuristic_and_the_shipped_policy_play_the_pinned_moves(spec, first, sha256):
-    choices = _choices(make_agent(spec), positions_with_a_choice(200, min_legal=3))
-    assert choices[:40] == first
-    assert hashlib.sha256(bytes(choices)).hexdigest() == sha256
+    played = choices(make_agent(spec), positions_with_a_choice(200, min_legal=3))
+    assert played[:40] == first
+    assert hashlib.sha256(bytes(played)).hexdigest() == sha256
 
 
 @pytest.mark.parametrize("spec", sorted(SEARCH_CHOICES))
 def test_search_plays_the_pinned_moves(spec):
     positions = positions_with_a_choice(40, min_legal=3)
-    assert _choices(make_agent(spec), positions, seeded=True) == SEARCH_CHOICES[spec]
+    assert choices(make_agent(spec), positions, seeded=True) == SEARCH_CHOICES[spec]
