@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -267,6 +268,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Refuse ``--address HOST:PORT`` (or ``ray://HOST:PORT``) at once when nothing accepts a
+    connection there: Ray itself retries for minutes before giving up.  ``auto`` and ``local``
+    are left to Ray (it finds the running cluster, or says there is none)."""
+    if address in ("auto", "local"):
+        return
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:6379
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--address {address!r}: expected 'auto', HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as error:
+        raise ValueError(f"--address {address}: nothing accepts a connection there "
+                         f"({error.strerror or error}); is the head node started "
+                         f"(`ray start --head`)?") from None
+
+
 def local_cpus() -> int:
     """The CPUs a local Ray counts: its own count (a container's CPU quota included), else the
     machine's."""
@@ -289,6 +308,8 @@ def main(argv=None) -> int:
         if args.address and args.num_cpus:
             raise ValueError("--num-cpus sizes a local Ray; with --address the cluster's CPUs "
                              "count: drop one of them")
+        if args.address:
+            check_reachable(args.address)
         cpus = None if args.address else args.num_cpus or local_cpus()  # a cluster: Ray's count
         if cpus is not None and args.num_env_runners > cpus:  # Ray would wait for them forever
             raise ValueError(f"--num-env-runners {args.num_env_runners} needs a CPU each; this "

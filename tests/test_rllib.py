@@ -439,6 +439,38 @@ def test_the_example_refuses_num_cpus_beside_address_and_names_an_address_with_n
                                        "instance at auto\n")
 
 
+def test_the_example_refuses_an_address_where_nothing_listens_before_ray_starts(
+        rllib_ppo, capsys, monkeypatch, tmp_path):
+    """``--address HOST:PORT`` with nothing listening hung for minutes in Ray's own retries; it
+    is now refused at once, as is an address that is neither 'auto' nor HOST:PORT."""
+    import socket
+
+    import ray
+
+    def no_ray(**_):
+        raise AssertionError("ray.init called for an address refused beforehand")
+    monkeypatch.setattr(ray, "init", no_ray)
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    export = ["--export", str(tmp_path / "p.pt")]
+    for address in (f"127.0.0.1:{port}", f"ray://127.0.0.1:{port}", f"[::1]:{port}"):
+        assert rllib_ppo.main(["--address", address, *export]) == 2
+        error = capsys.readouterr().err
+        assert error.startswith(f"error: --address {address}: nothing accepts a connection there")
+        assert "ray start --head" in error
+    for address in ("head-node", "host:port", "host:0", "host:70000", ":6379"):
+        assert rllib_ppo.main(["--address", address, *export]) == 2
+        assert capsys.readouterr().err == (f"error: --address {address!r}: expected 'auto', "
+                                           f"HOST:PORT or ray://HOST:PORT\n")
+    with socket.socket() as server:  # something listens: the check lets Ray take over
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        rllib_ppo.check_reachable(f"127.0.0.1:{server.getsockname()[1]}")
+    for address in ("auto", "local"):
+        rllib_ppo.check_reachable(address)
+
+
 def test_build_config_carries_the_opponent_reward_and_hyperparameters(rllib_ppo):
     config = rllib_ppo.build_config(opponent="heuristic", reward="shaped", points_scale=0.5,
                                     win_reward=2.0, lr=1e-3, entropy_coeff=0.02, gamma=0.9,
