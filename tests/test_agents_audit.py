@@ -1,5 +1,6 @@
 """Audit of the agent specs, ``heuristic`` (scalar and batched), the batched agents and the world
-rollouts (mutation testing): rules the existing tests left open."""
+rollouts (mutation testing): rules the existing tests left open.  (The batched heuristic of an
+agent with other weights: test_batched_heuristic.py, beside its twin.)"""
 
 import numpy as np
 import pytest
@@ -20,12 +21,17 @@ def _three_way_choice():
     return match, rules.legal_actions(match)
 
 
-@pytest.mark.parametrize("offsets, pick", [
+#: (offsets of the first three legal actions' values, the index of the one chosen), for the
+#: scalar heuristic and its batched twin alike
+TIES = [
     ((0.0, 1e-12, -1e-12), 0),    # within 1e-9 of the best so far: the lower action keeps it
     ((0.0, 5e-10, 9e-10), 0),     # a chain of near ties never walks up past the first
     ((0.0, 1e-6, 1e-6), 1),       # better by over 1e-9: the later action; its twin tie: no
     ((-1.0, 0.0, 0.0), 1),
-])
+]
+
+
+@pytest.mark.parametrize("offsets, pick", TIES)
 def test_heuristic_ties_within_1e9_go_to_the_lower_action(monkeypatch, offsets, pick):
     """Module docstring: "Ties go to the lower action number" (with the 1e-9 tolerance the
     batched twin documents), whatever the values' last bits."""
@@ -37,10 +43,7 @@ def test_heuristic_ties_within_1e9_go_to_the_lower_action(monkeypatch, offsets, 
     assert agent.choose(view_of(match, match.turn), legal) == legal[pick]
 
 
-@pytest.mark.parametrize("offsets, pick", [
-    ((0.0, 1e-12, -1e-12), 0), ((0.0, 5e-10, 9e-10), 0), ((0.0, 1e-6, 1e-6), 1),
-    ((-1.0, 0.0, 0.0), 1),
-])
+@pytest.mark.parametrize("offsets, pick", TIES)
 def test_batched_heuristic_ties_within_1e9_go_to_the_lower_action(monkeypatch, offsets, pick):
     """``heuristic_actions``: "a later one only if it is better by over 1e-9"."""
     env = VectorEnv(1)
@@ -149,42 +152,30 @@ def test_batched_agent_reads_a_spec_with_blanks_as_make_agent_does(spec, kind):
     assert type(batched_agent(spec)).__name__ == kind
 
 
-def test_the_batched_heuristic_of_an_agent_plays_with_that_agents_weights():
-    """``batched_agent(HeuristicAgent(weights=W))`` plays ``W``, not the default weights: the
-    same actions as the agent itself, on positions where the two weightings differ."""
-    from sevenrocks_env.agents.heuristic import HeuristicWeights
-    from sevenrocks_env.batched_agents import batched_agent
-    from positions import vector_positions
-    weights = HeuristicWeights(threat=0.0, partner=3.0, knock=0.5, control=1.0, pips=2.0,
-                               double=-1.0)
-    agent, default = HeuristicAgent(weights=weights), HeuristicAgent()
-    batched = batched_agent(agent)
-    everyone, differs = torch.arange(16), 0
-    for env in vector_positions(16, 30, seed=5, target=150):
-        got = batched.actions(env, everyone, {}).tolist()
-        obs, mask = env.observation.numpy(), env.action_mask.numpy()
-        assert got == [agent.act(obs[i], mask[i]) for i in range(16)]
-        differs += sum(g != default.act(obs[i], mask[i]) for i, g in enumerate(got))
-    assert differs > 0
-
-
 # -- world rollouts ------------------------------------------------------------------------------
 
 def test_a_rollout_engine_kept_for_one_target_is_not_used_for_another():
     """``WorldRollouts.env`` keeps an engine per (size, target): decisions of the same size at
     another target get their own target's values (R8: the match ends at its target)."""
-    from sevenrocks_env.agents.world_rollouts import WorldRollouts
+    from dataclasses import replace
+
+    from sevenrocks_env.agents.world_rollouts import Decision, WorldRollouts
 
     low = sampled_decisions(target=60, count=6, samples=3)
     high = sampled_decisions(target=250, count=6, samples=3)
     pairs = [(a, b) for a in low for b in high if a.copies == b.copies]
     assert pairs
-    shared = WorldRollouts()
+    shared, told_apart = WorldRollouts(), 0
     for a, b in pairs[:4]:
         want_a = WorldRollouts().values([a], _defensive)[0]
         want_b = WorldRollouts().values([b], _defensive)[0]
         assert np.array_equal(shared.values([a], _defensive)[0], want_a)
         assert np.array_equal(shared.values([b], _defensive)[0], want_b)
+        # what an engine kept for a's target would give b: b's worlds played to a's target
+        b_at_a = Decision(replace(b.view, target=a.view.target), b.legal, b.hidden, b.streams,
+                          b.rounds)
+        told_apart += not np.array_equal(WorldRollouts().values([b_at_a], _defensive)[0], want_b)
+    assert told_apart  # else an engine shared by both targets would pass as well
 
 
 def test_search_worlds_depend_on_the_arena_seed():

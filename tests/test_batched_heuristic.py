@@ -37,19 +37,37 @@ def test_values_and_choices_equal_the_heuristic_agent(seed):
     assert compared > 400 and knocks > 10
 
 
+#: weights other than the default ones, under which some choices differ
+OTHER_WEIGHTS = HeuristicWeights(threat=0.0, partner=3.0, knock=0.5, control=1.0, pips=2.0,
+                                 double=-1.0)
+
+
 def test_other_weights_are_used():
-    weights = HeuristicWeights(threat=0.0, partner=3.0, knock=0.5, control=1.0, pips=2.0,
-                               double=-1.0)
-    agent = HeuristicAgent(weights=weights)
+    agent = HeuristicAgent(weights=OTHER_WEIGHTS)
     everyone = torch.arange(16)
     differs = 0
     for env in vector_positions(16, 40, seed=5, target=150):
-        chosen = heuristic_actions(env.state, env.action_mask, everyone, weights)
+        chosen = heuristic_actions(env.state, env.action_mask, everyone, OTHER_WEIGHTS)
         default = heuristic_actions(env.state, env.action_mask, everyone)
         obs, mask = env.observation.numpy(), env.action_mask.numpy()
         for i in range(16):
             assert int(chosen[i]) == agent.act(obs[i], mask[i])
         differs += int((chosen != default).sum())
+    assert differs > 0
+
+
+def test_the_batched_heuristic_of_an_agent_plays_with_that_agents_weights():
+    """``batched_agent(HeuristicAgent(weights=W))`` plays ``W``, not the default weights: the
+    same actions as the agent itself, on positions where the two weightings differ."""
+    from sevenrocks_env.batched_agents import batched_agent
+    agent, default = HeuristicAgent(weights=OTHER_WEIGHTS), HeuristicAgent()
+    batched = batched_agent(agent)
+    everyone, differs = torch.arange(16), 0
+    for env in vector_positions(16, 30, seed=5, target=150):
+        got = batched.actions(env, everyone, {}).tolist()
+        obs, mask = env.observation.numpy(), env.action_mask.numpy()
+        assert got == [agent.act(obs[i], mask[i]) for i in range(16)]
+        differs += sum(g != default.act(obs[i], mask[i]) for i, g in enumerate(got))
     assert differs > 0
 
 

@@ -214,14 +214,23 @@ def test_same_seed_same_buffers_and_resume_continues_identically():
     ("returns", lambda s: [0.0, float("nan"), 0.0, 0.0], "returns"),
     ("returns", lambda s: [0.0, float("inf"), 0.0, 0.0], "returns"),
     ("returns", lambda s: [0.0, 1e300, 0.0, 0.0], "returns"),
+    ("deal_seed", lambda s: 2 ** 63, "deal_seed"),
+    ("generator", lambda s: [256] + s["generator"][1:], "generator"),
+    ("generator", lambda s: [0] * len(s["generator"]), "generator"),
 ])
 def test_bad_state_pieces_raise_value_error_naming_them(piece, corrupt, message):
+    """Refused, by another engine and by the engine the state came from, before anything
+    changes (an untrusted checkpoint's state)."""
     engine = BatchedSelfPlayEngine(4, seed=1)
     state = copy.deepcopy(engine.state_dict())
     before = copy.deepcopy(state)
     state[piece] = corrupt(state)
-    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    pattern = message.replace("[", r"\[").replace("]", r"\]")
+    with pytest.raises(ValueError, match=pattern):
         BatchedSelfPlayEngine(4, seed=2).load_state_dict(state)
+    with pytest.raises(ValueError, match=pattern):
+        engine.load_state_dict(state)
+    assert engine.state_dict() == before   # nothing changed
     with pytest.raises(ValueError, match="keys"):
         engine.load_state_dict({k: v for k, v in state.items() if k != piece})
     assert engine.state_dict() == before   # nothing changed

@@ -308,13 +308,6 @@ def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
-def test_vector_main_refuses_a_plot_it_cannot_write_before_measuring(vector, monkeypatch,
-                                                                     tmp_path, capsys):
-    monkeypatch.setattr(vector, "aec", lambda *_: pytest.fail("measured"))
-    assert usage_error(vector.main, ["--plot", str(tmp_path / "speed.txt")], capsys).endswith(
-        f"--plot: give a .png, .svg or .pdf file, got {tmp_path / 'speed.txt'}")
-
-
 def test_vector_defaults_are_the_usage_line_s(vector, monkeypatch, capsys):
     """``[--sizes 256 1024 4096 16384 65536] [--seconds 3] [--threads 1] [--device cpu]``."""
     calls = _fake_vector_parts(vector, monkeypatch)
@@ -585,7 +578,9 @@ def _fake_arenas(arena_speed, monkeypatch, pool_cost):
 def test_arena_speed_rows_and_speed_ups(monkeypatch, capsys):
     """The pool: 1 s to start and 0.5 s a pair, so 6 pairs take 4 s (1.5 pairs/s), and the 2-pair
     start-up run 2 s; the batched arena's 8 pairs 2 s (4 pairs/s): 2.7x, and 2.0x against the
-    4 pairs of the 2 s between the two pool runs."""
+    4 pairs of the 2 s between the two pool runs.  Every run deals from ``--seed`` (it was a
+    hidden 0); the start-up excluded row, the difference of two single timings, says it has no
+    error bar."""
     arena_speed = script("arena_speed")
     any_device(monkeypatch)
     calls = _fake_arenas(arena_speed, monkeypatch, lambda pairs: 1.0 + 0.5 * pairs)
@@ -603,6 +598,12 @@ def test_arena_speed_rows_and_speed_ups(monkeypatch, capsys):
             out, label)
     assert ("batched / pool pairs/s: shipped vs greedy: 2.7x, 2.0x start-up excluded, "
             "shipped vs shipped: 2.7x, 2.0x start-up excluded") in out
+    assert "deal seed 7 (every run)" in out
+    excluded = [line for line in out.splitlines() if "start-up excluded (6 - 2 pairs)" in line]
+    assert len(excluded) == 2
+    assert all("one difference of two runs, no error bar | 4 | 2.0 | 2.0 |" in line
+               for line in excluded)
+    assert "one difference of two single timings" in out and "has no error bar" in out
 
 
 @pytest.mark.parametrize("pool_pairs, walls", [

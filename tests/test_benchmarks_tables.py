@@ -1,12 +1,11 @@
 """The speed and ablation scripts' tables say what they measured: their seeds, no spread where
-none was measured, a single difference labelled as one; their time budgets are honoured and
-bounded (``benchmarks/search_speed.py``, ``ablation.py``, ``arena_speed.py``, ``cut_bias.py``,
-``env_speed.py``, ``vector_speed.py``)."""
+none was measured; their time budgets are honoured and bounded (``benchmarks/search_speed.py``,
+``ablation.py``, ``cut_bias.py``, ``env_speed.py``, ``vector_speed.py``; ``arena_speed.py``'s
+seed and its single difference labelled as one: test_benchmarks_audit.py)."""
 
 import argparse
 import importlib.util
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -91,32 +90,6 @@ def test_env_speed_main_gives_its_budget_to_every_part_and_says_its_seeds(fake_c
     out = capsys.readouterr().out
     assert "seeds: reset 0, 1, 2, ... and actions random.Random(0)" in out
     assert "its loop for 0.5 s" in out and "turns in 1.00 s)" in out
-
-
-def test_arena_speed_says_its_seed_and_that_start_up_excluded_is_one_difference(monkeypatch,
-                                                                                  capsys):
-    """Every run deals from ``--seed`` (it was a hidden 0); the start-up excluded row, the
-    difference of two single timings, says it has no error bar."""
-    arena_speed = script("arena_speed")
-    clock, seeds = [0.0], []
-
-    def play(spec_a, spec_b, pairs, seed, **_):
-        clock[0] += 1.0 + 0.5 * pairs  # a start-up second, then half a second a pair
-        seeds.append(seed)
-        return SimpleNamespace(pairs=pairs, ci95=(0.4, 0.6), win_rate=0.5)
-
-    monkeypatch.setattr(arena_speed, "evaluate", play)
-    monkeypatch.setattr(arena_speed, "evaluate_batched", play)
-    monkeypatch.setattr(arena_speed, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
-    assert arena_speed.main(["--pairs", "10", "--pool-pairs", "6", "--workers", "2",
-                             "--seed", "7"]) == 0
-    out = capsys.readouterr().out
-    assert seeds == [7] * 6 and "deal seed 7 (every run)" in out
-    excluded = [line for line in out.splitlines() if "start-up excluded (6 - 2 pairs)" in line]
-    assert len(excluded) == 2
-    assert all("one difference of two runs, no error bar | 4 | 2.0 | 2.0 |" in line
-               for line in excluded)
-    assert "one difference of two single timings" in out and "has no error bar" in out
 
 
 def test_ablation_says_its_seeds_and_bounds_steps(monkeypatch, tmp_path, capsys):
@@ -221,9 +194,27 @@ SECONDS_ERROR = "argument --seconds: must be a number of seconds in (0, 3600], g
     ("env_speed", "aec_random_play", ["--seconds", "1e12"], SECONDS_ERROR),
     ("env_speed", "aec_random_play", ["--repeats", "1001"],
      "argument --repeats: must be an int in [1, 1000], got 1001"),
-    ("vector_speed", "random_play", ["--seconds", "1e12"], SECONDS_ERROR),
+    ("vector_speed", "aec", ["--seconds", "1e12"], SECONDS_ERROR),  # aec: its first step
+    # a .txt plot: refused before minutes of measuring
+    ("vector_speed", "aec", ["--plot", "speed.txt"],
+     "--plot: give a .png, .svg or .pdf file, got speed.txt"),
+    ("ablation", "run", ["--steps", "8191"],
+     "argument --steps: must be an int in [8192, 100000000000], got 8191"),
+    ("ablation", "run", ["--pairs", "4"],
+     "--pairs must be >= 5 (a fifth of them are played against greedy)"),
+    ("inference_signal", "load_policy", ["--samples", "1"],
+     "argument --samples: must be an int in [2, 4096], got 1"),
+    # the bounds are checked before the checkpoint is read
+    ("cut_bias", "read_checkpoint", ["policy.pt", "--samples", "1"],
+     "argument --samples: must be an int in [2, 1024], got 1"),
+    ("cut_bias", "read_checkpoint", ["policy.pt", "--matches", "17", "--steps", "65536"],
+     "--matches * --steps must be at most 1048576 (the trainer's largest rollout), got 1114112"),
 ])
-def test_scripts_bound_their_arguments(monkeypatch, capsys, name, first_step, argv, error):
+def test_scripts_bound_their_arguments(monkeypatch, tmp_path, capsys, name, first_step, argv,
+                                       error):
+    """Refused with a usage error before the script's first step.  (In a fresh folder: a row's
+    relative paths, and what a script would make were a bound missing, are there.)"""
+    monkeypatch.chdir(tmp_path)
     module = script(name)
     monkeypatch.setattr(module, first_step, accepted)
     assert usage_error(module.main, argv, capsys).endswith(error)

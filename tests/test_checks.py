@@ -47,10 +47,35 @@ def test_numpy_scalars_are_quoted_by_their_values():
     assert shown(np.array([1, 2])) == "<ndarray>"  # an array is still not printed
 
 
+def test_shown_is_bounded_even_for_a_dict_of_long_strings():
+    """``shown``: "never larger than ~100 chars", whatever the value."""
+    value = {"k" * 50 + str(i): "v" * 50 for i in range(10)}
+    text = shown(value)
+    assert text.startswith("{'kkk") and len(text) <= 100
+
+
+def test_shown_never_calls_an_unknown_objects_repr():
+    class Hostile:
+        def __repr__(self):
+            return "secret " * 3
+
+    assert shown(Hostile()) == "<Hostile>"
+    assert shown([Hostile()]) == "[<Hostile>]"
+    # a class named like a builtin reaches reprlib's repr_int, which fails: still not its repr
+    fake_int = type("int", (), {"__repr__": lambda self: "secret"})
+    assert shown(fake_int()) == "<int>"
+
+
+def test_shown_elides_long_and_deep_containers_element_by_element():
+    assert shown(list(range(10))) == "[0, 1, 2, 3, ...]"
+    assert shown([[[[1]]]]) == "[[[...]]]"
+
+
 @pytest.mark.parametrize("value, inside", [
     (0, True), (np.float64(0.5), True), (1, True), (np.int64(1), True), (1.0000001, False),
     (-0.1, False), (float("nan"), False), (float("inf"), False), (10 ** 400, False),
-    (True, False), (np.True_, False), ("0.5", False), (None, False), ([0.5], False)])
+    (True, False), (np.True_, False), ("0.5", False), (None, False), ([0.5], False),
+    (0.5 + 0j, False), (np.complex128(0.5), False)])  # "a real number": not a TypeError
 def test_a_number_in_a_range_is_a_real_finite_one_and_never_a_bool(value, inside):
     """One test for the search's prior, the inference power and the reward weights (three
     hand-written variants before; numpy's isfinite raised TypeError on ints past int64)."""

@@ -87,6 +87,43 @@ def test_outside_illegal_action_and_agent_illegal_action_are_clear_errors():
         MatchDriver(rules.Match.new(0), [GreedyAgent()] * 3)
 
 
+@pytest.mark.parametrize("count", [3, 5])
+def test_a_driver_needs_exactly_four_seats(count):
+    with pytest.raises(ValueError, match=f"4 seats' agents .* got {count}"):
+        MatchDriver(rules.Match.new(0), [None] * count)
+
+
+@pytest.mark.parametrize("answer", [float, bool], ids=["float", "bool"])
+def test_an_agent_answer_equal_to_a_legal_action_but_not_an_int_is_illegal(answer):
+    """The driver checks an agent's answer with ``rules.is_legal``: ``0.0`` or ``False`` equal
+    the legal action 0 (tile 0 opening at slot 0) but are not actions."""
+    match = next(m for m in map(rules.Match.new, range(100)) if m.hands[m.turn] & 1)
+    assert 0 in rules.legal_actions(match)
+
+    class Sly(RandomAgent):
+        name = "sly"
+
+        def act(self, observation, action_mask):
+            return answer(0)
+
+    with pytest.raises(IllegalActionError, match="'sly' at seat .* illegal action"):
+        MatchDriver(match, [Sly()] * 4).run()
+    assert match.placements == 0  # refused at the first answer, nothing played
+
+
+def test_an_outside_numpy_action_is_recorded_as_a_plain_int():
+    """``play`` takes an action from an array; the hook and the round's moves (saved as JSON)
+    get a plain int."""
+    match = rules.Match.new(0)
+    seen = []
+    driver = MatchDriver(match, [None] * 4, on_move=lambda m, s, a, p, f: seen.append(a))
+    assert driver.advance() == match.turn
+    action = np.int64(rules.legal_actions(match)[0])
+    driver.play(action)
+    assert seen == [int(action)] and type(seen[0]) is int
+    assert type(match.history[-1].moves[-1][1]) is int
+
+
 def test_arena_matches_are_the_driver_run():
     result = arena.play_match([GreedyAgent() for _ in range(4)], seed=11)
     match = MatchDriver(rules.Match.new(11, max_rounds=100), [GreedyAgent()] * 4).run()
@@ -110,6 +147,16 @@ def test_a_seedless_match_stops_the_driver_at_its_next_deal():
     assert match.awaiting_deal and not match.over and driver.stopped
     assert len(match.history) == 1 and match.history[-1].result is not None
     assert driver.advance() is None  # still stopped: nothing more is played
+
+
+def test_play_on_a_round_that_waits_for_its_deal_says_so():
+    hands, opener = rules.deal(5, 0)
+    match = rules.Match.from_deal(hands, opener)
+    driver = MatchDriver(match, [RandomAgent(seed=1) for _ in range(4)])
+    driver.run()
+    assert match.awaiting_deal and not match.over
+    with pytest.raises(ValueError, match=r"waits for a deal\): no move to play"):
+        driver.play(rules.KNOCK)
 
 
 def test_forced_moves_played_from_outside_are_not_decisions():

@@ -94,24 +94,33 @@ def test_an_open_branch_with_no_tile_yet_is_not_a_double():
 
 
 @pytest.mark.parametrize("field, value, words", [
-    ("ends", [-1, -1, -1, -1], "open at west and east"),  # no open end: nobody could ever play
-    ("ends", [0, 3, 3, 3], "north/south exactly once"),   # branches open, spinner exposed (R4)
-    ("ends", [4, 3, -1, -1], "numbers the played tiles leave open"),  # 1|4, 2|4 pair their 4s
-    ("end_double", [True, True, False, False], "where that double was played"),  # no 0|0 down
-    ("last_end_sum", 9, "end sum of the layout"),  # the layout sums to 0 + 2*3 = 6 (R5)
-    ("voids", [0, 0, 0, 1], "holds no tile of"),   # seat 3 "lacks" 0 but holds 0|2 (R6)
-    ("spinner", -1, "double played this round"),   # 3|3 was played: it is the spinner (R4)
-    ("spinner", 6, "double played this round"),    # 6|6 is in seat 3's hand
-    ("branch_started", [False, False, True, False], "a branch that is not open"),
+    ("ends", [-1, -1, -1, -1], ".*open at west and east"),  # no open end: nobody could ever play
+    ("ends", [0, 3, 3, 3], ".*north/south exactly once"),   # branches open, spinner exposed (R4)
+    ("ends", [4, 3, -1, -1], ".*numbers the played tiles leave open"),  # 1|4, 2|4 pair their 4s
+    ("end_double", [True, True, False, False], ".*where that double was played"),  # no 0|0 down
+    ("last_end_sum", 9, ".*end sum of the layout"),  # the layout sums to 0 + 2*3 = 6 (R5)
+    ("voids", [0, 0, 0, 1], ".*holds no tile of"),   # seat 3 "lacks" 0 but holds 0|2 (R6)
+    ("spinner", -1, ".*double played this round"),   # 3|3 was played: it is the spinner (R4)
+    ("spinner", 6, ".*double played this round"),    # 6|6 is in seat 3's hand
+    ("branch_started", [False, False, True, False], ".*a branch that is not open"),
+    # a field out of its range: the first rule it breaks is the one named (a number 7, no seat
+    # -1, no round limit 0, R3/R4), word for word
+    ("ends", [0, 7, -1, -1], r"four ints in \[-1, 6\]"),
+    ("spinner", 7, r"an int in \[-1, 6\]"),
+    ("opener", -1, "a seat 0-3"),
+    ("max_rounds", 0, r"None or an int in \[1,"),
+    ("ends", [-1, 3, -1, -1], "open at west and east once a tile is down"),
+    ("branch_started", [True, False, False, False], "set only for north/south"),
 ])
 def test_a_layout_the_played_tiles_cannot_make_is_named(field, value, words):
     """from_state takes untrusted states: a layout no play reaches (a round that can never end,
-    an end sum the layout does not have) is refused, naming the field (good_state: ends [0, 3, -1, -1], the
-    3|3 spinner exposed at the east end, 8 tiles down)."""
+    an end sum the layout does not have), or a field out of its range, is refused, naming the
+    field and its rule (good_state: ends [0, 3, -1, -1], the 3|3 spinner exposed at the east
+    end, 8 tiles down)."""
     state = good_state()
     assert (state["ends"], state["spinner"], state["last_end_sum"]) == ([0, 3, -1, -1], 3, 6)
     state[field] = value
-    with pytest.raises(ValueError, match=f"match state: {field} must be .*{words}"):
+    with pytest.raises(ValueError, match=f"match state: {field} must be {words}"):
         Match.from_state(state)
 
 
@@ -202,13 +211,17 @@ def _just_after_the_round_ending_move(kind: str) -> Match:
     raise AssertionError(f"no {kind} found")
 
 
+@pytest.mark.parametrize("seat_0_on_turn", [False, True], ids=["next_seat", "seat_0"])
 @pytest.mark.parametrize("kind, words", [
     ("domino", "non-empty for every seat while the round goes on"),
     ("blocked", "open to some tile still held while the round goes on"),
 ])
-def test_a_round_that_should_have_ended_is_refused(kind, words):
-    """Loaded into an env, such a round would never end: every seat could only knock."""
+def test_a_round_that_should_have_ended_is_refused(kind, words, seat_0_on_turn):
+    """Loaded into an env, such a round would never end: every seat could only knock.  With
+    the next seat on turn, and with seat 0 (a seat like the others)."""
     state = _just_after_the_round_ending_move(kind).to_state()
+    if seat_0_on_turn:
+        state["turn"] = 0
     with pytest.raises(ValueError, match=words):
         Match.from_state(state)
 
@@ -259,7 +272,7 @@ def test_no_move_is_legal_while_a_round_waits_for_its_deal_or_after_the_match():
 @pytest.mark.parametrize("opener, scores, words", [
     (4, (0, 0), "the opener is 4, not a seat 0-3"), (-1, (0, 0), "the opener is -1, not a seat"),
     (True, (0, 0), "the opener is True, not a seat"), (0, (250, 0), "below the target 250"),
-    (0, (0, 1.5), "two ints"), (0, (0,), "two ints"),
+    (0, (0, 1.5), "two ints"), (0, (0,), "two ints"), (0, (0, 0, 0), "scores must be two ints"),
 ])
 def test_from_deal_refuses_an_opener_or_scores_the_rules_cannot_have(opener, scores, words):
     from sevenrocks_env.dealing import deal

@@ -4,7 +4,8 @@
   progress at save time (their returns and counters), come back as they were;
 * the learner's statistics count the learner's moves only, and a cut's continuation lets the
   opponents play their own moves (``training/rollout.py``'s ``_cut`` docstring);
-* an untrusted batched engine state is refused before anything changes;
+* (an untrusted batched engine state: rows of ``test_batched_rollout.py``'s
+  ``test_bad_state_pieces_raise_value_error_naming_them``);
 * ``benchmarks/best_response.py``: its config, its command-line bounds, its output file check
   and its table row.
 """
@@ -246,23 +247,6 @@ def test_a_cut_s_continuation_lets_the_opponents_play_their_own_moves():
     engine._cut = counting_cut
     _rollouts(engine, 3, 3)
     assert len(in_cut) == 3 and sum(in_cut) > 0
-
-
-# -- an untrusted batched state -----------------------------------------------------------------
-
-@pytest.mark.parametrize("piece, corrupt, message", [
-    ("deal_seed", lambda s: 2 ** 63, "deal_seed"),
-    ("generator", lambda s: [256] + s["generator"][1:], "generator"),
-    ("generator", lambda s: [0] * len(s["generator"]), "generator"),
-])
-def test_a_bad_batched_state_is_refused_and_changes_nothing(piece, corrupt, message):
-    engine = BatchedSelfPlayEngine(4, seed=1)
-    state = copy.deepcopy(engine.state_dict())
-    before = copy.deepcopy(state)
-    state[piece] = corrupt(state)
-    with pytest.raises(ValueError, match=message):
-        engine.load_state_dict(state)
-    assert engine.state_dict() == before
 
 
 # -- benchmarks/best_response.py ----------------------------------------------------------------
