@@ -95,6 +95,44 @@ def test_a_game_that_refused_its_parameters_has_a_safe_repr():
     assert repr(load()) == str(load()) == "python_sevenrocks(max_rounds=100,rounds=0,target=250)"
 
 
+@pytest.mark.parametrize("params", [{}, {"rounds": 1}, {"target": 60, "max_rounds": 7}])
+def test_a_pickled_or_copied_game_plays_as_the_original(params):
+    """As upstream's ``test_pickle`` of its Python games: pyspiel's own pickling rebuilt the
+    C++ game without its Python parameters, and the copy (a game sent to a worker process, a
+    deep-copied ``rl_environment.Environment``) could not start a state."""
+    import copy
+    import pickle
+
+    from open_spiel.python import rl_environment
+    game = load(**params)
+    for other in (pickle.loads(pickle.dumps(game)), copy.deepcopy(game)):
+        assert str(other) == str(game) and other.get_parameters() == game.get_parameters()
+        assert (other.target, other.rounds, other.max_rounds) == (
+            game.target, game.rounds, game.max_rounds)
+        a = random_state(game, np.random.default_rng(3), stop=lambda s: s.is_terminal())
+        b = random_state(other, np.random.default_rng(3), stop=lambda s: s.is_terminal())
+        assert a.history() == b.history() and a.returns() == b.returns()
+    environment = copy.deepcopy(rl_environment.Environment(game))
+    assert environment.reset().observations["current_player"] in range(4)
+
+
+def test_state_from_view_refuses_a_game_with_another_target():
+    """The state played to the view's target, whatever its game's (a round of a 250-point game
+    could end when a side reached 100)."""
+    state = random_state(load(target=100), np.random.default_rng(2),
+                         stop=lambda s: s.move_number() > 35)
+    assert not state.is_terminal()
+    seat, match = state.current_player(), state._match
+    view = decode(encode(match, seat))
+    hidden = tuple(match.hands[(seat + k) & 3] for k in (1, 2, 3))
+    with pytest.raises(ValueError, match=r"the view's match plays to 100, the game to 250: load "
+                                         r"the game with its target, pyspiel.load_game\("
+                                         r"'python_sevenrocks', \{'rounds': 1, 'target': 100\}\)"):
+        state_from_view(load(rounds=1), view, hidden)
+    assert state_from_view(load(rounds=1, target=100), view, hidden).legal_actions() == \
+        state.legal_actions()
+
+
 def test_unsupported_observation_types_are_none_as_openspiel_expects():
     """The observation holds public pieces: a private-only view is not offered (rather than
     given whole); OpenSpiel's answer for a type a game does not offer is ``None``."""

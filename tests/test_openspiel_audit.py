@@ -325,12 +325,24 @@ def test_a_bots_illegal_answer_is_refused():
         agent.act(observation, mask)
 
 
-@pytest.mark.parametrize("options, word", [
-    ({"uct_c": -1.0}, "uct_c"), ({"uct_c": 2e6}, "uct_c"),
-    ({"rollouts": 0}, "rollouts"), ({"rollouts": 1001}, "rollouts")])
-def test_bot_settings_out_of_range_are_refused(options, word):
-    with pytest.raises(ValueError, match=f"openspiel:ismcts: {word} must be in"):
+@pytest.mark.parametrize("options, error, words", [
+    ({"uct_c": -1.0}, ValueError, "uct_c must be in"),
+    ({"uct_c": 2e6}, ValueError, "uct_c must be in"),
+    ({"uct_c": float("nan")}, ValueError, "uct_c must be in"),
+    ({"uct_c": "1"}, ValueError, r"uct_c must be in \[0, 1e6\], got '1'"),
+    ({"rollouts": 0}, ValueError, "rollouts must be in"),
+    ({"rollouts": 1001}, ValueError, "rollouts must be in"),
+    ({"sims": 0}, ValueError, r"sims must be in \[1, 1000000\], got 0"),
+    # not an int: refused here, not at the first move deep inside OpenSpiel
+    ({"sims": 2.5}, TypeError, "sims must be an int, got float 2.5"),
+    ({"sims": True}, TypeError, "sims must be an int, got bool True"),
+    ({"rollouts": 1.5}, TypeError, "rollouts must be an int, got float 1.5")])
+def test_bot_settings_out_of_range_are_refused(options, error, words):
+    """Built directly (a spec string's settings are typed as it is read)."""
+    with pytest.raises(error, match=f"openspiel:ismcts: {words}"):
         OpenSpielAgent("ismcts", **options)
+    agent = OpenSpielAgent(sims=np.int64(3), rollouts=np.int64(2), uct_c=np.float32(2))
+    assert (type(agent.sims), type(agent.rollouts), type(agent.uct_c)) == (int, int, float)
 
 
 def test_the_seed_reaches_the_random_rollouts():

@@ -40,7 +40,7 @@ from open_spiel.python.algorithms import ismcts, mcts
 
 from ..agents.base import parse_spec_params
 from ..agents.belief import HandSampler
-from ..checks import checked_seed, shown
+from ..checks import checked_int, checked_seed, is_number_in, shown
 from ..observation import checked_inputs, decode
 from .game import GAME_NAME
 from .hidden import state_from_view
@@ -99,13 +99,12 @@ class OpenSpielAgent(PyspielBotAgent):
                  uct_c: float = 40.0, rollouts: int = 1):
         if kind not in KINDS:
             raise ValueError(f"openspiel: unknown bot {shown(kind)}; bots: {', '.join(KINDS)}")
-        if not 1 <= sims <= MAX_SIMS:
-            raise ValueError(f"openspiel:{kind}: sims must be in [1, {MAX_SIMS}], got {shown(sims)}")
-        if not 0.0 <= uct_c <= 1e6:
+        # checked here, not at the first move deep inside OpenSpiel (2.5 simulations, True)
+        sims = checked_int(f"openspiel:{kind}: sims", sims, 1, MAX_SIMS)
+        rollouts = checked_int(f"openspiel:{kind}: rollouts", rollouts, 1, 1000)
+        if not is_number_in(uct_c, 0.0, 1e6):
             raise ValueError(f"openspiel:{kind}: uct_c must be in [0, 1e6], got {shown(uct_c)}")
-        if not 1 <= rollouts <= 1000:
-            raise ValueError(f"openspiel:{kind}: rollouts must be in [1, 1000], "
-                             f"got {shown(rollouts)}")
+        uct_c = float(uct_c)
         self.kind, self.sims, self.uct_c, self.rollouts = kind, sims, uct_c, rollouts
         settings = (("uct_c", uct_c), ("rollouts", rollouts))
         extra = "".join(f",{key}={value:g}" for key, value in settings if value != DEFAULTS[key])

@@ -137,6 +137,14 @@ class SevenRocksGame(pyspiel.Game):
 
     __str__ = __repr__
 
+    def __reduce__(self):
+        """Pickled (and deep-copied) as the ``pyspiel.load_game`` call that makes it again:
+        pyspiel's own pickling rebuilds the C++ game without this object's parameters, and the
+        copy could not start a state (a game sent to a worker process, a copied
+        ``rl_environment.Environment``)."""
+        return pyspiel.load_game, (GAME_NAME, {"target": self.target, "rounds": self.rounds,
+                                               "max_rounds": self.max_rounds})
+
     def new_initial_state(self):
         return SevenRocksState(self)
 

@@ -157,12 +157,17 @@ def state_from_view(game, view: SeatView, hidden: tuple[int, int, int]):
 
     Seats are the observer's frame: player 0 is the observer, 1 its left opponent, 2 its
     partner; returns are player 0's partnership's margin over the rest of the round.  The
-    public part of the position is written into every information state string.
+    public part of the position is written into every information state string.  The game's
+    ``target`` must be the view's (R8: the round ends the match when a side reaches it).
     """
     if getattr(game, "rounds", None) != 1:
         raise ValueError("state_from_view needs the one-round game (rounds=1)")
     if not isinstance(view, SeatView):
         raise TypeError(f"state_from_view: view must be a SeatView, got {type(view).__name__}")
+    if view.target != game.target:  # the state would play to the view's, against its game's
+        raise ValueError(f"state_from_view: the view's match plays to {view.target}, the game "
+                         f"to {game.target}: load the game with its target, pyspiel.load_game("
+                         f"{game.get_type().short_name!r}, {{'rounds': 1, 'target': {view.target}}})")
     if not (isinstance(hidden, (tuple, list)) and len(hidden) == 3
             and all(is_int(hand) for hand in hidden)):
         raise TypeError("state_from_view: hidden must be 3 hands (tile bitmasks, ints), "
