@@ -172,7 +172,7 @@ class SevenRocksTorchRLEnv(EnvBase):
         return TensorDict({
             "observation": vec.observation.clone(),
             "action_mask": mask,
-            "current_seat": vec.current_seat.clone(),
+            "current_seat": vec.current_seat,
             "done": (terminated | truncated).unsqueeze(-1),
             "terminated": terminated.unsqueeze(-1),
             "truncated": truncated.unsqueeze(-1),

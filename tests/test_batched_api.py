@@ -382,6 +382,62 @@ def test_an_action_past_either_end_is_illegal_even_where_the_end_action_is_legal
     raise AssertionError(f"only found {found}")
 
 
+def test_validate_checks_every_action_against_the_state_not_the_mask_buffer():
+    """Each of the 113 actions passes ``validate=True`` exactly where the rules allow it, and a
+    caller writing into the ``action_mask`` buffer (``mask[:, 112] = True``) changes what it
+    sees, not what is legal: the check read that buffer, so the illegal knocks were played."""
+    venv = sevenrocks_v0.vector_env(num_envs=32)
+    venv.reset(seed=6)
+    generator, refused = torch.Generator().manual_seed(6), 0
+    for _ in range(5):
+        for _ in range(7):
+            venv.step(random_actions(venv.action_mask, generator))
+        legal = venv.action_mask.clone()
+        for env in range(0, 32, 5):
+            assert legal[env].tolist() == [a in legal_actions(venv.match(env)) for a in range(113)]
+        saved = venv.state.take()
+        for action in range(KNOCK + 1):
+            allowed = legal[:, action]
+            actions = torch.where(allowed, action, first_legal(venv))
+            venv.step(actions)  # legal in every env
+            venv.load_state(saved.take(), seed=venv.seed, deal_streams=venv.env_ids)
+            if not bool(allowed.all()):
+                env = int((~allowed).nonzero()[0, 0])
+                actions[env] = action
+                with pytest.raises(ValueError, match=f"illegal action {action} .*for env {env}"):
+                    venv.step(actions)
+        venv.action_mask[:, KNOCK] = True  # a caller's write into the buffer
+        knocks = torch.full((32,), KNOCK)
+        if not bool(legal[:, KNOCK].all()):
+            before = snapshot(venv)
+            with pytest.raises(ValueError, match="illegal action 112 \\(knock\\)"):
+                venv.step(knocks)
+            assert all(torch.equal(v, getattr(venv.state, k)) for k, v in before.items())
+            refused += 1
+        venv.load_state(saved.take(), seed=venv.seed, deal_streams=venv.env_ids)  # a fresh mask
+    assert refused == 5
+
+
+def test_current_seat_is_a_copy_and_rewards_are_float32_whatever_the_default_dtype():
+    """Writing into ``current_seat`` wrote into the live ``state.turn`` (the next step played
+    another seat's move in every env, ``validate=True`` too); rewards followed torch's default
+    float dtype (float64 after ``set_default_dtype``) where the docs promise FloatTensor."""
+    venv = sevenrocks_v0.vector_env(num_envs=8, reward="shaped")
+    venv.reset(seed=2)
+    seats = venv.current_seat
+    turn = venv.state.turn.clone()
+    seats[:] = (seats + 1) % 4
+    assert torch.equal(venv.state.turn, turn) and torch.equal(venv.current_seat, turn)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        for _ in range(60):
+            rewards, _, _ = venv.step(first_legal(venv))
+            assert rewards.dtype == torch.float32
+    finally:
+        torch.set_default_dtype(default)
+
+
 def test_a_history_with_finished_rounds_replays_to_its_state():
     """R7: each seat's deduction comes off its own team (seats 0, 2: team 0; 1, 3: team 1), also
     when the history's starting scores are worked back from the state."""

@@ -54,6 +54,28 @@ def test_views_state_is_world_match(seed, moves):
         assert got == expected
 
 
+def test_views_state_refuses_indices_and_hands_it_cannot_use():
+    """A -1 picked the last view (another seat's world, silently); a list or a length that
+    does not match failed inside torch."""
+    match = position(3, 20)
+    views = [view_of(match, match.turn), view_of(match, (match.turn + 1) % 4)]
+    hidden = torch.tensor([HandSampler(views[0]).sample(np.random.default_rng(0))] * 2)
+    for index, error, words in (
+            (torch.tensor([0, -1]), ValueError, r"view_index must lie in \[0, 1\] \(indices "
+                                                r"into the 2 views\)"),
+            (torch.tensor([0, 2]), ValueError, r"view_index must lie in \[0, 1\]"),
+            ([0, 0], TypeError, "view_index must be a 1-D LongTensor of indices into views, "
+                                "got list"),
+            (torch.tensor([0, 0], dtype=torch.int32), TypeError, "view_index: expected dtype"),
+            (torch.tensor([0]), ValueError, r"hidden: expected shape \[1, 3\], got \[2, 3\]")):
+        with pytest.raises(error, match=f"views_state: {words}"):
+            views_state(views, index, hidden)
+    with pytest.raises(TypeError, match="views_state: hidden: expected dtype torch.int64"):
+        views_state(views, torch.tensor([0, 0]), hidden.int())
+    assert views_state(views, torch.zeros(0, dtype=torch.long),
+                       torch.zeros((0, 3), dtype=torch.long)).hands.shape == (0, 4)
+
+
 def test_defensive_actions_are_defensive_choice_on_random_worlds():
     worlds = [m for m in (position(s, s % 50) for s in range(300)) if m is not None]
     env = VectorEnv(len(worlds), validate=False)

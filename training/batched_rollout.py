@@ -81,7 +81,7 @@ class _Seats:
 
     def __init__(self, venv: VectorEnv):
         self.state = venv.state
-        self.seat_t = venv.current_seat.clone()
+        self.seat_t = venv.current_seat
         self.seat = self.seat_t.cpu().numpy()
         self.mask = venv.action_mask
         self.obs = venv.observation

@@ -80,7 +80,7 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, streams: 
         events = StepEvents(seat, logged_sum, points, empty, empty, empty, empty, empty.bool(),
                             empty, empty, empty)
     events.seat, events.end_sum, events.points = seat, logged_sum, points
-    winner_sign = won * (1 - 2 * (seat & 1))
+    winner_sign = (won * (1 - 2 * (seat & 1))).to(torch.float32)  # not torch's default dtype
     team0 = settings.points_scale * margin.to(torch.float32) + settings.win_reward * winner_sign
     # + 0.0: a zero reward is 0.0 for every seat (0.0 * -1 is -0.0, which prints as "-0")
     return team0[:, None] * tables(seat.device).seat_signs + 0.0, won, truncated, events

@@ -146,8 +146,9 @@ class VectorEnv:
     def load(self, matches) -> None:
         """Set every env to a ``rules.Match`` in progress (mid-round allowed), e.g. for search.
 
-        Later rounds are dealt by this env's stream (the seed of the last :meth:`reset`, 0 if
-        none), whatever the match's own seed; the env's ``target`` and ``max_rounds`` apply.
+        Later rounds are dealt by this env's stream (the seed and streams of the last
+        :meth:`reset` or :meth:`load_state`, seed 0 if neither), whatever the match's own seed;
+        the env's ``target`` and ``max_rounds`` apply.
         """
         if not isinstance(matches, (list, tuple)):
             raise TypeError(f"load: matches must be a list of {self.num_envs} rules.Match, got "
@@ -236,9 +237,10 @@ class VectorEnv:
 
     @property
     def current_seat(self) -> torch.Tensor:
-        """``LongTensor[B]``: the seat on turn in each match (read-only)."""
+        """``LongTensor[B]``: the seat on turn in each match (a copy: writing into it changes
+        nothing; ``state.turn`` is the live one)."""
         self._require_ready()
-        return self.state.turn
+        return self.state.turn.clone()
 
     @property
     def action_mask(self) -> torch.Tensor:
@@ -323,8 +325,11 @@ class VectorEnv:
                              f"never)")
 
     def _check_actions(self, actions) -> None:
+        # from the state, not the action_mask buffer a caller may have written into: action a
+        # is bit a % 64 of word a // 64 (layout.legal_words)
         clamped = actions.clamp(0, KNOCK)
-        legal = self.action_mask.gather(1, clamped[:, None]).squeeze(1) & (clamped == actions)
+        words = self._kernels.turn_legal_words(self.state).gather(1, (clamped >> 6)[:, None])
+        legal = ((words.squeeze(1) >> (clamped & 63)) & 1).bool() & (clamped == actions)
         if bool(legal.all()):  # the one synchronisation
             return
         bad = (~legal).nonzero().squeeze(1).tolist()

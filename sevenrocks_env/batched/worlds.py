@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..observation import SeatView
+from .inputs import check_tensor
 from .state import BatchState
 
 
@@ -22,16 +23,26 @@ def views_state(views: list[SeatView], view_index: torch.Tensor, hidden: torch.T
     """``BatchState`` of ``len(view_index)`` worlds (module docstring).
 
     ``view_index``: ``LongTensor[N]`` into ``views``; ``hidden``: ``LongTensor[N, 3]`` tile sets
-    of relative seats 1, 2, 3 (consistent with the view, e.g. from ``HandSampler``).  The worlds
-    are seedless rounds: ``opener`` 0 (unknown to the observer and irrelevant within the round),
-    ``round_index`` and ``matches`` 0.
+    of relative seats 1, 2, 3 (consistent with the view, e.g. from ``HandSampler``), both on
+    ``device``.  Their shapes, dtypes, devices and the indices' range are checked (a
+    ``TypeError``/``ValueError``), the hands' values are not (as ``VectorEnv.load_state``).  The
+    worlds are seedless rounds: ``opener`` 0 (unknown to the observer and irrelevant within the
+    round), ``round_index`` and ``matches`` 0.
     """
     device = torch.device(device)
+    if not (isinstance(view_index, torch.Tensor) and view_index.dim() == 1):
+        raise TypeError("views_state: view_index must be a 1-D LongTensor of indices into "
+                        f"views, got {type(view_index).__name__}")
+    rows = view_index.shape[0]
+    check_tensor("views_state: view_index", view_index, (rows,), torch.long, device)
+    check_tensor("views_state: hidden", hidden, (rows, 3), torch.long, device)
+    if rows and not bool(((view_index >= 0) & (view_index < len(views))).all()):  # -1: the last
+        raise ValueError(f"views_state: view_index must lie in [0, {len(views) - 1}] (indices "
+                         f"into the {len(views)} views)")
 
     def column(values, dtype=torch.long):
         return torch.tensor(values, dtype=dtype, device=device)[view_index]
 
-    rows = view_index.shape[0]
     state = BatchState(rows, device)
     state.hands = torch.cat((column([v.hand for v in views])[:, None], hidden.to(device)), 1)
     state.played_by = column([list(v.played_by) for v in views])
