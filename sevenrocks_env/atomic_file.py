@@ -25,7 +25,9 @@ def atomic_path(path, follow_links: bool = True):
             path = Path(os.path.realpath(path))  # write where the link points, as open() would
         else:
             replaces_link = True
-    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    # a short prefix: the temporary name fits wherever the target's does (255 bytes)
+    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.",
+                                       suffix=".part")
     os.close(handle)
     try:
         yield Path(partial)
@@ -63,7 +65,7 @@ def check_output_file(path, inputs=()) -> Path:
         check_output_folder(path.parent)
     except OutputError as error:
         raise OutputError(path, error.reason) from None
-    if path.exists():
+    if _exists(path, path):
         if not path.is_file():
             raise OutputError(path, "exists and is not a regular file: give a file path to write")
         for source in inputs:
@@ -80,7 +82,7 @@ def check_output_folder(folder) -> Path:
     run that would fail at its first save fails here, with nothing left behind."""
     folder = Path(folder)
     existing = folder
-    while not existing.exists() and existing != existing.parent:
+    while not _exists(existing, folder) and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         raise OutputError(folder, f"{existing} is not a folder")
@@ -91,6 +93,15 @@ def check_output_folder(folder) -> Path:
         raise OutputError(folder, f"cannot write in {existing}: {error.strerror or error}") \
             from None
     return folder
+
+
+def _exists(path: Path, named) -> bool:
+    """``path.exists()``, an :class:`OutputError` about ``named`` where the file system refuses
+    the name itself (too long: ``exists`` raises rather than answers)."""
+    try:
+        return path.exists()
+    except OSError as error:
+        raise OutputError(named, error.strerror or str(error)) from None
 
 
 __all__ = ["OutputError", "atomic_path", "check_output_file", "check_output_folder"]

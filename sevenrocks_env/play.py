@@ -17,6 +17,7 @@ rounding, the deductions and the scores (R7).  Reads plain lines, so it works wi
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -257,6 +258,10 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         return 2
     if args.record is not None and not args.record.strip():
         print("error: --record is empty: give a file name (or leave --record out)",
+              file=sys.stderr)
+        return 2
+    if args.record and args.record.endswith(("/", os.sep)):  # Path() would drop the slash
+        print(f"error: --record {args.record}: names a folder; give a file name",
               file=sys.stderr)
         return 2
     path = Path(args.record) if args.record else \

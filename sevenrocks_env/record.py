@@ -35,7 +35,7 @@ from .atomic_file import atomic_path
 from .checks import is_plain_int, shown
 from .match_state import MAX_ROUNDS, MAX_TARGET  # noqa: F401  (re-exported: the bounds of a record)
 from .rules import Match, apply_action, is_legal, legal_actions
-from .textfile import read_text
+from .textfile import read_text, shown_path
 from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
 
 FORMAT = "sevenrocks-record/1"
@@ -61,6 +61,11 @@ MAX_POINTS = 10**6
 #: every bound (1000 rounds of 28 placements and 88 knocks) has under 600,000; without this
 #: bound 32 MB of ``[{},{},...]`` parsed into about 870 MB of empty dicts before being refused.
 MAX_JSON_VALUES = 1_000_000
+
+
+#: JSON's names of the values ``json.loads`` makes (in messages about a record's shape).
+JSON_TYPES = {type(None): "null", bool: "a boolean", int: "a number", float: "a number",
+              str: "a string", list: "an array"}
 
 
 class RecordError(ValueError):
@@ -141,8 +146,8 @@ def save(record: dict, path) -> None:
 def load(path) -> dict:
     """Read a record file; raises :class:`RecordError` for unreadable JSON or a bad record.
 
-    The file is untrusted: its size is bounded (:data:`MAX_RECORD_BYTES`), it must be UTF-8
-    JSON without ``NaN``/``Infinity``, and nesting too deep for the parser is refused.
+    The file is untrusted: its size is bounded (:data:`MAX_RECORD_BYTES`), it must be JSON
+    text (:func:`~sevenrocks_env.textfile.decoded`: UTF-8, UTF-16 or UTF-32) without ``NaN``/``Infinity``, and nesting too deep for the parser is refused.
     """
     try:
         text = read_text(path, MAX_RECORD_BYTES, "game record")
@@ -152,7 +157,7 @@ def load(path) -> dict:
         record = parse(text)
         validate(record)
     except RecordError as error:  # every error line names the file
-        raise RecordError(f"{path}: {error}") from None
+        raise RecordError(f"{shown_path(path)}: {error}") from None
     return record
 
 
@@ -252,15 +257,22 @@ def _exact_keys(value: dict, keys: frozenset, where: str,
                 optional: frozenset = frozenset()) -> None:
     missing, unknown = keys - value.keys(), value.keys() - keys - optional
     if missing or unknown:
-        wrong = [f"{what} keys {shown(sorted(map(str, found)))}"
+        wrong = [f"{what} keys {shown(sorted(map(_key_text, found)))}"
                  for what, found in (("missing", missing), ("unknown", unknown)) if found]
         also = f" (and optionally {sorted(optional)})" if optional else ""
         raise RecordError(f"{where}: {', '.join(wrong)}; expected exactly {sorted(keys)}{also}")
 
 
+def _key_text(key) -> str:
+    """A key as text for a message: a JSON key is a str; any other (a record built in Python)
+    is :func:`shown`, never its own ``__str__``."""
+    return key if isinstance(key, str) else shown(key)
+
+
 def _check_top_level(record) -> None:
     if not isinstance(record, dict):
-        raise RecordError(f"a game record is a JSON object, got {type(record).__name__}")
+        kind = JSON_TYPES.get(type(record), type(record).__name__)  # what JSON calls it
+        raise RecordError(f"a game record is a JSON object, got {kind}")
     if not (isinstance(record.get("format"), str) and record["format"] == FORMAT):
         raise RecordError(f"unknown record format {shown(record.get('format'))}; "
                           f"expected {FORMAT!r}")
@@ -342,7 +354,7 @@ def _apply_move(match: Match, move, where: str) -> None:
         return
     _exact_keys(move, PLACEMENT_KEYS, f"{where}: a placement")
     expected_tile, expected_slot = tile_name(action >> 2), action & 3
-    if move.get("tile") != expected_tile or not _same(move.get("slot"), expected_slot):
+    if not (_same(move.get("tile"), expected_tile) and _same(move.get("slot"), expected_slot)):
         raise RecordError(f"{where}: action {action} is {expected_tile} at slot {expected_slot}, "
                           f"but the move says tile {shown(move.get('tile'))} slot "
                           f"{shown(move.get('slot'))}")
@@ -394,5 +406,7 @@ def _same(value, expected) -> bool:
             _same(v, e) for v, e in zip(value, expected))
     if isinstance(expected, int):
         return is_plain_int(value) and value == expected
+    if isinstance(expected, str):  # (a NumPy array's == is an array, not a bool)
+        return isinstance(value, str) and value == expected
     return value == expected
 

@@ -1,5 +1,6 @@
 """Reading a small text file from an untrusted source: at most ``limit`` bytes are read (a
-larger file is refused, not read whole), and the bytes must be UTF-8.  Game records and
+larger file is refused, not read whole), and the bytes must be text in the encodings JSON
+readers detect (:func:`decoded`: UTF-8, with or without a BOM, UTF-16, UTF-32).  Game records and
 training configs are read this way.  A regular file or a pipe is read (``... | sevenrocks replay
 /dev/stdin --check``, or a named FIFO a writer opens later); a device such as ``/dev/zero`` is not
 a file of text.  A FIFO is opened without waiting (``open()`` blocks until a writer comes: for
@@ -7,6 +8,7 @@ ever if none does), then waits at most :data:`PIPE_WAIT_S` for its first bytes."
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import stat
@@ -17,12 +19,31 @@ _NO_WAIT = getattr(os, "O_NONBLOCK", 0)
 PIPE_WAIT_S = 60.0
 
 
+def shown_path(path) -> str:
+    """``path`` as text for a message: quoted when it holds characters a terminal would act on
+    (an escape sequence in a file name from an archive)."""
+    return str(path) if str(path).isprintable() else repr(str(path))
+
+
+def decoded(data: bytes, name: str) -> str:
+    """``data`` as text in the encoding ``json.loads(bytes)`` detects: UTF-8 with or without a
+    byte order mark (Notepad writes one), UTF-16 or UTF-32 (PowerShell's ``>`` writes UTF-16).
+    One rule for every reader of a record or a config, the web page's too; ``ValueError``
+    naming ``name`` and the first bad byte otherwise."""
+    encoding = json.detect_encoding(data)
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as error:
+        what = "UTF-8" if encoding.startswith("utf-8") else encoding.upper()
+        raise ValueError(f"{name} is not {what} text (byte {error.start})") from None
+
+
 def open_without_waiting(path, refused) -> tuple[int, int]:
     """``(descriptor, st_mode)`` of ``path`` opened read-only without waiting for a FIFO's
     writer (``open()`` blocks until one comes), the mode that of the file opened (no race
     between a check and the read); ``refused(path as text, reason)`` is raised when it cannot
     be opened (a NUL byte in the path too: Python's "embedded null byte" named no path)."""
-    text = str(path) if str(path).isprintable() else repr(str(path))
+    text = shown_path(path)
     try:
         descriptor = os.open(path, os.O_RDONLY | _NO_WAIT)
     except OSError as error:
@@ -37,27 +58,25 @@ def read_text(path, limit: int, what: str) -> str:
     descriptor, mode = open_without_waiting(
         path, lambda where, why: ValueError(f"cannot read {what} {where}: {why}"))
     problem = None if stat.S_ISFIFO(mode) else not_regular(mode, what)
+    name = shown_path(path)
     if problem:
         os.close(descriptor)
-        raise ValueError(f"{path} {problem}")
+        raise ValueError(f"{name} {problem}")
     if stat.S_ISFIFO(mode) and _NO_WAIT:
         if not _ready(descriptor, PIPE_WAIT_S):  # (a FIFO no writer opened: no event at all)
             os.close(descriptor)
-            raise ValueError(f"{path} is a pipe nothing was written to in {PIPE_WAIT_S:g} s; "
+            raise ValueError(f"{name} is a pipe nothing was written to in {PIPE_WAIT_S:g} s; "
                              f"not a {what}")
         os.set_blocking(descriptor, True)  # then read on as from any pipe
     with os.fdopen(descriptor, "rb") as file:
         try:
             data = file.read(limit + 1)
         except OSError as error:
-            raise ValueError(f"cannot read {what} {path}: {error.strerror or error}") from None
+            raise ValueError(f"cannot read {what} {name}: {error.strerror or error}") from None
     if len(data) > limit:
         size = f"{limit // 2**20} MB" if limit >= 2**20 else f"{limit} bytes"
-        raise ValueError(f"{path} is larger than {size}; not a {what}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path} is not UTF-8 text (byte {error.start})") from None
+        raise ValueError(f"{name} is larger than {size}; not a {what}")
+    return decoded(data, name)
 
 
 def _ready(descriptor: int, seconds: float) -> bool:

@@ -56,3 +56,26 @@ def test_a_symbolic_link_is_written_through_and_a_file_keeps_its_mode(tmp_path):
         partial.write_text("new")
     assert link.is_symlink() and target.read_text() == "new"
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o640
+
+
+def test_a_name_the_file_system_refuses_is_an_output_error_and_a_long_legal_one_is_written(
+        tmp_path):
+    """A 300-character name made ``exists()`` raise OSError past every caller (a traceback out
+    of argparse); a 250-character one, legal, passed the checks and then failed to write: the
+    temporary name beside it was 15 characters longer."""
+    import argparse
+
+    from sevenrocks_env import arguments
+    from sevenrocks_env.atomic_file import OutputError, check_output_folder
+    too_long = tmp_path / ("a" * 300 + ".png")
+    with pytest.raises(OutputError, match="File name too long"):
+        check_output_file(too_long)
+    with pytest.raises(OutputError, match="File name too long"):
+        check_output_folder(tmp_path / ("b" * 300) / "sub")
+    for kind in (arguments.output_file, arguments.output_folder):
+        with pytest.raises(argparse.ArgumentTypeError, match="File name too long"):
+            kind(str(too_long))
+    longest = tmp_path / ("r" * 250 + ".json")  # 255 characters: the most a name may have
+    with atomic_path(longest) as partial:
+        partial.write_text("kept")
+    assert longest.read_text() == "kept" and sorted(tmp_path.iterdir()) == [longest]

@@ -112,6 +112,23 @@ def test_any_value_as_a_whole_record_is_refused(value):
     refused(value)
 
 
+def test_python_values_json_never_makes_are_refused_too():
+    """``validate`` takes any Python value: a NumPy array as a tile escaped as NumPy's own
+    ValueError (its ``==`` is an array), a key whose ``__str__`` raises as that error."""
+    import numpy as np
+
+    class Key:
+        def __str__(self):
+            raise RuntimeError("boom")
+    record = copy.deepcopy(RECORD)
+    placement = next(m for m in record["rounds"][0]["moves"] if "tile" in m)
+    placement["tile"] = np.array([placement["tile"], "x"])
+    assert "but the move says tile <ndarray>" in refused(record)
+    assert "unknown keys ['<Key>']" in refused({**RECORD, Key(): 1})
+    assert refused(None).endswith("a game record is a JSON object, got null")  # JSON's names
+    assert refused([1]).endswith("got an array") and refused("x").endswith("got a string")
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(["target", "rounds", "winner", "scores", "format"]), hostile_values)
 @example("target", 36).via("a target the same plays win at: hypothesis found it failing once")

@@ -429,6 +429,10 @@ def test_record_paths_that_would_fail_at_the_end_are_refused_first(tmp_path, mon
     assert run(["--seed", "3", "--opponents", "random", "--record", ""], "q\n")[0] == 2
     assert "--record is empty" in capsys.readouterr().err
     monkeypatch.chdir(tmp_path)
+    # a folder's spelling (replay reads a trailing slash so) wrote a file named "sub"
+    assert run(["--seed", "3", "--opponents", "random", "--record", "sub/"], "q\n")[0] == 2
+    assert capsys.readouterr().err == "error: --record sub/: names a folder; give a file name\n"
+    assert not (tmp_path / "sub").exists()
     (tmp_path / "games").symlink_to(tmp_path / "nowhere")
     assert run(["--seed", "3", "--opponents", "random"], "q\n")[0] == 2
     assert "symbolic link to nothing" in capsys.readouterr().err

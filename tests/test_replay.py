@@ -308,6 +308,22 @@ def test_an_output_that_cannot_be_written_is_refused_before_drawing(tmp_path, ca
     assert "cannot write in /proc" in err or "is not a folder" in err, err
 
 
+def test_an_output_through_a_link_loop_or_with_a_name_too_long_is_one_error_line(tmp_path,
+                                                                                capsys):
+    """``--out loop/x.gif`` (a link to itself) was a RuntimeError traceback from
+    ``Path.resolve``; a GIF name of 246 characters passed every check, then its temporary file's
+    name (15 longer) was too long to write."""
+    path = tmp_path / "game.json"
+    records.save(short_match_record(), path)
+    os.symlink("loop", tmp_path / "loop")
+    assert main([str(path), "--out", str(tmp_path / "loop" / "x.gif")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out ") and err.count("\n") == 1 and "loop" in err, err
+    long = tmp_path / ("g" * 246 + ".gif")
+    assert main([str(path), "--out", str(long), "--scale", "0.1", "--round", "0"]) == 0
+    assert long.is_file() and capsys.readouterr().out.startswith("wrote ")
+
+
 @pytest.mark.parametrize("scale", ["4.5", "0.05"])
 def test_scale_out_of_range_exits_2(scale, tmp_path, capsys):
     path = tmp_path / "game.json"
@@ -405,6 +421,9 @@ def test_ctrl_c_exits_130(tmp_path, monkeypatch):
 
     monkeypatch.setattr(replay, "write_gif", interrupted)
     assert main([str(path), "--out", str(tmp_path / "g.gif")]) == 130
+    # --check too (a pipe may keep it waiting a minute): was a traceback
+    monkeypatch.setattr(records, "load", interrupted)
+    assert main([str(path), "--check"]) == 130
 
 
 def test_an_interrupted_gif_save_leaves_the_old_file_and_no_partial_one(tmp_path):
@@ -446,6 +465,40 @@ def test_check_only_checks_the_record_and_says_what_it_holds(tmp_path, capsys):
     assert err.startswith(f"error: {path}: ") and err.count("\n") == 1
     assert main([str(path)]) == 2
     assert "--out is required (or --check" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("encoding, bad", [
+    ("utf-8-sig", b"\xff"), ("utf-16", b"\x00\xdc"),     # a lone low surrogate
+    ("utf-32-le", b"\x00\x00\x11\x00")])                  # past U+10FFFF
+def test_a_record_in_any_encoding_json_detects_is_read_as_the_web_page_reads_it(
+        tmp_path, capsys, encoding, bad):
+    """Notepad writes a BOM, PowerShell's ``>`` UTF-16: the web page read such records (as
+    ``json.loads(bytes)`` does) where ``replay --check`` refused them; one rule now."""
+    from sevenrocks_env.web.api import parse_json
+    record = short_match_record()
+    path = tmp_path / "game.json"
+    path.write_bytes(json.dumps(record).encode(encoding))
+    assert records.load(path) == record == parse_json(path.read_bytes())
+    assert main([str(path), "--check"]) == 0 and ": a valid" in capsys.readouterr().out
+    path.write_bytes(json.dumps(record).encode(encoding) + bad)
+    assert main([str(path), "--check"]) == 2
+    assert f"{path} is not {'UTF-8' if encoding == 'utf-8-sig' else encoding.upper()} text " \
+        "(byte " in capsys.readouterr().err
+
+
+def test_a_record_file_name_with_control_characters_is_quoted_in_every_message(tmp_path,
+                                                                              capsys):
+    """A name holding an escape sequence (from an unpacked archive) was printed raw to the
+    terminal once the file had opened."""
+    path = tmp_path / "evil\x1b]0;pwned\x07.json"
+    path.write_text("{")
+    assert main([str(path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and repr(str(path)) in err, err
+    records.save(short_match_record(), path)
+    assert main([str(path), "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and out.startswith(repr(str(path))), out
 
 
 @pytest.mark.parametrize("max_rounds, end", [

@@ -1,8 +1,9 @@
 """Reading training configs from YAML text: files and ``--set`` values (untrusted input).
 
 Keys must be unique in a mapping (plain YAML keeps the last of two), files are bounded in size
-and must be UTF-8, and every failure -- syntax, nesting too deep, an integer of thousands of
-digits -- is one short :class:`ConfigError` line.  What the values mean and which are allowed
+and must be text (UTF-8, UTF-16 or UTF-32: :func:`sevenrocks_env.textfile.decoded`), and every
+failure -- syntax, nesting too deep, an integer of thousands of digits -- is one short
+:class:`ConfigError` line.  What the values mean and which are allowed
 is :mod:`training.config`'s business.
 """
 
@@ -101,7 +102,7 @@ def _read_yaml(text: str, source: str):
 
 
 def load_yaml_file(path) -> dict:
-    """A config file as a dict: at most :data:`MAX_CONFIG_BYTES`, UTF-8, a YAML mapping."""
+    """A config file as a dict: at most :data:`MAX_CONFIG_BYTES`, text, a YAML mapping."""
     try:
         text = read_text(path, MAX_CONFIG_BYTES, "config file")
     except ValueError as error:

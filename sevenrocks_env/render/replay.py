@@ -25,6 +25,7 @@ from PIL import Image
 
 from .. import arguments, record as records
 from ..atomic_file import OutputError, atomic_path, check_output_file, check_output_folder
+from ..textfile import shown_path
 from .geometry import frame_layout
 from .layout import build_layout
 from .picture import SIZE, board_box, draw_picture
@@ -211,7 +212,7 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str,
             and source.parent == Path(os.path.realpath(out)):
         return (f"--out {text!r}: the record {record} is there under a frame's name; the "
                 "frames would replace it")
-    if as_gif and not out.resolve().parent.is_dir():
+    if as_gif and not Path(os.path.realpath(out)).parent.is_dir():  # (resolve: a link loop raised)
         return f"--out {text!r}: folder {out.parent} does not exist"
     if force:
         return None
@@ -234,7 +235,7 @@ def _check(path: str) -> int:
         return 2
     moves = frame_count(record)  # one frame a move
     scores = "-".join(str(score) for score in record["scores"])
-    print(f"{path}: a valid {records.FORMAT} record: target {record['target']}, "
+    print(f"{shown_path(path)}: a valid {records.FORMAT} record: target {record['target']}, "
           f"{len(record['rounds'])} rounds, {moves} moves, scores {scores}, "
           f"{records.ending(record)}")
     return 0
@@ -249,7 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     if args.check:
-        return _check(args.record)
+        try:  # a pipe may keep it waiting up to a minute
+            return _check(args.record)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            return 130
     if args.out is None:
         print("error: --out is required (or --check to only check the record)", file=sys.stderr)
         return 2

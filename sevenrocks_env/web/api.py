@@ -25,7 +25,6 @@ worker thread (``run_in_threadpool``), so a slow ``search`` bot never stalls oth
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .. import record as records
+from ..textfile import decoded
 from .games import Game, GameError, GameStore
 from .origin import SameSiteOnly
 from .views import replay_frame
@@ -103,13 +103,12 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def parse_json(body: bytes):
-    """``body`` as JSON, parsed as record files are (None if empty); 400 if it is not JSON.
-    A 4 MB replay body takes tens of milliseconds: call it off the event loop."""
+    """``body`` as JSON, decoded and parsed as record files are (None if empty); 400 if it is
+    not JSON.  A 4 MB replay body takes tens of milliseconds: call it off the event loop."""
     if not body:
         return None
     try:
-        text = body.decode(json.detect_encoding(body))  # as json.loads(bytes): a BOM, UTF-16
-        return records.parse(text)
+        return records.parse(decoded(body, "the body"))  # a BOM, UTF-16: as json.loads(bytes)
     except ValueError as problem:  # bad UTF-8, bad JSON, NaN, a key twice, too many values
         reason = str(problem).removeprefix("is not JSON: ").removeprefix("is not a game record: ")
         raise GameError(400, f"the request body is not valid JSON: {reason}"[:300]) from None
