@@ -10,7 +10,8 @@ import json
 from importlib import resources
 
 from sevenrocks_env.rules import Match, apply_action, legal_actions
-from sevenrocks_env.tiles import SLOT_NAMES, encode_action, mask_of, parse_tile
+from sevenrocks_env.tiles import (ALL_TILES, NORTH, SLOT_NAMES, encode_action, mask_of,
+                                  parse_tile)
 
 DATA_FILE = "data/worked_examples.json"
 STEP_KEYS = {"tile", "slot", "counted", "end_sum", "points"}
@@ -68,3 +69,26 @@ def example_match(sequence, steps=None):
         assert action in legal_actions(match), (tile, slot, legal_actions(match))
         apply_action(match, action)
     return match
+
+
+def example_e_position() -> tuple[Match, int, list[int]]:
+    """Example E in a round that ends: seats 1 and 3 hold its hands, seat 0 is on turn with its
+    last tile; returns ``(match, that tile's action, the scores after it)``: team ``team`` loses
+    ``team_loss`` (R7), the other nothing (seat 2 keeps 0|0, 0 pips)."""
+    data = WORKED["deductions"]
+    held = {h["seat"]: mask_of(parse_tile(t) for t in h["tiles"]) for h in data["hands"]}
+    last, spare = parse_tile("1|3"), parse_tile("0|0")  # seat 0's last tile; seat 2 keeps 0 pips
+    held[0], held[2] = 1 << last, 1 << spare
+    rest = [t for t in range(28) if not (held[0] | held[1] | held[2] | held[3]) >> t & 1]
+    played_by = [mask_of(rest[6 * seat: 6 * seat + 6]) for seat in range(4)]
+    state = Match.from_deal([mask_of(range(7 * s, 7 * s + 7)) for s in range(4)], 0).to_state()
+    # a layout the 24 played tiles can make (from_state checks it): 0 and 2 open once each,
+    # both branches of the 6|6 spinner started and showing 1
+    state.update(seed=None, hands=[held[s] for s in range(4)], played_by=played_by,
+                 played=ALL_TILES & ~sum(held.values()), placements=24, spinner=6, turn=0,
+                 ends=[0, 2, 1, 1], end_double=[False] * 4, branch_started=[False, False, True, True],
+                 last_end_sum=4)
+    lost = [0, 0]
+    lost[data["team"]] = data["team_loss"]
+    # 1|3 on a 1: end sum 0+2+3+1 = 6, 0 points; no floor below zero (R7)
+    return Match.from_state(state), encode_action(last, NORTH), [-lost[0], -lost[1]]

@@ -20,7 +20,7 @@ from sevenrocks_env.scoring import deduction
 from sevenrocks_env.tiles import (EAST, KNOCK, TILE_IS_DOUBLE, TILE_LOW, encode_action, mask_of,
                                   parse_tile, tiles_of)
 
-from rules_examples import EXAMPLES, WORKED, example_match
+from rules_examples import EXAMPLES, WORKED, example_e_position, example_match, slot_index
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -215,10 +215,35 @@ def test_deductions_equal_the_scalar_rule(tiles):
 
 
 def test_partners_are_rounded_separately():
-    """Example E: seats 1 and 3 with 3 pips each cost team 1 5 + 5 = 10."""
+    """Example E: seats 1 and 3 with 3 pips each cost team 1 5 + 5 = 10, also when a round
+    really ends on the batched engine (the deductions of ``end_rounds``, R7)."""
     three = mask_of([parse_tile("0|3")])
     costs = layout.deductions(torch.tensor([three, three])).tolist()
     assert sum(costs) == 10
+    match, last, scores = example_e_position()
+    venv = one_env(reward="points")
+    venv.reset(seed=0)
+    venv.load([match])
+    rewards, _, _ = Lockstep(venv, [0]).step(act(last))
+    assert venv.match(0).scores == scores and venv.state.scores[0].tolist() == scores
+    margin = (scores[0] - scores[1]) / 100  # reward="points": team 0's margin / 100
+    assert rewards[0].tolist() == pytest.approx([margin, -margin, margin, -margin])
+
+
+@pytest.mark.parametrize("data", WORKED["examples"]["B"]["alternatives"],
+                         ids=lambda data: data["tile"])
+def test_example_b_other_opening_double_through_the_batched_engine(data):
+    """Example B's 0|0 opening (sum 0, no points): the spinner as 2|2 is, R4/R5."""
+    step = [(data["tile"], slot_index(data["slot"]), data["end_sum"], data["points"])]
+    dealt = example_match(step, steps=0)
+    venv = one_env()
+    venv.reset(seed=0, deals=(torch.tensor([dealt.hands]), torch.tensor([0])))
+    tile = parse_tile(data["tile"])
+    Lockstep(venv, [0]).step(act(encode_action(tile, step[0][1])))
+    assert int(venv.state.last_end_sum[0]) == data["end_sum"]
+    assert venv.state.scores[0].tolist() == [data["points"], 0]
+    assert int(venv.state.spinner[0]) == TILE_LOW[tile]
+    assert venv.state.ends[0].tolist() == [TILE_LOW[tile]] * 2 + [-1, -1]  # both sides open
 
 
 def test_max_rounds_truncates_with_zero_win_reward_and_starts_a_fresh_match():

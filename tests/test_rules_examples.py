@@ -7,13 +7,14 @@ test_docs_rules.py checks that docs/rules.md's tables show the same data.
 import pytest
 
 from sevenrocks_env.rules import (
-    Match, apply_action, deduction, end_sum, legal_actions, placement_points, round_to_five,
+    apply_action, deduction, end_sum, legal_actions, placement_points, round_to_five,
 )
 from sevenrocks_env.tiles import (
-    ALL_TILES, NORTH, SLOT_NAMES, TILE_LOW, encode_action, mask_of, parse_tile, pips_of,
+    NORTH, SLOT_NAMES, TILE_LOW, encode_action, mask_of, parse_tile, pips_of,
 )
 
-from rules_examples import EXAMPLES, WORKED, example_match, slot_index  # the package's example data
+# the package's example data
+from rules_examples import EXAMPLES, WORKED, example_e_position, example_match, slot_index  # the package's example data
 
 NAMES = sorted(WORKED["examples"])
 
@@ -117,24 +118,9 @@ def test_example_e_partners_rounded_separately():
 
 def test_example_e_in_a_round_that_ends():
     """Seat 0 dominoes while seats 1 and 3 hold example E's hands: team 1 loses ``team_loss``."""
-    data = WORKED["deductions"]
-    held = {h["seat"]: mask_of(parse_tile(t) for t in h["tiles"]) for h in data["hands"]}
-    last, spare = parse_tile("1|3"), parse_tile("0|0")  # seat 0's last tile; seat 2 keeps 0 pips
-    held[0], held[2] = 1 << last, 1 << spare
-    rest = [t for t in range(28) if not (held[0] | held[1] | held[2] | held[3]) >> t & 1]
-    played_by = [mask_of(rest[6 * seat: 6 * seat + 6]) for seat in range(4)]
-    state = Match.from_deal([mask_of(range(7 * s, 7 * s + 7)) for s in range(4)], 0).to_state()
-    # a layout the 24 played tiles can make (from_state checks it): 0 and 2 open once each,
-    # both branches of the 6|6 spinner started and showing 1
-    state.update(seed=None, hands=[held[s] for s in range(4)], played_by=played_by,
-                 played=ALL_TILES & ~sum(held.values()), placements=24, spinner=6, turn=0,
-                 ends=[0, 2, 1, 1], end_double=[False] * 4, branch_started=[False, False, True, True],
-                 last_end_sum=4)
-    match = Match.from_state(state)
-    apply_action(match, encode_action(last, NORTH))  # 1|3 on a 1: end sum 0+2+3+1 = 6, 0 points
-    lost = [0, 0]
-    lost[data["team"]] = data["team_loss"]
-    assert match.scores == [-lost[0], -lost[1]]  # no floor below zero (R7)
+    match, last, scores = example_e_position()
+    apply_action(match, last)
+    assert match.scores == scores and match.awaiting_deal
 
 
 @pytest.mark.parametrize("pips,rounded", [(0, 0), (1, 0), (2, 0), (3, 5), (4, 5), (5, 5),
