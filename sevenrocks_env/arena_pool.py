@@ -188,7 +188,8 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
             finished = True
         except BrokenProcessPool:  # from submit or result, whichever comes first
             raise WorkerDied("an arena worker died or could not start (killed, out of memory? "
-                             "any error of its own is printed above)") from None
+                             "any error of its own is printed above; run from a script, "
+                             "is its work under if __name__ == '__main__':?)") from None
         finally:
             if finished:
                 pool.shutdown()

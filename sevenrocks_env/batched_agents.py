@@ -178,11 +178,7 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
     device = torch.device(device)
     if isinstance(agent, str):
         kind = agent.strip().partition(":")[0]
-        if agent.strip() == "greedy":
-            return BatchedGreedy()
-        if agent.strip() == "random":
-            return BatchedRandom()
-        if kind not in ("ckpt", "policy", "sample", "search", "heuristic"):
+        if kind not in ("ckpt", "policy", "sample", "search", "heuristic", "greedy", "random"):
             make_agent(agent)  # a bad spec gets make_agent's message naming the valid ones
             raise ValueError(f"agent {agent!r} has no batched version; {_BATCHABLE} (sevenrocks "
                              "arena without --batched, arena.evaluate)")

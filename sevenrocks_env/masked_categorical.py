@@ -81,6 +81,9 @@ class MaskedCategorical:
             rows = torch.nonzero(~legal.squeeze(-1))
             row = rows[0].tolist()
             why = "the row has no legal action, or it was given"
+            if bool(self.mask[tuple(row)].any()):
+                why = ("it was given, or the logits of the row's legal actions are at or "
+                       f"below the mask's {MASKED_LOGIT:g}")
             if not bool(torch.isfinite(self.masked_logits).all()):
                 why = "the logits are not finite: a network with NaN or inf outputs"
             raise ValueError(f"MaskedCategorical: action {int(actions[tuple(row)])} in row {row} "

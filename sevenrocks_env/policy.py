@@ -269,8 +269,9 @@ def _probes() -> tuple[np.ndarray, np.ndarray]:
 
 def _check_outputs(model: PolicyNet, path) -> None:
     """:class:`CheckpointError` when ``model`` gives non-finite logits at any of
-    :func:`probe_positions`: weights that are finite but overflow (1e37, say) would otherwise
-    load and play action 0 or fail at some later decision.  (Several positions: a network whose
+    :func:`probe_positions`, or legal-action logits down at the mask's ``MASKED_LOGIT``: weights
+    that are finite but overflow (1e37, say), or a bias of -1e9, would otherwise load and play
+    action 0 or fail at some later decision.  (Several positions: a network whose
     units are all inactive at one position gives finite logits there whatever its weights.)"""
     observations, masks = probe_positions()
     with torch.inference_mode():
@@ -278,6 +279,10 @@ def _check_outputs(model: PolicyNet, path) -> None:
     if not bool(torch.isfinite(logits[masks]).all()):
         raise CheckpointError(f"{path}: the network's outputs are not finite (its weights "
                               "overflow)")
+    if not bool((logits[masks] > MASKED_LOGIT / 2).all()):  # (a trained one's are within +-100)
+        raise CheckpointError(f"{path}: the network's logits for legal actions reach the "
+                              f"mask's scale ({MASKED_LOGIT:g} for illegal ones): it could not "
+                              "tell a legal move from an illegal one")
 
 
 class PolicyAgent:

@@ -258,6 +258,14 @@ def test_bad_specs_get_clear_errors(spec, message):
         evaluate_batched(spec, "greedy", 1)
 
 
+@pytest.mark.parametrize("spec", ["greedy:", " random: ", "heuristic:"])
+def test_a_spec_with_an_empty_parameter_list_plays_batched_as_without(spec):
+    """``greedy:`` and ``random:`` (valid specs) were refused: "no batched version; the batched
+    arena plays ... greedy and random"."""
+    plain = evaluate_batched(spec.strip().rstrip(":"), "greedy", 2, seed=3)
+    assert evaluate_batched(spec, "greedy", 2, seed=3).win_rate == plain.win_rate
+
+
 def test_agents_without_a_batched_version_are_refused():
     with pytest.raises(ValueError, match="no batched version"):
         evaluate_batched(make_agent("search:time_limit=0.5"), "greedy", 1)

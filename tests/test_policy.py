@@ -414,6 +414,26 @@ def test_weights_that_overflow_are_refused_at_load(tmp_path):
             load_policy(save_policy(tmp_path / f"huge{seed}.pt", net))
 
 
+def test_a_network_whose_legal_logits_reach_the_mask_s_is_refused_at_load(tmp_path):
+    """A bias of -1e9 (every weight finite) loaded, then every decision failed with a message
+    blaming the mask: the legal actions' logits were below the illegal ones' -1e8."""
+    net = PolicyNet([16])
+    with torch.no_grad():
+        net.policy_head.bias.fill_(-1e9)
+    with pytest.raises(CheckpointError, match="logits for legal actions reach the mask's scale "
+                                              r"\(-1e\+08 for illegal ones\)"):
+        load_policy(save_policy(tmp_path / "sunk.pt", net))
+    # and the distribution names the cause when such logits reach it
+    dist = MaskedCategorical(torch.tensor([[-1e9, -1e9, 0.0]]),
+                             torch.tensor([[True, True, False]]))
+    with pytest.raises(ValueError, match=r"action 2 in row \[0\] is not legal there \(it was "
+                                         "given, or the logits of the row's legal actions are at "
+                                         r"or below the mask's -1e\+08\)"):
+        dist.mode()
+    with pytest.raises(ValueError, match="the row has no legal action, or it was given"):
+        MaskedCategorical(torch.zeros(1, 3), torch.zeros(1, 3, dtype=torch.bool)).mode()
+
+
 @pytest.mark.parametrize("mask, words", [(-1, "0/1 or booleans"), (float("nan"), "0/1"),
                                          ("0", "0/1")])
 def test_a_mask_of_other_values_than_0_and_1_is_refused(mask, words):
