@@ -13,9 +13,10 @@ never replaced, and a saved file that is not an arena result stops the ladder). 
 agent plays every other: the slow searchers play a few neighbours (``PAIRINGS``), which a
 Bradley-Terry fit handles as long as the pairings connect all agents.
 Ratings are on the Elo scale, centred on the mean of the largest group of agents that scored
-against each other (each won a pair from, or drew with, another of the group), with ±1.96 standard errors (:func:`sevenrocks_env.ratings.fit_bradley_terry`); an agent
-that won every pair or lost every one has the rating the fit's prior gives it, marked ``>=`` or
-``<=`` (it is only known to lie above, or below, all it met).  The last column is each agent's
+against each other (:mod:`sevenrocks_env.ratings`), with ±1.96 standard errors
+(:func:`sevenrocks_env.ratings.fit_bradley_terry`); an agent that won every pair or lost every
+one has the rating the fit's prior gives it, marked ``>=`` or ``<=`` (it is only known to lie
+above, or below, all it met).  The last column is each agent's
 lead over the next one down with the 95% interval of that *difference* (what says whether two
 neighbours differ; narrower than the two ratings' own intervals suggest).  The plot is
 matplotlib with the ratings' intervals.

@@ -147,7 +147,8 @@ def load(path) -> dict:
     """Read a record file; raises :class:`RecordError` for unreadable JSON or a bad record.
 
     The file is untrusted: its size is bounded (:data:`MAX_RECORD_BYTES`), it must be JSON
-    text (:func:`~sevenrocks_env.textfile.decoded`: UTF-8, UTF-16 or UTF-32) without ``NaN``/``Infinity``, and nesting too deep for the parser is refused.
+    text (:func:`~sevenrocks_env.textfile.decoded`: UTF-8, UTF-16 or UTF-32) without
+    ``NaN``/``Infinity``, and nesting too deep for the parser is refused.
     """
     try:
         text = read_text(path, MAX_RECORD_BYTES, "game record")

@@ -1,9 +1,9 @@
 """Reading a small text file from an untrusted source: at most ``limit`` bytes are read (a
-larger file is refused, not read whole), and the bytes must be text in the encodings JSON
-readers detect (:func:`decoded`: UTF-8, with or without a BOM, UTF-16, UTF-32).  Game records and
-training configs are read this way.  A regular file or a pipe is read (``... | sevenrocks replay
-/dev/stdin --check``, or a named FIFO a writer opens later); a device such as ``/dev/zero`` is not
-a file of text.  A FIFO is opened without waiting (``open()`` blocks until a writer comes: for
+larger file is refused, not read whole), and the bytes must be text in an encoding JSON
+readers detect (:func:`decoded`: UTF-8, with or without a BOM, UTF-16, UTF-32).  Game records
+and training configs are read this way.  A regular file or a pipe is read (``... | sevenrocks
+replay /dev/stdin --check``, or a named FIFO a writer opens later); a device such as
+``/dev/zero`` is not a file of text.  A FIFO is opened without waiting (``open()`` blocks until a writer comes: for
 ever if none does), then waits at most :data:`PIPE_WAIT_S` for its first bytes."""
 
 from __future__ import annotations

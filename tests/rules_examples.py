@@ -86,8 +86,8 @@ def example_e_position() -> tuple[Match, int, list[int]]:
     # both branches of the 6|6 spinner started and showing 1
     state.update(seed=None, hands=[held[s] for s in range(4)], played_by=played_by,
                  played=ALL_TILES & ~sum(held.values()), placements=24, spinner=6, turn=0,
-                 ends=[0, 2, 1, 1], end_double=[False] * 4, branch_started=[False, False, True, True],
-                 last_end_sum=4)
+                 ends=[0, 2, 1, 1], end_double=[False] * 4,
+                 branch_started=[False, False, True, True], last_end_sum=4)
     lost = [0, 0]
     lost[data["team"]] = data["team_loss"]
     # 1|3 on a 1: end sum 0+2+3+1 = 6, 0 points; no floor below zero (R7)

@@ -14,7 +14,7 @@ from sevenrocks_env.tiles import (
 )
 
 # the package's example data
-from rules_examples import EXAMPLES, WORKED, example_e_position, example_match, slot_index  # the package's example data
+from rules_examples import EXAMPLES, WORKED, example_e_position, example_match, slot_index
 
 NAMES = sorted(WORKED["examples"])
 

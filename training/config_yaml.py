@@ -3,8 +3,8 @@
 Keys must be unique in a mapping (plain YAML keeps the last of two), files are bounded in size
 and must be text (UTF-8, UTF-16 or UTF-32: :func:`sevenrocks_env.textfile.decoded`), and every
 failure -- syntax, nesting too deep, an integer of thousands of digits -- is one short
-:class:`ConfigError` line.  What the values mean and which are allowed
-is :mod:`training.config`'s business.
+:class:`ConfigError` line.  What the values mean and which are allowed is
+:mod:`training.config`'s business.
 """
 
 from __future__ import annotations

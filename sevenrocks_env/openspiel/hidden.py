@@ -165,9 +165,10 @@ def state_from_view(game, view: SeatView, hidden: tuple[int, int, int]):
     if not isinstance(view, SeatView):
         raise TypeError(f"state_from_view: view must be a SeatView, got {type(view).__name__}")
     if view.target != game.target:  # the state would play to the view's, against its game's
+        name = game.get_type().short_name
         raise ValueError(f"state_from_view: the view's match plays to {view.target}, the game "
                          f"to {game.target}: load the game with its target, pyspiel.load_game("
-                         f"{game.get_type().short_name!r}, {{'rounds': 1, 'target': {view.target}}})")
+                         f"{name!r}, {{'rounds': 1, 'target': {view.target}}})")
     if not (isinstance(hidden, (tuple, list)) and len(hidden) == 3
             and all(is_int(hand) for hand in hidden)):
         raise TypeError("state_from_view: hidden must be 3 hands (tile bitmasks, ints), "
