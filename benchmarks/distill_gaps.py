@@ -10,7 +10,7 @@ margin plus the prior term, ``training.distill_labels``). For the init and each 
 table gives the share of the teacher's choices it plays in each bucket, and the share of the
 decisions where the init agreed that it still agrees on. A student that learned the teacher's
 confident deviations scores higher in the high-preference buckets; one that only moved near-ties
-scores alike everywhere (docs/training.md, "A fifth round"). No arena game is played.
+scores alike everywhere (docs/experiments.md, "A fifth round"). No arena game is played.
 """
 
 from __future__ import annotations

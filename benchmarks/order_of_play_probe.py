@@ -20,7 +20,7 @@ soft targets at ``--temperature``), whose inputs differ:
 The extra inputs enter the first layer through weights that start at zero, so every student
 starts as ``--init``.  The table gives each one's agreement with the teacher on the held-out
 matches, where the init chose otherwise and where it agreed.  Nothing is saved; no arena game is
-played.  Results: docs/training.md, "How noisy is the teacher?".
+played.  Results: docs/experiments.md, "How noisy is the teacher?".
 """
 
 from __future__ import annotations

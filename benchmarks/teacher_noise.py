@@ -18,7 +18,7 @@ and, split by the first's preference for its action over the init's (points, as
 ``benchmarks/distill_gaps.py`` splits them), where it did not.  The second gives, for the init
 and each ``--students`` policy (trained on other labels), the first labelling's actions it plays
 where both labellings chose the same action otherwise than the init, and where only the first
-did.  A student can only learn what the teacher repeats; docs/training.md, "How noisy is the
+did.  A student can only learn what the teacher repeats; docs/experiments.md, "How noisy is the
 teacher?".  No arena game is played.  ``--out`` also saves those decisions as a labels file
 whose values are the mean of both labellings: a teacher with less noise, for
 ``training.distill --labels`` (spans of the envs labelled by several processes join there).

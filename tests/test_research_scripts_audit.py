@@ -1,10 +1,11 @@
 """The research scripts' figures are the arithmetic their tables claim (``benchmarks/ablation.py``,
 ``agents.py``, ``cut_bias.py``, ``inference_search.py``, ``inference_signal.py``,
-``oracle_search.py``, whose printed figures docs/training.md and docs/agents.md quote): each
-pairing played with its own pairs, seed and options, each cell holding its own value, the
-training run configured as its docstring says, the bias and signal computed as documented.  No
-strength is measured: the arenas, the trainer and the searches are stand-ins that record how they
-were called (the real pieces run for a match or two where their arithmetic is what is checked)."""
+``oracle_search.py``, whose printed figures docs/training.md, docs/experiments.md and
+docs/agents.md quote): each pairing played with its own pairs, seed and options, each cell
+holding its own value, the training run configured as its docstring says, the bias and signal
+computed as documented.  No strength is measured: the arenas, the trainer and the searches are
+stand-ins that record how they were called (the real pieces run for a match or two where their
+arithmetic is what is checked)."""
 
 import json
 import sys

@@ -27,7 +27,7 @@ def test_the_defaults_are_the_documented_ones():
     assert (cfg.device, cfg.critic, cfg.action_features, cfg.max_rounds, cfg.target,
             cfg.hidden_sizes, cfg.hand_coef) == ("cpu", "oracle", 2, 60, 250, [256, 256], 0.0)
     assert (cfg.num_matches, cfg.num_steps) == (128, 64)
-    # "the runs' own final tables, 200 pairs at seed 12345"
+    # docs/experiments.md: "the runs' own final tables, 200 pairs at seed 12345"
     assert (cfg.final_eval_pairs, cfg.eval_seed) == (200, 12345)
 
 

@@ -41,7 +41,7 @@ BUILTIN_AGENTS = (
 )
 MAX_TARGET = records.MAX_TARGET  # a game's record must load back
 #: The shipped policy sampling its moves: less predictable, about `heuristic`'s strength
-#: (docs/training.md, "v3 samples badly": 0.485 against it).
+#: (docs/experiments.md, "v3 samples badly": 0.485 against it).
 SAMPLING_SHIPPED = "sample:policy=shipped,temperature=0.5"
 
 
