@@ -78,6 +78,7 @@ class VectorEnv:
             self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long,
                                            device=self.device)
         self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
+        self._legal_words: torch.Tensor | None = None  # what the mask was unpacked from
         self._observe: observe.ObservationWriter | None = None  # made on the first observation
         self._mask_fresh = self._obs_fresh = False
         self._not_ready: str | None = "call reset() (or load()) before using the env"
@@ -249,8 +250,8 @@ class VectorEnv:
         self._require_ready()
         if not self._mask_fresh:
             with _plain_tensors():
-                layout.unpack_actions(self._kernels.turn_legal_words(self.state),
-                                      out=self._mask_words)
+                self._legal_words = self._kernels.turn_legal_words(self.state)
+                layout.unpack_actions(self._legal_words, out=self._mask_words)
             self._mask_fresh = True
         return self._mask
 
@@ -325,11 +326,14 @@ class VectorEnv:
                              f"never)")
 
     def _check_actions(self, actions) -> None:
-        # from the state, not the action_mask buffer a caller may have written into: action a
-        # is bit a % 64 of word a // 64 (layout.legal_words)
+        # from the legal words, not the action_mask buffer a caller may have written into
+        # (the words the mask was unpacked from, when it is fresh): action a is bit a % 64 of
+        # word a // 64 (layout.legal_words)
+        words = self._legal_words if self._mask_fresh else \
+            self._kernels.turn_legal_words(self.state)
         clamped = actions.clamp(0, KNOCK)
-        words = self._kernels.turn_legal_words(self.state).gather(1, (clamped >> 6)[:, None])
-        legal = ((words.squeeze(1) >> (clamped & 63)) & 1).bool() & (clamped == actions)
+        words = words.gather(1, (clamped >> 6)[:, None]).squeeze(1)
+        legal = ((words >> (clamped & 63)) & 1).bool() & (clamped == actions)
         if bool(legal.all()):  # the one synchronisation
             return
         bad = (~legal).nonzero().squeeze(1).tolist()
