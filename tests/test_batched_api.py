@@ -405,7 +405,10 @@ def test_validate_checks_every_action_against_the_state_not_the_mask_buffer():
                 env = int((~allowed).nonzero()[0, 0])
                 actions[env] = action
                 with pytest.raises(ValueError, match=f"illegal action {action} .*for env {env}"):
-                    venv.step(actions)
+                    venv.step(actions)  # the mask read: checked against its words
+                venv.load_state(saved.take(), seed=venv.seed, deal_streams=venv.env_ids)
+                with pytest.raises(ValueError, match=f"illegal action {action} .*for env {env}"):
+                    venv.step(actions)  # no mask read since: the words made for the check
         venv.action_mask[:, KNOCK] = True  # a caller's write into the buffer
         knocks = torch.full((32,), KNOCK)
         if not bool(legal[:, KNOCK].all()):
