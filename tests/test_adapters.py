@@ -220,6 +220,8 @@ def test_partner_self_interleaves_both_seats_in_play_order():
 def test_partner_spec_leaves_the_learner_one_seat():
     env = SingleAgentEnv(opponents="random", seat=2, partner="greedy")
     _, info = env.reset(seed=0)
+    assert env.learner_seats == (2,)
+    assert env.action_masks().dtype == np.bool_  # what sb3-contrib's MaskablePPO asks for
     for _ in range(30):
         assert info["seat"] == 2
         _, _, terminated, truncated, info = env.step(int(np.flatnonzero(env.action_masks())[0]))
@@ -245,6 +247,33 @@ def test_same_seed_same_match_and_same_deal_as_the_aec_env():
     record = env_a.aec_env.game_record()
     assert record == env_b.aec_env.game_record()
     assert [mask_of(parse_tile(t) for t in h) for h in record["rounds"][0]["hands"]] == deal(9, 0)[0]
+
+
+def test_unseeded_resets_after_a_seed_each_deal_a_new_match():
+    """As Gymnasium's ``np_random``: seeding once makes the later unseeded resets reproducible,
+    and their match seeds come from the whole range: 300 of them never repeat."""
+    def seeds():
+        env = SingleAgentEnv(opponents="random", seat=0)
+        env.reset(seed=21)
+        drawn = []
+        for _ in range(300):
+            env.reset()
+            drawn.append(env.match.seed)
+        return drawn
+
+    first = seeds()
+    assert len(set(first)) == 300 and seeds() == first
+
+
+@pytest.mark.parametrize("seat", [0, 1, 2, 3])
+def test_reset_skips_matches_that_end_before_the_learner_moves(seat):
+    """With a tiny target an opponent's opening can win the match (R8) before the learner has
+    moved; reset hands the learner a match in play, with a legal action to take."""
+    env = SingleAgentEnv(opponents="greedy", seat=seat, partner="greedy", target=5)
+    for seed in range(40):
+        obs, info = env.reset(seed=seed)
+        assert not env.match.over and info["seat"] == seat and "won" not in info
+        assert obs["action_mask"].any() and env.match.turn == seat
 
 
 def test_numpy_integer_seeds_are_seeds_and_bad_ones_get_the_aec_envs_error():
@@ -415,10 +444,12 @@ class _StrictRandom(sevenrocks_env.agents.RandomAgent):
         return super().act(observation, action_mask)
 
 
-@pytest.mark.parametrize("skip_forced", [False, True])
+@pytest.mark.parametrize("skip_forced", [False, True, None])
 def test_other_seats_are_never_asked_about_forced_moves(skip_forced):
+    """``None``: not given, the default (False: the learner is asked about its forced moves)."""
+    given = {} if skip_forced is None else {"skip_forced": skip_forced}
     env = SingleAgentEnv(opponents=(_StrictRandom(), _StrictRandom()), partner=_StrictRandom(),
-                         seat=1, skip_forced=skip_forced, target=150)
+                         seat=1, target=150, **given)
     rng = np.random.default_rng(3)
     forced_steps = 0
     for seed in range(3):
@@ -430,7 +461,7 @@ def test_other_seats_are_never_asked_about_forced_moves(skip_forced):
             obs, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(mask))))
             done = terminated or truncated
     # the learner is asked about its own forced moves unless skip_forced (sevenrocks_env.driver)
-    assert (forced_steps == 0) == skip_forced
+    assert (forced_steps == 0) == bool(skip_forced)
 
 
 def test_rllib_example_without_ray_says_where_ray_is():

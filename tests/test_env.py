@@ -94,6 +94,18 @@ def test_an_unseeded_reset_records_the_seed_that_dealt_it():
     assert fresh[0].seed_used != fresh[1].seed_used
 
 
+def test_unseeded_resets_after_a_seed_each_deal_a_new_match():
+    """The seeds of unseeded resets are drawn from the whole seed range, not a handful: 300 of
+    them (from a seeded generator, so the test is reproducible) never repeat a seed."""
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=12)
+    seeds = set()
+    for _ in range(300):
+        env.reset()
+        seeds.add(env.seed_used)
+    assert len(seeds) == 300
+
+
 def test_a_copy_resets_to_what_the_original_resets_to():
     """The generator of the unseeded resets travels with ``pickle`` and ``copy.deepcopy``."""
     import copy
@@ -353,6 +365,14 @@ def test_the_score_bounds_are_exactly_the_derived_ones(target, max_rounds):
         match.scores = list(scores)  # the winner's score, past the target: set by hand
         obs = {"observation": encode(match, 0), "action_mask": np.zeros(113, np.int8)}
         assert space.contains(obs) is inside, scores
+    env = sevenrocks_v0.raw_env(target=target, max_rounds=max_rounds)
+    for agent in env.possible_agents:  # the env's own spaces follow its target and max_rounds
+        assert env.observation_space(agent) == space, agent
+
+
+def test_the_module_observation_space_defaults_to_the_env_s_defaults():
+    """``observation_space()`` is "the observation space of every agent" of a default env."""
+    assert observation_space() == sevenrocks_v0.raw_env().observation_space("player_0")
 
 
 @settings(max_examples=200, deadline=None)

@@ -4,6 +4,7 @@
 import random
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -217,3 +218,21 @@ def test_checked_inputs_refuses_a_mask_with_a_move_the_position_does_not_allow()
                 checked_inputs(obs, mask)
             checked += 1
     assert checked > 10_000
+
+
+def test_checked_inputs_refuses_knock_marked_legal_beside_a_placement():
+    """No position has knock (112) legal beside a placement (R6: a seat knocks exactly when it
+    cannot place): such a mask is refused as not a mask of this game, whatever the position,
+    before the observation is read (another seat's observation included)."""
+    seen = set()
+    for match in _positions(2000):
+        legal = legal_actions(match)
+        placement = legal[0] if legal != [KNOCK] else 0
+        mask = np.zeros(113, bool)
+        mask[[placement, KNOCK]] = True
+        for seat in (match.turn, (match.turn + 1) % 4):
+            with pytest.raises(ValueError, match=r"not a mask of this game: it marks knock \(112\) "
+                                                 r"legal beside 1 placement\(s\)"):
+                checked_inputs(encode(match, seat), mask)
+        seen.add(legal == [KNOCK])
+    assert seen == {True, False}

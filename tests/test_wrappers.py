@@ -84,6 +84,49 @@ def test_same_trace_for_whole_matches():
         assert drive(sevenrocks_v0.env(), seed, choices) == drive(pettingzoo_env(), seed, choices)
 
 
+def half_blind_trace(env, seed, illegal_at=None):
+    """Play a match observing the seat on turn through the wrapped env before every other step
+    only (PettingZoo's AEC API does not require an ``observe``/``last()`` before a step;
+    ``drive``'s snapshots call ``last()`` after every step, so it never steps blind): legal
+    actions, except an illegal one at step ``illegal_at``.  Returns, per step, the mover, its
+    action and the reward, cumulative reward, termination and truncation dicts."""
+    env.reset(seed=seed)
+    raw, rng, trace = env.unwrapped, random.Random(seed), []
+    for step in range(2000):
+        if not raw.agents:
+            break
+        agent = raw.agent_selection
+        if step % 2 == 0:
+            env.observe(agent)
+        if raw.terminations[agent] or raw.truncations[agent]:
+            action = None
+        else:
+            mask = raw.observe(agent)["action_mask"]  # the raw env's: the wrappers see nothing
+            pool = np.flatnonzero(mask == 0 if step == illegal_at else mask)
+            action = int(pool[rng.randrange(len(pool))])
+        env.step(action)
+        trace.append((agent, action, dict(raw.rewards), dict(raw._cumulative_rewards),
+                      dict(raw.terminations), dict(raw.truncations)))
+    return trace
+
+
+@pytest.mark.parametrize("seed, illegal_at", [(0, None), (1, None), (2, 3), (3, 8), (4, 0)])
+def test_same_trace_as_pettingzoo_wrappers_when_not_every_step_is_observed(seed, illegal_at):
+    """The illegal-move check reads the mask of the seat on turn, never one observed for the
+    seat that moved before: a blind legal move is played, a blind illegal one ends the match."""
+    env = sevenrocks_v0.env(target=60)
+    ours = half_blind_trace(env, seed, illegal_at)
+    assert ours == half_blind_trace(pettingzoo_env(target=60), seed, illegal_at)
+    if illegal_at is None:  # played to its end (R8), every move taken
+        assert env.unwrapped.match.winner is not None
+        assert not any(trunc for *_, truncations in ours for trunc in truncations.values())
+    else:  # the mover gets -1 and every seat is terminated and truncated (module docs)
+        mover, action, rewards, _, terminations, truncations = ours[illegal_at]
+        assert action is not None and rewards[mover] == -1
+        assert all(terminations.values()) and all(truncations.values())
+        assert not any(any(step[4].values()) for step in ours[:illegal_at])
+
+
 def test_same_errors_before_reset():
     for make in (sevenrocks_v0.env, pettingzoo_env):
         env = make()
