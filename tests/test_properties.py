@@ -77,6 +77,7 @@ def test_conservation_scoring_knocks_and_wins(seed):
         # knock only when forced (R6)
         assert (action == KNOCK) == (actions == [KNOCK])
         assert max(match.scores) < match.target
+        assert match.round_index == len(match.history) - 1  # the round in play
 
     match = random_match(seed, check=check)
     for r, log in enumerate(match.history):
@@ -84,6 +85,8 @@ def test_conservation_scoring_knocks_and_wins(seed):
         gained = [0, 0]
         for i, (seat, action, total, points) in enumerate(log.moves):
             assert points == 0 or (points > 0 and points % 5 == 0 and points == total)
+            if action == KNOCK:  # a knock scores nothing and logs the layout's end sum as it
+                assert points == 0 and total == log.moves[i - 1][2]  # was (the web's move list)
             gained[seat & 1] += points
             reached = before[seat & 1] + gained[seat & 1] >= match.target
             is_last = i == len(log.moves) - 1
@@ -109,6 +112,9 @@ def test_conservation_scoring_knocks_and_wins(seed):
                               before[1] + gained[1] - log.deductions[1] - log.deductions[3]]
     # deductions never win a match (R8)
     assert match.winner is not None and match.history[-1].result == WON
+    # the won round is not counted (R8): round_index counts the rounds that ended in a domino or
+    # a block, as the batched engine's does (docs/vector.md), so the won round keeps its index
+    assert match.round_index == len(match.history) - 1
 
 
 @settings(max_examples=15, deadline=None)
@@ -298,6 +304,28 @@ def test_seats_teams_and_turns_go_round_the_table_clockwise():
         apply_action(match, rng.choice(legal_actions(match)))
         if len(match.history) == rounds and match.history[-1].result is None:
             assert match.turn == next_seat(mover)
+
+
+def test_a_match_that_deals_its_own_rounds_opens_each_with_the_finisher_or_the_draw():
+    """R2 in a match that deals its own rounds (``Match.new``): round r is ``deal(seed, r)``'s
+    hands, opened by the seat that dominoed the last round, or after a block by ``deal``'s drawn
+    seat (it was not checked: "the blocked round's opener opens again" passed every test)."""
+    from sevenrocks_env.rules import deal
+    blocks = 0
+    for seed in range(8):
+        match, rng = Match.new(seed), random.Random(seed)
+        assert (match.hands, match.opener) == deal(seed, 0)
+        while not match.over:
+            rounds, opener = len(match.history), match.opener
+            apply_action(match, rng.choice(legal_actions(match)))
+            if len(match.history) == rounds:
+                continue
+            log, hands, drawn = match.history[-2], *deal(seed, match.round_index)
+            assert match.history[-1].hands == match.hands == hands
+            expected = log.finisher if log.result == DOMINO else drawn
+            assert match.history[-1].opener == match.opener == match.turn == expected
+            blocks += log.result == BLOCKED and drawn != opener
+    assert blocks >= 10  # blocked rounds whose drawn opener is not the last round's (16 here)
 
 
 @settings(max_examples=20, deadline=None)
