@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from sevenrocks_env.policy import PolicyNet  # noqa: E402
 from positions import random_state  # noqa: E402
-from test_ppo_loss import batch_and_outputs, config, sampled  # noqa: E402
+from test_ppo_loss import ADVANTAGES, RATIOS, batch_and_outputs, config, sampled  # noqa: E402
 from training.critic import OracleCritic, hidden_hands  # noqa: E402
 from training.hand_guess import HandGuess  # noqa: E402
 from training.ppo import compute_gae, ppo_update, rollout_batch  # noqa: E402
@@ -219,3 +219,93 @@ def test_the_value_loss_trains_the_shared_trunk():
                config(vf_coef=1.0, ent_coef=0.0, clip_vloss=False, norm_adv=False,
                       max_grad_norm=1e9))
     assert float((first.detach() - before).abs().max()) > 1e-6
+
+
+# -- minibatch statistics, the clipped value loss's gradient, explained variance -------------------
+
+
+def test_advantages_are_normalised_within_each_minibatch_and_clipfrac_averages_them_all():
+    """docs/training.md: per-minibatch advantage normalisation (CleanRL: ``mb_advantages`` are
+    normalised, not the whole batch).  lr 0 keeps the rollout's ratios, so with two minibatches
+    the reported policy loss and approx_kl are those of the last minibatch, computed here from
+    its own rows, and clipfrac is the mean over every minibatch (here: the whole batch's share)."""
+    torch.manual_seed(8)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    obs = batch["obs"]
+    minibatches = []
+
+    def record(module, inputs):
+        (seen,) = inputs
+        minibatches.append([int(torch.nonzero((obs == row).all(1))[0, 0]) for row in seen])
+
+    model.trunk.register_forward_pre_hook(record)
+    stats = ppo_update(model, torch.optim.SGD(model.parameters(), lr=0.0), batch,
+                       config(num_minibatches=2))
+    assert len(minibatches) == 2
+    last = np.array(minibatches[-1])
+    ratio, adv = RATIOS[last], ADVANTAGES[last]
+    adv = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+    policy_loss = np.maximum(-adv * ratio, -adv * np.clip(ratio, 0.8, 1.2)).mean()
+    whole = (ADVANTAGES[last] - ADVANTAGES.mean()) / (ADVANTAGES.std(ddof=1) + 1e-8)
+    assert policy_loss != pytest.approx(                # the check can tell the two apart
+        np.maximum(-whole * ratio, -whole * np.clip(ratio, 0.8, 1.2)).mean(), rel=1e-3)
+    assert stats["losses/policy_loss"] == pytest.approx(policy_loss, rel=1e-4)
+    assert stats["losses/approx_kl"] == pytest.approx(np.mean(ratio - 1 - np.log(ratio)),
+                                                      rel=1e-4)
+    assert stats["losses/clipfrac"] == pytest.approx(np.mean(np.abs(RATIOS - 1) > 0.2))
+    for rows in minibatches:   # 5 of 8 rows clipped: no minibatch of 4 has that share alone
+        assert np.mean(np.abs(RATIOS[rows] - 1) > 0.2) != stats["losses/clipfrac"]
+
+
+def test_inside_the_clip_range_the_clipped_value_loss_trains_like_the_unclipped_one():
+    """CleanRL's clipped value loss ``max((v - R)^2, (old + clip(v - old) - R)^2)``: where the
+    new value is within ``clip_coef`` of the rollout's, both terms are the same function of
+    ``v`` and the gradient is the plain squared error's (plain SGD, no advantage, no entropy)."""
+    torch.manual_seed(9)
+    model = PolicyNet([16], action_features=0)
+    batch, values, _ = batch_and_outputs(model)
+    batch["advantages"].zero_()
+    batch["values"] = torch.from_numpy(values).float()          # old values = the new ones
+
+    def step_at(clip_vloss):
+        net = copy.deepcopy(model)
+        cfg = config(clip_vloss=clip_vloss, norm_adv=False, max_grad_norm=1e9)
+        return _step(net.value_head, lambda: ppo_update(
+            net, torch.optim.SGD(net.parameters(), lr=0.1), batch, cfg))
+    unclipped = step_at(False)
+    assert unclipped.abs().max() > 1e-4
+    torch.testing.assert_close(step_at(True), unclipped, rtol=1e-4, atol=1e-7)
+
+
+def test_explained_variance_is_nan_when_the_returns_do_not_vary():
+    """CleanRL: ``np.nan if var_y == 0`` -- not a made-up 0 (or 1) when nothing is explained."""
+    torch.manual_seed(10)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    batch["returns"] = torch.full_like(batch["returns"], 0.25)
+    stats = ppo_update(model, torch.optim.SGD(model.parameters(), lr=0.0), batch, config())
+    assert np.isnan(stats["losses/explained_variance"])
+
+
+# -- the oracle critic ----------------------------------------------------------------------------
+
+
+def test_the_oracle_critic_s_value_depends_on_the_hidden_hands():
+    """training/critic.py: the critic reads the observation *plus* the other seats' hands, so
+    one observation with two different splits of the hidden tiles gets two values, each the
+    MLP of the concatenated input."""
+    torch.manual_seed(11)
+    critic = OracleCritic((16,))
+    states = [random_state(seed, 6 + seed) for seed in range(4)]
+    model = PolicyNet([16], action_features=0)
+    obs = sampled(model, states)[0]
+    hands = torch.from_numpy(np.stack([hidden_hands(m, m.turn) for m in states]))
+    swapped = hands.reshape(4, 3, -1).flip(1).reshape(4, -1)   # the two opponents' swapped
+    assert not torch.equal(hands, swapped)
+    with torch.no_grad():
+        values, other = critic(obs, hands), critic(obs, swapped)
+        by_hand = critic.value_head(critic.trunk(torch.cat([obs, hands], -1))).squeeze(-1)
+    assert values.shape == (4,)
+    torch.testing.assert_close(values, by_hand)
+    assert (values - other).abs().min() > 1e-6

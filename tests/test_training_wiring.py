@@ -64,11 +64,13 @@ def run(tmp_path_factory):
         (buffer,) = buffers
         record = {"batch": {k: v.detach().clone() for k, v in batch.items()},
                   "ent_coef": arguments["ent_coef"],
+                  "lrs": [group["lr"] for group in arguments["optimizer"].param_groups],
                   "buffer": {name: getattr(buffer, name)[:buffer.size].copy() for name in
                              ("rewards", "values", "dones", "next_index", "bootstrap")}}
         with torch.no_grad():
             record["critic_values"] = critic(batch["obs"], batch["hands"]).clone()
         out = real_update(*args, **kwargs)
+        record["losses"] = dict(out)
         record["model_after"] = {k: v.detach().clone()
                                  for k, v in arguments["model"].state_dict().items()}
         updates.append(record)
@@ -163,3 +165,30 @@ def test_steps_per_second_count_this_session_s_steps(run):
     assert [step for _, step in sps] == [64 * u for u in range(1, UPDATES + 1)]
     # steps / seconds of the session so far: at least steps / the whole run's seconds
     assert all(value >= step / run["elapsed"] for value, step in sps), sps
+
+
+def test_each_update_trains_at_its_annealed_learning_rate(run):
+    """docs/training.md: linear learning-rate annealing, CleanRL's: update u of N trains at
+    ``learning_rate * (1 - (u - 1) / N)`` -- the rate the optimizer holds when ``ppo_update``
+    runs, not only the one logged as ``charts/learning_rate``."""
+    cfg = run["cfg"]
+    assert cfg.anneal_lr
+    want = [cfg.learning_rate * (1 - (u - 1) / UPDATES) for u in range(1, UPDATES + 1)]
+    for record, lr in zip(run["updates"], want):
+        assert record["lrs"] == pytest.approx([lr] * len(record["lrs"]), rel=1e-9)
+    logged = [value for tag, value, _ in run["scalars"] if tag == "charts/learning_rate"]
+    assert logged == pytest.approx(want, rel=1e-6)
+    assert want[1] != pytest.approx(want[0])
+
+
+def test_the_logged_losses_are_those_the_update_returned(run):
+    """Every ``losses/*`` statistic of ``ppo_update`` is written to TensorBoard under its own
+    name at that update's global step, unchanged."""
+    logged = {(tag, step): value for tag, value, step in run["scalars"]}
+    for u, record in enumerate(run["updates"], start=1):
+        losses = record["losses"]
+        assert {"losses/value_loss", "losses/policy_loss", "losses/entropy", "losses/approx_kl",
+                "losses/clipfrac", "losses/explained_variance"} <= set(losses)
+        for tag, value in losses.items():
+            assert logged[tag, 64 * u] == pytest.approx(value, rel=1e-6, abs=1e-9,
+                                                        nan_ok=True), tag
