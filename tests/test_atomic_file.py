@@ -79,3 +79,29 @@ def test_a_name_the_file_system_refuses_is_an_output_error_and_a_long_legal_one_
     with atomic_path(longest) as partial:
         partial.write_text("kept")
     assert longest.read_text() == "kept" and sorted(tmp_path.iterdir()) == [longest]
+
+
+def test_a_link_is_replaced_itself_when_links_are_not_followed(tmp_path):
+    """``follow_links=False``: the link becomes a new regular file, with the mode ``open()`` gives
+    a new file, and what it pointed to is left as it was (a name a program chooses in a folder
+    someone else may have filled)."""
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("theirs")
+    os.chmod(target, 0o600)
+    link = tmp_path / "frame.png"
+    link.symlink_to(target)
+    with atomic_path(link, follow_links=False) as partial:
+        partial.write_text("ours")
+    assert not link.is_symlink() and link.read_text() == "ours"
+    assert target.read_text() == "theirs"
+    umask = os.umask(0)
+    os.umask(umask)
+    # a new file: the mode open() gives one, not that of the file the link pointed to
+    assert stat.S_IMODE(os.stat(link).st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
+
+
+def test_a_path_without_a_file_name_is_refused_as_such(tmp_path):
+    """``FOLDER/..`` names a folder, not a file to write."""
+    with pytest.raises(ValueError, match="give a file name"):
+        check_output_file(os.path.join(str(tmp_path), ".."))

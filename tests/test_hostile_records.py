@@ -197,6 +197,56 @@ def test_bounds_before_work():
     assert "moves" in refused(record)
 
 
+def test_exactly_max_rounds_rounds_are_read():
+    """At most MAX_ROUNDS rounds are read: a record of exactly that many is replayed (here it
+    fails later, at round 1's opener), not refused for its length."""
+    exactly = dict(RECORD, rounds=[RECORD["rounds"][0]] * MAX_ROUNDS)
+    message = refused(exactly)
+    assert message.startswith("round 1: ") and "are read" not in message, message
+
+
+@pytest.mark.parametrize("value", [0, -1, MAX_TARGET + 1, True, 60.0, "60", None, [60]])
+def test_a_target_outside_1_to_5000_or_not_an_int_is_refused(value):
+    assert f"target must be an int in [1, {MAX_TARGET}]" in refused(dict(RECORD, target=value))
+
+
+def test_a_bool_is_not_an_int_anywhere_in_a_record():
+    """JSON ``true``/``false`` where the format has an int (a seat, an opener, an action, a
+    slot, a point, a score, the winner, the target) is refused even where it equals the right
+    number (``true == 1``): a reader in another language would not take it as one."""
+    record = finished_record(seed=0)  # it has an action 0 (0|0 at slot 0) too
+    assert any(m["action"] == 0 for rnd in record["rounds"] for m in rnd["moves"])
+    won_at_one = finished_record(seed=1, target=1)  # a target of 1: true as the target
+    checked = 0
+    for base in (record, won_at_one):
+        for path in paths(base):
+            holder = base
+            for key in path[:-1]:
+                holder = holder[key]
+            if not path or type(holder[path[-1]]) is not int or holder[path[-1]] not in (0, 1):
+                continue
+            bad = copy.deepcopy(base)
+            holder = bad
+            for key in path[:-1]:
+                holder = holder[key]
+            holder[path[-1]] = bool(holder[path[-1]])
+            refused(bad)
+            checked += 1
+    assert checked > 100
+
+
+def test_an_action_in_range_but_illegal_is_refused_as_illegal():
+    """An action number 0-111 naming a tile the seat does not hold (its tile and slot written
+    to match) is refused as illegal (R6), not played."""
+    record = copy.deepcopy(RECORD)
+    rnd = record["rounds"][0]
+    move = rnd["moves"][0]
+    other = rnd["hands"][(move["seat"] + 1) % 4][0]  # a tile of the next seat
+    tile = next(t for t in range(28) if records.tile_name(t) == other)
+    move.update(action=tile << 2 | move["slot"], tile=other)
+    assert f"round 0, move 0: illegal action {tile << 2 | move['slot']}" in refused(record)
+
+
 def _placement_index(record) -> int:
     return next(i for i, move in enumerate(record["rounds"][0]["moves"]) if "tile" in move)
 
@@ -254,6 +304,8 @@ def test_the_count_of_json_values_is_bounded_before_parsing(monkeypatch):
     longest_round = dict(RECORD["rounds"][0], moves=[placement] * 28 + [knock] * 88)
     longest = dict(RECORD, rounds=[longest_round] * MAX_ROUNDS)
     assert isinstance(parse(json.dumps(longest, indent=1)), dict)  # not refused for its size
+    exactly = "[" + ",".join(["0"] * records.MAX_JSON_VALUES) + "]"  # N-1 commas and one [
+    assert len(parse(exactly)) == records.MAX_JSON_VALUES  # at the bound: read
     many = "[" + ",".join(["{}"] * records.MAX_JSON_VALUES) + "]"
     parsed = []
     monkeypatch.setattr(records.json, "loads", lambda *a, **k: parsed.append(1))
@@ -401,6 +453,56 @@ def test_a_fifo_waits_a_bounded_time_and_a_device_or_a_folder_is_refused(tmp_pat
                             "--check"], input=json.dumps(records.game_record(match)),
                            capture_output=True, text=True, timeout=60)
     assert piped.returncode == 0 and "a valid sevenrocks-record/1 record" in piped.stdout, piped
+
+
+@pytest.mark.timeout(20)
+def test_a_pipe_s_text_is_read_whole_when_it_arrives_in_parts(tmp_path):
+    """After a FIFO's first bytes it is read to its end as any pipe is: a writer that pauses
+    between two writes is not cut off at the pause."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def write_in_two_parts():
+        with open(fifo, "wb", buffering=0) as pipe:
+            pipe.write(b'{"a": ')
+            time.sleep(0.5)
+            pipe.write(b"1}")
+    writer = threading.Thread(target=write_in_two_parts)
+    writer.start()
+    try:
+        assert read_text(fifo, 100, "thing") == '{"a": 1}'
+    finally:
+        writer.join()
+
+
+def test_a_read_error_is_a_value_error_naming_the_file(tmp_path, monkeypatch):
+    """An I/O error while reading (a failing disk, a network file system gone) is one
+    ``ValueError`` naming what was read and the file, not a bare ``OSError``."""
+    import errno
+    import os
+
+    path = tmp_path / "f.txt"
+    path.write_text("x")
+
+    class Failing:
+        def __init__(self, descriptor):
+            os.close(descriptor)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def read(self, size):
+            raise OSError(errno.EIO, "Input/output error")
+    monkeypatch.setattr(os, "fdopen", lambda descriptor, mode: Failing(descriptor))
+    with pytest.raises(ValueError, match=f"^cannot read thing {re.escape(str(path))}: "
+                                         "Input/output error$"):
+        read_text(path, 100, "thing")
 
 
 def test_a_path_with_a_nul_character_is_named_in_the_message():

@@ -101,6 +101,27 @@ def first_placement(record, r=0, skip=0):
      "after the round"),
     (lambda r: r["rounds"].append(copy.deepcopy(r["rounds"][-1])),
      r"round \d+: the match had already ended: team [01] had won it \(R8\); no round follows"),
+    # a finished round recorded as one in progress (null): the replay's result is compared
+    (lambda r: r["rounds"][-1].update(result=None), r"record says result None, replay gives 'won'"),
+    (lambda r: r["rounds"][0].update(result=None), r"round 0: record says result None"),
+    # a move after the winning tile: the match is over, not merely the round
+    (lambda r: r["rounds"][-1]["moves"].append({"seat": 0, "action": 112, "pass": True}),
+     r"a move after the round or match ended"),
+    # the format's types and ranges: winner 0 | 1 | null, scores two ints, opener a seat 0-3,
+    # four hands of 7 tiles each
+    (lambda r: r.update(winner=2), r"winner must be 0, 1 or null, got 2"),
+    (lambda r: r.update(winner=float(r["winner"])), r"winner must be 0, 1 or null"),
+    (lambda r: r.update(scores=r["scores"] + [0]), r"scores must be two ints"),
+    (lambda r: r["rounds"][0].update(scores=r["rounds"][0]["scores"] + [0]),
+     r"round 0: scores must be two ints"),
+    (lambda r: r["rounds"][0].update(opener=4), r"opener must be a seat 0-3, got 4"),
+    (lambda r: r["rounds"][0].update(opener=-1), r"opener must be a seat 0-3, got -1"),
+    (lambda r: r["rounds"][0].update(hands=r["rounds"][0]["hands"][:3]),
+     r"'hands' must be four lists of tiles"),
+    (lambda r: r["rounds"][0]["hands"][0].append(r["rounds"][0]["hands"][1].pop()),
+     r"seat 0's hand must list 7 tiles"),
+    (lambda r: r["rounds"][0]["hands"][0].__setitem__(0, r["rounds"][0]["hands"][0][0] + " " * 6),
+     r"a tile is a string like '3\|5'"),
 ])
 def test_bad_records_name_the_problem(edit, message):
     record = finished_record(seed=2)
@@ -158,6 +179,43 @@ def test_the_scores_after_each_round_are_checked():
     with pytest.raises(RecordError, match=r"round 0: record says scores \[-?\d+, -?\d+\], "
                                           r"replay gives"):
         validate(bad)
+
+def test_a_match_nobody_won_has_winner_null():
+    """A record claiming a winner for a match the replay leaves without one (cut off by its
+    round limit, or still in progress) is refused: team 0 is not "no winner"."""
+    cut = finished_record(seed=3, max_rounds=2)
+    assert cut["winner"] is None
+    for claimed in (0, 1):
+        with pytest.raises(RecordError, match=f"record says winner {claimed}, replay gives None"):
+            validate(tampered(cut, lambda r: r.update(winner=claimed)))
+    match = Match.new(5)
+    apply_action(match, legal_actions(match)[0])
+    unfinished = game_record(match)
+    with pytest.raises(RecordError, match="record says winner 0, replay gives None"):
+        validate(tampered(unfinished, lambda r: r.update(winner=0)))
+
+
+def test_a_round_limit_of_the_match_s_length_is_a_cut_off_and_a_won_match_is_not():
+    """``ending`` says how the match ended: won (even in its last allowed round), cut off, or
+    unfinished."""
+    cut = finished_record(seed=3, max_rounds=2)
+    assert ending(cut) == "no winner: cut off by its round limit (max_rounds 2)"
+    won = finished_record(seed=2)
+    rounds = len(won["rounds"])
+    won_last = tampered(won, lambda r: r.update(max_rounds=rounds))  # won in its last round
+    validate(won_last)
+    assert not cut_off(won_last)
+    assert ending(won_last) == f"won by team {won['winner']}"
+
+
+def test_save_into_a_device_writes_through_it_and_never_replaces_it(tmp_path):
+    """``save(record, "/dev/null")`` keeps no record: the device is written into, not replaced."""
+    import os
+    import stat
+
+    save(finished_record(seed=4), "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
 
 @pytest.mark.parametrize("value", [0, -1, 1001, 2.0, "2", True, None, [2]])
 def test_a_bad_round_limit_is_refused(value):
