@@ -288,6 +288,23 @@ def test_numpy_integer_seeds_are_seeds_and_bad_ones_get_the_aec_envs_error():
             env.reset(seed=seed)
 
 
+@pytest.mark.parametrize("partner", ["self", "random"])
+def test_the_aec_envs_turn_follows_the_match_the_driver_plays(partner):
+    """The single-agent view plays through a driver, not the AEC env's step, and moves the AEC
+    env's ``agent_selection`` with the match: ``env.aec_env.last()`` is the seat on turn's view."""
+    env = SingleAgentEnv(opponents="random", seat=1, partner=partner)
+    rng = np.random.default_rng(3)
+    for seed in range(3):
+        obs, _ = env.reset(seed=seed)
+        terminated = truncated = False
+        while not (terminated or truncated):
+            aec = env.aec_env
+            assert aec.agent_selection == f"player_{env.match.turn}"
+            assert np.array_equal(aec.last()[0]["observation"], obs["observation"])
+            action = int(rng.choice(np.flatnonzero(obs["action_mask"])))
+            obs, _, terminated, truncated, _ = env.step(action)
+
+
 def test_an_unknown_reset_option_is_named_not_ignored():
     env = SingleAgentEnv(opponents="random")
     with pytest.raises(ValueError, match="unknown reset option.s. 'matc'; the one option is 'match'"):
