@@ -58,9 +58,14 @@ def silence_stdout() -> None:
 def guarded(command: str, run) -> int:
     """``run()``'s exit status, with a closed or full stdout handled as a command line should:
     a reader that went away (``| head``) stops it quietly, as cat and grep do; any other
-    ``OSError`` that reaches here is one line naming ``command``, not a traceback."""
+    ``OSError`` that reaches here is one line naming ``command``, not a traceback.  A Ctrl-C
+    that no subcommand handles (while ``train`` imports torch: seconds) is one line and
+    status 130, as the subcommands' own handlers say it."""
     try:
         return run()
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         silence_stdout()
         return 1

@@ -106,3 +106,16 @@ def test_a_missing_optional_package_exits_2(monkeypatch, capsys):
     monkeypatch.setitem(SUBCOMMANDS, "play", ("sevenrocks_env.no_such_module", "x"))
     assert main(["play"]) == 2
     assert "needs a package that is not installed" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_a_subcommand_loads_is_one_line_and_130(monkeypatch, capsys):
+    """``sevenrocks train`` imports torch for seconds before its own Ctrl-C handler is set up:
+    a Ctrl-C then printed a 30-line KeyboardInterrupt traceback."""
+    import importlib
+
+    def interrupted(name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib, "import_module", interrupted)
+    assert main(["train", "--config", "configs/default.yaml"]) == 130
+    assert capsys.readouterr().err.strip() == "sevenrocks: interrupted"

@@ -375,11 +375,13 @@ def test_fuzzed_bodies_never_give_500_and_never_change_the_game(client, app, wai
                                   ["--idle-minutes", "0"], ["--port", "0"], ["--max-games", "0"],
                                   ["--port", "65536"]])  # (an OverflowError from the socket)
 def test_serve_refuses_bad_settings_before_starting(argv, capsys):
-    """nan idle minutes would never expire a game: the store would answer 429 for good."""
+    """nan idle minutes would never expire a game: the store would answer 429 for good.  The
+    error names the option and the value given (``--max-games 0`` said "--port must be")."""
     from sevenrocks_env.web.server import main
 
     assert main(argv) == 2
-    assert capsys.readouterr().err.startswith("error: --port must be")
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {argv[0]} must be") and err.strip().endswith(f"got {argv[1]}")
 
 
 def test_serve_refuses_an_agent_it_cannot_build_before_starting(capsys):

@@ -213,9 +213,12 @@ def test_other_hands_are_face_up_once_a_counted_round_is_over(won):
     assert checked
 
 
-def test_observer_must_be_a_seat():
-    with pytest.raises(ValueError, match="observer"):
-        draw_picture(Match.new(0), observer=4)
+@pytest.mark.parametrize("observer", [4, "1", 1.5, True])
+def test_observer_must_be_a_seat(observer):
+    """A string was a TypeError from a comparison, 1.5 drew a board with no hand face up, and
+    True drew seat 1's hand labelled "(you)"."""
+    with pytest.raises(ValueError, match="observer must be a seat 0..3 or None, got"):
+        draw_picture(Match.new(0), observer=observer)
 
 
 def test_round_end_lines_add_partners_deductions():

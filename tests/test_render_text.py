@@ -48,6 +48,20 @@ def test_observer_sees_only_own_hand_spectator_sees_all():
     assert all(f"seat {s} hand: {hands[s]}" in spectator for s in range(4))
 
 
+@pytest.mark.parametrize("observer", [4, -1, "1", 1.0, True])
+def test_an_observer_that_is_not_a_seat_is_refused(observer):
+    """render_text(match, observer=4) (or "1") showed a board with no hand at all, where the
+    picture refused seat 4: the caller's mistake went unnoticed."""
+    with pytest.raises(ValueError, match=r"observer must be a seat 0\.\.3 or None, got"):
+        render_text(Match.new(0), observer=observer)
+
+
+def test_a_numpy_seat_is_an_observer():
+    import numpy as np
+    match = example_match(EXAMPLES["A"], steps=3)
+    assert render_text(match, observer=np.int64(2)) == render_text(match, observer=2)
+
+
 @pytest.mark.parametrize("step, expected", [
     (0, "seat 0: 1|4 opens the round: continuation points west 1, east 4; counted 1 + 4 = 5 -> 5 points"),
     (1, "1|1 on the west end, joining the 1 of 1|4: first double: the spinner, attached by line A"),

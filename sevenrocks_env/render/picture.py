@@ -19,13 +19,14 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..checks import shown
 from ..rules import Match, team_of
 from ..scoring import end_sum
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
 from .layout import BoardDrawing, build_layout, last_placement
-from .text import LAYOUT_NOT_KNOWN, deduction_text, layout_known, round_result, shown_round
+from .text import (
+    LAYOUT_NOT_KNOWN, checked_observer, deduction_text, layout_known, round_result, shown_round,
+)
 
 SIZE = (1280, 860)            # width, height
 HEADER_H, FOOTER_H = 96, 210
@@ -244,8 +245,7 @@ def draw_picture(match: Match, observer: int | None = None, spectator: bool = Fa
                  ) -> tuple[Image.Image, BoardGeometry]:
     """The board picture (:data:`SIZE`; resize the image for others) and its geometry.
     ``framing`` fixes scale and position (replays)."""
-    if observer is not None and not 0 <= observer < NUM_SEATS:
-        raise ValueError(f"observer must be a seat 0..3 or None, got {shown(observer)}")
+    observer = checked_observer(observer)
     size = SIZE
     image = Image.new("RGB", size, FELT)
     draw = ImageDraw.Draw(image)

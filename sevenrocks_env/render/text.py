@@ -12,6 +12,7 @@ Notation (printed as a legend under the board):
 
 from __future__ import annotations
 
+from ..checks import is_int, shown
 from ..rules import WON, Match, apply_action, team_of
 from ..scoring import end_sum, placement_points
 from ..tiles import (
@@ -123,11 +124,21 @@ def just_ended_round(match: Match) -> Match | None:
     return view
 
 
+def checked_observer(observer) -> int | None:
+    """``observer`` as a seat 0-3 or ``None``; ``ValueError`` naming anything else (a board
+    that quietly showed no hand for seat 4 or ``"1"`` hid a caller's mistake)."""
+    if observer is not None and not is_int(observer, 0, NUM_SEATS - 1):
+        raise ValueError(f"observer must be a seat 0..3 or None, got {shown(observer)}")
+    return None if observer is None else int(observer)
+
+
 def render_text(match: Match, observer: int | None = None) -> str:
     """Text board: scores, layout, counted ends and end sum, seat to move, hand sizes, hands.
 
     ``observer`` shows only that seat's hand; ``None`` (spectator) shows every hand.
+    ``ValueError`` for an observer that is not a seat.
     """
+    observer = checked_observer(observer)
     target = match.target
     log = shown_round(match)
     layout = build_layout(log.moves) if log is not None else BoardDrawing()
@@ -243,5 +254,5 @@ def describe_move(round_log, index: int) -> str:
     return f"seat {seat}: {head}: " + "; ".join(notes)
 
 
-__all__ = ["LEGEND", "counted_text", "describe_move", "layout_lines", "render_text",
-           "round_end_text", "where_text"]
+__all__ = ["LEGEND", "checked_observer", "counted_text", "describe_move", "layout_lines",
+           "render_text", "round_end_text", "where_text"]

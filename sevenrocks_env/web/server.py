@@ -36,10 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     # not (0 < idle <= a week) also refuses nan, which compares false with everything
-    if not 0 < args.port < 65536 or args.max_games < 1 or not 0 < args.idle_minutes <= 7 * 24 * 60:
-        print("error: --port must be 1-65535, --max-games positive, --idle-minutes in (0, 10080]",
-              file=sys.stderr)
-        return 2
+    for bad, rule, value in ((not 0 < args.port < 65536, "--port must be 1-65535", args.port),
+                             (args.max_games < 1, "--max-games must be positive", args.max_games),
+                             (not 0 < args.idle_minutes <= 7 * 24 * 60,
+                              "--idle-minutes must be in (0, 10080]", f"{args.idle_minutes:g}")):
+        if bad:  # the option that is wrong, not all three (--max-games 0 said "--port must be")
+            print(f"error: {rule}, got {value}", file=sys.stderr)
+            return 2
     try:
         import uvicorn
 
