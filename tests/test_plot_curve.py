@@ -108,6 +108,25 @@ def test_the_logged_pairs_of_each_evaluation_size_its_band(tmp_path, monkeypatch
     assert set(drawn) == {30}  # not 200 for the last point
 
 
+def test_the_runs_folder_or_a_file_given_for_a_run_is_named_as_such(tmp_path, capsys):
+    """``tensorboard --logdir runs`` takes the parent; plot_curve takes one run: the parent said
+    only "no evaluations logged", and a file said "no such folder" though it exists."""
+    for name in ("b_run", "a_run", "c_run", "d_run"):
+        write_run(tmp_path / "runs" / name, minutes=(0.1,), rates=(0.5,))
+    (tmp_path / "runs" / "notes").mkdir()
+    out = ["--out", str(tmp_path / "c.png")]
+    assert main([str(tmp_path / "runs"), *out]) == 2
+    err = capsys.readouterr().err
+    assert "no evaluations logged" in err and err.count("\n") == 1
+    runs = [str(tmp_path / "runs" / name) for name in ("a_run", "b_run", "c_run")]
+    assert err.strip().endswith(f"; it holds runs, give one: {', '.join(runs)}, ...")
+    assert main([str(tmp_path / "runs" / "a_run" / "x.png"), *out]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    (tmp_path / "file.png").write_bytes(b"")
+    assert main([str(tmp_path / "file.png"), *out]) == 2
+    assert "not a folder: give a run's folder (runs/<run>)" in capsys.readouterr().err
+
+
 def test_hparams_table_parsing():
     assert _pairs_from_table("|param|value|\n|eval_pairs|3|\n|final_eval_pairs|40|") == (3, 40)
     assert _pairs_from_table("|param|value|\n|eval_pairs|3|") is None
@@ -178,3 +197,31 @@ def test_odd_logged_values_are_one_line_naming_the_tag(tmp_path, capsys, extra, 
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1, err
     assert not (tmp_path / "c.png").exists()
+
+
+def test_a_run_with_one_evaluation_shows_its_interval(tmp_path, monkeypatch):
+    """eval_every=0 (or an agent evaluated once): a band between points has no width at one
+    point, so its interval is drawn as a bar; the title says "bands" and the picture shows them
+    (before: a bare marker)."""
+    from matplotlib.figure import Figure
+
+    write_run(tmp_path / "once", minutes=(0.3,), rates=(0.75,), pairs=(8, 8))
+    # Wilson over 8 pairs: vs random 0.75 in [0.409, 0.929], vs greedy 0.375 in [0.137, 0.694]
+    where, original = {}, Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        ax = fig.axes[0]
+        where["x"] = float(ax.get_lines()[0].get_xdata()[0])
+        where["to_pixels"] = ax.transData.transform
+        return original(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", spy)
+    out = tmp_path / "once.png"
+    assert main([str(tmp_path / "once"), "--out", str(out)]) == 0
+    picture = Image.open(out).convert("RGB")
+    for rate in (0.25, 0.88, 0.92):  # inside one interval only, away from the markers
+        x, y = where["to_pixels"]((where["x"], rate))
+        column = [picture.getpixel((int(round(x)) + dx, picture.height - int(round(y))))
+                  for dx in (-1, 0, 1)]
+        # a curve's colour, not the white background nor the grey grid
+        assert any(max(pixel) - min(pixel) > 20 for pixel in column), (rate, column)

@@ -7,7 +7,8 @@ Reads the ``eval/win_rate_vs_<agent>`` scalars and ``eval/wall_minutes`` (logged
 evaluation, resume-safe).  The x axis is wall time in the unit that suits the run (seconds for a
 run shorter than two minutes, minutes up to two hours, then hours), or the learner's decisions
 (``global_step``) with ``--x steps``.  Each win rate gets the arena's 95% Wilson interval over
-its duplicate pairs (:func:`sevenrocks_env.ratings.wilson_interval`): the number of pairs is the
+its duplicate pairs (:func:`sevenrocks_env.ratings.wilson_interval`; a band, or a bar for a
+curve of one evaluation): the number of pairs is the
 ``eval/pairs`` scalar logged with each evaluation (runs before it: the logged hyperparameters
 ``eval_pairs``, ``final_eval_pairs`` for the last evaluation), or given with ``--pairs``.  Drawn with matplotlib (the ``[train]`` extra).
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file
 from sevenrocks_env.checks import shown
 from sevenrocks_env.ratings import wilson_interval
-from sevenrocks_env.textfile import not_regular, open_without_waiting
+from sevenrocks_env.textfile import not_regular, open_without_waiting, shown_path
 
 #: Bounds of the logged values read from a run folder (a year of wall time; the arena's pairs).
 MAX_MINUTES, MAX_PAIRS = 60 * 24 * 366, 10 ** 7
@@ -55,7 +56,8 @@ def read_run(run_dir) -> dict:
 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise ValueError(f"{run_dir}: no such folder")
+        raise ValueError(f"{run_dir}: " + ("not a folder: give a run's folder (runs/<run>)"
+                                           if run_dir.exists() else "no such folder"))
     check_event_files(run_dir)
     try:
         acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
@@ -70,7 +72,8 @@ def _evaluations(run_dir: Path, acc) -> dict:
     """:func:`read_run`'s result from a loaded ``EventAccumulator``, every value checked."""
     tags = acc.Tags()
     if "eval/wall_minutes" not in tags["scalars"]:
-        raise ValueError(f"{run_dir}: no evaluations logged (eval/wall_minutes missing)")
+        raise ValueError(f"{run_dir}: no evaluations logged (eval/wall_minutes missing)"
+                         + _runs_below(run_dir))
 
     def scalars(tag: str, ok, words: str) -> list:
         """The events of ``tag``, each value checked (a shared run folder is untrusted)."""
@@ -114,6 +117,27 @@ def _evaluations(run_dir: Path, acc) -> dict:
         except ValueError as problem:
             raise ValueError(f"{run_dir}: the logged hyperparameters: {problem}") from None
     return {"curves": curves, "pairs": pairs, "pairs_at": pairs_at, "name": run_dir.name}
+
+
+def _runs_below(run_dir: Path, most: int = 3) -> str:
+    """A hint naming up to ``most`` subfolders that hold event files (``runs/``, the folder
+    ``tensorboard --logdir`` takes, given for one run's); the first 1,000 entries looked at."""
+    from itertools import islice
+
+    from tensorboard.backend.event_processing.io_wrapper import IsSummaryEventsFile
+
+    found = []
+    try:
+        for entry in islice(os.scandir(run_dir), 1000):
+            if entry.is_dir() and any(IsSummaryEventsFile(name)
+                                      for name in islice(os.listdir(entry.path), 1000)):
+                found.append(entry.name)
+    except OSError:
+        return ""
+    if not found:
+        return ""
+    names = ", ".join(shown_path(run_dir / name) for name in sorted(found)[:most])
+    return f"; it holds runs, give one: {names}" + (", ..." if len(found) > most else "")
 
 
 def check_event_files(run_dir: Path) -> None:
@@ -226,8 +250,13 @@ def draw(run: dict, out, x: str = "time", pairs: int | None = None) -> Path:
             counts = [_pairs_at(step, last_step, run.get("pairs"), pairs) for step, _, _ in points]
         if all(counts):
             bands = [wilson_interval(r, n) for r, n in zip(rates, counts)]
-            ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands],
-                            color=line.get_color(), alpha=0.18, linewidth=0)
+            if len(xs) > 1:
+                ax.fill_between(xs, [b[0] for b in bands], [b[1] for b in bands],
+                                color=line.get_color(), alpha=0.18, linewidth=0)
+            else:  # one evaluation (eval_every: 0): a band of no width; the interval as a bar
+                ax.errorbar(xs, rates, yerr=[[rates[0] - bands[0][0]], [bands[0][1] - rates[0]]],
+                            fmt="none", ecolor=line.get_color(), alpha=0.5, linewidth=2,
+                            capsize=5)
             banded = True
     ax.axhline(0.5, color="grey", linewidth=1.2, linestyle="--")
     ax.set_ylim(-0.01, 1.01)  # a 100% line stays visible above the frame
