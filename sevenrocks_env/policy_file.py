@@ -225,10 +225,14 @@ def _check_tensor_bytes(data, stored: int, path) -> None:
         value = todo.pop()
         if isinstance(value, torch.Tensor):
             held += value.numel() * value.element_size()
+            todo.append(value._backward_hooks)  # None, or the dict the file gave the rebuild
         elif isinstance(value, dict):
+            todo.extend(value.keys())  # a tensor may be a key
             todo.extend(value.values())
         elif isinstance(value, (list, tuple, set, frozenset)):  # the safe loader makes sets too
             todo.extend(value)
+        # attributes the file set (the safe loader's BUILD sets an OrderedDict's, a tensor's)
+        todo.extend(getattr(value, "__dict__", {}).values())
     if held > stored:
         raise CheckpointError(f"{path} is not a sevenrocks checkpoint: its tensors hold "
                               f"{held:,} bytes but the file stores {stored:,} (tensors expanded "

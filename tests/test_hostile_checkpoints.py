@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,7 @@ def test_absurd_declared_networks_are_refused_before_building(tmp_path, monkeypa
     (lambda w: w.pop("policy_head.bias"), "missing or unexpected"),
     (lambda w: w.update({"extra": torch.zeros(1)}), "missing or unexpected"),
     (lambda w: w.update({"trunk.0.bias": torch.full((16,), float("inf"))}), "non-finite"),
+    (lambda w: w.update({"trunk.0.bias": [0.0] * 16}), "must map parameter names to tensors"),
 ])
 def test_weights_must_fit_the_declared_network(tmp_path, edit, words):
     weights = PolicyNet([16]).state_dict()
@@ -303,6 +305,12 @@ def test_the_pickle_size_is_bounded(tmp_path, monkeypatch):
     ("twice", "tensors hold"),        # referenced twice: already more than the file stores
     ("many", "would expand"),         # a small tensor referenced 1000 times
     ("cycle", "filled after being referenced"),  # x = [x]: walking it never ends
+    # where the walk did not look: a dict's keys, attributes (an OrderedDict's, a tensor's: the
+    # safe loader's BUILD and rebuild set them), a tensor's backward hooks (restored as given)
+    ("as_a_key", "tensors hold"),
+    ("an_attribute", "tensors hold"),
+    ("a_tensor_s_attribute", "tensors hold"),
+    ("in_backward_hooks", "tensors hold"),
 ])
 def test_objects_larger_than_the_file_are_refused(tmp_path, extra, words):
     value: object = []
@@ -319,6 +327,19 @@ def test_objects_larger_than_the_file_are_refused(tmp_path, extra, words):
         value = [torch.zeros(10**5)] * 20
     elif extra == "twice":
         value = [torch.zeros(10**5)] * 2
+    elif extra == "as_a_key":
+        value = {torch.zeros(1).expand(1000, 1000): 1}
+    elif extra in ("an_attribute", "a_tensor_s_attribute"):
+        value = OrderedDict() if extra == "an_attribute" else torch.zeros(1)
+        value.big = torch.zeros(1).expand(1000, 1000)
+    elif extra == "in_backward_hooks":
+        hooks = OrderedDict(hook=torch.zeros(1).expand(1000, 1000))
+
+        class Hooked:  # a file, not torch.save (which writes no hooks), can give them
+            def __reduce__(self):
+                return (torch._utils._rebuild_tensor_v2,
+                        (torch.zeros(1).untyped_storage(), 0, (1,), (1,), False, hooks))
+        value = Hooked()
     else:
         value = [torch.zeros(10)] * 1000
     refused(save_policy(tmp_path / f"{extra}.pt", extra=value), words)
@@ -349,3 +370,26 @@ def test_nothing_is_written_when_loading(tmp_path, monkeypatch):
     load_policy(path)
     refused(Path("missing.pt"))
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_second_data_pkl_in_another_folder_is_refused(tmp_path):
+    """torch unpickles the data.pkl of the archive's own folder: with a second one elsewhere,
+    the one scanned need not be the one read."""
+    import zipfile
+    path = save_policy(tmp_path / "two.pt")
+    with zipfile.ZipFile(path) as archive:
+        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+        archive.writestr("other/data.pkl", next(d for n, d in entries if n.endswith("data.pkl")))
+    refused(path, "2 data.pkl entries")
+
+
+def test_the_bytes_a_file_stores_are_its_tensor_data_alone(tmp_path):
+    """The tensors' bound is the tensor data the archive stores, not its pickle and records."""
+    net = PolicyNet([16])
+    stored = sum(t.numel() * t.element_size() for t in net.state_dict().values()) + 4
+    message = refused(save_policy(tmp_path / "p.pt", net, extra=torch.zeros(1).expand(10**6)),
+                      "tensors hold")
+    assert f"but the file stores {stored:,} " in message, message
