@@ -43,7 +43,8 @@ def test_shared_structures_count_every_reference_and_stop_at_the_limit():
         expanded_size(pickle.dumps(dag, protocol=2), 10**6)
 
 
-@pytest.mark.parametrize("data", [b"", b"\x80\x02", b"\x80\x02j\x05\x00\x00\x00.", b"(("])
+@pytest.mark.parametrize("data", [b"", b"\x80\x02", b"\x80\x02j\x05\x00\x00\x00.", b"((",
+                                  b"\x80\x02K\x01t."])  # TUPLE with no MARK
 def test_malformed_pickles_are_refused(data):
     with pytest.raises(PickleExpansionError, match="malformed"):
         expanded_size(data, 1000)
@@ -127,3 +128,41 @@ def test_memo_references_count_the_whole_object_each_time():
         assert expanded_size(_hash_bomb(depth), 10**6)[1] == 3 * 2 ** depth - 1
     with pytest.raises(PickleExpansionError, match="would expand to more than 1,000,000 items"):
         expanded_size(_hash_bomb(40), 10**6)
+
+
+def test_a_set_counts_each_item_once_and_a_shared_one_filled_later_is_refused():
+    """Sets (ADDITEMS, protocol 4; the safe loader builds them) grow the set already on the
+    stack, as APPENDS grows a list: counted once each, and refused when filled after being
+    referenced."""
+    assert expanded_size(pickle.dumps({1, 2}, protocol=4), 1000)[1] == 3
+    assert expanded_size(pickle.dumps([{1, 2}, {3}], protocol=4), 1000)[1] == 1 + 3 + 2
+    shared_then_filled = b"\x80\x04\x8f\x94h\x00(K\x01\x90."  # s = set(); [s ref]; s |= {1}
+    with pytest.raises(PickleExpansionError, match="filled after being referenced"):
+        expanded_size(shared_then_filled, 1000)
+
+
+def test_an_object_built_after_being_referenced_is_refused():
+    """BUILD sets an object's state (an OrderedDict's attributes, say): one referenced before
+    gets a state the count of those references never saw."""
+    built_after = b"\x80\x02}q\x00h\x00}K\x01K\x02sb."  # d = {}; [d ref]; BUILD d with {1: 2}
+    with pytest.raises(PickleExpansionError, match="filled after being referenced"):
+        expanded_size(built_after, 1000)
+    assert expanded_size(b"\x80\x02}}K\x01K\x02sb.", 1000)[1] == 4   # built first: counted
+
+
+def test_a_copy_made_by_dup_counts_as_a_reference():
+    """DUP is a second reference, as a memo get is: filling the object afterwards is refused."""
+    with pytest.raises(PickleExpansionError, match="filled after being referenced"):
+        expanded_size(b"\x80\x02]2K\x01a.", 1000)  # L = []; DUP; L.append(1)
+
+
+def test_an_object_of_exactly_the_limit_passes():
+    """The limit is the most an object may expand to, itself allowed."""
+    assert expanded_size(_hash_bomb(1), 5)[1] == 5
+    with pytest.raises(PickleExpansionError, match="more than 4 items"):
+        expanded_size(_hash_bomb(1), 4)
+
+
+def test_an_object_popped_off_the_stack_is_not_the_result():
+    assert expanded_size(b"\x80\x02]]K\x01a0.", 1000)[1] == 1      # [], [1], POP: the first
+    assert expanded_size(b"\x80\x02](K\x01K\x021.", 1000)[1] == 1   # POP_MARK drops 1 and 2

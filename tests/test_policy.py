@@ -13,7 +13,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from sevenrocks_env.observation import OBS_VERSION, action_mask, encode  # noqa: E402
 from sevenrocks_env.policy import (  # noqa: E402
-    CheckpointError, MaskedCategorical, PolicyNet, load_policy, read_checkpoint)
+    MASKED_LOGIT, CheckpointError, MaskedCategorical, PolicyNet, load_policy, read_checkpoint)
 from sevenrocks_env.rules import Match, apply_action  # noqa: E402
 from policy_files import assert_unseeded_agents_draw_fresh_seeds, save_policy  # noqa: E402
 
@@ -187,19 +187,21 @@ def test_a_compressed_checkpoint_is_refused_before_anything_is_unpacked(tmp_path
                 out.writestr(info.filename, source.read(info.filename))
         with pytest.raises(CheckpointError, match="is compressed"):
             load_policy(packed)
-    # one bzip2 entry holding 64 MB of zeros that declares 10 bytes (a few dozen bytes on disk)
+    # one bzip2 entry holding 64 MB of zeros that declares 10 bytes (a few dozen bytes on disk),
+    # and one that declares its compressed size: sizes that agree do not make it stored
     body, name = bz2.compress(bytes(64 << 20)), b"archive/data.pkl"
-    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 46, 0, 12, 0, 0, 0, len(body), 10,
-                        len(name), 0) + name
-    central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 46, 46, 0, 12, 0, 0, 0, len(body),
-                          10, len(name), 0, 0, 0, 0, 0, 0) + name
-    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central),
-                      len(local) + len(body), 0)
-    bomb = tmp_path / "bomb.pt"
-    bomb.write_bytes(local + body + central + end)
-    assert bomb.stat().st_size < 1 << 12
-    with pytest.raises(CheckpointError, match="is compressed"):
-        load_policy(bomb)
+    for declared in (10, len(body)):
+        local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 46, 0, 12, 0, 0, 0, len(body), declared,
+                            len(name), 0) + name
+        central = struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 46, 46, 0, 12, 0, 0, 0,
+                              len(body), declared, len(name), 0, 0, 0, 0, 0, 0) + name
+        end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central),
+                          len(local) + len(body), 0)
+        bomb = tmp_path / "bomb.pt"
+        bomb.write_bytes(local + body + central + end)
+        assert bomb.stat().st_size < 1 << 12
+        with pytest.raises(CheckpointError, match="is compressed"):
+            load_policy(bomb)
     monkeypatch.setattr(policy_file, "MAX_ENTRIES", 5)  # a flood of entries is refused too
     with pytest.raises(CheckpointError, match="archive entries"):
         load_policy(good)
@@ -418,11 +420,12 @@ def test_a_network_whose_legal_logits_reach_the_mask_s_is_refused_at_load(tmp_pa
     """A bias of -1e9 (every weight finite) loaded, then every decision failed with a message
     blaming the mask: the legal actions' logits were below the illegal ones' -1e8."""
     net = PolicyNet([16])
-    with torch.no_grad():
-        net.policy_head.bias.fill_(-1e9)
-    with pytest.raises(CheckpointError, match="logits for legal actions reach the mask's scale "
-                                              r"\(-1e\+08 for illegal ones\)"):
-        load_policy(save_policy(tmp_path / "sunk.pt", net))
+    for bias in (-1e9, MASKED_LOGIT):  # at the mask's own value too: as low as an illegal one
+        with torch.no_grad():
+            net.policy_head.bias.fill_(bias)
+        with pytest.raises(CheckpointError, match="logits for legal actions reach the mask's "
+                                                  r"scale \(-1e\+08 for illegal ones\)"):
+            load_policy(save_policy(tmp_path / "sunk.pt", net))
     # and the distribution names the cause when such logits reach it
     dist = MaskedCategorical(torch.tensor([[-1e9, -1e9, 0.0]]),
                              torch.tensor([[True, True, False]]))

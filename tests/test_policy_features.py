@@ -228,3 +228,24 @@ def test_reaching_the_target_exactly_wins_the_match(feature, points_of, team):
                 assert features_of(match, [action], 3)[0, index] == wins, (seed, action, need)
             checked += 1
     assert checked > 20
+
+
+def test_version_3_features_match_the_engine_where_the_partner_has_knocked():
+    """Features 24-32 at positions where the partner showed voids (R6), which random draws
+    rarely reach: the share of the open numbers it lacks counts only the numbers open on the
+    new layout (a closed slot shows none, not a 0)."""
+    checked = 0
+    for seed in range(120):
+        for moves in (12, 18, 24, 30):
+            match = random_state(seed, moves, in_play=True)
+            if match.over or match.awaiting_deal:
+                continue
+            view = decode(encode(match, match.turn))
+            legal = [a for a in rules.legal_actions(match) if a != KNOCK]
+            if not view.voids[PARTNER] or not legal:
+                continue
+            got = features_of(match, legal, 3)
+            want = np.array([reference_features(view, a, 3) for a in legal])
+            assert np.allclose(got, want, atol=1e-5), (seed, moves)
+            checked += 1
+    assert checked > 40

@@ -197,6 +197,7 @@ def test_mlp_checkpoint_round_trip_through_export(tmp_path):
     ({"scorer_sizes": [10 ** 9]}, "scorer_sizes"),
     ({"scorer_sizes": [64] * 100}, "scorer_sizes"),
     ({"scorer_sizes": [64, True]}, "scorer_sizes"),
+    ({"scorer_sizes": [8, 0]}, "scorer_sizes"),  # a layer of no units: a constant scorer
     ({"scorer_sizes": "64"}, "scorer_sizes"),
     ({"action_scorer": "evil"}, "action_scorer"),
     ({"action_scorer": ["mlp"]}, "action_scorer"),

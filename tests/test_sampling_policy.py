@@ -118,6 +118,15 @@ def test_numpy_numbers_are_temperatures_too():
     assert PolicyAgent(model, deterministic=False, temperature=np.int64(2)).temperature == 2.0
 
 
+def test_the_ends_of_the_temperature_range_are_temperatures():
+    from sevenrocks_env.policy import TEMPERATURE_RANGE, checked_temperature
+    low, high = TEMPERATURE_RANGE
+    assert checked_temperature(low) == low and checked_temperature(high) == high
+    for outside in (low / 2, high * 1.01):
+        with pytest.raises(ValueError, match="temperature must be"):
+            checked_temperature(outside)
+
+
 def test_a_bad_temperature_is_refused_before_the_file_is_read():
     with pytest.raises(ValueError, match="temperature must be"):
         load_policy("/no/such/file.pt", deterministic=False, temperature=-1.0)
