@@ -217,6 +217,20 @@ def test_same_seed_same_buffers_and_resume_continues_identically():
     ("deal_seed", lambda s: 2 ** 63, "deal_seed"),
     ("generator", lambda s: [256] + s["generator"][1:], "generator"),
     ("generator", lambda s: [0] * len(s["generator"]), "generator"),
+    # one entry more than the matches (zip would drop it without a word)
+    ("opponents", lambda s: s["opponents"] + [None], "opponents must be a list of 4"),
+    ("learner", lambda s: s["learner"] + [[True] * 4], "learner must be a list of 4"),
+    # self-play (no opponent) has all four seats learning
+    ("learner", lambda s: [[True, False] * 2] * 4, "learner[0]"),
+    # counts past 2**62, ints past int64, ints where the fields hold bools
+    ("counters", lambda s: [[2 ** 62 + 1] * 4] * 3, "counters"),
+    ("env_steps", lambda s: 2 ** 62 + 1, "env_steps"),
+    ("matches", lambda s: {**s["matches"], "turn": [2 ** 63] * 4}, "matches.turn"),
+    ("matches", lambda s: {**s["matches"], "end_double": [[0] * 4] * 4}, "matches.end_double"),
+    ("matches", lambda s: {**s["matches"], "turn": [True] * 4}, "matches.turn"),
+    # rows one score short would broadcast into both teams' scores
+    ("matches", lambda s: {**s["matches"], "scores": [[0]] * 4}, "matches.scores"),
+    ("matches", lambda s: {**s["matches"], "scores": [[0, 0, 0]] * 4}, "matches.scores"),
 ])
 def test_bad_state_pieces_raise_value_error_naming_them(piece, corrupt, message):
     """Refused, by another engine and by the engine the state came from, before anything
@@ -234,6 +248,14 @@ def test_bad_state_pieces_raise_value_error_naming_them(piece, corrupt, message)
     with pytest.raises(ValueError, match="keys"):
         engine.load_state_dict({k: v for k, v in state.items() if k != piece})
     assert engine.state_dict() == before   # nothing changed
+
+
+def test_a_state_with_an_extra_key_is_refused():
+    """Exactly the engine's keys: a piece it does not know is not a state it wrote."""
+    engine = BatchedSelfPlayEngine(4, seed=1)
+    state = copy.deepcopy(engine.state_dict())
+    with pytest.raises(ValueError, match="engine state must be a dict with keys"):
+        BatchedSelfPlayEngine(4, seed=2).load_state_dict(dict(state, extra=1))
 
 
 def _stats_against_random(engine_class, seed, target, max_rounds, steps) -> dict:

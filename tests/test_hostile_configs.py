@@ -68,9 +68,34 @@ def test_alias_bomb_in_a_known_key(tmp_path, key):
     ("eval_seed: -0123\n", "an octal number in YAML 1.1, read as -83"),
     ("seed: 1:00\n", "'1:00' is a base-60 number in YAML 1.1, read as 60"),
     ("max_minutes: 1:30.0\n", "base-60 number in YAML 1.1, read as 90.0"),
+    ("seed: 0_10\n", "'0_10' is an octal number in YAML 1.1, read as 8"),  # '_' is no digit
+    # an empty mapping sets nothing: as a mistake as an empty file
+    ("{}\n", "holds no settings"),
 ])
 def test_bad_files(tmp_path, content, words):
     assert words in refused(write(tmp_path, content))
+
+
+def test_a_float_with_a_leading_zero_is_read_as_written(tmp_path):
+    """YAML 1.1 reads ``01.5`` as 1.5, as it shows: only integers have the octal surprise."""
+    assert load_config(write(tmp_path, "win_reward: 01.5\n")).win_reward == 1.5
+
+
+def test_only_a_mapping_is_a_config():
+    with pytest.raises(ConfigError, match=r"^f\.pt: expected a mapping of key: value, got list$"):
+        config_from_dict([("seed", 1)], "f.pt")
+
+
+def test_a_device_off_the_cpu_needs_the_batched_engine():
+    with pytest.raises(ConfigError, match="only the batched engine runs off the CPU") as caught:
+        load_config(SMOKE, ["device=cuda", "engine=python"])
+    assert caught.value.key == "device" and caught.value.others == ("engine",)
+
+
+def test_spaces_around_a_quoted_spec_are_stripped():
+    """``" greedy"`` is the spec ``greedy``: the pool's and the resume state's names match."""
+    cfg = load_config(SMOKE, ['opponents=[" greedy", "past "]', 'eval_agents=[" random"]'])
+    assert cfg.opponents == ["greedy", "past"] and cfg.eval_agents == ["random"]
 
 
 def test_merge_keys_and_whole_numbers_in_e_notation_are_read(tmp_path):
@@ -140,6 +165,23 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
      "comma: quote specs with commas, e.g. --set 'opponents=[\"sample:policy=shipped,"),
     # how many worlds a time-limited search samples depends on the machine: not reproducible
     ('opponents=["search:samples=8,time_limit=1"]', "cannot have a time_limit"),
+    # a run name is a folder inside the roots: "." is the root itself, ".x" a hidden folder
+    ("run_name=.", "run_name: must be a plain folder name"),
+    ("run_name=.hidden", "run_name: must be a plain folder name"),
+    # the whole text is the device, not a prefix of it
+    ("device=cpux", "device: must be 'cpu', 'cuda' or 'cuda:N'"),
+    ("device=cuda:0x", "device: must be"),
+    # a set has no order (the opponents drawn, the layers of a network)
+    ("opponents=!!set {greedy: null}", "opponents: must be a list (in order), not a set"),
+    ("hidden_sizes=[]", "hidden_sizes: Value should have at least 1 item"),
+    ("scorer_sizes=[]", "scorer_sizes: Value should have at least 1 item"),
+    ("scorer_sizes=[0]", "scorer_sizes[0]: Input should be greater than or equal to 1"),
+    ("log_dir=runs\x00x", "log_dir: String should match pattern"),
+    ("init_temperature=0.5", "init_temperature sharpens the policy of init_from"),
+    # 'past' is a training opponent (a snapshot of this run), not a baseline
+    ("eval_agents=[past]", "eval_agents: unknown agent spec 'past'"),
+    # a timestamp YAML 1.1 cannot build: one line, not a raw ValueError
+    ("seed=2024-13-01", "seed: unreadable value (month must be in 1..12)"),
 ])
 def test_bad_values_blame_set_and_name_the_key(override, words):
     message = refused(SMOKE, [override])

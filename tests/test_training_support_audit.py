@@ -72,12 +72,33 @@ def test_the_batch_is_at_most_2_to_the_20_decisions():
     # coefficients are not negative
     ("ent_coef_final", 0.0, -0.01),
     ("target_kl", 0.0, -0.01),
+    # counts a run divides by or loops over: at least 1; the match target at most MAX_TARGET
+    ("max_snapshots", 1, 0),
+    ("update_epochs", 1, 0),
+    ("eval_pairs", 1, 0),
+    ("num_matches", 1, 0),
+    ("num_steps", 1, 0),
 ])
 def test_every_bound_holds_at_its_edge(key, accepted, refused):
     assert getattr(load_config(SMOKE, [f"{key}={accepted}"]), key) == accepted
     with pytest.raises(ConfigError, match=rf"^--set: {key}: ") as caught:
         load_config(SMOKE, [f"{key}={refused}"])
     assert "\n" not in str(caught.value)
+
+
+def test_the_target_and_the_network_widths_hold_at_their_edges():
+    """The match target at most ``MAX_TARGET`` (the record's bound), a trunk layer at most
+    ``MAX_HIDDEN_WIDTH`` and a scorer layer at most the scorer's ``MAX_WIDTH``."""
+    from sevenrocks_env.policy import MAX_HIDDEN_WIDTH
+    from sevenrocks_env.policy_scorer import MAX_WIDTH
+    from sevenrocks_env.record import MAX_TARGET
+    for key, top, refused in [("target", MAX_TARGET, r"target: "),
+                              ("hidden_sizes", [MAX_HIDDEN_WIDTH], r"hidden_sizes\[0\]: "),
+                              ("scorer_sizes", [MAX_WIDTH], r"scorer_sizes\[0\]: ")]:
+        assert getattr(load_config(SMOKE, [f"{key}={top}"]), key) == top
+        over = top + 1 if key == "target" else [top[0] + 1]
+        with pytest.raises(ConfigError, match=rf"^--set: {refused}"):
+            load_config(SMOKE, [f"{key}={over}"])
 
 
 def test_a_seed_the_config_accepts_seeds_every_generator_the_trainer_seeds():
@@ -197,6 +218,10 @@ def _generator(data):
     # numpy's has_gauss is 0 or 1, its key words 32-bit (a negative one wraps silently)
     (lambda d, c: d["rng"]["numpy"].__setitem__(3, 2), "rng"),
     (lambda d, c: d["rng"]["numpy"][1].__setitem__(0, -1), "rng"),
+    # numpy takes a position past its 624 key words (or below 0) and reads beyond them
+    (lambda d, c: d["rng"]["numpy"].__setitem__(2, 625), "rng"),
+    (lambda d, c: d["rng"]["numpy"].__setitem__(2, -1), "rng"),
+    (lambda d, c: d["rng"]["numpy"].__setitem__(2, 624), None),
     # weights of another dtype are converted by load_state_dict without a word; extra keys
     (lambda d, c: d.update(model={k: v.double() for k, v in d["model"].items()}), "model"),
     (lambda d, c: d["critic"].update(extra=torch.zeros(1)), "critic"),
@@ -204,6 +229,9 @@ def _generator(data):
         {k: v.fill_(float("nan")) for k, v in d["hand_guess"].items()}), "hand_guess"),
     # Adam's step counts from 1 (step 0: bias correction 1 - beta**0 divides by zero)
     (lambda d, c: _first_moments(d).update(step=torch.tensor(0.0)), "optimizer"),
+    # the group's settings are not taken, but a file with negative ones is not a run's
+    (lambda d, c: d["optimizer"]["param_groups"][0].update(lr=-1e-3), "optimizer"),
+    (lambda d, c: d["optimizer"]["param_groups"][0].update(weight_decay=-1.0), "optimizer"),
     # a moment entry for a parameter the networks do not have; parameters out of order
     (lambda d, c: d["optimizer"]["state"].update(
         {len(d["optimizer"]["param_groups"][0]["params"]): _first_moments(d)}), "optimizer"),
@@ -305,6 +333,29 @@ def test_resume_total_steps_may_end_at_the_update_done_but_not_before():
         resumed_config(data, {"total_steps": 511}, "f.pt")
 
 
+def test_resume_max_snapshots_may_keep_the_snapshots_held_but_not_fewer():
+    from training.resume import resumed_config
+    data = _saved_run()
+    data["pool"] = {"snapshots": [{}, {}], "generators": [None, None]}   # 2 kept
+    assert resumed_config(data, {"max_snapshots": 2}, "f.pt").max_snapshots == 2
+    with pytest.raises(ConfigError, match="max_snapshots=1: the run keeps 2 past snapshots") \
+            as caught:
+        resumed_config(data, {"max_snapshots": 1}, "f.pt")
+    assert caught.value.key == "max_snapshots"
+
+
+def test_resume_blames_an_invalid_saved_config_on_the_checkpoint_not_on_set():
+    """A file's own config that is not valid is its ``config`` piece (a CheckpointError), even
+    when a ``--set`` would repair it."""
+    from sevenrocks_env.policy import CheckpointError
+    from training.resume import resumed_config
+    data = _saved_run()
+    data["config"]["learning_rate"] = float("nan")
+    with pytest.raises(CheckpointError, match=r"^f\.pt: resume piece 'config' is invalid: "
+                                              r"config: learning_rate: must be a finite number"):
+        resumed_config(data, {"learning_rate": 1e-3}, "f.pt")
+
+
 # -- checkpoint: RNG states -----------------------------------------------------------------------
 
 def test_the_rng_state_keeps_the_cached_gaussians():
@@ -340,6 +391,58 @@ def test_run_facts_bound_the_wall_time_to_0_through_1e9_seconds(tmp_path):
             run_facts(dict(data, wall_time=bad), "p.pt")
 
 
+def test_run_facts_bound_the_step_and_the_size_of_the_config(tmp_path):
+    """``global_step`` an int (a bool is not one) in [0, 1e12]; ``config`` plain JSON values
+    (no NaN) in at most ``MAX_CONFIG_CHARS`` characters, both bounds at their edges."""
+    from policy_files import save_policy
+    from sevenrocks_env.policy import CheckpointError, read_checkpoint
+    from training.checkpoint import MAX_CONFIG_CHARS, run_facts
+    data = read_checkpoint(save_policy(tmp_path / "p.pt"))
+    assert run_facts(dict(data, global_step=10 ** 12), "p.pt")["global_step"] == 10 ** 12
+    for bad in (10 ** 12 + 1, -1, True, 5.0):
+        with pytest.raises(CheckpointError, match="'global_step' must be an int in"):
+            run_facts(dict(data, global_step=bad), "p.pt")
+    fits = {"run_name": "x" * (MAX_CONFIG_CHARS - len('{"run_name": ""}'))}
+    assert run_facts(dict(data, config=fits), "p.pt")["config"] == fits
+    for bad in ({"run_name": fits["run_name"] + "x"}, {"learning_rate": float("nan")},
+                {"gamma": float("inf")}, {"seed": object()}, [1]):
+        with pytest.raises(CheckpointError, match="'config' must be a dict of plain values"):
+            run_facts(dict(data, config=bad), "p.pt")
+
+
+def test_a_training_checkpoint_holds_what_resume_reads(tmp_path):
+    """``step_<n>.pt`` and ``latest.pt`` hold the counters, the session's wall time and every
+    trained network (the hand-guess head and the oracle critic too), as given."""
+    from training.checkpoint import save_training_checkpoint
+    from training.networks import build_networks
+    from training.opponents import cpu_weights
+    cfg = load_config(SMOKE, ["hidden_sizes=[8]", "critic=oracle", "hand_coef=0.5"])
+    model, critic, guess, optimizer = build_networks(cfg)
+    step = save_training_checkpoint(tmp_path, model, optimizer, cfg, 3 * cfg.batch_size, 3,
+                                    12.5, {"engine": 1}, None, critic=critic, guess=guess)
+    assert step == tmp_path / f"step_{3 * cfg.batch_size}.pt"
+    for path in (step, tmp_path / "latest.pt"):
+        data = torch.load(path, weights_only=True)
+        assert (data["update"], data["global_step"], data["wall_time"]) == (
+            3, 3 * cfg.batch_size, 12.5)
+        assert data["engine"] == {"engine": 1} and data["pool"] is None
+        assert data["config"] == cfg.as_dict()
+        for key, network in (("model", model), ("critic", critic), ("hand_guess", guess)):
+            expected = cpu_weights(network)
+            assert set(data[key]) == set(expected), key
+            assert all(torch.equal(data[key][k], v) for k, v in expected.items()), key
+
+
+def test_a_checkpoint_without_the_engine_state_is_not_resumed(tmp_path):
+    """Every resume piece must be there: a file without ``engine`` is a policy to play."""
+    from policy_files import save_policy
+    from sevenrocks_env.policy import CheckpointError
+    from training.checkpoint import load_training_checkpoint, rng_state
+    path = save_policy(tmp_path / "p.pt", optimizer={}, config={}, update=0, rng=rng_state())
+    with pytest.raises(CheckpointError, match=r"policy-only checkpoint \(no engine\)"):
+        load_training_checkpoint(path)
+
+
 def test_an_exported_policy_keeps_its_run_s_config_and_distillation_record(tmp_path):
     """What a model card says of the policy (its training config, its distillation) travels
     with the exported file: shipping a shipped file again keeps them."""
@@ -352,6 +455,8 @@ def test_an_exported_policy_keeps_its_run_s_config_and_distillation_record(tmp_p
     exported = read_checkpoint(export_policy(source, tmp_path / "small.pt"))
     assert exported["config"] == {"seed": 3, "critic": "shared"}
     assert exported["distill"] == record
+    extra = read_checkpoint(export_policy(source, tmp_path / "x.pt", {"wall_time": 60.0}))
+    assert extra["wall_time"] == 60.0 and extra["config"] == exported["config"]  # on top
 
 
 # -- opponents ---------------------------------------------------------------------------------
