@@ -88,3 +88,37 @@ def test_the_arena_help_lists_every_spec_whole_on_its_own_line(capsys):
     lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
     for spec in valid_specs("\n").splitlines():
         assert spec in lines, spec
+
+
+def test_only_search_reads_a_policy_parameter_as_the_policy_search():
+    """``policy=`` makes ``search:`` the policy-guided search; any other agent refuses it as a
+    parameter it does not have (not a policy search under another name)."""
+    for spec in ("greedy:policy=shipped", "heuristic:policy=shipped"):
+        with pytest.raises(ValueError, match="policy"):
+            make_agent(spec)
+
+
+def test_the_policy_search_spec_is_read_with_spaces_around_its_names():
+    """Spaces around a parameter's name are allowed (``samples= 16``), ``policy`` included."""
+    from sevenrocks_env.agents.policy_search import PolicySearchAgent
+
+    agent = make_agent("search: policy = shipped , samples=2")
+    assert isinstance(agent, PolicySearchAgent) and agent.samples == 2
+
+
+def test_an_empty_policy_is_refused_as_a_missing_checkpoint():
+    with pytest.raises(ValueError, match="search:policy needs a checkpoint"):
+        make_agent("search:policy=,samples=2")
+
+
+@pytest.mark.parametrize("spec", ["search:policy=shipped,samples=2",
+                                  "search:policy=shipped,samples=2,inference=0.5"])
+def test_the_policy_search_specs_take_the_seed(spec):
+    """``make_agent(..., seed=S)`` seeds the policy search (under ``inference=`` too): two
+    agents built with one seed draw the same worlds, and another seed other ones."""
+    def worlds_rng(seed):
+        agent = make_agent(spec, seed=seed)
+        return getattr(agent, "searcher", agent)._rng
+
+    first, second, other = (worlds_rng(s).bit_generator.state for s in (3, 3, 4))
+    assert first == second != other

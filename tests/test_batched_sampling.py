@@ -67,6 +67,14 @@ def test_bad_masks_get_clear_errors():
         random_actions(torch.ones((1, 40_000), dtype=torch.bool))
 
 
+def test_a_mask_without_actions_is_refused_in_words():
+    """Rows but no columns: every row lacks a legal action (the clear error, not an IndexError
+    from the empty running counts); no rows at all is an empty batch of actions."""
+    with pytest.raises(ValueError, match="row 0 of the mask has no legal action"):
+        random_actions(torch.zeros((3, 0), dtype=torch.bool))
+    assert random_actions(torch.zeros((0, 0), dtype=torch.bool)).shape == (0,)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_on_cuda_only_legal_actions_are_drawn():
     generator = torch.Generator(device="cuda").manual_seed(0)

@@ -54,6 +54,19 @@ def test_views_state_is_world_match(seed, moves):
         assert got == expected
 
 
+def test_views_state_of_a_seat_not_on_turn_is_world_match():
+    """The twin of ``world_match`` for any seat's view: the world's seat on turn is the view's
+    (relative to the observer), not always the observer."""
+    for seed, moves in [(3, 18), (5, 9), (8, 30)]:
+        match = random_state(seed, moves)
+        for k in (1, 2, 3):
+            view = view_of(match, (match.turn + k) & 3)
+            assert view.turn != 0
+            hidden = HandSampler(view).sample(np.random.default_rng(seed))
+            state = views_state([view], torch.zeros(1, dtype=torch.long), torch.tensor([hidden]))
+            assert state.match(0, view.target).to_state() == world_match(view, hidden).to_state()
+
+
 def test_views_state_refuses_indices_and_hands_it_cannot_use():
     """A -1 picked the last view (another seat's world, silently); a list or a length that
     does not match failed inside torch."""

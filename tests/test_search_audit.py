@@ -38,6 +38,42 @@ def test_a_view_no_deal_fits_is_refused_not_sampled():
         HandSampler(dataclasses.replace(view, voids=tuple(voids)))
 
 
+def test_a_world_from_a_seat_not_on_turn_looks_the_same_from_that_seat():
+    """``world_match`` is used for any seat's view (``openspiel.state_from_view`` builds states
+    from the view of a seat that is not on turn): the world's seat on turn is the view's, in the
+    observer's frame, not always the observer, so the world looks exactly like the view."""
+    checked = 0
+    for seed, moves in [(3, 18), (5, 9), (8, 30), (11, 4)]:
+        match = random_state(seed, moves)
+        for k in (1, 2, 3):
+            seat = (match.turn + k) & 3
+            view = view_of(match, seat)
+            assert view.turn == (4 - k) & 3
+            world = world_match(view, tuple(match.hands[(seat + j) & 3] for j in (1, 2, 3)))
+            assert world.turn == view.turn and view_of(world, 0) == view
+            checked += 1
+    assert checked == 12
+
+
+def test_a_sampler_fits_only_views_with_its_counts_and_knocks():
+    """``fits`` guards ``resample_hidden`` against a sampler of another view: one with the same
+    unseen tiles but other tile counts, or other knocks (a seat knocked since), deals hands the
+    seat knows to be wrong, so it must not fit."""
+    match = random_state(3, 18)
+    view = view_of(match, match.turn)
+    sampler = HandSampler(view)
+    assert sampler.fits(view)
+    counts = list(view.tile_counts)
+    assert counts[1] != counts[3]
+    counts[1], counts[3] = counts[3], counts[1]
+    assert not sampler.fits(dataclasses.replace(view, tile_counts=tuple(counts)))
+    voids = list(view.voids)
+    voids[2] |= 0b1111111 & ~voids[2]  # the partner shown lacking every number as well
+    assert voids[2] != view.voids[2]
+    assert not sampler.fits(dataclasses.replace(view, voids=tuple(voids)))
+    assert sampler.fits(dataclasses.replace(view, voids=view.voids))
+
+
 # --- search.SearchAgent ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("rollout", ["random", "Defensive", "", "argmax"])
@@ -54,6 +90,26 @@ def test_search_defaults_are_the_documented_ones():
     agent = SearchAgent()
     assert (agent.samples, agent.time_limit, agent.rollout, agent.win_bonus) == (
         64, None, "defensive", 50.0)
+
+
+def test_search_takes_its_documented_extremes_and_nothing_past_them():
+    """``samples`` in [1, MAX_WORLDS] (every action of every world fits the batched searches'
+    ``MAX_COPIES`` copies), ``time_limit`` in (0, MAX_TIME_LIMIT] seconds, ``win_bonus`` in
+    [0, 1e6]: the extremes are accepted, one step past them (and inf, NaN) refused."""
+    from sevenrocks_env.agents.belief import MAX_WORLDS
+    from sevenrocks_env.agents.search import MAX_TIME_LIMIT
+
+    assert SearchAgent(samples=MAX_WORLDS).samples == MAX_WORLDS
+    assert SearchAgent(time_limit=MAX_TIME_LIMIT).time_limit == MAX_TIME_LIMIT
+    assert SearchAgent(win_bonus=1e6).win_bonus == 1e6
+    with pytest.raises(ValueError, match="samples must be an int in"):
+        SearchAgent(samples=MAX_WORLDS + 1)
+    for bad in (MAX_TIME_LIMIT + 1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="time_limit must be in"):
+            SearchAgent(time_limit=bad)
+    for bad in (1e6 + 1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="win_bonus must be in"):
+            SearchAgent(win_bonus=bad)
 
 
 # --- search_batched.BatchedSearch ------------------------------------------------------------
@@ -94,6 +150,38 @@ def test_a_decision_without_worlds_is_refused():
         Decision(view_of(match, match.turn), rules.legal_actions(match), [])
     with pytest.raises(ValueError, match="one deal stream per world"):
         Decision(view_of(match, match.turn), rules.legal_actions(match), [], streams=[])
+
+
+def test_every_action_of_a_world_is_followed_by_the_worlds_own_later_deals():
+    """Rollouts past the round (``rounds > 1``): the copies of one world share its deal stream,
+    so the same action in the same world plays the same later rounds -- not each copy a deal
+    of its own, which would add the luck of later deals to the difference between actions."""
+    from sevenrocks_env.agents.world_rollouts import WorldRollouts
+    from sevenrocks_env.batched.greedy import greedy_actions
+
+    rollouts = WorldRollouts()
+    choose = lambda env, rows: greedy_actions(env.state, env.action_mask, rows)  # noqa: E731
+    for d in sampled_decisions(target=250, count=4, samples=3):
+        action = d.legal[0]
+        twice = Decision(d.view, [action, action], d.hidden, d.streams, rounds=3)
+        [values] = rollouts.values([twice], choose)
+        assert values[:, 0].tolist() == values[:, 1].tolist()
+        [alone] = rollouts.values([Decision(d.view, [action], d.hidden, d.streams, rounds=3)],
+                                  choose)
+        assert alone[:, 0].tolist() == values[:, 0].tolist()
+
+
+def test_the_rollout_engines_kept_are_at_most_eight():
+    """``WorldRollouts.env`` keeps an engine per (size, target) for the next call, at most 8: a
+    long-lived search (a web opponent, an arena) meets many sizes and would keep them all."""
+    from sevenrocks_env.agents.world_rollouts import WorldRollouts
+
+    rollouts = WorldRollouts()
+    first = rollouts.env(1, 250)
+    assert rollouts.env(1, 250) is first
+    for size in range(2, 12):
+        rollouts.env(size, 250)
+        assert len(rollouts._envs) <= 8
 
 
 # --- policy_search.PolicySearchAgent -------------------------------------------------------
@@ -149,6 +237,53 @@ def test_resampling_is_unbiased():
         first += kept.hidden == [decision.hidden[0]]
     spread = 5 * (draws * 0.3 * 0.7) ** 0.5     # 5 standard deviations: ~145
     assert abs(first - 0.3 * draws) < spread
+
+
+def test_resampling_never_draws_past_the_last_world():
+    """Weights that sum to a hair under 1 in floating point (ten worlds of 0.1) and a draw at
+    the top of [0, 1): the last point lies past the cumulative sum, and must still draw the last
+    world, not an index one past the decision's worlds."""
+    match = positions_with_a_choice(1)[0]
+    view = view_of(match, match.turn)
+    decision = Decision(view, rules.legal_actions(match), HandSampler(view).sample_many(
+        np.random.default_rng(0), 10))
+    weights = np.full(10, 0.1)
+    assert np.cumsum(weights)[-1] < 1.0
+    top = SimpleNamespace(random=lambda: np.nextafter(1.0, 0.0))
+    kept, shares = resampled(decision, weights, 10, top)
+    assert kept.hidden[-1] == decision.hidden[-1]
+    assert len(kept.hidden) == len(shares) and shares.sum() == pytest.approx(1.0)
+
+
+def test_a_world_that_makes_a_real_knock_illegal_is_refused():
+    """A world whose hidden seat holds a tile of a number it knocked on this round (R6: it
+    lacked that number then, and no tile is drawn) is inconsistent with the seat's view: the
+    replay of the round's plays must refuse it, not weigh a round that could not happen."""
+    from sevenrocks_env.agents.belief import HIDDEN_SEATS, excluded_tiles
+    from sevenrocks_env.observation import decode
+
+    env, history = played_with_history(num_envs=8, seed=5, steps=22)
+    searcher = PolicySearchAgent(PolicyNet([8]), samples=2)
+    tried = 0
+    for i in range(env.num_envs):
+        view, now = decode(env.observation[i].numpy()), env.match(i)
+        truth = [now.hands[(now.turn + k) & 3] for k in HIDDEN_SEATS]
+        for k in range(3):
+            void = excluded_tiles(view.voids[k + 1])
+            other = next((j for j in range(3) if j != k and truth[j] & void and truth[k]), None)
+            if not void or other is None:
+                continue
+            given = truth[other] & void & -(truth[other] & void)  # a tile it cannot hold
+            taken = truth[k] & -truth[k]
+            bad = list(truth)
+            bad[k], bad[other] = truth[k] ^ taken | given, truth[other] ^ given | taken
+            envs = torch.tensor([i])
+            inference.play_log_likelihoods(searcher, history, env, envs, [[tuple(truth)]])
+            with pytest.raises(ValueError, match="a world makes a real move of this round "
+                                                 "illegal"):
+                inference.play_log_likelihoods(searcher, history, env, envs, [[tuple(bad)]])
+            tried += 1
+    assert tried >= 2
 
 
 def _played(num_envs=4, seed=5, steps=13):
