@@ -228,3 +228,23 @@ def test_an_agent_that_raises_is_an_agent_error_naming_it_and_its_seat():
                                          r"MaskedCategorical: the logits are not finite") as info:
         MatchDriver(match, agents).run()  # a seeded match deals its rounds itself
     assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_an_agent_answering_a_numpy_int_is_played_as_a_python_int():
+    """A network agent may answer ``np.int64``: the move hook, the match history and so the
+    game record get a plain int (``json`` cannot write a numpy integer)."""
+    import json
+
+    from sevenrocks_env import record as records
+
+    class NumpyAnswers(RandomAgent):
+        def act(self, observation, action_mask):
+            return np.int64(super().act(observation, action_mask))
+
+    seen = []
+    match = rules.Match.new(4, max_rounds=1)
+    driver = MatchDriver(match, [NumpyAnswers(seed=k) for k in range(4)],
+                         on_move=lambda m, seat, action, points, forced: seen.append(action))
+    driver.run()
+    assert seen and all(type(action) is int for action in seen)
+    json.dumps(records.game_record(match))

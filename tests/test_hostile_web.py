@@ -753,3 +753,55 @@ def test_a_client_that_leaves_mid_body_gets_a_quiet_400_not_a_traceback(app, pat
     ClientDisconnect into the server's log."""
     answer = asyncio.run(_post_raw(app, path, [b'{"se'], "leaves", 100))
     assert answer["status"] == 400 and b"closed the connection" in answer["body"], answer
+
+
+@pytest.mark.parametrize("body", [{"ply": True, "action": 1}, {"ply": 0, "action": False},
+                                  {"ply": False}])
+def test_true_and_false_are_not_ints_in_a_move_or_step(body):
+    """JSON ``true`` is no ply or action: Python's ``True == 1`` would let it answer move 1."""
+    from sevenrocks_env.web.api import object_body
+    from sevenrocks_env.web.games import GameError
+
+    fields = {"ply": True, "action": True} if "action" in body else {"ply": True}
+    with pytest.raises(GameError) as refused:
+        object_body(body, fields)
+    assert refused.value.status == 422 and "must be an int" in refused.value.message
+
+
+def test_a_game_expires_once_idle_for_idle_seconds_not_later(client, app):
+    """``--idle-minutes`` is when a game is dropped: one idle for longer is gone, one idle for
+    less stays (and a request touches it again)."""
+    store = app.state.store
+    store.idle_seconds = 100.0
+    old, fresh = (client.post("/api/games", json=BOTS).json() for _ in range(2))
+    game_of(app, old).touched = time.monotonic() - 150
+    game_of(app, fresh).touched = time.monotonic() - 60
+    assert client.get(f"/api/games/{old['id']}").status_code == 404
+    assert client.get(f"/api/games/{fresh['id']}").status_code == 200
+    assert time.monotonic() - game_of(app, fresh).touched < 50  # touched by the request
+
+
+def test_a_tile_that_fits_nowhere_blames_closed_branches_only_while_they_are_closed():
+    """"fits no open end" adds that the spinner's branches are not open (R4) only while they
+    are not: once branch A is open, that would send the player looking for a rule that does
+    not apply."""
+    from sevenrocks_env.rules import Match, apply_action, is_legal, legal_actions
+    from sevenrocks_env.tiles import NORTH
+    from sevenrocks_env.web.moves import tile_reason
+
+    seen = {True: 0, False: 0}
+    for seed in range(30):
+        match = Match.new(seed, target=5000)
+        while len(match.history) == 1:
+            if not match.opening:
+                hand = match.hands[match.turn]
+                stuck = [t for t in range(28) if (hand >> t) & 1
+                         and not any(is_legal(match, a) for a in range(4 * t, 4 * t + 4))]
+                for tile in stuck:
+                    reason = tile_reason(match, tile)
+                    assert "fits no open end" in reason
+                    closed = match.ends[NORTH] < 0
+                    assert ("(R4)" in reason) == closed, (match.ends, reason)
+                    seen[closed] += 1
+            apply_action(match, legal_actions(match)[0])
+    assert seen[True] and seen[False]

@@ -445,3 +445,106 @@ def test_record_paths_that_would_fail_at_the_end_are_refused_first(tmp_path, mon
     code, _ = run(["--seed", "3", "--opponents", "random", "--record", str(target)],
                   MakesAFolder())
     assert code == 2 and "cannot save the record to" in capsys.readouterr().err
+
+
+def test_a_winning_move_is_told_by_the_score_of_the_mover_s_own_team():
+    """"WINS the match" looks at the team of the seat on turn: for a seat of team 1, team 0's
+    score near the target says nothing."""
+    from sevenrocks_env.rules import apply_action
+    from sevenrocks_env.play import outcome
+
+    checked = set()
+    match = Match.new(12, target=300)
+    while len(checked) < 2:
+        for action in legal_actions(match):
+            points = outcome(match, action)[1] if action != KNOCK else 0
+            if points:
+                mine, theirs = team_of(match.turn), 1 - team_of(match.turn)
+                scores = list(match.scores)
+                match.scores[mine], match.scores[theirs] = match.target - points, 0
+                assert move_words(match, action).endswith("and WINS the match")
+                match.scores[mine], match.scores[theirs] = 0, match.target - points
+                assert "WINS" not in move_words(match, action)
+                match.scores[:] = scores
+                checked.add(mine)
+        apply_action(match, legal_actions(match)[0])
+
+
+def test_a_move_that_ends_the_round_is_worded_with_its_own_end_sum():
+    """The end sum a round's last tile leaves (not the next deal's empty table)."""
+    from sevenrocks_env.rules import apply_action
+
+    ends_seen = 0
+    for seed in range(6):
+        match = Match.new(seed, target=300)
+        while not match.over:
+            action = legal_actions(match)[0]
+            words = move_words(match, action)
+            rounds = len(match.history)
+            apply_action(match, action)
+            log = match.history[rounds - 1]
+            if action != KNOCK and log.result is not None:
+                total = log.moves[-1][2]
+                assert f"end sum {total}," in words, (words, total)
+                ends_seen += total > 0
+    assert ends_seen
+
+
+def test_the_moves_are_numbered_from_1_and_a_piped_answer_is_echoed(tmp_path):
+    """The list starts at 1 (the number answered); a piped answer is echoed after its prompt,
+    so a transcript reads as a dialogue."""
+    code, out = run(["--seat", "0", "--seed", "3", "--opponents", "random", "--record",
+                     str(tmp_path / "g.json")], "1\nq\n")
+    assert code == 0
+    assert "\n   1. " in out and "\n   0. " not in out
+    assert "or q to quit: 1\n" in out
+
+
+def test_a_record_name_of_only_spaces_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run(["--record", "   ", "--seed", "3", "--opponents", "random"], "q\n")[0] == 2
+    assert "--record is empty" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bots_are_seeded_from_the_seed_and_their_seat(tmp_path, monkeypatch):
+    from sevenrocks_env import play
+
+    made = []
+    real = play.make_agent
+    monkeypatch.setattr(play, "make_agent", lambda spec, seed: made.append(seed) or
+                        real(spec, seed=seed))
+    run(["--seat", "1", "--seed", "5", "--opponents", "random", "--record",
+         str(tmp_path / "g.json")], "q\n")
+    assert sorted(made) == [20, 22, 23]  # 5 * 4 + seat, for seats 0, 2 and 3
+
+
+def test_a_byte_0x80_ends_the_game_as_not_utf_8(tmp_path):
+    """0x80 is read as U+DC80, the first of the surrogates that stand for bytes not UTF-8."""
+    path = tmp_path / "g.json"
+    stdin = io.TextIOWrapper(io.BytesIO(b"\x80\n"), encoding="utf-8", errors="surrogateescape")
+    code, _ = run(["--seat", "0", "--seed", "3", "--opponents", "random", "--record", str(path)],
+                  stdin)
+    assert code == 2 and path.exists()
+
+
+def test_a_and_b_name_branch_a_north_and_branch_b_south():
+    """The board calls the spinner's branches A (north) and B (south): ``3-5 a`` is north."""
+    from sevenrocks_env.rules import apply_action, is_legal
+
+    named = set()
+    for seed in range(40):
+        match = Match.new(seed, target=5000)
+        while len(match.history) == 1:
+            legal = legal_actions(match)
+            for slot, word in ((2, "a"), (3, "b")):
+                for action in legal:
+                    if action != KNOCK and action & 3 == slot and \
+                            not is_legal(match, (action & ~3) | (5 - slot)):
+                        answer = f"{tile_name(action >> 2).replace('|', '-')} {word}"
+                        assert parse_answer(answer, match, legal) == action
+                        named.add(word)
+            apply_action(match, legal[0])
+        if named == {"a", "b"}:
+            return
+    raise AssertionError(f"only {named} was named")

@@ -316,3 +316,81 @@ def test_an_uploaded_record_says_how_its_match_ended(client, limit, ending):
     loaded = client.post("/api/replays", json=record)
     assert loaded.status_code == 201, loaded.text
     assert loaded.json()["ending"] == ending
+
+
+def test_every_view_counts_the_match_s_moves_each_seat_s_tiles_and_who_is_to_move(client, app):
+    """``ply`` counts the moves of the whole match (a round's count would start again at 0, and a
+    move sent for an earlier round could be taken for one of this round); ``seats`` give every
+    seat's number of tiles (not which) and the one seat to move, none once the match is over."""
+    from sevenrocks_env.rules import apply_action, legal_actions
+    from sevenrocks_env.web.views import game_view
+
+    view = client.post("/api/games", json={"seat": 2, **BOTS, "seed": 4, "target": 150}).json()
+    game = game_of(app, view)
+    plies = [view["ply"]]
+    while not game.match.over:
+        apply_action(game.match, legal_actions(game.match)[0])
+        view = game_view(game)
+        plies.append(view["ply"])
+        if not view["over"]:
+            assert [s["tiles"] for s in view["seats"]] == [h.bit_count() for h in game.match.hands]
+            assert [s["to_move"] for s in view["seats"]] == [s == game.match.turn for s in range(4)]
+            assert view["turn"] == game.match.turn
+            assert all(tile["playable"] == bool(tile["places"]) for tile in view["hand"])
+            if view["last_round"] is not None:  # an ended round's board marks no tile as last
+                assert not any(tile["last"] for tile in view["last_round"]["board"]["tiles"])
+    assert len(game.match.history) >= 2  # the count went on across a new deal
+    assert plies == list(range(len(plies)))
+    assert view["over"] and not any(s["to_move"] for s in view["seats"])
+    assert view["turn"] is None
+    assert all(s["tiles"] is None for s in view["seats"])
+
+
+def test_a_hand_tile_has_a_reason_only_on_the_human_s_turn(client, app):
+    """While a bot is to move the human's tiles carry no reason: one worked out for the seat on
+    turn said "you do not hold 3|5" of the human's own tile."""
+    from sevenrocks_env.rules import apply_action, legal_actions
+    from sevenrocks_env.web.views import game_view
+
+    view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 6}).json()
+    game = game_of(app, view)
+    waits = 0
+    while len(game.match.history) == 1:
+        view = game_view(game)
+        if view["next"] == "bot" and not view["opening"]:
+            waits += 1
+            assert all(tile["reason"] == "" for tile in view["hand"]), view["hand"]
+        apply_action(game.match, legal_actions(game.match)[0])
+    assert waits > 5
+
+
+def test_an_unfinished_round_s_last_frame_is_not_an_ended_round(client):
+    """A record saved mid-round (``sevenrocks play`` quit): its last frame shows the moves so
+    far, with no result and no deductions, as every frame before it."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(8, target=100)
+    while len(match.history) == 1 or len(match.history[-1].moves) < 5 or \
+            match.scores == list(match.history[0].scores):  # scored since the first round
+        apply_action(match, legal_actions(match)[0])
+    record = records.game_record(match)
+    assert record["rounds"][-1]["result"] is None
+    loaded = client.post("/api/replays", json=record)
+    assert loaded.status_code == 201, loaded.text
+    assert loaded.json()["scores"] == record["scores"] == match.scores
+    last = loaded.json()["rounds"][-1]
+    frame = client.get(f"/api/replays/{loaded.json()['id']}/{last['round']}/{last['moves']}")
+    frame = frame.json()
+    assert frame["result"] is None and frame["deductions"] is None
+    assert frame["scores"] == match.scores
+
+
+def test_a_rematch_keeps_each_bot_s_spec(client, app):
+    """The same deals from the next seat, against the same partner and opponents."""
+    setup = {"seat": 0, "partner": "random", "left": "greedy", "right": "heuristic", "seed": 11,
+             "target": 30}
+    view = play_out(client, app, client.post("/api/games", json=setup).json())
+    again = client.post(f"/api/games/{view['id']}/rematch")
+    assert again.status_code == 201
+    new = game_of(app, again.json()).setup
+    assert (new.seat, new.partner, new.left, new.right) == (1, "random", "greedy", "heuristic")

@@ -11,7 +11,7 @@ from sevenrocks_env.observation import encode
 from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.web.api import MAX_REPLAY_BODY, create_app
-from sevenrocks_env.web.games import GameStore
+from sevenrocks_env.web.games import GameError, GameStore
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -85,6 +85,26 @@ def test_a_malformed_or_huge_content_length_is_a_clean_4xx(client, declared, sta
         answer = client.post(url, content=b"{}", headers={"content-length": declared})
         assert answer.status_code == status, (url, declared, answer.text)
         assert len(answer.json()["error"]) < 200
+
+
+@pytest.mark.parametrize("raw", [b"\xb2", b"\xb9\xb2", b"1\xbd"])
+def test_a_content_length_of_latin_1_digit_signs_is_a_400(raw):
+    """The test client sends a str header as UTF-8 (the server then reads ``'\u00c2\u00b2'``),
+    so the case above never reached the check: here the raw bytes a client may send, which
+    the server reads as Latin-1 (``'\u00b2'``, a digit to ``str.isdigit`` but not to ``int``)."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    from sevenrocks_env.web.api import read_body
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+    request = Request({"type": "http", "method": "POST", "path": "/api/games",
+                       "headers": [(b"content-length", raw)]}, receive)
+    with pytest.raises(GameError) as refused:
+        asyncio.run(read_body(request))
+    assert refused.value.status == 400 and "bad Content-Length" in refused.value.message
 
 
 def test_a_content_length_with_leading_zeros_is_its_number(client):
