@@ -554,3 +554,68 @@ def test_four_values_are_enough_for_a_mean_interval():
     lo, hi = mean_interval([1.0, 2.0, 3.0, 4.0])  # mean 2.5, sd 1.2910, t(3) 3.1824
     assert (lo + hi) / 2 == pytest.approx(2.5)
     assert (hi - lo) / 2 == pytest.approx(3.18245 * 1.29099 / 2, abs=5e-3)
+
+
+def test_one_pair_has_a_wilson_interval_too():
+    """n = 1 is a trial like any other: 1/1 -> [0.2065, 1], 0/1 -> [0, 0.7935] (not the
+    no-trials answer [0, 1])."""
+    lo, hi = wilson_interval(1.0, 1)
+    assert lo == pytest.approx(0.20655, abs=1e-4) and hi == 1.0
+    lo, hi = wilson_interval(0.0, 1)
+    assert lo == 0.0 and hi == pytest.approx(0.79345, abs=1e-4)
+
+
+def test_the_bradley_terry_fit_solves_the_likelihood_equations():
+    """At the fit each agent's expected score (prior's drawn pairs included) equals its
+    observed one: Newton's method runs until it gets there, not only near."""
+    names, results = LADDER
+    fitted = fit_bradley_terry(names, results)
+    wins, games = np.zeros((4, 4)), np.zeros((4, 4))
+    for (i, j), (score, trials) in results.items():
+        wins[i, j], wins[j, i] = score + 0.5, trials - score + 0.5
+        games[i, j] = games[j, i] = trials + 1.0
+    beta = fitted.rating / ELO
+    p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
+    assert (wins - games * p).sum(axis=1) == pytest.approx(np.zeros(4), abs=1e-7)
+
+
+def test_a_fractional_score_is_scoring_against_an_agent():
+    """A pair half won (a truncated match) counts as scoring: 0.5 of 3 pairs joins the two
+    agents in one measured group, nobody rated by the prior alone."""
+    fitted = fit_bradley_terry(["x", "y"], {(0, 1): (0.5, 3)})
+    assert fitted.one_sided == [None, None] and fitted.group == [0, 0]
+    assert fitted.measured(0, 1)
+
+
+def test_without_a_measured_group_no_agent_is_in_group_0():
+    """Group 0 is the measured one; when every group is one agent there is none, and the
+    groups are numbered from 1 in the agents' order."""
+    chain = fit_bradley_terry(["top", "mid", "low"], {(0, 1): (10, 10), (1, 2): (10, 10)})
+    assert chain.group == [1, 2, 3]
+    assert [r["group"] for r in chain.rows()] == [1, 2, 3]
+
+
+def test_round_win_rate_is_per_round_and_the_summary_divides_by_the_right_counts(monkeypatch):
+    """One pair of two 3-round matches (the fake match of the tied-rounds test): A won 3 of 6
+    rounds (a tied round 1/2), so the round win rate is 1/2, not 3 per match; points per round
+    and rounds per match are per round and per match."""
+    def fake_match(agents, seed, target, max_rounds):
+        return arena.MatchResult(seed, 0, (250, 100), 3, [(10, 10), (200, 0), (40, 90)],
+                                 [5] * 4, [0.0] * 4)
+    monkeypatch.setattr(arena, "play_match", fake_match)
+    result = arena.evaluate(RandomAgent(), GreedyAgent(), pairs=1, seed=4)
+    assert result.round_win_rate == 0.5
+    assert result.rounds_per_match == 3.0 and result.points_per_round == (350 / 6, 350 / 6)
+    assert result.win_rate == 0.5 and result.mean_margin == 0.0
+
+
+def test_settings_are_refused_just_past_their_bounds():
+    from sevenrocks_env.arguments import MAX_BATCH, MAX_PAIRS
+    from sevenrocks_env.dealing import MAX_SEED
+    from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
+    top = {"seed": MAX_SEED, "max_rounds": MAX_ROUNDS, "target": MAX_TARGET,
+           "pairs": MAX_PAIRS, "batch": MAX_BATCH}
+    assert arena.check_settings(**top) == top
+    for name, value in top.items():
+        with pytest.raises(ValueError, match=f"{name} must be in"):
+            arena.check_settings(**{name: value + 1})

@@ -419,6 +419,13 @@ def saved_result():
     # a win rate over 1, with the interval Wilson's formula gives it over one pair
     (lambda r: {"pairs": 1, "matches": 2, "win_rate": 1.5,
                 "ci95": list(wilson_interval(1.5, 1))}, "win_rate is missing or out of range"),
+    # a margin no match gives (JSON's NaN, or beyond any target)
+    (lambda r: {"mean_margin": float("nan")}, "mean_margin is missing or out of range"),
+    (lambda r: {"mean_margin": 1e12}, "mean_margin is missing or out of range"),
+    # an interval of three ends
+    (lambda r: {"ci95": r["ci95"] + [r["ci95"][1]]}, "ci95 is missing or out of range"),
+    # half a round a match over the round limit
+    (lambda r: {"rounds_per_match": r["max_rounds"] + 0.5}, "over its max_rounds"),
 ])
 def test_a_result_file_inconsistent_with_an_arena_run_is_refused(tmp_path, saved_result,
                                                                  change, words):
@@ -458,6 +465,31 @@ def test_the_pair_table_shows_each_number_in_its_place(saved_result):
     assert a != b and rows["points per round A / B"] == f"{a:.1f} / {b:.1f}"
     assert result.mean_margin > 0
     assert rows["mean final margin (A - B)"].startswith(f"+{result.mean_margin:.1f}  95% CI")
+    assert result.truncated != result.matches
+    assert rows["truncated matches"] == f"{result.truncated}"
+    assert rows["rounds per match"] == f"{result.rounds_per_match:.2f}"
+
+
+@pytest.mark.parametrize("field", ["win_rate", "target", "seconds_per_decision", "agent_b"])
+def test_a_result_without_a_required_field_is_refused(tmp_path, saved_result, field):
+    """Every field of RESULT_FIELDS must be there (a missing target or time was read as
+    nothing; a missing win rate was a KeyError)."""
+    from sevenrocks_env.arena_report import read_result
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps({k: v for k, v in saved_result.items() if k != field}))
+    with pytest.raises(ValueError, match=f"{field} is missing or out of range"):
+        read_result(path)
+
+
+def test_the_progress_bar_is_tqdm_when_asked_for():
+    tqdm = pytest.importorskip("tqdm")
+    from sevenrocks_env.arena_report import progress_bar
+    bar = progress_bar(3, "a vs b", True)
+    try:
+        assert isinstance(bar, tqdm.tqdm)
+    finally:
+        bar.close()
+    assert not isinstance(progress_bar(3, "a vs b", False), tqdm.tqdm)
 
 
 def test_wilson_intervals_stay_within_0_and_1():
