@@ -548,3 +548,20 @@ def test_a_and_b_name_branch_a_north_and_branch_b_south():
         if named == {"a", "b"}:
             return
     raise AssertionError(f"only {named} was named")
+
+
+def test_a_knock_is_told_in_the_player_s_grammar():
+    """"you knock", "seat 2 (random) knocks": one line for each knock of the match, yours and
+    the bots' (a knock is forced, R6: it plays itself, and is still told)."""
+    out = io.StringIO()
+    agents = {s: make_agent("random", seed=s) for s in (1, 2, 3)}
+    session = Session(0, agents, seed=3, target=120, stdin=io.StringIO("1\n" * 4000),
+                      stdout=out, echo=False)
+    assert session.run() is True
+    knocks = [seat for rnd in session.match.history for seat, action, *_ in rnd.moves
+              if action == KNOCK]
+    text = out.getvalue()
+    assert 0 in knocks and set(knocks) != {0}
+    assert text.count(">> you knock: no tile fits") == knocks.count(0)
+    assert text.count(") knocks: no tile fits") == len(knocks) - knocks.count(0)
+    assert "you knocks" not in text
