@@ -374,11 +374,18 @@ def test_fuzzed_bodies_never_give_500_and_never_change_the_game(client, app, wai
 @pytest.mark.parametrize("argv", [["--idle-minutes", "nan"], ["--idle-minutes", "inf"],
                                   ["--idle-minutes", "0"], ["--port", "0"], ["--max-games", "0"],
                                   ["--port", "65536"]])  # (an OverflowError from the socket)
-def test_serve_refuses_bad_settings_before_starting(argv, capsys):
+def test_serve_refuses_bad_settings_before_starting(argv, capsys, monkeypatch):
     """nan idle minutes would never expire a game: the store would answer 429 for good.  The
-    error names the option and the value given (``--max-games 0`` said "--port must be")."""
+    error names the option and the value given (``--max-games 0`` said "--port must be").  A
+    server that starts is a failure here, not a test that never returns."""
+    import uvicorn
+
     from sevenrocks_env.web.server import main
 
+    def started(*args, **kwargs):
+        raise AssertionError(f"the server started with {argv}")
+
+    monkeypatch.setattr(uvicorn.Server, "run", started)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {argv[0]} must be") and err.strip().endswith(f"got {argv[1]}")
