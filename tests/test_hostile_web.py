@@ -437,9 +437,9 @@ def test_hostile_urls_and_headers_get_short_4xx_answers(client, waiting):
     response = client.post(f"/api/games/{game}/move", content=b"{}",
                            headers={"content-length": "9" * 5000})
     assert response.status_code == 413
-    response = client.post(f"/api/games/{game}/move", content=b"{}",  # "\u00b2" (latin-1):
-                           headers={"content-length": b"\xb2"})  # a digit to isdigit, not int
-    assert response.status_code == 400  # not a number of bytes (tests/test_web_failures.py)
+    response = client.post(f"/api/games/{game}/move", content=b"{}",  # sent as UTF-8 by the
+                           headers={"content-length": b"\xb2"})  # client: two characters
+    assert response.status_code == 400  # the byte alone: tests/test_web_failures.py
 
 
 def _one_round_record() -> dict:

@@ -77,7 +77,7 @@ def test_a_policy_gone_non_finite_mid_game_leaves_the_server_usable(tmp_path, ca
 
 @pytest.mark.parametrize("declared, status", [
     ("-1", 400), ("+2", 400), ("x", 400), ("2.0", 400), ("0x10", 400), ("", 400),
-    (b"\xb2", 400),                      # a superscript 2: a digit to str.isdigit, not to int
+    (b"\xb2", 400),  # the test client sends it as UTF-8 ('\u00c2\u00b2'): the byte alone is below
     ("9" * 5000, 413), (str(MAX_REPLAY_BODY + 1), 413), ("0" * 30 + str(MAX_REPLAY_BODY + 1), 413),
 ])
 def test_a_malformed_or_huge_content_length_is_a_clean_4xx(client, declared, status):
