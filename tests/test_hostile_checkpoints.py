@@ -271,16 +271,23 @@ def test_a_key_nested_too_deep_to_hash_is_refused_before_unpickling(tmp_path):
 def test_a_data_pkl_one_letter_case_apart_is_refused(tmp_path):
     """torch finds an archive's records ignoring case: a second entry ``.../DATA.PKL`` was
     the one unpickled, never scanned (a hash bomb in it hung every reader)."""
+    path = _with_a_copy_of_data_pkl(save_policy(tmp_path / "case.pt"),
+                                    lambda name: name[:-len("data.pkl")] + "DATA.PKL")
+    refused(path, "differ only in letter case")
+
+
+def _with_a_copy_of_data_pkl(path, name_of_copy):
+    """``path`` rewritten (stored) with a second copy of its ``.../data.pkl`` entry, named
+    ``name_of_copy(its name)``."""
     import zipfile
-    path = save_policy(tmp_path / "case.pt")
     with zipfile.ZipFile(path) as archive:
         entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
         for name, data in entries:
             archive.writestr(name, data)
             if name.endswith("/data.pkl"):
-                archive.writestr(name[:-len("data.pkl")] + "DATA.PKL", data)
-    refused(path, "differ only in letter case")
+                archive.writestr(name_of_copy(name), data)
+    return path
 
 
 def test_the_pickle_size_is_bounded(tmp_path, monkeypatch):
@@ -375,14 +382,7 @@ def test_nothing_is_written_when_loading(tmp_path, monkeypatch):
 def test_a_second_data_pkl_in_another_folder_is_refused(tmp_path):
     """torch unpickles the data.pkl of the archive's own folder: with a second one elsewhere,
     the one scanned need not be the one read."""
-    import zipfile
-    path = save_policy(tmp_path / "two.pt")
-    with zipfile.ZipFile(path) as archive:
-        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
-        for name, data in entries:
-            archive.writestr(name, data)
-        archive.writestr("other/data.pkl", next(d for n, d in entries if n.endswith("data.pkl")))
+    path = _with_a_copy_of_data_pkl(save_policy(tmp_path / "two.pt"), lambda name: "other/data.pkl")
     refused(path, "2 data.pkl entries")
 
 
