@@ -380,6 +380,13 @@ def test_make_agent_knows_openspiel_specs():
         make_agent("openspiel:nonsense")
 
 
+def test_spaces_around_an_openspiel_specs_parts_are_ignored():
+    """``openspiel: mcts : sims=3`` is ``openspiel:mcts:sims=3``, spaces around the bot's
+    kind included, as around the other parts of a spec."""
+    assert make_agent("openspiel: mcts : sims=3, uct_c=2").name == "openspiel:mcts:sims=3,uct_c=2"
+    assert make_agent("openspiel: ismcts ").name == "openspiel:ismcts:sims=100"
+
+
 def test_str_tells_deals_apart_and_shows_no_stale_table():
     """``str(state)`` is the state's identity for OpenSpiel tools (``get_all_states`` keys by
     it): two deals in progress must print differently, and a later round's deal must not show

@@ -220,3 +220,16 @@ def test_a_forced_move_is_played_without_asking_the_agent():
     state = first_state_where(load(), lambda s: len(s.legal_actions()) == 1)
     (forced,) = state.legal_actions()
     assert AgentBot(state.get_game(), state.current_player(), Refuses()).step(state) == forced
+
+
+def test_a_numpy_answer_is_returned_as_a_plain_int():
+    """An agent answering with a NumPy integer (``np.argmax`` of its logits) gives OpenSpiel a
+    plain ``int``, as ``pyspiel.Bot.step`` promises."""
+    class NumpyAnswer(Recorder):
+        def act(self, observation, action_mask, **extra):
+            return np.int64(super().act(observation, action_mask, **extra))
+
+    state = first_state_where(load(rounds=1), lambda s: len(s.legal_actions()) > 1)
+    seat = state.current_player()
+    action = AgentBot(state.get_game(), seat, NumpyAnswer()).step(state)
+    assert type(action) is int and action in state.legal_actions()

@@ -6,6 +6,8 @@ what resampling keeps and leaves alone (at every kind of node); the default obse
 refusals and the chance labels; ``state_from_view``'s one round; the bots' and ``AgentBot``'s
 checks and seeding."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -68,6 +70,21 @@ def test_the_observation_string_writes_the_whole_observation():
         "p1 hand[0|0 1|2 2|5] | played 0[0|2 1|5 3|4] 1[0|3 0|6 3|6 4|5] 2[0|5 3|3 3|5] "
         "3[1|3 2|3 4|4 5|5] | holding 4 3 4 3 | lacks 0{} 1{} 2{35} 3{} | "
         "layout W:3 E:3 N:5+ S:5d+ spinner 3 sum 21 | scores 10:15 | turn 0")
+
+
+def test_the_observation_string_names_every_number_a_seat_lacks_six_included():
+    """Each seat's ``lacks`` lists every number its knocks showed it lacks (R6), 0 to 6: a
+    seat that knocked on a 6 shows it too."""
+    state = first_state_where(load(rounds=1), lambda s: any(
+        (s._match.voids[seat] >> 6) & 1 for seat in range(4)))
+    match = state._match
+    lacks = next(part for part in state.observation_string(0).split(" | ")
+                 if part.startswith("lacks "))
+    shown_lacks = dict(re.findall(r"(\d)\{(\d*)\}", lacks))
+    assert shown_lacks == {
+        str(seat): "".join(str(n) for n in range(7) if (match.voids[seat] >> n) & 1)
+        for seat in range(4)}
+    assert any("6" in numbers for numbers in shown_lacks.values())
 
 
 def test_the_information_state_string_has_the_opener_the_deal_and_every_move():
@@ -219,6 +236,50 @@ def test_a_state_from_a_view_writes_the_position_into_every_information_state():
         assert f"from[{public}]" in state.information_state_string(player)
 
 
+def test_str_of_a_state_from_a_view_starts_with_its_position():
+    """``str`` of a ``state_from_view`` state names the public position it started from, and
+    keeps naming it as the round goes on."""
+    _, match = _known_position()
+    hidden = tuple(match.hands[(1 + k) & 3] for k in (1, 2, 3))
+    state = state_from_view(load(rounds=1), decode(encode(match, 1)), hidden)
+    public = state.observation_string(0).split(" | ", 1)[1]
+    state.apply_action(state.legal_actions()[0])
+    assert str(state).splitlines()[0] == f"started from: {public}"
+
+
+def test_a_round_ended_by_reaching_the_target_says_so_in_the_information_state():
+    """A round cut short by a side reaching the target (R8) ends its information state line
+    with its result, "won", as a domino or a block ends with theirs."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        state = random_state(load(target=10), rng)
+        log = state._match.history[-1]
+        if log.result == rules.WON:
+            break
+    else:
+        raise AssertionError("no match to 10 ended mid-round")
+    for player in range(4):
+        assert state.information_state_string(player).endswith(" won")
+
+
+def test_the_layout_names_a_spinner_of_zero():
+    """The 0|0 double as the spinner is "spinner 0", not "none" (only no spinner is)."""
+    state = first_state_where(load(rounds=1), lambda s: s._match.spinner == 0)
+    assert " spinner 0 sum " in state.observation_string(state.current_player())
+
+
+def test_a_clone_of_a_clone_still_copies_the_match_the_fast_way():
+    """OpenSpiel clones by deep-copying; the copy's match stays a ``SearchMatch`` (cloned with
+    ``Match.clone``), so the clones IS-MCTS makes of clones stay cheap and keep the history."""
+    from sevenrocks_env.openspiel.game import SearchMatch
+
+    state = first_state_where(load(), lambda s: s._match.placements >= 2)
+    twice = state.clone().clone()
+    assert type(twice._match) is SearchMatch
+    assert twice.history() == state.history()
+    assert twice.information_state_string(0) == state.information_state_string(0)
+
+
 def test_a_later_opener_draw_is_shown_as_the_deal_not_the_last_table():
     """After a blocked round the next opener is drawn (R2): until it is, a player sees its new
     hand and the scores, not the finished round's layout."""
@@ -323,6 +384,25 @@ def test_a_bots_illegal_answer_is_refused():
     agent = PyspielBotAgent(lambda game, sampler, rng: Illegal(illegal), "illegal")
     with pytest.raises(RuntimeError, match=f"illegal: the bot chose {illegal}, legal: "):
         agent.act(observation, mask)
+
+
+def test_a_mask_narrower_than_the_observations_position_is_refused_not_searched():
+    """A mask leaving out moves the observation's seat can make (2 of its 3 or more legal
+    actions) is not the position the bot rebuilds: refused before the bot is asked."""
+    match = rules.Match.new(3)
+    while len(rules.legal_actions(match)) < 3:
+        rules.apply_action(match, rules.legal_actions(match)[0])
+    observation, mask = encode(match, match.turn), action_mask(match, match.turn)
+    narrow = np.zeros_like(mask)
+    narrow[np.flatnonzero(mask)[:2]] = 1
+
+    class First:
+        def step(self, state):
+            return int(np.flatnonzero(narrow)[0])
+
+    agent = PyspielBotAgent(lambda game, sampler, rng: First(), "first")
+    with pytest.raises(RuntimeError, match="first: the rebuilt position allows"):
+        agent.act(observation, narrow)
 
 
 @pytest.mark.parametrize("options, error, words", [

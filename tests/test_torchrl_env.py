@@ -78,6 +78,18 @@ def test_specs_layout():
     assert env.observation_spec["observation"].shape == (5, 238)
 
 
+def test_the_seat_and_mask_specs_hold_four_seats_and_113_flags():
+    """``current_seat`` is one of the four seats (a spec of 113 values would let a random
+    sample or a spec check pass seat 57); ``action_mask`` is 113 booleans."""
+    env = SevenRocksTorchRLEnv(3, seed=1)
+    seat_spec = env.observation_spec["current_seat"]
+    assert seat_spec.space.n == 4 and seat_spec.shape == (3,) and seat_spec.dtype == torch.long
+    assert not seat_spec.is_in(torch.tensor([0, 1, 4]))
+    mask_spec = env.observation_spec["action_mask"]
+    assert mask_spec.shape == (3, 113) and mask_spec.dtype == torch.bool
+    assert seat_spec.is_in(env.reset()["current_seat"])
+
+
 def test_rollout_agrees_with_vector_env():
     num_envs, steps = 16, 150
     env = SevenRocksTorchRLEnv(num_envs, seed=11, **SHORT)
@@ -307,3 +319,13 @@ def test_the_collector_example_deals_from_its_seed(monkeypatch):
     summary = module.main(["--num-envs", "2", "--frames", "8", "--steps-per-batch", "4",
                            "--policy", "random", "--seed", "7"])
     assert made[0]["seed"] == 7 and summary["frames"] == 8 and summary["illegal_actions"] == 0
+
+
+def test_a_partial_reset_given_as_0_1_integers_works_as_booleans():
+    """A ``_reset`` of 0/1 integers (built from a count or a long tensor) names the same envs
+    as booleans: the finished matches are accepted and marked in progress again."""
+    env, done = some_matches_done()
+    before = env.vector_env.seed
+    env.reset(TensorDict({"_reset": done.to(torch.int64)}, batch_size=[8]))
+    assert env.vector_env.seed == before  # no full reset: the finished ones restarted in step
+    assert not env._finished.any()
