@@ -538,3 +538,31 @@ def test_ctrl_c_stops_a_collection_with_every_fully_labelled_step(monkeypatch):
     monkeypatch.setattr(distill_collect, "best_action", interrupted_at(3))
     with pytest.raises(KeyboardInterrupt):
         distill.collect(tiny_student(), Highest(), 300, num_envs=16, seed=6, log=lambda *_: None)
+
+
+def test_an_init_distilled_63_times_has_no_round_left_for_its_student():
+    """A student records its init's rounds and its own: 64 at most, as a checkpoint may hold
+    (``earlier``: at most 63), so a student of 64 rounds is refused, not written unreadable."""
+    from training.distill_record import MAX_ROUNDS, distill_facts, rounds_before
+
+    one = {"teacher": "search:samples=2", "labels": 10, "holdout_agreement": 0.5}
+    at_most = {"distill": {**one, "earlier": [one] * (MAX_ROUNDS - 2)}}
+    assert len(rounds_before(at_most, "init.pt")) == MAX_ROUNDS - 1
+    full = {"distill": {**one, "earlier": [one] * (MAX_ROUNDS - 1)}}
+    assert len(distill_facts(full, "init.pt")["earlier"]) == MAX_ROUNDS - 1
+    with pytest.raises(CheckpointError, match="distilled 64 times already"):
+        rounds_before(full, "init.pt")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_match_between_a_tenth_and_a_fifth_of_the_labels_is_held_out_whole(seed):
+    """A fifth is the cap, not a tenth: a match of 15 of 100 labels (the other 85) is held out."""
+    match = np.repeat([3, 8], [15, 85])
+    test, train = distill.holdout_split(match, 100, torch.Generator().manual_seed(seed))
+    assert sorted(test.tolist()) == list(range(15)) and len(train) == 85
+
+
+def test_the_share_of_no_decisions_is_not_a_number():
+    """No held-out decisions: NaN (the card's "not measured"), never a measured 0."""
+    assert np.isnan(distill.share(torch.zeros(0, dtype=torch.bool)))
+    assert distill.share(torch.tensor([True, False, False, True])) == 0.5

@@ -116,3 +116,15 @@ def test_help_says_each_option_s_default(capsys):
     for name, value in (("num_envs", 64), ("epochs", 6), ("seed", 1), ("init", "shipped")):
         assert getattr(Args(), name) == value
         assert f"(default: {value})" in text, name
+
+
+@pytest.mark.parametrize("given, words", [
+    ({"workers": 5, "num_envs": 4}, "--workers 5 is more than --num-envs 4"),
+    ({"labels": "a.npz", "epochs": 0}, "with --labels there is nothing to do"),
+    ({"hidden_sizes": [64, 64], "epochs": 0}, "--epochs 0 trains no student"),
+    ({"temperature": 5e-4}, "temperature must be 0 \\(hard labels\\) or in"),
+])
+def test_settings_that_leave_nothing_to_do_or_cannot_work_are_refused_when_made(given, words):
+    with pytest.raises(ValidationError, match=words):
+        distill.Args(**given)
+    distill.Args(workers=4, num_envs=4, temperature=1e-3)  # the bounds themselves are settings

@@ -161,3 +161,135 @@ def test_a_member_compressed_as_numpy_never_does_is_refused_unread(tmp_path, mon
     with pytest.raises(distill_labels.LabelsError, match=f"other.npz: '[a-z_]+.npy' is "
                        f"compressed with method {method}, not stored or deflated as NumPy"):
         distill_labels.load_labels(tmp_path / "other.npz")
+
+
+def resaved(source, target, **change) -> str:
+    """The arrays of the labels file ``source`` saved (stored) to ``target``, with ``change``
+    (a key set to ``None`` is left out)."""
+    with np.load(source) as data:
+        arrays = {key: data[key] for key in data.files} | change
+    np.savez(target, **{key: array for key, array in arrays.items() if array is not None})
+    return str(target)
+
+
+@pytest.mark.parametrize("label", [-1, NUM_ACTIONS])
+def test_an_action_outside_0_to_112_is_refused_not_wrapped_around_the_mask(tmp_path, label):
+    """A label of -1 would index the mask's last action (legal here) and train toward -1; one
+    of 113 would index past the mask: both are the one range error."""
+    base = write_labels(tmp_path / "base.npz", 5, 0, values=False)
+    with np.load(base) as data:
+        action, mask = data["action"].copy(), data["action_mask"].copy()
+    action[2] = label
+    mask[:, NUM_ACTIONS - 1] = True
+    path = resaved(base, tmp_path / "odd.npz", action=action, action_mask=mask)
+    with pytest.raises(distill_labels.LabelsError, match=r"'action' must be integers in 0\.\.112"):
+        distill_labels.load_labels(path)
+
+
+def test_a_label_best_among_negative_legal_values_is_accepted(tmp_path):
+    """An illegal action's value is 0, above every legal one here: the label is compared with
+    the legal actions' values only."""
+    base = write_labels(tmp_path / "base.npz", 6, 0)
+    with np.load(base) as data:
+        values, mask = data["values"], data["action_mask"]
+    values = np.where(mask, values - 100, 0).astype(np.float32)
+    path = resaved(base, tmp_path / "negative.npz", values=values)
+    labels, _ = distill_labels.load_labels(path)
+    np.testing.assert_array_equal(labels["values"], values)
+
+
+def test_actions_and_match_ids_load_as_int64_whatever_the_file_stores(tmp_path):
+    """Cross-entropy's targets are int64: a file of int32 or uint8 labels loads as int64."""
+    base = write_labels(tmp_path / "base.npz", 5, 0)
+    with np.load(base) as data:
+        action, match = data["action"], data["match"]
+    path = resaved(base, tmp_path / "narrow.npz", action=action.astype(np.uint8),
+                   match=(match & 0xFFFF).astype(np.int32))
+    labels, _ = distill_labels.load_labels(path)
+    assert labels["action"].dtype == np.int64 and labels["match"].dtype == np.int64
+    np.testing.assert_array_equal(labels["action"], action)
+
+
+def test_files_of_one_teacher_join_under_its_name_once(tmp_path):
+    files = [resaved(write_labels(tmp_path / f"w{seed}.npz", 5, seed), tmp_path / f"{seed}.npz",
+                     teacher=np.array("search:samples=9")) for seed in (1, 2)]
+    assert distill_labels.join_labels_files(files)[1] == "search:samples=9"
+    third = write_labels(tmp_path / "3.npz", 5, 3)
+    assert distill_labels.join_labels_files([*files, third])[1] == \
+        "search:samples=9 + search:samples=3"
+
+
+def test_row_keys_depend_on_every_column_of_the_observation():
+    """Decisions differing only in their last feature are different decisions (not a copy)."""
+    low, high = distill_labels._OBS_LOW, distill_labels._OBS_HIGH
+    obs = np.repeat(((low + high) / 2).astype(np.float32)[None], OBS_SIZE, axis=0)
+    for column in range(OBS_SIZE):
+        obs[column, column] = high[column] if obs[column, column] != high[column] else low[column]
+    keys = distill_labels._row_keys({"observation": obs, "action": np.zeros(OBS_SIZE)})
+    assert len(np.unique(keys)) == OBS_SIZE
+
+
+def test_two_files_of_one_seed_and_teacher_sharing_an_env_are_refused_either_way(tmp_path):
+    """Match ids are ``env << 32 | match``: two files of one seed and teacher with the same env
+    (other match numbers) were dealt the same matches; a file without ids shares every env,
+    whichever of the two is named first."""
+    teacher = np.array("search:samples=5")
+    first = resaved(write_labels(tmp_path / "w1.npz", 20, 1), tmp_path / "a.npz",
+                    teacher=teacher, seed=np.array(7), match=np.full(20, 3 << 32 | 0))
+    second = resaved(write_labels(tmp_path / "w2.npz", 20, 2), tmp_path / "b.npz",
+                     teacher=teacher, seed=np.array(7), match=np.full(20, 3 << 32 | 1))
+    with pytest.raises(distill_labels.LabelsError, match="b.npz: collected with the seed"):
+        distill_labels.join_labels_files([first, second])
+    no_ids = resaved(second, tmp_path / "c.npz", match=None)
+    for files in ([first, no_ids], [no_ids, first]):
+        with pytest.raises(distill_labels.LabelsError, match="collected with the seed"):
+            distill_labels.join_labels_files(files)
+    apart = resaved(second, tmp_path / "d.npz", match=np.full(20, 4 << 32 | 1))
+    assert len(distill_labels.join_labels_files([first, apart])[0]["action"]) == 40
+
+
+def npy_with_header(array: np.ndarray, header_length: int) -> bytes:
+    """``array`` as a version 2.0 ``.npy`` whose header is padded to ``header_length`` bytes."""
+    header = repr({"descr": np.lib.format.dtype_to_descr(array.dtype), "fortran_order": False,
+                   "shape": array.shape})
+    header = header.ljust(header_length - 1) + "\n"
+    return (b"\x93NUMPY\x02\x00" + len(header).to_bytes(4, "little") + header.encode()
+            + array.tobytes())
+
+
+@pytest.mark.parametrize("length, refused", [(10_001, True), (9_000, False)])
+def test_a_npy_header_longer_than_10_000_bytes_is_refused_by_its_declared_length(
+        tmp_path, length, refused):
+    base = write_labels(tmp_path / "base.npz", 4, 0)
+    with zipfile.ZipFile(base) as plain, zipfile.ZipFile(tmp_path / "long.npz", "w") as long:
+        for name in plain.namelist():
+            data = plain.read(name)
+            if name == "action.npy":
+                data = npy_with_header(np.load(io.BytesIO(data)), length)
+            long.writestr(name, data)
+    if refused:
+        with pytest.raises(distill_labels.LabelsError, match="'action' declares a .npy header "
+                                                             "of 10,001 bytes"):
+            distill_labels.load_labels(tmp_path / "long.npz")
+    else:
+        assert len(distill_labels.load_labels(tmp_path / "long.npz")[0]["action"]) == 4
+
+
+def test_values_wider_than_8_bytes_are_refused_from_the_header(tmp_path):
+    """Float128 values would be read whole (twice a float64's bytes) before their dtype check."""
+    if np.dtype(np.longdouble).itemsize <= 8:
+        pytest.skip("no float wider than 8 bytes here")
+    base = write_labels(tmp_path / "base.npz", 4, 0)
+    with np.load(base) as data:
+        wide = data["values"].astype(np.longdouble)
+    path = resaved(base, tmp_path / "wide.npz", values=wide)
+    with pytest.raises(distill_labels.LabelsError, match="'values' declares float128"):
+        distill_labels.load_labels(path)
+
+
+def test_a_seed_past_2_63_is_not_saved(tmp_path):
+    with np.load(write_labels(tmp_path / "base.npz", 3, 0)) as data:
+        labels = {key: data[key] for key in ("observation", "action_mask", "action")}
+    with pytest.raises(ValueError, match="seed is in 0..2"):
+        distill_labels.save_labels(tmp_path / "never.npz", labels, "t", seed=2 ** 63)
+    assert not (tmp_path / "never.npz").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -163,6 +164,8 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     {**DISTILLED, "teacher": "search | x"}, {**DISTILLED, "teacher": "a\n# Owned"},
     {**DISTILLED, "earlier": [{**DISTILLED, "labels": 0}]}, {**DISTILLED, "earlier": "x"},
     {**DISTILLED, "earlier": [DISTILLED] * 64},
+    {**DISTILLED, "labels": True}, {**DISTILLED, "holdout_agreement": -0.1},
+    {**DISTILLED, "holdout_agreement": True},
 ])
 def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
     from training.ship import main as ship
@@ -378,7 +381,60 @@ def test_ship_refuses_a_folder_holding_another_policy_s_card(tmp_path, capsys):
     assert (folder / "model_card.json").read_text() == card and not (folder / "b.pt").exists()
     assert ship([str(source), "--out", str(folder / "a.pt"), *args]) == 0
     # the training command goes into the card's Markdown: one line, no backquote
-    for command in ("make train\n```\n| injected | row |", "make `train`"):
+    for command in ("make train\n```\n| injected | row |", "make `train`", "x" * 4097):
         assert ship([str(source), "--out", str(folder / "a.pt"), *args,
                      "--train-command", command]) == 2
         assert "--train-command must be one line" in capsys.readouterr().err
+
+
+def test_a_card_row_keeps_the_arena_s_numbers_in_their_places():
+    from types import SimpleNamespace
+
+    from training.ship import _row
+
+    result = SimpleNamespace(spec_b="heuristic", pairs=1000, matches=2000, win_rate=0.61237,
+                             ci95=(0.58123, 0.64061), mean_margin=12.345, rounds_per_match=3.456,
+                             seed=2025, seconds_per_decision=(0.000123, 0.5))
+    assert _row("h=heuristic", result) == {
+        "opponent": "h=heuristic", "spec": "heuristic", "pairs": 1000, "matches": 2000,
+        "win_rate": 0.6124, "ci95": [0.5812, 0.6406], "mean_margin": 12.3,
+        "rounds_per_match": 3.46, "seed": 2025, "ms_per_decision_policy": 0.123}
+
+
+def test_the_bars_judge_the_spec_a_row_played_not_its_name():
+    """``weak`` played random: judged against random's bar; ``heuristic=greedy`` played
+    greedy, not heuristic; an older row without ``spec`` is judged by its opponent's spec."""
+    from training.ship import _markdown
+
+    folder = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped"
+    card = json.loads((folder / "model_card.json").read_text())
+    row = {"pairs": 1000, "matches": 2000, "win_rate": 0.9, "ci95": [0.88, 0.92],
+           "mean_margin": 1.0, "rounds_per_match": 3.0, "seed": 1}
+    card["arena"] = [{**row, "opponent": "weak", "spec": "random"},
+                     {**row, "opponent": "heuristic=greedy", "spec": "greedy"},
+                     {**row, "opponent": "old=heuristic"}]
+    bars = [line for line in _markdown(card).splitlines() if line.startswith("| vs ")]
+    assert [line.split(" >=")[0] for line in bars] == ["| vs random", "| vs greedy",
+                                                        "| vs heuristic"], bars
+
+
+def test_same_policy_is_false_for_a_file_missing_one_of_the_weights(tmp_path):
+    from training.checkpoint import policy_only
+    from training.ship import same_policy
+
+    data = policy_entries(PolicyNet([16]), 0)
+    path = save_checkpoint(tmp_path / "p.pt", data)
+    assert same_policy(f"ckpt:{path}", policy_only(data))
+    cut = dict(data, model={k: v for i, (k, v) in enumerate(data["model"].items()) if i})
+    partial = save_checkpoint(tmp_path / "cut.pt", cut)
+    assert not same_policy(f"ckpt:{partial}", policy_only(data))
+
+
+@pytest.mark.parametrize("agent", ["a|b=random", "x`y=random", "mine=ckpt:a|b.pt",
+                                   "mine=ckpt:a`b.pt", "n" * 201 + "=random"])
+def test_an_opponent_name_or_spec_that_would_break_the_card_is_refused(agent):
+    from training.ship import _check_card_agents
+
+    with pytest.raises(ValueError, match="its name and spec must each be"):
+        _check_card_agents([agent])
+    _check_card_agents(["mine=random", "search"])
