@@ -121,17 +121,20 @@ def _evaluations(run_dir: Path, acc) -> dict:
 
 def _runs_below(run_dir: Path, most: int = 3) -> str:
     """A hint naming up to ``most`` subfolders that hold event files (``runs/``, the folder
-    ``tensorboard --logdir`` takes, given for one run's); the first 1,000 entries looked at."""
+    ``tensorboard --logdir`` takes, given for one run's); the first 1,000 entries of each folder
+    looked at, none of them opened."""
     from itertools import islice
 
     from tensorboard.backend.event_processing.io_wrapper import IsSummaryEventsFile
 
-    found = []
+    def holds_events(folder: str) -> bool:
+        with os.scandir(folder) as entries:
+            return any(IsSummaryEventsFile(entry.name) for entry in islice(entries, 1000))
+
     try:
-        for entry in islice(os.scandir(run_dir), 1000):
-            if entry.is_dir() and any(IsSummaryEventsFile(name)
-                                      for name in islice(os.listdir(entry.path), 1000)):
-                found.append(entry.name)
+        with os.scandir(run_dir) as entries:
+            found = [entry.name for entry in islice(entries, 1000)
+                     if entry.is_dir() and holds_events(entry.path)]
     except OSError:
         return ""
     if not found:
