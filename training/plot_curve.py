@@ -21,6 +21,7 @@ import os
 import re
 import struct
 import sys
+from itertools import islice
 from pathlib import Path
 
 from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file
@@ -123,8 +124,6 @@ def _runs_below(run_dir: Path, most: int = 3) -> str:
     """A hint naming up to ``most`` subfolders that hold event files (``runs/``, the folder
     ``tensorboard --logdir`` takes, given for one run's); the first 1,000 entries of each folder
     looked at, none of them opened."""
-    from itertools import islice
-
     from tensorboard.backend.event_processing.io_wrapper import IsSummaryEventsFile
 
     def holds_events(folder: str) -> bool:
