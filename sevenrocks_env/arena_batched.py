@@ -33,6 +33,7 @@ from .arena import (DEFAULT_MAX_ROUNDS, ArenaResult, PairOutcome, check_settings
                     run_pairs, split_names)
 from .batched import VectorEnv, layout
 from .batched.history import RoundHistory
+from .batched.inputs import checked_device
 from .batched_agents import BatchedAgent, batched_agent
 from .driver import blamed_on
 
@@ -46,7 +47,7 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
     """Pairs ``first .. first + pairs - 1`` stepped together: their :class:`PairOutcome` list,
     and with ``records=True`` also each env's first match as a game record (``[2 * pairs]``;
     env ``2k`` is pair ``first + k`` with A on seats 0/2, env ``2k + 1`` with A on 1/3)."""
-    device = torch.device(device)
+    device = checked_device(device)
     n = 2 * pairs
     index = torch.arange(n, device=device)
     a_team = index & 1                                    # A's team in each env

@@ -37,6 +37,7 @@ from .agents.random_agent import RandomAgent
 from .batched import VectorEnv, layout
 from .batched.deal import counter_key, counter_uniform
 from .batched.greedy import greedy_actions
+from .batched.inputs import checked_device
 from .batched.heuristic import heuristic_actions
 
 _RANDOM_SALT = 0x5EED
@@ -175,7 +176,7 @@ def _batched_search(agent, device) -> BatchedAgent | None:
 def batched_agent(agent, device="cpu") -> BatchedAgent:
     """The batched version of an agent spec or object, or ``ValueError`` if it has none."""
     from .policy import PolicyAgent
-    device = torch.device(device)
+    device = checked_device(device)
     if isinstance(agent, str):
         kind = agent.strip().partition(":")[0]
         if kind not in ("ckpt", "policy", "sample", "search", "heuristic", "greedy", "random"):

@@ -89,6 +89,26 @@ def test_views_state_refuses_indices_and_hands_it_cannot_use():
                        torch.zeros((0, 3), dtype=torch.long)).hands.shape == (0, 4)
 
 
+def test_views_state_and_the_batched_search_read_a_device_as_the_vector_env_does():
+    """``views_state`` compared its tensors' device with ``torch.device(device)``: "cpu:0" (and
+    on a GPU plain "cuda", whose tensors are on "cuda:0") refused every tensor made there, so
+    ``evaluate_batched("search", ..., device="cpu:0")`` failed; ``VectorEnv`` takes both."""
+    match = position(3, 20)
+    view = view_of(match, match.turn)
+    hidden = torch.tensor([HandSampler(view).sample(np.random.default_rng(0))])
+    index = torch.zeros(1, dtype=torch.long)
+    expected = views_state([view], index, hidden).match(0, view.target).to_state()
+    for device in ("cpu:0", torch.device("cpu", 0)):
+        state = views_state([view], index, hidden, device)
+        assert state.match(0, view.target).to_state() == expected
+        VectorEnv(1, device=device).load_state(state)
+        assert state.to(device) is state  # already there: no copy
+    played = [evaluate_batched("search:samples=4", "greedy", pairs=2, target=50, device=where)
+              for where in ("cpu", "cpu:0")]
+    assert [(r.win_rate, r.mean_margin, r.rounds_per_match) for r in played] == \
+        [(played[0].win_rate, played[0].mean_margin, played[0].rounds_per_match)] * 2
+
+
 def test_defensive_actions_are_defensive_choice_on_random_worlds():
     worlds = [m for m in (position(s, s % 50) for s in range(300)) if m is not None]
     env = VectorEnv(len(worlds), validate=False)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import torch
 
 from ..rules import Match
-from .inputs import check_rows
+from .inputs import check_rows, checked_device
 
 INT_FIELDS = ("hands", "played_by", "played", "ends", "spinner", "turn", "opener", "placements",
               "voids", "scores", "last_end_sum", "round_index", "matches")
@@ -104,7 +104,7 @@ class BatchState:
 
     def to(self, device) -> "BatchState":
         """These matches on ``device`` (the same object when they are there already)."""
-        if self.turn.device == torch.device(device):
+        if self.turn.device == checked_device(device):
             return self
         moved = BatchState.__new__(BatchState)
         for name in FIELDS:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from ..observation import SeatView
-from .inputs import check_tensor
+from .inputs import check_tensor, checked_device
 from .state import BatchState
 
 
@@ -25,11 +25,13 @@ def views_state(views: list[SeatView], view_index: torch.Tensor, hidden: torch.T
     ``view_index``: ``LongTensor[N]`` into ``views``; ``hidden``: ``LongTensor[N, 3]`` tile sets
     of relative seats 1, 2, 3 (consistent with the view, e.g. from ``HandSampler``), both on
     ``device``.  Their shapes, dtypes, devices and the indices' range are checked (a
-    ``TypeError``/``ValueError``), the hands' values are not (as ``VectorEnv.load_state``).  The
+    ``TypeError``/``ValueError``), the hands' values are not (as ``VectorEnv.load_state``).
+    ``device`` is read as ``VectorEnv`` reads it (``"cpu:0"`` is the CPU, ``"cuda"`` the current
+    CUDA device, where torch puts a tensor made on ``"cuda"``).  The
     worlds are seedless rounds: ``opener`` 0 (unknown to the observer and irrelevant within the
     round), ``round_index`` and ``matches`` 0.
     """
-    device = torch.device(device)
+    device = checked_device(device)
     if not (isinstance(view_index, torch.Tensor) and view_index.dim() == 1):
         raise TypeError("views_state: view_index must be a 1-D LongTensor of indices into "
                         f"views, got {type(view_index).__name__}")
