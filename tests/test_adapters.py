@@ -578,3 +578,6 @@ def test_each_opponent_seat_is_seeded_on_its_own_from_the_match_seed():
     first, seeds[:] = list(seeds), []
     env.reset(seed=11)
     assert len(first) == 3 and len(set(first)) == 3 and seeds == first
+    seeds[:] = []
+    env.reset(seed=12)  # from the match seed: another match seeds every seat otherwise
+    assert len(seeds) == 3 and not set(seeds) & set(first)

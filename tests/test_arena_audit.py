@@ -55,6 +55,13 @@ def test_every_agent_is_seeded_from_its_pair_match_and_seat():
             assert duo_b[k].seeds[game] == arena.agent_seed(7, 3, game, b_seats[k])
     everyone = [s for agent in duo_a + duo_b for s in agent.seeds]
     assert len(everyone) == 8 and len(set(everyone)) == 8
+    # from the pair and the seed too (not only agent_seed's word): another pair or another
+    # seed gives every agent other seeds
+    for seed, pair in ((7, 4), (8, 3)):
+        others = [_Recording() for _ in range(4)]
+        arena.play_pair(others[:2], others[2:], seed=seed, pair=pair, target=60, max_rounds=5)
+        seeds = [s for agent in others for s in agent.seeds]
+        assert len(set(seeds)) == 8 and not set(seeds) & set(everyone), (seed, pair)
 
 
 def test_random_against_random_does_not_split_every_pair():

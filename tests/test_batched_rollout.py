@@ -363,13 +363,18 @@ def test_past_draws_uniformly_among_the_kept_snapshots():
     """``past`` is any of the last ``max_snapshots`` snapshots, equally likely, not the newest."""
     model = PolicyNet([8])
     pool = OpponentPool(["past"], model, max_snapshots=3)
-    for _ in range(5):  # the two oldest are dropped
+    first = next(model.parameters())
+    for k in range(5):  # the two oldest are dropped; each snapshot marked with its number
+        with torch.no_grad():
+            first.view(-1)[0] = k
         pool.add_snapshot(model)
     rng = np.random.default_rng(0)
-    drawn = [id(pool(rng)[1]) for _ in range(600)]
+    drawn = [pool(rng)[1] for _ in range(600)]
     kept = [id(agent) for agent in pool._past_agents]
-    assert len(kept) == 3 and set(drawn) == set(kept)
-    assert all(150 < drawn.count(k) < 250 for k in kept)
+    assert len(kept) == 3 and {id(agent) for agent in drawn} == set(kept)
+    marks = [float(next(agent.model.parameters()).detach().view(-1)[0]) for agent in drawn]
+    assert sorted(set(marks)) == [2.0, 3.0, 4.0]  # the last three snapshots, not the newest
+    assert all(150 < marks.count(k) < 250 for k in (2.0, 3.0, 4.0))
 
 
 def test_a_snapshot_plays_with_the_weights_it_was_taken_with():

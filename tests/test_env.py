@@ -59,6 +59,13 @@ def test_round_deal_depends_only_on_seed_and_round_index():
         assert first[r]["hands"] == second[r]["hands"]
         hands, _ = deal(11, r)
         assert [mask_of(parse_tile(t) for t in hand) for hand in first[r]["hands"]] == hands
+    drawn_after_a_block = 0
+    for rounds in (first, second):  # the opener is the draw, except after a domino (R2)
+        for r, rnd in enumerate(rounds):
+            if r == 0 or rounds[r - 1]["result"] == "blocked":
+                assert rnd["opener"] == deal(11, r)[1], r
+                drawn_after_a_block += r > 0
+    assert drawn_after_a_block  # a draw that follows play, not only round 0's
 
 
 def _deals_after(env, seed, resets):

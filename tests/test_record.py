@@ -215,6 +215,26 @@ def test_save_into_a_device_writes_through_it_and_never_replaces_it(tmp_path):
 
     save(finished_record(seed=4), "/dev/null")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    # "writes through it": a named pipe (what /dev/null cannot show) gets the whole record
+    import threading
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    record = finished_record(seed=4)
+    try:
+        save(record, fifo)
+    finally:
+        if reader.is_alive() and not received:  # nothing opened the pipe: let the reader end
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # (the reader had already closed it)
+                pass
+        reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # not replaced by a file
+    assert received and received[0], "nothing was written into the pipe"
+    assert json.loads(received[0]) == record
 
 
 @pytest.mark.parametrize("value", [0, -1, 1001, 2.0, "2", True, None, [2]])

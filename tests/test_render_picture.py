@@ -4,6 +4,7 @@ Colours are checked at positions computed by :mod:`sevenrocks_env.render.geometr
 golden images, so a font change does not break them.
 """
 
+import itertools
 import random
 
 import numpy as np
@@ -82,6 +83,18 @@ def test_hands_face_up_only_for_spectator_or_observer():
     assert not np.array_equal(observer, spectator) and not np.array_equal(observer, nobody)
     with pytest.raises(ValueError):
         render_picture(match, observer=7)
+    # "only": a tile exchanged between two other hands (the observer's partner's included)
+    # changes nothing in the observer's picture, while the spectator's shows it
+    for seat in range(4):
+        for a, b in itertools.combinations([s for s in range(4) if s != seat], 2):
+            swapped = match.clone(keep_history=True)
+            one, two = tiles_of(swapped.hands[a])[0], tiles_of(swapped.hands[b])[0]
+            swapped.hands[a] ^= (1 << one) | (1 << two)
+            swapped.hands[b] ^= (1 << one) | (1 << two)
+            assert np.array_equal(render_picture(swapped, observer=seat),
+                                  render_picture(match, observer=seat)), (seat, a, b)
+            assert np.array_equal(render_picture(swapped), nobody), (a, b)
+            assert not np.array_equal(render_picture(swapped, spectator=True), spectator), (a, b)
 
 
 def test_empty_table_and_finished_match_render(texts):

@@ -3,6 +3,7 @@ hidden tiles never sent (R1), records and replays.  Bad input: ``test_hostile_we
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 
@@ -13,6 +14,7 @@ from sevenrocks_env import record as records
 from sevenrocks_env.render.text import describe_move
 from sevenrocks_env.scoring import round_to_five
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
+from sevenrocks_env.web.views import game_view
 
 TILE_TEXT = re.compile(r"\d\|\d")
 
@@ -54,6 +56,21 @@ def assert_nothing_hidden(game, view) -> None:
     shown = {t for text in strings for t in TILE_TEXT.findall(text)} | set(tiles)
     assert not shown & hidden, f"hidden tiles sent to the page: {sorted(shown & hidden)}"
     assert view["seed"] is None or game.match.over  # the seed would give every deal away
+    # and in any form (a hand's bit set, a list of indices under any key): a tile exchanged
+    # between two other hands of the round in progress changes nothing the page receives
+    match = game.match
+    if match.history[-1].result is None:
+        assert json.loads(json.dumps(game_view(game))) == view
+        others = [s for s in range(4) if s != game.seat and match.hands[s]]
+        for a, b in itertools.combinations(others, 2):
+            one, two = tiles_of(match.hands[a])[0], tiles_of(match.hands[b])[0]
+            saved = list(match.hands)
+            try:
+                match.hands[a] ^= (1 << one) | (1 << two)
+                match.hands[b] ^= (1 << one) | (1 << two)
+                assert json.loads(json.dumps(game_view(game))) == view, (a, b)
+            finally:
+                match.hands[:] = saved
     if view["last_round"] is not None:
         assert view["last_round"]["result"] is not None  # hands only for ended rounds (R7)
 
