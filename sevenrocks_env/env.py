@@ -192,10 +192,12 @@ class raw_env(AECEnv, EzPickle):
         self.seed_used: int | None = None
         self._reset_rng: np.random.Generator | None = None  # the seeds of unseeded resets
 
-    #: The game in progress: what reset and step set, beyond the constructor's settings.
+    #: The game in progress: what reset and step set, beyond the constructor's settings; and
+    #: ``render_observer``, a setting the Gymnasium view sets to its learner's seat at every
+    #: reset (a copy rebuilt from the constructor's ``None`` would draw every hidden hand).
     _GAME_FIELDS = ("match", "seed_used", "_reset_rng", "agents", "rewards", "_cumulative_rewards",
                     "terminations", "truncations", "infos", "agent_selection", "_rewards_dirty",
-                    "_given_start")
+                    "_given_start", "render_observer")
 
     def __getstate__(self) -> dict:
         """The constructor's arguments (``EzPickle``, which re-checks them on loading) and the

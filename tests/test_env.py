@@ -588,3 +588,25 @@ def test_the_target_entry_is_declared_as_0_to_target_over_1000():
         space = observation_space(target, 100)["observation"]
         value = encode(Match.new(0, target=target), 0)[entry]
         assert (space.low[entry], space.high[entry]) == (0, value) == (0, np.float32(target / 1000))
+
+
+@pytest.mark.parametrize("copy_of", ["deepcopy", "pickle"])
+def test_a_copy_draws_only_the_seat_the_original_draws(copy_of):
+    """The Gymnasium view sets the AEC env's ``render_observer`` to the learner's seat after
+    construction; a copy of it mid-match (``pickle`` rebuilds from the constructor's arguments)
+    drew every hidden hand, the original only the learner's."""
+    import copy
+
+    from sevenrocks_env.single_agent import SingleAgentEnv
+
+    view = SingleAgentEnv(opponents="random", seat=1, partner="random", render_mode="ansi")
+    view.reset(seed=0)
+    raw = sevenrocks_v0.raw_env(render_mode="ansi")
+    raw.reset(seed=0)
+    raw.render_observer = 3
+    for env, seat in ((view, 1), (raw, 3)):
+        clone = copy.deepcopy(env) if copy_of == "deepcopy" else pickle.loads(pickle.dumps(env))
+        hands = [line.split()[1] for line in clone.render().splitlines()
+                 if line.startswith("  seat ") and " hand: " in line]
+        assert hands == [str(seat)]
+        assert clone.render() == env.render()
