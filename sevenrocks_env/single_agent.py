@@ -150,6 +150,7 @@ class SingleAgentEnv(gymnasium.Env):
             start = checked_start(start, self._aec.target, self._aec.max_rounds,
                                   (*self._others, self._partner))
         match_seed = seed
+        self._done = True  # until a learner seat is on turn: a start refused below leaves no episode
         while True:
             if match_seed is None:
                 match_seed = int(self.np_random.integers(2**62))

@@ -103,6 +103,21 @@ def test_learners_own_winning_move_returns_the_win_at_once():
     assert env.match.scores == [250, 0]
 
 
+@pytest.mark.parametrize("illegal_action", ["terminate", "raise"])
+def test_a_start_refused_as_over_leaves_no_episode_to_step(illegal_action):
+    """A start that is over before the learner moves (greedy seat 0 opens 0|5 for 250, R8) is a
+    ``ValueError``; a ``step`` after it played on the finished match as if mid-episode (a fake
+    illegal action with -1, or "legal actions: []") instead of asking for a reset."""
+    env = SingleAgentEnv(opponents="greedy", seat=1, illegal_action=illegal_action)
+    env.reset(seed=0)  # mid-episode when the bad start comes
+    with pytest.raises(ValueError, match="over before the learner moves"):
+        env.reset(options={"match": opponent_wins_next_position(scores=(245, 0))})
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(OPEN_0_1)
+    env.reset(seed=0)  # and a reset starts a fresh episode
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
+
+
 def test_info_scores_put_the_learners_team_first():
     env = SingleAgentEnv(opponents="random", seat=1)
     _, info = env.reset(options={"match": opponent_wins_next_position((10, 240), opener=1)})

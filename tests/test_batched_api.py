@@ -468,3 +468,29 @@ def test_load_keeps_each_env_s_match_counter():
     counts = venv.state.matches.clone()
     venv.load([venv.match(i) for i in range(4)])
     assert torch.equal(venv.state.matches, counts)
+
+
+@pytest.mark.parametrize("fresh", [True, False])
+def test_a_pickled_env_keeps_its_action_mask_in_step_with_its_state(fresh):
+    """The mask is a bool view of a word buffer that each step rebuilds; pickle gives every
+    tensor a storage of its own, so an unpickled env (a worker's copy: multiprocessing, Ray,
+    cloudpickle) kept the mask it was pickled with forever, and illegal actions showed as legal
+    (``deepcopy`` keeps the tie)."""
+    import pickle
+
+    venv = sevenrocks_v0.vector_env(num_envs=4, target=100)
+    if not fresh:
+        venv.reset(seed=5)
+        venv.step(first_legal(venv))
+    copy = pickle.loads(pickle.dumps(venv))
+    if fresh:
+        venv.reset(seed=5)
+        copy.reset(seed=5)
+    for _ in range(30):
+        assert torch.equal(copy.action_mask, venv.action_mask)
+        for env in range(4):
+            legal = torch.nonzero(copy.action_mask[env]).squeeze(1).tolist()
+            assert legal == sorted(legal_actions(copy.match(env)))
+        actions = first_legal(venv)
+        venv.step(actions)
+        copy.step(actions.clone())

@@ -175,3 +175,19 @@ def test_a_state_made_in_inference_mode_can_be_loaded_and_stepped(compiled):
 def test_compile_must_be_a_bool():
     with pytest.raises(TypeError, match="compile must be a bool"):
         sevenrocks_v0.vector_env(num_envs=2, compile="yes")
+
+
+def test_a_pickled_compiled_env_compiles_again_and_plays_on_as_the_original():
+    """A compiled env pickled mid-play (a worker's copy) raised ``PicklingError`` on its fused
+    functions; the copy picks its kernels again from ``compiled`` and plays as the original."""
+    import pickle
+
+    eager, fused = pair(**SETTINGS)
+    play = torch.Generator().manual_seed(9)
+    for _ in range(20):
+        actions = random_actions(eager.action_mask, play)
+        eager.step(actions)
+        fused.step(actions)
+    copy = pickle.loads(pickle.dumps(fused))
+    assert copy.compiled and copy._kernels is kernels.compiled("cpu")
+    play_side_by_side(eager, copy)

@@ -153,6 +153,16 @@ def test_spec_random_actions_respect_the_mask():
     assert env.observation_spec.is_in(data[:, -1]["next"].select(*env.observation_spec.keys()))
 
 
+def test_a_pickled_env_plays_legal_random_actions():
+    """A pickled env (a worker's copy) kept the action mask it was pickled with: its spec's
+    random actions were illegal at once (``ValueError`` on the first step after reset)."""
+    import pickle
+
+    env = pickle.loads(pickle.dumps(SevenRocksTorchRLEnv(8, seed=6, **SHORT)))
+    data = env.rollout(100, break_when_any_done=False)
+    assert data["action_mask"].gather(-1, data["action"].unsqueeze(-1)).all()
+
+
 def test_wrapped_envs_need_torchrl_s_action_mask_transform():
     """TransformedEnv and SerialEnv keep their own copy of the action spec, which never sees the
     base env's mask updates: with TorchRL's ``ActionMask`` transform (what the docs say to use)

@@ -363,6 +363,21 @@ class VectorEnv:
         logging = 0 if self._records is None else self._records.nbytes()
         return self.state.nbytes() + 8 * self._mask_words.nelement() + observing + logging
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        del state["_mask"]  # a view of _mask_words: made again on unpickling (__setstate__)
+        del state["_kernels"]  # compiled functions do not pickle: chosen again from `compiled`
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling: ``_mask`` is made again as a view of ``_mask_words``.  Pickle gives each
+        tensor a storage of its own, so a pickled view would keep the mask of the moment it was
+        pickled while every step rebuilds the words (``deepcopy`` keeps the tie itself).  A
+        compiled env compiles again in the process that unpickles it."""
+        self.__dict__.update(state)
+        self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
+        self._kernels = kernels.compiled(self.device.type) if self.compiled else kernels.EAGER
+
     def _changed(self) -> None:
         self._mask_fresh = self._obs_fresh = False
 
