@@ -116,6 +116,25 @@ def test_a_pickled_or_copied_game_plays_as_the_original(params):
     assert environment.reset().observations["current_player"] in range(4)
 
 
+def test_a_pickled_game_loads_in_a_process_that_never_imported_the_package():
+    """A game sent to a spawned worker (or pickled to a file) unpickled as ``pyspiel.load_game``
+    in a process where nothing had registered ``python_sevenrocks``: "Unknown game" (a pool's
+    worker died on its task and the pool waited forever).  A pickled state always loaded: its
+    class imports the package."""
+    import pickle
+    import subprocess
+    import sys
+
+    code = ("import pickle, sys; game = pickle.loads(sys.stdin.buffer.read()); "
+            "print(game, game.new_initial_state().is_chance_node())")
+    pickled = pickle.dumps(load(rounds=1, target=90))
+    proc = subprocess.run([sys.executable, "-c", code], input=pickled, capture_output=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr.decode()[-500:]
+    assert proc.stdout.decode().split() == ["python_sevenrocks(max_rounds=1,rounds=1,target=90)",
+                                            "True"]
+
+
 def test_state_from_view_refuses_a_game_with_another_target():
     """The state played to the view's target, whatever its game's (a round of a 250-point game
     could end when a side reached 100)."""

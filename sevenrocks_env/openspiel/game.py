@@ -141,9 +141,11 @@ class SevenRocksGame(pyspiel.Game):
         """Pickled (and deep-copied) as the ``pyspiel.load_game`` call that makes it again:
         pyspiel's own pickling rebuilds the C++ game without this object's parameters, and the
         copy could not start a state (a game sent to a worker process, a copied
-        ``rl_environment.Environment``)."""
-        return pyspiel.load_game, (GAME_NAME, {"target": self.target, "rounds": self.rounds,
-                                               "max_rounds": self.max_rounds})
+        ``rl_environment.Environment``).  The call is :func:`_load_game` of this module, so that
+        unpickling imports it and registers the game: ``pyspiel.load_game`` itself, in a process
+        that had not imported this package (a spawned worker), knew no ``python_sevenrocks``."""
+        return _load_game, ({"target": self.target, "rounds": self.rounds,
+                             "max_rounds": self.max_rounds},)
 
     def new_initial_state(self):
         return SevenRocksState(self)
@@ -333,6 +335,12 @@ class SevenRocksState(pyspiel.State):
         :class:`~sevenrocks_env.agents.belief.HandSampler` of ``player_id``'s view of this
         state, which a caller resampling the same state many times (IS-MCTS) builds once."""
         return resample(self, player_id, rng, sampler)
+
+
+def _load_game(params: dict) -> SevenRocksGame:
+    """``pyspiel.load_game(GAME_NAME, params)``: how a game unpickles
+    (:meth:`SevenRocksGame.__reduce__`), from this module, which registers the game on import."""
+    return pyspiel.load_game(GAME_NAME, params)
 
 
 def _tiles_text(mask: int) -> str:
