@@ -73,12 +73,42 @@ def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
 
 
+class _KeptError:
+    """The file ``torch.save`` writes through, keeping the ``OSError`` of a failed write: torch
+    reports it as a ``RuntimeError`` (``unexpected pos 62016 vs 61904``) that names neither the
+    file nor the cause (a full disk)."""
+
+    def __init__(self, file):
+        self.file, self.error = file, None
+
+    def write(self, data):
+        try:
+            return self.file.write(data)
+        except OSError as error:
+            self.error = error
+            raise
+
+    def flush(self):
+        self.file.flush()
+
+
 def save_checkpoint(path, data: dict) -> Path:
-    """Write atomically (temp file + rename), so a crash never leaves a truncated ``latest.pt``."""
+    """Write atomically (temp file + rename), so a crash never leaves a truncated ``latest.pt``;
+    a write that fails (the disk full) is an ``OSError`` naming ``path`` and its cause, and
+    leaves the file that was there as it was."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as partial:
-        torch.save(data, partial)
+    path.parent.mkdir(parents=True, exist_ok=True)  # (its error names the folder)
+    try:
+        with atomic_path(path) as partial, open(partial, "wb") as file:
+            kept = _KeptError(file)
+            try:
+                torch.save(data, kept)
+            except RuntimeError:
+                if kept.error is None:
+                    raise
+                raise kept.error from None
+    except OSError as error:
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from None
     return path
 
 

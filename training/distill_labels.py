@@ -54,20 +54,24 @@ _OBS_LOW, _OBS_HIGH = _bounds_of_any_game()
 
 def save_labels(path, labels: dict, teacher: str, seed: int | None = None) -> Path:
     """Write atomically (a temporary file, then a rename): a collection stopped or killed while
-    saving leaves its previous save whole.  ``seed``: the collection's, recorded (``None``:
-    labels that are not one collection's, saved without it)."""
+    saving leaves its previous save whole, and so does a write that fails (the disk full: an
+    ``OSError`` naming ``path``).  ``seed``: the collection's, recorded (``None``: labels that
+    are not one collection's, saved without it)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     extra = {key: labels[key] for key in ("values", "match") if labels.get(key) is not None}
     if seed is not None:
         if not 0 <= seed < MAX_SEED:
             raise ValueError(f"a collection's seed is in 0..2**63 - 1, got {shown(seed)}")
         extra["seed"] = np.array(seed, np.int64)
-    # a file object: given a name, numpy would add ".npz" to it
-    with atomic_path(path) as partial, open(partial, "wb") as file:
-        np.savez_compressed(file, observation=labels["observation"],
-                            action_mask=labels["action_mask"], action=labels["action"],
-                            teacher=np.array(teacher), **extra)
+    path.parent.mkdir(parents=True, exist_ok=True)  # (its error names the folder)
+    try:
+        # a file object: given a name, numpy would add ".npz" to it
+        with atomic_path(path) as partial, open(partial, "wb") as file:
+            np.savez_compressed(file, observation=labels["observation"],
+                                action_mask=labels["action_mask"], action=labels["action"],
+                                teacher=np.array(teacher), **extra)
+    except OSError as error:  # (written to a file object, numpy's error names no file)
+        raise OSError(error.errno, error.strerror or str(error), str(path)) from None
     return path
 
 

@@ -288,6 +288,10 @@ def main(argv=None) -> int:
             print(f"error: {message}; nothing was written ({out} and its card are as they "
                   "were)", file=sys.stderr)
             return 1
+        if isinstance(stop, OSError):  # the disk full, say (the staged file's name: not shown)
+            print(f"error: cannot write {out} and its card: {stop.strerror or stop}; nothing "
+                  f"was written ({out} and its card are as they were)", file=sys.stderr)
+            return 1
         if not isinstance(stop, KeyboardInterrupt):
             raise
         print(f"interrupted: nothing was written ({out} and its card are as they were)",

@@ -1,0 +1,103 @@
+"""A write that fails part way (the disk full, a quota, a file size limit) is one clear error
+naming the file, and leaves the file that was there whole, with no partial file beside it.
+
+The failure is real: the process's file size limit (``RLIMIT_FSIZE``, ``SIGXFSZ`` ignored)
+makes the kernel refuse the write past it (``EFBIG``), as a full disk refuses with ``ENOSPC``.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal
+from contextlib import contextmanager
+
+import pytest
+
+resource = pytest.importorskip("resource")
+torch = pytest.importorskip("torch")
+from policy_files import save_policy  # noqa: E402
+from sevenrocks_env.policy import PolicyNet, load_policy  # noqa: E402
+from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
+
+
+@contextmanager
+def writes_fail_past(size: int):
+    """Every write of this process past ``size`` bytes of a file fails (``EFBIG``)."""
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, limits[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+def test_a_checkpoint_that_cannot_be_written_is_an_os_error_naming_it(tmp_path):
+    """torch.save reported a full disk as ``RuntimeError: [enforce fail at
+    inline_container.cc:672] . unexpected pos 62016 vs 61904``, which ``sevenrocks train``,
+    ``training.distill`` and ``training.ship`` showed as a traceback (after hours of work)."""
+    path = tmp_path / "latest.pt"
+    save_checkpoint(path, policy_entries(PolicyNet([8]), 1))
+    before = path.read_bytes()
+    with writes_fail_past(len(before) + 100), pytest.raises(OSError) as error:
+        save_checkpoint(path, policy_entries(PolicyNet([64, 64]), 2))
+    assert error.value.errno == errno.EFBIG and error.value.filename == str(path)
+    assert error.value.strerror == "File too large"
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [path.name]
+    load_policy(path)
+
+
+def test_the_training_command_says_which_checkpoint_it_could_not_write(tmp_path, capsys):
+    """What a user of ``sevenrocks train`` sees: one line naming the file (the shell's
+    ``guarded`` shows an ``OSError``; the ``RuntimeError`` was a traceback)."""
+    from sevenrocks_env.cli import guarded
+
+    def save():
+        save_checkpoint(tmp_path / "step_256.pt", policy_entries(PolicyNet([64, 64]), 2))
+        return 0
+    with writes_fail_past(2000):
+        assert guarded("sevenrocks train", save) == 2
+    assert capsys.readouterr().err == (
+        "error: sevenrocks train: File too large "
+        f"({tmp_path / 'step_256.pt'})\n")
+
+
+def test_labels_that_cannot_be_written_are_an_os_error_naming_the_file(tmp_path):
+    """numpy, given a file object, raised an ``OSError`` naming no file: ``training.distill``
+    printed ``error: [Errno 28] No space left on device`` after the whole collection."""
+    import numpy as np
+
+    from training.distill_labels import load_labels_files, save_labels
+
+    def labels(n):
+        mask = np.zeros((n, 113), bool)
+        mask[:, 0] = True
+        return {"observation": np.zeros((n, 238), np.float32), "action_mask": mask,
+                "action": np.zeros(n, np.int64)}
+    path = tmp_path / "run.labels.npz"
+    save_labels(path, labels(2), "search")
+    before = path.read_bytes()
+    with writes_fail_past(len(before) + 50), pytest.raises(OSError) as error:
+        save_labels(path, labels(4000), "search")
+    assert error.value.filename == str(path) and error.value.errno == errno.EFBIG
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [path.name]
+    load_labels_files([str(path)])
+
+
+def test_a_ship_that_cannot_write_is_one_line_and_leaves_the_shipped_files(tmp_path, capsys):
+    """After its whole arena, ship's failed write of the policy or its card was a traceback."""
+    from training.ship import main as ship
+
+    out = tmp_path / "shipped" / "policy.pt"
+    common = ["--out", str(out), "--pairs", "1", "--search-pairs", "0", "--agents", "random"]
+    assert ship([str(save_policy(tmp_path / "plain.pt")), *common]) == 0
+    before = {path.name: path.read_bytes() for path in out.parent.iterdir()}
+    other = save_policy(tmp_path / "other.pt", PolicyNet([64, 64]))
+    capsys.readouterr()
+    with writes_fail_past(out.stat().st_size + 100):
+        assert ship([str(other), *common]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: cannot write {out} and its card: File too large; nothing was "
+                   f"written ({out} and its card are as they were)\n"), err
+    assert {path.name: path.read_bytes() for path in out.parent.iterdir()} == before
