@@ -172,6 +172,25 @@ def test_evaluation_is_the_arena_s_greedy_policy_and_logs_its_own_side():
     assert got["points_per_round"][0] != got["points_per_round"][1]
 
 
+@pytest.mark.parametrize("spec", ["random", "search:samples=2,rollout=greedy"])
+def test_evaluation_against_a_random_baseline_is_the_arena_s_numbers(spec):
+    """The evaluation's table (``eval_seed``, ``final_eval_pairs``) is what ``sevenrocks arena
+    ckpt:FILE SPEC --seed S --pairs N`` gives for baselines that draw random numbers too: each
+    seat of the baseline an agent of its own, seeded from ``(seed, pair, match, seat)`` as the
+    arena seeds a spec (one object at both seats drew other numbers: other matches)."""
+    from sevenrocks_env.arena import evaluate
+    from sevenrocks_env.policy import PolicyAgent, PolicyNet
+    from training.evaluation import evaluate_policy
+
+    torch.manual_seed(3)
+    model = PolicyNet([16])
+    got = evaluate_policy(model, [spec], pairs=4, seed=5, target=60, max_rounds=100)[spec]
+    want = evaluate(PolicyAgent(model, deterministic=True), spec, 4, seed=5, target=60)
+    assert got.as_dict(timing=False) | {"agent_a": "", "agent_b": "", "spec_a": "",
+                                        "spec_b": ""} == \
+        want.as_dict(timing=False) | {"agent_a": "", "agent_b": "", "spec_a": "", "spec_b": ""}
+
+
 def drop_checkpoints_after(ckpt_dir: Path, step: int) -> None:
     """Remove ``latest.pt`` and every ``step_N.pt`` past ``step``: what a resume from
     ``step`` is compared with must be what it wrote, not the straight run's own files (the

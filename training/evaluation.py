@@ -11,13 +11,20 @@ from sevenrocks_env.policy import PolicyAgent
 
 def evaluate_policy(model, specs, pairs: int, seed: int, target: int, max_rounds: int) -> dict:
     """``{spec: ArenaResult}`` of a frozen copy of ``model`` (team A, greedy play) vs each spec,
-    in matches to ``target`` cut after ``max_rounds`` rounds: the run's own settings."""
+    in matches to ``target`` cut after ``max_rounds`` rounds: the run's own settings.  Each spec
+    goes to the arena as a spec, so its two seats are two agents seeded as the arena seeds
+    them, and the numbers are ``sevenrocks arena``'s with that seed and those pairs (an agent
+    object would play both seats with one generator: other draws for ``random``, ``sample:``
+    or ``search``)."""
     from sevenrocks_env.arena import evaluate  # the arena module; imported late (it is optional)
 
     agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
-    return {spec: evaluate(agent, make_agent(spec, allow_pickles=False), pairs, seed=seed,
-                           workers=1, target=target, max_rounds=max_rounds)
-            for spec in specs}
+    results = {}
+    for spec in specs:
+        make_agent(spec, allow_pickles=False)  # an sb3: pickle is refused before the arena
+        results[spec] = evaluate(agent, spec, pairs, seed=seed, workers=1, target=target,
+                                 max_rounds=max_rounds)
+    return results
 
 
 def eval_game_picture(model, spec: str, seed: int, target: int, max_rounds: int):
