@@ -18,6 +18,7 @@ import sys
 from . import rules
 from .agents import valid_specs
 from .arena import DEFAULT_MAX_ROUNDS, evaluate, round_robin
+from .arena_log import PairLogWriteError
 from .arena_log_lock import check_log_folder
 from .arena_pool import WorkerDied
 from .arguments import MAX_THREADS, non_negative_pairs
@@ -163,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             result = evaluate(args.agents[0], args.agents[1], args.pairs, args.seed, args.workers,
                               not args.no_progress, args.target, args.max_rounds, args.log)
+    except PairLogWriteError as error:  # the disk full, say, part way through the pairs
+        print(f"sevenrocks arena: error: {error}; the pairs finished before it are in "
+              f"{args.log}, and the same command plays the rest", file=sys.stderr)
+        return 1
     except (ValueError, OSError) as error:  # bad input; a --log path that cannot be written
         print(f"sevenrocks arena: error: {error}", file=sys.stderr)
         return 2

@@ -64,6 +64,11 @@ class PairLogError(ValueError):
     """A pair log that does not continue this run, or is not what :class:`PairLog` writes."""
 
 
+class PairLogWriteError(OSError):
+    """A pair that could not be appended to the log (the disk full): the pairs before it are in
+    the log, and the same command plays the rest."""
+
+
 class PairLog:
     """The pair log at ``path`` for one pairing (``header``: the run's agents and settings)."""
 
@@ -144,7 +149,7 @@ class PairLog:
             if self._valid_bytes == 0:
                 file.write(json.dumps(self.header).encode() + b"\n")
                 file.flush()
-            return _Writer(file, self._loaded)
+            return _Writer(file, self._loaded, self.path)
         except BaseException:
             release(file)
             raise
@@ -200,22 +205,33 @@ class PairLog:
 
 class _Writer:
     """Appends outcomes to a locked pair log (:func:`~sevenrocks_env.arena_log_lock.open_locked`),
-    one line each, flushed after each call; holds the log's lock until :meth:`close`."""
+    one line each, flushed after each call; holds the log's lock until :meth:`close`.  A write
+    that fails is a :class:`PairLogWriteError` naming the log (a line it cut short is dropped
+    when the run resumes)."""
 
-    def __init__(self, file, next_pair: int):
-        self.file, self.next_pair = file, next_pair
+    def __init__(self, file, next_pair: int, path):
+        self.file, self.next_pair, self.path, self.failed = file, next_pair, path, False
 
     def write(self, outcomes) -> None:
         from dataclasses import asdict
-        for outcome in outcomes:
-            line = json.dumps({"pair": self.next_pair, **asdict(outcome)}) + "\n"
-            self.file.write(line.encode())
-            self.next_pair += 1
-        self.file.flush()
+        try:
+            for outcome in outcomes:
+                line = json.dumps({"pair": self.next_pair, **asdict(outcome)}) + "\n"
+                self.file.write(line.encode())
+                self.next_pair += 1
+            self.file.flush()
+        except OSError as error:
+            self.failed = True
+            raise PairLogWriteError(error.errno, error.strerror or str(error),
+                                    str(self.path)) from None
 
     def close(self) -> None:
         file, self.file = self.file, None
-        release(file)
+        try:
+            release(file)
+        except OSError:
+            if not self.failed:  # (after a failed write, closing fails on the same bytes again)
+                raise
 
     def __enter__(self):
         return self
@@ -371,4 +387,4 @@ def _number(value, key: str, low, high, integer: bool, where: str):
     return value if integer else float(value)
 
 
-__all__ = ["FORMAT", "PairLog", "PairLogError", "open_log"]
+__all__ = ["FORMAT", "PairLog", "PairLogError", "PairLogWriteError", "open_log"]

@@ -101,3 +101,33 @@ def test_a_ship_that_cannot_write_is_one_line_and_leaves_the_shipped_files(tmp_p
     assert err == (f"error: cannot write {out} and its card: File too large; nothing was "
                    f"written ({out} and its card are as they were)\n"), err
     assert {path.name: path.read_bytes() for path in out.parent.iterdir()} == before
+
+
+@pytest.mark.parametrize("engine", [[], ["--batched", "--batch", "1"]])
+def test_an_arena_log_that_cannot_grow_keeps_its_pairs_and_says_the_command_resumes(
+        tmp_path, capsys, engine):
+    """A full disk under ``--log`` printed ``[Errno 28] No space left on device``, naming
+    neither the log nor that the same command plays the rest (what Ctrl-C's message says)."""
+    from sevenrocks_env import arena_cli
+
+    log = tmp_path / "a_vs_b.jsonl"
+    command = ["greedy", "random", "--seed", "3", "--no-progress", "--log", str(log), *engine]
+    assert arena_cli.main([*command, "--pairs", "2"]) == 0
+    two = log.read_bytes()
+    capsys.readouterr()
+    with writes_fail_past(len(two) + 10):  # not a third pair's line
+        assert arena_cli.main([*command, "--pairs", "6"]) == 1
+    assert capsys.readouterr().err == (
+        f"sevenrocks arena: error: [Errno {errno.EFBIG}] File too large: '{log}'; the pairs "
+        f"finished before it are in {log}, and the same command plays the rest\n")
+    assert log.read_bytes().startswith(two)
+    # and the same run resumes from the log to the numbers of a run without one
+    from sevenrocks_env.arena import evaluate
+    from sevenrocks_env.arena_batched import evaluate_batched
+
+    def play(log=None):
+        if engine:
+            return evaluate_batched("greedy", "random", 6, seed=3, batch=1, log=log)
+        return evaluate("greedy", "random", 6, seed=3, log=log)
+    assert play(log).as_dict(timing=False) == play().as_dict(timing=False)
+    assert len(log.read_text().splitlines()) == 1 + 6
