@@ -16,13 +16,14 @@ for Bernoulli trials (exactly: at least 92.6% at 20 pairs for ``p`` in [0.1, 0.9
 their spread: Student's t over ``pairs - 1`` degrees of freedom (:func:`mean_interval`).
 
 **Ratings.**  A Bradley-Terry model ``P(i beats j) = 1 / (1 + 10^((r_j - r_i) / 400))`` (Elo
-scale) fitted by Newton's method on the pair scores of every pairing (each pair one trial with a
-fractional outcome), with one virtual drawn pair per pairing as a weak prior so an unbeaten agent
-still gets a finite rating.  An agent that won every pair it played, or lost every one, is
-*one-sided*: its rating is set by that prior (the data only say it is above, or below, all it
-met), so it is marked.  The same holds for a group: the data fix a gap between two agents only
-when each is reached from the other along "scored against" edges (Ford's condition: the groups
-are the strongly connected components of that graph).  When agents that split pairs among
+scale) fitted by Newton's method (each step damped until the likelihood does not fall) on the
+pair scores of every pairing (each pair one trial with a fractional outcome), with one virtual
+drawn pair per pairing as a weak prior so an unbeaten agent still gets a finite rating.  An
+agent that won every pair it played, or lost every one, is *one-sided*: its rating is set by
+that prior (the data only say it is above, or below, all it met), so it is marked.  The same
+holds for a group: the data fix a gap between two agents only when each is reached from the
+other along "scored against" edges (Ford's condition: the groups are the strongly connected
+components of that graph).  When agents that split pairs among
 themselves never scored against another group (or it never against them), the gap between the
 groups is the prior's too, however many pairs were played: every agent outside the largest group
 (the *measured* one; several of equal size together) is marked with how its group did against
@@ -145,8 +146,10 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
         for _ in range(iterations):
             p, information = _fisher(beta, games)
             gradient = (wins - games * p).sum(axis=1)
-            step = np.linalg.lstsq(information[1:, 1:], gradient[1:], rcond=None)[0]
-            beta[1:] += step
+            step = np.zeros(k)
+            step[1:] = np.linalg.lstsq(information[1:, 1:], gradient[1:], rcond=None)[0]
+            step = _damped(beta, step, wins)
+            beta += step
             if np.max(np.abs(step)) < 1e-10:
                 break
         else:
@@ -211,6 +214,35 @@ def _components(k: int, beat: dict[int, set[int]]) -> list[int]:
         reach |= reach[:, via, None] & reach[None, via, :]
     first = (reach & reach.T).argmax(axis=1)  # the component's first node
     return np.unique(first, return_inverse=True)[1].tolist()
+
+
+def _log_likelihood(beta: np.ndarray, wins: np.ndarray) -> float:
+    """The log-likelihood of ``wins`` (prior's drawn pairs included) at ratings ``beta``
+    (natural-log scale), without overflow however far apart the ratings are."""
+    return -float((wins * np.logaddexp(0.0, beta[None, :] - beta[:, None])).sum())
+
+
+#: The longest Newton step, in natural-log rating units (about 350 Elo points).
+MAX_STEP = 2.0
+
+
+def _damped(beta: np.ndarray, step: np.ndarray, wins: np.ndarray) -> np.ndarray:
+    """Newton's ``step``, at most :data:`MAX_STEP` long in any rating and halved until it
+    does not lower the log-likelihood (concave, with a single maximum thanks to the prior).
+    Full steps overshot on intransitive results (A beat B 999.75 of 1000 pairs, B swept C, C
+    beat D, D held A, A swept E): the ratings ran to 1e14, ``exp`` overflowed, the
+    information vanished and the zero step that followed passed for convergence, E rated far
+    above A, who had beaten it in every pair."""
+    longest = float(np.max(np.abs(step)))
+    if longest > MAX_STEP:
+        step = step * (MAX_STEP / longest)
+    before = _log_likelihood(beta, wins)
+    slack = 1e-12 * max(1.0, abs(before))  # rounding near the maximum: still a full step
+    for _ in range(60):
+        if _log_likelihood(beta + step, wins) >= before - slack:
+            return step
+        step = step / 2
+    return np.zeros_like(step)
 
 
 def _fisher(beta: np.ndarray, games: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

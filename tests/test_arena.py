@@ -619,3 +619,24 @@ def test_settings_are_refused_just_past_their_bounds():
     for name, value in top.items():
         with pytest.raises(ValueError, match=f"{name} must be in"):
             arena.check_settings(**{name: value + 1})
+
+
+def test_newton_does_not_run_away_on_intransitive_results():
+    """A beat B 999.75 of 1000 pairs, B swept C, C beat D, D held A, A swept E: full Newton
+    steps overshot, ``exp`` overflowed and E came out 4e14 Elo above A (who beat it in every
+    pair) with a standard error of 26.  The damped steps reach the maximum: each agent's
+    expected score equals its observed one, no warning, every rating finite."""
+    results = {(0, 1): (999.75, 1000), (0, 3): (12.25, 20), (0, 4): (1000.0, 1000),
+               (1, 2): (10000.0, 10000), (2, 3): (4999.75, 5000), (3, 4): (15.5, 20)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow, no "did not converge"
+        fitted = fit_bradley_terry(list("ABCDE"), results)
+    assert np.all(np.abs(fitted.rating) < 3000) and fitted.one_sided == [None] * 5
+    assert fitted.rating[0] > fitted.rating[4]  # A swept E
+    wins, games = np.zeros((5, 5)), np.zeros((5, 5))
+    for (i, j), (score, trials) in results.items():
+        wins[i, j], wins[j, i] = score + 0.5, trials - score + 0.5
+        games[i, j] = games[j, i] = trials + 1.0
+    beta = fitted.rating / ELO
+    p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
+    assert (wins - games * p).sum(axis=1) == pytest.approx(np.zeros(5), abs=1e-6)
