@@ -146,12 +146,14 @@ def read_policy_result(path):
 
 
 def arena_command(spec_a: str, opponent: str, pairs: int, seed, batched: bool,
-                  json_to=None) -> str:
+                  json_to=None, device: str = "cpu") -> str:
     """The ``sevenrocks arena`` command that plays ``spec_a`` against ``opponent`` (a spec, or
     ``name=spec``), every piece quoted for the shell; no ``--seed`` for a result of no seed,
-    and ``--json > json_to`` where given."""
+    ``--device`` for a batched game played off the CPU, and ``--json > json_to`` where given."""
+    on_device = ["--device", device] if batched and device != "cpu" else []
     words = ["sevenrocks", "arena", spec_a, opponent, "--pairs", str(pairs),
              *([] if seed is None else ["--seed", str(seed)]), *(["--batched"] * batched),
+             *on_device,
              *(["--json"] if json_to is not None else [])]
     return shlex.join(words) + ("" if json_to is None else f" > {shlex.quote(str(json_to))}")
 

@@ -450,6 +450,71 @@ def test_a_teacher_value_out_of_range_stops_the_collection_with_a_clear_error(va
         distill.collect(tiny_student(), Broken(), 10, num_envs=4, seed=1, log=lambda *_: None)
 
 
+def test_a_teacher_value_at_the_bound_is_collected_and_its_file_loads(tmp_path):
+    """+-1e6 itself is in range: a labels file holds it, so a collection keeps it."""
+    class AtTheBound:
+        def action_values_many(self, observations, masks, rngs):
+            return [[distill_labels.MAX_VALUE * (-1) ** i for i in range(int(m.sum()))]
+                    for m in masks]
+
+    labels = distill.collect(tiny_student(), AtTheBound(), 10, num_envs=4, seed=1,
+                             log=lambda *_: None)
+    loaded, _ = distill_labels.load_labels(distill.save_labels(tmp_path / "l.npz", labels, "t"))
+    assert np.abs(loaded["values"]).max() == distill_labels.MAX_VALUE
+
+
+def test_the_label_is_the_best_of_the_values_as_stored():
+    """Values float32 cannot tell apart are a tie in the file: the label is its lower action
+    (the argmax of what is stored), not the higher one the teacher's float64 put first."""
+    class Finer:
+        def action_values_many(self, observations, masks, rngs):
+            return [[1.0 + 1e-12 * i for i in range(int(m.sum()))] for m in masks]
+
+    labels = distill.collect(tiny_student(), Finer(), 20, num_envs=4, seed=1,
+                             log=lambda *_: None)
+    np.testing.assert_array_equal(labels["action"], labels["action_mask"].argmax(1))
+
+
+def test_a_collection_saves_every_save_every_labels_and_not_its_last():
+    """``save_every`` (a worker's span) sets the interval; the whole collection is returned,
+    not saved again at its end (the caller saves it, with its seed)."""
+    saved = []
+    distill.collect(tiny_student(), Highest(), 40, num_envs=1, seed=1, log=lambda *_: None,
+                    save=saved.append, save_every=8)
+    assert [len(s["action"]) for s in saved] == [8, 16, 24, 32]
+
+
+def test_a_run_s_collection_saves_with_its_seed_and_passes_its_settings_to_the_workers(
+        tmp_path, monkeypatch):
+    """Every save of a run's labels, those made while collecting too, records the run's seed
+    (a file without one cannot be played again); with workers, the run's settings reach the
+    pool; a collection stopped before its first label is an interruption, nothing saved."""
+    seeds = []
+    monkeypatch.setattr(distill_collect, "make_teacher", lambda spec: Highest())
+    monkeypatch.setattr(distill_collect, "save_interval", lambda decisions: 8)
+    monkeypatch.setattr(distill_collect, "save_labels",
+                        lambda path, labels, teacher, seed=None: seeds.append(seed) or path)
+    args = distill.Args(teacher="search:samples=2", decisions=40, num_envs=4, seed=7)
+    labels, _ = distill_collect.collect_labels(args, tiny_student(), tmp_path / "l.npz",
+                                               log=lambda *_: None)
+    assert len(labels["action"]) == 40 and len(seeds) >= 3 and set(seeds) == {7}, seeds
+    pooled = []
+
+    def pool(*given, **options):
+        pooled.append(given)
+        return distill_collect._no_labels()
+
+    monkeypatch.setattr(distill_collect, "collect_in_pool", pool)
+    args = distill.Args(teacher="search:samples=2", decisions=40, num_envs=4, seed=7,
+                        workers=2, threads=3, init="a.pt")
+    seeds.clear()
+    with pytest.raises(KeyboardInterrupt):
+        distill_collect.collect_labels(args, tiny_student(), tmp_path / "l.npz",
+                                       log=lambda *_: None)
+    assert not seeds, "the labels of a collection with none were saved"
+    assert pooled == [("a.pt", "search:samples=2", 40, 4, 7, 2, tmp_path / "l.npz", 3)]
+
+
 @pytest.mark.parametrize("bonus", ["nan", "1e9", "-1"])
 def test_search_refuses_a_win_bonus_out_of_range(bonus):
     from sevenrocks_env.agents import make_agent

@@ -43,6 +43,33 @@ def test_the_training_agreement_reported_is_the_epochs(rule_labels):
     assert lines[-1].startswith("after training: 0.000 of the ")
 
 
+def test_every_step_of_the_fit_is_handed_a_gradient_clipped_to_norm_one_half(rule_labels):
+    """Observations a hundredfold make every minibatch's gradient huge (global norm ~40): each
+    step of the optimizer is handed it scaled to norm 0.5, before it steps.  (Seen in the
+    gradient handed over, not in the weights: Adam's first step is nearly blind to its scale.)"""
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    handed = []
+
+    def record(optimizer, args, kwargs):
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"]
+                 if p.grad is not None]
+        handed.append(float(torch.linalg.vector_norm(torch.stack(
+            [torch.linalg.vector_norm(grad) for grad in grads]))))
+
+    labels = dict(rule_labels, observation=rule_labels["observation"] * 100)
+    torch.manual_seed(1)
+    student = PolicyNet((32, 32), action_features=0)
+    hook = register_optimizer_step_pre_hook(record)
+    try:
+        distill.train_student(student, labels, distill.Args(epochs=1, batch_size=64, seed=0),
+                              log=lambda *_: None)
+    finally:
+        hook.remove()
+    assert len(handed) >= 3
+    assert all(norm == pytest.approx(0.5, rel=1e-4) for norm in handed), handed
+
+
 def test_soft_targets_are_made_a_minibatch_at_a_time(rule_labels, monkeypatch):
     made, soft_targets = [], distill.soft_targets
 

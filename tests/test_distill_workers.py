@@ -97,6 +97,9 @@ def test_the_spans_cover_the_envs_and_share_the_decisions():
         parts = distill_collect.spans(envs, decisions, workers)
         assert sum(p[1] for p in parts) == envs and sum(p[2] for p in parts) == decisions
         assert [p[0] for p in parts] == [0, *np.cumsum([p[1] for p in parts])[:-1]]
+    assert len(distill_collect.spans(8, 3, 5)) == 3  # no more workers than decisions
+    # the part files are named as the messages and docs say: <stem>.part<index>.npz
+    assert distill_collect.part_path("runs/s.labels.npz", 1) == Path("runs/s.labels.part1.npz")
 
 
 @pytest.fixture(scope="module")

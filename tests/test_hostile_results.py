@@ -124,6 +124,39 @@ def test_the_card_s_commands_quote_every_piece_and_say_no_seed_for_an_unseeded_r
     assert "None" not in extra
 
 
+@pytest.mark.parametrize("engine, batched", [
+    ("batched:cpu", ["--batched"]), ("batched:cuda", ["--batched", "--device", "cuda"]),
+    (None, []), ("", []),
+])
+def test_the_card_replays_a_result_on_the_engine_its_file_says_it_was_played_on(
+        tmp_path, policy_result, engine, batched):
+    """A result's command in the card says ``--batched`` exactly when the result file says it
+    was played on the batched engine, with ``--device`` off the CPU (the card's own rows are the
+    batched arena's either way); a file that does not say is replayed on the default arena."""
+    source, result = policy_result
+    assert ship_with(tmp_path, source, result | {"engine": engine}) == 0
+    commands = json.loads((tmp_path / "shipped" / "model_card.json").read_text())["commands"]
+    played, extra = commands[2], commands[3]
+    assert shlex.split(played)[-1] == "--batched"
+    command, _, target = extra.partition(" > ")
+    assert shlex.split(command) == ["sevenrocks", "arena", f"ckpt:{tmp_path}/shipped/policy.pt",
+                                    "random", "--pairs", "2", "--seed", "1",
+                                    *batched, "--json"]
+    assert shlex.split(target) == [str(tmp_path / "result.json")]
+
+
+def test_an_out_that_is_an_extra_result_is_refused_and_the_result_kept(tmp_path, capsys,
+                                                                        policy_result):
+    from training.ship import main as ship
+
+    source, result = policy_result
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    assert ship([str(source), "--out", str(path), *SHIP, "--extra-result", str(path)]) == 2
+    assert json.loads(path.read_text()) == result
+    assert capsys.readouterr().err.count("\n") == 1
+
+
 @pytest.mark.parametrize("changes, words", [
     ({"max_rounds": "x"}, "max_rounds is missing or out of range"),
     ({"max_rounds": 0}, "max_rounds is missing or out of range"),

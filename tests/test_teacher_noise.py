@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import teacher_noise  # noqa: E402
-from distill_stand_ins import tiny_student  # noqa: E402
+from distill_stand_ins import Highest, tiny_student  # noqa: E402
 from training import distill_collect  # noqa: E402
 from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
 from training.distill_labels import load_labels, save_labels  # noqa: E402
@@ -152,3 +152,37 @@ def test_a_span_of_envs_without_labels_is_an_error(collection, tmp_path, capsys)
     assert teacher_noise.main(["--labels", str(path), "--init", "shipped", "--teacher", TEACHER,
                                "--envs", "2"]) == 2
     assert "the labels hold no decision of envs 0 to 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("envs", [range(0), range(0, 4, 2), range(-1, 3),
+                                  range(distill_collect.MAX_ENVS - 1,
+                                        distill_collect.MAX_ENVS + 1)])
+def test_envs_that_are_not_a_span_of_a_collection_are_refused(envs):
+    with pytest.raises(ValueError, match="a collection's envs are 0 to 65,535, not "):
+        next(distill_collect.labelled_turns({}, tiny_student(), envs))
+
+
+def test_the_last_env_of_a_collection_is_a_span():
+    last = range(distill_collect.MAX_ENVS - 1, distill_collect.MAX_ENVS)
+    nothing = {"match": np.zeros(0, np.int64), "seed": np.int64(1)}
+    assert list(distill_collect.labelled_turns(nothing, tiny_student(), last)) == []
+
+
+@torch.inference_mode()
+def test_played_again_each_label_comes_back_once_and_one_changed_is_refused():
+    """Every step yielded holds labels; all the file's come back, each once, env by env; a
+    label whose observation or mask alone is not the decision played again is refused."""
+    labels = distill_collect.collect(tiny_student(), Highest(), 40, num_envs=4, seed=5,
+                                     log=lambda *_: None) | {"seed": np.int64(5)}
+    rows = []
+    for env in range(4):  # one env at a time: many of its steps are forced moves
+        for _, envs_now, label_rows in distill_collect.labelled_turns(labels, tiny_student(),
+                                                                      range(env, env + 1)):
+            assert len(label_rows) == len(envs_now) > 0
+            rows += label_rows
+    assert sorted(rows) == list(range(40))
+    for key in ("observation", "action_mask"):
+        changed = labels | {key: labels[key].copy()}
+        changed[key][17, 0] = not changed[key][17, 0] if key == "action_mask" else 5.0
+        with pytest.raises(ValueError, match="are not those of the labels"):
+            list(distill_collect.labelled_turns(changed, tiny_student(), range(4)))

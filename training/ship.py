@@ -373,7 +373,8 @@ def _card(args, argv, model_config: dict, facts, distilled, rows, out: Path,
                      *(arena_command(spec, agent, pairs, args.seed, args.arena == "batched")
                        for agent, pairs in _plan(args)),  # each game the card's table plays
                      *(arena_command(spec, row["opponent"], row["pairs"], row["seed"],
-                                     str(row["engine"]).startswith("batched"), json_to=path)
+                                     str(row["engine"]).startswith("batched"), json_to=path,
+                                     device=str(row["engine"]).partition(":")[2] or "cpu")
                        for path, row in zip(args.extra_result, rows[-len(args.extra_result):])
                        if args.extra_result)],
     }
