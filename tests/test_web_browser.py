@@ -490,3 +490,96 @@ def test_the_round_list_and_close_on_the_replay_page(server, browser, tmp_path):
         time.sleep(0.05)
     assert replay_id not in app.state.store._games
     page.close()
+
+
+def _play_to_the_summary(page) -> None:
+    while wait_for_turn_or_summary(page) == "turn":
+        play_my_turn(page, {})
+
+
+def test_a_reload_mid_match_goes_on_with_the_same_match(server, browser):
+    """A reload (or Back, then Forward) in the middle of a match showed the start panel: the
+    match was lost to the page, and held a place of --max-games on the server until it expired.
+    The tab keeps the match's id and goes on with it; after New match a reload starts afresh."""
+    base, app = server
+    page = browser.new_page()
+    _open(page, base)
+    _start(page, seat=0, seed=0)
+    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
+                           timeout=20000)
+    play_my_turn(page, {})
+    game, moved = page.evaluate("[App.ui.view.id, App.ui.view.ply]")
+    page.reload()
+    page.wait_for_selector("#game:not([hidden])", timeout=10000)
+    assert page.locator("#start").is_hidden()
+    assert page.evaluate("App.ui.view.id") == game and page.evaluate("App.ui.view.ply") >= moved
+    page.evaluate("document.getElementById('delay').value = 0")
+    _play_to_the_summary(page)  # the match goes on from the reloaded page
+    assert page.inner_text("#summary-body h2").startswith("Round 1: ")
+    page.click("#summary-continue")
+    page.reload()  # the round's summary was read and the next round begun: not shown again
+    page.wait_for_selector("#game:not([hidden])", timeout=10000)
+    if page.evaluate("App.ui.view.moves.length") > 0:
+        assert not page.evaluate("document.getElementById('summary').open")
+    page.click("#new-match")
+    page.reload()
+    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+    page.wait_for_timeout(300)
+    assert page.locator("#start").is_visible() and page.locator("#game").is_hidden()
+    assert game not in app.state.store._games
+    page.close()
+
+
+def test_download_record_waits_for_a_bot_move_being_computed(server, browser, tmp_path):
+    """The record asked for while a bot's move is computed is refused with 409 and Retry-After;
+    the page said "try again" and downloaded nothing (with search bots and no delay, nearly
+    every click during the bots' turns).  It now asks again a second later."""
+    base, app = server
+    page, errors = start_match(browser, base, delay=0)
+    _play_to_the_summary(page)
+    page.click("#summary-continue")
+    game = app.state.store.get(page.evaluate("App.ui.view.id"))
+    assert game.lock.acquire(timeout=10)  # as a bot's move being computed holds it
+    threading.Timer(1.5, game.lock.release).start()
+    with page.expect_download(timeout=10000) as download:
+        page.click("#download")
+    path = tmp_path / "record.json"
+    download.value.save_as(path)
+    assert len(records.load(path)["rounds"]) == 1
+    assert "try again" not in page.inner_text("#notice")
+    assert not errors, errors
+    page.close()
+
+
+def test_the_round_summary_fits_a_phone(server, browser):
+    """At 360-412 px the summary's deduction column (R7) was cut off at the dialog's right
+    edge (it scrolled sideways, with nothing showing it could); the start panel's record file
+    field made a 320 px page scroll sideways."""
+    base, _ = server
+    page = browser.new_page()
+    page.set_viewport_size({"width": 320, "height": 640})
+    _open(page, base)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 320
+    page.set_viewport_size({"width": 360, "height": 740})
+    _start(page, seat=0, seed=5)
+    _play_to_the_summary(page)
+    assert page.locator("#summary-body table").count() == 1, "seed 5 no longer ends round 1 counted"
+    sizes = page.evaluate("(() => { const d = document.getElementById('summary');"
+                          " return [d.scrollWidth, d.clientWidth]; })()")
+    assert sizes[0] <= sizes[1], sizes
+    page.close()
+
+
+def test_a_refused_start_is_not_shown_after_a_match_has_started(server, browser):
+    """A start refused (a seed past 2^63 - 1) left its message on the start panel: it was still
+    there after a match had started and New match brought the panel back."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.fill("input[name=seed]", "9999999999999999999")
+    page.click("#start-button")
+    page.wait_for_function("document.getElementById('start-error').textContent.includes('seed')")
+    _start(page, seat=0, seed=7)
+    page.click("#new-match")
+    assert page.inner_text("#start-error") == ""
+    page.close()

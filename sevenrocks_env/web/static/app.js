@@ -60,6 +60,7 @@ async function loadAgents() {
 
 async function startMatch(event) {
   event.preventDefault();
+  $("start-error").textContent = "";  // an earlier attempt's refusal is not this one's
   const form = new FormData($("start-form"));
   const body = {seat: Number(form.get("seat")), partner: form.get("partner"),
                 left: form.get("left"), right: form.get("right"),
@@ -81,11 +82,40 @@ async function startMatch(event) {
   }
 }
 
-function begin(view) {
+// The tab keeps the id of the match it shows, so a reload (or Back, then Forward) goes on with
+// it instead of losing it (it would hold a place of --max-games on the server until it expired).
+const KEPT = "sevenrocks-game";
+
+function keep(id) {
+  try {
+    if (id) sessionStorage.setItem(KEPT, id); else sessionStorage.removeItem(KEPT);
+  } catch (e) { /* storage turned off: a reload starts afresh, as before */ }
+}
+
+// After a reload: the kept match as the server has it now, its latest ended round summarised
+// again only if the next round has no move yet (its summary may not have been read).
+async function resume() {
+  let id = null;
+  try { id = sessionStorage.getItem(KEPT); } catch (e) { return; }
+  if (!id) return;
+  let view;
+  try {
+    view = await api("GET", `/api/games/${encodeURIComponent(id)}`);
+  } catch (error) {  // expired, or the server restarted: the start panel, as after New match
+    if (error.status === 404) keep(null);
+    return;
+  }
+  if (ui.view) return;  // a match was started meanwhile
+  const unread = !view.over && view.rounds_ended > 0 && view.moves.length === 0;
+  begin(view, view.rounds_ended - (unread ? 1 : 0));
+}
+
+function begin(view, shownRounds = 0) {
   ui.generation += 1;
   ui.busy = false;
   clearTimeout(ui.timer);
-  ui.shownRounds = 0;
+  keep(view.id);
+  ui.shownRounds = shownRounds;
   ui.selected = null;
   ui.paused = false;
   $("start").hidden = true;
@@ -288,8 +318,22 @@ async function step() {
 }
 
 async function downloadRecord() {
+  const id = ui.view.id;
+  let waited = false;
   try {
-    const record = await api("GET", `/api/games/${ui.view.id}/record`);
+    let record;
+    for (let tries = 1; ; tries++) {
+      try {
+        record = await api("GET", `/api/games/${id}/record`);
+        break;
+      } catch (error) {  // 409 with Retry-After: a bot's move is being computed; it takes a moment
+        if (!error.retry || error.status !== 409 || tries === 5) throw error;
+        notice("a bot is moving: the record follows in a moment");
+        await new Promise((done) => setTimeout(done, 1000));
+        waited = true;
+      }
+    }
+    if (waited) notice("");
     const blob = new Blob([JSON.stringify(record, null, 1) + "\n"], {type: "application/json"});
     const link = document.createElement("a");
     link.href = URL.createObjectURL(blob);
@@ -306,6 +350,7 @@ function newMatch() {
   clearTimeout(ui.timer);
   if ($("summary").open) $("summary").close();
   forget(ui.view);
+  keep(null);
   ui.view = null;
   $("tracks").replaceChildren();  // the old match's scores are not the start panel's
   $("game").hidden = true;
@@ -314,6 +359,7 @@ function newMatch() {
 
 document.addEventListener("DOMContentLoaded", () => {
   loadAgents().catch((error) => { $("start-error").textContent = error.message; });
+  resume();
   $("start-form").addEventListener("submit", startMatch);
   $("knock").addEventListener("click", () => sendMove(ui.view.knock.action));
   $("delay").addEventListener("input", () => {
