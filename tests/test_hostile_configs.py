@@ -264,6 +264,20 @@ def test_a_rule_about_several_fields_blames_the_set_that_broke_it(override, blam
     assert caught.value.key == "opponent_fraction" and caught.value.others == ("opponents",)
 
 
+def test_minibatches_of_one_need_norm_adv_off_and_a_batch_of_one_says_so():
+    """A batch of one sample said "give num_minibatches at most 0"; minibatches of one were
+    refused for their normalisation with ``norm_adv: false`` too, where nothing is normalised."""
+    with pytest.raises(ConfigError, match=r"num_matches \* num_steps \(1\) must be at least 2 "
+                                          "with norm_adv") as caught:
+        load_config(SMOKE, ["num_matches=1", "num_steps=1", "num_minibatches=1"])
+    assert caught.value.key == "num_matches"
+    with pytest.raises(ConfigError, match="give num_minibatches at most 128, or norm_adv false"):
+        load_config(SMOKE, ["num_minibatches=256"])
+    assert load_config(SMOKE, ["num_minibatches=256", "norm_adv=false"]).num_minibatches == 256
+    assert load_config(SMOKE, ["num_matches=1", "num_steps=1", "num_minibatches=1",
+                               "norm_adv=false", "total_steps=8"]).batch_size == 1
+
+
 def test_rewards_that_are_all_zero_are_refused():
     with pytest.raises(ConfigError, match="every reward would be 0") as caught:
         load_config(SMOKE, ["points_scale=0", "win_reward=0"])

@@ -78,7 +78,30 @@ def test_a_starting_network_with_non_finite_outputs_is_blamed_not_the_settings(
     line = one_line(capsys)
     assert line.startswith("error: training diverged at update 1 (step 0): the policy's logits "
                            "are not finite"), line
-    assert line.endswith(f"(the starting network, {broken}, gives non-finite outputs)")
+    assert line.endswith(f"(the starting network, {broken}, gives unusable outputs)")
+
+
+@pytest.mark.parametrize("engine", ["batched", "python"])
+def test_a_starting_network_whose_legal_logits_reach_the_mask_is_one_line(tmp_path, capsys,
+                                                                        engine):
+    """A policy whose legal logits are -3e6 loads (above half the mask's -1e8), and
+    ``init_temperature: 0.01`` takes them to -3e8, below the logit illegal actions get: the
+    rollout drew illegal actions and died with a traceback from ``masked_categorical.py``."""
+    import torch
+    from policy_files import save_policy
+    from sevenrocks_env.policy import PolicyNet, load_policy
+
+    net = PolicyNet([32, 32], action_features=2)
+    with torch.no_grad():
+        net.policy_head.bias.fill_(-3e6)
+    path = save_policy(tmp_path / "low.pt", net)
+    load_policy(path)  # a file the policy loader accepts
+    assert _train(tmp_path, f"engine={engine}", f"init_from={path}", "init_temperature=0.01",
+                  "opponents=", "opponent_fraction=0") == 1
+    line = one_line(capsys)
+    assert line.startswith("error: training diverged at update 1 (step 0): the policy's logits "
+                           "are not finite, or for legal actions at or below -5e+07,"), line
+    assert line.endswith(f"(the starting network, {path}, gives unusable outputs)")
 
 
 @pytest.mark.parametrize("arena, blamed", [("batched", "(side A)"), ("pool", "at seat ")])

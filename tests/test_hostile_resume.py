@@ -315,13 +315,19 @@ def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
     args = ["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}",
             "--set", f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=256",
             "--set", "final_eval_pairs=1", "--set", "eval_every=0"]
-    (tmp_path / "runs" / "smoke").mkdir(parents=True)
+    (tmp_path / "runs" / "smoke").mkdir(parents=True)  # a run stopped before its first checkpoint
     assert main(args) == 2
-    err = capsys.readouterr().err
-    assert "exists already" in err and "--resume" in err and "--force" in err
-    assert f"--set log_dir={tmp_path / 'runs'}" in err  # resumed as said, into these folders
+    err = capsys.readouterr().err  # it said "continue it with --resume .../latest.pt": no such file
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    assert "exists already: no checkpoint of it to continue" in err and "--force" in err
+    assert f"({latest} is missing" in err and "--resume" not in err
     assert not (tmp_path / "ckpt").exists()
     assert main(args + ["--force"]) == 0
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "exists already" in err and f"--resume {latest}" in err and "--force" in err
+    assert f"--set log_dir={tmp_path / 'runs'}" in err  # resumed as said, into these folders
 
 
 def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):

@@ -224,7 +224,7 @@ class BatchedSelfPlayEngine(MatchSeats):
         hands = hidden_hands_batch(self.venv.state.hands[index], seats.seat_t[index])
         if critic is not None:
             values = critic(obs, hands)
-        dist = MaskedCategorical(logits, mask)
+        dist = MaskedCategorical(check_logits(logits, mask), mask)
         chosen = sample(dist.log_probs, self.generator)
         actions[index] = chosen
         start, end = buffer.size, buffer.size + len(rows)
@@ -288,7 +288,8 @@ class BatchedSelfPlayEngine(MatchSeats):
             if len(index):
                 mask = seats.mask[index]
                 logits, _ = model(seats.obs[index], mask)
-                actions[index] = sample(torch.where(mask, logits, MASKED_LOGIT), generator)
+                actions[index] = sample(torch.where(mask, check_logits(logits, mask), MASKED_LOGIT),
+                                        generator)
             opponents = np.flatnonzero(live & seats.real & ~learner_on_turn)
             if len(opponents):
                 self._opponent_actions(opponents, seats, actions, envs)

@@ -210,11 +210,15 @@ class TrainConfig(BaseModel):
             raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be divisible by "
                               f"num_minibatches ({self.num_minibatches})", "num_minibatches",
                               ("num_matches", "num_steps"))
-        if self.batch_size // self.num_minibatches < 2:  # advantages are normalised per minibatch
+        if self.norm_adv and self.batch_size < 2:  # advantages are normalised per minibatch
+            raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be at least 2 "
+                              "with norm_adv (the std of one advantage is undefined)",
+                              "num_matches", ("num_steps", "norm_adv"))
+        if self.norm_adv and self.batch_size // self.num_minibatches < 2:
             raise ConfigError(f"a minibatch of {self.batch_size // self.num_minibatches} sample "
                               "cannot be normalised (std of one value): give num_minibatches at "
-                              f"most {self.batch_size // 2}", "num_minibatches",
-                              ("num_matches", "num_steps"))
+                              f"most {self.batch_size // 2}, or norm_adv false",
+                              "num_minibatches", ("num_matches", "num_steps", "norm_adv"))
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps ({self.total_steps}) is less than one rollout "
                               f"({self.batch_size} = num_matches * num_steps)", "total_steps",

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sevenrocks_env.policy import MaskedCategorical
+from sevenrocks_env.policy import MASKED_LOGIT, MaskedCategorical
 
 
 def compute_gae(rewards, values, dones, next_index, bootstrap, gamma: float, gae_lambda: float):
@@ -47,17 +47,25 @@ class DivergenceError(FloatingPointError):
 
 
 class LogitsError(DivergenceError):
-    """A rollout's policy outputs were not finite: the network as the last update (or the
-    start of the run: ``init_from``, ``--resume``) left it."""
+    """A rollout's policy outputs were not usable (not finite, or legal actions' logits down at
+    the mask's scale): the network as the last update (or the start of the run: ``init_from``,
+    ``--resume``) left it."""
 
 
-def check_logits(logits: torch.Tensor) -> torch.Tensor:
+def check_logits(logits: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """``logits`` (a rollout's policy outputs), or :class:`LogitsError` counting the rows that
-    are not finite (sampling them fails deep inside, or picks an action past the knock)."""
+    are not finite (sampling them fails deep inside, or picks an action past the knock) or,
+    given the legal-action ``mask``, whose legal logits are at or below half the mask's
+    ``MASKED_LOGIT`` (the masked distribution could then draw an illegal action, as
+    ``sevenrocks_env.policy`` refuses to load such a network)."""
     bad = ~torch.isfinite(logits).all(1)
+    if mask is not None:
+        bad |= (mask.bool() & (logits <= MASKED_LOGIT / 2)).any(1)
     if bool(bad.any()):
-        raise LogitsError(f"the policy's logits are not finite in {int(bad.sum())} of "
-                              f"{len(logits)} rows")
+        what = "not finite" if mask is None else \
+            f"not finite, or for legal actions at or below {MASKED_LOGIT / 2:g},"
+        raise LogitsError(f"the policy's logits are {what} in {int(bad.sum())} of "
+                          f"{len(logits)} rows")
     return logits
 
 

@@ -162,7 +162,7 @@ class SelfPlayEngine(MatchSeats):
             logits, values = model(obs_t, masks_t)
             if critic is not None:
                 values = critic(obs_t, hands_t)
-            dist = MaskedCategorical(check_logits(logits), masks_t)
+            dist = MaskedCategorical(check_logits(logits, masks_t), masks_t)
             actions = dist.sample()
             logprobs = dist.log_prob(actions)
             start = buffer.size
@@ -225,7 +225,8 @@ class SelfPlayEngine(MatchSeats):
                 masks[row, c.legal] = True
             masks_t = torch.from_numpy(masks)
             logits, _ = model(torch.from_numpy(obs), masks_t)
-            actions = MaskedCategorical(check_logits(logits), masks_t).sample(generator).tolist()
+            actions = MaskedCategorical(check_logits(logits, masks_t),
+                                        masks_t).sample(generator).tolist()
             for c, action in zip(active, actions):
                 apply_action(c.match, action)
         restore_generators(saved)

@@ -143,8 +143,11 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     resume_path = resume_path or "checkpoint"  # how messages name a resume given without a path
     existing = next((folder for folder in (run_dir, ckpt_dir) if folder.exists()), None)
     if existing and not force and resume is None:
-        raise ConfigError(f"run folder {existing} exists already: continue it with "
-                          f"{resume_options(ckpt_dir / 'latest.pt', cfg)}, write into it with "
+        latest = ckpt_dir / "latest.pt"
+        go_on = (f"continue it with {resume_options(latest, cfg)}" if latest.is_file() else
+                 f"no checkpoint of it to continue ({latest} is missing: it stopped before its "
+                 "first)")
+        raise ConfigError(f"run folder {existing} exists already: {go_on}, write into it with "
                           "--force, or choose another run_name", "run_name")
     if existing and not force and resumed_elsewhere:  # another run of this name, or this run's
         raise ConfigError(                             # logs with its checkpoints elsewhere
@@ -287,7 +290,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                              f"{error}; {last} (take the agent out of opponents/eval_agents "
                              "to go on)") from None
         start = cfg.init_from if resume is None else resume_path
-        hint = (f"the starting network, {start}, gives non-finite outputs"
+        hint = (f"the starting network, {start}, gives unusable outputs"
                 if isinstance(error, LogitsError) and update == start_update + 1 and start else
                 "lower learning_rate or max_grad_norm, or check the rewards")
         raise DivergenceError(f"training diverged at update {update} (step {global_step}): "
