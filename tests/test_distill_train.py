@@ -70,6 +70,27 @@ def test_every_step_of_the_fit_is_handed_a_gradient_clipped_to_norm_one_half(rul
     assert all(norm == pytest.approx(0.5, rel=1e-4) for norm in handed), handed
 
 
+def test_a_gradient_that_is_not_finite_stops_the_fit_in_words_before_any_weight_changes(
+        rule_labels, monkeypatch, capsys):
+    """A non-finite gradient was clipped (to NaN) and stepped: every weight NaN, and a policy
+    file written that no loader would take, after the whole fit.  It stops the fit, one line."""
+    torch.manual_seed(1)
+    student = PolicyNet((32, 32), action_features=0)
+    before = {name: value.clone() for name, value in student.state_dict().items()}
+    next(student.parameters()).register_hook(lambda grad: grad * float("inf"))
+    with pytest.raises(FloatingPointError, match=r"epoch 1 \(after 0 samples\).*not finite; "
+                       "lower --learning-rate"):
+        distill.train_student(student, rule_labels, distill.Args(epochs=1, batch_size=64, seed=0),
+                              log=lambda *_: None)
+    assert all(torch.equal(value, before[name]) for name, value in student.state_dict().items())
+
+    def diverges(args, log=print):
+        raise FloatingPointError("the fit diverged")
+    monkeypatch.setattr(distill, "run", diverges)
+    assert distill.main(["--labels", "l.npz", "--out", "s.pt"]) == 1
+    assert capsys.readouterr().err == "error: the fit diverged\n"
+
+
 def test_soft_targets_are_made_a_minibatch_at_a_time(rule_labels, monkeypatch):
     made, soft_targets = [], distill.soft_targets
 

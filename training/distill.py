@@ -122,7 +122,11 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
                 loss = -(targets * dist.log_probs).sum(-1).mean()
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(student.parameters(), 0.5)
+            norm = torch.nn.utils.clip_grad_norm_(student.parameters(), 0.5)
+            if not bool(torch.isfinite(norm)):  # (stepping would write NaN into every weight)
+                raise FloatingPointError(
+                    f"the fit diverged in epoch {epoch + 1} (after {step} samples): the loss's "
+                    "gradient is not finite; lower --learning-rate (no policy was written)")
             optimizer.step()
             agree = int((dist.mode() == action[rows]).sum())
             agreed += agree
@@ -341,7 +345,7 @@ def main(argv=None) -> int:
                                          "files)")
         print(f"interrupted: no policy was written{saved}", file=sys.stderr)
         return 130
-    except (WorkerDied, OSError) as error:
+    except (WorkerDied, OSError, FloatingPointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
