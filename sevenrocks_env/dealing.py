@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import checked_int, checked_seed
 from .tiles import NUM_SEATS, NUM_TILES
 
 #: The largest deal seed the batched engine, the arenas and the web page take: seeds are mixed
@@ -35,8 +36,15 @@ def deal(seed: int, round_index: int) -> tuple[list[int], int]:
     """Round ``round_index``'s deal and drawn opener, a function of ``(seed, round_index)`` only (R1, R2).
 
     Returns four 7-tile hands as bitmasks and a uniformly drawn seat (a fair draw where ties are
-    re-drawn makes every seat equally likely).
+    re-drawn makes every seat equally likely).  ``seed`` and ``round_index``: non-negative ints
+    (``TypeError``/``ValueError`` naming them; NumPy's seeding took ``"1"``, ``True`` and ``[1]``
+    as 1, and ``[]`` or ``{}`` as nothing: the deal of another seed).
     """
+    if type(seed) is not int or type(round_index) is not int or seed < 0 or round_index < 0:
+        if seed is None:
+            raise TypeError("seed must be a non-negative int, got None")
+        seed = checked_seed(seed)
+        round_index = checked_int("round_index", round_index, 0, float("inf"))
     rng = np.random.default_rng([seed, round_index])
     order = rng.permutation(NUM_TILES).tolist()
     hands = []

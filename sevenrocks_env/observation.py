@@ -35,6 +35,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .checks import checked_int
 from .rules import Match, end_sum, legal_actions, legal_moves, matching_tiles
 from .scoring import counted_ends
 from .tiles import KNOCK, NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
@@ -125,8 +126,11 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
 
     Built without Python loops over tiles: every piece is a precomputed float32 byte string
     (tile sets by 14-bit halves, the layout block cached by the layout), joined once.
-    ``out``, if given, is filled in place and returned.
+    ``out``, if given, is filled in place and returned.  ``seat``: an int 0-3 (``TypeError`` /
+    ``ValueError`` naming it otherwise: -1 indexed as seat 3, ``True`` as seat 1).
     """
+    if type(seat) is not int or not 0 <= seat <= 3:
+        seat = checked_seat(seat)
     played_by = match.played_by
     hand = match.hands[seat]
     mine = played_by[seat]
@@ -163,6 +167,11 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
     return out
 
 
+def checked_seat(seat) -> int:
+    """``seat`` as a plain int 0-3 (a NumPy integer too; a bool or a float is no seat)."""
+    return checked_int("seat", seat, 0, 3)
+
+
 def tile_sets(masks, out: np.ndarray | None = None) -> np.ndarray:
     """Tile sets (28-bit masks) as one float32 vector of 28 bits each, tile index order: the
     encoding of the observation's ``hand`` and ``played_by`` pieces."""
@@ -175,7 +184,11 @@ def tile_sets(masks, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def action_mask(match: Match, seat: int) -> np.ndarray:
-    """int8 mask over the 113 actions: the legal set if ``seat`` is on turn, else all zeros."""
+    """int8 mask over the 113 actions: the legal set if ``seat`` is on turn, else all zeros.
+    ``seat``: an int 0-3 (``TypeError``/``ValueError`` naming it otherwise: any other value was
+    a seat not on turn, all zeros, and ``True`` or ``1.0`` seat 1)."""
+    if type(seat) is not int or not 0 <= seat <= 3:
+        seat = checked_seat(seat)
     mask = bytearray(NUM_ACTIONS)
     if seat == match.turn and not match.over:
         for action in legal_actions(match):

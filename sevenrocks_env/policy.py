@@ -300,7 +300,7 @@ class PolicyAgent:
         self.device = policy_device(device)
         self.model = model.to(self.device).eval()
         self.name = name
-        self.deterministic = deterministic
+        self.deterministic = bool(deterministic)  # (checked by checked_temperature)
         self._generator = torch.Generator()
         self.seed(None)  # unseeded, a sampling agent draws afresh (seed 0 repeated every run)
 
@@ -373,7 +373,13 @@ TEMPERATURE_RANGE = (0.01, 100.0)
 def checked_temperature(temperature, deterministic: bool = False) -> float:
     """``temperature`` (any real number type but bool) as a float in :data:`TEMPERATURE_RANGE`,
     and 1 for a ``deterministic`` policy (another was silently ignored); a ``ValueError`` saying
-    so otherwise (0 would divide by zero, a NaN would make every action's probability NaN)."""
+    so otherwise (0 would divide by zero, a NaN would make every action's probability NaN).
+    ``deterministic`` must be a bool: a ``TypeError`` naming it otherwise (``None`` made a
+    sampling policy, the string ``"False"`` a deterministic one)."""
+    if not isinstance(deterministic, (bool, np.bool_)):
+        raise TypeError(f"deterministic must be True or False, got "
+                        f"{type(deterministic).__name__} {shown(deterministic)}")
+    deterministic = bool(deterministic)
     low, high = TEMPERATURE_RANGE
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
             or not low <= temperature <= high:   # (False for NaN)

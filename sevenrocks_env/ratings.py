@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import is_int
+from .checks import is_int, is_number_in, shown
 
 Z95 = 1.959963984540054
 ELO = 400.0 / math.log(10.0)  # natural-log logit -> Elo points
@@ -133,6 +133,14 @@ def fit_bradley_terry(names: list[str], results: dict[tuple[int, int], tuple[flo
     """
     k = len(names)
     _check_results(names, results)
+    # a NaN or infinite prior ended in numpy's LinAlgError, a negative one (or no iteration)
+    # returned ratings of 0 with a warning only
+    if not (is_number_in(prior_pairs, 0, 1e6) and prior_pairs > 0):
+        raise ValueError(f"Bradley-Terry: prior_pairs must be a number in (0, 1e6], got "
+                         f"{shown(prior_pairs)}")
+    if not is_int(iterations, 1, 10 ** 6):
+        raise ValueError(f"Bradley-Terry: iterations must be an int in [1, 1000000], got "
+                         f"{shown(iterations)}")
     _check_connected(names, results)
     wins = np.zeros((k, k))
     games = np.zeros((k, k))
@@ -266,6 +274,9 @@ def _check_results(names: list[str], results) -> None:
     of 3 fitted a rating of 1.6e15 with no error; NaN ended in numpy's LinAlgError)."""
     if not names:
         raise ValueError("no agents to rate")
+    if not isinstance(results, dict):
+        raise TypeError(f"Bradley-Terry: results must be a dict {{(i, j): (score, pairs)}}, got "
+                        f"{type(results).__name__} {shown(results)}")
     for key, value in results.items():
         ok = (isinstance(key, tuple) and len(key) == 2 and all(is_int(x, 0, len(names) - 1)
                                                                for x in key)

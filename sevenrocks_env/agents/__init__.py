@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 
-from ..checks import checked_seed
+import numpy as np
+
+from ..checks import checked_seed, shown
 from .base import Agent, parse_spec_params
 from .greedy import GreedyAgent
 from .heuristic import HeuristicAgent
@@ -73,8 +75,12 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
     ``allow_pickles=False`` refuses ``sb3:PATH`` (a pickle, which can run code): for specs read
     from files, such as a training config or checkpoint.  ``seed``: a non-negative int, or
     ``None`` for a fresh draw (``TypeError``/``ValueError`` naming ``seed`` otherwise).
+    ``allow_pickles``: a bool (``TypeError`` otherwise: the string ``"False"`` allowed them).
     """
     seed = checked_seed(seed)
+    if not isinstance(allow_pickles, (bool, np.bool_)):
+        raise TypeError(f"allow_pickles must be True or False, got "
+                        f"{type(allow_pickles).__name__} {shown(allow_pickles)}")
     if not isinstance(spec, str):
         if isinstance(spec, Agent):
             if seed is not None:

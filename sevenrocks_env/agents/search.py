@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from .. import rules
-from ..checks import checked_seed, is_int, shown
+from ..checks import checked_seed, is_int, is_number_in, shown
 from ..observation import SeatView
 from ..tiles import TILE_PIPS, tiles_of
 from .base import ViewAgent
@@ -53,13 +53,14 @@ class SearchAgent(ViewAgent):
         if not is_int(samples, 1, MAX_WORLDS):
             raise ValueError(f"search: samples must be an int in [1, {MAX_WORLDS}], "
                              f"got {shown(samples)}")
-        if time_limit is not None and not 0 < time_limit <= MAX_TIME_LIMIT:  # (NaN fails too)
+        if time_limit is not None and not (is_number_in(time_limit, 0, MAX_TIME_LIMIT)
+                                           and time_limit > 0):  # (not NaN, a bool or a str)
             raise ValueError(f"search: time_limit must be in (0, {MAX_TIME_LIMIT}] seconds, "
                              f"got {shown(time_limit)}")
         if rollout not in ROLLOUTS:
             raise ValueError(f"search: rollout must be one of {', '.join(ROLLOUTS)}, "
                              f"got {shown(rollout)}")
-        if not 0 <= win_bonus <= 1e6:  # (NaN fails this too)
+        if not is_number_in(win_bonus, 0, 1e6):  # (not NaN, a bool or a str)
             raise ValueError(f"search: win_bonus must be in [0, 1e6], got {shown(win_bonus)}")
         self.samples, self.time_limit, self.rollout, self.win_bonus = (
             samples, time_limit, rollout, win_bonus)
