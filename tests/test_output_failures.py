@@ -131,3 +131,38 @@ def test_an_arena_log_that_cannot_grow_keeps_its_pairs_and_says_the_command_resu
         return evaluate("greedy", "random", 6, seed=3, log=log)
     assert play(log).as_dict(timing=False) == play().as_dict(timing=False)
     assert len(log.read_text().splitlines()) == 1 + 6
+
+
+def test_training_whose_logs_cannot_grow_stops_in_one_line_naming_them(tmp_path, capsys,
+                                                                       monkeypatch):
+    """A full disk under ``log_dir`` (the checkpoints elsewhere) was TensorBoard's writer
+    thread's traceback, then ``error: ... No space left on device``, naming neither the logs'
+    folder nor that the checkpoints are whole.  Here the limit (over a checkpoint's size) is
+    passed by the event file alone: about 45 kB an update with its evaluation picture."""
+    import re
+    import threading
+    from pathlib import Path
+
+    from training.train import main as train
+
+    smoke = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
+    runs, ckpts = tmp_path / "runs", tmp_path / "ck"
+    threads = []  # what a thread's error would print (pytest's own hook turns it to a warning)
+    monkeypatch.setattr(threading, "excepthook", threads.append)
+    with writes_fail_past(400_000):
+        status = train(["--config", str(smoke), "--set", f"log_dir={runs}", "--set",
+                        f"checkpoint_dir={ckpts}", "--set", "opponents=[greedy]",
+                        "--set", "total_steps=8192"])
+    out = capsys.readouterr()
+    assert status == 1 and not threads, [(args.thread, args.exc_value) for args in threads]
+    found = re.fullmatch(
+        r"error: training stopped at update (\d+) \(step \d+\): cannot write the TensorBoard "
+        rf"logs in {re.escape(str(runs / 'smoke'))}: File too large; the last checkpoint is "
+        r"(\S+), intact \(free space there, or --set log_dir=\.\.\. to write them elsewhere, "
+        r"and continue with --resume \2 --set log_dir=\S+ --set checkpoint_dir=\S+\)\n", out.err)
+    assert found, out.err
+    last = ckpts / "smoke" / f"step_{256 * (int(found[1]) - 1)}.pt"
+    assert found[2] == str(last) and last.read_bytes() == (last.parent / "latest.pt").read_bytes()
+    assert [path.stat().st_size for path in (runs / "smoke").iterdir()] == [400_000]
+    from training.checkpoint import load_training_checkpoint
+    assert load_training_checkpoint(last)["update"] == int(found[1]) - 1

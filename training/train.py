@@ -40,6 +40,7 @@ from .checkpoint import (check_checkpoint_size, check_not_complete, load_trainin
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .opponents import PAST, OpponentPool
+from .run_logs import LogsError, LogWriter
 from .networks import build_networks, training_device, warm_start
 from .ppo import DivergenceError, LogitsError, compute_gae, ppo_update, rollout_batch
 from .resume import (check_resume, load_engine, optimizer_state, resume_options, resumed_config,
@@ -131,8 +132,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     "interrupted"}``.  Raises :class:`ConfigError` when the run's folders exist already (unless
     ``force``, or resuming the checkpoint at ``resume_path`` inside them, or one whose path is
     not given) and :class:`CheckpointError` for a bad piece of ``resume``; both before anything
-    is written."""
-    from torch.utils.tensorboard import SummaryWriter
+    is written.  :class:`LogsError`: the TensorBoard logs cannot be written (a full disk), the
+    checkpoints written before are whole."""
     from tqdm import tqdm
 
     if not cfg.run_name:
@@ -206,8 +207,6 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     # on resume, points logged after the checkpoint (a run stopped between two checkpoints)
     # are dropped, so the curves do not carry two values for one step
     purge_step = global_step + 1 if resume is not None else None
-    writer = SummaryWriter(str(run_dir), purge_step=purge_step)
-    writer.add_text("hyperparameters", _hparams_table(cfg))
     buffer = RolloutBuffer(cfg.batch_size)
     num_updates = cfg.num_updates
     start_time = time.time()
@@ -223,8 +222,19 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                                         pool.state_dict() if pool is not None else None, critic,
                                         guess)
 
+    def logs_stopped(reason: str) -> str:  # LogsError's message: the checkpoints are whole
+        last = checkpoint or (resume_path if resume is not None else None)
+        kept = f"the last checkpoint is {last}, intact" if last else "no checkpoint was written"
+        go_on = f"continue with {resume_options(last, cfg)}" if last else \
+            "start it again with --force"
+        return (f"training stopped at update {update} (step {global_step}): cannot write the "
+                f"TensorBoard logs in {run_dir}: {reason}; {kept} (free space there, or --set "
+                f"log_dir=... to write them elsewhere, and {go_on})")
+
     update, out_of_time = start_update, False
     try:
+        writer = LogWriter(run_dir, purge_step, logs_stopped)
+        writer.add_text("hyperparameters", _hparams_table(cfg))
         for update in range(start_update + 1, num_updates + 1):
             # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
             lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
@@ -282,7 +292,6 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 checkpoint = save(update)
                 break
     except (DivergenceError, AgentError) as error:  # nothing of this update is saved
-        bar.close()  # (the message on a line of its own)
         last = checkpoint or (resume_path if resume is not None else None)
         last = f"the last checkpoint is {last}" if last else "no checkpoint was written"
         if isinstance(error, AgentError):  # an opponent or evaluation agent (a broken ckpt:)
@@ -295,9 +304,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 "lower learning_rate or max_grad_norm, or check the rewards")
         raise DivergenceError(f"training diverged at update {update} (step {global_step}): "
                               f"{error}; {last} ({hint})") from None
-    finally:
+    finally:  # the bar ends before an error's message (on a line of its own)
         interrupt.__exit__()
-    bar.close()
+        bar.close()
     if checkpoint is None or update == start_update:
         checkpoint = save(update)
     if interrupt.requested:
@@ -375,7 +384,7 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
     except (ConfigError, CheckpointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except (DivergenceError, AgentError) as error:
+    except (DivergenceError, AgentError, LogsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
