@@ -565,18 +565,24 @@ def test_one_pair_has_a_wilson_interval_too():
     assert lo == 0.0 and hi == pytest.approx(0.79345, abs=1e-4)
 
 
-def test_the_bradley_terry_fit_solves_the_likelihood_equations():
-    """At the fit each agent's expected score (prior's drawn pairs included) equals its
-    observed one: Newton's method runs until it gets there, not only near."""
-    names, results = LADDER
-    fitted = fit_bradley_terry(names, results)
-    wins, games = np.zeros((4, 4)), np.zeros((4, 4))
+def assert_likelihood_equations_hold(fitted, results, k: int, tolerance: float) -> None:
+    """At the fitted ratings each agent's expected score equals its actual one (the prior's
+    drawn pair per pairing included): the Bradley-Terry likelihood's equations."""
+    wins, games = np.zeros((k, k)), np.zeros((k, k))
     for (i, j), (score, trials) in results.items():
         wins[i, j], wins[j, i] = score + 0.5, trials - score + 0.5
         games[i, j] = games[j, i] = trials + 1.0
     beta = fitted.rating / ELO
     p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
-    assert (wins - games * p).sum(axis=1) == pytest.approx(np.zeros(4), abs=1e-7)
+    assert (wins - games * p).sum(axis=1) == pytest.approx(np.zeros(k), abs=tolerance)
+
+
+def test_the_bradley_terry_fit_solves_the_likelihood_equations():
+    """At the fit each agent's expected score (prior's drawn pairs included) equals its
+    observed one: Newton's method runs until it gets there, not only near."""
+    names, results = LADDER
+    fitted = fit_bradley_terry(names, results)
+    assert_likelihood_equations_hold(fitted, results, 4, 1e-7)
 
 
 def test_a_fractional_score_is_scoring_against_an_agent():
@@ -633,10 +639,4 @@ def test_newton_does_not_run_away_on_intransitive_results():
         fitted = fit_bradley_terry(list("ABCDE"), results)
     assert np.all(np.abs(fitted.rating) < 3000) and fitted.one_sided == [None] * 5
     assert fitted.rating[0] > fitted.rating[4]  # A swept E
-    wins, games = np.zeros((5, 5)), np.zeros((5, 5))
-    for (i, j), (score, trials) in results.items():
-        wins[i, j], wins[j, i] = score + 0.5, trials - score + 0.5
-        games[i, j] = games[j, i] = trials + 1.0
-    beta = fitted.rating / ELO
-    p = 1.0 / (1.0 + np.exp(beta[None, :] - beta[:, None]))
-    assert (wins - games * p).sum(axis=1) == pytest.approx(np.zeros(5), abs=1e-6)
+    assert_likelihood_equations_hold(fitted, results, 5, 1e-6)

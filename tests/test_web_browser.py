@@ -231,6 +231,13 @@ def _start(page, seat: int, seed: int) -> None:
     page.wait_for_selector("#game:not([hidden])")
 
 
+def _your_first_turn(page) -> None:
+    """Seed 0 with greedy bots, the human at seat 0: wait for the human's first turn."""
+    _start(page, seat=0, seed=0)
+    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
+                           timeout=20000)
+
+
 def _first_step_answer(page, then: str) -> None:
     """The page's first bot move reaches the server, then its answer meets ``then`` (a
     JavaScript statement: a delay, or an error as if the network lost it)."""
@@ -273,9 +280,7 @@ def test_a_tile_that_fits_two_ends_is_played_from_the_keyboard(server, browser):
     base, _ = server
     page = browser.new_page()
     _open(page, base)
-    _start(page, seat=0, seed=0)
-    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
-                           timeout=20000)
+    _your_first_turn(page)
     index = page.evaluate("App.ui.view.hand.findIndex((t) => t.places.length > 1)")
     assert index >= 0, "seed 0 no longer gives a first turn with a tile that fits two ends"
     before = ply(page)
@@ -365,9 +370,7 @@ def test_a_move_whose_answer_was_lost_is_caught_up(server, browser):
           if (String(args[0]).endsWith('/move') && window.moves++ === 0)
             throw new TypeError('the answer was lost');
           return answer; }; }""")
-    _start(page, seat=0, seed=0)  # the human opens
-    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
-                           timeout=20000)
+    _your_first_turn(page)  # the human opens
     before = ply(page)
     page.locator("#hand .hand-tile.playable").first.click()
     if ply(page) == before and page.locator("#board .marker.target").count():
@@ -504,9 +507,7 @@ def test_a_reload_mid_match_goes_on_with_the_same_match(server, browser):
     base, app = server
     page = browser.new_page()
     _open(page, base)
-    _start(page, seat=0, seed=0)
-    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
-                           timeout=20000)
+    _your_first_turn(page)
     play_my_turn(page, {})
     game, moved = page.evaluate("[App.ui.view.id, App.ui.view.ply]")
     page.reload()
