@@ -36,7 +36,7 @@ from functools import lru_cache
 import numpy as np
 
 from .checks import checked_int
-from .rules import Match, end_sum, legal_actions, legal_moves, matching_tiles
+from .rules import Match, end_sum, legal_actions, legal_moves, matching_tiles, not_a_match
 from .scoring import counted_ends
 from .tiles import KNOCK, NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
 
@@ -127,11 +127,17 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
     Built without Python loops over tiles: every piece is a precomputed float32 byte string
     (tile sets by 14-bit halves, the layout block cached by the layout), joined once.
     ``out``, if given, is filled in place and returned.  ``seat``: an int 0-3 (``TypeError`` /
-    ``ValueError`` naming it otherwise: -1 indexed as seat 3, ``True`` as seat 1).
+    ``ValueError`` naming it otherwise: -1 indexed as seat 3, ``True`` as seat 1); ``match``: a
+    :class:`~sevenrocks_env.rules.Match` (``TypeError`` naming it otherwise).
     """
     if type(seat) is not int or not 0 <= seat <= 3:
         seat = checked_seat(seat)
-    played_by = match.played_by
+    try:
+        played_by = match.played_by
+    except AttributeError:  # no isinstance on the good path: this is called millions of times
+        if not isinstance(match, Match):
+            raise not_a_match(match) from None
+        raise
     hand = match.hands[seat]
     mine = played_by[seat]
     left, partner, right = played_by[(seat + 1) & 3], played_by[(seat + 2) & 3], played_by[(seat + 3) & 3]
@@ -190,9 +196,14 @@ def action_mask(match: Match, seat: int) -> np.ndarray:
     if type(seat) is not int or not 0 <= seat <= 3:
         seat = checked_seat(seat)
     mask = bytearray(NUM_ACTIONS)
-    if seat == match.turn and not match.over:
-        for action in legal_actions(match):
-            mask[action] = 1
+    try:
+        if seat == match.turn and not match.over:
+            for action in legal_actions(match):
+                mask[action] = 1
+    except AttributeError:
+        if not isinstance(match, Match):
+            raise not_a_match(match) from None
+        raise
     return np.frombuffer(mask, _INT8)
 
 

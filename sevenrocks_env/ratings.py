@@ -52,20 +52,35 @@ ELO = 400.0 / math.log(10.0)  # natural-log logit -> Elo points
 def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval of a proportion ``p`` observed over ``n`` trials: within [0, 1]
     and around ``p`` (which the exact interval always contains; rounding alone gave a lower
-    bound of 2.8e-17 at p = 0, n = 7, and an upper one of 1.0000000000000002 at p = 1)."""
-    if n <= 0:
+    bound of 2.8e-17 at p = 0, n = 7, and an upper one of 1.0000000000000002 at p = 1).
+    ``n = 0`` (nothing observed) gives (0, 1).  ``ValueError`` naming ``p`` outside [0, 1], ``n``
+    that is no int >= 0, ``z`` outside (0, 1e6] (NaN trials or a negative ``z`` gave an
+    interval of no width, ``p = 1.5`` a math domain error)."""
+    if not (type(n) is int and type(p) is float and z is Z95 and n >= 0 and 0.0 <= p <= 1.0):
+        _check_wilson(p, n, z)
+    if n == 0:
         return (0.0, 1.0)
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
     return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
+def _check_wilson(p, n, z) -> None:
+    if not is_number_in(p, 0, 1):
+        raise ValueError(f"wilson_interval: p must be a number in [0, 1], got {shown(p)}")
+    if not is_int(n, 0):
+        raise ValueError(f"wilson_interval: n must be an int >= 0, got {shown(n)}")
+    if not (is_number_in(z, 0, 1e6) and z > 0):
+        raise ValueError(f"wilson_interval: z must be a number in (0, 1e6], got {shown(z)}")
+
+
 def t_quantile_975(df: int) -> float:
     """The 97.5% quantile of Student's t with ``df >= 3`` degrees of freedom (the normal's as
     ``df`` grows): the Cornish-Fisher expansion to fourth order, 0.004 under the exact value
     at ``df = 3`` (0.12 %), 0.0009 at 4, under 3e-4 from 5 on."""
-    if df < 3:
-        raise ValueError(f"t quantile: at least 3 degrees of freedom, got {df}")
+    if not is_int(df, 3):  # NaN degrees of freedom gave a NaN quantile
+        raise ValueError(f"t quantile: df must be an int of at least 3 degrees of freedom, got "
+                         f"{shown(df)}")
     z = Z95
     terms = ((z ** 3 + z) / 4,
              (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,

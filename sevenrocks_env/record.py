@@ -34,7 +34,7 @@ from typing import Iterator
 from .atomic_file import atomic_path
 from .checks import is_plain_int, shown
 from .match_state import MAX_ROUNDS, MAX_TARGET  # noqa: F401  (re-exported: the bounds of a record)
-from .rules import Match, apply_action, is_legal, legal_actions
+from .rules import Match, apply_action, checked_match, is_legal, legal_actions
 from .textfile import read_text, shown_path
 from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
 
@@ -74,7 +74,7 @@ class RecordError(ValueError):
 
 def game_record(match: Match) -> dict:
     """The match's history as a record (JSON-serialisable; ints and ``"low|high"`` strings)."""
-    if match.history is None:
+    if checked_match(match).history is None:
         raise ValueError("this match keeps no history (built with keep_history=False)")
     rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
                           log.scores if log.scores is not None else match.scores)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import shown
 from .dealing import deal, next_seat, partner_of, team_of
 from .match_state import (check_match_state, check_state_fields, checked_deal, checked_scores,
                           checked_settings)
@@ -230,10 +231,29 @@ class Match:
 
 def legal_actions(match: Match) -> list[int]:
     """Legal actions of the seat on turn, ascending; ``[KNOCK]`` when it cannot place (R3, R4, R6);
-    ``[]`` when no seat is on turn (the match is over, or its round ended and waits for a deal)."""
-    if match.turn < 0 or match.over:
-        return []
-    return legal_moves(match.hands[match.turn], match.ends, match.placements == 0)
+    ``[]`` when no seat is on turn (the match is over, or its round ended and waits for a deal).
+    ``TypeError`` naming a ``match`` that is no :class:`Match` (found only once it fails: this is
+    called millions of times)."""
+    try:
+        if match.turn < 0 or match.over:
+            return []
+        return legal_moves(match.hands[match.turn], match.ends, match.placements == 0)
+    except AttributeError:
+        if not isinstance(match, Match):
+            raise not_a_match(match) from None
+        raise
+
+
+def not_a_match(match) -> TypeError:
+    """The ``TypeError`` for a ``match`` argument that is no :class:`Match`."""
+    return TypeError(f"match must be a rules.Match, got {type(match).__name__} {shown(match)}")
+
+
+def checked_match(match) -> Match:
+    """``match`` if it is a :class:`Match`, else :func:`not_a_match`'s ``TypeError``."""
+    if not isinstance(match, Match):
+        raise not_a_match(match)
+    return match
 
 
 def legal_moves(hand: int, ends, opening: bool) -> list[int]:

@@ -423,9 +423,10 @@ def saved_result():
     (lambda r: {"matches": 2 * r["pairs"] + 1}, "matches must be 2 x pairs"),
     # one truncated match more than were played
     (lambda r: {"truncated": r["matches"] + 1}, "13 truncated matches of 12"),
-    # a win rate over 1, with the interval Wilson's formula gives it over one pair
+    # a win rate over 1, with the interval Wilson's formula gave it over one pair (the function
+    # now refuses p = 1.5)
     (lambda r: {"pairs": 1, "matches": 2, "win_rate": 1.5,
-                "ci95": list(wilson_interval(1.5, 1))}, "win_rate is missing or out of range"),
+                "ci95": [0.5208722390605466, 1.0]}, "win_rate is missing or out of range"),
     # a margin no match gives (JSON's NaN, or beyond any target)
     (lambda r: {"mean_margin": float("nan")}, "mean_margin is missing or out of range"),
     (lambda r: {"mean_margin": 1e12}, "mean_margin is missing or out of range"),

@@ -95,3 +95,58 @@ def test_bradley_terry_names_a_prior_or_iteration_count_it_cannot_fit_with(optio
 @pytest.mark.parametrize("results", [None, [((0, 1), (1.0, 2))], "x"], ids=repr)
 def test_bradley_terry_names_results_that_are_no_dict(results):
     refused("results must be a dict", lambda: ratings.fit_bradley_terry(["a", "b"], results))
+
+
+@pytest.mark.parametrize("args, words", [
+    ((0.5, math.nan), "n must be"), ((0.5, 10.0), "n must be"), ((0.5, -1), "n must be"),
+    ((0.5, True), "n must be"), ((0.5, "10"), "n must be"), ((1.5, 10), "p must be"),
+    ((-0.1, 10), "p must be"), ((math.nan, 10), "p must be"), (("0.5", 10), "p must be"),
+    ((0.5, 10, -1), "z must be"), ((0.5, 10, 0), "z must be"), ((0.5, 10, math.inf), "z must be"),
+    ((0.5, 10, math.nan), "z must be")], ids=repr)
+def test_wilson_interval_names_a_proportion_count_or_z_it_cannot_use(args, words):
+    """NaN trials or ``z = -1`` gave (0.5, 0.5), an interval of no width; ``p = 1.5`` a math
+    domain error."""
+    refused(f"wilson_interval: {words}", lambda: ratings.wilson_interval(*args))
+
+
+def test_wilson_interval_still_takes_no_trials_ints_and_numpy_values():
+    assert ratings.wilson_interval(0.5, 0) == (0.0, 1.0)
+    assert ratings.wilson_interval(1, 10) == ratings.wilson_interval(1.0, 10)
+    assert ratings.wilson_interval(np.float64(0.3), np.int64(20), 1.0) \
+        == ratings.wilson_interval(0.3, 20, 1.0)
+
+
+@pytest.mark.parametrize("df", [math.nan, 2, 3.5, True, "5", None], ids=repr)
+def test_t_quantile_names_degrees_of_freedom_that_are_no_int_of_3_or_more(df):
+    refused("df must be", lambda: ratings.t_quantile_975(df))
+
+
+NOT_A_MATCH = [None, 0, "match", [], {}]
+
+
+def _match_takers():
+    from sevenrocks_env import record, rules
+    from sevenrocks_env.render import render_text
+    from sevenrocks_env.render.picture import draw_picture, render_picture
+    return {"legal_actions": rules.legal_actions,
+            "encode": lambda m: observation.encode(m, 0),
+            "action_mask": lambda m: observation.action_mask(m, 0),
+            "render_text": render_text, "draw_picture": draw_picture,
+            "render_picture": render_picture, "game_record": record.game_record}
+
+
+@pytest.mark.parametrize("taker", ["legal_actions", "encode", "action_mask", "render_text",
+                                   "draw_picture", "render_picture", "game_record"])
+@pytest.mark.parametrize("match", NOT_A_MATCH, ids=repr)
+def test_functions_of_a_match_name_one_that_is_no_match(taker, match):
+    """``None`` was ``AttributeError: 'NoneType' object has no attribute 'turn'``."""
+    with pytest.raises(TypeError, match=f"match must be a rules.Match, got {type(match).__name__}"):
+        _match_takers()[taker](match)
+
+
+@pytest.mark.parametrize("mask", [None, [[True, False]], np.ones((2, 3), bool), "mask"], ids=repr)
+def test_random_actions_names_a_mask_that_is_no_tensor(mask):
+    pytest.importorskip("torch")
+    from sevenrocks_env.batched import random_actions
+    with pytest.raises(TypeError, match="mask must be a 2-d bool tensor"):
+        random_actions(mask)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..checks import shown
+
 _BYTE_SUM = 0x0101010101010101                       # sums a word's 8 bytes into its top byte
 _BYTE_BITS = sum(1 << (56 - 7 * i) for i in range(8))  # byte i's lowest bit -> bit 56 + i
 MAX_ACTIONS = (1 << 15) - 1                           # the running counts are int16
@@ -55,6 +57,8 @@ def random_actions(mask: torch.Tensor, generator: torch.Generator | None = None,
     A row with no legal action raises ``ValueError`` (one synchronisation; ``check=False``
     skips it, and such a row then gets an arbitrary action).
     """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a 2-d bool tensor, got {type(mask).__name__} {shown(mask)}")
     if mask.dtype != torch.bool or mask.dim() != 2:
         raise ValueError(f"mask must be a 2-d bool tensor, got {mask.dtype} of shape "
                          f"{tuple(mask.shape)}")

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..rules import Match, team_of
+from ..rules import Match, checked_match, team_of
 from ..scoring import end_sum
 from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
@@ -244,7 +244,9 @@ def draw_picture(match: Match, observer: int | None = None, spectator: bool = Fa
                  last_points=None, framing: Framing | None = None
                  ) -> tuple[Image.Image, BoardGeometry]:
     """The board picture (:data:`SIZE`; resize the image for others) and its geometry.
-    ``framing`` fixes scale and position (replays)."""
+    ``framing`` fixes scale and position (replays); ``TypeError`` for a match that is no
+    :class:`~sevenrocks_env.rules.Match`."""
+    checked_match(match)
     observer = checked_observer(observer)
     size = SIZE
     image = Image.new("RGB", size, FELT)

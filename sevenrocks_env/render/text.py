@@ -13,7 +13,7 @@ Notation (printed as a legend under the board):
 from __future__ import annotations
 
 from ..checks import is_int, shown
-from ..rules import WON, Match, apply_action, team_of
+from ..rules import WON, Match, apply_action, checked_match, team_of
 from ..scoring import end_sum, placement_points
 from ..tiles import (
     EAST, KNOCK, NORTH, NUM_SEATS, SLOT_NAMES, SOUTH, TILE_IS_DOUBLE, WEST, decode_action, tile_name,
@@ -136,10 +136,11 @@ def render_text(match: Match, observer: int | None = None) -> str:
     """Text board: scores, layout, counted ends and end sum, seat to move, hand sizes, hands.
 
     ``observer`` shows only that seat's hand; ``None`` (spectator) shows every hand.
-    ``ValueError`` for an observer that is not a seat.
+    ``ValueError`` for an observer that is not a seat, ``TypeError`` for a match that is no
+    :class:`~sevenrocks_env.rules.Match`.
     """
     observer = checked_observer(observer)
-    target = match.target
+    target = checked_match(match).target
     log = shown_round(match)
     layout = build_layout(log.moves) if log is not None else BoardDrawing()
     out = [f"Seven Rocks - round {round_number(match)} - target {target}"]
