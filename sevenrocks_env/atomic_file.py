@@ -17,8 +17,10 @@ def atomic_path(path, follow_links: bool = True):
     or those ``open()`` would give a new one (``mkstemp`` makes it 0600), and replaces ``path``
     (a symbolic link's target, the link kept; with ``follow_links=False`` the link itself, as a
     new file: for names a program chooses in a folder someone else may have filled); the
-    temporary file never outlives the block, whatever happens in it."""
-    path = check_output_file(path)  # never replace /dev/null or a folder
+    temporary file never outlives the block, whatever happens in it.  A write into the temporary
+    file that fails (the disk full) is an ``OSError`` naming ``path``: written through a file
+    object (numpy, torch), its error named no file, or the temporary one."""
+    path = named = check_output_file(path)  # never replace /dev/null or a folder
     replaces_link = False
     if path.is_symlink():
         if follow_links:
@@ -39,6 +41,10 @@ def atomic_path(path, follow_links: bool = True):
             mode = 0o666 & ~umask
         os.chmod(partial, mode)
         os.replace(partial, path)
+    except OSError as error:
+        if error.filename not in (None, partial):  # another file's error: as it is
+            raise
+        raise OSError(error.errno, error.strerror or str(error), str(named)) from None
     finally:
         if os.path.exists(partial):
             os.remove(partial)

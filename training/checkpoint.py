@@ -98,17 +98,14 @@ def save_checkpoint(path, data: dict) -> Path:
     leaves the file that was there as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)  # (its error names the folder)
-    try:
-        with atomic_path(path) as partial, open(partial, "wb") as file:
-            kept = _KeptError(file)
-            try:
-                torch.save(data, kept)
-            except RuntimeError:
-                if kept.error is None:
-                    raise
-                raise kept.error from None
-    except OSError as error:
-        raise OSError(error.errno, error.strerror or str(error), str(path)) from None
+    with atomic_path(path) as partial, open(partial, "wb") as file:  # (its OSError names path)
+        kept = _KeptError(file)
+        try:
+            torch.save(data, kept)
+        except RuntimeError:
+            if kept.error is None:
+                raise
+            raise kept.error from None
     return path
 
 

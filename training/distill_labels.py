@@ -64,14 +64,12 @@ def save_labels(path, labels: dict, teacher: str, seed: int | None = None) -> Pa
             raise ValueError(f"a collection's seed is in 0..2**63 - 1, got {shown(seed)}")
         extra["seed"] = np.array(seed, np.int64)
     path.parent.mkdir(parents=True, exist_ok=True)  # (its error names the folder)
-    try:
-        # a file object: given a name, numpy would add ".npz" to it
-        with atomic_path(path) as partial, open(partial, "wb") as file:
-            np.savez_compressed(file, observation=labels["observation"],
-                                action_mask=labels["action_mask"], action=labels["action"],
-                                teacher=np.array(teacher), **extra)
-    except OSError as error:  # (written to a file object, numpy's error names no file)
-        raise OSError(error.errno, error.strerror or str(error), str(path)) from None
+    # a file object: given a name, numpy would add ".npz" to it (a failed write: atomic_path's
+    # OSError names path)
+    with atomic_path(path) as partial, open(partial, "wb") as file:
+        np.savez_compressed(file, observation=labels["observation"],
+                            action_mask=labels["action_mask"], action=labels["action"],
+                            teacher=np.array(teacher), **extra)
     return path
 
 

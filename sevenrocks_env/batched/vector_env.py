@@ -66,7 +66,6 @@ class VectorEnv:
                 raise TypeError(f"{name} must be a bool, got {shown(flag)}")
         self.validate = bool(validate)
         self.compiled = bool(compile)
-        self._kernels = kernels.compiled(self.device.type) if self.compiled else kernels.EAGER
         tables(self.device)  # (built before a compiled kernel first reads it)
         self.settings = engine.Settings(0, target, max_rounds, scale, win)
         with torch.inference_mode(False):
@@ -77,7 +76,7 @@ class VectorEnv:
         with torch.inference_mode(False):  # usable outside inference mode too, as in reset
             self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long,
                                            device=self.device)
-        self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
+        self._attach()
         self._legal_words: torch.Tensor | None = None  # what the mask was unpacked from
         self._observe: observe.ObservationWriter | None = None  # made on the first observation
         self._mask_fresh = self._obs_fresh = False
@@ -363,20 +362,22 @@ class VectorEnv:
         logging = 0 if self._records is None else self._records.nbytes()
         return self.state.nbytes() + 8 * self._mask_words.nelement() + observing + logging
 
-    def __getstate__(self) -> dict:
-        state = self.__dict__.copy()
-        del state["_mask"]  # a view of _mask_words: made again on unpickling (__setstate__)
-        del state["_kernels"]  # compiled functions do not pickle: chosen again from `compiled`
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        """Unpickling: ``_mask`` is made again as a view of ``_mask_words``.  Pickle gives each
+    def _attach(self) -> None:
+        """What is made from the rest, not kept: the mask, a view of the words each step
+        rebuilds, and the kernels (eager, or compiled for this device type).  Pickle gives each
         tensor a storage of its own, so a pickled view would keep the mask of the moment it was
-        pickled while every step rebuilds the words (``deepcopy`` keeps the tie itself).  A
-        compiled env compiles again in the process that unpickles it."""
-        self.__dict__.update(state)
+        pickled; compiled functions do not pickle at all: an unpickled env attaches them again
+        (``deepcopy`` goes through pickling's hooks too)."""
         self._mask = self._mask_words.view(torch.bool)[:, :NUM_ACTIONS]
         self._kernels = kernels.compiled(self.device.type) if self.compiled else kernels.EAGER
+
+    def __getstate__(self) -> dict:
+        return {name: value for name, value in self.__dict__.items()
+                if name not in ("_mask", "_kernels")}  # (made again by _attach)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._attach()
 
     def _changed(self) -> None:
         self._mask_fresh = self._obs_fresh = False
