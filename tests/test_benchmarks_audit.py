@@ -65,6 +65,10 @@ class SpyVenv:
         self.observed += 1
         return torch.zeros(self.num_envs)
 
+    def random_actions(self, generator=None):
+        self.packed_draws = getattr(self, "packed_draws", 0) + 1
+        return torch.zeros(self.num_envs, dtype=torch.long)
+
     def step(self, actions):
         assert actions.shape == (self.num_envs,)
         self.steps += 1
@@ -86,13 +90,17 @@ def test_vector_random_play_steps_the_env_it_made_with_its_options(vector, monke
         return made[-1]
 
     monkeypatch.setattr(vector, "sevenrocks_v0", SimpleNamespace(vector_env=vector_env))
-    for observe, validate, compile_ in ((True, True, False), (False, False, True)):
-        step, venv = vector.random_play(3, observe, "cpu", validate, compile=compile_)
+    for observe, validate, compile_, packed in ((True, True, False, False),
+                                                (False, False, True, False),
+                                                (False, False, False, True)):
+        step, venv = vector.random_play(3, observe, "cpu", validate, compile=compile_,
+                                        packed=packed)
         assert venv is made[-1] and venv.num_envs == 3 and venv.seed == 0
         assert venv.options == {"device": "cpu", "validate": validate, "compile": compile_}
         step()
         step()
         assert venv.steps == 2 and venv.observed == (2 if observe else 0)
+        assert getattr(venv, "packed_draws", 0) == (2 if packed else 0)  # its sampler, or the mask's
 
 
 def test_vector_timed_calls_step_repeats_times_and_synchronises_before_reading(vector,
@@ -112,7 +120,7 @@ def _fake_play(vector, monkeypatch, events, clock, cost=0.25):
     """``random_play``'s stand-in: each step takes ``cost`` seconds and is recorded."""
     calls = []
 
-    def random_play(num_envs, observe, device, validate, compile=False):
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
         calls.append((num_envs, observe, device, validate, compile))
 
         def step():
@@ -241,10 +249,10 @@ def _fake_vector_parts(vector, monkeypatch):
         calls["memory"].append((num_envs, device))
         return 3 * 2**20, 5 * 2**20
 
-    def batched(num_envs, seconds, observe, device, validate):
-        calls["batched"].append((num_envs, seconds, observe, device, validate))
+    def batched(num_envs, seconds, observe, device, validate, packed=False):
+        calls["batched"].append((num_envs, seconds, observe, device, validate, packed))
         calls["threads"].append(torch.get_num_threads())
-        return num_envs * (300 if observe else 1000)
+        return num_envs * (300 if observe else 2500 if packed else 1000)
 
     def compiled_against_eager(num_envs, seconds, observe, device, validate):
         calls["compiled"].append((num_envs, seconds, observe, device, validate))
@@ -269,14 +277,18 @@ def test_vector_main_puts_each_rate_and_ratio_in_its_column(vector, monkeypatch,
     out = capsys.readouterr().out
     assert calls["aec"] == [(0.5, False), (0.5, True)]
     assert calls["memory"] == [(8, "gpu9")]  # the largest size, not the first or the last
-    assert calls["batched"] == [(size, 0.5, observe, "gpu9", True) for size in (4, 8, 2)
-                                for observe in (False, True)]
-    assert calls["threads"] == [2] * 6
+    assert calls["batched"] == [(size, 0.5, observe, "gpu9", True, packed)
+                                for size in (4, 8, 2)
+                                for observe, packed in ((False, False), (True, False),
+                                                        (False, True))]
+    assert calls["threads"] == [2] * 9
     assert "raw_env random play: 100 steps/s (mask only), 40 steps/s (observation + mask)" in out
     assert table_rows(out, "") == [
-        ["B", "masks only, steps/s", "x raw_env", "masks + observations, steps/s", "x raw_env"],
-        ["4", "4,000", "40.0", "1,200", "30.0"], ["8", "8,000", "80.0", "2,400", "60.0"],
-        ["2", "2,000", "20.0", "600", "15.0"]]
+        ["B", "masks only, steps/s", "x raw_env", "masks + observations, steps/s", "x raw_env",
+         "packed legal set, steps/s", "x raw_env"],
+        ["4", "4,000", "40.0", "1,200", "30.0", "10,000", "100.0"],
+        ["8", "8,000", "80.0", "2,400", "60.0", "20,000", "200.0"],
+        ["2", "2,000", "20.0", "600", "15.0", "5,000", "50.0"]]
     assert ("memory at B = 8 (eager, measured first): env tensors 3.0 MiB (393216 bytes/match), "
             "process RSS growth 5.0 MiB; peak RSS of the whole run 7 MiB") in out
 
@@ -308,14 +320,30 @@ def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
+def test_vector_main_plots_the_packed_sampler_beside_the_mask(vector, monkeypatch, tmp_path):
+    from matplotlib.axes import Axes
+    plotted, plot = {}, Axes.plot
+
+    def spy_plot(self, x, y, *rest, label=None, **options):
+        plotted[label] = (list(x), list(y))
+        return plot(self, x, y, *rest, label=label, **options)
+    monkeypatch.setattr(Axes, "plot", spy_plot)
+    _fake_vector_parts(vector, monkeypatch)
+    vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--plot", str(tmp_path / "s.png")])
+    assert plotted == {"batched, masks only": ([8, 2], [8000, 2000]),
+                       "batched, masks + observations": ([8, 2], [2400, 600]),
+                       "batched, packed legal set": ([8, 2], [20000, 5000])}
+
+
 def test_vector_defaults_are_the_usage_line_s(vector, monkeypatch, capsys):
     """``[--sizes 256 1024 4096 16384 65536] [--seconds 3] [--threads 1] [--device cpu]``."""
     calls = _fake_vector_parts(vector, monkeypatch)
     vector.main([])
-    assert [c[0] for c in calls["batched"][::2]] == [256, 1024, 4096, 16384, 65536]
-    assert {c[1:] for c in calls["batched"]} == {(3.0, False, "cpu", False),
-                                                  (3.0, True, "cpu", False)}
-    assert calls["threads"] == [1] * 10 and calls["memory"] == [(65536, "cpu")]
+    assert [c[0] for c in calls["batched"][::3]] == [256, 1024, 4096, 16384, 65536]
+    assert {c[1:] for c in calls["batched"]} == {(3.0, False, "cpu", False, False),
+                                                  (3.0, True, "cpu", False, False),
+                                                  (3.0, False, "cpu", False, True)}
+    assert calls["threads"] == [1] * 15 and calls["memory"] == [(65536, "cpu")]
 
 
 # -- env_speed -----------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ differential tests in ``tests/test_batched_*.py``.
 * :mod:`.greedy`, :mod:`.defensive`: the ``greedy`` agent's move and ``search``'s rollout move;
 * :mod:`.worlds`: sampled worlds of many decisions as one state (search);
 * :mod:`.history`: each env's public round so far (its start, the actions since; inference);
-* :mod:`.sampling`: :func:`random_actions`, a uniformly random legal action per row of a mask;
+* :mod:`.sampling`: :func:`random_actions`, a uniformly random legal action per row of a mask
+  (and ``random_set_bits``, the same draw from packed legal sets: ``VectorEnv.random_actions``);
 * :mod:`.inputs`: checks of what callers pass in (device, tensors, explicit deals);
 * :mod:`.vector_env`: :class:`VectorEnv`, the public class (``sevenrocks_v0.vector_env``).
 """

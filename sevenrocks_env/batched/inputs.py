@@ -8,6 +8,8 @@ from __future__ import annotations
 import torch
 
 from ..checks import shown
+from ..rules import legal_actions
+from ..tiles import KNOCK, describe_action
 
 
 def checked_device(device) -> torch.device:
@@ -79,4 +81,36 @@ def check_rows(rows, num_envs: int, device: torch.device) -> None:
                              f"{num_envs} matches)")
 
 
-__all__ = ["check_rows", "check_tensor", "checked_device"]
+def check_action_range(actions: torch.Tensor) -> None:
+    """Refuse an action outside ``[0, KNOCK]`` (one synchronisation), naming the first env."""
+    low, high = torch.aminmax(actions)
+    if bool((low >= 0) & (high <= KNOCK)):  # one synchronisation
+        return
+    outside = ((actions < 0) | (actions > KNOCK)).nonzero().squeeze(1).tolist()
+    if outside:
+        raise ValueError(f"action {int(actions[outside[0]])} for env {outside[0]} is not in "
+                         f"[0, {KNOCK}] (validate=False checks the range only, and legality "
+                         f"never)")
+
+
+def check_legal(actions: torch.Tensor, words: torch.Tensor, turn: torch.Tensor, match_of) -> None:
+    """Refuse an action that is not legal (one synchronisation), naming the first such env, its
+    seat (``turn``), the action and the legal set (from ``match_of(env)``, a ``rules.Match``).
+    ``words``: the legal sets as ``layout.legal_words`` packs them -- action ``a`` is bit
+    ``a % 64`` of word ``a // 64``."""
+    clamped = actions.clamp(0, KNOCK)
+    words = words.gather(1, (clamped >> 6)[:, None]).squeeze(1)
+    legal = ((words >> (clamped & 63)) & 1).bool() & (clamped == actions)
+    if bool(legal.all()):  # the one synchronisation
+        return
+    bad = (~legal).nonzero().squeeze(1).tolist()
+    env = bad[0]
+    action = int(actions[env])
+    named = f"{action} ({describe_action(action)})" if 0 <= action <= KNOCK else str(action)
+    legal_set = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(match_of(env)))
+    more = f" (and {len(bad) - 1} other envs)" if len(bad) > 1 else ""
+    raise ValueError(f"illegal action {named} for env {env}, seat {int(turn[env])}{more}; "
+                     f"legal actions: [{legal_set}]")
+
+
+__all__ = ["check_action_range", "check_legal", "check_rows", "check_tensor", "checked_device"]

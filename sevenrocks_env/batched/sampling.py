@@ -15,6 +15,11 @@ and finds the chosen legal action with a few operations on 8-byte words of the m
 
 The result is exact: every legal action of a row has probability ``1 / legal`` (up to the
 2**-24 granularity of a float32 draw), and an illegal one is never chosen.
+
+:func:`random_set_bits` makes the same draw from the legal set packed as bits, two 64-bit words
+a row (``layout.legal_words``), without unpacking it: per-byte bit counts by the classic SWAR
+popcount, their running sums by the same multiplication, and the byte holding the chosen bit
+found by one subtraction on all 8 bytes at once (``VectorEnv.random_actions``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ import torch
 from ..checks import shown
 
 _BYTE_SUM = 0x0101010101010101                       # sums a word's 8 bytes into its top byte
+_BYTE_HIGH = 0x8080808080808080 - (1 << 64)       # each byte's top bit (as an int64)
+_PAIRS, _NIBBLES, _BYTES = 0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F
 _BYTE_BITS = sum(1 << (56 - 7 * i) for i in range(8))  # byte i's lowest bit -> bit 56 + i
 MAX_ACTIONS = (1 << 15) - 1                           # the running counts are int16
 
@@ -83,4 +90,50 @@ def random_actions(mask: torch.Tensor, generator: torch.Generator | None = None,
     return 8 * word + within
 
 
-__all__ = ["MAX_ACTIONS", "random_actions"]
+def _byte_running_counts(words: torch.Tensor) -> torch.Tensor:
+    """Byte ``i`` of each result: the set bits in bytes ``0..i`` of the word (at most 64, so no
+    byte carries; the top byte is the word's popcount).  int64 arithmetic wraps, which is all
+    the bit tricks need: the words' sign bit is an ordinary bit."""
+    pairs = words - ((words >> 1) & _PAIRS)
+    nibbles = (pairs & _NIBBLES) + ((pairs >> 2) & _NIBBLES)
+    return ((nibbles + (nibbles >> 4)) & _BYTES) * _BYTE_SUM
+
+
+def random_set_bits(words: torch.Tensor, generator: torch.Generator | None = None,
+                    check: bool = True) -> torch.Tensor:
+    """``LongTensor[N]``: a uniformly random set bit of each row of ``words`` (``LongTensor[N,
+    2]``: bit ``a`` of a row is bit ``a % 64`` of its word ``a // 64``, as in
+    ``layout.legal_words``).  For a legal set it is the same draw as :func:`random_actions` on
+    the unpacked mask with the same generator state: the ``floor(u * legal)``-th legal action.
+
+    A row with no set bit raises ``ValueError`` (one synchronisation; ``check=False`` skips it).
+    """
+    if not isinstance(words, torch.Tensor):
+        raise TypeError(f"words must be a LongTensor[N, 2], got {type(words).__name__} "
+                        f"{shown(words)}")
+    if words.dtype != torch.long or words.dim() != 2 or words.shape[1] != 2:
+        raise ValueError(f"words must be a LongTensor[N, 2], got {words.dtype} of shape "
+                         f"{tuple(words.shape)}")
+    low, high = words.t().contiguous()          # (two rows: operations on [N] run fastest)
+    low_running, high_running = _byte_running_counts(low), _byte_running_counts(high)
+    in_low = low_running >> 56
+    legal = in_low + (high_running >> 56)
+    if check and words.shape[0] and not bool((legal > 0).all()):
+        raise ValueError(f"row {int((legal == 0).nonzero()[0])} of words has no set bit")
+    draw = torch.rand(words.shape[0], generator=generator, device=words.device)
+    chosen = (draw * legal).long()              # the chosen-th set bit of the row
+    upper = chosen >= in_low                    # in the high word
+    within_word = chosen - in_low * upper
+    word = torch.where(upper, high, low)
+    running = torch.where(upper, high_running, low_running)
+    # a byte's top bit survives subtracting within_word + 1 from it exactly when the running
+    # count to that byte is above within_word: the chosen bit lies after the bytes that lose it
+    above = (((running | _BYTE_HIGH) - (within_word + 1) * _BYTE_SUM) & _BYTE_HIGH) >> 7
+    shift = 8 * (8 - (((above & _BYTE_SUM) * _BYTE_SUM) >> 56))
+    before = ((running << 8) >> shift) & 0xFF   # set bits in the bytes before the chosen one
+    byte = (word >> shift) & 0xFF
+    within = torch.index_select(_nth_bit(words.device), 0, 8 * byte + (within_word - before))
+    return 64 * upper + shift + within
+
+
+__all__ = ["MAX_ACTIONS", "random_actions", "random_set_bits"]

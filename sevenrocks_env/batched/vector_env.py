@@ -11,12 +11,13 @@ from ..checks import checked_int, shown
 from ..match_state import DEAL_RULE, deal_problem
 from ..record import MAX_ROUNDS, MAX_TARGET
 from ..rewards import reward_weights
-from ..rules import DEFAULT_TARGET, Match, legal_actions
-from ..tiles import ALL_TILES, KNOCK, NUM_ACTIONS, describe_action
+from ..rules import DEFAULT_TARGET, Match
+from ..tiles import ALL_TILES, NUM_ACTIONS
 from . import engine, kernels, layout, observe
 from .deal import MAX_SEED, deal, stream_keys
-from .inputs import check_tensor, checked_device
+from .inputs import check_action_range, check_legal, check_tensor, checked_device
 from .records import RecordKeeper
+from .sampling import random_set_bits
 from .state import FIELDS, BatchState
 from .tables import tables
 
@@ -77,9 +78,9 @@ class VectorEnv:
             self._mask_words = torch.empty((self.num_envs, 15), dtype=torch.long,
                                            device=self.device)
         self._attach()
-        self._legal_words: torch.Tensor | None = None  # what the mask was unpacked from
+        self._legal_words: torch.Tensor | None = None  # the legal set packed (the mask's source)
         self._observe: observe.ObservationWriter | None = None  # made on the first observation
-        self._mask_fresh = self._obs_fresh = False
+        self._words_fresh = self._mask_fresh = self._obs_fresh = False
         self._not_ready: str | None = "call reset() (or load()) before using the env"
 
     # -- settings -----------------------------------------------------------------------------
@@ -249,10 +250,28 @@ class VectorEnv:
         self._require_ready()
         if not self._mask_fresh:
             with _plain_tensors():
-                self._legal_words = self._kernels.turn_legal_words(self.state)
-                layout.unpack_actions(self._legal_words, out=self._mask_words)
+                layout.unpack_actions(self._turn_words(), out=self._mask_words)
             self._mask_fresh = True
         return self._mask
+
+    def random_actions(self, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``LongTensor[B]``: a uniformly random legal action for the seat on turn in each match,
+        drawn from the legal set kept packed (two 64-bit words a match) without building
+        ``action_mask``: the same actions as ``batched.random_actions(venv.action_mask,
+        generator)`` from the same generator state (on the env's device), at a fraction of the
+        cost -- random play's sampler."""
+        self._require_ready()
+        with _plain_tensors():
+            return random_set_bits(self._turn_words(), generator, check=False)
+
+    def _turn_words(self) -> torch.Tensor:
+        """The legal actions of the seats on turn as two 64-bit words (``layout.legal_words``),
+        computed once a state."""
+        if not self._words_fresh:
+            with _plain_tensors():
+                self._legal_words = self._kernels.turn_legal_words(self.state)
+            self._words_fresh = True
+        return self._legal_words
 
     @property
     def observation(self) -> torch.Tensor:
@@ -285,12 +304,13 @@ class VectorEnv:
         # shape, dtype and device always (no synchronisation); legality with validate=True
         check_tensor("actions", actions, (self.num_envs,), torch.long, self.device)
         if self.validate:
-            self._check_actions(actions)
+            # from the legal words, not the action_mask buffer a caller may have written into
+            check_legal(actions, self._turn_words(), self.state.turn, self.match)
         elif self.compiled or self.device.type != "cpu":
             # check the range first (one synchronisation): a fused kernel may fail half-way,
             # and on a GPU the failed lookup is a device-side assert that ends the process's
             # use of the device (seen on an H200, torch 2.11)
-            self._check_range(actions)
+            check_action_range(actions)
         try:
             with _plain_tensors():
                 if actions.is_inference():
@@ -302,7 +322,7 @@ class VectorEnv:
             if self.validate or self.compiled or self.device.type != "cpu":
                 raise  # checked already: not an action's fault (an engine bug)
             # validate=False, eager CPU: a table lookup failed
-            self._check_range(actions)  # out of range: the first lookup, before any change
+            check_action_range(actions)  # out of range: the first lookup, before any change
             # in range but illegal (a closed or unmatched slot): some fields have changed
             self._not_ready = (
                 "an illegal action was played with validate=False and the step stopped "
@@ -313,38 +333,6 @@ class VectorEnv:
             self._records.append(actions, events)
         self._changed()
         return rewards, terminated, truncated
-
-    def _check_range(self, actions) -> None:
-        low, high = torch.aminmax(actions)
-        if bool((low >= 0) & (high <= KNOCK)):  # one synchronisation
-            return
-        outside = ((actions < 0) | (actions > KNOCK)).nonzero().squeeze(1).tolist()
-        if outside:
-            raise ValueError(f"action {int(actions[outside[0]])} for env {outside[0]} is not in "
-                             f"[0, {KNOCK}] (validate=False checks the range only, and legality "
-                             f"never)")
-
-    def _check_actions(self, actions) -> None:
-        # from the legal words, not the action_mask buffer a caller may have written into
-        # (the words the mask was unpacked from, when it is fresh): action a is bit a % 64 of
-        # word a // 64 (layout.legal_words)
-        words = self._legal_words if self._mask_fresh else \
-            self._kernels.turn_legal_words(self.state)
-        clamped = actions.clamp(0, KNOCK)
-        words = words.gather(1, (clamped >> 6)[:, None]).squeeze(1)
-        legal = ((words >> (clamped & 63)) & 1).bool() & (clamped == actions)
-        if bool(legal.all()):  # the one synchronisation
-            return
-        bad = (~legal).nonzero().squeeze(1).tolist()
-        env = bad[0]
-        action = int(actions[env])
-        seat = int(self.state.turn[env])
-        shown = f"{action} ({describe_action(action)})" if 0 <= action <= KNOCK else str(action)
-        legal_set = ", ".join(f"{a} ({describe_action(a)})"
-                              for a in legal_actions(self.match(env)))
-        more = f" (and {len(bad) - 1} other envs)" if len(bad) > 1 else ""
-        raise ValueError(f"illegal action {shown} for env {env}, seat {seat}{more}; "
-                         f"legal actions: [{legal_set}]")
 
     def pop_finished_records(self) -> list[tuple[int, dict]]:
         """``[(env index, sevenrocks-record/1 dict)]`` of the matches finished since the last call
@@ -380,7 +368,7 @@ class VectorEnv:
         self._attach()
 
     def _changed(self) -> None:
-        self._mask_fresh = self._obs_fresh = False
+        self._words_fresh = self._mask_fresh = self._obs_fresh = False
 
     def _require_ready(self) -> None:
         if self._not_ready is not None:
