@@ -12,7 +12,9 @@ Checkpoint files are plain dicts of tensors and plain Python values, read with
 ``torch.load(weights_only=True)``, so opening a downloaded checkpoint can never execute code; the
 file's size and the network it declares are bounded, and every tensor's shape is checked against
 the declared network before the network is built (``docs/security.md``; the file checks are in
-:mod:`sevenrocks_env.policy_file`, whose names this module re-exports).
+:mod:`sevenrocks_env.policy_file`, whose names this module re-exports).  A policy agent's
+settings (device, temperature, seed) are checked in :mod:`sevenrocks_env.policy_settings`, whose
+names this module re-exports too.
 ``load_policy("shipped")`` (agent spec ``ckpt:shipped``) is the policy installed with the package.
 Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``--resume``):
 
@@ -30,15 +32,13 @@ Keys every checkpoint has (the trainer adds optimizer, RNG and run state for ``-
 from __future__ import annotations
 
 import functools
-import numbers
 
 import numpy as np
 import torch
 from torch import nn
 
 from .batched import layout
-from .batched.inputs import checked_device
-from .checks import checked_seed, is_int, shown
+from .checks import checked_seed
 from .masked_categorical import MASKED_LOGIT, NOT_FINITE, MaskedCategorical
 from .observation import OBS_SIZE, action_mask, checked_inputs, encode
 from .policy_features import ActionFeatures
@@ -47,6 +47,8 @@ from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTE
                           check_model_config, read_checkpoint, resolve_path, shipped_path)
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, PlacementScorer, layer_init, \
     loading_weights, scorer_shapes
+from .policy_settings import (TEMPERATURE_RANGE, checked_temperature, generator_seed,
+                              policy_device, sampling_name)
 from .rules import Match, apply_action, legal_actions
 from .tiles import KNOCK, NUM_ACTIONS
 
@@ -204,12 +206,6 @@ def mlp(width: int, hidden_sizes) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def generator_seed(seed: int) -> int:
-    """``seed`` (any int, e.g. an arena's or the web page's up to 2**63 times 4) as a seed
-    ``torch.Generator.manual_seed`` takes (``[0, 2**64)``); seeds in that range are unchanged."""
-    return int(seed) % (1 << 64)
-
-
 def build_model(data: dict, path="checkpoint") -> PolicyNet:
     """The :class:`PolicyNet` described by a validated checkpoint dict, with its weights.
 
@@ -351,53 +347,6 @@ def load_policy(path, device: str = "cpu", deterministic: bool = True,
     name = f"ckpt:{path}" if deterministic else sampling_name(path, temperature)
     return PolicyAgent(model, name=name, deterministic=deterministic, device=device,
                        temperature=temperature)
-
-
-def policy_device(device) -> torch.device:
-    """``device`` (a str or ``torch.device``) as one a policy can run on: the CPU or a CUDA
-    device that is there (:func:`~sevenrocks_env.batched.inputs.checked_device`, as the arena
-    and the trainer check theirs); ``TypeError`` or ``ValueError`` naming ``device`` otherwise
-    (torch's were an ``AssertionError`` "Torch not compiled with CUDA enabled" and the like)."""
-    if is_int(device, 0):  # torch's own shorthand: 1 is "cuda:1"
-        device = torch.device("cuda", int(device))
-    if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be a str or torch.device ('cpu', 'cuda', 'cuda:1'), got "
-                        f"{type(device).__name__} {shown(device)}")
-    return checked_device(device)
-
-
-#: The temperatures a sampling policy takes (``checked_temperature``).
-TEMPERATURE_RANGE = (0.01, 100.0)
-
-
-def checked_temperature(temperature, deterministic: bool = False) -> float:
-    """``temperature`` (any real number type but bool) as a float in :data:`TEMPERATURE_RANGE`,
-    and 1 for a ``deterministic`` policy (another was silently ignored); a ``ValueError`` saying
-    so otherwise (0 would divide by zero, a NaN would make every action's probability NaN).
-    ``deterministic`` must be a bool: a ``TypeError`` naming it otherwise (``None`` made a
-    sampling policy, the string ``"False"`` a deterministic one)."""
-    if not isinstance(deterministic, (bool, np.bool_)):
-        raise TypeError(f"deterministic must be True or False, got "
-                        f"{type(deterministic).__name__} {shown(deterministic)}")
-    deterministic = bool(deterministic)
-    low, high = TEMPERATURE_RANGE
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
-            or not low <= temperature <= high:   # (False for NaN)
-        hint = " (the most probable action, temperature 0: ckpt:PATH)" \
-            if isinstance(temperature, numbers.Real) and temperature == 0 else ""
-        raise ValueError(f"temperature must be a number in [{low:g}, {high:g}], got "
-                         f"{temperature!r:.40}{hint}")
-    if deterministic and temperature != 1.0:
-        raise ValueError(f"temperature={temperature:g} applies to sampling: pass deterministic="
-                         "False (a deterministic policy plays its most probable action)")
-    return float(temperature)
-
-
-def sampling_name(path, temperature: float = 1.0) -> str:
-    """The agent spec of the policy at ``path`` sampling at ``temperature`` (its shortest text
-    that reads back as the same float)."""
-    return f"sample:policy={path}" + ("" if temperature == 1.0 else
-                                      f",temperature={float(temperature)!r}")
 
 
 __all__ = ["ACTION_SCORERS", "ActionFeatures", "CHECKPOINT_FORMAT", "CheckpointError",

@@ -1,4 +1,4 @@
-"""Game records: write, read, validate and replay (format ``sevenrocks-record/1``).
+"""Game records: read, validate, replay and save them (format ``sevenrocks-record/1``).
 
 A record is plain JSON::
 
@@ -20,7 +20,9 @@ match still in progress.
 
 :func:`replay` rebuilds the match move by move with the rules engine and checks every number in
 the record against it, so a record is either reproduced exactly or rejected with a
-:class:`RecordError` naming the first bad move.
+:class:`RecordError` naming the first bad move.  Records are built (:func:`game_record`,
+:func:`record_dict`, :func:`round_entry`, and :data:`FORMAT`) by
+:mod:`sevenrocks_env.record_writer`; this module re-exports them.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from typing import Iterator
 from .atomic_file import atomic_path
 from .checks import is_plain_int, shown
 from .match_state import MAX_ROUNDS, MAX_TARGET  # noqa: F401  (re-exported: the bounds of a record)
-from .rules import Match, apply_action, checked_match, is_legal, legal_actions
+from .record_writer import FORMAT, game_record, record_dict, round_entry  # noqa: F401  (re-exported)
+from .rules import Match, apply_action, is_legal, legal_actions
 from .textfile import read_text, shown_path
-from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name, tiles_of
+from .tiles import KNOCK, NUM_TILES, describe_action, parse_tile, tile_name
 
-FORMAT = "sevenrocks-record/1"
 RESULTS = ("domino", "blocked", "won")
 
 # Records come from other people: every number that sizes work is bounded before it is used.
@@ -72,26 +74,6 @@ class RecordError(ValueError):
     """A malformed or inconsistent game record."""
 
 
-def game_record(match: Match) -> dict:
-    """The match's history as a record (JSON-serialisable; ints and ``"low|high"`` strings)."""
-    if checked_match(match).history is None:
-        raise ValueError("this match keeps no history (built with keep_history=False)")
-    rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
-                          log.scores if log.scores is not None else match.scores)
-              for log in match.history]
-    return record_dict(match.target, rounds, match.winner, match.scores, match.max_rounds)
-
-
-def record_dict(target: int, rounds: list[dict], winner: int | None, scores,
-                max_rounds: int | None) -> dict:
-    """A record from its parts (shared by both engines' writers)."""
-    record = {"format": FORMAT, "target": target, "rounds": rounds, "winner": winner,
-              "scores": list(scores)}
-    if max_rounds is not None:
-        record["max_rounds"] = max_rounds
-    return record
-
-
 def cut_off(record: dict) -> bool:
     """Whether a (valid) record's match ended at its round limit with no winner."""
     limit = record.get("max_rounds")
@@ -108,22 +90,6 @@ def ending(record: dict) -> str:
     if cut_off(record):
         return f"no winner: cut off by its round limit (max_rounds {record['max_rounds']})"
     return "no winner: unfinished"
-
-
-def round_entry(opener: int, hands, moves, result: str | None, deductions, scores) -> dict:
-    """One round of a record (shared by both engines' writers): ``hands`` as dealt (bitmasks),
-    ``moves`` as ``(seat, action, end_sum, points)``, ``result`` one of :data:`RESULTS` or None."""
-    return {
-        "opener": opener,
-        "hands": [[tile_name(t) for t in tiles_of(hand)] for hand in hands],
-        "moves": [{"seat": seat, "action": KNOCK, "pass": True} if action == KNOCK else
-                  {"seat": seat, "action": action, "tile": tile_name(action >> 2),
-                   "slot": action & 3, "end_sum": total, "points": points}
-                  for seat, action, total, points in moves],
-        "result": result,
-        "deductions": list(deductions),
-        "scores": list(scores),
-    }
 
 
 def save(record: dict, path) -> None:

@@ -2,7 +2,9 @@
 
 The whole match lives in one mutable :class:`Match` made of ints and bitmasks (hands are 28-bit
 tile sets, see :mod:`sevenrocks_env.tiles`).  ``legal_actions``/``apply_action`` are the only ways
-to move it forward; scoring and deductions are pure functions tests can call directly.
+to move it forward; scoring and deductions (:mod:`sevenrocks_env.scoring`), placing a tile and
+a hand's legal moves (:mod:`sevenrocks_env.placement`) are pure functions tests can call directly
+(re-exported here).
 
 Layout, per slot (west, east, north, south):
 
@@ -26,9 +28,9 @@ from .checks import shown
 from .dealing import deal, next_seat, partner_of, team_of
 from .match_state import (check_match_state, check_state_fields, checked_deal, checked_scores,
                           checked_settings)
+from .placement import legal_moves, place_tile
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
-from .tiles import (ALL_TILES, EAST, KNOCK, NORTH, NUM_SEATS, OTHER_HALF, SOUTH, TILE_HIGH,
-                    TILE_IS_DOUBLE, TILE_LOW, WEST, WITH_NUMBER)
+from .tiles import ALL_TILES, KNOCK, NUM_SEATS, WEST, WITH_NUMBER
 
 DEFAULT_TARGET = 250  # R8
 #: ``Round.result`` values (R7, R8).
@@ -256,31 +258,6 @@ def checked_match(match) -> Match:
     return match
 
 
-def legal_moves(hand: int, ends, opening: bool) -> list[int]:
-    """The legal actions, ascending, of a seat holding ``hand`` (a tile bitmask) at the layout's
-    open ``ends`` (number per slot, -1 where closed): any tile at slot 0 when ``opening`` (R3),
-    else each tile showing a slot's number at that slot (R4), else ``[KNOCK]`` (R6)."""
-    if opening:
-        actions = []
-        while hand:
-            low_bit = hand & -hand
-            actions.append(4 * (low_bit.bit_length() - 1))
-            hand ^= low_bit
-        return actions
-    actions = []
-    for slot, number in enumerate(ends):
-        if number >= 0:
-            fits = hand & WITH_NUMBER[number]
-            while fits:
-                low_bit = fits & -fits
-                actions.append(4 * (low_bit.bit_length() - 1) + slot)
-                fits ^= low_bit
-    if not actions:
-        return [KNOCK]
-    actions.sort()
-    return actions
-
-
 def plain_action(action):
     """A 0-d integer array (a member of gymnasium's ``Discrete``) as an int; anything else as it
     is (for :func:`is_legal` to judge)."""
@@ -358,38 +335,6 @@ def apply_action(match: Match, action: int) -> int:
     else:
         match.turn = (seat + 1) & 3
     return points
-
-
-def place_tile(match, tile: int, slot: int) -> None:
-    """Join ``tile`` at ``slot`` and update ends, doubles, spinner and branches (R3, R4).
-
-    ``match`` is anything with ``ends``, ``end_double``, ``branch_started`` (lists of 4),
-    ``spinner`` and ``placements`` (the count *before* this tile): a :class:`Match`, or a scratch
-    layout of an agent looking ahead.  Only the layout changes; hands, scores and the turn are
-    :func:`apply_action`'s business.
-    """
-    ends, end_double = match.ends, match.end_double
-    double = TILE_IS_DOUBLE[tile]
-    if match.placements == 0:  # the opening: low half west, high half east (line A west)
-        ends[WEST], ends[EAST] = TILE_LOW[tile], TILE_HIGH[tile]
-        end_double[WEST] = end_double[EAST] = double
-        if double:
-            match.spinner = TILE_LOW[tile]
-        return
-    joined = ends[slot]
-    ends[slot] = OTHER_HALF[tile][joined]
-    end_double[slot] = double
-    if slot >= NORTH:
-        match.branch_started[slot] = True
-        return
-    spinner = match.spinner
-    if double and spinner < 0:
-        match.spinner = joined  # first double of the round: the spinner, attached by line A
-    elif spinner >= 0 and ends[NORTH] < 0:
-        exposed = (end_double[WEST] and ends[WEST] == spinner) or (
-            end_double[EAST] and ends[EAST] == spinner)
-        if not exposed:  # both straight continuations filled: the branches open (R4)
-            ends[NORTH] = ends[SOUTH] = spinner
 
 
 def _close_round(match: Match, result: str, finisher: int | None) -> None:

@@ -3,8 +3,9 @@
 A resume checkpoint may come from someone else, so each piece the trainer restores (config,
 step counters, RNG state, optimizer state, opponent pool, oracle critic, engine state) is checked
 on its own; the first bad one raises :class:`CheckpointError` naming it.  The policy's own keys
-were already checked by :func:`sevenrocks_env.policy.read_checkpoint`.  :func:`resume_options`
-writes the command line that continues a run where it wrote.
+were already checked by :func:`sevenrocks_env.policy.read_checkpoint`.  :func:`restore_engine`
+restores the matches in progress (a :class:`ConfigError` when ``--set`` changed their
+opponents).  :func:`resume_options` writes the command line that continues a run where it wrote.
 """
 
 from __future__ import annotations
@@ -225,6 +226,23 @@ def load_engine(engine, state, path) -> None:
         engine.load_state_dict(state)
     except (ValueError, TypeError, KeyError) as error:
         raise _bad(path, "engine", f"is unusable: {str(error)[:200]}") from None
+
+
+def restore_engine(engine, resume: dict, cfg: TrainConfig, path) -> None:
+    """The engine's matches in progress from ``resume`` (:func:`load_engine`); when ``--set``
+    changed the opponents and those matches cannot be restored with the new ones, a
+    :class:`ConfigError` naming ``opponents`` (not a damaged checkpoint)."""
+    try:
+        load_engine(engine, resume.get("engine"), path)
+    except CheckpointError as error:
+        saved = resume["config"].get("opponents")
+        if isinstance(saved, list) and saved != cfg.opponents:
+            raise ConfigError(
+                f"--set opponents: the run's matches in progress play its opponents {saved} "
+                f"and cannot be restored with {cfg.opponents} ({str(error)[:200]}); keep the "
+                "run's opponents (opponent_fraction=0 starts no new matches against them) or "
+                "start a new run", "opponents") from None
+        raise
 
 
 def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:

@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import random
 import shlex
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -39,40 +37,16 @@ from .checkpoint import (check_checkpoint_size, check_not_complete, load_trainin
                          mark_evaluated, save_training_checkpoint, set_rng_state)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
+from .interrupt import Interrupt
 from .opponents import PAST, OpponentPool
 from .run_logs import LogsError, LogWriter
 from .networks import build_networks, training_device, warm_start
 from .ppo import DivergenceError, LogitsError, compute_gae, ppo_update, rollout_batch
-from .resume import (check_resume, load_engine, optimizer_state, resume_options, resumed_config,
+from .resume import (check_resume, optimizer_state, restore_engine, resume_options, resumed_config,
                      trained_networks)
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
-
-
-class _Interrupt:
-    """Ctrl-C during training: the first one asks the loop to stop after the current update
-    (so the checkpoint is consistent); the second one stops at once."""
-
-    def __init__(self):
-        self.requested = False
-        self._previous = None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-    def _handle(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print("\ninterrupt: finishing this update, then writing a checkpoint "
-              "(Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
 
 
 def _hparams_table(cfg: TrainConfig) -> str:
@@ -102,23 +76,6 @@ ENGINES = {"batched": BatchedSelfPlayEngine, "python": SelfPlayEngine}
 
 def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
-
-
-def _load_engine(engine, resume: dict, cfg: TrainConfig, path) -> None:
-    """The engine's matches in progress from ``resume``; when ``--set`` changed the opponents
-    and those matches cannot be restored with the new ones, a :class:`ConfigError` naming
-    ``opponents`` (not a damaged checkpoint)."""
-    try:
-        load_engine(engine, resume.get("engine"), path)
-    except CheckpointError as error:
-        saved = resume["config"].get("opponents")
-        if isinstance(saved, list) and saved != cfg.opponents:
-            raise ConfigError(
-                f"--set opponents: the run's matches in progress play its opponents {saved} "
-                f"and cannot be restored with {cfg.opponents} ({str(error)[:200]}); keep the "
-                "run's opponents (opponent_fraction=0 starts no new matches against them) or "
-                "start a new run", "opponents") from None
-        raise
 
 
 def run_folders(cfg: TrainConfig) -> tuple[Path, Path]:
@@ -185,7 +142,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         if pool is not None:
             pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
             pool.ensure_snapshot(model)  # `past` added on resume: a snapshot of the resumed policy
-        _load_engine(engine, resume, cfg, resume_path)  # after the pool it refers to
+        restore_engine(engine, resume, cfg, resume_path)  # after the pool it refers to
         if resumed_elsewhere:
             print(f"note: resuming {resume_path}, writing checkpoints to {ckpt_dir} and logs "
                   f"to {run_dir} (output folders never come from a file: --set "
@@ -199,7 +156,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             raise ConfigError(f"the run has used its max_minutes ({wall_before / 60:.1f} of "
                               f"{cfg.max_minutes:g} min): continue it with --set max_minutes=M "
                               "(M larger, or 0 for no limit)", "max_minutes")
-    interrupt = _Interrupt().__enter__()  # before the first line: Ctrl-C from here is handled
+    interrupt = Interrupt().__enter__()  # before the first line: Ctrl-C from here is handled
     if final_table:
         print(f"resumed from step {global_step}" if resume is not None else
               f"run {cfg.run_name}", f"(logs {run_dir}, checkpoints {ckpt_dir})", flush=True)

@@ -1,0 +1,53 @@
+"""Building game records (format ``sevenrocks-record/1``, see :mod:`sevenrocks_env.record`).
+
+:func:`game_record` writes a :class:`~sevenrocks_env.rules.Match`'s history as a record;
+:func:`record_dict` and :func:`round_entry` are the pieces it is made of, shared with the batched
+engine's writer (:mod:`sevenrocks_env.batched.records`), so both engines' records have one shape.
+A record is plain JSON: ints and ``"low|high"`` tile strings.  Reading, validating (a replay
+through the rules engine), saving and loading records is :mod:`sevenrocks_env.record`'s, which
+re-exports these names.
+"""
+
+from __future__ import annotations
+
+from .rules import Match, checked_match
+from .tiles import KNOCK, tile_name, tiles_of
+
+FORMAT = "sevenrocks-record/1"
+
+
+def game_record(match: Match) -> dict:
+    """The match's history as a record (JSON-serialisable; ints and ``"low|high"`` strings)."""
+    if checked_match(match).history is None:
+        raise ValueError("this match keeps no history (built with keep_history=False)")
+    rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
+                          log.scores if log.scores is not None else match.scores)
+              for log in match.history]
+    return record_dict(match.target, rounds, match.winner, match.scores, match.max_rounds)
+
+
+def record_dict(target: int, rounds: list[dict], winner: int | None, scores,
+                max_rounds: int | None) -> dict:
+    """A record from its parts (shared by both engines' writers)."""
+    record = {"format": FORMAT, "target": target, "rounds": rounds, "winner": winner,
+              "scores": list(scores)}
+    if max_rounds is not None:
+        record["max_rounds"] = max_rounds
+    return record
+
+
+def round_entry(opener: int, hands, moves, result: str | None, deductions, scores) -> dict:
+    """One round of a record (shared by both engines' writers): ``hands`` as dealt (bitmasks),
+    ``moves`` as ``(seat, action, end_sum, points)``, ``result`` one of
+    :data:`sevenrocks_env.record.RESULTS` or None."""
+    return {
+        "opener": opener,
+        "hands": [[tile_name(t) for t in tiles_of(hand)] for hand in hands],
+        "moves": [{"seat": seat, "action": KNOCK, "pass": True} if action == KNOCK else
+                  {"seat": seat, "action": action, "tile": tile_name(action >> 2),
+                   "slot": action & 3, "end_sum": total, "points": points}
+                  for seat, action, total, points in moves],
+        "result": result,
+        "deductions": list(deductions),
+        "scores": list(scores),
+    }
