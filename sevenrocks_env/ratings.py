@@ -54,9 +54,10 @@ def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     and around ``p`` (which the exact interval always contains; rounding alone gave a lower
     bound of 2.8e-17 at p = 0, n = 7, and an upper one of 1.0000000000000002 at p = 1).
     ``n = 0`` (nothing observed) gives (0, 1).  ``ValueError`` naming ``p`` outside [0, 1], ``n``
-    that is no int >= 0, ``z`` outside (0, 1e6] (NaN trials or a negative ``z`` gave an
-    interval of no width, ``p = 1.5`` a math domain error)."""
-    if not (type(n) is int and type(p) is float and z is Z95 and n >= 0 and 0.0 <= p <= 1.0):
+    that is no int in [0, 2**63), ``z`` outside (0, 1e6] (NaN trials or a negative ``z`` gave an
+    interval of no width, ``p = 1.5`` a math domain error, ``n = 10**400`` an OverflowError)."""
+    if not (type(n) is int and type(p) is float and z is Z95 and 0 <= n < 1 << 63
+            and 0.0 <= p <= 1.0):
         _check_wilson(p, n, z)
     if n == 0:
         return (0.0, 1.0)
@@ -68,8 +69,8 @@ def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
 def _check_wilson(p, n, z) -> None:
     if not is_number_in(p, 0, 1):
         raise ValueError(f"wilson_interval: p must be a number in [0, 1], got {shown(p)}")
-    if not is_int(n, 0):
-        raise ValueError(f"wilson_interval: n must be an int >= 0, got {shown(n)}")
+    if not is_int(n, 0, (1 << 63) - 1):
+        raise ValueError(f"wilson_interval: n must be an int in [0, 2**63), got {shown(n)}")
     if not (is_number_in(z, 0, 1e6) and z > 0):
         raise ValueError(f"wilson_interval: z must be a number in (0, 1e6], got {shown(z)}")
 

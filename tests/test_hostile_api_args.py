@@ -99,7 +99,8 @@ def test_bradley_terry_names_results_that_are_no_dict(results):
 
 @pytest.mark.parametrize("args, words", [
     ((0.5, math.nan), "n must be"), ((0.5, 10.0), "n must be"), ((0.5, -1), "n must be"),
-    ((0.5, True), "n must be"), ((0.5, "10"), "n must be"), ((1.5, 10), "p must be"),
+    ((0.5, True), "n must be"), ((0.5, "10"), "n must be"), ((0.5, 10**400), "n must be"),
+    ((0.5, 1 << 63), "n must be"), ((1.5, 10), "p must be"),
     ((-0.1, 10), "p must be"), ((math.nan, 10), "p must be"), (("0.5", 10), "p must be"),
     ((0.5, 10, -1), "z must be"), ((0.5, 10, 0), "z must be"), ((0.5, 10, math.inf), "z must be"),
     ((0.5, 10, math.nan), "z must be")], ids=repr)
@@ -111,6 +112,8 @@ def test_wilson_interval_names_a_proportion_count_or_z_it_cannot_use(args, words
 
 def test_wilson_interval_still_takes_no_trials_ints_and_numpy_values():
     assert ratings.wilson_interval(0.5, 0) == (0.0, 1.0)
+    low, high = ratings.wilson_interval(0.5, (1 << 63) - 1)  # the largest count: a point
+    assert low == pytest.approx(0.5) and high == pytest.approx(0.5)
     assert ratings.wilson_interval(1, 10) == ratings.wilson_interval(1.0, 10)
     assert ratings.wilson_interval(np.float64(0.3), np.int64(20), 1.0) \
         == ratings.wilson_interval(0.3, 20, 1.0)
