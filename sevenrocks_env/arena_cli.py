@@ -191,7 +191,11 @@ def _batched(args):
                          "unbatched arena")
     if len(args.agents) != 2:
         raise ValueError(f"give exactly two agents (A B); got {args.agents}")
-    import torch
+    try:
+        import torch
+    except ImportError as error:  # the core package runs without it; the batched engine not
+        raise ValueError(f"--batched needs torch: pip install -e \".[train]\" (or any torch "
+                         f">= 2.2) ({error})") from None
 
     from .arena_batched import DEFAULT_BATCH, evaluate_batched
     from .batched.inputs import checked_device

@@ -198,6 +198,22 @@ def test_knock_is_an_explicit_step_and_mask_is_knock_only():
     assert seen and all(m == [KNOCK] for m in seen)
 
 
+def test_raw_env_says_why_an_action_equal_to_a_legal_one_is_refused():
+    """``0.0`` or ``True`` beside a legal ``0`` read "illegal action 0.0 ...; legal actions:
+    [0 (0|0 west), ...]": a contradiction; the message says what is wrong with the value."""
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=0)
+    legal = legal_actions(env.match)[0]
+    for action, words in ((float(legal), "a float, not an int action index"),
+                          (True, "a bool, not an int action index"),
+                          (str(legal), "a str, not an int action index"),
+                          (None, "None is the step of a terminated or truncated agent only"),
+                          (113, "113 (outside [0, 112])"), (-1, "-1 (outside [0, 112])")):
+        with pytest.raises(ValueError, match="illegal action") as info:
+            env.step(action)
+        assert words in str(info.value), (action, str(info.value))
+
+
 def test_raw_env_rejects_illegal_actions_and_keeps_state():
     env = sevenrocks_v0.raw_env()
     env.reset(seed=0)

@@ -101,7 +101,11 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
         if not allow_pickles:
             raise ValueError(f"{SB3_SPEC}:PATH loads a pickle, which can run code; it is not "
                              "read from a config or checkpoint (play it in `sevenrocks arena`)")
-        from .sb3_agent import load_sb3_agent  # imports sb3-contrib only when asked for
+        try:
+            from .sb3_agent import load_sb3_agent  # imports sb3-contrib only when asked for
+        except ImportError as error:  # torch (and sb3-contrib) are extras
+            raise ValueError(f"{SB3_SPEC}: agents need sb3-contrib and torch: "
+                             f"pip install -e \".[sb3]\" ({error})") from None
 
         return load_sb3_agent(rest.strip(), seed)
     if name == OPENSPIEL_SPEC:

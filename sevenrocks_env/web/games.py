@@ -25,7 +25,10 @@ from ..agents import make_agent
 from ..checks import is_plain_int, shown
 from ..dealing import MAX_SEED
 from ..driver import agent_action
-from ..policy_file import shipped_path
+try:
+    from ..policy_file import shipped_path
+except ImportError:  # no torch (the [train] extra): the start panel offers the rule-based bots only
+    shipped_path = None
 from .. import record as records
 from ..rules import Match, apply_action, is_legal, partner_of
 from .moves import why_illegal
@@ -69,7 +72,8 @@ def server_fault(problem: Exception, culprit: str, message: str, after: str = ""
 def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """The agent specs offered on the start panel, with a label each."""
     menu = list(BUILTIN_AGENTS)
-    if shipped_path().is_file():  # package data when installed, checkpoints/ in a checkout
+    # the shipped policy: package data when installed, checkpoints/ in a checkout; needs torch
+    if shipped_path is not None and shipped_path().is_file():
         menu.append(("ckpt:shipped", "shipped policy"))
         menu.append((SAMPLING_SHIPPED, "shipped policy, sampling at temperature 0.5"))
         menu.append(("search:policy=shipped,samples=16", "shipped policy with search"))
