@@ -172,6 +172,25 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
     return data
 
 
+def check_agents(pairings, agents: dict, out: Path | None) -> str | None:
+    """Why an agent the ``pairings`` will play cannot be built (a checkpoint missing, cut short
+    or not a checkpoint, OpenSpiel not installed), naming it; None if every one builds.  Each
+    is built once, before the first pairing: the pairings are played in order, and one that
+    failed only when its turn came ended the ladder in a traceback after hours of play.  With
+    ``out`` (``--reuse``), an agent whose every pairing is saved there is read, not played,
+    and not built."""
+    from sevenrocks_env.agents import make_agent
+
+    playing = [name for a, b, _ in pairings for name in (a, b)
+               if out is None or not (out / f"{a}__{b}.json").exists()]
+    for name in dict.fromkeys(playing):
+        try:
+            make_agent(agents[name])
+        except ValueError as error:
+            return f"agent {name} ({agents[name]}): {error}"
+    return None
+
+
 def ratings(results: list[dict]) -> list[dict]:
     """The fitted ratings, best first, each row with ``lead`` (over the next row: the difference
     and its standard error; None on the last row)."""
@@ -259,7 +278,14 @@ def main(argv=None) -> int:
             files_fingerprint(agents["make_train"])
         except ValueError as error:
             parser.error(str(error))
+    pairings = [(a, b, pairs) for a, b, pairs in pairings
+                if not ((args.only and a not in args.only and b not in args.only)
+                        or {a, b} & set(args.skip))]
     out = Path(args.out)
+    if not args.no_play:
+        problem = check_agents(pairings, agents, out if args.reuse else None)
+        if problem:
+            parser.error(problem)
     out.mkdir(parents=True, exist_ok=True)
     import torch
     torch.set_num_threads(1)
@@ -268,8 +294,6 @@ def main(argv=None) -> int:
           "(wall; CPU) | wall s |")
     print("|---|---|---:|---|---:|---|---:|")
     for a, b, pairs in pairings:
-        if (args.only and a not in args.only and b not in args.only) or {a, b} & set(args.skip):
-            continue
         saved = out / f"{a}__{b}.json"
         try:
             if args.no_play:  # whatever was saved, with its own seed and pairs (printed)
@@ -293,6 +317,9 @@ def main(argv=None) -> int:
                                  "says: move it away")
         except SavedError as error:
             print(f"error: {error}", file=sys.stderr)
+            return 2
+        except ValueError as error:  # an agent that cannot be built after all (a saved file of
+            print(f"error: {a} against {b}: {error}", file=sys.stderr)  # other settings)
             return 2
         results.append(r)
         ms = " / ".join(f"{1000 * s:.1f}" for s in r["seconds_per_decision"])

@@ -126,8 +126,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, default=None,
                         help="pairs stepped together by the batched arena (default 4096)")
     parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads of the batched arena (default 1: on a small or busy "
-                             "machine more threads mostly spin)")
+                        help="torch threads of each process (default 1: on a small or busy "
+                             "machine more threads mostly spin; a policy decision took 13x "
+                             "the CPU time with 2 threads on 2 busy cores)")
     parser.add_argument("--log", metavar="PATH",
                         help="append every finished pair to PATH (JSON lines); if PATH holds "
                              "pairs of an earlier run of the same pairing, play only the rest "
@@ -147,15 +148,20 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as stop:
         return int(stop.code or 0)
     try:
-        if not args.batched and (args.device != "cpu" or args.batch is not None
-                                 or args.threads != 1):
-            raise ValueError("--device, --batch and --threads are options of --batched")
-        if args.log:  # before any agent is built: a typo in the folder is refused at once
+        if not args.batched and (args.device != "cpu" or args.batch is not None):
+            raise ValueError("--device and --batch are options of --batched")
+        if not 1 <= args.threads <= MAX_THREADS:
+            raise ValueError(f"--threads must be in [1, {MAX_THREADS}], got {args.threads}")
+        if args.log is not None:  # before any agent is built: a typo is refused at once
+            if not args.log.strip():  # (an unset shell variable: "--log $LOG")
+                raise ValueError(f"--log needs a file path, got {args.log!r}")
             check_log_folder(args.log)
+        if not args.batched:
+            _torch_threads(args.threads)
         if args.batched:
             result = _batched(args)
         elif args.round_robin:
-            if args.log:
+            if args.log is not None:
                 raise ValueError("--log keeps one pairing's pairs; --round-robin plays many")
             result = round_robin(args.agents, args.pairs, args.seed, args.workers,
                                  not args.no_progress, args.target, args.max_rounds)
@@ -184,6 +190,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _torch_threads(threads: int) -> None:
+    """``threads`` torch threads for the unbatched arena's policies, in this process and its
+    workers (``arena_pool``), set before torch is loaded (it reads ``OMP_NUM_THREADS`` then; a
+    rule-based run never loads it); torch's default of one a core made a ``ckpt:`` decision
+    take 10x longer on a shared 2-core machine, its threads spinning."""
+    import os
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
 def _batched(args):
     """``--batched``: :func:`sevenrocks_env.arena_batched.evaluate_batched`."""
     if args.round_robin:
@@ -203,8 +220,6 @@ def _batched(args):
         device = checked_device(args.device)
     except ValueError as error:
         raise ValueError(f"--{error}") from None
-    if not 1 <= args.threads <= MAX_THREADS:
-        raise ValueError(f"--threads must be in [1, {MAX_THREADS}], got {args.threads}")
     torch.set_num_threads(args.threads)
     return evaluate_batched(args.agents[0], args.agents[1], args.pairs, args.seed, args.target,
                             args.max_rounds, device,

@@ -207,8 +207,14 @@ def pair_table(result) -> str:
     short_a, short_b = short_name(result.agent_a), short_name(result.agent_b)
     if short_a == short_b and result.agent_a != result.agent_b:  # two specs, one short name
         short_a, short_b = short_names([result.agent_a, result.agent_b])
+    # the arena too: one seed deals other hands in the other arena (its own deal stream)
+    arena = {"python": ", python arena", **{engine: ", batched arena" for engine in
+                                             ENGINES[1:]}}.get(result.engine or "", "")
     rows = [("duplicate deals",
-             f"{result.pairs} pairs, {result.matches} matches, seed {result.seed}")]
+             f"{result.pairs} pairs, {result.matches} matches, seed {result.seed}{arena}"),
+            ("match", f"to {result.target} points (R8)" + (
+                "" if result.max_rounds is None else
+                f", cut at {result.max_rounds} rounds (a cut match counts 1/2)"))]
     for side, short, spec in (("A", short_a, result.spec_a or result.agent_a),
                               ("B", short_b, result.spec_b or result.agent_b)):
         if spec != short:

@@ -325,7 +325,7 @@ def test_cli_batched_workers(capsys):
     (["random", "greedy", "greedy", "--batched", "--round-robin"], "unbatched arena"),
     (["random", "greedy", "--batched", "--device", "nonsense"], "--device 'nonsense'"),
     (["random", "greedy", "--batched", "--threads", "0"], "--threads"),
-    (["random", "greedy", "--threads", "4"], "options of --batched"),
+    (["random", "greedy", "--threads", "0"], "--threads must be in [1,"),  # (unbatched too)
     (["random", "greedy", "--batch", "8"], "options of --batched"),
     (["random", "greedy", "heuristic"], "exactly two agents"),
     (["random", "greedy", "--batched", "--batch", "0"], "batch must be in [1,"),

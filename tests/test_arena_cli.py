@@ -3,6 +3,7 @@ refused in one line before anything is played (no folder is made), and a long ag
 not stretch the printed table."""
 
 import dataclasses
+import os
 
 import pytest
 
@@ -125,3 +126,47 @@ def test_more_torch_threads_than_the_bound_are_refused_before_any_work(monkeypat
     monkeypatch.setattr(torch, "set_num_threads", work)
     assert arena_cli.main(["greedy", "random", "--batched", "--threads", "100000"]) == 2
     assert "--threads must be in [1, 256], got 100000" in capsys.readouterr().err
+
+
+def test_the_pair_table_says_which_arena_and_match_rules_its_seed_dealt(capsys):
+    """One seed deals other hands in the python and the batched arena, and --target and
+    --max-rounds change every match: the table said only the seed, so a pasted table could not
+    be played again (the JSON kept engine, target and max_rounds; the table now says them)."""
+    runs = {"python": [], "batched": ["--batched"]}
+    for arena_name, options in runs.items():
+        assert arena_cli.main(["greedy", "random", "--pairs", "1", "--no-progress",
+                               "--target", "60", "--max-rounds", "7", *options]) == 0
+        rows = capsys.readouterr().out.splitlines()
+        assert rows[1].endswith(f"seed 0, {arena_name} arena"), rows[1]
+        assert rows[2].split(None, 1) == ["match", "to 60 points (R8), cut at 7 rounds (a cut "
+                                          "match counts 1/2)"], rows[2]
+
+
+def test_an_empty_log_path_is_refused_not_ignored_or_read_as_the_folder(capsys):
+    """``--log ""`` (an unset shell variable) played a round robin without the log it asked for,
+    and a pairing failed on "." ("cannot open the pair log (Is a directory)")."""
+    for agents in (["greedy", "random"], ["--round-robin", "greedy", "random"]):
+        assert arena_cli.main([*agents, "--pairs", "1", "--no-progress", "--log", ""]) == 2
+        captured = capsys.readouterr()
+        assert "--log needs a file path" in captured.err and not captured.out, captured
+
+
+def test_the_unbatched_arena_runs_torch_on_threads_threads(capsys, monkeypatch):
+    """A ``ckpt:`` policy in the unbatched arena ran on torch's default threads (one a core):
+    on a busy 2-core machine 12-19 ms of CPU a decision instead of 1.4 ms, and the workers of
+    ``--workers 2`` two threads each; ``--threads`` (default 1) was refused without
+    ``--batched``.  Now it sets this process's threads and, through ``OMP_NUM_THREADS``
+    (read when torch loads), its workers'."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")  # (restored after the test, as is torch's)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert arena_cli.main(["ckpt:shipped", "random", "--pairs", "1", "--no-progress"]) == 0
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+        assert arena_cli.main(["greedy", "random", "--pairs", "1", "--threads", "2",
+                               "--no-progress"]) == 0
+        assert torch.get_num_threads() == 2 and os.environ["OMP_NUM_THREADS"] == "2"
+    finally:
+        torch.set_num_threads(before)
+    capsys.readouterr()

@@ -212,6 +212,25 @@ def test_outputs_and_the_make_train_file_are_checked_before_playing(tmp_path, ca
         assert not out.exists()  # nothing played, no folder made
 
 
+def test_an_agent_that_cannot_be_built_is_refused_before_the_first_pairing(tmp_path, capsys,
+                                                                          monkeypatch):
+    """A ``--make-train`` file cut short (it exists, so its fingerprint was taken), or the
+    ladder's relative ``previous_v2`` path from another folder: every other pairing was played
+    first, then a ValueError traceback ended the ladder (hours in, at full scale)."""
+    cut = tmp_path / "cut.pt"
+    cut.write_bytes(b"PK\x03\x04 not a whole checkpoint")
+    out = tmp_path / "ladder"
+    for options, words in ((["--only", "random", "make_train", "--make-train", str(cut)],
+                            "agent make_train"),
+                           (["--only", "previous_v2"], "agent previous_v2")):
+        monkeypatch.chdir(tmp_path)  # (previous_v2 is a path relative to the repository)
+        with pytest.raises(SystemExit) as stop:
+            ladder.main(["--scale", "0.005", "--out", str(out), *options])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and words in err and "Traceback" not in err, err
+        assert not out.exists()  # nothing played, no folder made
+
+
 def test_a_lead_over_an_agent_rated_by_the_prior_is_not_given_an_interval(tmp_path, capsys):
     out = tmp_path / "ladder"
     assert ladder.main(["--scale", "0.005", "--only", "random", "--skip", "heuristic",
