@@ -174,6 +174,21 @@ def test_vector_env_random_actions_are_random_actions_of_its_mask_step_after_ste
         venv.step(actions)
 
 
+def test_vector_env_random_actions_play_in_inference_mode_too():
+    """Drawn inside ``torch.inference_mode`` (as an evaluation loop would), the actions step the
+    env as they do outside it: the same games."""
+    games = []
+    for inference in (False, True):
+        venv = sevenrocks_v0.vector_env(num_envs=16)
+        venv.reset(seed=2)
+        generator = torch.Generator().manual_seed(4)
+        with torch.inference_mode(inference):
+            for _ in range(40):
+                venv.step(venv.random_actions(generator))
+        games.append(venv.state.hands.clone())
+    assert torch.equal(*games)
+
+
 def test_an_illegal_action_after_random_actions_is_still_refused():
     venv = sevenrocks_v0.vector_env(num_envs=8)
     with pytest.raises(RuntimeError, match="reset"):

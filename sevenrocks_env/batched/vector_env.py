@@ -261,8 +261,7 @@ class VectorEnv:
         generator)`` from the same generator state (on the env's device), at a fraction of the
         cost -- random play's sampler."""
         self._require_ready()
-        with _plain_tensors():
-            return random_set_bits(self._turn_words(), generator, check=False)
+        return random_set_bits(self._turn_words(), generator, check=False)
 
     def _turn_words(self) -> torch.Tensor:
         """The legal actions of the seats on turn as two 64-bit words (``layout.legal_words``),
