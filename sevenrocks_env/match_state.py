@@ -233,7 +233,7 @@ def check_match_state(match) -> None:
     if match.turn >= 0 and match.winner is None and not match.truncated:  # a round goes on
         if not all(match.hands):
             bad("hands", "non-empty for every seat while the round goes on (playing the last "
-                         "tile ends it, R6)")
+                         "tile ends it, R7)")
         if match.placements and not ALL_TILES & ~match.played & matching_tiles(match.ends):
             bad("ends", "open to some tile still held while the round goes on (a blocked round "
                         "ends, R6)")

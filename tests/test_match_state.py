@@ -213,7 +213,8 @@ def _just_after_the_round_ending_move(kind: str) -> Match:
 
 @pytest.mark.parametrize("seat_0_on_turn", [False, True], ids=["next_seat", "seat_0"])
 @pytest.mark.parametrize("kind, words", [
-    ("domino", "non-empty for every seat while the round goes on"),
+    ("domino", r"non-empty for every seat while the round goes on \(playing the last tile "
+               r"ends it, R7\)"),
     ("blocked", "open to some tile still held while the round goes on"),
 ])
 def test_a_round_that_should_have_ended_is_refused(kind, words, seat_0_on_turn):

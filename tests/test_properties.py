@@ -36,6 +36,8 @@ def random_match(seed, target=250, max_rounds=None, check=None):
 @example(387)   # deals whose random play places a tile for an end sum of 35 (R5's largest
 @example(605)   # score, which 40 random seeds never reached: "35 scores 0" passed them)
 def test_legal_moves_and_end_sums_match_the_reference_layout(seed):
+    """R3-R7 against the reference layout: the legal moves, each placement's counted ends and
+    points, and whether the round ends there (a domino, a block) or goes on."""
     match = Match.new(seed, max_rounds=6)
     rng = random.Random(seed)
     reference, round_index = ReferenceLayout(), 0
@@ -58,8 +60,14 @@ def test_legal_moves_and_end_sums_match_the_reference_layout(seed):
                 assert match.end_sum() == reference.counted_sum()
                 counted = counted_ends(match.ends, match.end_double, match.branch_started)
                 assert counted == reference.counted_by_slot()
-            log_total = match.history[round_index].moves[-1][2]
+            log = match.history[round_index]
+            log_total = log.moves[-1][2]
             assert log_total == reference.counted_sum()
+            if log.result != WON:  # R6, R7: the round ends on the mover's last tile, or when
+                left = log.remaining_hands()  # nobody can place (the reference says who can)
+                stuck = all(reference.legal(tiles_of(hand)) == [KNOCK] for hand in left)
+                ended = DOMINO if not left[seat] else BLOCKED if stuck else None
+                assert log.result == ended
             assert 0 <= log_total <= 36
             assert points == (log_total if log_total % 5 == 0 else 0)
 

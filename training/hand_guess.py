@@ -2,7 +2,7 @@
 
 From one seat's observation a tile it has not seen played and does not hold is in one of three
 hands: the left opponent's, the partner's or the right opponent's.  Who holds what decides the
-round's end -- who can go out (R6's domino), who is left holding heavy tiles (R7's deduction) --
+round's end -- who can go out (R7's domino), who is left holding heavy tiles (R7's deduction) --
 and the policy sees it only through the tile counts, the plays and the knocks.  With
 ``hand_coef > 0`` a linear head on the policy's trunk guesses, for each of the 28 tiles, which of
 the three seats holds it, trained by cross-entropy against the real hands on the tiles hidden
