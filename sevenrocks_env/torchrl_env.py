@@ -130,7 +130,7 @@ class SevenRocksTorchRLEnv(EnvBase):
     def _reset(self, tensordict: TensorDictBase | None = None, **kwargs) -> TensorDictBase:
         if kwargs.pop("set_state", None):  # TorchRL's flag for envs that can be set to a state
             raise NotImplementedError("this env cannot be reset to a given state "
-                                      "(set_state=True); use vector_env().load(matches)")
+                                      "(set_state=True); use env.load(matches)")
         if kwargs:  # reset(seed=...) was silently ignored: no reproducibility, no error
             hint = "; seed the env with set_seed(seed), then reset()" if "seed" in kwargs else ""
             raise TypeError(f"reset() got unexpected keyword argument(s) {sorted(kwargs)}{hint}")
@@ -150,6 +150,18 @@ class SevenRocksTorchRLEnv(EnvBase):
                 return self._observe(terminated=None, truncated=None)
         seed = int(self._seed_rng.integers(0, MAX_SEED, endpoint=True))
         vec.reset(seed=seed)
+        self._started = True
+        self._finished.zero_()
+        return self._observe(terminated=None, truncated=None)
+
+    def load(self, matches) -> TensorDictBase:
+        """Set every match to a ``rules.Match`` in progress (:meth:`VectorEnv.load
+        <sevenrocks_env.batched.VectorEnv.load>`: mid-round allowed, later rounds from the
+        engine's deal stream) and return the seats on turn's view as :meth:`reset` does, with
+        ``done`` false; the action spec's mask follows the loaded positions.  (Loading through
+        ``env.vector_env`` alone leaves that mask, and any tensordict held, at the old
+        positions: ``rand_action`` and ``rollout`` without a policy then play illegal moves.)"""
+        self.vector_env.load(matches)  # checks everything before changing anything
         self._started = True
         self._finished.zero_()
         return self._observe(terminated=None, truncated=None)

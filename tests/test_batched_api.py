@@ -219,12 +219,32 @@ def test_reset_after_steps_in_inference_mode_and_keeps_unpopped_records():
 def test_state_is_small_and_documented():
     venv = sevenrocks_v0.vector_env(num_envs=100)
     assert venv.state.nbytes() == 100 * STATE_BYTES == 100 * 216
-    # + the cached mask; the observation and its scratch tensors once it is first read
+    # + the deal streams (id and key) and the cached mask, then the packed legal set it is
+    # unpacked from; the observation and its scratch tensors once it is first read
+    assert venv.nbytes() == 100 * (216 + 16 + 120)
     venv.reset(seed=0)
     venv.action_mask
-    assert venv.nbytes() == 100 * (216 + 120)
+    assert venv.nbytes() == 100 * (216 + 16 + 120 + 16) == 100 * 368
     venv.observation
-    assert venv.nbytes() == 100 * (216 + 120 + 952 + 1052)
+    assert venv.nbytes() == 100 * (368 + 952 + 1052) == 100 * 2372
+
+
+def test_nbytes_counts_every_tensor_the_env_holds():
+    """Every storage the env, its state and its observation writer hold (per-match tensors; the
+    0-d target aside) is in ``nbytes()``: the deal streams and the packed legal set were left
+    out (32 bytes a match)."""
+    venv = sevenrocks_v0.vector_env(num_envs=50)
+    venv.reset(seed=0)
+    venv.action_mask
+    venv.observation
+    held = {}
+    for owner, names in ((venv, vars(venv)), (venv.state, FIELDS),
+                         (venv._observe, vars(venv._observe))):
+        for name in names:
+            value = getattr(owner, name)
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                held[value.untyped_storage().data_ptr()] = value.untyped_storage().nbytes()
+    assert venv.nbytes() == sum(held.values()) == 50 * 2372
 
 
 def test_record_move_log_grows_for_a_long_match_and_shrinks_after_it():

@@ -339,3 +339,35 @@ def test_a_partial_reset_given_as_0_1_integers_works_as_booleans():
     env.reset(TensorDict({"_reset": done.to(torch.int64)}, batch_size=[8]))
     assert env.vector_env.seed == before  # no full reset: the finished ones restarted in step
     assert not env._finished.any()
+
+
+def test_load_returns_the_loaded_positions_and_updates_the_spec_mask():
+    """``env.load(matches)`` (docs/torchrl.md: Seeds) returns the seats on turn's view of the
+    loaded matches, and the action spec's mask follows them: a rollout without a policy from
+    there plays legal moves (loading through ``env.vector_env`` alone left the mask of the old
+    positions, and the rollout's random actions were refused as illegal)."""
+    import random
+
+    from sevenrocks_env import observation
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    rng = random.Random(0)
+    matches = []
+    for seed in range(4):
+        match = Match.new(seed)
+        for _ in range(9):
+            apply_action(match, rng.choice(legal_actions(match)))
+        matches.append(match)
+    env = SevenRocksTorchRLEnv(4, seed=0)
+    env.reset()
+    td = env.load(matches)
+    for i, match in enumerate(matches):
+        assert int(td["current_seat"][i]) == match.turn
+        assert td["observation"][i].numpy().tobytes() == \
+            observation.encode(match, match.turn).tobytes()
+        assert td["action_mask"][i].tolist() == \
+            observation.action_mask(match, match.turn).astype(bool).tolist()
+    assert not td["done"].any()
+    assert torch.equal(env.action_spec.mask, td["action_mask"])
+    rollout = env.rollout(3, auto_reset=False, tensordict=td)
+    assert rollout.shape == (4, 3)

@@ -3,8 +3,9 @@
 ``rules`` stays the reference implementation; this package is the second one, tied to it by the
 differential tests in ``tests/test_batched_*.py``.
 
-* :mod:`.state`: the state tensors, ``STATE_BYTES`` = 216 bytes per match (plus 120 + 952 for
-  the cached action mask and observation and 1,052 for the observation's scratch tensors);
+* :mod:`.state`: the state tensors, ``STATE_BYTES`` = 216 bytes per match (an env adds 16 for
+  its deal stream, 16 + 120 + 952 for the cached legal set, action mask and observation and
+  1,052 for the observation's scratch tensors);
 * :mod:`.deal`: counter-based deals, a function of (seed, env, match count, round);
 * :mod:`.layout`: pure tensor functions of the rules (placement, end sum, legal mask, deductions);
 * :mod:`.engine`: one step of every match, with auto-reset;

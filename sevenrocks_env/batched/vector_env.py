@@ -148,8 +148,10 @@ class VectorEnv:
         """Set every env to a ``rules.Match`` in progress (mid-round allowed), e.g. for search.
 
         Later rounds are dealt by this env's stream (the seed and streams of the last
-        :meth:`reset` or :meth:`load_state`, seed 0 if neither), whatever the match's own seed;
-        the env's ``target`` and ``max_rounds`` apply.
+        :meth:`reset` or :meth:`load_state`, seed 0 if neither), whatever the match's own seed,
+        and the env's ``max_rounds`` replaces the match's (a round index at or past it is a
+        ``ValueError``).  A match of another ``target`` (R8), one that is over, or one waiting
+        for its next deal is a ``ValueError``; nothing changes on any error.
         """
         if not isinstance(matches, (list, tuple)):
             raise TypeError(f"load: matches must be a list of {self.num_envs} rules.Match, got "
@@ -342,12 +344,16 @@ class VectorEnv:
         return self._records.pop()
 
     def nbytes(self) -> int:
-        """Bytes of this env's tensors: the state, the cached mask, (once ``observation`` has
+        """Bytes of this env's tensors: the state, the deal streams (each env's id and key),
+        the cached legal set (packed, and the mask unpacked from it), (once ``observation`` has
         been read) the observation and its scratch tensors, and with ``records=True`` the move
         log (its size follows the oldest unfinished match)."""
         observing = 0 if self._observe is None else self._observe.nbytes()
         logging = 0 if self._records is None else self._records.nbytes()
-        return self.state.nbytes() + 8 * self._mask_words.nelement() + observing + logging
+        kept = [self.env_ids, self._streams, self._mask_words] + (
+            [] if self._legal_words is None else [self._legal_words])
+        return self.state.nbytes() + sum(t.nelement() * t.element_size() for t in kept) \
+            + observing + logging
 
     def _attach(self) -> None:
         """What is made from the rest, not kept: the mask, a view of the words each step
