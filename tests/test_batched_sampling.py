@@ -189,6 +189,17 @@ def test_vector_env_random_actions_play_in_inference_mode_too():
     assert torch.equal(*games)
 
 
+@pytest.mark.parametrize("generator", [0, "seed", torch.Generator().get_state()], ids=repr)
+def test_a_generator_that_is_no_generator_is_refused_by_name(generator):
+    """torch's own error was a page of 'rand() received an invalid combination of arguments'."""
+    venv = sevenrocks_v0.vector_env(num_envs=4)
+    venv.reset(seed=0)
+    for draw in (lambda: venv.random_actions(generator),
+                 lambda: random_actions(venv.action_mask, generator)):
+        with pytest.raises(TypeError, match="generator must be a torch.Generator or None, got"):
+            draw()
+
+
 def test_an_illegal_action_after_random_actions_is_still_refused():
     venv = sevenrocks_v0.vector_env(num_envs=8)
     with pytest.raises(RuntimeError, match="reset"):

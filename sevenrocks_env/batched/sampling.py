@@ -69,6 +69,7 @@ def random_actions(mask: torch.Tensor, generator: torch.Generator | None = None,
     if mask.dtype != torch.bool or mask.dim() != 2:
         raise ValueError(f"mask must be a 2-d bool tensor, got {mask.dtype} of shape "
                          f"{tuple(mask.shape)}")
+    _check_generator(generator)
     rows, width = mask.shape
     if width > MAX_ACTIONS:
         raise ValueError(f"mask has {width} actions; at most {MAX_ACTIONS} are supported")
@@ -88,6 +89,12 @@ def random_actions(mask: torch.Tensor, generator: torch.Generator | None = None,
     bits = ((words.gather(1, word[:, None]).squeeze(1) * _BYTE_BITS) >> 56) & 0xFF
     within = torch.index_select(_nth_bit(mask.device), 0, 8 * bits + (chosen - skipped))
     return 8 * word + within
+
+
+def _check_generator(generator) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got "
+                        f"{type(generator).__name__} {shown(generator)}")
 
 
 def _byte_running_counts(words: torch.Tensor) -> torch.Tensor:
@@ -114,6 +121,7 @@ def random_set_bits(words: torch.Tensor, generator: torch.Generator | None = Non
     if words.dtype != torch.long or words.dim() != 2 or words.shape[1] != 2:
         raise ValueError(f"words must be a LongTensor[N, 2], got {words.dtype} of shape "
                          f"{tuple(words.shape)}")
+    _check_generator(generator)
     low, high = words.t().contiguous()          # (two rows: operations on [N] run fastest)
     low_running, high_running = _byte_running_counts(low), _byte_running_counts(high)
     in_low = low_running >> 56
