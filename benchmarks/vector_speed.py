@@ -12,8 +12,8 @@ The "packed legal set" column plays the same games (the same actions from the sa
 with ``venv.random_actions``, which draws from the legal set as the engine packs it (two 64-bit
 words a match) and never builds the ``[B, 113]`` bool mask: random play as fast as it goes.
 ``--compile`` adds columns for ``vector_env(compile=True)`` (the step's and the mask's hot paths
-fused by ``torch.compile``); the eager and compiled envs of a row are then timed in alternating
-blocks in one process, and the seconds compiling took are printed.
+fused by ``torch.compile``) beside each eager one; the eager and compiled envs of a column pair
+are then timed in alternating blocks in one process, and the seconds compiling took are printed.
 Memory is measured at the largest size, first: the env's tensors and the process's RSS growth
 (read while the env is alive).
 """
@@ -98,11 +98,12 @@ def memory(num_envs: int, device: str) -> tuple[int, int]:
 
 
 def compiled_against_eager(num_envs: int, seconds: float, observe: bool, device: str,
-                           validate: bool):
+                           validate: bool, packed=False):
     """``(eager steps/s, compiled steps/s, seconds the compiled env's first 5 steps took)``:
     both envs in this process, timed in alternating blocks of about 0.2 s (this machine's speed
     drifts by +-20% within minutes, so runs one after the other do not compare)."""
-    plays = [random_play(num_envs, observe, device, validate, compile=c)[0] for c in (False, True)]
+    plays = [random_play(num_envs, observe, device, validate, compile=c, packed=packed)[0]
+             for c in (False, True)]
     timed(plays[0], 5, device)
     warm_up = timed(plays[1], 5, device)                 # compiling
     block = max(1, int(0.2 / (timed(plays[0], 3, device) / 3)))
@@ -164,8 +165,9 @@ def main(argv: list[str] | None = None) -> None:
         print("Eager and compile=True envs timed in alternating blocks in one process "
               "(compare these columns with each other, not with other runs).\n")
         print("| B | masks only, steps/s | x raw_env | compiled | x raw_env | "
+              "packed legal set, steps/s | x raw_env | compiled | x raw_env | "
               "masks + observations, steps/s | x raw_env | compiled | x raw_env |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     else:
         print("| B | masks only, steps/s | x raw_env | masks + observations, steps/s | "
               "x raw_env | packed legal set, steps/s | x raw_env |")
@@ -176,13 +178,17 @@ def main(argv: list[str] | None = None) -> None:
         if args.compile:
             masks, fused, warm = compiled_against_eager(*settings, False, args.device,
                                                        args.validate)
+            packed, fused_packed, _ = compiled_against_eager(*settings, False, args.device,
+                                                             args.validate, packed=True)
             full, fused_full, _ = compiled_against_eager(*settings, True, args.device,
                                                          args.validate)
-            rows.append((size, masks, full, fused, fused_full))
+            rows.append((size, masks, full, packed, fused, fused_full, fused_packed))
             warm_ups.append(f"{size:,}: {warm:.1f} s")
             print(f"| {size:,} | {masks:,.0f} | {masks / raw_masks:.1f} | {fused:,.0f} | "
-                  f"{fused / raw_masks:.1f} | {full:,.0f} | {full / raw_obs:.1f} | "
-                  f"{fused_full:,.0f} | {fused_full / raw_obs:.1f} |", flush=True)
+                  f"{fused / raw_masks:.1f} | {packed:,.0f} | {packed / raw_masks:.1f} | "
+                  f"{fused_packed:,.0f} | {fused_packed / raw_masks:.1f} | {full:,.0f} | "
+                  f"{full / raw_obs:.1f} | {fused_full:,.0f} | {fused_full / raw_obs:.1f} |",
+                  flush=True)
         else:
             masks = batched(*settings, False, args.device, args.validate)
             full = batched(*settings, True, args.device, args.validate)
@@ -206,11 +212,11 @@ def main(argv: list[str] | None = None) -> None:
         sizes = [r[0] for r in rows]
         ax.plot(sizes, [r[1] for r in rows], "o-", label="batched, masks only")
         ax.plot(sizes, [r[2] for r in rows], "s-", label="batched, masks + observations")
+        ax.plot(sizes, [r[3] for r in rows], "^-", label="batched, packed legal set")
         if args.compile:
-            ax.plot(sizes, [r[3] for r in rows], "o--", label="compile=True, masks only")
-            ax.plot(sizes, [r[4] for r in rows], "s--", label="compile=True, masks + observations")
-        else:
-            ax.plot(sizes, [r[3] for r in rows], "^-", label="batched, packed legal set")
+            ax.plot(sizes, [r[4] for r in rows], "o--", label="compile=True, masks only")
+            ax.plot(sizes, [r[5] for r in rows], "s--", label="compile=True, masks + observations")
+            ax.plot(sizes, [r[6] for r in rows], "^--", label="compile=True, packed legal set")
         ax.axhline(raw_masks, color="grey", linestyle="--", label="raw_env, mask only")
         ax.axhline(raw_obs, color="grey", linestyle=":", label="raw_env, observation + mask")
         ax.set_xscale("log", base=2)

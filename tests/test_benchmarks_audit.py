@@ -172,8 +172,8 @@ def test_vector_compiled_against_eager_alternates_blocks_until_both_had_their_se
     clock = install_clock(monkeypatch, vector)
     made, counts = [], {False: 0, True: 0}
 
-    def random_play(num_envs, observe, device, validate, compile=False):
-        made.append((num_envs, observe, device, validate, compile))
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        made.append((num_envs, observe, device, validate, compile, packed))
 
         def step():
             counts[compile] += 1
@@ -183,13 +183,25 @@ def test_vector_compiled_against_eager_alternates_blocks_until_both_had_their_se
         return step, None
     monkeypatch.setattr(vector, "random_play", random_play)
     eager, fused, warm_up = vector.compiled_against_eager(3, 1.0, True, "cpu", True)
-    assert made == [(3, True, "cpu", True, False), (3, True, "cpu", True, True)]
+    assert made == [(3, True, "cpu", True, False, False), (3, True, "cpu", True, True, False)]
     assert warm_up == 5.0
     assert eager == pytest.approx(64 * 3) and fused == pytest.approx(128 * 3)
     # both envs timed for their --seconds (the compiled one, twice as fast, sets the length)
     timed_compiled = counts[True] - 5
     assert timed_compiled % 12 == 0 and timed_compiled / 128 >= 1.0
     assert counts[False] == 5 + 3 + timed_compiled
+
+
+def test_vector_compiled_against_eager_passes_the_sampler_to_both_envs(vector, monkeypatch):
+    clock = install_clock(monkeypatch, vector)
+    made = []
+
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        made.append((compile, packed))
+        return (lambda: clock.advance(0.01)), None
+    monkeypatch.setattr(vector, "random_play", random_play)
+    vector.compiled_against_eager(3, 0.05, False, "cpu", False, packed=True)
+    assert made == [(False, True), (True, True)]
 
 
 def _spy_raw_env(monkeypatch, module, attribute="raw_env"):
@@ -254,10 +266,12 @@ def _fake_vector_parts(vector, monkeypatch):
         calls["threads"].append(torch.get_num_threads())
         return num_envs * (300 if observe else 2500 if packed else 1000)
 
-    def compiled_against_eager(num_envs, seconds, observe, device, validate):
-        calls["compiled"].append((num_envs, seconds, observe, device, validate))
+    def compiled_against_eager(num_envs, seconds, observe, device, validate, packed=False):
+        calls["compiled"].append((num_envs, seconds, observe, device, validate, packed))
         if observe:
             return num_envs * 300, num_envs * 900, 99.0
+        if packed:
+            return num_envs * 2500, num_envs * 5000, 77.0
         return num_envs * 1000, num_envs * 4000, 1.5 + num_envs
 
     for name, fake in (("aec", aec), ("memory", memory), ("batched", batched),
@@ -305,17 +319,22 @@ def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp
     path = tmp_path / "new" / "speed.png"
     vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--compile", "--plot", str(path)])
     out = capsys.readouterr().out
-    assert calls["compiled"] == [(8, 0.5, False, "cpu", False), (8, 0.5, True, "cpu", False),
-                                 (2, 0.5, False, "cpu", False), (2, 0.5, True, "cpu", False)]
+    assert calls["compiled"] == [
+        (size, 0.5, observe, "cpu", False, packed) for size in (8, 2)
+        for observe, packed in ((False, False), (False, True), (True, False))]
     assert table_rows(out, "")[1:] == [
-        ["8", "8,000", "80.0", "32,000", "320.0", "2,400", "60.0", "7,200", "180.0"],
-        ["2", "2,000", "20.0", "8,000", "80.0", "600", "15.0", "1,800", "45.0"]]
+        ["8", "8,000", "80.0", "32,000", "320.0", "20,000", "200.0", "40,000", "400.0", "2,400",
+         "60.0", "7,200", "180.0"],
+        ["2", "2,000", "20.0", "8,000", "80.0", "5,000", "50.0", "10,000", "100.0", "600",
+         "15.0", "1,800", "45.0"]]
     assert "the first 5 steps (compiling; Inductor's on-disk cache makes a later run's " \
            "shorter), by B: 8: 9.5 s, 2: 3.5 s" in out
     assert plotted == {"batched, masks only": ([8, 2], [8000, 2000]),
                        "batched, masks + observations": ([8, 2], [2400, 600]),
+                       "batched, packed legal set": ([8, 2], [20000, 5000]),
                        "compile=True, masks only": ([8, 2], [32000, 8000]),
-                       "compile=True, masks + observations": ([8, 2], [7200, 1800])}
+                       "compile=True, masks + observations": ([8, 2], [7200, 1800]),
+                       "compile=True, packed legal set": ([8, 2], [40000, 10000])}
     assert f"wrote {path}" in out and [p.name for p in path.parent.iterdir()] == ["speed.png"]
     assert path.read_bytes().startswith(b"\x89PNG")
 
