@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = (size, args.seconds)
         if args.compile:
             masks, fused, warm = compiled_against_eager(*settings, False, args.device,
-                                                       args.validate)
+                                                        args.validate)
             packed, fused_packed, _ = compiled_against_eager(*settings, False, args.device,
                                                              args.validate, packed=True)
             full, fused_full, _ = compiled_against_eager(*settings, True, args.device,
