@@ -264,6 +264,16 @@ def test_a_rule_about_several_fields_blames_the_set_that_broke_it(override, blam
     assert caught.value.key == "opponent_fraction" and caught.value.others == ("opponents",)
 
 
+def test_self_play_only_from_the_default_config_says_to_zero_the_fraction_too():
+    """docs/training.md gave ``--set opponents=`` as "self-play only"; with make train's config
+    (opponent_fraction 0.15) it is refused, and the message now says what else to set."""
+    default = ROOT / "configs" / "default.yaml"
+    with pytest.raises(ConfigError, match=r"^--set: .*\(self-play only: opponent_fraction=0 "
+                                          r"too\)$"):
+        load_config(default, ["opponents="])
+    assert load_config(default, ["opponents=", "opponent_fraction=0"]).opponents == []
+
+
 def test_minibatches_of_one_need_norm_adv_off_and_a_batch_of_one_says_so():
     """A batch of one sample said "give num_minibatches at most 0"; minibatches of one were
     refused for their normalisation with ``norm_adv: false`` too, where nothing is normalised."""

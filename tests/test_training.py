@@ -63,6 +63,14 @@ def test_every_config_field_is_documented():
     assert all(len(doc) > 10 for doc in docs.values())
 
 
+def test_no_field_a_resume_refuses_to_change_is_documented_as_ignored_there():
+    """--help-config said init_from was "ignored on --resume" where a --set of it is refused."""
+    from training.resume import FIXED_ON_RESUME
+
+    docs = {key: doc.replace("`", "") for key, doc in describe_fields().items()}
+    assert [key for key in FIXED_ON_RESUME if "ignored on --resume" in docs[key]] == []
+
+
 @pytest.mark.parametrize("override, words", [
     ("learning_rat=0.1", "unknown key"),
     ("num_matches=-3", "num_matches"),
@@ -242,6 +250,33 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
     steps = [s for s, _ in _scalars(tmp_path / "runs" / "smoke")["charts/learning_rate"]]
     assert max(steps) == 768
     assert len(steps) == len(set(steps)) == 3  # steps 512, 768 logged twice before purge_step
+
+
+def _hyperparameters(run_dir: Path) -> list[tuple[int, str]]:
+    """The logged ``hyperparameters`` tables as ``(step, text)``, as TensorBoard's server reads
+    them (its plugin accumulator: the legacy ``EventAccumulator`` never purges text)."""
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    return [(event.step, event.tensor_proto.string_val[0].decode())
+            for event in acc.Tensors("hyperparameters/text_summary")]
+
+
+def test_a_resumed_run_logs_its_config_at_the_resume_not_at_step_0(tmp_path):
+    """A resume with another learning rate logged its table at step 0 beside the first run's
+    (two step-0 tables, no telling which holds after the resume), and a second resume from the
+    same checkpoint kept the abandoned session's table too; now each session's table is at its
+    first step, and a resume drops those of sessions it goes back over."""
+    train(_smoke(tmp_path, "total_steps=512", "eval_every=0"), final_table=False)
+    first = tmp_path / "ckpt" / "smoke" / "step_256.pt"
+    for rate in ("0.001", "0.002"):
+        time.sleep(1.01 - time.time() % 1)  # a new event file name (see the test above)
+        assert main(["--resume", str(first), "--set", f"learning_rate={rate}", "--set",
+                     "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    tables = _hyperparameters(tmp_path / "runs" / "smoke")
+    assert [step for step, _ in tables] == [0, 257]
+    assert "|learning_rate|0.00025|" in tables[0][1] and "|learning_rate|0.002|" in tables[1][1]
 
 
 @pytest.mark.parametrize("engine", ["batched", "python"])

@@ -124,7 +124,8 @@ class TrainConfig(BaseModel):
     a random initialisation: fine-tuning, or a best response warm-started from the policy it
     attacks.  Its network must be this config's (``hidden_sizes``, ``action_features``,
     ``action_scorer``, ``scorer_sizes``).  The critic, the optimiser and the opponents start
-    fresh; ignored on ``--resume``.  Empty: random weights."""
+    fresh.  Cannot change on ``--resume`` (the warm start is done when the run begins).  Empty:
+    random weights."""
     init_temperature: Real(*TEMPERATURE_RANGE) = 1.0
     """Divide the ``init_from`` policy's logits by this (its output layers scaled by 1 /
     temperature: the most probable action stays the same).  Below 1 the policy starts sharper: a
@@ -201,7 +202,8 @@ class TrainConfig(BaseModel):
             raise ConfigError("init_temperature sharpens the policy of init_from: give init_from "
                               "too", "init_temperature", ("init_from",))
         if self.opponent_fraction > 0 and not self.opponents:
-            raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list",
+            raise ConfigError("opponent_fraction > 0 needs a non-empty opponents list "
+                              "(self-play only: opponent_fraction=0 too)",
                               "opponent_fraction", ("opponents",))
         if self.batch_size > MAX_BATCH:
             raise ConfigError(f"num_matches * num_steps ({self.batch_size}) must be at most "

@@ -191,7 +191,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     update, out_of_time = start_update, False
     try:
         writer = LogWriter(run_dir, purge_step, logs_stopped)
-        writer.add_text("hyperparameters", _hparams_table(cfg))
+        # at step 0, or at the resume's purge_step: a resumed run's table (its --set changes) is
+        # its own, and a later resume from the same checkpoint drops it with the other points
+        writer.add_text("hyperparameters", _hparams_table(cfg), purge_step or 0)
         for update in range(start_update + 1, num_updates + 1):
             # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
             lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
