@@ -176,6 +176,9 @@ def _read_archive(path) -> tuple[bytes, int]:
             if len(entries) > MAX_ENTRIES:
                 raise CheckpointError(f"{path} holds {len(entries)} archive entries, more than "
                                       f"{MAX_ENTRIES}; not a sevenrocks checkpoint")
+            odd = _layout_problem(path, archive, len(entries))
+            if odd:  # torch's reader would find other entries than those checked here
+                raise CheckpointError(f"{path} is not a readable checkpoint ({odd})")
             for info in entries:
                 if info.compress_type != zipfile.ZIP_STORED or \
                         info.compress_size != info.file_size:
@@ -213,6 +216,52 @@ def _read_archive(path) -> tuple[bytes, int]:
         raise CheckpointError(f"{path} is not a readable checkpoint (its archive has "
                               f"{len(pickles)} data.pkl entries; torch.save writes one)")
     return pickled, tensor_bytes
+
+
+#: A zip's end records: the end of central directory (22 bytes, at the end of the file),
+#: and before it, when there, the zip64 locator (20) and the zip64 end record (56).
+_END, _LOCATOR, _END64 = struct.Struct("<4s4H2LH"), struct.Struct("<4sLQL"), \
+    struct.Struct("<4sQ2H2L4Q")
+
+
+def _layout_problem(path, archive: zipfile.ZipFile, count: int) -> str | None:
+    """Why torch's zip reader (miniz) could see other entries than Python's ``archive``, or
+    ``None``.  Python's zipfile finds the central directory just before the end records and
+    shifts every offset by the bytes before it ("concatenated" data); miniz takes the offsets
+    as written: a file with two archives, one behind the other, showed Python a clean data.pkl
+    and torch a hash bomb, never scanned.  So, as ``torch.save`` writes it: the end records
+    end the file (no comment), agree with each other (readers differ on which one wins), count
+    ``count`` entries, and place the central directory where Python read it, right before
+    them."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as file:
+        file.seek(max(0, size - _END.size - _LOCATOR.size - _END64.size))
+        tail = file.read()
+    end = _END.unpack(tail[-_END.size:]) if len(tail) >= _END.size else None
+    if end is None or end[0] != b"PK\x05\x06" or end[7] != 0:
+        return "its archive does not end with its end record, as torch.save writes it"
+    _, disk, cd_disk, on_disk, entries, cd_size, cd_offset, _ = end
+    records = size - _END.size  # where the end records start
+    locator = tail[-_END.size - _LOCATOR.size:-_END.size]
+    if locator[:4] == b"PK\x06\x07":
+        records -= _LOCATOR.size + _END64.size
+        end64 = tail[:_END64.size] if len(tail) == _END.size + _LOCATOR.size + _END64.size \
+            else b""
+        if len(end64) != _END64.size or end64[:4] != b"PK\x06\x06" or \
+                _LOCATOR.unpack(locator)[2] != records:
+            return "its zip64 end records are not where their locator says"
+        values = _END64.unpack(end64)
+        wide = values[4:10]  # disks, entries on this disk and in all, size, offset
+        for plain, full, sentinel in zip((disk, cd_disk, on_disk, entries, cd_size, cd_offset),
+                                         wide, (0xFFFF,) * 4 + (0xFFFFFFFF,) * 2):
+            if plain not in (full, sentinel):
+                return "its zip64 end record disagrees with its plain end record"
+        disk, cd_disk, on_disk, entries, cd_size, cd_offset = wide
+    if (disk, cd_disk) != (0, 0) or on_disk != entries or entries != count or \
+            cd_offset != archive.start_dir or cd_offset + cd_size != records:
+        return ("its central directory is not where its end record says, or holds another "
+                "number of entries (bytes before the archive, or two archives in one file)")
+    return None
 
 
 def _check_tensor_bytes(data, stored: int, path) -> None:

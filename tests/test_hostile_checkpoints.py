@@ -268,6 +268,47 @@ def test_a_key_nested_too_deep_to_hash_is_refused_before_unpickling(tmp_path):
     assert "nested more than" in refused_in_a_child(path)  # (a crash there fails this test only)
 
 
+def _two_archives_in_one(path, evil_pickle: bytes) -> Path:
+    """``path`` rewritten as two archives back to back, one end record: Python's zipfile finds
+    the central directory before it and shifts every offset by the bytes before (the second
+    archive, data.pkl as saved); torch's reader takes the offsets as written (the first, whose
+    data.pkl is ``evil_pickle``, padded to the same length)."""
+    import io
+    import zipfile
+
+    def archive_of(entries) -> tuple[bytes, bytes, bytes]:  # (entries, central dir, end)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+            for name, data in entries:
+                archive.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data)
+        blob = buffer.getvalue()
+        end = blob.rindex(b"PK\x05\x06")
+        size, offset = struct.unpack("<II", blob[end + 12:end + 20])
+        return blob[:offset], blob[offset:offset + size], blob[end:]
+    with zipfile.ZipFile(path) as archive:
+        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    pickled = next(data for name, data in entries if name.endswith("/data.pkl"))
+    evil_pickle += b"\0" * (len(pickled) - len(evil_pickle))  # (after its STOP: never read)
+    first = archive_of([(name, evil_pickle if name.endswith("/data.pkl") else data)
+                        for name, data in entries])
+    second = archive_of(entries)
+    path.write_bytes(first[0] + first[1] + second[0] + second[1] + second[2])
+    return path
+
+
+def test_an_archive_behind_another_is_refused_before_torch_reads_another_data_pkl(tmp_path):
+    """Python's zipfile (the checks, the scan) and torch's reader (miniz: what is unpickled)
+    must see one archive: with two in one file, the scan passed a clean data.pkl and torch
+    unpickled the first archive's, a tuple of depth 40 made of memo references as a dict key
+    (2**40 leaves to hash: a 3 kB file held a reader for days; 2**24 took 64 s)."""
+    bomb = b"\x80\x02}(X\x01\x00\x00\x00k](" + b")q\x01"  # {"k": [(), t1, ...], t40: 0}
+    for level in range(1, 41):  # t_level = (t_level-1, t_level-1): BINGET x2, TUPLE2, BINPUT
+        bomb += b"h" + bytes([level]) + b"h" + bytes([level]) + b"\x86q" + bytes([level + 1])
+    bomb += b"eh" + bytes([41]) + b"K\x00u."                 # APPENDS, key t40, 0, SETITEMS
+    path = _two_archives_in_one(save_policy(tmp_path / "two.pt"), bomb)
+    assert "not where its end record says" in refused_in_a_child(path)
+
+
 def test_a_data_pkl_one_letter_case_apart_is_refused(tmp_path):
     """torch finds an archive's records ignoring case: a second entry ``.../DATA.PKL`` was
     the one unpickled, never scanned (a hash bomb in it hung every reader)."""
