@@ -52,6 +52,7 @@ from sevenrocks_env.atomic_file import check_output_file
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
 from sevenrocks_env.observation import OBS_SIZE
+from sevenrocks_env.policy_file import CheckpointError, load_torch_file
 from sevenrocks_env.tiles import NUM_ACTIONS, NUM_SEATS
 
 FORMAT = "sevenrocks-openspiel-dqn/1"
@@ -114,11 +115,10 @@ def load_agent(path, name: str = "openspiel-dqn") -> DQNAgent:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{path}: {path.stat().st_size} bytes, more than a DQN file may hold "
                          f"({MAX_FILE_BYTES})")
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # a truncated, foreign or pickled-object file
-        raise ValueError(f"{path}: not a torch weights file ({type(error).__name__}: "
-                         f"{str(error)[:200]})") from None
+    try:  # read as the project's checkpoints are: the archive and its pickle checked first
+        data = load_torch_file(path, MAX_FILE_BYTES)
+    except CheckpointError as error:  # a truncated, foreign, bomb or pickled-object file
+        raise ValueError(f"{path}: not a torch weights file ({str(error)[:300]})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"{path}: not an OpenSpiel DQN file of this project "
                          f"(expected format {FORMAT!r})")

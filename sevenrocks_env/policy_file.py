@@ -98,12 +98,18 @@ def existing_file(resolved: Path) -> Path:
     return resolved
 
 
-def read_checkpoint(path) -> dict:
-    """Load and validate a checkpoint dict (safely, ``weights_only=True``); raise
-    :class:`CheckpointError` with a clear message when it cannot be used."""
-    path = resolve_path(path)
-    if path.stat().st_size > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(f"{path} is larger than {MAX_CHECKPOINT_BYTES >> 20} MB; "
+def load_torch_file(path, max_bytes: int | None = None):
+    """What ``torch.save`` wrote to ``path`` (a regular file, already resolved), read as every
+    checkpoint of this project is (``docs/security.md``): at most ``max_bytes``, its archive
+    checked from Python's index (layout, entry kinds and count, the pickle's size), its pickle
+    scanned for objects that would take hours to build, then ``torch.load(weights_only=True)``
+    and its tensors' bytes checked against what the archive stores.  Anything wrong is one
+    :class:`CheckpointError`.  For any torch file a user may pass in (the checkpoints here,
+    and e.g. ``examples/openspiel_dqn.py``'s Q-networks); ``max_bytes`` defaults to
+    :data:`MAX_CHECKPOINT_BYTES`."""
+    max_bytes = MAX_CHECKPOINT_BYTES if max_bytes is None else max_bytes
+    if path.stat().st_size > max_bytes:
+        raise CheckpointError(f"{path} is larger than {max_bytes >> 20} MB; "
                               "not a sevenrocks checkpoint")
     pickled, tensor_bytes = _read_archive(path)
     try:  # before unpickling: a few hundred bytes can describe a key that takes hours to hash
@@ -120,6 +126,14 @@ def read_checkpoint(path) -> dict:
             f"{path} was refused by the safe loader (it holds more than tensors and plain "
             f"Python values): {type(error).__name__}") from None
     _check_tensor_bytes(data, tensor_bytes, path)
+    return data
+
+
+def read_checkpoint(path) -> dict:
+    """Load and validate a checkpoint dict (safely, ``weights_only=True``); raise
+    :class:`CheckpointError` with a clear message when it cannot be used."""
+    path = resolve_path(path)
+    data = load_torch_file(path)
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         found = shown(data.get("format")) if isinstance(data, dict) else type(data).__name__
         raise CheckpointError(f"{path} is not a sevenrocks policy checkpoint "
@@ -332,4 +346,5 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool,
 
 __all__ = ["ACTION_SCORERS", "CHECKPOINT_FORMAT", "CheckpointError", "MAX_CHECKPOINT_BYTES",
            "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "MODEL_CONFIG_KEYS", "SHIPPED",
-           "check_model_config", "read_checkpoint", "resolve_path", "shipped_path"]
+           "check_model_config", "load_torch_file", "read_checkpoint", "resolve_path",
+           "shipped_path"]

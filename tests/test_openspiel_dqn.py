@@ -241,6 +241,27 @@ def test_corrupt_foreign_and_missing_files_are_refused(tmp_path):
         example.load_agent(tmp_path / "missing.pt")
 
 
+def test_a_pickle_that_would_take_long_to_build_is_refused_before_unpickling(tmp_path):
+    """``osdqn:PATH`` files come from others: read as the project's checkpoints are, the pickle
+    scan refuses a hash bomb (a dict key made of a tuple chain of depth 20 built from memo
+    references; torch.load alone spent seconds on it, and days at depth 40)."""
+    import zipfile
+
+    bomb = b"\x80\x02}(X\x01\x00\x00\x00k](" + b")q\x01"  # {"k": [(), t1, ...], t20: 0}
+    for level in range(1, 21):  # t_level = (t_level-1, t_level-1): BINGET x2, TUPLE2, BINPUT
+        bomb += b"h" + bytes([level]) + b"h" + bytes([level]) + b"\x86q" + bytes([level + 1])
+    bomb += b"eh" + bytes([21]) + b"K\x00u."
+    saved = _saved(tmp_path)
+    with zipfile.ZipFile(saved) as archive:
+        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
+    bombed = tmp_path / "bomb.pt"
+    with zipfile.ZipFile(bombed, "w", zipfile.ZIP_STORED) as archive:
+        for name, data in entries:
+            archive.writestr(name, bomb if name.endswith("/data.pkl") else data)
+    with pytest.raises(ValueError, match="not a torch weights file .*would expand"):
+        example.load_agent(bombed)
+
+
 def test_the_largest_seed_seeds_every_seat():
     """--seed takes up to 2**32 - 1 and seat s was seeded seed + s: past numpy's range, a
     traceback from inside OpenSpiel."""
