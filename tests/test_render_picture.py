@@ -350,3 +350,18 @@ def test_a_turned_branch_keeps_its_inner_half_towards_the_spinner(direction):
         assert not vertical
         near, far = (left, right) if direction > 0 else (right, left)
         assert (near, far) == placed.halves
+
+
+@pytest.mark.parametrize("over", [False, True, "truncated"])
+def test_a_match_without_history_is_not_said_to_await_its_opening_tile(texts, over):
+    """A clone (no history, so no layout) with tiles down, or over, was captioned "seat N opens
+    (any tile)": its last mover stays on ``turn`` after a win or the round limit."""
+    match = Match.new(7, target=60, max_rounds=1 if over == "truncated" else None)
+    rng = random.Random(7)
+    while not (match.over if over else match.placements >= 3):
+        apply_action(match, rng.choice(legal_actions(match)))
+    assert match.turn >= 0 and not match.opening or match.over
+    draw_picture(match.clone(), observer=0)
+    assert not any("opens (any tile)" in t for t in texts), texts
+    assert ("match over: round limit reached, no winner" in texts) == (over == "truncated")
+    assert any(t.startswith("to move: seat") for t in texts) == (not over)

@@ -455,7 +455,7 @@ def test_check_only_checks_the_record_and_says_what_it_holds(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out == (f"{path}: a valid sevenrocks-record/1 record: target {record['target']}, "
                    f"{len(record['rounds'])} rounds, {moves} moves, scores "
-                   f"{record['scores'][0]}-{record['scores'][1]}, won by team "
+                   f"{record['scores'][0]}:{record['scores'][1]}, won by team "
                    f"{record['winner']}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]  # nothing written
     record["scores"] = [record["scores"][0] + 5, record["scores"][1]]
@@ -543,3 +543,17 @@ def test_a_name_ending_in_dot_gif_and_a_slash_is_a_folder_of_frames(tmp_path):
     folder = tmp_path / "fr.gif"
     assert main([str(path), "--out", f"{folder}/", "--round", "0", "--scale", "0.2"]) == 0
     assert folder.is_dir() and (folder / "frame_0000.png").is_file()
+
+
+def test_check_shows_negative_scores_unambiguously(tmp_path, capsys):
+    """Scores joined by "-" read "5--40" for 5 and -40, and "-15-5" for -15 and 5."""
+    match = Match.new(5, max_rounds=2)
+    rng = random.Random(5)
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    record = records.game_record(match)
+    assert min(record["scores"]) < 0
+    path = tmp_path / "game.json"
+    records.save(record, path)
+    assert main([str(path), "--check"]) == 0
+    assert f", scores {record['scores'][0]}:{record['scores'][1]}, " in capsys.readouterr().out

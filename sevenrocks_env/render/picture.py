@@ -208,7 +208,8 @@ def draw_status(draw: ImageDraw.ImageDraw, match: Match, size, last_points) -> N
             text = f"last: seat {seat} {where} {tile_name(tile)}  ->  {points} points"
         draw.text((x, y), text, fill=TEAM[team_of(seat)] if action != KNOCK else TEXT,
                   font=font(20), anchor="la")
-    elif match.turn >= 0:
+    elif match.opening and match.turn >= 0 and not match.over:
+        # (not for a match without history that has tiles down or is over: no log, no layout)
         draw.text((x, y), f"seat {match.turn} opens (any tile)", fill=TEXT, font=font(20))
     y += 34
     if log is not None and log.result is not None:
@@ -218,12 +219,12 @@ def draw_status(draw: ImageDraw.ImageDraw, match: Match, size, last_points) -> N
                 size -= 1  # shrink a long line to the panel rather than cut it
             draw.text((x, y), line, fill=TEXT, font=font(size), anchor="la")
             y += 24
-        if match.truncated:
-            draw.text((x, y), "match over: round limit reached, no winner",
-                      fill=TEXT, font=font(17), anchor="la")
     elif match.turn >= 0 and not match.over:
         draw.text((x, y), f"to move: seat {match.turn} (team {team_of(match.turn)})",
                   fill=TEXT, font=font(18), anchor="la")
+    if match.truncated:  # also for a match that keeps no history
+        draw.text((x, y), "match over: round limit reached, no winner",
+                  fill=TEXT, font=font(17), anchor="la")
     legend = "orange = spinner   gold disc = counted end   ring = open, counts 0"
     draw.text((x, height - 14), legend, fill=MUTED, font=font(13), anchor="ls")
 

@@ -234,7 +234,7 @@ def _check(path: str) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     moves = frame_count(record)  # one frame a move
-    scores = "-".join(str(score) for score in record["scores"])
+    scores = ":".join(str(score) for score in record["scores"])  # not "-": "5--40", "-15-5"
     print(f"{shown_path(path)}: a valid {records.FORMAT} record: target {record['target']}, "
           f"{len(record['rounds'])} rounds, {moves} moves, scores {scores}, "
           f"{records.ending(record)}")
