@@ -6,6 +6,7 @@ match."""
 
 from __future__ import annotations
 
+import io
 import zipfile
 
 import numpy as np
@@ -377,4 +378,23 @@ def test_a_teacher_text_declared_megabytes_long_is_refused_before_the_file_is_re
     monkeypatch.setattr(distill_labels.np, "load", loaded)
     with pytest.raises(distill.LabelsError,
                        match=r"'teacher' declares <U4000000 \(\): not a text of at most 4096"):
+        distill_labels.load_labels(path)
+
+
+def test_an_npy_before_a_labels_zip_is_refused_before_np_load(tmp_path, collected, monkeypatch):
+    """zipfile finds an archive from the file's end (bytes before it skipped); np.load picks
+    its reader from the first bytes: an ``.npy`` declaring 10**12 floats put before a good
+    labels zip passed every header check, and np.load read the ``.npy`` (a 7 TiB MemoryError
+    traceback in the CLI, or any array whose header was never checked)."""
+    good = distill.save_labels(tmp_path / "good.npz", collected, "t").read_bytes()
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (10 ** 12,)})
+    path = tmp_path / "prefixed.npz"
+    path.write_bytes(header.getvalue() + good)
+
+    def loaded(*args, **kwargs):
+        raise AssertionError("np.load was reached")
+    monkeypatch.setattr(distill_labels.np, "load", loaded)
+    with pytest.raises(distill.LabelsError, match="does not start with a zip entry"):
         distill_labels.load_labels(path)

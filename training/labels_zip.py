@@ -30,6 +30,8 @@ MAX_NPY_HEADER = 10_000
 MAX_INFLATION = 100
 #: How NumPy writes an ``.npz``'s members (``np.savez``, ``np.savez_compressed``).
 _NUMPY_COMPRESSION = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+#: How a file np.savez writes starts (a zip entry): what np.load reads as an archive.
+_ZIP_START = b"PK\x03\x04"
 
 
 class LabelsError(ValueError):
@@ -55,7 +57,14 @@ def read_headers(path, file, allowed: set[str]) -> dict[str, tuple]:
     the open labels ``file``, from its ``.npy`` header (not its data); only the names in
     ``allowed``, each once, stored or deflated."""
     declared = {}
+    # np.load picks its reader from the file's first bytes, zipfile finds the archive from its
+    # end (skipping bytes before it): an .npy followed by a labels zip passed these checks and
+    # np.load read the .npy, allocating what its never-checked header declared
     try:
+        file.seek(0)
+        if file.read(len(_ZIP_START)) != _ZIP_START:
+            raise LabelsError(f"{path}: not a labels file (it does not start with a zip entry, "
+                              "as np.savez writes it)")
         with zipfile.ZipFile(file) as archive:
             members = archive.infolist()
             names = [member.filename for member in members]
