@@ -219,7 +219,7 @@ def test_world_weights_survive_likelihoods_far_apart():
 def test_inference_refuses_a_power_outside_its_range(power):
     """A negative power would favour the worlds the other seats' plays make *unlikely*."""
     searcher = SimpleNamespace(samples=4, rollout="argmax", name="search:policy")
-    with pytest.raises(ValueError, match="inference: power must be in"):
+    with pytest.raises(ValueError, match=r"inference \(the weights' power\) must be in"):
         InferenceSearch(searcher, power=power)
 
 

@@ -194,7 +194,8 @@ class InferenceSearch(BatchedAgent):
     def __init__(self, searcher: PolicySearchAgent, power: float = 1.0,
                  candidates: int | None = None):
         if not is_number_in(power, 0, MAX_POWER):
-            raise ValueError(f"inference: power must be in [0, {MAX_POWER}], got {shown(power)}")
+            raise ValueError(f"inference (the weights' power) must be in [0, {MAX_POWER}], got "
+                             f"{shown(power)}")
         if searcher.rollout != "argmax":
             raise ValueError("inference: rollout=argmax only (in the batched arena sampled "
                              "rollouts would depend on how decisions are grouped)")
