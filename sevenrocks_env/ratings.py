@@ -59,6 +59,9 @@ def wilson_interval(p: float, n: int, z: float = Z95) -> tuple[float, float]:
     if not (type(n) is int and type(p) is float and z is Z95 and 0 <= n < 1 << 63
             and 0.0 <= p <= 1.0):
         _check_wilson(p, n, z)
+        # Python numbers: a NumPy integer n overflows in 4 * n * n (np.int32 past 23,170,
+        # np.int64 at 2**31 gave (0, 1)), with only a RuntimeWarning
+        p, n, z = float(p), int(n), float(z)
     if n == 0:
         return (0.0, 1.0)
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)

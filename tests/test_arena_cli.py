@@ -146,9 +146,10 @@ def test_an_empty_log_path_is_refused_not_ignored_or_read_as_the_folder(capsys):
     """``--log ""`` (an unset shell variable) played a round robin without the log it asked for,
     and a pairing failed on "." ("cannot open the pair log (Is a directory)")."""
     for agents in (["greedy", "random"], ["--round-robin", "greedy", "random"]):
-        assert arena_cli.main([*agents, "--pairs", "1", "--no-progress", "--log", ""]) == 2
-        captured = capsys.readouterr()
-        assert "--log needs a file path" in captured.err and not captured.out, captured
+        for path in ("", " "):
+            assert arena_cli.main([*agents, "--pairs", "1", "--no-progress", "--log", path]) == 2
+            captured = capsys.readouterr()
+            assert "--log needs a file path" in captured.err and not captured.out, captured
 
 
 def test_the_unbatched_arena_runs_torch_on_threads_threads(capsys, monkeypatch):
@@ -170,3 +171,25 @@ def test_the_unbatched_arena_runs_torch_on_threads_threads(capsys, monkeypatch):
     finally:
         torch.set_num_threads(before)
     capsys.readouterr()
+
+
+def test_threads_are_checked_at_both_bounds_and_set_in_either_arena(capsys, monkeypatch):
+    """``--threads 0`` is refused as too many are, in either arena, before torch or its workers'
+    ``OMP_NUM_THREADS`` are touched; 256 is the largest accepted; the batched arena sets the
+    count too; ``--batch`` still needs ``--batched``."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    set_to = []
+    monkeypatch.setattr(torch, "set_num_threads", set_to.append)
+    for options in ([], ["--batched"]):
+        assert arena_cli.main(["greedy", "random", "--pairs", "1", "--no-progress",
+                               "--threads", "0", *options]) == 2
+        assert "--threads must be in [1, 256], got 0" in capsys.readouterr().err
+    assert set_to == [] and os.environ["OMP_NUM_THREADS"] == "5"
+    for options in ([], ["--batched"]):
+        assert arena_cli.main(["greedy", "random", "--pairs", "1", "--no-progress",
+                               "--threads", "256", *options]) == 0
+        assert set_to == [256]
+        set_to.clear()
+    assert arena_cli.main(["greedy", "random", "--pairs", "1", "--batch", "8"]) == 2
+    assert "--device and --batch are options of --batched" in capsys.readouterr().err

@@ -247,6 +247,55 @@ def test_nbytes_counts_every_tensor_the_env_holds():
     assert venv.nbytes() == sum(held.values()) == 50 * 2372
 
 
+def test_a_reset_drops_the_cached_legal_set_mask_and_observation():
+    """The packed legal set, the mask unpacked from it and the observation are cached per
+    state: a reset after they were read must drop them as a step does (a stale cache is the
+    old deal's, silently)."""
+    venv, fresh = (sevenrocks_v0.vector_env(num_envs=6) for _ in range(2))
+    venv.reset(seed=3)
+    venv.random_actions(), venv.action_mask, venv.observation
+    venv.reset(seed=4)
+    fresh.reset(seed=4)
+    drawn = venv.random_actions(torch.Generator().manual_seed(1))
+    assert torch.equal(drawn, random_actions(fresh.action_mask, torch.Generator().manual_seed(1)))
+    assert torch.equal(venv.action_mask, fresh.action_mask)
+    assert torch.equal(venv.observation, fresh.observation)
+
+
+def test_validate_checks_the_state_stepped_to_when_nothing_was_read_after_the_step():
+    """A caller that picks its actions without the mask or ``random_actions`` (from
+    ``match(env)``, say) is checked against the current legal set, not the one cached before
+    the last step."""
+    venv = sevenrocks_v0.vector_env(num_envs=6, validate=True)
+    venv.reset(seed=8)
+    venv.action_mask  # the legal set of the first state is cached
+    for _ in range(40):
+        venv.step(torch.tensor([max(legal_actions(venv.match(env))) for env in range(6)]))
+    actions = torch.tensor([max(legal_actions(venv.match(env))) for env in range(6)])
+    actions[2] = next(a for a in range(KNOCK + 1) if a not in legal_actions(venv.match(2)))
+    with pytest.raises(ValueError, match="for env 2"):
+        venv.step(actions)
+
+
+def test_a_copy_pickled_with_its_legal_set_fresh_draws_and_validates_from_it():
+    """Pickled (or deep-copied) right after the mask was read, the copy keeps the packed legal
+    set with its freshness: it draws the original's actions and validates its steps."""
+    import copy as copying
+    import pickle
+
+    venv = sevenrocks_v0.vector_env(num_envs=4)
+    venv.reset(seed=6)
+    venv.action_mask
+    for copy in (pickle.loads(pickle.dumps(venv)), copying.deepcopy(venv)):
+        drawn = copy.random_actions(torch.Generator().manual_seed(3))
+        assert torch.equal(drawn, venv.random_actions(torch.Generator().manual_seed(3)))
+        assert copy.nbytes() == venv.nbytes()
+        copy.step(drawn)
+        for env in range(4):
+            legal = torch.nonzero(copy.action_mask[env]).squeeze(1).tolist()
+            assert legal == sorted(legal_actions(copy.match(env)))
+
+
 def test_record_move_log_grows_for_a_long_match_and_shrinks_after_it():
     """The records' move log keeps the rows of the oldest unfinished match: a long match grows
     it, and once that match is over the log shrinks back at its next rebuild (counted in

@@ -153,6 +153,11 @@ def test_bad_words_get_clear_errors():
     assert random_set_bits(torch.zeros((0, 2), dtype=torch.long)).shape == (0,)
 
 
+def test_words_with_several_empty_rows_name_the_first():
+    with pytest.raises(ValueError, match="^row 1 of words has no set bit$"):
+        random_set_bits(torch.tensor([[1, 0], [0, 0], [0, 0], [0, 1 << 40]]))
+
+
 def test_vector_env_random_actions_are_random_actions_of_its_mask_step_after_step():
     """Drawn before the mask is read, after it, or with no mask read at all: the env's sampler
     gives the actions ``random_actions(venv.action_mask)`` gives from the same generator state,

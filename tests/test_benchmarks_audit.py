@@ -204,6 +204,19 @@ def test_vector_compiled_against_eager_passes_the_sampler_to_both_envs(vector, m
     assert made == [(False, True), (True, True)]
 
 
+def test_vector_batched_passes_the_sampler_to_its_env(vector, monkeypatch):
+    clock = install_clock(monkeypatch, vector)
+    made = []
+
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        made.append((compile, packed))
+        return (lambda: clock.advance(0.01)), None
+    monkeypatch.setattr(vector, "random_play", random_play)
+    for packed in (True, False):
+        vector.batched(3, 0.05, False, "cpu", False, packed=packed)
+    assert made == [(False, True), (False, False)]
+
+
 def _spy_raw_env(monkeypatch, module, attribute="raw_env"):
     """``module.sevenrocks_v0`` with ``attribute`` making real envs whose resets, observations
     and steps are recorded (each step checked legal for the agent to move)."""
@@ -303,6 +316,7 @@ def test_vector_main_puts_each_rate_and_ratio_in_its_column(vector, monkeypatch,
         ["4", "4,000", "40.0", "1,200", "30.0", "10,000", "100.0"],
         ["8", "8,000", "80.0", "2,400", "60.0", "20,000", "200.0"],
         ["2", "2,000", "20.0", "600", "15.0", "5,000", "50.0"]]
+    assert "\n|" + "---:|" * 7 + "\n" in out  # a separator cell for every column
     assert ("memory at B = 8 (eager, measured first): env tensors 3.0 MiB (393216 bytes/match), "
             "process RSS growth 5.0 MiB; peak RSS of the whole run 7 MiB") in out
 

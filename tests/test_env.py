@@ -208,10 +208,16 @@ def test_raw_env_says_why_an_action_equal_to_a_legal_one_is_refused():
                           (True, "a bool, not an int action index"),
                           (str(legal), "a str, not an int action index"),
                           (None, "None is the step of a terminated or truncated agent only"),
-                          (113, "113 (outside [0, 112])"), (-1, "-1 (outside [0, 112])")):
+                          (113, "113 (outside [0, 112])"), (-1, "-1 (outside [0, 112])"),
+                          (KNOCK, "illegal action 112 (knock) for")):
         with pytest.raises(ValueError, match="illegal action") as info:
             env.step(action)
         assert words in str(info.value), (action, str(info.value))
+    # either end of [0, 112] is an action index, described as one when illegal
+    from sevenrocks_env.tiles import illegal_action_text
+
+    assert illegal_action_text(0, [KNOCK], "seat 2") == \
+        "illegal action 0 (0|0 west) for seat 2; legal actions: [112 (knock)]"
 
 
 def test_raw_env_rejects_illegal_actions_and_keeps_state():

@@ -110,10 +110,18 @@ def test_wilson_interval_names_a_proportion_count_or_z_it_cannot_use(args, words
     refused(f"wilson_interval: {words}", lambda: ratings.wilson_interval(*args))
 
 
+def test_wilson_interval_of_a_numpy_count_is_that_of_the_same_python_int():
+    """``4 * n * n`` overflowed a NumPy integer ``n`` (``np.int32`` past 23,170: a shifted
+    interval; ``np.int64(2**31)``: (0, 1)), silently but for a RuntimeWarning."""
+    for n in (np.int32(50_000), np.int32(2**31 - 1), np.int64(2**31), np.int64((1 << 63) - 1)):
+        assert ratings.wilson_interval(0.3, n) == ratings.wilson_interval(0.3, int(n)), n
+
+
 def test_wilson_interval_still_takes_no_trials_ints_and_numpy_values():
     assert ratings.wilson_interval(0.5, 0) == (0.0, 1.0)
-    low, high = ratings.wilson_interval(0.5, (1 << 63) - 1)  # the largest count: a point
-    assert low == pytest.approx(0.5) and high == pytest.approx(0.5)
+    for largest in ((1 << 63) - 1, np.int64((1 << 63) - 1)):  # the largest count: a point
+        low, high = ratings.wilson_interval(0.5, largest)
+        assert low == pytest.approx(0.5) and high == pytest.approx(0.5)
     assert ratings.wilson_interval(1, 10) == ratings.wilson_interval(1.0, 10)
     assert ratings.wilson_interval(np.float64(0.3), np.int64(20), 1.0) \
         == ratings.wilson_interval(0.3, 20, 1.0)

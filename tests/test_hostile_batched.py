@@ -39,6 +39,54 @@ def test_illegal_action_names_env_seat_action_and_legal_set_and_changes_nothing(
     venv.step(first_legal(venv))  # still usable
 
 
+def test_several_illegal_actions_name_the_first_env_its_own_legal_set_and_count_the_rest():
+    """With illegal actions in several envs the refusal names the first of them, with its seat
+    and its own legal set (not env 0's), and counts the others; an illegal action 0 is
+    described like any other action."""
+    from sevenrocks_env.tiles import describe_action
+
+    venv = sevenrocks_v0.vector_env(num_envs=6)
+    venv.reset(seed=1)
+    mask = venv.action_mask.clone()
+    zero_illegal = [env for env in range(1, 6) if not mask[env, 0]]
+    assert zero_illegal, "no env past 0 where action 0 is illegal: pick another seed"
+    first = zero_illegal[0]
+    others = [env for env in range(first + 1, 6)][:2]
+    assert others, "no env after the first: pick another seed"
+    actions = first_legal(venv)
+    actions[first] = 0
+    for env in others:
+        actions[env] = int((~mask[env]).nonzero()[-1, 0])
+    listed = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(venv.match(first)))
+    before = snapshot(venv)
+    with pytest.raises(ValueError) as error:
+        venv.step(actions)
+    seat = int(venv.current_seat[first])
+    assert str(error.value) == (f"illegal action 0 ({describe_action(0)}) for env {first}, seat "
+                                f"{seat} (and {len(others)} other envs); legal actions: [{listed}]")
+    assert listed != ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(venv.match(0)))
+    actions[others] = first_legal(venv)[others]  # one illegal action: no count
+    with pytest.raises(ValueError, match=rf"for env {first}, seat {seat}; legal actions: \["):
+        venv.step(actions)
+    for name, value in before.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+
+
+@pytest.mark.parametrize("validate", [True, False])
+def test_actions_out_of_range_in_several_envs_name_the_first(validate):
+    venv = sevenrocks_v0.vector_env(num_envs=5, validate=validate)
+    venv.reset(seed=3)
+    actions = first_legal(venv)
+    actions[1], actions[3] = 113, -1
+    before = snapshot(venv)
+    words = (r"illegal action 113 for env 1, seat \d \(and 1 other envs\)" if validate
+             else r"action 113 for env 1 is not in \[0, 112\]")
+    with pytest.raises(ValueError, match=words):
+        venv.step(actions)
+    for name, value in before.items():
+        assert torch.equal(value, getattr(venv.state, name)), name
+
+
 @pytest.mark.parametrize("actions,error", [
     (torch.zeros(4, dtype=torch.long), ValueError),                 # wrong shape
     (torch.zeros(5, dtype=torch.int32), TypeError),                 # wrong dtype

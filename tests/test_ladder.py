@@ -231,6 +231,56 @@ def test_an_agent_that_cannot_be_built_is_refused_before_the_first_pairing(tmp_p
         assert not out.exists()  # nothing played, no folder made
 
 
+def test_check_agents_builds_each_agent_once_and_not_one_whose_pairings_are_all_saved(
+        tmp_path, monkeypatch):
+    import sevenrocks_env.agents
+
+    built = []
+
+    def make_agent(spec):
+        built.append(spec)
+        if spec == "broken":
+            raise ValueError("cut short")
+    monkeypatch.setattr(sevenrocks_env.agents, "make_agent", make_agent)
+    agents = {"a": "greedy", "b": "random", "x": "broken"}
+    pairings = [("a", "b", 5), ("b", "a", 5), ("a", "x", 5)]
+    assert ladder.check_agents(pairings, agents, None) == "agent x (broken): cut short"
+    assert built == ["greedy", "random", "broken"]
+    (tmp_path / "a__x.json").write_text("{}")  # read, not played: x is not built
+    built.clear()
+    assert ladder.check_agents(pairings, agents, tmp_path) is None
+    assert built == ["greedy", "random"]
+
+
+def test_reuse_no_reuse_no_play_and_skip_decide_which_agents_are_built(tmp_path, capsys):
+    """With --reuse an agent whose pairings are all saved is not built before the first
+    pairing; if a saved file turns out to be of other settings, the pairing that cannot build
+    it ends the ladder in one line, not a traceback.  --no-reuse builds it first; --no-play
+    builds nothing.  --skip leaves out a pairing by its B side too."""
+    out, cut = tmp_path / "ladder", tmp_path / "cut.pt"
+    cut.write_bytes(b"PK\x03\x04 not a whole checkpoint")
+    assert ladder.main(["--scale", "0.005", "--only", "random", "--skip", "heuristic",
+                        "--out", str(out)]) == 0
+    capsys.readouterr()
+    # --skip random leaves out greedy__random (random its B side): nothing saved is left
+    assert ladder.main(["--no-play", "--only", "greedy", "--skip", "random", "--out",
+                        str(out)]) == 2
+    assert "no pairing played or saved" in capsys.readouterr().err
+    make_train = ["--scale", "0.005", "--only", "make_train", "--make-train", str(cut), "--out",
+                  str(out)]
+    assert ladder.main(["--no-play", *make_train]) == 2  # nothing built, nothing saved
+    assert "no pairing played or saved" in capsys.readouterr().err
+    saved = (out / "greedy__random.json").read_text()
+    for name in ("make_train__heuristic.json", "make_train__shipped.json"):
+        (out / name).write_text(saved)  # the ladder's files, of other settings
+    assert ladder.main(make_train) == 2
+    err = capsys.readouterr().err
+    assert "error: make_train against heuristic: " in err and "Traceback" not in err, err
+    with pytest.raises(SystemExit) as stop:
+        ladder.main(["--no-reuse", *make_train])
+    assert stop.value.code == 2 and "agent make_train" in capsys.readouterr().err
+
+
 def test_a_lead_over_an_agent_rated_by_the_prior_is_not_given_an_interval(tmp_path, capsys):
     out = tmp_path / "ladder"
     assert ladder.main(["--scale", "0.005", "--only", "random", "--skip", "heuristic",

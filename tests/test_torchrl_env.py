@@ -371,3 +371,31 @@ def test_load_returns_the_loaded_positions_and_updates_the_spec_mask():
     assert torch.equal(env.action_spec.mask, td["action_mask"])
     rollout = env.rollout(3, auto_reset=False, tensordict=td)
     assert rollout.shape == (4, 3)
+
+
+def test_load_into_an_env_never_reset_is_kept_by_a_reset_naming_no_env():
+    """``load`` starts the env as ``reset`` does: a later ``_reset`` naming no env (a collector
+    after a step with nothing done) keeps the loaded positions instead of dealing new ones."""
+    from sevenrocks_env.rules import Match
+
+    env = SevenRocksTorchRLEnv(4, seed=0)
+    td = env.load([Match.new(seed) for seed in range(4)])
+    env.reset(TensorDict({"_reset": torch.zeros(4, 1, dtype=torch.bool)}, batch_size=[4]))
+    # (the engine's view: TorchRL fills the returned entries of envs not reset from its input)
+    assert torch.equal(env.vector_env.observation, td["observation"])
+    assert torch.equal(env.vector_env.current_seat, td["current_seat"])
+
+
+def test_load_marks_every_match_in_progress_and_a_refused_load_changes_no_flag():
+    """After ``load`` no match is finished, so a partial reset of one is refused as for any
+    match in progress; a load refused for a bad match leaves the finished flags as they were
+    (the finished matches' partial reset is still accepted)."""
+    env, done = some_matches_done()
+    matches = [env.vector_env.match(i) for i in range(8)]
+    with pytest.raises(TypeError, match="load: match 7"):
+        env.load(matches[:7] + ["not a match"])
+    env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))  # accepted
+    env, done = some_matches_done()
+    env.load(matches)
+    with pytest.raises(ValueError, match="partial reset of matches in progress"):
+        env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))
