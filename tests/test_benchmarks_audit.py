@@ -192,7 +192,8 @@ def test_vector_compiled_against_eager_alternates_blocks_until_both_had_their_se
     assert counts[False] == 5 + 3 + timed_compiled
 
 
-def test_vector_compiled_against_eager_passes_the_sampler_to_both_envs(vector, monkeypatch):
+def test_vector_batched_and_compiled_against_eager_pass_the_sampler_to_their_envs(vector,
+                                                                                 monkeypatch):
     clock = install_clock(monkeypatch, vector)
     made = []
 
@@ -202,16 +203,7 @@ def test_vector_compiled_against_eager_passes_the_sampler_to_both_envs(vector, m
     monkeypatch.setattr(vector, "random_play", random_play)
     vector.compiled_against_eager(3, 0.05, False, "cpu", False, packed=True)
     assert made == [(False, True), (True, True)]
-
-
-def test_vector_batched_passes_the_sampler_to_its_env(vector, monkeypatch):
-    clock = install_clock(monkeypatch, vector)
-    made = []
-
-    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
-        made.append((compile, packed))
-        return (lambda: clock.advance(0.01)), None
-    monkeypatch.setattr(vector, "random_play", random_play)
+    made.clear()
     for packed in (True, False):
         vector.batched(3, 0.05, False, "cpu", False, packed=packed)
     assert made == [(False, True), (False, False)]
