@@ -22,7 +22,8 @@ result.
 
 A frozen policy that is hard to exploit keeps the best response near 50%; ``heuristic`` (a fixed
 rule-based player) is expected to be beaten clearly, which checks that the test can find an
-exploit at all.  ``--set KEY=VALUE`` passes any config field through (after ``--smoke``).
+exploit at all.  ``--set KEY=VALUE`` passes any config field through (after ``--smoke``),
+except those the options set (``seed``, ``total_steps``, ``init_from``, ``opponents``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ CONFIG = ROOT / "configs" / "default.yaml"
 SMOKE = ["num_matches=8", "num_steps=16", "num_minibatches=2", "update_epochs=1",
          "hidden_sizes=[32,32]", "target=40", "checkpoint_every=1000"]
 SMOKE_STEPS = 256  # two updates of the smoke rollout (8 matches x 16 steps)
+#: Config fields this script sets from its own options (what its record and row report):
+#: ``--set`` of one of them would train another best response than the one reported.
+OWN_OPTIONS = {"seed": "--seed", "total_steps": "--steps", "init_from": "--init",
+               "opponents": "--opponent"}
 HEADER = ("| frozen opponent | starts from | best-response steps | seed | pairs | deal seed | "
           "best response's win rate [95% CI] | margin/match | train min |\n"
           "|---|---|---:|---:|---:|---:|---|---:|---:|")
@@ -96,6 +101,11 @@ def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke:
     if opponent == PAST:
         raise ConfigError("the frozen opponent must be an agent spec (ckpt:PATH, heuristic...); "
                           "'past' is the run's own snapshot", "opponents")
+    for text in overrides:
+        key = text.partition("=")[0].strip()
+        if key in OWN_OPTIONS:
+            raise ConfigError(f"--set {key}=...: this script sets {key} itself (the record "
+                              f"reports it); give {OWN_OPTIONS[key]} instead", key)
     name = run_name(opponent, steps, seed, init, overrides)
     sets = [*(_smoke_sets(init) if smoke else []), f"init_from={init}", f"total_steps={steps}",
             "max_minutes=0", f"seed={seed}", f"run_name={name}",

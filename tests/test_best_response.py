@@ -224,3 +224,16 @@ def test_a_smoke_run_takes_the_whole_network_of_its_start(tmp_path, capsys):
     record = json.loads(next(tmp_path.glob("br_greedy_128_s3_from_*.json")).read_text())
     config = load_policy(record["checkpoint"]).model.model_config()
     assert (config["hidden_sizes"], config["action_features"]) == ([24], 1)
+
+
+@pytest.mark.parametrize("override, option", [("seed=5", "--seed"), ("init_from=shipped", "--init"),
+                                              ("opponents=[greedy]", "--opponent"),
+                                              ("total_steps=512", "--steps")])
+def test_set_of_a_field_the_script_sets_itself_is_refused(override, option, tmp_path, capsys):
+    """``--set seed=5`` trained with seed 5 while the record and row said seed 1 (and
+    ``--set init_from=...``: "scratch"; ``--set opponents=...``: another frozen opponent)."""
+    code = best_response.main(["--opponent", "heuristic", "--smoke", "--pairs", "1",
+                               "--out", str(tmp_path), "--set", override])
+    err = capsys.readouterr().err
+    assert code == 2 and option in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "ckpt").exists()   # refused before training
