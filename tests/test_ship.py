@@ -418,6 +418,21 @@ def test_the_bars_judge_the_spec_a_row_played_not_its_name():
                                                         "| vs heuristic"], bars
 
 
+def test_the_card_says_self_play_only_of_a_run_that_played_itself():
+    """A best response (``opponent_fraction`` 1) never played itself: its card names what it
+    was trained against; the shipped card's first line stays as it is."""
+    from training.ship import _markdown
+
+    folder = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped"
+    card = json.loads((folder / "model_card.json").read_text())
+    shipped = _markdown(card).splitlines()[2:4]
+    assert shipped == (folder / "MODEL_CARD.md").read_text().splitlines()[2:4]
+    assert shipped[0].startswith("A PPO self-play policy for Seven Rocks")
+    card["config"] = {**card["config"], "opponents": ["ckpt:shipped"], "opponent_fraction": 1.0}
+    assert _markdown(card).splitlines()[2].startswith(
+        "A PPO policy trained against `ckpt:shipped` only for Seven Rocks")
+
+
 def test_same_policy_is_false_for_a_file_missing_one_of_the_weights(tmp_path):
     from training.checkpoint import policy_only
     from training.ship import same_policy

@@ -72,6 +72,15 @@ def _critic(config: dict) -> str:
     return critic
 
 
+def _trained_by(config: dict) -> str:
+    """How the run played (its config): self-play, or only against frozen opponents (a best
+    response, ``opponent_fraction`` 1)."""
+    opponents = config.get("opponents") or []
+    if config.get("opponent_fraction", 0) >= 1 and opponents:
+        return f"PPO policy trained against {', '.join(f'`{o}`' for o in opponents)} only"
+    return "PPO self-play policy"
+
+
 def _row(opponent: str, result) -> dict:
     """A row of the card's arena table: ``opponent`` as named (``name=spec`` or a spec), the
     spec it played (``spec``: what the quality bars are judged by)."""
@@ -119,7 +128,8 @@ def _threads(card: dict) -> str:
 
 def _markdown(card: dict) -> str:
     lines = [f"# Model card: {card['file']}", "",
-             "A PPO self-play policy for Seven Rocks (one network for all four seats; seat-relative",
+             f"A {_trained_by(card['config'])} for Seven Rocks (one network for all four seats; "
+             "seat-relative",
              f"observation layout v{card['obs_version']}). Load it with",
              "`sevenrocks_env.policy.load_policy(path)` or the agent spec `ckpt:PATH`.", "",
              "| | |", "|-|-|",
