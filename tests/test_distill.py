@@ -169,11 +169,12 @@ def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, collect
     """--out over the labels file (or the init) silently replaced it with the student."""
     init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
     labels = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
-    for out in (labels, init):
-        args = distill.Args(init=str(init), labels=str(labels), epochs=1, out=str(out),
-                            log_dir=str(tmp_path / "runs"))
-        with pytest.raises(ValueError, match="is the input"):
-            distill.run(args, log=lambda *_: pytest.fail("started work"))
+    args = distill.Args(init=str(init), labels=str(labels), epochs=1, out=str(init),
+                        log_dir=str(tmp_path / "runs"))
+    with pytest.raises(ValueError, match="is the input"):
+        distill.run(args, log=lambda *_: pytest.fail("started work"))
+    with pytest.raises(ValidationError, match="not an .npz"):  # (an .npz is never --out)
+        distill.Args(init=str(init), labels=str(labels), epochs=1, out=str(labels))
     assert distill.load_labels_files(str(labels))[1] == "search:samples=4"
 
 
@@ -195,6 +196,37 @@ def test_a_collection_refuses_what_it_would_destroy_or_fail_on_later(tmp_path):
         with pytest.raises(ValueError, match=words):
             distill.run(args, log=lambda *_: pytest.fail("started work"))
     assert (tmp_path / "kept.labels.npz").read_bytes() == b"labels of an earlier run"
+
+
+def test_an_existing_labels_file_is_never_the_output(tmp_path, collected, capsys):
+    """--out over a labels file that the run does not read replaced hours of labels with the
+    student (security.md: --out is never a labels file)."""
+    kept = distill.save_labels(tmp_path / "kept.labels.npz", collected, "search:samples=4")
+    other = distill.save_labels(tmp_path / "other.labels.npz", collected, "search:samples=4")
+    before = kept.read_bytes()
+    with pytest.raises(SystemExit) as exit_:
+        distill.main(["--init", "/nonexistent", "--labels", str(other), "--out", str(kept)])
+    assert exit_.value.code == 2 and "error: --out: must name the policy checkpoint" in (
+        capsys.readouterr().err)
+    assert kept.read_bytes() == before
+
+
+def test_a_one_worker_collection_refuses_a_stopped_collection_s_part_files(tmp_path):
+    """A killed --workers run leaves <stem>.labels.part<i>.npz; a rerun with one worker
+    collected beside them (with --workers 2 it is refused), leaving another collection's parts
+    beside its labels (training.md: a new collection refuses to start over them)."""
+    init = save_checkpoint(tmp_path / "init.pt", policy_entries(PolicyNet((32, 32)), 7))
+    for name in ("s.labels.part1.npz", "s.labels.part0.npz"):
+        (tmp_path / name).write_bytes(b"labels of a stopped collection")
+    (tmp_path / "s.labels.partial.npz").write_bytes(b"not a part file")
+    args = distill.Args(init=str(init), teacher="search:samples=2", decisions=8, num_envs=4,
+                        epochs=1, out=str(tmp_path / "s.pt"), log_dir=str(tmp_path / "runs"))
+    with pytest.raises(ValueError, match="s.labels.part0.npz is there already"):
+        distill.run(args, log=lambda *_: pytest.fail("started work"))
+    assert not (tmp_path / "s.labels.npz").exists()
+    assert distill_collect.part_paths_there(tmp_path / "s.labels.npz") == [
+        tmp_path / "s.labels.part0.npz", tmp_path / "s.labels.part1.npz"]
+    assert distill_collect.part_paths_there(tmp_path / "missing" / "s.labels.npz") == []
 
 
 @pytest.mark.parametrize("error, code, words", [
@@ -238,6 +270,7 @@ def test_the_init_s_run_facts_are_checked_before_any_work(tmp_path, facts, words
     ("teacher", "search:samples=4\tx", "printable"), ("run_name", "", "must not be empty"),
     ("teacher", "search:policy=a|b", "no ` or |"), ("teacher", "s" * 4070, "at most 4062 char"),
     ("temperature", float("nan"), "finite"), ("decisions", True, "integer"),
+    ("out", "kept.labels.npz", "not an .npz"), ("out", "s.labels.part0.NPZ", "not an .npz"),
 ])
 def test_settings_out_of_range_are_refused_when_made_naming_the_field(field, value, words):
     with pytest.raises(ValidationError, match=f"(?s){field}.*{words}"):

@@ -63,7 +63,8 @@ from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet
 from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import first_problem
 from .distill_args import COLLECTION_OPTIONS, MIN_TEMPERATURE, Args
-from .distill_collect import collect, collect_labels, make_teacher, pinned_teacher
+from .distill_collect import collect, collect_labels, make_teacher, part_paths_there, \
+    pinned_teacher
 from .distill_record import rounds_before
 from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_file_names, \
     load_labels_files, save_labels
@@ -285,6 +286,10 @@ def _run(args: Args, log) -> dict:
         if labels_path.exists():  # hours of search: never replaced by a rerun's
             raise ValueError(f"{labels_path} is there already (the labels of an earlier "
                              "collection): train on it with --labels, or move it away")
+        stale = part_paths_there(labels_path)  # (whatever --workers: a rerun with one worker
+        if stale:                               # left a killed run's parts beside its labels)
+            raise ValueError(f"{stale[0]} is there already (the labels of an earlier collection "
+                             "that was stopped?): train on it with --labels, or move it away")
         labels, teacher = collect_labels(args, student.eval(), labels_path, log)
     if args.epochs == 0:  # the init, unchanged, is not a distilled policy: --out is not written
         log(f"--epochs 0: labels collected, no policy written to {out}")

@@ -38,6 +38,16 @@ def _named(run_name: str) -> str:
     return run_name
 
 
+def _checkpoint_name(out: str) -> str:
+    """``--out`` names the student's checkpoint: never an ``.npz``, the labels files' form (an
+    existing labels file, hours of search, was replaced by the student, and the run's own labels
+    went to ``<stem>.labels.labels.npz``)."""
+    if out.lower().endswith(".npz"):
+        raise ValueError("must name the policy checkpoint to write, not an .npz (labels files "
+                         "are .npz: the labels go beside --out, <stem>.labels.npz)")
+    return out
+
+
 def _teacher(spec: str) -> str:
     """What a labels file may record (checked now, not when they are read back after hours of
     collecting): the spec with the network fingerprint the collection adds to it."""
@@ -99,7 +109,8 @@ class Args:
     """torch threads (1: on a small or busy machine more threads mostly spin -- two runs side by
     side with two threads each took 9 minutes an epoch on 2 cores, with one thread each under a
     minute for six)"""
-    out: Folder = "checkpoints/distilled/sevenrocks_ppo.pt"
+    out: Annotated[Folder, AfterValidator(_checkpoint_name)] = \
+        "checkpoints/distilled/sevenrocks_ppo.pt"
     """the student checkpoint to write (the labels go beside it, ``<stem>.labels.npz``)"""
     log_dir: Folder = "runs"
     """root folder of the TensorBoard runs"""

@@ -19,6 +19,7 @@ cleanly with the labels of every step labelled in full.
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -258,6 +259,18 @@ def part_path(labels_path, index: int) -> Path:
     return path.with_name(f"{path.name.removesuffix('.npz')}.part{index}.npz")
 
 
+def part_paths_there(labels_path) -> list[Path]:
+    """The part files of ``labels_path`` (:func:`part_path`, any index) already there, in order:
+    those of an earlier collection that was stopped."""
+    path = Path(labels_path)
+    start, end = f"{path.name.removesuffix('.npz')}.part", ".npz"
+    names = os.listdir(path.parent) if path.parent.is_dir() else []
+    found = sorted(int(name[len(start):-len(end)]) for name in names
+                   if name.startswith(start) and name.endswith(end)
+                   and name[len(start):-len(end)].isdigit())
+    return [part_path(path, index) for index in found]
+
+
 _SETTINGS: dict = {}
 
 
@@ -371,5 +384,5 @@ def collect_labels(args, student: PolicyNet, path: Path, log=print) -> tuple[dic
 
 
 __all__ = ["MAX_ENVS", "TEACHER_SALT", "Turn", "collect", "collect_in_pool", "collect_labels",
-           "labelled_turns", "make_teacher", "part_path", "pinned_teacher",
+           "labelled_turns", "make_teacher", "part_path", "part_paths_there", "pinned_teacher",
            "save_interval", "spans", "student_games", "teacher_labels"]
