@@ -127,7 +127,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="pairs stepped together by the batched arena (default 4096)")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads of each process (default 1: on a small or busy "
-                             "machine more threads mostly spin; a policy decision took 13x "
+                             "machine more threads mostly spin; a policy decision took 8-14x "
                              "the CPU time with 2 threads on 2 busy cores)")
     parser.add_argument("--log", metavar="PATH",
                         help="append every finished pair to PATH (JSON lines); if PATH holds "
