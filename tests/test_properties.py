@@ -11,9 +11,9 @@ from sevenrocks_env.observation import action_mask, encode
 from sevenrocks_env.record import game_record, replay
 from sevenrocks_env.scoring import counted_ends
 from sevenrocks_env.rules import (
-    BLOCKED, DOMINO, WON, Match, apply_action, legal_actions, round_to_five,
+    BLOCKED, DOMINO, WON, Match, apply_action, legal_actions,
 )
-from sevenrocks_env.tiles import ALL_TILES, KNOCK, TILE_HIGH, TILE_LOW, TILE_PIPS, tiles_of
+from sevenrocks_env.tiles import ALL_TILES, KNOCK, TILE_HIGH, TILE_LOW, tiles_of
 
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
@@ -106,8 +106,10 @@ def test_conservation_scoring_knocks_and_wins(seed):
             assert log.deductions == [0, 0, 0, 0] and match.winner == log.moves[-1][0] & 1
         else:
             remaining = log.remaining_hands()
-            assert log.deductions == [round_to_five(sum(TILE_PIPS[t] for t in tiles_of(h)))
-                                      for h in remaining]
+            # R7 spelled out, not ``round_to_five`` (the code under test): each hand's pips (both
+            # halves of each tile), remainder 1-2 down, 3-4 up
+            pips = [sum(TILE_LOW[t] + TILE_HIGH[t] for t in tiles_of(h)) for h in remaining]
+            assert log.deductions == [p - p % 5 + (5 if p % 5 > 2 else 0) for p in pips]
             if log.result == DOMINO:
                 assert remaining[log.moves[-1][0]] == 0
             else:
@@ -118,6 +120,8 @@ def test_conservation_scoring_knocks_and_wins(seed):
         assert log.result != DOMINO or log.finisher == log.moves[-1][0]
         assert log.scores == [before[0] + gained[0] - log.deductions[0] - log.deductions[2],
                               before[1] + gained[1] - log.deductions[1] - log.deductions[3]]
+        # R5, R7: points and deductions are multiples of 5, so every score is one
+        assert all(value % 5 == 0 for value in log.deductions + log.scores), log
     # deductions never win a match (R8)
     assert match.winner is not None and match.history[-1].result == WON
     # the won round is not counted (R8): round_index counts the rounds that ended in a domino or
