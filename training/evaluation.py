@@ -15,16 +15,14 @@ def evaluate_policy(model, specs, pairs: int, seed: int, target: int, max_rounds
     goes to the arena as a spec, so its two seats are two agents seeded as the arena seeds
     them, and the numbers are ``sevenrocks arena``'s with that seed and those pairs (an agent
     object would play both seats with one generator: other draws for ``random``, ``sample:``
-    or ``search``)."""
+    or ``search``).  ``specs``: the config's ``eval_agents``, which ``TrainConfig`` checked (no
+    ``sb3:`` pickle)."""
     from sevenrocks_env.arena import evaluate  # the arena module; imported late (it is optional)
 
     agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
-    results = {}
-    for spec in specs:
-        make_agent(spec, allow_pickles=False)  # an sb3: pickle is refused before the arena
-        results[spec] = evaluate(agent, spec, pairs, seed=seed, workers=1, target=target,
-                                 max_rounds=max_rounds)
-    return results
+    return {spec: evaluate(agent, spec, pairs, seed=seed, workers=1, target=target,
+                           max_rounds=max_rounds)
+            for spec in specs}
 
 
 def eval_game_picture(model, spec: str, seed: int, target: int, max_rounds: int):
