@@ -8,8 +8,11 @@ eager paths to each other:
 
 * :func:`sevenrocks_env.batched.engine.place_and_score` -- the move of every row, its points and
   the round-end tests (the rare path after it, :func:`~sevenrocks_env.batched.engine.end_rounds`,
-  stays eager: it works on a varying subset of rows, and Inductor's kernels for it indexed out
-  of bounds with dynamic shapes in torch 2.13);
+  stays eager: it works on a varying subset of rows, and it deals: the deal's hash
+  (:func:`~sevenrocks_env.batched.deal.mix`) multiplies int64 values that wrap, which torch
+  defines but the C++ that Inductor writes does not -- signed overflow is undefined behaviour,
+  and at ``-O3`` a kernel fusing the hash with a gather failed its own bounds check; keep the
+  hash out of compiled code);
 * :func:`turn_legal_words` -- the legal actions of the seat on turn as two 64-bit words (the
   unpacking into the ``[B, 113]`` bool mask stays one eager table lookup).
 
