@@ -812,3 +812,19 @@ def test_a_tile_that_fits_nowhere_blames_closed_branches_only_while_they_are_clo
                     seen[closed] += 1
             apply_action(match, legal_actions(match)[0])
     assert seen[True] and seen[False]
+
+
+def test_refusals_name_idle_minutes_as_given_not_rounded_down():
+    """``--idle-minutes 0.5``: a game gone, or a full server, said "0 idle minutes" and "0
+    minutes without a move" (the seconds floor-divided by 60)."""
+    from sevenrocks_env.web.games import GameError, GameStore, Setup
+
+    store = GameStore(max_games=1, idle_seconds=30.0)
+    with pytest.raises(GameError) as gone:
+        store.get("nope")
+    assert "expired after 0.5 minutes idle" in gone.value.message
+    store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 1))
+    with pytest.raises(GameError) as full:
+        store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 2))
+    assert full.value.status == 429 and "(0.5 minutes without a move)" in full.value.message
+    assert "30 minutes" in GameStore().idle_text()

@@ -250,7 +250,9 @@ def test_replays_are_dropped_by_the_page_and_make_room_when_full(client, app):
     ids = [client.post("/api/replays", json=record).json()["id"] for _ in range(store.max_games)]
     assert client.get(f"/api/replays/{ids[0]}/0/1").status_code == 200  # touched: ids[1] oldest
     assert client.post("/api/games", json=BOTS).status_code == 201  # in the oldest's place
-    assert client.get(f"/api/replays/{ids[1]}/0/0").status_code == 404
+    gone = client.get(f"/api/replays/{ids[1]}/0/0")
+    assert gone.status_code == 404  # the page shows why: a replay, not "a finished game", dropped
+    assert "or a replay dropped to make room" in gone.json()["error"], gone.json()
     assert client.get(f"/api/replays/{ids[0]}/0/0").status_code == 200
     assert client.delete(f"/api/replays/{ids[2]}").status_code == 204
     assert client.get(f"/api/replays/{ids[2]}/0/0").status_code == 404

@@ -590,3 +590,36 @@ def test_a_refused_start_is_not_shown_after_a_match_has_started(server, browser)
     page.click("#new-match")
     assert page.inner_text("#start-error") == ""
     page.close()
+
+
+def test_a_double_click_on_start_or_play_again_makes_one_game(server, browser):
+    """*Start the match* (or *Play again*) clicked twice before the server answered made two
+    games: the page showed one, and the other held one of the server's ``--max-games`` places
+    until it expired (New match and Play again drop only the game the page shows)."""
+    base, app = server
+    games = app.state.store._games
+    page = browser.new_page()
+    _open(page, base)
+    for name in ("partner", "left", "right"):
+        page.select_option(f"select[name={name}]", "greedy")
+    page.fill("input[name=target]", "1")  # the first scoring placement wins (R8): a short match
+    page.fill("input[name=seed]", "4")
+    page.evaluate("document.getElementById('delay').value = 0")
+    before = set(games)
+    page.dblclick("#start-button")
+    page.wait_for_selector("#game:not([hidden])")
+    page.wait_for_timeout(1000)  # a second game's answer would have come by now
+    assert set(games) - before == {page.evaluate("App.ui.view.id")}
+    for _ in range(30):  # rounds
+        _play_to_the_summary(page)
+        if page.evaluate("App.ui.view.over"):
+            break
+        page.click("#summary-continue")
+    old = page.evaluate("App.ui.view.id")
+    before = set(games)
+    page.dblclick("#rematch")
+    page.wait_for_function(f"App.ui.view.id !== '{old}'")
+    page.wait_for_timeout(1000)
+    assert set(games) - before == {page.evaluate("App.ui.view.id")}
+    assert old not in games
+    page.close()

@@ -202,6 +202,11 @@ class GameStore:
     def specs(self) -> dict[str, str]:
         return dict(self.menu)
 
+    def idle_text(self) -> str:
+        """``--idle-minutes`` as given, in words: ``"30 minutes"``, ``"0.5 minutes"`` (a whole
+        number of minutes said "0 minutes" for 0.5)."""
+        return f"{self.idle_seconds / 60:g} minutes"
+
     def _sweep(self, now: float) -> None:
         stale = [key for key, item in self._games.items()
                  if now - item.touched > self.idle_seconds]
@@ -225,7 +230,7 @@ class GameStore:
         first_expiry = min(item.touched for item in self._games.values()) + self.idle_seconds
         raise GameError(429, f"the server already holds {self.max_games} open games; "
                              f"try again once idle ones expire "
-                             f"({int(self.idle_seconds // 60)} minutes without a move)",
+                             f"({self.idle_text()} without a move)",
                         retry_after=max(1, math.ceil(first_expiry - now)))
 
     def remove(self, key: str, kind: type = object) -> None:
@@ -260,10 +265,11 @@ class GameStore:
             self._sweep(now)
             item = self._games.get(key)
             if not isinstance(item, kind):
-                what = "game" if kind is Game else "replay"
+                what, dropped = ("game", "a finished game") if kind is Game else \
+                    ("replay", "a replay")  # (a replay is dropped like a finished game)
                 raise GameError(404, f"no {what} with id {shown(key)} (unknown, expired after "
-                                     f"{int(self.idle_seconds // 60)} idle minutes, or a "
-                                     "finished game dropped to make room)")
+                                     f"{self.idle_text()} idle, or "
+                                     f"{dropped} dropped to make room)")
             item.touched = now
             return item
 

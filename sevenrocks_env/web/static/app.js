@@ -8,6 +8,7 @@ const ui = {
   selected: null,      // tile index picked from the hand, waiting for an end
   shownRounds: 0,      // ended rounds already summarised
   busy: false,         // a request is in flight
+  starting: false,     // a new match (Start, Play again) is being made: a double click makes one
   generation: 0,       // bumped by a new match: answers to an older match's requests are dropped
   timer: null,
   paused: false,       // a summary is open
@@ -75,10 +76,16 @@ async function startMatch(event) {
     }
     text = text.slice(0, -1) + `,"seed":${seed.replace(/^0+(?=[0-9])/, "")}}`;
   }
+  // a second click before the answer made a second game: the page showed one, and the other
+  // held one of the server's --max-games places until it expired
+  if (ui.starting) return;
+  ui.starting = true;
   try {
     begin(await api("POST", "/api/games", text));
   } catch (error) {
     $("start-error").textContent = error.message;
+  } finally {
+    ui.starting = false;
   }
 }
 

@@ -63,6 +63,8 @@ function closeSummary() {
 }
 
 async function rematch() {
+  if (ui.starting) return;  // a double click: one new match, not a second holding a place
+  ui.starting = true;
   try {
     const old = ui.view;
     const view = await api("POST", `/api/games/${ui.view.id}/rematch`);
@@ -74,6 +76,8 @@ async function rematch() {
     problem.className = "warn";
     problem.textContent = error.message;
     $("summary-body").appendChild(problem);
+  } finally {
+    ui.starting = false;
   }
 }
 
