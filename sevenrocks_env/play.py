@@ -6,10 +6,11 @@ Each turn shows the text board, your hand and your legal moves as a numbered lis
 words ("3|5 on the east end -> end sum 15, scores 15").  Answer with the number or with a tile
 and an end (``3-5 e``, ``3|5 east``; the end may be left out when only one fits).  A wrong
 answer is refused with the reason and asked again.  A forced knock plays itself after a note.
-``q``, end of input or Ctrl-C stops and saves the match as a game record (in ``games/`` unless
-``--record`` says where; a bad ``--record`` is refused before the game starts).  In a terminal
-the game pauses between rounds until Enter.  Knocks are announced; at each round's end every hand is shown with its
-rounding, the deductions and the scores (R7).  Reads plain lines, so it works with a pipe::
+``q``, end of input, Ctrl-C, a closed terminal or ``kill`` stops and saves the match as a game
+record (in ``games/`` unless ``--record`` says where; a bad ``--record`` is refused before the
+game starts).  In a terminal the game pauses between rounds until Enter.  Knocks are announced;
+at each round's end every hand is shown with its rounding, the deductions and the scores (R7).
+Reads plain lines, so it works with a pipe::
 
     printf '1\\n1\\n1\\n' | sevenrocks play --seat 0 --seed 3 --opponents random
 """
@@ -19,7 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import record as records
@@ -196,6 +200,35 @@ class Session:
             raise _Quit
 
 
+#: Signals that end a game as Ctrl-C does: the terminal window closed (SIGHUP), ``kill PID``
+#: (SIGTERM).  Windows has no SIGHUP.
+ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGHUP", "SIGTERM")
+                       if hasattr(signal, name))
+
+
+def _as_ctrl_c(signum, frame):
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def ended_as_ctrl_c():
+    """While in the block, :data:`ENDING_SIGNALS` stop the game as Ctrl-C does, so the game
+    record is saved: by default they ended the process at once and the record was lost.  A
+    signal ignored on purpose (``nohup``) or handled by the caller is left as it is; only the
+    main thread can set signal handlers, elsewhere (a test's thread) this is a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    taken = [number for number in ENDING_SIGNALS if signal.getsignal(number) is signal.SIG_DFL]
+    for number in taken:
+        signal.signal(number, _as_ctrl_c)
+    try:
+        yield
+    finally:
+        for number in taken:
+            signal.signal(number, signal.SIG_DFL)
+
+
 class _Quit(Exception):
     """The human quit at the pause between rounds."""
 
@@ -294,7 +327,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
                 f"{(args.seat + 1) % 4} = {left}, seat {(args.seat + 3) % 4} = {right}")
     status, how = 0, None
     try:
-        finished = session.run()
+        with ended_as_ctrl_c():  # the terminal closed, kill PID: saved as after Ctrl-C
+            finished = session.run()
     except KeyboardInterrupt:
         finished, status, how = False, 130, "interrupted"
     except UnicodeDecodeError:

@@ -327,3 +327,34 @@ def test_sevenrocks_play_into_a_closed_pipe_exits_1_with_one_line(tmp_path):
     assert code == 1 and "Exception ignored" not in err, err
     assert "cannot write the game: Broken pipe; game record saved" in err
     assert record.is_file()
+
+
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGTERM"])
+def test_a_closed_terminal_or_kill_saves_the_record(tmp_path, name):
+    """The terminal window closed (SIGHUP) or ``kill PID`` (SIGTERM) at the prompt ended the
+    process at once and the game record was lost: they stop the game as Ctrl-C does."""
+    if not hasattr(signal, name):
+        pytest.skip(f"no {name} on this system")
+    process = start_play(tmp_path)
+    read_until(process, b"choose a number")
+    process.send_signal(getattr(signal, name))
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (process.returncode, err)
+    lines = [line for line in err.decode().splitlines() if line.strip()]
+    assert lines == [f"interrupted; game record saved to {GAMES}/sevenrocks-game-3.json"], err
+    record = records.load(tmp_path / GAMES / "sevenrocks-game-3.json")
+    assert record["rounds"][-1]["result"] is None
+
+
+def test_a_hangup_ignored_on_purpose_stays_ignored(tmp_path):
+    """``nohup sevenrocks play ...``: a SIGHUP the caller ignores is not made a Ctrl-C."""
+    if not hasattr(signal, "SIGHUP"):
+        pytest.skip("no SIGHUP on this system")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sevenrocks_env.play", "--seed", "3", *PLAYERS], cwd=tmp_path,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    read_until(process, b"choose a number")
+    process.send_signal(signal.SIGHUP)
+    out, _ = process.communicate(b"q\n", timeout=60)
+    assert process.returncode == 0 and b"quit; game record saved" in out
