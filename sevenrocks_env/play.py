@@ -240,16 +240,22 @@ def _quits(answer: str | None) -> bool:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sevenrocks play",
-                                     description="Play one seat of Seven Rocks in the terminal.",
-                                     epilog=RULES_EPILOG)
+                                     description="Play one seat of Seven Rocks in the terminal. "
+                                     "Answer each turn with a move's number, or a tile and an end "
+                                     "(3-5 e, 3|5 east; ends: w/west, e/east, n/north/a for "
+                                     "branch A, s/south/b for branch B; left out when only one "
+                                     "fits); q, end of input or Ctrl-C stops and saves the game "
+                                     "record.",
+                                     epilog=RULES_EPILOG,
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--seat", type=int, default=0, choices=range(4), help="your seat (0-3)")
     parser.add_argument("--partner", default="heuristic", help="agent spec of your partner")
     parser.add_argument("--opponents", nargs="+", default=["heuristic"], metavar="SPEC",
                         help="agent spec of both opponents, or two specs (left, right)")
-    parser.add_argument("--seed", type=int, default=None, help="deal seed (default: random)")
+    parser.add_argument("--seed", type=int, default=None, help="deal seed (None: drawn at random)")
     parser.add_argument("--target", type=int, default=250, help="points to win (R8)")
     parser.add_argument("--record", default=None,
-                        help=f"where to save the game record (default {GAMES}/sevenrocks-game-"
+                        help=f"where to save the game record (None: {GAMES}/sevenrocks-game-"
                              "SEED.json)")
     return parser
 
