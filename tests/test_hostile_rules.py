@@ -145,16 +145,21 @@ def test_the_settings_are_bounded_by_the_game_record_s_bounds(target, max_rounds
 
 
 def _seedless_until(seed: int, stop):
-    """A seedless match (no deals of its own) played at random until ``stop(match)``."""
+    """A seedless match (no deals of its own) played at random until ``stop(match)``; a rules
+    engine that never ends a round (no block, no win) fails here, not at pytest's timeout."""
     rng = np.random.default_rng(seed)
     match = Match.from_deal(*deal(seed, 0), target=150)
-    while not stop(match):
+    for _ in range(20_000):  # a round has at most 97 moves; a match to 150 far fewer rounds
+        if stop(match):
+            break
         assert not match.over, "the match ended first: choose another seed"
         if match.awaiting_deal:
             hands, drawn = deal(seed, match.round_index)
             match.start_round(hands, drawn if match.finisher_opens is None else match.finisher_opens)
         else:
             apply_action(match, int(rng.choice(legal_actions(match))))
+    else:
+        raise AssertionError("20,000 moves and the stop never came: does a round ever end?")
     return match
 
 
@@ -190,3 +195,14 @@ def test_start_round_makes_the_finisher_of_a_domino_open_the_next_round():
                               and m.round_index > 0)
     blocked.start_round(deal(6, blocked.round_index)[0], 3)  # after a block any seat may open
     assert blocked.turn == 3
+
+
+def test_a_loaded_match_cut_between_rounds_waits_for_no_deal():
+    """A saved seedless match cut by its round limit while between rounds (turn -1) is over:
+    it waits for no deal, offers no move, and ``start_round`` refuses to deal it another."""
+    waiting = _seedless_until(4, lambda m: m.awaiting_deal)
+    state = dict(waiting.to_state(), truncated=True, max_rounds=waiting.round_index)
+    cut = Match.from_state(state)
+    assert cut.over and cut.turn == -1 and not cut.awaiting_deal and legal_actions(cut) == []
+    refused(ValueError, "^start_round: the match is over$",
+            lambda: cut.start_round(*deal(4, cut.round_index)))

@@ -43,6 +43,7 @@ def good_state():
     ("scores", [10 ** 30, 0]), ("turn", 4), ("spinner", True), ("placements", 27),
     ("target", 0), ("voids", [0, 0, 0, 128]), ("played", 0), ("winner", 2),
     ("played_by", [1, 1, 0, 0]), ("last_end_sum", 37), ("seed", -1), ("truncated", 0),
+    ("seed", 2 ** 64 + 1),
 ])
 def test_bad_field_is_named(field, value):
     state = good_state()
@@ -110,6 +111,7 @@ def test_an_open_branch_with_no_tile_yet_is_not_a_double():
     ("opener", -1, "a seat 0-3"),
     ("max_rounds", 0, r"None or an int in \[1,"),
     ("ends", [-1, 3, -1, -1], "open at west and east once a tile is down"),
+    ("ends", [0, -1, -1, -1], "open at west and east once a tile is down"),  # east closed too
     ("branch_started", [True, False, False, False], "set only for north/south"),
 ])
 def test_a_layout_the_played_tiles_cannot_make_is_named(field, value, words):
@@ -122,6 +124,49 @@ def test_a_layout_the_played_tiles_cannot_make_is_named(field, value, words):
     state[field] = value
     with pytest.raises(ValueError, match=f"match state: {field} must be {words}"):
         Match.from_state(state)
+
+
+@pytest.mark.parametrize("field, value, named", [
+    ("spinner", 3, "ends"), ("end_double", [True, False, False, False], "ends"),
+    ("branch_started", [False, False, True, False], "ends"), ("last_end_sum", 5, "last_end_sum"),
+])
+def test_a_state_before_the_first_tile_has_no_spinner_doubles_branches_or_end_sum(field, value,
+                                                                                   named):
+    """R3/R4: before the opening nothing is on the table.  A "spinner" there would keep the
+    round's first double from becoming the spinner (R4), so it is refused like the rest."""
+    state = Match.new(7, keep_history=False).to_state()
+    assert state["placements"] == 0 and Match.from_state(state).to_state() == state
+    state[field] = value
+    with pytest.raises(ValueError, match=f"match state: {named} must be .*before the first tile"):
+        Match.from_state(state)
+
+
+def test_a_closed_branch_is_not_flagged_as_a_double():
+    """R4/R5: north/south are closed while the spinner is exposed (good_state); a double flagged
+    there would count once the branch opens with no tile on it."""
+    from sevenrocks_env.tiles import NORTH, SOUTH
+    for slot in (NORTH, SOUTH):
+        state = good_state()
+        assert state["ends"][slot] == -1
+        state["end_double"][slot] = True
+        with pytest.raises(ValueError, match="match state: branch_started must be False on a "
+                                             "branch that is not open"):
+            Match.from_state(state)
+
+
+def test_a_void_of_any_number_the_seat_still_holds_is_refused():
+    """R6: a knock shows the seat lacks the open numbers, so a seat's voids never name a number
+    on a tile it holds; checked for every number 0 to 6 (a void of 6 went unchecked when
+    ``tiles_showing`` stopped at 5, and no test noticed)."""
+    from sevenrocks_env.tiles import TILE_HIGH, TILE_LOW, tiles_of
+    for number in range(7):
+        state = good_state()
+        seat = next(s for s in range(4) if any(number in (TILE_LOW[t], TILE_HIGH[t])
+                                                for t in tiles_of(state["hands"][s])))
+        state["voids"][seat] = 1 << number
+        with pytest.raises(ValueError, match="match state: voids must be numbers the seat holds "
+                                             "no tile of"):
+            Match.from_state(state)
 
 
 def test_missing_and_unknown_fields():
@@ -172,6 +217,7 @@ def _deep(depth):
     ("played", float), ("played", lambda v: __import__("numpy").int64(v)), ("winner", lambda _: 0.0),
     ("winner", lambda _: False), ("hands", lambda _: [10 ** 5000] * 4),
     ("scores", lambda _: _deep(100_000)),
+    ("scores", lambda v: [__import__("numpy").int64(x) for x in v]),  # not saved as JSON
 ])
 def test_equal_values_of_the_wrong_type_and_huge_values_are_named_in_short(field, change):
     """0.0 == 0 and deep or huge values: refused by type, the message bounded (a raw RecursionError,

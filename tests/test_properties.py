@@ -358,3 +358,62 @@ def test_after_a_domino_the_finisher_must_open_and_after_a_block_the_opener_is_d
             assert match.finisher_opens is None  # a round in play
             continue
         apply_action(match, rng.choice(legal_actions(match)))
+
+
+def test_a_knock_shows_every_open_number_and_a_seat_s_voids_add_up_within_a_round():
+    """R6: a knock shows that the seat lacks every number open at that moment, 0 included; a
+    seat's ``voids`` are the union of what all its knocks this round showed, and each new round
+    starts with none.  (Keeping only the last knock's numbers, or skipping an open 0, passed the
+    rules' own tests: only the observation and the batched lockstep noticed.)"""
+    zero_shown = added_to = 0
+    for seed in range(30):
+        match, rng = Match.new(seed), random.Random(seed)
+        expected, rounds = [0, 0, 0, 0], len(match.history)
+        while not match.over:
+            seat, action = match.turn, rng.choice(legal_actions(match))
+            if action == KNOCK:
+                shown = sum(1 << number for number in set(match.ends) if number >= 0)
+                zero_shown += shown & 1
+                added_to += bool(expected[seat]) and bool(shown & ~expected[seat])
+                expected[seat] |= shown
+            apply_action(match, action)
+            if len(match.history) != rounds:  # a new round: nobody has knocked in it yet
+                expected, rounds = [0, 0, 0, 0], len(match.history)
+            if not match.over:
+                assert match.voids == expected, (seed, match.round_index, match.placements)
+    assert zero_shown >= 10 and added_to >= 10  # both cases are met, many times
+
+
+def test_playing_on_a_clone_with_history_leaves_the_match_s_log_alone():
+    """``clone(keep_history=True)`` copies each round's log: moves played on the clone (a search
+    looking ahead) are not written into the match's history, nor the match's into the clone's."""
+    match, rng = Match.new(11), random.Random(11)
+    for _ in range(6):
+        apply_action(match, rng.choice(legal_actions(match)))
+    before = [list(log.moves) for log in match.history]
+    clone = match.clone(keep_history=True)
+    for _ in range(3):
+        apply_action(clone, rng.choice(legal_actions(clone)))
+    assert [log.moves for log in match.history] == before
+    assert len(clone.history[-1].moves) == len(before[-1]) + 3
+    cloned = [list(log.moves) for log in clone.history]
+    apply_action(match, rng.choice(legal_actions(match)))
+    assert [log.moves for log in clone.history] == cloned
+
+
+def test_max_rounds_cuts_the_match_after_exactly_that_many_rounds():
+    """A match cut after ``max_rounds`` rounds plays exactly that many, no more and no fewer,
+    and ends truncated with no winner; its final state (the last round ended by a domino or a
+    block, the turn left on its last mover) loads back."""
+    for seed, rounds in ((0, 1), (1, 2), (2, 3), (3, 1)):
+        match = random_match(seed, target=5000, max_rounds=rounds)
+        assert match.truncated and match.winner is None
+        assert match.round_index == rounds == len(match.history)
+        assert all(log.result in (DOMINO, BLOCKED) for log in match.history)
+        assert Match.from_state(match.to_state()).to_state() == match.to_state()
+    # a seedless match (records, search) is cut as well: it does not wait for another deal
+    from sevenrocks_env.rules import deal
+    match, rng = Match.from_deal(*deal(4, 0), max_rounds=1), random.Random(4)
+    while not match.over and not match.awaiting_deal:
+        apply_action(match, rng.choice(legal_actions(match)))
+    assert match.truncated and not match.awaiting_deal and legal_actions(match) == []
