@@ -165,14 +165,16 @@ def test_unknown_game_and_replay_ids(client):
 @pytest.mark.parametrize("body, words", [
     ({"partner": "alphago"}, "unknown agent spec for partner"),
     ({"left": "ckpt:/etc/passwd"}, "unknown agent spec"),  # no arbitrary file loading
-    ({"seat": 4}, "seat must be"),
+    ({"seat": 4}, "seat must be"), ({"seat": True}, "seat must be"),  # JSON true is no seat 1
     ({"target": 0}, "target must be"),
     ({"target": records.MAX_TARGET + 1}, "target must be"),  # its record would not load back
-    ({"seed": -1}, "seed must be"),
+    ({"seed": -1}, "seed must be null or an int"),  # refused here, not by an agent's check
     ({"seed": "-1"}, "seed must be"), ({"seed": "1e3"}, "seed must be"),
     ({"seed": "9" * 20}, "seed must be"), ({"seed": "١٢"}, "seed must be"),  # Arabic-Indic digits
     ({"seed": str(2 ** 63)}, "seed must be"), ({"seed": 1.0}, "seed must be"),
+    ({"seed": "9" * 5000}, "seed must be"),  # past int()'s digit limit: a 422, not a 500
     ({"colour": "red"}, "unknown fields"),
+    ([], "JSON object"), (False, "JSON object"),  # empty, but not a missing body
 ])
 def test_bad_setups(client, app, body, words):
     response = client.post("/api/games", json=body)
@@ -327,21 +329,28 @@ def test_a_slow_bot_does_not_stall_other_games(client, app):
     worker = threading.Thread(target=lambda: done.setdefault("r", client.post(
         f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})))
     worker.start()
-    started = time.monotonic()
-    while not game.lock.locked() and time.monotonic() - started < 5:
-        time.sleep(0.01)
-    assert client.get(f"/api/games/{other['id']}").status_code == 200  # not stalled
-    busy = client.post(f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})
-    assert busy.status_code == 409 and "being computed" in busy.json()["error"]
-    assert busy.headers["retry-after"] == "1"  # the page tries its bot step again (app.js)
-    # a GET of the busy game answers at once (it used to wait on the lock, holding a worker
-    # thread: enough of them stalled every game) with the view from before the bot's move
-    view = client.get(f"/api/games/{slow['id']}")
-    assert not release.is_set() and view.status_code == 200 and view.json() == slow
-    record = client.get(f"/api/games/{slow['id']}/record")
-    assert record.status_code == 409 and "being computed" in record.json()["error"]
-    release.set()
-    worker.join(10)
+    try:  # (a failed assertion with the bot still thinking hung the whole run)
+        started = time.monotonic()
+        while not game.lock.locked() and time.monotonic() - started < 5:
+            time.sleep(0.01)
+        assert client.get(f"/api/games/{other['id']}").status_code == 200  # not stalled
+        busy = client.post(f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})
+        assert busy.status_code == 409 and "being computed" in busy.json()["error"]
+        assert busy.headers["retry-after"] == "1"  # the page tries its bot step again (app.js)
+        # a human move waits for the lock too: checked beside a bot move being applied, it could
+        # pass the ply check before that move and be applied after it
+        moved = client.post(f"/api/games/{slow['id']}/move",
+                            json={"ply": slow["ply"], "action": KNOCK})
+        assert moved.status_code == 409 and "being computed" in moved.json()["error"]
+        # a GET of the busy game answers at once (it used to wait on the lock, holding a worker
+        # thread: enough of them stalled every game) with the view from before the bot's move
+        view = client.get(f"/api/games/{slow['id']}")
+        assert not release.is_set() and view.status_code == 200 and view.json() == slow
+        record = client.get(f"/api/games/{slow['id']}/record")
+        assert record.status_code == 409 and "being computed" in record.json()["error"]
+    finally:
+        release.set()
+        worker.join(10)
     assert done["r"].status_code == 200
     assert client.get(f"/api/games/{slow['id']}").json() == done["r"].json()
 
@@ -529,7 +538,7 @@ def test_a_full_server_refuses_before_loading_agents_or_parsing_a_record(client,
 
 
 @pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://testserver.evil",
-                                    "https://testserver:8443"])
+                                    "https://testserver:8443", ""])
 def test_a_post_from_another_site_is_refused(client, app, origin):
     """A page elsewhere can make the browser post here (a form, a no-cors fetch): browsers name
     that page in ``Origin``, and it is not this server."""
@@ -538,6 +547,8 @@ def test_a_post_from_another_site_is_refused(client, app, origin):
     assert len(app.state.store) == 0
     assert client.post("/api/games", json=BOTS, headers={"origin": "http://testserver"}) \
         .status_code == 201  # the page itself
+    assert client.post("/api/games", json=BOTS, headers={"origin": "HTTP://TestServer"}) \
+        .status_code == 201  # host names are case-insensitive
     assert client.post("/api/games", json=BOTS).status_code == 201  # curl, scripts: no Origin
     assert client.get("/api/agents", headers={"origin": origin}).status_code == 200
     game = client.post("/api/games", json=BOTS).json()["id"]  # a DELETE changes something too
@@ -548,7 +559,7 @@ def test_a_post_from_another_site_is_refused(client, app, origin):
 @pytest.mark.parametrize("host, status", [
     ("127.0.0.1:8000", 200), ("localhost", 200), ("LocalHost:80", 200), ("[::1]:8000", 200),
     ("evil.example", 400), ("evil.example:8000", 400), ("127.0.0.1.evil.example", 400),
-    ("[::2]:8000", 400), ("", 400),
+    ("[::2]:8000", 400), ("", 400), ("[::1", 400),
 ])
 def test_a_loopback_server_answers_only_to_loopback_names(host, status):
     """DNS rebinding: a site whose name resolves to 127.0.0.1 sends its own name as Host."""
@@ -828,3 +839,78 @@ def test_refusals_name_idle_minutes_as_given_not_rounded_down():
         store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 2))
     assert full.value.status == 429 and "(0.5 minutes without a move)" in full.value.message
     assert "30 minutes" in GameStore().idle_text()
+
+
+def test_every_refused_placement_says_which_case_with_the_numbers_the_table_shows():
+    """Against the rules engine's legal moves, in every position of 30 first rounds: a tile that
+    fits nowhere lists every open end (one showing 0 too); one that fits elsewhere names the end
+    it missed and the number that end shows (0 included), or that the end is not open; a tile
+    that fits branch B only still fits; the spinner 0|0 is a spinner (R4); a legal move has no
+    reason."""
+    from sevenrocks_env.play import PLACE_WORDS
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+    from sevenrocks_env.tiles import NORTH
+    from sevenrocks_env.web.moves import why_illegal
+
+    seen = {"0 listed": 0, "0 missed": 0, "0|0 spinner": 0, "branch B only": 0}
+    for seed in range(30):
+        match = Match.new(seed, target=5000)
+        while len(match.history) == 1:
+            legal = legal_actions(match)
+            assert why_illegal(match, legal[0]) == ""
+            hand = match.hands[match.turn]
+            for tile in (t for t in range(28) if (hand >> t) & 1 and not match.opening):
+                fits = [a & 3 for a in legal if a != KNOCK and a >> 2 == tile]
+                seen["branch B only"] += fits == [3]
+                for slot in set(range(4)) - set(fits):
+                    reason = why_illegal(match, 4 * tile + slot)
+                    if not fits:
+                        assert "fits no open end" in reason, (match.ends, reason)
+                        for place, number in enumerate(match.ends):
+                            if number >= 0:
+                                assert f"{PLACE_WORDS[place]} shows {number}" in reason, reason
+                        seen["0 listed"] += 0 in match.ends
+                        if match.ends[NORTH] < 0 and match.spinner == 0:
+                            assert "no spinner yet" not in reason, reason
+                            seen["0|0 spinner"] += 1
+                    elif match.ends[slot] < 0:
+                        assert f"{PLACE_WORDS[slot]} is not open" in reason, reason
+                    else:
+                        assert f"does not fit {PLACE_WORDS[slot]}, which shows " \
+                               f"{match.ends[slot]}:" in reason, (match.ends, reason)
+                        seen["0 missed"] += match.ends[slot] == 0
+            apply_action(match, legal[0])
+    assert all(seen.values()), seen
+
+
+def test_the_opener_s_tiles_go_in_the_middle_and_a_move_elsewhere_says_so(client, app):
+    """The opening (R3): every tile of the opener's hand may open, in the middle (slot 0, the
+    place "open"); an end is no place to open, and the refusal says that rather than "not
+    open: there is no spinner yet"."""
+    from sevenrocks_env.rules import Match
+
+    seed = next(s for s in range(100) if Match.new(s, target=250).turn == 0)
+    view = client.post("/api/games", json={"seat": 0, **BOTS, "seed": seed}).json()
+    assert view["opening"] and view["next"] == "you"
+    assert all(t["playable"] and [p["place"] for p in t["places"]] == ["open"]
+               and [p["slot"] for p in t["places"]] == [0] for t in view["hand"]), view["hand"]
+    tile = view["hand"][0]
+    answer = client.post(f"/api/games/{view['id']}/move",
+                         json={"ply": view["ply"], "action": 4 * tile["tile"] + 1})
+    assert answer.status_code == 422
+    assert f"the opening tile is played in the middle (slot 0): {tile['name']} opens the round" \
+        in answer.json()["error"]
+
+
+def test_retry_after_is_never_before_the_first_idle_game_expires():
+    """A full server's ``Retry-After`` rounds the seconds left up: rounded down, the page's
+    retry came before the place was free and met another 429."""
+    from sevenrocks_env.web.games import GameError, GameStore, Setup
+
+    store = GameStore(max_games=1, idle_seconds=100.0)
+    game = store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 1))
+    game.touched = time.monotonic() - 0.5  # 99.5 s left
+    with pytest.raises(GameError) as full:
+        store.check_room()
+    left = game.touched + store.idle_seconds - time.monotonic()
+    assert full.value.status == 429 and left <= full.value.retry_after < left + 1

@@ -187,6 +187,7 @@ def test_after_the_match_nobody_is_to_move(client, app, seed):
     assert [m["text"] for m in view["moves"]] == [describe_move(last, i)
                                                   for i in range(len(last.moves))]
     assert view["moves"]
+    assert view["board"] is None and view["hand"] == []  # the last board is in last_round
     response = client.post(f"/api/games/{view['id']}/move", json={"ply": view["ply"],
                                                                   "action": KNOCK})
     assert response.status_code == 409 and game.ply == view["ply"]
@@ -309,11 +310,33 @@ def test_replay_steps_through_a_record(client, app):
         ended = match.history[-1].result is not None
         assert frame["result"] == (match.history[-1].result if ended else None)
         assert frame["deductions"] == (match.history[-1].deductions if ended else None)
+        log = match.history[-1]  # each move's points as played; a knock scores none (R6)
+        assert [(mv["knock"], mv["points"]) for mv in frame["moves"]] == [
+            (action == KNOCK, points) for _, action, _, points in log.moves[:m]]
     assert rounds >= 2 and m == len(record["rounds"][-1]["moves"])
     broken = dict(record, scores=[record["scores"][0] + 5, record["scores"][1]])
     response = client.post("/api/replays", json=broken)
     assert response.status_code == 422 and "scores" in response.json()["error"]
     assert client.post("/api/replays", json={"format": "x"}).status_code == 422
+
+
+def test_a_replay_frame_gives_a_knock_no_points(client):
+    """A knock (R6) is saved without points in a record: its frame says 0 points, as each move
+    with points says its own, and the scores add them up."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(0, target=100)
+    while KNOCK not in [action for _, action, _, _ in match.history[-1].moves]:
+        apply_action(match, legal_actions(match)[0])
+    log = match.history[-1]
+    record = records.game_record(match)
+    loaded = client.post("/api/replays", json=record).json()
+    frame = client.get(f"/api/replays/{loaded['id']}/{len(match.history) - 1}/"
+                       f"{len(log.moves)}").json()
+    assert [(mv["knock"], mv["points"]) for mv in frame["moves"]] == [
+        (action == KNOCK, points) for _, action, _, points in log.moves]
+    assert frame["scores"] == match.scores and frame["moves"][-1] == {
+        "seat": log.moves[-1][0], "knock": True, "points": 0, "text": frame["moves"][-1]["text"]}
 
 
 @pytest.mark.parametrize("limit, ending", [
@@ -355,6 +378,9 @@ def test_every_view_counts_the_match_s_moves_each_seat_s_tiles_and_who_is_to_mov
             assert [s["tiles"] for s in view["seats"]] == [h.bit_count() for h in game.match.hands]
             assert [s["to_move"] for s in view["seats"]] == [s == game.match.turn for s in range(4)]
             assert view["turn"] == game.match.turn
+            assert [(m["seat"], m["knock"], m["end_sum"], m["points"]) for m in view["moves"]] == [
+                (seat, action == KNOCK, total, points)
+                for seat, action, total, points in game.match.history[-1].moves]
             assert all(tile["playable"] == bool(tile["places"]) for tile in view["hand"])
             if view["last_round"] is not None:  # an ended round's board marks no tile as last
                 assert not any(tile["last"] for tile in view["last_round"]["board"]["tiles"])

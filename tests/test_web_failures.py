@@ -10,7 +10,7 @@ from web_client import BOTS, game_of
 from sevenrocks_env.observation import encode
 from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import KNOCK
-from sevenrocks_env.web.api import MAX_REPLAY_BODY, create_app
+from sevenrocks_env.web.api import MAX_BODY, MAX_REPLAY_BODY, create_app
 from sevenrocks_env.web.games import GameError, GameStore
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -128,3 +128,53 @@ def test_an_agent_that_cannot_be_built_is_a_json_error(client, capsys, monkeypat
     assert "cannot allocate the network" in capsys.readouterr().err
     monkeypatch.undo()
     assert client.post("/api/games", json={"seat": 0, **BOTS}).status_code == 201
+
+
+def test_an_agent_spec_the_agents_refuse_is_a_422_naming_why(client, app, capsys, monkeypatch):
+    """A ValueError from building the agents is the setup's fault (422, with its words), not the
+    server's (500); the store keeps no game for it."""
+    from sevenrocks_env.web import games
+
+    def refusing(spec, seed=None):
+        raise ValueError(f"no such agent {spec!r}")
+    monkeypatch.setattr(games, "make_agent", refusing)
+    answer = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 3})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"] == "cannot build the agents: no such agent 'greedy'"
+    assert len(app.state.store) == 0
+
+
+@pytest.mark.parametrize("limit", [MAX_REPLAY_BODY, MAX_BODY])
+def test_a_body_without_content_length_may_have_limit_bytes_not_one_more(limit):
+    """The limit is counted while reading when no ``Content-Length`` says it: ``limit`` bytes
+    are read, one more is a 413."""
+    import asyncio
+
+    from starlette.requests import Request
+
+    from sevenrocks_env.web.api import read_body
+
+    def request(size):
+        chunks = [b"a" * 1000] * (size // 1000) + [b"a" * (size % 1000)]
+
+        async def receive():
+            return {"type": "http.request", "body": chunks.pop(0), "more_body": bool(chunks)}
+        return Request({"type": "http", "method": "POST", "path": "/api/replays",
+                        "headers": []}, receive)
+    assert len(asyncio.run(read_body(request(limit), limit))) == limit
+    with pytest.raises(GameError) as refused:
+        asyncio.run(read_body(request(limit + 1), limit))
+    assert refused.value.status == 413 and f"at most {limit} bytes" in refused.value.message
+
+
+def test_a_record_the_checker_trips_on_is_a_422_not_a_500(client, monkeypatch):
+    """An uploaded record is untrusted: an exception other than ``RecordError`` from checking
+    it is still the file's fault."""
+    from sevenrocks_env import record as records
+
+    def tripping(record):
+        raise KeyError("rounds")
+    monkeypatch.setattr(records, "validate", tripping)
+    answer = client.post("/api/replays", json={"format": "sevenrocks-record/1"})
+    assert answer.status_code == 422
+    assert "not a valid game record: KeyError" in answer.json()["error"]
