@@ -203,7 +203,8 @@ def test_reset_after_steps_in_inference_mode_and_keeps_unpopped_records():
     with torch.inference_mode():
         while len(venv._records.finished) < 2:
             venv.step(first_legal(venv))
-    finished = len(venv._records.finished)
+    early = list(venv._records.finished)
+    finished = len(early)
     with torch.inference_mode():  # and reset or load *inside* inference mode, then play outside
         venv.load([venv.match(i) for i in range(8)])
         venv.reset(seed=1)
@@ -211,7 +212,7 @@ def test_reset_after_steps_in_inference_mode_and_keeps_unpopped_records():
     for _ in range(40):  # and it plays on outside inference mode, rounds ending included
         venv.step(first_legal(venv))
     records = venv.pop_finished_records()
-    assert len(records) >= finished
+    assert len(records) >= finished and records[:finished] == early  # the earlier ones first
     for _, record in records:
         validate(record)
 
@@ -563,3 +564,36 @@ def test_a_pickled_env_keeps_its_action_mask_in_step_with_its_state(fresh):
         actions = first_legal(venv)
         venv.step(actions)
         copy.step(actions.clone())
+
+
+def test_nbytes_with_records_counts_the_move_log():
+    """With ``records=True`` the move log (a CPU array the env keeps) is in ``nbytes()``."""
+    plain = sevenrocks_v0.vector_env(num_envs=6)
+    kept = sevenrocks_v0.vector_env(num_envs=6, records=True)
+    for venv in (plain, kept):
+        venv.reset(seed=0)
+        for _ in range(3):
+            venv.step(first_legal(venv))
+    assert kept._records.log.nbytes > 0
+    assert kept.nbytes() == plain.nbytes() + kept._records.log.nbytes
+
+
+def test_a_reset_after_finished_matches_deals_as_a_fresh_env_does():
+    """Deals depend on ``(seed, env, match, round)`` only, and a reset starts every env's match
+    count again: an env reset after matches have ended replays a fresh env with that seed,
+    its first deals and the deals of the matches after them."""
+    used, fresh = (sevenrocks_v0.vector_env(num_envs=4, target=20) for _ in range(2))
+    used.reset(seed=3)
+    for _ in range(150):
+        used.step(first_legal(used))
+    assert int(used.state.matches.min()) > 0
+    used.reset(seed=7)
+    fresh.reset(seed=7)
+    ended = 0
+    for _ in range(150):
+        actions = first_legal(fresh)
+        ended += int(used.step(actions)[1].sum())
+        fresh.step(actions)
+        for name in FIELDS:
+            assert torch.equal(getattr(used.state, name), getattr(fresh.state, name)), name
+    assert ended > 0

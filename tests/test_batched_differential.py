@@ -7,6 +7,7 @@ step by step by ``rules.Match`` (state, mask, observation byte for byte, rewards
 """
 
 import os
+import re
 from collections import Counter
 
 import pytest
@@ -106,3 +107,87 @@ def test_scores_the_rules_do_not_give_are_a_lockstep_error():
     venv.state.scores[0, 1] = 5
     with pytest.raises(LockstepError, match="env 0: scores"):
         lockstep.check()
+
+
+class _Skewed:
+    """A ``VectorEnv`` seen through one wrong answer (``what``), the rest passed through: what
+    ``Lockstep`` must catch if the batched engine ever gave it."""
+
+    def __init__(self, venv, what):
+        self.venv, self.what = venv, what
+
+    def __getattr__(self, name):
+        return getattr(self.venv, name)
+
+    @property
+    def action_mask(self):
+        mask = self.venv.action_mask.clone()
+        if self.what == "mask":
+            mask[0, 112] ^= True  # the knock
+        return mask
+
+    @property
+    def observation(self):
+        obs = self.venv.observation.clone()
+        if self.what == "observation":
+            obs[0, -1] += 1
+        return obs
+
+    def match(self, env):
+        match = self.venv.match(env)
+        if self.what == "next match" and int(self.venv.state.matches[env]):
+            match.scores = [5, 0]
+        return match
+
+    def step(self, actions):
+        rewards, terminated, truncated = self.venv.step(actions)
+        if self.what == "rewards":
+            rewards = rewards + 0.5
+        elif self.what == "flags":
+            truncated = ~truncated
+        return rewards, terminated, truncated
+
+
+@pytest.mark.parametrize("what, words", [
+    ("mask", "env 0: action mask differs at [112]"),
+    ("observation", "env 0: observation differs at"),
+    ("rewards", "env 0: rewards"),
+    ("flags", "env 0: terminated/truncated"),
+    ("next match", "env 0: the next match does not start fresh"),
+])
+def test_lockstep_catches_a_mask_observation_reward_flag_or_next_match_the_rules_do_not_give(
+        what, words):
+    """``Lockstep`` compares more than the state: a wrong action mask, observation, reward,
+    terminated/truncated flag, or a next match that does not start at 0-0 is an error."""
+    venv = sevenrocks_v0.vector_env(num_envs=1, target=5)
+    venv.reset(seed=0)
+    skewed = _Skewed(venv, what)
+    generator = torch.Generator().manual_seed(0)
+    with pytest.raises(LockstepError, match=re.escape(words)):
+        lockstep = Lockstep(skewed, [0])  # checks nothing yet: each step checks
+        for _ in range(500):  # the next match: a match to 5 points is short
+            lockstep.step(random_actions(venv.action_mask, generator))
+
+
+@pytest.mark.parametrize("field, change", [
+    ("hands", lambda state: state.hands[0].copy_(state.hands[0].roll(1))),
+    ("opener", lambda state: state.opener.add_(1).remainder_(4)),
+    ("round_index", lambda state: state.round_index.add_(1)),
+])
+def test_hands_opener_or_round_the_rules_do_not_give_are_a_lockstep_error(field, change):
+    venv, lockstep, _, _ = _watched_with_a_missing_number()
+    change(venv.state)
+    with pytest.raises(LockstepError, match=f"env 0: {field} is"):
+        lockstep.check()
+
+
+def test_lockstep_without_follow_stops_watching_an_env_whose_match_ended():
+    venv = sevenrocks_v0.vector_env(num_envs=2, target=5)
+    venv.reset(seed=1)
+    lockstep = Lockstep(venv, [0, 1], follow=False)
+    generator = torch.Generator().manual_seed(1)
+    while lockstep.finished < 2:
+        _, terminated, truncated = lockstep.step(random_actions(venv.action_mask, generator))
+        ended = (terminated | truncated).nonzero().squeeze(1).tolist()
+        assert not set(ended) & set(lockstep.shadows)
+    assert lockstep.shadows == {}

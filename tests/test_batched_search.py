@@ -79,6 +79,7 @@ def test_views_state_refuses_indices_and_hands_it_cannot_use():
             (torch.tensor([0, 2]), ValueError, r"view_index must lie in \[0, 1\]"),
             ([0, 0], TypeError, "view_index must be a 1-D LongTensor of indices into views, "
                                 "got list"),
+            (torch.tensor([[0], [0]]), TypeError, "view_index must be a 1-D LongTensor"),
             (torch.tensor([0, 0], dtype=torch.int32), TypeError, "view_index: expected dtype"),
             (torch.tensor([0]), ValueError, r"hidden: expected shape \[1, 3\], got \[2, 3\]")):
         with pytest.raises(error, match=f"views_state: {words}"):

@@ -89,6 +89,7 @@ def test_actions_out_of_range_in_several_envs_name_the_first(validate):
 
 @pytest.mark.parametrize("actions,error", [
     (torch.zeros(4, dtype=torch.long), ValueError),                 # wrong shape
+    (torch.zeros((1, 5), dtype=torch.long), ValueError),            # the right size, 2-D
     (torch.zeros(5, dtype=torch.int32), TypeError),                 # wrong dtype
     (torch.zeros(5), TypeError),
     ([0, 0, 0, 0, 0], TypeError),                                   # not a tensor
@@ -163,7 +164,7 @@ def test_bad_deals_and_loads():
         sevenrocks_v0.vector_env(num_envs=2, reward="win", points_scale=0.1)
     with pytest.raises(ValueError, match="num_envs"):
         sevenrocks_v0.vector_env(num_envs=0)
-    for device in ("bogus", "mps", None, "cuda:99"):  # in words, not torch's AssertionError
+    for device in ("bogus", "mps", "meta", None, "cuda:99"):  # in words, not torch's AssertionError
         with pytest.raises(ValueError, match=r"device .*(Expected one of|runs on 'cpu' or "
                                              r"'cuda'|invalid combination|CUDA|CUDA device)"):
             sevenrocks_v0.vector_env(num_envs=2, device=device)
@@ -394,6 +395,7 @@ def test_sparse_tensors_are_refused_in_words_wherever_a_tensor_is_taken():
     (torch.tensor([True, False]), ValueError, r"\[4\] for a bool mask\), got \[2\]"),
     (torch.tensor([0, 4]), ValueError, r"rows: row 4 is not in \[0, 3\] \(the state holds 4"),
     (torch.tensor([2, -1]), ValueError, r"rows: row -1 is not in \[0, 3\]"),  # took the last
+    (torch.tensor([2, -1], dtype=torch.int32), ValueError, r"rows: row -1 is not in \[0, 3\]"),
     (torch.tensor([0], device="meta"), ValueError, "rows: expected a tensor on device cpu"),
 ])
 def test_take_refuses_rows_that_are_not_rows_of_the_state(rows, error, words):
@@ -439,3 +441,70 @@ def test_both_engines_name_a_bad_deal_in_the_same_words(change, opener):
                         r"tiles \(R1\) and an opener 0-3 \(R2\)", str(scalar.value))
     assert said, str(scalar.value)
     assert f"env 1: {said.group(1)}; a deal is four disjoint" in str(batched.value)
+
+
+def test_a_deal_with_an_eight_tile_hand_overlapping_a_seven_tile_hand_is_refused():
+    """Counts of at least 7 and a union of all 28 tiles are not a deal: a hand of 8 that takes
+    a tile another seat of 7 also holds covers every tile too (29 tiles dealt, one twice)."""
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=4)
+    hands = torch.tensor([scalar_deal(0, 0)[0]] * 2)
+    shared = tiles_of(int(hands[1, 1]))[0]
+    hands[1, 0] |= 1 << shared  # seat 0: 8 tiles, one of them seat 1's (still 7)
+    before = snapshot(venv)
+    with pytest.raises(ValueError, match="env 1: "):
+        venv.reset(seed=0, deals=(hands, torch.tensor([0, 1])))
+    assert all(torch.equal(kept, getattr(venv.state, name)) for name, kept in before.items())
+    assert venv.seed == 4
+
+
+def test_load_refuses_more_matches_than_envs_and_changes_nothing():
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=0)
+    before = snapshot(venv)
+    with pytest.raises(ValueError, match="load: expected 2 matches, got 3"):
+        venv.load([Match.new(0), Match.new(1), Match.new(2)])
+    assert all(torch.equal(kept, getattr(venv.state, name)) for name, kept in before.items())
+
+
+@pytest.mark.parametrize("seed,error", [(-1, ValueError), (2 ** 63, ValueError),
+                                        (1.5, TypeError), (True, TypeError)])
+def test_load_state_refuses_a_bad_seed_and_changes_nothing(seed, error):
+    """``load_state`` takes a seed as ``reset`` does: bounded and an int, checked before the
+    state, the seed or the streams change."""
+    venv = sevenrocks_v0.vector_env(num_envs=2)
+    venv.reset(seed=5)
+    state, streams = venv.state, venv._streams.clone()
+    with pytest.raises(error, match="seed"):
+        venv.load_state(state.take(), seed=seed)
+    assert venv.state is state and venv.seed == 5 and torch.equal(venv._streams, streams)
+
+
+@pytest.mark.parametrize("flag", ["records", "validate", "compile"])
+@pytest.mark.parametrize("value", [None, 0, 1, "yes"])
+def test_the_env_s_flags_are_bools_not_truthy_values(flag, value):
+    """``validate=None`` (or 0) read as false would switch the legality check off silently."""
+    with pytest.raises(TypeError, match=f"{flag} must be a bool"):
+        sevenrocks_v0.vector_env(num_envs=2, **{flag: value})
+
+
+def test_the_match_after_one_loaded_without_a_record_gets_its_record():
+    """A loaded match whose history does not replay keeps no record; the env's next match
+    (dealt by the env itself) is recorded again, under the same env index."""
+    match = Match.new(4, target=60)
+    for _ in range(9):
+        apply_action(match, legal_actions(match)[0])
+    bad = match.clone()
+    bad.history = Match.new(3, target=60).history  # another match's history
+    venv = sevenrocks_v0.vector_env(num_envs=2, records=True, target=60)
+    venv.reset(seed=0)
+    venv.load([bad, bad.clone()])
+    records = []
+    while int(venv.state.matches.min()) < 2:
+        venv.step(first_legal(venv))
+        records += venv.pop_finished_records()
+    finished = venv.state.matches.tolist()
+    for env in (0, 1):  # every match but the loaded one
+        assert sum(1 for i, _ in records if i == env) == finished[env] - 1 >= 1
+    for _, record in records:
+        validate(record)
