@@ -577,6 +577,23 @@ def test_pool_rollout_records_learner_seats_only_and_its_cut_leaves_opponents_un
     assert agent._rng.bit_generator.state == engine.at_cut
 
 
+
+class _SamplerAtCutEngine(BatchedSelfPlayEngine):
+    def _cut(self, model, buffer, critic=None):
+        self.open_at_cut = int((self.pending >= 0).sum())
+        self.at_cut = self.generator.get_state().clone()
+        super()._cut(model, buffer, critic)
+
+
+def test_the_cut_samples_with_its_own_generator_and_leaves_the_rollout_s_as_it_was():
+    """The continuation draws from a generator seeded by one draw of the engine's rng: the
+    rollout's sampler (saved with the engine) is where the last recorded decision left it, so
+    the next rollout's moves do not depend on the look-ahead."""
+    engine = _SamplerAtCutEngine(6, seed=3, target=TARGET, max_rounds=MAX_ROUNDS)
+    engine.collect(LowestActionModel(), RolloutBuffer(6 * 4), 4)
+    assert engine.open_at_cut > 0
+    assert torch.equal(engine.generator.get_state(), engine.at_cut)
+
 @pytest.mark.parametrize("engine_class", [BatchedSelfPlayEngine, SelfPlayEngine])
 def test_pool_match_stats_log_the_learner_team_once_a_match(engine_class):
     """The opponent's team is no learner: its return and win are not the learner's stats."""

@@ -84,6 +84,21 @@ def test_reported_losses_are_the_clipped_objectives():
         0.5 * ((values - returns) ** 2).mean(), rel=1e-4)
 
 
+
+def test_without_norm_adv_the_surrogate_takes_the_advantages_as_they_are():
+    """``norm_adv: false`` (CleanRL's ``--norm-adv False``): the clipped surrogate of the raw
+    advantages, not of their normalised values."""
+    torch.manual_seed(0)
+    model = PolicyNet([16], action_features=0)
+    batch, _, _ = batch_and_outputs(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0)
+    stats = ppo_update(model, optimizer, batch, config(norm_adv=False))
+    raw = np.maximum(-ADVANTAGES * RATIOS, -ADVANTAGES * np.clip(RATIOS, 0.8, 1.2)).mean()
+    normalised = (ADVANTAGES - ADVANTAGES.mean()) / ADVANTAGES.std(ddof=1)
+    assert raw != pytest.approx(
+        np.maximum(-normalised * RATIOS, -normalised * np.clip(RATIOS, 0.8, 1.2)).mean())
+    assert stats["losses/policy_loss"] == pytest.approx(raw, rel=1e-4)
+
 def test_the_entropy_bonus_raises_entropy():
     """With no advantage and no value loss, the only gradient is the entropy bonus: a few
     updates must raise the policy's entropy on these states."""

@@ -247,6 +247,17 @@ def test_cut_leaves_opponent_generators_untouched():
     assert agent._rng.bit_generator.state == before
 
 
+
+def test_cut_draws_its_moves_from_its_own_generator_not_torch_s_global_one():
+    """The continuation samples with a generator seeded by one draw of the engine's rng (saved
+    with the engine), so it leaves torch's global generator -- the one the rollout's own moves
+    are drawn from -- where it was: the real trajectory does not depend on the look-ahead."""
+    engine, buffer, model, _ = _cut_engine()
+    before = torch.get_rng_state()
+    engine._cut(model, buffer)
+    assert (engine.pending == -1).all()
+    assert torch.equal(torch.get_rng_state(), before)
+
 def test_same_seed_same_rollouts():
     def run():
         torch.manual_seed(0)

@@ -70,3 +70,20 @@ def test_logits_that_are_not_finite_are_refused(bad):
     logits[1, 4] = logits[3, 0] = bad
     with pytest.raises(DivergenceError, match="logits are not finite in 2 of 5 rows"):
         sample(logits, torch.Generator().manual_seed(0))
+
+
+def test_legal_logits_at_half_the_mask_s_logit_are_refused_illegal_ones_are_not():
+    """``check_logits`` with the mask: a legal action's logit at or below ``MASKED_LOGIT / 2``
+    (the masked distribution could draw an illegal action) is a ``LogitsError`` counting the
+    rows; an illegal action's logit, however low (a network that masks its own outputs), is not
+    looked at."""
+    from training.ppo import LogitsError, check_logits
+
+    mask = torch.tensor([[True, True, False], [True, False, True]])
+    fine = torch.tensor([[0.0, -0.49e8, -1e9], [1.0, MASKED_LOGIT, 2.0]])
+    assert check_logits(fine, mask) is fine
+    for low in (-0.75e8, MASKED_LOGIT / 2):  # between the mask's logit and half of it; at half
+        logits = torch.tensor([[0.0, low, 0.0], [1.0, 0.0, 2.0]])
+        with pytest.raises(LogitsError, match="for legal actions at or below -5e.07, in 1 of 2 "
+                                              "rows"):
+            check_logits(logits, mask)

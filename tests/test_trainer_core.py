@@ -309,3 +309,20 @@ def test_the_oracle_critic_s_value_depends_on_the_hidden_hands():
     assert values.shape == (4,)
     torch.testing.assert_close(values, by_hand)
     assert (values - other).abs().min() > 1e-6
+
+
+def test_the_hidden_hands_are_those_of_the_left_opponent_partner_and_right_opponent():
+    """The critic's (and the hand guess') extra input, pinned to the match: relative seats 1, 2, 3
+    (seats ``(s + 1) % 4``, ``(s + 2) % 4``, ``(s + 3) % 4``, the observation's order), 28 bits
+    each in tile order, in both engines' forms."""
+    from training.batched_rollout import hidden_hands_batch
+
+    for seed in range(3):
+        match = random_state(seed, 4 + seed)
+        for seat in range(4):
+            expected = [[(match.hands[(seat + k) % 4] >> tile) & 1 for tile in range(28)]
+                        for k in (1, 2, 3)]
+            np.testing.assert_array_equal(hidden_hands(match, seat).reshape(3, 28), expected)
+        batched = hidden_hands_batch(torch.tensor([match.hands] * 4), torch.arange(4))
+        np.testing.assert_array_equal(
+            batched.numpy(), np.stack([hidden_hands(match, seat) for seat in range(4)]))
