@@ -25,8 +25,13 @@ PLAYERS = ["--partner", "random", "--opponents", "random"]
 def default_sigint() -> None:
     """In the child: Ctrl-C's default action.  A test run started in the background by a
     non-interactive shell (as CI may be) inherits SIGINT *ignored*, and Python then installs no
-    KeyboardInterrupt handler, so the SIGINT tests would test nothing."""
+    KeyboardInterrupt handler, so the SIGINT tests would test nothing.  Likewise SIGHUP and
+    SIGTERM: a run under ``nohup`` inherits SIGHUP ignored, which ``sevenrocks play`` rightly
+    leaves alone."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    for name in ("SIGHUP", "SIGTERM"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def start_play(tmp_path, *args) -> subprocess.Popen:

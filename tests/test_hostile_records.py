@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from sevenrocks_env import record as records
 from sevenrocks_env.checks import shown
-from sevenrocks_env.record import (MAX_MOVES_PER_ROUND, MAX_ROUNDS, MAX_TARGET, RecordError,
-                                   game_record, load, parse, validate)
+from sevenrocks_env.record import (FORMAT, MAX_MOVES_PER_ROUND, MAX_ROUNDS, MAX_TARGET,
+                                   RecordError, game_record, load, parse, validate)
 from sevenrocks_env.render.replay import main as replay_main
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.textfile import read_text
@@ -125,6 +125,7 @@ def test_python_values_json_never_makes_are_refused_too():
     placement["tile"] = np.array([placement["tile"], "x"])
     assert "but the move says tile <ndarray>" in refused(record)
     assert "unknown keys ['<Key>']" in refused({**RECORD, Key(): 1})
+    assert "unknown record format <ndarray>" in refused({**RECORD, "format": np.array([FORMAT])})
     assert refused(None).endswith("a game record is a JSON object, got null")  # JSON's names
     assert refused([1]).endswith("got an array") and refused("x").endswith("got a string")
 
@@ -195,6 +196,34 @@ def test_bounds_before_work():
     record["rounds"][0]["moves"] = [{"seat": 0, "action": 112, "pass": True}] * (
         MAX_MOVES_PER_ROUND + 1)
     assert "moves" in refused(record)
+
+
+def test_the_documented_bounds_are_exact_edges(tmp_path):
+    """docs/security.md: at most 1000 rounds, 116 moves a round, 1,000,000 JSON values and
+    32 MB of file; one past each is refused for its size, before any replay or parsing, and the
+    bound itself is not (what is refused there is the content, not the size)."""
+    assert (MAX_ROUNDS, MAX_MOVES_PER_ROUND) == (1000, 116)
+    message = refused(dict(RECORD, rounds=[RECORD["rounds"][0]] * 1001))
+    assert message == "record has 1001 rounds; at most 1000 are read"
+    knock = {"seat": 0, "action": 112, "pass": True}
+    for count, size_refused in ((116, False), (117, True)):
+        record = copy.deepcopy(RECORD)
+        record["rounds"][0]["moves"] = [knock] * count
+        message = refused(record)
+        assert ("a round has at most 116" in message) == size_refused, message
+    values = 1_000_000
+    with pytest.raises(RecordError, match="more than 1,000,000 JSON values"):
+        parse("[" + ",".join(["0"] * (values + 1)) + "]")  # N commas and one [
+    for score, words in ((10**6, "record says scores"), (-10**6, "record says scores"),
+                         (10**6 + 1, r"scores must be two ints \(\|n\| <= 1000000\)")):
+        assert re.search(words, refused(dict(RECORD, scores=[score, 0])))
+    path = tmp_path / "big.json"
+    path.write_bytes(b"{}" + b" " * (32 * 2**20 - 2))
+    with pytest.raises(RecordError, match="unknown record format"):  # read: exactly 32 MB
+        load(path)
+    path.write_bytes(b"{}" + b" " * (32 * 2**20 - 1))
+    with pytest.raises(RecordError, match="larger than 32 MB"):
+        load(path)
 
 
 def test_exactly_max_rounds_rounds_are_read():

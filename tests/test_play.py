@@ -355,6 +355,18 @@ def test_a_record_path_that_is_an_agents_checkpoint_is_refused(tmp_path, capsys)
         assert checkpoint.stat().st_size == size and "your move" not in out
 
 
+def test_an_existing_record_file_with_an_incomplete_agent_spec_is_refused_as_existing(tmp_path):
+    """A spec whose files cannot be told (no checkpoint named, or one that is missing) is left
+    for make_agent to refuse: the record path is still judged, as a file that exists."""
+    from sevenrocks_env.play_record import existing_file_problem
+
+    path = tmp_path / "game.json"
+    path.write_text("{}")
+    specs = ["ckpt:", f"ckpt:{tmp_path / 'missing.pt'}", "random"]
+    assert existing_file_problem(path, specs).startswith("exists already")
+    assert existing_file_problem(tmp_path / "new.json", specs) is None
+
+
 class _FailingAgent:
     """An agent that breaks mid-game, as a hostile checkpoint's network does."""
     name = "broken"

@@ -121,7 +121,18 @@ def first_placement(record, r=0, skip=0):
     (lambda r: r["rounds"][0]["hands"][0].append(r["rounds"][0]["hands"][1].pop()),
      r"seat 0's hand must list 7 tiles"),
     (lambda r: r["rounds"][0]["hands"][0].__setitem__(0, r["rounds"][0]["hands"][0][0] + " " * 6),
-     r"a tile is a string like '3\|5'"),
+     r"a tile is a string like '3\|5'"),    # a negative number is refused as one, not compared with the replay's (R5 sums are >= 0)
+    (lambda r: first_placement(r).update(points=-5), r"end_sum and points must be ints >= 0"),
+    (lambda r: first_placement(r).update(end_sum=-5), r"end_sum and points must be ints >= 0"),
+    # a result of the wrong type is named as one (a huge int could not even be repr'd)
+    (lambda r: r["rounds"][0].update(result=5), r"round 0: result must be one of .* got 5$"),
+    (lambda r: r["rounds"][0].update(result=10 ** 5000), r"round 0: result must be one of"),
+    (lambda r: r["rounds"][0].update(result=["won"]), r"round 0: result must be one of"),
+    # a move's seat out of range, or a move without its action, is named as such
+    (lambda r: r["rounds"][0]["moves"][1].update(seat=4),
+     r"round 0, move 1: seat must be an int 0-3, got 4$"),
+    (lambda r: r["rounds"][0]["moves"][1].pop("action"),
+     r"round 0, move 1: a move is an object with 'seat' and 'action'$"),
 ])
 def test_bad_records_name_the_problem(edit, message):
     record = finished_record(seed=2)
@@ -274,3 +285,37 @@ def test_record_is_json_with_ints_only():
     record = finished_record(seed=6, max_rounds=2)
     text = json.dumps(record)
     assert json.loads(text) == record
+
+
+def test_an_unfinished_round_followed_by_another_is_refused_at_that_round():
+    """A round recorded (and replayed) as still in progress must be the match's last: the error
+    names that round, not the one after it."""
+    record = finished_record(seed=3)
+    assert len(record["rounds"]) >= 2
+
+    def cut_round_0(r):
+        r["rounds"][0]["moves"] = r["rounds"][0]["moves"][:3]
+        r["rounds"][0].update(result=None, deductions=[0, 0, 0, 0])
+    with pytest.raises(RecordError, match=r"^round 0: an unfinished round must be the last one$"):
+        validate(tampered(record, cut_round_0))
+
+
+def test_a_record_of_a_match_in_progress_is_a_snapshot():
+    """A record taken mid-match (``sevenrocks play`` saving on a signal, the web page) holds the
+    scores of that moment: playing on changes neither the match's nor the round's scores in it."""
+    match = Match.new(7)
+    rng = random.Random(7)
+    while match.scores == [0, 0]:  # until a placement has scored (R5)
+        apply_action(match, rng.choice(legal_actions(match)))
+    record = game_record(match)
+    kept = copy.deepcopy(record)
+    assert record["scores"] == match.scores and record["rounds"][-1]["result"] is None
+    while not match.over:
+        apply_action(match, rng.choice(legal_actions(match)))
+    assert record == kept
+    validate(record)
+
+
+def test_a_match_without_history_has_no_record():
+    with pytest.raises(ValueError, match="keeps no history"):
+        game_record(Match.new(1, keep_history=False))
