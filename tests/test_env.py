@@ -632,3 +632,44 @@ def test_a_copy_draws_only_the_seat_the_original_draws(copy_of):
                  if line.startswith("  seat ") and " hand: " in line]
         assert hands == [str(seat)]
         assert clone.render() == env.render()
+
+
+def test_human_mode_prints_the_table_at_reset_and_after_every_step(capsys):
+    """``render_mode="human"`` prints the ansi table (and ``render()`` returns None): at reset and
+    after each step, what a person watching the match reads."""
+    env = sevenrocks_v0.raw_env(render_mode="human", render_observer=0)
+    env.reset(seed=3)
+    printed = capsys.readouterr().out
+    assert "Seven Rocks - round 1 " in printed
+    ansi = sevenrocks_v0.raw_env(render_mode="ansi", render_observer=0)
+    ansi.reset(seed=3)
+    assert printed == ansi.render() + "\n"
+    action = legal_actions(env.match)[0]
+    env.step(action)
+    ansi.step(action)
+    assert capsys.readouterr().out == ansi.render() + "\n"
+    assert env.render() is None and capsys.readouterr().out == ansi.render() + "\n"
+
+
+def test_a_seat_s_rgb_render_shows_that_seat_s_own_hand():
+    """The seat's view shows its own hand: exchanging a tile between the observer's hand and
+    another's changes the picture (the no-leak test above checks only the other hands)."""
+    from sevenrocks_env.tiles import tiles_of
+
+    env = sevenrocks_v0.raw_env(render_mode="rgb_array", render_observer=0)
+    env.reset(seed=3)
+    before = env.render()
+    hands = env.match.hands
+    one, two = tiles_of(hands[0])[0], tiles_of(hands[1])[0]
+    hands[0] ^= (1 << one) | (1 << two)
+    hands[1] ^= (1 << one) | (1 << two)
+    assert not np.array_equal(before, env.render())
+
+
+def test_each_agent_s_infos_is_its_own_dict():
+    """``infos`` holds one dict per agent: what a wrapper writes into one seat's info (an
+    ``action_mask``, a flag) must not appear in the other seats' infos."""
+    env = sevenrocks_v0.raw_env()
+    env.reset(seed=0)
+    env.infos["player_0"]["note"] = 1
+    assert all("note" not in env.infos[agent] for agent in ("player_1", "player_2", "player_3"))

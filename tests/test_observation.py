@@ -236,3 +236,19 @@ def test_checked_inputs_refuses_knock_marked_legal_beside_a_placement():
                 checked_inputs(encode(match, seat), mask)
         seen.add(legal == [KNOCK])
     assert seen == {True, False}
+
+
+def test_tile_sets_encodes_hands_as_the_hand_piece_does():
+    """``tile_sets`` (the oracle critic's hidden hands) is the ``hand`` piece's encoding: tile
+    ``t`` at position ``t`` of each 28-entry block, low half then high half, for any mask."""
+    from sevenrocks_env.observation import tile_sets
+
+    match = Match.new(7)
+    got = tile_sets(match.hands).reshape(4, NUM_TILES)
+    for seat in range(4):
+        assert np.array_equal(got[seat], view(encode(match, seat), "hand"))
+    masks = (1, 1 << 13, 1 << 14, 1 << 27, (1 << NUM_TILES) - 1, 0)
+    want = np.array([[(m >> t) & 1 for t in range(NUM_TILES)] for m in masks], np.float32)
+    out = np.full(len(masks) * NUM_TILES, 9.0, np.float32)
+    assert tile_sets(masks, out) is out
+    assert np.array_equal(out.reshape(len(masks), NUM_TILES), want)
