@@ -302,6 +302,22 @@ def test_small_arena_against_greedy_runs_the_match_horizon_rollouts(shipped, mon
     assert len(searched) >= 2 and set(searched) == {3}
 
 
+def test_search_plays_the_action_of_the_best_score_ties_to_the_lower_action(shipped):
+    """``act`` / ``choose_many`` play the legal action with the highest score (mean rollout
+    margin for the seat's own partnership, ``prior`` 0 here), ties to the lower action number --
+    not the lowest score (the opponents' best), the first or the last of the best."""
+    match = next(m for m in (random_state(s, 9) for s in range(100))
+                 if not m.over and len(rules.legal_actions(m)) == 3)
+    obs, mask = encode(match, match.turn), action_mask(match, match.turn)
+    legal = rules.legal_actions(match)
+    agent = PolicySearchAgent(shipped, samples=2, seed=0, prior=0.0)
+    for means, best in (([1.0, 5.0, -2.0], 1), ([-3.0, -1.0, -1.0], 1), ([4.0, 4.0, 0.0], 0),
+                        ([-1.0, -2.0, 0.5], 2)):
+        agent.world_values = lambda decisions, means=means: [np.array([means, means])]
+        assert agent.act(obs, mask) == legal[best], means
+        assert agent.choose_many([obs], [mask], [np.random.default_rng(0)]) == [legal[best]]
+
+
 def test_forced_move_is_played_without_search(shipped):
     agent = PolicySearchAgent(shipped, samples=1, seed=0)
     agent._rollouts = None  # any search would fail

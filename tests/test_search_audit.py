@@ -112,6 +112,54 @@ def test_search_takes_its_documented_extremes_and_nothing_past_them():
             SearchAgent(win_bonus=bad)
 
 
+
+@pytest.mark.parametrize("rollout", ["defensive", "greedy"])
+def test_a_worlds_value_is_the_seats_own_partnership_margin_in_the_real_match(rollout):
+    """With the true hidden hands, a world's value of an action is what that action followed by
+    the same rollout moves does in the real match, counted for the seat's own partnership: its
+    score change minus the other's to the round's end (R5, R7), plus ``win_bonus`` if it wins
+    the match (R8; minus if the other does) -- for seats of both teams.  (The batched search is
+    held to ``_rollout_value``; this holds ``_rollout_value`` to the real match: a sign or team
+    flip would make the search play for the opponents.)"""
+    agent = SearchAgent(rollout=rollout, win_bonus=50.0)
+    seats, outcomes = set(), set()
+    for seed in range(60):
+        match = random_state(seed, seed % 45, target=60)  # a small target: wins are common
+        if match.over or len(rules.legal_actions(match)) < 2:
+            continue
+        seat = match.turn
+        ours, theirs = rules.team_of(seat), 1 - rules.team_of(seat)
+        hidden = tuple(match.hands[(seat + k) & 3] for k in (1, 2, 3))
+        world = world_match(view_of(match, seat), hidden)
+        for action in rules.legal_actions(match):
+            real = match.clone()
+            start = real.scores[ours] - real.scores[theirs]
+            round_index = real.round_index
+            rules.apply_action(real, action)
+            while not real.over and real.round_index == round_index:
+                rules.apply_action(real, agent._rollout_action(real))
+            expected = float(real.scores[ours] - real.scores[theirs] - start)
+            if real.winner is not None:
+                expected += 50.0 if real.winner == ours else -50.0
+                outcomes.add(real.winner == ours)
+            assert agent._rollout_value(world.clone(), action) == expected, (seed, action)
+        seats.add(seat)
+    assert seats == {0, 1, 2, 3} and outcomes == {True, False}  # both teams, won and lost
+
+
+def test_search_plays_the_action_of_the_best_mean_value_ties_to_the_lower_action(monkeypatch):
+    """``choose`` is the legal action whose mean rollout value is highest (for the seat's own
+    partnership: the values are margins), ties going to the lower action number -- not the
+    lowest value, the first or the last of the best."""
+    match, = positions_with_a_choice(1, min_legal=3)
+    view, legal = view_of(match, match.turn), rules.legal_actions(match)
+    agent = SearchAgent(seed=0, samples=1)
+    for values, best in (([1.0, 5.0, -2.0], 1), ([-3.0, -1.0, -1.0], 1), ([4.0, 4.0, 0.0], 0),
+                         ([-1.0, -2.0, 0.5], 2)):
+        monkeypatch.setattr(agent, "action_values", lambda v, l, values=values: values)
+        assert agent.choose(view, legal[:3]) == legal[best], values
+
+
 # --- search_batched.BatchedSearch ------------------------------------------------------------
 
 @pytest.mark.parametrize("win_bonus, rollout, samples", [
