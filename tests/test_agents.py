@@ -281,3 +281,25 @@ def test_a_time_limit_must_be_positive(time_limit):
     """``time_limit`` must be in (0, MAX_TIME_LIMIT]: zero seconds is refused."""
     with pytest.raises(ValueError, match="time_limit"):
         SearchAgent(time_limit=time_limit)
+
+
+class _TopDraws:
+    """A generator whose every uniform draw rounds ``u * total`` up to ``total`` (what the
+    largest draws below 1 can do in float arithmetic): the walk over the seats then fell
+    through to the last allowed seat even when that seat was already full."""
+
+    def random(self, size=None):
+        return 1.0 if size is None else np.ones(size)
+
+
+def test_hand_sampler_never_gives_a_full_seat_a_tile_even_at_the_top_draw():
+    for seed, moves in ((3, 18), (5, 4), (11, 30)):
+        match = random_state(seed, moves)
+        view = view_of(match, match.turn)
+        sampler = HandSampler(view)
+        counts = [view.tile_counts[k] for k in (1, 2, 3)]
+        forbidden = [excluded_tiles(view.voids[k]) for k in (1, 2, 3)]
+        for hands in [sampler.sample(_TopDraws())] + sampler.sample_many(_TopDraws(), 3):
+            assert [bin(h).count("1") for h in hands] == counts, (seed, hands, counts)
+            assert not any(h & f for h, f in zip(hands, forbidden))
+            assert sum(hands) == view.unseen

@@ -13,6 +13,8 @@ team 0 of the world is the observer's partnership.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import rules
@@ -94,7 +96,10 @@ class HandSampler:
                 rest = (a - (j == 0), b - (j == 1))
                 ok = rest[0] >= 0 and rest[1] >= 0 and c - (j == 2) >= 0
                 weights.append(after.get(rest, 0) if ok else 0)
-            pick = rng.random() * sum(weights)
+            total = sum(weights)
+            # u < 1, but u * total may round up to total: the walk below would then fall
+            # through to the last allowed seat even when its weight is 0 (a full seat)
+            pick = min(rng.random() * total, math.nextafter(total, 0))
             for j, weight in zip(self.allowed[i], weights):
                 if pick < weight:
                     break
@@ -116,7 +121,9 @@ class HandSampler:
         for i, allowed in enumerate(self.allowed):
             after = tables[i + 1]
             weights = [after[a - (j == 0), b - (j == 1)] for j in allowed]
-            chosen = self._first_below(draws[:, i] * sum(weights), weights, allowed)
+            total = sum(weights)
+            pick = np.minimum(draws[:, i] * total, np.nextafter(total, 0))  # as in sample
+            chosen = self._first_below(pick, weights, allowed)
             seat[:, i] = chosen
             a -= chosen == 0
             b -= chosen == 1
