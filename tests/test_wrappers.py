@@ -254,3 +254,21 @@ def test_the_parallel_env_refuses_none_for_the_seat_on_turn_by_name():
     with pytest.raises(TypeError, match=f"action of {mover} must be an int action index"):
         env.step(dict.fromkeys(env.agents))
     assert env.unwrapped.match.placements == 0
+
+
+def test_observing_another_seat_after_the_mover_does_not_change_what_the_mover_may_play():
+    """The illegal-move wrapper judges a step by the mask the *mover* last saw: observing
+    another seat in between (a logger, a spectator's view) must not make a legal move of the
+    mover's look illegal and end the match."""
+    env = sevenrocks_v0.env()
+    for seed in range(5):
+        env.reset(seed=seed)
+        for _ in range(12):
+            mover = env.agent_selection
+            mask = env.last()[0]["action_mask"]
+            others = [agent for agent in env.agents if agent != mover]
+            seen = [env.observe(agent)["action_mask"] for agent in others]
+            action = int(np.flatnonzero(mask)[-1])
+            assert not any(other[action] for other in seen)  # illegal for the seat seen last
+            env.step(action)
+            assert not any(env.terminations.values()), (seed, mover, action)
