@@ -97,9 +97,9 @@ class HandSampler:
                 ok = rest[0] >= 0 and rest[1] >= 0 and c - (j == 2) >= 0
                 weights.append(after.get(rest, 0) if ok else 0)
             total = sum(weights)
-            # u < 1, but u * total may round up to total: the walk below would then fall
-            # through to the last allowed seat even when its weight is 0 (a full seat)
-            pick = min(rng.random() * total, math.nextafter(total, 0))
+            pick = rng.random() * total
+            if pick >= total:  # u < 1, but u * total may round up to total: the walk below
+                pick = math.nextafter(total, 0)  # would fall through to a full last seat
             for j, weight in zip(self.allowed[i], weights):
                 if pick < weight:
                     break
@@ -122,7 +122,10 @@ class HandSampler:
             after = tables[i + 1]
             weights = [after[a - (j == 0), b - (j == 1)] for j in allowed]
             total = sum(weights)
-            pick = np.minimum(draws[:, i] * total, np.nextafter(total, 0))  # as in sample
+            pick = draws[:, i] * total
+            over = pick >= total  # as in sample: kept below the total
+            if over.any():
+                pick[over] = np.nextafter(total[over], 0)
             chosen = self._first_below(pick, weights, allowed)
             seat[:, i] = chosen
             a -= chosen == 0
