@@ -303,6 +303,22 @@ def test_resampling_never_draws_past_the_last_world():
     assert len(kept.hidden) == len(shares) and shares.sum() == pytest.approx(1.0)
 
 
+def test_resampling_never_draws_a_world_of_weight_zero():
+    """Ten worlds of 0.1 (a hair under 1 in all) and an eleventh of weight 0: the top point
+    of a draw at the top of [0, 1) must draw the tenth world, never the weightless one."""
+    match = positions_with_a_choice(1)[0]
+    view = view_of(match, match.turn)
+    decision = Decision(view, rules.legal_actions(match), HandSampler(view).sample_many(
+        np.random.default_rng(0), 11))
+    assert len(set(map(tuple, decision.hidden))) == 11
+    weights = np.append(np.full(10, 0.1), 0.0)
+    assert np.cumsum(weights)[-1] < 1.0
+    top = SimpleNamespace(random=lambda: np.nextafter(1.0, 0.0))
+    kept, shares = resampled(decision, weights, 10, top)
+    assert decision.hidden[10] not in kept.hidden
+    assert kept.hidden[-1] == decision.hidden[9] and shares.sum() == pytest.approx(1.0)
+
+
 def test_a_world_that_makes_a_real_knock_illegal_is_refused():
     """A world whose hidden seat holds a tile of a number it knocked on this round (R6: it
     lacked that number then, and no tile is drawn) is inconsistent with the seat's view: the

@@ -166,9 +166,14 @@ def resampled(decision: Decision, weights: np.ndarray, samples: int,
               rng: np.random.Generator) -> tuple[Decision, np.ndarray]:
     """``samples`` draws among ``decision``'s worlds in proportion to ``weights`` (systematic
     resampling: one uniform number, so each world is drawn ``floor`` or ``ceil`` of ``samples x
-    weight`` times), as a decision over the distinct worlds drawn and their shares of the draws."""
-    points = (rng.random() + np.arange(samples)) / samples
-    drawn = np.minimum(np.searchsorted(np.cumsum(weights), points), len(weights) - 1)
+    weight`` times), as a decision over the distinct worlds drawn and their shares of the draws.
+
+    The points are spread over the weights' own cumulative total, not over 1: weights that sum
+    to a hair under 1 in floating point must not let the top point fall past the total and
+    draw the last world whatever its weight (a world of weight 0 is never drawn)."""
+    cumulative = np.cumsum(weights)
+    points = (rng.random() + np.arange(samples)) / samples * cumulative[-1]
+    drawn = np.minimum(np.searchsorted(cumulative, points), len(weights) - 1)
     worlds, counts = np.unique(drawn, return_counts=True)
     kept = Decision(decision.view, decision.legal, [decision.hidden[w] for w in worlds],
                     [decision.streams[w] for w in worlds], decision.rounds)
