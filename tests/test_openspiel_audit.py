@@ -388,7 +388,8 @@ def test_a_bots_illegal_answer_is_refused():
 
 def test_a_mask_narrower_than_the_observations_position_is_refused_not_searched():
     """A mask leaving out moves the observation's seat can make (2 of its 3 or more legal
-    actions) is not the position the bot rebuilds: refused before the bot is asked."""
+    actions) is not the position the bot rebuilds: refused as the caller's input (a
+    ``ValueError`` saying the bots cannot be restricted) before the bot is asked."""
     match = rules.Match.new(3)
     while len(rules.legal_actions(match)) < 3:
         rules.apply_action(match, rules.legal_actions(match)[0])
@@ -401,7 +402,9 @@ def test_a_mask_narrower_than_the_observations_position_is_refused_not_searched(
             return int(np.flatnonzero(narrow)[0])
 
     agent = PyspielBotAgent(lambda game, sampler, rng: First(), "first")
-    with pytest.raises(RuntimeError, match="first: the rebuilt position allows"):
+    legal = np.flatnonzero(narrow).tolist()
+    with pytest.raises(ValueError, match=rf"first: the mask allows {re.escape(str(legal))}, "
+                       "fewer moves than the observation's position .*cannot be restricted"):
         agent.act(observation, narrow)
 
 

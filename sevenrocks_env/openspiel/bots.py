@@ -83,9 +83,14 @@ class PyspielBotAgent:
         view = decode(observation)
         sampler = HandSampler(view)  # the observer's view: player 0 of the searched state
         state = state_from_view(self._game(view.target), view, sampler.sample(self._rng))
-        if state.legal_actions() != legal:
-            raise RuntimeError(f"{self.name}: the rebuilt position allows "
-                               f"{state.legal_actions()}, the mask {legal}")
+        allowed = state.legal_actions()
+        if allowed != legal and set(legal) < set(allowed):
+            raise ValueError(f"{self.name}: the mask allows {legal}, fewer moves than the "
+                             f"observation's position ({allowed}); OpenSpiel's bots search "
+                             "the whole game and cannot be restricted to some of its moves")
+        if allowed != legal:
+            raise RuntimeError(f"{self.name}: the rebuilt position allows {allowed}, the mask "
+                               f"{legal}")
         action = int(self.make_bot(state.get_game(), sampler, self._rng).step(state))
         if action not in legal:
             raise RuntimeError(f"{self.name}: the bot chose {action}, legal: {legal}")
