@@ -6,20 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import threading
 import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from web_client import BOTS, game_of
+from web_client import BOTS, game_of, one_round_record
 
 from sevenrocks_env import record as records
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.web.api import MAX_BODY, MAX_REPLAY_BODY
-from sevenrocks_env.web.origin import host_names_for
 
 
 @pytest.fixture()
@@ -380,36 +377,6 @@ def test_fuzzed_bodies_never_give_500_and_never_change_the_game(client, app, wai
         assert snapshot(app, waiting) == before
 
 
-@pytest.mark.parametrize("argv", [["--idle-minutes", "nan"], ["--idle-minutes", "inf"],
-                                  ["--idle-minutes", "0"], ["--port", "0"], ["--max-games", "0"],
-                                  ["--port", "65536"]])  # (an OverflowError from the socket)
-def test_serve_refuses_bad_settings_before_starting(argv, capsys, monkeypatch):
-    """nan idle minutes would never expire a game: the store would answer 429 for good.  The
-    error names the option and the value given (``--max-games 0`` said "--port must be").  A
-    server that starts is a failure here, not a test that never returns."""
-    import uvicorn
-
-    from sevenrocks_env.web.server import main
-
-    def started(*args, **kwargs):
-        raise AssertionError(f"the server started with {argv}")
-
-    monkeypatch.setattr(uvicorn.Server, "run", started)
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: {argv[0]} must be") and err.strip().endswith(f"got {argv[1]}")
-
-
-def test_serve_refuses_an_agent_it_cannot_build_before_starting(capsys):
-    from sevenrocks_env.web.server import main
-
-    # (a documentation address, never this machine's: a server never starts, even unchecked)
-    assert main(["--agent", "bogus", "--host", "192.0.2.1"]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("error: --agent bogus: ")
-    assert captured.err.count("\n") == 1
-
-
 def test_every_menu_agent_plays_at_the_largest_seed(client):
     """Bots are seeded from the deal seed (seed * 4 + seat); torch generators take seeds below
     2**64 only, so the shipped-policy bots refused every seed from 2**62 (half the seeds the
@@ -426,7 +393,7 @@ def test_every_menu_agent_plays_at_the_largest_seed(client):
 
 def test_hostile_urls_and_headers_get_short_4xx_answers(client, waiting):
     game = waiting["id"]
-    replay = client.post("/api/replays", json=_one_round_record()).json()["id"]
+    replay = client.post("/api/replays", json=one_round_record()).json()["id"]
     # a path number past Python's 4300-digit int limit failed in Starlette's router: a 500
     for path in (f"/api/replays/{replay}/{'9' * 5000}/0", f"/api/replays/{replay}/0/-1",
                  f"/api/replays/{replay}/x/0"):
@@ -451,16 +418,6 @@ def test_hostile_urls_and_headers_get_short_4xx_answers(client, waiting):
     assert response.status_code == 400  # the byte alone: tests/test_web_failures.py
 
 
-def _one_round_record() -> dict:
-    """A finished match's record, small: a target one round reaches."""
-    from sevenrocks_env.rules import Match, apply_action, legal_actions
-
-    match = Match.new(5, target=10)
-    while not match.over:
-        apply_action(match, legal_actions(match)[0])
-    return records.game_record(match)
-
-
 @pytest.mark.parametrize("field", ["seat", "target", "seed", "partner", "ply", "action"])
 def test_deeply_nested_values_are_refused_with_a_4xx_not_a_500(client, app, waiting, field):
     """A value nested nearly as deep as the parser allows: the refusal names it without a
@@ -479,298 +436,6 @@ def test_deeply_nested_values_are_refused_with_a_4xx_not_a_500(client, app, wait
                                headers={"content-type": "application/json"})
         assert response.status_code in (400, 422), (depth, response.status_code)
     assert snapshot(app, waiting) == before
-
-
-def test_uploads_past_two_at_a_time_are_refused_before_their_body_is_parsed(client, monkeypatch):
-    """Each upload being checked holds its body, text and parsed objects (up to ~80 MB): a third
-    one at the same time is a 429, not one more in memory."""
-    from sevenrocks_env.web.api import REPLAYS_AT_ONCE
-
-    release, checking, parsed = threading.Event(), [], []
-    validate, parse = records.validate, records.parse
-
-    def slow_validate(record):
-        checking.append(1)
-        release.wait(10)
-        return validate(record)
-
-    def counted_parse(text):
-        parsed.append(1)
-        return parse(text)
-    monkeypatch.setattr(records, "validate", slow_validate)
-    monkeypatch.setattr(records, "parse", counted_parse)
-    body = json.dumps(_one_round_record())
-    answers = []
-    uploads = [threading.Thread(target=lambda: answers.append(
-        client.post("/api/replays", content=body))) for _ in range(REPLAYS_AT_ONCE)]
-    for upload in uploads:
-        upload.start()
-    started = time.monotonic()
-    while len(checking) < REPLAYS_AT_ONCE and time.monotonic() - started < 10:
-        time.sleep(0.01)
-    refused = client.post("/api/replays", content=body)
-    release.set()
-    for upload in uploads:
-        upload.join(10)
-    assert refused.status_code == 429 and "already checking" in refused.json()["error"]
-    assert len(parsed) == REPLAYS_AT_ONCE
-    assert [answer.status_code for answer in answers] == [201] * REPLAYS_AT_ONCE
-    assert client.post("/api/replays", content=body).status_code == 201  # room again
-
-
-def test_a_full_server_refuses_before_loading_agents_or_parsing_a_record(client, app,
-                                                                        monkeypatch):
-    from sevenrocks_env.web import games
-
-    store = app.state.store
-    for _ in range(store.max_games):
-        assert client.post("/api/games", json=BOTS).status_code == 201
-    built, parsed = [], []
-    make_agent, parse = games.make_agent, records.parse
-    monkeypatch.setattr(games, "make_agent", lambda *a, **k: built.append(1) or make_agent(*a, **k))
-    monkeypatch.setattr(records, "parse", lambda text: parsed.append(1) or parse(text))
-    assert client.post("/api/games", json=BOTS).status_code == 429
-    assert built == []
-    parsed.clear()  # the setup's few bytes were parsed; a record is not
-    answer = client.post("/api/replays", content=json.dumps(_one_round_record()))
-    assert answer.status_code == 429 and "open games" in answer.json()["error"]
-    assert parsed == []
-
-
-@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://testserver.evil",
-                                    "https://testserver:8443", ""])
-def test_a_post_from_another_site_is_refused(client, app, origin):
-    """A page elsewhere can make the browser post here (a form, a no-cors fetch): browsers name
-    that page in ``Origin``, and it is not this server."""
-    refused = client.post("/api/games", json=BOTS, headers={"origin": origin})
-    assert refused.status_code == 403 and "another site" in refused.json()["error"]
-    assert len(app.state.store) == 0
-    assert client.post("/api/games", json=BOTS, headers={"origin": "http://testserver"}) \
-        .status_code == 201  # the page itself
-    assert client.post("/api/games", json=BOTS, headers={"origin": "HTTP://TestServer"}) \
-        .status_code == 201  # host names are case-insensitive
-    assert client.post("/api/games", json=BOTS).status_code == 201  # curl, scripts: no Origin
-    assert client.get("/api/agents", headers={"origin": origin}).status_code == 200
-    game = client.post("/api/games", json=BOTS).json()["id"]  # a DELETE changes something too
-    refused = client.delete(f"/api/games/{game}", headers={"origin": origin})
-    assert refused.status_code == 403 and client.get(f"/api/games/{game}").status_code == 200
-
-
-@pytest.mark.parametrize("host, status", [
-    ("127.0.0.1:8000", 200), ("localhost", 200), ("LocalHost:80", 200), ("[::1]:8000", 200),
-    ("evil.example", 400), ("evil.example:8000", 400), ("127.0.0.1.evil.example", 400),
-    ("[::2]:8000", 400), ("", 400), ("[::1", 400),
-])
-def test_a_loopback_server_answers_only_to_loopback_names(host, status):
-    """DNS rebinding: a site whose name resolves to 127.0.0.1 sends its own name as Host."""
-    from starlette.testclient import TestClient
-
-    from sevenrocks_env.web.api import create_app
-    from sevenrocks_env.web.games import GameStore
-
-    with TestClient(create_app(GameStore(max_games=2),
-                                  host_names=host_names_for("127.0.0.1"))) as local:
-        answer = local.get("/api/agents", headers={"host": host})
-        assert answer.status_code == status, answer.text
-        if status == 400:
-            assert "answers only at 127.0.0.1, [::1], localhost, not at" in answer.json()["error"]
-
-
-@pytest.mark.parametrize("address, names", [
-    ("127.0.0.1", {"localhost", "127.0.0.1", "::1"}),
-    ("127.0.0.2", {"localhost", "127.0.0.1", "::1", "127.0.0.2"}),
-    ("::1", {"localhost", "127.0.0.1", "::1"}), ("LocalHost", {"localhost", "127.0.0.1", "::1"}),
-    ("0.0.0.0", None), ("::", None), ("192.168.1.5", None), ("myhost.example", None),
-])
-def test_host_names_of_a_server_follow_its_address(address, names):
-    """A server on any loopback address is guarded against rebinding (127.0.0.2 was not);
-    one on a network address answers to any name."""
-    assert host_names_for(address) == (None if names is None else frozenset(names))
-
-
-@pytest.mark.parametrize("address, bound, extra", [
-    ("127.1", "127.0.0.1", {"127.1"}), ("myhost", "127.0.1.1", {"myhost", "127.0.1.1"}),
-    ("0.0.0.0", "0.0.0.0", None), ("myhost", "192.168.1.5", None),
-])
-def test_the_bound_address_decides_whether_a_server_is_loopback_only(address, bound, extra):
-    """``--host 127.1`` (or a machine name resolving to 127.0.1.1) bound a loopback socket
-    that answered to any Host name: the socket's own address decides."""
-    expected = None if extra is None else frozenset({"localhost", "127.0.0.1", "::1", *extra})
-    assert host_names_for(address, bound) == expected
-
-
-def test_serve_on_127_1_refuses_another_host_name():
-    """The real server: ``--host 127.1`` answers at 127.1 and refuses a rebinding name."""
-    import http.client
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "sevenrocks_env.web", "--host", "127.1", "--port", str(port)]
-    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert "open http://127.1:" in server.stdout.readline()
-        answers = {}
-        for host in ("127.1", "evil.example"):
-            for _ in range(100):  # the socket is bound before the line: uvicorn may lag
-                try:
-                    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                    connection.request("GET", "/api/agents", headers={"Host": f"{host}:{port}"})
-                    answers[host] = connection.getresponse().status
-                    break
-                except ConnectionError:
-                    time.sleep(0.1)
-        assert answers == {"127.1": 200, "evil.example": 400}
-    finally:
-        server.terminate()
-        server.communicate(timeout=30)
-
-
-def test_a_server_on_another_loopback_address_answers_to_it():
-    from starlette.testclient import TestClient
-
-    from sevenrocks_env.web.api import create_app
-    from sevenrocks_env.web.games import GameStore
-
-    with TestClient(create_app(GameStore(max_games=2),
-                               host_names=host_names_for("127.0.0.2"))) as local:
-        assert local.get("/api/agents", headers={"host": "127.0.0.2:8000"}).status_code == 200
-        assert local.get("/api/agents", headers={"host": "evil.example"}).status_code == 400
-
-
-def test_serve_on_a_busy_port_is_one_line_before_the_address(capsys):
-    """A busy port printed the page's address, then uvicorn's error, and exited 3."""
-    import socket
-
-    from sevenrocks_env.web.server import main
-
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        assert main(["--port", str(port)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""  # no address printed for a server that never ran
-    assert captured.err.startswith(f"error: cannot listen on 127.0.0.1 port {port}: ")
-    assert "in use" in captured.err and captured.err.count("\n") == 1
-
-
-def test_ctrl_c_stops_the_server_quietly(tmp_path):
-    """The real ``sevenrocks serve`` (its own socket, handed to uvicorn's Server, which raises
-    Ctrl-C again once it has shut down): after Ctrl-C it exits 0 with nothing on stderr."""
-    import signal
-    import socket
-    import subprocess
-    import sys
-    import urllib.request
-
-    from test_hostile_cli import default_sigint
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "sevenrocks_env.cli", "serve", "--port",
-                                str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               cwd=tmp_path, preexec_fn=default_sigint, text=True)
-    try:
-        assert "open http://127.0.0.1" in process.stdout.readline()
-        for _ in range(100):  # the address is printed just before uvicorn starts serving
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
-                    assert page.status == 200
-                break
-            except OSError:
-                import time
-                time.sleep(0.1)
-        else:  # never served: the Ctrl-C below would test a server that had not started
-            pytest.fail("the server did not answer within 10 s")
-        process.send_signal(signal.SIGINT)
-        process.send_signal(signal.SIGINT)  # an impatient second Ctrl-C
-        _, err = process.communicate(timeout=30)
-    finally:
-        process.kill()
-    assert process.returncode == 0 and err == "", err
-
-
-async def _post_raw(app, path: str, chunks: list[bytes], then: str, declared: int) -> dict:
-    """``POST path`` straight through the ASGI app: ``chunks`` of the body, then the client
-    ``"stalls"`` (sends nothing more), ``"leaves"`` (disconnects) or ``"ends"`` (that was the
-    whole body); the status, headers and answer the app sent."""
-    pending = [{"type": "http.request", "body": chunk, "more_body": True} for chunk in chunks]
-    if then == "ends":
-        pending[-1]["more_body"] = False
-    sent = {}
-
-    async def receive():
-        if pending:
-            return pending.pop(0)
-        if then == "leaves":
-            return {"type": "http.disconnect"}
-        await asyncio.sleep(3600)
-
-    async def send(message):
-        if message["type"] == "http.response.start":
-            sent["status"] = message["status"]
-            sent["headers"] = dict(message["headers"])
-        elif message["type"] == "http.response.body":
-            sent["body"] = sent.get("body", b"") + message.get("body", b"")
-
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
-             "method": "POST", "scheme": "http", "path": path, "raw_path": path.encode(),
-             "query_string": b"", "root_path": "", "server": ("testserver", 80),
-             "client": ("127.0.0.1", 5000),
-             "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"),
-                         (b"content-length", str(declared).encode())]}
-    await app(scope, receive, send)
-    return sent
-
-
-def test_stalled_uploads_time_out_and_do_not_hold_the_checking_places(app, client, monkeypatch):
-    """Two uploads that stop sending after one byte held both checking places for as long as
-    their sockets stayed open (every other upload: 429); now a body has BODY_SECONDS to arrive
-    (408), and the places count the records being checked, not the bodies on their way."""
-    from sevenrocks_env.web import api
-
-    monkeypatch.setattr(api, "BODY_SECONDS", 0.5)
-    good = json.dumps(_one_round_record()).encode()
-
-    async def scenario():
-        stalled = [asyncio.create_task(_post_raw(app, "/api/replays", [b"{"], "stalls", 10**6))
-                   for _ in range(api.REPLAYS_AT_ONCE)]
-        await asyncio.sleep(0.1)
-        upload = await _post_raw(app, "/api/replays", [good], "ends", len(good))
-        return upload, await asyncio.gather(*stalled)
-
-    upload, stalled = asyncio.run(scenario())
-    assert upload["status"] == 201, upload
-    for answer in stalled:
-        assert answer["status"] == 408 and b"did not arrive within" in answer["body"], answer
-
-
-def test_uploads_arriving_past_the_bound_are_a_429_with_retry_after(app, monkeypatch):
-    from sevenrocks_env.web import api
-
-    monkeypatch.setattr(api, "BODY_SECONDS", 0.5)
-    monkeypatch.setattr(api, "REPLAYS_ARRIVING", 1)
-
-    async def scenario():
-        stalled = asyncio.create_task(_post_raw(app, "/api/replays", [b"{"], "stalls", 100))
-        await asyncio.sleep(0.1)
-        second = await _post_raw(app, "/api/replays", [b"{}"], "ends", 2)
-        return second, await stalled
-
-    second, stalled = asyncio.run(scenario())
-    assert second["status"] == 429 and b"arriving already" in second["body"], second
-    assert second["headers"][b"retry-after"] == b"1" and stalled["status"] == 408  # whole seconds
-
-
-@pytest.mark.parametrize("path", ["/api/replays", "/api/games"])
-def test_a_client_that_leaves_mid_body_gets_a_quiet_400_not_a_traceback(app, path):
-    """A tab closed during an upload: the app answers (to nobody) instead of raising
-    ClientDisconnect into the server's log."""
-    answer = asyncio.run(_post_raw(app, path, [b'{"se'], "leaves", 100))
-    assert answer["status"] == 400 and b"closed the connection" in answer["body"], answer
 
 
 @pytest.mark.parametrize("body", [{"ply": True, "action": 1}, {"ply": 0, "action": False},
