@@ -1,0 +1,312 @@
+"""``benchmarks/vector_speed.py``'s figures are the arithmetic its table claims: steps counted,
+seconds measured and divided, each ratio over ``raw_env``'s rate, each column holding its own
+value (eager, compiled, packed, with observations), its options passed on, memory read while the
+env lives.  No speed is measured (fake clocks, a stand-in env); the rest of the speed scripts:
+``test_benchmarks_audit.py``."""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from sevenrocks_env.tiles import NUM_ACTIONS
+from test_benchmarks_audit import _spy_raw_env, any_device, install_clock
+from test_benchmarks_tables import script, table_rows
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
+
+
+class SpyVenv:
+    """``vector_env``'s stand-in: every action legal; records its options, observations, steps."""
+
+    def __init__(self, num_envs, **options):
+        self.num_envs, self.options = num_envs, options
+        self.observed = self.steps = 0
+
+    def reset(self, seed=None):
+        self.seed = seed
+
+    @property
+    def action_mask(self):
+        return torch.ones((self.num_envs, NUM_ACTIONS), dtype=torch.bool)
+
+    @property
+    def observation(self):
+        self.observed += 1
+        return torch.zeros(self.num_envs)
+
+    def random_actions(self, generator=None):
+        self.packed_draws = getattr(self, "packed_draws", 0) + 1
+        return torch.zeros(self.num_envs, dtype=torch.long)
+
+    def step(self, actions):
+        assert actions.shape == (self.num_envs,)
+        self.steps += 1
+
+    def nbytes(self):
+        return 12345
+
+
+@pytest.fixture
+def vector():
+    return script("vector_speed")
+
+
+def test_vector_random_play_steps_the_env_it_made_with_its_options(vector, monkeypatch):
+    made = []
+
+    def vector_env(num_envs, **options):
+        made.append(SpyVenv(num_envs, **options))
+        return made[-1]
+
+    monkeypatch.setattr(vector, "sevenrocks_v0", SimpleNamespace(vector_env=vector_env))
+    for observe, validate, compile_, packed in ((True, True, False, False),
+                                                (False, False, True, False),
+                                                (False, False, False, True)):
+        step, venv = vector.random_play(3, observe, "cpu", validate, compile=compile_,
+                                        packed=packed)
+        assert venv is made[-1] and venv.num_envs == 3 and venv.seed == 0
+        assert venv.options == {"device": "cpu", "validate": validate, "compile": compile_}
+        step()
+        step()
+        assert venv.steps == 2 and venv.observed == (2 if observe else 0)
+        assert getattr(venv, "packed_draws", 0) == (2 if packed else 0)  # its sampler, or the mask's
+
+
+def test_vector_timed_calls_step_repeats_times_and_synchronises_before_reading(vector,
+                                                                            monkeypatch):
+    events = []
+    clock = SimpleNamespace(perf_counter=lambda: events.append("clock") or float(len(events)))
+    monkeypatch.setattr(vector, "time", clock)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: events.append("sync"))
+    assert vector.timed(lambda: events.append("step"), 4, "cpu") == 5.0 and \
+        events == ["clock"] + ["step"] * 4 + ["clock"]
+    events.clear()
+    vector.timed(lambda: events.append("step"), 3, "cuda:0")
+    assert events == ["clock"] + ["step"] * 3 + ["sync", "clock"]
+
+
+def _fake_play(vector, monkeypatch, events, clock, cost=0.25):
+    """``random_play``'s stand-in: each step takes ``cost`` seconds and is recorded."""
+    calls = []
+
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        calls.append((num_envs, observe, device, validate, compile))
+
+        def step():
+            clock.advance(cost)
+            events.append("step")
+        return step, SimpleNamespace(nbytes=lambda: 4321)
+    monkeypatch.setattr(vector, "random_play", random_play)
+    return calls
+
+
+def test_vector_batched_warms_up_then_counts_steps_of_every_match(vector, monkeypatch):
+    """Steps/s = steps x matches / the seconds of those steps only: 5 warm-up steps first, at
+    least 10 steps, ``seconds`` honoured, and a GPU's queue waited for before the clock is read."""
+    events = []
+    clock = install_clock(monkeypatch, vector)
+    calls = _fake_play(vector, monkeypatch, events, clock)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: events.append("sync"))
+    # 0.25 s a step: 2 s is 8 steps, fewer than the 10 every row takes
+    assert vector.batched(6, 2.0, True, "cuda", True) == pytest.approx(10 * 6 / 2.5)
+    assert calls == [(6, True, "cuda", True, False)]
+    assert events == ["step"] * 5 + ["sync"] + ["step"] * 10 + ["sync"]
+    events.clear()
+    assert vector.batched(4, 5.0, False, "cpu", False) == pytest.approx(20 * 4 / 5.0)
+    assert events == ["step"] * 25
+
+
+def test_vector_memory_is_the_growth_of_an_observing_env(vector, monkeypatch):
+    events, readings = [], iter([1000, 5096])
+    clock = install_clock(monkeypatch, vector)
+    calls = _fake_play(vector, monkeypatch, events, clock)
+    monkeypatch.setattr(vector, "rss_bytes", lambda: next(readings))
+    assert vector.memory(16, "cpu") == (4321, 4096)
+    assert calls == [(16, True, "cpu", False, False)] and events == ["step"] * 5
+
+
+def test_vector_rss_is_the_resident_size():
+    """Pages resident (``statm``'s second field) times the page size: ``VmRSS``, within 16 MiB
+    of reading it again (the virtual size, the first field, is gigabytes more with torch)."""
+    rss = script("vector_speed").rss_bytes()
+    with open("/proc/self/status") as f:
+        vm_rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+    assert abs(rss - vm_rss) < 16 * 2**20
+
+
+def test_vector_compiled_against_eager_alternates_blocks_until_both_had_their_seconds(
+        vector, monkeypatch):
+    """Eager steps take 1/64 s, compiled ones 1/128 s after 5 compiling steps of 1 s: blocks
+    of int(0.2 / (1/64)) = 12 steps, and each env's rate is its own steps over its own time."""
+    clock = install_clock(monkeypatch, vector)
+    made, counts = [], {False: 0, True: 0}
+
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        made.append((num_envs, observe, device, validate, compile, packed))
+
+        def step():
+            counts[compile] += 1
+            assert counts[compile] < 10_000, "a loop that never ends"
+            first = compile and counts[compile] <= 5
+            clock.advance(1.0 if first else 1 / 128 if compile else 1 / 64)
+        return step, None
+    monkeypatch.setattr(vector, "random_play", random_play)
+    eager, fused, warm_up = vector.compiled_against_eager(3, 1.0, True, "cpu", True)
+    assert made == [(3, True, "cpu", True, False, False), (3, True, "cpu", True, True, False)]
+    assert warm_up == 5.0
+    assert eager == pytest.approx(64 * 3) and fused == pytest.approx(128 * 3)
+    # both envs timed for their --seconds (the compiled one, twice as fast, sets the length)
+    timed_compiled = counts[True] - 5
+    assert timed_compiled % 12 == 0 and timed_compiled / 128 >= 1.0
+    assert counts[False] == 5 + 3 + timed_compiled
+
+
+def test_vector_batched_and_compiled_against_eager_pass_the_sampler_to_their_envs(vector,
+                                                                                 monkeypatch):
+    clock = install_clock(monkeypatch, vector)
+    made = []
+
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        made.append((compile, packed))
+        return (lambda: clock.advance(0.01)), None
+    monkeypatch.setattr(vector, "random_play", random_play)
+    vector.compiled_against_eager(3, 0.05, False, "cpu", False, packed=True)
+    assert made == [(False, True), (True, True)]
+    made.clear()
+    for packed in (True, False):
+        vector.batched(3, 0.05, False, "cpu", False, packed=packed)
+    assert made == [(False, True), (False, False)]
+
+
+@pytest.mark.parametrize("observe", [False, True])
+def test_vector_raw_env_rate_is_its_legal_steps_over_the_time(vector, monkeypatch, fake_clocks,
+                                                              observe):
+    """Clocks moving 1 s a reading: ``seconds`` 2.5 is two matches, dealt 0 and 1, in 4 s; the
+    mask-only row never builds an observation, the other one each step."""
+    record = _spy_raw_env(monkeypatch, vector)
+    fake_clocks(vector, 1.0, 0.0)
+    rate = vector.aec(2.5, observe)
+    assert record["seeds"] == [0, 1] and record["steps"] > 20
+    assert rate == record["steps"] / 4.0
+    assert record["observed"] == (record["steps"] if observe else 0)
+    record["seeds"].clear()
+    vector.aec(0.5, observe)  # less than a match's time: one match all the same
+    assert record["seeds"] == [0]
+
+
+def _fake_vector_parts(vector, monkeypatch):
+    """Stand-ins for the measurements of ``vector_speed.main``; returns their calls."""
+    calls = {"aec": [], "memory": [], "batched": [], "compiled": [], "threads": []}
+
+    def aec(seconds, observe):
+        calls["aec"].append((seconds, observe))
+        return 40.0 if observe else 100.0
+
+    def memory(num_envs, device):
+        calls["memory"].append((num_envs, device))
+        return 3 * 2**20, 5 * 2**20
+
+    def batched(num_envs, seconds, observe, device, validate, packed=False):
+        calls["batched"].append((num_envs, seconds, observe, device, validate, packed))
+        calls["threads"].append(torch.get_num_threads())
+        return num_envs * (300 if observe else 2500 if packed else 1000)
+
+    def compiled_against_eager(num_envs, seconds, observe, device, validate, packed=False):
+        calls["compiled"].append((num_envs, seconds, observe, device, validate, packed))
+        if observe:
+            return num_envs * 300, num_envs * 900, 99.0
+        if packed:
+            return num_envs * 2500, num_envs * 5000, 77.0
+        return num_envs * 1000, num_envs * 4000, 1.5 + num_envs
+
+    for name, fake in (("aec", aec), ("memory", memory), ("batched", batched),
+                       ("compiled_against_eager", compiled_against_eager)):
+        monkeypatch.setattr(vector, name, fake)
+    monkeypatch.setattr(vector.resource, "getrusage",
+                        lambda who: SimpleNamespace(ru_maxrss=7 * 2**10))  # KiB: 7 MiB
+    return calls
+
+
+def test_vector_main_puts_each_rate_and_ratio_in_its_column(vector, monkeypatch, capsys):
+    """raw_env: 100 steps/s mask only, 40 with observations; a size B: 1,000 B and 300 B."""
+    any_device(monkeypatch)
+    calls = _fake_vector_parts(vector, monkeypatch)
+    vector.main(["--sizes", "4", "8", "2", "--seconds", "0.5", "--threads", "2", "--device",
+                 "gpu9", "--validate"])
+    out = capsys.readouterr().out
+    assert calls["aec"] == [(0.5, False), (0.5, True)]
+    assert calls["memory"] == [(8, "gpu9")]  # the largest size, not the first or the last
+    assert calls["batched"] == [(size, 0.5, observe, "gpu9", True, packed)
+                                for size in (4, 8, 2)
+                                for observe, packed in ((False, False), (True, False),
+                                                        (False, True))]
+    assert calls["threads"] == [2] * 9
+    assert "raw_env random play: 100 steps/s (mask only), 40 steps/s (observation + mask)" in out
+    assert table_rows(out, "") == [
+        ["B", "masks only, steps/s", "x raw_env", "masks + observations, steps/s", "x raw_env",
+         "packed legal set, steps/s", "x raw_env"],
+        ["4", "4,000", "40.0", "1,200", "30.0", "10,000", "100.0"],
+        ["8", "8,000", "80.0", "2,400", "60.0", "20,000", "200.0"],
+        ["2", "2,000", "20.0", "600", "15.0", "5,000", "50.0"]]
+    assert "\n|" + "---:|" * 7 + "\n" in out  # a separator cell for every column
+    assert ("memory at B = 8 (eager, measured first): env tensors 3.0 MiB (393216 bytes/match), "
+            "process RSS growth 5.0 MiB; peak RSS of the whole run 7 MiB") in out
+
+
+def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp_path, capsys):
+    from matplotlib.axes import Axes
+    plotted, plot = {}, Axes.plot
+
+    def spy_plot(self, x, y, *rest, label=None, **options):
+        plotted[label] = (list(x), list(y))
+        return plot(self, x, y, *rest, label=label, **options)
+    monkeypatch.setattr(Axes, "plot", spy_plot)
+    calls = _fake_vector_parts(vector, monkeypatch)
+    path = tmp_path / "new" / "speed.png"
+    vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--compile", "--plot", str(path)])
+    out = capsys.readouterr().out
+    assert calls["compiled"] == [
+        (size, 0.5, observe, "cpu", False, packed) for size in (8, 2)
+        for observe, packed in ((False, False), (False, True), (True, False))]
+    assert table_rows(out, "")[1:] == [
+        ["8", "8,000", "80.0", "32,000", "320.0", "20,000", "200.0", "40,000", "400.0", "2,400",
+         "60.0", "7,200", "180.0"],
+        ["2", "2,000", "20.0", "8,000", "80.0", "5,000", "50.0", "10,000", "100.0", "600",
+         "15.0", "1,800", "45.0"]]
+    assert "the first 5 steps (compiling; Inductor's on-disk cache makes a later run's " \
+           "shorter), by B: 8: 9.5 s, 2: 3.5 s" in out
+    assert plotted == {"batched, masks only": ([8, 2], [8000, 2000]),
+                       "batched, masks + observations": ([8, 2], [2400, 600]),
+                       "batched, packed legal set": ([8, 2], [20000, 5000]),
+                       "compile=True, masks only": ([8, 2], [32000, 8000]),
+                       "compile=True, masks + observations": ([8, 2], [7200, 1800]),
+                       "compile=True, packed legal set": ([8, 2], [40000, 10000])}
+    assert f"wrote {path}" in out and [p.name for p in path.parent.iterdir()] == ["speed.png"]
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_vector_main_plots_the_packed_sampler_beside_the_mask(vector, monkeypatch, tmp_path):
+    from matplotlib.axes import Axes
+    plotted, plot = {}, Axes.plot
+
+    def spy_plot(self, x, y, *rest, label=None, **options):
+        plotted[label] = (list(x), list(y))
+        return plot(self, x, y, *rest, label=label, **options)
+    monkeypatch.setattr(Axes, "plot", spy_plot)
+    _fake_vector_parts(vector, monkeypatch)
+    vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--plot", str(tmp_path / "s.png")])
+    assert plotted == {"batched, masks only": ([8, 2], [8000, 2000]),
+                       "batched, masks + observations": ([8, 2], [2400, 600]),
+                       "batched, packed legal set": ([8, 2], [20000, 5000])}
+
+
+def test_vector_defaults_are_the_usage_line_s(vector, monkeypatch, capsys):
+    """``[--sizes 256 1024 4096 16384 65536] [--seconds 3] [--threads 1] [--device cpu]``."""
+    calls = _fake_vector_parts(vector, monkeypatch)
+    vector.main([])
+    assert [c[0] for c in calls["batched"][::3]] == [256, 1024, 4096, 16384, 65536]
+    assert {c[1:] for c in calls["batched"]} == {(3.0, False, "cpu", False, False),
+                                                  (3.0, True, "cpu", False, False),
+                                                  (3.0, False, "cpu", False, True)}
+    assert calls["threads"] == [1] * 15 and calls["memory"] == [(65536, "cpu")]
