@@ -3,7 +3,7 @@ the same value for every legal placement, bit for bit, and so the same choice, o
 states of random matches (every seat, every round, blocked and knocked-on layouts included)."""
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import Phase, given, settings, strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -15,7 +15,9 @@ from sevenrocks_env.tiles import KNOCK  # noqa: E402
 from positions import vector_positions  # noqa: E402
 
 
-@settings(max_examples=4, deadline=None)
+# no shrinking: an example takes seconds, and shrinking a failing seed ran into pytest's timeout
+# before it reported anything; the failing seed is in the assertion's message
+@settings(max_examples=4, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @given(seed=st.integers(0, 2**31))
 def test_values_and_choices_equal_the_heuristic_agent(seed):
     agent, compared, knocks = HeuristicAgent(), 0, 0
