@@ -13,6 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from sevenrocks_env.policy import CheckpointError, read_checkpoint  # noqa: E402
 from policy_files import MESSAGE_LIMIT, save_policy  # noqa: E402
+from test_hostile_checkpoints import _with_a_copy_of_data_pkl  # noqa: E402
 
 #: torch.save's archive ends with a zip64 end record (56 bytes), its locator (20) and the plain
 #: end record (22).
@@ -103,14 +104,7 @@ def test_a_stored_entry_whose_stored_size_is_not_its_size_is_refused(tmp_path):
 
 def test_a_data_pkl_at_the_top_of_the_archive_counts_as_a_second_one(tmp_path):
     """A ``data.pkl`` outside any folder is a pickle a reader may take: two in all, refused."""
-    path = save_policy(tmp_path / "p.pt")
-    with zipfile.ZipFile(path) as archive:
-        entries = [(info.filename, archive.read(info)) for info in archive.infolist()]
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
-        for name, data in entries:
-            archive.writestr(name, data)
-            if name.endswith("/data.pkl"):
-                archive.writestr("data.pkl", data)
+    path = _with_a_copy_of_data_pkl(save_policy(tmp_path / "p.pt"), lambda name: "data.pkl")
     refused(path, "2 data.pkl entries")
 
 

@@ -19,9 +19,10 @@ from training import distill_labels  # noqa: E402
 from training.distill_labels import NUM_ACTIONS, OBS_SIZE  # noqa: E402
 
 
-def write_labels(path, n: int, seed: int, values: bool = True) -> str:
+def random_labels(n: int, seed: int) -> tuple[dict, np.random.Generator]:
     """``n`` random labels the checks accept (observations within the game's bounds, each
-    action legal under its mask and the best of its values), saved uncompressed."""
+    action legal under its mask and the best of its values), and the generator that drew
+    them (for more fields)."""
     rng = np.random.default_rng(seed)
     low, high = distill_labels._OBS_LOW, distill_labels._OBS_HIGH
     obs = np.clip(low + rng.random((n, OBS_SIZE), np.float32) * (high - low), low, high)
@@ -30,10 +31,17 @@ def write_labels(path, n: int, seed: int, values: bool = True) -> str:
     mask[np.arange(n), action] = True
     scores = np.where(mask, rng.standard_normal((n, NUM_ACTIONS), np.float32), 0)
     scores[np.arange(n), action] = 10   # the label is the best legal value, as collected
-    extra = {"values": scores.astype(np.float32)} if values else {}
-    np.savez(path, observation=obs.astype(np.float32), action_mask=mask, action=action,
-             match=rng.integers(0, 50, n) << 32 | rng.integers(0, 4, n),
-             teacher=np.array(f"search:samples={seed}"), **extra)
+    return {"observation": obs.astype(np.float32), "action_mask": mask, "action": action,
+            "values": scores.astype(np.float32)}, rng
+
+
+def write_labels(path, n: int, seed: int, values: bool = True) -> str:
+    """:func:`random_labels` saved uncompressed (with match ids and a teacher)."""
+    labels, rng = random_labels(n, seed)
+    if not values:
+        del labels["values"]
+    np.savez(path, **labels, match=rng.integers(0, 50, n) << 32 | rng.integers(0, 4, n),
+             teacher=np.array(f"search:samples={seed}"))
     return str(path)
 
 

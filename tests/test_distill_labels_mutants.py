@@ -14,22 +14,13 @@ import pytest
 pytest.importorskip("torch")
 
 from training import distill_labels  # noqa: E402
-from training.distill_labels import NUM_ACTIONS, OBS_SIZE, LabelsError  # noqa: E402
+from training.distill_labels import NUM_ACTIONS, LabelsError  # noqa: E402
+from test_distill_labels_join import random_labels  # noqa: E402
 
 
 def arrays(n: int = 4, seed: int = 0) -> dict:
-    """``n`` labels the checks accept: observations within the game's bounds, each action
-    legal and the best of its values, two matches."""
-    rng = np.random.default_rng(seed)
-    low, high = distill_labels._OBS_LOW, distill_labels._OBS_HIGH
-    obs = np.clip(low + rng.random((n, OBS_SIZE), np.float32) * (high - low), low, high)
-    action = rng.integers(0, NUM_ACTIONS, n)
-    mask = rng.random((n, NUM_ACTIONS)) < 0.2
-    mask[np.arange(n), action] = True
-    values = np.where(mask, rng.standard_normal((n, NUM_ACTIONS)), 0).astype(np.float32)
-    values[np.arange(n), action] = 10
-    return {"observation": obs.astype(np.float32), "action_mask": mask, "action": action,
-            "values": values, "match": np.arange(n) % 2, "teacher": np.array("t")}
+    """``n`` labels the checks accept (:func:`random_labels`), two matches."""
+    return {**random_labels(n, seed)[0], "match": np.arange(n) % 2, "teacher": np.array("t")}
 
 
 def npy(array: np.ndarray, shape=None, data: bytes | None = None) -> bytes:
