@@ -652,12 +652,14 @@ def test_an_init_distilled_63_times_has_no_round_left_for_its_student():
         rounds_before(full, "init.pt")
 
 
+@pytest.mark.parametrize("held", [15, 20])
 @pytest.mark.parametrize("seed", range(4))
-def test_a_match_between_a_tenth_and_a_fifth_of_the_labels_is_held_out_whole(seed):
-    """A fifth is the cap, not a tenth: a match of 15 of 100 labels (the other 85) is held out."""
-    match = np.repeat([3, 8], [15, 85])
+def test_a_match_between_a_tenth_and_a_fifth_of_the_labels_is_held_out_whole(seed, held):
+    """A fifth is the cap, not a tenth, and it is inclusive: a match of 15 or of exactly 20 of
+    100 labels (the other match the rest) is held out."""
+    match = np.repeat([3, 8], [held, 100 - held])
     test, train = distill.holdout_split(match, 100, torch.Generator().manual_seed(seed))
-    assert sorted(test.tolist()) == list(range(15)) and len(train) == 85
+    assert sorted(test.tolist()) == list(range(held)) and len(train) == 100 - held
 
 
 def test_the_share_of_no_decisions_is_not_a_number():

@@ -586,19 +586,24 @@ def test_a_seat_s_rgb_render_shows_no_hidden_hand():
     """With ``render_observer`` a seat, the picture is that seat's view (a video of what the
     agent saw): exchanging a tile between two other hands changes nothing in it, while the
     spectator picture (no observer) shows the change."""
+    pictures = {observer: _picture_unchanged_by_an_exchange(observer, 1, 2)
+                for observer in (0, None)}
+    assert pictures == {0: True, None: False}
+
+
+def _picture_unchanged_by_an_exchange(observer, a: int, b: int) -> bool:
+    """Whether the rgb picture for ``render_observer=observer`` stays the same when seats ``a``
+    and ``b`` exchange the first tile of their hands (seed 3)."""
     from sevenrocks_env.tiles import tiles_of
 
-    pictures = {}
-    for observer in (0, None):
-        env = sevenrocks_v0.raw_env(render_mode="rgb_array", render_observer=observer)
-        env.reset(seed=3)
-        before = env.render()
-        hands = env.match.hands
-        one, two = tiles_of(hands[1])[0], tiles_of(hands[2])[0]
-        hands[1] ^= (1 << one) | (1 << two)
-        hands[2] ^= (1 << one) | (1 << two)
-        pictures[observer] = np.array_equal(before, env.render())
-    assert pictures == {0: True, None: False}
+    env = sevenrocks_v0.raw_env(render_mode="rgb_array", render_observer=observer)
+    env.reset(seed=3)
+    before = env.render()
+    hands = env.match.hands
+    one, two = tiles_of(hands[a])[0], tiles_of(hands[b])[0]
+    hands[a] ^= (1 << one) | (1 << two)
+    hands[b] ^= (1 << one) | (1 << two)
+    return np.array_equal(before, env.render())
 
 
 def test_the_target_entry_is_declared_as_0_to_target_over_1000():
@@ -654,16 +659,7 @@ def test_human_mode_prints_the_table_at_reset_and_after_every_step(capsys):
 def test_a_seat_s_rgb_render_shows_that_seat_s_own_hand():
     """The seat's view shows its own hand: exchanging a tile between the observer's hand and
     another's changes the picture (the no-leak test above checks only the other hands)."""
-    from sevenrocks_env.tiles import tiles_of
-
-    env = sevenrocks_v0.raw_env(render_mode="rgb_array", render_observer=0)
-    env.reset(seed=3)
-    before = env.render()
-    hands = env.match.hands
-    one, two = tiles_of(hands[0])[0], tiles_of(hands[1])[0]
-    hands[0] ^= (1 << one) | (1 << two)
-    hands[1] ^= (1 << one) | (1 << two)
-    assert not np.array_equal(before, env.render())
+    assert not _picture_unchanged_by_an_exchange(0, 0, 1)
 
 
 def test_each_agent_s_infos_is_its_own_dict():

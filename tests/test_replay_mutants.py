@@ -3,28 +3,19 @@ unpinned (each test here failed on one small change to the module)."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from PIL import ImageChops
 
 from sevenrocks_env import record as records
 from sevenrocks_env.render import replay
-from sevenrocks_env.rules import Match, apply_action, legal_actions
 
-
-def _record(seed=4, target=60):
-    match = Match.new(seed, target=target)
-    rng = random.Random(seed)
-    while not match.over:
-        apply_action(match, rng.choice(legal_actions(match)))
-    return records.game_record(match)
+from test_replay import short_match_record
 
 
 def test_a_player_s_view_is_not_the_spectator_s():
     """``spectator=False`` draws what the seat on turn sees (the others' hands face down), so
     its first frame differs from the spectator's, which shows every hand."""
-    record = _record()
+    record = short_match_record()
     seen = next(replay.record_frames(record, round_index=0, scale=0.25))[0]
     hidden = next(replay.record_frames(record, round_index=0, spectator=False, scale=0.25))[0]
     assert ImageChops.difference(seen.convert("RGB"), hidden.convert("RGB")).getbbox()
@@ -32,7 +23,7 @@ def test_a_player_s_view_is_not_the_spectator_s():
 
 def test_one_round_s_frames_stop_replaying_at_the_next_round(monkeypatch):
     """``--round N`` replays the record up to round N's end, not the rest of a long match."""
-    record = _record()
+    record = short_match_record()
     assert len(record["rounds"]) > 2
     calls, original = [], records.replay
 
@@ -52,14 +43,14 @@ def test_one_round_s_frames_stop_replaying_at_the_next_round(monkeypatch):
 def test_a_scaled_frame_is_rounded_to_the_size_the_cli_plans_for():
     """A frame scaled by 0.37 is 1280 * 0.37 = 473.6 -> 474 pixels wide, as ``main`` reckons
     when it sizes a GIF before drawing (not cut down to 473)."""
-    record = _record()
+    record = short_match_record()
     image = next(replay.record_frames(record, round_index=0, scale=0.37))[0]
     assert image.size == tuple(max(1, round(side * 0.37)) for side in replay.SIZE)
     assert image.size[0] == 474
 
 
 def _frames(count, r=0):
-    record = _record()
+    record = short_match_record()
     frames = replay.record_frames(record, round_index=0, scale=0.1)
     return [(image, move, r) for (image, move, _), _ in zip(frames, range(count))]
 
@@ -108,7 +99,7 @@ def test_an_existing_folder_with_a_suffix_takes_png_frames(tmp_path, capsys):
     """``--out frames.v1`` names a folder when one of that name exists (with no slash at the
     end): the frames go there, rather than the name being refused for its suffix."""
     path = tmp_path / "game.json"
-    records.save(_record(), path)
+    records.save(short_match_record(), path)
     folder = tmp_path / "frames.v1"
     folder.mkdir()
     assert replay.main([str(path), "--out", str(folder), "--round", "0", "--scale", "0.1"]) == 0
@@ -120,7 +111,7 @@ def test_an_existing_folder_with_a_suffix_takes_png_frames(tmp_path, capsys):
 def test_a_dangling_link_in_place_of_the_gif_is_replaced_only_with_force(tmp_path, capsys):
     """A link at ``--out`` pointing nowhere is still a name taken: refused without --force."""
     path = tmp_path / "game.json"
-    records.save(_record(), path)
+    records.save(short_match_record(), path)
     gif = tmp_path / "game.gif"
     gif.symlink_to(tmp_path / "nowhere.gif")
     assert replay.main([str(path), "--out", str(gif), "--round", "0", "--scale", "0.1"]) == 2
@@ -132,7 +123,7 @@ def test_a_folder_holding_only_files_named_like_frames_is_not_refused(tmp_path, 
     """Without --force a folder holding frames is refused, but ``frame_abcd.png`` is no frame
     (:func:`replay.frame_number`): the replay goes ahead and leaves it there."""
     path = tmp_path / "game.json"
-    records.save(_record(), path)
+    records.save(short_match_record(), path)
     folder = tmp_path / "frames"
     folder.mkdir()
     (folder / "frame_abcd.png").write_bytes(b"mine")
@@ -149,7 +140,7 @@ def test_fps_and_scale_bounds_are_inclusive(tmp_path, capsys, option, value, all
     """The ends of --fps [0.1, 50] and --scale [0.1, 4] are allowed: such a replay goes on to
     the next check (here: too many frames for --max-frames 1, so nothing is drawn)."""
     path = tmp_path / "game.json"
-    records.save(_record(), path)
+    records.save(short_match_record(), path)
     out = tmp_path / "frames"  # (PNGs: a GIF of 4x frames would be too large first)
     assert replay.main([str(path), "--out", str(out), option, value, "--max-frames", "1"]) == 2
     err = capsys.readouterr().err
@@ -160,7 +151,7 @@ def test_fps_and_scale_bounds_are_inclusive(tmp_path, capsys, option, value, all
 
 def test_a_gif_name_in_capitals_is_a_gif(tmp_path):
     path = tmp_path / "game.json"
-    records.save(_record(), path)
+    records.save(short_match_record(), path)
     out = tmp_path / "GAME.GIF"
     assert replay.main([str(path), "--out", str(out), "--round", "0", "--scale", "0.1"]) == 0
     assert out.is_file() and out.read_bytes()[:6] == b"GIF89a"
@@ -170,7 +161,7 @@ def test_the_gif_memory_bound_counts_the_scaled_frames(tmp_path, capsys, monkeyp
     """A GIF is bounded by the pixels of its frames as drawn: at --scale 0.5 four times as many
     frames fit as at full size (checked before drawing; --max-frames 1 stops it next)."""
     path = tmp_path / "game.json"
-    record = _record()
+    record = short_match_record()
     records.save(record, path)
     frames = len(record["rounds"][0]["moves"])
     monkeypatch.setattr(replay, "MAX_GIF_PIXELS", frames * 640 * 430)  # all of them, at 0.5
@@ -183,7 +174,7 @@ def test_the_gif_memory_bound_counts_the_scaled_frames(tmp_path, capsys, monkeyp
 
 def test_scale_shrinks_the_frames_written(tmp_path):
     path = tmp_path / "game.json"
-    records.save(_record(), path)
+    records.save(short_match_record(), path)
     folder = tmp_path / "frames"
     assert replay.main([str(path), "--out", str(folder), "--round", "0", "--scale", "0.1"]) == 0
     from PIL import Image
@@ -203,7 +194,7 @@ def test_a_failure_to_check_or_write_the_output_is_one_error_line(tmp_path, caps
     error line and exit 2, never a traceback."""
     import errno
     path = tmp_path / "game.json"
-    records.save(_record(), path)
+    records.save(short_match_record(), path)
     args = [str(path), "--out", str(tmp_path / "frames"), "--round", "0", "--scale", "0.1"]
 
     def full(*_):
@@ -223,7 +214,7 @@ def test_a_record_under_a_frame_s_name_is_kept_with_a_relative_out(tmp_path, cap
     frames would replace the record, so the replay is refused, as with an absolute path."""
     folder = tmp_path / "frames"
     folder.mkdir()
-    records.save(_record(), folder / "frame_0000.png")
+    records.save(short_match_record(), folder / "frame_0000.png")
     before = (folder / "frame_0000.png").read_bytes()
     monkeypatch.chdir(tmp_path)
     assert replay.main(["frames/frame_0000.png", "--out", "frames", "--force"]) == 2
