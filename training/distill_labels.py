@@ -6,9 +6,12 @@ An ``.npz`` of ``observation`` float32 ``[N, 238]``, ``action_mask`` bool ``[N, 
 value of every legal action, 0 elsewhere; absent in files from before values were kept),
 ``match`` int64 ``[N]`` (which match of the collection each decision is from, for the
 held-out split; absent in older files), ``seed`` (the collection's ``--seed``, which with the
-match's env fixes its deals; absent in older files) and ``teacher`` (its spec).  No pickles are
-read, and no array is read before its header's shape, dtype and stored size are checked against
-the bounds below (:mod:`training.labels_zip`: the zip level, and what the arrays may inflate to).
+match's env fixes its deals; absent in older files), ``obs_version`` (the observation layout's
+version, :data:`~sevenrocks_env.observation.OBS_VERSION`: a file of another layout is refused
+rather than misread; absent in older files, all of version 1) and ``teacher`` (its spec).  No
+pickles are read, and no array is read before its header's shape, dtype and stored size are
+checked against the bounds below (:mod:`training.labels_zip`: the zip level, and what the arrays
+may inflate to).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sevenrocks_env.arena_report import is_card_text
 from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.checks import shown
 from sevenrocks_env.env import observation_bounds
-from sevenrocks_env.observation import OBS_SIZE
+from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
 from sevenrocks_env.tiles import NUM_ACTIONS
 
@@ -69,7 +72,8 @@ def save_labels(path, labels: dict, teacher: str, seed: int | None = None) -> Pa
     with atomic_path(path) as partial, open(partial, "wb") as file:
         np.savez_compressed(file, observation=labels["observation"],
                             action_mask=labels["action_mask"], action=labels["action"],
-                            teacher=np.array(teacher), **extra)
+                            teacher=np.array(teacher),
+                            obs_version=np.array(OBS_VERSION, np.int64), **extra)
     return path
 
 
@@ -105,7 +109,7 @@ def _check_declared_shapes(path, file=None) -> dict[str, int]:
         with open_labels(path) as opened:
             return _check_declared_shapes(path, opened)
     declared = read_headers(path, file, {f"{key}.npy" for key in (*_LABEL_ARRAYS, "teacher",
-                                                                  "seed")})
+                                                                  "seed", "obs_version")})
     absent = [key for key in ("observation", "action_mask", "action", "teacher")
               if key not in declared]
     if absent:
@@ -117,9 +121,9 @@ def _check_declared_shapes(path, file=None) -> dict[str, int]:
                 raise LabelsError(f"{path}: 'teacher' declares {str(dtype)[:20]} "
                                   f"{str(shape)[:60]}: not a text of at most "
                                   f"{MAX_TEACHER_CHARS} characters")
-        elif key == "seed":
+        elif key in ("seed", "obs_version"):
             if not (shape == () and dtype.kind in "iu" and dtype.itemsize <= 8):
-                raise LabelsError(f"{path}: 'seed' declares {str(dtype)[:20]} "
+                raise LabelsError(f"{path}: '{key}' declares {str(dtype)[:20]} "
                                   f"{str(shape)[:60]}: not one integer")
         else:
             # the exact dtype and a label count within bounds, from the header: a float64
@@ -137,7 +141,7 @@ def _check_declared_shapes(path, file=None) -> dict[str, int]:
                               f"{dtype} array its header declares")
     check_inflation(path, file, declared)
     return {key: shape[0] for key, (shape, _, _) in declared.items()
-            if key not in ("teacher", "seed")}
+            if key not in ("teacher", "seed", "obs_version")}
 
 
 def _first_outside_the_game(obs: np.ndarray, rows: int = 65_536) -> int | None:
@@ -178,12 +182,17 @@ def load_labels(path) -> tuple[dict, str]:
             with np.load(file, allow_pickle=False) as data:
                 arrays = {key: data[key] for key in ("observation", "action_mask", "action",
                                                      "teacher")}
-                for key in ("values", "match", "seed"):
+                for key in ("values", "match", "seed", "obs_version"):
                     arrays[key] = data[key] if key in data.files else None
         except MemoryError:
             raise
         except Exception as error:  # a damaged member (its CRC, its compressed data)
             raise not_labels(path, error) from None
+    version = arrays["obs_version"]  # (its header said: one integer)
+    if version is not None and int(version) != OBS_VERSION:
+        raise LabelsError(f"{path}: labels of observation version {int(version)}; this "
+                          f"sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features): its "
+                          "observations would be misread. Collect them again with this version.")
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
     n = len(action) if action.ndim == 1 else 0  # (len of a 0-d array is a TypeError)
     if not 0 < n <= MAX_LABELS:
