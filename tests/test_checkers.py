@@ -147,7 +147,7 @@ def test_torchrl_check_env_specs_on_the_pettingzoo_wrapper():
 
 def test_torchrl_pettingzoo_wrapper_with_a_seed_is_reproducible():
     """``PettingZooWrapper(seed=s)`` resets the env once with ``s``, then without a seed: the env
-    must take those resets' seeds from ``s`` (tests/test_env.py) for two runs to agree."""
+    must take those resets' seeds from ``s`` (tests/test_env_seeding.py) for two runs to agree."""
     pytest.importorskip("torchrl", reason="needs torchrl (the [torchrl] extra)")
     import torch
     from torchrl.envs import PettingZooWrapper

@@ -1,20 +1,16 @@
-"""The PettingZoo AEC environment sevenrocks_v0: determinism, rewards, illegal moves, observation bounds."""
+"""The PettingZoo AEC environment sevenrocks_v0: rewards, the end of a match, illegal moves, bad
+arguments, ``options["match"]`` and infos (determinism and copies: ``test_env_seeding.py``;
+spaces and rendering: ``test_env_spaces.py``)."""
 
 import json
-import pickle
 import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.env import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION, observation_space
-from sevenrocks_env.observation import OBS_SIZE, encode
-from sevenrocks_env.rules import Match, apply_action, deal, legal_actions
-from sevenrocks_env.scoring import deduction
-from sevenrocks_env.tiles import KNOCK, mask_of, parse_tile
+from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.tiles import KNOCK
 
 
 def play_out(env, seed, policy=None, on_step=None):
@@ -37,93 +33,6 @@ def play_out(env, seed, policy=None, on_step=None):
 
 
 # PettingZoo's own checkers (api_test, seed_test, ...) run in tests/test_checkers.py.
-
-
-def test_same_seed_same_match_byte_for_byte():
-    records = []
-    for _ in range(2):
-        env = sevenrocks_v0.env()
-        play_out(env, seed=7)
-        records.append(json.dumps(env.unwrapped.game_record(), sort_keys=True))
-    assert records[0] == records[1]
-
-
-def test_round_deal_depends_only_on_seed_and_round_index():
-    """Two different plays from the same seed see the same deals and drawn openers per round."""
-    env = sevenrocks_v0.env()
-    play_out(env, seed=11)
-    first = env.unwrapped.game_record()["rounds"]
-    play_out(env, seed=11, policy=lambda agent, obs: int(np.flatnonzero(obs["action_mask"])[-1]))
-    second = env.unwrapped.game_record()["rounds"]
-    for r in range(min(len(first), len(second))):
-        assert first[r]["hands"] == second[r]["hands"]
-        hands, _ = deal(11, r)
-        assert [mask_of(parse_tile(t) for t in hand) for hand in first[r]["hands"]] == hands
-    drawn_after_a_block = 0
-    for rounds in (first, second):  # the opener is the draw, except after a domino (R2)
-        for r, rnd in enumerate(rounds):
-            if r == 0 or rounds[r - 1]["result"] == "blocked":
-                assert rnd["opener"] == deal(11, r)[1], r
-                drawn_after_a_block += r > 0
-    assert drawn_after_a_block  # a draw that follows play, not only round 0's
-
-
-def _deals_after(env, seed, resets):
-    """The first round's hands of ``resets`` unseeded resets after ``reset(seed=seed)``."""
-    env.reset(seed=seed)
-    hands = []
-    for _ in range(resets):
-        env.reset()
-        hands.append(env.unwrapped.match.hands)
-    return hands
-
-
-@pytest.mark.parametrize("make", [sevenrocks_v0.env, sevenrocks_v0.parallel_env])
-def test_seeding_once_makes_the_unseeded_resets_after_it_reproducible(make):
-    """As Gymnasium's ``np_random``: ``reset()`` without a seed goes on from the last seed (what
-    TorchRL's ``PettingZooWrapper(seed=...)`` relies on), and each reset deals a new match."""
-    first, second = _deals_after(make(), 42, 3), _deals_after(make(), 42, 3)
-    assert first == second
-    assert len({tuple(hands) for hands in first}) == 3
-    assert _deals_after(make(), 43, 3) != first
-
-
-def test_an_unseeded_reset_records_the_seed_that_dealt_it():
-    env = sevenrocks_v0.raw_env()
-    env.reset(seed=5)
-    env.reset()
-    again = sevenrocks_v0.raw_env()
-    again.reset(seed=env.seed_used)
-    assert 0 <= env.seed_used <= (1 << 63) - 1 and again.match.hands == env.match.hands
-    fresh = [sevenrocks_v0.raw_env() for _ in range(2)]
-    for unseeded in fresh:  # never seeded: fresh entropy, as before
-        unseeded.reset()
-    assert fresh[0].seed_used != fresh[1].seed_used
-
-
-def test_unseeded_resets_after_a_seed_each_deal_a_new_match():
-    """The seeds of unseeded resets are drawn from the whole seed range, not a handful: 300 of
-    them (from a seeded generator, so the test is reproducible) never repeat a seed."""
-    env = sevenrocks_v0.raw_env()
-    env.reset(seed=12)
-    seeds = set()
-    for _ in range(300):
-        env.reset()
-        seeds.add(env.seed_used)
-    assert len(seeds) == 300
-
-
-def test_a_copy_resets_to_what_the_original_resets_to():
-    """The generator of the unseeded resets travels with ``pickle`` and ``copy.deepcopy``."""
-    import copy
-
-    env = sevenrocks_v0.raw_env()
-    env.reset(seed=9)
-    clone, pickled = copy.deepcopy(env), pickle.loads(pickle.dumps(env))
-    for other in (clone, pickled):
-        other.reset()
-    env.reset()
-    assert clone.seed_used == pickled.seed_used == env.seed_used
 
 
 def test_win_reward_and_terminal_last():
@@ -284,69 +193,6 @@ def test_unknown_agents_and_bool_actions_are_clear_errors():
     assert np.array_equal(env.observe(env.agent_selection)["observation"], before)
 
 
-def test_raw_env_is_picklable():
-    env = sevenrocks_v0.raw_env(target=100, reward="points")
-    clone = pickle.loads(pickle.dumps(env))
-    assert clone.target == 100 and clone.reward_mode == "points" and clone.points_scale == 0.01 and clone.win_reward == 0.0
-
-
-def _rest_of_match(env, rng) -> list:
-    """Play ``env`` to its end with ``rng``'s legal choices; every step's (agent, observation,
-    reward, termination, truncation) in order."""
-    trace = []
-    for agent in env.agent_iter():
-        observation, reward, terminated, truncated, _ = env.last()
-        trace.append((agent, observation["observation"].tobytes(), reward, terminated, truncated))
-        legal = np.flatnonzero(observation["action_mask"])
-        env.step(None if terminated or truncated else int(legal[rng.randrange(len(legal))]))
-    return trace
-
-
-@pytest.mark.parametrize("make", [sevenrocks_v0.raw_env, sevenrocks_v0.env])
-@pytest.mark.parametrize("copy_of", ["deepcopy", "pickle"])
-def test_a_copy_of_an_env_mid_match_goes_on_from_the_same_position(make, copy_of):
-    """``copy.deepcopy`` and ``pickle`` keep the game in progress (a search copies the env
-    before trying a move); the copy and the original go on apart."""
-    import copy
-
-    env = make(reward="points", target=150)
-    env.reset(seed=8)
-    rng = random.Random(1)
-    for _ in range(37):  # into the second round or late in the first
-        mask = env.observe(env.agent_selection)["action_mask"]
-        env.step(int(rng.choice(np.flatnonzero(mask))))
-    clone = copy.deepcopy(env) if copy_of == "deepcopy" else pickle.loads(pickle.dumps(env))
-    assert clone.unwrapped.match is not env.unwrapped.match
-    assert clone.agent_selection == env.agent_selection and clone.agents == env.agents
-    copied = _rest_of_match(clone, random.Random(2))
-    assert _rest_of_match(env, random.Random(2)) == copied and len(copied) > 4
-
-
-def test_observation_matches_space():
-    env = sevenrocks_v0.env()
-    env.reset(seed=4)
-    obs = env.observe(env.agent_selection)
-    assert obs["observation"].shape == (OBS_SIZE,) and obs["observation"].dtype == np.float32
-    assert obs["action_mask"].dtype == np.int8
-    assert env.observation_space(env.agent_selection).contains(obs)
-
-
-def test_each_agent_has_its_own_spaces_the_same_object_on_every_call():
-    """The four agents shared one observation space, so seeding one seeded them all (PettingZoo's
-    classic games build one per agent; ``seed_test`` seeds them one by one)."""
-    env = sevenrocks_v0.env()
-    for spaces_of in (env.observation_space, env.action_space):
-        assert len({id(spaces_of(agent)) for agent in env.possible_agents}) == 4
-        assert all(spaces_of(agent) is spaces_of(agent) for agent in env.possible_agents)
-    first, second = (env.observation_space(a) for a in env.possible_agents[:2])
-    first.seed(1)
-    second.seed(2)
-    drawn = first.sample()["observation"]
-    first.seed(1)
-    assert np.array_equal(first.sample()["observation"], drawn)  # player_1's seed plays no part
-    assert first == second  # equal spaces all the same
-
-
 def test_game_record_mid_round_has_null_result():
     env = sevenrocks_v0.env()
     env.reset(seed=9)
@@ -360,105 +206,6 @@ def test_game_record_mid_round_has_null_result():
 
 
 # The no-leak property over random matches, seats and moments is in tests/test_no_leak.py.
-
-
-# -- observation bounds: finite, true, and what every observation obeys --------------------------
-
-@settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), target=st.sampled_from([5, 30, 250, 1000]),
-       max_rounds=st.sampled_from([1, 3, 100]))
-def test_every_observation_of_random_play_lies_in_the_declared_space(seed, target, max_rounds):
-    """Each seat's observation after every step (and after the match) is in its space."""
-    env = sevenrocks_v0.raw_env(target=target, max_rounds=max_rounds)
-    space = env.observation_space("player_0")
-    assert np.isfinite(space["observation"].low).all() and np.isfinite(space["observation"].high).all()
-
-    def check(e, agent, action):
-        for other in e.possible_agents:
-            assert space.contains(e.observe(other)), (other, e.match.scores)
-
-    play_out(env, seed, on_step=check)
-    for agent in env.possible_agents:
-        assert space.contains(env.observe(agent))
-
-
-@pytest.mark.parametrize("target, max_rounds", [(250, 100), (5, 1000), (1000, 1)])
-def test_the_score_bounds_are_exactly_the_derived_ones(target, max_rounds):
-    """Scores at the derived extremes are inside the space, one point beyond is outside."""
-    space = observation_space(target, max_rounds)
-    hands, opener = deal(0, 0)
-    lowest, highest = -MAX_TEAM_DEDUCTION * max_rounds, target - 1 + MAX_PLACEMENT_POINTS
-    for scores, inside in (((lowest, highest), True), ((highest, lowest), True),
-                           ((lowest - 1, 0), False), ((0, highest + 1), False)):
-        match = Match.from_deal(hands, opener, target=target)
-        match.scores = list(scores)  # the winner's score, past the target: set by hand
-        obs = {"observation": encode(match, 0), "action_mask": np.zeros(113, np.int8)}
-        assert space.contains(obs) is inside, scores
-    env = sevenrocks_v0.raw_env(target=target, max_rounds=max_rounds)
-    for agent in env.possible_agents:  # the env's own spaces follow its target and max_rounds
-        assert env.observation_space(agent) == space, agent
-
-
-def test_the_module_observation_space_defaults_to_the_env_s_defaults():
-    """``observation_space()`` is "the observation space of every agent" of a default env."""
-    assert observation_space() == sevenrocks_v0.raw_env().observation_space("player_0")
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.permutations(range(28)))
-def test_a_partnership_loses_at_most_max_team_deduction_per_round(order):
-    """R7: two 7-tile hands of a team, rounded separately, never cost more than the bound."""
-    first = sum(1 << t for t in order[:7])
-    second = sum(1 << t for t in order[7:14])
-    assert deduction(first) + deduction(second) <= MAX_TEAM_DEDUCTION
-    assert MAX_PLACEMENT_POINTS == 35  # R5: the largest scoring placement
-
-
-def test_max_team_deduction_is_reached_by_the_heaviest_hands():
-    from sevenrocks_env.tiles import TILE_PIPS
-
-    heaviest = sorted(range(28), key=lambda t: -TILE_PIPS[t])
-    first, second = sum(1 << t for t in heaviest[:7]), sum(1 << t for t in heaviest[7:14])
-    assert (deduction(first), deduction(second)) == (70, 50)
-    assert MAX_TEAM_DEDUCTION == 120
-
-
-@pytest.mark.parametrize("observer", [4, -1, 3.5, "0", 1.0, np.float64(2.0), 1 + 0j, np.True_])
-def test_render_observer_must_be_a_seat(observer):
-    """``render_observer`` "must be a seat 0-3 or None": 4 (one past the last seat) is refused,
-    and so are values equal to a seat that are not ints (``1 + 0j`` crashed ``render()``)."""
-    with pytest.raises(ValueError, match="render_observer"):
-        sevenrocks_v0.raw_env(render_observer=observer)
-
-
-@pytest.mark.parametrize("observer", [None, 0, 3, np.int64(2)])
-def test_render_observer_takes_a_seat_or_none(observer):
-    assert sevenrocks_v0.raw_env(render_observer=observer).render_observer == observer
-
-
-@pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
-def test_render_after_a_round_ends_shows_how_it_ended(mode):
-    """The next round is dealt at once, so the render after a round's last move showed a fresh
-    table: the last tile, the hands, the deductions were never seen (env videos neither)."""
-    env = sevenrocks_v0.raw_env(render_mode=mode)
-    env.reset(seed=3)
-    rng = random.Random(0)
-    while len(env.match.history) == 1:
-        env.step(rng.choice(legal_actions(env.match)))
-    ended = env.render()
-    if mode == "ansi":
-        assert "round over" in ended and "round 1 " in ended
-    else:  # the round that ended, not the fresh deal the match holds now
-        from sevenrocks_env.render.picture import render_picture
-        from sevenrocks_env.render.text import just_ended_round
-        assert np.array_equal(ended, render_picture(just_ended_round(env.match), spectator=True))
-        assert not np.array_equal(ended, render_picture(env.match, spectator=True))
-    env.step(rng.choice(legal_actions(env.match)))  # the next round's first tile
-    after = env.render()
-    if mode == "ansi":
-        assert "round over" not in after and "round 2 " in after
-    else:
-        assert ended.shape == after.shape and not np.array_equal(ended, after)
 
 
 def test_the_aec_env_starts_from_options_match():
@@ -580,86 +327,6 @@ def test_options_match_must_be_a_consistent_match_in_play_for_this_env_s_setting
             env.reset(options={"match": start})
     env.reset(options={"match": Match.new(5, max_rounds=None)})  # None takes the env's
     assert env.match.max_rounds == 100 and env.seed_used == 5
-
-
-def test_a_seat_s_rgb_render_shows_no_hidden_hand():
-    """With ``render_observer`` a seat, the picture is that seat's view (a video of what the
-    agent saw): exchanging a tile between two other hands changes nothing in it, while the
-    spectator picture (no observer) shows the change."""
-    pictures = {observer: _picture_unchanged_by_an_exchange(observer, 1, 2)
-                for observer in (0, None)}
-    assert pictures == {0: True, None: False}
-
-
-def _picture_unchanged_by_an_exchange(observer, a: int, b: int) -> bool:
-    """Whether the rgb picture for ``render_observer=observer`` stays the same when seats ``a``
-    and ``b`` exchange the first tile of their hands (seed 3)."""
-    from sevenrocks_env.tiles import tiles_of
-
-    env = sevenrocks_v0.raw_env(render_mode="rgb_array", render_observer=observer)
-    env.reset(seed=3)
-    before = env.render()
-    hands = env.match.hands
-    one, two = tiles_of(hands[a])[0], tiles_of(hands[b])[0]
-    hands[a] ^= (1 << one) | (1 << two)
-    hands[b] ^= (1 << one) | (1 << two)
-    return np.array_equal(before, env.render())
-
-
-def test_the_target_entry_is_declared_as_0_to_target_over_1000():
-    """The module docs' ``[0, target / 1000]``: the bound is the value every observation holds."""
-    from sevenrocks_env.observation import OFFSETS
-
-    entry = OFFSETS["scores"].start + 2
-    for target in (5, 250, 5000):
-        space = observation_space(target, 100)["observation"]
-        value = encode(Match.new(0, target=target), 0)[entry]
-        assert (space.low[entry], space.high[entry]) == (0, value) == (0, np.float32(target / 1000))
-
-
-@pytest.mark.parametrize("copy_of", ["deepcopy", "pickle"])
-def test_a_copy_draws_only_the_seat_the_original_draws(copy_of):
-    """The Gymnasium view sets the AEC env's ``render_observer`` to the learner's seat after
-    construction; a copy of it mid-match (``pickle`` rebuilds from the constructor's arguments)
-    drew every hidden hand, the original only the learner's."""
-    import copy
-
-    from sevenrocks_env.single_agent import SingleAgentEnv
-
-    view = SingleAgentEnv(opponents="random", seat=1, partner="random", render_mode="ansi")
-    view.reset(seed=0)
-    raw = sevenrocks_v0.raw_env(render_mode="ansi")
-    raw.reset(seed=0)
-    raw.render_observer = 3
-    for env, seat in ((view, 1), (raw, 3)):
-        clone = copy.deepcopy(env) if copy_of == "deepcopy" else pickle.loads(pickle.dumps(env))
-        hands = [line.split()[1] for line in clone.render().splitlines()
-                 if line.startswith("  seat ") and " hand: " in line]
-        assert hands == [str(seat)]
-        assert clone.render() == env.render()
-
-
-def test_human_mode_prints_the_table_at_reset_and_after_every_step(capsys):
-    """``render_mode="human"`` prints the ansi table (and ``render()`` returns None): at reset and
-    after each step, what a person watching the match reads."""
-    env = sevenrocks_v0.raw_env(render_mode="human", render_observer=0)
-    env.reset(seed=3)
-    printed = capsys.readouterr().out
-    assert "Seven Rocks - round 1 " in printed
-    ansi = sevenrocks_v0.raw_env(render_mode="ansi", render_observer=0)
-    ansi.reset(seed=3)
-    assert printed == ansi.render() + "\n"
-    action = legal_actions(env.match)[0]
-    env.step(action)
-    ansi.step(action)
-    assert capsys.readouterr().out == ansi.render() + "\n"
-    assert env.render() is None and capsys.readouterr().out == ansi.render() + "\n"
-
-
-def test_a_seat_s_rgb_render_shows_that_seat_s_own_hand():
-    """The seat's view shows its own hand: exchanging a tile between the observer's hand and
-    another's changes the picture (the no-leak test above checks only the other hands)."""
-    assert not _picture_unchanged_by_an_exchange(0, 0, 1)
 
 
 def test_each_agent_s_infos_is_its_own_dict():
