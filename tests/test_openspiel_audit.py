@@ -15,7 +15,7 @@ pyspiel = pytest.importorskip(
     "pyspiel", reason="open-spiel is not installed (pip install open-spiel, or the [openspiel] extra)")
 
 from openspiel_states import deal_chance, first_state_where, load, random_state  # noqa: E402
-from test_openspiel import _decision  # noqa: E402
+from test_openspiel_bots import _decision  # noqa: E402
 from test_openspiel_agent_bot import Recorder, _view_state  # noqa: E402
 
 from sevenrocks_env import rules  # noqa: E402
