@@ -4,14 +4,16 @@ value (eager, compiled, packed, with observations), its options passed on, memor
 env lives.  No speed is measured (fake clocks, a stand-in env); the rest of the speed scripts:
 ``test_benchmarks_audit.py``."""
 
+import math
 from types import SimpleNamespace
 
 import pytest
 import torch
 
+from sevenrocks_env.ratings import mean_interval
 from sevenrocks_env.tiles import NUM_ACTIONS
 from test_benchmarks_audit import _spy_raw_env, any_device, install_clock
-from test_benchmarks_tables import script, table_rows
+from test_benchmarks_tables import script, table_rows, usage_error
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
 
@@ -102,19 +104,62 @@ def _fake_play(vector, monkeypatch, events, clock, cost=0.25):
 
 
 def test_vector_batched_warms_up_then_counts_steps_of_every_match(vector, monkeypatch):
-    """Steps/s = steps x matches / the seconds of those steps only: 5 warm-up steps first, at
-    least 10 steps, ``seconds`` honoured, and a GPU's queue waited for before the clock is read."""
+    """Steps/s = steps x matches / the seconds of those steps only: 5 warm-up steps first, then 5
+    blocks of ``seconds / 5`` and at least 2 steps each, and a GPU's queue waited for before
+    the clock is read."""
     events = []
     clock = install_clock(monkeypatch, vector)
     calls = _fake_play(vector, monkeypatch, events, clock)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: events.append("sync"))
-    # 0.25 s a step: 2 s is 8 steps, fewer than the 10 every row takes
-    assert vector.batched(6, 2.0, True, "cuda", True) == pytest.approx(10 * 6 / 2.5)
+    # 0.25 s a step: a block of 2 s / 5 is 2 steps (0.5 s), the least a block takes
+    rate = vector.batched(6, 2.0, True, "cuda", True)
+    assert rate == pytest.approx((2 * 6 / 0.5,) * 3)   # every block alike: no spread
     assert calls == [(6, True, "cuda", True, False)]
-    assert events == ["step"] * 5 + ["sync"] + ["step"] * 10 + ["sync"]
+    assert events == ["step"] * 5 + ["sync"] + (["step"] * 2 + ["sync"]) * 5
     events.clear()
-    assert vector.batched(4, 5.0, False, "cpu", False) == pytest.approx(20 * 4 / 5.0)
+    assert vector.batched(4, 5.0, False, "cpu", False, blocks=4) == pytest.approx(
+        (5 * 4 / 1.25,) * 3)
     assert events == ["step"] * 25
+
+
+def test_vector_rates_are_the_mean_of_the_blocks_and_the_t_interval_of_that_mean(vector,
+                                                                               monkeypatch):
+    """Blocks of 1 s whose steps take 0.5, 0.25, 0.5 and 1 s: 2, 4, 2 and 2 steps (the last
+    2 s long), so 2, 4, 2 and 1 steps a second of 3 matches; the figure is their mean, 2.25 x 3,
+    and its band the 95% interval over the 4 blocks: +- t(3) s / sqrt(4)."""
+    clock = install_clock(monkeypatch, vector)
+    costs = iter([0.1] * 5 + [0.5] * 2 + [0.25] * 4 + [0.5] * 2 + [1.0] * 2)
+
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        return (lambda: clock.advance(next(costs))), None
+    monkeypatch.setattr(vector, "random_play", random_play)
+    rate = vector.batched(3, 4.0, False, "cpu", False, blocks=4)
+    per_block = [2 * 3, 4 * 3, 2 * 3, 1 * 3]
+    half = 3.182446 * math.sqrt(sum((r - 6.75) ** 2 for r in per_block) / 3) / 2
+    assert rate.mean == pytest.approx(6.75) and rate.high - 6.75 == pytest.approx(6.75 - rate.low)
+    # (ratings' t quantile is 0.12 % under the exact 3.182446 at 3 degrees of freedom)
+    assert (rate.high - rate.low) / 2 == pytest.approx(half, rel=2e-3)
+    assert (rate.low, rate.high) == pytest.approx(mean_interval(per_block))
+    assert rate.cell() == f"7 ± {half:,.0f}" and next(costs, None) is None
+
+
+def test_vector_raw_env_rate_is_over_runs_of_its_seconds_split_in_blocks(vector, monkeypatch):
+    runs = iter([100.0, 120.0, 80.0, 110.0, 90.0])
+    seen = []
+
+    def aec(seconds, observe):
+        seen.append((seconds, observe))
+        return next(runs)
+    monkeypatch.setattr(vector, "aec", aec)
+    rate = vector.aec_rate(2.5, True)
+    assert seen == [(0.5, True)] * 5
+    assert rate == pytest.approx((100.0, *mean_interval([100, 120, 80, 110, 90])))
+
+
+def test_vector_blocks_are_4_to_1000(vector, capsys):
+    assert usage_error(vector.main, ["--blocks", "3"], capsys).endswith(
+        "argument --blocks: must be an int in [4, 1000], got 3")
+    assert "--blocks" in usage_error(vector.main, ["--blocks", "1001"], capsys)
 
 
 def test_vector_memory_is_the_growth_of_an_observing_env(vector, monkeypatch):
@@ -155,11 +200,34 @@ def test_vector_compiled_against_eager_alternates_blocks_until_both_had_their_se
     eager, fused, warm_up = vector.compiled_against_eager(3, 1.0, True, "cpu", True)
     assert made == [(3, True, "cpu", True, False, False), (3, True, "cpu", True, True, False)]
     assert warm_up == 5.0
-    assert eager == pytest.approx(64 * 3) and fused == pytest.approx(128 * 3)
+    assert eager == pytest.approx((64 * 3,) * 3) and fused == pytest.approx((128 * 3,) * 3)
     # both envs timed for their --seconds (the compiled one, twice as fast, sets the length)
     timed_compiled = counts[True] - 5
     assert timed_compiled % 12 == 0 and timed_compiled / 128 >= 1.0
     assert counts[False] == 5 + 3 + timed_compiled
+    # a short row still times at least --blocks blocks of each (an interval needs them)
+    counts.update({False: 0, True: 0})
+    vector.compiled_against_eager(3, 0.01, True, "cpu", True, blocks=7)
+    assert counts[True] == 5 + 7 * 12 and counts[False] == 5 + 3 + 7 * 12
+
+
+def test_vector_compiled_against_eager_rates_are_per_block(vector, monkeypatch):
+    """Eager blocks of 12 steps taking 1/64 s a step, then 1/32 s in the second half: the
+    blocks' rates differ, and the figure is their mean with its interval."""
+    clock = install_clock(monkeypatch, vector)
+    steps = {False: 0, True: 0}
+
+    def random_play(num_envs, observe, device, validate, compile=False, packed=False):
+        def step():
+            steps[compile] += 1
+            slow = not compile and steps[False] > 8 + 12 * 4
+            clock.advance(1 / 32 if slow else 1 / 64)
+        return step, None
+    monkeypatch.setattr(vector, "random_play", random_play)
+    eager, fused, _ = vector.compiled_against_eager(2, 0.01, False, "cpu", False, blocks=8)
+    per_block = [12 * 2 / (12 / 64)] * 4 + [12 * 2 / (12 / 32)] * 4
+    assert eager == pytest.approx((sum(per_block) / 8, *mean_interval(per_block)))
+    assert fused == pytest.approx((128,) * 3)
 
 
 def test_vector_batched_and_compiled_against_eager_pass_the_sampler_to_their_envs(vector,
@@ -197,30 +265,37 @@ def test_vector_raw_env_rate_is_its_legal_steps_over_the_time(vector, monkeypatc
 
 def _fake_vector_parts(vector, monkeypatch):
     """Stand-ins for the measurements of ``vector_speed.main``; returns their calls."""
-    calls = {"aec": [], "memory": [], "batched": [], "compiled": [], "threads": []}
+    calls = {"aec": [], "memory": [], "batched": [], "compiled": [], "threads": [], "blocks": []}
 
-    def aec(seconds, observe):
+    def rate(value):  # a figure +- a tenth of it
+        return vector.Rate(value, 0.9 * value, 1.1 * value)
+
+    def aec_rate(seconds, observe, blocks):
         calls["aec"].append((seconds, observe))
-        return 40.0 if observe else 100.0
+        calls["blocks"].append(blocks)
+        return rate(40.0 if observe else 100.0)
 
     def memory(num_envs, device):
         calls["memory"].append((num_envs, device))
         return 3 * 2**20, 5 * 2**20
 
-    def batched(num_envs, seconds, observe, device, validate, packed=False):
+    def batched(num_envs, seconds, observe, device, validate, packed=False, blocks=None):
         calls["batched"].append((num_envs, seconds, observe, device, validate, packed))
         calls["threads"].append(torch.get_num_threads())
-        return num_envs * (300 if observe else 2500 if packed else 1000)
+        calls["blocks"].append(blocks)
+        return rate(num_envs * (300 if observe else 2500 if packed else 1000))
 
-    def compiled_against_eager(num_envs, seconds, observe, device, validate, packed=False):
+    def compiled_against_eager(num_envs, seconds, observe, device, validate, packed=False,
+                               blocks=None):
         calls["compiled"].append((num_envs, seconds, observe, device, validate, packed))
+        calls["blocks"].append(blocks)
         if observe:
-            return num_envs * 300, num_envs * 900, 99.0
+            return rate(num_envs * 300), rate(num_envs * 900), 99.0
         if packed:
-            return num_envs * 2500, num_envs * 5000, 77.0
-        return num_envs * 1000, num_envs * 4000, 1.5 + num_envs
+            return rate(num_envs * 2500), rate(num_envs * 5000), 77.0
+        return rate(num_envs * 1000), rate(num_envs * 4000), 1.5 + num_envs
 
-    for name, fake in (("aec", aec), ("memory", memory), ("batched", batched),
+    for name, fake in (("aec_rate", aec_rate), ("memory", memory), ("batched", batched),
                        ("compiled_against_eager", compiled_against_eager)):
         monkeypatch.setattr(vector, name, fake)
     monkeypatch.setattr(vector.resource, "getrusage",
@@ -241,39 +316,53 @@ def test_vector_main_puts_each_rate_and_ratio_in_its_column(vector, monkeypatch,
                                 for size in (4, 8, 2)
                                 for observe, packed in ((False, False), (True, False),
                                                         (False, True))]
-    assert calls["threads"] == [2] * 9
-    assert "raw_env random play: 100 steps/s (mask only), 40 steps/s (observation + mask)" in out
+    assert calls["threads"] == [2] * 9 and calls["blocks"] == [5] * 11
+    assert "raw_env random play: 100 ± 10 steps/s (mask only), 40 ± 4 steps/s (observation + " \
+           "mask)" in out
     assert table_rows(out, "") == [
         ["B", "masks only, steps/s", "x raw_env", "masks + observations, steps/s", "x raw_env",
          "packed legal set, steps/s", "x raw_env"],
-        ["4", "4,000", "40.0", "1,200", "30.0", "10,000", "100.0"],
-        ["8", "8,000", "80.0", "2,400", "60.0", "20,000", "200.0"],
-        ["2", "2,000", "20.0", "600", "15.0", "5,000", "50.0"]]
+        ["4", "4,000 ± 400", "40.0", "1,200 ± 120", "30.0", "10,000 ± 1,000", "100.0"],
+        ["8", "8,000 ± 800", "80.0", "2,400 ± 240", "60.0", "20,000 ± 2,000", "200.0"],
+        ["2", "2,000 ± 200", "20.0", "600 ± 60", "15.0", "5,000 ± 500", "50.0"]]
     assert "\n|" + "---:|" * 7 + "\n" in out  # a separator cell for every column
     assert ("memory at B = 8 (eager, measured first): env tensors 3.0 MiB (393216 bytes/match), "
             "process RSS growth 5.0 MiB; peak RSS of the whole run 7 MiB") in out
 
 
-def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp_path, capsys):
+def _spy_plots(monkeypatch) -> tuple[dict, list]:
+    """Each line ``Axes.plot`` draws, by label, and each band ``fill_between`` draws, in order."""
     from matplotlib.axes import Axes
-    plotted, plot = {}, Axes.plot
+    plotted, bands, plot, fill = {}, [], Axes.plot, Axes.fill_between
 
     def spy_plot(self, x, y, *rest, label=None, **options):
         plotted[label] = (list(x), list(y))
         return plot(self, x, y, *rest, label=label, **options)
+
+    def spy_fill(self, x, low, high, *rest, **options):
+        bands.append((list(x), list(low), list(high)))
+        return fill(self, x, low, high, *rest, **options)
     monkeypatch.setattr(Axes, "plot", spy_plot)
+    monkeypatch.setattr(Axes, "fill_between", spy_fill)
+    return plotted, bands
+
+
+def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp_path, capsys):
+    plotted, bands = _spy_plots(monkeypatch)
     calls = _fake_vector_parts(vector, monkeypatch)
     path = tmp_path / "new" / "speed.png"
-    vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--compile", "--plot", str(path)])
+    vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--compile", "--blocks", "9",
+                 "--plot", str(path)])
     out = capsys.readouterr().out
     assert calls["compiled"] == [
         (size, 0.5, observe, "cpu", False, packed) for size in (8, 2)
         for observe, packed in ((False, False), (False, True), (True, False))]
+    assert calls["blocks"] == [9] * 8
     assert table_rows(out, "")[1:] == [
-        ["8", "8,000", "80.0", "32,000", "320.0", "20,000", "200.0", "40,000", "400.0", "2,400",
-         "60.0", "7,200", "180.0"],
-        ["2", "2,000", "20.0", "8,000", "80.0", "5,000", "50.0", "10,000", "100.0", "600",
-         "15.0", "1,800", "45.0"]]
+        ["8", "8,000 ± 800", "80.0", "32,000 ± 3,200", "320.0", "20,000 ± 2,000", "200.0",
+         "40,000 ± 4,000", "400.0", "2,400 ± 240", "60.0", "7,200 ± 720", "180.0"],
+        ["2", "2,000 ± 200", "20.0", "8,000 ± 800", "80.0", "5,000 ± 500", "50.0",
+         "10,000 ± 1,000", "100.0", "600 ± 60", "15.0", "1,800 ± 180", "45.0"]]
     assert "the first 5 steps (compiling; Inductor's on-disk cache makes a later run's " \
            "shorter), by B: 8: 9.5 s, 2: 3.5 s" in out
     assert plotted == {"batched, masks only": ([8, 2], [8000, 2000]),
@@ -282,23 +371,22 @@ def test_vector_main_compiled_columns_warm_ups_and_plot(vector, monkeypatch, tmp
                        "compile=True, masks only": ([8, 2], [32000, 8000]),
                        "compile=True, masks + observations": ([8, 2], [7200, 1800]),
                        "compile=True, packed legal set": ([8, 2], [40000, 10000])}
+    # each line's band: its rows' intervals, in the order the lines were drawn
+    assert bands == [([8, 2], [0.9 * a, 0.9 * b], [1.1 * a, 1.1 * b])
+                     for a, b in ((8000, 2000), (2400, 600), (20000, 5000), (32000, 8000),
+                                  (7200, 1800), (40000, 10000))]
     assert f"wrote {path}" in out and [p.name for p in path.parent.iterdir()] == ["speed.png"]
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
 def test_vector_main_plots_the_packed_sampler_beside_the_mask(vector, monkeypatch, tmp_path):
-    from matplotlib.axes import Axes
-    plotted, plot = {}, Axes.plot
-
-    def spy_plot(self, x, y, *rest, label=None, **options):
-        plotted[label] = (list(x), list(y))
-        return plot(self, x, y, *rest, label=label, **options)
-    monkeypatch.setattr(Axes, "plot", spy_plot)
+    plotted, bands = _spy_plots(monkeypatch)
     _fake_vector_parts(vector, monkeypatch)
     vector.main(["--sizes", "8", "2", "--seconds", "0.5", "--plot", str(tmp_path / "s.png")])
     assert plotted == {"batched, masks only": ([8, 2], [8000, 2000]),
                        "batched, masks + observations": ([8, 2], [2400, 600]),
                        "batched, packed legal set": ([8, 2], [20000, 5000])}
+    assert len(bands) == 3
 
 
 def test_vector_defaults_are_the_usage_line_s(vector, monkeypatch, capsys):
