@@ -8,6 +8,7 @@ ever if none does), then waits at most :data:`PIPE_WAIT_S` for its first bytes."
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import select
@@ -35,7 +36,9 @@ def decoded(data: bytes, name: str) -> str:
         return data.decode(encoding)
     except UnicodeDecodeError as error:
         what = "UTF-8" if encoding.startswith("utf-8") else encoding.upper()
-        raise ValueError(f"{name} is not {what} text (byte {error.start})") from None
+        # the byte's offset in the file: utf-8-sig counts its positions after the BOM it drops
+        start = error.start + (len(codecs.BOM_UTF8) if encoding == "utf-8-sig" else 0)
+        raise ValueError(f"{name} is not {what} text (byte {start})") from None
 
 
 def open_without_waiting(path, refused) -> tuple[int, int]:

@@ -166,10 +166,12 @@ def test_a_fifo_waits_a_bounded_time_and_a_device_or_a_folder_is_refused(tmp_pat
     def write_later():
         time.sleep(0.3)
         fifo.write_text("seed: 1\n")
-    writer = threading.Thread(target=write_later)
+    # (a daemon, joined with a timeout: a reader that failed leaves the writer blocked in open
+    # for ever, which must fail the test, not hang pytest)
+    writer = threading.Thread(target=write_later, daemon=True)
     writer.start()
     assert load_yaml_file(fifo) == {"seed": 1}  # the reader waited for the writer
-    writer.join()
+    writer.join(5)
     for path, words in (("/dev/zero", "is not a regular file (a device?), not a thing"),
                         (tmp_path, "is a folder, not a thing")):
         with pytest.raises(ValueError, match="^" + re.escape(f"{path} {words}")):
@@ -202,12 +204,12 @@ def test_a_pipe_s_text_is_read_whole_when_it_arrives_in_parts(tmp_path):
             pipe.write(b'{"a": ')
             time.sleep(0.5)
             pipe.write(b"1}")
-    writer = threading.Thread(target=write_in_two_parts)
+    writer = threading.Thread(target=write_in_two_parts, daemon=True)  # (as above)
     writer.start()
     try:
         assert read_text(fifo, 100, "thing") == '{"a": 1}'
     finally:
-        writer.join()
+        writer.join(5)
 
 
 def test_a_read_error_is_a_value_error_naming_the_file(tmp_path, monkeypatch):
@@ -241,3 +243,22 @@ def test_a_path_with_a_nul_character_is_named_in_the_message():
     """Python's "embedded null byte" named neither the path nor what was being read."""
     with pytest.raises(ValueError, match=r"^cannot read thing 'a\\x00b': embedded null byte$"):
         read_text("a\x00b", 100, "thing")
+
+
+def test_the_bad_byte_of_a_utf8_file_with_a_bom_is_counted_from_the_file_s_start(tmp_path):
+    """The message names the first bad byte by its offset in the file, for UTF-8 with a byte
+    order mark (Notepad's) too: Python's utf-8-sig counted it after the BOM's 3 bytes, so a
+    file whose byte 5 is bad was reported as "byte 2", the BOM's last byte (until 2026-12-07)."""
+    from sevenrocks_env.textfile import decoded
+
+    data = b"\xef\xbb\xbfab\xffc"
+    assert data.index(b"\xff") == 5
+    path = tmp_path / "record.json"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=r"is not UTF-8 text \(byte 5\)$"):
+        read_text(path, 100, "game record")
+    # the rule the other encodings follow: the offset in the bytes given
+    with pytest.raises(ValueError, match=r"\(byte 6\)$"):
+        decoded(b"\xfe\xff\x00a\x00b\x00", "f")  # UTF-16-BE with a BOM, cut short at byte 6
+    with pytest.raises(ValueError, match=r"is not UTF-8 text \(byte 2\)$"):
+        decoded(b"ab\xffc", "f")
