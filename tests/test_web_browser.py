@@ -4,125 +4,40 @@ browser download), against the server running in this process on a free localhos
 A whole round is played by clicking highlighted tiles and ends; the page's scores must equal the
 server's record, and the downloaded record must validate.  A screenshot of a mid-round board is
 taken (into the test's temp folder; ``SEVENROCKS_UPDATE_SCREENSHOT=1`` writes it to
-docs/web_screenshot.png instead, the picture in the README).  Without /usr/bin/chromium this test FAILS (install it with
-``apt-get install -y chromium``): it never passes silently.
+docs/web_screenshot.png instead, the picture in the README).  Without /usr/bin/chromium this test
+FAILS (install it with ``apt-get install -y chromium``): it never passes silently.  The
+pages' common steps: ``browser_page.py``; records and replays: ``test_web_browser_records.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import uvicorn
-from playwright.sync_api import sync_playwright
 
 from sevenrocks_env import record as records
-from sevenrocks_env.web.api import create_app
-from sevenrocks_env.web.games import GameStore
-from sevenrocks_env.web.origin import host_names_for
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from browser_page import (_match_whose_first_answer, _open, _play_to_the_summary, _start,
+                          _your_first_turn, chromium, play_my_turn, ply, served_app,
+                          start_match, wait_for_turn_or_summary)
+
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "web_screenshot.png"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server():
-    """The app served by uvicorn in a thread; yields (base url, app)."""
-    app = create_app(GameStore(), host_names=host_names_for("127.0.0.1"))  # as `sevenrocks serve` makes it
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    instance = uvicorn.Server(config)
-    thread = threading.Thread(target=instance.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not instance.started:
-        if time.monotonic() > deadline:
-            pytest.fail("the web server did not start within 10 s")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", app
-    instance.should_exit = True
-    thread.join(10)
+    """(base url, app) of the page's server, running in this process."""
+    with served_app() as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: the browser test needs Debian's Chromium "
-                    f"(apt-get install -y chromium; Playwright's own download does not work here)")
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
-            accept_downloads=True, viewport={"width": 1100, "height": 1000})
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
         yield context
-        context.close()
-
-
-def ply(page) -> int:
-    return page.evaluate("App.ui.view ? App.ui.view.ply : -1")
-
-
-def start_match(browser, base: str, delay: int, seat: int | None = None,
-                target: int | None = None):
-    """A new page that starts a match against three `greedy` bots, deal seed 4; returns the
-    page and the list its JavaScript errors go to."""
-    page = browser.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(base + "/")
-    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
-    for name in ("partner", "left", "right"):
-        page.select_option(f"select[name={name}]", "greedy")
-    if seat is not None:
-        page.select_option("select[name=seat]", str(seat))
-    if target is not None:
-        page.fill("input[name=target]", str(target))
-    page.fill("input[name=seed]", "4")
-    page.evaluate(f"const d = document.getElementById('delay'); d.value = {delay};"
-                  "d.dispatchEvent(new Event('input'))")
-    page.click("#start-button")
-    page.wait_for_selector("#game:not([hidden])")
-    return page, errors
-
-
-def wait_for_turn_or_summary(page) -> str:
-    """Wait until the human must act or a round summary is open; say which."""
-    page.wait_for_function(
-        "document.getElementById('summary').open || (App.ui.view && App.ui.view.next === 'you'"
-        " && !App.ui.busy)", timeout=20000)
-    return "summary" if page.evaluate("document.getElementById('summary').open") else "turn"
-
-
-def play_my_turn(page, notes: dict) -> None:
-    """Click a highlighted tile, then a highlighted end if the tile fits more than one."""
-    before = ply(page)
-    if page.locator("#knock").is_visible():
-        page.click("#knock")
-    else:
-        stuck = page.locator("#hand .hand-tile:not(.playable)")
-        if stuck.count() and "illegal" not in notes:  # an illegal click says why (R3/R4)
-            stuck.first.click()
-            notes["illegal"] = page.locator("#notice").inner_text()
-        if not page.locator("#hand .hand-tile.selected").count():
-            page.locator("#hand .hand-tile.playable").first.click()
-        if ply(page) == before and page.locator("#board .marker.target").count():
-            notes["chose_end"] = True
-            page.locator("#board .marker.target").first.click()
-    page.wait_for_function(f"App.ui.view.ply > {before}", timeout=10000)
 
 
 def test_play_a_round_in_chromium(server, browser, tmp_path, monkeypatch):
@@ -216,48 +131,6 @@ def test_phone_width_keeps_board_and_hand_on_screen(server, browser):
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
 
 
-def _open(page, base: str) -> None:
-    page.goto(base + "/")
-    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
-
-
-def _start(page, seat: int, seed: int) -> None:
-    for name in ("partner", "left", "right"):
-        page.select_option(f"select[name={name}]", "greedy")
-    page.select_option("select[name=seat]", str(seat))
-    page.fill("input[name=seed]", str(seed))
-    page.evaluate("document.getElementById('delay').value = 0")
-    page.click("#start-button")
-    page.wait_for_selector("#game:not([hidden])")
-
-
-def _your_first_turn(page) -> None:
-    """Seed 0 with greedy bots, the human at seat 0: wait for the human's first turn."""
-    _start(page, seat=0, seed=0)
-    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
-                           timeout=20000)
-
-
-def _first_step_answer(page, then: str) -> None:
-    """The page's first bot move reaches the server, then its answer meets ``then`` (a
-    JavaScript statement: a delay, or an error as if the network lost it)."""
-    page.evaluate("""() => { const fetch0 = window.fetch; let steps = 0;
-        window.fetch = async (...args) => { const answer = await fetch0(...args);
-          if (String(args[0]).endsWith('/step') && steps++ === 0) { %s; }
-          return answer; }; }""" % then)
-
-
-def _match_whose_first_answer(server, browser, then: str):
-    """A new page with a match started where a bot opens (seed 3: a step is sent at once),
-    the answer to that first step meeting ``then`` (:func:`_first_step_answer`)."""
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    _first_step_answer(page, then)
-    _start(page, seat=0, seed=3)
-    return page
-
-
 def test_a_new_match_is_not_taken_over_by_the_old_match_answers(server, browser):
     """A bot move of the old match still on its way when a new match starts must not replace
     the new match on the page (it used to, and the new one stalled at move 0)."""
@@ -291,45 +164,6 @@ def test_a_tile_that_fits_two_ends_is_played_from_the_keyboard(server, browser):
     assert page.evaluate("document.activeElement.matches('#board .marker.target')")
     page.keyboard.press("Enter")
     page.wait_for_function(f"App.ui.view.ply > {before}", timeout=10000)
-
-
-def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
-    """At the match's end the summary is a modal that cannot be closed: the page's own
-    Download record button was behind it, so the full record could not be had.  It says
-    whether the human's team won; its rematch frees the old game and summarises the new
-    match's rounds from its first."""
-    base, app = server
-    page, errors = start_match(browser, base, delay=0, target=100)
-    notes = {}
-    for _ in range(60):  # rounds
-        while wait_for_turn_or_summary(page) == "turn":
-            play_my_turn(page, notes)
-        if page.evaluate("App.ui.view.over"):
-            break
-        page.click("#summary-continue")
-    assert page.evaluate("App.ui.view.over")
-    last = page.inner_text("#summary-last-move")  # the winning tile, its seat named as the page does
-    assert re.match(r"Last move: (you|seat \d \(greedy\)): \d\|\d ", last), last
-    with page.expect_download() as download:
-        page.click("#summary-download")
-    path = tmp_path / "match.json"
-    download.value.save_as(path)
-    saved = records.load(path)
-    assert saved["winner"] in (0, 1) and max(saved["scores"]) >= 100
-    won = saved["winner"] == page.evaluate("App.ui.view.seat") % 2  # the human's team (R1)
-    assert page.inner_text("#match-result").endswith(
-        ("your team wins!" if won else "your team loses.") + " (seed 4)")
-    old = page.evaluate("App.ui.view.id")
-    page.click("#rematch")
-    page.wait_for_function(f"App.ui.view.id !== '{old}'")
-    while wait_for_turn_or_summary(page) == "turn":
-        play_my_turn(page, notes)
-    # the new match's first round is summarised (the old match's count of rounds shown, kept,
-    # hid as many of the new match's first summaries)
-    assert page.inner_text("#summary-body h2").startswith("Round 1: ")
-    assert len(saved["rounds"]) >= 2 and not page.evaluate("App.ui.view.over")
-    assert old not in app.state.store._games
-    assert not errors, errors
 
 
 def test_a_lost_answer_does_not_leave_the_page_behind_the_game(server, browser):
@@ -395,111 +229,6 @@ def test_leaving_a_game_frees_its_place_on_the_server(server, browser):
     assert first not in app.state.store._games
 
 
-def _replay_of(match, server, browser, tmp_path):
-    """A new page replaying ``match``'s record, loaded from a file as a user would."""
-    path = tmp_path / "record.json"
-    records.save(records.game_record(match), path)
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    page.set_input_files("#record-file", str(path))
-    page.wait_for_selector("#replay:not([hidden])")
-    return page
-
-
-def test_a_held_arrow_key_steps_the_replay_as_often_as_it_was_pressed(server, browser, tmp_path):
-    """The replay's position moved only when a frame arrived: fifteen quick presses stepped
-    five moves."""
-    from sevenrocks_env.rules import Match, apply_action, legal_actions
-
-    match = Match.new(9, target=250)
-    for _ in range(20):  # into the first round: a record of one unfinished round
-        apply_action(match, legal_actions(match)[0])
-    page = _replay_of(match, server, browser, tmp_path)
-    page.wait_for_function("document.getElementById('replay-position').textContent"
-                           ".startsWith('move 0 of')")
-    moves = page.evaluate("replay.info.rounds[0].moves")
-    assert moves >= 15
-    for _ in range(15):
-        page.keyboard.press("ArrowRight")
-    page.wait_for_function("document.getElementById('replay-position').textContent"
-                           ".startsWith('move 15 of')", timeout=10000)
-    page.wait_for_timeout(300)  # no earlier frame drawn over it afterwards
-    assert page.inner_text("#replay-position").startswith("move 15 of")
-
-
-def test_the_replay_shows_no_minus_zero_deduction(server, browser, tmp_path):
-    """At a round's end the replay wrote "seat 1 −0" for a seat that lost nothing (the game
-    page and the text board said "none" and "0"; Board.deductionText serves both pages)."""
-    from sevenrocks_env.rules import Match, apply_action, legal_actions
-
-    match = Match.new(11, target=250)
-    match.seed = None  # stop at the round end: one finished round, with its deductions
-    while not match.awaiting_deal:
-        apply_action(match, legal_actions(match)[0])
-    deductions = match.history[-1].deductions
-    assert 0 in deductions and any(deductions)
-    page = _replay_of(match, server, browser, tmp_path)
-    page.click("button[data-step=last]")
-    page.wait_for_function("document.getElementById('replay-hands').textContent"
-                           ".includes('none')", timeout=10000)
-    hands = page.inner_text("#replay-hands")
-    assert not re.search("\u22120(?![0-9])", hands), hands
-    for seat, points in enumerate(deductions):
-        assert f"seat {seat} " + (f"\u2212{points}" if points else "none") in hands
-
-
-def test_the_replay_says_a_match_was_cut_off_by_its_round_limit(server, browser, tmp_path):
-    """A match cut off by its round limit read "no winner", as one still going did."""
-    from sevenrocks_env.rules import Match, apply_action, legal_actions
-
-    match = Match.new(3, target=100, max_rounds=2)
-    while not match.over:
-        apply_action(match, legal_actions(match)[0])
-    page = _replay_of(match, server, browser, tmp_path)
-    assert page.inner_text("#replay-info").endswith(
-        "no winner: cut off by its round limit (max_rounds 2)")
-    page.close()
-
-
-def test_the_round_list_and_close_on_the_replay_page(server, browser, tmp_path):
-    """After a round was picked from the list, the list kept the focus and an arrow key moved
-    both it (a whole round) and the page (a move); Close only hid the replay, which held a
-    place of --max-games on the server for its idle minutes."""
-    from sevenrocks_env.rules import Match, apply_action, legal_actions
-
-    match = Match.new(3, target=250)
-    while match.round_index < 2 and not match.over:  # two finished rounds and the third begun
-        apply_action(match, legal_actions(match)[0])
-    for _ in range(4):
-        apply_action(match, legal_actions(match)[0])
-    page = _replay_of(match, server, browser, tmp_path)
-    _, app = server
-    replay_id = page.evaluate("replay.info.id")
-    assert replay_id in app.state.store._games
-    page.focus("#replay-round")  # as a click on the list leaves it
-    page.select_option("#replay-round", "1")
-    page.wait_for_function("replay.round === 1 && document.getElementById('replay-position')"
-                           ".textContent.startsWith('move 0 of')")
-    page.keyboard.press("ArrowRight")
-    page.wait_for_function("document.getElementById('replay-position').textContent"
-                           ".startsWith('move 1 of')", timeout=10000)
-    page.wait_for_timeout(300)
-    assert page.evaluate("[replay.round, replay.move]") == [1, 1]
-    assert page.evaluate("document.getElementById('replay-round').value") == "1"
-    page.click("#replay-close")
-    deadline = time.monotonic() + 5
-    while replay_id in app.state.store._games and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert replay_id not in app.state.store._games
-    page.close()
-
-
-def _play_to_the_summary(page) -> None:
-    while wait_for_turn_or_summary(page) == "turn":
-        play_my_turn(page, {})
-
-
 def test_a_reload_mid_match_goes_on_with_the_same_match(server, browser):
     """A reload (or Back, then Forward) in the middle of a match showed the start panel: the
     match was lost to the page, and held a place of --max-games on the server until it expired.
@@ -534,27 +263,6 @@ def test_a_reload_mid_match_goes_on_with_the_same_match(server, browser):
     page.wait_for_timeout(300)
     assert page.locator("#start").is_visible() and page.locator("#game").is_hidden()
     assert game not in app.state.store._games
-    page.close()
-
-
-def test_download_record_waits_for_a_bot_move_being_computed(server, browser, tmp_path):
-    """The record asked for while a bot's move is computed is refused with 409 and Retry-After;
-    the page said "try again" and downloaded nothing (with search bots and no delay, nearly
-    every click during the bots' turns).  It now asks again a second later."""
-    base, app = server
-    page, errors = start_match(browser, base, delay=0)
-    _play_to_the_summary(page)
-    page.click("#summary-continue")
-    game = app.state.store.get(page.evaluate("App.ui.view.id"))
-    assert game.lock.acquire(timeout=10)  # as a bot's move being computed holds it
-    threading.Timer(1.5, game.lock.release).start()
-    with page.expect_download(timeout=10000) as download:
-        page.click("#download")
-    path = tmp_path / "record.json"
-    download.value.save_as(path)
-    assert len(records.load(path)["rounds"]) == 1
-    assert "try again" not in page.inner_text("#notice")
-    assert not errors, errors
     page.close()
 
 

@@ -1,0 +1,179 @@
+"""The web page's match records in a real browser (as test_web_browser.py, through
+tests/browser_page.py): the final summary downloads the whole match, a download waits for a bot
+move being computed, and the replay page steps once per held arrow key press, lists the rounds,
+shows no minus-zero deduction and says when a match was cut off by its round limit.  Without
+/usr/bin/chromium these tests FAIL (``apt-get install -y chromium``): they never pass silently."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+
+from sevenrocks_env import record as records
+
+from browser_page import (_play_to_the_summary, _replay_of, chromium, play_my_turn,
+                          served_app, start_match, wait_for_turn_or_summary)
+
+
+@pytest.fixture(scope="module")
+def server():
+    """(base url, app) of the page's server, running in this process."""
+    with served_app() as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
+
+
+def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
+    """At the match's end the summary is a modal that cannot be closed: the page's own
+    Download record button was behind it, so the full record could not be had.  It says
+    whether the human's team won; its rematch frees the old game and summarises the new
+    match's rounds from its first."""
+    base, app = server
+    page, errors = start_match(browser, base, delay=0, target=100)
+    notes = {}
+    for _ in range(60):  # rounds
+        while wait_for_turn_or_summary(page) == "turn":
+            play_my_turn(page, notes)
+        if page.evaluate("App.ui.view.over"):
+            break
+        page.click("#summary-continue")
+    assert page.evaluate("App.ui.view.over")
+    last = page.inner_text("#summary-last-move")  # the winning tile, its seat named as the page does
+    assert re.match(r"Last move: (you|seat \d \(greedy\)): \d\|\d ", last), last
+    with page.expect_download() as download:
+        page.click("#summary-download")
+    path = tmp_path / "match.json"
+    download.value.save_as(path)
+    saved = records.load(path)
+    assert saved["winner"] in (0, 1) and max(saved["scores"]) >= 100
+    won = saved["winner"] == page.evaluate("App.ui.view.seat") % 2  # the human's team (R1)
+    assert page.inner_text("#match-result").endswith(
+        ("your team wins!" if won else "your team loses.") + " (seed 4)")
+    old = page.evaluate("App.ui.view.id")
+    page.click("#rematch")
+    page.wait_for_function(f"App.ui.view.id !== '{old}'")
+    while wait_for_turn_or_summary(page) == "turn":
+        play_my_turn(page, notes)
+    # the new match's first round is summarised (the old match's count of rounds shown, kept,
+    # hid as many of the new match's first summaries)
+    assert page.inner_text("#summary-body h2").startswith("Round 1: ")
+    assert len(saved["rounds"]) >= 2 and not page.evaluate("App.ui.view.over")
+    assert old not in app.state.store._games
+    assert not errors, errors
+
+
+def test_a_held_arrow_key_steps_the_replay_as_often_as_it_was_pressed(server, browser, tmp_path):
+    """The replay's position moved only when a frame arrived: fifteen quick presses stepped
+    five moves."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(9, target=250)
+    for _ in range(20):  # into the first round: a record of one unfinished round
+        apply_action(match, legal_actions(match)[0])
+    page = _replay_of(match, server, browser, tmp_path)
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 0 of')")
+    moves = page.evaluate("replay.info.rounds[0].moves")
+    assert moves >= 15
+    for _ in range(15):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 15 of')", timeout=10000)
+    page.wait_for_timeout(300)  # no earlier frame drawn over it afterwards
+    assert page.inner_text("#replay-position").startswith("move 15 of")
+
+
+def test_the_replay_shows_no_minus_zero_deduction(server, browser, tmp_path):
+    """At a round's end the replay wrote "seat 1 −0" for a seat that lost nothing (the game
+    page and the text board said "none" and "0"; Board.deductionText serves both pages)."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(11, target=250)
+    match.seed = None  # stop at the round end: one finished round, with its deductions
+    while not match.awaiting_deal:
+        apply_action(match, legal_actions(match)[0])
+    deductions = match.history[-1].deductions
+    assert 0 in deductions and any(deductions)
+    page = _replay_of(match, server, browser, tmp_path)
+    page.click("button[data-step=last]")
+    page.wait_for_function("document.getElementById('replay-hands').textContent"
+                           ".includes('none')", timeout=10000)
+    hands = page.inner_text("#replay-hands")
+    assert not re.search("\u22120(?![0-9])", hands), hands
+    for seat, points in enumerate(deductions):
+        assert f"seat {seat} " + (f"\u2212{points}" if points else "none") in hands
+
+
+def test_the_replay_says_a_match_was_cut_off_by_its_round_limit(server, browser, tmp_path):
+    """A match cut off by its round limit read "no winner", as one still going did."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(3, target=100, max_rounds=2)
+    while not match.over:
+        apply_action(match, legal_actions(match)[0])
+    page = _replay_of(match, server, browser, tmp_path)
+    assert page.inner_text("#replay-info").endswith(
+        "no winner: cut off by its round limit (max_rounds 2)")
+    page.close()
+
+
+def test_the_round_list_and_close_on_the_replay_page(server, browser, tmp_path):
+    """After a round was picked from the list, the list kept the focus and an arrow key moved
+    both it (a whole round) and the page (a move); Close only hid the replay, which held a
+    place of --max-games on the server for its idle minutes."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(3, target=250)
+    while match.round_index < 2 and not match.over:  # two finished rounds and the third begun
+        apply_action(match, legal_actions(match)[0])
+    for _ in range(4):
+        apply_action(match, legal_actions(match)[0])
+    page = _replay_of(match, server, browser, tmp_path)
+    _, app = server
+    replay_id = page.evaluate("replay.info.id")
+    assert replay_id in app.state.store._games
+    page.focus("#replay-round")  # as a click on the list leaves it
+    page.select_option("#replay-round", "1")
+    page.wait_for_function("replay.round === 1 && document.getElementById('replay-position')"
+                           ".textContent.startsWith('move 0 of')")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 1 of')", timeout=10000)
+    page.wait_for_timeout(300)
+    assert page.evaluate("[replay.round, replay.move]") == [1, 1]
+    assert page.evaluate("document.getElementById('replay-round').value") == "1"
+    page.click("#replay-close")
+    deadline = time.monotonic() + 5
+    while replay_id in app.state.store._games and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert replay_id not in app.state.store._games
+    page.close()
+
+
+def test_download_record_waits_for_a_bot_move_being_computed(server, browser, tmp_path):
+    """The record asked for while a bot's move is computed is refused with 409 and Retry-After;
+    the page said "try again" and downloaded nothing (with search bots and no delay, nearly
+    every click during the bots' turns).  It now asks again a second later."""
+    base, app = server
+    page, errors = start_match(browser, base, delay=0)
+    _play_to_the_summary(page)
+    page.click("#summary-continue")
+    game = app.state.store.get(page.evaluate("App.ui.view.id"))
+    assert game.lock.acquire(timeout=10)  # as a bot's move being computed holds it
+    threading.Timer(1.5, game.lock.release).start()
+    with page.expect_download(timeout=10000) as download:
+        page.click("#download")
+    path = tmp_path / "record.json"
+    download.value.save_as(path)
+    assert len(records.load(path)["rounds"]) == 1
+    assert "try again" not in page.inner_text("#notice")
+    assert not errors, errors
+    page.close()
