@@ -47,6 +47,21 @@ def served_app():
         thread.join(10)
 
 
+def module_fixtures():
+    """The ``server`` (base url, app) and ``browser`` (a Chromium context) fixtures of a browser
+    test module, module-scoped: ``server, browser = module_fixtures()``."""
+    @pytest.fixture(scope="module")
+    def server():
+        with served_app() as served:
+            yield served
+
+    @pytest.fixture(scope="module")
+    def browser(tmp_path_factory):
+        with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
+            yield context
+    return server, browser
+
+
 @contextlib.contextmanager
 def chromium(profile):
     """A Chromium context with its own fresh profile folder ``profile``; fails (never skips)

@@ -16,28 +16,15 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 from sevenrocks_env import record as records
 
 from browser_page import (_match_whose_first_answer, _open, _play_to_the_summary, _start,
-                          _your_first_turn, chromium, play_my_turn, ply, served_app,
-                          start_match, wait_for_turn_or_summary)
+                          _your_first_turn, module_fixtures, play_my_turn, ply, start_match,
+                          wait_for_turn_or_summary)
 
 DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "web_screenshot.png"
 
-
-@pytest.fixture(scope="module")
-def server():
-    """(base url, app) of the page's server, running in this process."""
-    with served_app() as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
-        yield context
+server, browser = module_fixtures()  # (base url, app) and a Chromium context
 
 
 def test_play_a_round_in_chromium(server, browser, tmp_path, monkeypatch):

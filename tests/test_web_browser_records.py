@@ -10,25 +10,12 @@ import re
 import threading
 import time
 
-import pytest
-
 from sevenrocks_env import record as records
 
-from browser_page import (_play_to_the_summary, _replay_of, chromium, play_my_turn,
-                          served_app, start_match, wait_for_turn_or_summary)
+from browser_page import (_play_to_the_summary, _replay_of, module_fixtures, play_my_turn,
+                          start_match, wait_for_turn_or_summary)
 
-
-@pytest.fixture(scope="module")
-def server():
-    """(base url, app) of the page's server, running in this process."""
-    with served_app() as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    with chromium(tmp_path_factory.mktemp("chromium-profile")) as context:
-        yield context
+server, browser = module_fixtures()  # (base url, app) and a Chromium context
 
 
 def test_the_final_summary_downloads_the_whole_match(server, browser, tmp_path):
