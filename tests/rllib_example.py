@@ -1,5 +1,6 @@
-"""``examples/rllib_ppo.py`` as a module, loaded once per process, for the RLlib tests (they run
-in ``.venv-rllib``: test_rllib.py, test_rllib_example.py)."""
+"""For the RLlib tests (they run in ``.venv-rllib``: test_rllib.py, test_rllib_example.py,
+test_rllib_mutants.py): ``examples/rllib_ppo.py`` as a module, loaded once per process, and a
+stand-in for RLlib's env context."""
 
 from __future__ import annotations
 
@@ -18,3 +19,17 @@ def load_example():
     sys.modules["rllib_ppo"] = module  # before exec: the module registers itself to pickle by value
     spec.loader.exec_module(module)
     return module
+
+
+class Context(dict):
+    """RLlib's EnvContext: a dict (the env config) with the worker and vector index."""
+
+    def __init__(self, worker, vector=0, **config):
+        super().__init__(config)
+        self.worker_index, self.vector_index = worker, vector
+
+
+def first_hands(env, seed=None):
+    """The hands of the first round ``env`` (a ``SevenRocksMultiAgentEnv``) deals after a reset."""
+    env.reset(seed=seed)
+    return env._aec.match.history[0].hands

@@ -12,7 +12,7 @@ pytest.importorskip("ray.rllib", reason="needs the [rllib] extra (.venv-rllib)")
 
 from sevenrocks_env.rules import legal_actions  # noqa: E402
 
-from rllib_example import load_example  # noqa: E402
+from rllib_example import Context, first_hands, load_example  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -175,15 +175,6 @@ def test_rllib_env_pre_check_passes_without_warnings(rllib_ppo, caplog):
 def test_sub_envs_seeded_by_rllib_deal_different_matches(rllib_ppo):
     """RLlib seeds sub-env i of runner w with seed + w + i: runner 1's env 1 and runner 2's env 0
     get the same seed, yet must not play the same deals; unseeded envs draw fresh entropy."""
-    class Context(dict):  # RLlib's EnvContext: a dict with the worker and vector index
-        def __init__(self, worker, vector=0, **config):
-            super().__init__(config)
-            self.worker_index, self.vector_index = worker, vector
-
-    def first_hands(env, seed):
-        env.reset(seed=seed)
-        return env._aec.match.history[0].hands
-
     one = rllib_ppo.SevenRocksMultiAgentEnv(Context(1, seed=1))
     two = rllib_ppo.SevenRocksMultiAgentEnv(Context(2, seed=1))
     assert first_hands(one, 1 + 1 + 1) != first_hands(two, 1 + 2 + 0)

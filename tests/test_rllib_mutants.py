@@ -13,27 +13,15 @@ from sevenrocks_env.rllib_env import SevenRocksMultiAgentEnv  # noqa: E402
 from sevenrocks_env.tiles import WEST, encode_action, parse_tile  # noqa: E402
 
 from positions import opponent_wins_next_position  # noqa: E402
+from rllib_example import Context, first_hands  # noqa: E402
 
 OPEN_0_1 = encode_action(parse_tile("0|1"), WEST)
 
 
-class Context(dict):
-    """RLlib's EnvContext: a dict with the worker and vector index."""
-
-    def __init__(self, worker, vector=0, **config):
-        super().__init__(config)
-        self.worker_index, self.vector_index = worker, vector
-
-
-def _first_hands(env):
-    env.reset()
-    return env._aec.match.history[0].hands
-
-
 def test_a_config_seed_gives_each_runner_its_own_deals_and_stays_reproducible():
     one, two, again = (SevenRocksMultiAgentEnv(Context(w, seed=1)) for w in (1, 2, 1))
-    assert _first_hands(one) != _first_hands(two)
-    assert _first_hands(again) == _first_hands(SevenRocksMultiAgentEnv(Context(1, seed=1)))
+    assert first_hands(one) != first_hands(two)
+    assert first_hands(again) == first_hands(SevenRocksMultiAgentEnv(Context(1, seed=1)))
 
 
 def test_a_start_refused_as_over_leaves_no_episode_to_step():
