@@ -152,6 +152,17 @@ def test_the_progress_summary_is_five_letters_and_a_percentage_per_opponent():
     assert short_summary(results) == "heuri 48% ckpt 0%"
 
 
+def test_two_opponents_of_one_kind_keep_distinct_names_in_the_progress_summary():
+    from training.evaluation import short_names, short_summary
+
+    results = {"ckpt:runs/a.pt": _Result(0.25), "ckpt:runs/b.pt": _Result(0.5),
+               "search": _Result(0.5), "search:samples=16": _Result(0.75),
+               "ckpt:x/c.pt": _Result(0.0), "ckpt:y/c.pt": _Result(1.0)}
+    assert short_summary(results) == ("ckpt:a.pt 25% ckpt:b.pt 50% searc 50% "
+                                      "searc:samples=16 75% ckpt:c.pt#1 0% ckpt:c.pt#2 100%")
+    assert short_names(["greedy", "heuristic"]) == ["greed", "heuri"]
+
+
 # -- hand_guess.py -----------------------------------------------------------------------------
 
 def test_a_batch_without_any_hidden_tile_has_loss_and_accuracy_zero():

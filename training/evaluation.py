@@ -62,6 +62,22 @@ def eval_scalars(results: dict) -> dict:
     return scalars
 
 
+def short_names(specs) -> list[str]:
+    """Short distinct names of agent specs for the progress bar: the kind's first five letters
+    (``heuri``), and where two specs share them, the end of each one's argument too
+    (``ckpt:a.pt``, ``ckpt:b.pt``; ``searc:samples=16``), numbered if still alike."""
+    specs = list(specs)
+    kinds = [spec.split(":")[0][:5] for spec in specs]
+    names = []
+    for spec, kind in zip(specs, kinds):
+        if kinds.count(kind) > 1 and ":" in spec:
+            kind = f"{kind}:{spec.split(':', 1)[1].rsplit('/', 1)[-1][-12:]}"
+        names.append(kind)
+    return [f"{name}#{names[:i].count(name) + 1}" if names.count(name) > 1 else name
+            for i, name in enumerate(names)]
+
+
 def short_summary(results: dict) -> str:
-    """``greedy 62% heuristic 48%`` for the progress bar."""
-    return " ".join(f"{spec.split(':')[0][:5]} {100 * r.win_rate:.0f}%" for spec, r in results.items())
+    """``greed 62% heuri 48%`` for the progress bar, one :func:`short_names` name each."""
+    return " ".join(f"{name} {100 * result.win_rate:.0f}%"
+                    for name, result in zip(short_names(results), results.values()))
