@@ -1,6 +1,9 @@
 """Batched engine internals: tests that kill mutants the existing differential and hostile
 tests let through (a mutation audit of ``sevenrocks_env/batched``)."""
 
+import re
+
+import numpy as np
 import pytest
 import torch
 
@@ -99,6 +102,24 @@ def test_a_round_history_of_given_rounds_has_their_lengths():
     for row, played in enumerate(plays):
         assert history.public_round(row).actions == tuple(played)
         assert history.public_round(row).opener == int(env.state.opener[row])
+
+
+@pytest.mark.parametrize("plays, message", [
+    ([[], [], [], []], "4 rounds of actions for 3 envs"),
+    ([[], [113]], "env 1's actions must be ints 0-112, not 113"),
+    ([[-1]], "env 0's actions must be ints 0-112, not -1"),
+    ([[], [], [True]], "env 2's actions must be ints 0-112, not True"),
+    ([[2.0]], "env 0's actions must be ints 0-112, not 2.0")])
+def test_a_round_history_of_rounds_refuses_actions_that_are_not_actions(plays, message):
+    from sevenrocks_env.batched import VectorEnv
+    from sevenrocks_env.batched.history import RoundHistory
+
+    env = VectorEnv(3, target=100)
+    env.reset(seed=2)
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        RoundHistory.of_rounds(env, plays)
+    history = RoundHistory.of_rounds(env, [[np.int64(112)], (0, 1)])
+    assert history.length.tolist() == [1, 2, 0]
 
 
 def test_a_round_history_gives_the_scores_of_its_round_start_in_team_order():

@@ -12,11 +12,23 @@ takes the others from a sampled world (:mod:`sevenrocks_env.agents.inference`).
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from ..public_round import PublicRound
+from ..tiles import NUM_ACTIONS
 from .state import FIELDS
 from .vector_env import VectorEnv
+
+
+def _is_action(action) -> bool:
+    """An integer (a bool is not) naming one of the 113 actions."""
+    try:
+        index = operator.index(action)
+    except TypeError:
+        return False
+    return not isinstance(action, bool) and 0 <= index < NUM_ACTIONS
 
 
 class RoundHistory:
@@ -39,7 +51,15 @@ class RoundHistory:
     def of_rounds(cls, env: VectorEnv, actions: list) -> "RoundHistory":
         """The history of rounds that began at ``env``'s present state and have since played
         ``actions[i]`` (a sequence of ints) in env ``i`` (``env`` itself stays at their start:
-        the caller moves it on, e.g. with :meth:`VectorEnv.load`)."""
+        the caller moves it on, e.g. with :meth:`VectorEnv.load`).  At most one sequence per
+        env, each of action numbers (0-112); whether they are legal is the replay's to say."""
+        if len(actions) > env.num_envs:
+            raise ValueError(f"{len(actions)} rounds of actions for {env.num_envs} envs")
+        for row, played in enumerate(actions):
+            bad = [a for a in played if not _is_action(a)]
+            if bad:
+                raise ValueError(f"env {row}'s actions must be ints 0-{NUM_ACTIONS - 1}, "
+                                 f"not {bad[0]!r}")
         longest = max((len(played) for played in actions), default=0)
         history = cls(env, capacity=max(128, longest + 1))
         with torch.inference_mode(False):
