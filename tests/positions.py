@@ -29,6 +29,35 @@ def random_state(seed: int, moves: int, target: int = rules.DEFAULT_TARGET,
     return match
 
 
+MAX_MATCH_ACTIONS = 20_000
+"""More actions than any match to 250 takes (random play's longest in 300 seeds: 758): a loop
+that plays on past it is a rules regression (e.g. rounds that score nothing), which should fail
+the test at once rather than hang it until pytest's timeout."""
+
+
+def until_over(match: rules.Match):
+    """Yields until ``match`` is over (R8), for ``for _ in until_over(match):`` where a test
+    plays a match to its end; fails with an ``AssertionError`` after :data:`MAX_MATCH_ACTIONS`
+    turns."""
+    for _ in range(MAX_MATCH_ACTIONS):
+        if match.over:
+            return
+        yield
+    raise AssertionError(f"the match is not over after {MAX_MATCH_ACTIONS} actions "
+                         f"(scores {match.scores}, round {match.round_index})")
+
+
+def played_to_the_end(match: rules.Match, seed: int | None = None, choose=None) -> rules.Match:
+    """``match`` played until it is over (:func:`until_over`), in place, and returned: each
+    action is ``choose(match, legal)``, or a uniformly random legal one
+    (``random.Random(seed)``)."""
+    rng = random.Random(seed)
+    for _ in until_over(match):
+        legal = rules.legal_actions(match)
+        rules.apply_action(match, choose(match, legal) if choose else rng.choice(legal))
+    return match
+
+
 def positions_with_a_choice(count: int, min_legal: int = 2) -> list[rules.Match]:
     """``count`` random positions (:func:`random_state`) whose seat on turn has at least
     ``min_legal`` legal actions."""
@@ -60,7 +89,7 @@ def knock_inputs() -> tuple[np.ndarray, np.ndarray]:
     for seed in range(500):
         match = rules.Match.new(seed)
         rng = random.Random(seed)
-        while not match.over:
+        for _ in until_over(match):
             legal = rules.legal_actions(match)
             if legal == [KNOCK]:
                 return encode(match, match.turn), action_mask(match, match.turn)

@@ -22,6 +22,7 @@ from sevenrocks_env.scoring import deduction
 from sevenrocks_env.tiles import (EAST, KNOCK, TILE_IS_DOUBLE, TILE_LOW, encode_action, mask_of,
                                   parse_tile, tiles_of)
 
+from positions import until_over
 from rules_examples import EXAMPLES, WORKED, example_e_position, example_match, slot_index
 
 
@@ -325,7 +326,7 @@ def test_the_layout_functions_equal_the_scalar_rules_on_every_legal_placement():
     rows = []
     for seed in range(40):
         match, rng = Match.new(seed, target=5000, max_rounds=3), random.Random(seed)
-        while not match.over:
+        for _ in until_over(match):
             legal = legal_actions(match)
             rows += [(list(match.ends), list(match.end_double), list(match.branch_started),
                       match.spinner, match.placements, match.hands[match.turn], action)

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.rules import Match, legal_actions
 from sevenrocks_env.tiles import KNOCK
+
+from positions import played_to_the_end
 
 
 def play_out(env, seed, policy=None, on_step=None):
@@ -315,10 +317,7 @@ def test_options_match_must_be_a_consistent_match_in_play_for_this_env_s_setting
     """A finished match, one whose fields no play reaches, or one cut at another round limit
     is refused (the observation bounds follow from the env's target and max_rounds)."""
     env = sevenrocks_v0.raw_env(max_rounds=100)
-    won = Match.new(3, target=250)
-    rng = random.Random(3)
-    while not won.over:
-        apply_action(won, rng.choice(legal_actions(won)))
+    won = played_to_the_end(Match.new(3, target=250), 3)
     broken = Match.new(5)
     broken.scores = [260, 0]  # past the target with no winner (R8)
     for start, words in ((won, "a match in play"), (broken, "below the target"),

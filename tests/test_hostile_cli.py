@@ -17,7 +17,9 @@ import pytest
 
 from sevenrocks_env import record as records
 from sevenrocks_env.play import GAMES, main, round_summary
-from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.rules import Match
+
+from positions import played_to_the_end
 
 PLAYERS = ["--partner", "random", "--opponents", "random"]
 
@@ -184,9 +186,7 @@ def test_a_drawn_seed_is_not_told_before_the_game(tmp_path, monkeypatch):
 
 def test_deductions_never_show_minus_zero():
     for seed in range(40):
-        match = Match.new(seed, target=60)
-        while not match.over:
-            apply_action(match, legal_actions(match)[0])
+        match = played_to_the_end(Match.new(seed, target=60), choose=lambda _, legal: legal[0])
         for log in match.history:
             assert not any("-0" in line.split("->")[-1] for line in round_summary(log)[1:])
 

@@ -15,8 +15,10 @@ import pytest
 from sevenrocks_env import record as records
 from sevenrocks_env.record import MAX_ROUNDS, RecordError, load, parse
 from sevenrocks_env.render.replay import main as replay_main
-from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.rules import Match
 from sevenrocks_env.textfile import read_text
+
+from positions import played_to_the_end
 
 from test_hostile_records import MESSAGE_LIMIT, RECORD, deep_list, finished_record, refused
 
@@ -180,9 +182,7 @@ def test_a_fifo_waits_a_bounded_time_and_a_device_or_a_folder_is_refused(tmp_pat
     with pytest.raises(ConfigError, match=r"holds no settings \(empty, or comments only\)"):
         load_yaml_file(tmp_path / "comments.yaml")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["comments.yaml", "pipe"]
-    match = Match.new(3, target=50)
-    while not match.over:
-        apply_action(match, legal_actions(match)[0])
+    match = played_to_the_end(Match.new(3, target=50), choose=lambda _, legal: legal[0])
     piped = subprocess.run([sys.executable, "-m", "sevenrocks_env.cli", "replay", "/dev/stdin",
                             "--check"], input=json.dumps(records.game_record(match)),
                            capture_output=True, text=True, timeout=60)

@@ -6,7 +6,6 @@ round are checked before anything loops over them.  The bytes and the file aroun
 
 import copy
 import math
-import random
 import re
 
 import pytest
@@ -17,17 +16,15 @@ from sevenrocks_env import record as records
 from sevenrocks_env.checks import shown
 from sevenrocks_env.record import (FORMAT, MAX_MOVES_PER_ROUND, MAX_ROUNDS, MAX_TARGET,
                                    RecordError, game_record, load, parse, validate)
-from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.rules import Match
+
+from positions import played_to_the_end
 
 MESSAGE_LIMIT = 2000  # bytes; an error message is a line, not a dump of the input
 
 
 def finished_record(seed=5, target=60):
-    match = Match.new(seed, target=target)
-    rng = random.Random(seed)
-    while not match.over:
-        apply_action(match, rng.choice(legal_actions(match)))
-    return game_record(match)
+    return game_record(played_to_the_end(Match.new(seed, target=target), seed))
 
 
 RECORD = finished_record()

@@ -12,7 +12,7 @@ from sevenrocks_env.observation import (OBS_SIZE, OFFSETS, PIECES, action_mask, 
                                         decode, encode, view)
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK, NUM_TILES, WITH_NUMBER
-from positions import random_state
+from positions import played_to_the_end, random_state, until_over
 
 
 def test_pieces_tile_the_vector():
@@ -25,7 +25,7 @@ def test_pieces_tile_the_vector():
 def test_decode_inverts_encode_for_every_seat(seed):
     match = Match.new(seed, max_rounds=3)
     rng = random.Random(seed)
-    while not match.over:
+    for _ in until_over(match):
         for seat in range(4):
             seat_view = decode(encode(match, seat))
             rel = [(seat + k) % 4 for k in range(4)]
@@ -54,7 +54,7 @@ def test_knock_marks_voids_for_the_other_seats():
     for seed in range(50):
         match = Match.new(seed, max_rounds=1)
         rng = random.Random(seed)
-        while not match.over:
+        for _ in until_over(match):
             seat = match.turn
             actions = legal_actions(match)
             if actions == [KNOCK]:
@@ -86,7 +86,7 @@ def test_counted_ends_and_end_sum_pieces_follow_the_scoring_rules(seed):
     match = Match.new(seed, max_rounds=2)
     rng = random.Random(seed)
     buffer = np.full(OBS_SIZE, 9.0, dtype=np.float32)
-    while not match.over:
+    for _ in until_over(match):
         seat = match.turn
         obs = encode(match, seat)
         assert obs.dtype == np.float32 and obs.flags.writeable
@@ -121,9 +121,7 @@ def test_an_agent_given_the_env_s_dict_is_told_to_pass_the_vector():
 
 
 def test_no_seat_is_on_turn_in_a_won_match():
-    match, rng = Match.new(7, target=20), random.Random(7)
-    while not match.over:
-        apply_action(match, rng.choice(legal_actions(match)))
+    match = played_to_the_end(Match.new(7, target=20), 7)
     assert match.winner is not None and match.turn >= 0  # the engine keeps the last mover
     for seat in range(4):
         assert not view(encode(match, seat), "turn").any() and decode(encode(match, seat)).turn == -1

@@ -19,6 +19,7 @@ from sevenrocks_env.observation import decode, encode  # noqa: E402
 from sevenrocks_env.openspiel import state_from_view  # noqa: E402
 from sevenrocks_env.openspiel.bots import PyspielBotAgent, make_openspiel_agent  # noqa: E402
 from sevenrocks_env.tiles import KNOCK  # noqa: E402
+from positions import until_over  # noqa: E402
 
 
 def test_state_from_view_matches_the_seat_view():
@@ -62,7 +63,7 @@ def test_bots_are_reproducible_for_a_seed():
         bot = make_openspiel_agent("ismcts:sims=6", seed=seed)
         match = rules.Match.new(4, max_rounds=1)
         chosen = []
-        while not match.over:
+        for _ in until_over(match):
             legal = rules.legal_actions(match)
             action = legal[0]
             if match.turn == 0 and len(legal) > 1:

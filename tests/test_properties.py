@@ -15,6 +15,8 @@ from sevenrocks_env.rules import (
 )
 from sevenrocks_env.tiles import ALL_TILES, KNOCK, TILE_HIGH, TILE_LOW, tiles_of
 
+from positions import until_over
+
 seeds = st.integers(min_value=0, max_value=2**32 - 1)
 
 
@@ -22,7 +24,7 @@ def random_match(seed, target=250, max_rounds=None, check=None):
     """Play a whole match with uniformly random legal actions; ``check(match, ...)`` per move."""
     match = Match.new(seed, target=target, max_rounds=max_rounds)
     rng = random.Random(seed)
-    while not match.over:
+    for _ in until_over(match):
         actions = legal_actions(match)
         action = rng.choice(actions)
         if check:
@@ -41,7 +43,7 @@ def test_legal_moves_and_end_sums_match_the_reference_layout(seed):
     match = Match.new(seed, max_rounds=6)
     rng = random.Random(seed)
     reference, round_index = ReferenceLayout(), 0
-    while not match.over:
+    for _ in until_over(match):
         if match.round_index != round_index:
             reference, round_index = ReferenceLayout(), match.round_index
         seat = match.turn
@@ -211,7 +213,7 @@ def test_a_last_tile_that_also_blocks_the_layout_is_a_domino():
     for seed in range(12):
         match = Match.new(seed, target=250)
         rng = random.Random(seed)
-        while not match.over:
+        for _ in until_over(match):
             action = rng.choice(legal_actions(match))
             mover, round_index = match.turn, len(match.history) - 1
             empties = action != KNOCK and match.hands[mover] == 1 << (action >> 2)
@@ -311,7 +313,7 @@ def test_seats_teams_and_turns_go_round_the_table_clockwise():
     assert [partner_of(s) for s in range(4)] == [2, 3, 0, 1]
     assert [team_of(s) for s in range(4)] == [0, 1, 0, 1]
     match, rng = Match.new(3), random.Random(3)
-    while not match.over:
+    for _ in until_over(match):
         mover, rounds = match.turn, len(match.history)
         apply_action(match, rng.choice(legal_actions(match)))
         if len(match.history) == rounds and match.history[-1].result is None:
@@ -327,7 +329,7 @@ def test_a_match_that_deals_its_own_rounds_opens_each_with_the_finisher_or_the_d
     for seed in range(8):
         match, rng = Match.new(seed), random.Random(seed)
         assert (match.hands, match.opener) == deal(seed, 0)
-        while not match.over:
+        for _ in until_over(match):
             rounds, opener = len(match.history), match.opener
             apply_action(match, rng.choice(legal_actions(match)))
             if len(match.history) == rounds:
@@ -348,7 +350,7 @@ def test_after_a_domino_the_finisher_must_open_and_after_a_block_the_opener_is_d
     from sevenrocks_env.rules import deal
     match, rng = Match.from_deal(*deal(seed, 0)), random.Random(seed)
     assert match.finisher_opens is None  # the first round's opener was drawn
-    while not match.over:
+    for _ in until_over(match):
         if match.awaiting_deal:
             log = match.history[-1]
             assert match.finisher_opens == (log.finisher if log.result == DOMINO else None)
@@ -369,7 +371,7 @@ def test_a_knock_shows_every_open_number_and_a_seat_s_voids_add_up_within_a_roun
     for seed in range(30):
         match, rng = Match.new(seed), random.Random(seed)
         expected, rounds = [0, 0, 0, 0], len(match.history)
-        while not match.over:
+        for _ in until_over(match):
             seat, action = match.turn, rng.choice(legal_actions(match))
             if action == KNOCK:
                 shown = sum(1 << number for number in set(match.ends) if number >= 0)

@@ -1,13 +1,13 @@
 """``parse_tile`` reads a half as one ASCII digit 0-6 and names the text it cannot read (a
 record's tile ``'²|3'`` used to fail with ``int()``'s "invalid literal ... '²'")."""
 
-import random
-
 import pytest
 
 from sevenrocks_env.record import RecordError, game_record, validate
-from sevenrocks_env.rules import Match, apply_action, legal_actions
+from sevenrocks_env.rules import Match
 from sevenrocks_env.tiles import NUM_TILES, parse_tile, tile_name
+
+from positions import played_to_the_end
 
 
 @pytest.mark.parametrize("text", [
@@ -40,10 +40,7 @@ def test_every_tile_name_reads_back():
 
 
 def test_a_record_tile_with_a_superscript_digit_is_a_clear_record_error():
-    match = Match.new(1)
-    rng = random.Random(1)
-    while not match.over:
-        apply_action(match, rng.choice(legal_actions(match)))
+    match = played_to_the_end(Match.new(1), 1)
     record = game_record(match)
     record["rounds"][0]["hands"][0][0] = "\u00b2|3"
     with pytest.raises(RecordError, match=r"seat 0's hand: not a tile: '\u00b2\|3' \(expected"):
