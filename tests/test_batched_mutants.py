@@ -90,6 +90,21 @@ def test_a_counter_key_depends_on_the_salt_and_every_coordinate():
                            counter_key(5, 1, coordinate, torch.ones(64, dtype=torch.long)))
 
 
+def test_counter_keys_of_nearby_seeds_and_salts_are_unrelated():
+    """The salt has its own mixing step: with ``seed + salt`` hashed as one number, a sampling
+    policy (salt 0x5A3B1E) at seed s drew what a random agent (0x5EED) drew at seed
+    s + 0x5A3B1E - 0x5EED, and salt a at seed s what salt a - 1 drew at seed s + 1."""
+    from sevenrocks_env.batched.deal import counter_key
+
+    coordinate = torch.arange(256)
+    for seed, salt, other_seed, other_salt in ((5, 0xD158, 6, 0xD157),
+                                               (1000, 0x5A3B1E, 1000 + 0x5A3B1E - 0x5EED, 0x5EED),
+                                               (7, 0, 0, 7)):
+        shared = (counter_key(seed, salt, coordinate)[:, None]
+                  == counter_key(other_seed, other_salt, coordinate)[None, :])
+        assert not shared.any()
+
+
 def test_a_round_history_of_given_rounds_has_their_lengths():
     from sevenrocks_env.batched import VectorEnv
     from sevenrocks_env.batched.history import RoundHistory

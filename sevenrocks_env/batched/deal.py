@@ -71,9 +71,11 @@ def round_key(streams: torch.Tensor, matches, rounds) -> torch.Tensor:
 def counter_key(seed: int, salt: int, *coordinates: torch.Tensor) -> torch.Tensor:
     """A 62-bit non-negative key per element, a hash of ``(seed, salt, coordinates...)`` alone:
     counter-based randomness (a draw that depends only on where it is made, not on the batch or
-    the order of draws).  The sum wraps modulo 2**64 as in :func:`deal_key`, so a seed near
-    :data:`MAX_SEED` does not overflow."""
-    key = mix(torch.full_like(coordinates[0], as_int64(seed + salt + _GOLDEN)))
+    the order of draws).  The seed and the salt are mixed in separate steps (hashed as one sum,
+    seed s with salt a drew as seed s + 1 with salt a - 1).  Sums wrap modulo 2**64 as in
+    :func:`deal_key`, so a seed near :data:`MAX_SEED` does not overflow."""
+    key = mix(torch.full_like(coordinates[0], as_int64(seed + _GOLDEN)))
+    key = mix(key + as_int64(salt * _GOLDEN))
     for coordinate in coordinates:
         key = mix(key + coordinate * _GOLDEN)
     return key & ((1 << 62) - 1)
