@@ -43,7 +43,7 @@ def test_core_package_at_the_lower_bounds():
     run = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          "tests/test_env.py", "tests/test_env_seeding.py", "tests/test_env_spaces.py",
-         "tests/test_adapters.py"],
+         "tests/test_adapters.py", "tests/test_adapters_api.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, f"tests failed at the lower bounds:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
     assert " passed" in run.stdout

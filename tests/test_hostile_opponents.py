@@ -1,7 +1,8 @@
 """A checkpoint that loads but fails later (its outputs overflow at a position the load check
 did not try) as an opponent of the batched arena, the trainer and ``training.ship``: one line
 naming the agent and what was kept, never a traceback from deep inside.  (The unbatched arena,
-``play`` and the web server: ``test_arena_cli.py``, ``test_play.py``, ``test_web_failures.py``.)"""
+``play`` and the web server: ``test_arena_cli.py``, ``test_play_failures.py``,
+``test_web_failures.py``.)"""
 
 from __future__ import annotations
 

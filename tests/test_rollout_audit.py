@@ -32,8 +32,8 @@ from training.rollout import SelfPlayEngine  # noqa: E402
 from training.seats import RolloutBuffer  # noqa: E402
 
 from test_batched_rollout import Reference  # noqa: E402
-from test_rollout import POINTS_SCALE, WIN_REWARD, LowestActionModel, RecordingEngine, \
-    _reference  # noqa: E402
+from test_rollout import POINTS_SCALE, WIN_REWARD, LowestActionModel  # noqa: E402
+from test_rollout_transitions import RecordingEngine, _reference  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import best_response  # noqa: E402
