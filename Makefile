@@ -58,7 +58,8 @@ chromium:
 # The whole suite in the main venv, then the RLlib tests in theirs.
 test: install install-rllib chromium
 	$(PY) -m pytest -q
-	$(PY_RLLIB) -m pytest -q tests/test_rllib.py tests/test_rllib_example.py tests/test_rllib_mutants.py
+	$(PY_RLLIB) -m pytest -q tests/test_rllib.py tests/test_rllib_inputs.py \
+		tests/test_rllib_example.py tests/test_rllib_mutants.py
 
 train: install
 	$(PY) -m training.train --config $(CONFIG) $(TRAIN_ARGS)

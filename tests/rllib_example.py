@@ -1,6 +1,6 @@
-"""For the RLlib tests (they run in ``.venv-rllib``: test_rllib.py, test_rllib_example.py,
-test_rllib_mutants.py): ``examples/rllib_ppo.py`` as a module, loaded once per process, and a
-stand-in for RLlib's env context."""
+"""For the RLlib tests (they run in ``.venv-rllib``: test_rllib.py, test_rllib_inputs.py,
+test_rllib_example.py, test_rllib_mutants.py): ``examples/rllib_ppo.py`` as a module, loaded
+once per process, and a stand-in for RLlib's env context."""
 
 from __future__ import annotations
 

@@ -174,7 +174,8 @@ def test_reaching_a_target_stored_a_bit_high_still_wins(target):
 
 # -- match_state: what an untrusted state or deal may hold --------------------------------------
 # (a field out of its range, three scores for a deal and a round that should have ended with
-# seat 0 on turn: rows of test_match_state.py's parametrized tests)
+# seat 0 on turn: rows of parametrized tests in test_match_state.py and
+# test_match_state_layouts.py)
 
 def test_a_state_s_seed_may_be_2_to_the_64_and_no_more():
     """``check_match_state``: a seed is None or an int in [0, 2**64]."""

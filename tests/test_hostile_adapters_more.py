@@ -1,6 +1,7 @@
 """The single-agent view's settings given as NumPy arrays (a hostile or careless caller): a clear
 error naming the setting, never NumPy's "truth value of an array is ambiguous" from a bare
-``==`` or ``in``.  The RLlib adapter's own hostile inputs are in ``tests/test_rllib.py`` (Ray)."""
+``==`` or ``in``.  The RLlib adapter's own hostile inputs are in ``tests/test_rllib_inputs.py``
+(Ray)."""
 
 import numpy as np
 import pytest

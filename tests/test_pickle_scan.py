@@ -122,8 +122,8 @@ def _hash_bomb(depth: int) -> bytes:
 
 
 def test_memo_references_count_the_whole_object_each_time():
-    """The pattern of the hash bomb in test_hostile_checkpoints.py, measured directly (there, a
-    scan that missed it would hang for hours hashing the key instead of failing)."""
+    """The pattern of the hash bomb in test_hostile_checkpoints_pickles.py, measured directly
+    (there, a scan that missed it would hang for hours hashing the key instead of failing)."""
     for depth in (0, 1, 10):
         assert expanded_size(_hash_bomb(depth), 10**6)[1] == 3 * 2 ** depth - 1
     with pytest.raises(PickleExpansionError, match="would expand to more than 1,000,000 items"):

@@ -4,7 +4,7 @@
   progress at save time (their returns and counters), come back as they were;
 * the learner's statistics count the learner's moves only, and a cut's continuation lets the
   opponents play their own moves (``training/rollout.py``'s ``_cut`` docstring);
-* (an untrusted batched engine state: rows of ``test_batched_rollout.py``'s
+* (an untrusted batched engine state: rows of ``test_batched_rollout_state.py``'s
   ``test_bad_state_pieces_raise_value_error_naming_them``);
 * ``benchmarks/best_response.py``: its config, its command-line bounds, its output file check
   and its table row.
