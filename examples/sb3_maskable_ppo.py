@@ -8,8 +8,9 @@ The learner is a partnership (``partner="self"``: it decides for seat and seat+2
 :mod:`sevenrocks_env.single_agent`) against ``--opponents`` (an agent spec).  ``--opponents self``
 plays against a copy of the learner, refreshed every ``--refresh`` steps (fictitious self-play:
 a single-agent library cannot update the opponents' policy inside its own rollout).  The seat is
-drawn per match (``seat="random"``) so the learner sees both opening orders; forced knocks are
-played by the env (``skip_forced=True``) so a step is a real decision.  MaskablePPO reads the
+drawn per match (``seat="random"``) so the learner sees both opening orders; forced moves (a
+knock, or a single fitting placement) are played by the env (``skip_forced=True``) so a step is
+a real decision.  MaskablePPO reads the
 legal actions from ``env.action_masks()`` and never samples an illegal one.
 
 At the end the policy plays ``greedy`` and ``heuristic`` in the arena (duplicate deals, CIs) as

@@ -32,9 +32,10 @@ The match flow is :class:`~sevenrocks_env.driver.MatchDriver`'s, shared with the
 play themselves without asking their agents.
 
 Other options: ``seat="random"`` draws the learner's seat at every reset; ``skip_forced=True``
-plays a learner seat's single legal action (a forced knock, R6) without asking, so steps count
-real decisions only (as the project's own trainer counts them); ``target``, ``max_rounds``,
-``reward`` and its ``points_scale``/``win_reward`` (for ``reward="shaped"``) are the AEC env's.  ``reset(seed=s)`` deals the same match as the AEC env's
+plays a learner seat's single legal action (a forced knock, or a single fitting placement, R6)
+without asking, so steps count real decisions only (as the project's own trainer counts them);
+``target``, ``max_rounds``, ``reward`` and its ``points_scale``/``win_reward`` (for
+``reward="shaped"``) are the AEC env's.  ``reset(seed=s)`` deals the same match as the AEC env's
 ``reset(seed=s)`` and re-seeds the opponents from ``s``; ``reset(options={"match": m})`` starts from
 a given :class:`~sevenrocks_env.rules.Match` position (tests, curricula, puzzles).
 
@@ -241,8 +242,12 @@ class SingleAgentEnv(gymnasium.Env):
         return illegal_action_text(action, legal_actions(self.match), f"seat {self.match.turn}")
 
     def _observe(self) -> dict:
+        """The observation of the learner seat on turn (``info["seat"]``); the pictures
+        (``render()``) show the hand of that seat, the seat whose observation was returned last
+        (with ``partner="self"``, the partner's when the learner decides for it)."""
         match = self.match
         seat = match.turn if not match.over else self.seat
+        self._aec.render_observer = seat
         self._obs = self._aec.observe(AGENTS[seat])
         return self._obs
 

@@ -162,13 +162,31 @@ def test_bad_arguments_get_clear_errors():
 
 @pytest.mark.parametrize("seat", [2, "random"])
 def test_render_ansi_shows_the_learners_view(seat):
-    """The learner's hand and no other (the text board of the whole table shows all four)."""
+    """The hand of the learner seat on turn and no other (the text board of the whole table
+    shows all four)."""
     env = SingleAgentEnv(opponents="random", render_mode="ansi", seat=seat)
     for seed in range(4):
-        env.reset(seed=seed)
+        _, info = env.reset(seed=seed)
         text = env.render()
         shown = [s for s in range(4) if f"seat {s} hand:" in text]
-        assert shown == [env.seat], text
+        assert shown == [info["seat"]] and info["seat"] in (env.seat, (env.seat + 2) % 4), text
+
+
+def test_with_partner_self_the_picture_follows_the_seat_the_learner_decides_for():
+    """``partner="self"`` (the default): the learner decides for seat+2 too; its picture showed
+    the learner seat's hand while the observation was the partner's."""
+    env = SingleAgentEnv(opponents="heuristic", seat=0, partner="self", render_mode="ansi")
+    seen, rng = set(), np.random.default_rng(0)
+    observation, info = env.reset(seed=0)
+    for _ in range(60):
+        text = env.render()
+        assert [s for s in range(4) if f"seat {s} hand:" in text] == [info["seat"]], text
+        seen.add(info["seat"])
+        action = int(rng.choice(np.flatnonzero(observation["action_mask"])))
+        observation, _, terminated, _, info = env.step(action)
+        if terminated:
+            observation, info = env.reset(seed=len(seen))
+    assert seen == {0, 2}
 
 
 # -- parallel_env ----------------------------------------------------------------------------------
