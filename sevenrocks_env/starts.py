@@ -32,9 +32,14 @@ def starting_match(start, target: int, max_rounds: int) -> Match:
     if not isinstance(start, Match):
         raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
                          f"got {type(start).__name__}")
-    if start.seed is None or start.over:
-        raise ValueError("options['match'] must be a match in play with a seed for the "
-                         "later deals, e.g. Match.from_deal(hands, opener, seed=s)")
+    if start.over:
+        ended = (f"team {start.winner} won it" if start.winner is not None
+                 else f"it was cut after {start.round_index} rounds (max_rounds)")
+        raise ValueError(f"options['match'] is over ({ended}): start from a match in play")
+    if start.seed is None:
+        waits = (", and it waits for its next deal" if start.awaiting_deal else "")
+        raise ValueError(f"options['match'] has no seed for the later deals{waits}: build it "
+                         "with one, e.g. Match.from_deal(hands, opener, seed=s)")
     if start.target != target or start.max_rounds not in (None, max_rounds):
         raise ValueError(f"options['match'] has target {shown(start.target)} and max_rounds "
                          f"{shown(start.max_rounds)}; this env plays to {target} with "

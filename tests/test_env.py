@@ -3,13 +3,14 @@ arguments, ``options["match"]`` and infos (determinism and copies: ``test_env_se
 spaces and rendering: ``test_env_spaces.py``)."""
 
 import json
+import re
 import random
 
 import numpy as np
 import pytest
 
 from sevenrocks_env import sevenrocks_v0
-from sevenrocks_env.rules import Match, legal_actions
+from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK
 
 from positions import played_to_the_end
@@ -326,6 +327,36 @@ def test_options_match_must_be_a_consistent_match_in_play_for_this_env_s_setting
             env.reset(options={"match": start})
     env.reset(options={"match": Match.new(5, max_rounds=None)})  # None takes the env's
     assert env.match.max_rounds == 100 and env.seed_used == 5
+
+
+def test_a_refused_start_says_whether_it_is_over_or_lacks_a_seed():
+    """One message served a finished match and a seedless one: "must be a match in play with a
+    seed" for a match that had a seed and was simply over."""
+    from sevenrocks_env.rules import deal
+
+    env = sevenrocks_v0.raw_env(max_rounds=2)
+    won = played_to_the_end(Match.new(3, target=60), 3)
+    cut = played_to_the_end(Match.new(3, max_rounds=2), 3)
+    seedless = Match.from_deal(*deal(4, 0))
+    waiting = Match.from_deal(*deal(4, 0))
+    for _ in range(200):  # one round: at most 28 placements and their knocks
+        if waiting.awaiting_deal:
+            break
+        apply_action(waiting, legal_actions(waiting)[0])
+    assert waiting.awaiting_deal and not waiting.over
+    for start, message in (
+            (won, f"options['match'] is over (team {won.winner} won it): start from a match "
+                  "in play"),
+            (cut, "options['match'] is over (it was cut after 2 rounds (max_rounds)): start "
+                  "from a match in play"),
+            (seedless, "options['match'] has no seed for the later deals: build it with one, "
+                       "e.g. Match.from_deal(hands, opener, seed=s)"),
+            (waiting, "options['match'] has no seed for the later deals, and it waits for its "
+                      "next deal: build it with one")):
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+            sevenrocks_v0.raw_env(target=start.target, max_rounds=2).reset(
+                options={"match": start})
+    env.reset(options={"match": Match.from_deal(*deal(4, 0), seed=4)})
 
 
 def test_each_agent_s_infos_is_its_own_dict():
