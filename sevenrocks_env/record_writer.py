@@ -19,7 +19,8 @@ FORMAT = "sevenrocks-record/1"
 def game_record(match: Match) -> dict:
     """The match's history as a record (JSON-serialisable; ints and ``"low|high"`` strings)."""
     if checked_match(match).history is None:
-        raise ValueError("this match keeps no history (built with keep_history=False)")
+        raise ValueError("this match keeps no history (built with keep_history=False, or by "
+                         "Match.from_state), so it has no record")
     rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
                           log.scores if log.scores is not None else match.scores)
               for log in match.history]

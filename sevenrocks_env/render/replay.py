@@ -41,7 +41,8 @@ def record_frames(record: dict, round_index: int | None = None, spectator: bool 
     records.validate(record)  # whole, first: a bad move late in it is found before any frame
     rounds = record["rounds"]
     if round_index is not None and not 0 <= round_index < len(rounds):
-        raise ValueError(f"--round {round_index}: the record has rounds 0..{len(rounds) - 1}")
+        raise ValueError(f"round {round_index} is not in the record: it has rounds "
+                         f"0..{len(rounds) - 1}")
     return _frames(record, rounds, round_index, spectator, scale)
 
 
@@ -279,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         record = records.load(args.record)
+        last = len(record["rounds"]) - 1
+        if args.round_index is not None and not 0 <= args.round_index <= last:
+            raise ValueError(f"--round {args.round_index}: the record has rounds 0..{last}")
         frames = record_frames(record, args.round_index, scale=args.scale)
         total = frame_count(record, args.round_index)
         if total == 0:  # before anything is written: a used frame folder keeps its frames
