@@ -91,8 +91,10 @@ as PettingZoo's ``api_test`` expects (the Gymnasium view refuses them).
 adds PettingZoo's ``TerminateIllegalWrapper``: the match ends at once, every seat is both
 terminated *and* truncated (the wrapper's way), the seat that chose it gets -1 and every
 other seat 0 (its partner too, so the partnerships' rewards do not sum to zero on that step),
-and no ``infos`` flag is set.  Treat such an end as terminal.  The Gymnasium and RLlib views
-report it as ``terminated`` with ``info["illegal_action"] = True``.
+and no ``infos`` flag is set.  Treat such an end as terminal.  The match itself is left as it
+was, so its ``game_record()`` holds the legal moves before the illegal one, with ``winner``
+None (``sevenrocks replay --check`` calls it unfinished): a record is legal play only.  The
+Gymnasium and RLlib views report it as ``terminated`` with ``info["illegal_action"] = True``.
 
 ### Version History
 
