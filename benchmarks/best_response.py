@@ -16,8 +16,9 @@ of learner decisions (``--steps``; ``max_minutes`` off, so a busy machine change
 time, not the result), on the batched engine (a policy-network opponent plays all its matches
 in one forward pass per step).  Its run folder is ``<out>/runs/<name>`` and
 ``<out>/ckpt/<name>``.  Then the arena: the best response against the frozen opponent on
-duplicate deals from ``--deal-seed`` (deals never used to choose anything), Wilson 95%
-interval over pairs.  Prints one markdown row; ``<out>/<name>.json`` keeps the full arena
+duplicate deals from ``--deal-seed`` (deals never used to choose anything), to the run's
+``target`` and cut after its ``max_rounds`` (the settings it trained at, as the trainer's own
+evaluations), Wilson 95% interval over pairs.  Prints one markdown row; ``<out>/<name>.json`` keeps the full arena
 result.
 
 A frozen policy that is hard to exploit keeps the best response near 50%; ``heuristic`` (a fixed
@@ -124,7 +125,8 @@ def run(args) -> dict:
                                args.init)
     frozen = opponent if display == opponent else f"{display}={opponent}"
     # the arena's settings and the result's file before training (they were found after it)
-    check_settings(pairs=args.pairs, seed=args.deal_seed, target=cfg.target)
+    check_settings(pairs=args.pairs, seed=args.deal_seed, target=cfg.target,
+                   max_rounds=cfg.max_rounds)
     check_workers(args.workers, "best_response", frozen)
     check_output_file(out / f"{cfg.run_name}.json")
     started = time.time()
@@ -139,11 +141,12 @@ def run(args) -> dict:
                           "run_name") from None
     train_minutes = (time.time() - started) / 60
     result = evaluate(f"best_response=ckpt:{trained['checkpoint']}", frozen,
-                      args.pairs, seed=args.deal_seed, workers=args.workers, target=cfg.target)
+                      args.pairs, seed=args.deal_seed, workers=args.workers, target=cfg.target,
+                      max_rounds=cfg.max_rounds)
     record = {"opponent": display, "spec": opponent, "init": args.init or "scratch",
               "steps": trained["global_step"],
               "seed": args.seed, "deal_seed": args.deal_seed, "pairs": args.pairs,
-              "target": cfg.target, "checkpoint": str(trained["checkpoint"]),
+              "target": cfg.target, "max_rounds": cfg.max_rounds, "checkpoint": str(trained["checkpoint"]),
               "train_minutes": train_minutes, "overrides": list(args.set),
               "smoke": bool(args.smoke), "arena": result.as_dict()}
     out.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@
 Every pairing is a batched-arena run (duplicate deals from ``--seed``, Wilson 95% interval over
 pairs; ``sevenrocks_env.arena_batched``) -- except OpenSpiel's IS-MCTS (issue 13), which has no
 batched form and plays in the process-pool arena (``sevenrocks_env.arena``, ``--workers``) -- saved
-as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (``--reuse``, the
-default) and results measured elsewhere can be added as files (``sevenrocks arena --json`` with
+as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (the default;
+``--no-reuse`` plays every pairing again) and results measured elsewhere can be added as files (``sevenrocks arena --json`` with
 the ladder's names, specs, seed and pairs: ``greedy=greedy random=random``; such a file is
 never replaced, and a saved file that is not an arena result stops the ladder).  Not every
 agent plays every other: the slow searchers play a few neighbours (``PAIRINGS``), which a
@@ -238,11 +238,15 @@ def plot(rated: list[dict], path: str) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=arguments.seed, default=31337)
-    parser.add_argument("--out", type=arguments.output_folder, default="runs/ladder")
+    parser.add_argument("--seed", type=arguments.seed, default=31337,
+                        help="the deal seed of every pairing (default: %(default)s)")
+    parser.add_argument("--out", type=arguments.output_folder, default="runs/ladder",
+                        help="the folder of the pairings' result files (default: %(default)s)")
     parser.add_argument("--scale", type=arguments.real_at_most(1000.0), default=1.0,
                         help="multiply every pairing's pairs (e.g. 0.1 for a quick look)")
-    parser.add_argument("--no-reuse", dest="reuse", action="store_false")
+    parser.add_argument("--no-reuse", dest="reuse", action="store_false",
+                        help="play every pairing again (by default a pairing saved in --out "
+                             "with the same specs, seed and pairs is read, not played)")
     parser.add_argument("--only", nargs="*", help="play only pairings that involve these agents")
     parser.add_argument("--skip", nargs="*", default=[],
                         help="leave out pairings that involve these agents (e.g. the IS-MCTS "

@@ -107,14 +107,16 @@ def test_training_engine_plays_a_ckpt_opponent_in_batches_as_act_would(monkeypat
 
 def test_smoke_budget_runs_end_to_end_and_prints_a_row(tmp_path, capsys):
     code = best_response.main(["--opponent", SHIPPED, "--smoke", "--steps", "256", "--seed", "3",
-                               "--pairs", "2", "--deal-seed", "11", "--out", str(tmp_path)])
+                               "--pairs", "2", "--deal-seed", "11", "--out", str(tmp_path),
+                               "--set", "max_rounds=7"])
     out = capsys.readouterr().out
     assert code == 0, out
     header, _, row = out.strip().splitlines()
     assert header.startswith("| frozen opponent |")
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:6] == [SHIPPED, "scratch", "256", "3", "2", "11"]
-    record = json.loads((tmp_path / "br_ckpt_shipped_256_s3.json").read_text())
+    assert cells[:6] == [SHIPPED, "scratch (--set max_rounds=7)", "256", "3", "2", "11"]
+    [saved] = tmp_path.glob("br_ckpt_shipped_256_s3_*.json")  # named with its --set too
+    record = json.loads(saved.read_text())
     arena = record["arena"]
     assert arena["pairs"] == 2 and arena["matches"] == 4 and arena["seed"] == 11
     assert arena["ci95"] == pytest.approx(list(wilson_interval(arena["win_rate"], 2)))
@@ -123,6 +125,8 @@ def test_smoke_budget_runs_end_to_end_and_prints_a_row(tmp_path, capsys):
     checkpoint = Path(record["checkpoint"])
     assert checkpoint.is_file() and checkpoint.parent.parent == tmp_path / "ckpt"
     assert record["target"] == 40 and record["steps"] == 256   # the smoke sizes were used
+    # measured at the settings it trained at (the arena cut matches at its own 100 rounds)
+    assert record["max_rounds"] == arena["max_rounds"] == 7
 
 
 def test_training_config_pits_every_match_against_the_frozen_spec(tmp_path):
