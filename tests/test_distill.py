@@ -13,6 +13,7 @@ file's own checks: ``test_distill_labels.py``.
 from __future__ import annotations
 
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -140,7 +141,19 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     assert not {"decisions", "num_envs", "workers"} & set(student["distill"]["args"])
     assert student["distill"]["args"]["epochs"] == 2
     assert "earlier" not in student["distill"]  # the init was not distilled
-    assert list((tmp_path / "runs" / "distill").iterdir()), "no TensorBoard events"
+    # the logs are named after --out by default, and a second run there is refused before
+    # any work: two runs' curves mixed in one folder at the same steps
+    assert list((tmp_path / "runs" / "student").glob("events.out.tfevents.*"))
+    again = distill.Args(init=str(init), labels=str(labels), epochs=1,
+                         out=str(tmp_path / "other" / "student.pt"), log_dir=str(tmp_path / "runs"))
+    with pytest.raises(ValueError, match=re.escape(
+            f"{tmp_path / 'runs' / 'student'} holds the TensorBoard logs of an earlier run (the "
+            "curves would mix): give another --run-name, or move that folder away")):
+        distill.run(again, log=lambda *_: None)
+    assert not (tmp_path / "other").exists()
+    again.run_name = "second"
+    distill.run(again, log=lambda *_: None)
+    assert list((tmp_path / "runs" / "second").glob("events.out.tfevents.*"))
 
 
 def test_a_student_of_a_student_records_every_round_oldest_first(tmp_path, collected):

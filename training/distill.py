@@ -273,10 +273,7 @@ def _run(args: Args, log) -> dict:
     inputs = [args.init, *files, *([] if args.labels else spec_files(args.teacher))]
     out = check_output_file(args.out, inputs)
     if args.epochs > 0:  # the logs are written after the collection: checked before it
-        try:
-            check_output_folder(Path(args.log_dir) / args.run_name)
-        except OutputError as error:
-            raise ValueError(f"--log-dir: {error}") from None
+        logs = log_folder(args)
     if args.labels:
         labels, teacher = join_labels_files(files, need_values=args.temperature > 0)
         log(f"{len(labels['action']):,} labels from {', '.join(files)} (teacher {teacher})")
@@ -295,7 +292,7 @@ def _run(args: Args, log) -> dict:
         log(f"--epochs 0: labels collected, no policy written to {out}")
         return {"teacher": teacher, "labels": int(len(labels["action"])), "epochs": 0}
     from torch.utils.tensorboard import SummaryWriter
-    writer = SummaryWriter(str(Path(args.log_dir) / args.run_name))
+    writer = SummaryWriter(str(logs))
     student = wide  # the collection played the init; the same policy in wider layers learns
     result = train_student(student, labels, args, writer, log)
     writer.close()
@@ -312,6 +309,21 @@ def _run(args: Args, log) -> dict:
     save_checkpoint(out, data)
     log(f"policy saved to {out}")
     return data["distill"]
+
+
+def log_folder(args: Args) -> Path:
+    """``<log_dir>/<run_name>``, the run name by default ``--out``'s stem, checked before any
+    work: a folder that cannot take files, or one holding an earlier run's TensorBoard events
+    (two runs' curves would mix at the same steps), is a ``ValueError``."""
+    folder = Path(args.log_dir) / (args.run_name or Path(args.out).stem)
+    try:
+        check_output_folder(folder)
+    except OutputError as error:
+        raise ValueError(f"--log-dir: {error}") from None
+    if folder.is_dir() and any(folder.glob("events.out.tfevents.*")):
+        raise ValueError(f"{folder} holds the TensorBoard logs of an earlier run (the curves "
+                         "would mix): give another --run-name, or move that folder away")
+    return folder
 
 
 def main(argv=None) -> int:

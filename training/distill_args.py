@@ -114,8 +114,9 @@ class Args:
     """the student checkpoint to write (the labels go beside it, ``<stem>.labels.npz``)"""
     log_dir: Folder = "runs"
     """root folder of the TensorBoard runs"""
-    run_name: Annotated[RunName, AfterValidator(_named)] = "distill"
-    """TensorBoard logs go to ``<log_dir>/<run_name>``"""
+    run_name: Annotated[RunName, AfterValidator(_named)] | None = None
+    """TensorBoard logs go to ``<log_dir>/<run_name>`` (by default the ``out`` file's name
+    without its suffix); a folder holding an earlier run's logs is refused"""
 
     @model_validator(mode="before")
     @classmethod
