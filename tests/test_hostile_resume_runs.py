@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -136,6 +137,37 @@ def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):
                         "--set", "final_eval_pairs=1"]) == 0
     after = load_training_checkpoint(latest)
     assert after["global_step"] == data["global_step"] + 256
+
+
+def test_a_run_started_with_ctrl_c_ignored_stops_in_its_final_evaluation_too(tmp_path):
+    """A script's ``cmd &`` starts the trainer with SIGINT ignored: the training loop's own
+    handler honoured ``kill -INT``, but it put "ignore" back before the final evaluation, which
+    then ran to its end and exited 0."""
+    def ignore_sigint():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    command = [sys.executable, "-m", "training.train", "--config", str(SMOKE),
+               "--set", f"log_dir={tmp_path / 'runs'}", "--set",
+               f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "final_eval_pairs=20000"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, preexec_fn=ignore_sigint)
+    last = tmp_path / "ckpt" / "smoke" / "step_512.pt"  # the last update's checkpoint
+    try:
+        for _ in range(600):
+            if last.exists() or process.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert last.exists() and process.poll() is None, "no final evaluation to interrupt"
+        time.sleep(1.0)  # into the evaluation (20,000 pairs: minutes)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the final evaluation went on for 60 s after Ctrl-C")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("interrupted at step 512: checkpoint"), err
 
 
 def test_config_and_resume_together_are_refused(tmp_path, capsys):

@@ -19,9 +19,12 @@ the arena and the table is printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import shlex
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -329,6 +332,29 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
         for name, doc in describe_fields().items():
             print(f"{name} (default {defaults[name]!r}):\n    {help_text(doc)}")
         return 0
+    # a run started in the background by a script (``cmd &``) inherits SIGINT ignored; the
+    # training loop's handler put that back before the final evaluation, which `kill -INT`
+    # then could not stop (training.distill does the same for its collection)
+    with _ctrl_c_as_keyboard_interrupt():
+        return _run(args)
+
+
+@contextlib.contextmanager
+def _ctrl_c_as_keyboard_interrupt():
+    """Python's own SIGINT handler (``KeyboardInterrupt``) while the command runs, in the main
+    thread; the handler before it is put back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run(args) -> int:
+    """``main`` after its arguments: train or resume, and the exit status."""
     try:
         resume = None
         if args.resume:
