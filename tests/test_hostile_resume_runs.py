@@ -96,6 +96,14 @@ def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "exists already" in err and f"--resume {latest}" in err and "--force" in err
     assert f"--set log_dir={tmp_path / 'runs'}" in err  # resumed as said, into these folders
+    # complete (evaluated): the hint says to train on, since a plain --resume is refused
+    assert "it is complete (its final evaluation is logged, step 256): train it on with " \
+        f"--resume {latest}" in err and "--set total_steps=N (N more than 256)" in err
+    (latest.parent / "evaluated.json").unlink()  # as if stopped in its final evaluation
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"exists already: continue it with --resume {latest}" in err
+    assert "complete" not in err
 
 
 def test_ctrl_c_writes_a_resumable_checkpoint(tmp_path):

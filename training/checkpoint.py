@@ -146,21 +146,25 @@ def mark_evaluated(ckpt_dir, global_step: int) -> None:
         Path(path).write_text(json.dumps({"global_step": int(global_step)}) + "\n")
 
 
+def evaluated_step(ckpt_dir):
+    """The step whose final evaluation the mark in ``ckpt_dir`` says is logged, or None (no
+    mark, or one unreadable: a FIFO or a folder there is no mark)."""
+    mark_path = Path(ckpt_dir) / EVALUATED
+    try:
+        if not mark_path.is_file():
+            return None
+        with open(mark_path, encoding="utf-8") as file:
+            mark = json.loads(file.read(200))
+    except (OSError, ValueError):
+        return None
+    return mark.get("global_step") if type(mark) is dict else None
+
+
 def check_not_complete(ckpt_dir, data: dict, num_updates: int) -> None:
     """:class:`ConfigError` for a resume (``data``) of a run whose updates are all done and
     whose final evaluation is logged in ``ckpt_dir`` after its last checkpoint (a run stopped
     during that evaluation resumes to run it); a missing or unreadable mark: not evaluated."""
-    if data["update"] < num_updates:
-        return
-    mark_path = Path(ckpt_dir) / EVALUATED
-    try:
-        if not mark_path.is_file():  # a FIFO or a folder there is no mark
-            return
-        with open(mark_path, encoding="utf-8") as file:
-            mark = json.loads(file.read(200))
-    except (OSError, ValueError):
-        return
-    if type(mark) is dict and mark.get("global_step") == data["global_step"]:
+    if data["update"] >= num_updates and evaluated_step(ckpt_dir) == data["global_step"]:
         raise ConfigError(f"the run is complete: all its updates ({data['update']}) are done "
                           f"and its final evaluation is logged (step {data['global_step']}); "
                           "--set total_steps=N (more steps) trains on", "total_steps")

@@ -36,8 +36,9 @@ from sevenrocks_env.cli import help_text
 from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError
 
-from .checkpoint import (check_checkpoint_size, check_not_complete, load_training_checkpoint,
-                         mark_evaluated, save_training_checkpoint, set_rng_state)
+from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_step,
+                         load_training_checkpoint, mark_evaluated, save_training_checkpoint,
+                         set_rng_state)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .interrupt import Interrupt
@@ -104,10 +105,16 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     resume_path = resume_path or "checkpoint"  # how messages name a resume given without a path
     existing = next((folder for folder in (run_dir, ckpt_dir) if folder.exists()), None)
     if existing and not force and resume is None:
-        latest = ckpt_dir / "latest.pt"
-        go_on = (f"continue it with {resume_options(latest, cfg)}" if latest.is_file() else
-                 f"no checkpoint of it to continue ({latest} is missing: it stopped before its "
-                 "first)")
+        latest, evaluated = ckpt_dir / "latest.pt", evaluated_step(ckpt_dir)
+        if not latest.is_file():
+            go_on = (f"no checkpoint of it to continue ({latest} is missing: it stopped before "
+                     "its first)")
+        elif evaluated is not None:  # a --resume as it is would be refused: the run is done
+            go_on = (f"it is complete (its final evaluation is logged, step {evaluated}): train "
+                     f"it on with {resume_options(latest, cfg)} --set total_steps=N (N more "
+                     f"than {evaluated})")
+        else:
+            go_on = f"continue it with {resume_options(latest, cfg)}"
         raise ConfigError(f"run folder {existing} exists already: {go_on}, write into it with "
                           "--force, or choose another run_name", "run_name")
     if existing and not force and resumed_elsewhere:  # another run of this name, or this run's
