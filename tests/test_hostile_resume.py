@@ -251,3 +251,6 @@ def test_max_minutes_counts_the_whole_run_resumed_sessions_included(tmp_path, ca
     code, err = resume(tmp_path, used, capsys, "--set", "max_minutes=5")
     assert code == 2 and "max_minutes (10.0 of 5 min)" in err, err
     assert not (tmp_path / "ckpt").exists()
+    # a tiny budget shows its digits: it read "(0.0 of 0.001 min)", as if nothing was used
+    code, err = resume(tmp_path, dict(good, wall_time=0.09), capsys, "--set", "max_minutes=0.001")
+    assert code == 2 and "max_minutes (0.0015 of 0.001 min)" in err, err

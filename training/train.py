@@ -162,8 +162,10 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         set_rng_state(resume["rng"])
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
-        if cfg.max_minutes and wall_before / 60 >= cfg.max_minutes:
-            raise ConfigError(f"the run has used its max_minutes ({wall_before / 60:.1f} of "
+        used = wall_before / 60
+        if cfg.max_minutes and used >= cfg.max_minutes:  # (a tiny budget: its digits shown)
+            used = f"{used:.1f}" if used >= 0.05 else f"{used:.2g}"
+            raise ConfigError(f"the run has used its max_minutes ({used} of "
                               f"{cfg.max_minutes:g} min): continue it with --set max_minutes=M "
                               "(M larger, or 0 for no limit)", "max_minutes")
     interrupt = Interrupt().__enter__()  # before the first line: Ctrl-C from here is handled
