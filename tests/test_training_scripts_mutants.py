@@ -207,3 +207,18 @@ def test_the_logged_hyperparameter_table_gives_the_curve_its_pairs():
     from training.train import _hparams_table
     cfg = TrainConfig()
     assert _pairs_from_table(_hparams_table(cfg)) == (cfg.eval_pairs, cfg.final_eval_pairs)
+
+
+def test_two_labels_files_may_share_half_the_smaller_one_s_decisions_not_more():
+    """The copy check refuses *more* than half in common (a copy, a cut part); exactly half is
+    two collections' shared openings at worst, and reads."""
+    import numpy as np
+
+    from training.distill_labels import LabelsError, _refuse_a_copy
+
+    seen = {}
+    _refuse_a_copy("a.npz", np.arange(8), seen)
+    _refuse_a_copy("half.npz", np.array([0, 1, 2, 3, 20, 21, 22, 23]), seen)  # 4 of 8
+    with pytest.raises(LabelsError, match="^more.npz: most of its decisions are those of a.npz"):
+        _refuse_a_copy("more.npz", np.array([0, 1, 2, 3, 4, 30, 31, 32]), seen)  # 5 of 8
+    assert list(seen) == ["a.npz", "half.npz"]
