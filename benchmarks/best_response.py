@@ -18,8 +18,8 @@ in one forward pass per step).  Its run folder is ``<out>/runs/<name>`` and
 ``<out>/ckpt/<name>``.  Then the arena: the best response against the frozen opponent on
 duplicate deals from ``--deal-seed`` (deals never used to choose anything), to the run's
 ``target`` and cut after its ``max_rounds`` (the settings it trained at, as the trainer's own
-evaluations), Wilson 95% interval over pairs.  Prints one markdown row; ``<out>/<name>.json`` keeps the full arena
-result.
+evaluations), Wilson 95% interval over pairs.  Prints one markdown row; ``<out>/<name>.json``
+keeps the full arena result.
 
 A frozen policy that is hard to exploit keeps the best response near 50%; ``heuristic`` (a fixed
 rule-based player) is expected to be beaten clearly, which checks that the test can find an
@@ -146,7 +146,8 @@ def run(args) -> dict:
     record = {"opponent": display, "spec": opponent, "init": args.init or "scratch",
               "steps": trained["global_step"],
               "seed": args.seed, "deal_seed": args.deal_seed, "pairs": args.pairs,
-              "target": cfg.target, "max_rounds": cfg.max_rounds, "checkpoint": str(trained["checkpoint"]),
+              "target": cfg.target, "max_rounds": cfg.max_rounds,
+              "checkpoint": str(trained["checkpoint"]),
               "train_minutes": train_minutes, "overrides": list(args.set),
               "smoke": bool(args.smoke), "arena": result.as_dict()}
     out.mkdir(parents=True, exist_ok=True)

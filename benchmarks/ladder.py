@@ -7,9 +7,10 @@ Every pairing is a batched-arena run (duplicate deals from ``--seed``, Wilson 95
 pairs; ``sevenrocks_env.arena_batched``) -- except OpenSpiel's IS-MCTS (issue 13), which has no
 batched form and plays in the process-pool arena (``sevenrocks_env.arena``, ``--workers``) -- saved
 as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (the default;
-``--no-reuse`` plays every pairing again) and results measured elsewhere can be added as files (``sevenrocks arena --json`` with
-the ladder's names, specs, seed and pairs: ``greedy=greedy random=random``; such a file is
-never replaced, and a saved file that is not an arena result stops the ladder).  Not every
+``--no-reuse`` plays every pairing again) and results measured elsewhere can be added as files
+(``sevenrocks arena --json`` with the ladder's names, specs, seed and pairs:
+``greedy=greedy random=random``; such a file is never replaced, and a saved file that is not an
+arena result stops the ladder).  Not every
 agent plays every other: the slow searchers play a few neighbours (``PAIRINGS``), which a
 Bradley-Terry fit handles as long as the pairings connect all agents.
 Ratings are on the Elo scale, centred on the mean of the largest group of agents that scored
