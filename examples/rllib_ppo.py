@@ -18,14 +18,15 @@ arena, or :func:`sevenrocks_env.policy.load_policy`.  At the end the policy play
 ``heuristic`` in the arena (duplicate deals, Wilson CIs).
 
 The env is :class:`sevenrocks_env.rllib_env.SevenRocksMultiAgentEnv` (in the package, so Ray's
-workers import it like any installed module).  Rewards: it gives every learner seat its team's reward (``reward="win"``: R8 +-1;
-``"points"``; ``"shaped"`` with ``points_scale``/``win_reward``, the project trainer's reward; one
-definition in :mod:`sevenrocks_env.rewards`) on the step where it happens, including rewards
-that arrive while the seat is not on turn (RLlib's episode keeps them for the seat's next
-transition, except those before the seat's first observation: RLlib keeps them out of every
-transition, so under ``points``/``shaped`` a seat can lose the opponents' opening points; see
-docs/adapters.md) and the final reward of every seat when the match ends on any seat's move.  ``skip_forced`` (default on) plays single-legal-action moves
-(forced knocks, R6) inside the env, so an env step is a real decision.  RLlib counts one env step
+workers import it like any installed module).  Rewards: it gives every learner seat its team's
+reward (``reward="win"``: R8 +-1; ``"points"``; ``"shaped"`` with ``points_scale``/``win_reward``,
+the project trainer's reward; one definition in :mod:`sevenrocks_env.rewards`) on the step where
+it happens, including rewards that arrive while the seat is not on turn (RLlib's episode keeps
+them for the seat's next transition; those before the seat's first observation, such as the
+opponents' opening points, the env holds back and sends with the seat's next output, so none is
+lost; see docs/adapters.md), and the final reward of every seat when the match ends on any
+seat's move.  ``skip_forced`` (default on) plays single-legal-action moves (a forced knock, or a
+single fitting placement, R6) inside the env, so an env step is a real decision.  RLlib counts one env step
 per seat decision (one seat acts at a time).
 """
 

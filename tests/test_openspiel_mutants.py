@@ -173,3 +173,17 @@ def test_state_from_view_of_a_seat_not_to_move_names_the_seat_that_moves_first()
     assert lines[-1].startswith("r0 first 3 ") and " moves 3:" in lines[-1]
     first_mover = np.asarray(state.information_state_tensor(0))[OBS_SIZE + 28:OBS_SIZE + 32]
     assert list(first_mover) == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_a_drawn_round_returns_plain_zeros_not_minus_zero():
+    """A one-round game with margin 0 returned ``[0.0, -0.0, 0.0, -0.0]``: the negated zeros
+    showed as ``-0.0`` in ``evaluate_bots`` and IS-MCTS output."""
+    import math
+
+    game = load(rounds=1)
+    for seed in range(400):
+        returns = random_state(game, np.random.default_rng(seed)).returns()
+        if returns[0] == 0:
+            assert [math.copysign(1.0, r) for r in returns] == [1.0] * 4, returns
+            return
+    raise AssertionError("no drawn round in 400 random rounds")

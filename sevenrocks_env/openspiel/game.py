@@ -290,7 +290,7 @@ class SevenRocksState(pyspiel.State):
         if self._rounds == 1:
             margin = float((match.scores[0] - self._start_scores[0])
                            - (match.scores[1] - self._start_scores[1]))
-            return [margin, -margin, margin, -margin]
+            return [margin, -margin, margin, -margin] if margin else [0.0] * NUM_SEATS
         if match.winner is None:  # truncated after max_rounds
             return [0.0] * NUM_SEATS
         won = 1.0 if match.winner == 0 else -1.0
