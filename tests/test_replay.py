@@ -278,6 +278,13 @@ def test_check_only_checks_the_record_and_says_what_it_holds(tmp_path, capsys):
                    f"{record['scores'][0]}:{record['scores'][1]}, won by team "
                    f"{record['winner']}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]  # nothing written
+    one = Match.new(4, max_rounds=1)  # cut after its first round: "1 round", not "1 rounds"
+    while not one.over:
+        apply_action(one, legal_actions(one)[0])
+    records.save(records.game_record(one), tmp_path / "one.json")
+    assert main([str(tmp_path / "one.json"), "--check"]) == 0
+    assert ": target 250, 1 round, " in capsys.readouterr().out
+    (tmp_path / "one.json").unlink()
     record["scores"] = [record["scores"][0] + 5, record["scores"][1]]
     path.write_text(json.dumps(record))
     assert main([str(path), "--check"]) == 2

@@ -93,6 +93,11 @@ def test_a_body_that_is_not_json_is_named_once(client):
     error = refused.json()["error"]
     assert error.startswith("the request body is not valid JSON: ")
     assert "is not JSON" not in error and len(error) <= 300
+    # an uploaded replay is a file the player chose: named as one, not as a request body
+    refused = client.post("/api/replays", content=b"\x89PNG not a record")
+    assert refused.status_code == 400
+    assert refused.json()["error"].startswith(
+        "the uploaded file is not valid JSON: "), refused.text
 
 
 # --- views.py: what the page is sent --------------------------------------------------------

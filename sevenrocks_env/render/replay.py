@@ -237,7 +237,8 @@ def _check(path: str) -> int:
     moves = frame_count(record)  # one frame a move
     scores = ":".join(str(score) for score in record["scores"])  # not "-": "5--40", "-15-5"
     print(f"{shown_path(path)}: a valid {records.FORMAT} record: target {record['target']}, "
-          f"{len(record['rounds'])} rounds, {moves} moves, scores {scores}, "
+          f"{len(record['rounds'])} round{'s' * (len(record['rounds']) != 1)}, {moves} moves, "
+          f"scores {scores}, "
           f"{records.ending(record)}")
     return 0
 

@@ -102,16 +102,17 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def parse_json(body: bytes):
+def parse_json(body: bytes, what: str = "the request body"):
     """``body`` as JSON, decoded and parsed as record files are (None if empty); 400 if it is
-    not JSON.  A 4 MB replay body takes tens of milliseconds: call it off the event loop."""
+    not JSON, naming ``what`` it is.  A 4 MB replay body takes tens of milliseconds: call it
+    off the event loop."""
     if not body:
         return None
     try:
         return records.parse(decoded(body, "the body"))  # a BOM, UTF-16: as json.loads(bytes)
     except ValueError as problem:  # bad UTF-8, bad JSON, NaN, a key twice, too many values
         reason = str(problem).removeprefix("is not JSON: ").removeprefix("is not a game record: ")
-        raise GameError(400, f"the request body is not valid JSON: {reason}"[:300]) from None
+        raise GameError(400, f"{what} is not valid JSON: {reason}"[:300]) from None
 
 
 async def read_json(request: Request, limit: int = MAX_BODY):
@@ -122,7 +123,7 @@ async def read_json(request: Request, limit: int = MAX_BODY):
 def checked_record(body: bytes) -> dict:
     """An uploaded record, parsed and replayed to check it (about a second for a long one);
     422 if it is not a valid game record."""
-    record = parse_json(body)
+    record = parse_json(body, "the uploaded file")
     try:
         records.validate(record)
     except records.RecordError as problem:
