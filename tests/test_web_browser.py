@@ -116,6 +116,11 @@ def test_phone_width_keeps_board_and_hand_on_screen(server, browser):
         box = page.locator("#hand .hand-tile").nth(index).bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
+    # every seat box shows its whole text, the tiles it holds included (it was cut: "seat 1 ...")
+    for index in range(4):
+        seat = page.locator("#seats .seat").nth(index)
+        assert seat.evaluate("node => node.scrollWidth <= node.clientWidth")
+        assert " tiles" in seat.inner_text() or " tile" in seat.inner_text()
 
 
 def test_a_new_match_is_not_taken_over_by_the_old_match_answers(server, browser):
@@ -317,4 +322,34 @@ def test_a_double_click_on_start_or_play_again_makes_one_game(server, browser):
     page.wait_for_timeout(1000)
     assert set(games) - before == {page.evaluate("App.ui.view.id")}
     assert old not in games
+    page.close()
+
+
+def test_the_turn_is_said_in_words_and_the_final_table_can_be_seen(server, browser):
+    """Whose turn it was showed only as a border; at the match's end the result dialog could not
+    be closed (no button, Escape ignored), hiding the final table."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.fill("input[name=target]", "1")  # the first scoring placement wins (R8): a short match
+    _start(page, seat=0, seed=4)
+    page.wait_for_function("App.ui.view && !App.ui.busy && App.ui.view.next === 'you'"
+                           " || document.getElementById('summary').open", timeout=20000)
+    assert page.evaluate("App.ui.view.next") == "you", "seed 4 no longer gives seat 0 a turn"
+    turn = page.inner_text("#turn")
+    assert turn.startswith("Your turn: "), turn
+    for _ in range(30):  # rounds
+        _play_to_the_summary(page)
+        if page.evaluate("App.ui.view.over"):
+            break
+        page.click("#summary-continue")
+    assert page.inner_text("#turn") == "The match is over."
+    assert page.is_visible("#summary-close") and not page.is_visible("#summary-continue")
+    page.click("#summary-close")
+    assert not page.evaluate("document.getElementById('summary').open")
+    page.click("#show-result")  # and back, to play again
+    assert page.evaluate("document.getElementById('summary').open")
+    assert page.is_visible("#rematch")
+    page.keyboard.press("Escape")  # Escape closes it too at the match's end
+    assert not page.evaluate("document.getElementById('summary').open")
     page.close()

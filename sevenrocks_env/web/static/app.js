@@ -150,6 +150,8 @@ function show(view) {
     .map((s) => s.seat === view.seat ? "you" : `seat ${s.seat}`).join(" & "));
   Board.drawTracks($("tracks"), view.scores, view.target, teamSeats, view.winner);
   drawSeats(view);
+  $("turn").textContent = turnLine(view);
+  $("show-result").hidden = !view.over;
   const finished = view.last_round;
   const justEnded = view.rounds_ended > ui.shownRounds;
   const board = justEnded || !view.board ? finished.board : view.board;
@@ -167,6 +169,14 @@ function show(view) {
   }
   if (view.over) { showSummary(view, finished); return; }
   schedule();
+}
+
+// Whose turn it is, in words (the seat boxes only mark it with a border)
+function turnLine(view) {
+  if (view.over) return "The match is over.";
+  if (view.next !== "you") return `${seatName(view, view.turn)} to move.`;
+  return view.knock.required ? "Your turn: no tile of yours fits, so you knock."
+                             : "Your turn: pick a tile from your hand.";
 }
 
 function drawSeats(view) {

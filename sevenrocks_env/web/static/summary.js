@@ -53,6 +53,7 @@ function showSummary(view, summary) {
   $("rematch").hidden = !view.over;
   $("summary-download").hidden = !view.over;  // the page's own button is behind the dialog
   $("summary-new").hidden = !view.over;
+  $("summary-close").hidden = !view.over;  // the final table, behind the dialog
   $("summary").showModal();
 }
 
@@ -83,6 +84,11 @@ async function rematch() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("summary-continue").addEventListener("click", closeSummary);
-  $("summary").addEventListener("cancel", (event) => { event.preventDefault(); if (!ui.view.over) closeSummary(); });
+  // Escape: the next round, or at the match's end the final table (the dialog closes itself)
+  $("summary").addEventListener("cancel", (event) => {
+    if (!ui.view.over) { event.preventDefault(); closeSummary(); }
+  });
+  $("summary-close").addEventListener("click", () => $("summary").close());
+  $("show-result").addEventListener("click", () => showSummary(ui.view, ui.view.last_round));
   $("rematch").addEventListener("click", rematch);
 });
