@@ -153,10 +153,24 @@ def check_state_fields(state: dict, fields: tuple) -> None:
                          f"[{', '.join(shown(name)[:24] for name in extra[:3])}{more}]")
 
 
+def kinds_of(value) -> str:
+    """What a list field is made of, where :func:`shown` cannot tell it: ``" (a tuple of
+    int)"`` for ``(10, 5)``, ``" (a list of int64)"`` for NumPy integers that print as ints;
+    empty for a list of plain ints or anything else."""
+    if not isinstance(value, (list, tuple)):
+        return ""
+    kinds = sorted({type(item).__name__ for item in value})[:3]
+    if type(value) is list and kinds in ([], ["int"], ["list"]):
+        return ""
+    return f" (a {type(value).__name__} of {', '.join(kinds) or 'nothing'})"
+
+
 def check_match_state(match) -> None:
     """Raise ``ValueError`` naming the first field of ``match`` that no real match can have."""
     def bad(name: str, what: str):
-        raise ValueError(f"match state: {name} must be {what}, got {shown(getattr(match, name))}")
+        value = getattr(match, name)
+        raise ValueError(f"match state: {name} must be {what}, got {shown(value)}"
+                         f"{kinds_of(value)}")
 
     big = BIG
     if match.seed is not None and not is_plain_int(match.seed, 0, 2 ** 64):

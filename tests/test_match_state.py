@@ -230,3 +230,28 @@ def test_a_state_is_a_copy_of_the_match():
         if isinstance(value, list):
             value[:] = [7] * len(value)
     assert match.to_state() == before
+
+
+def test_a_refused_list_field_says_what_it_is_made_of():
+    """NumPy integers print as ints and a tuple as a tuple: "hands must be four bitmasks, got
+    [8703..., ...]" gave no hint of what was wrong with them."""
+    import numpy as np
+
+    from sevenrocks_env.match_state import check_match_state
+
+    match = Match.new(1)
+    match.hands = [np.int64(hand) for hand in match.hands]
+    with pytest.raises(ValueError, match=r"hands must be four bitmasks, got \[.*\] "
+                                         r"\(a list of int64\)$"):
+        check_match_state(match)
+    match = Match.new(1)
+    match.scores = (10, 5)
+    with pytest.raises(ValueError, match=r"^match state: scores must be two ints, got \(10, 5\) "
+                                         r"\(a tuple of int\)$"):
+        check_match_state(match)
+    match.scores = [10, "5"]
+    with pytest.raises(ValueError, match=r"\(a list of int, str\)$"):
+        check_match_state(match)
+    match.scores = [10, 10 ** 12]  # plain ints: nothing to add
+    with pytest.raises(ValueError, match=r"got \[10, 1000000000000\]$"):
+        check_match_state(match)
