@@ -58,6 +58,14 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     return _tile_answer(parts, slot, answer, match, legal)
 
 
+def _spells_a_tile(text: str) -> bool:
+    try:
+        parse_tile(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _held_tile(text: str, match: Match) -> int | None:
     """The tile ``text`` spells ('04': 0|4), if the seat on turn holds it; else ``None``."""
     try:
@@ -73,8 +81,11 @@ def _tile_answer(parts: list[str], slot: int | None, answer: str, match: Match,
     try:
         tile = parse_tile("".join(parts))
     except ValueError:
-        raise ValueError(f"not understood: {records.shown(answer.strip())} (answer a number, a tile and "
-                         f"end like '3-5 e', or q)") from None
+        if len(parts) >= 2 and parts[-1].isalpha() and _spells_a_tile("".join(parts[:-1])):
+            raise ValueError(f"{records.shown(parts[-1])} is not an end: name one as w, e, n or s "
+                             "(west, east, north, south)") from None
+        raise ValueError(f"not understood: {records.shown(answer.strip())} (answer a number, a "
+                         f"tile and end like '3-5 e', or q)") from None
     if not (match.hands[match.turn] >> tile) & 1:
         raise ValueError(f"you do not hold {tile_name(tile)}")
     fits = [a for a in legal if a != KNOCK and a >> 2 == tile]
@@ -89,8 +100,11 @@ def _tile_answer(parts: list[str], slot: int | None, answer: str, match: Match,
     if match.opening:
         return fits[0]  # the opening tile goes in the middle whatever end was named
     if match.ends[slot] < 0:
-        raise ValueError(f"the {SLOT_NAMES[slot]} end is not open"
-                         + (" (branches open once the spinner is internal: R4, see docs/rules.md)" if slot >= 2 else ""))
+        why = ("" if slot < 2 else
+               " (there is no spinner yet: the first double played becomes it, and its branches "
+               "open once it is internal: R4, see docs/rules.md)" if match.spinner < 0 else
+               " (branches open once the spinner is internal: R4, see docs/rules.md)")
+        raise ValueError(f"the {SLOT_NAMES[slot]} end is not open{why}")
     if 4 * tile + slot not in fits:
         raise ValueError(f"{tile_name(tile)} does not fit the {SLOT_NAMES[slot]} end "
                          f"(open number {match.ends[slot]})")

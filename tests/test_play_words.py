@@ -32,6 +32,10 @@ def test_parse_answer_reasons():
         parse_answer("1-2 e", match, legal)
     with pytest.raises(ValueError, match=r"the north end is not open \(branches open once"):
         parse_answer("1-2 n", match, legal)
+    with pytest.raises(ValueError, match=r"^'x' is not an end: name one as w, e, n or s "):
+        parse_answer("1-2 x", match, legal)  # it was "not understood"
+    with pytest.raises(ValueError, match="^not understood: 'x y'"):
+        parse_answer("x y", match, legal)
     with pytest.raises(ValueError, match="must place one"):
         parse_answer("knock", match, legal)
     with pytest.raises(ValueError, match="not on the list"):
@@ -227,3 +231,24 @@ def test_a_knock_is_told_in_the_player_s_grammar():
     assert text.count(">> you knock: no tile fits") == knocks.count(0)
     assert text.count(") knocks: no tile fits") == len(knocks) - knocks.count(0)
     assert "you knocks" not in text
+
+
+def test_a_branch_named_before_any_spinner_says_there_is_none_yet():
+    """"the north end is not open (branches open once the spinner is internal)" was said when
+    no double had been played, so there was no spinner to speak of (R4)."""
+    from sevenrocks_env.rules import apply_action
+    from sevenrocks_env.tiles import TILE_IS_DOUBLE
+
+    for seed in range(50):
+        match = Match.new(seed)
+        opening = [a for a in legal_actions(match) if not TILE_IS_DOUBLE[a >> 2]]
+        if not opening:
+            continue
+        apply_action(match, opening[0])
+        legal = legal_actions(match)
+        if legal != [KNOCK]:
+            break
+    assert match.spinner < 0 and legal != [KNOCK]
+    with pytest.raises(ValueError, match=r"^the north end is not open \(there is no spinner yet: "
+                                         r"the first double played becomes it"):
+        parse_answer(f"{tile_name(legal[0] >> 2)} n", match, legal)
