@@ -58,6 +58,14 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
     return _tile_answer(parts, slot, answer, match, legal)
 
 
+def branch_closed_text(match: Match) -> str:
+    """Why the spinner's branches are not open yet (R4), in the words of both front ends."""
+    if match.spinner < 0:
+        return "there is no spinner yet, so no branch: the first double played becomes it (R4)"
+    return ("the spinner's branches open only once both its straight continuations are "
+            "filled (R4)")
+
+
 def _spells_a_tile(text: str) -> bool:
     try:
         parse_tile(text)
@@ -100,10 +108,7 @@ def _tile_answer(parts: list[str], slot: int | None, answer: str, match: Match,
     if match.opening:
         return fits[0]  # the opening tile goes in the middle whatever end was named
     if match.ends[slot] < 0:
-        why = ("" if slot < 2 else
-               " (there is no spinner yet: the first double played becomes it, and its branches "
-               "open once it is internal: R4, see docs/rules.md)" if match.spinner < 0 else
-               " (branches open once the spinner is internal: R4, see docs/rules.md)")
+        why = f" ({branch_closed_text(match)}, see docs/rules.md)" if slot >= 2 else ""
         raise ValueError(f"the {SLOT_NAMES[slot]} end is not open{why}")
     if 4 * tile + slot not in fits:
         raise ValueError(f"{tile_name(tile)} does not fit the {SLOT_NAMES[slot]} end "

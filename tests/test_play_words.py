@@ -30,7 +30,8 @@ def test_parse_answer_reasons():
         parse_answer("1-4", match, legal)
     with pytest.raises(ValueError, match="does not fit the east end"):
         parse_answer("1-2 e", match, legal)
-    with pytest.raises(ValueError, match=r"the north end is not open \(branches open once"):
+    with pytest.raises(ValueError, match=r"the north end is not open \(the spinner's branches "
+                                         r"open only once both its straight continuations"):
         parse_answer("1-2 n", match, legal)
     with pytest.raises(ValueError, match=r"^'x' is not an end: name one as w, e, n or s "):
         parse_answer("1-2 x", match, legal)  # it was "not understood"
@@ -249,6 +250,6 @@ def test_a_branch_named_before_any_spinner_says_there_is_none_yet():
         if legal != [KNOCK]:
             break
     assert match.spinner < 0 and legal != [KNOCK]
-    with pytest.raises(ValueError, match=r"^the north end is not open \(there is no spinner yet: "
-                                         r"the first double played becomes it"):
+    with pytest.raises(ValueError, match=r"^the north end is not open \(there is no spinner yet, "
+                                         r"so no branch: the first double played becomes it"):
         parse_answer(f"{tile_name(legal[0] >> 2)} n", match, legal)

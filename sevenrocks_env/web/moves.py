@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..checks import shown
 from ..play import PLACE_WORDS
+from ..play_answers import branch_closed_text
 from ..rules import Match, is_legal
 from ..tiles import KNOCK, NORTH, NUM_ACTIONS, tile_name
 
@@ -17,14 +18,6 @@ def open_ends_text(match: Match) -> str:
     """``"the west end shows 2, the east end shows 4"``."""
     return ", ".join(f"{PLACE_WORDS[slot]} shows {number}"
                      for slot, number in enumerate(match.ends) if number >= 0)
-
-
-def branch_closed_text(match: Match) -> str:
-    """Why the spinner's branches are not open yet (R4)."""
-    if match.spinner < 0:
-        return "there is no spinner yet, so no branch: the first double played becomes it (R4)"
-    return ("the spinner's branches open only once both its straight continuations are "
-            "filled (R4)")
 
 
 def why_illegal(match: Match, action) -> str:
@@ -64,4 +57,4 @@ def tile_reason(match: Match, tile: int) -> str:
     return why_illegal(match, 4 * tile + 1)  # the east end is always open after the opening
 
 
-__all__ = ["branch_closed_text", "open_ends_text", "tile_reason", "why_illegal"]
+__all__ = ["open_ends_text", "tile_reason", "why_illegal"]
