@@ -222,3 +222,158 @@ def test_two_labels_files_may_share_half_the_smaller_one_s_decisions_not_more():
     with pytest.raises(LabelsError, match="^more.npz: most of its decisions are those of a.npz"):
         _refuse_a_copy("more.npz", np.array([0, 1, 2, 3, 4, 30, 31, 32]), seen)  # 5 of 8
     assert list(seen) == ["a.npz", "half.npz"]
+
+
+# ---------------------------------------------------------------- distill_collect (audit 2)
+def test_a_teacher_that_is_not_a_search_is_refused_by_name():
+    from training.distill_collect import make_teacher
+    with pytest.raises(ValueError, match="teacher 'greedy' is not a search agent"):
+        make_teacher("greedy")
+
+
+def test_a_decision_with_one_legal_action_is_not_labelled():
+    """Only real choices are labels (a forced move teaches the student nothing)."""
+    from distill_stand_ins import Highest, tiny_student
+    from training.distill_collect import collect
+    labels = collect(tiny_student(), Highest(), 200, num_envs=8, seed=3, log=lambda *_: None)
+    assert (labels["action_mask"].sum(axis=1) > 1).all()
+
+
+def test_the_labels_of_fewer_decisions_than_the_actions_listed_are_cut():
+    """A step interrupted after its actions were listed: its actions are dropped too."""
+    import numpy as np
+    from training.distill_collect import _joined
+    obs, mask = np.zeros((3, 238), np.float32), np.ones((3, 113), bool)
+    joined = _joined([obs], [mask], [4, 5, 6, 7], [np.zeros((3, 113), np.float32)],
+                     [np.arange(3)], 2)
+    assert {key: len(array) for key, array in joined.items()} == dict.fromkeys(joined, 2)
+    assert joined["action"].tolist() == [4, 5]
+
+
+def test_only_numbered_part_files_are_a_collection_s(tmp_path):
+    from training.distill_collect import part_paths_there
+    for name in ("s.labels.part2.npz", "s.labels.partx.npz", "s.labels.part.npz",
+                 "s.labels.part10.npz"):
+        (tmp_path / name).touch()
+    assert part_paths_there(tmp_path / "s.labels.npz") == [
+        tmp_path / "s.labels.part2.npz", tmp_path / "s.labels.part10.npz"]
+
+
+def test_a_part_file_already_there_is_refused_before_any_worker_starts(tmp_path):
+    from training.distill_collect import collect_in_pool
+    (tmp_path / "s.labels.part1.npz").touch()
+    with pytest.raises(ValueError, match=r"s\.labels\.part1\.npz is there already"):
+        collect_in_pool(str(tmp_path / "none.pt"), "search:samples=2", 10, num_envs=4, seed=1,
+                        workers=2, labels_path=tmp_path / "s.labels.npz")
+
+
+def _span_settings(monkeypatch, tmp_path, init):
+    import threading
+
+    import torch
+    from training import distill_collect
+    stop = threading.Event()
+    monkeypatch.setattr(distill_collect, "_SETTINGS", {
+        "init": str(init), "teacher": "search:samples=2", "stop": stop, "seed": 1,
+        "threads": torch.get_num_threads(), "labels_path": str(tmp_path / "s.labels.npz"),
+        "save_every": None})
+    return distill_collect, stop
+
+
+def test_a_span_that_fails_stops_the_other_spans(monkeypatch, tmp_path):
+    distill_collect, stop = _span_settings(monkeypatch, tmp_path, tmp_path / "nothing.pt")
+    with pytest.raises((ValueError, OSError), match="nothing.pt"):
+        distill_collect._collect_span(0, 0, 4, 10)
+    assert stop.is_set()
+
+
+def test_a_span_stopped_before_its_first_label_writes_no_part_file(monkeypatch, tmp_path):
+    from distill_stand_ins import tiny_student
+    from training.checkpoint import policy_entries, save_checkpoint
+    init = save_checkpoint(tmp_path / "tiny.pt", policy_entries(tiny_student(), 1))
+    distill_collect, stop = _span_settings(monkeypatch, tmp_path, init)
+    stop.set()
+    assert len(distill_collect._collect_span(0, 0, 4, 10)["action"]) == 0
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["tiny.pt"]
+
+
+class _Draws:
+    """A stand-in teacher whose values are its generators' draws."""
+
+    def action_values_many(self, observations, masks, rngs):
+        return [rng.random(int(mask.sum())).tolist() for mask, rng in zip(masks, rngs)]
+
+
+def test_the_teacher_s_worlds_are_those_of_the_env_not_of_its_row():
+    """Envs 2 and 3 stepped alone get the teacher's draws they get among envs 0 to 3."""
+    import numpy as np
+    from distill_stand_ins import tiny_student
+    from training.distill_collect import collect
+    quiet = lambda *_: None  # noqa: E731
+    span = collect(tiny_student(), _Draws(), 10, num_envs=2, seed=4, log=quiet, first_env=2)
+    whole = collect(tiny_student(), _Draws(), 60, num_envs=4, seed=4, log=quiet)
+    rows = np.flatnonzero(whole["match"] >> 32 >= 2)[:10]
+    np.testing.assert_array_equal(whole["observation"][rows], span["observation"])
+    np.testing.assert_array_equal(whole["values"][rows], span["values"])
+
+
+# ---------------------------------------------------------------- ship (audit 2)
+def test_the_card_s_command_for_an_extra_result_plays_on_its_device():
+    from types import SimpleNamespace
+    from pathlib import Path
+    from training.ship import _card
+    args = SimpleNamespace(agents=[], pairs=1, search_pairs=0, search="search", seed=1,
+                           arena="batched", extra_result=["r.json"], train_command="make train")
+    row = {"opponent": "greedy", "pairs": 2, "seed": 3, "engine": "batched:cuda"}
+    facts = {"config": {}, "global_step": 1, "wall_time": None}
+    card = _card(args, [], {}, facts, None, [row], Path("p.pt"), 0)
+    assert card["commands"][-1] == ("sevenrocks arena ckpt:p.pt greedy --pairs 2 --seed 3 "
+                                    "--batched --device cuda --json > r.json")
+
+
+def test_a_card_that_json_cannot_carry_is_refused_before_the_arena():
+    """The check run before playing refuses NaN; only the arena's own numbers may be NaN."""
+    from training.ship import _card_files
+    with pytest.raises(ValueError, match="the model card cannot be written: Out of range float"):
+        _card_files({"train_minutes": float("nan")})
+
+
+@pytest.mark.parametrize("text", ["[1]", "[" * 100_000 + "]" * 100_000, "{"])
+def test_a_model_card_that_cannot_be_read_holds_the_folder(tmp_path, text):
+    from training.ship import _check_card_folder
+    (tmp_path / "model_card.json").write_text(text)
+    with pytest.raises(ValueError, match="cannot be read as a model card, not of a.pt"):
+        _check_card_folder(tmp_path / "model_card.json", "a.pt")
+
+
+# ---------------------------------------------------------------- labels_zip (audit 2)
+def test_a_labels_file_is_read_blocking(tmp_path):
+    """It is opened without waiting (a FIFO), then read as an ordinary, blocking file."""
+    import os
+
+    import numpy as np
+    from training.labels_zip import open_labels
+    np.savez(tmp_path / "l.npz", action=np.zeros(3, np.int64))
+    with open_labels(tmp_path / "l.npz") as file:
+        assert os.get_blocking(file.fileno())
+
+
+# ---------------------------------------------------------------- distill_args (audit 2)
+@pytest.mark.parametrize("field, top, changes", [
+    ("num_envs", 1 << 16, {}), ("workers", 64, {"num_envs": 128}),
+    ("learning_rate", 1.0, {})])
+def test_a_setting_one_past_its_bound_is_refused(field, top, changes):
+    Args(**changes, **{field: top})
+    with pytest.raises(ValidationError, match=field):
+        Args(**changes, **{field: top + (1 if isinstance(top, int) else 0.5)})
+
+
+# ---------------------------------------------------------------- train (audit 2)
+@pytest.mark.parametrize("out_of_time", [False, True])
+def test_a_run_out_of_time_is_told_how_to_give_it_more(capsys, monkeypatch, out_of_time):
+    from training import train
+    monkeypatch.setattr(train, "train", lambda *_, **__: {
+        "interrupted": True, "global_step": 5, "checkpoint": "c.pt", "out_of_time": out_of_time})
+    assert train.main(["--config", "configs/default.yaml"]) == 130
+    hint = "--set max_minutes=M (M above the minutes it ran, or 0)"
+    assert (hint in capsys.readouterr().err) == out_of_time
