@@ -344,6 +344,10 @@ def test_the_turn_is_said_in_words_and_the_final_table_can_be_seen(server, brows
             break
         page.click("#summary-continue")
     assert page.inner_text("#turn") == "The match is over."
+    # the winner's "/ 1  wins" did not shorten its score track: equal scores line up
+    widths = page.evaluate("[...document.querySelectorAll('#tracks .track')]"
+                           ".map(t => t.getBoundingClientRect().width)")
+    assert len(widths) == 2 and abs(widths[0] - widths[1]) < 0.5, widths
     assert page.is_visible("#summary-close") and not page.is_visible("#summary-continue")
     page.click("#summary-close")
     assert not page.evaluate("document.getElementById('summary').open")

@@ -178,6 +178,7 @@ function drawTracks(node, scores, target, seatsOfTeam, winner) {
     value.id = "score-" + team;
     value.textContent = scores[team];
     const of = document.createElement("small");
+    of.className = "track-of";  // of one width whatever it says: the two tracks stay aligned
     of.textContent = " / " + target + (winner === team ? "  wins" : "");
     row.appendChild(value);
     row.appendChild(of);
