@@ -164,3 +164,24 @@ def test_download_record_waits_for_a_bot_move_being_computed(server, browser, tm
     assert "try again" not in page.inner_text("#notice")
     assert not errors, errors
     page.close()
+
+
+def test_a_replay_s_start_says_who_opens_and_the_empty_table_once(server, browser, tmp_path):
+    """At move 0 the felt said "the table is empty: the opener plays any tile (R3)" and the
+    end-sum line said it again, and nothing said which seat opens."""
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.new(9, target=250)
+    for _ in range(5):
+        apply_action(match, legal_actions(match)[0])
+    page = _replay_of(match, server, browser, tmp_path)
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 0 of')")
+    opener = match.history[0].opener
+    assert page.inner_text("#replay-position") == f"move 0 of 5 \u2013 seat {opener} opens"
+    felt = page.text_content("#replay-board text.empty-table")  # (an SVG element)
+    assert felt == "the table is empty: the opener plays any tile (R3)"
+    assert page.inner_text("#replay-end-sum") == "no end sum yet: nothing is on the table (R5)"
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           " === 'move 1 of 5'")

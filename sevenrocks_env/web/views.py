@@ -148,6 +148,7 @@ def replay_frame(record: dict, round_index: int, move_count: int) -> dict:
                 if not any(m["seat"] == seat and m.get("tile") == t for m in moves)]
         hands.append(held)
     return {"round": round_index, "move": move_count, "moves_in_round": len(rnd["moves"]),
+            "opener": rnd["opener"],
             "board": board_view(moves), "hands": hands, "scores": scores,
             "target": record["target"],
             "moves": [{"seat": m["seat"], "knock": bool(m.get("pass")),

@@ -136,7 +136,7 @@ function fitView(node, board) {
 
 // "end sum 20 = 3 + 5 + 6 + 6 · last tile: 20 points" (R5).
 function endSumText(board) {
-  if (board.empty) return "the table is empty: the opener plays any tile (R3)";
+  if (board.empty) return "no end sum yet: nothing is on the table (R5)";  // the felt says R3
   const points = board.end_sum > 0 && board.end_sum % 5 === 0 ? board.end_sum : 0;
   return "end sum " + board.end_sum +
     (board.counted.length > 1 ? " = " + board.counted.join(" + ") : "") +
