@@ -62,7 +62,8 @@ async function goTo(round, move) {
   if (request !== replay.request) return;  // a later step was asked for meanwhile
   document.getElementById("replay-round").value = round;
   document.getElementById("replay-position").textContent =
-    `move ${move} of ${frame.moves_in_round}` + (move === 0 ? ` \u2013 seat ${frame.opener} opens` : "") +
+    `move ${move} of ${frame.moves_in_round}` +
+    (move === 0 ? ` \u2013 seat ${frame.opener} opens` : "") +
     (frame.result ? ` \u2013 ${frame.result}` : "");
   const seats = ["seat 0 & 2", "seat 1 & 3"];
   Board.drawTracks(document.getElementById("tracks"), frame.scores, frame.target, seats, null);
