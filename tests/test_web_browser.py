@@ -64,6 +64,12 @@ def test_play_a_round_in_chromium(server, browser, tmp_path, monkeypatch):
     assert page_scores == first["scores"] == game.match.history[0].scores
     summary = page.inner_text("#summary-body")
     assert f"Scores: team 0 {first['scores'][0]}, team 1 {first['scores'][1]}" in summary
+    # the seat boxes under it count the tiles held at the round's end (they showed the next
+    # round's seven)
+    left = [bin(hand).count("1") for hand in game.match.history[0].remaining_hands()]
+    for seat in range(4):
+        text = page.inner_text(f"#seats .seat[data-seat='{seat}']")
+        assert text.endswith(f" {left[seat]} tile" + ("" if left[seat] == 1 else "s")), text
     if first["result"] != "won":
         assert "Deductions (R7)" in summary
     if "illegal" in notes:

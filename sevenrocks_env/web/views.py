@@ -68,7 +68,9 @@ def round_summary(log, index: int, with_board: bool) -> dict:
                           "pips": pips, "rounded": round_to_five(pips),
                           "deduction": log.deductions[seat]})
     summary = {"round": index, "result": log.result, "finisher": log.finisher,
-               "text": round_result(log), "hands": hands, "deductions": list(log.deductions),
+               "text": round_result(log), "hands": hands,
+               "tiles_left": [len(tiles_of(hand)) for hand in remaining],
+               "deductions": list(log.deductions),
                "team_deductions": [log.deductions[0] + log.deductions[2],
                                    log.deductions[1] + log.deductions[3]],
                "scores": list(log.scores),

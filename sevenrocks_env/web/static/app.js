@@ -149,11 +149,13 @@ function show(view) {
   const teamSeats = [0, 1].map((team) => view.seats.filter((s) => s.team === team)
     .map((s) => s.seat === view.seat ? "you" : `seat ${s.seat}`).join(" & "));
   Board.drawTracks($("tracks"), view.scores, view.target, teamSeats, view.winner);
-  drawSeats(view);
-  $("turn").textContent = turnLine(view);
-  $("show-result").hidden = !view.over;
   const finished = view.last_round;
   const justEnded = view.rounds_ended > ui.shownRounds;
+  // under a round's summary, the tiles each seat held at its end, not the next round's seven
+  drawSeats(justEnded ? {...view, seats: view.seats.map((seat) =>
+    ({...seat, to_move: false, tiles: finished.tiles_left[seat.seat]}))} : view);
+  $("turn").textContent = turnLine(view);
+  $("show-result").hidden = !view.over;
   const board = justEnded || !view.board ? finished.board : view.board;
   const targets = {};
   const tile = selectedTile(view);
