@@ -42,7 +42,6 @@ Whether the result is *stronger* is the arena's question, on fresh deals (``docs
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -68,6 +67,7 @@ from .distill_collect import collect, collect_labels, make_teacher, part_paths_t
 from .distill_record import rounds_before
 from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_file_names, \
     load_labels_files, save_labels
+from .interrupt import ctrl_c_as_keyboard_interrupt
 from .networks import widen
 
 
@@ -349,22 +349,21 @@ def main(argv=None) -> int:
         if key not in values:  # a rule about several options (--labels with the collection's)
             parser.error(message)
         parser.exit(2, f"error: --{key.replace('_', '-')}: {message}, got {values.get(key)!r}\n")
-    # a run started in the background by a script (``... &``) inherits SIGINT ignored, and
-    # ``kill -INT PID`` is how such a collection is stopped with its labels kept
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        run(args)
-    except ValueError as error:  # bad spec, labels file or checkpoint: one clear line
-        parser.exit(2, f"error: {error}\n")
-    except KeyboardInterrupt:  # the labels collected so far are saved as they go
-        saved = "" if args.labels else (f"; labels saved so far are beside --out "
-                                         f"({Path(args.out).stem}.labels.npz, or its .part "
-                                         "files)")
-        print(f"interrupted: no policy was written{saved}", file=sys.stderr)
-        return 130
-    except (WorkerDied, OSError, FloatingPointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    # ``kill -INT PID`` stops a collection a script started in the background, its labels kept
+    with ctrl_c_as_keyboard_interrupt():
+        try:
+            run(args)
+        except ValueError as error:  # bad spec, labels file or checkpoint: one clear line
+            parser.exit(2, f"error: {error}\n")
+        except KeyboardInterrupt:  # the labels collected so far are saved as they go
+            saved = "" if args.labels else (f"; labels saved so far are beside --out "
+                                             f"({Path(args.out).stem}.labels.npz, or its .part "
+                                             "files)")
+            print(f"interrupted: no policy was written{saved}", file=sys.stderr)
+            return 130
+        except (WorkerDied, OSError, FloatingPointError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     return 0
 
 

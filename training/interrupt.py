@@ -3,6 +3,7 @@ update finish and a resumable checkpoint be written, the second one stops at onc
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import threading
@@ -31,3 +32,18 @@ class Interrupt:
         self.requested = True
         print("\ninterrupt: finishing this update, then writing a checkpoint "
               "(Ctrl-C again to stop at once)", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def ctrl_c_as_keyboard_interrupt():
+    """Python's own SIGINT handler (``KeyboardInterrupt``) while a command runs, in the main
+    thread, the handler before it put back after: a run started in the background by a script
+    (``cmd &``) inherits SIGINT ignored, and ``kill -INT PID`` is how such a run is stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -19,12 +19,9 @@ the arena and the table is printed.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import random
 import shlex
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -41,7 +38,7 @@ from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_st
                          set_rng_state)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
-from .interrupt import Interrupt
+from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
 from .opponents import PAST, OpponentPool
 from .run_logs import LogsError, LogWriter
 from .networks import build_networks, training_device, warm_start
@@ -341,25 +338,10 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
         for name, doc in describe_fields().items():
             print(f"{name} (default {defaults[name]!r}):\n    {help_text(doc)}")
         return 0
-    # a run started in the background by a script (``cmd &``) inherits SIGINT ignored; the
-    # training loop's handler put that back before the final evaluation, which `kill -INT`
-    # then could not stop (training.distill does the same for its collection)
-    with _ctrl_c_as_keyboard_interrupt():
+    # the training loop's own handler put the inherited "ignore" of a background run back
+    # before the final evaluation, which `kill -INT` then could not stop
+    with ctrl_c_as_keyboard_interrupt():
         return _run(args)
-
-
-@contextlib.contextmanager
-def _ctrl_c_as_keyboard_interrupt():
-    """Python's own SIGINT handler (``KeyboardInterrupt``) while the command runs, in the main
-    thread; the handler before it is put back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _run(args) -> int:
