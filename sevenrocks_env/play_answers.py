@@ -66,21 +66,18 @@ def branch_closed_text(match: Match) -> str:
             "filled (R4)")
 
 
-def _spells_a_tile(text: str) -> bool:
+def _spelled_tile(text: str) -> int | None:
+    """The tile ``text`` spells ('04': 0|4), or ``None``."""
     try:
-        parse_tile(text)
+        return parse_tile(text)
     except ValueError:
-        return False
-    return True
+        return None
 
 
 def _held_tile(text: str, match: Match) -> int | None:
-    """The tile ``text`` spells ('04': 0|4), if the seat on turn holds it; else ``None``."""
-    try:
-        tile = parse_tile(text)
-    except ValueError:
-        return None
-    return tile if (match.hands[match.turn] >> tile) & 1 else None
+    """The tile ``text`` spells, if the seat on turn holds it; else ``None``."""
+    tile = _spelled_tile(text)
+    return tile if tile is not None and (match.hands[match.turn] >> tile) & 1 else None
 
 
 def _tile_answer(parts: list[str], slot: int | None, answer: str, match: Match,
@@ -89,7 +86,8 @@ def _tile_answer(parts: list[str], slot: int | None, answer: str, match: Match,
     try:
         tile = parse_tile("".join(parts))
     except ValueError:
-        if len(parts) >= 2 and parts[-1].isalpha() and _spells_a_tile("".join(parts[:-1])):
+        if len(parts) >= 2 and parts[-1].isalpha() \
+                and _spelled_tile("".join(parts[:-1])) is not None:
             raise ValueError(f"{records.shown(parts[-1])} is not an end: name one as w, e, n or s "
                              "(west, east, north, south)") from None
         raise ValueError(f"not understood: {records.shown(answer.strip())} (answer a number, a "

@@ -14,6 +14,8 @@ from sevenrocks_env.render.picture import SIZE
 from sevenrocks_env.render.replay import _gif_too_large, frame_count, main, record_frames
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 
+from positions import played_to_the_end
+
 
 def short_match_record(seed=4, target=60):
     match = Match.new(seed, target=target)
@@ -278,9 +280,8 @@ def test_check_only_checks_the_record_and_says_what_it_holds(tmp_path, capsys):
                    f"{record['scores'][0]}:{record['scores'][1]}, won by team "
                    f"{record['winner']}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]  # nothing written
-    one = Match.new(4, max_rounds=1)  # cut after its first round: "1 round", not "1 rounds"
-    while not one.over:
-        apply_action(one, legal_actions(one)[0])
+    # cut after its first round: "1 round", not "1 rounds"
+    one = played_to_the_end(Match.new(4, max_rounds=1), choose=lambda _, legal: legal[0])
     records.save(records.game_record(one), tmp_path / "one.json")
     assert main([str(tmp_path / "one.json"), "--check"]) == 0
     assert ": target 250, 1 round, " in capsys.readouterr().out
