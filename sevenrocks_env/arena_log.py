@@ -22,7 +22,8 @@ while writing it) is dropped; any other bad line is a :class:`PairLogError` with
 A header key this module does not write (a log of another tool, or of a newer format) is refused
 too.  The header also records the ``sevenrocks`` version that began the log, for information
 only: a log is resumed by any version that reads its format (pairs do not change between patch
-releases; a change that alters them changes :data:`FORMAT` instead).
+releases; a change that alters them changes :data:`FORMAT` instead, and a log of an older
+format is refused with the reason, :data:`OLD_FORMATS`).
 
 A run holds an exclusive lock on the log (``fcntl.flock``, non-blocking) from before it reads
 a byte until its last line is written, and reads and writes it through that one locked file,
@@ -42,7 +43,13 @@ from .arena_log_lock import open_locked, release
 from .checks import shown
 from .record import unique_keys
 
-FORMAT = "sevenrocks-arena-pairs/1"
+FORMAT = "sevenrocks-arena-pairs/2"
+#: Earlier formats, refused with the reason their pairs differ from this version's.
+OLD_FORMATS = {
+    "sevenrocks-arena-pairs/1": "written before 2026-12-07, when the batched engine's random "
+                                "draws (agents random and sample:) changed, so its pairs are not "
+                                "the ones this version plays",
+}
 #: Longest line a log may hold, in bytes (a pair's line is about 300).
 MAX_LINE = 4096
 _HEADER_KEYS = ("agent_a", "agent_b", "seed", "target", "max_rounds", "engine")
@@ -163,6 +170,10 @@ class PairLog:
             raise PairLogError(f"{self.path}:{number}: not JSON ({str(error)[:80]})") from None
 
     def _check_header(self, header) -> None:
+        old = header.get("format") if isinstance(header, dict) else None
+        if isinstance(old, str) and old in OLD_FORMATS:
+            raise PairLogError(f"{self.path}: a pair log of format {old!r}, {OLD_FORMATS[old]}; "
+                               "start a new --log file")
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise PairLogError(f"{self.path}: not an arena pair log (header format "
                                f"{FORMAT!r} expected)")
@@ -387,4 +398,4 @@ def _number(value, key: str, low, high, integer: bool, where: str):
     return value if integer else float(value)
 
 
-__all__ = ["FORMAT", "PairLog", "PairLogError", "PairLogWriteError", "open_log"]
+__all__ = ["FORMAT", "OLD_FORMATS", "PairLog", "PairLogError", "PairLogWriteError", "open_log"]

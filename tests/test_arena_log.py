@@ -85,7 +85,7 @@ def test_every_value_of_a_logged_pair_is_checked(tmp_path, change, message):
 @pytest.mark.parametrize("content, message", [
     ('{"format": "something else"}\n', "not an arena pair log"),
     ("not json\n", "not JSON"),
-    ('{"format": "sevenrocks-arena-pairs/1"}\n' + "x" * 5000 + "\n", None),
+    ('{"format": "sevenrocks-arena-pairs/2"}\n' + "x" * 5000 + "\n", None),
 ])
 def test_a_file_that_is_not_a_pair_log_is_refused(tmp_path, content, message):
     log = tmp_path / "l.jsonl"

@@ -126,7 +126,7 @@ def test_a_huge_first_line_is_read_only_up_to_max_line_bytes(tmp_path):
     """A file of one long line (no newline in its first MAX_LINE bytes) is no pair log: it is
     refused having read MAX_LINE + 1 bytes, never loaded whole."""
     log = tmp_path / "l.jsonl"
-    log.write_text('{"format": "sevenrocks-arena-pairs/1", "x": "' + "y" * 3 * MAX_LINE + '"}\n')
+    log.write_text('{"format": "sevenrocks-arena-pairs/2", "x": "' + "y" * 3 * MAX_LINE + '"}\n')
     with pytest.raises(PairLogError, match="no complete header line"):
         arena.evaluate(A, B, 1, seed=3, log=log)
     assert log.stat().st_size > 3 * MAX_LINE  # left as it was
