@@ -59,7 +59,7 @@ timeout 150 "$PY" -m pytest -q -p no:cacheprovider -o addopts= -rs \
     tests/test_batched_sampling.py::test_on_cuda_only_legal_actions_are_drawn \
     tests/test_policy.py::test_shipped_policy_runs_on_cuda_with_cpu_equal_logits \
     tests/test_policy_search.py::test_the_batched_arena_on_cuda_plays_a_cpu_agent_on_a_copy \
-    tests/test_torchrl_env.py::test_cuda_device \
+    tests/test_torchrl_env_rollouts.py::test_cuda_device \
     tests/test_training_device.py::test_a_rollout_on_cuda_is_the_cpu_rollout \
     tests/test_training_device.py::test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_either_device \
     2>&1 | tee "$OUT/parity.txt"

@@ -1,4 +1,5 @@
-"""Helpers shared by the batched engine's tests."""
+"""Helpers shared by the batched engine's tests (and the TorchRL env's, over the batched
+engine: ``test_torchrl_env_rollouts.py``, ``_resets``, ``test_features_audit.py``)."""
 
 import pytest
 import torch
@@ -42,3 +43,29 @@ def played_with_history(num_envs: int, seed: int, steps: int):
         env.step(actions)
         history.record(env, actions)
     return env, history
+
+
+# a low target ends matches within a few dozen steps, so rollouts cross many auto-resets
+SHORT = dict(target=25, max_rounds=3)
+
+
+def masked_random(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    return torch.multinomial(mask.to(torch.float32), 1, generator=generator).squeeze(-1)
+
+
+def some_matches_done():
+    """``(env, done)``: 8 short matches stepped with masked random actions until a step ends
+    some but not all of them; ``done`` that step's ``[8, 1]`` flags."""
+    from sevenrocks_env.torchrl_env import SevenRocksTorchRLEnv  # (TorchRL: an optional extra)
+
+    env = SevenRocksTorchRLEnv(8, seed=2, **SHORT)
+    generator = torch.Generator().manual_seed(0)
+    td = env.reset()
+    for _ in range(300):
+        td["action"] = masked_random(td["action_mask"], generator)
+        td = env.step(td)
+        done = td["next", "done"]
+        if done.any() and not done.all():
+            return env, done
+        td = td["next"]
+    raise AssertionError("no step ended some but not all matches")

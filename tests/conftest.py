@@ -52,3 +52,23 @@ def client(app):
 
     with TestClient(app, raise_server_exceptions=True) as test_client:
         yield test_client
+
+
+@pytest.fixture
+def vector():
+    """``benchmarks/vector_speed.py`` as a module (``test_benchmarks_audit_vector_rates.py`` and
+    ``_table``)."""
+    from test_benchmarks_tables import script
+
+    return script("vector_speed")
+
+
+@pytest.fixture(scope="module")
+def collected():
+    """60 labels of the stand-in teacher, with values and match ids (the labels-file tests:
+    ``test_distill_labels_checks.py`` and ``_several``; ``test_distill.py`` has its own)."""
+    from distill_stand_ins import Highest, tiny_student
+
+    from training import distill
+
+    return distill.collect(tiny_student(), Highest(), 60, num_envs=8, seed=3, log=lambda *_: None)

@@ -1,5 +1,5 @@
-"""Stand-ins for the distillation tests (``test_distill.py``, ``test_distill_labels.py``): a
-small student and a teacher whose choice is a rule a student can learn."""
+"""Stand-ins for the distillation tests (``test_distill.py``, ``test_distill_labels_checks.py``,
+``_several``): a small student and a teacher whose choice is a rule a student can learn."""
 
 import numpy as np
 import torch

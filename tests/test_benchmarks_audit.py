@@ -1,6 +1,7 @@
 """The speed scripts' figures are the arithmetic their tables claim (``benchmarks/env_speed.py``,
 ``train_speed.py``; ``arena_speed.py`` and ``search_speed.py``'s in
-``test_benchmarks_audit_search.py``, ``vector_speed.py``'s in ``test_benchmarks_audit_vector.py``):
+``test_benchmarks_audit_search.py``, ``vector_speed.py``'s in
+``test_benchmarks_audit_vector_rates.py`` and ``_table``):
 steps counted, seconds measured and divided, each ratio over the right baseline, each row and
 column holding its own value, their options passed on.
 No speed is measured: the clocks are fakes (each timed thing takes a known time) and the

@@ -7,7 +7,7 @@
 * the output is a policy ``load_policy`` reads; whole matches are held out.
 
 More of the collection (saves, seeds, hold-out, Ctrl-C): ``test_distill_collect.py``; the labels
-file's own checks: ``test_distill_labels.py``.
+file's own checks: ``test_distill_labels_checks.py``, several files: ``_several``.
 """
 
 from __future__ import annotations

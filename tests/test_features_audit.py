@@ -33,7 +33,7 @@ else:
     from sevenrocks_env import sevenrocks_v0
     from sevenrocks_env.torchrl_env import SevenRocksTorchRLEnv
 
-    from test_torchrl_env import SHORT, masked_random, some_matches_done
+    from batched_helpers import SHORT, masked_random, some_matches_done
 
 needs_torchrl = pytest.mark.skipif(torchrl is None, reason="TorchRL is an optional extra")
 

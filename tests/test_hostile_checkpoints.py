@@ -1,8 +1,8 @@
 """Hostile checkpoints (issue 15): policy files and resume files are untrusted.  Every bad one
 is a :class:`CheckpointError` naming the bad piece, in a short message, before anything sized
 by the file is allocated; ``ckpt:shipped`` is the packaged policy, without an untrained value
-head (issue 14).  (Shipping a policy file: ``test_ship.py``; hash bombs, archives behind
-archives, a second data.pkl and objects larger than the file:
+head (issue 14).  (Shipping a policy file: ``test_ship_refusals.py``, ``test_ship_card.py``;
+hash bombs, archives behind archives, a second data.pkl and objects larger than the file:
 ``test_hostile_checkpoints_pickles.py``.)"""
 
 from __future__ import annotations

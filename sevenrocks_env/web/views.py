@@ -3,7 +3,7 @@
 Hidden information stays on the server (R1): the JSON holds the human's own hand, the tiles on
 the table, how many tiles each other seat holds, and -- only for rounds that have ended -- the
 remaining hands shown for the count (R7).  The deal seed is not sent while the match is on (it
-would give away every hand).  ``tests/test_web_api.py`` checks this on every response.
+would give away every hand).  ``tests/test_web_api_games.py`` checks this on every response.
 
 The board is laid out by :mod:`sevenrocks_env.render.geometry`, the picture renderer's own
 geometry, so the SVG on the page and the PNG pictures put every tile in the same place.

@@ -1,20 +1,18 @@
-"""The web API's answers to bad input (sevenrocks_env.web): malformed, illegal, out-of-turn and
-oversized requests, hostile URLs and headers and fuzzed bodies all get a short 4xx with a clear
-message, and the game is left as it was."""
+"""The web API's answers to bad moves (sevenrocks_env.web): malformed, illegal, out-of-turn,
+oversized, fuzzed and deeply nested bodies, hostile URLs and headers get a short 4xx with a
+clear message (an illegal move's in the rules' words), and the game is left as it was.  Bad
+setups and bodies: ``test_hostile_web_setups.py``; the store's limits:
+``test_hostile_web_store.py``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from web_client import BOTS, game_of, one_round_record
 
-from sevenrocks_env import record as records
 from sevenrocks_env.tiles import KNOCK
 from sevenrocks_env.web.api import MAX_BODY, MAX_REPLAY_BODY
 
@@ -124,131 +122,6 @@ def test_move_out_of_turn_and_the_same_move_twice(client, app, waiting):
         assert snapshot(app, waiting) == after
 
 
-def test_the_start_panel_offers_the_shipped_policy_by_a_spec_that_loads(client, monkeypatch,
-                                                                        tmp_path):
-    """``ckpt:shipped`` resolves through policy_file.shipped_path (the package's copy when
-    installed), not through a checkout-relative folder."""
-    from sevenrocks_env.agents import make_agent
-    from sevenrocks_env.web import games
-
-    offered = {agent["label"]: agent["spec"] for agent in client.get("/api/agents").json()["agents"]}
-    assert offered["shipped policy"] == "ckpt:shipped"
-    make_agent(offered["shipped policy"])
-    make_agent(offered["shipped policy with search"])
-    make_agent(offered["shipped policy with search and inference"])
-    sampling = make_agent(offered["shipped policy, sampling at temperature 0.5"])
-    assert (sampling.deterministic, sampling.temperature) == (False, 0.5)
-    monkeypatch.setattr(games, "shipped_path", lambda: tmp_path / "missing.pt")  # no file: not offered
-    assert "shipped policy" not in [label for _, label in games.agent_menu()]
-
-
-def test_an_extra_agent_on_the_menu_already_is_listed_once():
-    from sevenrocks_env.web import games
-
-    specs = [spec for spec, _ in games.agent_menu(("random", "search:samples=4", "random"))]
-    assert specs.count("random") == 1 and specs.count("search:samples=4") == 1
-
-
-def test_unknown_game_and_replay_ids(client):
-    for url in ("/api/games/nope", "/api/games/nope/record"):
-        response = client.get(url)
-        assert response.status_code == 404 and "no game" in response.json()["error"]
-    assert client.post("/api/games/nope/move", json={"ply": 0, "action": 0}).status_code == 404
-    assert client.post("/api/games/nope/step", json={"ply": 0}).status_code == 404
-    assert client.get("/api/replays/nope/0/0").status_code == 404
-    assert client.get("/api/nothing").status_code == 404
-
-
-@pytest.mark.parametrize("body, words", [
-    ({"partner": "alphago"}, "unknown agent spec for partner"),
-    ({"left": "ckpt:/etc/passwd"}, "unknown agent spec"),  # no arbitrary file loading
-    ({"seat": 4}, "seat must be"), ({"seat": True}, "seat must be"),  # JSON true is no seat 1
-    ({"target": 0}, "target must be"),
-    ({"target": records.MAX_TARGET + 1}, "target must be"),  # its record would not load back
-    ({"seed": -1}, "seed must be null or an int"),  # refused here, not by an agent's check
-    ({"seed": "-1"}, "seed must be"), ({"seed": "1e3"}, "seed must be"),
-    ({"seed": "9" * 20}, "seed must be"), ({"seed": "١٢"}, "seed must be"),  # Arabic-Indic digits
-    ({"seed": str(2 ** 63)}, "seed must be"), ({"seed": 1.0}, "seed must be"),
-    ({"seed": "9" * 5000}, "seed must be"),  # past int()'s digit limit: a 422, not a 500
-    ({"colour": "red"}, "unknown fields"),
-    ([], "JSON object"), (False, "JSON object"),  # empty, but not a missing body
-])
-def test_bad_setups(client, app, body, words):
-    response = client.post("/api/games", json=body)
-    assert response.status_code == 422 and words in response.json()["error"], response.text
-    assert len(app.state.store) == 0
-
-
-def test_an_integer_past_python_s_digit_limit_is_a_400_not_a_500(client):
-    response = client.post("/api/games", content=b'{"seed": ' + b"9" * 5000 + b"}")
-    assert response.status_code == 400 and "not valid JSON" in response.json()["error"]
-
-
-@pytest.mark.parametrize("body, words", [
-    (b'{"seed": NaN}', "NaN"),
-    (b"[" + b",".join([b"{}"] * 1_000_000) + b"]", "JSON values"),  # 3 MB: ~110 MB parsed
-    (b'{"seed": "\xff"}', "not valid JSON"),
-])
-def test_bodies_are_parsed_as_records_are(client, body, words):
-    response = client.post("/api/replays", content=body)
-    assert response.status_code == 400 and words in response.json()["error"], response.text
-    assert "game record" not in response.json()["error"]
-
-
-@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32-le"])
-def test_bodies_in_any_json_encoding_are_read(client, encoding):
-    """JSON may come as UTF-8 with a BOM, UTF-16 or UTF-32 (json.loads of bytes reads them)."""
-    body = json.dumps({"seed": 12, "target": 30}).encode(encoding)
-    assert client.post("/api/games", content=body).status_code == 201
-
-
-def test_a_seed_comes_back_as_a_string_and_is_taken_back_as_one(client, app):
-    """A view gives the seed as decimal digits (a JSON number past 2^53 is rounded in JS); a
-    client sending those digits back gets the same deals."""
-    seed = 2 ** 63 - 25
-    as_number = client.post("/api/games", json={"seed": seed}).json()
-    as_text = client.post("/api/games", json={"seed": str(seed)}).json()
-    assert game_of(app, as_number).setup.seed == game_of(app, as_text).setup.seed == seed
-    assert as_number["hand"] == as_text["hand"]
-
-
-def test_bodies_are_parsed_off_the_event_loop(client, monkeypatch):
-    """Parsing a 4 MB replay body takes tens of milliseconds: not on the loop serving games."""
-    loops = []
-    parse = records.parse
-
-    def spy(text):
-        try:
-            loops.append(asyncio.get_running_loop())
-        except RuntimeError:  # no loop in this thread: a worker thread
-            loops.append(None)
-        return parse(text)
-    monkeypatch.setattr(records, "parse", spy)
-    assert client.post("/api/games", json={"seed": 1}).status_code == 201
-    assert loops == [None]
-
-
-def test_a_long_match_record_replays_and_an_empty_setup_starts_a_game(client, app):
-    """A match to 5000 against random bots (the page's largest target) downloads as ~1.4 MB:
-    the page must be able to load it back.  POST /api/games with no body: all defaults."""
-    from sevenrocks_env.rules import Match, apply_action, legal_actions
-
-    match = Match.new(3, target=5000, max_rounds=1000)
-    while not match.over:
-        apply_action(match, legal_actions(match)[-1])
-    text = json.dumps(records.game_record(match), indent=1).encode()
-    assert MAX_BODY < len(text) < MAX_REPLAY_BODY
-    assert client.post("/api/replays", content=text).status_code == 201
-    created = client.post("/api/games")
-    assert created.status_code == 201, created.json()
-    assert created.json()["target"] == 250
-    # the random seed is drawn from 2**63 values: one from 2**31 could be found by search from
-    # a player's own hand, and then every hidden hand is known
-    seeds = [app.state.store.get(client.post("/api/games").json()["id"]).setup.seed
-             for _ in range(4)]
-    assert max(seeds) >= 2 ** 32, seeds
-
-
 def test_oversized_body_is_refused_before_parsing(client, waiting):
     big = b'{"ply": 0, "action": 1, "x": "' + b"a" * MAX_BODY + b'"}'
     response = client.post(f"/api/games/{waiting['id']}/move", content=big)
@@ -261,95 +134,6 @@ def test_oversized_body_is_refused_before_parsing(client, waiting):
     assert response.status_code == 413
     response = client.post("/api/replays", content=chunks(MAX_REPLAY_BODY))  # records are larger
     assert response.status_code == 413 and str(MAX_REPLAY_BODY) in response.json()["error"]
-
-
-def test_game_cap_and_idle_expiry(client, app):
-    store = app.state.store
-    for _ in range(store.max_games):
-        assert client.post("/api/games", json=BOTS).status_code == 201
-    full = client.post("/api/games", json=BOTS)
-    assert full.status_code == 429 and "open games" in full.json()["error"]
-    store.idle_seconds = 0.0
-    time.sleep(0.01)
-    assert client.post("/api/games", json=BOTS).status_code == 201  # the idle ones expired
-    assert len(store) == 1
-
-
-def test_a_full_server_says_when_to_retry_and_makes_room_from_finished_games(client, app):
-    """New match / Play again on the page left the old game holding a place for 30 minutes:
-    the page now drops it (DELETE), a full store drops its finished game touched longest ago,
-    and a 429 says (Retry-After) when the first idle game expires."""
-    from sevenrocks_env.rules import apply_action, legal_actions
-
-    store = app.state.store
-    views = [client.post("/api/games", json=BOTS).json() for _ in range(store.max_games)]
-    game_of(app, views[2]).touched = time.monotonic() - 100  # idle 100 s: it expires first
-    full = client.post("/api/games", json=BOTS)
-    assert full.status_code == 429  # in idle - 100 s, less the time this request took
-    assert int(full.headers["retry-after"]) in (store.idle_seconds - 101,
-                                                store.idle_seconds - 100)
-    assert client.delete(f"/api/games/{views[0]['id']}").status_code == 204
-    assert client.get(f"/api/games/{views[0]['id']}").status_code == 404
-    assert client.delete(f"/api/games/{views[0]['id']}").status_code == 404
-    refused = client.put(f"/api/games/{views[1]['id']}")
-    assert refused.status_code == 405 and "DELETE" in refused.headers["allow"]
-    views[0] = client.post("/api/games", json=BOTS).json()  # the freed place
-    game = game_of(app, views[3])
-    while not game.match.over:  # finish one game (as the page's bot steps would)
-        apply_action(game.match, legal_actions(game.match)[0])
-    assert client.post("/api/replays", content=b"{not json").status_code == 400
-    assert client.get(f"/api/games/{views[3]['id']}").status_code == 200  # a failed request
-    assert client.post("/api/games", json=BOTS).status_code == 201  # in the finished one's place
-    assert client.get(f"/api/games/{views[3]['id']}").status_code == 404
-    assert len(store) == store.max_games
-    assert client.get(f"/api/games/{views[4]['id']}").status_code == 200  # unfinished: kept
-
-
-def test_a_slow_bot_does_not_stall_other_games(client, app):
-    """A bot move runs in a worker thread: another game answers while it is thinking."""
-    slow = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 1}).json()
-    while slow["next"] != "bot":
-        places = [p for t in slow["hand"] for p in t["places"]]
-        slow = client.post(f"/api/games/{slow['id']}/move",
-                           json={"ply": slow["ply"], "action": places[0]["action"]}).json()
-    game = game_of(app, slow)
-    release = threading.Event()
-    bot = game.agents[game.match.turn]
-    original = bot.act
-
-    def thinking(*args):
-        release.wait(5)
-        return original(*args)
-    bot.act = thinking
-    other = client.post("/api/games", json={"seat": 0, **BOTS, "seed": 2}).json()
-    done = {}
-    worker = threading.Thread(target=lambda: done.setdefault("r", client.post(
-        f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})))
-    worker.start()
-    try:  # (a failed assertion with the bot still thinking hung the whole run)
-        started = time.monotonic()
-        while not game.lock.locked() and time.monotonic() - started < 5:
-            time.sleep(0.01)
-        assert client.get(f"/api/games/{other['id']}").status_code == 200  # not stalled
-        busy = client.post(f"/api/games/{slow['id']}/step", json={"ply": slow["ply"]})
-        assert busy.status_code == 409 and "being computed" in busy.json()["error"]
-        assert busy.headers["retry-after"] == "1"  # the page tries its bot step again (app.js)
-        # a human move waits for the lock too: checked beside a bot move being applied, it could
-        # pass the ply check before that move and be applied after it
-        moved = client.post(f"/api/games/{slow['id']}/move",
-                            json={"ply": slow["ply"], "action": KNOCK})
-        assert moved.status_code == 409 and "being computed" in moved.json()["error"]
-        # a GET of the busy game answers at once (it used to wait on the lock, holding a worker
-        # thread: enough of them stalled every game) with the view from before the bot's move
-        view = client.get(f"/api/games/{slow['id']}")
-        assert not release.is_set() and view.status_code == 200 and view.json() == slow
-        record = client.get(f"/api/games/{slow['id']}/record")
-        assert record.status_code == 409 and "being computed" in record.json()["error"]
-    finally:
-        release.set()
-        worker.join(10)
-    assert done["r"].status_code == 200
-    assert client.get(f"/api/games/{slow['id']}").json() == done["r"].json()
 
 
 json_values = st.recursive(
@@ -375,20 +159,6 @@ def test_fuzzed_bodies_never_give_500_and_never_change_the_game(client, app, wai
         assert response.json()["error"]
     if route in ("move", "step") and response.status_code != 200:
         assert snapshot(app, waiting) == before
-
-
-def test_every_menu_agent_plays_at_the_largest_seed(client):
-    """Bots are seeded from the deal seed (seed * 4 + seat); torch generators take seeds below
-    2**64 only, so the shipped-policy bots refused every seed from 2**62 (half the seeds the
-    server draws itself) before their seeds were folded."""
-    from sevenrocks_env.web.games import MAX_SEED
-
-    specs = [entry["spec"] for entry in client.get("/api/agents").json()["agents"]]
-    assert "ckpt:shipped" in specs and any(s.startswith("search:policy") for s in specs)
-    for spec in specs:
-        response = client.post("/api/games", json={"seat": 0, "partner": spec, "left": spec,
-                                                   "right": spec, "seed": MAX_SEED})
-        assert response.status_code == 201, (spec, response.text)
 
 
 def test_hostile_urls_and_headers_get_short_4xx_answers(client, waiting):
@@ -451,19 +221,6 @@ def test_true_and_false_are_not_ints_in_a_move_or_step(body):
     assert refused.value.status == 422 and "must be an int" in refused.value.message
 
 
-def test_a_game_expires_once_idle_for_idle_seconds_not_later(client, app):
-    """``--idle-minutes`` is when a game is dropped: one idle for longer is gone, one idle for
-    less stays (and a request touches it again)."""
-    store = app.state.store
-    store.idle_seconds = 100.0
-    old, fresh = (client.post("/api/games", json=BOTS).json() for _ in range(2))
-    game_of(app, old).touched = time.monotonic() - 150
-    game_of(app, fresh).touched = time.monotonic() - 60
-    assert client.get(f"/api/games/{old['id']}").status_code == 404
-    assert client.get(f"/api/games/{fresh['id']}").status_code == 200
-    assert time.monotonic() - game_of(app, fresh).touched < 50  # touched by the request
-
-
 def test_a_tile_that_fits_nowhere_blames_closed_branches_only_while_they_are_closed():
     """"fits no open end" adds that the spinner's branches are not open (R4) only while they
     are not: once branch A is open, that would send the player looking for a rule that does
@@ -488,22 +245,6 @@ def test_a_tile_that_fits_nowhere_blames_closed_branches_only_while_they_are_clo
                     seen[closed] += 1
             apply_action(match, legal_actions(match)[0])
     assert seen[True] and seen[False]
-
-
-def test_refusals_name_idle_minutes_as_given_not_rounded_down():
-    """``--idle-minutes 0.5``: a game gone, or a full server, said "0 idle minutes" and "0
-    minutes without a move" (the seconds floor-divided by 60)."""
-    from sevenrocks_env.web.games import GameError, GameStore, Setup
-
-    store = GameStore(max_games=1, idle_seconds=30.0)
-    with pytest.raises(GameError) as gone:
-        store.get("nope")
-    assert "expired after 0.5 minutes idle" in gone.value.message
-    store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 1))
-    with pytest.raises(GameError) as full:
-        store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 2))
-    assert full.value.status == 429 and "(0.5 minutes without a move)" in full.value.message
-    assert "30 minutes" in GameStore().idle_text()
 
 
 def test_every_refused_placement_says_which_case_with_the_numbers_the_table_shows():
@@ -565,17 +306,3 @@ def test_the_opener_s_tiles_go_in_the_middle_and_a_move_elsewhere_says_so(client
     assert answer.status_code == 422
     assert f"the opening tile is played in the middle (slot 0): {tile['name']} opens the round" \
         in answer.json()["error"]
-
-
-def test_retry_after_is_never_before_the_first_idle_game_expires():
-    """A full server's ``Retry-After`` rounds the seconds left up: rounded down, the page's
-    retry came before the place was free and met another 429."""
-    from sevenrocks_env.web.games import GameError, GameStore, Setup
-
-    store = GameStore(max_games=1, idle_seconds=100.0)
-    game = store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 1))
-    game.touched = time.monotonic() - 0.5  # 99.5 s left
-    with pytest.raises(GameError) as full:
-        store.check_room()
-    left = game.touched + store.idle_seconds - time.monotonic()
-    assert full.value.status == 429 and left <= full.value.retry_after < left + 1
