@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from . import rules
+from .checks import is_int, shown
 from .observation import action_mask, encode
 from .public_round import public_round, reads_history
 
@@ -55,11 +56,21 @@ def agent_action(agent, match: rules.Match, seat: int):
     """What ``agent`` answers for ``seat`` (on turn in ``match``): ``agent.act`` with the seat's
     observation and action mask, and for an agent with ``needs_history = True`` the round's
     public plays as ``history=`` (:mod:`sevenrocks_env.public_round`).  Every driver asks its
-    agents through here; the answer is not checked."""
+    agents through here.  The answer must be an integer (Python or NumPy; a ``TypeError``
+    names anything else, such as a tensor or a one-element array, where an illegal-move message
+    would show ``tensor(49)`` among the legal actions); whether it is legal is the driver's
+    check."""
     observation, mask = encode(match, seat), action_mask(match, seat)
     if reads_history(agent):
-        return agent.act(observation, mask, history=public_round(match))
-    return agent.act(observation, mask)
+        answer = agent.act(observation, mask, history=public_round(match))
+    else:
+        answer = agent.act(observation, mask)
+    if is_int(answer):
+        return int(answer)
+    value = shown(answer)  # an object's own repr is never called: "<Tensor>"
+    raise TypeError("act must return an int (a Python or NumPy integer), got "
+                    + (value if value.startswith("<") else f"{type(answer).__name__} {value}")
+                    + ("; a tensor or array needs .item()" if hasattr(answer, "item") else ""))
 
 
 def agent_name(agent) -> str:

@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from sevenrocks_env import arena, rules
 from sevenrocks_env.agents import GreedyAgent, RandomAgent
-from sevenrocks_env.driver import IllegalActionError, MatchDriver, forced_action
+from sevenrocks_env.driver import AgentError, IllegalActionError, MatchDriver, forced_action
 
 
 class Strict(RandomAgent):
@@ -94,9 +94,9 @@ def test_a_driver_needs_exactly_four_seats(count):
 
 
 @pytest.mark.parametrize("answer", [float, bool], ids=["float", "bool"])
-def test_an_agent_answer_equal_to_a_legal_action_but_not_an_int_is_illegal(answer):
-    """The driver checks an agent's answer with ``rules.is_legal``: ``0.0`` or ``False`` equal
-    the legal action 0 (tile 0 opening at slot 0) but are not actions."""
+def test_an_agent_answer_equal_to_a_legal_action_but_not_an_int_is_refused(answer):
+    """``0.0`` or ``False`` equal the legal action 0 (tile 0 opening at slot 0) but are not
+    actions: the driver refuses them by type (``driver.agent_action``) before any legality."""
     match = next(m for m in map(rules.Match.new, range(100)) if m.hands[m.turn] & 1)
     assert 0 in rules.legal_actions(match)
 
@@ -106,7 +106,7 @@ def test_an_agent_answer_equal_to_a_legal_action_but_not_an_int_is_illegal(answe
         def act(self, observation, action_mask):
             return answer(0)
 
-    with pytest.raises(IllegalActionError, match="'sly' at seat .* illegal action"):
+    with pytest.raises(AgentError, match="'sly' at seat .* act must return an int"):
         MatchDriver(match, [Sly()] * 4).run()
     assert match.placements == 0  # refused at the first answer, nothing played
 

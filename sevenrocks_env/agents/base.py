@@ -19,9 +19,11 @@ from .layout import legal_from_mask
 
 @runtime_checkable
 class Agent(Protocol):
-    """``act(observation, action_mask) -> action``; ``seed`` makes any randomness reproducible."""
+    """``act(observation, action_mask) -> action``; ``seed`` makes any randomness reproducible.
 
-    name: str
+    A ``name`` attribute is optional: tables and messages show it, else the class name
+    (:func:`sevenrocks_env.driver.agent_name`).  ``act`` returns an int (a NumPy integer too).
+    """
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int: ...
 
