@@ -155,6 +155,12 @@ def split_name(agent) -> tuple[str, object]:
     named = NAMED_SPEC.match(agent)
     if named:
         return named.group(1), named.group(2).strip()
+    name, equals, _ = agent.partition("=")
+    if equals and ":" not in name:  # NAME=SPEC that NAMED_SPEC does not take
+        if NAMED_SPEC.match(f"{name}=x"):
+            raise ValueError(f"{agent[:80]!r}: no agent spec after {name.strip()[:40]}=")
+        raise ValueError(f"display name {name.strip()[:40]!r} in {agent[:80]!r}: a name is "
+                         "letters, digits and _.+- (no blanks), then =SPEC")
     return agent.strip(), agent.strip()
 
 

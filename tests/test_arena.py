@@ -178,6 +178,17 @@ def test_split_name(given, expected):
     assert arena.split_name(given) == expected
 
 
+@pytest.mark.parametrize("given, message", [
+    ("my agent=greedy", r"display name 'my agent' in 'my agent=greedy': a name is letters, "
+                        r"digits and _\.\+- \(no blanks\)"),
+    ("=greedy", "display name '' in"),
+    ("mine=", "'mine=': no agent spec after mine="),
+])
+def test_a_name_the_arena_cannot_take_is_refused_in_words(given, message):
+    with pytest.raises(ValueError, match=message):
+        arena.split_name(given)
+
+
 def test_named_spec_labels_the_result_and_the_table():
     result = arena.evaluate("mine=greedy", "random", pairs=1, seed=0)
     assert (result.agent_a, result.spec_a, result.agent_b, result.spec_b) == (
