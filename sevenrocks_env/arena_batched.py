@@ -46,7 +46,8 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
                        records: bool = False):
     """Pairs ``first .. first + pairs - 1`` stepped together: their :class:`PairOutcome` list,
     and with ``records=True`` also each env's first match as a game record (``[2 * pairs]``;
-    env ``2k`` is pair ``first + k`` with A on seats 0/2, env ``2k + 1`` with A on 1/3)."""
+    env ``2k`` is pair ``first + k`` with A on seats 0/2, env ``2k + 1`` with A on 1/3; a match
+    cut at ``max_rounds`` is recorded to that round, with ``"max_rounds"``)."""
     device = checked_device(device)
     n = 2 * pairs
     index = torch.arange(n, device=device)
@@ -94,12 +95,15 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
         context["moves"] += 1
         round_margin += rewards[:, 0].round().long()      # points_scale 1: team 0's change
         ended = active & (won | (env.state.round_index != rounds_before))
+        was_active = active.clone()
         if bool(ended.any()):
             _close_rounds(ended, won, seat, scores_before, rewards, env, a_team, round_margin,
                           rounds, round_wins2, final, score2, truncated, max_rounds, active)
-        if records:
+        if records:  # a match the arena cut: its record stops there (the engine plays on)
+            for i in (was_active & ~active & truncated).nonzero().squeeze(1).tolist():
+                first_records[i] = env.stopped_record(i, max_rounds)
             for i, record in env.pop_finished_records():
-                if first_records[i] is None:
+                if first_records[i] is None and was_active[i]:
                     first_records[i] = record
     outcomes = _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2,
                          decisions, think, think_cpu)

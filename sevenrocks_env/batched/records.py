@@ -103,7 +103,20 @@ class RecordKeeper:
         log[:len(kept)] = kept
         self.log, self.base = log, first
 
-    def _record(self, env: int, rounds: list[dict], winner: int, scores: list[int]) -> dict:
+    def stopped_record(self, env: int, max_rounds: int) -> dict | None:
+        """The record of ``env``'s match as if its round limit were ``max_rounds`` (R8's
+        truncation): its rounds that ended, no winner, the scores of the last one.  For a
+        caller that runs the engine without a limit and stops a match itself at a round's end
+        (the batched arena); ``None`` without a record of this match, or before a round
+        ended."""
+        rounds = self.rounds[env]
+        ended = [rnd for rnd in rounds or () if rnd["stop"] is not None]
+        if not ended:
+            return None
+        return self._record(env, ended, -1, ended[-1]["scores"], max_rounds)
+
+    def _record(self, env: int, rounds: list[dict], winner: int, scores: list[int],
+                max_rounds: int | None = None) -> dict:
         out = []
         for rnd in rounds:
             logged = self.log[rnd["start"] - self.base:rnd["stop"] - self.base, env].tolist()
@@ -111,7 +124,7 @@ class RecordKeeper:
                                    _RESULT_NAMES[rnd["result"]], rnd["deductions"],
                                    rnd["scores"]))
         return record_dict(self.target, out, None if winner < 0 else winner, scores,
-                           self.max_rounds)
+                           self.max_rounds if max_rounds is None else max_rounds)
 
     def nbytes(self) -> int:
         """Bytes of the move log (the round lists are small Python objects, not counted)."""

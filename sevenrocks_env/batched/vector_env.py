@@ -343,6 +343,15 @@ class VectorEnv:
             raise RuntimeError("this env keeps no records: create it with records=True")
         return self._records.pop()
 
+    def stopped_record(self, env: int, max_rounds: int) -> dict | None:
+        """The record of env ``env``'s match cut at the end of its round ``max_rounds``, for a
+        caller that runs this env without a round limit (``max_rounds=None``) and stops its
+        matches itself: call it at the step that ended that round (then the engine goes on with
+        the match; its later moves are not the record's).  ``None`` where no record is kept."""
+        if self._records is None:
+            raise RuntimeError("this env keeps no records: create it with records=True")
+        return self._records.stopped_record(env, max_rounds)
+
     def nbytes(self) -> int:
         """Bytes of this env's tensors: the state, the deal streams (each env's id and key),
         the cached legal set (packed, and the mask unpacked from it), (once ``observation`` has

@@ -1,0 +1,46 @@
+"""The batched arena's game records (``play_pairs_batched(..., records=True)``) are the matches
+its outcomes count: a match the arena cuts at ``max_rounds`` is recorded to that round, as a
+truncated record, where the engine (run without a limit) played it on with filler moves and
+that continuation was returned as the match's record (more rounds than the limit, a winner)."""
+
+import pytest
+
+from sevenrocks_env import record
+from sevenrocks_env.arena_batched import play_pairs_batched
+from sevenrocks_env.batched import VectorEnv
+from sevenrocks_env.batched_agents import batched_agent
+
+
+def test_each_record_is_the_match_its_pair_outcome_counts():
+    outcomes, records = play_pairs_batched(batched_agent("random"), batched_agent("greedy"),
+                                           seed=1, first=0, pairs=40, target=400, max_rounds=8,
+                                           records=True)
+    cut = 0
+    for pair, out in enumerate(outcomes):
+        margin = rounds = 0
+        for a_team in (0, 1):
+            game = records[2 * pair + a_team]
+            record.validate(game)
+            rounds += len(game["rounds"])
+            margin += game["scores"][a_team] - game["scores"][1 - a_team]
+            if game["winner"] is None:
+                assert game["max_rounds"] == 8 and len(game["rounds"]) == 8
+                cut += 1
+            else:
+                assert len(game["rounds"]) <= 8 and "max_rounds" not in game
+        assert (out.rounds, out.margin) == (rounds, margin), pair
+        assert out.truncated == sum(records[2 * pair + t]["winner"] is None for t in (0, 1))
+    assert 10 < cut < 80  # both kinds of match are in the sample
+
+
+def test_a_stopped_record_needs_records_and_an_ended_round():
+    env = VectorEnv(2, "cpu", 250, max_rounds=None, records=True)
+    env.reset(0)
+    assert env.stopped_record(0, 1) is None  # no round has ended yet
+    while int(env.state.round_index[0]) == 0:
+        env.step(env.action_mask.long().argmax(1))
+    game = env.stopped_record(0, 1)
+    record.validate(game)
+    assert game["winner"] is None and game["max_rounds"] == 1 and len(game["rounds"]) == 1
+    with pytest.raises(RuntimeError, match="records=True"):
+        VectorEnv(1, "cpu", 250).stopped_record(0, 1)
