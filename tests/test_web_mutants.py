@@ -264,3 +264,31 @@ def test_a_replay_s_id_is_not_a_game_s_to_remove():
     assert refused.value.status == 404 and len(store) == 1
     store.remove(key)
     assert len(store) == 0
+
+
+def test_serve_leaves_the_callers_logging_handlers_open(served, capsys):
+    """uvicorn's default log config (``logging.config.dictConfig``) closes every handler of the
+    process: a caller's log file, or absl's handler on pytest's captured stderr (after an
+    OpenSpiel test, the next test's capture then crashed the whole run: "lost sys.stderr")."""
+    import logging
+
+    from sevenrocks_env.web.server import main
+
+    class Kept(logging.Handler):
+        closed = False
+
+        def emit(self, record):
+            pass
+
+        def close(self):
+            self.closed = True
+            super().close()
+
+    kept = Kept()
+    logging.getLogger().addHandler(kept)
+    try:
+        assert main(["--port", str(free_port())]) == 0
+        assert not kept.closed and kept in logging.getLogger().handlers
+    finally:
+        logging.getLogger().removeHandler(kept)
+    capsys.readouterr()

@@ -74,9 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     if host_names is None:
         print(f"note: listening on {args.host}: anyone on the network can open the page and play",
               flush=True)
+    # lifespan "off": no start-up work (a Ctrl-C sent twice at once made "on" log a 30-line
+    # traceback); log_config None: uvicorn's own config (logging.config.dictConfig) closes every
+    # logging handler of the process, a caller's log file's too -- its warnings reach stderr
+    # through logging's last-resort handler instead
     config = uvicorn.Config(create_app(store, host_names=host_names), log_level="warning",
-                            lifespan="off")  # no start-up work (a Ctrl-C sent twice at once
-                            # made "on" log a 30-line traceback)
+                            lifespan="off", log_config=None)
     with listening:
         try:
             uvicorn.Server(config).run(sockets=[listening])
