@@ -97,4 +97,26 @@ def shown(value) -> str:
         return f"<{type(value).__name__}>"
 
 
-__all__ = ["checked_int", "checked_seed", "is_int", "is_number_in", "is_plain_int", "shown"]
+def kinds_of(value) -> str:
+    """What a list field is made of, where :func:`shown` cannot tell it: ``" (a tuple of
+    int)"`` for ``(10, 5)``, ``" (a list of int64)"`` for NumPy integers that print as ints;
+    empty for a list of plain ints or anything else."""
+    if not isinstance(value, (list, tuple)):
+        return ""
+    kinds = sorted({type(item).__name__ for item in value})[:3]
+    if type(value) is list and kinds in ([], ["int"], ["list"]):
+        return ""
+    return f" (a {type(value).__name__} of {', '.join(kinds) or 'nothing'})"
+
+
+def shown_kind(value) -> str:
+    """:func:`shown`, and the value's kind where its text hides why a plain-int check
+    (:func:`is_plain_int`) refused it: ``"2 (a NumPy int64)"``, ``"[10, 5] (a tuple of int)"``
+    (a value built in Python rather than read from JSON)."""
+    if isinstance(value, np.generic):
+        return f"{shown(value)} (a NumPy {type(value).__name__})"
+    return shown(value) + kinds_of(value)
+
+
+__all__ = ["checked_int", "checked_seed", "is_int", "is_number_in", "is_plain_int", "kinds_of",
+           "shown", "shown_kind"]

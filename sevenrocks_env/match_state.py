@@ -17,7 +17,7 @@ import itertools
 
 import numpy as np
 
-from .checks import checked_int, checked_seed, is_int, is_plain_int, shown
+from .checks import checked_int, checked_seed, is_int, is_plain_int, shown, shown_kind
 from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
 from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
                     TILE_HIGH, TILE_LOW, WEST, tile_name, tiles_of, tiles_showing)
@@ -153,24 +153,11 @@ def check_state_fields(state: dict, fields: tuple) -> None:
                          f"[{', '.join(shown(name)[:24] for name in extra[:3])}{more}]")
 
 
-def kinds_of(value) -> str:
-    """What a list field is made of, where :func:`shown` cannot tell it: ``" (a tuple of
-    int)"`` for ``(10, 5)``, ``" (a list of int64)"`` for NumPy integers that print as ints;
-    empty for a list of plain ints or anything else."""
-    if not isinstance(value, (list, tuple)):
-        return ""
-    kinds = sorted({type(item).__name__ for item in value})[:3]
-    if type(value) is list and kinds in ([], ["int"], ["list"]):
-        return ""
-    return f" (a {type(value).__name__} of {', '.join(kinds) or 'nothing'})"
-
-
 def check_match_state(match) -> None:
     """Raise ``ValueError`` naming the first field of ``match`` that no real match can have."""
     def bad(name: str, what: str):
         value = getattr(match, name)
-        raise ValueError(f"match state: {name} must be {what}, got {shown(value)}"
-                         f"{kinds_of(value)}")
+        raise ValueError(f"match state: {name} must be {what}, got {shown_kind(value)}")
 
     big = BIG
     if match.seed is not None and not is_plain_int(match.seed, 0, 2 ** 64):

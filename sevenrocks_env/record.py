@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .atomic_file import atomic_path
-from .checks import is_plain_int, shown
+from .checks import is_plain_int, shown, shown_kind
 from .match_state import MAX_ROUNDS, MAX_TARGET  # noqa: F401  (re-exported: the bounds of a record)
 from .record_writer import FORMAT, game_record, record_dict, round_entry  # noqa: F401  (re-exported)
 from .rules import Match, apply_action, is_legal, legal_actions
@@ -246,17 +246,17 @@ def _check_top_level(record) -> None:
     _exact_keys(record, RECORD_KEYS, "record", OPTIONAL_RECORD_KEYS)
     if "max_rounds" in record and not is_plain_int(record["max_rounds"], 1, MAX_ROUNDS):
         raise RecordError(f"max_rounds must be an int in [1, {MAX_ROUNDS}], "
-                          f"got {shown(record['max_rounds'])}")
+                          f"got {shown_kind(record['max_rounds'])}")
     if not is_plain_int(record["target"], 1, MAX_TARGET):
         raise RecordError(f"target must be an int in [1, {MAX_TARGET}], "
-                          f"got {shown(record['target'])}")
+                          f"got {shown_kind(record['target'])}")
     if not isinstance(record["rounds"], list) or not record["rounds"]:
         raise RecordError("'rounds' must be a non-empty list (a match starts with round 0)")
     if len(record["rounds"]) > MAX_ROUNDS:
         raise RecordError(f"record has {len(record['rounds'])} rounds; at most {MAX_ROUNDS} "
                           "are read")
     if not (record["winner"] is None or is_plain_int(record["winner"], 0, 1)):
-        raise RecordError(f"winner must be 0, 1 or null, got {shown(record['winner'])}")
+        raise RecordError(f"winner must be 0, 1 or null, got {shown_kind(record['winner'])}")
     _check_pair(record["scores"], "scores")
 
 
@@ -265,7 +265,7 @@ def _check_round_header(rnd, where: str) -> tuple[list[int], int]:
         raise RecordError(f"{where}: a round is a JSON object")
     _exact_keys(rnd, ROUND_KEYS, where)
     if not is_plain_int(rnd["opener"], 0, 3):
-        raise RecordError(f"{where}: opener must be a seat 0-3, got {shown(rnd['opener'])}")
+        raise RecordError(f"{where}: opener must be a seat 0-3, got {shown_kind(rnd['opener'])}")
     hands = rnd["hands"]
     if not isinstance(hands, list) or len(hands) != 4:
         raise RecordError(f"{where}: 'hands' must be four lists of tiles")
@@ -306,13 +306,13 @@ def _apply_move(match: Match, move, where: str) -> None:
         raise RecordError(f"{where}: a move is an object with 'seat' and 'action'")
     seat, action = move["seat"], move["action"]
     if not is_plain_int(seat, 0, 3):
-        raise RecordError(f"{where}: seat must be an int 0-3, got {shown(seat)}")
+        raise RecordError(f"{where}: seat must be an int 0-3, got {shown_kind(seat)}")
     if seat != match.turn:
         raise RecordError(f"{where}: seat {shown(seat)} moved but it is seat {match.turn}'s turn")
     if not is_plain_int(action, 0, KNOCK) or not is_legal(match, action):
         legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(match))
         text = f"{action} ({describe_action(action)})" if is_plain_int(action, 0, KNOCK) \
-            else shown(action)
+            else f"{shown_kind(action)} (an action is an int 0-{KNOCK})"
         raise RecordError(f"{where}: illegal action {text} for seat {seat}; legal: [{legal}]")
     if action == KNOCK:
         if move.get("pass") is not True or set(move) != {"seat", "action", "pass"}:
@@ -324,10 +324,11 @@ def _apply_move(match: Match, move, where: str) -> None:
     if not (_same(move.get("tile"), expected_tile) and _same(move.get("slot"), expected_slot)):
         raise RecordError(f"{where}: action {action} is {expected_tile} at slot {expected_slot}, "
                           f"but the move says tile {shown(move.get('tile'))} slot "
-                          f"{shown(move.get('slot'))}")
+                          f"{shown_kind(move.get('slot'))}")
     if not all(is_plain_int(move.get(key), 0) for key in ("end_sum", "points")):
         raise RecordError(f"{where}: end_sum and points must be ints >= 0, got "
-                          f"{shown(move.get('end_sum'))} and {shown(move.get('points'))}")
+                          f"{shown_kind(move.get('end_sum'))} and "
+                          f"{shown_kind(move.get('points'))}")
     points = apply_action(match, action)
     if not (_same(move.get("end_sum"), match.last_end_sum) and _same(move.get("points"), points)):
         raise RecordError(f"{where}: {describe_action(action)} gives end sum {match.last_end_sum} "
@@ -348,7 +349,8 @@ def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
     _check_pair(rnd["scores"], f"{where}: scores")
     if not (isinstance(rnd["deductions"], list) and len(rnd["deductions"]) == 4
             and all(is_plain_int(d, -MAX_POINTS, MAX_POINTS) for d in rnd["deductions"])):
-        raise RecordError(f"{where}: deductions must be four ints, got {shown(rnd['deductions'])}")
+        raise RecordError(f"{where}: deductions must be four ints, got "
+                          f"{shown_kind(rnd['deductions'])}")
     deductions = log.deductions
     if not _same(rnd["deductions"], deductions):
         raise RecordError(f"{where}: record says deductions {rnd['deductions']}, "
@@ -361,7 +363,7 @@ def _check_round_end(match: Match, rnd: dict, where: str, last: bool) -> None:
 def _check_pair(value, what: str) -> None:
     if not (isinstance(value, list) and len(value) == 2
             and all(is_plain_int(v, -MAX_POINTS, MAX_POINTS) for v in value)):
-        raise RecordError(f"{what} must be two ints (|n| <= {MAX_POINTS}), got {shown(value)}")
+        raise RecordError(f"{what} must be two ints (|n| <= {MAX_POINTS}), got {shown_kind(value)}")
 
 
 def _same(value, expected) -> bool:
