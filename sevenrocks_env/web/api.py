@@ -15,6 +15,10 @@
 | GET    | ``/api/replays/{id}/{round}/{move}`` |                        | one replay frame          |
 | DELETE | ``/api/replays/{id}``         |                               | 204: the replay is dropped |
 
+Every route answering a game view or a replay frame reads the ``Sevenrocks-Board`` header:
+``wide`` (also without it) or ``tall``, the box its board is laid out in
+(:data:`.views.BOARD_BOXES`); any other value is refused with 400 before anything is done.
+
 Every refusal is a 4xx JSON ``{"error": message}`` and leaves the game as it was; bodies over
 ``MAX_BODY`` bytes are refused with 413 before they are parsed, a malformed ``Content-Length``
 with 400.  A bot that fails (its network's outputs not finite, say) is a 500 JSON error naming
@@ -43,10 +47,12 @@ from .. import record as records
 from ..textfile import decoded
 from .games import Game, GameError, GameStore
 from .origin import SameSiteOnly
-from .views import replay_frame
+from .views import BOARD_BOX, BOARD_BOXES, replay_frame
 
 STATIC = Path(__file__).parent / "static"
 MAX_BODY = 64 * 1024  # moves and setups are a few dozen bytes
+#: The request header naming the board box a game view or replay frame is laid out in.
+BOARD_HEADER = "Sevenrocks-Board"  # (header names are case-insensitive)
 #: A record to replay: a match to 250 is 20-60 kB of JSON; one to the page's largest target
 #: (5000) against random bots about 1.4 MB.  Replays are held in the game store (--max-games).
 MAX_REPLAY_BODY = 4 * 2**20
@@ -153,6 +159,20 @@ def object_body(body, fields: dict) -> dict:
     return body
 
 
+def board_box(request: Request) -> tuple[int, int, int, int]:
+    """The board box the ``Sevenrocks-Board`` header asks for: ``wide`` (also without it) or
+    ``tall``; 400 for any other value, or for the header given twice."""
+    shapes = request.headers.getlist(BOARD_HEADER)
+    if not shapes:
+        return BOARD_BOX
+    if len(shapes) > 1 or shapes[0] not in BOARD_BOXES:
+        given = shapes if len(shapes) > 1 else shapes[0]
+        raise GameError(400, f"the {BOARD_HEADER} header must be "
+                             f"{' or '.join(map(repr, BOARD_BOXES))}, given once; got "
+                             f"{records.shown(given)}")
+    return BOARD_BOXES[shapes[0]]
+
+
 def _index(text: str, name: str) -> int:
     """A round or move number from the URL: 1-6 digits, else 404 (no such step)."""
     if not (text.isascii() and text.isdigit() and len(text) <= 6):
@@ -180,19 +200,22 @@ def create_app(store: GameStore | None = None,
                              "default_target": 250})
 
     async def create_game(request: Request) -> Response:
+        box = board_box(request)
         setup = store.check_setup(await read_json(request))
         game = await run_in_threadpool(store.new_game, setup)
-        return JSONResponse(game.view, status_code=201)
+        return JSONResponse(game.view_for(box), status_code=201)
 
-    def locked(game: Game, work):
+    def locked(game: Game, work, box=None):
         """``work()`` holding the game's lock; 409 if another request is moving it (a bot move
         runs in a worker thread, and a record built while it changes the match could see a
-        round half closed).  Never waits: a waiting request would hold a worker thread."""
+        round half closed).  Never waits: a waiting request would hold a worker thread.  With
+        ``box``, the view after the work with its boards in that box (:func:`board_box`)."""
         if not game.lock.acquire(blocking=False):
             raise GameError(409, "another move of this game is being computed; try again",
                             retry_after=1)
         try:
-            return work()
+            answer = work()
+            return answer if box is None else game.view_for(box)
         finally:
             game.lock.release()
 
@@ -203,27 +226,28 @@ def create_app(store: GameStore | None = None,
         if request.method == "DELETE":
             store.remove(request.path_params["game"])
             return Response(status_code=204)
-        return JSONResponse(store.get(request.path_params["game"]).view)
+        box = board_box(request)
+        return JSONResponse(store.get(request.path_params["game"]).view_for(box))
 
     async def move(request: Request) -> Response:
-        game = store.get(request.path_params["game"])
+        box, game = board_box(request), store.get(request.path_params["game"])
         body = object_body(await read_json(request), {"ply": True, "action": True})
-        view = locked(game, lambda: game.play_human(body["action"], body["ply"]))
+        view = locked(game, lambda: game.play_human(body["action"], body["ply"]), box)
         return JSONResponse(view)
 
     async def step(request: Request) -> Response:
-        game = store.get(request.path_params["game"])
+        box, game = board_box(request), store.get(request.path_params["game"])
         body = object_body(await read_json(request), {"ply": True})
-        view = await run_in_threadpool(locked, game, lambda: game.play_bot(body["ply"]))
+        view = await run_in_threadpool(locked, game, lambda: game.play_bot(body["ply"]), box)
         return JSONResponse(view)
 
     async def rematch(request: Request) -> Response:
-        game = store.get(request.path_params["game"])
+        box, game = board_box(request), store.get(request.path_params["game"])
         if not game.match.over:
             raise GameError(409, "the match is not over yet: the same deals are replayed only "
                                  "after it ends")
         new = await run_in_threadpool(store.new_game, game.setup.swapped())
-        return JSONResponse(new.view, status_code=201)
+        return JSONResponse(new.view_for(box), status_code=201)
 
     async def download(request: Request) -> Response:
         game = store.get(request.path_params["game"])
@@ -265,14 +289,14 @@ def create_app(store: GameStore | None = None,
         return Response(status_code=204)
 
     async def replay_step(request: Request) -> Response:
-        replay = store.get(request.path_params["replay"], Replay)
+        box, replay = board_box(request), store.get(request.path_params["replay"], Replay)
         rounds = replay.record["rounds"]
         r, m = (_index(request.path_params[name], name) for name in ("round", "move"))
         if not 0 <= r < len(rounds):
             raise GameError(404, f"round {r} not in this record (it has {len(rounds)})")
         if not 0 <= m <= len(rounds[r]["moves"]):
             raise GameError(404, f"round {r} has {len(rounds[r]['moves'])} moves, not {m}")
-        return JSONResponse(replay_frame(replay.record, r, m))
+        return JSONResponse(replay_frame(replay.record, r, m, box))
 
     async def game_error(request: Request, problem: GameError) -> Response:
         response = error(problem.status, problem.message)

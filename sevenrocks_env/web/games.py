@@ -32,7 +32,7 @@ except ImportError:  # no torch (the [train] extra): the start panel offers the 
 from .. import record as records
 from ..rules import Match, apply_action, is_legal, partner_of
 from .moves import why_illegal
-from .views import game_view
+from .views import BOARD_BOX, BOARD_BOXES, game_view
 
 #: The specs the start panel offers: (spec, label).  Only these (and ``--agent`` extras) are
 #: accepted, so a client on the network cannot make the server load an arbitrary file.
@@ -120,9 +120,10 @@ class Game:
     match: Match
     lock: threading.Lock = field(default_factory=threading.Lock)
     touched: float = field(default_factory=time.monotonic)
-    #: The game's view after its latest move (:func:`.views.game_view`), built while the move
-    #: held the lock: what a GET answers, without waiting for a move being computed.
-    view: dict = field(default_factory=dict)
+    #: The game's view after its latest move (:func:`.views.game_view`) for each board box
+    #: (:data:`.views.BOARD_BOXES`), built while the move held the lock: what a GET answers,
+    #: without waiting for a move being computed (one dict, replaced whole).
+    views: dict = field(default_factory=dict)
 
     @property
     def seat(self) -> int:
@@ -132,6 +133,22 @@ class Game:
     def ply(self) -> int:
         """Moves played in the whole match so far (the version of the game state)."""
         return sum(len(log.moves) for log in self.match.history)
+
+    def refresh_view(self) -> dict:
+        """Build the views after the latest move (holding the lock), keep them, and return the
+        one of the wide board."""
+        self.views = {box: game_view(self, box) for box in BOARD_BOXES.values()}
+        return self.view
+
+    @property
+    def view(self) -> dict:
+        """The latest view with the wide board (:data:`.views.BOARD_BOX`)."""
+        return self.views[BOARD_BOX]
+
+    def view_for(self, box) -> dict:
+        """The latest view with its boards laid out in ``box`` (one of
+        :data:`.views.BOARD_BOXES`)."""
+        return self.views[tuple(box)]
 
     def human_to_move(self) -> bool:
         return not self.match.over and self.match.turn == self.seat
@@ -184,8 +201,7 @@ class Game:
 
     def _played(self, action: int) -> dict:
         apply_action(self.match, action)
-        self.view = game_view(self)
-        return self.view
+        return self.refresh_view()
 
 
 class GameStore:
@@ -328,7 +344,7 @@ class GameStore:
                                "cannot build the agents") from None
         game = Game("", setup, labels, agents, Match.new(setup.seed, target=setup.target))
         self.add(game)
-        game.view = game_view(game)  # with its id (no one knows the id before this returns)
+        game.refresh_view()  # with its id (no one knows the id before this returns)
         return game
 
 

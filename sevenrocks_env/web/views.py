@@ -24,15 +24,18 @@ from .moves import tile_reason
 if TYPE_CHECKING:  # games keeps each game's view: it imports this module
     from .games import Game
 
-#: The SVG board's coordinate box (the page scales it to the screen).
-BOARD_BOX = (0, 0, 1000, 560)
+#: The SVG board's coordinate boxes (the page scales its box to the screen): ``wide`` by
+#: default, ``tall`` for a narrow portrait screen (the page sends ``Sevenrocks-Board: tall``),
+#: where a long line turns into its height instead of shrinking into a thin strip.
+BOARD_BOXES = {"wide": (0, 0, 1000, 560), "tall": (0, 0, 560, 1000)}
+BOARD_BOX = BOARD_BOXES["wide"]
 PLACES = ("west end", "east end", "branch A (north)", "branch B (south)")
 
 
-def board_view(moves, last_seat_highlight: bool = True) -> dict:
-    """Tiles and end markers of one round's layout, in SVG coordinates (R3, R4, R5)."""
+def board_view(moves, last_seat_highlight: bool = True, box=BOARD_BOX) -> dict:
+    """Tiles and end markers of one round's layout, in SVG coordinates of ``box`` (R3-R5)."""
     layout = build_layout(moves)
-    geometry = board_geometry(layout, BOARD_BOX)
+    geometry = board_geometry(layout, box)
     last = (last_placement(moves) or (None,))[0]
     tiles = [{"box": list(t.box), "vertical": t.vertical, "halves": [t.first_half, t.second_half],
               "spinner": t.spinner, "double": t.placed.crosswise, "seat": t.placed.seat,
@@ -42,7 +45,7 @@ def board_view(moves, last_seat_highlight: bool = True) -> dict:
                 "radius": m.radius, "counted": m.counted, "number": m.number, "value": m.value}
                for m in geometry.markers]
     counted = layout.counted_ends()
-    return {"width": BOARD_BOX[2], "height": BOARD_BOX[3], "tiles": tiles, "markers": markers,
+    return {"width": box[2], "height": box[3], "tiles": tiles, "markers": markers,
             "end_sum": layout.end_sum(), "counted": [counted[s] for s in sorted(counted)],
             "empty": layout.empty}
 
@@ -56,7 +59,7 @@ def move_list(log) -> list[dict]:
     return out
 
 
-def round_summary(log, index: int, with_board: bool) -> dict:
+def round_summary(log, index: int, with_board: bool, box=BOARD_BOX) -> dict:
     """A finished round: how it ended, each remaining hand with its rounding, deductions, scores."""
     remaining = log.remaining_hands()
     hands = []
@@ -78,7 +81,7 @@ def round_summary(log, index: int, with_board: bool) -> dict:
                # list already shows the next round's moves
                "last_move": describe_move(log, len(log.moves) - 1) if log.moves else None}
     if with_board:
-        summary["board"] = board_view(log, last_seat_highlight=False)
+        summary["board"] = board_view(log, last_seat_highlight=False, box=box)
     return summary
 
 
@@ -96,8 +99,9 @@ def hand_view(match: Match, seat: int) -> list[dict]:
     return out
 
 
-def game_view(game: Game) -> dict:
-    """The whole page state for the human at ``game.seat``."""
+def game_view(game: Game, box=BOARD_BOX) -> dict:
+    """The whole page state for the human at ``game.seat``, its boards laid out in ``box``
+    (one of :data:`BOARD_BOXES`)."""
     match, seat = game.match, game.seat
     history = match.history
     current = history[-1]
@@ -114,7 +118,7 @@ def game_view(game: Game) -> dict:
         "turn": match.turn if live else None, "over": match.over, "winner": match.winner,
         "next": "over" if match.over else "you" if my_turn else "bot",
         "seats": seats,
-        "board": board_view(current) if live else None,
+        "board": board_view(current, box=box) if live else None,
         "opening": live and match.opening,
         "hand": hand_view(match, seat) if live else [],
         "knock": {"required": legal == [KNOCK], "action": KNOCK,
@@ -124,8 +128,8 @@ def game_view(game: Game) -> dict:
         # long match's whole list in every view would make the traffic grow with its square
         # (every ended round is in the record, GET /api/games/{id}/record)
         "rounds_ended": len(finished),
-        "last_round": round_summary(history[finished[-1]], finished[-1], with_board=True)
-        if finished else None,
+        "last_round": round_summary(history[finished[-1]], finished[-1], with_board=True,
+                                    box=box) if finished else None,
         # as text: a JSON number past 2^53 is rounded by the browser, and another seed deals
         # other hands
         "seed": str(game.setup.seed) if match.over else None,
@@ -133,7 +137,7 @@ def game_view(game: Game) -> dict:
     return view
 
 
-def replay_frame(record: dict, round_index: int, move_count: int) -> dict:
+def replay_frame(record: dict, round_index: int, move_count: int, box=BOARD_BOX) -> dict:
     """One step of a validated record: board, every hand (a record is public), scores, moves."""
     rnd = record["rounds"][round_index]
     moves = rnd["moves"][:move_count]
@@ -151,7 +155,7 @@ def replay_frame(record: dict, round_index: int, move_count: int) -> dict:
         hands.append(held)
     return {"round": round_index, "move": move_count, "moves_in_round": len(rnd["moves"]),
             "opener": rnd["opener"],
-            "board": board_view(moves), "hands": hands, "scores": scores,
+            "board": board_view(moves, box=box), "hands": hands, "scores": scores,
             "target": record["target"],
             "moves": [{"seat": m["seat"], "knock": bool(m.get("pass")),
                        "points": m.get("points", 0), "text": describe_move(moves, i)}
@@ -161,5 +165,5 @@ def replay_frame(record: dict, round_index: int, move_count: int) -> dict:
             "slot_names": list(SLOT_NAMES)}
 
 
-__all__ = ["BOARD_BOX", "board_view", "game_view", "hand_view", "move_list", "replay_frame",
-           "round_summary"]
+__all__ = ["BOARD_BOX", "BOARD_BOXES", "board_view", "game_view", "hand_view", "move_list",
+           "replay_frame", "round_summary"]

@@ -16,7 +16,8 @@ const ui = {
 };
 
 async function api(method, path, body) {
-  const options = {method, headers: {}};
+  // the board box to lay the table out in, shaped like this screen (the server's BOARD_BOXES)
+  const options = {method, headers: {"sevenrocks-board": Board.boardShape()}};
   if (body !== undefined) {
     options.headers["content-type"] = "application/json";
     options.body = typeof body === "string" ? body : JSON.stringify(body);

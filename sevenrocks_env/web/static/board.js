@@ -111,6 +111,13 @@ function drawBoard(node, board, targets, onMarker) {
   return endSumText(board);
 }
 
+// The board box to ask the server for (the Sevenrocks-Board header; render/geometry.py lays
+// the tiles out in it): "tall" on a narrow portrait screen (a phone held upright), where the
+// wide box's long lines would be a strip of tiny tiles; "wide" otherwise.
+function boardShape() {
+  return window.innerWidth <= 700 && window.innerHeight > window.innerWidth ? "tall" : "wide";
+}
+
 // Zoom in on a small layout (up to 1.8x) so early tiles stay readable on a phone.
 function fitView(node, board) {
   const xs = [], ys = [];
@@ -201,4 +208,4 @@ function deductionText(points) {
 }
 
 window.Board = {drawBoard, endSumText, drawDomino, drawTracks, swatch, tileIcon, deductionText,
-                TEAM_COLOURS};
+                boardShape, TEAM_COLOURS};
