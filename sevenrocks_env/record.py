@@ -97,14 +97,19 @@ def save(record: dict, path) -> None:
     :func:`validate` refuses is a :class:`RecordError` and writes nothing (a file :func:`load`
     would refuse).  An interrupted save leaves the old file, never half a record
     (:func:`sevenrocks_env.atomic_file.atomic_path`).  A device or pipe that exists
-    (``/dev/null``: keep no record) is written into, never replaced."""
+    (``/dev/null``: keep no record) is written into, never replaced.  A file where a folder of
+    ``path`` should be is a ``NotADirectoryError`` saying so."""
     validate(record)
     text = json.dumps(record, indent=1) + "\n"
     path = Path(path)
     if path.exists() and not path.is_file() and not path.is_dir():
         path.write_text(text)
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # "[Errno 17] File exists" named no reason
+        raise NotADirectoryError(f"cannot save the record to {path}: {path.parent} or a folder "
+                                 "above it is a file, not a folder") from None
     with atomic_path(path) as partial:
         partial.write_text(text)
 
@@ -207,8 +212,9 @@ def replay(record) -> Iterator[tuple[Match, dict | None, int]]:
                 raise RecordError(f"{where}: the previous round had not ended")
             try:  # (the hands were checked above: what is left is R2's opener after a domino)
                 match.start_round(hands, opener)
-            except ValueError as problem:
-                raise RecordError(f"{where}: {problem} (see docs/rules.md)") from None
+            except ValueError as problem:  # (start_round names itself: not the record's words)
+                reason = str(problem).removeprefix("start_round: ")
+                raise RecordError(f"{where}: {reason} (see docs/rules.md)") from None
         yield match, None, r
         for i, move in enumerate(rnd["moves"]):
             _apply_move(match, move, f"{where}, move {i}")

@@ -203,7 +203,8 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str,
     if as_gif and out.is_dir():
         return f"--out {text!r}: is a folder"
     if not as_gif and out.suffix and not text.endswith(("/", "\\")) and not out.is_dir():
-        return f"--out must end in .gif or name a folder, got {text!r}"
+        return (f"--out must end in .gif or name a folder, got {text!r} (a new folder whose "
+                f"name has a dot: end it with /)")
     try:
         check_output_file(out, [record]) if as_gif else check_output_folder(out)
     except OutputError as error:
@@ -252,6 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exit_:
         return int(exit_.code or 0)
     if args.check:
+        drawing = [option for option, dest in (
+            ("--out", "out"), ("--round", "round_index"), ("--fps", "fps"), ("--scale", "scale"),
+            ("--max-frames", "max_frames"), ("--force", "force"))
+            if getattr(args, dest) != parser.get_default(dest)]
+        if drawing:  # silently ignored, "--check --round 99" said the record was fine
+            print(f"error: --check only checks the record; {', '.join(drawing)} "
+                  f"{'is' if len(drawing) == 1 else 'are'} for drawing it: leave --check out",
+                  file=sys.stderr)
+            return 2
         try:  # a pipe may keep it waiting up to a minute
             return _check(args.record)
         except KeyboardInterrupt:

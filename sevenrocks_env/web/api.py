@@ -129,6 +129,8 @@ async def read_json(request: Request, limit: int = MAX_BODY):
 def checked_record(body: bytes) -> dict:
     """An uploaded record, parsed and replayed to check it (about a second for a long one);
     422 if it is not a valid game record."""
+    if not body.strip():  # (parse_json's None read as "a JSON object, got null")
+        raise GameError(422, "not a valid game record: the uploaded file is empty")
     record = parse_json(body, "the uploaded file")
     try:
         records.validate(record)
