@@ -22,6 +22,8 @@ this module adds is OpenSpiel's shape of the game:
   the hidden hands again uniformly among those consistent with what a player knows (IS-MCTS
   calls it once per simulation); :func:`state_from_view` (importable from here too) starts a
   one-round state from a position a seat knows (bots search from there).
+* **Records.**  :meth:`SevenRocksState.game_record` is the match so far as a
+  ``sevenrocks-record/1`` game record (:mod:`sevenrocks_env.record`, ``docs/records.md``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pyspiel
 
 from .. import rules
 from ..checks import is_plain_int, shown
-from ..record import MAX_ROUNDS, MAX_TARGET
+from ..record import MAX_ROUNDS, MAX_TARGET, game_record
 from ..tiles import KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, describe_action, tile_name, tiles_of
 from .hidden import resample, state_from_view
 from .observer import HAND, MAX_ROUND_MOVES, SevenRocksObserver, layout_text, position_text
@@ -319,6 +321,23 @@ class SevenRocksState(pyspiel.State):
             if not match.over:
                 lines.append(f"seat {match.turn} to play")
         return "\n".join(lines)
+
+    # -- the game record -----------------------------------------------------------------
+
+    def game_record(self) -> dict:
+        """The match so far as a ``sevenrocks-record/1`` game record (a JSON-serialisable dict;
+        :func:`sevenrocks_env.record.game_record`, format in ``docs/records.md``): every round
+        dealt, the one in play included (``"result": null``); the game's ``max_rounds`` is in
+        it.  A new dict each call.  ``ValueError`` before the first round is dealt (a record
+        starts with a round) and for a state started from a position
+        (:func:`.hidden.state_from_view`), whose start was never dealt."""
+        if self._position:
+            raise ValueError("this state has no game record: it started from a position "
+                             "(state_from_view), not from a deal")
+        if self._match is None:
+            raise ValueError("no game record yet: the first round is still being dealt "
+                             "(a record starts with a dealt round)")
+        return game_record(self._match)
 
     # -- hidden information (:mod:`.hidden`) -----------------------------------------------
 
