@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from .batched import layout
-from .checks import checked_seed
+from .checks import checked_seed, shown
 from .masked_categorical import MASKED_LOGIT, NOT_FINITE, MaskedCategorical
 from .observation import OBS_SIZE, action_mask, checked_inputs, encode
 from .policy_features import ActionFeatures
@@ -220,7 +220,7 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
     if set(weights) != set(expected):
         odd = sorted(set(weights) ^ set(expected))
         raise CheckpointError(f"{path}: weights do not fit the network it describes (missing or "
-                              f"unexpected: {', '.join(k[:40] for k in odd[:3])})")
+                              f"unexpected: {', '.join(shown(k) for k in odd[:3])})")
     for key, shape in expected.items():
         tensor = weights[key]
         if (tensor.layout != torch.strided or tuple(tensor.shape) != shape

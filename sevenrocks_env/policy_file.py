@@ -9,6 +9,7 @@ declares.  :mod:`sevenrocks_env.policy` builds the network from them (``build_mo
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zipfile
 from importlib import resources
@@ -88,6 +89,8 @@ def existing_file(resolved: Path) -> Path:
         mode = resolved.stat().st_mode  # one look, and only a missing path is "no such file"
     except FileNotFoundError:
         where = "" if resolved.is_absolute() else f" (relative to {os.getcwd()})"
+        if str(resolved).startswith(("ckpt:", "policy:")):  # search:policy=ckpt:shipped
+            where += f"; a path or {SHIPPED!r} is expected here, not an agent spec"
         raise CheckpointError(f"no such file: {resolved}{where}") from None
     except OSError as error:  # e.g. a name longer than the file system allows
         raise CheckpointError(f"cannot read checkpoint path {str(resolved)[:80]}...: "
@@ -122,9 +125,12 @@ def load_torch_file(path, max_bytes: int | None = None):
         raise CheckpointError(f"{path} is not a readable checkpoint (truncated or not a torch "
                               f"file: {_reason(error)})") from None
     except Exception as error:  # e.g. pickle.UnpicklingError: an object weights_only refuses
+        blocked = re.search(r"GLOBAL ([\w.]{1,200})", str(error))  # torch names the global
         raise CheckpointError(
             f"{path} was refused by the safe loader (it holds more than tensors and plain "
-            f"Python values): {type(error).__name__}") from None
+            f"Python values): {type(error).__name__}"
+            + (f", the blocked global {shown(blocked[1])}: it would run code if loaded unsafely"
+               if blocked else "")) from None
     _check_tensor_bytes(data, tensor_bytes, path)
     return data
 
@@ -134,6 +140,17 @@ def read_checkpoint(path) -> dict:
     :class:`CheckpointError` with a clear message when it cannot be used."""
     path = resolve_path(path)
     data = load_torch_file(path)
+    if isinstance(data, dict) and "format" not in data and data and all(
+            isinstance(value, torch.Tensor) for value in data.values()):
+        raise CheckpointError(f"{path} looks like a bare state_dict (torch.save(model."
+                              "state_dict())), not a sevenrocks policy checkpoint: save it with "
+                              "the trainer's checkpoint (training.checkpoint) or training.ship")
+    version = data.get("format") if isinstance(data, dict) else None
+    if isinstance(version, str) and re.fullmatch(r"sevenrocks-ppo/\d{1,9}", version) and \
+            version != CHECKPOINT_FORMAT:
+        raise CheckpointError(f"{path} was made by another version of sevenrocks (format "
+                              f"{shown(version)}): not a sevenrocks policy checkpoint this "
+                              f"version reads ({CHECKPOINT_FORMAT!r})")
     if not isinstance(data, dict) or data.get("format") != CHECKPOINT_FORMAT:
         found = shown(data.get("format")) if isinstance(data, dict) else type(data).__name__
         raise CheckpointError(f"{path} is not a sevenrocks policy checkpoint "
@@ -178,6 +195,12 @@ def _read_archive(path) -> tuple[bytes, int]:
     """``(data.pkl's bytes, bytes of tensor data)`` of the zip archive at ``path``, its index
     and every entry's checksum checked first: a damaged or hostile archive is one
     :class:`CheckpointError` "PATH is not a readable checkpoint (REASON)"."""
+    try:  # is_zipfile says False for a file it cannot open (no permission, an I/O error)
+        with open(path, "rb"):
+            pass
+    except OSError as error:
+        raise CheckpointError(f"{path} cannot be read: {error.strerror or _reason(error)}") \
+            from None
     try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
         if not zipfile.is_zipfile(path):  # torch.save writes a zip; a cut one loses its index
             raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a "

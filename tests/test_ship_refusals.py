@@ -195,6 +195,7 @@ def test_ship_refuses_a_folder_holding_another_policy_s_card(tmp_path, capsys):
 def test_an_opponent_name_or_spec_that_would_break_the_card_is_refused(agent):
     from training.ship import _check_card_agents
 
-    with pytest.raises(ValueError, match="its name and spec must each be"):
+    with pytest.raises(ValueError, match="its name and spec must each be|display name .* a name is "
+                       "letters"):
         _check_card_agents([agent])
     _check_card_agents(["mine=random", "search"])

@@ -301,7 +301,8 @@ def test_generators_finds_each_agent_s_and_restore_puts_their_states_back():
 @pytest.mark.parametrize("agent", ["x|y=greedy", "greedy`", "a=sample:policy=x|y"])
 def test_ship_refuses_an_opponent_whose_name_or_spec_would_break_the_card(agent):
     from training.ship import _check_card_agents
-    with pytest.raises(ValueError, match="its name and spec must each be"):
+    with pytest.raises(ValueError, match="its name and spec must each be|display name .* a name is "
+                       "letters"):
         _check_card_agents(["random", agent])
     _check_card_agents(["random", "champ=greedy", "search:samples=4"])
 

@@ -183,8 +183,10 @@ class TrainConfig(BaseModel):
     eval_seed: Int(0, 2 ** 32 - 1) = 12345
     """Arena seed (fixed, so every evaluation plays the same deals)."""
 
-    def validate_fields(self) -> None:
-        """Raise :class:`ConfigError` for combinations of values that cannot work."""
+    def validate_fields(self, agents: bool = True) -> None:
+        """Raise :class:`ConfigError` for combinations of values that cannot work; with
+        ``agents``, also for an opponent or evaluation agent that cannot be made (it is made:
+        a ``ckpt:`` file is read)."""
         from sevenrocks_env.policy_features import ActionFeatures
         if self.action_features != 0 and self.action_features not in ActionFeatures.SIZES:
             raise ConfigError(f"action_features must be 0 or one of {sorted(ActionFeatures.SIZES)}, "
@@ -225,6 +227,8 @@ class TrainConfig(BaseModel):
             raise ConfigError(f"total_steps ({self.total_steps}) is less than one rollout "
                               f"({self.batch_size} = num_matches * num_steps)", "total_steps",
                               ("num_matches", "num_steps"))
+        if not agents:
+            return
         from sevenrocks_env.agents import make_agent
 
         from .opponents import training_opponent
@@ -286,9 +290,11 @@ def first_problem(error: ValidationError) -> tuple[str, str, str]:
 
 
 def config_from_dict(values: dict, source: str = "config",
-                     origins: dict | None = None) -> TrainConfig:
+                     origins: dict | None = None, agents: bool = True) -> TrainConfig:
     """Build and validate a config.  ``origins`` maps a key to where its value came from
-    (``"--set"``), so errors blame the right place; other keys are blamed on ``source``."""
+    (``"--set"``), so errors blame the right place; other keys are blamed on ``source``.
+    ``agents=False``: its agent specs are not made (``training.ship`` reads a run's config,
+    whose ``ckpt:`` opponents may be files of the machine that trained it)."""
     origins = origins or {}
     if not isinstance(values, dict):
         raise ConfigError(f"{source}: expected a mapping of key: value, got {type(values).__name__}")
@@ -303,7 +309,7 @@ def config_from_dict(values: dict, source: str = "config",
         raise ConfigError(f"{origins.get(key, source)}: {key}{where}: {message}, "
                           f"got {got}") from None
     try:
-        cfg.validate_fields()
+        cfg.validate_fields(agents)
     except ConfigError as error:
         # a rule about several fields blames --set if any of them came from it
         blamed = [origins[key] for key in (error.key, *error.others) if key in origins]

@@ -82,6 +82,16 @@ def finite_float32(tensor, shape: tuple) -> bool:
             and bool(torch.isfinite(tensor).all()))
 
 
+def found(tensor) -> str:
+    """What a value that is not a dense, finite float32 tensor of the right shape is."""
+    if not isinstance(tensor, torch.Tensor):
+        return f"got {type(tensor).__name__}"
+    layout = "" if tensor.layout == torch.strided else f" ({str(tensor.layout)[:40]})"
+    finite = "" if layout or not tensor.dtype.is_floating_point or bool(
+        torch.isfinite(tensor).all()) else ", with non-finite values"
+    return f"got {tensor.dtype} {tuple(tensor.shape)}{layout}{finite}"
+
+
 def check_weights(weights, shapes: dict, path, piece: str) -> None:
     """A state dict with exactly ``shapes``' keys, float32 tensors of those shapes, all finite."""
     if not (isinstance(weights, dict) and set(weights) == set(shapes)):
@@ -89,7 +99,8 @@ def check_weights(weights, shapes: dict, path, piece: str) -> None:
     for key, shape in shapes.items():
         tensor = weights[key]
         if not finite_float32(tensor, shape):
-            raise _bad(path, piece, f"{key} must be dense, finite float32 {shape}")
+            raise _bad(path, piece, f"{key} must be dense, finite float32 {shape}, "
+                                    f"{found(tensor)}")
 
 
 def _is_torch_rng(state) -> bool:
@@ -168,8 +179,8 @@ def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
         for key in ("exp_avg", "exp_avg_sq"):
             tensor = moments[key]
             if not finite_float32(tensor, shape):
-                raise _bad(path, "optimizer",
-                           f"state {index}.{key} must be dense, finite float32 {shape}")
+                raise _bad(path, "optimizer", f"state {index}.{key} must be dense, finite "
+                                              f"float32 {shape}, {found(tensor)}")
         if bool((moments["exp_avg_sq"] < 0).any()):  # a mean of squares: its sqrt divides steps
             raise _bad(path, "optimizer", f"state {index}.exp_avg_sq must be >= 0")
         # (+ 1e-10: v underflows float32 to 0 for gradients below ~1e-22, where m does not;
@@ -252,17 +263,20 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
     saved = data.get("config")
     if not isinstance(saved, dict):
         raise _bad(path, "config", "must be a dict of config fields")
-    values = {"action_features": data["model_config"].get("action_features", 0),
-              "critic": "shared", "engine": "python"}  # runs from before these fields
-    values.update(saved)
-    if type(values["action_features"]) is bool:
-        values["action_features"] = int(values["action_features"])
-    for key in OUTPUT_FOLDERS:
-        values[key] = TrainConfig.model_fields[key].default
+    values = saved_values(data)
     try:
         before = config_from_dict(values, "config")
     except ConfigError as error:
         raise _bad(path, "config", f"is invalid: {str(error)[:300]}") from None
+    # said first: the counters or weights checked later would blame another piece
+    problem = network_disagreement(saved, before, data["model_config"])
+    engine = data.get("engine")
+    learner = engine.get("learner") if isinstance(engine, dict) else None
+    if problem is None and isinstance(learner, list) and len(learner) != before.num_matches:
+        problem = (f"num_matches {before.num_matches} disagrees with the {len(learner)} "
+                   "matches of its engine state")
+    if problem:
+        raise _bad(path, "config", problem)
     cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
                            origins={key: "--set" for key in overrides})
     update = data.get("update")
@@ -285,6 +299,42 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
                           f"{len(snapshots)} past snapshots already; give at least that many",
                           "max_snapshots")
     return cfg
+
+
+def saved_values(data: dict) -> dict:
+    """A checkpoint's saved config (a dict) as :func:`config_from_dict` takes it: the fields
+    of runs from before them filled in, and the output folders the defaults (a file never
+    decides where files go)."""
+    values = {"action_features": data["model_config"].get("action_features", 0),
+              "critic": "shared", "engine": "python"}  # runs from before these fields
+    values.update(data["config"])
+    if type(values["action_features"]) is bool:
+        values["action_features"] = int(values["action_features"])
+    for key in OUTPUT_FOLDERS:
+        values[key] = TrainConfig.model_fields[key].default
+    return values
+
+
+def network_disagreement(saved: dict, cfg: TrainConfig, model_config: dict,
+                         widened: bool = False) -> str | None:
+    """How the network of ``cfg`` (the fields the saved config ``saved`` holds) differs from
+    ``model_config`` (checked: ``check_model_config``), the weights' own, in words; ``None``
+    when it does not.
+    ``widened``: a distilled policy, whose layers may be wider than its run's
+    (``training.distill --hidden-sizes``), never fewer or narrower."""
+    hidden = model_config.get("hidden_sizes")
+    theirs_by_key = {"hidden_sizes": list(hidden) if isinstance(hidden, (list, tuple)) else None,
+                     "action_features": int(model_config.get("action_features", 0)),
+                     "action_scorer": model_config.get("action_scorer", "bilinear")}
+    for key, theirs in theirs_by_key.items():
+        mine = getattr(cfg, key)
+        if key not in saved or theirs is None or mine == theirs or (
+                widened and key == "hidden_sizes" and len(mine) == len(theirs)
+                and all(wide >= narrow for wide, narrow in zip(theirs, mine))):
+            continue
+        return (f"{key} {shown(mine)} disagrees with the weights' model_config {key} "
+                f"{shown(theirs)}")
+    return None
 
 
 #: Settings a resumed run keeps: they size the networks or the rollouts, count the steps, or

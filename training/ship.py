@@ -75,10 +75,16 @@ def _critic(config: dict) -> str:
 def _trained_by(config: dict) -> str:
     """How the run played (its config): self-play, or only against frozen opponents (a best
     response, ``opponent_fraction`` 1)."""
-    opponents = config.get("opponents") or []
+    opponents = _opponents(config)
     if config.get("opponent_fraction", 0) >= 1 and opponents:
         return f"PPO policy trained against {', '.join(f'`{o}`' for o in opponents)} only"
     return "PPO self-play policy"
+
+
+def _opponents(config: dict) -> list:
+    """A run config's ``opponents``: a list, or one spec (``opponents: greedy``), or none."""
+    opponents = config.get("opponents") or []
+    return [opponents] if isinstance(opponents, str) else opponents
 
 
 def _row(opponent: str, result) -> dict:
@@ -200,6 +206,30 @@ def _arena(args, agents: list[str]):
                                                        batch=min(pairs, 256), progress=True)
 
 
+def _check_config(data: dict, path, distilled: bool) -> None:
+    """:class:`CheckpointError` naming the file and field when its run's ``config`` (checked
+    by :func:`run_facts` as JSON; absent: ``{}``) is not a valid training config (as
+    ``--resume`` reads it; its agents are not made), describes another network than its
+    weights (a distilled one's layers may be wider), or holds an opponent that is not
+    :data:`~sevenrocks_env.arena_report.CARD_TEXT` (the card's Markdown names them)."""
+    from .config import ConfigError, config_from_dict
+    from .resume import network_disagreement, saved_values
+    saved = data.get("config") or {}
+    if not saved:
+        return
+    try:
+        cfg = config_from_dict(saved_values(data), f"{path}: 'config'", agents=False)
+    except ConfigError as error:
+        raise CheckpointError(str(error)[:400]) from None
+    problem = network_disagreement(saved, cfg, data["model_config"], widened=distilled)
+    if problem:
+        raise CheckpointError(f"{path}: 'config' {problem}")
+    for opponent in _opponents(saved):  # as the file has them (the config strips spaces)
+        if not is_card_text(opponent, MAX_CARD_SPEC):
+            raise CheckpointError(f"{path}: 'config' opponents: {shown(opponent)} must be "
+                                  f"{CARD_TEXT} (it goes into the model card)")
+
+
 def _check_card_agents(agents) -> None:
     """``ValueError`` for an opponent (``--agents``, ``--search``) whose name or spec is not
     :data:`~sevenrocks_env.arena_report.CARD_TEXT`: they go into the card's Markdown tables and
@@ -255,6 +285,7 @@ def main(argv=None) -> int:
         # its weights, before --out is written; the card's model_config is the built network's
         model_config = build_model(shipped, args.checkpoint).model_config()
         distilled = distill_facts(source, args.checkpoint)
+        _check_config(source, args.checkpoint, distilled is not None)
         extra = [read_result(path) for path in args.extra_result]
         plan = _plan(args)
         _check_card_agents(agent for agent, _ in plan)
@@ -363,7 +394,8 @@ def _card_files(card: dict, allow_nan: bool = False) -> tuple[str, str]:
 def _card(args, argv, model_config: dict, facts, distilled, rows, out: Path,
           file_bytes: int) -> dict:
     """``model_card.json``'s contents (its commands name the policy at ``out``): only checked
-    values (``model_config``: the shipped network's own, :meth:`PolicyNet.model_config`)."""
+    values (``model_config``: the shipped network's own, :meth:`PolicyNet.model_config`; the
+    run's ``config``: :func:`_check_config`)."""
     spec = f"ckpt:{out}"
     config = facts["config"]
     return {
