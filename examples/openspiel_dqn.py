@@ -293,7 +293,7 @@ def main(argv=None) -> int:
         return 2
     network, decisions, seconds = train(args.steps, args.seed, progress=args.progress)
     save(network, args.save, HIDDEN, decisions, args.seed)
-    print(f"{decisions:,} decisions in {seconds:.0f} s; saved {args.save}")
+    print(f"{decisions:,} decisions in {seconds:.1f} s; saved {args.save}")
     results = {"env_steps": decisions, "train_seconds": seconds, "model": str(args.save)}
     report_evaluation(load_agent(args.save), "OpenSpiel DQN", args, results)
     return 0

@@ -13,6 +13,7 @@ was given (a hostile file's value may be deeply nested, huge, or an object with 
 """
 from __future__ import annotations
 
+import enum
 import numbers
 import reprlib
 
@@ -83,6 +84,8 @@ class _ShortRepr(reprlib.Repr):
             return repr(value)
         if isinstance(value, np.generic) and not isinstance(value, np.void):
             return self.repr1(value.item(), level)  # a NumPy scalar: its value, as Python's
+        if isinstance(value, enum.Enum) and isinstance(value, int):  # pyspiel.PlayerId.CHANCE
+            return f"{self.repr_int(int(value), level)} ({str(value.name)[:40]})"
         return f"<{type(value).__name__}>"  # never call an unknown object's own __repr__
 
 

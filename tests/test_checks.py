@@ -80,3 +80,15 @@ def test_a_number_in_a_range_is_a_real_finite_one_and_never_a_bool(value, inside
     """One test for the search's prior, the inference power and the reward weights (three
     hand-written variants before; numpy's isfinite raised TypeError on ints past int64)."""
     assert is_number_in(value, 0, 1) is inside
+
+
+def test_an_int_enum_is_quoted_by_its_value_and_name():
+    """OpenSpiel's ``current_player()`` at a chance node is ``PlayerId.CHANCE``, an IntEnum: a
+    message said "got <PlayerId>"."""
+    import enum
+
+    class PlayerId(enum.IntEnum):
+        CHANCE = -1
+
+    assert shown(PlayerId.CHANCE) == "-1 (CHANCE)"
+    assert shown([PlayerId.CHANCE, 3]) == "[-1 (CHANCE), 3]"
