@@ -39,7 +39,11 @@ def test_an_object_without_seed_is_refused_naming_what_it_lacks():
     with pytest.raises(ValueError, match=r"got NoSeed \(an Agent has methods act\(observation, "
                                          r"action_mask\) and seed\(seed\); it lacks seed\)"):
         arena.evaluate(NoSeed(), "random", pairs=1)
-    with pytest.raises(ValueError, match="it lacks act and seed"):
+    class Network:  # a model passed where an agent belongs
+        pass
+    with pytest.raises(ValueError, match="got Network .* it lacks act and seed"):
+        make_agent(Network())
+    with pytest.raises(ValueError, match="got int$"):
         make_agent(3)
 
 

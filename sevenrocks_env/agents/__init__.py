@@ -86,10 +86,11 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
             if seed is not None:
                 spec.seed(seed)
             return spec
-        missing = [member for member in ("act", "seed") if not callable(getattr(spec, member, None))]
+        missing = [name for name in ("act", "seed") if not callable(getattr(spec, name, None))]
+        hint = missing and type(spec).__module__ != "builtins"  # (an int lacks them, of course)
         raise ValueError(f"agent spec must be a string or an Agent, got {type(spec).__name__}"
                          + (f" (an Agent has methods act(observation, action_mask) and seed(seed);"
-                            f" it lacks {' and '.join(missing)})" if missing else ""))
+                            f" it lacks {' and '.join(missing)})" if hint else ""))
     name, _, rest = spec.strip().partition(":")
     if name in CHECKPOINT_SPECS:
         return _load_checkpoint(rest.strip(), seed)
