@@ -28,10 +28,13 @@ the env's ``target`` and ``max_rounds`` (:func:`observation_bounds`):
 
 * a score is at most ``target + 34``: it is below the target before a placement (else the match
   is over), a placement scores at most 35 (R5), and deductions only lower it (R7, R8);
-* a score is at least ``-MAX_TEAM_DEDUCTION * max_rounds``: it starts at 0, placements add, and
-  each of at most ``max_rounds`` rounds deducts at most ``MAX_TEAM_DEDUCTION = 120`` from a
-  partnership -- two hands of 7 tiles, each rounded to five separately (R7), holding at most
-  the 14 heaviest tiles (118 pips; one hand at most 69 -> 70, the other 49 -> 50);
+* a score is at least ``-MAX_TEAM_DEDUCTION * (max_rounds + 1)``: placements add, and each
+  round deducts at most ``MAX_TEAM_DEDUCTION = 120`` from a partnership -- two hands of 7
+  tiles, each rounded to five separately (R7), holding at most the 14 heaviest tiles (118 pips;
+  one hand at most 69 -> 70, the other 49 -> 50); a match starts at 0, or, given as
+  ``reset(options={"match": m})``, at round ``r`` with scores down to ``-120 * (r + 1)`` (what
+  :func:`~sevenrocks_env.match_state.check_match_state` accepts), and then at most
+  ``max_rounds - r`` rounds deduct;
 * the third entry is ``target / 1000``, declared as ``[0, target / 1000]``.
 
 Each bound is divided by the target and rounded to float32 the same way the observation is, so
@@ -129,7 +132,7 @@ def observation_bounds(target: int, max_rounds: int) -> tuple[np.ndarray, np.nda
     low = np.zeros(obs_mod.OBS_SIZE, dtype=np.float32)
     high = np.ones(obs_mod.OBS_SIZE, dtype=np.float32)
     scores = obs_mod.OFFSETS["scores"].start
-    low[scores:scores + 2] = -MAX_TEAM_DEDUCTION * max_rounds / target
+    low[scores:scores + 2] = -MAX_TEAM_DEDUCTION * (max_rounds + 1) / target
     high[scores:scores + 2] = (target - 1 + MAX_PLACEMENT_POINTS) / target
     # target / 1000 is constant in a match; a [0, target / 1000] range rather than low == high,
     # which Gymnasium's checker flags as a probable mistake

@@ -56,6 +56,14 @@ def _listed(values) -> list | None:
     return None
 
 
+def fewest_rounds_before(scores) -> int:
+    """The smallest round index at which :func:`check_match_state` accepts ``scores``: a
+    partnership loses at most ``MAX_TEAM_DEDUCTION`` a round (R7), so a score of -130 needs a
+    round index of at least 1.  For a position rebuilt from what a seat sees (its scores, not
+    the round's number: a sampled world, an inferred start)."""
+    return max(0, -(min(scores) // MAX_TEAM_DEDUCTION) - 1)
+
+
 def checked_scores(scores, target: int) -> list[int]:
     """``scores`` (the partnerships', team 0 first) as two plain ints below ``target``: a
     partnership at the target has won (R8).  ``ValueError`` otherwise."""

@@ -67,7 +67,7 @@ def test_the_score_bounds_are_exactly_the_derived_ones(target, max_rounds):
     """Scores at the derived extremes are inside the space, one point beyond is outside."""
     space = observation_space(target, max_rounds)
     hands, opener = deal(0, 0)
-    lowest, highest = -MAX_TEAM_DEDUCTION * max_rounds, target - 1 + MAX_PLACEMENT_POINTS
+    lowest, highest = -MAX_TEAM_DEDUCTION * (max_rounds + 1), target - 1 + MAX_PLACEMENT_POINTS
     for scores, inside in (((lowest, highest), True), ((highest, lowest), True),
                            ((lowest - 1, 0), False), ((0, highest + 1), False)):
         match = Match.from_deal(hands, opener, target=target)

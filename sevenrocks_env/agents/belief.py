@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from .. import rules
+from ..match_state import fewest_rounds_before
 from ..observation import SeatView
 from ..tiles import NUM_ACTIONS, tiles_of, tiles_showing
 
@@ -168,7 +169,9 @@ def world_match(view: SeatView, hidden: tuple[int, int, int]) -> rules.Match:
     return rules.Match.from_state({
         "seed": None, "target": view.target, "max_rounds": None,
         "scores": [view.scores[0], view.scores[1]], "winner": None, "truncated": False,
-        "round_index": 0, "hands": [view.hand, hidden[0], hidden[1], hidden[2]],
+        # the round's number is not in the view: the first at which the scores are reachable
+        "round_index": fewest_rounds_before(view.scores),
+        "hands": [view.hand, hidden[0], hidden[1], hidden[2]],
         "played": view.played, "played_by": list(view.played_by), "ends": list(view.ends),
         "end_double": list(view.end_double), "branch_started": list(view.branch_started),
         "spinner": view.spinner, "turn": view.turn,

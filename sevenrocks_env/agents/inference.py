@@ -37,11 +37,11 @@ from ..batched_agents import BatchedAgent, search_rngs
 from ..batched import VectorEnv, layout
 from ..batched.history import RoundHistory
 from ..checks import is_int, is_number_in, shown
+from ..match_state import fewest_rounds_before
 from ..observation import checked_inputs, decode, encode
 from ..policy import MaskedCategorical
 from ..public_round import PublicRound
 from ..rules import Match, apply_action, is_legal
-from ..scoring import MAX_TEAM_DEDUCTION
 from ..tiles import describe_action
 from .belief import HIDDEN_SEATS, MAX_WORLDS, HandSampler
 from .layout import best_action, legal_from_mask
@@ -134,8 +134,7 @@ def replayed_round(history: PublicRound, observation: np.ndarray, device,
     except ValueError as error:
         raise ValueError(f"inference: the history does not fit the observation ({error})") \
             from None
-    # the round's number is not in the view; the first one whose scores are reachable (R7)
-    start.round_index = max(0, -(min(history.scores) // MAX_TEAM_DEDUCTION) - 1)
+    start.round_index = fewest_rounds_before(history.scores)  # (not in the view)
     env = VectorEnv(1, device, view.target, max_rounds=None)
     env.load([start])
     replayed = RoundHistory.of_rounds(env, [history.actions])
