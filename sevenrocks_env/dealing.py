@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .checks import checked_int, checked_seed
-from .tiles import NUM_SEATS, NUM_TILES
+from .tiles import HAND_SIZE, NUM_SEATS, NUM_TILES, mask_of
 
 #: The largest deal seed the batched engine, the arenas and the web page take: seeds are mixed
 #: as signed 64-bit integers on every device (``batched/deal.py``).
@@ -47,10 +47,5 @@ def deal(seed: int, round_index: int) -> tuple[list[int], int]:
         round_index = checked_int("round_index", round_index, 0, float("inf"))
     rng = np.random.default_rng([seed, round_index])
     order = rng.permutation(NUM_TILES).tolist()
-    hands = []
-    for seat in range(NUM_SEATS):
-        mask = 0
-        for t in order[7 * seat: 7 * seat + 7]:
-            mask |= 1 << t
-        hands.append(mask)
+    hands = [mask_of(order[HAND_SIZE * seat:HAND_SIZE * (seat + 1)]) for seat in range(NUM_SEATS)]
     return hands, int(rng.integers(NUM_SEATS))

@@ -117,7 +117,7 @@ from .dealing import MAX_SEED
 from .match_state import replays_to_its_state
 from .public_round import PublicRound, public_round
 from .record import MAX_ROUNDS, MAX_TARGET, game_record
-from .rewards import reward_weights, team0_reward
+from .rewards import reward_weights, team0_reward, winner_sign
 from .rules import DEFAULT_TARGET, Match, apply_action, is_legal, legal_actions, plain_action
 from .scoring import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION
 from .starts import reset_options, starting_match
@@ -309,7 +309,7 @@ class raw_env(AECEnv, EzPickle):
         margin_change = match.scores[0] - match.scores[1] - before
         winner = match.winner
         if margin_change or winner is not None:
-            sign = 0 if winner is None else (1 if winner == 0 else -1)
+            sign = winner_sign(winner)
             team0 = team0_reward(margin_change, sign, self.points_scale, self.win_reward)
             if team0:
                 self._set_team_rewards(float(team0))

@@ -259,15 +259,15 @@ def _check_layout(match, bad) -> None:
             bad("last_end_sum", "0 before the first tile")
         return
     halves = [0] * NUM_NUMBERS  # how many halves of the played tiles show each number
-    first_double = False
+    any_double = False  # (the first double played is the spinner, R4)
     for tile in tiles_of(match.played):
         halves[TILE_LOW[tile]] += 1
         halves[TILE_HIGH[tile]] += 1
-        first_double |= TILE_LOW[tile] == TILE_HIGH[tile]
+        any_double |= TILE_LOW[tile] == TILE_HIGH[tile]
     if ends[WEST] < 0 or ends[EAST] < 0:
         bad("ends", "open at west and east once a tile is down (R3)")
     # R4: the first double is the spinner; its branches open together, once both sides are covered
-    if (spinner >= 0) != first_double or (spinner >= 0 and not match.played >> DOUBLE_OF[spinner] & 1):
+    if (spinner >= 0) != any_double or (spinner >= 0 and not match.played >> DOUBLE_OF[spinner] & 1):
         bad("spinner", "the number of a double played this round, -1 if none was (R4)")
     if started[WEST] or started[EAST] or (ends[NORTH] < 0) != (ends[SOUTH] < 0):
         bad("branch_started", "set only for north/south, whose ends open together (R4)")

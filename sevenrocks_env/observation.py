@@ -66,7 +66,6 @@ _SPINNER = OFFSETS["spinner"].start
 _END_SUM = OFFSETS["end_sum"].start
 _COUNTS = OFFSETS["tile_counts"].start
 _VOIDS = OFFSETS["voids"].start
-_UNSEEN = OFFSETS["unseen"].start
 _SCORES = OFFSETS["scores"].start
 _TURN = OFFSETS["turn"].start
 _OPENING = OFFSETS["opening"].start

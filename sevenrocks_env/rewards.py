@@ -54,13 +54,20 @@ def reward_weights(mode: str, points_scale: float | None = None,
     return weights[0], weights[1]
 
 
-def team0_reward(margin_change, winner_sign, points_scale: float, win_reward: float):
+def winner_sign(winner) -> int:
+    """+1 if team 0 won the match (``winner`` 0, R8), -1 if team 1 did, 0 while it runs or
+    when it was cut at its round limit (``winner`` None)."""
+    return 0 if winner is None else (1 if winner == 0 else -1)
+
+
+def team0_reward(margin_change, sign, points_scale: float, win_reward: float):
     """Team 0's reward for one step (the module formula); team 1 gets the negative.
 
-    ``margin_change`` is team 0's score change minus team 1's; ``winner_sign`` is +1 / -1 / 0.
-    Works elementwise on tensors.
+    ``margin_change`` is team 0's score change minus team 1's; ``sign`` is the step's
+    :func:`winner_sign`, +1 / -1 / 0.  Works elementwise on tensors.
     """
-    return points_scale * margin_change + win_reward * winner_sign
+    return points_scale * margin_change + win_reward * sign
 
 
-__all__ = ["FIXED_WEIGHTS", "REWARD_MODES", "SHAPED_DEFAULTS", "reward_weights", "team0_reward"]
+__all__ = ["FIXED_WEIGHTS", "REWARD_MODES", "SHAPED_DEFAULTS", "reward_weights", "team0_reward",
+           "winner_sign"]

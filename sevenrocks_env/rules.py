@@ -119,8 +119,8 @@ class Match:
 
     def start_round(self, hands: list[int], opener: int) -> None:
         """Lay out a fresh round with these hands (four disjoint 7-tile sets, R1); ``opener``
-        moves first (R2).  ``TypeError``/``ValueError`` saying what is wrong with the deal, and
-        ``ValueError`` unless the match is :attr:`awaiting_deal` or when ``opener`` is not the
+        moves first (R2).  ``ValueError`` saying what is wrong with the deal (its type too), and
+        unless the match is :attr:`awaiting_deal` or when ``opener`` is not the
         seat that must open after a domino (:attr:`finisher_opens`, known with the history)."""
         hands, opener = checked_deal(hands, opener)
         if not self.awaiting_deal:
@@ -269,13 +269,19 @@ def plain_action(action):
 
 def is_legal(match: Match, action) -> bool:
     """Whether ``action`` is legal for the seat on turn (without building the full list); never
-    when no seat is on turn (the match is over, or its round waits for a deal)."""
+    when no seat is on turn (the match is over, or its round waits for a deal).  ``TypeError``
+    naming a ``match`` that is no :class:`Match`."""
     if type(action) is not int:  # plain ints skip the checks below (bools are not plain ints)
         if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
             return False
         action = int(action)
-    if match.over or match.turn < 0:
-        return False
+    try:
+        if match.over or match.turn < 0:
+            return False
+    except AttributeError:
+        if not isinstance(match, Match):
+            raise not_a_match(match) from None
+        raise
     if action == KNOCK:
         return not match.playable(match.turn)
     if not 0 <= action < KNOCK:
@@ -364,6 +370,7 @@ def _close_round(match: Match, result: str, finisher: int | None) -> None:
 
 __all__ = [
     "BLOCKED", "DEFAULT_TARGET", "DOMINO", "WON", "Match", "Round", "apply_action", "deal",
-    "deduction", "end_sum", "is_legal", "legal_actions", "matching_tiles", "next_seat", "partner_of",
+    "deduction", "end_sum", "is_legal", "legal_actions", "legal_moves", "matching_tiles",
+    "next_seat", "partner_of",
     "place_tile", "placement_points", "plain_action", "round_to_five", "team_of",
 ]

@@ -65,7 +65,7 @@ from .checks import checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
 from .starts import checked_start, reset_options
-from .rewards import team0_reward
+from .rewards import team0_reward, winner_sign
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
 from .tiles import illegal_action_text
 from .wrappers import checked_action
@@ -228,8 +228,7 @@ class SingleAgentEnv(gymnasium.Env):
         formula for every view) and keep the AEC env's turn in step with the match."""
         margin = match.scores[0] - match.scores[1]
         change, self._margin = margin - self._margin, margin
-        winner = match.winner
-        sign = 0 if winner is None else (1 if winner == 0 else -1)
+        sign = winner_sign(match.winner)
         if change or sign:
             team0 = team0_reward(change, sign, self._aec.points_scale, self._aec.win_reward)
             self._pending += float(team0 if self.seat % 2 == 0 else -team0)

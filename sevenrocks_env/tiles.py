@@ -24,8 +24,7 @@ import numpy as np
 NUM_NUMBERS = 7  # pips 0..6 on a half
 NUM_TILES = 28
 NUM_SEATS = 4
-HAND_SIZE = 7
-NUM_SLOTS = 4
+HAND_SIZE = 7  # tiles dealt to a seat (R1)
 WEST, EAST, NORTH, SOUTH = 0, 1, 2, 3
 SLOT_NAMES = ("west", "east", "north", "south")
 KNOCK = 4 * NUM_TILES  # 112
@@ -66,9 +65,7 @@ OTHER_HALF = tuple(
     for low, high in TILES
 )
 
-# numpy views of the same tables, for vectorised observation building
-TILE_PIPS_NP = np.array(TILE_PIPS, dtype=np.int64)
-#: TILE_NUMBERS_NP[t, n] = 1 if tile t shows n.
+#: TILE_NUMBERS_NP[t, n] = 1 if tile t shows n (a NumPy table, for the policy's action features).
 TILE_NUMBERS_NP = np.zeros((NUM_TILES, NUM_NUMBERS), dtype=np.float32)
 for _t, (_low, _high) in enumerate(TILES):
     TILE_NUMBERS_NP[_t, _low] = 1.0
@@ -119,7 +116,10 @@ def decode_action(action: int) -> tuple[int, int]:
 
 
 def describe_action(action: int) -> str:
-    """``"3|5 east"`` or ``"knock"``."""
+    """``"3|5 east"`` or ``"knock"``; ``ValueError`` for anything but an action 0-112 (a
+    negative index read as ``6|6 south``)."""
+    if not (type(action) is int or isinstance(action, np.integer)) or not 0 <= action <= KNOCK:
+        raise ValueError(f"not an action 0-{KNOCK}: {action!r:.40}")
     if action == KNOCK:
         return "knock"
     tile, slot = decode_action(action)
@@ -127,7 +127,7 @@ def describe_action(action: int) -> str:
 
 
 def illegal_action_text(action, legal: list[int], who: str) -> str:
-    """``"illegal action 5 (1|1 east) for WHO; legal actions: [4 (0|1 west), ...]"``: the
+    """``"illegal action 5 (0|1 east) for WHO; legal actions: [4 (0|1 west), ...]"``: the
     envs' refusal, in words (any value of ``action``, quoted short when not an action index)."""
     from .checks import is_int, shown  # (checks is not a dependency of the tile tables)
     if is_int(action, 0, KNOCK):

@@ -318,10 +318,6 @@ class BatchedSelfPlayEngine(MatchSeats):
                           deal_streams=venv.env_ids[rows])
         return shadow
 
-    def pop_stats(self) -> dict[str, list]:
-        stats, self.stats = self.stats, defaultdict(list)
-        return dict(stats)
-
     # -- resume -------------------------------------------------------------------------------
 
     def state_dict(self) -> dict:

@@ -17,7 +17,6 @@ docstring for why clones rather than carrying transitions into the next rollout.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,7 +25,7 @@ import torch
 from sevenrocks_env.driver import MatchDriver
 from sevenrocks_env.observation import OBS_SIZE, encode
 from sevenrocks_env.policy import MaskedCategorical
-from sevenrocks_env.rewards import team0_reward
+from sevenrocks_env.rewards import team0_reward, winner_sign
 from sevenrocks_env.rules import Match, apply_action, legal_actions, team_of
 from sevenrocks_env.tiles import KNOCK, NUM_ACTIONS, NUM_SEATS
 
@@ -45,7 +44,7 @@ def _margin(match: Match, seat: int) -> int:
 
 def _winner_sign(match: Match, seat: int) -> int:
     """+1 / -1 if ``seat``'s team won / lost the match (R8), 0 while it runs or if truncated."""
-    return 0 if match.winner is None else (1 if match.winner == team_of(seat) else -1)
+    return winner_sign(match.winner) * (1 if team_of(seat) == 0 else -1)
 
 
 @dataclass
@@ -93,8 +92,9 @@ class SelfPlayEngine(MatchSeats):
             if k >= 0:
                 buffer.rewards[k] += self._reward_since(i, seat, match)
                 buffer.dones[k] = True
-        returns = [team0_reward(_margin(match, team), _winner_sign(match, team),
-                                self.points_scale, self.win_reward) for team in (0, 1)]
+        team0 = team0_reward(_margin(match, 0), winner_sign(match.winner), self.points_scale,
+                             self.win_reward)
+        returns = [team0, -team0]  # (zero-sum: team 1 gets the negative, rewards module)
         self._match_stats(i, returns, match.winner,
                           match.round_index + (match.winner is not None), match.truncated)
         self._new_match(i)
@@ -260,10 +260,6 @@ class SelfPlayEngine(MatchSeats):
                 return False
         c.legal = legal_actions(match)
         return True
-
-    def pop_stats(self) -> dict[str, list]:
-        stats, self.stats = self.stats, defaultdict(list)
-        return dict(stats)
 
     # -- resume -------------------------------------------------------------------------------
 

@@ -117,5 +117,10 @@ class MatchSeats:
         if self._placements[i]:
             self.stats["points_per_placement"].append(self._points[i] / self._placements[i])
 
+    def pop_stats(self) -> dict[str, list]:
+        """The statistics of the matches ended since the last call (:meth:`_match_stats`)."""
+        stats, self.stats = self.stats, defaultdict(list)
+        return dict(stats)
+
 
 __all__ = ["MatchSeats", "RolloutBuffer"]

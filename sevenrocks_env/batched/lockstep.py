@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .. import observation
-from ..rewards import team0_reward
+from ..rewards import team0_reward, winner_sign
 from ..rules import Round, apply_action
 
 _COMPARED = ("hands", "played_by", "played", "ends", "end_double", "branch_started", "spinner",
@@ -71,7 +71,7 @@ class Lockstep:
             before = match.scores[0] - match.scores[1]
             apply_action(match, acts[env])
             margin = match.scores[0] - match.scores[1] - before
-            sign = 0 if match.winner is None else (1 if match.winner == 0 else -1)
+            sign = winner_sign(match.winner)
             team0 = np.float32(team0_reward(np.float32(margin), sign, scale, win))
             expected = np.array([team0, -team0, team0, -team0], np.float32)
             if not np.allclose(rewards_np[env], expected, rtol=1e-6, atol=1e-7):
