@@ -5,20 +5,14 @@ once per process, and a stand-in for RLlib's env context."""
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
-from pathlib import Path
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rllib_ppo.py"
+from script_modules import example
 
 
 @functools.cache
 def load_example():
-    spec = importlib.util.spec_from_file_location("rllib_ppo", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["rllib_ppo"] = module  # before exec: the module registers itself to pickle by value
-    spec.loader.exec_module(module)
-    return module
+    # registered before it runs: the module registers itself to pickle by value
+    return example("rllib_ppo", register=True)
 
 
 class Context(dict):

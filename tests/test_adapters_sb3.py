@@ -1,9 +1,7 @@
 """sb3-contrib's MaskablePPO trains through the Gymnasium single-agent view, taking legal actions only."""
 
-import importlib.util
 import tempfile
 import time
-from pathlib import Path
 
 import gymnasium
 import pytest
@@ -18,15 +16,11 @@ from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 from sevenrocks_env.agents import make_agent  # noqa: E402
 from sevenrocks_env.arena import evaluate  # noqa: E402
 from sevenrocks_env.rules import legal_actions  # noqa: E402
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "sb3_maskable_ppo.py"
+from script_modules import example  # noqa: E402
 
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("sb3_maskable_ppo", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example("sb3_maskable_ppo")
 
 
 class LegalityAudit(gymnasium.Wrapper):

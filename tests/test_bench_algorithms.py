@@ -1,22 +1,15 @@
 """``benchmarks/algorithms.py``'s table: the interval is over the deals every seed plays."""
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from sevenrocks_env.ratings import wilson_interval
-
-ROOT = Path(__file__).resolve().parents[1]
+from script_modules import benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_algorithms",
-                                                  ROOT / "benchmarks" / "algorithms.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark("algorithms")
 
 
 def test_two_seeds_on_the_same_50_deals_are_50_trials_and_show_their_own_rates(bench):

@@ -17,7 +17,8 @@ import torch
 from sevenrocks_env import arguments
 from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.tiles import KNOCK
-from test_benchmarks_tables import ROOT, script, table_rows, usage_error
+from script_modules import ROOT
+from test_benchmarks_tables import script, table_rows, usage_error
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
 

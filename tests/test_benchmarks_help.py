@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from test_benchmarks_tables import ROOT, script
+from script_modules import ROOT
+from test_benchmarks_tables import script
 
 #: Options a script's docstring names that belong to another command it describes.
 OTHER_COMMANDS = {

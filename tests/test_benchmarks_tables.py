@@ -4,25 +4,19 @@ none was measured; their time budgets are honoured and bounded (``benchmarks/sea
 seed and its single difference labelled as one: test_benchmarks_audit.py)."""
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents.belief import MAX_WORLDS
+from script_modules import benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set 1 thread: restored
 
 
 def script(name: str):
-    """``benchmarks/<name>.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """``benchmarks/<name>.py`` as a module (:func:`script_modules.benchmark`)."""
+    return benchmark(name)
 
 
 def accepted(*_, **__):
@@ -179,7 +173,6 @@ def test_env_speed_help_describes_the_script_in_whole_sentences(capsys):
         script("env_speed").main(["--help"])
     assert "beside PettingZoo's connect_four_v3 measured in the same run." in " ".join(
         capsys.readouterr().out.split())
-
 
 
 SECONDS_ERROR = "argument --seconds: must be a number of seconds in (0, 3600], got 1e12"

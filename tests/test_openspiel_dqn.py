@@ -1,6 +1,5 @@
 """examples/openspiel_dqn.py: OpenSpiel's DQN trains on Seven Rocks and plays in the arena."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -20,15 +19,13 @@ from sevenrocks_env.arena import evaluate, play_match  # noqa: E402
 from sevenrocks_env.observation import OBS_SIZE, OFFSETS  # noqa: E402
 from sevenrocks_env.openspiel import GAME_NAME  # noqa: E402
 from sevenrocks_env.tiles import NUM_ACTIONS, NUM_TILES  # noqa: E402
+from script_modules import load_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(path, name)
 
 
 example = _module(ROOT / "examples" / "openspiel_dqn.py", "openspiel_dqn")

@@ -14,7 +14,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from test_benchmarks_tables import ROOT, accepted, script, table_rows, usage_error
+from script_modules import ROOT
+from test_benchmarks_tables import accepted, script, table_rows, usage_error
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
 

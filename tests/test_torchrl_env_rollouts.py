@@ -4,8 +4,6 @@ example.  Resets and loads: ``test_torchrl_env_resets.py``."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 
@@ -17,17 +15,12 @@ from torchrl.envs.utils import check_env_specs  # noqa: E402
 from sevenrocks_env.batched import VectorEnv  # noqa: E402
 from sevenrocks_env.batched.deal import MAX_SEED  # noqa: E402
 from sevenrocks_env.torchrl_env import GROUP, SevenRocksTorchRLEnv  # noqa: E402
-
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "torchrl_collector.py"
+from script_modules import example  # noqa: E402
 
 
 def load_example():
     """``examples/torchrl_collector.py`` as a module."""
-    spec = importlib.util.spec_from_file_location("torchrl_collector", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return example("torchrl_collector")
 
 
 def run(env: SevenRocksTorchRLEnv, steps: int, action_seed: int = 0):
