@@ -114,7 +114,15 @@ def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke:
             "eval_every=0", f"eval_agents=[{json.dumps(opponent)}]", "final_eval_pairs=1",
             "progress=false", f"checkpoint_dir={out / 'ckpt'}",
             f"log_dir={out / 'runs'}", *overrides]
-    return load_config(CONFIG, sets)
+    try:
+        return load_config(CONFIG, sets)
+    except ConfigError as error:  # the script's own fields, named by its options: the user
+        text = str(error)         # gave --steps or --init, not --set total_steps or init_from
+        if error.key in OWN_OPTIONS:
+            text = f"{OWN_OPTIONS[error.key]}: {text.removeprefix('--set: ')}"
+        for key, option in OWN_OPTIONS.items():
+            text = text.replace(f"give {key} too", f"give {option} too")
+        raise ConfigError(text, error.key, error.others) from None
 
 
 def run(args) -> dict:
@@ -175,7 +183,8 @@ def main(argv=None) -> int:
                         help="the frozen agent spec (optionally name=spec)")
     parser.add_argument("--steps", type=arguments.count, default=None,
                         help="learner decisions the best response trains for (default "
-                             f"2,000,000; {SMOKE_STEPS} with --smoke)")
+                             f"2,000,000; {SMOKE_STEPS} with --smoke; at least one rollout, "
+                             "num_matches * num_steps: 8,192 with the default config)")
     parser.add_argument("--seed", type=arguments.training_seed, default=1, help="training seed")
     parser.add_argument("--pairs", type=arguments.pairs, default=500, help="arena duplicate pairs")
     parser.add_argument("--deal-seed", type=arguments.seed, default=7001,

@@ -9,8 +9,8 @@ batched form and plays in the process-pool arena (``sevenrocks_env.arena``, ``--
 as ``<out>/<A>__<B>.json`` so an interrupted ladder resumes where it stopped (the default;
 ``--no-reuse`` plays every pairing again) and results measured elsewhere can be added as files
 (``sevenrocks arena --json`` with the ladder's names, specs, seed and pairs:
-``greedy=greedy random=random``; such a file is never replaced, and a saved file that is not an
-arena result stops the ladder).  Not every
+``greedy=greedy random=random``; such a file is never replaced, ``--no-reuse`` is refused for
+it, and a saved file that is not an arena result stops the ladder).  Not every
 agent plays every other: the slow searchers play a few neighbours (``PAIRINGS``), which a
 Bradley-Terry fit handles as long as the pairings connect all agents.
 Ratings are on the Elo scale, centred on the mean of the largest group of agents that scored
@@ -155,6 +155,9 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
                              + (" (nor can it say which weights its checkpoints held)"
                                 if any(files) else "") + ": move it away to play the pairing")
         print(f"({path.name}: saved with other settings; playing it again)", file=sys.stderr)
+    elif path.exists() and "files" not in read_saved(path):  # --no-reuse: still never replaced
+        raise SavedError(f"{path}: not written by the ladder (an arena result added by hand), "
+                         "and --no-reuse would replace it: move it away to play the pairing")
     spec_a, spec_b = f"{a}={agents[a]}", f"{b}={agents[b]}"
     started = time.perf_counter()
     if _engine(agents[a], agents[b]) == "python":

@@ -104,13 +104,17 @@ def tables(labels: dict, again: dict, init: str, students: list[str]) -> list[st
     lines = ["| first labelling | decisions | again the same action | again the init's action |",
              "|---|---:|---:|---:|"]
     for name, rows in split.items():
-        lines.append(f"| {name} | {int(rows.sum()):,} | {share((second == first)[rows]):.3f} | "
-                     f"{share((second == init_modes)[rows]):.3f} |")
+        lines.append(f"| {name} | {int(rows.sum()):,} | {_cell(share((second == first)[rows]))} | "
+                     f"{_cell(share((second == init_modes)[rows]))} |")
     noise = (prefers - prefers_again)[differs]
-    lines += ["", f"where the first differs from the init: its preference for its action "
-              f"{prefers[differs].mean():.2f} points, the second labelling's "
-              f"{prefers_again[differs].mean():.2f}; one labelling's noise (sd of "
-              f"their difference / sqrt 2) {noise.std() / 2 ** 0.5:.2f} points", ""]
+    if int(differs.sum()) > 1:
+        lines += ["", f"where the first differs from the init: its preference for its action "
+                  f"{prefers[differs].mean():.2f} points, the second labelling's "
+                  f"{prefers_again[differs].mean():.2f}; one labelling's noise (sd of "
+                  f"their difference / sqrt 2) {noise.std() / 2 ** 0.5:.2f} points", ""]
+    else:
+        lines += ["", f"the first labelling differs from the init in {int(differs.sum())} "
+                  "decision(s): no preference or noise to measure", ""]
     both, only_first = differs & (second == first), differs & (second != first)
     lines += [f"| policy | agrees with the first labelling ({len(first):,}) | both chose it, "
               f"not the init's ({int(both.sum()):,}) | only the first did "
@@ -118,9 +122,14 @@ def tables(labels: dict, again: dict, init: str, students: list[str]) -> list[st
     for path in [init, *students]:
         plays = (init_modes if path == init else modes_on(load_policy(path).model, obs, mask)
                  ) == first
-        lines.append(f"| {path} | {share(plays):.3f} | {share(plays[both]):.3f} | "
-                     f"{share(plays[only_first]):.3f} |")
+        lines.append(f"| {path} | {_cell(share(plays))} | {_cell(share(plays[both]))} | "
+                     f"{_cell(share(plays[only_first]))} |")
     return lines
+
+
+def _cell(fraction: float) -> str:
+    """A table's fraction to 3 places, ``-`` for a group with no decision (``share``: NaN)."""
+    return "-" if fraction != fraction else f"{fraction:.3f}"
 
 
 def main(argv=None) -> int:

@@ -241,3 +241,16 @@ def test_set_of_a_field_the_script_sets_itself_is_refused(override, option, tmp_
     err = capsys.readouterr().err
     assert code == 2 and option in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "ckpt").exists()   # refused before training
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", "2048"], "error: --steps: total_steps (2048) is less than one rollout"),
+    (["--smoke", "--set", "init_temperature=0.25"],
+     "error: --set: init_temperature sharpens the policy of init_from: give --init too"),
+])
+def test_config_errors_name_the_scripts_own_options(args, message, tmp_path, capsys):
+    """The script passes --steps and --init to the trainer's config as total_steps and
+    init_from: an error about them names the options the user gave, not "--set"."""
+    code = best_response.main(["--opponent", "heuristic", *args, "--out", str(tmp_path)])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(message)

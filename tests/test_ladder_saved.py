@@ -112,6 +112,25 @@ def test_a_saved_result_is_reused_under_another_spelling_of_its_specs(tmp_path):
                     agents={"s": "search:samples=2", "random": "random"})
 
 
+def test_no_reuse_refuses_to_replace_an_arena_result_added_by_hand(tmp_path):
+    """``--no-reuse`` plays the ladder's own pairings again; a file it did not write (hours of
+    IS-MCTS measured elsewhere, say) is still never replaced: it was, without a word."""
+    from sevenrocks_env.arena_batched import evaluate_batched
+
+    out = tmp_path / "ladder"
+    out.mkdir()
+    added = json.dumps(evaluate_batched("greedy=greedy", "random=random", 1,
+                                        seed=31337).as_dict())
+    (out / "greedy__random.json").write_text(added)
+    with pytest.raises(ladder.SavedError, match="not written by the ladder .* --no-reuse would "
+                                                "replace it: move it away"):
+        ladder.play("greedy", "random", 1, 31337, out, reuse=False)
+    assert (out / "greedy__random.json").read_text() == added
+    ours = ladder.play("random", "greedy", 1, 31337, out, reuse=False)  # the ladder's own:
+    assert "files" in ours                                              # played, then again
+    assert "files" in ladder.play("random", "greedy", 1, 31337, out, reuse=False)
+
+
 def saved_pairing(a: str, b: str, win_rate: float, pairs: int, seed: int = 31337) -> dict:
     """An arena result of the ladder's agents ``a`` and ``b`` as ``read_result`` accepts it
     (one played pair's fields, renamed and rescored)."""
