@@ -54,3 +54,17 @@ def test_a_wide_screen_keeps_the_wide_board(server, browser, tmp_path):
     assert page.evaluate("document.getElementById('replay-board').viewBox.baseVal.height") \
         <= 560
     page.close()
+
+
+def test_the_score_tracks_holes_stay_round_on_a_phone(server, browser, tmp_path):
+    """The score tracks stretch to the screen's width; their holes are circles whatever it is
+    (a stretched viewBox drew them as ovals, 1-2 pixels wide on a phone)."""
+    page = _replay_of(round_played_out(SEED), server, browser, tmp_path)
+    page.set_viewport_size({"width": 375, "height": 667})
+    _round_end(page)
+    holes = page.evaluate("""[...document.querySelectorAll('#tracks .track circle')].map(
+        (hole) => { const r = hole.getBoundingClientRect(); return [r.width, r.height]; })""")
+    assert len(holes) == 2 * 50  # two teams, a hole every 5 points to 250
+    assert all(abs(width - height) < 0.5 and height >= 3.5 for width, height in holes), holes[:4]
+    assert page.inner_text("#replay-info").startswith("Record: 1 round, target 250")  # (1 round(s))
+    page.close()

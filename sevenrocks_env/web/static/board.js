@@ -171,13 +171,14 @@ function drawTracks(node, scores, target, seatsOfTeam, winner) {
     seats.textContent = `(${seatsOfTeam[team]})`;  // agent labels: text, never markup
     label.append(swatch(TEAM_COLOURS[team]), `team ${team} `, seats);
     row.appendChild(label);
-    const track = svg("svg", {viewBox: `0 0 ${holes * 10 + 10} 16`, class: "track",
-                              preserveAspectRatio: "none"});
-    svg("rect", {x: 0, y: 0, width: holes * 10 + 10, height: 16, rx: 6, class: "track-wood"}, track);
+    // no viewBox: the track stretches to its width, its holes stay round (placed in percent
+    // of the width, sized in pixels; a stretched viewBox drew them as ovals on a phone)
+    const track = svg("svg", {class: "track"});
+    svg("rect", {x: 0, y: 0, width: "100%", height: 16, rx: 6, class: "track-wood"}, track);
     for (let hole = 0; hole < holes; hole++) {
       const filled = scores[team] >= (hole + 1) * step;
-      svg("circle", {cx: 10 + hole * 10, cy: 8, r: filled ? 3.4 : 2,
-                     fill: filled ? TEAM_COLOURS[team] : "#462d19"}, track);
+      svg("circle", {cx: `${(100 * (hole + 1) / (holes + 1)).toFixed(3)}%`, cy: 8,
+                     r: filled ? 3.4 : 2, fill: filled ? TEAM_COLOURS[team] : "#462d19"}, track);
     }
     row.appendChild(track);
     const value = document.createElement("span");

@@ -29,7 +29,8 @@ async function loadRecord(file) {
   }
   const info = replay.info;
   document.getElementById("replay-info").textContent =
-    `Record: ${info.rounds.length} round(s), target ${info.target}, final scores ` +
+    `Record: ${info.rounds.length} round${info.rounds.length === 1 ? "" : "s"}, ` +
+    `target ${info.target}, final scores ` +
     `${info.scores[0]} \u2013 ${info.scores[1]}, ${info.ending}`;
   document.getElementById("start").hidden = true;
   document.getElementById("replay").hidden = false;
