@@ -81,8 +81,8 @@ def test_ship_takes_a_valid_config_and_a_distilled_policy_wider_than_its_run():
 
 
 def test_ship_card_names_the_opponents_of_a_single_spec_config():
-    from training.ship import _trained_by
-    assert _trained_by({"opponents": "greedy", "opponent_fraction": 1.0}) == \
+    from training.model_card import trained_by
+    assert trained_by({"opponents": "greedy", "opponent_fraction": 1.0}) == \
         "PPO policy trained against `greedy` only"
 
 

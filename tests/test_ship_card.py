@@ -232,7 +232,7 @@ def test_a_card_row_keeps_the_arena_s_numbers_in_their_places():
 def test_the_bars_judge_the_spec_a_row_played_not_its_name():
     """``weak`` played random: judged against random's bar; ``heuristic=greedy`` played
     greedy, not heuristic; an older row without ``spec`` is judged by its opponent's spec."""
-    from training.ship import _markdown
+    from training.model_card import card_markdown
 
     folder = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped"
     card = json.loads((folder / "model_card.json").read_text())
@@ -241,7 +241,7 @@ def test_the_bars_judge_the_spec_a_row_played_not_its_name():
     card["arena"] = [{**row, "opponent": "weak", "spec": "random"},
                      {**row, "opponent": "heuristic=greedy", "spec": "greedy"},
                      {**row, "opponent": "old=heuristic"}]
-    bars = [line for line in _markdown(card).splitlines() if line.startswith("| vs ")]
+    bars = [line for line in card_markdown(card).splitlines() if line.startswith("| vs ")]
     assert [line.split(" >=")[0] for line in bars] == ["| vs random", "| vs greedy",
                                                         "| vs heuristic"], bars
 
@@ -249,15 +249,15 @@ def test_the_bars_judge_the_spec_a_row_played_not_its_name():
 def test_the_card_says_self_play_only_of_a_run_that_played_itself():
     """A best response (``opponent_fraction`` 1) never played itself: its card names what it
     was trained against; the shipped card's first line stays as it is."""
-    from training.ship import _markdown
+    from training.model_card import card_markdown
 
     folder = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped"
     card = json.loads((folder / "model_card.json").read_text())
-    shipped = _markdown(card).splitlines()[2:4]
+    shipped = card_markdown(card).splitlines()[2:4]
     assert shipped == (folder / "MODEL_CARD.md").read_text().splitlines()[2:4]
     assert shipped[0].startswith("A PPO self-play policy for Seven Rocks")
     card["config"] = {**card["config"], "opponents": ["ckpt:shipped"], "opponent_fraction": 1.0}
-    assert _markdown(card).splitlines()[2].startswith(
+    assert card_markdown(card).splitlines()[2].startswith(
         "A PPO policy trained against `ckpt:shipped` only for Seven Rocks")
 
 

@@ -129,12 +129,12 @@ def test_running_out_of_memory_while_reading_headers_is_not_a_bad_file(tmp_path,
 
 # ---------------------------------------------------------------- ship
 def test_a_run_only_against_frozen_opponents_is_named_so_on_its_card():
-    from training.ship import _trained_by
-    assert _trained_by({"opponent_fraction": 1, "opponents": ["random", "greedy"]}) == \
+    from training.model_card import trained_by
+    assert trained_by({"opponent_fraction": 1, "opponents": ["random", "greedy"]}) == \
         "PPO policy trained against `random`, `greedy` only"
-    assert _trained_by({"opponent_fraction": 0.99, "opponents": ["random"]}) == \
+    assert trained_by({"opponent_fraction": 0.99, "opponents": ["random"]}) == \
         "PPO self-play policy"
-    assert _trained_by({"opponent_fraction": 1, "opponents": []}) == "PPO self-play policy"
+    assert trained_by({"opponent_fraction": 1, "opponents": []}) == "PPO self-play policy"
 
 
 def test_same_policy_compares_the_weights_not_only_their_shapes(tmp_path):
@@ -153,10 +153,10 @@ def test_same_policy_compares_the_weights_not_only_their_shapes(tmp_path):
 
 
 def test_the_card_s_distillation_row_lists_the_rounds_oldest_first():
-    from training.ship import _rounds
+    from training.model_card import rounds_text
     first = {"teacher": "search:a", "labels": 1000, "holdout_agreement": None}
     last = {"teacher": "search:b", "labels": 2, "holdout_agreement": 0.5, "earlier": [first]}
-    assert _rounds(last) == (
+    assert rounds_text(last) == (
         "then fine-tuned toward `search:a` on 1,000 labels (`training.distill`; held-out "
         "agreement not measured); then fine-tuned toward `search:b` on 2 labels "
         "(`training.distill`; held-out agreement 0.500)")

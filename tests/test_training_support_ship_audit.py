@@ -167,20 +167,20 @@ def test_a_past_snapshot_samples_its_moves():
 def test_a_bar_is_judged_from_exactly_1000_pairs_and_a_ci_starting_at_the_bar_is_above_it():
     """Issue 4's bars are measured over 1000 duplicate pairs; like the point estimate, an
     interval that starts at the bar is at or above it."""
-    from training.ship import _verdict
+    from training.model_card import verdict
     row = {"pairs": 1000, "win_rate": 0.7, "ci95": [0.65, 0.75]}
-    assert _verdict(row, 0.65) == "met (the whole 95% CI is above the bar)"
-    assert _verdict(dict(row, pairs=999), 0.65).startswith("not judged: 999 pairs")
+    assert verdict(row, 0.65) == "met (the whole 95% CI is above the bar)"
+    assert verdict(dict(row, pairs=999), 0.65).startswith("not judged: 999 pairs")
 
 
 def test_the_card_says_threads_wall_time_and_an_old_run_s_critic_in_words():
-    from training.ship import _critic, _minutes, _threads
-    assert _threads({"train_threads": 1}) == " with 1 torch thread"
-    assert _threads({"train_threads": 2}) == " with 2 torch threads"
-    assert _threads({}) == ""
-    assert _minutes(None) == "unknown" and _minutes(12.34) == "12.3 min"
-    assert _critic({}) == "shared"   # a run from before the oracle critic
-    assert _critic({"critic": "oracle"}).startswith("oracle")
+    from training.model_card import critic_text, minutes_text, threads_text
+    assert threads_text({"train_threads": 1}) == " with 1 torch thread"
+    assert threads_text({"train_threads": 2}) == " with 2 torch threads"
+    assert threads_text({}) == ""
+    assert minutes_text(None) == "unknown" and minutes_text(12.34) == "12.3 min"
+    assert critic_text({}) == "shared"   # a run from before the oracle critic
+    assert critic_text({"critic": "oracle"}).startswith("oracle")
 
 
 # -- second pass of the audit --------------------------------------------------------------------
@@ -225,7 +225,7 @@ def test_ship_s_documented_defaults(tmp_path, monkeypatch, capsys):
     """Its help and docstring: 1000 pairs (what issue 4's bars are judged over), deal seed 2025,
     100 pairs against search, the batched arena, the card's opponents random greedy heuristic,
     one process."""
-    from training.ship import BAR_PAIRS, QUALITY_BARS
+    from training.model_card import BAR_PAIRS, QUALITY_BARS
     args, agents = _ship_args(monkeypatch, tmp_path)
     assert "stopped by the test" in capsys.readouterr().err
     assert (args.pairs, args.seed, args.arena, args.workers) == (BAR_PAIRS, 2025, "batched", 1)
@@ -238,13 +238,14 @@ def test_ship_s_documented_defaults(tmp_path, monkeypatch, capsys):
 def test_the_card_keeps_the_training_threads_and_minutes_of_the_run(tmp_path, monkeypatch):
     """``train_threads`` is the run's ``torch_threads`` (the card's "with N torch threads"),
     ``train_minutes`` its wall time in minutes."""
-    from training.ship import _card, _markdown
+    from training.model_card import card_markdown
+    from training.ship import _card
     args, agents = _ship_args(monkeypatch, tmp_path, "--search-pairs", "0")
     assert agents == ["random", "greedy", "heuristic"]   # 0: no search row
     facts = {"global_step": 7, "wall_time": 90.0, "config": {"torch_threads": 3}}
     card = _card(args, [], {"hidden_sizes": [16]}, facts, None, [], tmp_path / "p.pt", 10)
     assert (card["train_threads"], card["train_minutes"]) == (3, 1.5)
-    assert "| training wall time | 1.5 min with 3 torch threads |" in _markdown(card)
+    assert "| training wall time | 1.5 min with 3 torch threads |" in card_markdown(card)
 
 
 def _arena_result(win_rate, lo, hi, spec="greedy", pairs=1000):
@@ -260,11 +261,12 @@ def test_a_card_row_is_judged_by_the_spec_it_played_not_its_name():
     that played ``random`` to random's."""
     import json
 
-    from training.ship import _markdown, _row
+    from training.model_card import card_markdown
+    from training.ship import _row
     card = json.loads((ROOT / "checkpoints" / "shipped" / "model_card.json").read_text())
     card["arena"] = [_row("champion", _arena_result(0.7, 0.68, 0.72)),
                      _row("greedy", _arena_result(0.97, 0.96, 0.98, spec="random"))]
-    text = _markdown(card)
+    text = card_markdown(card)
     assert "| vs greedy >= 65% | 70.0% [68.0%, 72.0%], 1000 pairs |" in text
     assert "| vs random >= 95% | 97.0% [96.0%, 98.0%], 1000 pairs |" in text
     assert "| vs greedy >= 65% | 97.0%" not in text

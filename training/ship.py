@@ -27,7 +27,6 @@ from pathlib import Path
 import torch
 
 from sevenrocks_env import arguments
-from sevenrocks_env.agents import same_spec
 from sevenrocks_env.arena_report import (CARD_TEXT, MAX_CARD_NAME, MAX_CARD_SPEC, arena_command,
                                          is_card_text)
 from sevenrocks_env.arena_report import read_policy_result as read_result
@@ -40,51 +39,7 @@ from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
 from .distill_record import distill_facts
-
-
-#: Match win rates the shipped policy must reach (issue 4), by opponent.
-QUALITY_BARS = {"random": 0.95, "greedy": 0.65, "heuristic": 0.55}
-
-
-#: Duplicate pairs a bar must be measured over (issue 4).
-BAR_PAIRS = 1000
-
-
-def _verdict(row: dict, bar: float) -> str:
-    """Whether the arena row meets ``bar``: the point estimate decides, the interval qualifies."""
-    if row["pairs"] < BAR_PAIRS:
-        return f"not judged: {row['pairs']} pairs, the bar asks for >= {BAR_PAIRS}"
-    if row["win_rate"] < bar:
-        return "**not met**"
-    if row["ci95"][0] < bar:
-        return "met by the point estimate; the 95% CI reaches below the bar"
-    return "met (the whole 95% CI is above the bar)"
-
-
-def _minutes(minutes) -> str:
-    return "unknown" if minutes is None else f"{minutes:.1f} min"
-
-
-def _critic(config: dict) -> str:
-    critic = config.get("critic", "shared")
-    if critic == "oracle":
-        return "oracle (sees all hands; training only: the shipped file has no value head)"
-    return critic
-
-
-def _trained_by(config: dict) -> str:
-    """How the run played (its config): self-play, or only against frozen opponents (a best
-    response, ``opponent_fraction`` 1)."""
-    opponents = _opponents(config)
-    if config.get("opponent_fraction", 0) >= 1 and opponents:
-        return f"PPO policy trained against {', '.join(f'`{o}`' for o in opponents)} only"
-    return "PPO self-play policy"
-
-
-def _opponents(config: dict) -> list:
-    """A run config's ``opponents``: a list, or one spec (``opponents: greedy``), or none."""
-    opponents = config.get("opponents") or []
-    return [opponents] if isinstance(opponents, str) else opponents
+from .model_card import BAR_PAIRS, QUALITY_BARS, card_markdown, run_opponents
 
 
 def _row(opponent: str, result) -> dict:
@@ -111,76 +66,6 @@ def same_policy(spec: str, exported: dict) -> bool:
     return mine.keys() <= theirs.keys() and all(
         isinstance(theirs[k], torch.Tensor) and (theirs[k].shape, theirs[k].dtype)
         == (mine[k].shape, mine[k].dtype) and torch.equal(mine[k], theirs[k]) for k in mine)
-
-
-def _agreement(value) -> str:
-    return "not measured" if value is None else f"{value:.3f}"
-
-
-def _rounds(distill: dict) -> str:
-    """The distillation row: each round, oldest first (``training.distill``)."""
-    return "; ".join(
-        f"then fine-tuned toward `{r['teacher']}` on {r['labels']:,} labels (`training.distill`; "
-        f"held-out agreement {_agreement(r['holdout_agreement'])})"
-        for r in [*distill.get("earlier", []), distill])
-
-
-def _threads(card: dict) -> str:
-    """The training's torch threads, as the card says them (older cards: in ``machine``)."""
-    threads = card.get("train_threads")
-    return "" if threads is None else f" with {shown(threads)} torch thread" + \
-        ("" if threads == 1 else "s")
-
-
-def _markdown(card: dict) -> str:
-    lines = [f"# Model card: {card['file']}", "",
-             f"A {_trained_by(card['config'])} for Seven Rocks (one network for all four seats; "
-             "seat-relative",
-             f"observation layout v{card['obs_version']}). Load it with",
-             "`sevenrocks_env.policy.load_policy(path)` or the agent spec `ckpt:PATH`.", "",
-             "| | |", "|-|-|",
-             f"| training decisions | {card['global_step']:,} |",
-             *([f"| distillation | {_rounds(card['distill'])} |"] if card.get("distill") else []),
-             f"| training wall time | {_minutes(card['train_minutes'])}{_threads(card)}"
-             + ("; the PPO run only, not the collection of the distillation's labels"
-                if card.get("distill") else "") + " |",
-             f"| network | MLP {card['model_config']['hidden_sizes']}, action features "
-             f"v{int(card['model_config'].get('action_features', 0))}, "
-             f"{card['model_config'].get('action_scorer', 'bilinear')} action scorer |",
-             f"| critic (training only) | {_critic(card['config'])} |",
-             f"| file size | {card['file_bytes'] / 1e6:.2f} MB |",
-             f"| arena played on | {card['machine']} (the ship run's machine) |", "",
-             "## Arena results (" + ("batched arena, " if card.get("arena_kind") == "batched"
-                                     else "") + "duplicate deals, policy plays greedily, 95% "
-             "Wilson CI over pairs)",
-             "", "| opponent | pairs | win rate | 95% CI | mean margin | rounds/match |",
-             "|-|-:|-:|-:|-:|-:|"]
-    for row in card["arena"]:
-        source = f" (from `{Path(row['source']).name}`)" if row.get("source") else ""
-        lines.append(f"| {row['opponent']}{source} | {row['pairs']} | {row['win_rate']:.3f} | "
-                     f"[{row['ci95'][0]:.3f}, {row['ci95'][1]:.3f}] | {row['mean_margin']:+.1f} | "
-                     f"{row['rounds_per_match']:.2f} |")
-    lines += ["", "## Against the project's quality bars (issue 4)", "",
-              "| bar | measured | |", "|-|-|-|"]
-    for row in card["arena"]:
-        for name, bar in QUALITY_BARS.items():  # judged by the spec played, not by a name
-            if not same_spec(_spec(row), name):
-                continue
-            lines.append(f"| vs {name} >= {bar:.0%} | {row['win_rate']:.1%} "
-                         f"[{row['ci95'][0]:.1%}, {row['ci95'][1]:.1%}], {row['pairs']} pairs "
-                         f"| {_verdict(row, bar)} |")
-    if card.get("measured_after_shipping"):
-        # results added by hand to model_card.json later (a re-ship starts without them)
-        lines += ["", "## Measured after shipping", "", *card["measured_after_shipping"]]
-    lines += ["", "## Commands", "", "```", *card["commands"], "```", "",
-              "## Training config", "", "```json", json.dumps(card["config"], indent=1), "```", ""]
-    return "\n".join(lines)
-
-
-def _spec(row: dict) -> str:
-    """The spec a card's row played (a card from before rows said it: its opponent's)."""
-    from sevenrocks_env.arena import split_name
-    return row.get("spec") or split_name(row["opponent"])[1]
 
 
 def _arena(args, agents: list[str]):
@@ -224,7 +109,7 @@ def _check_config(data: dict, path, distilled: bool) -> None:
     problem = network_disagreement(saved, cfg, data["model_config"], widened=distilled)
     if problem:
         raise CheckpointError(f"{path}: 'config' {problem}")
-    for opponent in _opponents(saved):  # as the file has them (the config strips spaces)
+    for opponent in run_opponents(saved):  # as the file has them (the config strips spaces)
         if not is_card_text(opponent, MAX_CARD_SPEC):
             raise CheckpointError(f"{path}: 'config' opponents: {shown(opponent)} must be "
                                   f"{CARD_TEXT} (it goes into the model card)")
@@ -249,10 +134,10 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True,
                         help="the policy file to write, e.g. checkpoints/shipped/sevenrocks_ppo.pt"
                              " (its model card is written beside it)")
-    parser.add_argument("--pairs", type=arguments.pairs, default=1000,
-                        help="duplicate pairs against each of --agents (default 1000)")
-    parser.add_argument("--agents", nargs="+", default=["random", "greedy", "heuristic"],
-                        help="the card's opponents (default: random greedy heuristic)")
+    parser.add_argument("--pairs", type=arguments.pairs, default=BAR_PAIRS,
+                        help=f"duplicate pairs against each of --agents (default {BAR_PAIRS})")
+    parser.add_argument("--agents", nargs="+", default=list(QUALITY_BARS),
+                        help=f"the card's opponents (default: {' '.join(QUALITY_BARS)})")
     parser.add_argument("--search", default="search",
                         help="the search opponent of the card's last row (default: search)")
     parser.add_argument("--search-pairs", type=arguments.non_negative_pairs, default=100,
@@ -383,7 +268,7 @@ def _card_files(card: dict, allow_nan: bool = False) -> tuple[str, str]:
     holds a value JSON cannot carry (every value from a file was checked: this is the last
     guard, run before the arena; the arena's own numbers are not refused after it played)."""
     try:
-        texts = json.dumps(card, indent=1, allow_nan=allow_nan) + "\n", _markdown(card)
+        texts = json.dumps(card, indent=1, allow_nan=allow_nan) + "\n", card_markdown(card)
         for text in texts:  # (UnicodeEncodeError is a ValueError: a lone surrogate, say)
             text.encode("utf-8")
         return texts
