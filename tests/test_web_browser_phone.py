@@ -64,7 +64,7 @@ def test_the_score_tracks_holes_stay_round_on_a_phone(server, browser, tmp_path)
     _round_end(page)
     holes = page.evaluate("""[...document.querySelectorAll('#tracks .track circle')].map(
         (hole) => { const r = hole.getBoundingClientRect(); return [r.width, r.height]; })""")
-    assert len(holes) == 2 * 50  # two teams, a hole every 5 points to 250
+    assert 2 * 10 <= len(holes) < 2 * 50  # two teams; of the 50 holes to 250, those with room
     assert all(abs(width - height) < 0.5 and height >= 3.5 for width, height in holes), holes[:4]
     assert page.inner_text("#replay-info").startswith("Record: 1 round, target 250")  # (1 round(s))
     page.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..play import move_words
-from ..render.geometry import board_geometry
+from ..render.geometry import Framing, board_geometry, frame_layout
 from ..render.layout import build_layout, last_placement
 from ..render.text import describe_move, round_result
 from ..rules import Match, legal_actions, round_to_five, team_of
@@ -32,10 +32,13 @@ BOARD_BOX = BOARD_BOXES["wide"]
 PLACES = ("west end", "east end", "branch A (north)", "branch B (south)")
 
 
-def board_view(moves, last_seat_highlight: bool = True, box=BOARD_BOX) -> dict:
-    """Tiles and end markers of one round's layout, in SVG coordinates of ``box`` (R3-R5)."""
+def board_view(moves, last_seat_highlight: bool = True, box=BOARD_BOX,
+               framing: Framing | None = None) -> dict:
+    """Tiles and end markers of one round's layout, in SVG coordinates of ``box`` (R3-R5);
+    ``framing``: where the tiles go (a replay's, of its round's final layout: ``"framed"`` in
+    the answer, and the page keeps the whole box in view), else this layout's own."""
     layout = build_layout(moves)
-    geometry = board_geometry(layout, box)
+    geometry = board_geometry(layout, box, framing)
     last = (last_placement(moves) or (None,))[0]
     tiles = [{"box": list(t.box), "vertical": t.vertical, "halves": [t.first_half, t.second_half],
               "spinner": t.spinner, "double": t.placed.crosswise, "seat": t.placed.seat,
@@ -47,7 +50,7 @@ def board_view(moves, last_seat_highlight: bool = True, box=BOARD_BOX) -> dict:
     counted = layout.counted_ends()
     return {"width": box[2], "height": box[3], "tiles": tiles, "markers": markers,
             "end_sum": layout.end_sum(), "counted": [counted[s] for s in sorted(counted)],
-            "empty": layout.empty}
+            "empty": layout.empty, "framed": framing is not None}
 
 
 def move_list(log) -> list[dict]:
@@ -155,7 +158,10 @@ def replay_frame(record: dict, round_index: int, move_count: int, box=BOARD_BOX)
         hands.append(held)
     return {"round": round_index, "move": move_count, "moves_in_round": len(rnd["moves"]),
             "opener": rnd["opener"],
-            "board": board_view(moves, box=box), "hands": hands, "scores": scores,
+            # framed by the round's final layout, as the picture replays are: no tile moves
+            "board": board_view(moves, box=box,
+                                framing=frame_layout(build_layout(rnd["moves"]), box)),
+            "hands": hands, "scores": scores,
             "target": record["target"],
             "moves": [{"seat": m["seat"], "knock": bool(m.get("pass")),
                        "points": m.get("points", 0), "text": describe_move(moves, i)}

@@ -13,11 +13,13 @@ const ui = {
   timer: null,
   paused: false,       // a summary is open
   labels: {},
+  shape: null,         // the board shape ("wide", "tall") the latest request asked for
 };
 
 async function api(method, path, body) {
   // the board box to lay the table out in, shaped like this screen (the server's BOARD_BOXES)
-  const options = {method, headers: {"sevenrocks-board": Board.boardShape()}};
+  ui.shape = Board.boardShape();  // what the answer's boards are laid out for
+  const options = {method, headers: {"sevenrocks-board": ui.shape}};
   if (body !== undefined) {
     options.headers["content-type"] = "application/json";
     options.body = typeof body === "string" ? body : JSON.stringify(body);
@@ -140,9 +142,12 @@ function seatName(view, seat) {
 }
 
 // The server's words name seats by number ("seat 2: 0|6 ...", "round over: seat 0 dominoed"):
-// the first one named gets its label, or "you"
+// the first one named gets its label, or "you" ("you knock", not "you knocks")
 function withSeatNames(view, text) {
-  return text.replace(/\bseat (\d)\b/, (_, s) => seatName(view, Number(s)));
+  return text.replace(/\bseat (\d)\b( knocks\b)?/, (_, s, knocks) => {
+    const name = seatName(view, Number(s));
+    return name + (knocks ? (name === "you" ? " knock" : knocks) : "");
+  });
 }
 
 function show(view) {
@@ -157,11 +162,7 @@ function show(view) {
     ({...seat, to_move: false, tiles: finished.tiles_left[seat.seat]}))} : view);
   $("turn").textContent = turnLine(view);
   $("show-result").hidden = !view.over;
-  const board = justEnded || !view.board ? finished.board : view.board;
-  const targets = {};
-  const tile = selectedTile(view);
-  if (tile) for (const place of tile.places) targets[place.slot] = true;
-  if (board) $("end-sum").textContent = Board.drawBoard($("board"), board, targets, clickEnd);
+  drawTable(view, justEnded || !view.board ? finished.board : view.board);
   drawHand(justEnded ? {...view, hand: []} : view);  // the next round's hand after the summary
   drawMoves(view);
   $("knock").hidden = !(view.next === "you" && view.knock.required);
@@ -172,6 +173,28 @@ function show(view) {
   }
   if (view.over) { showSummary(view, finished); return; }
   schedule();
+}
+
+// The table: the board (the round in play's, or the one just ended under its summary), with
+// the ends the selected tile fits highlighted
+function drawTable(view, board) {
+  const targets = {};
+  const tile = selectedTile(view);
+  if (tile) for (const place of tile.places) targets[place.slot] = true;
+  if (board) $("end-sum").textContent = Board.drawBoard($("board"), board, targets, clickEnd);
+}
+
+// The screen turned (or was resized) to another board shape: the table of the same move again,
+// laid out for it (nothing else changes; a move in flight answers in the new shape anyway)
+async function reshape() {
+  const view = ui.view;
+  if (!view || ui.busy || $("game").hidden || Board.boardShape() === ui.shape) return;
+  try {
+    const fresh = await api("GET", `/api/games/${encodeURIComponent(view.id)}`);
+    if (ui.view !== view || fresh.ply !== view.ply) return;
+    ui.view = fresh;
+    drawTable(fresh, ui.paused || !fresh.board ? fresh.last_round.board : fresh.board);
+  } catch (error) { /* the next answer comes in the new shape */ }
 }
 
 // Whose turn it is, in words (the seat boxes only mark it with a border)
@@ -390,6 +413,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("new-match").addEventListener("click", newMatch);
   $("summary-new").addEventListener("click", newMatch);
   $("summary-download").addEventListener("click", downloadRecord);
+  window.addEventListener("resize", reshape);
 });
 
 window.App = {ui, api, notice, newMatch};

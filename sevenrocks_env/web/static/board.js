@@ -118,7 +118,9 @@ function boardShape() {
   return window.innerWidth <= 700 && window.innerHeight > window.innerWidth ? "tall" : "wide";
 }
 
-// Zoom in on a small layout (up to 1.8x) so early tiles stay readable on a phone.
+// Zoom in on a small layout (up to 1.8x) so early tiles stay readable on a phone; a replay
+// frame (board.framed: laid out by its round's final layout) keeps the whole box, so that no
+// tile moves from one frame to the next.
 function fitView(node, board) {
   const xs = [], ys = [];
   for (const tile of board.tiles) { xs.push(tile.box[0], tile.box[2]); ys.push(tile.box[1], tile.box[3]); }
@@ -127,7 +129,7 @@ function fitView(node, board) {
     ys.push(m.center[1] - m.radius, m.center[1] + m.radius);
   }
   let [x0, y0, w, h] = [0, 0, board.width, board.height];
-  if (xs.length) {
+  if (xs.length && !board.framed) {
     const scale = Math.max(1 / 1.8, (Math.max(...xs) - Math.min(...xs) + 40) / board.width,
                            (Math.max(...ys) - Math.min(...ys) + 40) / board.height);
     w = Math.min(board.width, board.width * scale);
@@ -175,11 +177,6 @@ function drawTracks(node, scores, target, seatsOfTeam, winner) {
     // of the width, sized in pixels; a stretched viewBox drew them as ovals on a phone)
     const track = svg("svg", {class: "track"});
     svg("rect", {x: 0, y: 0, width: "100%", height: 16, rx: 6, class: "track-wood"}, track);
-    for (let hole = 0; hole < holes; hole++) {
-      const filled = scores[team] >= (hole + 1) * step;
-      svg("circle", {cx: `${(100 * (hole + 1) / (holes + 1)).toFixed(3)}%`, cy: 8,
-                     r: filled ? 3.4 : 2, fill: filled ? TEAM_COLOURS[team] : "#462d19"}, track);
-    }
     row.appendChild(track);
     const value = document.createElement("span");
     value.className = "track-score";
@@ -191,6 +188,14 @@ function drawTracks(node, scores, target, seatsOfTeam, winner) {
     row.appendChild(value);
     row.appendChild(of);
     node.appendChild(row);
+    // every hole drawn at least 7 px from the next: on a narrow screen every second (fifth...)
+    const width = track.getBoundingClientRect().width;
+    const every = width > 0 ? Math.max(1, Math.ceil(7 * (holes + 1) / width)) : 1;
+    for (let hole = every - 1; hole < holes; hole += every) {
+      const filled = scores[team] >= (hole + 1) * step;
+      svg("circle", {cx: `${(100 * (hole + 1) / (holes + 1)).toFixed(3)}%`, cy: 8,
+                     r: filled ? 3.4 : 2, fill: filled ? TEAM_COLOURS[team] : "#462d19"}, track);
+    }
   }
 }
 

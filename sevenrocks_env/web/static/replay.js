@@ -115,6 +115,10 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const button of document.querySelectorAll("#replay-controls [data-step]")) {
     button.addEventListener("click", () => stepReplay(button.dataset.step));
   }
+  window.addEventListener("resize", () => {  // turned to another board shape: the same frame in it
+    const shown = replay.info && !document.getElementById("replay").hidden;
+    if (shown && Board.boardShape() !== App.ui.shape) goTo(replay.round, replay.move);
+  });
   document.getElementById("replay-round").addEventListener("change", (event) => {
     event.target.blur();  // so that the arrow keys step moves again, not rounds
     goTo(Number(event.target.value), 0);
