@@ -19,8 +19,8 @@ import numpy as np
 
 from .checks import checked_int, checked_seed, is_int, is_plain_int, shown, shown_kind
 from .scoring import MAX_TEAM_DEDUCTION, end_sum, matching_tiles
-from .tiles import (ALL_TILES, DOUBLE_OF, EAST, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES, SOUTH,
-                    TILE_HIGH, TILE_LOW, WEST, tile_name, tiles_of, tiles_showing)
+from .tiles import (ALL_TILES, DOUBLE_OF, EAST, HAND_SIZE, NORTH, NUM_NUMBERS, NUM_SEATS, NUM_TILES,
+                    SOUTH, TILE_HIGH, TILE_LOW, WEST, tile_name, tiles_of, tiles_showing)
 
 #: Bound of the counts and scores of a match state (far beyond any real match).
 BIG = 10 ** 9
@@ -95,8 +95,9 @@ def deal_problem(hands: list[int], opener) -> str | None:
         if hands[seat] & hands[other]:
             return f"seats {seat} and {other} both hold {names(hands[seat] & hands[other])}"
     for seat, hand in enumerate(hands):  # four disjoint sets of 7 of the 28: all 28 are dealt
-        if hand.bit_count() != 7:
-            return f"seat {seat} holds {hand.bit_count()} tiles ({names(hand) or 'none'}), not 7"
+        if hand.bit_count() != HAND_SIZE:
+            return (f"seat {seat} holds {hand.bit_count()} tiles ({names(hand) or 'none'}), "
+                    f"not {HAND_SIZE}")
     if not is_int(opener, 0, NUM_SEATS - 1):
         return f"the opener is {shown(opener)}, not a seat 0-3"
     return None
@@ -231,7 +232,7 @@ def check_match_state(match) -> None:
         if held & match.hands[seat] or played & match.hands[seat]:
             bad("hands", "disjoint from each other and from the played tiles (R1)")
         held |= match.hands[seat]
-        if match.hands[seat].bit_count() + match.played_by[seat].bit_count() != 7:
+        if match.hands[seat].bit_count() + match.played_by[seat].bit_count() != HAND_SIZE:
             bad("hands", "7 tiles per seat, held or played (R1)")
     if held | played != ALL_TILES or played.bit_count() != match.placements:
         bad("placements", "the number of tiles played")
