@@ -95,7 +95,7 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
         context["moves"] += 1
         round_margin += rewards[:, 0].round().long()      # points_scale 1: team 0's change
         ended = active & (won | (env.state.round_index != rounds_before))
-        was_active = active.clone()
+        was_active = active.clone() if records else None
         if bool(ended.any()):
             _close_rounds(ended, won, seat, scores_before, rewards, env, a_team, round_margin,
                           rounds, round_wins2, final, score2, truncated, max_rounds, active)

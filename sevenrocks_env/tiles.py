@@ -119,7 +119,8 @@ def describe_action(action: int) -> str:
     """``"3|5 east"`` or ``"knock"``; ``ValueError`` for anything but an action 0-112 (a
     negative index read as ``6|6 south``)."""
     if not (type(action) is int or isinstance(action, np.integer)) or not 0 <= action <= KNOCK:
-        raise ValueError(f"not an action 0-{KNOCK}: {action!r:.40}")
+        from .checks import shown  # (as below: never an unknown object's own repr)
+        raise ValueError(f"not an action 0-{KNOCK}: {shown(action)}")
     if action == KNOCK:
         return "knock"
     tile, slot = decode_action(action)
