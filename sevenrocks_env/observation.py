@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from .checks import checked_int
-from .rules import Match, end_sum, legal_actions, legal_moves, matching_tiles, not_a_match
+from .rules import Match, end_sum, legal_moves, matching_tiles, not_a_match
 from .scoring import counted_ends
 from .tiles import KNOCK, NUM_ACTIONS, NUM_NUMBERS, NUM_TILES, WITH_NUMBER
 
@@ -88,43 +87,41 @@ _PLAYED_TO_HELD = tuple(np.array([1.0 - c / 7.0], _FLOAT32).tobytes() for c in r
 _TURN_BYTES = tuple(np.eye(4, dtype=_FLOAT32)[k].tobytes() for k in range(4)) + (bytes(16),)
 _OPENING_BYTES = (np.zeros(1, _FLOAT32).tobytes(), np.ones(1, _FLOAT32).tobytes())
 _PACK_SCORES = struct.Struct("<3f").pack
-_LAYOUT_SIZE = _COUNTS - _SLOT_OPEN
-_PACK_LAYOUT = struct.Struct(f"<{_LAYOUT_SIZE}f").pack
+# The layout block (slot_open .. end_sum, R4/R5) from per-slot pieces: flags of four slots as
+# one lookup of a 4-bit set, a slot's number one-hot by the number (index number + 1: -1 is a
+# closed slot, all zeros), the counted pips by their count.
+_FLAGS = tuple(np.array([(bits >> slot) & 1 for slot in range(4)], _FLOAT32).tobytes()
+               for bits in range(16))
+_NUMBER = tuple(np.array([n == number for n in range(NUM_NUMBERS)], _FLOAT32).tobytes()
+                for number in range(-1, NUM_NUMBERS))
+_TWELFTHS = tuple(np.array([c / 12.0], _FLOAT32).tobytes() for c in range(13))
+_SPINNER_BYTES = tuple(np.array([number >= 0, *(n == number for n in range(NUM_NUMBERS))],
+                                _FLOAT32).tobytes() for number in range(-1, NUM_NUMBERS))
+_END_SUM_BYTES = tuple(np.array([total / 36.0, *(total % 5 == k for k in range(5))],
+                                _FLOAT32).tobytes() for total in range(4 * 12 + 1))
 
 
-@lru_cache(maxsize=1 << 14)
-def _layout_bytes(layout: tuple) -> bytes:
-    """``slot_open`` .. ``end_sum`` (offsets 140-197), a function of the layout alone (R4, R5).
-
-    ``layout`` is ``(*ends, *end_double, *branch_started, spinner)``.
-    """
-    ends, end_double, started, spinner = layout[0:4], layout[4:8], layout[8:12], layout[12]
-    out = [0.0] * _LAYOUT_SIZE
-    counted = counted_ends(ends, end_double, started)
-    for slot in range(4):
-        number = ends[slot]
-        if number >= 0:
-            out[slot] = 1.0
-            out[_SLOT_NUMBER - _SLOT_OPEN + 7 * slot + number] = 1.0
-            if end_double[slot]:
-                out[_SLOT_DOUBLE - _SLOT_OPEN + slot] = 1.0
-            out[_COUNTED - _SLOT_OPEN + slot] = counted[slot] / 12.0
-        if started[slot]:
-            out[_BRANCH - _SLOT_OPEN + slot] = 1.0
-    if spinner >= 0:
-        out[_SPINNER - _SLOT_OPEN] = 1.0
-        out[_SPINNER - _SLOT_OPEN + 1 + spinner] = 1.0
-    total = sum(counted)
-    out[_END_SUM - _SLOT_OPEN] = total / 36.0
-    out[_END_SUM - _SLOT_OPEN + 1 + total % 5] = 1.0
-    return _PACK_LAYOUT(*out)
+def _layout_bytes(ends, end_double, started, spinner: int) -> bytes:
+    """``slot_open`` .. ``end_sum`` (offsets 140-197): a function of the layout alone (R4, R5)."""
+    e0, e1, e2, e3 = ends
+    c0, c1, c2, c3 = counted_ends(ends, end_double, started)
+    return b"".join((
+        _FLAGS[(e0 >= 0) | (e1 >= 0) << 1 | (e2 >= 0) << 2 | (e3 >= 0) << 3],
+        _NUMBER[e0 + 1], _NUMBER[e1 + 1], _NUMBER[e2 + 1], _NUMBER[e3 + 1],
+        _FLAGS[(e0 >= 0 and end_double[0]) | (e1 >= 0 and end_double[1]) << 1
+               | (e2 >= 0 and end_double[2]) << 2 | (e3 >= 0 and end_double[3]) << 3],
+        _FLAGS[started[0] | started[1] << 1 | started[2] << 2 | started[3] << 3],
+        _TWELFTHS[c0], _TWELFTHS[c1], _TWELFTHS[c2], _TWELFTHS[c3],
+        _SPINNER_BYTES[spinner + 1],
+        _END_SUM_BYTES[c0 + c1 + c2 + c3],
+    ))
 
 
 def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray:
     """Observation vector (float32, ``OBS_SIZE``) of ``seat`` (see the module table).
 
     Built without Python loops over tiles: every piece is a precomputed float32 byte string
-    (tile sets by 14-bit halves, the layout block cached by the layout), joined once.
+    (tile sets by 14-bit halves, the layout block by slot), joined once.
     ``out``, if given, is filled in place and returned.  ``seat``: an int 0-3 (``TypeError`` /
     ``ValueError`` naming it otherwise: -1 indexed as seat 3, ``True`` as seat 1); ``match``: a
     :class:`~sevenrocks_env.rules.Match` (``TypeError`` naming it otherwise).
@@ -140,7 +137,7 @@ def encode(match: Match, seat: int, out: np.ndarray | None = None) -> np.ndarray
     hand = match.hands[seat]
     mine = played_by[seat]
     left, partner, right = played_by[(seat + 1) & 3], played_by[(seat + 2) & 3], played_by[(seat + 3) & 3]
-    layout = _layout_bytes((*match.ends, *match.end_double, *match.branch_started, match.spinner))
+    layout = _layout_bytes(match.ends, match.end_double, match.branch_started, match.spinner)
     voids = match.voids
     unseen = _ALL & ~(hand | match.played)
     bits, sevenths = _BITS_OF_HALF, _SEVENTHS
@@ -196,8 +193,8 @@ def action_mask(match: Match, seat: int) -> np.ndarray:
         seat = checked_seat(seat)
     mask = bytearray(NUM_ACTIONS)
     try:
-        if seat == match.turn and not match.over:
-            for action in legal_actions(match):
+        if seat == match.turn and not match.over:  # (so turn >= 0, as legal_actions checks)
+            for action in legal_moves(match.hands[seat], match.ends, match.placements == 0):
                 mask[action] = 1
     except AttributeError:
         if not isinstance(match, Match):

@@ -47,9 +47,16 @@ class _DirectAttributes:
 
     def last(self, observe: bool = True):
         """The parent's ``last()``; once the match is over and every agent removed, the raw
-        env's error that says so (the parent's was a bare ``KeyError`` of the agent's name)."""
-        if getattr(self, "_has_reset", True) and not self._raw_env.agents:
-            return self._raw_env.last(observe)
+        env's error that says so (the parent's was a bare ``KeyError`` of the agent's name).
+        Fast path (a reset env with agents): what ``AECEnv.last`` does, reading the raw env's
+        dicts once instead of through the forwarding properties."""
+        if getattr(self, "_has_reset", True):
+            raw = self._raw_env
+            if not raw.agents:
+                return raw.last(observe)
+            agent = raw.agent_selection
+            return (self.observe(agent) if observe else None, raw._cumulative_rewards[agent],
+                    raw.terminations[agent], raw.truncations[agent], raw.infos[agent])
         return super().last(observe)
 
 
