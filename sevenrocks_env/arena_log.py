@@ -42,6 +42,7 @@ from pathlib import Path
 from .arena_log_lock import open_locked, release
 from .checks import shown
 from .record import unique_keys
+from .textfile import shown_path
 
 FORMAT = "sevenrocks-arena-pairs/2"
 #: Earlier formats, refused with the reason their pairs differ from this version's.
@@ -207,7 +208,8 @@ class PairLog:
                 why = ("does not record what its files held (written before the arena kept "
                        "fingerprints)")
             else:
-                why = (f"was played with files of SHA-256 {str(logged)[:16]}..., and this run's "
+                why = (f"was played with files of SHA-256 {shown_path(str(logged)[:16])}..., "
+                       "and this run's "
                        f"{'are ' + now[:16] + '...' if now else 'spec loads none'}")
             raise PairLogError(f"{self.path}: agent {side} ({self.header['agent_' + side.lower()]})"
                                f" {why}: the logged pairs were played by other weights (use "
@@ -322,7 +324,7 @@ def _checked_outcome(data, pair: int, where: str, max_rounds: int) -> dict:
             raise PairLogError(f"{where}: the pair line {what} {shown(min(odd))} (a pair line "
                                f"holds {', '.join(sorted(keys))})")
     if type(data["pair"]) is not int or data["pair"] != pair:
-        raise PairLogError(f"{where}: pair {pair} expected, found {str(data['pair'])[:20]}")
+        raise PairLogError(f"{where}: pair {pair} expected, found {shown(data['pair'])[:20]}")
     fields = {
         "score": float(_number(data.get("score"), "score", 0, 2, False, where)),
         "truncated": _number(data.get("truncated"), "truncated", 0, 2, True, where),
@@ -394,7 +396,7 @@ def _number(value, key: str, low, high, integer: bool, where: str):
     # the range first: NaN fails it, and math.isfinite overflows on an int past a float's range
     if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
         raise PairLogError(f"{where}: {key} must be {'an int' if integer else 'a number'} in "
-                           f"[{low}, {high}], got {str(value)[:20]}")
+                           f"[{low}, {high}], got {shown(value)[:20]}")
     return value if integer else float(value)
 
 

@@ -1,4 +1,4 @@
-"""Validation of a :class:`~sevenrocks_env.rules.Match` built from user data (R1, R2, R8).
+"""Validation of a :class:`~sevenrocks_env.rules.Match` built from user data (R1-R8).
 
 ``Match.from_state`` calls :func:`check_match_state` on every state it builds: the state may
 come from an untrusted file (a training checkpoint, a search request), so every field must have
@@ -65,14 +65,20 @@ def fewest_rounds_before(scores) -> int:
 
 
 def checked_scores(scores, target: int) -> list[int]:
-    """``scores`` (the partnerships', team 0 first) as two plain ints below ``target``: a
-    partnership at the target has won (R8).  ``ValueError`` otherwise."""
+    """``scores`` (the partnerships', team 0 first) as two plain ints below ``target`` (a
+    partnership at the target has won, R8), multiples of 5.  ``ValueError`` otherwise."""
     values = _listed(scores)
     if not (values is not None and len(values) == 2
             and all(is_int(v, -BIG, target - 1) for v in values)):
         raise ValueError(f"scores must be two ints below the target {target} (R8) and at "
                          f"least -{BIG}, got {shown(scores)}")
+    if values[0] % 5 or values[1] % 5:
+        raise ValueError(f"scores must be {SCORES_STEP}, got {shown(scores)}")
     return [int(v) for v in values]
+
+
+#: What every score is: placements score multiples of 5 (R5), deductions are rounded to 5 (R7).
+SCORES_STEP = "multiples of 5 (placements score them, R5; deductions are rounded to them, R7)"
 
 
 #: What a deal is, said after what is wrong with one (:func:`deal_problem`).
@@ -197,6 +203,8 @@ def check_match_state(match) -> None:
     if min(match.scores) < lowest:
         bad("scores", f"at least {lowest} after {match.round_index} rounds (a partnership loses "
                       f"at most {MAX_TEAM_DEDUCTION} a round, R7)")
+    if match.scores[0] % 5 or match.scores[1] % 5:
+        bad("scores", SCORES_STEP)
     for name in ("hands", "played_by", "voids"):
         value = getattr(match, name)
         limit = ALL_TILES if name != "voids" else (1 << 7) - 1

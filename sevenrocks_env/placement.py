@@ -18,7 +18,8 @@ from .tiles import (EAST, KNOCK, NORTH, OTHER_HALF, SOUTH, TILE_HIGH, TILE_IS_DO
 def legal_moves(hand: int, ends, opening: bool) -> list[int]:
     """The legal actions, ascending, of a seat holding ``hand`` (a tile bitmask) at the layout's
     open ``ends`` (number per slot, -1 where closed): any tile at slot 0 when ``opening`` (R3),
-    else each tile showing a slot's number at that slot (R4), else ``[KNOCK]`` (R6)."""
+    else each tile showing a slot's number at that slot (R3; north and south once open, R4),
+    else ``[KNOCK]`` (R6)."""
     if opening:
         actions = []
         while hand:

@@ -23,7 +23,7 @@ from .pickle_scan import PickleExpansionError, expanded_size
 from .policy_features import ActionFeatures
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, MAX_LAYERS as \
     MAX_SCORER_LAYERS, MAX_WIDTH as MAX_SCORER_WIDTH
-from .textfile import not_regular
+from .textfile import not_regular, shown_path
 from .tiles import NUM_ACTIONS
 
 CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
@@ -91,13 +91,13 @@ def existing_file(resolved: Path) -> Path:
         where = "" if resolved.is_absolute() else f" (relative to {os.getcwd()})"
         if str(resolved).startswith(("ckpt:", "policy:")):  # search:policy=ckpt:shipped
             where += f"; a path or {SHIPPED!r} is expected here, not an agent spec"
-        raise CheckpointError(f"no such file: {resolved}{where}") from None
+        raise CheckpointError(f"no such file: {shown_path(resolved)}{where}") from None
     except OSError as error:  # e.g. a name longer than the file system allows
-        raise CheckpointError(f"cannot read checkpoint path {str(resolved)[:80]}...: "
-                              f"{error.strerror}") from None
+        raise CheckpointError(f"cannot read checkpoint path "
+                              f"{shown_path(str(resolved)[:80])}...: {error.strerror}") from None
     problem = not_regular(mode, "checkpoint file")  # a folder, a device, a pipe
     if problem:
-        raise CheckpointError(f"{resolved} {problem}")
+        raise CheckpointError(f"{shown_path(resolved)} {problem}")
     return resolved
 
 

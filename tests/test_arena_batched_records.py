@@ -44,3 +44,20 @@ def test_a_stopped_record_needs_records_and_an_ended_round():
     assert game["winner"] is None and game["max_rounds"] == 1 and len(game["rounds"]) == 1
     with pytest.raises(RuntimeError, match="records=True"):
         VectorEnv(1, "cpu", 250).stopped_record(0, 1)
+
+
+def test_a_stopped_record_checks_its_arguments():
+    """A negative env read another env's record (list indexing), one past the end was a bare
+    IndexError, a max_rounds of 0 made a record that validate refuses; an env that cuts its
+    matches itself has their records in pop_finished_records."""
+    env = VectorEnv(3, "cpu", 250, max_rounds=None, records=True)
+    env.reset(0)
+    for bad, error, words in ((-1, ValueError, "env must be in"), (3, ValueError, "env must be in"),
+                              (True, TypeError, "env must be an int")):
+        with pytest.raises(error, match=words):
+            env.stopped_record(bad, 1)
+    for bad, error in ((0, ValueError), (1001, ValueError), ("2", TypeError), (1.0, TypeError)):
+        with pytest.raises(error, match="max_rounds must be"):
+            env.stopped_record(0, bad)
+    with pytest.raises(RuntimeError, match="cuts its matches itself at max_rounds=4"):
+        VectorEnv(1, "cpu", 250, max_rounds=4, records=True).stopped_record(0, 1)

@@ -60,7 +60,8 @@ def test_several_illegal_actions_name_the_first_env_its_own_legal_set_and_count_
         venv.step(actions)
     seat = int(venv.current_seat[first])
     assert str(error.value) == (f"illegal action 0 ({describe_action(0)}) for env {first}, seat "
-                                f"{seat} (and {len(others)} other envs); legal actions: [{listed}]")
+                                f"{seat} (and {len(others)} other env{'s' * (len(others) > 1)}); "
+                                f"legal actions: [{listed}]")
     assert listed != ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(venv.match(0)))
     actions[others] = first_legal(venv)[others]  # one illegal action: no count
     with pytest.raises(ValueError, match=rf"for env {first}, seat {seat}; legal actions: \["):
@@ -76,7 +77,7 @@ def test_actions_out_of_range_in_several_envs_name_the_first(validate):
     actions = first_legal(venv)
     actions[1], actions[3] = 113, -1
     before = snapshot(venv)
-    words = (r"illegal action 113 for env 1, seat \d \(and 1 other envs\)" if validate
+    words = (r"illegal action 113 for env 1, seat \d \(and 1 other env\)" if validate
              else r"action 113 for env 1 is not in \[0, 112\]")
     with pytest.raises(ValueError, match=words):
         venv.step(actions)

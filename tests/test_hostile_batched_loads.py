@@ -323,3 +323,12 @@ def test_the_match_after_one_loaded_without_a_record_gets_its_record():
         assert sum(1 for i, _ in records if i == env) == finished[env] - 1 >= 1
     for _, record in records:
         validate(record)
+
+
+def test_a_device_torch_cannot_parse_is_named_in_our_words():
+    """torch's text listed some 20 device types the engine refuses anyway, cut mid-word."""
+    for device in ("CPU", None, "cuda:x", "gpu"):
+        with pytest.raises(ValueError) as error:
+            sevenrocks_v0.vector_env(num_envs=2, device=device)
+        assert "sevenrocks runs on 'cpu' or 'cuda'" in str(error.value)
+        assert "Expected one of" not in str(error.value)

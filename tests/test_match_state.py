@@ -185,11 +185,23 @@ def test_no_move_is_legal_while_a_round_waits_for_its_deal_or_after_the_match():
     (4, (0, 0), "the opener is 4, not a seat 0-3"), (-1, (0, 0), "the opener is -1, not a seat"),
     (True, (0, 0), "the opener is True, not a seat"), (0, (250, 0), "below the target 250"),
     (0, (0, 1.5), "two ints"), (0, (0,), "two ints"), (0, (0, 0, 0), "scores must be two ints"),
+    (0, (27, 3), "multiples of 5"), (0, (245, -1), "multiples of 5 .*R5.*R7"),
 ])
 def test_from_deal_refuses_an_opener_or_scores_the_rules_cannot_have(opener, scores, words):
     from sevenrocks_env.dealing import deal
     with pytest.raises(ValueError, match=words):
         Match.from_deal(deal(0, 0)[0], opener, target=250, scores=scores)
+
+
+def test_scores_are_multiples_of_5_r5_r7():
+    """Placements score multiples of 5 and deductions are rounded to them: a state (from a
+    resume checkpoint, say) with 27-3, or 249 before any tile, is no match (it was loaded)."""
+    state = good_state()
+    for scores in ([27, -3], [249, 0], [0, -121 + 120]):
+        with pytest.raises(ValueError, match=r"match state: scores must be multiples of 5 "
+                                             r"\(placements score them, R5; deductions"):
+            Match.from_state(dict(state, scores=scores))
+    assert Match.from_state(dict(state, scores=[25, -5])).scores == [25, -5]
 
 
 def test_a_state_has_the_bounds_of_a_new_match():

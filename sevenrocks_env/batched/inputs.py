@@ -18,8 +18,9 @@ def checked_device(device) -> torch.device:
     ``ValueError`` otherwise, in words."""
     try:
         device = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"device {shown(device)}: {str(error)[:120]}") from None
+    except (RuntimeError, TypeError):  # torch's words list some 20 device types we cannot use
+        raise ValueError(f"device {shown(device)}: sevenrocks runs on 'cpu' or 'cuda' (or "
+                         "'cuda:N', a torch.device of either)") from None
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"device {str(device)!r}: sevenrocks runs on 'cpu' or 'cuda' (the batched "
                          "engine, and policies, whose action features use it)")
@@ -108,7 +109,7 @@ def check_legal(actions: torch.Tensor, words: torch.Tensor, turn: torch.Tensor, 
     action = int(actions[env])
     named = f"{action} ({describe_action(action)})" if 0 <= action <= KNOCK else str(action)
     legal_set = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(match_of(env)))
-    more = f" (and {len(bad) - 1} other envs)" if len(bad) > 1 else ""
+    more = f" (and {len(bad) - 1} other env{'s' if len(bad) > 2 else ''})" if len(bad) > 1 else ""
     raise ValueError(f"illegal action {named} for env {env}, seat {int(turn[env])}{more}; "
                      f"legal actions: [{legal_set}]")
 

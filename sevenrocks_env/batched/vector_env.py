@@ -347,9 +347,16 @@ class VectorEnv:
         """The record of env ``env``'s match cut at the end of its round ``max_rounds``, for a
         caller that runs this env without a round limit (``max_rounds=None``) and stops its
         matches itself: call it at the step that ended that round (then the engine goes on with
-        the match; its later moves are not the record's).  ``None`` where no record is kept."""
+        the match; its later moves are not the record's).  ``None`` where no record is kept.
+        ``env`` and ``max_rounds`` are checked (``TypeError``/``ValueError`` naming them); an env
+        with a ``max_rounds`` of its own cuts its matches itself (``pop_finished_records``)."""
         if self._records is None:
             raise RuntimeError("this env keeps no records: create it with records=True")
+        if self.max_rounds is not None:
+            raise RuntimeError(f"this env cuts its matches itself at max_rounds={self.max_rounds}:"
+                               " their records come from pop_finished_records()")
+        env = checked_int("env", env, 0, self.num_envs - 1)
+        max_rounds = checked_int("max_rounds", max_rounds, 1, MAX_ROUNDS)
         return self._records.stopped_record(env, max_rounds)
 
     def nbytes(self) -> int:

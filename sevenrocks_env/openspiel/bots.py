@@ -141,7 +141,8 @@ def make_openspiel_agent(spec_rest: str, seed: int | None = None) -> OpenSpielAg
     kind, _, rest = spec_rest.strip().partition(":")
     kind = kind.strip()
     if kind not in KINDS:
-        raise ValueError(f"unknown OpenSpiel bot {kind!r} in 'openspiel:{spec_rest}'; valid: "
+        raise ValueError(f"unknown OpenSpiel bot {shown(kind)} in "
+                         f"{shown('openspiel:' + spec_rest)}; valid: "
                          + ", ".join(f"openspiel:{k}[:sims=<int>,uct_c=<float>,rollouts=<int>]"
                                      for k in KINDS))
     params = parse_spec_params(rest, PARAMS, f"openspiel:{kind}")
