@@ -324,7 +324,7 @@ def apply_action(match: Match, action: int) -> int:
     match.placements += 1
     total = end_sum(match.ends, match.end_double, match.branch_started)
     match.last_end_sum = total
-    points = total if total > 0 and total % 5 == 0 else 0
+    points = placement_points(total)  # R5
     if match.history is not None:
         match.history[-1].moves.append((seat, action, total, points))
     if points:

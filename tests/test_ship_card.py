@@ -271,3 +271,40 @@ def test_same_policy_is_false_for_a_file_missing_one_of_the_weights(tmp_path):
     cut = dict(data, model={k: v for i, (k, v) in enumerate(data["model"].items()) if i})
     partial = save_checkpoint(tmp_path / "cut.pt", cut)
     assert not same_policy(f"ckpt:{partial}", policy_only(data))
+
+
+def test_the_card_s_training_command_comes_from_the_run_s_config(tmp_path):
+    """Every card said `make train`, which does not train a smoke run's policy."""
+    from training.ship import main as ship
+
+    config = {"critic": "oracle", "hidden_sizes": [16], "seed": 3, "run_name": "x"}
+    data = dict(policy_entries(PolicyNet([16], action_features=2), 0), config=config)
+    source = save_checkpoint(tmp_path / "run.pt", data)
+    out = tmp_path / "shipped" / "policy.pt"
+    for given, command in ((None, "python -m training.train --config configs/default.yaml "
+                                  "--set 'hidden_sizes=[16]' --set seed=3"),
+                           ("my command", "my command")):
+        extra = [] if given is None else ["--train-command", given]
+        assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
+                     "--agents", "random", *extra]) == 0
+        card = json.loads((out.parent / "model_card.json").read_text())
+        assert card["commands"][0] == command
+
+
+def test_a_training_command_trains_the_run_s_config():
+    import shlex
+
+    from training.config import load_config
+    from training.ship import DEFAULT_CONFIG, training_command
+
+    default = load_config(DEFAULT_CONFIG).model_dump(mode="json")
+    assert training_command(default, False) == "make train"
+    assert training_command(dict(default, run_name="mine", progress=False), True) == (
+        "make train   # then python -m training.distill (see the card's 'distill')")
+    smoke = load_config(DEFAULT_CONFIG.parent / "smoke.yaml").model_dump(mode="json")
+    words = shlex.split(training_command(smoke, False))
+    assert words[:5] == ["python", "-m", "training.train", "--config", "configs/default.yaml"]
+    sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
+    assert len(sets) > 5 and len(words) == 5 + 2 * len(sets)
+    again = load_config(DEFAULT_CONFIG, overrides=sets).model_dump(mode="json")
+    assert {key for key in smoke if smoke[key] != again[key]} <= {"run_name", "progress"}

@@ -38,6 +38,7 @@ from sevenrocks_env.policy import CheckpointError, build_model, read_checkpoint
 from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
+from .config import OUTPUT_FOLDERS, load_config
 from .distill_record import distill_facts
 from .model_card import BAR_PAIRS, QUALITY_BARS, card_markdown, run_opponents
 
@@ -115,6 +116,28 @@ def _check_config(data: dict, path, distilled: bool) -> None:
                                   f"{CARD_TEXT} (it goes into the model card)")
 
 
+#: ``make train``'s config, against which a run's config is written as ``--set`` values.
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+#: Config keys that do not change what a run learns: where it writes, how it reports.
+_NOT_LEARNING = ("run_name", "progress", *OUTPUT_FOLDERS)
+
+
+def training_command(config: dict, distilled: bool) -> str:
+    """The command that trains a run of ``config`` (a checkpoint's checked config): ``make
+    train`` for ``configs/default.yaml``'s values, else that file with ``--set`` for each value
+    that differs (keys that only name outputs or progress left out); a distilled policy's
+    rounds of ``training.distill`` are named after it (the card's ``distill`` facts)."""
+    default = load_config(DEFAULT_CONFIG).model_dump(mode="json")
+    changed = [f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+               for key, value in config.items()
+               if key not in _NOT_LEARNING and key in default and value != default[key]]
+    command = "make train" if not changed else shlex.join(
+        ["python", "-m", "training.train", "--config", "configs/default.yaml",
+         *(part for setting in changed for part in ("--set", setting))])
+    return command + ("   # then python -m training.distill (see the card's 'distill')"
+                      if distilled else "")
+
+
 def _check_card_agents(agents) -> None:
     """``ValueError`` for an opponent (``--agents``, ``--search``) whose name or spec is not
     :data:`~sevenrocks_env.arena_report.CARD_TEXT`: they go into the card's Markdown tables and
@@ -151,8 +174,10 @@ def main(argv=None) -> int:
                         help="processes of --arena pool")
     parser.add_argument("--extra-result", action="append", default=[], metavar="JSON",
                         help="add a result measured separately (`sevenrocks arena ... --json`)")
-    parser.add_argument("--train-command", default="make train",
-                        help="how the checkpoint was trained (for the card)")
+    parser.add_argument("--train-command", default=None,
+                        help="how the checkpoint was trained (for the card; default: from its "
+                             "run's config, `make train` or `python -m training.train --config "
+                             "configs/default.yaml --set ...`)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     card_files = (out.parent / "model_card.json", out.parent / "MODEL_CARD.md")
@@ -160,7 +185,8 @@ def main(argv=None) -> int:
         for path in (out, *card_files):
             check_output_file(path, [args.checkpoint, *args.extra_result])
         _check_card_folder(card_files[0], out.name)
-        if not (args.train_command.isprintable() and len(args.train_command) <= 4096
+        if args.train_command is not None and not (
+                args.train_command.isprintable() and len(args.train_command) <= 4096
                 and "`" not in args.train_command):  # it goes into the card's Markdown
             raise ValueError("--train-command must be one line of at most 4096 printable "
                              "characters, without `")
@@ -171,6 +197,8 @@ def main(argv=None) -> int:
         model_config = build_model(shipped, args.checkpoint).model_config()
         distilled = distill_facts(source, args.checkpoint)
         _check_config(source, args.checkpoint, distilled is not None)
+        if args.train_command is None:
+            args.train_command = training_command(facts["config"], distilled is not None)
         extra = [read_result(path) for path in args.extra_result]
         plan = _plan(args)
         _check_card_agents(agent for agent, _ in plan)
