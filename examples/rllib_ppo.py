@@ -223,9 +223,10 @@ def train(algo, env_steps_budget: int, max_iterations: int | None = None, log=pr
         result = algo.train()
         iteration += 1
         steps = env_steps(result)
-        ret = result.get("env_runners", {}).get("agent_episode_returns_mean", {})
-        log(f"iteration {iteration}: {steps} env steps, "
-            f"{time.perf_counter() - started:.0f} s, mean return {ret}")
+        returns = result.get("env_runners", {}).get("agent_episode_returns_mean", {})
+        shown = ", ".join(f"{agent} {float(value):+.2f}" for agent, value in sorted(returns.items()))
+        log(f"iteration {iteration}: {steps} env steps, {time.perf_counter() - started:.0f} s, "
+            f"mean return per seat: {shown or 'no episode finished yet'}")
     return steps, time.perf_counter() - started
 
 

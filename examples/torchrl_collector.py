@@ -59,7 +59,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--num-envs", type=arguments.int_in(1, MAX_FRAMES_PER_BATCH), default=64,
                         help="matches stepped together")
     parser.add_argument("--frames", type=arguments.count, default=8192,
-                        help="total frames to collect")
+                        help="total frames to collect, rounded up to whole batches of "
+                             "--num-envs x --steps-per-batch")
     parser.add_argument("--steps-per-batch", type=arguments.int_in(1, MAX_FRAMES_PER_BATCH),
                         default=32, help="steps of every match per collected batch")
     parser.add_argument("--device", type=arguments.device, default="cpu",

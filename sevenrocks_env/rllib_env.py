@@ -21,8 +21,11 @@ thus carries points nothing it did earned (the opponents' opening, its partner's
 move of a match was forced (seen only with tiny targets: 30 points, one round) never enters
 the episode: it made no decision, so there is no transition to credit, and its team's result
 reaches its partner's.  Seeding: a sub-env's stream is ``(seed, worker index, vector index)``,
-reseeded by RLlib's ``reset(seed=...)`` with the worker kept, so no two sub-envs deal alike;
-without a ``seed`` in ``env_config`` each env draws fresh entropy.
+and, from the second env built on one RLlib env context on, how many were built on it before
+(RLlib's new stack builds a runner's sub-envs from one context and leaves their vector index at
+0), reseeded by RLlib's ``reset(seed=...)`` with the rest kept, so no two sub-envs deal alike,
+with or without ``.debugging(seed=...)``; an env built on a plain dict (or a fresh context) is
+the first.  Without a ``seed`` in ``env_config`` each env draws fresh entropy.
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ from .wrappers import checked_action
 #: The keys ``env_config`` may hold; any other is refused.
 CONFIG_KEYS = ("opponent", "reward", "points_scale", "win_reward", "target", "max_rounds",
                "skip_forced", "seed", "illegal_action")
+
+
+def _count_made(config) -> int:
+    """How many envs were built on ``config`` before this one, counted on the object itself: an
+    RLlib ``EnvContext`` (a dict with attributes) shared by a runner's sub-envs; 0 for a plain
+    dict, which has no room for the count."""
+    made = getattr(config, "__dict__", None)
+    if made is None:
+        return 0
+    before = made.get("_sevenrocks_envs_built", 0)
+    made["_sevenrocks_envs_built"] = before + 1
+    return before
 
 
 class SevenRocksMultiAgentEnv(MultiAgentEnv):
@@ -87,6 +102,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
                             f"{shown(config)}")
         worker = getattr(config, "worker_index", 0) or 0  # RLlib's EnvContext carries these
         vector = getattr(config, "vector_index", 0) or 0
+        made = _count_made(config)
         config = dict(config or {})
         unknown = sorted(map(shown, set(config) - set(CONFIG_KEYS)))
         if unknown:  # a typo ("opponents") would silently train another set-up
@@ -99,15 +115,18 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         self.illegal_action = checked_illegal_action(config.get("illegal_action", "terminate"))
         opponent = config.get("opponent")
         self._opponent = None if opponent is None or is_self(opponent) else make_agent(opponent)
-        self.skip_forced = config.get("skip_forced", True)
-        if not isinstance(self.skip_forced, bool):
-            raise ValueError(f"skip_forced must be True or False, got {shown(self.skip_forced)}")
+        skip_forced = config.get("skip_forced", True)
+        if not isinstance(skip_forced, (bool, np.bool_)):  # as the Gymnasium view takes it
+            raise ValueError(f"skip_forced must be True or False, got "
+                             f"{type(skip_forced).__name__} {shown(skip_forced)}")
+        self.skip_forced = bool(skip_forced)
         seed = checked_seed(config.get("seed"))
         # RLlib seeds sub-env i of runner w with seed + w + i (and its new stack leaves
-        # vector_index at 0): the worker goes into every stream, or two sub-envs deal alike;
-        # without a seed each env draws fresh entropy
-        self._stream = (worker, vector)  # this env's place among RLlib's sub-envs
-        self._rng = np.random.default_rng(None if seed is None else [seed, worker, vector])
+        # vector_index at 0 and builds a runner's sub-envs from one context object): the worker
+        # and the env's place among its context's envs go into every stream, or two sub-envs
+        # deal alike; without a seed each env draws fresh entropy
+        self._stream = (worker, vector) + ((made,) if made else ())
+        self._rng = np.random.default_rng(None if seed is None else [seed, *self._stream])
         space = self._aec.observation_space(AGENTS[0])["observation"]
         obs_space = gymnasium.spaces.Dict({
             "observations": space,

@@ -168,6 +168,8 @@ def _model(observation_spaces: dict, actions: int = NUM_ACTIONS):
 
 def test_an_sb3_model_must_see_exactly_the_observation_and_the_mask_of_this_env():
     pytest.importorskip("sb3_contrib", reason="needs the [sb3] extra")
+    from types import SimpleNamespace
+
     from gymnasium.spaces import Box
 
     from sevenrocks_env.agents.sb3_agent import _space_problem
@@ -187,6 +189,11 @@ def test_an_sb3_model_must_see_exactly_the_observation_and_the_mask_of_this_env(
     actions = _space_problem(_model({"observation": box(OBS_SIZE),
                                      "action_mask": box(NUM_ACTIONS)}, actions=50))
     assert actions == f"trained on actions Discrete(50), not Discrete({NUM_ACTIONS})"
+    # a flattened view's Box: its repr printed both bound arrays (4.6 kB in one message)
+    flat = _space_problem(SimpleNamespace(observation_space=Box(0, 1, (OBS_SIZE + NUM_ACTIONS,)),
+                                          action_space=None))
+    assert flat == (f"trained on observations Box(shape=({OBS_SIZE + NUM_ACTIONS},), "
+                    "dtype=float32), not this env's Dict(observation, action_mask)")
 
 
 def test_an_sb3_file_over_1_gib_is_refused_by_its_size_before_it_is_read(tmp_path):

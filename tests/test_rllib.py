@@ -135,6 +135,22 @@ def test_sub_envs_seeded_by_rllib_deal_different_matches(rllib_ppo):
     assert first_hands(unseeded[0], None) != first_hands(unseeded[1], None)
 
 
+def test_sub_envs_built_on_one_context_deal_different_matches(rllib_ppo):
+    """RLlib's new stack builds a runner's sub-envs from one context object, vector index 0
+    for all: seeded by env_config alone (no ``.debugging(seed=...)``, so no reset seed) they
+    dealt the same matches.  Built again on a fresh context, the same streams come back."""
+    def hands():
+        shared = Context(1, seed=1)
+        return [first_hands(rllib_ppo.SevenRocksMultiAgentEnv(shared)) for _ in range(3)]
+
+    first = hands()
+    assert len({str(h) for h in first}) == 3
+    assert hands() == first
+    # the first env of a context is an env of a plain dict config, as before
+    plain = rllib_ppo.SevenRocksMultiAgentEnv({"seed": 1})
+    assert first_hands(plain) == first_hands(rllib_ppo.SevenRocksMultiAgentEnv(Context(0, seed=1)))
+
+
 class HistoryRecorder:
     """A fake opponent that reads the round's plays: plays its first legal action and checks
     each ``history`` against the env's own match."""

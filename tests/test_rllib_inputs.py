@@ -83,7 +83,8 @@ def test_a_legal_action_as_a_0d_array_is_played(rllib_ppo):
 
 @pytest.mark.parametrize("config, words", [
     ({"opponents": "heuristic"}, "unknown env_config key.*'opponents'"),  # the Gymnasium spelling
-    ({"skip_forced": "no"}, "skip_forced must be True or False"),
+    ({"skip_forced": "no"}, "skip_forced must be True or False, got str 'no'"),
+    ({"skip_forced": 1}, "skip_forced must be True or False, got int 1"),
     ({"seed": -1}, "seed must be a non-negative int"),
     ({"seed": True}, "seed must be a non-negative int"),
 ])
@@ -95,6 +96,13 @@ def test_a_wrong_env_config_is_refused_in_words(rllib_ppo, config, words):
     env = rllib_ppo.SevenRocksMultiAgentEnv({})
     with pytest.raises((ValueError, TypeError), match="seed must be a non-negative int"):
         env.reset(seed=-3)
+
+
+def test_skip_forced_takes_a_numpy_bool_as_the_gymnasium_view_does(rllib_ppo):
+    """np.bool_(True) was refused as "must be True or False, got True"."""
+    for value in (np.bool_(True), np.bool_(False)):
+        env = rllib_ppo.SevenRocksMultiAgentEnv({"skip_forced": value})
+        assert env.skip_forced is bool(value)
 
 
 @pytest.mark.parametrize("ending", ["played out", "illegal action"])

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..checks import checked_seed
+from ..checks import checked_seed, shown
 from ..observation import OBS_SIZE, checked_inputs
 from ..policy_file import CheckpointError, existing_file
 from ..tiles import NUM_ACTIONS
@@ -94,15 +94,25 @@ def _space_problem(model) -> str | None:
     """Why ``model`` was not trained on the single-agent view's spaces, or ``None``."""
     spaces = getattr(model.observation_space, "spaces", None)
     if spaces is None or set(spaces) != {"observation", "action_mask"}:
-        return (f"trained on observations {model.observation_space}, not this env's "
-                f"Dict(observation, action_mask)")
+        return (f"trained on observations {_space_text(model.observation_space)}, not this "
+                f"env's Dict(observation, action_mask)")
     if spaces["observation"].shape != (OBS_SIZE,) or spaces["action_mask"].shape != (NUM_ACTIONS,):
         return (f"trained on observation {spaces['observation'].shape} and mask "
                 f"{spaces['action_mask'].shape}; this sevenrocks has ({OBS_SIZE},) and "
                 f"({NUM_ACTIONS},)")
     if getattr(model.action_space, "n", None) != NUM_ACTIONS:
-        return f"trained on actions {model.action_space}, not Discrete({NUM_ACTIONS})"
+        return (f"trained on actions {_space_text(model.action_space)}, not "
+                f"Discrete({NUM_ACTIONS})")
     return None
+
+
+def _space_text(space) -> str:
+    """A space in a few words: its kind, shape and dtype (a Box's repr prints its bounds, two
+    arrays of every value: kilobytes in a one-line message)."""
+    kind, n = type(space).__name__, getattr(space, "n", None)
+    if n is not None:
+        return f"{kind}({shown(n)})"[:100]
+    return f"{kind}(shape={getattr(space, 'shape', None)}, dtype={getattr(space, 'dtype', None)})"[:100]
 
 
 __all__ = ["MAX_MODEL_BYTES", "SB3Agent", "load_sb3_agent"]
