@@ -25,8 +25,8 @@ def _low_position() -> rules.Match:
     return match
 
 
-@pytest.mark.parametrize("scores, rounds", [((0, 0), 0), ((-120, 5), 0), ((-121, 0), 1),
-                                            ((0, -240), 1), ((-241, -10), 2)])
+@pytest.mark.parametrize("scores, rounds", [((0, 0), 0), ((-120, 5), 0), ((-125, 0), 1),
+                                            ((0, -240), 1), ((-245, -10), 2)])
 def test_fewest_rounds_before_is_the_first_round_the_checker_accepts(scores, rounds):
     assert fewest_rounds_before(scores) == rounds
     match = rules.Match.new(0)
