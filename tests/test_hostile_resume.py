@@ -74,6 +74,14 @@ BAD_PIECES = [
     ("pool", lambda d: d["pool"].update(fixed={"random": {"numpy": {"bit_generator": "MT19937"}}})),
     ("pool", lambda d: d["pool"].update(fixed={"random": {"torch": torch.zeros(3)}})),
     ("pool", lambda d: d["pool"].update(extra=1)),
+    # the SHA-256 of the files each opponent and evaluation agent loaded (training.agent_files)
+    ("fingerprints", lambda d: d.update(fingerprints=["ckpt:a.pt"])),
+    ("fingerprints", lambda d: d.update(fingerprints={"ckpt:a.pt": "not a digest"})),
+    ("fingerprints", lambda d: d.update(fingerprints={"ckpt:a.pt": "A" * 64})),
+    ("fingerprints", lambda d: d.update(fingerprints={7: "0" * 64})),
+    ("fingerprints", lambda d: d.update(fingerprints={"x" * 5000: "0" * 64})),
+    ("fingerprints", lambda d: d.update(fingerprints={f"ckpt:{i}": "0" * 64
+                                                      for i in range(200)})),
     ("update", lambda d: d.update(update=-1)),
     ("update", lambda d: d.update(update=10 ** 30)),
     ("global_step", lambda d: d.update(global_step="many")),

@@ -55,6 +55,11 @@ def test_a_complete_evaluated_run_is_not_resumed_but_an_unevaluated_one_is(tmp_p
     assert main(["--resume", str(latest), *args]) == 2
     err = capsys.readouterr().err
     assert "the run is complete" in err and "--set total_steps=N" in err, err
+    # an update adds a whole batch (256 here): the hint names the smallest N that adds one,
+    # and one step less adds none (refused alike)
+    assert "(N at least 512: one more update)" in err, err
+    assert main(["--resume", str(latest), *args, "--set", "total_steps=511"]) == 2
+    assert "the run is complete" in capsys.readouterr().err
     # resumed into other folders: the mark beside the file still says so (the default
     # checkpoint folder was looked in, and the evaluation was logged again)
     elsewhere = ["--set", f"log_dir={tmp_path / 'runs2'}", "--set",
@@ -98,7 +103,10 @@ def test_an_existing_run_folder_needs_resume_or_force(tmp_path, capsys):
     assert f"--set log_dir={tmp_path / 'runs'}" in err  # resumed as said, into these folders
     # complete (evaluated): the hint says to train on, since a plain --resume is refused
     assert "it is complete (its final evaluation is logged, step 256): train it on with " \
-        f"--resume {latest}" in err and "--set total_steps=N (N more than 256)" in err
+        f"--resume {latest}" in err and "--set total_steps=N (N at least 512: " in err
+    # the run's batch (its mark's), not the new config's: --resume keeps num_matches
+    assert main(args + ["--set", "num_matches=8"]) == 2
+    assert "--set total_steps=N (N at least 512: " in capsys.readouterr().err
     (latest.parent / "evaluated.json").unlink()  # as if stopped in its final evaluation
     assert main(args) == 2
     err = capsys.readouterr().err

@@ -151,6 +151,33 @@ def test_a_resumed_run_drops_what_its_restart_purges(tmp_path):
     assert run["pairs"] == (3, 40)
 
 
+def test_a_resumed_run_is_read_without_tensorboard_s_restart_warning(tmp_path, caplog):
+    """TensorBoard's reader warned "Detected out of order event.step likely caused by a
+    TensorFlow restart. Purging expired events..." for every resumed run (the purge is the
+    resume's own); its logger is held to errors while reading, and its level put back."""
+    import logging
+    first = SummaryWriter(str(tmp_path / "run"), filename_suffix=".a")
+    for step in (10, 20):
+        first.add_scalar("eval/wall_minutes", step / 10, step)
+        first.add_scalar("eval/win_rate_vs_random", 0.25, step)
+    first.close()
+    second = SummaryWriter(str(tmp_path / "run"), purge_step=15, filename_suffix=".b")
+    second.add_scalar("eval/wall_minutes", 5.0, 25)
+    second.add_scalar("eval/win_rate_vs_random", 0.75, 25)
+    second.close()
+    tensorboard = logging.getLogger("tensorboard")
+    level = tensorboard.level
+    with caplog.at_level(logging.DEBUG):  # every record the reader makes reaches caplog
+        tensorboard.setLevel(logging.INFO)
+        try:
+            assert main([str(tmp_path / "run"), "--out", str(tmp_path / "curve.png")]) == 0
+            assert tensorboard.level == logging.INFO  # put back
+        finally:
+            tensorboard.setLevel(level)
+    assert not [r for r in caplog.records if r.name.startswith("tensorboard")
+                and r.levelno >= logging.WARNING], caplog.text
+
+
 def test_logged_names_are_drawn_as_plain_text(tmp_path):
     """An agent named with ``$``: matplotlib's mathtext failed on it while saving."""
     folder = write(tmp_path / "run$x", [EVALS[0], scalar("eval/win_rate_vs_$\\nope{$", 0.5, 10)])

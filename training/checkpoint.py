@@ -111,10 +111,11 @@ def save_checkpoint(path, data: dict) -> Path:
 
 def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int, update: int,
                              wall_time: float, engine_state: dict, pool_state: dict | None,
-                             critic=None, guess=None) -> Path:
+                             critic=None, guess=None, fingerprints: dict | None = None) -> Path:
     """``step_<n>.pt`` plus a copy as ``latest.pt``; returns the step file's path.  An oracle
     ``critic`` and a hand-guess head ``guess`` (training only) are stored under ``critic`` and
-    ``hand_guess``; the policy keys stay as they are."""
+    ``hand_guess``; the policy keys stay as they are.  ``fingerprints``: ``{spec: sha256}`` of
+    the files the run's opponents and evaluation agents loaded (``training.agent_files``)."""
     data = policy_entries(model, global_step)
     data.update({
         "optimizer": on_cpu(optimizer.state_dict()),
@@ -126,6 +127,7 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
         "pool": pool_state,
         "critic": None if critic is None else cpu_weights(critic),
         "hand_guess": None if guess is None else cpu_weights(guess),
+        "fingerprints": dict(fingerprints or {}),
         "torch_version": str(torch.__version__),
     })
     directory = Path(directory)
@@ -140,34 +142,63 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
 EVALUATED = "evaluated.json"
 
 
-def mark_evaluated(ckpt_dir, global_step: int) -> None:
-    """Say (in ``ckpt_dir``) that the run's final evaluation at ``global_step`` is logged."""
+def mark_evaluated(ckpt_dir, global_step: int, batch_size: int | None = None) -> None:
+    """Say (in ``ckpt_dir``) that the run's final evaluation at ``global_step`` is logged, and
+    its batch (``num_matches * num_steps``: the steps an update adds, for the hint that trains
+    the complete run on)."""
+    mark = {"global_step": int(global_step)}
+    if batch_size is not None:
+        mark["batch_size"] = int(batch_size)
     with atomic_path(Path(ckpt_dir) / EVALUATED) as path:
-        Path(path).write_text(json.dumps({"global_step": int(global_step)}) + "\n")
+        Path(path).write_text(json.dumps(mark) + "\n")
 
 
-def evaluated_step(ckpt_dir):
-    """The step whose final evaluation the mark in ``ckpt_dir`` says is logged, or None (no
-    mark, or one unreadable: a FIFO or a folder there is no mark)."""
+def _mark(ckpt_dir) -> dict:
+    """The mark in ``ckpt_dir`` (``{}``: none, or one unreadable: a FIFO or a folder there is
+    no mark)."""
     mark_path = Path(ckpt_dir) / EVALUATED
     try:
         if not mark_path.is_file():
-            return None
+            return {}
         with open(mark_path, encoding="utf-8") as file:
             mark = json.loads(file.read(200))
     except (OSError, ValueError):
-        return None
-    return mark.get("global_step") if type(mark) is dict else None
+        return {}
+    return mark if type(mark) is dict else {}
+
+
+def evaluated_step(ckpt_dir):
+    """The step whose final evaluation the mark in ``ckpt_dir`` says is logged, or None (none,
+    or not a step count)."""
+    step = _mark(ckpt_dir).get("global_step")
+    return step if type(step) is int and step >= 0 else None
+
+
+def evaluated_batch(ckpt_dir, default: int) -> int:
+    """The batch size the mark in ``ckpt_dir`` records, ``default`` where it has none (a mark
+    written before it kept one)."""
+    batch = _mark(ckpt_dir).get("batch_size")
+    return batch if type(batch) is int and batch >= 1 else default
+
+
+def more_steps(global_step: int, batch_size: int) -> str:
+    """``--set total_steps=N`` with the smallest N that trains a run done at ``global_step`` on:
+    an update adds a whole batch, so a smaller N adds none (``num_updates = total_steps //
+    batch_size``)."""
+    return f"--set total_steps=N (N at least {global_step + batch_size}: one more update)"
 
 
 def check_not_complete(ckpt_dir, data: dict, num_updates: int) -> None:
-    """:class:`ConfigError` for a resume (``data``) of a run whose updates are all done and
-    whose final evaluation is logged in ``ckpt_dir`` after its last checkpoint (a run stopped
-    during that evaluation resumes to run it); a missing or unreadable mark: not evaluated."""
+    """:class:`ConfigError` for a resume (``data``, its counters checked) of a run whose updates
+    are all done and whose final evaluation is logged in ``ckpt_dir`` after its last checkpoint
+    (a run stopped during that evaluation resumes to run it); a missing or unreadable mark: not
+    evaluated."""
     if data["update"] >= num_updates and evaluated_step(ckpt_dir) == data["global_step"]:
+        step = data["global_step"]
         raise ConfigError(f"the run is complete: all its updates ({data['update']}) are done "
-                          f"and its final evaluation is logged (step {data['global_step']}); "
-                          "--set total_steps=N (more steps) trains on", "total_steps")
+                          f"and its final evaluation is logged (step {step}); "
+                          f"{more_steps(step, step // max(data['update'], 1))} trains on",
+                          "total_steps")
 
 
 def load_training_checkpoint(path) -> dict:

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents import make_agent
+from sevenrocks_env.arena_log import files_fingerprint
 from sevenrocks_env.checks import shown
 from sevenrocks_env.driver import blamed_on
 from sevenrocks_env.policy import PolicyAgent, PolicyNet
@@ -147,6 +148,7 @@ class OpponentPool:
         self._retired: list[PolicyAgent] = []
         self._restored: list[PolicyAgent] = []  # a checkpoint's retired ones, for "past@k"
         self._fixed_states: dict = {}  # generator states for baselines restore() builds later
+        self.files: dict[str, str] = {}  # {spec: sha256 of the files it loaded} (agent_files)
         self._template = copy.deepcopy(model)
         self._device = next(model.parameters()).device
         self._fixed = {spec: self._baseline(spec) for spec in self.specs if spec != PAST}
@@ -248,8 +250,12 @@ class OpponentPool:
     def _baseline(self, spec: str):
         """:func:`training_opponent`, a network one (``ckpt:``) moved to the learner's device,
         where the matches' observations are: its forward passes batch there as the snapshots'
-        do (its sampling generator, if any, stays on the CPU)."""
+        do (its sampling generator, if any, stays on the CPU).  The SHA-256 of the files it
+        loaded goes to :attr:`files` (checkpoints keep it: ``training.agent_files``)."""
         agent = training_opponent(spec)
+        digest = files_fingerprint(spec)  # (its files just read: a ValueError if not now)
+        if digest is not None:
+            self.files[spec] = digest
         if isinstance(agent, PolicyAgent) and agent.device != self._device:
             agent.model.to(self._device)
             agent.device = self._device

@@ -16,6 +16,8 @@ curve of one evaluation): the number of pairs is the
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import math
 import os
 import re
@@ -48,6 +50,21 @@ MAX_CURVES, MAX_POINTS = 32, 100_000
 TIME_UNITS = [(120.0, "seconds", 1.0), (7200.0, "minutes", 60.0), (float("inf"), "hours", 3600.0)]
 
 
+@contextlib.contextmanager
+def quiet_tensorboard():
+    """TensorBoard's logger held to errors, its level put back after: a resumed run's logs make
+    the reader warn "Detected out of order event.step likely caused by a TensorFlow restart.
+    Purging expired events..." (the points the resume dropped on purpose: ``purge_step``)."""
+    from tensorboard.util import tb_logging
+    logger = tb_logging.get_logger()
+    level = logger.level
+    logger.setLevel(max(level, logging.ERROR))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def read_run(run_dir) -> dict:
     """``{"curves": {agent: [(step, seconds, win_rate), ...]}, "pairs": (eval, final) or None,
     "name": run name}`` from a run's TensorBoard folder; ``ValueError`` (one line naming the
@@ -62,7 +79,8 @@ def read_run(run_dir) -> dict:
     check_event_files(run_dir)
     try:
         acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0, "tensors": 0})
-        acc.Reload()
+        with quiet_tensorboard():
+            acc.Reload()
         return _evaluations(run_dir, acc)
     except (OSError, MemoryError, OverflowError, IndexError, DecodeError) as problem:
         raise ValueError(f"{run_dir}: cannot be read: {type(problem).__name__}: "

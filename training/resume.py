@@ -1,8 +1,9 @@
 """Checking a ``--resume`` checkpoint, piece by piece, before anything is built from it.
 
 A resume checkpoint may come from someone else, so each piece the trainer restores (config,
-step counters, RNG state, optimizer state, opponent pool, oracle critic, engine state) is checked
-on its own; the first bad one raises :class:`CheckpointError` naming it.  The policy's own keys
+step counters, RNG state, optimizer state, opponent pool, oracle critic, the fingerprints of
+the agents' files, engine state) is checked on its own; the first bad one raises
+:class:`CheckpointError` naming it.  The policy's own keys
 were already checked by :func:`sevenrocks_env.policy.read_checkpoint`.  :func:`restore_engine`
 restores the matches in progress (a :class:`ConfigError` when ``--set`` changed their
 opponents).  :func:`resume_options` writes the command line that continues a run where it wrote.
@@ -21,6 +22,7 @@ import torch
 from sevenrocks_env.checks import shown
 from sevenrocks_env.policy import CheckpointError, expected_shapes
 
+from .agent_files import check_fingerprints, opponents_gone
 from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict, parse_overrides
 from .engine_state import accepts, is_numpy_state, is_torch_state
 from .ppo import trained_parameters
@@ -228,6 +230,7 @@ def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) 
                                        network.state_dict().items()}, path, name)
     check_optimizer(data.get("optimizer"), trained_parameters(model, critic, guess), cfg, path)
     check_pool(data.get("pool"), cfg, path)
+    check_fingerprints(data.get("fingerprints"), cfg.num_matches, path)
 
 
 def load_engine(engine, state, path) -> None:
@@ -246,6 +249,9 @@ def restore_engine(engine, resume: dict, cfg: TrainConfig, path) -> None:
     try:
         load_engine(engine, resume.get("engine"), path)
     except CheckpointError as error:
+        gone = opponents_gone(resume.get("engine"))  # (--set cannot take them away)
+        if gone is not None:
+            raise gone from None
         saved = resume["config"].get("opponents")
         if isinstance(saved, list) and saved != cfg.opponents:
             raise ConfigError(
@@ -264,8 +270,8 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
     if not isinstance(saved, dict):
         raise _bad(path, "config", "must be a dict of config fields")
     values = saved_values(data)
-    try:
-        before = config_from_dict(values, "config")
+    try:  # its agents are made below, after --set (which may replace one whose file is gone)
+        before = config_from_dict(values, "config", agents=False)
     except ConfigError as error:
         raise _bad(path, "config", f"is invalid: {str(error)[:300]}") from None
     # said first: the counters or weights checked later would blame another piece
@@ -277,8 +283,17 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
                    "matches of its engine state")
     if problem:
         raise _bad(path, "config", problem)
-    cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
-                           origins={key: "--set" for key in overrides})
+    try:
+        cfg = config_from_dict(dict(values, **overrides), f"{path} (config)",
+                               origins={key: "--set" for key in overrides})
+    except ConfigError as error:
+        gone = opponents_gone(data.get("engine")) if error.key == "opponents" else None
+        if gone is not None:  # (a ckpt: file gone that a match in progress needs)
+            raise gone from None
+        if error.key in AGENT_KEYS and error.key not in overrides:  # (a ckpt: file gone)
+            raise ConfigError(f"{error} (the run's saved config names it: restore its file, "
+                              f"or --set {error.key}=[...] without it)", error.key) from None
+        raise
     update = data.get("update")
     if "total_steps" in overrides and type(update) is int and update > cfg.num_updates:
         raise ConfigError(f"--set total_steps={cfg.total_steps}: the run has trained "
@@ -335,6 +350,10 @@ def network_disagreement(saved: dict, cfg: TrainConfig, model_config: dict,
         return (f"{key} {shown(mine)} disagrees with the weights' model_config {key} "
                 f"{shown(theirs)}")
     return None
+
+
+#: The config's agent specs (made after ``--set``: it may replace one whose file is gone).
+AGENT_KEYS = ("opponents", "eval_agents")
 
 
 #: Settings a resumed run keeps: they size the networks or the rollouts, count the steps, or

@@ -33,9 +33,10 @@ from sevenrocks_env.cli import help_text
 from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError
 
-from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_step,
-                         load_training_checkpoint, mark_evaluated, save_training_checkpoint,
-                         set_rng_state)
+from .agent_files import check_unchanged, fingerprints
+from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_batch,
+                         evaluated_step, load_training_checkpoint, mark_evaluated, more_steps,
+                         save_training_checkpoint, set_rng_state)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
@@ -108,8 +109,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                      "its first)")
         elif evaluated is not None:  # a --resume as it is would be refused: the run is done
             go_on = (f"it is complete (its final evaluation is logged, step {evaluated}): train "
-                     f"it on with {resume_options(latest, cfg)} --set total_steps=N (N more "
-                     f"than {evaluated})")
+                     f"it on with {resume_options(latest, cfg)} "
+                     f"{more_steps(evaluated, evaluated_batch(ckpt_dir, cfg.batch_size))}")
         else:
             go_on = f"continue it with {resume_options(latest, cfg)}"
         raise ConfigError(f"run folder {existing} exists already: {go_on}, write into it with "
@@ -126,6 +127,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         except OutputError as error:
             raise ConfigError(f"{key}: {error.reason}", key) from None
     check_checkpoint_size(cfg, resumed=resume is not None)  # --set may grow the pool on resume
+    eval_files = fingerprints(cfg.eval_agents, "eval_agents")  # the weights it evaluates against
     device = training_device(cfg)
     torch.set_num_threads(cfg.torch_threads)
     random.seed(cfg.seed)
@@ -150,6 +152,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             pool.load_state_dict(resume.get("pool") or {"snapshots": [], "generators": []})
             pool.ensure_snapshot(model)  # `past` added on resume: a snapshot of the resumed policy
         restore_engine(engine, resume, cfg, resume_path)  # after the pool it refers to
+        check_unchanged(resume.get("fingerprints"), pool.files if pool is not None else {},
+                        eval_files, {key for key in resume["engine"]["opponents"] if key},
+                        resume_path)  # a ckpt: file replaced since: other opponents
         if resumed_elsewhere:
             print(f"note: resuming {resume_path}, writing checkpoints to {ckpt_dir} and logs "
                   f"to {run_dir} (output folders never come from a file: --set "
@@ -186,7 +191,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
                                         wall_before + time.time() - start_time, engine_state,
                                         pool.state_dict() if pool is not None else None, critic,
-                                        guess)
+                                        guess, {**eval_files, **(pool.files if pool else {})})
 
     def logs_stopped(reason: str) -> str:  # LogsError's message: the checkpoints are whole
         last = checkpoint or (resume_path if resume is not None else None)
@@ -296,7 +301,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
                 "results": {}, "interrupted": True, "out_of_time": bool(out_of_time)}
     writer.close()
-    mark_evaluated(ckpt_dir, global_step)
+    mark_evaluated(ckpt_dir, global_step, cfg.batch_size)
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
               f"{(wall_before + time.time() - start_time) / 60:.1f} min, checkpoint {checkpoint}")
