@@ -365,14 +365,9 @@ def round_robin(agents: list, pairs: int, seed: int = 0, workers: int = 1, progr
                 target: int = rules.DEFAULT_TARGET, max_rounds: int = DEFAULT_MAX_ROUNDS
                 ) -> RoundRobinResult:
     """:func:`evaluate` on every pairing (same seed: the same deals for all), then ratings."""
-    named = [split_name(a) for a in agents]
+    from .arena_report import round_robin_names
+    named = round_robin_names(agents)  # (a str, a name given twice: refused, saying why)
     names = [name for name, _ in named]
-    if len(names) < 2:
-        raise ValueError(f"round robin needs at least 2 agents, got {names}")
-    if len(set(names)) != len(names):
-        twice = next(name for name in names if names.count(name) > 1)
-        raise ValueError(f"round robin: agent {twice!r} is named twice (give a repeated spec "
-                         "its own name: name=spec)")
     check_settings(pairs=pairs, seed=seed, target=target, max_rounds=max_rounds)
     for _, agent in named:  # every spec before the first pairing plays (a typo in the last one
         check_workers(workers, agent, agent)  # was found after the others had played)

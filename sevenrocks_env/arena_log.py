@@ -40,7 +40,7 @@ import json
 from pathlib import Path
 
 from .arena_log_lock import open_locked, release
-from .checks import shown
+from .checks import checked_path, shown
 from .record import unique_keys
 from .textfile import shown_path
 
@@ -84,7 +84,7 @@ class PairLog:
                  engine: str, files_a: str | None = None, files_b: str | None = None):
         from . import __version__
 
-        self.path = Path(path)
+        self.path = Path(checked_path("log", path))  # log=123: named
         # "version" last: a header cut short by an older version is a prefix of this one
         self.header = {"format": FORMAT, "agent_a": agent_a, "agent_b": agent_b, "seed": seed,
                        "target": target, "max_rounds": max_rounds, "engine": engine,

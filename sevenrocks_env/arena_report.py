@@ -167,6 +167,31 @@ def named_spec(name: str, spec: str) -> str | None:
     return f"{name}={spec}" if named and named.groups() == (name, spec) else None
 
 
+def round_robin_names(agents) -> list[tuple[str, object]]:
+    """``arena.split_name`` of each of a round robin's ``agents``: ``TypeError`` for one
+    string (``"greedy random"`` was read letter by letter) or no list at all; ``ValueError``
+    for fewer than 2 agents or a display name given twice, with the fix that fits (a spec:
+    ``name=spec``; an Agent object: a ``name`` attribute of its own)."""
+    from .arena import split_name
+
+    if isinstance(agents, (str, bytes)) or not hasattr(agents, "__len__"):
+        raise TypeError(f"round robin: agents must be a list of agents or specs, got "
+                        f"{type(agents).__name__} {shown(agents)}"
+                        + ("; one spec each: agents.split()" if isinstance(agents, str) else ""))
+    named = [split_name(agent) for agent in agents]
+    names = [name for name, _ in named]
+    if len(names) < 2:
+        raise ValueError(f"round robin needs at least 2 agents, got {names}")
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        kinds = {isinstance(agent, str) for name, agent in named if name == twice}
+        fix = {frozenset({True}): "give a repeated spec its own name: name=spec",
+               frozenset({False}): "give each Agent object its own name attribute"}.get(
+            frozenset(kinds), "name the spec (name=spec) or give the object another name")
+        raise ValueError(f"round robin: agent {twice!r} is named twice ({fix})")
+    return named
+
+
 #: The longest name shown as a column header of the round-robin matrix.
 MAX_NAME = 20
 
@@ -321,6 +346,6 @@ def progress_bar(total: int, description: str, enabled: bool):
 
 
 __all__ = ["CARD_TEXT", "ENGINES", "MAX_NAME", "OPTIONAL_FIELDS", "RESULT_FIELDS",
-           "MAX_CARD_NAME", "MAX_CARD_SPEC", "arena_command", "is_card_text", "named_spec", "pair_table", "progress_bar",
-           "rating_text", "read_policy_result", "read_result", "round_robin_table", "short_name",
-           "short_names"]
+           "MAX_CARD_NAME", "MAX_CARD_SPEC", "arena_command", "is_card_text", "named_spec",
+           "pair_table", "progress_bar", "rating_text", "read_policy_result", "read_result",
+           "round_robin_names", "round_robin_table", "short_name", "short_names"]

@@ -9,12 +9,13 @@ keep theirs.
 
 :func:`shown` is the short, bounded ``repr`` with which every error message quotes a value it
 was given (a hostile file's value may be deeply nested, huge, or an object with its own
-``__repr__``).
+``__repr__``); :func:`checked_path`, a path argument's type, named.
 """
 from __future__ import annotations
 
 import enum
 import numbers
+import os
 import reprlib
 
 import numpy as np
@@ -64,6 +65,16 @@ def checked_seed(seed) -> int | None:
         raise (ValueError if is_int(seed) else TypeError)(
             f"seed must be a non-negative int or None, got {type(seed).__name__} {shown(seed)}")
     return int(seed)
+
+
+def checked_path(name: str, value) -> str:
+    """``value``, a file path (a ``str`` or an ``os.PathLike`` of one), as a ``str``;
+    ``TypeError`` naming the argument otherwise (pathlib's own named none)."""
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a path (a str or os.PathLike), got "
+                        f"{type(value).__name__} {shown(value)}")
+    return text
 
 
 class _ShortRepr(reprlib.Repr):

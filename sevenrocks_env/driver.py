@@ -73,9 +73,38 @@ def agent_action(agent, match: rules.Match, seat: int):
                     + ("; a tensor or array needs .item()" if hasattr(answer, "item") else ""))
 
 
+#: The longest display name :func:`agent_name` gives (a longer one is cut, ending ``...``).
+MAX_AGENT_NAME = 100
+
+
 def agent_name(agent) -> str:
-    """An agent's display name: its ``name`` attribute, else its class name."""
-    return getattr(agent, "name", type(agent).__name__)
+    """An agent's display name: its ``name`` attribute where that is a non-empty printable
+    ``str``, else its class name (``name`` is optional: ``None``, ``5`` or ``""`` is no name);
+    unprintable characters escaped, at most :data:`MAX_AGENT_NAME` characters."""
+    try:
+        name = getattr(agent, "name", None)
+    except Exception:  # a property that raises is no name either
+        name = None
+    if not (isinstance(name, str) and name.strip() and name.isprintable()):
+        name = type(agent).__name__
+        name = name if name.isprintable() else ascii(name)[1:-1]
+    name = str.__str__(name)  # (a str subclass: plain text)
+    return name if len(name) <= MAX_AGENT_NAME else name[:MAX_AGENT_NAME - 3] + "..."
+
+
+def check_agents(agents: list) -> None:
+    """Every seat's agent is ``None`` or an object with an ``act`` method; a spec string
+    (``"greedy"``), a class or anything else is a ``TypeError`` before the match starts, not
+    at that seat's first choice."""
+    for seat, agent in enumerate(agents):
+        if agent is None or (callable(getattr(agent, "act", None))
+                             and not isinstance(agent, type)):
+            continue
+        hint = (f"; make_agent({agent[:40]!r}) builds one (sevenrocks_env.agents)"
+                if isinstance(agent, str) else
+                f"; {agent.__name__}() builds one" if isinstance(agent, type) else "")
+        raise TypeError(f"seat {seat}: an agent must be an Agent (with act(observation, "
+                        f"action_mask)) or None, got {type(agent).__name__} {shown(agent)}{hint}")
 
 
 @contextmanager
@@ -95,8 +124,10 @@ class MatchDriver:
     """Plays ``match`` forward with ``agents[seat]`` (``None``: the seat decides from outside).
 
     ``agents`` is a sequence of four or a mapping seat -> agent (missing seats are outside
-    seats).  ``ask_forced`` lists outside seats that are stopped for even when forced (an env
-    whose learner must step every move); otherwise forced moves of every seat play themselves.
+    seats), each an Agent or ``None`` (:func:`check_agents`: a spec string is a
+    ``TypeError``).  ``ask_forced`` lists outside seats that are stopped for even when forced
+    (an env whose learner must step every move); otherwise forced moves of every seat play
+    themselves.
     ``on_move`` is called after every move.  ``decisions[seat]`` counts the real choices asked
     of an agent or taken from outside, ``think_s[seat]`` the seconds spent inside ``act`` (wall
     time) and ``think_cpu_s[seat]`` the process's CPU seconds there (what the agent costs,
@@ -112,6 +143,7 @@ class MatchDriver:
         if len(agents) != 4:
             raise ValueError(f"a match needs 4 seats' agents (None for a seat played from "
                              f"outside), got {len(agents)}")
+        check_agents(agents)
         self.match = match
         self.agents = agents
         self.on_move = on_move
@@ -185,4 +217,4 @@ class MatchDriver:
 
 
 __all__ = ["AgentError", "IllegalActionError", "MatchDriver", "MoveHook", "agent_action",
-           "agent_name", "blamed_on", "forced_action"]
+           "agent_name", "blamed_on", "check_agents", "forced_action"]

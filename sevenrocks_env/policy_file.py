@@ -68,7 +68,8 @@ def shipped_path() -> Path:
 
 
 def resolve_path(path) -> Path:
-    """``"shipped"`` -> :func:`shipped_path`; any other path as given.  Raises
+    """``"shipped"`` -> :func:`shipped_path`; any other path as given, a leading ``~`` expanded
+    (``ckpt:~/x.pt``: no shell expands it there; ``sb3:`` paths are expanded too).  Raises
     :class:`CheckpointError` when it is not a regular file, saying what it is instead (missing:
     ``no such file: PATH``, with the working folder for a relative path; a folder; a device);
     ``TypeError`` naming the path's type when it is not a ``str`` or ``os.PathLike`` of one."""
@@ -76,7 +77,7 @@ def resolve_path(path) -> Path:
     if not isinstance(text, str):  # None, 3, b"x": pathlib's TypeError named no argument
         raise TypeError(f"checkpoint path must be a str or os.PathLike ({SHIPPED!r}: the "
                         f"installed policy), got {type(path).__name__} {shown(path)}")
-    return existing_file(shipped_path() if text == SHIPPED else Path(text))
+    return existing_file(shipped_path() if text == SHIPPED else Path(os.path.expanduser(text)))
 
 
 def existing_file(resolved: Path) -> Path:

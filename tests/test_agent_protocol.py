@@ -65,3 +65,43 @@ def test_numpy_integers_are_integers():
     plain = arena.evaluate(FirstLegal(), "random", pairs=2, seed=3).as_dict(timing=False)
     numpy = arena.evaluate(FirstLegal(np.int64), "random", pairs=2, seed=3).as_dict(timing=False)
     assert numpy == plain
+
+
+@pytest.mark.parametrize("name", [None, 5, "", "  ", "two\nlines", b"bytes"], ids=repr)
+def test_a_name_that_is_no_printable_text_is_the_class_name(name):
+    """``name = None`` (or ``5``) played the whole run, then ``.table()`` failed on ``len()``."""
+    class Unnamed(FirstLegal):
+        pass
+    Unnamed.name = name
+    result = arena.evaluate(Unnamed(), "random", pairs=1, seed=1)
+    assert result.agent_a == result.spec_a == "Unnamed" and "Unnamed" in result.table()
+    ranked = arena.round_robin([Unnamed(), "greedy"], pairs=1)
+    assert ranked.agents == ["Unnamed", "greedy"] and "Unnamed" in ranked.table()
+
+
+def test_a_long_name_is_cut_and_a_good_one_kept():
+    from sevenrocks_env.driver import MAX_AGENT_NAME, agent_name
+    agent = FirstLegal()
+    agent.name = "x" * 5000
+    assert agent_name(agent) == "x" * (MAX_AGENT_NAME - 3) + "..."
+    agent.name = "mine v2"
+    assert agent_name(agent) == "mine v2"
+
+
+def test_the_docs_say_a_non_integer_answer_is_an_agent_error_made_of_a_type_error():
+    """docs/agents.md said "a `TypeError`": the arena and the driver raise an ``AgentError``
+    (a RuntimeError) naming it; only ``driver.agent_action`` called directly raises it bare."""
+    from pathlib import Path
+
+    from sevenrocks_env import rules
+    from sevenrocks_env.driver import MatchDriver, agent_action
+    match = next(m for m in map(rules.Match.new, range(50)) if len(rules.legal_actions(m)) > 1)
+    with pytest.raises(TypeError, match="act must return an int"):
+        agent_action(FirstLegal(float), match, match.turn)
+    with pytest.raises(AgentError, match="failed: TypeError: act must return an int") as info:
+        MatchDriver(match, [FirstLegal(float)] * 4).run()
+    assert isinstance(info.value, RuntimeError) and isinstance(info.value.__cause__, TypeError)
+    docs = Path(__file__).parents[1] / "docs" / "agents.md"
+    protocol = " ".join(docs.read_text().split("## Agents")[1].split("\n\n")[1].split())
+    assert "is a `TypeError` saying so" not in protocol
+    assert "an `AgentError` (a `RuntimeError`" in protocol and "`driver.agent_action`" in protocol

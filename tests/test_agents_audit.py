@@ -142,6 +142,27 @@ def test_spec_files_names_what_a_spec_loads():
             spec_files(spec)
 
 
+def test_a_file_path_in_any_spec_starts_from_the_home_folder_at_a_tilde(tmp_path, monkeypatch):
+    """``ckpt:~/x.pt`` (no shell expands ``~`` after ``ckpt:``) looked for a folder named ``~``;
+    ``sb3:~/x.zip`` did not.  The pair log's fingerprint is that of the file read."""
+    from policy_files import save_policy
+    from sevenrocks_env import arena
+    from sevenrocks_env.agents import spec_files
+    from sevenrocks_env.arena_log import files_fingerprint
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = save_policy(tmp_path / "x.pt")
+    for spec in ("ckpt:~/x.pt", "policy:~/x.pt", "sample:policy=~/x.pt,temperature=2",
+                 "search:policy=~/x.pt,samples=2"):
+        assert spec_files(spec) == [path], spec
+        assert files_fingerprint(spec) == files_fingerprint(f"ckpt:{path}")
+        make_agent(spec, seed=0)
+    log = tmp_path / "l.jsonl"
+    once = arena.evaluate("ckpt:~/x.pt", "greedy", 2, seed=3).as_dict(timing=False)
+    arena.evaluate("ckpt:~/x.pt", "greedy", 1, seed=3, log=log)
+    assert arena.evaluate("ckpt:~/x.pt", "greedy", 2, seed=3, log=log).as_dict(timing=False) \
+        == once  # resumed: the same file, the same fingerprint
+
+
 # -- batched agents ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec, kind", [

@@ -216,6 +216,13 @@ def test_a_round_robin_names_the_agent_given_twice():
         arena.round_robin(["random", "greedy", "random"], pairs=1)
     with pytest.raises(ValueError, match="at least 2 agents"):
         arena.round_robin(["random"], pairs=1)
+    with pytest.raises(TypeError, match="a list of agents or specs, got str 'greedy random'"):
+        arena.round_robin("greedy random", pairs=1)  # was "agent 'r' is named twice"
+    same = [GreedyAgent(), GreedyAgent()]  # two objects: no name=spec for them
+    with pytest.raises(ValueError, match=r"'greedy' is named twice \(give each Agent object"):
+        arena.round_robin(same, pairs=1)
+    with pytest.raises(ValueError, match=r"twice \(name the spec \(name=spec\) or give the"):
+        arena.round_robin([same[0], "greedy"], pairs=1)
 
 
 def test_round_robin_table_mirrors_cells_and_sorts_ratings():

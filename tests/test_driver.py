@@ -87,6 +87,24 @@ def test_outside_illegal_action_and_agent_illegal_action_are_clear_errors():
         MatchDriver(rules.Match.new(0), [GreedyAgent()] * 3)
 
 
+SPEC_HINT = r"; make_agent\('greedy'\) builds one"
+
+
+@pytest.mark.parametrize("seats, seat, hint", [
+    (["greedy", GreedyAgent(), None, GreedyAgent()], 0, SPEC_HINT), ({2: "greedy"}, 2, SPEC_HINT),
+    ([None, 5, None, None], 1, "$"), ([None, object(), None, None], 1, "$"),
+    ([None, None, None, GreedyAgent], 3, r"; GreedyAgent\(\) builds one")],
+    ids=["spec", "spec-by-seat", "int", "object", "class"])
+def test_a_seat_given_a_spec_or_no_agent_is_refused_before_the_match_moves(seats, seat, hint):
+    """``MatchDriver(match, ["greedy", ...])`` was taken, then failed at that seat's first
+    choice: ``AttributeError: 'str' object has no attribute 'act'``, as an AgentError."""
+    match = rules.Match.new(0)
+    with pytest.raises(TypeError, match=rf"seat {seat}: an agent must be an Agent .* or None, "
+                                        rf"got .*{hint}"):
+        MatchDriver(match, seats)
+    assert match.placements == 0
+
+
 @pytest.mark.parametrize("count", [3, 5])
 def test_a_driver_needs_exactly_four_seats(count):
     with pytest.raises(ValueError, match=f"4 seats' agents .* got {count}"):

@@ -161,3 +161,12 @@ def test_random_actions_names_a_mask_that_is_no_tensor(mask):
     from sevenrocks_env.batched import random_actions
     with pytest.raises(TypeError, match="mask must be a 2-d bool tensor"):
         random_actions(mask)
+
+
+@pytest.mark.parametrize("log", [123, b"l.jsonl", ["l.jsonl"], True], ids=repr)
+def test_evaluate_names_a_log_that_is_no_path(log):
+    """``log=123`` was pathlib's ``expected str, bytes or os.PathLike object, not int``."""
+    from sevenrocks_env import arena
+    with pytest.raises(TypeError, match=f"log must be a path \\(a str or os.PathLike\\), got "
+                                        f"{type(log).__name__}"):
+        arena.evaluate("greedy", "random", pairs=1, log=log)

@@ -40,6 +40,14 @@ def test_an_extra_agent_on_the_menu_already_is_listed_once():
 
     specs = [spec for spec, _ in games.agent_menu(("random", "search:samples=4", "random"))]
     assert specs.count("random") == 1 and specs.count("search:samples=4") == 1
+    # one agent however spelt (agents.same_spec): listed once, under its first spelling
+    extra = ("search:samples=8", "search:samples=08", "search: samples=8", "search:samples=64",
+             "policy:shipped", "heuristic ")
+    specs = [spec for spec, _ in games.agent_menu(extra)]
+    assert specs[len(games.BUILTIN_AGENTS):].count("search:samples=8") == 1
+    assert not {"search:samples=08", "search: samples=8", "search:samples=64", "heuristic "} \
+        & set(specs)
+    assert ("policy:shipped" in specs) != ("ckpt:shipped" in specs)  # ckpt:shipped if torch
 
 
 def test_unknown_game_and_replay_ids(client):

@@ -21,8 +21,9 @@ from .layout import legal_from_mask
 class Agent(Protocol):
     """``act(observation, action_mask) -> action``; ``seed`` makes any randomness reproducible.
 
-    A ``name`` attribute is optional: tables and messages show it, else the class name
-    (:func:`sevenrocks_env.driver.agent_name`).  ``act`` returns an int (a NumPy integer too).
+    A ``name`` attribute is optional: tables and messages show it where it is a non-empty
+    printable ``str``, else the class name (:func:`sevenrocks_env.driver.agent_name`).  ``act``
+    returns an int (a NumPy integer too).
     """
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray) -> int: ...

@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ..agents import make_agent
+from ..agents import make_agent, same_spec
 from ..checks import is_plain_int, shown
 from ..dealing import MAX_SEED
 from ..driver import agent_action
@@ -79,11 +79,10 @@ def agent_menu(extra: tuple[str, ...] = ()) -> list[tuple[str, str]]:
         menu.append(("search:policy=shipped,samples=16", "shipped policy with search"))
         menu.append(("search:policy=shipped,samples=16,inference=0.5",
                      "shipped policy with search and inference"))
-    offered = {spec for spec, _ in menu}
-    for spec in extra:  # `--agent random` is on the menu already: not listed twice
-        if spec not in offered:
+    for spec in extra:  # `--agent random` (or `search:samples=64`, the default `search`, or
+        # `search:samples=08` after `search:samples=8`) is on the menu already: not listed twice
+        if not any(same_spec(spec, offered) for offered, _ in menu):
             menu.append((spec, spec))
-            offered.add(spec)
     return menu
 
 
