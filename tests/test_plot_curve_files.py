@@ -133,19 +133,24 @@ def test_a_record_still_being_written_is_left_out(tmp_path):
     assert read_run(folder)["curves"] == {"random": [(10, 60.0, 0.5)]}
 
 
-def test_a_resumed_run_drops_what_its_restart_purges(tmp_path):
-    """``SummaryWriter(purge_step=...)`` (the trainer's resume): TensorBoard drops the values
-    logged at that step or later before the restart; so does plot_curve."""
-    first = SummaryWriter(str(tmp_path / "run"), filename_suffix=".a")
+def write_resumed_run(folder, steps) -> None:
+    """A run's logs at ``steps``, then a resume's from step 15 on (``purge_step``) at 25."""
+    first = SummaryWriter(str(folder), filename_suffix=".a")
     first.add_text("hyperparameters", "|eval_pairs|3|\n|final_eval_pairs|40|")
-    for step in (10, 20, 30):
+    for step in steps:
         first.add_scalar("eval/wall_minutes", step / 10, step)
         first.add_scalar("eval/win_rate_vs_random", 0.25, step)
     first.close()
-    second = SummaryWriter(str(tmp_path / "run"), purge_step=15, filename_suffix=".b")
+    second = SummaryWriter(str(folder), purge_step=15, filename_suffix=".b")
     second.add_scalar("eval/wall_minutes", 5.0, 25)
     second.add_scalar("eval/win_rate_vs_random", 0.75, 25)
     second.close()
+
+
+def test_a_resumed_run_drops_what_its_restart_purges(tmp_path):
+    """``SummaryWriter(purge_step=...)`` (the trainer's resume): TensorBoard drops the values
+    logged at that step or later before the restart; so does plot_curve."""
+    write_resumed_run(tmp_path / "run", (10, 20, 30))
     run = read_run(tmp_path / "run")
     assert run["curves"] == {"random": [(10, 60.0, 0.25), (25, 300.0, 0.75)]}
     assert run["pairs"] == (3, 40)
@@ -156,15 +161,7 @@ def test_a_resumed_run_is_read_without_tensorboard_s_restart_warning(tmp_path, c
     TensorFlow restart. Purging expired events..." for every resumed run (the purge is the
     resume's own); its logger is held to errors while reading, and its level put back."""
     import logging
-    first = SummaryWriter(str(tmp_path / "run"), filename_suffix=".a")
-    for step in (10, 20):
-        first.add_scalar("eval/wall_minutes", step / 10, step)
-        first.add_scalar("eval/win_rate_vs_random", 0.25, step)
-    first.close()
-    second = SummaryWriter(str(tmp_path / "run"), purge_step=15, filename_suffix=".b")
-    second.add_scalar("eval/wall_minutes", 5.0, 25)
-    second.add_scalar("eval/win_rate_vs_random", 0.75, 25)
-    second.close()
+    write_resumed_run(tmp_path / "run", (10, 20))
     tensorboard = logging.getLogger("tensorboard")
     level = tensorboard.level
     with caplog.at_level(logging.DEBUG):  # every record the reader makes reaches caplog
