@@ -122,3 +122,60 @@ def test_an_opponent_no_match_plays_can_be_dropped_when_its_file_changed(tmp_pat
     assert "--set opponents=[...] without it" in err, err
     code, err = resume(tmp_path, capsys, checkpoint, "opponents=[greedy]")
     assert code == 0, err
+
+
+def test_another_spelling_of_a_replaced_file_is_refused_too(tmp_path, capsys, monkeypatch):
+    """Fingerprints were looked up by the spec's exact text: `--set opponents=[ckpt:./x.pt]`
+    resumed against the replaced ckpt:x.pt without a word."""
+    checkpoint, opponent, _ = base_run(tmp_path, fraction=0.0)
+    save_policy(opponent, PolicyNet([16]))
+    monkeypatch.chdir(tmp_path)
+    for spelling in (f"ckpt:./{opponent.name}", f"ckpt:{tmp_path}/./{opponent.name}",
+                     f"search:policy={opponent},samples=2"):
+        code, err = resume(tmp_path, capsys, checkpoint, f"opponents=[{spelling!r}]")
+        assert code == 2 and "loads other weights" in err, (spelling, err)
+
+
+def test_an_evaluation_agent_replaced_during_a_session_stops_it(tmp_path, monkeypatch):
+    """The arena reads an evaluation agent's file at every evaluation, and the checkpoints
+    keep the hash taken at the session's start: a file replaced between two evaluations
+    measured another agent under the same curve, and blamed the next resume."""
+    import training.train as train_module
+    from sevenrocks_env.driver import AgentError
+
+    evaluator = save_policy(tmp_path / "evaluator.pt", PolicyNet([16]))
+    evaluate = train_module.evaluate_policy
+    calls = []
+
+    def evaluate_then_replace(*args, **kwargs):
+        calls.append(1)
+        results = evaluate(*args, **kwargs)
+        save_policy(evaluator, PolicyNet([16]))  # another policy under the same path
+        return results
+
+    monkeypatch.setattr(train_module, "evaluate_policy", evaluate_then_replace)
+    with pytest.raises(AgentError, match=f"training stopped at update 2 .*eval_agents "
+                                         f"'ckpt:{evaluator}' loads other weights than when "
+                                         "this session started"):
+        train_module.train(train_module.load_config(SMOKE, [
+            f"log_dir={tmp_path / 'runs'}", f"checkpoint_dir={tmp_path / 'ck'}",
+            "total_steps=768", "eval_every=1", "eval_pairs=1", f"eval_agents=[ckpt:{evaluator}]"]))
+    assert len(calls) == 1
+
+
+def test_a_ckpt_opponent_whose_path_holds_a_hash_sign_resumes(tmp_path, capsys):
+    """`ckpt:h#1/x.pt` was split at `#` as a `past#k` key: "no such file: h"."""
+    from training.opponents import is_past_key
+
+    assert is_past_key("past#3") and is_past_key("past@0") and is_past_key("past")
+    assert not is_past_key("ckpt:h#1/x.pt") and not is_past_key("ckpt:past#1.pt")
+    folder = tmp_path / "h#1"
+    folder.mkdir()
+    opponent = save_policy(folder / "x.pt", PolicyNet([16]))
+    assert main(["--config", str(SMOKE), *folders(tmp_path), "--set", "total_steps=256",
+                 "--set", f"opponents=['ckpt:{opponent}']", "--set", "opponent_fraction=0.5",
+                 "--set", "eval_every=0", "--set", "final_eval_pairs=1"]) == 0
+    checkpoint = tmp_path / "ck" / "smoke" / "step_256.pt"
+    assert playing(checkpoint) == {f"ckpt:{opponent}"}
+    code, err = resume(tmp_path, capsys, checkpoint)
+    assert code == 0, err

@@ -281,8 +281,9 @@ def test_the_card_s_training_command_comes_from_the_run_s_config(tmp_path):
     data = dict(policy_entries(PolicyNet([16], action_features=2), 0), config=config)
     source = save_checkpoint(tmp_path / "run.pt", data)
     out = tmp_path / "shipped" / "policy.pt"
+    # (no engine field: a run from before it, which played the python engine, as --resume reads)
     for given, command in ((None, "python -m training.train --config configs/default.yaml "
-                                  "--set 'hidden_sizes=[16]' --set seed=3"),
+                                  "--set engine=python --set 'hidden_sizes=[16]' --set seed=3"),
                            ("my command", "my command")):
         extra = [] if given is None else ["--train-command", given]
         assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
@@ -297,12 +298,19 @@ def test_a_training_command_trains_the_run_s_config():
     from training.config import load_config
     from training.ship import DEFAULT_CONFIG, training_command
 
+    def run(config):  # a checkpoint's run facts
+        return {"config": config, "model_config": {"action_features": 2}}
+
     default = load_config(DEFAULT_CONFIG).model_dump(mode="json")
-    assert training_command(default, False) == "make train"
-    assert training_command(dict(default, run_name="mine", progress=False), True) == (
+    assert training_command(run(default), False) == "make train"
+    assert training_command(run(dict(default, run_name="mine", progress=False)), True) == (
         "make train   # then python -m training.distill (see the card's 'distill')")
+    # a run from before the critic field trained the shared critic (as --resume reads it)
+    older = {key: value for key, value in default.items() if key != "critic"}
+    assert training_command(run(older), False).endswith("--set critic=shared")
+    assert training_command(run({}), False).startswith("not recorded")
     smoke = load_config(DEFAULT_CONFIG.parent / "smoke.yaml").model_dump(mode="json")
-    words = shlex.split(training_command(smoke, False))
+    words = shlex.split(training_command(run(smoke), False))
     assert words[:5] == ["python", "-m", "training.train", "--config", "configs/default.yaml"]
     sets = [words[i + 1] for i, word in enumerate(words) if word == "--set"]
     assert len(sets) > 5 and len(words) == 5 + 2 * len(sets)

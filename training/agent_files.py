@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import re
 
-from sevenrocks_env.agents import spec_files
+from sevenrocks_env.agents import same_spec, spec_files
 from sevenrocks_env.arena_log import files_fingerprint
 from sevenrocks_env.checks import shown
+from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError
 
 from .config_yaml import ConfigError
-from .opponents import PAST
+from .opponents import is_past_key
 
 #: A fingerprint as :func:`files_fingerprint` writes it.
 SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -72,7 +73,7 @@ def check_unchanged(saved, opponents: dict, eval_agents: dict, playing, path) ->
     take away)."""
     for key, loaded in (("opponents", opponents), ("eval_agents", eval_agents)):
         for spec, now in loaded.items():
-            then = (saved or {}).get(spec)  # (none: an agent --set added, or an old file)
+            then = saved_digest(saved or {}, spec)  # (none: an agent --set added, an old file)
             if then is None or then == now:
                 continue
             go_on = ("start a new run (a match in progress plays it)" if key == "opponents"
@@ -81,6 +82,41 @@ def check_unchanged(saved, opponents: dict, eval_agents: dict, playing, path) ->
                 f"{path}: {key} {spec!r} loads other weights than when the checkpoint was "
                 f"written (its files' sha256 {then[:16]}..., now {now[:16]}...): the resumed run "
                 f"would not continue the run; put that file back, or {go_on}", key)
+
+
+def saved_digest(saved: dict, spec: str) -> str | None:
+    """The fingerprint ``saved`` keeps for ``spec`` or for another spelling of it: the same
+    agent (:func:`~sevenrocks_env.agents.same_spec`) or one that loads the same files
+    (``ckpt:x.pt`` and ``ckpt:./x.pt``); ``None`` if none does."""
+    if spec in saved:
+        return saved[spec]
+    paths = _resolved_files(spec)
+    for other, digest in saved.items():
+        if same_spec(other, spec) or (paths and _resolved_files(other) == paths):
+            return digest
+    return None
+
+
+def _resolved_files(spec: str) -> list | None:
+    """The absolute paths of the files ``spec`` loads (``None``: none can be read now)."""
+    try:
+        return [path.resolve() for path in spec_files(spec)] or None
+    except (ValueError, OSError):
+        return None
+
+
+def check_session_files(loaded: dict, specs, key: str) -> None:
+    """:class:`~sevenrocks_env.driver.AgentError` when an agent of ``specs`` (``eval_agents``:
+    the arena reads their files at every evaluation) now loads other files than ``loaded``
+    (:func:`fingerprints` at the session's start, what its checkpoints keep): the evaluations
+    would go on measuring another agent under the same name."""
+    for spec, now in fingerprints(specs, key).items():
+        then = loaded.get(spec)
+        if then is not None and then != now:
+            raise AgentError(f"{key} {spec!r} loads other weights than when this session "
+                             f"started (its files' sha256 {then[:16]}..., now {now[:16]}...): "
+                             "its evaluations would measure another agent under the same name; "
+                             "put that file back")
 
 
 def opponents_gone(engine) -> ConfigError | None:
@@ -103,7 +139,7 @@ def unreadable_opponents(engine) -> list:
     gone = []
     keys = keys[:MAX_KEYS] if isinstance(keys, list) else []
     for key in dict.fromkeys(key for key in keys if isinstance(key, str) and len(key) <= 4096):
-        if key == PAST or key.startswith((f"{PAST}#", f"{PAST}@")):
+        if is_past_key(key):
             continue
         try:
             spec_files(key)  # (each path: a regular file, or "cannot read checkpoint: ...")

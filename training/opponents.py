@@ -24,6 +24,13 @@ from sevenrocks_env.public_round import reads_history
 PAST = "past"
 
 
+def is_past_key(key: str) -> bool:
+    """Whether an opponent key (:meth:`OpponentPool.key`) names a snapshot of the learner
+    (``past#k`` in the pool, ``past@k`` dropped from it), not a spec: a ``ckpt:`` path may
+    hold ``#`` or ``@`` too."""
+    return key == PAST or key.startswith((f"{PAST}#", f"{PAST}@"))
+
+
 def policy_actions(agent: PolicyAgent, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """``PolicyAgent.act`` for a batch of seats in one forward pass: ``[N]`` actions (CPU int64)
     from observations ``[N, 238]`` and legal-action masks ``[N, 113]`` (bool, each row with a
@@ -203,7 +210,7 @@ class OpponentPool:
             if not (re.fullmatch(r"[0-9]{1,5}", index) and int(index) < count):
                 raise ValueError(f"opponent key {shown(key)}: no such retired snapshot ({count})")
             return PAST, self._restored[int(index)]
-        name, _, index = key.partition("#")
+        name, _, index = key.partition("#") if is_past_key(key) else (key, "", "")
         if name == PAST:
             if not self._past_agents:
                 raise ValueError("the checkpoint has matches against past snapshots but no "

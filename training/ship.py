@@ -122,11 +122,21 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.y
 _NOT_LEARNING = ("run_name", "progress", *OUTPUT_FOLDERS)
 
 
-def training_command(config: dict, distilled: bool) -> str:
-    """The command that trains a run of ``config`` (a checkpoint's checked config): ``make
-    train`` for ``configs/default.yaml``'s values, else that file with ``--set`` for each value
-    that differs (keys that only name outputs or progress left out); a distilled policy's
-    rounds of ``training.distill`` are named after it (the card's ``distill`` facts)."""
+def training_command(data: dict, distilled: bool) -> str:
+    """The command that trains the run of checkpoint ``data`` (its config checked by
+    :func:`_check_config`, read as ``--resume`` reads it: an older run's missing fields are
+    that run's defaults): ``make train`` for ``configs/default.yaml``'s values, else that file
+    with ``--set`` for each value that differs (keys that only name outputs or progress left
+    out); a distilled policy's rounds of ``training.distill`` are named after it (the card's
+    ``distill`` facts).  Without a config, or without that file (an install that is no
+    checkout), it says so: ``--train-command`` gives the command then."""
+    from .resume import saved_values
+    if not data.get("config"):
+        return "not recorded (the checkpoint holds no run config; --train-command gives it)"
+    if not DEFAULT_CONFIG.is_file():
+        return ("python -m training.train with the card's 'config' (configs/default.yaml, to "
+                "write it as --set values, is not here)")
+    config = saved_values(data)
     default = load_config(DEFAULT_CONFIG).model_dump(mode="json")
     changed = [f"{key}={value if isinstance(value, str) else json.dumps(value)}"
                for key, value in config.items()
@@ -198,7 +208,7 @@ def main(argv=None) -> int:
         distilled = distill_facts(source, args.checkpoint)
         _check_config(source, args.checkpoint, distilled is not None)
         if args.train_command is None:
-            args.train_command = training_command(facts["config"], distilled is not None)
+            args.train_command = training_command(source, distilled is not None)
         extra = [read_result(path) for path in args.extra_result]
         plan = _plan(args)
         _check_card_agents(agent for agent, _ in plan)

@@ -33,7 +33,7 @@ from sevenrocks_env.cli import help_text
 from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError
 
-from .agent_files import check_unchanged, fingerprints
+from .agent_files import check_session_files, check_unchanged, fingerprints
 from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_batch,
                          evaluated_step, load_training_checkpoint, mark_evaluated, more_steps,
                          save_training_checkpoint, set_rng_state)
@@ -57,9 +57,11 @@ def _hparams_table(cfg: TrainConfig) -> str:
 
 
 def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: int,
-                      wall_seconds: float) -> dict:
+                      wall_seconds: float, eval_files: dict) -> dict:
     """Arena evaluation against ``cfg.eval_agents``: the eval/ scalars, the wall time, and one
-    evaluation match against the last eval agent as a board picture (eval/game)."""
+    evaluation match against the last eval agent as a board picture (eval/game).  The agents'
+    files must be those of the session's start (``eval_files``, what its checkpoints keep)."""
+    check_session_files(eval_files, cfg.eval_agents, "eval_agents")
     results = evaluate_policy(model, cfg.eval_agents, pairs, cfg.eval_seed, cfg.target,
                               cfg.max_rounds)
     for key, value in eval_scalars(results).items():
@@ -251,7 +253,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates \
                     and not out_of_time:  # the final evaluation follows at this step
                 results = _evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
-                                            wall_before + time.time() - start_time)
+                                            wall_before + time.time() - start_time, eval_files)
                 summary = short_summary(results)
             bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
             bar.update(cfg.batch_size)
@@ -290,7 +292,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     # -- final evaluation: the arena table against the baselines ------------------------------
     try:
         results = _evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
-                                    wall_before + time.time() - start_time)
+                                    wall_before + time.time() - start_time, eval_files)
     except AgentError as error:
         writer.close()
         raise AgentError(f"the final evaluation stopped: {error}; the checkpoint is "
