@@ -90,8 +90,25 @@ def _numpy_tables() -> dict[str, np.ndarray]:
         slot_piece[code, 9] = st
         slot_piece[code, 10] = tables["counted"][value]
     tables["slot_piece"] = slot_piece
-    # spread14 shifted to each slot's bit: spread14_slots[16384 slot + x] = spread14[x] << slot
-    tables["spread14_slots"] = np.concatenate([spread14 << slot for slot in range(4)])
+    # the legal words (layout.legal_words): a hand's tiles t at all four bits 4 t + slot, the
+    # low half in word 0, the high half as [word 0 part, word 1 part] (bits 56 + 4 t + slot on)
+    spread4 = (spread14 * 15).astype(np.uint64)
+    tables["hand_bits_low"] = spread4.view(np.int64)
+    tables["hand_bits_high"] = np.stack([spread4 << np.uint64(56), spread4 >> np.uint64(8)],
+                                        1).view(np.int64)
+    # slot_allowed[4096 opening + sum 8**slot (end + 1)]: the actions 4 t + slot whose tile t
+    # shows the number open at the slot, as two words; at the opening every tile fits slot 0
+    code = np.arange(2 << 12)
+    allowed = np.zeros((len(code), 2), np.uint64)
+    with_number = np.array((0,) + WITH_NUMBER, np.int64)
+    for slot in range(4):
+        fits = with_number[(code >> 3 * slot) & 7] | np.where((code >> 12) & (slot == 0),
+                                                                ALL_TILES, 0)
+        low = spread14[fits & HALF_MASK].astype(np.uint64) << np.uint64(slot)
+        high = spread14[fits >> HALF].astype(np.uint64) << np.uint64(slot)
+        allowed[:, 0] |= low | (high << np.uint64(56))
+        allowed[:, 1] |= high >> np.uint64(8)
+    tables["slot_allowed"] = allowed.view(np.int64)
     tables["slot_counted"] = np.where(np.arange(128) >= 64, 0, np.tile(counted, 2)).astype(np.int64)
     # [spinner piece (8), end sum piece (6)] at (spinner + 1) * 37 + end sum
     tables["spinner_end_sum"] = np.array(
@@ -132,7 +149,7 @@ class Tables:
         self.onehot4 = torch.eye(4, **long)                  # row s: 1 at column s (int64)
         self.onehot2 = torch.eye(2, **long)
         self.slot_base = torch.tensor([1, 1, 33, 33], **long)    # counted_value: end + 1, kind
-        self.spread_offset = (self.slots << HALF).expand(2, 4).contiguous()   # [half, slot]
+        self.slot_code = torch.tensor([1, 8, 64, 512], **long)   # slot_allowed: 8**slot (end + 1)
         self.count_base5 = torch.tensor([0, 0, 8, 8, 8], **long)
         self.half_shift = torch.tensor([0, HALF], **long)          # a tile set's two halves
         # slot_piece rows of the 4 slots side by side (slot-major, 4 x 11) -> the observation's
