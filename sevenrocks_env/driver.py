@@ -73,8 +73,9 @@ def agent_action(agent, match: rules.Match, seat: int):
                     + ("; a tensor or array needs .item()" if hasattr(answer, "item") else ""))
 
 
-#: The longest display name :func:`agent_name` gives (a longer one is cut, ending ``...``).
-MAX_AGENT_NAME = 100
+#: The longest display name :func:`agent_name` gives (a longer one is cut, ending ``...``):
+#: a spec with a long checkpoint path fits (messages name the file).
+MAX_AGENT_NAME = 4096
 
 
 def agent_name(agent) -> str:
