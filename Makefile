@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-$(TORCH_ID)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) $(REINSTALL_TORCH) "$(TORCH_SPEC)"
-	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,torchrl,openspiel]"
+	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,web-test,torchrl,openspiel]"
 	touch $@
 
 $(VENV_RLLIB)/.installed: pyproject.toml Makefile $(VENV_RLLIB)/.torch-$(TORCH_ID)

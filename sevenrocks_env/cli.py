@@ -41,7 +41,8 @@ def _dispatch(argv: list[str]) -> int:
         module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
     except ImportError as error:  # an optional extra is missing (torch for train, ...)
         print(f"error: sevenrocks {argv[0]} needs a package that is not installed ({error}); "
-              f"install the matching extra, e.g. pip install 'sevenrocks[train]'", file=sys.stderr)
+              f"install the matching extra from the checkout, e.g. pip install -e '.[train]'",
+              file=sys.stderr)
         return 2
     return guarded(f"sevenrocks {argv[0]}", lambda: module.main(argv[1:]))
 

@@ -198,7 +198,8 @@ def _load_checkpoint(path: str, seed: int | None, deterministic: bool = True,
     try:
         from ..policy import CheckpointError, checked_temperature, load_policy, resolve_path
     except ImportError as error:
-        raise ValueError(f"checkpoint agents need sevenrocks_env.policy ({error})") from None
+        raise ValueError(f"checkpoint agents need PyTorch: pip install -e \".[train]\" "
+                         f"({error})") from None
     temperature = checked_temperature(temperature)   # before the file is opened
     try:
         resolved = resolve_path(path)

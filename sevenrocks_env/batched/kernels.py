@@ -32,7 +32,6 @@ import functools
 from collections import namedtuple
 
 import torch
-from torch._inductor.exc import InductorError
 
 from . import layout
 from .engine import place_and_score
@@ -53,6 +52,10 @@ def compiled(device_type: str) -> Kernels:
     """The :class:`Kernels` through ``torch.compile`` for ``device_type`` (one set per process
     and device type; each compiles once per batch size)."""
     options = {"cpp.simdlen": 1} if device_type == "cpu" else {}
+    # torch >= 2.7 raises this for a failed build; imported here, as the eager engine (and
+    # every policy) runs on older torch too
+    import torch._inductor.exc as inductor
+    build_failed = getattr(inductor, "InductorError", ())
 
     def fuse(fn):
         # not fullgraph: past torch's recompile limit (8 variants of a function in a process)
@@ -63,7 +66,7 @@ def compiled(device_type: str) -> Kernels:
         def call(*args):
             try:
                 return fused(*args)
-            except InductorError as error:  # e.g. no C++ compiler: say what to do
+            except build_failed as error:  # e.g. no C++ compiler: say what to do
                 raise RuntimeError(f"compile=True: torch.compile could not build the engine's "
                                    f"kernels ({str(error).strip()[:300]}); on the CPU it needs "
                                    f"a C++ compiler (g++); or use compile=False") from error

@@ -1,6 +1,6 @@
 """Seven Rocks in OpenSpiel: the game registered with pyspiel, and pyspiel bots as agents.
 
-Needs the optional ``open-spiel`` package (``pip install open-spiel``)::
+Needs the optional ``open-spiel`` package (``pip install -e ".[openspiel]"``)::
 
     import pyspiel
     import sevenrocks_env.openspiel  # registers "python_sevenrocks"
@@ -15,7 +15,17 @@ action_mask)`` interface (agent specs ``openspiel:ismcts:sims=N``, ``openspiel:m
 player, "ckpt:shipped")``, a ``pyspiel.Bot``).  See ``docs/openspiel.md``.
 """
 
-from .game import GAME_NAME, SevenRocksGame, SevenRocksState
+import importlib
+
+try:  # the optional package: say which extra when it is missing
+    importlib.import_module("pyspiel")
+except ModuleNotFoundError as missing:
+    if missing.name != "pyspiel":
+        raise
+    raise ImportError("sevenrocks_env.openspiel needs OpenSpiel (pyspiel is missing): "
+                      "pip install -e \".[openspiel]\" (the open-spiel package)") from missing
+
+from .game import GAME_NAME, SevenRocksGame, SevenRocksState  # noqa: E402
 from .hidden import state_from_view
 
 __all__ = ["GAME_NAME", "SevenRocksGame", "SevenRocksState", "state_from_view"]
