@@ -5,9 +5,12 @@
 
 Each variant is ``configs/default.yaml`` with the variant's ``--set`` flags, a fixed number of
 learner decisions (``max_minutes`` off, so a busy machine changes the wall time, not the
-result), then the trained policy plays ``--opponents`` in the arena on duplicate deals from
-``--deal-seed`` (deals not used to pick anything before): ``heuristic`` over ``--pairs`` pairs,
-``greedy`` over a fifth of them, ``search`` (64 samples) over ``--search-pairs`` on the batched
+result; the trainer stops at the last whole rollout, so ``--steps 1000000`` trains 999,424 in
+rollouts of 8,192: the table's ``decisions`` column and the json's ``trained_steps`` are the
+checkpoint's own count, ``steps`` what was asked), then the trained policy plays
+``--opponents`` in the arena on duplicate deals from ``--deal-seed`` (deals not used to pick
+anything before): ``heuristic`` over ``--pairs`` pairs, ``greedy`` over a fifth of them (so
+at least 5 when it is played), ``search`` (64 samples) over ``--search-pairs`` on the batched
 arena.  ``--reuse`` skips the training of a variant whose checkpoint is already under ``--out``
 (a run with the same seed reproduces its weights bit for bit).  Prints the seeds, then one
 markdown row per variant; the json files under ``--out`` keep the full results.
@@ -52,11 +55,12 @@ def run(variant: str, args) -> dict:
                         str(ROOT / "configs" / "default.yaml"), "--force",
                         *(f"--set={s}" for s in sets)], check=True, stdout=subprocess.DEVNULL,
                        cwd=ROOT)  # the trainer's package is importable from the repository root
-    # the training's own wall time from its checkpoint, fresh or reused alike (the process's
-    # time also counted the interpreter's start and the trainer's final evaluation)
-    minutes = _run_minutes(checkpoint)
+    # the training's own wall time and decisions from its checkpoint, fresh or reused alike (the
+    # process's time also counted the interpreter's start and the trainer's final evaluation;
+    # the trainer stops at the last whole rollout, under --steps)
+    minutes, trained = _run_record(checkpoint)
     results = {"variant": variant, "flags": VARIANTS[variant], "train_minutes": minutes,
-               "steps": args.steps}
+               "steps": args.steps, "trained_steps": trained}
     for opponent in args.opponents:
         spec, pairs, extra = OPPONENTS[opponent](args)
         out = subprocess.run(
@@ -69,12 +73,15 @@ def run(variant: str, args) -> dict:
     return results
 
 
-def _run_minutes(checkpoint: Path) -> float | None:
-    """The wall time a finished run's checkpoint records, in minutes (None if it has none)."""
+def _run_record(checkpoint: Path) -> tuple[float | None, int | None]:
+    """The wall time a finished run's checkpoint records, in minutes, and the learner decisions
+    it trained (its ``global_step``); None for what it does not record."""
     from training.checkpoint import load_training_checkpoint
 
-    wall = load_training_checkpoint(checkpoint).get("wall_time")
-    return None if wall is None else float(wall) / 60
+    data = load_training_checkpoint(checkpoint)
+    wall, step = data.get("wall_time"), data.get("global_step")
+    return (None if wall is None else float(wall) / 60,
+            step if type(step) is int else None)
 
 
 #: opponent -> (spec, pairs, extra arena flags) from the arguments
@@ -106,9 +113,11 @@ def row(results: dict, opponents) -> str:
         cells.append(f"{100 * r['win_rate']:.1f} % [{100 * low:.1f}, {100 * high:.1f}] "
                      f"({r['pairs']} pairs)")
     flags = " ".join(f"`{f}`" for f in results["flags"]) or "(default)"
-    minutes = results["train_minutes"]
+    minutes, trained = results["train_minutes"], results.get("trained_steps")
     shown = "?" if minutes is None else f"{minutes:.1f}"
-    return f"| {results['variant']} | {flags} | {shown} | " + " | ".join(cells) + " |"
+    decisions = "?" if trained is None else f"{trained:,}"
+    return (f"| {results['variant']} | {flags} | {shown} | {decisions} | "
+            + " | ".join(cells) + " |")
 
 
 def main(argv=None) -> int:
@@ -120,8 +129,8 @@ def main(argv=None) -> int:
                         help="decisions per variant (one rollout, 8192, at least)")
     parser.add_argument("--seed", type=arguments.training_seed, default=1)
     parser.add_argument("--pairs", type=arguments.pairs, default=1000,
-                        help="pairs against heuristic "
-                        "(a fifth of them against greedy)")
+                        help="pairs against heuristic (a fifth of them against greedy: at "
+                             "least 5 when greedy is played)")
     parser.add_argument("--search-pairs", type=arguments.pairs, default=100)
     parser.add_argument("--opponents", nargs="+", choices=list(OPPONENTS),
                         default=["heuristic", "greedy"])
@@ -131,15 +140,16 @@ def main(argv=None) -> int:
     parser.add_argument("--deal-seed", type=arguments.seed, default=9001)
     parser.add_argument("--out", type=arguments.output_folder, default="runs/ablation")
     args = parser.parse_args(argv)
-    if args.pairs < 5:
+    if "greedy" in args.opponents and args.pairs < 5:
         parser.error("--pairs must be >= 5 (a fifth of them are played against greedy)")
     args.out = str(Path(args.out).resolve())  # the subprocesses run in the repository root
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    print(f"{args.steps:,} decisions per variant; seeds: training --seed {args.seed}, arena "
-          f"--deal-seed {args.deal_seed}\n")
-    print("| variant | flags | train min | " + " | ".join(
+    print(f"{args.steps:,} decisions asked per variant (the trainer stops at the last whole "
+          f"rollout: the decisions column is what each trained); seeds: training --seed "
+          f"{args.seed}, arena --deal-seed {args.deal_seed}\n")
+    print("| variant | flags | train min | decisions | " + " | ".join(
         f"vs {o} [95% CI]" for o in args.opponents) + " |")
-    print("|---|---|---:|" + "---|" * len(args.opponents))
+    print("|---|---|---:|---:|" + "---|" * len(args.opponents))
     for variant in args.variants:
         print(row(run(variant, args), args.opponents), flush=True)
     return 0

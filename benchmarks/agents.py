@@ -17,6 +17,7 @@ from sevenrocks_env import arguments
 from sevenrocks_env.arena import evaluate, split_name
 from sevenrocks_env.arena_cli import check_specs
 from sevenrocks_env.arena_report import rating_text
+from sevenrocks_env.machine import machine_text
 from sevenrocks_env.ratings import bradley_terry
 
 
@@ -34,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(set(labels)) != len(labels) or len(labels) < 2:
         parser.error(f"--agents: give at least two different agents, got {names}")
     check_specs(parser, "--agents", names)  # every spec before the first pairing plays
+    print(f"{machine_text()}\n", flush=True)
     games, results, timing = [], {}, {}
     started = time.perf_counter()
     for i in range(len(names)):

@@ -1,4 +1,4 @@
-"""Benchmark RL algorithms on Seven Rocks: same env-step budget, same seeds, same arena.
+"""Benchmark RL algorithms on Seven Rocks: same budget of learner decisions, seeds and arena.
 
     .venv/bin/python benchmarks/algorithms.py --budget 98304 --seeds 1 2 --pairs 100 \
         [--algos ours sb3-heuristic sb3-self rllib openspiel-dqn] [--rllib-python .venv-rllib/bin/python] [--json out.json]
@@ -27,7 +27,9 @@ margins of a match sum to its final margin, but its episodes all start at 0:0.
 R6 knocks) excluded: our trainer's ``total_steps``, SB3's timesteps with ``skip_forced=True``,
 RLlib's env steps with ``skip_forced``; OpenSpiel DQN's steps of the four seats, forced moves
 played without asking them.  Libraries round to whole rollouts, so the table reports
-the steps each run really took.  Common hyperparameters: MLP 256x256, lr 2.5e-4, gamma 0.99,
+the learner decisions each run really took (its "learner decisions" column: not env steps,
+which count every seat's moves, forced ones too, as ``train_speed.py``'s "env steps" do).
+Common hyperparameters: MLP 256x256, lr 2.5e-4, gamma 0.99,
 GAE lambda 0.95, entropy 0.01, 4 epochs, clip 0.2, 1 torch thread; rollout sizes are each
 library's usual (ours 8192, SB3 2048, RLlib 4096), so the default budget 98,304 is whole
 rollouts for every one of them.
@@ -175,8 +177,8 @@ def table(runs: list[dict], budget: int, pairs: int) -> str:
              "pairs per opponent for every seed; mean over seeds, Wilson 95% CI over the "
              f"{pairs} deals (these policies' spread over deals, not the algorithm's over "
              "training seeds: the per-seed rates follow it)", "",
-             "| algorithm | seeds | env steps (mean) | train wall s (mean) | win rate vs greedy | "
-             "win rate vs heuristic |", "|---|---|---|---|---|---|"]
+             "| algorithm | seeds | learner decisions (mean) | train wall s (mean) | "
+             "win rate vs greedy | win rate vs heuristic |", "|---|---|---|---|---|---|"]
     for algo in dict.fromkeys(r["algo"] for r in runs):
         mine = [r for r in runs if r["algo"] == algo]
         cells = []
@@ -257,8 +259,9 @@ def main(argv=None) -> int:
                 saved.write_text(json.dumps(trained))
             run = {"algo": algo, "seed": seed, **trained}
             run["arena"] = evaluate_run(run, args.pairs, args.eval_seed)
-            print(f"  {run['env_steps']:,} steps in {run['train_s']:.0f} s; " + ", ".join(
-                f"vs {o} {run['arena'][o]['win_rate']:.3f}" for o in OPPONENTS), flush=True)
+            scores = ", ".join(f"vs {o} {run['arena'][o]['win_rate']:.3f}" for o in OPPONENTS)
+            print(f"  {run['env_steps']:,} learner decisions in {run['train_s']:.0f} s; {scores}",
+                  flush=True)
             runs.append(run)
             if args.json:
                 with atomic_path(args.json) as partial:

@@ -18,8 +18,6 @@ table and its seed.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 
@@ -28,6 +26,7 @@ import torch
 from sevenrocks_env import arguments
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.arena_batched import DEFAULT_BATCH, evaluate_batched
+from sevenrocks_env.machine import machine_text
 
 PAIRINGS = (("shipped=ckpt:shipped", "greedy"), ("shipped=ckpt:shipped", "shipped=ckpt:shipped"))
 
@@ -55,9 +54,8 @@ def main(argv=None) -> int:
                         help="deal seed of every run (both arenas)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f}, torch {torch.__version__}, {args.threads} torch thread(s), "
-          f"device {args.device}, batch {args.batch} pairs, deal seed {args.seed} (every run)\n")
+    print(f"{machine_text(with_torch=True)}, device {args.device}, batch {args.batch} pairs, "
+          f"deal seed {args.seed} (every run)\n")
     print("| pairing, arena | pairs | wall s | pairs/s | A's win rate [95% CI] |")
     print("|---|---:|---:|---:|---|")
     speedups, differenced = [], False   # differenced: a start-up excluded row was printed

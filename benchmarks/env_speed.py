@@ -23,6 +23,7 @@ import numpy as np
 
 from sevenrocks_env import arguments
 from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.machine import machine_text
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK
 
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
             for name, unit in units]
 
     print(f"random play, one process, median of {args.repeats} x {args.seconds:g} s per row, "
-          f"Python {platform.python_version()}, {platform.machine()}; seeds: reset 0, 1, 2, ... "
+          f"Python {platform.python_version()}, {machine_text()}; seeds: reset 0, 1, 2, ... "
           f"and actions random.Random(0) in every row")
     print()
     print("| what | per second | matches/s |")

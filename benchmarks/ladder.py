@@ -37,6 +37,7 @@ from sevenrocks_env.checks import shown
 from sevenrocks_env.arena import DEFAULT_MAX_ROUNDS as MAX_ROUNDS  # every pairing's limit
 from sevenrocks_env.rules import DEFAULT_TARGET
 from sevenrocks_env.atomic_file import atomic_path
+from sevenrocks_env.machine import machine_text
 
 #: name -> agent spec
 AGENTS = {
@@ -236,7 +237,7 @@ def plot(rated: list[dict], path: str) -> None:
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as partial:
-        fig.savefig(partial, dpi=110, format="png")
+        fig.savefig(partial, dpi=110, format=arguments.picture_format(path))
 
 
 def main(argv=None) -> int:
@@ -255,8 +256,8 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", nargs="*", default=[],
                         help="leave out pairings that involve these agents (e.g. the IS-MCTS "
                              "bots, which take hours)")
-    parser.add_argument("--plot", type=arguments.output_file,
-                        help="write the ratings plot here (PNG)")
+    parser.add_argument("--plot", type=arguments.picture_file,
+                        help="write the ratings plot here (.png, .svg or .pdf, as its suffix says)")
     parser.add_argument("--make-train", metavar="PATH",
                         help="also rate this checkpoint as make_train "
                              "(e.g. checkpoints/<run>/latest.pt)")
@@ -298,6 +299,7 @@ def main(argv=None) -> int:
     import torch
     torch.set_num_threads(1)
     results = []
+    print(f"{machine_text(with_torch=True)}\n")
     print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B "
           "(wall; CPU) | wall s |")
     print("|---|---|---:|---|---:|---|---:|")

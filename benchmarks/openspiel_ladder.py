@@ -15,8 +15,11 @@ the machine and its load.  ``--kind mcts`` measures the determinized MCTS refere
 
 ``--timing N`` plays no arena: it times the bot's first ``N`` real decisions (two or more legal
 actions) of matches against ``greedy``, as wall time and as this process's CPU time.  The CPU
-time hardly changes with the machine's load, so it is the figure to pick ``--sims`` by (the
-ladder's "at most about 0.5 s a decision" setting).
+time is the figure to pick ``--sims`` by (the ladder's "at most about 0.5 s a decision"
+setting), but it moves with the machine's load too: on an oversubscribed machine a process gets
+less done in a CPU second (docs/openspiel.md: 124 CPU ms a decision at 100 simulations at load
+6-8, 32 at load 2-3).  So both tables are headed by the machine's CPU model, CPU count and load
+average: compare figures measured at like loads.
 
 With ``--workers > 1`` the agents are spec strings, which needs ``make_agent`` to know
 ``openspiel:`` specs; otherwise the bots are built here and played in this process.
@@ -32,6 +35,7 @@ from sevenrocks_env import arguments
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.arena import evaluate
 from sevenrocks_env.arena_cli import check_specs
+from sevenrocks_env.machine import machine_text
 from sevenrocks_env.openspiel.bots import KINDS, MAX_SIMS, make_openspiel_agent
 
 
@@ -93,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="only time N real decisions per setting (no arena)")
     args = parser.parse_args(argv)
     if args.timing is not None:
+        print(f"{machine_text()}\n")
         print("| bot | decisions | wall ms/decision | CPU ms/decision |\n|---|---:|---:|---:|")
         for sims in args.sims:
             spec = f"openspiel:{args.kind}:sims={sims}"
@@ -100,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| `{spec}` | {args.timing} | {wall:.0f} | {cpu:.0f} |", flush=True)
         return 0
     check_specs(parser, "--against", args.against)  # before anything plays
-    print(f"deal seed {args.seed}, {args.workers} worker process(es)\n")
+    print(f"{machine_text()}; deal seed {args.seed}, {args.workers} worker process(es)\n")
     print("| A | B | pairs | A win rate [95% CI] | ms/decision (bot) |")
     print("|---|---|---:|---|---:|")
     for sims in args.sims:

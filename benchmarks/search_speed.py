@@ -28,6 +28,7 @@ from sevenrocks_env.agents.belief import MAX_WORLDS
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.search import SearchAgent
 from sevenrocks_env.agents.search_batched import BatchedSearch
+from sevenrocks_env.machine import machine_text
 from sevenrocks_env.observation import action_mask, encode
 
 #: The most ``--decisions`` a run takes (the rule-engine row alone: tens of minutes at 64 samples).
@@ -98,8 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     ]
     batched.choose_many(*zip(*found[:2]), rngs(found[:2]))  # warm-up: tables, allocations
     guided.choose_many(*zip(*found[:2]), rngs(found[:2]))
-    print(f"{n} decisions, samples={samples}, 1 torch thread, batched rows on {args.device}; "
-          f"seeds: positions from random-play matches --seed {args.seed}, worlds {WORLD_SEED} (a batched call's i-th decision: "
+    print(f"{machine_text(with_torch=True)}\n{n} decisions, samples={samples}, batched rows on "
+          f"{args.device}; seeds: positions from random-play matches --seed {args.seed}, "
+          f"worlds {WORLD_SEED} (a batched call's i-th decision: "
           f"numpy default_rng({WORLD_SEED} + i))\n")
     print("| agent, how called | mean ms | median ms | p90 ms |")
     print("|---|---:|---:|---:|")

@@ -29,7 +29,6 @@ not between runs or days (which moves more: compare columns of one run).
 from __future__ import annotations
 
 import argparse
-import platform
 import random
 import resource
 import time
@@ -45,6 +44,7 @@ from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.batched import random_actions
 from sevenrocks_env.batched.vector_env import MAX_ENVS
+from sevenrocks_env.machine import machine_text
 from sevenrocks_env.ratings import mean_interval
 
 #: Timing blocks of a row, by default (at least 4: a t interval needs them).
@@ -189,16 +189,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--validate", action="store_true", help="step with validate=True")
     parser.add_argument("--compile", action="store_true",
                         help="also measure vector_env(compile=True)")
-    parser.add_argument("--plot", type=arguments.output_file,
-                        help="write the steps/s curve to this PNG")
+    parser.add_argument("--plot", type=arguments.picture_file,
+                        help="write the steps/s curve to this .png, .svg or .pdf file")
     args = parser.parse_args(argv)
-    if args.plot:  # (its folder checked by its type) a .txt: before minutes of measuring
-        if Path(args.plot).suffix.lower() not in (".png", ".svg", ".pdf"):
-            parser.error(f"--plot: give a .png, .svg or .pdf file, got {args.plot}")
+    if args.plot:  # (its suffix and folder checked by its type: before minutes of measuring)
         Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(args.threads)
-    print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
-          f"{args.threads} thread(s), device {args.device}, validate={args.validate}")
+    print(f"# {machine_text(with_torch=True)}, device {args.device}, validate={args.validate}")
     raw_masks = aec_rate(args.seconds, False, args.blocks)
     raw_obs = aec_rate(args.seconds, True, args.blocks)
     print(f"raw_env random play: {raw_masks.cell()} steps/s (mask only), "
@@ -278,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
         ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
         with atomic_path(args.plot) as partial:
-            fig.savefig(partial, dpi=110, format=Path(args.plot).suffix[1:])
+            fig.savefig(partial, dpi=110, format=arguments.picture_format(args.plot))
         print(f"wrote {args.plot}")
 
 

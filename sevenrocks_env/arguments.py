@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 
 from .atomic_file import OutputError, check_output_file, check_output_folder
 from .checks import shown
@@ -128,6 +129,25 @@ output_file = _output(check_output_file)
 #: A folder the script may write files in.
 output_folder = _output(check_output_folder)
 
+#: The pictures a script's ``--plot`` writes: matplotlib's format is the file's suffix.
+PICTURE_FORMATS = ("png", "svg", "pdf")
+
+
+def picture_format(path) -> str | None:
+    """The format a picture at ``path`` is saved in, from its suffix (``r.PDF``: ``"pdf"``);
+    ``None`` for a suffix not in :data:`PICTURE_FORMATS`."""
+    suffix = Path(path).suffix.lower().removeprefix(".")
+    return suffix if suffix in PICTURE_FORMATS else None
+
+
+def picture_file(text: str) -> str:
+    """An argparse type: an :data:`output_file` named ``.png``, ``.svg`` or ``.pdf``, checked
+    before minutes of measuring; save it with ``format=picture_format(path)`` (a ``.pdf`` of
+    PNG bytes was written before)."""
+    if picture_format(text) is None:
+        raise argparse.ArgumentTypeError(f"give a .png, .svg or .pdf file, got {text[:200]}")
+    return output_file(text)
+
 
 def one_line_errors(work) -> int:
     """A script's exit status: 0 once ``work()`` has run; 2 if it raised ``ValueError`` (bad
@@ -152,6 +172,7 @@ def device(text: str) -> str:
 
 
 __all__ = ["MAX_BATCH", "MAX_COUNT", "MAX_PAIRS", "MAX_SECONDS", "MAX_THREADS", "MAX_WORKERS",
-           "batch", "count", "device", "int_in", "non_negative_int", "non_negative_pairs",
-           "non_negative_real", "one_line_errors", "output_file", "output_folder", "pairs",
-           "positive_real", "seconds", "seed", "threads", "training_seed", "workers"]
+           "PICTURE_FORMATS", "batch", "count", "device", "int_in", "non_negative_int",
+           "non_negative_pairs", "non_negative_real", "one_line_errors", "output_file",
+           "output_folder", "pairs", "picture_file", "picture_format", "positive_real", "seconds",
+           "seed", "threads", "training_seed", "workers"]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from test_benchmarks_tables import script, table_rows
+from test_benchmarks_tables import says_its_machine, script, table_rows
 
 from test_benchmarks_audit import any_device, install_clock
 
@@ -65,6 +65,7 @@ def test_arena_speed_rows_and_speed_ups(monkeypatch, capsys):
     assert ("batched / pool pairs/s: shipped vs greedy: 2.7x, 2.0x start-up excluded, "
             "shipped vs shipped: 2.7x, 2.0x start-up excluded") in out
     assert "deal seed 7 (every run)" in out
+    assert says_its_machine(out.splitlines()[0], torch_threads=2)
     excluded = [line for line in out.splitlines() if "start-up excluded (6 - 2 pairs)" in line]
     assert len(excluded) == 2
     assert all("one difference of two runs, no error bar | 4 | 2.0 | 2.0 |" in line

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from test_benchmarks_audit import any_device
-from test_benchmarks_tables import table_rows, usage_error
+from test_benchmarks_tables import says_its_machine, table_rows, usage_error
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
 
@@ -68,6 +68,7 @@ def test_vector_main_puts_each_rate_and_ratio_in_its_column(vector, monkeypatch,
     vector.main(["--sizes", "4", "8", "2", "--seconds", "0.5", "--threads", "2", "--device",
                  "gpu9", "--validate"])
     out = capsys.readouterr().out
+    assert out.startswith("# ") and says_its_machine(out.splitlines()[0], torch_threads=2)
     assert calls["aec"] == [(0.5, False), (0.5, True)]
     assert calls["memory"] == [(8, "gpu9")]  # the largest size, not the first or the last
     assert calls["batched"] == [(size, 0.5, observe, "gpu9", True, packed)

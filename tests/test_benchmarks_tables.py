@@ -4,11 +4,14 @@ none was measured; their time budgets are honoured and bounded (``benchmarks/sea
 seed and its single difference labelled as one: test_benchmarks_audit.py)."""
 
 import argparse
+import os
+import re
 
 import pytest
 
 from sevenrocks_env import arguments
 from sevenrocks_env.agents.belief import MAX_WORLDS
+from sevenrocks_env.machine import cpu_model
 from script_modules import benchmark
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set 1 thread: restored
@@ -29,6 +32,17 @@ def table_rows(out: str, start: str) -> list[list[str]]:
     """The cells of the Markdown rows of ``out`` that begin with ``| <start>``."""
     return [[cell.strip() for cell in line.strip().strip("|").split("|")]
             for line in out.splitlines() if line.startswith(f"| {start}")]
+
+
+def says_its_machine(out: str, torch_threads: int | None = None) -> bool:
+    """``out`` names the machine as :func:`sevenrocks_env.machine.machine_text` does: the CPU
+    model (``/proc/cpuinfo``'s, not ``platform.processor()``'s empty words), the CPU count, the
+    load average and, for a script that sets them, torch's version and threads."""
+    import torch
+    words = (rf"{re.escape(cpu_model())}, {os.cpu_count()} CPUs, load average [0-9.?/]+"
+             + ("" if torch_threads is None else
+                rf", torch {re.escape(torch.__version__)}, {torch_threads} torch thread\(s\)"))
+    return re.search(words, out) is not None
 
 
 def usage_error(main, argv, capsys) -> str:
@@ -54,6 +68,7 @@ def test_search_speed_batched_rows_claim_no_spread_and_the_table_says_its_seeds(
     out = capsys.readouterr().out
     assert "seeds: positions from random-play matches --seed 5, worlds 0" in out
     assert "batched rows on cpu" in out
+    assert says_its_machine(out.splitlines()[0], torch_threads=1)
     rows = [line for line in out.splitlines() if line.startswith("| `search")]
     assert len(rows) == 5
     for row in rows:
@@ -84,22 +99,34 @@ def test_env_speed_main_gives_its_budget_to_every_part_and_says_its_seeds(fake_c
     out = capsys.readouterr().out
     assert "seeds: reset 0, 1, 2, ... and actions random.Random(0)" in out
     assert "its loop for 0.5 s" in out and "turns in 1.00 s)" in out
+    assert says_its_machine(out.splitlines()[0])
 
 
 def test_ablation_says_its_seeds_and_bounds_steps(monkeypatch, tmp_path, capsys):
     ablation = script("ablation")
     result = {"variant": "baseline", "flags": [], "train_minutes": 1.0, "steps": 8192,
+              "trained_steps": 8192,
               "heuristic": {"win_rate": 0.5, "ci95": [0.4, 0.6], "pairs": 10}}
     monkeypatch.setattr(ablation, "run", lambda variant, args: result)
     assert ablation.main(["--steps", "8192", "--seed", "3", "--deal-seed", "11", "--pairs", "10",
                           "--opponents", "heuristic", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "seeds: training --seed 3, arena --deal-seed 11" in out
-    assert "| baseline | (default) | 1.0 | 50.0 % [40.0, 60.0] (10 pairs) |" in out
+    assert "| baseline | (default) | 1.0 | 8,192 | 50.0 % [40.0, 60.0] (10 pairs) |" in out
     # the trainer refuses more than 10**11 steps (a traceback from its subprocess)
     assert usage_error(ablation.main, ["--steps", str(10 ** 11 + 1), "--opponents", "heuristic",
                                        "--out", str(tmp_path)], capsys).endswith(
         f"argument --steps: must be an int in [8192, {10 ** 11}], got {10 ** 11 + 1}")
+
+
+def test_ablation_takes_fewer_than_5_pairs_when_greedy_is_not_played(monkeypatch, tmp_path):
+    """``--pairs`` >= 5 is for greedy's fifth of them: refused with ``--opponents heuristic``
+    too, where no greedy pairing is played."""
+    ablation = script("ablation")
+    monkeypatch.setattr(ablation, "run", accepted)
+    with pytest.raises(AssertionError, match="the arguments were accepted"):
+        ablation.main(["--pairs", "4", "--opponents", "heuristic", "search",
+                       "--out", str(tmp_path)])
 
 
 def test_cut_bias_says_its_seeds(tmp_path, capsys):

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import ladder  # noqa: E402
 
 from sevenrocks_env.ratings import wilson_interval  # noqa: E402
+from test_benchmarks_tables import says_its_machine  # noqa: E402
 
 
 def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
@@ -25,6 +26,7 @@ def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
     assert ladder.main(["--scale", "0.005", "--only", "random", "--out", str(out),
                         "--plot", str(png)]) == 0
     first = capsys.readouterr().out
+    assert says_its_machine(first.splitlines()[0], torch_threads=1)  # (the ladder's 1 thread)
     saved = sorted(p.name for p in out.glob("*.json"))
     assert saved == ["greedy__random.json", "heuristic__random.json"]
     assert png.stat().st_size > 1000

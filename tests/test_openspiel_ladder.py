@@ -10,6 +10,7 @@ pytest.importorskip(
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import openspiel_ladder  # noqa: E402
+from test_benchmarks_tables import says_its_machine  # noqa: E402
 
 
 def test_timing_measures_the_bots_decisions_in_wall_and_cpu_time(fake_clocks):
@@ -24,6 +25,8 @@ def test_timing_table_and_bad_count(capsys):
     assert openspiel_ladder.main(["--sims", "3", "--timing", "2"]) == 0
     out = capsys.readouterr().out
     assert "| `openspiel:ismcts:sims=3` | 2 |" in out
+    # the load and CPUs above the table: its CPU times move with the load (docs/openspiel.md)
+    assert says_its_machine(out.split("| bot |")[0])
     with pytest.raises(SystemExit):
         openspiel_ladder.main(["--timing", "0"])
 
@@ -40,7 +43,8 @@ def test_against_is_checked_before_playing_and_takes_names(monkeypatch, capsys):
     with pytest.raises(KeyboardInterrupt):
         openspiel_ladder.main(["--against", "h=heuristic", "--sims", "2", "--pairs", "1"])
     assert played == ["h=heuristic"]
-    assert "deal seed 0" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "deal seed 0" in out and says_its_machine(out.splitlines()[0])
 
 
 def exit_early():

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from script_modules import ROOT
-from test_benchmarks_tables import accepted, script, table_rows, usage_error
+from test_benchmarks_tables import accepted, says_its_machine, script, table_rows, usage_error
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # the scripts set threads: restored
 
@@ -51,7 +51,7 @@ def ablation(monkeypatch):
     module = script("ablation")
     fake = FakeSubprocess()
     monkeypatch.setattr(module, "subprocess", fake)
-    walls = {"wall_time": 90.0}
+    walls = {"wall_time": 90.0, "global_step": 8192}
     import training.checkpoint
     monkeypatch.setattr(training.checkpoint, "load_training_checkpoint", lambda path: walls)
     return SimpleNamespace(module=module, fake=fake, walls=walls)
@@ -68,7 +68,8 @@ def test_ablation_trains_each_variant_as_documented_and_plays_each_opponent(abla
                                                                            capsys):
     """The training: ``--steps`` decisions, no time limit, ``--seed``, the variant's flags; the
     arena: the trained checkpoint as A, ``--deal-seed``, heuristic over ``--pairs``, greedy over a
-    fifth of them, 64-sample search over ``--search-pairs`` on the batched arena."""
+    fifth of them, 64-sample search over ``--search-pairs`` on the batched arena.  The decisions
+    reported are the checkpoint's: 9,000 asked trains 8,192 (one whole rollout)."""
     module, fake = ablation.module, ablation.fake
     out = tmp_path / "abl"
     assert module.main(["--variants", "combined", "--steps", "9000", "--seed", "3",
@@ -94,18 +95,23 @@ def test_ablation_trains_each_variant_as_documented_and_plays_each_opponent(abla
     assert all(options["cwd"] == ROOT for _, options in fake.arenas)
     saved = json.loads((out / f"{name}.json").read_text())
     assert saved["train_minutes"] == 1.5 and saved["steps"] == 9000
+    assert saved["trained_steps"] == 8192  # the checkpoint's global_step, not --steps
     assert [saved[o]["spec"] for o in ("heuristic", "greedy", "search")] == [
         "heuristic", "greedy", "search:samples=64"]
-    assert table_rows(capsys.readouterr().out, "combined") == [[
+    printed = capsys.readouterr().out
+    assert printed.startswith("9,000 decisions asked per variant (the trainer stops at the last "
+                              "whole rollout: the decisions column is what each trained)")
+    assert "| variant | flags | train min | decisions | vs heuristic [95% CI] |" in printed
+    assert table_rows(printed, "combined") == [[
         "combined", "`action_scorer=mlp` `action_features=3` `ent_coef=0.03` "
-        "`ent_coef_final=0.005`", "1.5", "61.0 % [55.0, 67.0] (12 pairs)",
+        "`ent_coef_final=0.005`", "1.5", "8,192", "61.0 % [55.0, 67.0] (12 pairs)",
         "72.0 % [60.0, 80.0] (2 pairs)", "33.0 % [20.0, 45.0] (4 pairs)"]]
 
 
 def test_ablation_resolves_a_relative_out_for_its_subprocesses(ablation, tmp_path, monkeypatch):
     """The subprocesses run in the repository root: a relative ``--out`` is made absolute."""
     monkeypatch.chdir(tmp_path)
-    ablation.walls["wall_time"] = None  # a checkpoint with no wall time: "?"
+    ablation.walls.update(wall_time=None, global_step=None)  # neither recorded: "?"
     ablation.module.main(["--steps", "8192", "--pairs", "5", "--opponents", "greedy",
                           "--out", "rel"])
     command, _ = ablation.fake.trained[0]
@@ -113,13 +119,14 @@ def test_ablation_resolves_a_relative_out_for_its_subprocesses(ablation, tmp_pat
     arena, _ = ablation.fake.arenas[0]
     checkpoint = tmp_path / "rel" / "ckpt" / "abl_baseline_s1" / "latest.pt"
     assert arena[3] == f"baseline=ckpt:{checkpoint}"
-    assert json.loads((tmp_path / "rel" / "abl_baseline_s1.json").read_text())[
-        "train_minutes"] is None
+    saved = json.loads((tmp_path / "rel" / "abl_baseline_s1.json").read_text())
+    assert saved["train_minutes"] is None and saved["trained_steps"] is None
 
 
 def test_ablation_reuses_a_finished_checkpoint_only_with_reuse(ablation, tmp_path, capsys):
     module, fake = ablation.module, ablation.fake
     _checkpoint(tmp_path / "ckpt" / "abl_mlp_s1" / "latest.pt", 16384, 16384)
+    ablation.walls["global_step"] = 16384
     argv = ["--variants", "mlp", "--steps", "16384", "--pairs", "5", "--opponents", "heuristic",
             "--out", str(tmp_path)]
     module.main(argv)
@@ -127,7 +134,8 @@ def test_ablation_reuses_a_finished_checkpoint_only_with_reuse(ablation, tmp_pat
     module.main([*argv, "--reuse"])
     assert len(fake.trained) == 1 and len(fake.arenas) == 2
     rows = table_rows(capsys.readouterr().out, "mlp")
-    assert rows[0] == rows[1] and rows[1][2] == "1.5"  # a reused run's minutes are its own
+    # a reused run's minutes and decisions are its own (its checkpoint's record)
+    assert rows[0] == rows[1] and rows[1][2:4] == ["1.5", "16,384"]
 
 
 def test_ablation_trained_for_wants_the_run_of_these_steps(tmp_path):
@@ -147,13 +155,14 @@ def test_ablation_defaults_are_the_documented_run(monkeypatch, tmp_path, capsys)
     seen = []
     monkeypatch.setattr(module, "run", lambda variant, args: seen.append(args) or {
         "variant": variant, "flags": [], "train_minutes": 1.0, "steps": args.steps,
+        "trained_steps": 1_998_848,
         **{o: {"win_rate": 0.5, "ci95": [0.4, 0.6], "pairs": 1} for o in args.opponents}})
     module.main(["--out", str(tmp_path)])
     args, = seen
     assert (args.variants, args.steps, args.seed, args.pairs, args.search_pairs,
             args.opponents, args.deal_seed) == (["baseline"], 2_000_000, 1, 1000, 100,
                                                 ["heuristic", "greedy"], 9001)
-    assert len(table_rows(capsys.readouterr().out, "baseline")[0]) == 5
+    assert len(table_rows(capsys.readouterr().out, "baseline")[0]) == 6
     # (its bounds: test_benchmarks_tables.py's test_scripts_bound_their_arguments)
 
 
@@ -200,6 +209,7 @@ def test_agents_plays_every_pairing_once_and_reports_each_figure_in_its_cell(mon
     assert fitted == [(labels, {(0, 1): (pytest.approx(6.0), 10), (1, 2): (pytest.approx(2.4), 3),
                                 (0, 2): (pytest.approx(2.1), 3)})]
     out = capsys.readouterr().out
+    assert says_its_machine(out.splitlines()[0])  # the machine, before any pairing
     assert table_rows(out, "`random` | `greedy`") == [[
         "`random`", "`greedy`", "10", "0.600 [0.500, 0.700]", "+3.0", "2.0 / 1.0", "0.550",
         "4.00"]]
