@@ -17,8 +17,6 @@ overall training decisions/s: the share of the time spent in rollouts and in upd
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -37,6 +35,7 @@ from training.networks import build_networks, training_device  # noqa: E402
 from training.ppo import rollout_batch  # noqa: E402
 
 from sevenrocks_env import arguments
+from sevenrocks_env.machine import machine_text
 
 
 ENGINES = {"python": SelfPlayEngine, "batched": BatchedSelfPlayEngine}
@@ -134,8 +133,7 @@ def main(argv=None) -> int:
         print(f"{name}: device {run.device}, batch {run.num_matches} matches x "
               f"{run.num_steps} steps = {run.batch_size}, hidden {run.hidden_sizes}, "
               f"action features v{run.action_features}, critic {run.critic}, "
-              f"torch threads {args.threads}, {args.rollouts} rollouts, seed {run.seed}, "
-              f"{platform.machine()} with {os.cpu_count()} cores"
+              f"{args.rollouts} rollouts, seed {run.seed}, {machine_text(with_torch=True)}"
               + (f", pool {run.opponents}" if run.opponents else ""))
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)

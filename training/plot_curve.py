@@ -26,6 +26,7 @@ import sys
 from itertools import islice
 from pathlib import Path
 
+from sevenrocks_env.arguments import picture_format
 from sevenrocks_env.atomic_file import OutputError, atomic_path, check_output_file
 from sevenrocks_env.checks import shown
 from sevenrocks_env.ratings import wilson_interval
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
         print(f"error: --pairs must be at least 1 and at most {MAX_PAIRS:,}", file=sys.stderr)
         return 2
     try:
-        if Path(args.out).suffix.lower() not in (".png", ".svg", ".pdf"):
+        if picture_format(args.out) is None:
             raise ValueError(f"--out {args.out!r}: name a .png, .svg or .pdf file")
         check_output_file(args.out)
         run = read_run(args.run_dir)
