@@ -13,13 +13,10 @@ __version__ = "0.1.0"
 def load_policy(path, device: str = "cpu", deterministic: bool = True,
                 temperature: float = 1.0):
     """Load a trained policy checkpoint as an agent (needs torch; see :mod:`sevenrocks_env.policy`)."""
-    try:
+    from .extras import needs_torch
+
+    with needs_torch("load_policy"):
         from .policy import load_policy as _load_policy
-    except ModuleNotFoundError as missing:  # say which extra, not a bare ModuleNotFoundError
-        if missing.name != "torch":
-            raise
-        raise ImportError("load_policy needs PyTorch (torch is missing): "
-                          "pip install -e \".[train]\"") from missing
 
     return _load_policy(path, device=device, deterministic=deterministic,
                         temperature=temperature)

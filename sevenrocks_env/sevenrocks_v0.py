@@ -38,13 +38,10 @@ def vector_env(num_envs: int = 4096, device="cpu", **kwargs):
     ``deal_streams``, ``compile``.  Importing
     this module does not import torch; calling this function does (without it: an
     ``ImportError`` naming the extra to install)."""
-    try:
+    from .extras import needs_torch
+
+    with needs_torch("sevenrocks_v0.vector_env"):
         from .batched import VectorEnv  # torch is needed only here
-    except ModuleNotFoundError as missing:  # say which extra, not a bare ModuleNotFoundError
-        if missing.name != "torch":
-            raise
-        raise ImportError("sevenrocks_v0.vector_env needs PyTorch (torch is missing): "
-                          "pip install -e \".[train]\" (or any torch >= 2.2)") from missing
 
     return VectorEnv(num_envs=num_envs, device=device, **kwargs)
 
