@@ -110,6 +110,7 @@ def main(argv=None) -> int:
         parser.error("--set/--batched-set torch_threads: this script sets torch's threads with "
                      "--threads")
     torch.set_num_threads(args.threads)
+    machine = machine_text(with_torch=True)  # (before measuring: the load is not our own)
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]
     unknown = sorted(set(engines) - set(ENGINES))
     if unknown or not engines:
@@ -133,7 +134,7 @@ def main(argv=None) -> int:
         print(f"{name}: device {run.device}, batch {run.num_matches} matches x "
               f"{run.num_steps} steps = {run.batch_size}, hidden {run.hidden_sizes}, "
               f"action features v{run.action_features}, critic {run.critic}, "
-              f"{args.rollouts} rollouts, seed {run.seed}, {machine_text(with_torch=True)}"
+              f"{args.rollouts} rollouts, seed {run.seed}, {machine}"
               + (f", pool {run.opponents}" if run.opponents else ""))
     metrics = list(next(iter(rows.values())))
     width = max(len(m) for m in metrics)

@@ -145,7 +145,8 @@ def picture_file(text: str) -> str:
     before minutes of measuring; save it with ``format=picture_format(path)`` (a ``.pdf`` of
     PNG bytes was written before)."""
     if picture_format(text) is None:
-        raise argparse.ArgumentTypeError(f"give a .png, .svg or .pdf file, got {text[:200]}")
+        raise argparse.ArgumentTypeError(f"give a file name ending in .png, .svg or .pdf, got "
+                                         f"{text[:300]!r}")
     return output_file(text)
 
 

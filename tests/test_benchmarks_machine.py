@@ -62,8 +62,11 @@ def test_a_picture_s_format_is_its_suffix_s():
         "png", "svg", "pdf"]
     assert arguments.picture_format("r.txt") is None and arguments.picture_format("r") is None
     assert arguments.picture_file("r.pdf") == "r.pdf"
-    with pytest.raises(argparse.ArgumentTypeError, match="give a .png, .svg or .pdf file, got r"):
-        arguments.picture_file("r")
+    for name in ("r", ".png", "a/.png", "x\x1b.txt"):  # (".png" is a name with no suffix)
+        with pytest.raises(argparse.ArgumentTypeError) as error:
+            arguments.picture_file(name)
+        assert str(error.value) == ("give a file name ending in .png, .svg or .pdf, got "
+                                    + repr(name))
 
 
 @pytest.fixture
@@ -95,4 +98,5 @@ def test_the_ladder_refuses_another_picture_before_playing(ladder, tmp_path, cap
         ladder.main(["--only", "random", "--out", str(out), "--plot", str(tmp_path / "r.txt")])
     assert stop.value.code == 2 and not out.exists()
     assert capsys.readouterr().err.strip().endswith(
-        f"argument --plot: give a .png, .svg or .pdf file, got {tmp_path / 'r.txt'}")
+        f"argument --plot: give a file name ending in .png, .svg or .pdf, got "
+        f"{str(tmp_path / 'r.txt')!r}")

@@ -217,7 +217,7 @@ SECONDS_ERROR = "argument --seconds: must be a number of seconds in (0, 3600], g
     ("vector_speed", "aec", ["--seconds", "1e12"], SECONDS_ERROR),  # aec: its first step
     # a .txt plot: refused before minutes of measuring
     ("vector_speed", "aec", ["--plot", "speed.txt"],
-     "--plot: give a .png, .svg or .pdf file, got speed.txt"),
+     "--plot: give a file name ending in .png, .svg or .pdf, got 'speed.txt'"),
     ("ablation", "run", ["--steps", "8191"],
      "argument --steps: must be an int in [8192, 100000000000], got 8191"),
     ("ablation", "run", ["--pairs", "4"],

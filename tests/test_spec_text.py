@@ -81,7 +81,8 @@ def test_without_torch_a_policy_search_spec_is_compared_as_text(monkeypatch):
     import sys
     monkeypatch.delitem(sys.modules, "sevenrocks_env.agents.policy_search", raising=False)
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ValueError, match="needs torch"):
+    with pytest.raises(ValueError,
+                       match=r"search:policy needs PyTorch: pip install -e \"\.\[train\]\""):
         canonical_spec("search:policy=shipped")
     assert same_spec("search:policy=shipped", "search:policy=shipped")
     assert not same_spec("search:policy=shipped", "search:policy=shipped,samples=64")

@@ -76,12 +76,19 @@ def test_a_subcommand_without_its_extra_names_the_checkout_s_install():
 
 
 def test_openspiel_without_pyspiel_names_the_extra():
+    words = ('sevenrocks_env.openspiel needs OpenSpiel (pyspiel is missing): '
+             'pip install -e ".[openspiel]" (the open-spiel package)')
     done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pyspiel'] = None\n"
                            "import sevenrocks_env.openspiel"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
-    assert done.returncode == 1
-    assert ('ImportError: sevenrocks_env.openspiel needs OpenSpiel (pyspiel is missing): '
-            'pip install -e ".[openspiel]" (the open-spiel package)') in done.stderr
+    assert done.returncode == 1 and f"ImportError: {words}" in done.stderr
+    # an agent spec says it once (it added its own, other install command before)
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pyspiel'] = None\n"
+                           "from sevenrocks_env.agents import make_agent\n"
+                           "try:\n    make_agent('openspiel:ismcts')\n"
+                           "except ValueError as error:\n    print(error)"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == f"openspiel agents: {words}", done.stderr
 
 
 def test_a_torch_before_2_7_without_inductor_error_runs_the_engine_and_policies():
@@ -89,7 +96,8 @@ def test_a_torch_before_2_7_without_inductor_error_runs_the_engine_and_policies(
     class is new in torch 2.7) made `vector_env` and `load_policy` ImportErrors on the torch
     2.2-2.6 that pyproject allows; it is looked up when a compiled engine is built."""
     done = subprocess.run([sys.executable, "-c",
-                           "import torch._inductor.exc as exc\ndel exc.InductorError\n"
+                           "import torch._inductor.exc as exc\n"
+                           "exc.__dict__.pop('InductorError', None)\n"
                            "from sevenrocks_env import load_policy, sevenrocks_v0\n"
                            "venv = sevenrocks_v0.vector_env(num_envs=4)\nvenv.reset(seed=0)\n"
                            "print(load_policy('shipped').name, int(venv.action_mask.sum()))"],

@@ -168,7 +168,8 @@ def _policy_search(params: dict, seed: int | None) -> Agent:
     try:
         from .policy_search import PolicySearchAgent
     except ImportError as error:
-        raise ValueError(f"search:policy needs torch ({error})") from None
+        raise ValueError(f"search:policy needs PyTorch: pip install -e \".[train]\" "
+                         f"({error})") from None
     if not params["policy"]:
         raise ValueError("search:policy needs a checkpoint: policy=shipped or policy=PATH")
     power, candidates = params.pop("inference", None), params.pop("candidates", None)
@@ -183,9 +184,8 @@ def _policy_search(params: dict, seed: int | None) -> Agent:
 def _load_openspiel(rest: str, seed: int | None) -> Agent:
     try:
         from ..openspiel.bots import make_openspiel_agent
-    except ImportError as error:
-        raise ValueError("openspiel agents need the open-spiel package "
-                         f"(pip install open-spiel, or the [openspiel] extra): {error}") from None
+    except ImportError as error:  # (the package's own message names the extra to install)
+        raise ValueError(f"openspiel agents: {error}") from None
     return make_openspiel_agent(rest, seed)
 
 

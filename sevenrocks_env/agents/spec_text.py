@@ -72,7 +72,8 @@ def canonical_spec(spec: str) -> str:
         try:
             from .policy_search import PolicySearchAgent
         except ImportError as error:  # (torch is an extra): same_spec then compares the text
-            raise ValueError(f"search:policy needs torch ({error})") from None
+            raise ValueError(f"search:policy needs PyTorch: pip install -e \".[train]\" "
+                             f"({error})") from None
         cls, types = PolicySearchAgent, POLICY_SEARCH_PARAMS
     params = parse_spec_params(rest, types, f"agent {name!r}")
     return _written(name, params, types, _defaults(cls))
