@@ -95,8 +95,13 @@ def test_the_replay_shows_no_minus_zero_deduction(server, browser, tmp_path):
                            ".includes('none')", timeout=10000)
     hands = page.inner_text("#replay-hands")
     assert not re.search("\u22120(?![0-9])", hands), hands
-    for seat, points in enumerate(deductions):
-        assert f"seat {seat} " + (f"\u2212{points}" if points else "none") in hands
+    for seat, points in enumerate(deductions):  # ("seat 0 none" read as a seat with no tiles)
+        assert (f"seat {seat} \u00b7 deduction " + (f"\u2212{points}" if points else "none")
+                in hands)
+    # the move list follows the position: its last move in view (it stayed at the first ten)
+    scroll = page.evaluate("(() => { const l = document.getElementById('replay-moves');"
+                           " return [l.scrollTop, l.clientHeight, l.scrollHeight]; })()")
+    assert scroll[2] > scroll[1] and scroll[0] + scroll[1] >= scroll[2] - 1, scroll
 
 
 def test_the_replay_says_a_match_was_cut_off_by_its_round_limit(server, browser, tmp_path):

@@ -404,6 +404,9 @@ document.addEventListener("DOMContentLoaded", () => {
   loadAgents().catch((error) => { $("start-error").textContent = error.message; });
   resume();
   $("start-form").addEventListener("submit", startMatch);
+  // a refusal is of the values then: gone once they change (the browser's own checks of the
+  // form may stop the next submit before startMatch clears it)
+  $("start-form").addEventListener("input", () => { $("start-error").textContent = ""; });
   $("knock").addEventListener("click", () => sendMove(ui.view.knock.action));
   $("delay").addEventListener("input", () => {
     $("delay-value").textContent = (delay() / 1000).toFixed(delay() < 100 ? 2 : 1) + " s";

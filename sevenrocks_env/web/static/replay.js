@@ -76,8 +76,9 @@ async function goTo(round, move) {
     const row = document.createElement("div");
     row.className = "replay-hand";
     row.append(Board.swatch(Board.TEAM_COLOURS[seat % 2]),
-               `seat ${seat}` + (frame.deductions ? " " + Board.deductionText(frame.deductions[seat])
-                                                  : ""));
+               `seat ${seat}` + (frame.deductions
+                                 ? ` \u00b7 deduction ${Board.deductionText(frame.deductions[seat])}`
+                                 : ""));
     for (const name of tiles) row.appendChild(Board.tileIcon(name.split("|").map(Number), 16));
     hands.appendChild(row);
   });
@@ -90,6 +91,7 @@ async function goTo(round, move) {
     if (entry.points) item.className = "scored";
     list.appendChild(item);
   }
+  list.scrollTop = list.scrollHeight;  // the latest move in view, as in the game's list
 }
 
 function stepReplay(kind) {
