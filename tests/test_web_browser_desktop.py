@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("playwright", reason="needs the [web-test] extra")
 
-from browser_page import _open, _start, module_fixtures, play_my_turn, wait_for_turn_or_summary  # noqa: E402,E501
+from browser_page import (_open, _start, module_fixtures, play_my_turn,  # noqa: E402
+                          wait_for_turn_or_summary)
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
 
