@@ -67,13 +67,13 @@ def checked_seed(seed) -> int | None:
     return int(seed)
 
 
-def checked_path(name: str, value) -> str:
+def checked_path(name: str, value, expected: str = "a path (a str or os.PathLike)") -> str:
     """``value``, a file path (a ``str`` or an ``os.PathLike`` of one), as a ``str``;
-    ``TypeError`` naming the argument otherwise (pathlib's own named none)."""
+    ``TypeError`` naming the argument and what it must be otherwise (``None``, ``3``,
+    ``b"x"``: pathlib's own error named no argument)."""
     text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
     if not isinstance(text, str):
-        raise TypeError(f"{name} must be a path (a str or os.PathLike), got "
-                        f"{type(value).__name__} {shown(value)}")
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__} {shown(value)}")
     return text
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from .checks import shown
+from .checks import checked_path, shown
 from .observation import OBS_SIZE, OBS_VERSION
 from .pickle_scan import PickleExpansionError, expanded_size
 from .policy_features import ActionFeatures
@@ -73,10 +73,8 @@ def resolve_path(path) -> Path:
     :class:`CheckpointError` when it is not a regular file, saying what it is instead (missing:
     ``no such file: PATH``, with the working folder for a relative path; a folder; a device);
     ``TypeError`` naming the path's type when it is not a ``str`` or ``os.PathLike`` of one."""
-    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
-    if not isinstance(text, str):  # None, 3, b"x": pathlib's TypeError named no argument
-        raise TypeError(f"checkpoint path must be a str or os.PathLike ({SHIPPED!r}: the "
-                        f"installed policy), got {type(path).__name__} {shown(path)}")
+    text = checked_path("checkpoint path", path,
+                        f"a str or os.PathLike ({SHIPPED!r}: the installed policy)")
     return existing_file(shipped_path() if text == SHIPPED else Path(os.path.expanduser(text)))
 
 
