@@ -67,6 +67,14 @@ def checked_seed(seed) -> int | None:
     return int(seed)
 
 
+def checked_bool(name: str, value, error: type = TypeError) -> bool:
+    """``value`` as a plain bool (a NumPy bool too); ``error`` naming the argument otherwise
+    (``bool("no")`` is True, ``None`` or ``0`` meant another setting than the one written)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise error(f"{name} must be True or False, got {type(value).__name__} {shown(value)}")
+    return bool(value)
+
+
 def checked_path(name: str, value, expected: str = "a path (a str or os.PathLike)") -> str:
     """``value``, a file path (a ``str`` or an ``os.PathLike`` of one), as a ``str``;
     ``TypeError`` naming the argument and what it must be otherwise (``None``, ``3``,
@@ -132,5 +140,5 @@ def shown_kind(value) -> str:
     return shown(value) + kinds_of(value)
 
 
-__all__ = ["checked_int", "checked_seed", "is_int", "is_number_in", "is_plain_int", "kinds_of",
-           "shown", "shown_kind"]
+__all__ = ["checked_bool", "checked_int", "checked_path", "checked_seed", "is_int", "is_number_in",
+           "is_plain_int", "kinds_of", "shown", "shown_kind"]

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import numbers
 
-import numpy as np
 import torch
 
 from .batched.inputs import checked_device
-from .checks import is_int, shown
+from .checks import checked_bool, is_int, shown
 
 
 def generator_seed(seed: int) -> int:
@@ -47,10 +46,7 @@ def checked_temperature(temperature, deterministic: bool = False) -> float:
     so otherwise (0 would divide by zero, a NaN would make every action's probability NaN).
     ``deterministic`` must be a bool: a ``TypeError`` naming it otherwise (``None`` made a
     sampling policy, the string ``"False"`` a deterministic one)."""
-    if not isinstance(deterministic, (bool, np.bool_)):
-        raise TypeError(f"deterministic must be True or False, got "
-                        f"{type(deterministic).__name__} {shown(deterministic)}")
-    deterministic = bool(deterministic)
+    deterministic = checked_bool("deterministic", deterministic)
     low, high = TEMPERATURE_RANGE
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
             or not low <= temperature <= high:   # (False for NaN)

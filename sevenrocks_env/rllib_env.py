@@ -42,7 +42,7 @@ except ImportError as missing:  # say which extra, not a bare ModuleNotFoundErro
                       "pip install -e \".[rllib]\" (make install-rllib)") from missing
 
 from .agents import make_agent
-from .checks import checked_seed, shown
+from .checks import checked_bool, checked_seed, shown
 from .driver import agent_action
 from .env import AGENTS, raw_env
 from .tiles import NUM_ACTIONS
@@ -115,11 +115,8 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         self.illegal_action = checked_illegal_action(config.get("illegal_action", "terminate"))
         opponent = config.get("opponent")
         self._opponent = None if opponent is None or is_self(opponent) else make_agent(opponent)
-        skip_forced = config.get("skip_forced", True)
-        if not isinstance(skip_forced, (bool, np.bool_)):  # as the Gymnasium view takes it
-            raise ValueError(f"skip_forced must be True or False, got "
-                             f"{type(skip_forced).__name__} {shown(skip_forced)}")
-        self.skip_forced = bool(skip_forced)
+        # (a NumPy bool too, as the Gymnasium view takes it)
+        self.skip_forced = checked_bool("skip_forced", config.get("skip_forced", True), ValueError)
         seed = checked_seed(config.get("seed"))
         # RLlib seeds sub-env i of runner w with seed + w + i (and its new stack leaves
         # vector_index at 0 and builds a runner's sub-envs from one context object): the worker

@@ -61,7 +61,7 @@ import gymnasium
 import numpy as np
 
 from .agents import make_agent
-from .checks import checked_seed, is_int, shown
+from .checks import checked_bool, checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
 from .starts import checked_start, reset_options
@@ -95,9 +95,7 @@ class SingleAgentEnv(gymnasium.Env):
         self.action_space = self._aec.action_space(AGENTS[0])
         self.render_mode = render_mode
         self.seat_option = "random" if is_random(seat) else int(seat)
-        if not isinstance(skip_forced, (bool, np.bool_)):  # bool("no") would be True
-            raise ValueError(f"skip_forced must be True or False, got {shown(skip_forced)}")
-        self.skip_forced = bool(skip_forced)
+        self.skip_forced = checked_bool("skip_forced", skip_forced, ValueError)
         if isinstance(opponents, (str, bytes)) or not isinstance(opponents, Sequence):
             opponents = (opponents, opponents)
         if len(opponents) != 2:

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
-from ..checks import checked_seed, shown
+from ..checks import checked_bool, checked_seed
 from .base import Agent, parse_spec_params
 from .greedy import GreedyAgent
 from .heuristic import HeuristicAgent
@@ -78,9 +76,7 @@ def make_agent(spec, seed: int | None = None, allow_pickles: bool = True) -> Age
     ``allow_pickles``: a bool (``TypeError`` otherwise: the string ``"False"`` allowed them).
     """
     seed = checked_seed(seed)
-    if not isinstance(allow_pickles, (bool, np.bool_)):
-        raise TypeError(f"allow_pickles must be True or False, got "
-                        f"{type(allow_pickles).__name__} {shown(allow_pickles)}")
+    allow_pickles = checked_bool("allow_pickles", allow_pickles)
     if not isinstance(spec, str):
         if isinstance(spec, Agent):
             if seed is not None:
