@@ -199,7 +199,7 @@ class ArenaResult:
     round_win_rate: float           # A's share of rounds by net change (ties 1/2)
     rounds_per_match: float
     seconds_per_decision: tuple[float, float]  # (A, B), wall time inside act(), every pair
-    decisions_per_s: float          # decisions / wall time of this sitting (a pair log's are not)
+    decisions_per_s: float | None   # decisions / wall time of this sitting; None: it played none
     wall_s: float                   # this sitting's wall time
     spec_a: str = ""
     spec_b: str = ""
@@ -242,7 +242,8 @@ def _summarise(names, specs, outcomes: list[PairOutcome], seed, target, wall,
         (sum(o.points_a for o in outcomes) / rounds, sum(o.points_b for o in outcomes) / rounds),
         sum(o.round_wins_a for o in outcomes) / rounds, rounds / matches,
         tuple(t / d if d else 0.0 for t, d in zip(think, decisions)),
-        sum(sum(o.decisions) for o in outcomes[logged:]) / wall if wall > 0 else 0.0, wall,
+        sum(sum(o.decisions) for o in outcomes[logged:]) / wall if logged < pairs and wall > 0
+        else None, wall,
         *specs,
         tuple(t / d if d else 0.0 for t, d in zip(think_cpu, decisions)),
         mean_interval([o.margin / 2 for o in outcomes]), max_rounds, engine)

@@ -260,8 +260,8 @@ def pair_table(result) -> str:
                                        f"{1e3 * result.seconds_per_decision[1]:.3f}"),
         ("CPU ms per decision A / B", f"{1e3 * result.cpu_seconds_per_decision[0]:.3f} / "
                                       f"{1e3 * result.cpu_seconds_per_decision[1]:.3f}"),
-        ("decisions per second", f"{result.decisions_per_s:,.0f}" if result.decisions_per_s
-         else "- (this run played no pair: all came from its --log)"),
+        ("decisions per second", "- (this run played no pair: all came from its --log)"
+         if result.decisions_per_s is None else f"{result.decisions_per_s:,.0f}"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join([f"{short_a} (A) vs {short_b} (B)",

@@ -393,3 +393,18 @@ def test_a_log_resumes_under_another_spelling_of_the_same_agent(tmp_path):
     assert json.loads(_lines(log)[0])["agent_a"] == "search:samples=2"  # as first written
     with pytest.raises(PairLogError, match="its agent_a is"):
         arena.evaluate("search:samples=3", B, 3, seed=3, log=log)
+
+
+@pytest.mark.parametrize("engine", [[], ["--batched"]])
+def test_a_rerun_with_every_pair_in_its_log_saves_no_speed(tmp_path, capsys, engine):
+    """Its ``--json`` said ``"decisions_per_s": 0.0``, a speed no agent had; now ``null``, and a
+    sitting that played some pairs keeps a positive figure."""
+    log = tmp_path / "pairs.jsonl"
+    command = ["random", "greedy", "--pairs", "2", "--log", str(log), "--no-progress", "--json",
+               *engine]
+    assert arena_cli.main(command) == 0
+    assert json.loads(capsys.readouterr().out)["decisions_per_s"] > 0
+    assert arena_cli.main(command) == 0
+    assert json.loads(capsys.readouterr().out)["decisions_per_s"] is None
+    assert arena_cli.main([*command[:3], "3", *command[4:]]) == 0
+    assert json.loads(capsys.readouterr().out)["decisions_per_s"] > 0
