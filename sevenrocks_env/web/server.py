@@ -19,8 +19,9 @@ def _parser() -> argparse.ArgumentParser:
                              "0.0.0.0 means anyone on the network can open the page and play)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--max-games", type=int, default=64,
-                        help="open games at most (default 64); when full, a new game takes the "
-                             "place of the finished game touched longest ago")
+                        help="open games and replays at most (default 64); when full, a new "
+                             "one takes the place of the finished game or replay touched "
+                             "longest ago")
     parser.add_argument("--idle-minutes", type=float, default=30.0,
                         help="a game or replay without a request for this long is dropped (default 30)")
     parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
