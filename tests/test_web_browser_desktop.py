@@ -1,6 +1,8 @@
 """The web page with the keyboard on a desktop: the end that has the keyboard's focus stands
-out from the other highlighted ends, and a refusal of the start form goes once its values
-change (Playwright and Debian's Chromium, as tests/browser_page.py sets them up)."""
+out from the other highlighted ends, a refusal of the start form goes once its values change,
+the seat boxes keep their tile counts at the match's end, and the board, the turn line and the
+hand fit the screen together (Playwright and Debian's Chromium, as tests/browser_page.py sets
+them up)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import pytest
 pytest.importorskip("playwright", reason="needs the [web-test] extra")
 
 from browser_page import (_open, _start, module_fixtures, play_my_turn,  # noqa: E402
-                          wait_for_turn_or_summary)
+                          start_match, wait_for_turn_or_summary)
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
 
@@ -64,3 +66,48 @@ def test_a_refusal_of_the_start_form_goes_when_its_values_change(server, browser
     page.fill("input[name=seed]", "-5")
     assert page.inner_text("#start-error") == ""
     page.close()
+
+
+SEAT_TILES = """[...document.querySelectorAll('#seats .seat')].map((seat) => seat.innerText)"""
+
+
+def test_the_seat_boxes_keep_their_tile_counts_once_the_match_is_over(server, browser):
+    """The counts of the final round's remaining tiles went from the seat boxes after a reload
+    at the match's end, and once its summary was closed: the view has no counts then."""
+    base, _ = server
+    page, errors = start_match(browser, base, delay=0, target=1)  # over at the first points
+    page.wait_for_function("App.ui.view.over || App.ui.view.next === 'you'", timeout=20000)
+    while not page.evaluate("App.ui.view.over"):
+        play_my_turn(page, {})
+        page.wait_for_function("App.ui.view.over || (App.ui.view.next === 'you'"
+                               " && !App.ui.busy)", timeout=20000)
+    counts = page.evaluate(SEAT_TILES)
+    assert all(" tile" in seat for seat in counts), counts
+    page.click("#summary-close")  # the final table
+    assert page.evaluate(SEAT_TILES) == counts
+    page.reload()
+    page.wait_for_function("document.getElementById('summary').open")
+    assert page.evaluate(SEAT_TILES) == counts
+    assert not errors, errors
+    page.close()
+
+
+def test_the_board_turn_line_and_hand_fit_the_screen_together(server, browser):
+    """The board was only kept under 85% of the screen's height: with the end sum, the turn
+    line and the hand under it, the hand was below the fold (868 px from the board's top to
+    the hand's bottom on a 390 x 844 phone)."""
+    base, _ = server
+    for width, height in ((1920, 1080), (1366, 768), (390, 844)):
+        page = browser.new_page()
+        page.set_viewport_size({"width": width, "height": height})
+        _open(page, base)
+        _start(page, seat=0, seed=11)
+        page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=20000)
+        board = page.locator("#board").bounding_box()
+        hand = page.locator("#hand-row").bounding_box()
+        assert hand["y"] + hand["height"] - board["y"] <= height, (width, height)
+        if width > 1000:  # a desktop's board keeps its full size, 1080 x 605
+            assert board["height"] >= 600, (width, board)
+        else:  # a phone's is narrowed a little at most
+            assert board["height"] >= 0.75 * height, (width, board)
+        page.close()

@@ -1,11 +1,13 @@
 """A long line on a phone, in a real browser (as test_web_browser.py: Debian's Chromium through
 Playwright; it FAILS without /usr/bin/chromium): held upright, the page asks for the tall
 board box (``Sevenrocks-Board: tall``), and a round's long line turns, so its tiles stay
-readable."""
+readable; a refusal does not move the hand, the empty table's words fit, turning the phone
+while a move is on its way lays the table out again, and the round summary fits 320 px."""
 
 from __future__ import annotations
 
-from browser_page import _replay_of, module_fixtures
+from browser_page import (_open, _play_to_the_summary, _replay_of, _start, module_fixtures,
+                          play_my_turn)
 from positions import round_played_out
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
@@ -67,4 +69,102 @@ def test_the_score_tracks_holes_stay_round_on_a_phone(server, browser, tmp_path)
     assert 2 * 10 <= len(holes) < 2 * 50  # two teams; of the 50 holes to 250, those with room
     assert all(abs(width - height) < 0.5 and height >= 3.5 for width, height in holes), holes[:4]
     assert page.inner_text("#replay-info").startswith("Record: 1 round, target 250")  # (1 round(s))
+    page.close()
+
+
+def _first_turn(server, browser, width: int, height: int, seed: int = 11):
+    """A new page of this size where a match against greedy bots (seed ``seed``, you at seat
+    0) waits for your first move."""
+    base, _ = server
+    page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": height})
+    _open(page, base)
+    _start(page, seat=0, seed=seed)
+    page.wait_for_function("App.ui.view && App.ui.view.next === 'you' && !App.ui.busy",
+                           timeout=20000)
+    return page
+
+
+HAND = """[...document.querySelectorAll('#hand .hand-tile')].map((tile) => {
+    const r = tile.getBoundingClientRect(); return [tile.dataset.tile, r.x, r.y + scrollY]; })"""
+
+
+def test_a_refused_tile_does_not_move_the_hand_under_the_finger(server, browser):
+    """The refusal's reason (four lines on a phone) was put above the hand and pushed it 59 px
+    down: a second tap where 3|3 had been landed on 0|1, which fits one place, so it was
+    played."""
+    page = _first_turn(server, browser, 360, 640)
+    stuck = page.locator("#hand .hand-tile:not(.playable)")
+    assert stuck.count(), "seed 11 no longer deals you a tile that does not fit"
+    before = page.evaluate(HAND)
+    stuck.first.click()
+    assert "fits no open end" in page.inner_text("#notice")
+    assert page.evaluate(HAND) == before
+    page.close()
+
+
+def test_the_empty_table_s_words_fit_a_phone_and_are_readable(server, browser, tmp_path):
+    """In the tall box (560 wide) the one line was cut off at both sides, and its grey on the
+    felt was 3.7:1, under the 4.5:1 of the page's other text."""
+    page = _replay_of(round_played_out(SEED), server, browser, tmp_path)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.click("#replay-controls [data-step=first]")
+    page.wait_for_function("document.getElementById('replay-board').viewBox.baseVal.width"
+                           " === 560 && document.querySelector('#replay-board .empty-table')")
+    board = page.locator("#replay-board").bounding_box()
+    words = page.locator("#replay-board .empty-table").bounding_box()
+    assert board["x"] <= words["x"] and words["x"] + words["width"] <= board["x"] + board["width"]
+    text, felt = page.evaluate("""[getComputedStyle(document.querySelector(
+        '#replay-board .empty-table')).fill, getComputedStyle(document.querySelector(
+        '#replay-board .felt')).fill]""")
+    assert _contrast(text, felt) >= 4.5, (text, felt)
+    page.close()
+
+
+def _contrast(first: str, second: str) -> float:
+    """WCAG's contrast ratio of two CSS colours "rgb(r, g, b)"."""
+    def luminance(colour):
+        channels = [int(c) / 255 for c in colour[colour.index("(") + 1:-1].split(",")]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    light, dark = sorted((luminance(first), luminance(second)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_turning_the_phone_while_your_turn_is_on_its_way_lays_the_table_out_again(server,
+                                                                                  browser):
+    """The board shape was fixed when a request was sent, and a turn meanwhile was ignored
+    while it was in flight: the answer handing you the turn left the table in the old
+    shape."""
+    page = _first_turn(server, browser, 390, 844)
+    page.evaluate("""() => { const fetch0 = window.fetch;  // hold the answer making it your turn
+        window.fetch = async (...args) => { const answer = await fetch0(...args);
+          if (String(args[0]).endsWith('/step') && !window.held
+              && (await answer.clone().json()).next === 'you') {
+            window.held = true; await new Promise((go) => { window.release = go; }); }
+          return answer; }; }""")
+    play_my_turn(page, {})
+    page.wait_for_function("window.held === true", timeout=20000)
+    assert page.evaluate("App.ui.view.board.width") == 560
+    page.evaluate("window.addEventListener('resize', () => { window.turned = true; })")
+    page.set_viewport_size({"width": 844, "height": 390})  # turned while the answer waits
+    page.wait_for_function("window.turned === true")  # (after the page's own resize handler)
+    page.evaluate("window.release()")
+    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy")
+    page.wait_for_function("App.ui.view.board.width === 1000", timeout=5000)
+    width, height = page.evaluate("[document.getElementById('board').viewBox.baseVal.width,"
+                                  " document.getElementById('board').viewBox.baseVal.height]")
+    assert width > height
+    page.close()
+
+
+def test_the_round_summary_fits_a_320_px_phone(server, browser):
+    """At 320 x 568 the deduction column (R7) still needed sideways scrolling (303 px shown of
+    335)."""
+    page = _first_turn(server, browser, 320, 568)
+    _play_to_the_summary(page)
+    assert page.locator("#summary-body table").count() == 1, "seed 11 no longer ends counted"
+    shown, needed = page.evaluate("[document.getElementById('summary').clientWidth,"
+                                  " document.getElementById('summary').scrollWidth]")
+    assert needed <= shown
     page.close()

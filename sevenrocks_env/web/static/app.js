@@ -152,13 +152,15 @@ function withSeatNames(view, text) {
 
 function show(view) {
   ui.view = view;
+  reshape();  // the screen may have turned while this answer, in the old shape, was on its way
   const teamSeats = [0, 1].map((team) => view.seats.filter((s) => s.team === team)
     .map((s) => s.seat === view.seat ? "you" : `seat ${s.seat}`).join(" & "));
   Board.drawTracks($("tracks"), view.scores, view.target, teamSeats, view.winner);
   const finished = view.last_round;
   const justEnded = view.rounds_ended > ui.shownRounds;
-  // under a round's summary, the tiles each seat held at its end, not the next round's seven
-  drawSeats(justEnded ? {...view, seats: view.seats.map((seat) =>
+  // under a round's summary, the tiles each seat held at its end, not the next round's seven;
+  // once the match is over, the final round's (the view has no counts then)
+  drawSeats(justEnded || view.over ? {...view, seats: view.seats.map((seat) =>
     ({...seat, to_move: false, tiles: finished.tiles_left[seat.seat]}))} : view);
   $("turn").textContent = turnLine(view);
   $("show-result").hidden = !view.over;
@@ -185,7 +187,7 @@ function drawTable(view, board) {
 }
 
 // The screen turned (or was resized) to another board shape: the table of the same move again,
-// laid out for it (nothing else changes; a move in flight answers in the new shape anyway)
+// laid out for it (nothing else changes; with a request in flight, show() calls it once more)
 async function reshape() {
   const view = ui.view;
   if (!view || ui.busy || $("game").hidden || Board.boardShape() === ui.shape) return;
@@ -224,8 +226,13 @@ function selectedTile(view) {
   return view.hand.find((t) => t.tile === ui.selected) || null;
 }
 
+// Keyboard focus in the hand stays there when it is redrawn (after every move): on the same
+// tile, or on the one that took the played tile's place
 function drawHand(view) {
   const node = $("hand");
+  const focused = document.activeElement;
+  const kept = node.contains(focused) ? [focused.dataset.tile, [...node.children].indexOf(focused)]
+                                      : null;
   node.replaceChildren();
   const myTurn = view.next === "you";
   for (const tile of view.hand) {
@@ -240,12 +247,24 @@ function drawHand(view) {
     button.addEventListener("click", () => clickTile(tile));
     node.appendChild(button);
   }
+  if (kept) {
+    const [tile, place] = kept;
+    const again = node.querySelector(`[data-tile="${tile}"]`) ||
+                  node.children[Math.min(place, node.children.length - 1)];
+    if (again) again.focus({preventScroll: true});  // not back down to the hand each move
+  }
 }
 
+// A log (role="log"): a screen reader says what is added, so the round's list only grows; a
+// new round (or match) starts it afresh
 function drawMoves(view) {
   const node = $("moves");
-  node.replaceChildren();
-  for (const move of view.moves) {
+  const round = `${view.id} ${view.round}`;
+  if (node.dataset.round !== round || node.children.length > view.moves.length) {
+    node.replaceChildren();
+    node.dataset.round = round;
+  }
+  for (const move of view.moves.slice(node.children.length)) {
     const item = document.createElement("li");
     item.textContent = withSeatNames(view, move.text);
     item.style.borderLeftColor = Board.TEAM_COLOURS[move.seat % 2];
@@ -283,6 +302,10 @@ function clickEnd(slot) {
   if (view.next !== "you") return;
   const tile = selectedTile(view);
   if (!tile) { notice("pick a tile from your hand first", "warn"); return; }
+  // the keyboard goes back to the hand: the end it is on is gone once the tile is played
+  if ($("board").contains(document.activeElement)) {
+    $("hand").querySelector(`[data-tile="${tile.tile}"]`)?.focus({preventScroll: true});
+  }
   sendMove(4 * tile.tile + slot);  // the server says why if it does not fit
 }
 

@@ -54,10 +54,13 @@ function drawDomino(parent, box, first, second, vertical, extraClass) {
 function drawBoard(node, board, targets, onMarker) {
   node.replaceChildren();
   svg("rect", {x: 0, y: 0, width: board.width, height: board.height, class: "felt"}, node);
-  if (board.empty) {
+  if (board.empty) {  // two lines: one was wider than the tall box (cut off on a phone)
     const text = svg("text", {x: board.width / 2, y: board.height / 2, class: "empty-table"}, node);
-    text.textContent = "the table is empty: the opener plays any tile (R3)";
+    ["the table is empty: ", "the opener plays any tile (R3)"].forEach((line, n) => {
+      svg("tspan", {x: board.width / 2, dy: n ? "1.3em" : "-0.2em"}, text).textContent = line;
+    });
   }
+  const ends = [];  // the open ends in words: the table's name for a screen reader
   for (const tile of board.tiles) {
     const [x0, y0, x1, y1] = tile.box;
     const unit = Math.min(x1 - x0, y1 - y0);
@@ -81,10 +84,11 @@ function drawBoard(node, board, targets, onMarker) {
     const title = svg("title", {}, group);
     title.textContent = marker.place + ": open " + marker.number +
       (marker.counted ? ", counts " + marker.value : ", counts 0 for now (R5)");
+    ends.push(title.textContent);
     if (marker.counted) {
       svg("circle", {cx, cy, r: marker.radius, class: "counted"}, group);
       const text = svg("text", {x: cx, y: cy, class: "counted-value",
-                                "font-size": marker.radius * 1.15}, group);
+                                "font-size": marker.radius * 1.15, "aria-hidden": "true"}, group);
       text.textContent = marker.value;
     } else {
       svg("circle", {cx, cy, r: marker.radius, class: "hollow",
@@ -107,6 +111,9 @@ function drawBoard(node, board, targets, onMarker) {
       }
     }
   }
+  node.setAttribute("aria-label", board.empty ? "the table, empty"
+    : `the table: ${board.tiles.length} tile${board.tiles.length === 1 ? "" : "s"}; ` +
+      `open ends: ${ends.join("; ")}`);
   fitView(node, board);
   return endSumText(board);
 }
@@ -175,7 +182,7 @@ function drawTracks(node, scores, target, seatsOfTeam, winner) {
     row.appendChild(label);
     // no viewBox: the track stretches to its width, its holes stay round (placed in percent
     // of the width, sized in pixels; a stretched viewBox drew them as ovals on a phone)
-    const track = svg("svg", {class: "track"});
+    const track = svg("svg", {class: "track", "aria-hidden": "true"});  // the row says it
     svg("rect", {x: 0, y: 0, width: "100%", height: 16, rx: 6, class: "track-wood"}, track);
     row.appendChild(track);
     const value = document.createElement("span");
@@ -203,7 +210,7 @@ function drawTracks(node, scores, target, seatsOfTeam, winner) {
 function tileIcon(halves, size) {
   const s = size || 28;
   const node = svg("svg", {viewBox: `0 0 ${2 * s + 2} ${s + 2}`, width: 2 * s + 2, height: s + 2,
-                           class: "tile-icon"});
+                           class: "tile-icon", role: "img", "aria-label": halves.join("|")});
   drawDomino(node, [1, 1, 2 * s + 1, s + 1], halves[0], halves[1], false);
   return node;
 }

@@ -9,6 +9,7 @@ function showSummary(view, summary) {
   const body = $("summary-body");
   body.replaceChildren();
   const title = document.createElement("h2");
+  title.id = "summary-title";  // the dialog's name
   title.textContent = `Round ${summary.round + 1}: ` + withSeatNames(view, summary.text);
   body.appendChild(title);
   if (summary.last_move) {

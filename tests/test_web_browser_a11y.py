@@ -1,0 +1,93 @@
+"""The web page with a keyboard and a screen reader (Playwright and Debian's Chromium, as
+tests/browser_page.py sets them up): focus stays in the hand while the bots move, the move list
+is a log that only grows, and the table, the summary, its tiles and the replay's step buttons
+have names."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytest.importorskip("playwright", reason="needs the [web-test] extra")
+
+from browser_page import (_open, _play_to_the_summary, _replay_of, _start,  # noqa: E402
+                          module_fixtures)
+from positions import round_played_out  # noqa: E402
+
+server, browser = module_fixtures()  # (base url, app) and a Chromium context
+
+YOUR_TURN = "App.ui.view.next === 'you' && !App.ui.busy"
+
+
+def _your_first_turn(server, browser, seed: int = 11):
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    _start(page, seat=0, seed=seed)
+    page.wait_for_function(YOUR_TURN, timeout=20000)
+    return page
+
+
+def test_the_keyboard_stays_in_the_hand_while_the_bots_move(server, browser):
+    """Every move redrew the hand and dropped the focus on the page's body: a keyboard user
+    had to Tab back to the hand after each bot move."""
+    page = _your_first_turn(server, browser)
+    page.locator("#hand .hand-tile.playable").first.focus()
+    ply = page.evaluate("App.ui.view.ply")
+    page.keyboard.press("Enter")
+    if page.locator("#board .marker.target").count():  # it fits two ends: the first one
+        page.keyboard.press("Enter")
+    page.wait_for_function(f"App.ui.view.ply > {ply} + 1 && {YOUR_TURN}", timeout=20000)
+    assert page.evaluate("document.activeElement.closest('#hand') !== null")
+    page.close()
+
+
+def test_the_move_list_is_a_log_that_only_grows(server, browser):
+    """The list was rebuilt at every move and was no live region: a screen reader never said
+    what the bots played."""
+    page = _your_first_turn(server, browser)
+    assert page.get_by_role("log", name="moves this round").count() == 1
+    page.evaluate("""() => { window.changes = {added: 0, removed: 0};
+        new MutationObserver((records) => records.forEach((r) => {
+          window.changes.added += r.addedNodes.length;
+          window.changes.removed += r.removedNodes.length; }))
+        .observe(document.getElementById('moves'), {childList: true}); }""")
+    before = page.evaluate("App.ui.view.moves.length")
+    page.locator("#hand .hand-tile.playable").first.click()
+    if page.locator("#board .marker.target").count():
+        page.locator("#board .marker.target").first.click()
+    page.wait_for_function(f"App.ui.view.moves.length > {before} + 1 && {YOUR_TURN}",
+                           timeout=20000)
+    after = page.evaluate("App.ui.view.moves.length")
+    assert page.evaluate("window.changes") == {"added": after - before, "removed": 0}
+    page.close()
+
+
+def test_the_table_and_the_round_summary_have_names(server, browser):
+    """The table read as 'group "the table": 1 4' (its discs' values), the score tracks as
+    unnamed images, the summary as a dialog without a name, its remaining tiles as 'image'."""
+    page = _your_first_turn(server, browser)
+    table = page.get_by_role("group", name=re.compile(r"^the table: \d+ tiles?; open ends: "))
+    assert table.count() == 1
+    assert "counts" in page.locator("#board").get_attribute("aria-label")
+    assert re.search(r"img|image", page.locator("#tracks").aria_snapshot()) is None
+    assert page.get_by_role("group", name="scores").count() == 1
+    _play_to_the_summary(page)
+    summary = page.get_by_role("dialog", name=re.compile(r"^Round 1: round over"))
+    assert summary.count() == 1
+    tiles = summary.get_by_role("img", name=re.compile(r"^[0-6]\|[0-6]$"))
+    assert tiles.count() >= 1
+    page.close()
+
+
+def test_the_replay_s_tiles_and_step_buttons_have_names(server, browser, tmp_path):
+    """The step buttons were named by their glyphs ("|◀", "◀"...), the hands' tiles "image"."""
+    page = _replay_of(round_played_out(263), server, browser, tmp_path)
+    page.wait_for_function("document.getElementById('replay-position').textContent"
+                           ".startsWith('move 0 of')")
+    for name in ("round start", "back one move", "forward one move", "round end"):
+        assert page.get_by_role("button", name=name, exact=True).count() == 1, name
+    hands = page.locator("#replay-hands").get_by_role("img", name=re.compile(r"^[0-6]\|[0-6]$"))
+    assert hands.count() == 28  # every hand at the round's start: 4 x 7
+    page.close()
