@@ -91,3 +91,15 @@ def test_the_replay_s_tiles_and_step_buttons_have_names(server, browser, tmp_pat
     hands = page.locator("#replay-hands").get_by_role("img", name=re.compile(r"^[0-6]\|[0-6]$"))
     assert hands.count() == 28  # every hand at the round's start: 4 x 7
     page.close()
+
+
+def test_continue_after_a_round_gives_the_keyboard_to_the_new_hand(server, browser):
+    """Closing the round's summary left the focus on the page's body: the tile that had opened
+    the dialog was gone, and a keyboard user had to Tab back to the hand every round."""
+    page = _your_first_turn(server, browser)
+    _play_to_the_summary(page)
+    page.get_by_role("button", name="Continue").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function("!document.getElementById('summary').open")
+    assert page.evaluate("document.activeElement.closest('#hand') !== null")
+    page.close()

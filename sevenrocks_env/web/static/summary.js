@@ -58,10 +58,13 @@ function showSummary(view, summary) {
   $("summary").showModal();
 }
 
+// The next round: its hand takes the keyboard (the dialog gave it back to the button that
+// opened it, a tile the round's end had removed, so it fell to the page's body)
 function closeSummary() {
   $("summary").close();
   ui.paused = false;
   show(ui.view);
+  $("hand").querySelector(".hand-tile")?.focus({preventScroll: true});
 }
 
 async function rematch() {
