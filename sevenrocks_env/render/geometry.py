@@ -94,8 +94,7 @@ def _line_arm(layout: BoardDrawing, straight, slot: int, bend):
     boxes, x_end, _ = straight
     opening = layout.opening_index
     sign = -1.0 if slot == WEST else 1.0
-    indices = list(range(opening - 1, -1, -1) if slot == WEST
-                   else range(opening + 1, len(layout.line)))
+    indices = _outward(layout, slot)
     turn_after, direction = bend or (len(indices), 1)
     tiles = []
     for index in indices[:turn_after]:
@@ -159,6 +158,13 @@ def _branch_arm(layout: BoardDrawing, spinner_x: float, slot: int, bend):
     ex, ey, dx, dy = end
     reach = MARKER_GAP + MARKER_RADIUS
     return tiles, (ex + dx * (reach - GAP), ey + dy * (reach - GAP))
+
+
+def _outward(layout: BoardDrawing, slot: int) -> list[int]:
+    """The line indices of line arm ``slot`` (WEST or EAST), outward from the opening tile."""
+    opening = layout.opening_index
+    return list(range(opening - 1, -1, -1) if slot == WEST
+                else range(opening + 1, len(layout.line)))
 
 
 def _arm(layout: BoardDrawing, straight, slot: int, bend):
@@ -251,17 +257,19 @@ def _options(layout: BoardDrawing, slot: int) -> list:
 
     A branch turns after 2 or more of its tiles.  A line arm counts its tiles outward from the
     opening tile (which never moves, so a round's frames can share one framing) and turns only
-    past 2 or more tiles beyond both the opening tile and the spinner.
+    past 2 or more tiles beyond both the opening tile and the spinner.  No arm turns at a
+    double: laid crosswise to the turned run it would lie in line with the tile it joins (R3).
     """
     if slot in (NORTH, SOUTH):
-        length, first = len(layout.branch(slot)), 2
+        arm, first = layout.branch(slot), 2
     else:
         opening, spinner = layout.opening_index, layout.spinner_index
-        length = opening if slot == WEST else len(layout.line) - 1 - opening
+        arm = [layout.line[index] for index in _outward(layout, slot)]
         ahead = 0 if spinner is None else (opening - spinner if slot == WEST
                                            else spinner - opening)
         first = max(ahead, 0) + 2
-    return [None] + [(n, d) for n in range(length - 1, first - 1, -1) for d in (1, -1)]
+    return [None] + [(n, d) for n in range(len(arm) - 1, first - 1, -1)
+                     if not arm[n].crosswise for d in (1, -1)]
 
 
 def _arm_options(layout: BoardDrawing, straight, slot: int, points, counted):
