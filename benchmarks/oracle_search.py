@@ -44,8 +44,6 @@ _ORACLE_SALT = 0x0AC1E
 class OracleSearch(BatchedAgent):
     """``search:policy`` scoring each decision's actions in the real world alone."""
 
-    needs_observation = True
-
     def __init__(self, agent: PolicySearchAgent):
         self.agent, self.name = agent, "oracle"
 

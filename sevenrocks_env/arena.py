@@ -51,7 +51,7 @@ DEFAULT_MAX_ROUNDS = 100
 
 @dataclass
 class MatchResult:
-    """One match: ``winner`` is a team (None if truncated at ``max_rounds``); per-team lists."""
+    """One match: ``winner`` is a team (None if truncated at ``max_rounds``); per-seat lists."""
 
     seed: int
     winner: int | None

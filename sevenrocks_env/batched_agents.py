@@ -51,7 +51,6 @@ class BatchedAgent:
     """One side's decisions for many envs at once: :meth:`actions` of the seats on turn."""
 
     name = "agent"
-    needs_observation = False
     #: ``context["history"]``: a :class:`~sevenrocks_env.batched.history.RoundHistory` of the
     #: env (each env's round start and the actions played since), kept by the arena if asked
     needs_history = False
@@ -90,8 +89,6 @@ class BatchedPolicy(BatchedAgent):
     envs in one forward pass: the argmax of the masked distribution, or for a sampling agent a
     draw from it (at its temperature) by the uniform of ``(seed, pair, game, move number)``."""
 
-    needs_observation = True
-
     def __init__(self, agent, device: torch.device):
         self.name = agent.name
         self.agent = agent
@@ -118,8 +115,6 @@ class BatchedSearchAgent(BatchedAgent):
     all decisions of a step searched together.  The agent gets only each seat's observation and
     mask; decision ``(pair, game, move)`` samples its worlds from a generator seeded by
     ``(seed, pair, game, move)``, so the result does not depend on ``batch``."""
-
-    needs_observation = True
 
     def __init__(self, searcher):
         self.searcher = searcher

@@ -19,7 +19,7 @@ opponent (plays next), 2 partner, 3 right opponent (played last).
 | `voids`           |    202 |   21 | 3 x 7: numbers relative seats 1..3 showed they lack by knocking      |
 | `unseen`          |    223 |    7 | per number: tiles showing it not in own hand and not played, / 7     |
 | `scores`          |    230 |    3 | [ours / target, theirs / target, target / 1000]                      |
-| `turn`            |    233 |    4 | one-hot: relative seat to move (all 0 when none: the match is over)  |
+| `turn`            |    233 |    4 | one-hot: relative seat to move (all 0: match over, or deal awaited)  |
 | `opening`         |    237 |    1 | no tile placed yet this round (any tile may open)                    |
 
 Total size ``OBS_SIZE = 238``.  Hidden tiles of other seats never enter the vector.

@@ -83,7 +83,7 @@ class PolicyNet(nn.Module):
     """
 
     def __init__(self, hidden_sizes=(256, 256), obs_size: int = OBS_SIZE,
-                 num_actions: int = NUM_ACTIONS, action_features: int = ActionFeatures.LATEST,
+                 num_actions: int = NUM_ACTIONS, action_features: int = ActionFeatures.DEFAULT,
                  action_scorer: str = "bilinear", scorer_sizes=DEFAULT_SCORER_SIZES):
         super().__init__()
         if action_scorer not in ACTION_SCORERS:

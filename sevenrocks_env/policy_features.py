@@ -123,9 +123,10 @@ class ActionFeatures(nn.Module):
     """
 
     SIZES = {1: 21, 2: 24, 3: 33}
-    LATEST = 2
+    #: The version a new network gets (not the newest: 3 stays a choice until its ablation wins).
+    DEFAULT = 2
 
-    def __init__(self, version: int = LATEST):
+    def __init__(self, version: int = DEFAULT):
         super().__init__()
         if version not in self.SIZES:
             raise ValueError(f"action feature version must be one of {sorted(self.SIZES)}, "

@@ -64,13 +64,14 @@ from .agents import make_agent
 from .checks import checked_bool, checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
+from .registration import GYMNASIUM_ID
 from .starts import checked_start, reset_options
 from .rewards import team0_reward, winner_sign
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
 from .tiles import illegal_action_text
 from .wrappers import checked_action
 
-ENV_ID = "sevenrocks/SevenRocks-v0"
+ENV_ID = GYMNASIUM_ID  # the id registration.py registers
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
 ILLEGAL_REWARD = -1.0
 

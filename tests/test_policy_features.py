@@ -88,7 +88,7 @@ def features_of(match: rules.Match, actions: list[int], version: int = 2) -> np.
 def test_names_cover_every_feature():
     assert len(FEATURE_NAMES) == max(ActionFeatures.SIZES.values()) == 33
     assert len(set(FEATURE_NAMES)) == 33
-    assert ActionFeatures.LATEST == 2  # version 3 becomes the default only if the ablation wins
+    assert ActionFeatures.DEFAULT == 2  # version 3 becomes the default only if the ablation wins
     # 18 and 20 are share-weighted sums over the possible tiles, not an expected maximum
     assert "best" not in FEATURE_NAMES[18] and "best" not in FEATURE_NAMES[20]
     assert "sum" in FEATURE_NAMES[18] and "sum" in FEATURE_NAMES[20]

@@ -29,7 +29,6 @@ from .config_types import (Device, Flag, Folder, Int, NonEmptySpecs, Positive, R
 from .config_yaml import ConfigError, _read_yaml, load_yaml_file
 
 
-CRITICS = ("shared", "oracle")
 #: Largest learner batch (num_matches * num_steps): the rollout buffer holds ~1 kB per step.
 MAX_BATCH = 1 << 20
 BIG = 10 ** 9

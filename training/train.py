@@ -90,11 +90,13 @@ def run_folders(cfg: TrainConfig) -> tuple[Path, Path]:
 def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True,
           force: bool = False, resume_path=None) -> dict:
     """Run training; returns ``{"run_name", "checkpoint", "global_step", "results",
-    "interrupted"}``.  Raises :class:`ConfigError` when the run's folders exist already (unless
-    ``force``, or resuming the checkpoint at ``resume_path`` inside them, or one whose path is
-    not given) and :class:`CheckpointError` for a bad piece of ``resume``; both before anything
-    is written.  :class:`LogsError`: the TensorBoard logs cannot be written (a full disk), the
-    checkpoints written before are whole."""
+    "interrupted"}``; one whose final evaluation Ctrl-C stopped also says ``"out_of_time"``
+    (whether ``max_minutes`` had ended the training).  Raises :class:`ConfigError` when the
+    run's folders exist already (unless ``force``, or resuming the checkpoint at
+    ``resume_path`` inside them, or one whose path is not given) and :class:`CheckpointError`
+    for a bad piece of ``resume``; both before anything is written.  :class:`LogsError`: the
+    TensorBoard logs cannot be written (a full disk), the checkpoints written before are
+    whole."""
     from tqdm import tqdm
 
     if not cfg.run_name:

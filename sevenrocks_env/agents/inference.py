@@ -192,7 +192,6 @@ class InferenceSearch(BatchedAgent):
     weighted and ``samples`` of them are drawn again by weight (:func:`resampled`), so the
     rollouts go to the likely worlds instead of spending most of their time on unlikely ones."""
 
-    needs_observation = True
     needs_history = True
 
     def __init__(self, searcher: PolicySearchAgent, power: float = 1.0,

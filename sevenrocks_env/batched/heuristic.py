@@ -12,7 +12,8 @@ numbers each seat showed it lacks by knocking, the layout.  The arithmetic is th
 in float64 and in the same order (sequential products and sums, :func:`torch.cumprod` /
 :func:`torch.cumsum`), so on CPU the values are equal and so are the choices, ties included
 (``tests/test_batched_heuristic.py``; on a GPU the scans may round differently in the last bit,
-which the choice's 1e-9 tolerance absorbs: not tested, no GPU was available).  A reply's points come from the policy features' reply
+which the choice's 1e-9 tolerance absorbs: ``test_cuda_gives_the_same_choices_as_the_cpu``, run
+by ``benchmarks/gpu_checks.sh``).  A reply's points come from the policy features' reply
 table (:func:`sevenrocks_env.policy_features.reply_table`, tied to the rules by its own test).
 """
 

@@ -31,7 +31,6 @@ def _numpy_tables() -> dict[str, np.ndarray]:
         "tile_pips": np.array(TILE_PIPS, np.int64),
         # indexed by an end + 1 (0 = closed slot, matches nothing)
         "with_number": np.array((0,) + WITH_NUMBER, np.int64),
-        "with_number_7": np.array(WITH_NUMBER, np.int64),
         "popcount14": bits14.sum(1).astype(np.int64),
         "spread14": spread14.astype(np.int64),
         "pips14": (bits14 * np.array(TILE_PIPS[:HALF])).sum(1).astype(np.int64),
@@ -120,6 +119,8 @@ def _numpy_tables() -> dict[str, np.ndarray]:
         numbers[tile] = (1 << 8 * TILE_LOW[tile]) | (1 << 8 * TILE_HIGH[tile])
     tables["number_counts14"] = (bits14 * numbers[:HALF]).sum(1)
     tables["number_counts14_high"] = (bits14 * numbers[HALF:]).sum(1)
+    for name in ("spread14", "number_onehot", "spinner_piece", "counted", "end_sum_piece"):
+        del tables[name]  # only built from: not copied to the devices
     return tables
 
 
@@ -142,10 +143,6 @@ class Tables:
         self.straight = self.slots < 2                       # west, east vs the branches
         self.branch = ~self.straight
         self.seat_signs = torch.tensor(SEAT_SIGNS, dtype=torch.float32, device=device)
-        self.slot_shift = self.slots.clone()                 # action bit 4 t + slot
-        self.byte_shift = torch.arange(0, 64, 8, **long)[:7]  # 7 bytes of a 56-bit word
-        self.tile_index = torch.arange(NUM_TILES + 1, **long)
-        self.count_base = torch.tensor([0, 8, 8, 8], **long)
         self.onehot4 = torch.eye(4, **long)                  # row s: 1 at column s (int64)
         self.onehot2 = torch.eye(2, **long)
         self.slot_base = torch.tensor([1, 1, 33, 33], **long)    # counted_value: end + 1, kind

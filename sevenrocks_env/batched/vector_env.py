@@ -337,8 +337,8 @@ class VectorEnv:
 
     def pop_finished_records(self) -> list[tuple[int, dict]]:
         """``[(env index, sevenrocks-record/1 dict)]`` of the matches finished since the last call
-        (needs ``records=True``).  A match loaded without a history from 0-0 that replays to its
-        state (:func:`~sevenrocks_env.match_state.replays_to_its_state`) has no record."""
+        (needs ``records=True``).  A match loaded without a history has no record unless it starts
+        at 0-0 and replays to its state (:func:`~sevenrocks_env.match_state.replays_to_its_state`)."""
         if self._records is None:
             raise RuntimeError("this env keeps no records: create it with records=True")
         return self._records.pop()
