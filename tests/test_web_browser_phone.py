@@ -2,9 +2,12 @@
 Playwright; it FAILS without /usr/bin/chromium): held upright, the page asks for the tall
 board box (``Sevenrocks-Board: tall``), and a round's long line turns, so its tiles stay
 readable; a refusal does not move the hand, the empty table's words fit, turning the phone
-while a move is on its way lays the table out again, and the round summary fits 320 px."""
+while a move is on its way lays the table out again, the round summary fits 320 px, and the
+hand stays put whatever the turn line above it says."""
 
 from __future__ import annotations
+
+import pytest
 
 from browser_page import (_open, _play_to_the_summary, _replay_of, _start, module_fixtures,
                           play_my_turn)
@@ -167,4 +170,22 @@ def test_the_round_summary_fits_a_320_px_phone(server, browser):
     shown, needed = page.evaluate("[document.getElementById('summary').clientWidth,"
                                   " document.getElementById('summary').scrollWidth]")
     assert needed <= shown
+    page.close()
+
+
+TURN_LINES = ["Your turn: pick a tile from your hand.",
+              "Your turn: no tile of yours fits, so you knock.",
+              "seat 3 (shipped policy with search and inference) to move.",
+              "seat 1 (" + "search:policy=checkpoints/a-long-run-name/latest.pt," * 8 + ") to move."]
+
+
+@pytest.mark.parametrize("width, height", [(360, 640), (1366, 768)])
+def test_the_hand_stays_put_whatever_the_turn_line_says(server, browser, width, height):
+    """The turn line above the hand took one line for your turn and two or more for a bot with
+    a long name on a phone: the hand moved up under the finger just as the turn came."""
+    page = _first_turn(server, browser, width, height)
+    before = page.evaluate(HAND)
+    for line in TURN_LINES:
+        page.evaluate("(line) => { document.getElementById('turn').textContent = line; }", line)
+        assert page.evaluate(HAND) == before, line
     page.close()
