@@ -189,3 +189,19 @@ def test_the_hand_stays_put_whatever_the_turn_line_says(server, browser, width, 
         page.evaluate("(line) => { document.getElementById('turn').textContent = line; }", line)
         assert page.evaluate(HAND) == before, line
     page.close()
+
+
+@pytest.mark.parametrize("width, height", [(360, 640), (390, 844), (1366, 768)])
+def test_a_refusal_is_on_screen_with_the_hand(server, browser, width, height):
+    """Under the hand, the reason a tile was refused fell below the screen of a user scrolled
+    just far enough to see the hand: a tap did nothing visible."""
+    page = _first_turn(server, browser, width, height)
+    page.evaluate("""window.scrollTo(0, window.scrollY + document.getElementById('hand-row')
+                     .getBoundingClientRect().bottom - window.innerHeight)""")
+    page.locator("#hand .hand-tile:not(.playable)").first.click()
+    box = page.locator("#notice").bounding_box()
+    assert "fits no open end" in page.inner_text("#notice")
+    assert 0 <= box["y"] and box["y"] + box["height"] <= height, box
+    assert page.evaluate("getComputedStyle(document.getElementById('notice')).pointerEvents")\
+        == "none"  # taps on what it covers go through
+    page.close()
