@@ -1,11 +1,14 @@
 """Driving the web page in a real browser for the browser tests (test_web_browser.py,
 test_web_browser_records.py): Playwright drives Debian's Chromium (no Playwright browser
-download) against the server running in this process on a free localhost port; the pages'
-common steps (start a match, play a turn, replay a record)."""
+download) against the server running in this process on a free localhost port, under the
+server's Content-Security-Policy (a page's ``wait_for_function`` takes its expression as a
+function: :func:`wait_by_function`); the pages' common steps (start a match, play a turn,
+replay a record)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import threading
@@ -73,10 +76,26 @@ def chromium(profile):
         context = playwright.chromium.launch_persistent_context(
             str(profile), executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True,
             accept_downloads=True, viewport={"width": 1100, "height": 1000})
+        new_page = context.new_page
+
+        def new_page_waiting_by_function(**options):
+            page = new_page(**options)
+            page.wait_for_function = functools.partial(wait_by_function, page.wait_for_function)
+            return page
+        context.new_page = new_page_waiting_by_function
         try:
             yield context
         finally:
             context.close()
+
+
+def wait_by_function(wait, expression: str, **options):
+    """``page.wait_for_function(expression)`` with ``expression`` as a function: Playwright
+    polls a bare expression with ``eval``, which the server's Content-Security-Policy forbids
+    (as it should: the page needs no ``eval``), and a function's body it does not."""
+    if not expression.lstrip().startswith(("()", "function", "async")):
+        expression = f"() => ({expression})"
+    return wait(expression, **options)
 
 
 def free_port() -> int:
@@ -89,13 +108,21 @@ def ply(page) -> int:
     return page.evaluate("App.ui.view ? App.ui.view.ply : -1")
 
 
+def report_policy_violations(page, errors: list) -> None:
+    """Chromium's console reports of what the server's Content-Security-Policy blocked (an
+    inline style or script, a file from elsewhere) go to ``errors``."""
+    page.on("console", lambda message: errors.append(message.text)
+            if "Content Security Policy" in message.text else None)
+
+
 def start_match(browser, base: str, delay: int, seat: int | None = None,
                 target: int | None = None):
     """A new page that starts a match against three `greedy` bots, deal seed 4; returns the
-    page and the list its JavaScript errors go to."""
+    page and the list its JavaScript errors (and Content-Security-Policy violations) go to."""
     page = browser.new_page()
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    report_policy_violations(page, errors)
     page.goto(base + "/")
     page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
     for name in ("partner", "left", "right"):

@@ -1,6 +1,8 @@
 """The web server as a process and on the network (sevenrocks_env.web.server, .origin): bad
 settings and agents refused before it starts, a busy port, Ctrl-C, requests from other sites
-(Origin) and other host names (Host: DNS rebinding) refused, loopback names by bound address."""
+(Origin) and other host names (Host: DNS rebinding) refused, on a loopback address (its names
+by bound address) and on a network one (addresses, the machine's names, --allow-host), and the
+protective headers on every answer."""
 
 from __future__ import annotations
 
@@ -11,7 +13,18 @@ import time
 import pytest
 from web_client import BOTS
 
-from sevenrocks_env.web.origin import host_names_for
+from sevenrocks_env.web.origin import NetworkNames, host_names_for
+
+#: This machine's names, as the tests below make ``socket.gethostname()`` give them.
+MACHINE = frozenset({"box.lan", "box.lan.local", "box", "box.local"})
+
+
+@pytest.fixture()
+def box(monkeypatch):
+    """This machine is called ``Box.lan`` (:data:`MACHINE`)."""
+    import socket
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "Box.lan")
 
 
 @pytest.mark.parametrize("argv", [["--idle-minutes", "nan"], ["--idle-minutes", "inf"],
@@ -87,12 +100,18 @@ def test_a_loopback_server_answers_only_to_loopback_names(host, status):
     ("127.0.0.1", {"localhost", "127.0.0.1", "::1"}),
     ("127.0.0.2", {"localhost", "127.0.0.1", "::1", "127.0.0.2"}),
     ("::1", {"localhost", "127.0.0.1", "::1"}), ("LocalHost", {"localhost", "127.0.0.1", "::1"}),
-    ("0.0.0.0", None), ("::", None), ("192.168.1.5", None), ("myhost.example", None),
+    ("0.0.0.0", None), ("::", None), ("192.168.1.5", None), ("myhost.example", {"myhost.example"}),
 ])
-def test_host_names_of_a_server_follow_its_address(address, names):
+def test_host_names_of_a_server_follow_its_address(address, names, box):
     """A server on any loopback address is guarded against rebinding (127.0.0.2 was not);
-    one on a network address answers to any name."""
-    assert host_names_for(address) == (None if names is None else frozenset(names))
+    one on a network address answers at IP addresses, localhost and this machine's names
+    (and ``--host`` if it is a name): it answered to any name."""
+    found = host_names_for(address)
+    if names is None or "myhost.example" in names:
+        assert isinstance(found, NetworkNames)
+        assert found == {"localhost", *MACHINE, *(names or ())}
+    else:
+        assert found == frozenset(names) and not isinstance(found, NetworkNames)
 
 
 @pytest.mark.parametrize("address, bound, extra", [
@@ -102,8 +121,11 @@ def test_host_names_of_a_server_follow_its_address(address, names):
 def test_the_bound_address_decides_whether_a_server_is_loopback_only(address, bound, extra):
     """``--host 127.1`` (or a machine name resolving to 127.0.1.1) bound a loopback socket
     that answered to any Host name: the socket's own address decides."""
-    expected = None if extra is None else frozenset({"localhost", "127.0.0.1", "::1", *extra})
-    assert host_names_for(address, bound) == expected
+    found = host_names_for(address, bound)
+    if extra is None:
+        assert isinstance(found, NetworkNames) and "evil.example" not in found
+    else:
+        assert found == frozenset({"localhost", "127.0.0.1", "::1", *extra})
 
 
 def test_serve_on_127_1_refuses_another_host_name():
@@ -198,3 +220,91 @@ def test_ctrl_c_stops_the_server_quietly(tmp_path):
     finally:
         process.kill()
     assert process.returncode == 0 and err == "", err
+
+
+@pytest.mark.parametrize("host, status", [
+    ("192.168.1.5:8455", 201), ("10.0.0.2", 201), ("[fe80::1]:8455", 201), ("[::1]", 201),
+    ("localhost:8455", 201), ("box.lan:8455", 201), ("BOX.LAN", 201), ("box.local:8455", 201),
+    ("box.lan.local", 201), ("box", 201), ("games.lan:8455", 201), ("Games.Lan", 201),
+    ("evil.com:8455", 400), ("box.lan.evil.com", 400), ("192.168.1.5.nip.io", 400),
+    ("localhost.evil.com", 400), ("games.lan.evil.com", 400), ("", 400),
+])
+def test_a_network_server_answers_only_at_addresses_and_its_own_names(host, status, box):
+    """DNS rebinding on ``--host 0.0.0.0``: a page at evil.com:8455 whose name is made to
+    resolve to the server sends ``Host`` and ``Origin`` both naming evil.com, so the Origin
+    check passed, and it could fill the ``--max-games`` places (or play).  An IP address, this
+    machine's names and ``--allow-host`` names are still answered."""
+    from starlette.testclient import TestClient
+
+    from sevenrocks_env.web.api import create_app
+    from sevenrocks_env.web.games import GameStore
+
+    store = GameStore(max_games=2)
+    names = host_names_for("0.0.0.0", "0.0.0.0", ("games.lan",))
+    with TestClient(create_app(store, host_names=names)) as network:
+        answer = network.post("/api/games", json=BOTS,
+                              headers={"host": host, "origin": f"http://{host}"})
+        assert answer.status_code == status, answer.text
+        assert len(store) == (status == 201)
+        if status == 400:
+            assert "answers only at an IP address, box, box.lan, box.lan.local, box.local, " \
+                "games.lan, localhost, not at" in answer.json()["error"]
+            assert "--allow-host NAME" in answer.json()["error"]
+
+
+def test_serve_hands_allow_host_names_to_the_app(monkeypatch, capsys, box):
+    import socket
+
+    import uvicorn
+
+    from sevenrocks_env.web.server import main
+
+    seen = {}
+    monkeypatch.setattr(uvicorn.Server, "run",
+                        lambda self, sockets=None: seen.update(app=self.config.app))
+    with socket.socket() as probe:
+        probe.bind(("0.0.0.0", 0))
+        port = probe.getsockname()[1]
+    assert main(["--host", "0.0.0.0", "--port", str(port), "--allow-host", "Games.LAN",
+                 "--allow-host", "play.example"]) == 0
+    (middleware,) = [m for m in seen["app"].user_middleware if m.kwargs.get("host_names")]
+    names = middleware.kwargs["host_names"]
+    assert isinstance(names, NetworkNames)
+    assert names == {"localhost", *MACHINE, "games.lan", "play.example"}
+    out = capsys.readouterr().out
+    assert "at an IP address of this computer or at box, box.lan, box.lan.local, box.local, " \
+        "games.lan, localhost, play.example (--allow-host NAME for another name)" in out
+    assert main(["--port", str(port), "--allow-host", "a.lan"]) == 0  # loopback: also named
+    (middleware,) = [m for m in seen["app"].user_middleware if m.kwargs.get("host_names")]
+    assert middleware.kwargs["host_names"] == {"localhost", "127.0.0.1", "::1", "a.lan"}
+
+
+@pytest.mark.parametrize("name", ["", "evil/..", "a b", "http://x", ".lan", "a.lan:80",
+                                  "caf\u00e9"])
+def test_serve_refuses_an_allow_host_that_is_not_a_name(name, capsys):
+    from sevenrocks_env.web.server import main
+
+    assert main(["--allow-host", name, "--host", "192.0.2.1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --allow-host must be a host name") and err.count("\n") == 1
+
+
+PROTECTIVE = {"content-security-policy":
+              "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+              "x-content-type-options": "nosniff"}
+
+
+def test_every_answer_has_the_protective_headers(client):
+    """A Content-Security-Policy (the page's scripts and styles from the server only; no
+    framing by another site) and nosniff, on the page, its files, JSON answers and refusals
+    (the Origin and Host ones come from the middleware in front of the routes)."""
+    game = client.post("/api/games", json=BOTS)
+    answers = [client.get("/"), client.get("/static/app.js"), client.get("/static/style.css"),
+               client.get("/api/agents"), game, client.get("/api/games/nothing"),
+               client.get("/nowhere"), client.post("/api/games", content=b"{"),
+               client.delete(f"/api/games/{game.json()['id']}"),
+               client.post("/api/games", json=BOTS, headers={"origin": "http://evil.example"})]
+    assert [a.status_code for a in answers] == [200, 200, 200, 200, 201, 404, 404, 400, 204, 403]
+    for answer in answers:
+        for name, value in PROTECTIVE.items():
+            assert answer.headers.get_list(name) == [value], (answer.request.url, name)

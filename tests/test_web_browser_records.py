@@ -1,7 +1,8 @@
 """The web page's match records in a real browser (as test_web_browser.py, through
 tests/browser_page.py): the final summary downloads the whole match, a download waits for a bot
 move being computed, and the replay page steps once per held arrow key press, lists the rounds,
-shows no minus-zero deduction and says when a match was cut off by its round limit.  Without
+shows no minus-zero deduction and says when a match was cut off by its round limit; the page
+runs under the server's Content-Security-Policy without a violation.  Without
 /usr/bin/chromium these tests FAIL (``apt-get install -y chromium``): they never pass silently."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from sevenrocks_env import record as records
 
 from browser_page import (_play_to_the_summary, _replay_of, module_fixtures, play_my_turn,
-                          start_match, wait_for_turn_or_summary)
+                          report_policy_violations, start_match, wait_for_turn_or_summary)
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
 
@@ -190,3 +191,30 @@ def test_a_replay_s_start_says_who_opens_and_the_empty_table_once(server, browse
     page.keyboard.press("ArrowRight")
     page.wait_for_function("document.getElementById('replay-position').textContent"
                            " === 'move 1 of 5'")
+
+
+def test_the_page_runs_under_its_content_security_policy(server, browser, tmp_path):
+    """The server's Content-Security-Policy allows only the page's own files (and its ``data:``
+    icon): a round played to its summary, its record downloaded and replayed, report no
+    violation (Chromium logs each one to the console: ``report_policy_violations``)."""
+    base, _ = server
+    match, errors = start_match(browser, base, delay=0)
+    _play_to_the_summary(match)
+    match.click("#summary-continue")
+    with match.expect_download(timeout=10000) as download:
+        match.click("#download")
+    path = tmp_path / "record.json"
+    download.value.save_as(path)
+    replay = browser.new_page()
+    report_policy_violations(replay, errors)
+    policy = replay.goto(base + "/").headers.get("content-security-policy")
+    assert policy == "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+    replay.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+    replay.set_input_files("#record-file", str(path))
+    replay.wait_for_selector("#replay:not([hidden])")
+    replay.keyboard.press("ArrowRight")
+    replay.wait_for_function("document.getElementById('replay-position').textContent"
+                             ".startsWith('move 1 of')")
+    assert not errors, errors
+    match.close()
+    replay.close()

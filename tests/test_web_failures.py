@@ -1,5 +1,6 @@
 """The web server when a bot fails mid-game (a network whose outputs go non-finite) and for a
-malformed ``Content-Length``: a JSON error, never a bare 500, and the server goes on."""
+malformed ``Content-Length`` (the app's check, which uvicorn's parser makes unreachable on the
+real server): a JSON error, never a bare 500, and the server goes on."""
 
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ def test_a_policy_gone_non_finite_mid_game_leaves_the_server_usable(tmp_path, ca
     ("9" * 5000, 413), (str(MAX_REPLAY_BODY + 1), 413), ("0" * 30 + str(MAX_REPLAY_BODY + 1), 413),
 ])
 def test_a_malformed_or_huge_content_length_is_a_clean_4xx(client, declared, status):
+    """The app's own check, through Starlette's test client.  On the real server only the
+    well-formed values (``4194305``) reach it: uvicorn's HTTP parser (h11) answers the others
+    (not digits, or more than 20 of them) with a plain-text 400 "Invalid HTTP request
+    received." (test_hostile_web_connections.py); the check is kept for ASGI servers that pass
+    such a header on to the app."""
     for url in ("/api/games", "/api/replays"):
         answer = client.post(url, content=b"{}", headers={"content-length": declared})
         assert answer.status_code == status, (url, declared, answer.text)
@@ -108,7 +114,9 @@ def test_a_content_length_of_latin_1_digit_signs_is_a_400(raw):
 
 
 def test_a_content_length_with_leading_zeros_is_its_number(client):
-    """``1*DIGIT`` (RFC 9110): twenty zeros and a 2 declare two bytes, not a huge body."""
+    """``1*DIGIT`` (RFC 9110): twenty zeros and a 2 declare two bytes, not a huge body, to the
+    app.  (uvicorn's h11 refuses this header with a plain-text 400 before the app sees it:
+    test_hostile_web_connections.py.)"""
     answer = client.post("/api/games", content=b"{}", headers={"content-length": "0" * 20 + "2"})
     assert answer.status_code == 201, answer.text
 

@@ -86,8 +86,10 @@ def test_serve_on_127_1_answers_at_its_bound_address(served, capsys):
 def test_serve_on_a_network_address_says_anyone_may_play(served, capsys):
     from sevenrocks_env.web.server import main
 
+    from sevenrocks_env.web.origin import NetworkNames
+
     assert main(["--host", "0.0.0.0", "--port", str(free_port(host="0.0.0.0"))]) == 0
-    assert host_names_of(served["app"]) is None
+    assert isinstance(host_names_of(served["app"]), NetworkNames)  # addresses, its own names
     assert "note: listening on 0.0.0.0: anyone on the network" in capsys.readouterr().out
 
 
@@ -157,7 +159,8 @@ def test_a_refused_host_is_told_the_names_the_server_answers_at():
     status, message = refusal("GET", Headers({"host": "evil.example"}), host_names_for("::1"))
     assert status == 400
     assert message == "this server answers only at 127.0.0.1, [::1], localhost, " \
-                      "not at 'evil.example'"
+                      "not at 'evil.example' (to open it at another name, start it with " \
+                      "--allow-host NAME)"
     assert refusal("GET", Headers({"host": "[::1]:8000"}), host_names_for("::1")) is None
     assert refusal("GET", Headers({"host": " LOCALHOST:8000"}), host_names_for("::1")) is None
 

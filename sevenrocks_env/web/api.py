@@ -21,9 +21,11 @@ Every route answering a game view or a replay frame reads the ``Sevenrocks-Board
 
 Every refusal is a 4xx JSON ``{"error": message}`` and leaves the game as it was; bodies over
 ``MAX_BODY`` bytes are refused with 413 before they are parsed, a malformed ``Content-Length``
-with 400.  A bot that fails (its network's outputs not finite, say) is a 500 JSON error naming
-it: that game is stuck, the others and new games go on.  Bot moves and agent loading run in a
-worker thread (``run_in_threadpool``), so a slow ``search`` bot never stalls other games.
+with 400 (uvicorn's HTTP parser refuses one before the app sees it, in plain text: the check
+is for ASGI servers that pass it on).  A bot that fails (its network's outputs not finite,
+say) is a 500 JSON error naming it: that game is stuck, the others and new games go on.  Bot
+moves and agent loading run in a worker thread (``run_in_threadpool``), so a slow ``search``
+bot never stalls other games.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from starlette.staticfiles import StaticFiles
 from .. import record as records
 from ..textfile import decoded
 from .games import Game, GameError, GameStore
-from .origin import SameSiteOnly
+from .origin import ProtectiveHeaders, SameSiteOnly
 from .views import BOARD_BOX, BOARD_BOXES, replay_frame
 
 STATIC = Path(__file__).parent / "static"
@@ -186,9 +188,9 @@ def _index(text: str, name: str) -> int:
 def create_app(store: GameStore | None = None,
                host_names: frozenset[str] | None = None) -> Starlette:
     """The web application; ``store`` holds the games (a fresh :class:`GameStore` by default).
-    Requests from other sites are refused (:mod:`.origin`); with ``host_names`` (a server
-    listening on a loopback address: :func:`.origin.host_names_for`), so is any request whose
-    ``Host`` is not one of them."""
+    Requests from other sites are refused (:mod:`.origin`); with ``host_names``
+    (:func:`.origin.host_names_for`), so is any request whose ``Host`` is not one of them.
+    Every answer has :data:`.origin.PROTECTIVE_HEADERS`."""
     store = store if store is not None else GameStore()
     replays_in_flight = 0  # uploads being checked (on the event loop's thread only)
     replays_arriving = 0   # uploads whose body is being read
@@ -328,7 +330,8 @@ def create_app(store: GameStore | None = None,
     ]
     app = Starlette(routes=routes, exception_handlers={GameError: game_error,
                                                        HTTPException: http_error},
-                    middleware=[Middleware(SameSiteOnly, host_names=host_names)])
+                    middleware=[Middleware(ProtectiveHeaders),
+                                Middleware(SameSiteOnly, host_names=host_names)])
     app.state.store = store
     return app
 

@@ -2,6 +2,10 @@
 
     sevenrocks serve                     # http://127.0.0.1:8000/, this computer only
     sevenrocks serve --host 0.0.0.0      # anyone on the network can open it and play
+    sevenrocks serve --host 0.0.0.0 --allow-host games.lan   # ... also at http://games.lan:8000/
+
+A connection that does not send a whole request head within a few seconds is closed, and at
+most a few hundred are served at once (:mod:`.connections`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", action="append", default=[], metavar="SPEC",
                         help="offer one more agent spec on the start panel, e.g. "
                              "ckpt:checkpoints/RUN/latest.pt or search:samples=128 (repeatable)")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="one more host name the page may be opened at, e.g. games.lan "
+                             "(repeatable); by default only this computer's own names and IP "
+                             "addresses: other names are refused (DNS rebinding)")
     return parser
 
 
@@ -49,11 +57,17 @@ def main(argv: list[str] | None = None) -> int:
 
         from ..agents import make_agent
         from .api import create_app
+        from .connections import HeadDeadline, connection_limit, raise_open_files_limit
         from .games import GameStore
-        from .origin import host_names_for
+        from .origin import NetworkNames, allowed_name, host_names_for
     except ImportError as problem:
         print(f"error: the web page needs the [web] extra (pip install -e '.[web]'): {problem}",
               file=sys.stderr)
+        return 2
+    try:
+        allowed = tuple(allowed_name(name) for name in args.allow_host)
+    except ValueError as problem:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     for spec in args.agent:
         try:
@@ -71,16 +85,19 @@ def main(argv: list[str] | None = None) -> int:
                       extra_agents=tuple(args.agent))
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Seven Rocks: open http://{shown}:{args.port}/ in a browser (Ctrl-C stops)", flush=True)
-    host_names = host_names_for(args.host, listening.getsockname()[0])
-    if host_names is None:
-        print(f"note: listening on {args.host}: anyone on the network can open the page and play",
-              flush=True)
+    host_names = host_names_for(args.host, listening.getsockname()[0], allowed)
+    if isinstance(host_names, NetworkNames):
+        print(f"note: listening on {args.host}: anyone on the network can open the page and play"
+              f", at an IP address of this computer or at {', '.join(sorted(host_names))} "
+              "(--allow-host NAME for another name)", flush=True)
     # lifespan "off": no start-up work (a Ctrl-C sent twice at once made "on" log a 30-line
     # traceback); log_config None: uvicorn's own config (logging.config.dictConfig) closes every
     # logging handler of the process, a caller's log file's too -- its warnings reach stderr
-    # through logging's last-resort handler instead
+    # through logging's last-resort handler instead.  HeadDeadline, limit_concurrency: a client
+    # holding many connections open cannot use up the process's files (connections.py)
     config = uvicorn.Config(create_app(store, host_names=host_names), log_level="warning",
-                            lifespan="off", log_config=None)
+                            lifespan="off", log_config=None, http=HeadDeadline,
+                            limit_concurrency=connection_limit(raise_open_files_limit()))
     with listening:
         try:
             uvicorn.Server(config).run(sockets=[listening])

@@ -1,0 +1,100 @@
+"""How many connections ``sevenrocks serve`` holds, and for how long (see ``docs/web.md``).
+
+uvicorn starts no timer on a connection before it has answered a request on it (its keep-alive
+timeout counts from a response: Kludex/uvicorn#1192).  A client that opens sockets and sends
+part of a request head (``GET / HTTP/1.1``, a header, never the blank line), or nothing at
+all, held them for ever: a few hundred used up the process's file descriptors, and every other
+request failed.  So:
+
+* :class:`HeadDeadline`, uvicorn's h11 protocol with one timer more: a connection must deliver
+  a request's whole head (request line and headers) within :data:`HEAD_SECONDS` of its opening,
+  or of the first byte of that request after an earlier one was answered, else it is closed
+  without an answer.  Bodies are not timed here: the app answers 408 to a body that has not
+  all arrived within ``api.BODY_SECONDS``; the time between requests is uvicorn's keep-alive
+  timeout (``timeout_keep_alive``, 5 s);
+* :func:`raise_open_files_limit` lifts the soft limit on open files towards the hard one, and
+  :func:`connection_limit` bounds the connections served at once (uvicorn's
+  ``limit_concurrency``: past it a request is answered 503 at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: Seconds a connection has to deliver a request's head (the test suite sets less).
+HEAD_SECONDS = 10.0
+#: Connections served at once, at most: a LAN of players' browsers (six connections each) and
+#: scripts stay well under it; past it (or past half the open-files limit), a request is 503.
+MAX_CONNECTIONS = 512
+#: The soft open-files limit asked for, when the hard limit allows it.
+OPEN_FILES = 8192
+
+
+class HeadDeadline(H11Protocol):
+    """uvicorn's ``H11Protocol``, closing a connection whose request head is not all there
+    :data:`HEAD_SECONDS` after the connection opened or that head's first byte came."""
+
+    head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._time_the_head()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.conn.their_state is h11.IDLE:  # a request head not all received yet
+            if self.head_timer is None:  # (counted from its first byte, not the latest)
+                self._time_the_head()
+        else:  # a head in, or the connection over: the body and the answer are timed elsewhere
+            self._stop_timing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_timing()
+        super().connection_lost(exc)
+
+    def _time_the_head(self) -> None:
+        if not self.transport.is_closing():
+            self.head_timer = self.loop.call_later(HEAD_SECONDS, self._head_too_late)
+
+    def _stop_timing(self) -> None:
+        if self.head_timer is not None:
+            self.head_timer.cancel()
+            self.head_timer = None
+
+    def _head_too_late(self) -> None:
+        self.head_timer = None
+        if not self.transport.is_closing():  # no answer: nothing of a request to answer
+            self.transport.close()
+
+
+def raise_open_files_limit() -> int | None:
+    """Lift the soft ``RLIMIT_NOFILE`` to :data:`OPEN_FILES`, or the hard limit if lower (many
+    systems start a process at 256 or 1024); the soft limit now, ``None`` where there is none
+    to read (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):  # macOS may refuse past its kern.maxfilesperproc
+            pass
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_limit(open_files: int | None) -> int:
+    """:data:`MAX_CONNECTIONS`, or half the open-files limit if that is less: the other half
+    is left to the listening socket, connections accepted past the limit (answered 503) and
+    the files the server opens."""
+    return MAX_CONNECTIONS if open_files is None else max(1, min(MAX_CONNECTIONS, open_files // 2))
+
+
+__all__ = ["HEAD_SECONDS", "HeadDeadline", "MAX_CONNECTIONS", "OPEN_FILES", "connection_limit",
+           "raise_open_files_limit"]

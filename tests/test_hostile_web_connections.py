@@ -1,0 +1,154 @@
+"""The real ``sevenrocks serve`` on a socket (sevenrocks_env.web.connections): a connection
+that never finishes its request head is closed (uvicorn set no timer before its first answer,
+so a few hundred such sockets used up the server's file descriptors), a body sent slowly is
+still read, a request malformed at the HTTP level is refused by uvicorn's parser in plain text
+(as docs/web.md says), and the server raises its open-files limit and bounds its connections."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from web_client import BOTS
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+HEAD_SECONDS = 0.5  # the server's deadline in these tests (10 s in use)
+STARTED = ("from sevenrocks_env.web import connections, server; connections.HEAD_SECONDS = {};"
+           " raise SystemExit(server.main(['--port', '{}']))")
+
+
+@pytest.fixture(scope="module")
+def port():
+    """The port of a real ``sevenrocks serve`` (in a process of its own) whose request heads
+    must arrive within ``HEAD_SECONDS``."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-c", STARTED.format(HEAD_SECONDS, free)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "open http://127.0.0.1:" in server.stdout.readline()
+        for _ in range(100):  # the socket is bound before the line: uvicorn may lag
+            try:
+                assert answer(free, "GET", "/api/agents")[0] == 200
+                break
+            except ConnectionError:
+                time.sleep(0.1)
+        yield free
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def answer(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(method, path, body=body, headers={"Host": f"127.0.0.1:{port}"})
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def read_answer(connection: socket.socket) -> http.client.HTTPResponse:
+    """The answer the server sends on ``connection``, read to its end (``.body``)."""
+    connection.settimeout(10)
+    response = http.client.HTTPResponse(connection)
+    response.begin()
+    response.body = response.read()
+    return response
+
+
+def closed_by_the_server(connection: socket.socket) -> bool:
+    """Whether the server closes ``connection`` without an answer (waiting up to 10 s)."""
+    connection.settimeout(10)
+    try:
+        return connection.recv(1) == b""
+    except TimeoutError:
+        return False
+
+
+def test_a_request_head_not_all_sent_is_closed(port):
+    """``GET / HTTP/1.1``, a header and never the blank line, or nothing at all: such sockets
+    were held for ever (a few hundred exhausted the file descriptors at ``ulimit -n 256``).
+    Also on a kept-alive connection, once a first request was answered."""
+    half = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    with socket.create_connection(("127.0.0.1", port)) as silent, \
+            socket.create_connection(("127.0.0.1", port)) as halfway, \
+            socket.create_connection(("127.0.0.1", port)) as kept:
+        halfway.sendall(half)
+        kept.sendall(half + b"\r\n")
+        assert read_answer(kept).status == 200
+        kept.sendall(half)  # the next request, half sent within uvicorn's keep-alive time
+        assert closed_by_the_server(halfway), "a half-sent request head was never closed"
+        assert closed_by_the_server(silent), "a connection that sent nothing was never closed"
+        assert closed_by_the_server(kept), "a second half-sent request head was never closed"
+    assert answer(port, "GET", "/api/agents")[0] == 200  # and the server goes on
+
+
+def test_a_body_sent_slowly_is_still_read(port):
+    """Only the head is timed: a body that takes longer than ``HEAD_SECONDS`` (a record on a
+    slow link) is read (the app answers 408 once it has taken 30 s)."""
+    body = json.dumps(BOTS).encode()
+    head = (f"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: "
+            f"application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(head + body[:-1])
+        time.sleep(3 * HEAD_SECONDS)
+        connection.sendall(body[-1:])
+        assert read_answer(connection).status == 201
+
+
+@pytest.mark.parametrize("declared", ["-1", "x", "0" * 20 + "2"])
+def test_a_malformed_content_length_is_refused_by_the_http_parser(port, declared):
+    """On the real server h11 refuses such a header before the app sees it: a plain-text 400
+    (not the app's JSON ``{"error"}``, test_web_failures.py), which docs/web.md quotes."""
+    request = (f"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: "
+               f"{declared}\r\n\r\n{{}}").encode()
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(request)
+        response = read_answer(connection)
+    body = response.body.decode()
+    assert response.status == 400 and response.getheader("content-type").startswith("text/plain")
+    assert body == "Invalid HTTP request received."
+    assert f"`{body}`" in (DOCS / "web.md").read_text(encoding="utf-8")
+
+
+def test_serve_raises_its_open_files_limit_and_bounds_its_connections(monkeypatch):
+    """``ulimit -n 256`` (macOS starts processes at 256) let a few hundred connections stop
+    the server; the soft limit goes up towards the hard one, and uvicorn serves at most
+    ``connection_limit`` connections at once."""
+    import resource
+
+    import uvicorn
+
+    from sevenrocks_env.web.connections import (MAX_CONNECTIONS, OPEN_FILES, HeadDeadline,
+                                                connection_limit)
+    from sevenrocks_env.web.server import main
+
+    seen = {}
+    monkeypatch.setattr(uvicorn.Server, "run",
+                        lambda self, sockets=None: seen.update(config=self.config))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+    try:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            free = probe.getsockname()[1]
+        assert main(["--port", str(free)]) == 0
+        raised = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(OPEN_FILES, hard)
+    assert raised == max(wanted, min(256, hard))
+    config = seen["config"]
+    assert config.http is HeadDeadline
+    assert config.limit_concurrency == connection_limit(raised) == min(MAX_CONNECTIONS,
+                                                                        raised // 2)
+    assert connection_limit(256) == 128 and connection_limit(None) == MAX_CONNECTIONS
