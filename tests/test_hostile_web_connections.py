@@ -18,9 +18,10 @@ import pytest
 from web_client import BOTS
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-HEAD_SECONDS = 0.5  # the server's deadline in these tests (10 s in use)
+HEAD_SECONDS = 0.5  # the server's deadlines in these tests (10 s and 35 s in use)
+BODY_SECONDS = 3.0
 STARTED = ("from sevenrocks_env.web import connections, server; connections.HEAD_SECONDS = {};"
-           " raise SystemExit(server.main(['--port', '{}']))")
+           " connections.BODY_SECONDS = {}; raise SystemExit(server.main(['--port', '{}']))")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         free = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-c", STARTED.format(HEAD_SECONDS, free)],
+    server = subprocess.Popen([sys.executable, "-c", STARTED.format(HEAD_SECONDS, BODY_SECONDS, free)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert "open http://127.0.0.1:" in server.stdout.readline()
@@ -103,6 +104,25 @@ def test_a_body_sent_slowly_is_still_read(port):
         time.sleep(3 * HEAD_SECONDS)
         connection.sendall(body[-1:])
         assert read_answer(connection).status == 201
+
+
+@pytest.mark.parametrize("request_head, status", [
+    ("POST /api/games HTTP/1.1\r\nContent-Length: 100000", 413),   # refused before it is read
+    ("GET /api/agents HTTP/1.1\r\nContent-Length: 99999999999", 200)])  # a body ignored
+def test_a_body_trickling_after_its_answer_is_closed(port, request_head, status):
+    """The answer went before the body was all there; uvicorn then times nothing, and one byte
+    every few seconds held the connection for ever (511 such made every request a 503)."""
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(f"{request_head}\r\nHost: 127.0.0.1:{port}\r\n\r\n{{".encode())
+        assert read_answer(connection).status == status
+        deadline = time.monotonic() + BODY_SECONDS + 5
+        try:
+            while time.monotonic() < deadline:
+                connection.sendall(b" ")
+                time.sleep(0.3)
+        except OSError:  # reset or broken pipe: the server closed it
+            return
+    pytest.fail("a connection sending its body a byte at a time was never closed")
 
 
 @pytest.mark.parametrize("declared", ["-1", "x", "0" * 20 + "2"])

@@ -226,6 +226,7 @@ def test_ctrl_c_stops_the_server_quietly(tmp_path):
     ("192.168.1.5:8455", 201), ("10.0.0.2", 201), ("[fe80::1]:8455", 201), ("[::1]", 201),
     ("localhost:8455", 201), ("box.lan:8455", 201), ("BOX.LAN", 201), ("box.local:8455", 201),
     ("box.lan.local", 201), ("box", 201), ("games.lan:8455", 201), ("Games.Lan", 201),
+    ("box.lan.:8455", 201), ("localhost.", 201), ("games.lan.", 201),  # a final dot: the same
     ("evil.com:8455", 400), ("box.lan.evil.com", 400), ("192.168.1.5.nip.io", 400),
     ("localhost.evil.com", 400), ("games.lan.evil.com", 400), ("", 400),
 ])
@@ -280,7 +281,7 @@ def test_serve_hands_allow_host_names_to_the_app(monkeypatch, capsys, box):
 
 
 @pytest.mark.parametrize("name", ["", "evil/..", "a b", "http://x", ".lan", "a.lan:80",
-                                  "caf\u00e9"])
+                                  "caf\u00e9", "a..b", "1.2.3.999", "box.lan.."])
 def test_serve_refuses_an_allow_host_that_is_not_a_name(name, capsys):
     from sevenrocks_env.web.server import main
 
@@ -308,3 +309,15 @@ def test_every_answer_has_the_protective_headers(client):
     for answer in answers:
         for name, value in PROTECTIVE.items():
             assert answer.headers.get_list(name) == [value], (answer.request.url, name)
+
+
+def test_allow_host_takes_a_final_dot_and_names_the_form_browsers_send():
+    """``box.lan.`` (a fully qualified name) was refused; a name with letters outside a-z was
+    refused without saying that browsers send its punycode form."""
+    from sevenrocks_env.web.origin import allowed_name
+
+    assert allowed_name("Box.LAN.") == "box.lan"
+    with pytest.raises(ValueError, match=r"'B\u00fccher\.lan' \(a browser sends "
+                                         r"xn--bcher-kva\.lan: give that\)$"):
+        allowed_name("B\u00fccher.lan")
+    assert allowed_name("xn--bcher-kva.lan") == "xn--bcher-kva.lan"

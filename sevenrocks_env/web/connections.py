@@ -8,9 +8,11 @@ request failed.  So:
 
 * :class:`HeadDeadline`, uvicorn's h11 protocol with one timer more: a connection must deliver
   a request's whole head (request line and headers) within :data:`HEAD_SECONDS` of its opening,
-  or of the first byte of that request after an earlier one was answered, else it is closed
-  without an answer.  Bodies are not timed here: the app answers 408 to a body that has not
-  all arrived within ``api.BODY_SECONDS``; the time between requests is uvicorn's keep-alive
+  or of the first byte of that request after an earlier one was answered, and then its body
+  within :data:`BODY_SECONDS`, else it is closed.  The app answers 408 to a body not all there
+  within ``api.BODY_SECONDS``, a little earlier; but uvicorn times nothing while a body is on
+  its way, also after an early answer (413, 408, a GET that ignores its body), so a byte sent
+  now and then held a connection for ever.  The time between requests is uvicorn's keep-alive
   timeout (``timeout_keep_alive``, 5 s);
 * :func:`raise_open_files_limit` lifts the soft limit on open files towards the hard one, and
   :func:`connection_limit` bounds the connections served at once (uvicorn's
@@ -24,8 +26,12 @@ import asyncio
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from . import api
+
 #: Seconds a connection has to deliver a request's head (the test suite sets less).
 HEAD_SECONDS = 10.0
+#: Seconds it then has for the body: the app's own limit and a little more for its 408 to go.
+BODY_SECONDS = api.BODY_SECONDS + 5.0
 #: Connections served at once, at most: a LAN of players' browsers (six connections each) and
 #: scripts stay well under it; past it (or past half the open-files limit), a request is 503.
 MAX_CONNECTIONS = 512
@@ -35,38 +41,45 @@ OPEN_FILES = 8192
 
 class HeadDeadline(H11Protocol):
     """uvicorn's ``H11Protocol``, closing a connection whose request head is not all there
-    :data:`HEAD_SECONDS` after the connection opened or that head's first byte came."""
+    :data:`HEAD_SECONDS` after the connection opened or that head's first byte came, or whose
+    body is not all there :data:`BODY_SECONDS` after its head."""
 
-    head_timer: asyncio.TimerHandle | None = None
+    timer: asyncio.TimerHandle | None = None
+    timing: str | None = None  # "head" or "body": what the timer waits for
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        self._time_the_head()
+        self._time("head", HEAD_SECONDS)
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self.conn.their_state is h11.IDLE:  # a request head not all received yet
-            if self.head_timer is None:  # (counted from its first byte, not the latest)
-                self._time_the_head()
-        else:  # a head in, or the connection over: the body and the answer are timed elsewhere
+        state = self.conn.their_state
+        if state is h11.IDLE:  # a request head on its way (counted from its first byte)
+            if self.timing is None:
+                self._time("head", HEAD_SECONDS)
+        elif state is h11.SEND_BODY:  # its body on its way (counted from the head's end)
+            if self.timing != "body":
+                self._time("body", BODY_SECONDS)
+        else:  # the whole request in, or the connection over: the answer is the app's
             self._stop_timing()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timing()
         super().connection_lost(exc)
 
-    def _time_the_head(self) -> None:
+    def _time(self, what: str, seconds: float) -> None:
+        self._stop_timing()
         if not self.transport.is_closing():
-            self.head_timer = self.loop.call_later(HEAD_SECONDS, self._head_too_late)
+            self.timer, self.timing = self.loop.call_later(seconds, self._too_late), what
 
     def _stop_timing(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None
+        if self.timer is not None:
+            self.timer.cancel()
+        self.timer = self.timing = None
 
-    def _head_too_late(self) -> None:
-        self.head_timer = None
-        if not self.transport.is_closing():  # no answer: nothing of a request to answer
+    def _too_late(self) -> None:
+        self.timer = self.timing = None
+        if not self.transport.is_closing():
             self.transport.close()
 
 
@@ -96,5 +109,5 @@ def connection_limit(open_files: int | None) -> int:
     return MAX_CONNECTIONS if open_files is None else max(1, min(MAX_CONNECTIONS, open_files // 2))
 
 
-__all__ = ["HEAD_SECONDS", "HeadDeadline", "MAX_CONNECTIONS", "OPEN_FILES", "connection_limit",
+__all__ = ["BODY_SECONDS", "HEAD_SECONDS", "HeadDeadline", "MAX_CONNECTIONS", "OPEN_FILES", "connection_limit",
            "raise_open_files_limit"]

@@ -38,7 +38,9 @@ from ..checks import shown
 #: Names a loopback-only server answers to.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
-_NAME = re.compile(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?")
+_LABEL = r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?"
+#: A host name: dot-separated labels, the last one not all digits (``1.2.3.999`` is no name).
+_NAME = re.compile(rf"({_LABEL}\.)*(?![0-9]+$){_LABEL}")
 #: Headers on every answer: the page loads scripts, styles and everything else from this
 #: server only (it has no inline script or style; its icon is a ``data:`` URL), no other site
 #: may show it in a frame, and no answer is read as another type than it says.
@@ -65,21 +67,33 @@ def is_address(name: str) -> bool:
 
 
 def host_name(host: str) -> str:
-    """The name in a ``Host`` header, lower case, without the port (``[::1]:8000`` -> ``::1``)."""
+    """The name in a ``Host`` header, lower case, without the port or a final dot
+    (``[::1]:8000`` -> ``::1``, ``box.lan.:8000`` -> ``box.lan``)."""
     host = host.strip().lower()
     if host.startswith("["):
         return host[1:host.index("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return (host.rsplit(":", 1)[0] if host.count(":") == 1 else host).removesuffix(".")
 
 
 def allowed_name(given: str) -> str:
-    """A name for ``--allow-host``, in lower case (``Box.LAN`` -> ``box.lan``, ``[::1]`` ->
-    ``::1``); ``ValueError`` for one that is not a host name or an address (a port, a URL)."""
+    """A name for ``--allow-host``, in lower case without a final dot (``Box.LAN.`` ->
+    ``box.lan``, ``[::1]`` -> ``::1``); ``ValueError`` for one that is not a host name or an
+    address (a port, a URL, an empty label), naming the form browsers send for a name with
+    letters outside a-z (``bücher.lan`` -> ``xn--bcher-kva.lan``)."""
     name = given.strip().lower()
     if name.startswith("[") and name.endswith("]"):
         name = name[1:-1]
+    else:
+        name = name.removesuffix(".")
     if not (_NAME.fullmatch(name) or is_address(name)):
-        raise ValueError(f"--allow-host must be a host name such as box.lan, got {shown(given)}")
+        try:
+            ascii_name = name.encode("idna").decode("ascii")
+        except UnicodeError:
+            ascii_name = None
+        hint = (f" (a browser sends {ascii_name}: give that)"
+                if ascii_name and ascii_name != name and _NAME.fullmatch(ascii_name) else "")
+        raise ValueError(f"--allow-host must be a host name such as box.lan, got "
+                         f"{shown(given)}{hint}")
     return name
 
 
