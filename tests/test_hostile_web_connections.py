@@ -31,7 +31,8 @@ def port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         free = probe.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-c", STARTED.format(HEAD_SECONDS, BODY_SECONDS, free)],
+    started = STARTED.format(HEAD_SECONDS, BODY_SECONDS, free)
+    server = subprocess.Popen([sys.executable, "-c", started],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert "open http://127.0.0.1:" in server.stdout.readline()

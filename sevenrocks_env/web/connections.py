@@ -109,5 +109,5 @@ def connection_limit(open_files: int | None) -> int:
     return MAX_CONNECTIONS if open_files is None else max(1, min(MAX_CONNECTIONS, open_files // 2))
 
 
-__all__ = ["BODY_SECONDS", "HEAD_SECONDS", "HeadDeadline", "MAX_CONNECTIONS", "OPEN_FILES", "connection_limit",
-           "raise_open_files_limit"]
+__all__ = ["BODY_SECONDS", "HEAD_SECONDS", "HeadDeadline", "MAX_CONNECTIONS", "OPEN_FILES",
+           "connection_limit", "raise_open_files_limit"]
