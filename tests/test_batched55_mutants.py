@@ -7,6 +7,7 @@ import pytest
 from sevenrocks_env import sevenrocks_v0
 
 from batched_helpers import first_legal
+from test_batched_mutants import _WrongOpener
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -103,22 +104,11 @@ def test_lockstep_compares_the_rewards_and_flags_of_a_step(alter, message):
         lockstep.step(first_legal(venv))
 
 
-
-
-class _WrongOpenerLater:
+class _WrongOpenerLater(_WrongOpener):
     """A ``VectorEnv`` that reports round 1 of its second match opened by the next seat."""
 
-    def __init__(self, venv):
-        self.venv = venv
-
-    def __getattr__(self, name):
-        return getattr(self.venv, name)
-
-    def match(self, env):
-        match = self.venv.match(env)
-        if int(self.venv.state.matches[env]) and match.placements == 0 and match.round_index:
-            match.opener = match.turn = (match.opener + 1) % 4
-        return match
+    def wrong(self, env, match) -> bool:
+        return int(self.venv.state.matches[env]) > 0 and super().wrong(env, match)
 
 
 def test_lockstep_checks_the_next_opener_in_a_later_match_too():

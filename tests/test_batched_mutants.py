@@ -274,9 +274,13 @@ class _WrongOpener:
     def __getattr__(self, name):
         return getattr(self.venv, name)
 
+    def wrong(self, env, match) -> bool:
+        """Whether to report ``match`` (of ``env``) opened by the next seat."""
+        return match.placements == 0 and match.round_index > 0
+
     def match(self, env):
         match = self.venv.match(env)
-        if match.placements == 0 and match.round_index:
+        if self.wrong(env, match):
             match.opener = match.turn = (match.opener + 1) % 4
         return match
 
