@@ -20,8 +20,10 @@ from web_client import BOTS
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 HEAD_SECONDS = 0.5  # the server's deadlines in these tests (10 s and 35 s in use)
 BODY_SECONDS = 3.0
+WRITE_SECONDS = 1.0
 STARTED = ("from sevenrocks_env.web import connections, server; connections.HEAD_SECONDS = {};"
-           " connections.BODY_SECONDS = {}; raise SystemExit(server.main(['--port', '{}']))")
+           " connections.BODY_SECONDS = {}; connections.WRITE_SECONDS = {};"
+           " raise SystemExit(server.main(['--port', '{}']))")
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +33,7 @@ def port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         free = probe.getsockname()[1]
-    started = STARTED.format(HEAD_SECONDS, BODY_SECONDS, free)
+    started = STARTED.format(HEAD_SECONDS, BODY_SECONDS, WRITE_SECONDS, free)
     server = subprocess.Popen([sys.executable, "-c", started],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -124,6 +126,46 @@ def test_a_body_trickling_after_its_answer_is_closed(port, request_head, status)
         except OSError:  # reset or broken pipe: the server closed it
             return
     pytest.fail("a connection sending its body a byte at a time was never closed")
+
+
+def test_a_refused_request_s_body_timer_does_not_cut_the_next_request(port):
+    """A 413 went before the body; the client sent the body all the same (browsers do) and its
+    next request on the connection: that one was cut when the refused one's body time ran out,
+    not its own."""
+    body = json.dumps(BOTS).encode()
+    with socket.create_connection(("127.0.0.1", port)) as connection:
+        connection.sendall(f"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                           "Content-Length: 100000\r\n\r\n".encode())
+        assert read_answer(connection).status == 413
+        for _ in range(4):  # the refused body, all of it within its time (2 s of 3)
+            connection.sendall(b" " * 25000)
+            time.sleep(BODY_SECONDS / 6)
+        connection.sendall(f"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-"
+                           f"Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                           .encode() + body[:-1])
+        time.sleep(BODY_SECONDS / 2)  # past the refused request's time, within its own
+        connection.sendall(body[-1:])
+        assert read_answer(connection).status == 201
+
+
+def test_a_client_that_reads_no_answer_is_cut_off(port):
+    """Requests pipelined and their answers never read: with the buffers full, the answer
+    waited for ever and no timer ran (512 such made every request a 503)."""
+    size = len(answer(port, "GET", "/static/app.js")[1])
+    with socket.socket() as connection:
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        connection.connect(("127.0.0.1", port))
+        connection.sendall(f"GET /static/app.js HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+                           .encode() * 400)
+        time.sleep(WRITE_SECONDS + 2)
+        connection.settimeout(10)
+        received = 0
+        try:
+            while chunk := connection.recv(1 << 16):
+                received += len(chunk)
+        except ConnectionResetError:
+            pass
+    assert received < 400 * size, "the server sent every answer: it never gave up on the reader"
 
 
 @pytest.mark.parametrize("declared", ["-1", "x", "0" * 20 + "2"])

@@ -281,7 +281,8 @@ def test_serve_hands_allow_host_names_to_the_app(monkeypatch, capsys, box):
 
 
 @pytest.mark.parametrize("name", ["", "evil/..", "a b", "http://x", ".lan", "a.lan:80",
-                                  "caf\u00e9", "a..b", "1.2.3.999", "box.lan.."])
+                                  "caf\u00e9", "a..b", "1.2.3.999", "box.lan..", "0x7f",
+                                  "box.0x10"])
 def test_serve_refuses_an_allow_host_that_is_not_a_name(name, capsys):
     from sevenrocks_env.web.server import main
 
@@ -321,3 +322,5 @@ def test_allow_host_takes_a_final_dot_and_names_the_form_browsers_send():
                                          r"xn--bcher-kva\.lan: give that\)$"):
         allowed_name("B\u00fccher.lan")
     assert allowed_name("xn--bcher-kva.lan") == "xn--bcher-kva.lan"
+    with pytest.raises(ValueError, match=r"a browser sends xn--strae-oqa\.lan: give that"):
+        allowed_name("stra\u00dfe.lan")  # IDNA 2003 said strasse.lan, which browsers never send

@@ -32,6 +32,8 @@ from . import api
 HEAD_SECONDS = 10.0
 #: Seconds it then has for the body: the app's own limit and a little more for its 408 to go.
 BODY_SECONDS = api.BODY_SECONDS + 5.0
+#: Seconds an answer may wait for a client that reads none of it (its buffers full).
+WRITE_SECONDS = 30.0
 #: Connections served at once, at most: a LAN of players' browsers (six connections each) and
 #: scripts stay well under it; past it (or past half the open-files limit), a request is 503.
 MAX_CONNECTIONS = 512
@@ -45,7 +47,8 @@ class HeadDeadline(H11Protocol):
     body is not all there :data:`BODY_SECONDS` after its head."""
 
     timer: asyncio.TimerHandle | None = None
-    timing: str | None = None  # "head" or "body": what the timer waits for
+    timing: object = None  # what the timer waits for: "head", or the cycle whose body
+    write_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -55,19 +58,34 @@ class HeadDeadline(H11Protocol):
         super().data_received(data)
         state = self.conn.their_state
         if state is h11.IDLE:  # a request head on its way (counted from its first byte)
-            if self.timing is None:
+            if self.timing != "head":  # (a refused request's body timer ends here)
                 self._time("head", HEAD_SECONDS)
         elif state is h11.SEND_BODY:  # its body on its way (counted from the head's end)
-            if self.timing != "body":
-                self._time("body", BODY_SECONDS)
+            if self.timing is not self.cycle:  # this request's, not an earlier one's
+                self._time(self.cycle, BODY_SECONDS)
         else:  # the whole request in, or the connection over: the answer is the app's
             self._stop_timing()
 
+    def pause_writing(self) -> None:
+        """The client reads nothing and its buffers are full: it has :data:`WRITE_SECONDS`
+        to start reading (pipelined requests never read held a connection for ever)."""
+        super().pause_writing()
+        if self.write_timer is None:
+            self.write_timer = self.loop.call_later(WRITE_SECONDS, self.transport.abort)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.write_timer is not None:
+            self.write_timer.cancel()
+            self.write_timer = None
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_timing()
+        if self.write_timer is not None:
+            self.write_timer.cancel()
         super().connection_lost(exc)
 
-    def _time(self, what: str, seconds: float) -> None:
+    def _time(self, what, seconds: float) -> None:
         self._stop_timing()
         if not self.transport.is_closing():
             self.timer, self.timing = self.loop.call_later(seconds, self._too_late), what
@@ -80,7 +98,7 @@ class HeadDeadline(H11Protocol):
     def _too_late(self) -> None:
         self.timer = self.timing = None
         if not self.transport.is_closing():
-            self.transport.close()
+            self.transport.abort()  # a client this slow is not waiting for an answer
 
 
 def raise_open_files_limit() -> int | None:
@@ -110,4 +128,4 @@ def connection_limit(open_files: int | None) -> int:
 
 
 __all__ = ["BODY_SECONDS", "HEAD_SECONDS", "HeadDeadline", "MAX_CONNECTIONS", "OPEN_FILES",
-           "connection_limit", "raise_open_files_limit"]
+           "WRITE_SECONDS", "connection_limit", "raise_open_files_limit"]

@@ -39,8 +39,9 @@ from ..checks import shown
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 _SAFE_METHODS = frozenset({"GET", "HEAD"})
 _LABEL = r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?"
-#: A host name: dot-separated labels, the last one not all digits (``1.2.3.999`` is no name).
-_NAME = re.compile(rf"({_LABEL}\.)*(?![0-9]+$){_LABEL}")
+#: A host name: dot-separated labels, the last one not a number (``1.2.3.999``, ``box.0x10``:
+#: browsers read such a name as an IPv4 address, or refuse it).
+_NAME = re.compile(rf"({_LABEL}\.)*(?![0-9]+$|0x[0-9a-f]*$){_LABEL}")
 #: Headers on every answer: the page loads scripts, styles and everything else from this
 #: server only (it has no inline script or style; its icon is a ``data:`` URL), no other site
 #: may show it in a frame, and no answer is read as another type than it says.
@@ -86,9 +87,10 @@ def allowed_name(given: str) -> str:
     else:
         name = name.removesuffix(".")
     if not (_NAME.fullmatch(name) or is_address(name)):
-        try:
-            ascii_name = name.encode("idna").decode("ascii")
-        except UnicodeError:
+        try:  # as browsers map it (UTS 46, non-transitional: straße -> xn--strae-oqa)
+            import idna  # starlette's dependency (anyio's)
+            ascii_name = idna.encode(name, uts46=True, transitional=False).decode("ascii")
+        except (ImportError, UnicodeError, ValueError):
             ascii_name = None
         hint = (f" (a browser sends {ascii_name}: give that)"
                 if ascii_name and ascii_name != name and _NAME.fullmatch(ascii_name) else "")
