@@ -6,13 +6,14 @@ part of a request head (``GET / HTTP/1.1``, a header, never the blank line), or 
 all, held them for ever: a few hundred used up the process's file descriptors, and every other
 request failed.  So:
 
-* :class:`HeadDeadline`, uvicorn's h11 protocol with one timer more: a connection must deliver
+* :class:`HeadDeadline`, uvicorn's h11 protocol with two timers more: a connection must deliver
   a request's whole head (request line and headers) within :data:`HEAD_SECONDS` of its opening,
   or of the first byte of that request after an earlier one was answered, and then its body
   within :data:`BODY_SECONDS`, else it is closed.  The app answers 408 to a body not all there
   within ``api.BODY_SECONDS``, a little earlier; but uvicorn times nothing while a body is on
   its way, also after an early answer (413, 408, a GET that ignores its body), so a byte sent
-  now and then held a connection for ever.  The time between requests is uvicorn's keep-alive
+  now and then held a connection for ever.  A client that reads no answer (its buffers full)
+  has :data:`WRITE_SECONDS` to start.  The time between requests is uvicorn's keep-alive
   timeout (``timeout_keep_alive``, 5 s);
 * :func:`raise_open_files_limit` lifts the soft limit on open files towards the hard one, and
   :func:`connection_limit` bounds the connections served at once (uvicorn's
