@@ -83,4 +83,4 @@ exploit: install
 	$(PY) benchmarks/best_response.py --opponent heuristic --steps 2000000 --seed 1 --pairs 500 --deal-seed 7001 --workers 2 --out runs/best_response
 
 clean:
-	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat runs .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat runs .pytest_cache .hypothesis build *.egg-info

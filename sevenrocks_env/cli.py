@@ -40,11 +40,29 @@ def _dispatch(argv: list[str]) -> int:
     try:
         module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
     except ImportError as error:  # an optional extra is missing (torch for train, ...)
-        print(f"error: sevenrocks {argv[0]} needs a package that is not installed ({error}); "
-              f"install the matching extra from the checkout, e.g. pip install -e '.[train]'",
-              file=sys.stderr)
+        hider = hiding_package(SUBCOMMANDS[argv[0]][0].split(".")[0])
+        if hider:
+            print(f"error: sevenrocks {argv[0]}: {hider} is a package named 'training' too, and "
+                  f"it hides sevenrocks' trainer ({error}); run from another folder, or rename "
+                  "that one", file=sys.stderr)
+        else:
+            print(f"error: sevenrocks {argv[0]} needs a package that is not installed ({error});"
+                  f" install the matching extra from the checkout, e.g. pip install -e "
+                  "'.[train]'", file=sys.stderr)
         return 2
     return guarded(f"sevenrocks {argv[0]}", lambda: module.main(argv[1:]))
+
+
+def hiding_package(name: str) -> str | None:
+    """The folder of the package ``name`` that was imported if it is not ours (installed beside
+    ``sevenrocks_env``): a user's own ``training/`` in the working folder hides our trainer,
+    whose top-level name is that common."""
+    module = sys.modules.get(name)
+    if module is None or name == "sevenrocks_env":
+        return None
+    where = [os.path.realpath(p) for p in getattr(module, "__path__", [])]
+    ours = os.path.realpath(os.path.join(os.path.dirname(__file__), os.pardir, name))
+    return None if not where or ours in where else where[0]
 
 
 def silence_stdout() -> None:

@@ -119,3 +119,27 @@ def test_ctrl_c_while_a_subcommand_loads_is_one_line_and_130(monkeypatch, capsys
     monkeypatch.setattr(importlib, "import_module", interrupted)
     assert main(["train", "--config", "configs/default.yaml"]) == 130
     assert capsys.readouterr().err.strip() == "sevenrocks: interrupted"
+
+
+def test_a_users_training_package_that_hides_ours_is_named(monkeypatch, tmp_path, capsys):
+    """A user's own ``training/`` in the working folder hides our trainer (installed from a
+    wheel): the error said a package was not installed, as if an extra were missing."""
+    import importlib
+    import types
+
+    import training as ours
+    from sevenrocks_env import cli
+
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    monkeypatch.setattr(importlib, "import_module", missing)
+    theirs = types.ModuleType("training")
+    theirs.__path__ = [str(tmp_path / "training")]
+    monkeypatch.setitem(sys.modules, "training", theirs)
+    assert cli.main(["train", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'training'} is a package named 'training' too, and it hides" in err
+    monkeypatch.setitem(sys.modules, "training", ours)  # ours, and still failing: an extra
+    assert cli.main(["train", "--help"]) == 2
+    assert "needs a package that is not installed" in capsys.readouterr().err

@@ -44,6 +44,20 @@ def test_shipped_resolves_from_any_directory(tmp_path, monkeypatch):
     assert shipped_path().is_file()
 
 
+def test_a_package_without_the_shipped_policy_says_so(tmp_path, monkeypatch):
+    """A wheel built from a checkout without symbolic links (Windows git's default) leaves the
+    policy out; the error named a checkpoints/ path inside site-packages, as if mistyped."""
+    from sevenrocks_env import policy_file
+
+    monkeypatch.setattr(policy_file, "shipped_path", lambda: tmp_path / "sevenrocks_ppo.pt")
+    with pytest.raises(CheckpointError, match=r"^the shipped policy is not installed with this "
+                                              r"package \(no file .*sevenrocks_ppo\.pt.*\): a "
+                                              r"wheel built from a checkout without symbolic"):
+        load_policy("shipped")
+    with pytest.raises(ValueError, match="the shipped policy is not installed"):
+        make_agent("ckpt:shipped")
+
+
 def test_shipped_policy_has_no_untrained_value_head():
     data = read_checkpoint("shipped")
     assert data["config"]["critic"] == "oracle"
