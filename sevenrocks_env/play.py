@@ -130,7 +130,7 @@ class Session:
                 line = self.stdin.readline(MAX_ANSWER + 1)
             self.say(f"\n  not accepted: an answer is at most {MAX_ANSWER} characters")
         if self.echo:  # printable only: a pasted escape sequence must not reach the terminal
-            self.say(printable(line.rstrip("\n")))
+            self.say(printable(line.rstrip("\r\n")))
         return line
 
     def human_turn(self) -> int | None:
@@ -174,10 +174,12 @@ class Session:
         self.say()
         if match.winner is not None:
             mine = team_of(self.seat) == match.winner
-            self.say(f"team {match.winner} wins {match.scores[0]} - {match.scores[1]}"
+            self.say(f"team {match.winner} wins: team 0 {match.scores[0]}, team 1 "
+                     f"{match.scores[1]}"
                      + (" - your team wins!" if mine else " - your team loses."))
         else:
-            self.say(f"stopped after the round limit: {match.scores[0]} - {match.scores[1]}")
+            self.say(f"stopped after the round limit: team 0 {match.scores[0]}, team 1 "
+                     f"{match.scores[1]}")
         return True
 
     def announce(self, match: Match, seat: int, action: int, points: int, forced: bool) -> None:

@@ -37,7 +37,9 @@ def parse_answer(answer: str, match: Match, legal: list[int]) -> int:
             number = digits if len(digits) <= 12 else f"{digits[:6]}...({len(digits)} digits)"
             raise ValueError(f"{number} is not on the list: choose 1..{len(legal)}")
         action = legal[int(digits) - 1]
-        if held is not None and (action == KNOCK or action >> 2 != held):
+        # a tile is written low half first (R1): '04' may mean 0|4, but '10' is move 10, not 0|1
+        low_first = held is not None and text[0] <= text[-1]
+        if low_first and (action == KNOCK or action >> 2 != held):
             move = "k" if action == KNOCK else \
                 f"{tile_name(action >> 2).replace('|', '-')} {SLOT_NAMES[action & 3]}"
             raise ValueError(f"{text} is both move {int(digits)} on the list "
@@ -88,6 +90,8 @@ def _tile_answer(parts: list[str], slot: int | None, answer: str, match: Match,
     except ValueError:
         if len(parts) >= 2 and parts[-1].isalpha() \
                 and _spelled_tile("".join(parts[:-1])) is not None:
+            if slot is not None and parts[-1] in SLOT_WORDS:  # '3|5 east west'
+                raise ValueError("name only one end (w, e, n or s)") from None
             raise ValueError(f"{records.shown(parts[-1])} is not an end: name one as w, e, n or s "
                              "(west, east, north, south)") from None
         raise ValueError(f"not understood: {records.shown(answer.strip())} (answer a number, a "

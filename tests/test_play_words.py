@@ -253,3 +253,35 @@ def test_a_branch_named_before_any_spinner_says_there_is_none_yet():
     with pytest.raises(ValueError, match=r"^the north end is not open \(there is no spinner yet, "
                                          r"so no branch: the first double played becomes it"):
         parse_answer(f"{tile_name(legal[0] >> 2)} n", match, legal)
+
+
+def test_a_move_number_is_not_read_as_a_tile_written_high_half_first():
+    """'10' was refused as both move 10 and the tile 0|1 (89% of the refused numbers of 10 or
+    more in 2,000 random matches): a tile is written low half first (R1), '01' spells it."""
+    match = example_match(EXAMPLES["A"], steps=4)
+    match.hands[match.turn] |= 1 << parse_tile("0|1")
+    moves = [encode_action(parse_tile("3|5"), EAST)] * 9 + [encode_action(parse_tile("2|3"),
+                                                                            EAST)]
+    assert parse_answer("10", match, moves) == moves[9]
+    with pytest.raises(ValueError, match=r"01 is both move 1 on the list .* your tile 0\|1"):
+        parse_answer("01", match, moves)
+
+
+def test_two_ends_named_are_refused_as_two_ends():
+    """'3|5 east west' said "'east' is not an end"."""
+    match = example_match(EXAMPLES["A"], steps=4)
+    with pytest.raises(ValueError, match=r"^name only one end \(w, e, n or s\)$"):
+        parse_answer("3|5 east west", match, legal_actions(match))
+
+
+def test_the_final_line_names_each_team_s_score_and_echoes_no_carriage_return():
+    """'team 0 wins 120 - -5' read as a subtraction; an answer line ending in CRLF (a pipe
+    from Windows) was echoed with a visible \\r."""
+    out = io.StringIO()
+    session = Session(0, {s: make_agent("random", seed=s) for s in (1, 2, 3)}, seed=3,
+                      target=60, stdin=io.StringIO("1\r\n" * 2000), stdout=out, echo=True)
+    assert session.run() is True
+    text = out.getvalue()
+    assert "\\r" not in text
+    scores = session.match.scores
+    assert f"team {session.match.winner} wins: team 0 {scores[0]}, team 1 {scores[1]} - " in text
