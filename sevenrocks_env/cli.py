@@ -42,9 +42,9 @@ def _dispatch(argv: list[str]) -> int:
     except ImportError as error:  # an optional extra is missing (torch for train, ...)
         hider = hiding_package(SUBCOMMANDS[argv[0]][0].split(".")[0])
         if hider:
-            print(f"error: sevenrocks {argv[0]}: {hider} is a package named 'training' too, and "
-                  f"it hides sevenrocks' trainer ({error}); run from another folder, or rename "
-                  "that one", file=sys.stderr)
+            print(f"error: sevenrocks {argv[0]}: {hider} is named 'training' too, and it hides "
+                  f"sevenrocks' trainer ({error}); run from another folder, or rename that one",
+                  file=sys.stderr)
         else:
             print(f"error: sevenrocks {argv[0]} needs a package that is not installed ({error});"
                   f" install the matching extra from the checkout, e.g. pip install -e "
@@ -54,13 +54,14 @@ def _dispatch(argv: list[str]) -> int:
 
 
 def hiding_package(name: str) -> str | None:
-    """The folder of the package ``name`` that was imported if it is not ours (installed beside
-    ``sevenrocks_env``): a user's own ``training/`` in the working folder hides our trainer,
-    whose top-level name is that common."""
+    """The folder (or file) of the module ``name`` that was imported if it is not ours
+    (installed beside ``sevenrocks_env``): a user's own ``training/`` or ``training.py`` in the
+    working folder hides our trainer, whose top-level name is that common."""
     module = sys.modules.get(name)
     if module is None or name == "sevenrocks_env":
         return None
-    where = [os.path.realpath(p) for p in getattr(module, "__path__", [])]
+    where = [os.path.realpath(p) for p in getattr(module, "__path__", [])] or [
+        os.path.realpath(f) for f in [getattr(module, "__file__", None)] if f]  # training.py
     ours = os.path.realpath(os.path.join(os.path.dirname(__file__), os.pardir, name))
     return None if not where or ours in where else where[0]
 

@@ -139,7 +139,12 @@ def test_a_users_training_package_that_hides_ours_is_named(monkeypatch, tmp_path
     monkeypatch.setitem(sys.modules, "training", theirs)
     assert cli.main(["train", "--help"]) == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'training'} is a package named 'training' too, and it hides" in err
+    assert f"{tmp_path / 'training'} is named 'training' too, and it hides" in err
+    script = types.ModuleType("training")  # a user's training.py: a module, no __path__
+    script.__file__ = str(tmp_path / "training.py")
+    monkeypatch.setitem(sys.modules, "training", script)
+    assert cli.main(["train", "--help"]) == 2
+    assert f"{tmp_path / 'training.py'} is named 'training' too" in capsys.readouterr().err
     monkeypatch.setitem(sys.modules, "training", ours)  # ours, and still failing: an extra
     assert cli.main(["train", "--help"]) == 2
     assert "needs a package that is not installed" in capsys.readouterr().err

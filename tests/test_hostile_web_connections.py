@@ -21,6 +21,7 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 HEAD_SECONDS = 0.5  # the server's deadlines in these tests (10 s and 35 s in use)
 BODY_SECONDS = 3.0
 WRITE_SECONDS = 1.0
+SERVER = {}  # the server process's pid, to count its open files
 STARTED = ("from sevenrocks_env.web import connections, server; connections.HEAD_SECONDS = {};"
            " connections.BODY_SECONDS = {}; connections.WRITE_SECONDS = {};"
            " raise SystemExit(server.main(['--port', '{}']))")
@@ -36,6 +37,7 @@ def port():
     started = STARTED.format(HEAD_SECONDS, BODY_SECONDS, WRITE_SECONDS, free)
     server = subprocess.Popen([sys.executable, "-c", started],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    SERVER["pid"] = server.pid
     try:
         assert "open http://127.0.0.1:" in server.stdout.readline()
         for _ in range(100):  # the socket is bound before the line: uvicorn may lag
@@ -166,6 +168,30 @@ def test_a_client_that_reads_no_answer_is_cut_off(port):
         except ConnectionResetError:
             pass
     assert received < 400 * size, "the server sent every answer: it never gave up on the reader"
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts files in /proc")
+def test_a_client_that_reads_few_answers_is_cut_off_too(port):
+    """Under asyncio's 64 KiB of unsent answer nothing paused the writing, so no timer ran:
+    uvicorn's keep-alive close then waited for ever for the client to read, and the server
+    kept the connection's file (some of these pipelined counts did, for good)."""
+    files = Path(f"/proc/{SERVER['pid']}/fd")
+    before = len(list(files.iterdir()))
+    request = f"GET /static/app.js HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    sockets = []
+    try:
+        for count in range(80, 101):
+            connection = socket.socket()
+            sockets.append(connection)
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+            connection.connect(("127.0.0.1", port))
+            connection.sendall(request * count)
+        time.sleep(WRITE_SECONDS + 7)  # past uvicorn's 5 s keep-alive close too
+        held = len(list(files.iterdir())) - before
+    finally:
+        for connection in sockets:
+            connection.close()
+    assert held <= 0, f"the server still holds {held} of the unread connections"
 
 
 @pytest.mark.parametrize("declared", ["-1", "x", "0" * 20 + "2"])

@@ -12,7 +12,7 @@ request failed.  So:
   within :data:`BODY_SECONDS`, else it is closed.  The app answers 408 to a body not all there
   within ``api.BODY_SECONDS``, a little earlier; but uvicorn times nothing while a body is on
   its way, also after an early answer (413, 408, a GET that ignores its body), so a byte sent
-  now and then held a connection for ever.  A client that reads no answer (its buffers full)
+  now and then held a connection for ever.  A client that reads no answer (one waits to be sent)
   has :data:`WRITE_SECONDS` to start.  The time between requests is uvicorn's keep-alive
   timeout (``timeout_keep_alive``, 5 s);
 * :func:`raise_open_files_limit` lifts the soft limit on open files towards the hard one, and
@@ -53,6 +53,9 @@ class HeadDeadline(H11Protocol):
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
+        # pause_writing as soon as anything waits to be sent, not past asyncio's 64 KiB: under
+        # that, an unread answer made uvicorn's close wait for ever, with no timer left
+        transport.set_write_buffer_limits(high=0)
         self._time("head", HEAD_SECONDS)
 
     def data_received(self, data: bytes) -> None:
@@ -68,8 +71,9 @@ class HeadDeadline(H11Protocol):
             self._stop_timing()
 
     def pause_writing(self) -> None:
-        """The client reads nothing and its buffers are full: it has :data:`WRITE_SECONDS`
-        to start reading (pipelined requests never read held a connection for ever)."""
+        """An answer waits to be sent (the client reads nothing, its buffers full): it has
+        :data:`WRITE_SECONDS` to start reading (pipelined requests never read held a
+        connection for ever)."""
         super().pause_writing()
         if self.write_timer is None:
             self.write_timer = self.loop.call_later(WRITE_SECONDS, self.transport.abort)
