@@ -20,7 +20,8 @@ from .agents.spec_text import NAMED_SPEC
 from .checks import shown
 from .match_state import MAX_ROUNDS
 
-#: A saved arena result (``sevenrocks arena ... --json``) is at most this long (a real one is about 1 KB).
+#: A saved arena result (``sevenrocks arena ... --json``) is at most this long (a real one is
+#: about 1 KB).
 MAX_RESULT_BYTES = 1_000_000
 
 #: What a name or spec read from a result file may be, in words: it is printed to the terminal

@@ -58,7 +58,7 @@ def hiding_package(name: str) -> str | None:
     (installed beside ``sevenrocks_env``): a user's own ``training/`` or ``training.py`` in the
     working folder hides our trainer, whose top-level name is that common."""
     module = sys.modules.get(name)
-    if module is None or name == "sevenrocks_env":
+    if module is None:
         return None
     where = [os.path.realpath(p) for p in getattr(module, "__path__", [])] or [
         os.path.realpath(f) for f in [getattr(module, "__file__", None)] if f]  # training.py

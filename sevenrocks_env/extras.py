@@ -6,17 +6,22 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def needs_torch(what: str):
-    """Imports inside the ``with`` that need PyTorch: a missing ``torch`` is an ``ImportError``
-    saying ``what`` needs it and which extra to install (not a bare ``No module named
-    'torch'``); any other missing module is raised as it is."""
+def needs_package(module: str, what: str, package: str, extra: str, note: str = ""):
+    """Imports inside the ``with`` that need the optional ``module``: its absence is an
+    ``ImportError`` saying ``what`` needs ``package`` and which extra to install (not a bare
+    ``No module named 'torch'``); any other missing module is raised as it is."""
     try:
         yield
     except ModuleNotFoundError as missing:
-        if missing.name != "torch":
+        if missing.name != module:
             raise
-        raise ImportError(f"{what} needs PyTorch (torch is missing): "
-                          "pip install -e \".[train]\"") from missing
+        raise ImportError(f"{what} needs {package} ({module} is missing): "
+                          f"pip install -e \".[{extra}]\"{note}") from missing
 
 
-__all__ = ["needs_torch"]
+def needs_torch(what: str):
+    """:func:`needs_package` for PyTorch (the ``[train]`` extra)."""
+    return needs_package("torch", what, "PyTorch", "train")
+
+
+__all__ = ["needs_package", "needs_torch"]

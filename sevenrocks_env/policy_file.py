@@ -75,13 +75,16 @@ def resolve_path(path) -> Path:
     ``TypeError`` naming the path's type when it is not a ``str`` or ``os.PathLike`` of one."""
     text = checked_path("checkpoint path", path,
                         f"a str or os.PathLike ({SHIPPED!r}: the installed policy)")
-    if text == SHIPPED and not shipped_path().is_file():
+    if text != SHIPPED:
+        return existing_file(Path(os.path.expanduser(text)))
+    shipped = shipped_path()
+    if not shipped.is_file():
         raise CheckpointError(
             f"the shipped policy is not installed with this package (no file "
-            f"{shown_path(shipped_path())}): a wheel built from a checkout without symbolic "
-            "links (git's core.symlinks=false, Windows' default) leaves it out; reinstall from "
-            "a checkout with them, or give the policy's path")
-    return existing_file(shipped_path() if text == SHIPPED else Path(os.path.expanduser(text)))
+            f"{shown_path(shipped)}): a wheel built from a checkout without symbolic links "
+            "(git's core.symlinks=false, Windows' default) leaves it out; reinstall from a "
+            "checkout with them, or give the policy's path")
+    return existing_file(shipped)
 
 
 def existing_file(resolved: Path) -> Path:

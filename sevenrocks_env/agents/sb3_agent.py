@@ -112,7 +112,8 @@ def _space_text(space) -> str:
     kind, n = type(space).__name__, getattr(space, "n", None)
     if n is not None:
         return f"{kind}({shown(n)})"[:100]
-    return f"{kind}(shape={getattr(space, 'shape', None)}, dtype={getattr(space, 'dtype', None)})"[:100]
+    shape, dtype = getattr(space, "shape", None), getattr(space, "dtype", None)
+    return f"{kind}(shape={shape}, dtype={dtype})"[:100]
 
 
 __all__ = ["MAX_MODEL_BYTES", "SB3Agent", "load_sb3_agent"]

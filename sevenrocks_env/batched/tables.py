@@ -99,9 +99,8 @@ def _numpy_tables() -> dict[str, np.ndarray]:
     # shows the number open at the slot, as two words; at the opening every tile fits slot 0
     code = np.arange(2 << 12)
     allowed = np.zeros((len(code), 2), np.uint64)
-    with_number = np.array((0,) + WITH_NUMBER, np.int64)
     for slot in range(4):
-        fits = with_number[(code >> 3 * slot) & 7] | np.where((code >> 12) & (slot == 0),
+        fits = tables["with_number"][(code >> 3 * slot) & 7] | np.where((code >> 12) & (slot == 0),
                                                                 ALL_TILES, 0)
         low = spread14[fits & HALF_MASK].astype(np.uint64) << np.uint64(slot)
         high = spread14[fits >> HALF].astype(np.uint64) << np.uint64(slot)

@@ -17,13 +17,11 @@ player, "ckpt:shipped")``, a ``pyspiel.Bot``).  See ``docs/openspiel.md``.
 
 import importlib
 
-try:  # the optional package: say which extra when it is missing
+from ..extras import needs_package
+
+with needs_package("pyspiel", "sevenrocks_env.openspiel", "OpenSpiel", "openspiel",
+                   " (the open-spiel package)"):  # the optional package: which extra
     importlib.import_module("pyspiel")
-except ModuleNotFoundError as missing:
-    if missing.name != "pyspiel":
-        raise
-    raise ImportError("sevenrocks_env.openspiel needs OpenSpiel (pyspiel is missing): "
-                      "pip install -e \".[openspiel]\" (the open-spiel package)") from missing
 
 from .game import GAME_NAME, SevenRocksGame, SevenRocksState  # noqa: E402
 from .hidden import state_from_view
