@@ -41,6 +41,7 @@ from pathlib import Path
 
 from .arena_log_lock import open_locked, release
 from .checks import checked_path, shown
+from .match_state import MAX_ROUND_MOVES
 from .record import unique_keys
 from .textfile import shown_path
 
@@ -59,9 +60,9 @@ _FILE_KEYS = {"files_a": "A", "files_b": "B"}
 #: Every key a header may hold: the first version wrote format and _HEADER_KEYS, the next added
 #: _FILE_KEYS, then "version" (the sevenrocks version that began the log, not checked).
 _KNOWN_KEYS = frozenset({"format", *_HEADER_KEYS, *_FILE_KEYS, "version"})
-#: Most moves a round can take (R6: 28 placements and the knocks between them), and bounds of
-#: a pair's points and think time (far beyond any real match, so never a real pair's).
-MAX_MOVES = 116
+#: Most moves a round can take (R6: ``match_state.MAX_ROUND_MOVES``), and bounds of a pair's
+#: points and think time (far beyond any real match, so never a real pair's).
+MAX_MOVES = MAX_ROUND_MOVES
 _MAX_POINTS, _MAX_SECONDS = 10 ** 12, 1e9
 #: Most a partnership's score can move in one round: at most 14 placements of at most 35
 #: points (R5), or a deduction (R7) of at most 120.

@@ -29,6 +29,10 @@ BIG = 10 ** 9
 MAX_TARGET = 5000
 #: Most rounds a match may be cut after, and a record may hold (a match to 250 takes 5-15).
 MAX_ROUNDS = 1000
+#: Most moves (placements and knocks) a round can hold: 28 placements and at most 3 knocks
+#: before each (a 4th knock in a row would be a blocked round, which ends at its last
+#: placement: R6, R7). A loose bound (a hand that empties ends the round well before).
+MAX_ROUND_MOVES = 4 * NUM_TILES
 
 
 def checked_settings(seed, target, max_rounds, keep_history, seed_needed: bool) -> tuple:

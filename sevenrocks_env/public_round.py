@@ -23,12 +23,12 @@ from typing import NamedTuple
 import numpy as np
 
 from .checks import is_int, shown
+from .match_state import MAX_ROUND_MOVES
 from .rules import Match
-from .tiles import NUM_ACTIONS, NUM_TILES
+from .tiles import NUM_ACTIONS
 
-#: The most actions a round can hold: 28 placements, and at most 3 knocks before each (a 4th
-#: knock in a row would be a blocked round, which ends at once: R6, R7).
-MAX_ROUND_ACTIONS = 4 * NUM_TILES
+#: The most actions a round can hold (``match_state.MAX_ROUND_MOVES``: R6, R7).
+MAX_ROUND_ACTIONS = MAX_ROUND_MOVES
 #: Scores a :class:`PublicRound` may give (far beyond what 100 rounds of deductions reach).
 MAX_ABS_SCORE = 10 ** 6
 

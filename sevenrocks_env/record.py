@@ -35,7 +35,7 @@ from typing import Iterator
 
 from .atomic_file import atomic_path
 from .checks import is_plain_int, shown, shown_kind
-from .match_state import MAX_ROUNDS, MAX_TARGET  # noqa: F401  (re-exported: the bounds of a record)
+from .match_state import MAX_ROUND_MOVES, MAX_ROUNDS, MAX_TARGET  # noqa: F401  (bounds of a record)
 from .record_writer import FORMAT, game_record, record_dict, round_entry  # noqa: F401  (re-exported)
 from .rules import Match, apply_action, is_legal, legal_actions
 from .textfile import read_text, shown_path
@@ -45,9 +45,8 @@ RESULTS = ("domino", "blocked", "won")
 
 # Records come from other people: every number that sizes work is bounded before it is used.
 # MAX_TARGET and MAX_ROUNDS (every match's bounds: match_state) are re-exported from here.
-#: Most moves a round can have: 28 placements and at most 3 knocks before each of them (R6; a
-#: blocked round ends at its last placement, so no knocks follow it). A loose bound: 4 * 28 + 4.
-MAX_MOVES_PER_ROUND = 4 * 28 + 4
+#: Most moves a round can have (``match_state.MAX_ROUND_MOVES``, 112: R6).
+MAX_MOVES_PER_ROUND = MAX_ROUND_MOVES
 #: The keys of a record, of a round and of a placement move, exactly (a knock is exactly
 #: ``seat``, ``action``, ``pass``): a key this format does not have is refused, not ignored.
 RECORD_KEYS = frozenset({"format", "target", "rounds", "winner", "scores"})

@@ -59,7 +59,7 @@ def test_the_base_pair_is_accepted_and_normalised():
     ({"truncated": 0.0}, r"truncated must be an int"),
     ({"rounds": 201}, r"rounds must be an int in \[0, 200\]"),
     ({"round_wins_a": 7.0}, r"round_wins_a must be a number in \[0, 6\]"),
-    ({"decisions": [200 * 116 + 1, 0]}, r"decisions must be an int in \[0, 23200\]"),
+    ({"decisions": [200 * 112 + 1, 0]}, r"decisions must be an int in \[0, 22400\]"),
     ({"decisions": [30.0, 30]}, r"decisions must be an int"),
     ({"decisions": [30, 30, 1]}, r"decisions must be a list of two numbers"),
     ({"decisions": "ab"}, r"decisions must be a list of two numbers"),

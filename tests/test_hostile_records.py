@@ -192,18 +192,18 @@ def test_bounds_before_work():
 
 
 def test_the_documented_bounds_are_exact_edges(tmp_path):
-    """docs/security.md: at most 1000 rounds, 116 moves a round, 1,000,000 JSON values and
+    """docs/security.md: at most 1000 rounds, 112 moves a round, 1,000,000 JSON values and
     32 MB of file; one past each is refused for its size, before any replay or parsing, and the
     bound itself is not (what is refused there is the content, not the size)."""
-    assert (MAX_ROUNDS, MAX_MOVES_PER_ROUND) == (1000, 116)
+    assert (MAX_ROUNDS, MAX_MOVES_PER_ROUND) == (1000, 112)
     message = refused(dict(RECORD, rounds=[RECORD["rounds"][0]] * 1001))
     assert message == "record has 1001 rounds; at most 1000 are read"
     knock = {"seat": 0, "action": 112, "pass": True}
-    for count, size_refused in ((116, False), (117, True)):
+    for count, size_refused in ((112, False), (113, True)):
         record = copy.deepcopy(RECORD)
         record["rounds"][0]["moves"] = [knock] * count
         message = refused(record)
-        assert ("a round has at most 116" in message) == size_refused, message
+        assert ("a round has at most 112" in message) == size_refused, message
     values = 1_000_000
     with pytest.raises(RecordError, match="more than 1,000,000 JSON values"):
         parse("[" + ",".join(["0"] * (values + 1)) + "]")  # N commas and one [

@@ -104,7 +104,7 @@ def test_tiles_keep_their_place_within_a_round():
 
 def test_a_gif_too_large_to_build_in_memory_is_refused_before_drawing(tmp_path, capsys,
                                                                       monkeypatch):
-    """Pillow holds every GIF frame: a long record (the bounds allow ~116k moves) must not eat
+    """Pillow holds every GIF frame: a long record (the bounds allow ~112k moves) must not eat
     the machine. Refused up front, with the ways out named (PNG folders stream: they have only
     the --max-frames cap)."""
     from sevenrocks_env.render import replay

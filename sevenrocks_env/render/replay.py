@@ -72,7 +72,7 @@ MAX_GIF_PIXELS = 800 * SIZE[0] * SIZE[1]
 
 #: Frames one replay writes unless ``--max-frames`` says more: a folder's PNGs take ~40 KB and
 #: ~40 ms each at full size, so 2000 are ~80 MB and over a minute (a match to 5000 can have
-#: 10,000 moves or more; one round has at most 116).
+#: 10,000 moves or more; one round has at most 112).
 MAX_FRAMES = 2000
 
 
