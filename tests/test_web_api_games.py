@@ -42,7 +42,8 @@ def test_full_match_against_bots_never_shows_hidden_tiles(client, app):
             assert hand["pips"] == pips and hand["rounded"] == round_to_five(pips)
             assert hand["deduction"] == d[hand["seat"]] and hand["team"] == hand["seat"] & 1
         # the move that ended the round, which the page's move list (the next round's) lacks
-        assert summary["last_move"] == describe_move(rnd["moves"], len(rnd["moves"]) - 1)
+        assert summary["last_move"]["text"] == describe_move(rnd["moves"], len(rnd["moves"]) - 1)
+        assert summary["last_move"]["seat"] == rnd["moves"][-1]["seat"]
     assert view["last_round"] == summaries[-1]
     assert record["rounds"][-1]["result"] == "won" and any(
         summary["hands"] for summary in summaries)  # both kinds of summary were checked

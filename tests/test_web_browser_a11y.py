@@ -103,3 +103,24 @@ def test_continue_after_a_round_gives_the_keyboard_to_the_new_hand(server, brows
     page.wait_for_function("!document.getElementById('summary').open")
     assert page.evaluate("document.activeElement.closest('#hand') !== null")
     page.close()
+
+
+def test_behind_a_round_s_summary_the_page_shows_that_round(server, browser):
+    """Behind the summary the turn line named the next round's opener and the move list was
+    emptied for the next round: the round's last move (the one that ended it) was nowhere but
+    in the dialog, and a screen reader heard the next round's turn."""
+    page = _your_first_turn(server, browser)
+    _play_to_the_summary(page)
+    assert page.locator("#turn").inner_text() == "Round 1 is over."
+    game = page.evaluate("App.ui.view.id")
+    record = page.request.get(f"{server[0]}/api/games/{game}/record").json()
+    moves = record["rounds"][0]["moves"]
+    items = page.locator("#moves li").all_inner_texts()
+    assert len(items) == len(moves)  # every move of the round, its last one included
+    last = page.evaluate("App.ui.view.last_round.last_move.text")
+    assert items[-1] == page.evaluate(f"withSeatNames(App.ui.view, {last!r})")
+    page.get_by_role("button", name="Continue").click()
+    page.wait_for_function("!document.getElementById('summary').open")
+    assert page.locator("#turn").inner_text() != "Round 1 is over."
+    assert page.locator("#moves li").count() == page.evaluate("App.ui.view.moves.length")
+    page.close()

@@ -156,7 +156,7 @@ def test_an_ended_round_s_summary_counts_each_hand():
     assert [h["rounded"] for h in summary["hands"]] == \
         [round_to_five(h["pips"]) for h in summary["hands"]]
     assert any(h["rounded"] != h["pips"] for h in summary["hands"])
-    assert summary["last_move"] == describe_move(log, len(log.moves) - 1) != \
+    assert summary["last_move"]["text"] == describe_move(log, len(log.moves) - 1) != \
         describe_move(log, 0)
     assert summary["board"]["tiles"] and not any(t["last"] for t in summary["board"]["tiles"])
     assert "board" not in round_summary(log, 0, with_board=False)

@@ -53,13 +53,16 @@ def board_view(moves, last_seat_highlight: bool = True, box=BOARD_BOX,
             "empty": layout.empty, "framed": framing is not None}
 
 
+def move_entry(log, index: int) -> dict:
+    """Move ``index`` of a round: who, a knock or not, its points and end sum, and its words."""
+    seat, action, total, points = log.moves[index]
+    return {"seat": seat, "knock": action == KNOCK, "points": points, "end_sum": total,
+            "text": describe_move(log, index)}
+
+
 def move_list(log) -> list[dict]:
     """Every move of a round, named in the rule book's words."""
-    out = []
-    for index, (seat, action, total, points) in enumerate(log.moves):
-        out.append({"seat": seat, "knock": action == KNOCK, "points": points, "end_sum": total,
-                    "text": describe_move(log, index)})
-    return out
+    return [move_entry(log, index) for index in range(len(log.moves))]
 
 
 def round_summary(log, index: int, with_board: bool, box=BOARD_BOX) -> dict:
@@ -80,9 +83,9 @@ def round_summary(log, index: int, with_board: bool, box=BOARD_BOX) -> dict:
                "team_deductions": [log.deductions[0] + log.deductions[2],
                                    log.deductions[1] + log.deductions[3]],
                "scores": list(log.scores),
-               # the move that ended it (domino, block, or the winning tile): the page's move
-               # list already shows the next round's moves
-               "last_move": describe_move(log, len(log.moves) - 1) if log.moves else None}
+               # the move that ended it (domino, block, or the winning tile), as the view's
+               # moves give it: the page adds it to the round's move list under the summary
+               "last_move": move_entry(log, len(log.moves) - 1) if log.moves else None}
     if with_board:
         summary["board"] = board_view(log, last_seat_highlight=False, box=box)
     return summary

@@ -162,11 +162,13 @@ function show(view) {
   // once the match is over, the final round's (the view has no counts then)
   drawSeats(justEnded || view.over ? {...view, seats: view.seats.map((seat) =>
     ({...seat, to_move: false, tiles: finished.tiles_left[seat.seat]}))} : view);
-  $("turn").textContent = turnLine(view);
+  // under a round's summary, that round's turn line and moves (the view's are the next round's)
+  const roundOver = justEnded && !view.over;
+  $("turn").textContent = roundOver ? `Round ${finished.round + 1} is over.` : turnLine(view);
   $("show-result").hidden = !view.over;
   drawTable(view, justEnded || !view.board ? finished.board : view.board);
   drawHand(justEnded ? {...view, hand: []} : view);  // the next round's hand after the summary
-  drawMoves(view);
+  drawMoves(view, roundOver ? finished.last_move : null);
   $("knock").hidden = !(view.next === "you" && view.knock.required);
   if (justEnded) {
     ui.shownRounds = view.rounds_ended;
@@ -256,22 +258,31 @@ function drawHand(view) {
 }
 
 // A log (role="log"): a screen reader says what is added, so the round's list only grows; a
-// new round (or match) starts it afresh
-function drawMoves(view) {
+// new round (or match) starts it afresh.  Under a round's summary the view's moves are the next
+// round's: the ended round's list gets the move that ended it (``ended``) instead.
+function drawMoves(view, ended = null) {
   const node = $("moves");
   const round = `${view.id} ${view.round}`;
-  if (node.dataset.round !== round || node.children.length > view.moves.length) {
-    node.replaceChildren();
-    node.dataset.round = round;
-  }
-  for (const move of view.moves.slice(node.children.length)) {
-    const item = document.createElement("li");
-    item.textContent = withSeatNames(view, move.text);
-    item.style.borderLeftColor = Board.TEAM_COLOURS[move.seat % 2];
-    if (move.points) item.className = "scored";
-    node.appendChild(item);
+  if (ended) {
+    node.appendChild(moveItem(view, ended));
+  } else {
+    if (node.dataset.round !== round || node.children.length > view.moves.length) {
+      node.replaceChildren();
+      node.dataset.round = round;
+    }
+    for (const move of view.moves.slice(node.children.length)) {
+      node.appendChild(moveItem(view, move));
+    }
   }
   node.scrollTop = node.scrollHeight;
+}
+
+function moveItem(view, move) {
+  const item = document.createElement("li");
+  item.textContent = withSeatNames(view, move.text);
+  item.style.borderLeftColor = Board.TEAM_COLOURS[move.seat % 2];
+  if (move.points) item.className = "scored";
+  return item;
 }
 
 // ---- your moves ------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ function showSummary(view, summary) {
   if (summary.last_move) {
     const last = document.createElement("p");
     last.id = "summary-last-move";
-    last.textContent = "Last move: " + withSeatNames(view, summary.last_move);
+    last.textContent = "Last move: " + withSeatNames(view, summary.last_move.text);
     body.appendChild(last);
   }
   if (summary.hands.length) {
