@@ -42,6 +42,17 @@ def test_a_stopped_record_needs_records_and_an_ended_round():
     game = env.stopped_record(0, 1)
     record.validate(game)
     assert game["winner"] is None and game["max_rounds"] == 1 and len(game["rounds"]) == 1
+    # a limit its ended rounds do not match made a record validate refuses (2: "no winner
+    # after max_rounds 2 rounds") or one not cut off at all (more rounds than it has)
+    for wrong in (2, 5):
+        with pytest.raises(ValueError, match=f"ended 1 of its rounds, not max_rounds={wrong}"):
+            env.stopped_record(0, wrong)
+    while int(env.state.round_index[0]) == 1:
+        env.step(env.action_mask.long().argmax(1))
+    assert int(env.state.round_index[0]) == 2  # the match went on (it did not end at round 2)
+    with pytest.raises(ValueError, match="ended 2 of its rounds, not max_rounds=1"):
+        env.stopped_record(0, 1)
+    record.validate(env.stopped_record(0, 2))
     with pytest.raises(RuntimeError, match="records=True"):
         VectorEnv(1, "cpu", 250).stopped_record(0, 1)
 

@@ -113,6 +113,10 @@ class RecordKeeper:
         ended = [rnd for rnd in rounds or () if rnd["stop"] is not None]
         if not ended:
             return None
+        if len(ended) != max_rounds:  # a record validate() refuses, or one not cut off at all
+            raise ValueError(f"env {env}'s match has ended {len(ended)} of its rounds, not max_rounds="
+                             f"{max_rounds}: call stopped_record at the step that ended its "
+                             f"round {max_rounds}")
         return self._record(env, ended, -1, ended[-1]["scores"], max_rounds)
 
     def _record(self, env: int, rounds: list[dict], winner: int, scores: list[int],

@@ -348,8 +348,9 @@ class VectorEnv:
         caller that runs this env without a round limit (``max_rounds=None``) and stops its
         matches itself: call it at the step that ended that round (then the engine goes on with
         the match; its later moves are not the record's).  ``None`` where no record is kept.
-        ``env`` and ``max_rounds`` are checked (``TypeError``/``ValueError`` naming them); an env
-        with a ``max_rounds`` of its own cuts its matches itself (``pop_finished_records``)."""
+        ``env`` and ``max_rounds`` are checked (``TypeError``/``ValueError`` naming them, and a
+        ``ValueError`` when the match has not ended exactly ``max_rounds`` rounds); an env with a
+        ``max_rounds`` of its own cuts its matches itself (``pop_finished_records``)."""
         if self._records is None:
             raise RuntimeError("this env keeps no records: create it with records=True")
         if self.max_rounds is not None:
