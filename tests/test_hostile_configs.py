@@ -69,6 +69,12 @@ def test_alias_bomb_in_a_known_key(tmp_path, key):
     ("seed: 1:00\n", "'1:00' is a base-60 number in YAML 1.1, read as 60"),
     ("max_minutes: 1:30.0\n", "base-60 number in YAML 1.1, read as 90.0"),
     ("seed: 0_10\n", "'0_10' is an octal number in YAML 1.1, read as 8"),  # '_' is no digit
+    # a text field: the advice is to quote it (it said only to write the number otherwise)
+    ("run_name: 010\n", "read as 8: write the number without ':' or a leading 0 (text: quote"),
+    ("run_name: 2024-01-01\n", "got <date> (YAML reads it as a date: quote text, e.g. "
+                               "run_name: \"...\")"),
+    ("run_name: yes\n", "got True (YAML reads it as a boolean: quote text"),
+    ("device: 12\n", "got 12 (YAML reads it as a number: quote text, e.g. device: "),
     # an empty mapping sets nothing: as a mistake as an empty file
     ("{}\n", "holds no settings"),
 ])
@@ -273,3 +279,20 @@ def test_a_config_file_over_64_kb_is_refused(tmp_path):
     big.write_text("seed: 1\n" + "#" * (64 * 1024 - 8) + "\n")
     with pytest.raises(ConfigError, match="larger than 65536 bytes"):
         load_yaml_file(big)
+
+
+def test_opponents_without_a_fraction_are_refused_not_ignored(tmp_path):
+    """``opponents: [heuristic]`` alone trained pure self-play without a word (the fraction's
+    default is 0); a fraction given, 0 included, is the user's choice."""
+    path = tmp_path / "c.yaml"
+    path.write_text("opponents: [heuristic]\n")
+    with pytest.raises(ConfigError, match=f"^{path}: opponents are listed but opponent_fraction "
+                                          "is left at its default, 0"):
+        load_config(path)
+    assert load_config(path, ["opponent_fraction=0"]).opponent_fraction == 0
+    assert load_config(path, ["opponent_fraction=0.5"]).opponents == ["heuristic"]
+    path.write_text("seed: 3\n")
+    with pytest.raises(ConfigError, match="^--set: opponents are listed"):
+        load_config(path, ["opponents=[greedy]"])
+    assert load_config(path, ["opponents=[]"]).opponents == []
+    assert load_config("configs/default.yaml", ["opponent_fraction=0"]).opponents  # vector.md's

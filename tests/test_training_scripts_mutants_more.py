@@ -40,6 +40,54 @@ def test_a_run_out_of_time_saves_the_update_it_stopped_at(tmp_path, monkeypatch)
     assert saved % 512, "the stop must fall between two checkpoints (at an odd update)"
 
 
+def test_a_run_folder_stopped_by_max_minutes_is_not_called_complete(tmp_path, monkeypatch):
+    """Its final evaluation is logged too, and the folder's message called it complete and
+    offered a --resume with more total_steps, which the used max_minutes refused (and more
+    max_minutes with that total_steps would have shrunk the learning-rate schedule)."""
+    from training import train
+    from training.config import ConfigError
+    ticks = iter(range(10 ** 6))
+    clock = SimpleNamespace(time=lambda: 1e9 + 60 * next(ticks), strftime=time.strftime)
+    out, saved = _run(tmp_path, monkeypatch, time=clock)
+    assert not out["interrupted"] and saved < 1280
+    cfg = _smoke(tmp_path, "total_steps=1280", "checkpoint_every=2", "eval_every=0",
+                 "max_minutes=10")
+    with pytest.raises(ConfigError) as error:
+        train.train(cfg, final_table=False)
+    assert f"max_minutes stopped it at step {saved}" in str(error.value)
+    assert "--set max_minutes=M" in str(error.value) and "is complete" not in str(error.value)
+
+
+def test_a_complete_run_folder_is_called_complete(tmp_path, monkeypatch):
+    from training import train
+    from training.config import ConfigError
+    out, saved = _run(tmp_path, monkeypatch)
+    assert saved == 1280
+    with pytest.raises(ConfigError, match="it is complete .* step 1280"):
+        train.train(_smoke(tmp_path, "total_steps=1280", "checkpoint_every=2", "eval_every=0"),
+                    final_table=False)
+
+
+def test_an_evaluation_stopped_during_its_picture_logs_nothing(monkeypatch):
+    """A Ctrl-C in the picture's match left the eval scalars logged, and the resumed run logged
+    its final evaluation at that step a second time."""
+    from training import train
+    logged = []
+    writer = SimpleNamespace(add_scalar=lambda *a: logged.append(a),
+                             add_image=lambda *a, **k: logged.append(a))
+    monkeypatch.setattr(train, "check_session_files", lambda *a: None)
+    monkeypatch.setattr(train, "evaluate_policy", lambda *a: {})
+    monkeypatch.setattr(train, "eval_scalars", lambda results: {"eval/win_rate_vs_x": 1.0})
+
+    def stopped(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train, "eval_game_picture", stopped)
+    cfg = SimpleNamespace(eval_agents=["random"], eval_seed=0, target=250, max_rounds=None)
+    with pytest.raises(KeyboardInterrupt):
+        train._evaluate_and_log(writer, None, cfg, 2, 4096, 60.0, {})
+    assert logged == []
+
+
 class _StopAtThird:
     """Ctrl-C during the third update: ``requested`` reads True from its third reading on."""
 

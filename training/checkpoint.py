@@ -142,13 +142,16 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
 EVALUATED = "evaluated.json"
 
 
-def mark_evaluated(ckpt_dir, global_step: int, batch_size: int | None = None) -> None:
-    """Say (in ``ckpt_dir``) that the run's final evaluation at ``global_step`` is logged, and
-    its batch (``num_matches * num_steps``: the steps an update adds, for the hint that trains
-    the complete run on)."""
+def mark_evaluated(ckpt_dir, global_step: int, batch_size: int | None = None,
+                   out_of_time: bool = False) -> None:
+    """Say (in ``ckpt_dir``) that the run's final evaluation at ``global_step`` is logged, its
+    batch (``num_matches * num_steps``: the steps an update adds, for the hint that trains the
+    complete run on) and whether ``max_minutes`` stopped it before its last update."""
     mark = {"global_step": int(global_step)}
     if batch_size is not None:
         mark["batch_size"] = int(batch_size)
+    if out_of_time:
+        mark["out_of_time"] = True
     with atomic_path(Path(ckpt_dir) / EVALUATED) as path:
         Path(path).write_text(json.dumps(mark) + "\n")
 
@@ -172,6 +175,12 @@ def evaluated_step(ckpt_dir):
     or not a step count)."""
     step = _mark(ckpt_dir).get("global_step")
     return step if type(step) is int and step >= 0 else None
+
+
+def stopped_out_of_time(ckpt_dir) -> bool:
+    """Whether the mark in ``ckpt_dir`` says ``max_minutes`` stopped the run (not its last
+    update): its final evaluation is logged, but it has updates left."""
+    return _mark(ckpt_dir).get("out_of_time") is True
 
 
 def evaluated_batch(ckpt_dir, default: int) -> int:

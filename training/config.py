@@ -14,6 +14,7 @@ keys are refused with the nearest valid key suggested.  Anything wrong raises
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
 from typing import Annotated, Literal
@@ -288,6 +289,11 @@ def first_problem(error: ValidationError) -> tuple[str, str, str]:
     return key, where, problem["msg"].removeprefix("Value error, ")
 
 
+#: What YAML makes of an unquoted 12, 1.5, yes or 2024-01-01 where a text field wants text.
+_UNQUOTED = {int: "a number", float: "a number", bool: "a boolean", datetime.date: "a date",
+             datetime.datetime: "a date and time"}
+
+
 def config_from_dict(values: dict, source: str = "config",
                      origins: dict | None = None, agents: bool = True) -> TrainConfig:
     """Build and validate a config.  ``origins`` maps a key to where its value came from
@@ -305,6 +311,10 @@ def config_from_dict(values: dict, source: str = "config",
     except ValidationError as error:
         key, where, message = first_problem(error)
         got = shown(values.get(key)) if key in values else "nothing"
+        if message.startswith("Input should be a valid string") and key in values \
+                and origins.get(key) != "--set" and _UNQUOTED.get(type(values[key])):
+            got += f" (YAML reads it as {_UNQUOTED[type(values[key])]}: quote text, e.g. " \
+                   f"{key}: \"...\")"
         raise ConfigError(f"{origins.get(key, source)}: {key}{where}: {message}, "
                           f"got {got}") from None
     try:
@@ -359,7 +369,14 @@ def load_config(path=None, overrides=(), base: dict | None = None) -> TrainConfi
         values.update(loaded)
     extra = parse_overrides(overrides)
     values.update(extra)
-    return config_from_dict(values, source, origins={key: "--set" for key in extra})
+    cfg = config_from_dict(values, source, origins={key: "--set" for key in extra})
+    if cfg.opponents and "opponent_fraction" not in values:  # a pool no match would play
+        blamed = "--set" if "opponents" in extra else source
+        raise ConfigError(f"{blamed}: opponents are listed but opponent_fraction is left at its "
+                          "default, 0: no match would be played against them; give "
+                          "opponent_fraction (0 < f <= 1; 0: self-play only)", "opponents",
+                          ("opponent_fraction",))
+    return cfg
 
 
 def describe_fields() -> dict[str, str]:

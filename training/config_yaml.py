@@ -69,7 +69,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             return value
         raise yaml.constructor.ConstructorError(
             None, None, f"{shown(node.value)} is {kind} in YAML 1.1, read as {value!r}: write "
-            "the number without ':' or a leading 0", node.start_mark)
+            "the number without ':' or a leading 0 (text: quote it)", node.start_mark)
 
     def construct_yaml_int(self, node):
         self._short_number(node)

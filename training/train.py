@@ -36,7 +36,7 @@ from sevenrocks_env.policy import CheckpointError
 from .agent_files import check_session_files, check_unchanged, fingerprints
 from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_batch,
                          evaluated_step, load_training_checkpoint, mark_evaluated, more_steps,
-                         save_training_checkpoint, set_rng_state)
+                         save_training_checkpoint, set_rng_state, stopped_out_of_time)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
@@ -60,16 +60,18 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
                       wall_seconds: float, eval_files: dict) -> dict:
     """Arena evaluation against ``cfg.eval_agents``: the eval/ scalars, the wall time, and one
     evaluation match against the last eval agent as a board picture (eval/game).  The agents'
-    files must be those of the session's start (``eval_files``, what its checkpoints keep)."""
+    files must be those of the session's start (``eval_files``, what its checkpoints keep).
+    Everything is computed before anything is logged: a Ctrl-C during the picture's match left
+    the scalars logged, and the resumed run logged its final evaluation at that step again."""
     check_session_files(eval_files, cfg.eval_agents, "eval_agents")
     results = evaluate_policy(model, cfg.eval_agents, pairs, cfg.eval_seed, cfg.target,
                               cfg.max_rounds)
+    picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed, cfg.target,
+                                cfg.max_rounds)
     for key, value in eval_scalars(results).items():
         writer.add_scalar(key, value, global_step)
     writer.add_scalar("eval/wall_minutes", wall_seconds / 60, global_step)
     writer.add_scalar("eval/pairs", pairs, global_step)  # for the curve's confidence bands
-    picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed, cfg.target,
-                                cfg.max_rounds)
     writer.add_image("eval/game", picture, global_step, dataformats="HWC")
     return results
 
@@ -111,6 +113,10 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         if not latest.is_file():
             go_on = (f"no checkpoint of it to continue ({latest} is missing: it stopped before "
                      "its first)")
+        elif evaluated is not None and stopped_out_of_time(ckpt_dir):
+            go_on = (f"max_minutes stopped it at step {evaluated} (its final evaluation is "
+                     f"logged): continue it with {resume_options(latest, cfg)} --set "
+                     "max_minutes=M (M above the minutes it has used; total_steps as it was)")
         elif evaluated is not None:  # a --resume as it is would be refused: the run is done
             go_on = (f"it is complete (its final evaluation is logged, step {evaluated}): train "
                      f"it on with {resume_options(latest, cfg)} "
@@ -305,7 +311,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
                 "results": {}, "interrupted": True, "out_of_time": bool(out_of_time)}
     writer.close()
-    mark_evaluated(ckpt_dir, global_step, cfg.batch_size)
+    mark_evaluated(ckpt_dir, global_step, cfg.batch_size,
+                   out_of_time=bool(out_of_time) and update < num_updates)
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
               f"{(wall_before + time.time() - start_time) / 60:.1f} min, checkpoint {checkpoint}")
