@@ -252,3 +252,13 @@ def test_an_unknown_openspiel_bot_has_no_canonical_spelling():
     with pytest.raises(ValueError, match="unknown OpenSpiel bot 'alphazero'"):
         canonical_spec("openspiel:alphazero:sims=5")
     assert not same_spec("openspiel:alphazero", "openspiel:alphazero ")
+
+
+def test_an_int_parameter_of_thousands_of_digits_is_out_of_range_not_bad_digits():
+    """Python's int() refuses text of more than 4,300 digits: such a samples was refused as
+    "digits 0-9 only", though it was all digits; leading zeros count for nothing."""
+    assert make_agent("search:samples=" + "0" * 4299 + "64").samples == 64
+    with pytest.raises(ValueError, match="samples is out of range, got an int of 4,400 digits"):
+        make_agent("search:samples=" + "9" * 4400)
+    with pytest.raises(ValueError, match=r"samples must be an int in \[1, 579\]"):
+        make_agent("search:samples=" + "9" * 100)  # at the bound: the agent's range message

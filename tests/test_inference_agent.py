@@ -207,3 +207,10 @@ def test_it_teaches_a_distillation_with_the_round_history_of_every_env():
     shared = min(len(theirs), len(span["values"]))
     assert shared >= 15
     np.testing.assert_allclose(span["values"][:shared], theirs[:shared], atol=1e-3)  # batch bits
+
+
+def test_the_inference_search_names_what_it_takes_and_writes_no_minus_zero():
+    with pytest.raises(TypeError, match="searches with a PolicySearchAgent, got 'shipped'"):
+        InferenceSearch("shipped", 0.5)
+    agent = make_agent("search:policy=shipped,inference=-0.0")
+    assert agent.name == "search:policy,inference=0"

@@ -59,7 +59,17 @@ def _plain_int(text: str) -> int:
     spec is an agent's name: one agent, one spelling)."""
     if not (text.isascii() and text.isdigit()):
         raise ValueError(text)
-    return int(text)
+    digits = text.lstrip("0") or "0"
+    if len(digits) > _MAX_DIGITS:  # int() refuses 4,301 digits; no parameter comes near either
+        raise _TooLong(f"an int of {len(digits):,} digits")
+    return int(digits)
+
+
+_MAX_DIGITS = 100
+
+
+class _TooLong(ValueError):
+    """Digits, but far too many for any parameter's range."""
 
 
 def _plain_float(text: str) -> float:
@@ -91,6 +101,8 @@ def parse_spec_params(rest: str, types: dict, owner: str, hint: str = "") -> dic
         read, kind = _READERS.get(types[key], (types[key], types[key].__name__))
         try:
             params[key] = read(value.strip())
+        except _TooLong as error:
+            raise ValueError(f"{owner}: {key} is out of range, got {error}") from None
         except ValueError:
             raise ValueError(f"{owner}: {key} must be {kind}, "
                              f"got {value.strip()[:40]!r}") from None

@@ -196,6 +196,10 @@ class InferenceSearch(BatchedAgent):
 
     def __init__(self, searcher: PolicySearchAgent, power: float = 1.0,
                  candidates: int | None = None):
+        if not isinstance(searcher, PolicySearchAgent):
+            raise TypeError(f"InferenceSearch searches with a PolicySearchAgent, got "
+                            f"{shown(searcher)} (an agent spec: make_agent("
+                            "'search:policy=shipped,inference=0.5'))")
         if not is_number_in(power, 0, MAX_POWER):
             raise ValueError(f"inference (the weights' power) must be in [0, {MAX_POWER}], got "
                              f"{shown(power)}")
@@ -207,7 +211,7 @@ class InferenceSearch(BatchedAgent):
             raise ValueError(f"inference: candidates must be an int in [samples = "
                              f"{searcher.samples}, {MAX_WORLDS}], got {shown(candidates)}")
         self.searcher, self.power, self.candidates = searcher, float(power), candidates
-        self.name = f"{searcher.name},inference={power:g}"
+        self.name = f"{searcher.name},inference={self.power + 0.0:g}"  # -0.0 is written 0
         if candidates != searcher.samples:
             self.name += f",candidates={candidates}"
         self._on: dict[torch.device, PolicySearchAgent] = {}
