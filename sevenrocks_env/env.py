@@ -123,6 +123,8 @@ from .scoring import MAX_PLACEMENT_POINTS, MAX_TEAM_DEDUCTION
 from .starts import reset_options, starting_match
 from .tiles import NUM_ACTIONS, illegal_action_text
 
+_NO_ACTIONS = np.zeros(NUM_ACTIONS, np.int8)
+
 AGENTS = tuple(f"player_{seat}" for seat in range(4))
 
 
@@ -274,8 +276,12 @@ class raw_env(AECEnv, EzPickle):
         seat = self._seat_of.get(agent) if isinstance(agent, str) else None
         if seat is None or self.match is None:
             self._check_observable(agent)
+        done = self.terminations.get(agent, True) or self.truncations.get(agent, True)
         return {"observation": obs_mod.encode(self.match, seat),
-                "action_mask": obs_mod.action_mask(self.match, seat)}
+                # ended (an illegal move's end, by env()'s wrapper, leaves the match as it was,
+                # the mover on turn) or removed: no legal action, as at every other end
+                "action_mask": _NO_ACTIONS.copy() if done else obs_mod.action_mask(self.match,
+                                                                                   seat)}
 
     def last(self, observe: bool = True):
         if self.match is None:

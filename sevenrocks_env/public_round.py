@@ -85,10 +85,11 @@ def reads_history(agent) -> bool:
 
 def public_round(match: Match) -> PublicRound:
     """The public record of ``match``'s round in progress, from its history log (a match built
-    with ``keep_history=False`` keeps none: ``ValueError``, as for a round that has ended)."""
+    with ``keep_history=False`` or by ``Match.from_state`` keeps none: ``ValueError``, as for a
+    round that has ended)."""
     if match.history is None:
-        raise ValueError("this match keeps no history (built with keep_history=False): its "
-                         "round's plays are unknown")
+        raise ValueError("this match keeps no history (built with keep_history=False, or by "
+                         "Match.from_state): its round's plays are unknown")
     log = match.history[-1] if match.history else None
     if log is None or log.result is not None:
         raise ValueError("no round in progress: the match is over or waits for its next deal")

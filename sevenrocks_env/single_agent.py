@@ -171,10 +171,12 @@ class SingleAgentEnv(gymnasium.Env):
         if self._driver is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
-            raise RuntimeError("the match is over: call reset() before step()")
+            raise RuntimeError("the episode is over (its match ended, or an illegal action "
+                               "ended it): call reset() before step()")
         # Outside the action space is a caller's bug in every mode, refused as env() refuses it
         # (ActionNotAnIndex / ActionOutOfRange, both ValueErrors); a 0-d integer array is an int.
-        action = checked_action(action, AGENTS[self.match.turn], self.action_space.n)
+        action = checked_action(action, f"seat {self.match.turn}", self.action_space.n,
+                                dead_step=False)
         if not is_legal(self.match, action):
             if self.illegal_action == "terminate":
                 return self._end_on_illegal_action()

@@ -112,15 +112,18 @@ class ActionOutOfRange(ValueError, AssertionError):
     ``AssertionError`` PettingZoo's wrapper raised for it."""
 
 
-def checked_action(action, agent: str, size: int) -> int:
+def checked_action(action, agent: str, size: int, dead_step: bool = True) -> int:
     """``action`` as a plain int in ``[0, size)``: any int PettingZoo's ``Discrete.contains``
     takes (a NumPy integer, a 0-d integer array), and any other NumPy integer in range (as the
     raw env); :class:`ActionNotAnIndex` for a bool or a non-int, :class:`ActionOutOfRange` for
-    an int outside.  Raised, not asserted, so ``python -O`` refuses them too."""
+    an int outside.  Raised, not asserted, so ``python -O`` refuses them too.  ``agent`` names
+    the mover (``player_2``, or ``seat 2`` in a Gymnasium view, which has no dead step: there
+    ``dead_step=False`` leaves out PettingZoo's meaning of ``None``)."""
     value = plain_action(action)
     if not is_int(value):  # (not a bool either: Discrete.contains(True) would pass it as 1)
         what = " (a bool)" if isinstance(value, (bool, np.bool_)) else (
-            " (None is the step of a terminated or truncated agent only)" if value is None else "")
+            " (None is the step of a terminated or truncated agent only)"
+            if value is None and dead_step else "")
         raise ActionNotAnIndex(f"action of {agent} must be an int action index in "
                                f"[0, {size - 1}], got {type(action).__name__} {shown(action)}"
                                f"{what}")

@@ -64,7 +64,7 @@ def test_a_truncated_match_refuses_further_steps():
     while not truncated:
         obs, _, terminated, truncated, _ = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
         assert not terminated
-    with pytest.raises(RuntimeError, match="the match is over"):
+    with pytest.raises(RuntimeError, match="the episode is over"):
         env.step(0)
 
 
