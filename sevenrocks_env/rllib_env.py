@@ -199,11 +199,14 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
     # -- inside ---------------------------------------------------------------------------------
 
     def _end_on_illegal_action(self, mover: int):
-        """Terminate every seat in the episode; the mover's reward is exactly -1."""
+        """Terminate every seat in the episode; the mover's reward is exactly -1; no last
+        observation offers an action (as at every other end)."""
         self._pending[mover] = -1.0
         self._episode_over = True
         seats = sorted(self._seen | {mover})
         observations = {AGENTS[s]: self._observe(s) for s in seats}
+        for observation in observations.values():
+            observation["action_mask"][:] = 0
         rewards = {AGENTS[s]: self._pending[s] for s in seats}
         self._pending = dict.fromkeys(self._pending, 0.0)
         terminateds = {**{AGENTS[s]: True for s in seats}, "__all__": True}

@@ -199,12 +199,15 @@ class SingleAgentEnv(gymnasium.Env):
     # -- inside -----------------------------------------------------------------------------------
 
     def _end_on_illegal_action(self):
-        """``illegal_action="terminate"``: end the episode with reward -1, the match untouched."""
+        """``illegal_action="terminate"``: end the episode with reward -1, the match untouched
+        (its last observation offers no action, as at every other end)."""
         self._pending = 0.0
         self._done = True
         info = self._info()
         info["illegal_action"] = True
-        return self._observe(), ILLEGAL_REWARD, True, False, info
+        observation = self._observe()
+        self._obs = {**observation, "action_mask": np.zeros_like(observation["action_mask"])}
+        return self._obs, ILLEGAL_REWARD, True, False, info
 
     def _start(self, match_seed: int, start: Match | None) -> None:
         aec = self._aec

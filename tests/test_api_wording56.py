@@ -42,7 +42,10 @@ def test_the_gymnasium_view_names_the_seat_and_knows_no_dead_step():
         env.step(None)
     assert "action of seat 2 must be an int" in str(error.value)
     assert "terminated or truncated" not in str(error.value)  # PettingZoo's meaning of None
-    env.step(int(np.flatnonzero(observation["action_mask"] == 0)[0]))  # illegal: ends it
+    observation, reward, terminated, *_ = env.step(
+        int(np.flatnonzero(observation["action_mask"] == 0)[0]))  # illegal: ends it
+    assert reward == -1.0 and terminated
+    assert not observation["action_mask"].any() and not env.action_masks().any()  # as any end
     assert not env.match.over  # the match is left as it was, so "the match is over" was false
     with pytest.raises(RuntimeError, match="the episode is over .* an illegal action ended it"):
         env.step(0)

@@ -287,7 +287,7 @@ def test_opponents_without_a_fraction_are_refused_not_ignored(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("opponents: [heuristic]\n")
     with pytest.raises(ConfigError, match=f"^{path}: opponents are listed but opponent_fraction "
-                                          "is left at its default, 0"):
+                                          "is 0 \\(not given\\)"):
         load_config(path)
     assert load_config(path, ["opponent_fraction=0"]).opponent_fraction == 0
     assert load_config(path, ["opponent_fraction=0.5"]).opponents == ["heuristic"]

@@ -262,3 +262,20 @@ def test_max_minutes_counts_the_whole_run_resumed_sessions_included(tmp_path, ca
     # a tiny budget shows its digits: it read "(0.0 of 0.001 min)", as if nothing was used
     code, err = resume(tmp_path, dict(good, wall_time=0.09), capsys, "--set", "max_minutes=0.001")
     assert code == 2 and "max_minutes (0.0015 of 0.001 min)" in err, err
+
+
+def test_opponents_set_on_resuming_a_self_play_run_need_a_fraction(tmp_path, capsys):
+    """The resumed config keeps the run's opponent_fraction 0: --set opponents=[greedy] alone
+    trained on in pure self-play without a word."""
+    folders = [f"log_dir={tmp_path / 'runs'}", f"checkpoint_dir={tmp_path / 'ckpt'}"]
+    train(load_config(SMOKE, [*folders, "total_steps=256", "eval_every=0", "opponents=[]",
+                              "opponent_fraction=0", "final_eval_pairs=1"]), final_table=False)
+    latest = tmp_path / "ckpt" / "smoke" / "latest.pt"
+    data = torch.load(latest, weights_only=True)
+    code, err = resume(tmp_path, data, capsys, "--set", "total_steps=512", "--set",
+                       "opponents=[greedy]")
+    assert code == 2 and "--set: opponents are listed but opponent_fraction is 0 (not given)" \
+        in err, err
+    assert main(["--resume", str(latest), *(f"--set={option}" for option in folders),
+                 "--set", "total_steps=512", "--set", "opponents=[greedy]", "--set",
+                 "opponent_fraction=0.5", "--set", "final_eval_pairs=1"]) == 0

@@ -55,7 +55,23 @@ def test_a_run_folder_stopped_by_max_minutes_is_not_called_complete(tmp_path, mo
     with pytest.raises(ConfigError) as error:
         train.train(cfg, final_table=False)
     assert f"max_minutes stopped it at step {saved}" in str(error.value)
-    assert "--set max_minutes=M" in str(error.value) and "is complete" not in str(error.value)
+    assert "--set max_minutes=M (M above the " in str(error.value)
+    assert "minutes it has used) (total_steps as it was)" in str(error.value)
+    assert "is complete" not in str(error.value)
+
+
+def test_a_run_out_of_time_at_its_last_update_is_complete_and_told_to_give_minutes(tmp_path):
+    """Its hint offered only more total_steps, and that --resume was refused for the
+    max_minutes it had used."""
+    from training import train
+    from training.config import ConfigError
+    settings = ("total_steps=256", "eval_every=0", "max_minutes=0.0001")
+    train.train(_smoke(tmp_path, *settings), final_table=False)
+    with pytest.raises(ConfigError) as error:
+        train.train(_smoke(tmp_path, *settings), final_table=False)
+    assert "it is complete" in str(error.value)
+    assert "--set total_steps=N (N at least 512: one more update) --set max_minutes=M (M " \
+           "above the " in str(error.value)
 
 
 def test_a_complete_run_folder_is_called_complete(tmp_path, monkeypatch):

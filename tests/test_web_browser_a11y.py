@@ -119,6 +119,10 @@ def test_behind_a_round_s_summary_the_page_shows_that_round(server, browser):
     assert len(items) == len(moves)  # every move of the round, its last one included
     last = page.evaluate("App.ui.view.last_round.last_move.text")
     assert items[-1] == page.evaluate(f"withSeatNames(App.ui.view, {last!r})")
+    page.reload()  # the summary, unread, is shown again; the fresh page has no list to complete
+    page.wait_for_function("document.getElementById('summary').open", timeout=20000)
+    assert page.locator("#turn").inner_text() == "Round 1 is over."
+    assert page.locator("#moves li").count() == 0  # not the round's last move alone
     page.get_by_role("button", name="Continue").click()
     page.wait_for_function("!document.getElementById('summary').open")
     assert page.locator("#turn").inner_text() != "Round 1 is over."

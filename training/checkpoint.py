@@ -143,13 +143,16 @@ EVALUATED = "evaluated.json"
 
 
 def mark_evaluated(ckpt_dir, global_step: int, batch_size: int | None = None,
-                   out_of_time: bool = False) -> None:
+                   minutes: float | None = None, out_of_time: bool = False) -> None:
     """Say (in ``ckpt_dir``) that the run's final evaluation at ``global_step`` is logged, its
     batch (``num_matches * num_steps``: the steps an update adds, for the hint that trains the
-    complete run on) and whether ``max_minutes`` stopped it before its last update."""
+    complete run on), the minutes the run has used (resumed sessions included) and whether
+    ``max_minutes`` stopped it before its last update."""
     mark = {"global_step": int(global_step)}
     if batch_size is not None:
         mark["batch_size"] = int(batch_size)
+    if minutes is not None:
+        mark["minutes"] = float(minutes)
     if out_of_time:
         mark["out_of_time"] = True
     with atomic_path(Path(ckpt_dir) / EVALUATED) as path:
@@ -181,6 +184,12 @@ def stopped_out_of_time(ckpt_dir) -> bool:
     """Whether the mark in ``ckpt_dir`` says ``max_minutes`` stopped the run (not its last
     update): its final evaluation is logged, but it has updates left."""
     return _mark(ckpt_dir).get("out_of_time") is True
+
+
+def evaluated_minutes(ckpt_dir) -> float | None:
+    """The minutes the mark in ``ckpt_dir`` says the run had used, or None (none recorded)."""
+    minutes = _mark(ckpt_dir).get("minutes")
+    return minutes if type(minutes) is float and 0 <= minutes < 1e9 else None
 
 
 def evaluated_batch(ckpt_dir, default: int) -> int:

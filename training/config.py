@@ -370,13 +370,20 @@ def load_config(path=None, overrides=(), base: dict | None = None) -> TrainConfi
     extra = parse_overrides(overrides)
     values.update(extra)
     cfg = config_from_dict(values, source, origins={key: "--set" for key in extra})
-    if cfg.opponents and "opponent_fraction" not in values:  # a pool no match would play
-        blamed = "--set" if "opponents" in extra else source
-        raise ConfigError(f"{blamed}: opponents are listed but opponent_fraction is left at its "
-                          "default, 0: no match would be played against them; give "
+    check_pool_played(cfg, values, "--set" if "opponents" in extra else source)
+    return cfg
+
+
+def check_pool_played(cfg: TrainConfig, given, blamed: str) -> None:
+    """:class:`ConfigError` (blaming ``blamed``) for opponents given (``given``: the keys the
+    user wrote, in a file or with ``--set``) with an ``opponent_fraction`` of 0 they did not
+    give (the default, or a resumed self-play run's): no match would be played against them."""
+    if "opponents" in given and "opponent_fraction" not in given and cfg.opponents \
+            and cfg.opponent_fraction == 0:
+        raise ConfigError(f"{blamed}: opponents are listed but opponent_fraction is 0 (not "
+                          "given): no match would be played against them; give "
                           "opponent_fraction (0 < f <= 1; 0: self-play only)", "opponents",
                           ("opponent_fraction",))
-    return cfg
 
 
 def describe_fields() -> dict[str, str]:

@@ -23,7 +23,8 @@ from sevenrocks_env.checks import shown
 from sevenrocks_env.policy import CheckpointError, expected_shapes
 
 from .agent_files import check_fingerprints, opponents_gone
-from .config import OUTPUT_FOLDERS, ConfigError, TrainConfig, config_from_dict, parse_overrides
+from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, check_pool_played, config_from_dict,
+                     parse_overrides)
 from .engine_state import accepts, is_numpy_state, is_torch_state
 from .ppo import trained_parameters
 
@@ -294,6 +295,7 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
             raise ConfigError(f"{error} (the run's saved config names it: restore its file, "
                               f"or --set {error.key}=[...] without it)", error.key) from None
         raise
+    check_pool_played(cfg, overrides, "--set")
     update = data.get("update")
     if "total_steps" in overrides and type(update) is int and update > cfg.num_updates:
         raise ConfigError(f"--set total_steps={cfg.total_steps}: the run has trained "

@@ -35,8 +35,9 @@ from sevenrocks_env.policy import CheckpointError
 
 from .agent_files import check_session_files, check_unchanged, fingerprints
 from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_batch,
-                         evaluated_step, load_training_checkpoint, mark_evaluated, more_steps,
-                         save_training_checkpoint, set_rng_state, stopped_out_of_time)
+                         evaluated_minutes, evaluated_step, load_training_checkpoint,
+                         mark_evaluated, more_steps, save_training_checkpoint, set_rng_state,
+                         stopped_out_of_time)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
@@ -80,6 +81,13 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
 ENGINES = {"batched": BatchedSelfPlayEngine, "python": SelfPlayEngine}
 
 
+def more_minutes(ckpt_dir) -> str:
+    """``--set max_minutes=M`` for a run (its mark in ``ckpt_dir``) that has used them."""
+    used = evaluated_minutes(ckpt_dir)
+    return "--set max_minutes=M (M above the " + \
+        (f"{used:.3g} minutes it has used)" if used is not None else "minutes it has used)")
+
+
 def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
@@ -115,12 +123,15 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                      "its first)")
         elif evaluated is not None and stopped_out_of_time(ckpt_dir):
             go_on = (f"max_minutes stopped it at step {evaluated} (its final evaluation is "
-                     f"logged): continue it with {resume_options(latest, cfg)} --set "
-                     "max_minutes=M (M above the minutes it has used; total_steps as it was)")
+                     f"logged): continue it with {resume_options(latest, cfg)} "
+                     f"{more_minutes(ckpt_dir)} (total_steps as it was)")
         elif evaluated is not None:  # a --resume as it is would be refused: the run is done
+            used = evaluated_minutes(ckpt_dir)
+            out_of_time = cfg.max_minutes and used is not None and used >= cfg.max_minutes
             go_on = (f"it is complete (its final evaluation is logged, step {evaluated}): train "
                      f"it on with {resume_options(latest, cfg)} "
-                     f"{more_steps(evaluated, evaluated_batch(ckpt_dir, cfg.batch_size))}")
+                     f"{more_steps(evaluated, evaluated_batch(ckpt_dir, cfg.batch_size))}"
+                     f"{' ' + more_minutes(ckpt_dir) if out_of_time else ''}")
         else:
             go_on = f"continue it with {resume_options(latest, cfg)}"
         raise ConfigError(f"run folder {existing} exists already: {go_on}, write into it with "
@@ -312,6 +323,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 "results": {}, "interrupted": True, "out_of_time": bool(out_of_time)}
     writer.close()
     mark_evaluated(ckpt_dir, global_step, cfg.batch_size,
+                   (wall_before + time.time() - start_time) / 60,
                    out_of_time=bool(out_of_time) and update < num_updates)
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "

@@ -23,7 +23,9 @@ from ..tiles import KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, SLOT_NAMES, tile_n
 
 HAND = 7
 #: Player moves in one round: 28 placements and at most 3 knocks between two placements (a
-#: fourth would mean nobody can play, which ends the round as blocked at once: R6).
+#: fourth would mean nobody can play, which ends the round as blocked at once: R6), 109: it
+#: sizes the information-state tensor, so it stays this count, tighter than the loose bound
+#: records and pair logs are checked against (``match_state.MAX_ROUND_MOVES``, 112).
 MAX_ROUND_MOVES = NUM_TILES + 3 * (NUM_TILES - 1)
 INFO_PIECES = (("dealt_hand", NUM_TILES, (NUM_TILES,)), ("first_mover", NUM_SEATS, (NUM_SEATS,)),
                ("moves", MAX_ROUND_MOVES * NUM_ACTIONS, (MAX_ROUND_MOVES, NUM_ACTIONS)))

@@ -168,7 +168,7 @@ function show(view) {
   $("show-result").hidden = !view.over;
   drawTable(view, justEnded || !view.board ? finished.board : view.board);
   drawHand(justEnded ? {...view, hand: []} : view);  // the next round's hand after the summary
-  drawMoves(view, roundOver ? finished.last_move : null);
+  drawMoves(view, roundOver ? finished : null);
   $("knock").hidden = !(view.next === "you" && view.knock.required);
   if (justEnded) {
     ui.shownRounds = view.rounds_ended;
@@ -258,13 +258,16 @@ function drawHand(view) {
 }
 
 // A log (role="log"): a screen reader says what is added, so the round's list only grows; a
-// new round (or match) starts it afresh.  Under a round's summary the view's moves are the next
-// round's: the ended round's list gets the move that ended it (``ended``) instead.
+// new round (or match) starts it afresh.  Under a round's summary (``ended``) the view's moves
+// are the next round's: the ended round's list gets the move that ended it instead (a page
+// reloaded since has no list of that round to complete).
 function drawMoves(view, ended = null) {
   const node = $("moves");
   const round = `${view.id} ${view.round}`;
   if (ended) {
-    node.appendChild(moveItem(view, ended));
+    if (ended.last_move && node.dataset.round === `${view.id} ${ended.round}`) {
+      node.appendChild(moveItem(view, ended.last_move));
+    }
   } else {
     if (node.dataset.round !== round || node.children.length > view.moves.length) {
       node.replaceChildren();
