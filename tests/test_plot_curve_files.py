@@ -124,6 +124,18 @@ def test_foreign_files_are_one_line(tmp_path, capsys):
     one_error_line(capsys, tmp_path / "foreign", FILE, "length checksum")
 
 
+def test_a_record_whose_data_fails_its_checksum_is_refused(tmp_path, capsys):
+    """TensorBoard's reader stops at such a record without a word: one flipped byte dropped the
+    run's later evaluations, drawn as if they had never been logged."""
+    later = [scalar("eval/wall_minutes", 2.0, 20), scalar("eval/win_rate_vs_random", 0.75, 20)]
+    folder = write(tmp_path / "run", [*EVALS, *later])
+    data = bytearray((folder / FILE).read_bytes())
+    second_last = len(data) - 2 * (16 + len(later[0].SerializeToString()))  # a later record
+    data[second_last + 14] ^= 0xFF  # inside the record's data
+    (folder / FILE).write_bytes(bytes(data))
+    one_error_line(capsys, folder, FILE, "fails its data checksum", "dropping every later")
+
+
 def test_a_record_still_being_written_is_left_out(tmp_path):
     """A run in progress: its last record may be cut short; the rest is drawn."""
     last = scalar("eval/win_rate_vs_random", 0.75, 20).SerializeToString()

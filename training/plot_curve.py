@@ -163,12 +163,13 @@ def _runs_below(run_dir: Path, most: int = 3) -> str:
 
 def check_event_files(run_dir: Path) -> None:
     """``ValueError`` unless the run's event files (the names TensorBoard reads: ``*tfevents*``)
-    are regular files within the bounds above: their records' framing (a length and its
-    CRC-32C) is walked without reading the records, so a length that would make TensorBoard's
-    reader allocate gigabytes is refused first, and so are too many records.  A FIFO, a device
-    or a folder under such a name (TensorBoard's reader would block on it, or fail) is refused
-    unopened.  A record cut short at a file's end is a run still being written: TensorBoard
-    skips it."""
+    are regular files within the bounds above: their records (a length and its CRC-32C, the data
+    and its CRC-32C) are walked, so a length that would make TensorBoard's reader allocate
+    gigabytes is refused before the data is read, and so are too many records, and a record
+    whose data fails its checksum (TensorBoard's reader stops there without a word, dropping
+    every later evaluation).  A FIFO, a device or a folder under such a name (TensorBoard's
+    reader would block on it, or fail) is refused unopened.  A record cut short at a file's
+    end is a run still being written: TensorBoard skips it."""
     from tensorboard.backend.event_processing.io_wrapper import IsSummaryEventsFile
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
 
@@ -202,7 +203,14 @@ def check_event_files(run_dir: Path) -> None:
                     if records > MAX_EVENT_RECORDS:
                         raise ValueError(f"{run_dir}: its event files hold more than "
                                          f"{MAX_EVENT_RECORDS:,} records (events)")
-                    offset = file.seek(offset + 16 + length)  # data and its checksum
+                    data, data_check = file.read(length), file.read(4)
+                    if len(data) < length or len(data_check) < 4:
+                        break  # cut short at the end: still being written
+                    if masked_crc32c(data) != struct.unpack("<I", data_check)[0]:
+                        raise ValueError(f"{_entry(path)}: record at byte {offset} fails its "
+                                         "data checksum (damaged: TensorBoard would stop "
+                                         "reading the file there, dropping every later event)")
+                    offset += 16 + length
     except OSError as problem:
         raise ValueError(f"{run_dir}: cannot be read: {_cut(str(problem))}") from None
 
