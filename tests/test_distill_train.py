@@ -39,6 +39,14 @@ def test_the_training_agreement_reported_is_the_epochs(rule_labels):
     result = distill.train_student(student, rule_labels, args, log=lines.append)
     assert result["epoch_train_agreement"] == pytest.approx(expected)
     assert f"agreement {expected:.3f} on the epoch's training labels" in lines[-2]
+    # and the loss is the epoch's mean too, not the last (one-label) minibatch's
+    obs, mask, action = (torch.from_numpy(rule_labels[key])[train]
+                         for key in ("observation", "action_mask", "action"))
+    with torch.no_grad():
+        logits, _ = student(obs, mask)
+        mean_loss = float(-distill.MaskedCategorical(logits, mask).log_prob(action).mean())
+        last = float(-distill.MaskedCategorical(logits[-1:], mask[-1:]).log_prob(action[-1:]))
+    assert f"mean loss {mean_loss:.3f}," in lines[-2] and f"{last:.3f}" != f"{mean_loss:.3f}"
     assert result["train_agreement_where_init_differed"] == 0  # nothing learned at 1e-12
     assert lines[-1].startswith("after training: 0.000 of the ")
 

@@ -111,7 +111,7 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
     for epoch in range(args.epochs):
         student.train()
         shuffled = train[torch.randperm(len(train), generator=generator)]
-        agreed = 0
+        agreed, loss_sum = 0, 0.0
         for start in range(0, len(shuffled), args.batch_size):
             rows = shuffled[start:start + args.batch_size]
             logits, _ = student(obs[rows], mask[rows])
@@ -131,18 +131,20 @@ def train_student(student: PolicyNet, labels: dict, args: Args, writer=None, log
             optimizer.step()
             agree = int((dist.mode() == action[rows]).sum())
             agreed += agree
+            loss_sum += loss.item() * len(rows)
             step += len(rows)
             if writer is not None:
                 writer.add_scalar("losses/distill_loss", loss.item(), step)
                 writer.add_scalar("charts/teacher_agreement", agree / len(rows), step)
         epoch_agreement = agreed / len(shuffled) if len(shuffled) else float("nan")
+        epoch_loss = loss_sum / len(shuffled) if len(shuffled) else float("nan")
         agrees = modes_on(student, obs[test], mask[test]) == action[test]
         holdout, learned, kept = share(agrees), share(agrees[differs]), share(agrees[~differs])
         if writer is not None:
             writer.add_scalar("charts/epoch_train_agreement", epoch_agreement, step)
             writer.add_scalar("charts/holdout_agreement", holdout, step)
             writer.add_scalar("charts/holdout_agreement_where_init_differed", learned, step)
-        log(f"epoch {epoch + 1}/{args.epochs}: loss {loss.item():.3f}, agreement "
+        log(f"epoch {epoch + 1}/{args.epochs}: mean loss {epoch_loss:.3f}, agreement "
             f"{epoch_agreement:.3f} on the epoch's training labels, {holdout:.3f} held out "
             f"({learned:.3f} of the {int(differs.sum()):,} where the init chose otherwise, "
             f"{kept:.3f} where it agreed)")
