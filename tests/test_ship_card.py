@@ -221,12 +221,18 @@ def test_a_card_row_keeps_the_arena_s_numbers_in_their_places():
     from training.ship import _row
 
     result = SimpleNamespace(spec_b="heuristic", pairs=1000, matches=2000, win_rate=0.61237,
-                             ci95=(0.58123, 0.64061), mean_margin=12.345, rounds_per_match=3.456,
+                             ci95=(0.58123, 0.98947), mean_margin=12.345, rounds_per_match=3.456,
                              seed=2025, seconds_per_decision=(0.000123, 0.5))
-    assert _row("h=heuristic", result) == {
+    row = _row("h=heuristic", result)
+    assert row == {
         "opponent": "h=heuristic", "spec": "heuristic", "pairs": 1000, "matches": 2000,
-        "win_rate": 0.6124, "ci95": [0.5812, 0.6406], "mean_margin": 12.3,
+        "win_rate": 0.61237, "ci95": [0.58123, 0.98947], "mean_margin": 12.3,
         "rounds_per_match": 3.46, "seed": 2025, "ms_per_decision_policy": 0.123}
+    # rounded once, as the arena prints it: 0.989 (rounded twice, 0.9895 then 0.990)
+    from training.model_card import card_markdown
+    folder = Path(__file__).resolve().parents[1] / "checkpoints" / "shipped"
+    card = dict(json.loads((folder / "model_card.json").read_text()), arena=[row])
+    assert "| 0.612 | [0.581, 0.989] |" in card_markdown(card)
 
 
 def test_the_bars_judge_the_spec_a_row_played_not_its_name():

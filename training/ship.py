@@ -45,11 +45,13 @@ from .model_card import BAR_PAIRS, QUALITY_BARS, card_markdown, run_opponents
 
 def _row(opponent: str, result) -> dict:
     """A row of the card's arena table: ``opponent`` as named (``name=spec`` or a spec), the
-    spec it played (``spec``: what the quality bars are judged by)."""
+    spec it played (``spec``: what the quality bars are judged by).  The win rate and its
+    interval are kept unrounded: the card's Markdown rounds them once, as the arena prints them
+    (rounded here first, 0.98947 became 0.9895 and then 0.990 where the arena said 0.989)."""
     lo, hi = result.ci95
     return {"opponent": opponent, "spec": result.spec_b, "pairs": result.pairs,
-            "matches": result.matches, "win_rate": round(result.win_rate, 4),
-            "ci95": [round(lo, 4), round(hi, 4)],
+            "matches": result.matches, "win_rate": float(result.win_rate),
+            "ci95": [float(lo), float(hi)],
             "mean_margin": round(result.mean_margin, 1),
             "rounds_per_match": round(result.rounds_per_match, 2), "seed": result.seed,
             "ms_per_decision_policy": round(1e3 * result.seconds_per_decision[0], 3)}
