@@ -275,7 +275,8 @@ def _refuse_the_same_deals(path, labels: dict, teacher: str, seen: dict) -> None
     """:class:`LabelsError` if two files record the same collection seed and teacher and share
     a match's env (``seen``: path -> (seed, teacher, envs) of the files read before): decision
     ``(step, env)`` of a collection is dealt from its seed and env, so they hold the same
-    decisions (with one student), whatever :func:`_refuse_a_copy` finds of them.  The part
+    decisions (with one student; with two, each match's first ones, before their students'
+    moves part: a few percent), whatever :func:`_refuse_a_copy` finds of them.  The part
     files of one collection (disjoint spans of envs) join; a file without match ids shares
     every env."""
     if labels["seed"] is None:  # an older file: the copy check only
@@ -285,8 +286,9 @@ def _refuse_the_same_deals(path, labels: dict, teacher: str, seen: dict) -> None
         if (seed, its_teacher) == (labels["seed"], teacher) and (
                 envs is None or its_envs is None or len(np.intersect1d(envs, its_envs))):
             raise LabelsError(f"{path}: collected with the seed ({seed}) and teacher of {other} "
-                              "in the same matches: the same deals, so largely the same decisions, "
-                              "held out and trained on (collect again with another --seed)")
+                              "in the same matches: the same deals, so the same decisions held "
+                              "out and trained on (every match's first ones; all of them with "
+                              "the same student): collect again with another --seed")
     seen[path] = (labels["seed"], teacher, envs)
 
 
