@@ -127,7 +127,7 @@ def checked_deal(hands, opener) -> tuple[list[int], int]:
     return hands, int(opener)
 
 
-def _starting_scores(match) -> list[int]:
+def starting_scores(match) -> list[int]:
     """The scores the match's history started from (a record replays from 0-0)."""
     scores = list(match.scores)
     for log in match.history:
@@ -150,7 +150,7 @@ def replays_to_its_state(match) -> bool:
                                                       for hand in log.hands)
                    for log in match.history):  # a "hand" of -1 never empties: a record's loop
             return False
-        if _starting_scores(match) != [0, 0]:
+        if starting_scores(match) != [0, 0]:
             return False
         for replayed, _, _ in replay(game_record(match)):
             pass

@@ -10,6 +10,7 @@ re-exports these names.
 
 from __future__ import annotations
 
+from .match_state import starting_scores
 from .rules import Match, checked_match
 from .tiles import KNOCK, tile_name, tiles_of
 
@@ -21,6 +22,10 @@ def game_record(match: Match) -> dict:
     if checked_match(match).history is None:
         raise ValueError("this match keeps no history (built with keep_history=False, or by "
                          "Match.from_state), so it has no record")
+    start = starting_scores(match)
+    if start != [0, 0]:  # (every record replays from 0-0: validate would refuse it)
+        raise ValueError(f"this match's history starts at scores {start}, not 0-0 (dealt with "
+                         "scores, or edited), so it has no record")
     rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
                           log.scores if log.scores is not None else match.scores)
               for log in match.history]

@@ -70,3 +70,22 @@ def test_an_empty_upload_is_said_to_be_empty(client, body):
                          headers={"content-type": "application/json"})
     assert answer.status_code == 422
     assert answer.json()["error"] == "not a valid game record: the uploaded file is empty"
+
+
+def test_a_match_dealt_at_scores_other_than_0_0_has_no_record():
+    """``record.game_record`` wrote such a match's record, which validate (and save) refused
+    with a message about a record the user never wrote."""
+    from sevenrocks_env import record
+    from sevenrocks_env.dealing import deal
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    hands, opener = deal(5, 0)
+    match = Match.from_deal(hands, opener, target=250, scores=(100, 0))
+    for _ in range(5):
+        apply_action(match, legal_actions(match)[0])
+    with pytest.raises(ValueError, match=r"history starts at scores \[100, 0\], not 0-0"):
+        record.game_record(match)
+    fresh = Match.from_deal(hands, opener, target=250)
+    for _ in range(5):
+        apply_action(fresh, legal_actions(fresh)[0])
+    record.validate(record.game_record(fresh))

@@ -220,3 +220,17 @@ def test_a_record_under_a_frame_s_name_is_kept_with_a_relative_out(tmp_path, cap
     assert replay.main(["frames/frame_0000.png", "--out", "frames", "--force"]) == 2
     assert "under a frame's name" in capsys.readouterr().err
     assert (folder / "frame_0000.png").read_bytes() == before
+
+
+def test_a_replay_stopped_part_way_leaves_no_frame_of_the_folder_s_earlier_replay(tmp_path):
+    """The old frames were removed only after the last new one: Ctrl-C (or a full disk)
+    left this record's first frames followed by another record's, numbered as one replay."""
+    assert replay.write_pngs(_frames(5), tmp_path, total=5) == 5
+
+    def stopped():
+        yield from _frames(2)
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        replay.write_pngs(stopped(), tmp_path, total=9)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["frame_0000.png",
+                                                               "frame_0001.png"]

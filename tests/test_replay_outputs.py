@@ -219,3 +219,31 @@ def test_a_name_ending_in_dot_gif_and_a_slash_is_a_folder_of_frames(tmp_path):
     folder = tmp_path / "fr.gif"
     assert main([str(path), "--out", f"{folder}/", "--round", "0", "--scale", "0.2"]) == 0
     assert folder.is_dir() and (folder / "frame_0000.png").is_file()
+
+
+def test_a_dangling_link_as_out_names_the_folder_it_points_into(tmp_path, capsys):
+    """The message named the link's own folder (which exists), not the missing one."""
+    path = tmp_path / "game.json"
+    records.save(short_match_record(), path)
+    link = tmp_path / "link.gif"
+    link.symlink_to(tmp_path / "gone" / "x.gif")
+    assert main([str(path), "--out", str(link)]) == 2
+    err = capsys.readouterr().err
+    assert f"is a link to {tmp_path / 'gone' / 'x.gif'}, whose folder {tmp_path / 'gone'} " \
+           "does not exist" in err, err
+
+
+def test_a_round_without_moves_is_named_and_the_output_line_quotes_odd_names(tmp_path, capsys):
+    record = short_match_record()
+    deal_only = dict(record, rounds=[dict(record["rounds"][0], moves=[], result=None,
+                                          deductions=[0, 0, 0, 0], scores=[0, 0])],
+                     winner=None, scores=[0, 0])
+    path = tmp_path / "deal.json"
+    path.write_text(__import__("json").dumps(deal_only))
+    assert main([str(path), "--out", str(tmp_path / "f"), "--round", "0"]) == 2
+    assert "no moves to show: round 0 has none yet" in capsys.readouterr().err
+    records.save(record, tmp_path / "game.json")
+    odd = tmp_path / "\x1b[31mo.gif"
+    assert main([str(tmp_path / "game.json"), "--out", str(odd), "--scale", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "wrote " in out

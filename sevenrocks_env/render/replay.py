@@ -138,23 +138,21 @@ def write_gif(frames, path: Path, fps: float, hold_round_end: float = 3.0) -> in
 
 def write_pngs(frames, folder: Path, total: int) -> int:
     """The ``total`` frames as PNGs in ``folder``, ``frame_0000.png``, ... (more digits past
-    10,000 frames, so the names sort in order).  Frames of an earlier replay into the same
-    folder that this one does not overwrite are removed, so the folder shows this record alone;
-    no other file is touched: a frame's name that is a symbolic link is replaced by the frame,
-    never written through (a folder from someone else could point one anywhere).  Returns the
-    number of frames."""
+    10,000 frames, so the names sort in order).  Frames of an earlier replay in the folder are
+    removed first, so the folder never mixes two records (a replay stopped part-way, by Ctrl-C
+    or a full disk, leaves the frames it wrote: this record's start); no other file is touched:
+    a frame's name that is a symbolic link is replaced by the frame, never written through (a
+    folder from someone else could point one anywhere).  Returns the number of frames."""
     digits = max(4, len(str(total - 1)))
     folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("frame_*.png"):
+        if frame_number(old.name) is not None:
+            old.unlink()  # an older replay's frame (a link: the link, not what it points at)
     count = 0
     for count, (image, _, _) in enumerate(frames, start=1):
         # a link of that name is replaced by the rename itself (what it points at stays)
         with atomic_path(folder / frame_name(count - 1, digits), follow_links=False) as partial:
             image.save(partial, format="PNG")
-    for old in folder.glob("frame_*.png"):
-        number = frame_number(old.name)
-        if number is not None and (len(old.name) != len(frame_name(0, digits))
-                                   or number >= count):
-            old.unlink()  # an older replay's frame: a number this replay did not write
     return count
 
 
@@ -215,7 +213,10 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str,
         return (f"--out {text!r}: the record {record} is there under a frame's name; the "
                 "frames would replace it")
     if as_gif and not Path(os.path.realpath(out)).parent.is_dir():  # (resolve: a link loop raised)
-        return f"--out {text!r}: folder {out.parent} does not exist"
+        target = Path(os.path.realpath(out))
+        where = f"is a link to {target}, whose folder {target.parent}" \
+            if out.is_symlink() else f"folder {out.parent}"
+        return f"--out {text!r}: {where} does not exist"
     if force:
         return None
     if as_gif and os.path.lexists(out):
@@ -297,7 +298,9 @@ def main(argv: list[str] | None = None) -> int:
         frames = record_frames(record, args.round_index, scale=args.scale)
         total = frame_count(record, args.round_index)
         if total == 0:  # before anything is written: a used frame folder keeps its frames
-            raise ValueError("no moves to show")
+            which = "the record has" if args.round_index is None else \
+                f"round {args.round_index} has"
+            raise ValueError(f"no moves to show: {which} none yet (it ends at its deal)")
         if as_gif:
             width, height = (max(1, round(side * args.scale)) for side in SIZE)  # as drawn
             problem = _gif_too_large(total, width, height)
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    print(f"wrote {count} frames to {out}")
+    print(f"wrote {count} frames to {shown_path(out)}")
     return 0
 
 

@@ -22,7 +22,8 @@ from ..tiles import (
 from .layout import BoardDrawing, PlacedTile, build_layout, moves_of
 
 BRANCH_NAMES = {NORTH: "branch A (north)", SOUTH: "branch B (south)"}
-LEGEND = "legend: 2|1 tile  [4:4] double (crosswise)  <1:1> spinner  (3) counted end  (1?) open, counts 0"
+LEGEND = ("legend: 2|1 tile  [4:4] double (crosswise)  <1:1> spinner  (3) open number, counted  "
+          "(1?) open number, counts 0")
 
 
 def _tile_text(placed: PlacedTile, spinner: bool) -> str:
