@@ -295,7 +295,8 @@ def resumed_config(data: dict, overrides: dict, path) -> TrainConfig:
             raise ConfigError(f"{error} (the run's saved config names it: restore its file, "
                               f"or --set {error.key}=[...] without it)", error.key) from None
         raise
-    check_pool_played(cfg, overrides, "--set")
+    if not before.opponents:  # a self-play run given a pool (one with a pool keeps its choice)
+        check_pool_played(cfg, overrides, "--set")
     update = data.get("update")
     if "total_steps" in overrides and type(update) is int and update > cfg.num_updates:
         raise ConfigError(f"--set total_steps={cfg.total_steps}: the run has trained "
