@@ -5,7 +5,6 @@ value with ``{value!r}`` was replaced by Python's, which names nothing; the valu
 with ``checks.shown`` (``<int of N bits>``) instead."""
 
 import argparse
-from types import SimpleNamespace
 
 import pytest
 
@@ -39,7 +38,9 @@ def _policy_search(**options):
 
 def _inference(**options):
     from sevenrocks_env.agents.inference import InferenceSearch
-    searcher = SimpleNamespace(samples=4, rollout="argmax", name="search:policy")
+    from sevenrocks_env.agents.policy_search import PolicySearchAgent
+    searcher = PolicySearchAgent.__new__(PolicySearchAgent)  # its settings only, no network
+    searcher.samples, searcher.rollout, searcher.name = 4, "argmax", "search:policy"
     InferenceSearch(searcher, **options)
 
 

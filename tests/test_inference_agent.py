@@ -214,3 +214,8 @@ def test_the_inference_search_names_what_it_takes_and_writes_no_minus_zero():
         InferenceSearch("shipped", 0.5)
     agent = make_agent("search:policy=shipped,inference=-0.0")
     assert agent.name == "search:policy,inference=0"
+
+
+def test_the_inference_search_refuses_the_plain_search_for_what_it_is():
+    with pytest.raises(TypeError, match="searches with a PolicySearchAgent, got <SearchAgent>"):
+        InferenceSearch(make_agent("search"), 0.5)

@@ -57,6 +57,10 @@ def test_a_run_folder_stopped_by_max_minutes_is_not_called_complete(tmp_path, mo
     assert f"max_minutes stopped it at step {saved}" in str(error.value)
     assert "--set max_minutes=M (M above the " in str(error.value)
     assert "minutes it has used) (total_steps as it was)" in str(error.value)
+    # the minutes the resume's own check reads (the checkpoint's, not those after the final
+    # evaluation), written as it writes them (was 1.44e+03 for a day's run)
+    wall = torch.load(tmp_path / "ckpt" / "smoke" / "latest.pt", weights_only=True)["wall_time"]
+    assert f"(M above the {wall / 60:.1f} minutes it has used)" in str(error.value)
     assert "is complete" not in str(error.value)
 
 

@@ -206,6 +206,19 @@ def more_steps(global_step: int, batch_size: int) -> str:
     return f"--set total_steps=N (N at least {global_step + batch_size}: one more update)"
 
 
+def more_minutes(ckpt_dir) -> str:
+    """``--set max_minutes=M`` for a run (its mark in ``ckpt_dir``) that has used them."""
+    used = evaluated_minutes(ckpt_dir)
+    return "--set max_minutes=M (M above the " + \
+        (f"{minutes_text(used)} minutes it has used)" if used is not None else
+         "minutes it has used)")
+
+
+def minutes_text(minutes: float) -> str:
+    """Minutes as the messages write them: one decimal, a tiny budget's digits shown."""
+    return f"{minutes:.1f}" if minutes >= 0.05 else f"{minutes:.2g}"
+
+
 def check_not_complete(ckpt_dir, data: dict, num_updates: int) -> None:
     """:class:`ConfigError` for a resume (``data``, its counters checked) of a run whose updates
     are all done and whose final evaluation is logged in ``ckpt_dir`` after its last checkpoint

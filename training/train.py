@@ -36,8 +36,8 @@ from sevenrocks_env.policy import CheckpointError
 from .agent_files import check_session_files, check_unchanged, fingerprints
 from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_batch,
                          evaluated_minutes, evaluated_step, load_training_checkpoint,
-                         mark_evaluated, more_steps, save_training_checkpoint, set_rng_state,
-                         stopped_out_of_time)
+                         mark_evaluated, minutes_text, more_minutes, more_steps,
+                         save_training_checkpoint, set_rng_state, stopped_out_of_time)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
@@ -79,13 +79,6 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
 
 #: Rollout engines by the config's ``engine`` field (same interface, same training data).
 ENGINES = {"batched": BatchedSelfPlayEngine, "python": SelfPlayEngine}
-
-
-def more_minutes(ckpt_dir) -> str:
-    """``--set max_minutes=M`` for a run (its mark in ``ckpt_dir``) that has used them."""
-    used = evaluated_minutes(ckpt_dir)
-    return "--set max_minutes=M (M above the " + \
-        (f"{used:.3g} minutes it has used)" if used is not None else "minutes it has used)")
 
 
 def _mean(values) -> float | None:
@@ -186,9 +179,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         start_update, global_step = resume["update"], resume["global_step"]
         wall_before = float(resume.get("wall_time", 0.0))
         used = wall_before / 60
-        if cfg.max_minutes and used >= cfg.max_minutes:  # (a tiny budget: its digits shown)
-            used = f"{used:.1f}" if used >= 0.05 else f"{used:.2g}"
-            raise ConfigError(f"the run has used its max_minutes ({used} of "
+        if cfg.max_minutes and used >= cfg.max_minutes:
+            raise ConfigError(f"the run has used its max_minutes ({minutes_text(used)} of "
                               f"{cfg.max_minutes:g} min): continue it with --set max_minutes=M "
                               "(M larger, or 0 for no limit)", "max_minutes")
     interrupt = Interrupt().__enter__()  # before the first line: Ctrl-C from here is handled
@@ -207,10 +199,13 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     bar = tqdm(total=num_updates * cfg.batch_size, initial=global_step, unit="step",
                disable=not cfg.progress, dynamic_ncols=True, desc=cfg.run_name)
 
+    saved_wall = [wall_before]  # the wall time the last checkpoint keeps (what a resume reads)
+
     def save(update: int) -> Path:
         engine_state = engine.state_dict()  # first: its opponent keys register dropped snapshots
+        saved_wall[0] = wall_before + time.time() - start_time
         return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
-                                        wall_before + time.time() - start_time, engine_state,
+                                        saved_wall[0], engine_state,
                                         pool.state_dict() if pool is not None else None, critic,
                                         guess, {**eval_files, **(pool.files if pool else {})})
 
@@ -322,8 +317,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
                 "results": {}, "interrupted": True, "out_of_time": bool(out_of_time)}
     writer.close()
-    mark_evaluated(ckpt_dir, global_step, cfg.batch_size,
-                   (wall_before + time.time() - start_time) / 60,
+    mark_evaluated(ckpt_dir, global_step, cfg.batch_size, saved_wall[0] / 60,
                    out_of_time=bool(out_of_time) and update < num_updates)
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "

@@ -196,7 +196,7 @@ class InferenceSearch(BatchedAgent):
 
     def __init__(self, searcher: PolicySearchAgent, power: float = 1.0,
                  candidates: int | None = None):
-        if not all(hasattr(searcher, name) for name in ("rollout", "samples", "name")):
+        if not isinstance(searcher, PolicySearchAgent):  # (the plain search has no policy)
             raise TypeError(f"InferenceSearch searches with a PolicySearchAgent, got "
                             f"{shown(searcher)} (an agent spec: make_agent("
                             "'search:policy=shipped,inference=0.5'))")
