@@ -41,10 +41,25 @@ class WorkerDied(RuntimeError):
     """An arena worker process died (killed, out of memory) or could not start."""
 
 
-def _pair_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int) -> None:
+def _pair_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int,
+               files: tuple) -> None:
     _WORKER.update(a=[make_agent(spec_a), make_agent(spec_a)],
                    b=[make_agent(spec_b), make_agent(spec_b)],
                    seed=seed, target=target, max_rounds=max_rounds)
+    _check_files((spec_a, spec_b), files)
+
+
+def _check_files(specs, files: tuple) -> None:
+    """``ValueError`` unless the files each spec loads are still those the run began with
+    (``files``: their fingerprints then, :func:`~sevenrocks_env.arena_log.files_fingerprint`):
+    a worker loads them seconds later (it starts, imports torch), and a checkpoint replaced
+    meanwhile (a training run saving ``latest.pt``) played the pairs its log names another's."""
+    from .arena_log import files_fingerprint
+    for spec, then in zip(specs, files):
+        if files_fingerprint(spec) != then:
+            raise ValueError(f"{spec}: its file changed while the arena's workers started (it "
+                             "is not the file the run began with): run again once it stops "
+                             "changing, or give a copy")
 
 
 def _play_pair(pair: int):
@@ -54,13 +69,14 @@ def _play_pair(pair: int):
 
 
 def _span_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int,
-               threads: int) -> None:
+               threads: int, files: tuple) -> None:
     import torch
 
     from .batched_agents import batched_agent
     torch.set_num_threads(threads)
     _WORKER.update(a=batched_agent(spec_a), b=batched_agent(spec_b), seed=seed, target=target,
                    max_rounds=max_rounds)
+    _check_files((spec_a, spec_b), files)
 
 
 def _play_span(span: tuple[int, int]):
@@ -138,7 +154,11 @@ def start_worker(initializer, settings: tuple) -> None:
     with its parent (:func:`end_with_parent`), then runs ``initializer(*settings)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
     end_with_parent()
-    initializer(*settings)
+    try:
+        initializer(*settings)
+    except ValueError as error:  # an agent that cannot be built: one line, not a traceback
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        os._exit(2)
 
 
 def end_with_parent() -> None:
@@ -243,8 +263,16 @@ def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: range, target
     ``workers`` processes, in pair order, as each is ready."""
     workers = max(1, min(workers, len(pairs)))  # no idle processes for a short run
     chunk = max(1, min(8, len(pairs) // (4 * workers)))
-    yield from _in_pool(_pair_init, (spec_a, spec_b, seed, target, max_rounds), _play_pair,
+    yield from _in_pool(_pair_init, (spec_a, spec_b, seed, target, max_rounds,
+                                     _fingerprints(spec_a, spec_b)), _play_pair,
                         pairs, workers, chunk)
+
+
+def _fingerprints(*specs: str) -> tuple:
+    """The fingerprints of the specs' files now, in the main process (the run's start: its log
+    header took them a moment before), which each worker checks after loading them."""
+    from .arena_log import files_fingerprint
+    return tuple(files_fingerprint(spec) for spec in specs)
 
 
 def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[int, int]],
@@ -253,8 +281,8 @@ def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[in
     engine (CPU, ``threads`` torch threads a worker) by ``workers`` processes, in span order,
     as each is ready."""
     workers = max(1, min(workers, len(spans)))
-    yield from _in_pool(_span_init, (spec_a, spec_b, seed, target, max_rounds, threads),
-                        _play_span, spans, workers)
+    yield from _in_pool(_span_init, (spec_a, spec_b, seed, target, max_rounds, threads,
+                                     _fingerprints(spec_a, spec_b)), _play_span, spans, workers)
 
 
 __all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool",

@@ -7,6 +7,7 @@ the arena's).  The pair log, saved results, the command line and the ladder:
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -272,18 +273,43 @@ def test_a_worker_plays_with_the_run_s_settings(monkeypatch):
     from sevenrocks_env import arena_pool
     from sevenrocks_env.batched_agents import batched_agent
     monkeypatch.setattr(arena_pool, "_WORKER", {})
-    arena_pool._pair_init("greedy", "random", 5, 2000, 1)  # every match cut after a round
+    arena_pool._pair_init("greedy", "random", 5, 2000, 1, (None, None))  # cut after a round
     pair = arena_pool._play_pair(2)
     here = arena.play_pair([GreedyAgent(), GreedyAgent()], [RandomAgent(), RandomAgent()],
                            5, 2, 2000, 1)
     assert _untimed(pair) == _untimed(here) and pair.truncated == 2 and pair.rounds == 2
     monkeypatch.setattr(arena_pool, "_WORKER", {})
     monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # (this process's)
-    arena_pool._span_init("greedy", "random", 5, 2000, 1, 1)
+    arena_pool._span_init("greedy", "random", 5, 2000, 1, 1, (None, None))
     span = arena_pool._play_span((2, 3))
     here = play_pairs_batched(batched_agent("greedy"), batched_agent("random"), 5, 2, 3, 2000, 1)
     assert [_untimed(o) for o in span] == [_untimed(o) for o in here]
     assert all(o.truncated == 2 and o.rounds == 2 for o in span)
+
+
+def test_a_worker_refuses_a_checkpoint_replaced_since_the_run_began(monkeypatch, tmp_path):
+    """A worker loads the agents' files seconds after the run's log named them (it starts and
+    imports torch): a checkpoint replaced meanwhile (a training run saving latest.pt) played
+    every pair of a log whose header named the other file."""
+    import shutil
+
+    from sevenrocks_env import arena_pool
+    from sevenrocks_env.arena_log import files_fingerprint
+    from sevenrocks_env.policy import shipped_path
+    path = tmp_path / "latest.pt"
+    shutil.copyfile(shipped_path(), path)
+    then = (files_fingerprint(f"ckpt:{path}"), None)
+    monkeypatch.setattr(arena_pool, "_WORKER", {})
+    monkeypatch.setattr(torch, "set_num_threads", lambda threads: None)  # (this process's)
+    arena_pool._pair_init(f"ckpt:{path}", "greedy", 5, 250, 100, then)  # unchanged: plays
+    arena_pool._span_init(f"ckpt:{path}", "greedy", 5, 250, 100, 1, then)
+    v2 = Path(__file__).resolve().parents[1] / "checkpoints" / "previous" / "v2_oracle" \
+        / "sevenrocks_ppo.pt"
+    shutil.copyfile(v2, path)  # another policy under the same name
+    for init, settings in ((arena_pool._pair_init, ()), (arena_pool._span_init, (1,))):
+        with pytest.raises(ValueError, match="latest.pt: its file changed while the arena's "
+                                             "workers started"):
+            init(f"ckpt:{path}", "greedy", 5, 250, 100, *settings, then)
 
 
 class _InlinePool:

@@ -58,11 +58,21 @@ def test_stopping_early_waits_for_the_executors_manager_thread(monkeypatch):
     assert managers and not any(thread.is_alive() for thread in managers)
 
 
-def test_a_worker_that_cannot_start_is_an_error():
+def test_a_worker_that_cannot_start_is_an_error(tmp_path, capfd):
+    """A missing file is refused here, before any worker starts (its files' fingerprints are
+    taken first); one a worker cannot load is one line from the worker, and an error here."""
     played = arena_pool.play_pairs_in_pool("random", "ckpt:no/such/file.pt", 3, range(4), 250,
                                            100, workers=2)
+    with closing(played), pytest.raises(ValueError, match="no/such/file.pt"):
+        next(played)
+    broken = tmp_path / "broken.pt"
+    broken.write_bytes(b"not a checkpoint")
+    played = arena_pool.play_pairs_in_pool("random", f"ckpt:{broken}", 3, range(4), 250, 100,
+                                           workers=2)
     with closing(played), pytest.raises(RuntimeError, match="could not start"):
         next(played)
+    err = capfd.readouterr().err
+    assert "error: " in err and "broken.pt" in err and "Traceback" not in err, err
 
 
 def test_chunks_are_submitted_a_few_at_a_time(monkeypatch):
