@@ -234,3 +234,12 @@ def test_a_replay_stopped_part_way_leaves_no_frame_of_the_folder_s_earlier_repla
         replay.write_pngs(stopped(), tmp_path, total=9)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["frame_0000.png",
                                                                "frame_0001.png"]
+
+
+def test_a_folder_named_like_a_frame_stops_the_replay_before_anything_is_removed(tmp_path):
+    assert replay.write_pngs(_frames(2), tmp_path, total=2) == 2
+    (tmp_path / "frame_0050.png").mkdir()
+    with pytest.raises(ValueError, match="frame_0050.png is a folder, not a frame"):
+        replay.write_pngs(_frames(1), tmp_path, total=1)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "frame_0000.png", "frame_0001.png", "frame_0050.png"]

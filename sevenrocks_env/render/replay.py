@@ -145,9 +145,13 @@ def write_pngs(frames, folder: Path, total: int) -> int:
     folder from someone else could point one anywhere).  Returns the number of frames."""
     digits = max(4, len(str(total - 1)))
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("frame_*.png"):
-        if frame_number(old.name) is not None:
-            old.unlink()  # an older replay's frame (a link: the link, not what it points at)
+    earlier = [old for old in folder.glob("frame_*.png") if frame_number(old.name) is not None]
+    odd = next((old for old in earlier if old.is_dir() and not old.is_symlink()), None)
+    if odd is not None:  # (checked before anything is removed)
+        raise ValueError(f"{shown_path(odd)} is a folder, not a frame of a replay: move it "
+                         "away (nothing was removed)")
+    for old in earlier:
+        old.unlink()  # an older replay's frame (a link: the link, not what it points at)
     count = 0
     for count, (image, _, _) in enumerate(frames, start=1):
         # a link of that name is replaced by the rename itself (what it points at stays)
