@@ -15,12 +15,13 @@ import argparse
 import json
 import sys
 
-from . import rules
+from . import arguments, rules
 from .agents import valid_specs
 from .arena import DEFAULT_MAX_ROUNDS, evaluate, round_robin
 from .arena_log import PairLogWriteError
 from .arena_log_lock import check_log_folder
 from .arena_pool import WorkerDied
+from .match_state import MAX_ROUNDS, MAX_TARGET
 from .arguments import MAX_THREADS, non_negative_pairs
 from .arguments import seed as deal_seed
 from .driver import AgentError
@@ -104,9 +105,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="two agent specs (A, B), or several with --round-robin")
     parser.add_argument("--round-robin", action="store_true",
                         help="every agent against every other")
-    parser.add_argument("--pairs", type=int, default=100,
+    parser.add_argument("--pairs", type=arguments.pairs, default=100,
                         help="duplicate pairs per pairing (default 100)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=arguments.seed, default=0,
                         help="deal seed (default 0). Without --batched pair i is dealt from "
                              "seed + i, so --seed 1 replays all but one deal of --seed 0: for "
                              "fresh deals start past the last one used (seed + pairs); "
@@ -114,10 +115,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=1,
                         help="worker processes (default 1); with --batched each steps a span of "
                              "pairs (for search agents, which leave cores idle in one process)")
-    parser.add_argument("--target", type=int, default=rules.DEFAULT_TARGET,
-                        help="match target (R8)")
-    parser.add_argument("--max-rounds", type=int, default=DEFAULT_MAX_ROUNDS,
-                        help="truncate a match after this many rounds")
+    parser.add_argument("--target", type=arguments.int_in(1, MAX_TARGET),
+                        default=rules.DEFAULT_TARGET,
+                        help=f"match target (R8; default {rules.DEFAULT_TARGET})")
+    parser.add_argument("--max-rounds", type=arguments.int_in(1, MAX_ROUNDS),
+                        default=DEFAULT_MAX_ROUNDS,
+                        help=f"truncate a match after this many rounds (default "
+                             f"{DEFAULT_MAX_ROUNDS}; a cut match counts 1/2 to each side)")
     parser.add_argument("--batched", action="store_true",
                         help="step all pairs together on the batched engine (policies, search, "
                              "heuristic, greedy and random; sevenrocks_env.arena_batched)")

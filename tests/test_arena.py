@@ -136,13 +136,15 @@ def test_round_robin_table_and_ratings():
 
 @pytest.mark.parametrize("argv, words", [
     (["minimax", "greedy"], "unknown agent spec"),
-    (["greedy", "random", "--pairs", "-3"], "pairs must be in [1, 1000000000]"),
+    # the option named, as argparse names it (the words named the keyword, pairs)
+    (["greedy", "random", "--pairs", "-3"], "argument --pairs: must be an int in [1, 1000000000]"),
     (["greedy"], "exactly two agents"),
     (["greedy", "random", "--workers", "0"], "workers"),
     (["greedy", "random", "--workers", "100000"], "workers must be an int in [1, 64]"),
-    (["greedy", "random", "--seed", "-1"], "seed must be in [0, "),  # numpy's words before
-    (["greedy", "random", "--target", "99999"], "target must be in [1, 5000]"),  # as --batched
-    (["greedy", "random", "--max-rounds", "1001"], "max_rounds must be in [1, 1000]"),
+    (["greedy", "random", "--seed", "-1"], "argument --seed: must be an int in [0, "),
+    (["greedy", "random", "--target", "99999"], "argument --target: must be an int in [1, 5000]"),
+    (["greedy", "random", "--max-rounds", "1001"],
+     "argument --max-rounds: must be an int in [1, 1000]"),
     (["greedy", "ckpt:/no/such/file.pt"], ("no such file", "cannot read checkpoint")),
     (["greedy", "random", "--bogus"], "unrecognized"),
 ])

