@@ -35,7 +35,7 @@ from typing import Iterator
 
 from .atomic_file import atomic_path
 from .checks import is_plain_int, shown, shown_kind
-from .match_state import MAX_ROUND_MOVES, MAX_ROUNDS, MAX_TARGET  # noqa: F401  (bounds of a record)
+from .match_state import MAX_ROUND_MOVES, MAX_ROUNDS, MAX_TARGET  # noqa: F401 (a record's bounds)
 from .record_writer import FORMAT, game_record, record_dict, round_entry  # noqa: F401  (re-exported)
 from .rules import Match, apply_action, is_legal, legal_actions
 from .textfile import read_text, shown_path

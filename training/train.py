@@ -120,11 +120,11 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                      f"{more_minutes(ckpt_dir)} (total_steps as it was)")
         elif evaluated is not None:  # a --resume as it is would be refused: the run is done
             used = evaluated_minutes(ckpt_dir)
-            out_of_time = cfg.max_minutes and used is not None and used >= cfg.max_minutes
+            spent = cfg.max_minutes and used is not None and used >= cfg.max_minutes
             go_on = (f"it is complete (its final evaluation is logged, step {evaluated}): train "
                      f"it on with {resume_options(latest, cfg)} "
                      f"{more_steps(evaluated, evaluated_batch(ckpt_dir, cfg.batch_size))}"
-                     f"{' ' + more_minutes(ckpt_dir) if out_of_time else ''}")
+                     f"{' ' + more_minutes(ckpt_dir) if spent else ''}")
         else:
             go_on = f"continue it with {resume_options(latest, cfg)}"
         raise ConfigError(f"run folder {existing} exists already: {go_on}, write into it with "

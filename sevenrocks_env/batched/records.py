@@ -114,9 +114,9 @@ class RecordKeeper:
         if not ended:
             return None
         if len(ended) != max_rounds:  # a record validate() refuses, or one not cut off at all
-            raise ValueError(f"env {env}'s match has ended {len(ended)} of its rounds, not max_rounds="
-                             f"{max_rounds}: call stopped_record at the step that ended its "
-                             f"round {max_rounds}")
+            raise ValueError(f"env {env}'s match has ended {len(ended)} of its rounds, not "
+                             f"max_rounds={max_rounds}: call stopped_record at the step that "
+                             f"ended its round {max_rounds}")
         return self._record(env, ended, -1, ended[-1]["scores"], max_rounds)
 
     def _record(self, env: int, rounds: list[dict], winner: int, scores: list[int],
