@@ -293,34 +293,39 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     (name_a, agent_a), (name_b, agent_b) = split_names(agent_a, agent_b)
     check_workers(workers, agent_a, agent_b)
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
+    from .arena_log import check_files, run_fingerprints
+    files = run_fingerprints((agent_a, agent_b))  # before the agents that play are built
 
     def chunks(done: int):
         if workers == 1:
             duo_a, duo_b = _partnership(agent_a), _partnership(agent_b)
+            check_files((agent_a, agent_b), files)
             for pair in range(done, pairs):
                 yield [play_pair(duo_a, duo_b, seed, pair, target, max_rounds)]
         else:
             from .arena_pool import play_pairs_in_pool
             with closing(play_pairs_in_pool(agent_a, agent_b, seed, range(done, pairs), target,
-                                            max_rounds, workers)) as played:  # pool shut down
+                                            max_rounds, workers, files)) as played:  # shut down
                 for outcome in played:
                     yield [outcome]
 
     return run_pairs(((name_a, agent_a), (name_b, agent_b)), pairs, seed, target, max_rounds,
-                     "python", chunks, log, progress)
+                     "python", chunks, log, progress, files)
 
 
 def run_pairs(named, pairs: int, seed: int, target: int, max_rounds: int, engine: str, chunks,
-              log=None, progress: bool = False) -> ArenaResult:
+              log=None, progress: bool = False, files: tuple | None = None) -> ArenaResult:
     """The arena's common loop: the pairs a pair log already holds, then ``chunks(done)``'s
     lists of outcomes (pairs ``done, done + 1, ...`` in order), each appended to the log and
     counted on the progress bar; the summary of them all.  ``named``: ``((name, agent), ...)``
-    for A and B (spec strings, or agent objects without a log)."""
+    for A and B (spec strings, or agent objects without a log); ``files``: the fingerprints of
+    their files taken at the run's start (``arena_log.run_fingerprints``), for the log."""
     from .arena_log import open_log
     from .arena_report import progress_bar
 
     (name_a, agent_a), (name_b, agent_b) = named
-    outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, engine, pairs)
+    outcomes, writer = open_log(log, (agent_a, agent_b), seed, target, max_rounds, engine, pairs,
+                                files)
     started, done = time.perf_counter(), len(outcomes)
     label = f"{name_a} vs {name_b}" + (" (batched)" if engine.startswith("batched") else "")
     with closing(writer), closing(progress_bar(pairs, label, progress)) as bar:

@@ -201,9 +201,12 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
         raise ValueError(f"workers > 1 play on the CPU; on {device} use one process")
     # with workers too: a bad spec fails here, before any process starts
     side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
+    from .arena_log import check_files, run_fingerprints
+    files = run_fingerprints((agent_a, agent_b))  # (the agents just built read these files)
 
     def chunks(done: int):
         if workers == 1:
+            check_files((agent_a, agent_b), files)
             for first in range(done, pairs, batch):
                 yield play_pairs_batched(side_a, side_b, seed, first, min(batch, pairs - first),
                                          target, max_rounds, device)
@@ -212,11 +215,11 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
         size = min(batch, -(-(pairs - done) // workers))
         spans = Spans(range(done, pairs, size), pairs)  # made as read: 10**9 pairs at batch 1
         with closing(play_spans_in_pool(agent_a, agent_b, seed, spans, target, max_rounds,
-                                        workers, torch.get_num_threads())) as played:
+                                        workers, torch.get_num_threads(), files)) as played:
             yield from played  # the pool is shut down when the loop stops, however it stops
 
     return run_pairs(((name_a, agent_a), (name_b, agent_b)), pairs, seed, target, max_rounds,
-                     f"batched:{torch.device(device).type}", chunks, log, progress)
+                     f"batched:{torch.device(device).type}", chunks, log, progress, files)
 
 
 __all__ = ["DEFAULT_BATCH", "evaluate_batched", "play_pairs_batched"]

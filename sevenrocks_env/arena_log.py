@@ -264,15 +264,18 @@ class _NoWriter:
         pass
 
 
-def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, pairs: int):
+def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, pairs: int,
+             files: tuple | None = None):
     """``(outcomes already logged, writer)`` of the arena run ``specs`` (A's and B's spec strings)
-    with a pair log at ``path``; with ``path`` None, ``([], a writer that writes nothing)``."""
+    with a pair log at ``path``; with ``path`` None, ``([], a writer that writes nothing)``.
+    ``files``: the fingerprints of the specs' files taken at the run's start, before its agents
+    were built (:func:`run_fingerprints`; None: taken now)."""
     if path is None:
         return [], _NoWriter()
     if not all(isinstance(spec, str) for spec in specs):
         raise ValueError("a pair log needs agent spec strings (it names what was played)")
     log = PairLog(path, specs[0], specs[1], seed, target, max_rounds, engine,
-                  *(files_fingerprint(spec) for spec in specs))
+                  *(files or run_fingerprints(specs)))
     outcomes = log.load(pairs)  # locked from here (released on its errors)
     if len(outcomes) < pairs:
         return outcomes, log.writer()  # which holds the lock until it is closed
@@ -298,6 +301,25 @@ def files_fingerprint(spec: str) -> str | None:
             raise ValueError(f"{spec}: cannot read {path} ({error.strerror})") from None
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def run_fingerprints(agents) -> tuple:
+    """:func:`files_fingerprint` of each spec string of ``agents`` (None for an agent object),
+    taken once at a run's start, before its agents are built: what its log header records and
+    every process that builds the agents checks (:func:`check_files`)."""
+    return tuple(files_fingerprint(a) if isinstance(a, str) else None for a in agents)
+
+
+def check_files(agents, files: tuple) -> None:
+    """``ValueError`` unless the files each spec of ``agents`` loads are still those the run
+    began with (``files``: :func:`run_fingerprints` then; call it once the agents are built):
+    a checkpoint replaced meanwhile (a training run saving ``latest.pt``; a worker loads seconds
+    later, as it starts and imports torch) played the pairs of a log naming another file."""
+    for agent, then in zip(agents, files):
+        if isinstance(agent, str) and files_fingerprint(agent) != then:
+            raise ValueError(f"{agent}: its file changed since the run began (it is not the "
+                             "file its log, if any, names): run again once it stops changing, "
+                             "or give a copy")
 
 
 def _no_constant(name: str):

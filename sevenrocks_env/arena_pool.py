@@ -30,6 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
 
 from .agents import make_agent
+from .arena_log import check_files, run_fingerprints
 
 _WORKER: dict = {}
 #: Chunks submitted ahead per worker: enough to keep every worker busy while the chunk read
@@ -46,20 +47,7 @@ def _pair_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int
     _WORKER.update(a=[make_agent(spec_a), make_agent(spec_a)],
                    b=[make_agent(spec_b), make_agent(spec_b)],
                    seed=seed, target=target, max_rounds=max_rounds)
-    _check_files((spec_a, spec_b), files)
-
-
-def _check_files(specs, files: tuple) -> None:
-    """``ValueError`` unless the files each spec loads are still those the run began with
-    (``files``: their fingerprints then, :func:`~sevenrocks_env.arena_log.files_fingerprint`):
-    a worker loads them seconds later (it starts, imports torch), and a checkpoint replaced
-    meanwhile (a training run saving ``latest.pt``) played the pairs its log names another's."""
-    from .arena_log import files_fingerprint
-    for spec, then in zip(specs, files):
-        if files_fingerprint(spec) != then:
-            raise ValueError(f"{spec}: its file changed while the arena's workers started (it "
-                             "is not the file the run began with): run again once it stops "
-                             "changing, or give a copy")
+    check_files((spec_a, spec_b), files)
 
 
 def _play_pair(pair: int):
@@ -76,7 +64,7 @@ def _span_init(spec_a: str, spec_b: str, seed: int, target: int, max_rounds: int
     torch.set_num_threads(threads)
     _WORKER.update(a=batched_agent(spec_a), b=batched_agent(spec_b), seed=seed, target=target,
                    max_rounds=max_rounds)
-    _check_files((spec_a, spec_b), files)
+    check_files((spec_a, spec_b), files)
 
 
 def _play_span(span: tuple[int, int]):
@@ -258,31 +246,27 @@ def a_worker_died(pool: ProcessPoolExecutor) -> bool:
 
 
 def play_pairs_in_pool(spec_a: str, spec_b: str, seed: int, pairs: range, target: int,
-                       max_rounds: int, workers: int):
+                       max_rounds: int, workers: int, files: tuple | None = None):
     """Yield the :class:`~sevenrocks_env.arena.PairOutcome` of each pair in ``pairs`` from
-    ``workers`` processes, in pair order, as each is ready."""
+    ``workers`` processes, in pair order, as each is ready; each worker checks that the specs'
+    files are ``files`` (their fingerprints at the run's start; None: taken now)."""
     workers = max(1, min(workers, len(pairs)))  # no idle processes for a short run
     chunk = max(1, min(8, len(pairs) // (4 * workers)))
-    yield from _in_pool(_pair_init, (spec_a, spec_b, seed, target, max_rounds,
-                                     _fingerprints(spec_a, spec_b)), _play_pair,
-                        pairs, workers, chunk)
-
-
-def _fingerprints(*specs: str) -> tuple:
-    """The fingerprints of the specs' files now, in the main process (the run's start: its log
-    header took them a moment before), which each worker checks after loading them."""
-    from .arena_log import files_fingerprint
-    return tuple(files_fingerprint(spec) for spec in specs)
+    files = files or run_fingerprints((spec_a, spec_b))
+    yield from _in_pool(_pair_init, (spec_a, spec_b, seed, target, max_rounds, files),
+                        _play_pair, pairs, workers, chunk)
 
 
 def play_spans_in_pool(spec_a: str, spec_b: str, seed: int, spans: list[tuple[int, int]],
-                       target: int, max_rounds: int, workers: int, threads: int = 1):
+                       target: int, max_rounds: int, workers: int, threads: int = 1,
+                       files: tuple | None = None):
     """Yield the outcome list of each ``(first pair, count)`` span, played on the batched
     engine (CPU, ``threads`` torch threads a worker) by ``workers`` processes, in span order,
     as each is ready."""
     workers = max(1, min(workers, len(spans)))
-    yield from _in_pool(_span_init, (spec_a, spec_b, seed, target, max_rounds, threads,
-                                     _fingerprints(spec_a, spec_b)), _play_span, spans, workers)
+    files = files or run_fingerprints((spec_a, spec_b))
+    yield from _in_pool(_span_init, (spec_a, spec_b, seed, target, max_rounds, threads, files),
+                        _play_span, spans, workers)
 
 
 __all__ = ["WorkerDied", "a_worker_died", "end_with_parent", "play_pairs_in_pool",

@@ -221,7 +221,7 @@ def _spans_in_this_process(seen):
     would) and records it."""
     from sevenrocks_env.batched_agents import batched_agent
 
-    def play(spec_a, spec_b, seed, spans, target, max_rounds, workers, threads=1):
+    def play(spec_a, spec_b, seed, spans, target, max_rounds, workers, threads=1, files=None):
         side_a, side_b = batched_agent(spec_a), batched_agent(spec_b)
         for first, count in spans:
             seen.append((first, count))
@@ -307,8 +307,7 @@ def test_a_worker_refuses_a_checkpoint_replaced_since_the_run_began(monkeypatch,
         / "sevenrocks_ppo.pt"
     shutil.copyfile(v2, path)  # another policy under the same name
     for init, settings in ((arena_pool._pair_init, ()), (arena_pool._span_init, (1,))):
-        with pytest.raises(ValueError, match="latest.pt: its file changed while the arena's "
-                                             "workers started"):
+        with pytest.raises(ValueError, match="latest.pt: its file changed since the run began"):
             init(f"ckpt:{path}", "greedy", 5, 250, 100, *settings, then)
 
 
@@ -363,3 +362,15 @@ def test_a_worker_that_ended_is_seen():
     assert not a_worker_died(SimpleNamespace(_processes={1: running, 2: running}))
     assert a_worker_died(SimpleNamespace(_processes={1: running, 2: ended}))
     assert not a_worker_died(SimpleNamespace(_processes=None))  # (shut down: none to watch)
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_one_process_checks_the_files_its_agents_were_built_from(monkeypatch, batched):
+    """With --workers 1 the agents that play are built after the run's fingerprints (the log
+    header's) were taken: a file replaced between the two is refused, as in a worker."""
+    from sevenrocks_env import arena_log
+    from sevenrocks_env.arena_batched import evaluate_batched
+    monkeypatch.setattr(arena_log, "run_fingerprints", lambda agents: ("then", None))
+    play = evaluate_batched if batched else arena.evaluate
+    with pytest.raises(ValueError, match="ckpt:shipped: its file changed since the run began"):
+        play("ckpt:shipped", "greedy", 2, seed=1)

@@ -243,3 +243,10 @@ def test_a_folder_named_like_a_frame_stops_the_replay_before_anything_is_removed
         replay.write_pngs(_frames(1), tmp_path, total=1)
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "frame_0000.png", "frame_0001.png", "frame_0050.png"]
+
+
+def test_a_frame_name_of_other_scripts_digits_is_no_frame():
+    """``str.isdigit`` takes ``²`` and ``٣``; ``int`` does not: the check of the output folder
+    crashed with a traceback."""
+    for name in ("frame_\u00b2\u00b2\u00b2\u00b2.png", "frame_\u0663\u0663\u0663\u0663.png"):
+        assert replay.frame_number(name) is None

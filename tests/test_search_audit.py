@@ -266,7 +266,9 @@ def test_world_weights_survive_likelihoods_far_apart():
 @pytest.mark.parametrize("power", [-1.0, -0.5, 10.5, float("inf")])
 def test_inference_refuses_a_power_outside_its_range(power):
     """A negative power would favour the worlds the other seats' plays make *unlikely*."""
-    searcher = SimpleNamespace(samples=4, rollout="argmax", name="search:policy")
+    from sevenrocks_env.agents.policy_search import PolicySearchAgent
+    searcher = PolicySearchAgent.__new__(PolicySearchAgent)  # its settings only, no network
+    searcher.samples, searcher.rollout, searcher.name = 4, "argmax", "search:policy"
     with pytest.raises(ValueError, match=r"inference \(the weights' power\) must be in"):
         InferenceSearch(searcher, power=power)
 

@@ -169,7 +169,7 @@ def frame_number(name: str) -> int | None:
     """The frame number of a name :func:`write_pngs` gives (``frame_``, at least four digits,
     ``.png``), or None: a file of such a name in the frames' folder is replaced or removed."""
     number = name[len("frame_"):-len(".png")] if name.startswith("frame_") else ""
-    ours = name.endswith(".png") and number.isdigit() and len(number) >= 4
+    ours = name.endswith(".png") and number.isascii() and number.isdigit() and len(number) >= 4
     return int(number) if ours else None
 
 
@@ -225,7 +225,8 @@ def _out_problem(out: Path, as_gif: bool, text: str, record: str,
         return None
     if as_gif and os.path.lexists(out):
         return f"--out {text!r} exists; --force replaces it"
-    held = sum(1 for old in out.glob("frame_*.png") if frame_number(old.name) is not None) \
+    held = sum(1 for old in out.glob("frame_*.png") if frame_number(old.name) is not None
+               and not (old.is_dir() and not old.is_symlink())) \
         if not as_gif and out.is_dir() else 0
     if held:
         return (f"--out {text!r} holds {held} frame(s) already (frame_NNNN.png); --force "
