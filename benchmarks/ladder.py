@@ -130,7 +130,7 @@ def play(a: str, b: str, pairs: int, seed: int, out: Path, reuse: bool, workers:
     arena's ``--json`` output: no ``files`` key) is reused when its specs load no file, and is
     never replaced: :class:`SavedError` if it does not fit.  ``device`` and ``batch`` (pairs
     played together) are the batched arena's; they change the speed, not the deals."""
-    from sevenrocks_env.arena_log import files_fingerprint
+    from sevenrocks_env.fingerprints import files_fingerprint
 
     path = out / f"{a}__{b}.json"
     agents = AGENTS if agents is None else agents
@@ -282,7 +282,7 @@ def main(argv=None) -> int:
         parser.error(f"no agent {', '.join(unknown)} in the ladder (its agents: "
                      f"{', '.join(agents)})")
     if args.make_train:  # before the first pairing (it failed after hours of play)
-        from sevenrocks_env.arena_log import files_fingerprint
+        from sevenrocks_env.fingerprints import files_fingerprint
         try:
             files_fingerprint(agents["make_train"])
         except ValueError as error:

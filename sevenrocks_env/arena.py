@@ -293,7 +293,7 @@ def evaluate(agent_a, agent_b, pairs: int, seed: int = 0, workers: int = 1, prog
     (name_a, agent_a), (name_b, agent_b) = split_names(agent_a, agent_b)
     check_workers(workers, agent_a, agent_b)
     make_agent(agent_a), make_agent(agent_b)  # fail early on a bad spec, in this process
-    from .arena_log import check_files, run_fingerprints
+    from .fingerprints import check_files, run_fingerprints
     files = run_fingerprints((agent_a, agent_b))  # before the agents that play are built
 
     def chunks(done: int):
@@ -319,7 +319,7 @@ def run_pairs(named, pairs: int, seed: int, target: int, max_rounds: int, engine
     lists of outcomes (pairs ``done, done + 1, ...`` in order), each appended to the log and
     counted on the progress bar; the summary of them all.  ``named``: ``((name, agent), ...)``
     for A and B (spec strings, or agent objects without a log); ``files``: the fingerprints of
-    their files taken at the run's start (``arena_log.run_fingerprints``), for the log."""
+    their files taken at the run's start (``fingerprints.run_fingerprints``), for the log."""
     from .arena_log import open_log
     from .arena_report import progress_bar
 

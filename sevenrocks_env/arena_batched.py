@@ -201,7 +201,7 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
         raise ValueError(f"workers > 1 play on the CPU; on {device} use one process")
     # with workers too: a bad spec fails here, before any process starts
     side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
-    from .arena_log import check_files, run_fingerprints
+    from .fingerprints import check_files, run_fingerprints
     files = run_fingerprints((agent_a, agent_b))  # (the agents just built read these files)
 
     def chunks(done: int):

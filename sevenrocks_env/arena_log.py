@@ -35,12 +35,12 @@ the lock).  The log's folder must exist: it is not made.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from pathlib import Path
 
 from .arena_log_lock import open_locked, release
 from .checks import checked_path, shown
+from .fingerprints import run_fingerprints
 from .match_state import MAX_ROUND_MOVES
 from .record import unique_keys
 from .textfile import shown_path
@@ -269,7 +269,7 @@ def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, 
     """``(outcomes already logged, writer)`` of the arena run ``specs`` (A's and B's spec strings)
     with a pair log at ``path``; with ``path`` None, ``([], a writer that writes nothing)``.
     ``files``: the fingerprints of the specs' files taken at the run's start, before its agents
-    were built (:func:`run_fingerprints`; None: taken now)."""
+    were built (:func:`~sevenrocks_env.fingerprints.run_fingerprints`; None: taken now)."""
     if path is None:
         return [], _NoWriter()
     if not all(isinstance(spec, str) for spec in specs):
@@ -281,45 +281,6 @@ def open_log(path, specs, seed: int, target: int, max_rounds: int, engine: str, 
         return outcomes, log.writer()  # which holds the lock until it is closed
     log.close()
     return outcomes, _NoWriter()
-
-
-def files_fingerprint(spec: str) -> str | None:
-    """SHA-256 (hex) of the contents of the files ``spec`` loads, in order; None if it loads
-    none (``agents.spec_files``)."""
-    from .agents import spec_files
-
-    paths = spec_files(spec)
-    if not paths:
-        return None
-    digest = hashlib.sha256()
-    for path in paths:
-        try:
-            with open(path, "rb") as file:
-                for block in iter(lambda: file.read(1 << 20), b""):
-                    digest.update(block)
-        except OSError as error:
-            raise ValueError(f"{spec}: cannot read {path} ({error.strerror})") from None
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-def run_fingerprints(agents) -> tuple:
-    """:func:`files_fingerprint` of each spec string of ``agents`` (None for an agent object),
-    taken once at a run's start, before its agents are built: what its log header records and
-    every process that builds the agents checks (:func:`check_files`)."""
-    return tuple(files_fingerprint(a) if isinstance(a, str) else None for a in agents)
-
-
-def check_files(agents, files: tuple) -> None:
-    """``ValueError`` unless the files each spec of ``agents`` loads are still those the run
-    began with (``files``: :func:`run_fingerprints` then; call it once the agents are built):
-    a checkpoint replaced meanwhile (a training run saving ``latest.pt``; a worker loads seconds
-    later, as it starts and imports torch) played the pairs of a log naming another file."""
-    for agent, then in zip(agents, files):
-        if isinstance(agent, str) and files_fingerprint(agent) != then:
-            raise ValueError(f"{agent}: its file changed since the run began (it is not the "
-                             "file its log, if any, names): run again once it stops changing, "
-                             "or give a copy")
 
 
 def _no_constant(name: str):

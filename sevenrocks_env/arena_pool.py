@@ -30,7 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
 
 from .agents import make_agent
-from .arena_log import check_files, run_fingerprints
+from .fingerprints import check_files, run_fingerprints
 
 _WORKER: dict = {}
 #: Chunks submitted ahead per worker: enough to keep every worker busy while the chunk read

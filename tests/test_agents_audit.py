@@ -148,7 +148,7 @@ def test_a_file_path_in_any_spec_starts_from_the_home_folder_at_a_tilde(tmp_path
     from policy_files import save_policy
     from sevenrocks_env import arena
     from sevenrocks_env.agents import spec_files
-    from sevenrocks_env.arena_log import files_fingerprint
+    from sevenrocks_env.fingerprints import files_fingerprint
     monkeypatch.setenv("HOME", str(tmp_path))
     path = save_policy(tmp_path / "x.pt")
     for spec in ("ckpt:~/x.pt", "policy:~/x.pt", "sample:policy=~/x.pt,temperature=2",

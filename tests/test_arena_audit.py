@@ -294,7 +294,7 @@ def test_a_worker_refuses_a_checkpoint_replaced_since_the_run_began(monkeypatch,
     import shutil
 
     from sevenrocks_env import arena_pool
-    from sevenrocks_env.arena_log import files_fingerprint
+    from sevenrocks_env.fingerprints import files_fingerprint
     from sevenrocks_env.policy import shipped_path
     path = tmp_path / "latest.pt"
     shutil.copyfile(shipped_path(), path)
@@ -368,9 +368,9 @@ def test_a_worker_that_ended_is_seen():
 def test_one_process_checks_the_files_its_agents_were_built_from(monkeypatch, batched):
     """With --workers 1 the agents that play are built after the run's fingerprints (the log
     header's) were taken: a file replaced between the two is refused, as in a worker."""
-    from sevenrocks_env import arena_log
+    from sevenrocks_env import fingerprints
     from sevenrocks_env.arena_batched import evaluate_batched
-    monkeypatch.setattr(arena_log, "run_fingerprints", lambda agents: ("then", None))
+    monkeypatch.setattr(fingerprints, "run_fingerprints", lambda agents: ("then", None))
     play = evaluate_batched if batched else arena.evaluate
     with pytest.raises(ValueError, match="ckpt:shipped: its file changed since the run began"):
         play("ckpt:shipped", "greedy", 2, seed=1)

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from sevenrocks_env import arena, arena_cli
-from sevenrocks_env.arena_log import MAX_LINE, PairLog, PairLogError, files_fingerprint
+from sevenrocks_env.arena_log import MAX_LINE, PairLog, PairLogError
+from sevenrocks_env.fingerprints import files_fingerprint
 
 torch = pytest.importorskip("torch")
 from sevenrocks_env.arena_batched import evaluate_batched  # noqa: E402

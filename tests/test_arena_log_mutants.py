@@ -112,7 +112,7 @@ def test_a_fingerprint_covers_every_byte_of_a_file_read_in_blocks(tmp_path):
     past the first block (or late in any block) is a change of fingerprint."""
     import hashlib
 
-    from sevenrocks_env.arena_log import files_fingerprint
+    from sevenrocks_env.fingerprints import files_fingerprint
     data = bytes(range(256)) * (5 * 4096 + 7)  # 5 MiB and a bit: several blocks
     path = tmp_path / "policy.pt"
     path.write_bytes(data)

@@ -166,7 +166,7 @@ def test_a_logged_fingerprint_is_each_file_s_bytes_then_a_nul(tmp_path):
     written so far hold exactly this digest, and a run whose digest changed is refused."""
     import hashlib
 
-    from sevenrocks_env.arena_log import files_fingerprint
+    from sevenrocks_env.fingerprints import files_fingerprint
     path = tmp_path / "policy.pt"
     path.write_bytes(b"weights")
     assert files_fingerprint(f"ckpt:{path}") == hashlib.sha256(b"weights\0").hexdigest()

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("tensorboard")
 
-from sevenrocks_env.arena_log import files_fingerprint  # noqa: E402
+from sevenrocks_env.fingerprints import files_fingerprint  # noqa: E402
 from sevenrocks_env.policy import PolicyNet  # noqa: E402
 from training.train import main  # noqa: E402
 

@@ -5,7 +5,7 @@ A spec that loads a file (``ckpt:PATH``, ``ckpt:shipped``, ``sample:policy=PATH`
 sessions of a run (a new shipped policy, another run's ``latest.pt``), and a resumed run would
 then train against (or be evaluated against) another opponent without a word.  A training
 checkpoint keeps, under ``fingerprints``, the SHA-256 of the files each such agent loaded
-(:func:`sevenrocks_env.arena_log.files_fingerprint`, as the arena's pair logs do), and
+(:func:`sevenrocks_env.fingerprints.files_fingerprint`, as the arena's pair logs do), and
 :func:`check_unchanged` refuses a resume whose agents now load other files.  Checkpoints
 written before this piece have none and resume unchecked.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from sevenrocks_env.agents import same_spec, spec_files
-from sevenrocks_env.arena_log import files_fingerprint
+from sevenrocks_env.fingerprints import files_fingerprint
 from sevenrocks_env.checks import shown
 from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError

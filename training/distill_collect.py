@@ -64,9 +64,9 @@ def make_teacher(spec: str):
 
 def pinned_teacher(spec: str) -> str:
     """The teacher as its labels record it: the spec, plus the SHA-256 of the network files it
-    loads (``arena_log.files_fingerprint``), since a path such as ``shipped`` names other
+    loads (``fingerprints.files_fingerprint``), since a path such as ``shipped`` names other
     weights once a new policy is shipped."""
-    from sevenrocks_env.arena_log import files_fingerprint
+    from sevenrocks_env.fingerprints import files_fingerprint
     fingerprint = files_fingerprint(spec)
     return spec if fingerprint is None else pinned(spec, fingerprint)
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from sevenrocks_env.agents import make_agent
-from sevenrocks_env.arena_log import files_fingerprint
+from sevenrocks_env.fingerprints import files_fingerprint
 from sevenrocks_env.checks import shown
 from sevenrocks_env.driver import blamed_on
 from sevenrocks_env.policy import PolicyAgent, PolicyNet
