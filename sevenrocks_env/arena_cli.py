@@ -182,8 +182,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sevenrocks arena: error: {error}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, WorkerDied) as stop:
+        mended = "" if isinstance(stop, KeyboardInterrupt) else \
+            ", once what stopped the worker is mended (a file the log names restored)"
         kept = (f"; the pairs finished so far are in {args.log}, and the same command plays "
-                "the rest") if args.log else ""
+                f"the rest{mended}") if args.log else ""
         print(f"sevenrocks arena: {str(stop) or 'interrupted'}{kept}", file=sys.stderr)
         return 130 if isinstance(stop, KeyboardInterrupt) else 1
     except AgentError as error:  # an agent failed mid-match (an illegal move, a hostile net)

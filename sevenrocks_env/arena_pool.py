@@ -195,9 +195,10 @@ def _in_pool(initializer, settings: tuple, work, items, workers: int, chunksize:
                 yield from results
             finished = True
         except BrokenProcessPool:  # from submit or result, whichever comes first
-            raise WorkerDied("an arena worker died or could not start (killed, out of memory? "
-                             "any error of its own is printed above; run from a script, "
-                             "is its work under if __name__ == '__main__':?)") from None
+            raise WorkerDied("an arena worker died or could not start (its own error, if it "
+                             "had one, is printed above: an agent it could not build, a file "
+                             "changed since the run began; else killed, out of memory? run from "
+                             "a script, is its work under if __name__ == '__main__':?)") from None
         finally:
             if finished:
                 pool.shutdown()
