@@ -206,9 +206,9 @@ def more_steps(global_step: int, batch_size: int) -> str:
     return f"--set total_steps=N (N at least {global_step + batch_size}: one more update)"
 
 
-def more_minutes(ckpt_dir) -> str:
-    """``--set max_minutes=M`` for a run (its mark in ``ckpt_dir``) that has used them."""
-    used = evaluated_minutes(ckpt_dir)
+def more_minutes(used: float | None) -> str:
+    """``--set max_minutes=M`` for a run that has used them (``used`` minutes: the mark's,
+    :func:`evaluated_minutes`; None: not recorded)."""
     return "--set max_minutes=M (M above the " + \
         (f"{minutes_text(used)} minutes it has used)" if used is not None else
          "minutes it has used)")

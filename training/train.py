@@ -111,20 +111,20 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     existing = next((folder for folder in (run_dir, ckpt_dir) if folder.exists()), None)
     if existing and not force and resume is None:
         latest, evaluated = ckpt_dir / "latest.pt", evaluated_step(ckpt_dir)
+        used = evaluated_minutes(ckpt_dir)
         if not latest.is_file():
             go_on = (f"no checkpoint of it to continue ({latest} is missing: it stopped before "
                      "its first)")
         elif evaluated is not None and stopped_out_of_time(ckpt_dir):
             go_on = (f"max_minutes stopped it at step {evaluated} (its final evaluation is "
                      f"logged): continue it with {resume_options(latest, cfg)} "
-                     f"{more_minutes(ckpt_dir)} (total_steps as it was)")
+                     f"{more_minutes(used)} (total_steps as it was)")
         elif evaluated is not None:  # a --resume as it is would be refused: the run is done
-            used = evaluated_minutes(ckpt_dir)
             spent = cfg.max_minutes and used is not None and used >= cfg.max_minutes
             go_on = (f"it is complete (its final evaluation is logged, step {evaluated}): train "
                      f"it on with {resume_options(latest, cfg)} "
                      f"{more_steps(evaluated, evaluated_batch(ckpt_dir, cfg.batch_size))}"
-                     f"{' ' + more_minutes(ckpt_dir) if spent else ''}")
+                     f"{' ' + more_minutes(used) if spent else ''}")
         else:
             go_on = f"continue it with {resume_options(latest, cfg)}"
         raise ConfigError(f"run folder {existing} exists already: {go_on}, write into it with "
@@ -199,13 +199,14 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     bar = tqdm(total=num_updates * cfg.batch_size, initial=global_step, unit="step",
                disable=not cfg.progress, dynamic_ncols=True, desc=cfg.run_name)
 
-    saved_wall = [wall_before]  # the wall time the last checkpoint keeps (what a resume reads)
+    saved_wall = wall_before  # the wall time the last checkpoint keeps (what a resume reads)
 
     def save(update: int) -> Path:
+        nonlocal saved_wall
         engine_state = engine.state_dict()  # first: its opponent keys register dropped snapshots
-        saved_wall[0] = wall_before + time.time() - start_time
+        saved_wall = wall_before + time.time() - start_time
         return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
-                                        saved_wall[0], engine_state,
+                                        saved_wall, engine_state,
                                         pool.state_dict() if pool is not None else None, critic,
                                         guess, {**eval_files, **(pool.files if pool else {})})
 
@@ -317,7 +318,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return {"run_name": cfg.run_name, "checkpoint": checkpoint, "global_step": global_step,
                 "results": {}, "interrupted": True, "out_of_time": bool(out_of_time)}
     writer.close()
-    mark_evaluated(ckpt_dir, global_step, cfg.batch_size, saved_wall[0] / 60,
+    mark_evaluated(ckpt_dir, global_step, cfg.batch_size, saved_wall / 60,
                    out_of_time=bool(out_of_time) and update < num_updates)
     if final_table:
         print(f"\nrun {cfg.run_name}: {global_step} steps, "
