@@ -69,7 +69,7 @@ def read_text(path, limit: int, what: str) -> str:
         if not _ready(descriptor, PIPE_WAIT_S):  # (a FIFO no writer opened: no event at all)
             os.close(descriptor)
             raise ValueError(f"{name} is a pipe nothing was written to in {PIPE_WAIT_S:g} s; "
-                             f"not a {what}")
+                             f"not {a(what)}")
         os.set_blocking(descriptor, True)  # then read on as from any pipe
     with os.fdopen(descriptor, "rb") as file:
         try:
@@ -78,8 +78,13 @@ def read_text(path, limit: int, what: str) -> str:
             raise ValueError(f"cannot read {what} {name}: {error.strerror or error}") from None
     if len(data) > limit:
         size = f"{limit // 2**20} MB" if limit >= 2**20 else f"{limit} bytes"
-        raise ValueError(f"{name} is larger than {size}; not a {what}")
+        raise ValueError(f"{name} is larger than {size}; not {a(what)}")
     return decoded(data, name)
+
+
+def a(what: str) -> str:
+    """``what`` with its article: "a game record", "an arena result"."""
+    return f"{'an' if what[:1].lower() in 'aeiou' else 'a'} {what}"
 
 
 def _ready(descriptor: int, seconds: float) -> bool:
@@ -98,6 +103,6 @@ def not_regular(mode: int, what: str) -> str | None:
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
-        return f"is a folder, not a {what}"
-    return (f"is not a regular file (a device?), not a {what}: save it to a file and give "
+        return f"is a folder, not {a(what)}"
+    return (f"is not a regular file (a device?), not {a(what)}: save it to a file and give "
             "that file")

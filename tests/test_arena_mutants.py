@@ -56,7 +56,7 @@ def test_a_saved_result_with_a_field_out_of_range_is_refused(tmp_path, saved, ch
     ('"win_rate"', "an arena result is a JSON object"),
     ("[" * 100_000 + "]" * 100_000, "not a readable arena result"),  # RecursionError
     ('{"pairs": 1, "pairs": 2}', "not a readable arena result"),      # a key given twice
-    (" " * 1_000_001 + "{}", "is larger than 1000000 bytes; not a arena result"),
+    (" " * 1_000_001 + "{}", "is larger than 1000000 bytes; not an arena result"),
 ], ids=["list", "string", "nested", "twice", "large"])
 def test_a_saved_result_that_is_no_result_object_is_one_value_error(tmp_path, text, words):
     from sevenrocks_env.arena_report import read_result
@@ -64,6 +64,13 @@ def test_a_saved_result_that_is_no_result_object_is_one_value_error(tmp_path, te
     path.write_text(text)
     with pytest.raises(ValueError, match=re.escape(words)):
         read_result(path)
+
+
+def test_a_folder_given_as_a_saved_result_is_named_with_its_article(tmp_path):
+    """ "is a folder, not an arena result" (it said "not a arena result")."""
+    from sevenrocks_env.arena_report import read_result
+    with pytest.raises(ValueError, match="is a folder, not an arena result$"):
+        read_result(tmp_path)
 
 
 # -- names and tables -------------------------------------------------------------------------
