@@ -24,6 +24,13 @@ from training.checkpoint import policy_entries, save_checkpoint  # noqa: E402
     ({"config": [1, 2]}, "'config'"),
     ({"config": {"torch_threads": torch.zeros(2)}}, "'config'"),
     ({"config": {"x": "y" * 70_000}}, "'config'"),
+    # text values go into the card's training command: a newline ended its code block, and
+    # the file's own Markdown (rows of bars, links) followed
+    ({"config": {"init_from": "x.pt\n```\n## Verified\n| vs greedy | 99% | met |"}},
+     "'config' init_from: "),
+    ({"config": {"init_from": "a`b.pt"}}, "'config' init_from: "),
+    ({"config": {"hidden_sizes": [16], "opponents": ["a|b"], "opponent_fraction": 0.5}},
+     "'config' opponents: 'a|b' must be one line"),
     ({"global_step": -1}, "'global_step'"),
     ({"global_step": 10 ** 13}, "'global_step'"),
     # weights are checked before --out is written (it was written, then the arena failed)

@@ -99,7 +99,9 @@ def _check_config(data: dict, path, distilled: bool) -> None:
     by :func:`run_facts` as JSON; absent: ``{}``) is not a valid training config (as
     ``--resume`` reads it; its agents are not made), describes another network than its
     weights (a distilled one's layers may be wider), or holds an opponent that is not
-    :data:`~sevenrocks_env.arena_report.CARD_TEXT` (the card's Markdown names them)."""
+    :data:`~sevenrocks_env.arena_report.CARD_TEXT` (the card's Markdown names them), or a
+    text value (``init_from``) that the card's training command could not hold: more than one
+    line, or a backtick that would end its code block."""
     from .config import ConfigError, config_from_dict
     from .resume import network_disagreement, saved_values
     saved = data.get("config") or {}
@@ -109,6 +111,10 @@ def _check_config(data: dict, path, distilled: bool) -> None:
         cfg = config_from_dict(saved_values(data), f"{path}: 'config'", agents=False)
     except ConfigError as error:
         raise CheckpointError(str(error)[:400]) from None
+    for key, value in saved_values(data).items():
+        if isinstance(value, str) and key not in _NOT_LEARNING and not _command_text(value):
+            raise CheckpointError(f"{path}: 'config' {key}: {shown(value)} must be {COMMAND_TEXT}"
+                                  " (it goes into the model card's training command)")
     problem = network_disagreement(saved, cfg, data["model_config"], widened=distilled)
     if problem:
         raise CheckpointError(f"{path}: 'config' {problem}")
@@ -116,6 +122,15 @@ def _check_config(data: dict, path, distilled: bool) -> None:
         if not is_card_text(opponent, MAX_CARD_SPEC):
             raise CheckpointError(f"{path}: 'config' opponents: {shown(opponent)} must be "
                                   f"{CARD_TEXT} (it goes into the model card)")
+
+
+#: What the card's training command (``--train-command``, or a config's text values) may hold.
+COMMAND_TEXT = "one line of at most 4096 printable characters, without `"
+
+
+def _command_text(text: str) -> bool:
+    """Whether ``text`` is :data:`COMMAND_TEXT` (the card shows it in a Markdown code block)."""
+    return text.isprintable() and len(text) <= 4096 and "`" not in text
 
 
 #: ``make train``'s config, against which a run's config is written as ``--set`` values.
@@ -197,11 +212,8 @@ def main(argv=None) -> int:
         for path in (out, *card_files):
             check_output_file(path, [args.checkpoint, *args.extra_result])
         _check_card_folder(card_files[0], out.name)
-        if args.train_command is not None and not (
-                args.train_command.isprintable() and len(args.train_command) <= 4096
-                and "`" not in args.train_command):  # it goes into the card's Markdown
-            raise ValueError("--train-command must be one line of at most 4096 printable "
-                             "characters, without `")
+        if args.train_command is not None and not _command_text(args.train_command):
+            raise ValueError(f"--train-command must be {COMMAND_TEXT}")
         source = read_checkpoint(args.checkpoint)
         facts = run_facts(source, args.checkpoint)
         shipped = policy_only(source)
