@@ -197,6 +197,10 @@ def test_a_checkpoint_without_wall_time_resumes_but_a_negative_one_does_not():
     message = _resume_error(check_counters, {"update": 1, "global_step": cfg.batch_size,
                                              "wall_time": -1.0}, cfg, "f.pt")
     assert "'wall_time'" in message
+    check_counters({"update": 1, "global_step": cfg.batch_size, "wall_time": 1e9}, cfg, "f.pt")
+    message = _resume_error(check_counters, {"update": 1, "global_step": cfg.batch_size,
+                                             "wall_time": 1e9 + 1}, cfg, "f.pt")
+    assert "'wall_time' must be a number of seconds in [0, 1e9], got 1000000001.0" in message
 
 
 def test_weights_must_be_float32_and_have_exactly_the_network_s_names():

@@ -245,6 +245,11 @@ def load_training_checkpoint(path) -> dict:
 MAX_CONFIG_CHARS = 64_000
 
 
+#: The most seconds a checkpoint's ``wall_time`` may say (some 31 years): ``--resume``, ship
+#: and the curves read it with this one bound.
+MAX_WALL_SECONDS = 10 ** 9
+
+
 def run_facts(data: dict, path) -> dict:
     """What a checkpoint says about its run, checked before it is copied or printed:
     ``global_step`` (an int), ``wall_time`` (seconds, ``None`` when the file has none) and
@@ -254,8 +259,9 @@ def run_facts(data: dict, path) -> dict:
         raise CheckpointError(f"{path}: 'global_step' must be an int in [0, 1e12], "
                               f"got {shown(step)}")
     if wall is not None and (type(wall) not in (int, float) or not math.isfinite(wall)
-                             or not 0 <= wall <= 10 ** 9):
-        raise CheckpointError(f"{path}: 'wall_time' must be a number of seconds, got {shown(wall)}")
+                             or not 0 <= wall <= MAX_WALL_SECONDS):
+        raise CheckpointError(f"{path}: 'wall_time' must be a number of seconds in [0, 1e9], "
+                              f"got {shown(wall)}")
     try:
         size = len(json.dumps(config, allow_nan=False)) if isinstance(config, dict) else None
     except (TypeError, ValueError, RecursionError):

@@ -23,6 +23,7 @@ from sevenrocks_env.checks import shown
 from sevenrocks_env.policy import CheckpointError, expected_shapes
 
 from .agent_files import check_fingerprints, opponents_gone
+from .checkpoint import MAX_WALL_SECONDS
 from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, check_pool_played, config_from_dict,
                      parse_overrides)
 from .engine_state import accepts, is_numpy_state, is_torch_state
@@ -45,8 +46,10 @@ def check_counters(data: dict, cfg: TrainConfig, path) -> None:
     if type(step) is not int or step != update * cfg.batch_size:
         raise _bad(path, "global_step", f"must be update * batch size = "
                                         f"{update * cfg.batch_size}, got {shown(step)}")
-    if type(wall) not in (int, float) or not (math.isfinite(wall) and wall >= 0):
-        raise _bad(path, "wall_time", f"must be a finite number of seconds, got {shown(wall)}")
+    if type(wall) not in (int, float) or not (math.isfinite(wall)
+                                              and 0 <= wall <= MAX_WALL_SECONDS):
+        raise _bad(path, "wall_time", f"must be a number of seconds in [0, 1e9], "
+                                      f"got {shown(wall)}")
 
 
 def check_rng(state, path) -> None:
