@@ -84,7 +84,7 @@ _LABEL_ARRAYS = {"observation": (OBS_SIZE,), "action_mask": (NUM_ACTIONS,), "act
 _LABEL_DTYPES = {"observation": ("float32", lambda d: d == np.float32),
                  "action_mask": ("bool", lambda d: d == np.bool_),
                  "action": ("integers", lambda d: d.kind in "iu"),
-                 "values": ("floats", lambda d: d.kind == "f"),
+                 "values": ("float32", lambda d: d == np.float32),
                  "match": ("integers", lambda d: d.kind in "iu")}
 #: Longest teacher spec a file (or a checkpoint's distillation record) may hold.
 MAX_TEACHER_CHARS = 4096
