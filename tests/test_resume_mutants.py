@@ -37,6 +37,17 @@ def test_a_long_yaml_problem_is_cut_to_120_characters(tmp_path):
     assert len(problem) == 120, message
 
 
+@pytest.mark.parametrize("text, where", [("seed: 3\n# comment\x07\n", "#x0007 is not allowed "
+                                         "(line 2, column 10)"),
+                                         ("\x1b[31m: 1\n", "#x001b is not allowed (line 1, "
+                                         "column 1)")])
+def test_a_control_character_is_named_with_its_line(tmp_path, text, where):
+    """PyYAML's reader error has no problem text or mark: the message said only
+    'ReaderError'."""
+    message = _yaml_refused(tmp_path, text)
+    assert message.endswith(f" is not valid YAML: character {where}"), message
+
+
 def test_a_self_referencing_value_is_read_and_refused_naming_its_key(tmp_path):
     """A mapping's values are built lazily (``deep=False``), as ``yaml.safe_load`` does: an
     anchor that holds itself is read, and the config refuses it naming the key (built eagerly,

@@ -90,6 +90,11 @@ def _read_yaml(text: str, source: str):
     deep, over-long integers) as one short :class:`ConfigError` line."""
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.reader.ReaderError as error:  # a control character: no problem, no mark
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - text.rfind("\n", 0, error.position)
+        raise ConfigError(f"{source} is not valid YAML: character #x{error.character:04x} is not "
+                          f"allowed (line {line}, column {column})") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
