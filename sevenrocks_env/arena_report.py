@@ -111,7 +111,8 @@ def read_result(path) -> dict:
         raise ValueError(f"{path}: matches must be 2 x pairs and ci95 the Wilson interval of "
                          "win_rate over the pairs; the file was not written by the arena as is")
     if data.get("truncated", 0) > data["matches"]:
-        raise ValueError(f"{path}: {data['truncated']} truncated matches of {data['matches']}"
+        raise ValueError(f"{path}: {shown(data['truncated'])} truncated matches of "
+                         f"{data['matches']}"
                          "; the file was not written by the arena as is")
     if data.get("max_rounds") is not None and data["rounds_per_match"] > data["max_rounds"]:
         raise ValueError(f"{path}: {data['rounds_per_match']} rounds per match, over its "

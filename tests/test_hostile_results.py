@@ -164,6 +164,7 @@ def test_an_out_that_is_an_extra_result_is_refused_and_the_result_kept(tmp_path,
     ({"rounds_per_match": 500.0}, "500.0 rounds per match, over its max_rounds 100"),
     ({"rounds_per_match": 0}, "rounds_per_match is missing or out of range"),
     ({"truncated": 99}, "99 truncated matches of 4"),
+    ({"truncated": 10 ** 4000}, "<int of 13288 bits> truncated matches of 4"),  # (4,001 digits)
     ({"truncated": -1}, "truncated is missing or out of range"),
     ({"truncated": 1.5}, "truncated is missing or out of range"),
     ({"engine": "zz"}, "engine is missing or out of range"),
