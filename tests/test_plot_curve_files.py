@@ -304,6 +304,29 @@ def test_event_records_past_the_bound_are_refused_before_tensorboard_reads_them(
     one_error_line(capsys, folder, str(folder), "event files hold more than 2 records")
 
 
+def test_tags_past_the_bound_are_refused_before_tensorboard_reads_them(tmp_path, capsys,
+                                                                      monkeypatch):
+    """TensorBoard's reader keeps a reservoir for every tag: 999,000 tags of one scalar each
+    (61 MB, within the bounds on bytes and records) took 3.5 GB and 67 s to be refused."""
+    from tensorboard.backend.event_processing import event_accumulator
+
+    def reload(self):
+        raise AssertionError("TensorBoard read the files")
+    tags = [scalar(f"charts/x{i}", 0.5, 10) for i in range(1001)]
+    folder = write(tmp_path / "run", [*EVALS, *tags[:998]])  # 1,000 tags: read
+    assert read_run(folder)["curves"] == {"random": [(10, 60.0, 0.5)]}
+    monkeypatch.setattr(event_accumulator.EventAccumulator, "Reload", reload)
+    write(folder, [*EVALS, *tags[:999]])
+    one_error_line(capsys, folder, str(folder), "event files hold more than 1,000 tags")
+
+
+def test_a_record_that_is_not_an_event_is_refused(tmp_path, capsys):
+    folder = write(tmp_path / "run", EVALS)
+    with open(folder / FILE, "ab") as file:
+        RecordWriter(file).write(b"\xff\xff\xff")  # its checksums right, its data no event
+    one_error_line(capsys, folder, FILE, "record at byte", "is not an event")
+
+
 def test_tag_names_in_error_lines_are_quoted_not_sent_to_the_terminal(tmp_path, capsys):
     """A tag's escapes (a terminal title, a cleared screen) were printed raw to stderr."""
     folder = write(tmp_path / "run", [EVALS[0], scalar("eval/win_rate_vs_\x1b]0;pwned\x07"
