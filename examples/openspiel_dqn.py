@@ -49,6 +49,7 @@ from torch import nn
 
 from sevenrocks_env import arguments
 from sevenrocks_env.atomic_file import check_output_file
+from sevenrocks_env.checks import shown
 from sevenrocks_env.arena_cli import (add_evaluation_arguments, check_evaluation_arguments,
                                       report_evaluation)
 from sevenrocks_env.observation import OBS_SIZE
@@ -126,27 +127,43 @@ def load_agent(path, name: str = "openspiel-dqn") -> DQNAgent:
     if (not isinstance(hidden, (list, tuple)) or not 1 <= len(hidden) <= MAX_LAYERS
             or not all(type(h) is int and 1 <= h <= MAX_WIDTH for h in hidden)):
         raise ValueError(f"{path}: 'hidden' must be 1 to {MAX_LAYERS} layer widths in "
-                         f"[1, {MAX_WIDTH}], got {hidden!r}")
+                         f"[1, {MAX_WIDTH}], got {shown(hidden)}")
     if type(data.get("obs_size")) is not int or type(data.get("num_actions")) is not int or \
             data["obs_size"] != OBS_SIZE or data["num_actions"] != NUM_ACTIONS:  # (a tensor: no ==)
-        raise ValueError(f"{path}: made for observations of {data.get('obs_size')!r} floats and "
-                         f"{data.get('num_actions')!r} actions, this game has {OBS_SIZE} and "
-                         f"{NUM_ACTIONS}")
+        raise ValueError(f"{path}: made for observations of {shown(data.get('obs_size'))} floats"
+                         f" and {shown(data.get('num_actions'))} actions, this game has "
+                         f"{OBS_SIZE} and {NUM_ACTIONS}")
     weights = data.get("q_network")
     network = QNetwork(tuple(hidden))
     expected = network.state_dict()
     if not isinstance(weights, dict) or set(weights) != set(expected):
-        got = sorted(weights) if isinstance(weights, dict) else type(weights).__name__
-        raise ValueError(f"{path}: 'q_network' must hold the tensors {sorted(expected)}, got {got}")
+        odd = (sorted(map(shown, set(weights) ^ set(expected)))[:3] if isinstance(weights, dict)
+               else [f"a {type(weights).__name__}"])  # (keys of any type, quoted short)
+        raise ValueError(f"{path}: 'q_network' must hold the tensors {sorted(expected)}; "
+                         f"missing, unexpected or not a dict: {', '.join(odd)}")
     for key, tensor in expected.items():
         value = weights[key]
         if not isinstance(value, torch.Tensor) or value.shape != tensor.shape:
             shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
             raise ValueError(f"{path}: {key} must have shape {tuple(tensor.shape)}, got {shape}")
-        if not value.is_floating_point() or not torch.isfinite(value).all():
-            raise ValueError(f"{path}: {key} must hold finite floats")
+        if (value.layout != torch.strided or not value.is_floating_point()
+                or not torch.isfinite(value).all()):
+            raise ValueError(f"{path}: {key} must hold finite floats (a dense tensor)")
     network.load_state_dict(weights)
+    _check_q_values(network, path)
     return DQNAgent(network, name)
+
+
+def _check_q_values(network: QNetwork, path) -> None:
+    """``ValueError`` when the network's Q-values of legal actions at the policy loader's probe
+    positions are not finite: finite weights can overflow (3e38 each), and the agent would
+    then play its first legal action at every decision without a word."""
+    from sevenrocks_env.policy import probe_positions
+    observations, masks = probe_positions()
+    with torch.inference_mode():
+        q_values = network(observations)
+    if not bool(torch.isfinite(q_values[masks]).all()):
+        raise ValueError(f"{path}: the network's Q-values are not finite (its weights overflow)")
 
 
 def save(network: nn.Module, path, hidden, env_steps: int, seed: int) -> None:

@@ -196,14 +196,21 @@ def test_a_well_formed_small_file_loads(tmp_path):
     ({"hidden": []}, "'hidden' must be"),
     ({"obs_size": 100}, "observations of 100 floats"),
     # a tensor there made the comparison a RuntimeError ("Boolean value of Tensor ...")
-    ({"obs_size": torch.tensor([OBS_SIZE, OBS_SIZE])}, "observations of tensor"),
+    ({"obs_size": torch.tensor([OBS_SIZE, OBS_SIZE])}, "observations of <Tensor>"),
     ({"num_actions": float(NUM_ACTIONS)}, "and 113.0 actions"),
     ({"q_network": {"model.0.0.weight": torch.zeros(8, OBS_SIZE)}}, "must hold the tensors"),
     ({"q_network": [1, 2]}, "must hold the tensors"),
+    # an int key beside the names: sorting them was a TypeError
+    ({"q_network": {**example.QNetwork((8,)).state_dict(), 7: torch.zeros(1)}},
+     "unexpected or not a dict: 7$"),
+    # long values were repeated whole (200,000 characters)
+    ({"obs_size": "A" * 200_000}, "observations of 'AAAA"),
+    ({"hidden": list(range(50_000))}, r"got \[0, 1, 2"),
 ])
 def test_bad_fields_are_refused(tmp_path, changes, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as info:
         example.load_agent(_saved(tmp_path, **changes))
+    assert len(str(info.value)) < 1000, len(str(info.value))
 
 
 def test_wrong_shapes_and_values_are_refused(tmp_path):
@@ -215,6 +222,14 @@ def test_wrong_shapes_and_values_are_refused(tmp_path):
     bad[0] = float("nan")
     with pytest.raises(ValueError, match="finite floats"):
         example.load_agent(_saved(tmp_path, q_network={**weights, "model.1.bias": bad}))
+    # a sparse tensor was a NotImplementedError from torch.isfinite
+    sparse = {**weights, "model.1.weight": weights["model.1.weight"].to_sparse()}
+    with pytest.raises(ValueError, match=r"model.1.weight must hold finite floats \(a dense"):
+        example.load_agent(_saved(tmp_path, q_network=sparse))
+    # finite weights whose Q-values overflow loaded, and the agent played its first legal move
+    huge = {key: torch.full_like(value, 3e38) for key, value in weights.items()}
+    with pytest.raises(ValueError, match="Q-values are not finite"):
+        example.load_agent(_saved(tmp_path, q_network=huge))
 
 
 class Payload:
