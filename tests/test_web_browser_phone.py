@@ -161,10 +161,11 @@ def test_turning_the_phone_while_your_turn_is_on_its_way_lays_the_table_out_agai
     page.close()
 
 
-def test_the_round_summary_fits_a_320_px_phone(server, browser):
+@pytest.mark.parametrize("width", [320, 350, 360])
+def test_the_round_summary_fits_a_phone(server, browser, width):
     """At 320 x 568 the deduction column (R7) still needed sideways scrolling (303 px shown of
-    335)."""
-    page = _first_turn(server, browser, 320, 568)
+    335); at 341-370 px, past the narrowest screens' rules, it was cut off again ("deductio")."""
+    page = _first_turn(server, browser, width, 640)
     _play_to_the_summary(page)
     assert page.locator("#summary-body table").count() == 1, "seed 11 no longer ends counted"
     shown, needed = page.evaluate("[document.getElementById('summary').clientWidth,"
