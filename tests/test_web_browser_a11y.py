@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("playwright", reason="needs the [web-test] extra")
 
 from browser_page import (_open, _play_to_the_summary, _replay_of, _start,  # noqa: E402
-                          module_fixtures)
+                          module_fixtures, play_my_turn, wait_for_turn_or_summary)
 from positions import round_played_out  # noqa: E402
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
@@ -39,6 +39,25 @@ def test_the_keyboard_stays_in_the_hand_while_the_bots_move(server, browser):
     if page.locator("#board .marker.target").count():  # it fits two ends: the first one
         page.keyboard.press("Enter")
     page.wait_for_function(f"App.ui.view.ply > {ply} + 1 && {YOUR_TURN}", timeout=20000)
+    assert page.evaluate("document.activeElement.closest('#hand') !== null")
+    page.close()
+
+
+def test_a_keyboard_knock_leaves_the_focus_in_the_hand(server, browser):
+    """The Knock button, hidden while the bots moved, took the focus with it: the page's body
+    had it at the next turn (seed 99: you knock in its second round)."""
+    page = _your_first_turn(server, browser, seed=99)
+    while not page.locator("#knock").is_visible():
+        if wait_for_turn_or_summary(page) == "summary":
+            assert page.evaluate("!App.ui.view.over"), "seed 99 no longer makes you knock"
+            page.get_by_role("button", name="Continue").click()
+        elif not page.locator("#knock").is_visible():
+            play_my_turn(page, {"illegal": ""})
+    ply = page.evaluate("App.ui.view.ply")
+    page.locator("#knock").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_function(f"App.ui.view.ply > {ply} && {YOUR_TURN}", timeout=20000)
+    assert not page.evaluate("document.getElementById('summary').open")
     assert page.evaluate("document.activeElement.closest('#hand') !== null")
     page.close()
 

@@ -169,7 +169,12 @@ function show(view) {
   drawTable(view, justEnded || !view.board ? finished.board : view.board);
   drawHand(justEnded ? {...view, hand: []} : view);  // the next round's hand after the summary
   drawMoves(view, roundOver ? finished : null);
-  $("knock").hidden = !(view.next === "you" && view.knock.required);
+  const knockGone = !(view.next === "you" && view.knock.required);
+  // a keyboard that knocked goes back to the hand: hidden, the button dropped it on the body
+  if (knockGone && document.activeElement === $("knock")) {
+    $("hand").firstElementChild?.focus({preventScroll: true});
+  }
+  $("knock").hidden = knockGone;
   if (justEnded) {
     ui.shownRounds = view.rounds_ended;
     showSummary(view, finished);
