@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from browser_page import (_open, _play_to_the_summary, _replay_of, _start, module_fixtures,
-                          play_my_turn)
+                          play_my_turn, wait_for_turn_or_summary)
 from positions import round_played_out
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
@@ -171,6 +171,38 @@ def test_the_round_summary_fits_a_phone(server, browser, width):
     shown, needed = page.evaluate("[document.getElementById('summary').clientWidth,"
                                   " document.getElementById('summary').scrollWidth]")
     assert needed <= shown
+    page.close()
+
+
+OVERLAP = """() => { const n = document.getElementById('notice').getBoundingClientRect();
+  return [...document.querySelectorAll('#board .marker.target')].map((end) => {
+    const r = end.getBoundingClientRect();
+    return [r.top, r.left < n.right && r.right > n.left,
+            r.bottom > n.top && r.top < n.bottom && r.left < n.right && r.right > n.left]; }); }"""
+
+
+def test_the_choose_an_end_note_keeps_clear_of_the_ends(server, browser):
+    """The note "choose a highlighted end" sat fixed at the top of the screen, over an end of
+    a board scrolled up to it (7 of 90 choices at 1280 x 800): that end could not be seen."""
+    page = _first_turn(server, browser, 1280, 500)
+    several = "App.ui.view.hand.findIndex((t) => t.playable && t.places.length > 1)"
+    while page.evaluate(several) < 0:
+        if wait_for_turn_or_summary(page) == "summary":
+            page.get_by_role("button", name="Continue").click()
+        elif page.evaluate(several) < 0:
+            play_my_turn(page, {"illegal": ""})
+    page.locator("#hand .hand-tile").nth(page.evaluate(several)).click()
+    assert "choose a highlighted end" in page.inner_text("#notice")
+    moved = 0
+    for end in range(page.locator("#board .marker.target").count()):
+        page.evaluate("""async (i) => { const r = document.querySelectorAll(
+            '#board .marker.target')[i].getBoundingClientRect(); window.scrollBy(0, r.top - 12);
+            await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 50))); }""",
+                      end)
+        top, across, covered = page.evaluate(OVERLAP)[end]
+        assert not covered, (end, page.evaluate(OVERLAP))
+        moved += top < 40 and across  # this end was where the note stands at the top
+    assert moved, "no end could be scrolled under the note: the test checked nothing"
     page.close()
 
 

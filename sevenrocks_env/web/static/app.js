@@ -46,6 +46,24 @@ function notice(text, kind) {
   node.className = kind || "";
 }
 
+// The toast keeps clear of the ends it asks you to choose from: over one of them at the top of
+// the screen (the board scrolled up to it) it goes to the bottom, unless one is under it there
+function placeNotice() {
+  const node = $("notice");
+  const ends = [...document.querySelectorAll("#board .marker.target")];
+  const covers = () => {
+    const box = node.getBoundingClientRect();
+    return ends.some((end) => {
+      const r = end.getBoundingClientRect();
+      return r.bottom > box.top && r.top < box.bottom && r.right > box.left && r.left < box.right;
+    });
+  };
+  node.classList.remove("low");
+  if (!ends.length || !node.textContent || !covers()) return;
+  node.classList.add("low");
+  if (covers()) node.classList.remove("low");
+}
+
 // ---- start panel -----------------------------------------------------------------------------
 
 async function loadAgents() {
@@ -314,6 +332,7 @@ function clickTile(tile) {
   show(view);  // redraws the hand: the focused tile is gone, so focus moves to the first end
   const first = document.querySelector("#board .marker.target");
   if (first && fromHand) first.focus();
+  placeNotice();
 }
 
 function clickEnd(slot) {
@@ -459,6 +478,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("summary-new").addEventListener("click", newMatch);
   $("summary-download").addEventListener("click", downloadRecord);
   window.addEventListener("resize", reshape);
+  window.addEventListener("scroll", placeNotice, {passive: true});
 });
 
 window.App = {ui, api, notice, newMatch};
