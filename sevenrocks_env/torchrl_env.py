@@ -146,12 +146,14 @@ class SevenRocksTorchRLEnv(EnvBase):
                     f"{' ...' if len(envs) > 8 else ''}): the engine restarts a single match only "
                     f"when it ends (automatically); call reset() without '_reset' to restart all")
             if not bool(in_progress.any()):
-                self._finished &= ~reset  # those matches already restarted inside step
+                # (new tensors, not in place: one made under torch.inference_mode, as TorchRL's
+                # evaluation rollouts run, cannot be changed in place outside it)
+                self._finished = self._finished & ~reset  # restarted inside step already
                 return self._observe(terminated=None, truncated=None)
         seed = int(self._seed_rng.integers(0, MAX_SEED, endpoint=True))
         vec.reset(seed=seed)
         self._started = True
-        self._finished.zero_()
+        self._finished = torch.zeros_like(self._finished)
         return self._observe(terminated=None, truncated=None)
 
     def load(self, matches) -> TensorDictBase:
@@ -163,7 +165,7 @@ class SevenRocksTorchRLEnv(EnvBase):
         positions: ``rand_action`` and ``rollout`` without a policy then play illegal moves.)"""
         self.vector_env.load(matches)  # checks everything before changing anything
         self._started = True
-        self._finished.zero_()
+        self._finished = torch.zeros_like(self._finished)
         return self._observe(terminated=None, truncated=None)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:

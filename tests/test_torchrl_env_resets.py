@@ -72,6 +72,26 @@ def test_a_reset_naming_no_env_keeps_the_finished_matches_finished():
     env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))  # accepted
 
 
+def test_the_env_works_outside_inference_mode_after_use_inside_it():
+    """TorchRL's evaluation hooks roll out under ``torch.inference_mode()``: afterwards, the
+    env's own flags, made there, could not be changed in place ("Inplace update to inference
+    tensor outside InferenceMode"), and a reset or a partial reset failed."""
+    with torch.inference_mode():
+        built_inside = SevenRocksTorchRLEnv(4, seed=0)
+    assert built_inside.reset()["observation"].shape == (4, 238)
+    env = SevenRocksTorchRLEnv(4, seed=0)
+    with torch.inference_mode():
+        env.rollout(5)
+    assert env.rollout(5)["next", "done"].shape == (4, 5, 1)
+    with torch.inference_mode():
+        env, done = some_matches_done()
+    env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))  # a partial reset
+    from sevenrocks_env.rules import Match
+    with torch.inference_mode():
+        env = SevenRocksTorchRLEnv(2, seed=0)
+    assert env.load([Match.new(0), Match.new(1)])["observation"].shape == (2, 238)
+
+
 def test_a_partial_reset_given_as_0_1_integers_works_as_booleans():
     """A ``_reset`` of 0/1 integers (built from a count or a long tensor) names the same envs
     as booleans: the finished matches are accepted and marked in progress again."""
