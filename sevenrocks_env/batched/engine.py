@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..rewards import team0_reward
 from ..tiles import KNOCK
 from . import layout
 from .deal import deal_from_streams
@@ -80,8 +81,11 @@ def step(state: BatchState, actions: torch.Tensor, settings: Settings, streams: 
         events = StepEvents(seat, logged_sum, points, empty, empty, empty, empty, empty.bool(),
                             empty, empty, empty)
     events.seat, events.end_sum, events.points = seat, logged_sum, points
-    winner_sign = (won * (1 - 2 * (seat & 1))).to(torch.float32)  # not torch's default dtype
-    team0 = settings.points_scale * margin.to(torch.float32) + settings.win_reward * winner_sign
+    # the AEC env's formula in float64, then rounded once: bit for bit its reward (in float32,
+    # 0.01 * 5 was 0.049999997 where the AEC env's 0.05 rounds to 0.050000001)
+    winner_sign = won * (1 - 2 * (seat & 1))
+    team0 = team0_reward(margin.to(torch.float64), winner_sign.to(torch.float64),
+                         settings.points_scale, settings.win_reward).to(torch.float32)
     # + 0.0: a zero reward is 0.0 for every seat (0.0 * -1 is -0.0, which prints as "-0")
     return team0[:, None] * tables(seat.device).seat_signs + 0.0, won, truncated, events
 

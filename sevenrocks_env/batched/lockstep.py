@@ -72,9 +72,9 @@ class Lockstep:
             apply_action(match, acts[env])
             margin = match.scores[0] - match.scores[1] - before
             sign = winner_sign(match.winner)
-            team0 = np.float32(team0_reward(np.float32(margin), sign, scale, win))
+            team0 = np.float32(team0_reward(margin, sign, scale, win))  # the AEC env's, rounded
             expected = np.array([team0, -team0, team0, -team0], np.float32)
-            if not np.allclose(rewards_np[env], expected, rtol=1e-6, atol=1e-7):
+            if not np.array_equal(rewards_np[env], expected):  # bit for bit
                 raise LockstepError(f"env {env}: rewards {rewards_np[env]}, expected {expected}")
             if bool(terminated_np[env]) != (match.winner is not None) or \
                     bool(truncated_np[env]) != match.truncated:
