@@ -43,9 +43,11 @@ def masked_mlp_policy(device, hidden: int = 64) -> ProbabilisticActor:
 
 
 def masked_random_policy() -> TensorDictModule:
-    """Uniform over each match's legal actions (``action_mask``)."""
+    """Uniform over each match's legal actions (``action_mask``), whatever the batch dims
+    (``[B, 113]``, or ``[n, B, 113]`` under ``SerialEnv`` / ``ParallelEnv``)."""
     def draw(mask: torch.Tensor) -> torch.Tensor:
-        return torch.multinomial(mask.to(torch.float32), 1).squeeze(-1)
+        rows = mask.flatten(0, -2).to(torch.float32)  # multinomial takes 1 or 2 dims only
+        return torch.multinomial(rows, 1).view(mask.shape[:-1])
 
     return TensorDictModule(draw, in_keys=["action_mask"], out_keys=["action"])
 

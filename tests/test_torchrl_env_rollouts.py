@@ -158,6 +158,16 @@ def test_wrapped_envs_need_torchrl_s_action_mask_transform():
         bare_wrapper.rollout(100, break_when_any_done=False)
 
 
+def test_the_example_s_random_policy_plays_under_serial_env():
+    """Under SerialEnv the mask is ``[n, B, 113]``: ``torch.multinomial`` takes two dims at most
+    ("prob_dist must be 1 or 2 dim")."""
+    from torchrl.envs import SerialEnv
+    serial = SerialEnv(2, lambda: SevenRocksTorchRLEnv(4, seed=0, **SHORT))
+    data = serial.rollout(20, load_example().masked_random_policy(), break_when_any_done=False)
+    assert data["action"].shape == (2, 4, 20)
+    assert data["action_mask"].gather(-1, data["action"].unsqueeze(-1)).all()
+
+
 def test_illegal_action_is_refused():
     env = SevenRocksTorchRLEnv(3, seed=0)
     td = env.reset()
