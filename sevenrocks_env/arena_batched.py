@@ -200,12 +200,13 @@ def evaluate_batched(agent_a, agent_b, pairs: int, seed: int = 0,
     if workers > 1 and torch.device(device).type != "cpu":
         raise ValueError(f"workers > 1 play on the CPU; on {device} use one process")
     # with workers too: a bad spec fails here, before any process starts
-    side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
+    batched_agent(agent_a, device), batched_agent(agent_b, device)
     from .fingerprints import check_files, run_fingerprints
-    files = run_fingerprints((agent_a, agent_b))  # (the agents just built read these files)
+    files = run_fingerprints((agent_a, agent_b))  # before the agents that play are built
 
     def chunks(done: int):
         if workers == 1:
+            side_a, side_b = batched_agent(agent_a, device), batched_agent(agent_b, device)
             check_files((agent_a, agent_b), files)
             for first in range(done, pairs, batch):
                 yield play_pairs_batched(side_a, side_b, seed, first, min(batch, pairs - first),
