@@ -53,7 +53,7 @@ def test_labels_file_round_trip_and_its_checks(tmp_path, collected):
                  action_mask=collected["action_mask"], action=collected["action"],
                  values=values.astype(np.float32), teacher=np.array("t"))
         with pytest.raises(distill.LabelsError, match="'values' (must be float32|declares "
-                                                     r"float32 \(60, 5\): not floats)"):
+                                                     r"float32 \(60, 5\): not float32)"):
             distill_labels.load_labels(target)
     # the label must be the best of its row's values (ties allowed), and an illegal action's
     # value 0: labels of one teacher beside the values of another are refused
