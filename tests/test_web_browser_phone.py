@@ -202,6 +202,9 @@ def test_the_choose_an_end_note_keeps_clear_of_the_ends(server, browser):
         top, across, covered = page.evaluate(OVERLAP)[end]
         assert not covered, (end, page.evaluate(OVERLAP))
         moved += top < 40 and across  # this end was where the note stands at the top
+        # a refusal while the tile is still selected (a lost answer, say) keeps clear too
+        page.evaluate("App.notice('not accepted: no answer from the server', 'warn')")
+        assert not any(covered for _, _, covered in page.evaluate(OVERLAP))
     assert moved, "no end could be scrolled under the note: the test checked nothing"
     page.close()
 

@@ -44,6 +44,7 @@ function notice(text, kind) {
   const node = $("notice");
   node.textContent = text || "";
   node.className = kind || "";
+  placeNotice();  // (a refusal while a tile is still selected: clear of its ends too)
 }
 
 // The toast keeps clear of the ends it asks you to choose from: over one of them at the top of
@@ -332,7 +333,7 @@ function clickTile(tile) {
   show(view);  // redraws the hand: the focused tile is gone, so focus moves to the first end
   const first = document.querySelector("#board .marker.target");
   if (first && fromHand) first.focus();
-  placeNotice();
+  placeNotice();  // its ends are drawn now
 }
 
 function clickEnd(slot) {
