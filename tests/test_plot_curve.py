@@ -179,6 +179,17 @@ def test_a_win_rate_without_its_wall_time_is_skipped(tmp_path):
     assert [p[0] for p in read_run(tmp_path / "run")["curves"]["random"]] == [256, 512, 768]
 
 
+def test_a_run_resumed_from_any_checkpoint_resume_takes_is_drawn(tmp_path):
+    """--resume takes a wall_time up to 1e9 s; the curves refused minutes past a year, so a run
+    resumed from 5e7 s (833,333 minutes) trained and could not be drawn."""
+    from training.checkpoint import MAX_WALL_SECONDS
+    from training.plot_curve import read_run
+    late = MAX_WALL_SECONDS / 60
+    run = read_run(write_run(tmp_path / "run", minutes=(1, 833_334, late)))
+    assert [seconds for _, seconds, _ in run["curves"]["random"]][1:] == [
+        pytest.approx(833_334 * 60), pytest.approx(late * 60)]
+
+
 @pytest.mark.parametrize("extra, words", [
     ([("eval/win_rate_vs_random", 1.5, 256)], "'eval/win_rate_vs_random' is 1.5 at step 256, "
                                               "not a win rate"),
@@ -186,8 +197,8 @@ def test_a_win_rate_without_its_wall_time_is_skipped(tmp_path):
     ([("eval/pairs", float("nan"), 256)], "'eval/pairs' is nan"),
     ([("eval/pairs", 2.5, 256)], "not a number of pairs"),
     ([("eval/wall_minutes", -4.0, 512)], "'eval/wall_minutes' is -4.0 at step 512"),
-    ([("eval/wall_minutes", 1e6, 512)], "'eval/wall_minutes' is 1000000.0 at step 512, not a "
-                                        "number of minutes"),  # past a year
+    ([("eval/wall_minutes", 2e7, 512)], "'eval/wall_minutes' is 20000000.0 at step 512, not a "
+                                        "number of minutes"),  # well past a checkpoint's 1e9 s
 ])
 def test_odd_logged_values_are_one_line_naming_the_tag(tmp_path, capsys, extra, words):
     """A run folder from elsewhere: every value read is checked before it is drawn (the tag

@@ -245,8 +245,8 @@ def load_training_checkpoint(path) -> dict:
 MAX_CONFIG_CHARS = 64_000
 
 
-#: The most seconds a checkpoint's ``wall_time`` may say (some 31 years): ``--resume``, ship
-#: and the curves read it with this one bound.
+#: The most seconds a checkpoint's ``wall_time`` may say (some 31 years): ``--resume`` and ship
+#: read it with this bound, and the curves the minutes logged (``plot_curve.MAX_MINUTES``).
 MAX_WALL_SECONDS = 10 ** 9
 
 

@@ -32,8 +32,10 @@ from sevenrocks_env.checks import shown
 from sevenrocks_env.ratings import wilson_interval
 from sevenrocks_env.textfile import not_regular, open_without_waiting, shown_path
 
-#: Bounds of the logged values read from a run folder (a year of wall time; the arena's pairs).
-MAX_MINUTES, MAX_PAIRS = 60 * 24 * 366, 10 ** 7
+#: Bounds of the logged values read from a run folder: the wall time a checkpoint may hold
+#: (``training.checkpoint.MAX_WALL_SECONDS``, 1e9 s: 16,666,667 minutes as float32 logs them,
+#: so a run resumed from any checkpoint is drawn), and the arena's pairs.
+MAX_MINUTES, MAX_PAIRS = 1.7e7, 10 ** 7
 #: Bounds of a run folder's event files, checked before TensorBoard reads them: all of them
 #: together at most 1 GiB (a 25-minute ``make train`` run logs about 1 MB), and no record claiming
 #: more than 16 MiB (a record holds one scalar or the hyperparameter table: a few kB; TensorBoard's
