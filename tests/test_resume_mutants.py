@@ -40,7 +40,10 @@ def test_a_long_yaml_problem_is_cut_to_120_characters(tmp_path):
 @pytest.mark.parametrize("text, where", [("seed: 3\n# comment\x07\n", "#x0007 is not allowed "
                                          "(line 2, column 10)"),
                                          ("\x1b[31m: 1\n", "#x001b is not allowed (line 1, "
-                                         "column 1)")])
+                                         "column 1)"),
+                                         # YAML's other line breaks count as its marks count them
+                                         ("seed: 1\rbatch: 2\u2028# \x07\r", "#x0007 is not "
+                                          "allowed (line 3, column 3)")])
 def test_a_control_character_is_named_with_its_line(tmp_path, text, where):
     """PyYAML's reader error has no problem text or mark: the message said only
     'ReaderError'."""

@@ -9,6 +9,8 @@ failure -- syntax, nesting too deep, an integer of thousands of digits -- is one
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from sevenrocks_env.checks import shown
@@ -85,14 +87,18 @@ _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float",
                                  _UniqueKeyLoader.construct_yaml_float)
 
 
+#: What YAML counts as a line break (YAML 1.1, as PyYAML's marks count lines).
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+
+
 def _read_yaml(text: str, source: str):
     """``yaml.safe_load`` (keys unique) with every failure (syntax, a repeated key, nesting too
     deep, over-long integers) as one short :class:`ConfigError` line."""
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.reader.ReaderError as error:  # a control character: no problem, no mark
-        line = text.count("\n", 0, error.position) + 1
-        column = error.position - text.rfind("\n", 0, error.position)
+        lines = _LINE_BREAK.split(text[:error.position])  # (YAML's line breaks, as its marks)
+        line, column = len(lines), len(lines[-1]) + 1
         raise ConfigError(f"{source} is not valid YAML: character #x{error.character:04x} is not "
                           f"allowed (line {line}, column {column})") from None
     except yaml.YAMLError as error:
