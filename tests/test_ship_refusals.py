@@ -197,6 +197,21 @@ def test_ship_refuses_a_folder_holding_another_policy_s_card(tmp_path, capsys):
         assert "--train-command must be one line" in capsys.readouterr().err
 
 
+def test_a_config_text_value_the_command_cannot_hold_ships_with_train_command(tmp_path, capsys):
+    """A run's ``init_from`` with a backtick is refused where the card's training command is
+    written from the config; given ``--train-command`` it stays in the card's JSON only."""
+    from training.ship import main as ship
+
+    data = policy_entries(PolicyNet([16]), 0)
+    data["config"] = {"hidden_sizes": [16], "init_from": "runs/a`b.pt"}
+    source = save_checkpoint(tmp_path / "source.pt", data)
+    args = [str(source), "--out", str(tmp_path / "shipped" / "p.pt"), "--pairs", "1",
+            "--search-pairs", "0", "--agents", "random"]
+    assert ship(args) == 2
+    assert "(or give the command: --train-command)" in capsys.readouterr().err
+    assert ship([*args, "--train-command", "python -m training.train --config my.yaml"]) == 0
+
+
 @pytest.mark.parametrize("agent", ["a|b=random", "x`y=random", "mine=ckpt:a|b.pt",
                                    "mine=ckpt:a`b.pt", "n" * 201 + "=random"])
 def test_an_opponent_name_or_spec_that_would_break_the_card_is_refused(agent):

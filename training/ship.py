@@ -94,14 +94,15 @@ def _arena(args, agents: list[str]):
                                                        batch=min(pairs, 256), progress=True)
 
 
-def _check_config(data: dict, path, distilled: bool) -> None:
+def _check_config(data: dict, path, distilled: bool, writes_command: bool = True) -> None:
     """:class:`CheckpointError` naming the file and field when its run's ``config`` (checked
     by :func:`run_facts` as JSON; absent: ``{}``) is not a valid training config (as
     ``--resume`` reads it; its agents are not made), describes another network than its
     weights (a distilled one's layers may be wider), or holds an opponent that is not
-    :data:`~sevenrocks_env.arena_report.CARD_TEXT` (the card's Markdown names them), or a
-    text value (``init_from``) that the card's training command could not hold: more than one
-    line, or a backtick that would end its code block."""
+    :data:`~sevenrocks_env.arena_report.CARD_TEXT` (the card's Markdown names them), or, when
+    the card's training command is written from it (``writes_command``: no ``--train-command``),
+    a text value (``init_from``) that command could not hold: more than one line, or a
+    backtick."""
     from .config import ConfigError, config_from_dict
     from .resume import network_disagreement, saved_values
     saved = data.get("config") or {}
@@ -111,10 +112,11 @@ def _check_config(data: dict, path, distilled: bool) -> None:
         cfg = config_from_dict(saved_values(data), f"{path}: 'config'", agents=False)
     except ConfigError as error:
         raise CheckpointError(str(error)[:400]) from None
-    for key, value in saved_values(data).items():
+    for key, value in saved_values(data).items() if writes_command else ():
         if isinstance(value, str) and key not in _NOT_LEARNING and not _command_text(value):
             raise CheckpointError(f"{path}: 'config' {key}: {shown(value)} must be {COMMAND_TEXT}"
-                                  " (it goes into the model card's training command)")
+                                  " to go into the model card's training command (or give the "
+                                  "command: --train-command)")
     problem = network_disagreement(saved, cfg, data["model_config"], widened=distilled)
     if problem:
         raise CheckpointError(f"{path}: 'config' {problem}")
@@ -220,7 +222,8 @@ def main(argv=None) -> int:
         # its weights, before --out is written; the card's model_config is the built network's
         model_config = build_model(shipped, args.checkpoint).model_config()
         distilled = distill_facts(source, args.checkpoint)
-        _check_config(source, args.checkpoint, distilled is not None)
+        _check_config(source, args.checkpoint, distilled is not None,
+                      writes_command=args.train_command is None)
         if args.train_command is None:
             args.train_command = training_command(source, distilled is not None)
         extra = [read_result(path) for path in args.extra_result]
