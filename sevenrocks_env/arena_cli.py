@@ -100,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="agent specs:\n  " + valid_specs("\n  ") + "\nany spec may be written NAME=SPEC "
                "to show NAME in tables\n(e.g. shipped=ckpt:checkpoints/shipped/sevenrocks_ppo.pt)."
-               "\nR1–R8 are the sections of the rules in docs/rules.md")
+               "\nR1-R8 are the sections of the rules in docs/rules.md")
     parser.add_argument("agents", nargs="+",
                         help="two agent specs (A, B), or several with --round-robin")
     parser.add_argument("--round-robin", action="store_true",

@@ -18,7 +18,20 @@ SUBCOMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    escape_unwritable_characters()
     return guarded("sevenrocks", lambda: _dispatch(argv))  # its own usage text too (| head)
+
+
+def escape_unwritable_characters() -> None:
+    """Characters stdout's encoding lacks are written as escapes (``\\xe9``), as stderr's are:
+    on a Latin-1 or ASCII terminal, an answer typed with an accent, or the help's dash, was a
+    ``UnicodeEncodeError`` traceback (``sevenrocks play`` then saved no record)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):  # a closed or odd stream: left as it is
+            pass
 
 
 def _dispatch(argv: list[str]) -> int:

@@ -36,7 +36,7 @@ from .render.text import describe_move, render_text, round_result
 from .tiles import KNOCK, decode_action, pips_of, tile_name, tiles_of
 
 #: Where the rule sections cited in help texts and errors are written down.
-RULES_EPILOG = "R1–R8 are the sections of the rules in docs/rules.md"
+RULES_EPILOG = "R1-R8 are the sections of the rules in docs/rules.md"
 #: Default folder of game records (git-ignored).
 GAMES = "games"
 PLACE_WORDS = ("the west end", "the east end", "branch A (north)", "branch B (south)")
@@ -330,11 +330,11 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
     session = Session(args.seat, agents, seed, args.target, stdin, stdout,
                       echo=not interactive, pause=interactive)
     told = "" if args.seed is None else f", seed {seed}"
-    session.say(f"Seven Rocks{told}: you are seat {args.seat} (team {team_of(args.seat)}); "
-                f"partner seat {partner_of(args.seat)} = {args.partner}; opponents seat "
-                f"{(args.seat + 1) % 4} = {left}, seat {(args.seat + 3) % 4} = {right}")
     status, how = 0, None
-    try:
+    try:  # (the first line too: an output full from the start still saves the deal)
+        session.say(f"Seven Rocks{told}: you are seat {args.seat} (team {team_of(args.seat)}); "
+                    f"partner seat {partner_of(args.seat)} = {args.partner}; opponents seat "
+                    f"{(args.seat + 1) % 4} = {left}, seat {(args.seat + 3) % 4} = {right}")
         with ended_as_ctrl_c():  # the terminal closed, kill PID: saved as after Ctrl-C
             finished = session.run()
     except KeyboardInterrupt:
@@ -343,6 +343,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
         finished, status, how = False, 2, "error: input is not UTF-8 text"
     except AgentError as error:  # an agent failed, or chose an illegal move (a hostile checkpoint)
         finished, status, how = False, 2, f"error: {error}"
+    except UnicodeEncodeError as error:  # a stdout given without escapes (the CLI's has them)
+        finished, status, how = False, 1, f"error: cannot write the game: {error.reason}"
     except OSError as error:  # the output closed (| head) or full: the record is still saved
         finished, status, how = False, 1, f"error: cannot write the game: {error.strerror or error}"
         if isinstance(error, BrokenPipeError) and stdout is sys.stdout:

@@ -3,6 +3,7 @@ seats and seeds of the bots, saved record (issue 5).  Answers and the words of t
 test_play_words.py; refused input and failures: test_play_failures.py."""
 
 import io
+import os
 import subprocess
 import sys
 
@@ -56,6 +57,50 @@ def test_real_pipe(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "your move, seat 2" in proc.stdout and "quit; game record saved" in proc.stdout
     records.load(path)
+
+
+def _play(path, answers, stdout=subprocess.PIPE, encoding="ascii"):
+    return subprocess.run(
+        [sys.executable, "-m", "sevenrocks_env.cli", "play", "--seed", "3", "--record", str(path)],
+        input=answers.encode("utf-8"), stdout=stdout, stderr=subprocess.PIPE, timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": encoding})
+
+
+def test_an_answer_the_terminal_cannot_show_is_escaped_and_the_game_saved(tmp_path):
+    """On an ASCII or Latin-1 stdout, echoing a refused answer typed with an accent (or a
+    full-width digit) was a UnicodeEncodeError traceback, and no record was saved."""
+    path = tmp_path / "game.json"
+    proc = _play(path, "\u00e9\n\uff13\nq\n")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"not understood: '\\xe9'" in proc.stdout and b"Traceback" not in proc.stderr
+    records.load(path)
+
+
+def test_a_stdout_given_without_escapes_that_cannot_write_an_answer_still_saves(tmp_path):
+    path = tmp_path / "game.json"
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")  # strict: no escapes
+    code = main(["--seed", "3", "--record", str(path)], stdin=io.StringIO("\u00e9\nq\n"),
+                stdout=out)
+    assert code == 1
+    records.load(path)
+
+
+@pytest.mark.parametrize("command", ["play", "replay", "arena"])
+def test_help_is_written_on_an_ascii_terminal(command):
+    """The epilog's en dash (R1-R8) was a UnicodeEncodeError traceback under LC_ALL=POSIX."""
+    proc = subprocess.run([sys.executable, "-m", "sevenrocks_env.cli", command, "--help"],
+                          capture_output=True, timeout=60,
+                          env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0 and b"R1-R8 are the sections" in proc.stdout, proc.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_an_output_full_from_its_first_line_still_saves_the_record(tmp_path):
+    path = tmp_path / "game.json"
+    with open("/dev/full", "wb") as full:
+        proc = _play(path, "1\n" * 10, stdout=full, encoding="utf-8")
+    assert proc.returncode == 1 and b"No space left on device" in proc.stderr, proc.stderr
+    assert records.load(path)["rounds"][0]["moves"] == []
 
 
 class _QuitAtPause(io.StringIO):

@@ -178,7 +178,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="sevenrocks replay",
         description="Turn a game record into an animated GIF or a folder of PNG frames "
                     "(one frame per placement or knock).",
-        epilog="R1–R8 are the sections of the rules in docs/rules.md")
+        epilog="R1-R8 are the sections of the rules in docs/rules.md")
     parser.add_argument("record", help="game record JSON (sevenrocks-record/1)")
     parser.add_argument("--out", help="game.gif, or a folder for PNG frames")
     parser.add_argument("--check", action="store_true",
