@@ -33,7 +33,7 @@ from .play_answers import MAX_ANSWER, parse_answer, printable
 from .play_record import existing_file_problem, record_path_problem, unused_path
 from .rules import Match, apply_action, legal_actions, partner_of, round_to_five, team_of
 from .render.text import describe_move, render_text, round_result
-from .tiles import KNOCK, decode_action, pips_of, tile_name, tiles_of
+from .tiles import KNOCK, decode_action, pips_of, pips_words, tile_name, tiles_of
 
 #: Where the rule sections cited in help texts and errors are written down.
 RULES_EPILOG = "R1-R8 are the sections of the rules in docs/rules.md"
@@ -82,7 +82,7 @@ def round_summary(log) -> list[str]:
         for seat in range(4):
             pips = pips_of(remaining[seat])
             hand = " ".join(tile_name(t) for t in tiles_of(remaining[seat])) or "(empty)"
-            lines.append(f"  seat {seat}: {hand:<24} {pips:>2} pips -> rounds to "
+            lines.append(f"  seat {seat}: {hand:<24} {pips_words(pips):>7} -> rounds to "
                          f"{round_to_five(pips):>2}, team {team_of(seat)} "
                          f"{deduction_text(log.deductions[seat])}")
     lines.append(f"  scores: team 0 {log.scores[0]}, team 1 {log.scores[1]}")

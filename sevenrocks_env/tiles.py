@@ -161,6 +161,11 @@ def mask_of(tiles) -> int:
     return mask
 
 
+def pips_words(pips: int) -> str:
+    """``"1 pip"``, ``"12 pips"``."""
+    return f"{pips} pip" + ("" if pips == 1 else "s")
+
+
 def pips_of(mask: int) -> int:
     """Total pips of the tiles in a bitmask."""
     return sum(TILE_PIPS[t] for t in tiles_of(mask))

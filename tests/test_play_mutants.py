@@ -30,6 +30,11 @@ def test_a_knock_and_the_opening_move_are_worded_as_the_web_page_shows_them():
     assert words and all(" on the " in w and "to open" not in w for w in words)
 
 
+def test_one_pip_is_singular():
+    from sevenrocks_env.tiles import pips_words
+    assert [pips_words(n) for n in (0, 1, 2, 12)] == ["0 pips", "1 pip", "2 pips", "12 pips"]
+
+
 def test_each_remaining_hand_is_shown_with_its_pips_rounded_to_five():
     """R7: a remaining hand costs its pips rounded to 5; the summary says both numbers."""
     log = finished_round(accept=lambda log: any(
@@ -37,7 +42,8 @@ def test_each_remaining_hand_is_shown_with_its_pips_rounded_to_five():
     lines = [line for line in round_summary(log) if line.lstrip().startswith("seat ")]
     for seat, line in enumerate(lines):
         pips = pips_of(log.remaining_hands()[seat])
-        assert f" {pips:>2} pips -> rounds to {round_to_five(pips):>2}," in line, line
+        words = f"{pips} pip" + ("" if pips == 1 else "s")  # (not "1 pips")
+        assert f" {words:>7} -> rounds to {round_to_five(pips):>2}," in line, line
 
 
 def _session(stdin: io.StringIO, out: io.StringIO, **kwargs) -> Session:

@@ -21,7 +21,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..rules import Match, checked_match, team_of
 from ..scoring import end_sum
-from ..tiles import KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, tile_name, tiles_of
+from ..tiles import (KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, pips_words, tile_name,
+                     tiles_of)
 from .geometry import BoardGeometry, Framing, TileBox, board_geometry
 from .layout import BoardDrawing, build_layout, last_placement
 from .text import (
@@ -179,7 +180,8 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
         face_up = spectator or seat == observer or revealed
         if revealed:
             pips = sum(TILES[t][0] + TILES[t][1] for t in hand)
-            draw.text((672, y + 16), f"{pips} pips -> {deduction_text(log.deductions[seat])}",
+            draw.text((672, y + 16),
+                      f"{pips_words(pips)} -> {deduction_text(log.deductions[seat])}",
                       fill=TEXT, font=font(15), anchor="lm")
         for i, tile in enumerate(hand):
             x = 330 + i * (tile_w + 8)
