@@ -235,8 +235,18 @@ def build_model(data: dict, path="checkpoint") -> PolicyNet:
     if not value_head:
         model.value_head = MissingValueHead()
     model.load_state_dict(weights)
+    if value_head and trained_with_oracle_critic(data):  # its value head was never trained
+        model.value_head = MissingValueHead()
     _check_outputs(model, path)
     return model
+
+
+def trained_with_oracle_critic(data: dict) -> bool:
+    """Whether a checkpoint's run trained with the oracle critic (its ``config``): the policy's
+    own value head then kept its initial weights, and is no value head to use (a policy file
+    exported from such a run has none: ``training.checkpoint.policy_only``)."""
+    config = data.get("config")
+    return isinstance(config, dict) and config.get("critic") == "oracle"
 
 
 def probe_positions() -> tuple[torch.Tensor, torch.Tensor]:

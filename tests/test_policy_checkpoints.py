@@ -212,3 +212,21 @@ def test_a_network_whose_legal_logits_reach_the_mask_s_is_refused_at_load(tmp_pa
         dist.mode()
     with pytest.raises(ValueError, match="the row has no legal action, or it was given"):
         MaskedCategorical(torch.zeros(1, 3), torch.zeros(1, 3, dtype=torch.bool)).mode()
+
+
+@pytest.mark.parametrize("critic", ["oracle", "shared"])
+def test_a_training_checkpoint_of_an_oracle_critic_run_has_no_value_head(tmp_path, critic):
+    """The oracle critic trains its own network: the policy's value head keeps its initial
+    weights.  ``load_policy`` on such a run's step_N.pt or latest.pt gave that untrained head's
+    numbers from ``value()``, where the same run's exported policy raises."""
+    path = save_policy(tmp_path / "latest.pt", config={"critic": critic})
+    model = load_policy(path).model
+    obs = torch.zeros(1, 238)
+    if critic == "shared":
+        assert model.value(obs).shape == (1,)
+        assert "value_head" not in model.model_config()
+    else:
+        with pytest.raises(RuntimeError, match="no value head"):
+            model.value(obs)
+        assert model.model_config()["value_head"] is False
+

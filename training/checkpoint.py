@@ -21,7 +21,7 @@ from sevenrocks_env.atomic_file import atomic_path
 from sevenrocks_env.checks import shown
 from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
 from sevenrocks_env.policy import (CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES, CheckpointError,
-                                   expected_shapes, read_checkpoint)
+                                   expected_shapes, read_checkpoint, trained_with_oracle_critic)
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 from .config_yaml import ConfigError
@@ -282,8 +282,7 @@ def policy_only(data: dict) -> dict:
                                   "model_config", "model", "global_step")}
     if data.get("distill") is not None:  # checked by whoever reads it (training.ship)
         small["distill"] = data["distill"]
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
-    if config.get("critic") == "oracle":
+    if trained_with_oracle_critic(data):
         small["model"] = {k: v for k, v in data["model"].items()
                           if not k.startswith("value_head.")}
         small["model_config"] = dict(data["model_config"], value_head=False)
