@@ -330,8 +330,9 @@ class PolicyAgent:
         legal = np.flatnonzero(mask)
         if len(legal) == 1:
             return int(legal[0])
-        obs = torch.as_tensor(observation, device=self.device)
-        mask_t = torch.as_tensor(mask, device=self.device).unsqueeze(0)
+        # copies (238 floats): a read-only array of the caller's was a UserWarning from torch
+        obs = torch.tensor(observation, device=self.device)
+        mask_t = torch.tensor(mask, device=self.device).unsqueeze(0)
         logits, _ = self.model(obs.unsqueeze(0), mask_t)
         if not bool(torch.isfinite(logits[mask_t]).all()):  # argmax of NaN would be action 0
             raise RuntimeError(f"{self.name}: the network's outputs for legal actions are not "

@@ -230,3 +230,24 @@ def test_a_training_checkpoint_of_an_oracle_critic_run_has_no_value_head(tmp_pat
             model.value(obs)
         assert model.model_config()["value_head"] is False
 
+
+def test_a_read_only_observation_is_played_without_a_warning(tmp_path):
+    """torch warned ("The given NumPy array is not writable"), once a process: checked in a
+    fresh one, with warnings as errors."""
+    import subprocess
+    import sys
+    script = """if True:
+        from sevenrocks_env.env import raw_env
+        from sevenrocks_env.policy import load_policy
+        env = raw_env()
+        env.reset(seed=3)
+        seen = env.observe(env.agent_selection)
+        obs, mask = seen["observation"].copy(), seen["action_mask"].copy()
+        obs.flags.writeable = mask.flags.writeable = False
+        assert mask.sum() > 1 and mask[load_policy(PATH).act(obs, mask)]
+        print("played")"""
+    path = save_policy(tmp_path / "p.pt")
+    proc = subprocess.run([sys.executable, "-W", "error", "-c",
+                           script.replace("PATH", repr(str(path)))],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == "played\n", proc.stderr[-500:]
