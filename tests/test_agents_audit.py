@@ -110,6 +110,17 @@ def test_a_policy_search_without_a_checkpoint_says_so(spec):
         make_agent(spec)
 
 
+def test_parameters_after_a_ckpt_path_point_at_the_sampling_spec():
+    """``ckpt:shipped,temperature=0.5`` was "no such file: shipped,temperature=0.5" alone."""
+    with pytest.raises(ValueError, match=r"no such file: shipped,temperature=0.5 .*; ckpt: takes a "
+                                         r"path and no parameters \(sampling at a temperature: "
+                                         r"sample:policy=PATH,temperature=T\)$"):
+        make_agent("ckpt:shipped,temperature=0.5")
+    with pytest.raises(ValueError) as error:  # a comma alone is part of a path
+        make_agent("ckpt:no,such.pt")
+    assert "takes a path" not in str(error.value)
+
+
 def test_valid_specs_name_every_kind_of_the_spec_table_once():
     """The error message's list of specs (``valid_specs``) covers the module's spec table: each
     kind begins a line, and the policy search lists each of its parameters once (``policy`` is

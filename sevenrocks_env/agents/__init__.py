@@ -200,7 +200,11 @@ def _load_checkpoint(path: str, seed: int | None, deterministic: bool = True,
     try:
         resolved = resolve_path(path)
     except CheckpointError as error:
-        raise ValueError(f"cannot read checkpoint: {error}") from None
+        _, comma, after = path.partition(",")
+        hint = ("; ckpt: takes a path and no parameters (sampling at a temperature: "
+                f"{SAMPLE_SPEC}:policy=PATH,temperature=T)" if comma and "=" in after
+                and deterministic else "")
+        raise ValueError(f"cannot read checkpoint: {error}{hint}") from None
     if not os.access(resolved, os.R_OK):
         raise ValueError(f"cannot read checkpoint {path!r}")
     try:
