@@ -18,7 +18,6 @@ SUBCOMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    escape_unwritable_characters()
     return guarded("sevenrocks", lambda: _dispatch(argv))  # its own usage text too (| head)
 
 
@@ -93,7 +92,9 @@ def guarded(command: str, run) -> int:
     a reader that went away (``| head``) stops it quietly, as cat and grep do; any other
     ``OSError`` that reaches here is one line naming ``command``, not a traceback.  A Ctrl-C
     that no subcommand handles (while ``train`` imports torch: seconds) is one line and
-    status 130, as the subcommands' own handlers say it."""
+    status 130, as the subcommands' own handlers say it.  Characters stdout's encoding lacks
+    are escaped (:func:`escape_unwritable_characters`)."""
+    escape_unwritable_characters()
     try:
         return run()
     except KeyboardInterrupt:

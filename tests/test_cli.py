@@ -148,3 +148,27 @@ def test_a_users_training_package_that_hides_ours_is_named(monkeypatch, tmp_path
     monkeypatch.setitem(sys.modules, "training", ours)  # ours, and still failing: an extra
     assert cli.main(["train", "--help"]) == 2
     assert "needs a package that is not installed" in capsys.readouterr().err
+
+
+def test_guarded_commands_escape_what_stdout_s_encoding_lacks(monkeypatch):
+    """On an ASCII or Latin-1 stdout a name with an accent was a UnicodeEncodeError traceback
+    (sevenrocks play lost its record; training.ship had played its arena and wrote nothing)."""
+    import io
+
+    from sevenrocks_env.cli import guarded
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    monkeypatch.setattr(sys, "stdout", out)
+    assert guarded("test", lambda: print("caf\u00e9 \u00b1") or 0) == 0
+    out.flush()
+    assert out.buffer.getvalue() == b"caf\\xe9 \\xb1\n"
+
+
+@pytest.mark.parametrize("module", ["training.ship", "training.distill", "training.plot_curve",
+                                    "training.train"])
+def test_the_trainer_s_scripts_run_as_guarded_commands(module):
+    """Each ``python -m`` entry point goes through ``cli.guarded`` (the escapes, a closed
+    stdout) as ``sevenrocks`` does: its ``__main__`` block names it."""
+    import importlib.util
+    source = open(importlib.util.find_spec(module).origin, encoding="utf-8").read()
+    main_block = source[source.index('if __name__ == "__main__":'):]
+    assert f'guarded("python -m {module}"' in main_block

@@ -376,5 +376,6 @@ __all__ = ["Args", "EDGES", "LabelsError", "MIN_TEMPERATURE", "agreement_on", "b
            "pinned_teacher", "preference", "run", "save_labels", "share", "soft_targets",
            "train_student"]
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    raise SystemExit(guarded("python -m training.distill", main))

@@ -362,5 +362,6 @@ def _card(args, argv, model_config: dict, facts, distilled, rows, out: Path,
     }
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("python -m training.ship", main))
