@@ -10,7 +10,9 @@ answer is refused with the reason and asked again.  A forced knock plays itself 
 record (in ``games/`` unless ``--record`` says where; a bad ``--record`` is refused before the
 game starts).  In a terminal the game pauses between rounds until Enter.  Knocks are announced;
 at each round's end every hand is shown with its rounding, the deductions and the scores (R7).
-Reads plain lines, so it works with a pipe::
+Answers are UTF-8 text: at a terminal another encoding's answer is refused and asked again;
+piped input that is not UTF-8 ends the game (saved).  Reads plain lines, so it works with a
+pipe::
 
     printf '1\\n1\\n1\\n' | sevenrocks play --seat 0 --seed 3 --opponents random
 """
@@ -118,7 +120,13 @@ class Session:
             if not line:
                 self.say("(end of input)")
                 return None
-            _check_utf8(line)
+            try:
+                _check_utf8(line)
+            except UnicodeDecodeError:
+                if not (self.pause and line.endswith("\n")):  # piped: the game ends (saved)
+                    raise
+                self.say("  not accepted: not UTF-8 text (set the terminal to UTF-8)")
+                continue  # a terminal (pausing between rounds) asks again
             if len(line) <= MAX_ANSWER or line.endswith("\n"):
                 break
             dropped = 0

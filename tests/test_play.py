@@ -87,7 +87,8 @@ def test_a_stdout_given_without_escapes_that_cannot_write_an_answer_still_saves(
 
 @pytest.mark.parametrize("command", ["play", "replay", "arena"])
 def test_help_is_written_on_an_ascii_terminal(command):
-    """The epilog's en dash (R1-R8) was a UnicodeEncodeError traceback under LC_ALL=POSIX."""
+    """The epilog's en dash (R1-R8) was a UnicodeEncodeError traceback on a stdout whose
+    encoding lacks it (PYTHONIOENCODING=ascii, a Latin-1 locale)."""
     proc = subprocess.run([sys.executable, "-m", "sevenrocks_env.cli", command, "--help"],
                           capture_output=True, timeout=60,
                           env={**os.environ, "PYTHONIOENCODING": "ascii"})
@@ -128,6 +129,21 @@ def test_pause_between_rounds_and_quit_there():
     assert text.count("press Enter for the next round") == 1 and "scores: team 0" in text
     match = session.match
     assert not match.over and match.history[0].result is not None and not match.history[-1].moves
+
+
+def test_a_terminal_s_answer_that_is_not_utf8_is_asked_again_piped_input_ends():
+    """A Latin-1 terminal sends an accented letter as the byte 0xE9 (read as U+DCE9): the game
+    ended there ("input is not UTF-8 text"); at a terminal that answer alone is refused."""
+    agents = {s: make_agent("random", seed=s) for s in (1, 2, 3)}
+    out = io.StringIO()
+    session = Session(0, agents, seed=3, target=250, stdin=io.StringIO("\udce9\nq\n"),
+                      stdout=out, echo=False, pause=True)
+    assert session.ask("? ") == "q\n"
+    assert out.getvalue().count("not accepted: not UTF-8 text") == 1
+    piped = Session(0, agents, seed=3, target=250, stdin=io.StringIO("\udce9\nq\n"),
+                    stdout=io.StringIO(), echo=True, pause=False)
+    with pytest.raises(UnicodeDecodeError):
+        piped.ask("? ")
 
 
 def test_agents_are_never_asked_about_forced_moves():
