@@ -146,10 +146,12 @@ def load_agent(path, name: str = "openspiel-dqn") -> DQNAgent:
         if not isinstance(value, torch.Tensor) or value.shape != tensor.shape:
             shape = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
             raise ValueError(f"{path}: {key} must have shape {tuple(tensor.shape)}, got {shape}")
-        if (value.layout != torch.strided or value.dtype != torch.float32
-                or not torch.isfinite(value).all()):  # (float64's 1e300 would load as inf)
-            raise ValueError(f"{path}: {key} must hold finite float32 values (a dense tensor, "
-                             f"as save writes it), got {value.dtype}")
+        if value.layout != torch.strided or value.dtype != torch.float32:
+            raise ValueError(f"{path}: {key} must be a dense float32 tensor, as save writes it "
+                             f"(float64's 1e300 would load as inf), got {value.dtype} "
+                             f"({str(value.layout)[:40]})")
+        if not torch.isfinite(value).all():
+            raise ValueError(f"{path}: {key} must hold finite values")
     network.load_state_dict(weights)
     _check_q_values(network, path)
     return DQNAgent(network, name)

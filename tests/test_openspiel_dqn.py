@@ -220,16 +220,16 @@ def test_wrong_shapes_and_values_are_refused(tmp_path):
         example.load_agent(_saved(tmp_path, q_network=wrong))
     bad = weights["model.1.bias"].clone()
     bad[0] = float("nan")
-    with pytest.raises(ValueError, match="finite float32"):
+    with pytest.raises(ValueError, match="model.1.bias must hold finite values$"):
         example.load_agent(_saved(tmp_path, q_network={**weights, "model.1.bias": bad}))
     # a sparse tensor was a NotImplementedError from torch.isfinite
     sparse = {**weights, "model.1.weight": weights["model.1.weight"].to_sparse()}
-    with pytest.raises(ValueError, match=r"model.1.weight must hold finite float32 values"):
+    with pytest.raises(ValueError, match=r"model.1.weight must be a dense float32 .*sparse"):
         example.load_agent(_saved(tmp_path, q_network=sparse))
     # float64 weights passed the finite check and loaded as inf (1e300 in float32)
     wide = {**weights, "model.1.bias": weights["model.1.bias"].double()}
     wide["model.1.bias"][1] = 1e300
-    with pytest.raises(ValueError, match=r"model.1.bias must hold finite float32 .*float64"):
+    with pytest.raises(ValueError, match=r"model.1.bias must be a dense float32 .*got torch.float64"):
         example.load_agent(_saved(tmp_path, q_network=wide))
     # finite weights whose Q-values overflow loaded, and the agent played its first legal move
     huge = {key: torch.full_like(value, 3e38) for key, value in weights.items()}
