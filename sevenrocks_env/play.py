@@ -216,8 +216,17 @@ ENDING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGHUP", "SIGTERM")
                        if hasattr(signal, name))
 
 
+class _Ended(KeyboardInterrupt):
+    """One of :data:`ENDING_SIGNALS`, raised as Ctrl-C is (the game stops, saved); the exit
+    status is then the shell's for that signal, 128 + its number (143 for SIGTERM)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def _as_ctrl_c(signum, frame):
-    raise KeyboardInterrupt
+    raise _Ended(signum)
 
 
 @contextmanager
@@ -345,8 +354,9 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:
                     f"{(args.seat + 1) % 4} = {left}, seat {(args.seat + 3) % 4} = {right}")
         with ended_as_ctrl_c():  # the terminal closed, kill PID: saved as after Ctrl-C
             finished = session.run()
-    except KeyboardInterrupt:
-        finished, status, how = False, 130, "interrupted"
+    except KeyboardInterrupt as stop:
+        finished, how = False, "interrupted"
+        status = 128 + stop.signum if isinstance(stop, _Ended) else 130
     except UnicodeDecodeError:
         finished, status, how = False, 2, "error: input is not UTF-8 text"
     except AgentError as error:  # an agent failed, or chose an illegal move (a hostile checkpoint)
