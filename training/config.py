@@ -78,8 +78,8 @@ class TrainConfig(BaseModel):
     engine: Literal["batched", "python"] = "batched"
     """Rollout engine: ``batched`` steps all matches in one ``VectorEnv`` call
     (:mod:`training.batched_rollout`); ``python`` plays one ``rules.Match`` per match
-    (:mod:`training.rollout`).  Same training data; their resume states differ, so a run keeps
-    its engine."""
+    (:mod:`training.rollout`).  Training data of the same meaning (a seed deals other matches on
+    each engine); their resume states differ, so a run keeps its engine."""
     target: Int(1, MAX_TARGET) = 250
     """Match target score (R8)."""
     max_rounds: Int(1, MAX_ROUNDS) = 60
@@ -143,7 +143,8 @@ class TrainConfig(BaseModel):
     learning_rate: Real(0, 1) = 2.5e-4
     """Adam learning rate at the start."""
     anneal_lr: Flag = True
-    """Decay the learning rate linearly to 0 over ``total_steps``."""
+    """Decay the learning rate linearly toward 0 over ``total_steps`` (CleanRL's schedule: the
+    last of ``N`` updates trains at ``1 / N`` of the start rate)."""
     gamma: Real(0, 1) = 0.99
     """Discount per own decision of a seat."""
     gae_lambda: Real(0, 1) = 0.95
@@ -162,8 +163,10 @@ class TrainConfig(BaseModel):
     """Entropy bonus coefficient (entropy over legal actions only); at the start of the run
     when ``ent_coef_final`` is set."""
     ent_coef_final: Real(0, 100) | None = None
-    """Entropy coefficient at the end of the run, reached linearly over ``total_steps`` (like
-    the learning rate with ``anneal_lr``); ``null`` = constant ``ent_coef``."""
+    """Entropy coefficient at the end of the run, approached linearly over ``total_steps``
+    (like the learning rate with ``anneal_lr``, CleanRL's convention: update ``u`` of ``N``
+    uses the fraction ``(u - 1) / N`` of the way, so the last update is ``1 / N`` short of it);
+    ``null`` = constant ``ent_coef``."""
     vf_coef: Real(0, 1000) = 0.5
     """Value loss coefficient."""
     max_grad_norm: Positive(1e6) = 0.5

@@ -77,7 +77,7 @@ def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: 
     return results
 
 
-#: Rollout engines by the config's ``engine`` field (same interface, same training data).
+#: Rollout engines by the config's ``engine`` field (same interface: ``TrainConfig.engine``).
 ENGINES = {"batched": BatchedSelfPlayEngine, "python": SelfPlayEngine}
 
 
