@@ -147,10 +147,35 @@ class BatchedHeuristic(BatchedAgent):
         return heuristic_actions(env.state, env.action_mask, envs, self.weights)
 
 
+def plays_as(agent, base: type) -> bool:
+    """Whether ``agent`` decides as ``base`` does: one, or of a subclass that overrides none of
+    its methods (a name, say).  A subclass with its own ``act``/``choose``/``values`` has moves
+    a batched twin of ``base`` would not play (the batched arena played the base class's moves
+    for it, and booked them as the subclass's)."""
+    if not isinstance(agent, base):
+        return False
+    methods = {name for name in dir(base) if not name.startswith("__")
+               and callable(getattr(base, name))}
+    return not any(methods & {name for name, value in vars(cls).items() if callable(value)}
+                   for cls in type(agent).__mro__[:type(agent).__mro__.index(base)])
+
+
+def _plain(agent, base: type) -> bool:
+    """:func:`plays_as`, and ``ValueError`` for a subclass that overrides how ``base`` plays."""
+    if plays_as(agent, base):
+        return True
+    if isinstance(agent, base):
+        raise ValueError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} "
+                         f"({type(agent).__name__}) overrides how {base.__name__} plays: it has no "
+                         "batched version (give it a BatchedAgent's actions(), or play it in "
+                         "the unbatched arena: arena.evaluate)")
+    return False
+
+
 def _batched_search(agent, device) -> BatchedAgent | None:
     """The batched version of a search agent, or ``None`` if ``agent`` is none."""
     from .agents.search import SearchAgent
-    if isinstance(agent, SearchAgent):
+    if _plain(agent, SearchAgent):
         if agent.time_limit is not None:
             raise ValueError("search: time_limit has no batched version (every decision gets its "
                              "samples); drop it or use the unbatched arena")
@@ -160,7 +185,7 @@ def _batched_search(agent, device) -> BatchedAgent | None:
         from .agents.policy_search import PolicySearchAgent
     except ImportError:  # pragma: no cover - torch is imported above
         return None
-    if isinstance(agent, PolicySearchAgent):
+    if _plain(agent, PolicySearchAgent):
         if agent.rollout != "argmax":
             raise ValueError("search:policy: the batched arena plays rollout=argmax only (sampled "
                              "rollouts would depend on how decisions are grouped)")
@@ -179,22 +204,22 @@ def batched_agent(agent, device="cpu") -> BatchedAgent:
             raise ValueError(f"agent {agent!r} has no batched version; {_BATCHABLE} (sevenrocks "
                              "arena without --batched, arena.evaluate)")
         agent = make_agent(agent)
+    if isinstance(agent, BatchedAgent):  # (first: a subclass of a built-in with its own twin)
+        return agent
     search = _batched_search(agent, device)
     if search is not None:
         return search
-    if isinstance(agent, PolicyAgent):
+    if _plain(agent, PolicyAgent):
         return BatchedPolicy(agent, device)
-    if isinstance(agent, GreedyAgent):
+    if _plain(agent, GreedyAgent):
         return BatchedGreedy()
-    if isinstance(agent, RandomAgent):
+    if _plain(agent, RandomAgent):
         return BatchedRandom()
-    if isinstance(agent, HeuristicAgent):
+    if _plain(agent, HeuristicAgent):
         return BatchedHeuristic(agent)
-    if isinstance(agent, BatchedAgent):
-        return agent
     raise ValueError(f"agent {getattr(agent, 'name', type(agent).__name__)!r} has no batched "
                      f"version; {_BATCHABLE} (arena.evaluate)")
 
 
 __all__ = ["BatchedAgent", "BatchedGreedy", "BatchedHeuristic", "BatchedPolicy", "BatchedRandom",
-           "BatchedSearchAgent", "batched_agent", "search_rngs"]
+           "BatchedSearchAgent", "batched_agent", "plays_as", "search_rngs"]

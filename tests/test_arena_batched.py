@@ -344,3 +344,43 @@ def test_worker_spans_are_made_as_they_are_read():
     assert spans[1:] == [(6, 3), (9, 1)] and spans[-1] == (9, 1)
     many = Spans(range(0, 10 ** 9), 10 ** 9)  # no memory to speak of
     assert len(many) == 10 ** 9 and many[-1] == (10 ** 9 - 1, 1)
+
+
+class _Lowest(GreedyAgent):
+    """Plays its first legal move: not greedy's moves."""
+    name = "lowest"
+
+    def choose(self, view, legal):
+        return legal[0]
+
+
+class _Renamed(GreedyAgent):
+    name = "greedy-too"
+
+
+def test_a_subclass_with_its_own_moves_is_refused_not_played_as_its_base():
+    """The batched arena played a GreedyAgent subclass's moves as greedy's: 0.5 where the
+    unbatched arena, playing its own moves, gave 0.0."""
+    with pytest.raises(ValueError, match=r"'lowest' \(_Lowest\) overrides how GreedyAgent plays: "
+                                         "it has no batched version"):
+        evaluate_batched(_Lowest(), "greedy", pairs=2, seed=0)
+    assert isinstance(batched_agent(_Renamed()), BatchedGreedy)  # a name alone: greedy's moves
+
+    class Twin(_Lowest, BatchedGreedy):  # its own batched version: played as given
+        pass
+    twin = Twin()
+    assert batched_agent(twin) is twin
+
+
+def test_a_training_opponent_subclass_plays_its_own_moves():
+    from training.opponents import _batch_actions
+    from sevenrocks_env import sevenrocks_v0
+    venv = sevenrocks_v0.vector_env(num_envs=4, validate=False)
+    venv.reset(seed=3)
+    index = torch.arange(4)
+    ours = _batch_actions(_Lowest(), venv.state, venv.observation, venv.action_mask, index)
+    first = venv.action_mask.float().argmax(1)  # each env's first legal action
+    assert torch.equal(ours, first)
+    greedy = _batch_actions(_Renamed(), venv.state, venv.observation, venv.action_mask, index)
+    assert torch.equal(greedy, _batch_actions(GreedyAgent(), venv.state, venv.observation,
+                                              venv.action_mask, index))

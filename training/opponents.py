@@ -64,11 +64,12 @@ def _batch_actions(agent, state, obs, mask, index):
     from sevenrocks_env.agents.heuristic import HeuristicAgent
     from sevenrocks_env.batched.greedy import greedy_actions
     from sevenrocks_env.batched.heuristic import heuristic_actions
-    if isinstance(agent, PolicyAgent):
+    from sevenrocks_env.batched_agents import plays_as  # (a subclass with its own moves: act)
+    if plays_as(agent, PolicyAgent):
         return policy_actions(agent, obs[index], mask[index])
-    if isinstance(agent, GreedyAgent):
+    if plays_as(agent, GreedyAgent):
         return greedy_actions(state, mask, index)
-    if isinstance(agent, HeuristicAgent):
+    if plays_as(agent, HeuristicAgent):
         return heuristic_actions(state, mask, index, agent.weights)
     observations, masks = obs[index].cpu().numpy(), mask[index].cpu().numpy().astype(np.int8)
     return torch.tensor([int(agent.act(o, m)) for o, m in zip(observations, masks)])
