@@ -19,6 +19,10 @@ The batchable agents (anything else raises ``ValueError``: use :func:`~sevenrock
   drawn from a generator seeded by those numbers and the arena's seed;
 * ``heuristic``: :func:`sevenrocks_env.batched.heuristic.heuristic_actions`, exactly
   ``HeuristicAgent``'s values and choice;
+* any :class:`BatchedAgent` object, as it is.
+
+An object of a subclass of one of those agents is played by its base's batched version only if
+it overrides none of the base's methods (:func:`plays_as`); one with its own moves is refused.
 
 Every agent is a function of the env's own coordinates, never of the batch, so a result is
 the same for any batch size (:mod:`sevenrocks_env.arena_batched`).
