@@ -22,7 +22,7 @@ The batchable agents (anything else raises ``ValueError``: use :func:`~sevenrock
 * any :class:`BatchedAgent` object, as it is.
 
 An object of a subclass of one of those agents is played by its base's batched version only if
-it overrides none of the base's methods (:func:`plays_as`); one with its own moves is refused.
+it keeps the base's way of choosing (:func:`plays_as`); one with its own moves is refused.
 
 Every agent is a function of the env's own coordinates, never of the batch, so a result is
 the same for any batch size (:mod:`sevenrocks_env.arena_batched`).
@@ -31,6 +31,7 @@ the same for any batch size (:mod:`sevenrocks_env.arena_batched`).
 from __future__ import annotations
 
 import copy
+import inspect
 
 import torch
 
@@ -151,17 +152,25 @@ class BatchedHeuristic(BatchedAgent):
         return heuristic_actions(env.state, env.action_mask, envs, self.weights)
 
 
+#: The methods of each built-in agent that its batched version plays in place of: a subclass
+#: with its own has moves that version would not play.  Not ``seed`` (the batched draws are
+#: counter-based), nor ``PolicyAgent.distribution`` or the policy search's ``choose_many``,
+#: which the batched versions call.
+_BYPASSED = {"GreedyAgent": ("act", "choose"), "RandomAgent": ("act",),
+             "HeuristicAgent": ("act", "choose", "values"), "PolicyAgent": ("act",),
+             "SearchAgent": ("act", "choose", "action_values", "_rollout_action",
+                             "_rollout_value"),
+             "PolicySearchAgent": ("act", "action_values")}
+
+
 def plays_as(agent, base: type) -> bool:
-    """Whether ``agent`` decides as ``base`` does: one, or of a subclass that overrides none of
-    its methods (a name, say).  A subclass with its own ``act``/``choose``/``values`` has moves
-    a batched twin of ``base`` would not play (the batched arena played the base class's moves
-    for it, and booked them as the subclass's)."""
-    if not isinstance(agent, base):
-        return False
-    methods = {name for name in dir(base) if not name.startswith("__")
-               and callable(getattr(base, name))}
-    return not any(methods & {name for name, value in vars(cls).items() if callable(value)}
-                   for cls in type(agent).__mro__[:type(agent).__mro__.index(base)])
+    """Whether ``agent`` decides as ``base`` does: one, or of a class whose methods in
+    :data:`_BYPASSED` are ``base``'s, wherever they come from in its method order (a name of its
+    own, a ``seed`` or ``__init__`` is fine).  The batched arena played a subclass with its own
+    ``choose`` as the base, booking the base's moves as the subclass's."""
+    return isinstance(agent, base) and all(
+        inspect.getattr_static(type(agent), name) is inspect.getattr_static(base, name)
+        for name in _BYPASSED[base.__name__])
 
 
 def _plain(agent, base: type) -> bool:

@@ -384,3 +384,35 @@ def test_a_training_opponent_subclass_plays_its_own_moves():
     greedy = _batch_actions(_Renamed(), venv.state, venv.observation, venv.action_mask, index)
     assert torch.equal(greedy, _batch_actions(GreedyAgent(), venv.state, venv.observation,
                                               venv.action_mask, index))
+
+
+def test_which_overrides_make_a_subclass_its_own_player():
+    """The methods a batched version plays in place of decide (also from a mixin after the
+    base in the method order); ``seed`` and the policy's ``distribution``, which the batched
+    versions call, do not."""
+    import numpy as np
+    from sevenrocks_env.agents.base import ViewAgent
+    from sevenrocks_env.batched_agents import plays_as
+    from sevenrocks_env.policy import PolicyAgent, load_policy
+
+    class LastMove(ViewAgent):
+        def act(self, observation, action_mask):
+            return int(np.flatnonzero(action_mask)[-1])
+
+    class LastGreedy(GreedyAgent, LastMove):
+        name = "last"
+
+    class SeedOnly(GreedyAgent):
+        def seed(self, seed):
+            super().seed(seed)
+
+    class Softer(PolicyAgent):
+        def distribution(self, logits, mask):
+            return super().distribution(logits * 0.5, mask)
+
+    assert not plays_as(LastGreedy(), GreedyAgent)
+    with pytest.raises(ValueError, match="overrides how GreedyAgent plays"):
+        batched_agent(LastGreedy())
+    assert isinstance(batched_agent(SeedOnly()), BatchedGreedy)
+    softer = Softer(load_policy("shipped").model, name="softer")
+    assert plays_as(softer, PolicyAgent) and batched_agent(softer).agent is softer

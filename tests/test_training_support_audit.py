@@ -129,7 +129,7 @@ def test_the_mlp_scorer_without_action_features_is_a_config_error():
 
 @pytest.mark.parametrize("ent_coef_final", [0.0, 0.03])
 def test_the_entropy_coefficient_follows_the_learning_rate_s_schedule(ent_coef_final):
-    """``ent_coef_final``: "reached linearly over total_steps (like the learning rate with
+    """``ent_coef_final``: "approached linearly over total_steps (like the learning rate with
     anneal_lr)": the trainer's rate at update u of N is lr * (1 - (u - 1) / N)."""
     cfg = load_config(SMOKE, ["ent_coef=0.01", f"ent_coef_final={ent_coef_final}"])
     updates = 4
