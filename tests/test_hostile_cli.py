@@ -337,14 +337,15 @@ def test_sevenrocks_play_into_a_closed_pipe_exits_1_with_one_line(tmp_path):
 @pytest.mark.parametrize("name", ["SIGHUP", "SIGTERM"])
 def test_a_closed_terminal_or_kill_saves_the_record(tmp_path, name):
     """The terminal window closed (SIGHUP) or ``kill PID`` (SIGTERM) at the prompt ended the
-    process at once and the game record was lost: they stop the game as Ctrl-C does."""
+    process at once and the game record was lost: they stop the game as Ctrl-C does, and exit
+    with the shell's status for the signal, 128 + its number (it was Ctrl-C's 130)."""
     if not hasattr(signal, name):
         pytest.skip(f"no {name} on this system")
     process = start_play(tmp_path)
     read_until(process, b"choose a number")
     process.send_signal(getattr(signal, name))
     _, err = process.communicate(timeout=60)
-    assert process.returncode == 130, (process.returncode, err)
+    assert process.returncode == 128 + getattr(signal, name), (process.returncode, err)
     lines = [line for line in err.decode().splitlines() if line.strip()]
     assert lines == [f"interrupted; game record saved to {GAMES}/sevenrocks-game-3.json"], err
     record = records.load(tmp_path / GAMES / "sevenrocks-game-3.json")

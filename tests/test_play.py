@@ -4,8 +4,6 @@ test_play_words.py; refused input and failures: test_play_failures.py."""
 
 import io
 import os
-import select
-import signal
 import subprocess
 import sys
 
@@ -104,25 +102,6 @@ def test_an_output_full_from_its_first_line_still_saves_the_record(tmp_path):
         proc = _play(path, "1\n" * 10, stdout=full, encoding="utf-8")
     assert proc.returncode == 1 and b"No space left on device" in proc.stderr, proc.stderr
     assert records.load(path)["rounds"][0]["moves"] == []
-
-
-@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
-def test_kill_saves_the_game_and_exits_with_the_shell_s_status_for_its_signal(tmp_path):
-    """``kill PID`` saved the record but exited 130, Ctrl-C's status; a shell says 143."""
-    path = tmp_path / "game.json"
-    proc = subprocess.Popen([sys.executable, "-m", "sevenrocks_env.cli", "play", "--seed", "3",
-                             "--record", str(path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    seen = b""
-    while b"to quit: " not in seen:  # the first question: the game is waiting for an answer
-        assert select.select([proc.stdout], [], [], 60)[0], seen[-300:]
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        assert chunk, proc.stderr.read()
-        seen += chunk
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(60) == 128 + signal.SIGTERM
-    proc.stdin.close(), proc.stdout.close(), proc.stderr.close()
-    records.load(path)
 
 
 class _QuitAtPause(io.StringIO):
