@@ -224,5 +224,6 @@ def main(argv=None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("benchmarks/cut_bias.py", main))

@@ -61,5 +61,6 @@ def main(argv=None) -> int:
     return arguments.one_line_errors(work)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("benchmarks/distill_gaps.py", main))

@@ -147,5 +147,6 @@ def main(argv: list[str] | None = None) -> None:
     pettingzoo_performance_benchmark(args.seconds)
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("benchmarks/env_speed.py", main))

@@ -134,5 +134,6 @@ def run(args) -> None:
               f"{result['holdout_agreement_where_init_agreed']:.3f} |", flush=True)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("benchmarks/order_of_play_probe.py", main))

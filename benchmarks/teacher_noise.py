@@ -183,5 +183,6 @@ def run(args) -> None:
         print(f"the mean of both labellings saved to {saved}")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("benchmarks/teacher_noise.py", main))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import random
 import resource
+import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -279,5 +280,6 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {args.plot}")
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # a closed stdout, an ASCII terminal: as the sevenrocks commands
+    from sevenrocks_env.cli import guarded
+    sys.exit(guarded("benchmarks/vector_speed.py", main))

@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,22 @@ def test_the_trainer_s_scripts_run_as_guarded_commands(module):
     source = open(importlib.util.find_spec(module).origin, encoding="utf-8").read()
     main_block = source[source.index('if __name__ == "__main__":'):]
     assert f'guarded("python -m {module}"' in main_block
+
+
+BENCHMARKS = sorted(path.name for path in
+                    (Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", BENCHMARKS)
+def test_every_benchmark_runs_as_a_guarded_command(script):
+    """The benchmarks print tables with ``±``: on an ASCII stdout that was a traceback."""
+    source = (Path(__file__).resolve().parents[1] / "benchmarks" / script).read_text()
+    assert f'guarded("benchmarks/{script}", main)' in source[source.index('if __name__'):]
+
+
+def test_a_benchmark_s_table_is_written_on_an_ascii_stdout(tmp_path):
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "vector_speed.py"
+    proc = subprocess.run([sys.executable, str(script), "--sizes", "16", "--seconds", "0.1",
+                           "--blocks", "4"], capture_output=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0 and b" \\xb1 " in proc.stdout, proc.stderr[-400:]
