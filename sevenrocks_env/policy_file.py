@@ -166,11 +166,17 @@ def read_checkpoint(path) -> dict:
     layout = (data.get("obs_version"), data.get("obs_size"), data.get("num_actions"))
     if not all(type(value) is int for value in layout) or layout != (OBS_VERSION, OBS_SIZE,
                                                                       NUM_ACTIONS):
+        ours = (f"this sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features, {NUM_ACTIONS} "
+                "actions)")
+        missing = [key for key, value in zip(("obs_version", "obs_size", "num_actions"), layout)
+                   if value is None]
+        if missing:  # (it read "layout vNone")
+            raise CheckpointError(f"{path} does not say which observation layout it was trained "
+                                  f"on (no {', '.join(missing)}); {ours}")
         layout = tuple(shown(value) for value in layout)
         raise CheckpointError(
             f"{path} was trained on observation layout v{layout[0]} ({layout[1]} features, "
-            f"{layout[2]} actions); this sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features, "
-            f"{NUM_ACTIONS} actions). Retrain or use a matching sevenrocks version.")
+            f"{layout[2]} actions); {ours}. Retrain or use a matching sevenrocks version.")
     for key in ("model", "model_config"):
         if not isinstance(data.get(key), dict):
             raise CheckpointError(f"{path} has no {key!r} entry")

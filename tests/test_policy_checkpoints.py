@@ -51,6 +51,12 @@ def test_other_layout_version_is_refused(tmp_path):
     path = save_policy(tmp_path / "old.pt", PolicyNet([16]), obs_version=OBS_VERSION + 1)
     with pytest.raises(CheckpointError, match="observation layout"):
         read_checkpoint(path)
+    # a file that does not say its layout was "trained on observation layout vNone"
+    path = save_policy(tmp_path / "unsaid.pt", PolicyNet([16]), obs_version=None, obs_size=None)
+    with pytest.raises(CheckpointError, match=r"does not say which observation layout it was "
+                                              r"trained on \(no obs_version, obs_size\); this "
+                                              r"sevenrocks uses v1 \(238 features, 113 actions\)$"):
+        read_checkpoint(path)
 
 
 def test_damaged_bytes_inside_a_checkpoint_are_detected(tmp_path):
