@@ -121,6 +121,16 @@ def test_parameters_after_a_ckpt_path_point_at_the_sampling_spec():
     assert "takes a path" not in str(error.value)
 
 
+def test_a_checkpoint_that_cannot_be_loaded_is_named_once(tmp_path):
+    """``cannot load checkpoint '/d/x.pt': /d/x.pt was trained on ...`` said the path twice."""
+    path = tmp_path / "x.pt"
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError) as error:
+        make_agent(f"ckpt:{path}")
+    assert str(error.value).startswith("cannot load checkpoint: ")
+    assert str(error.value).count(str(path)) == 1, error.value
+
+
 def test_valid_specs_name_every_kind_of_the_spec_table_once():
     """The error message's list of specs (``valid_specs``) covers the module's spec table: each
     kind begins a line, and the policy search lists each of its parameters once (``policy`` is

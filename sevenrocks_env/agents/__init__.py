@@ -210,6 +210,8 @@ def _load_checkpoint(path: str, seed: int | None, deterministic: bool = True,
     try:
         agent = load_policy(path, device="cpu", deterministic=deterministic,
                             temperature=temperature)
+    except CheckpointError as error:  # (its message names the file: not said twice)
+        raise ValueError(f"cannot load checkpoint: {error}") from error
     except Exception as error:  # any failure to load is bad input from the user's side
         raise ValueError(f"cannot load checkpoint {path!r}: {error}") from error
     if seed is not None:
