@@ -120,15 +120,20 @@ class Session:
             if not line:
                 self.say("(end of input)")
                 return None
+            long = len(line) > MAX_ANSWER and not line.endswith("\n")
             try:
                 _check_utf8(line)
             except UnicodeDecodeError:
-                if not (self.pause and line.endswith("\n")):  # piped: the game ends (saved)
+                if not self.pause:  # piped input: the game ends (saved)
                     raise
-                self.say("  not accepted: not UTF-8 text (set the terminal to UTF-8)")
-                continue  # a terminal (pausing between rounds) asks again
-            if len(line) <= MAX_ANSWER or line.endswith("\n"):
-                break
+                refusal = "not UTF-8 text (set the terminal to UTF-8)"  # a terminal: ask again
+            else:
+                if not long:
+                    break
+                refusal = f"an answer is at most {MAX_ANSWER} characters"
+            if not long:
+                self.say(f"  not accepted: {refusal}")
+                continue
             dropped = 0
             while line and not line.endswith("\n"):  # drop the rest of the long line unread
                 dropped += len(line)
@@ -136,7 +141,7 @@ class Session:
                     self.say(f"\n(no line end in {MAX_LINE} characters: end of input)")
                     return None
                 line = self.stdin.readline(MAX_ANSWER + 1)
-            self.say(f"\n  not accepted: an answer is at most {MAX_ANSWER} characters")
+            self.say(f"\n  not accepted: {refusal}")
         if self.echo:  # printable only: a pasted escape sequence must not reach the terminal
             self.say(printable(line.rstrip("\r\n")))
         return line

@@ -140,6 +140,17 @@ def test_a_terminal_s_answer_that_is_not_utf8_is_asked_again_piped_input_ends():
                       stdout=out, echo=False, pause=True)
     assert session.ask("? ") == "q\n"
     assert out.getvalue().count("not accepted: not UTF-8 text") == 1
+    out = io.StringIO()  # longer than an answer may be: the rest dropped, then asked again
+    session = Session(0, agents, seed=3, target=250, stdin=io.StringIO("x" * 70 + "\udce9\nq\n"),
+                      stdout=out, echo=False, pause=True)
+    assert session.ask("? ") == "q\n"
+    assert out.getvalue().count("not accepted: not UTF-8 text") == 0  # (its first 65: UTF-8)
+    assert out.getvalue().count("not accepted: an answer is at most 64 characters") == 1
+    out = io.StringIO()
+    session = Session(0, agents, seed=3, target=250, stdin=io.StringIO("\udce9" * 70 + "\nq\n"),
+                      stdout=out, echo=False, pause=True)
+    assert session.ask("? ") == "q\n"
+    assert out.getvalue().count("not accepted: not UTF-8 text") == 1
     piped = Session(0, agents, seed=3, target=250, stdin=io.StringIO("\udce9\nq\n"),
                     stdout=io.StringIO(), echo=True, pause=False)
     with pytest.raises(UnicodeDecodeError):
