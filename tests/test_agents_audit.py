@@ -131,6 +131,23 @@ def test_a_checkpoint_that_cannot_be_loaded_is_named_once(tmp_path):
     assert str(error.value).count(str(path)) == 1, error.value
 
 
+def test_a_file_given_to_the_other_prefix_says_which_prefix_loads_it(tmp_path):
+    """An SB3 zip given as ``ckpt:`` said "0 data.pkl entries", our .pt given as ``sb3:`` "No
+    data found": neither pointed at the prefix that loads it."""
+    import zipfile
+    pytest.importorskip("sb3_contrib")
+    model = tmp_path / "model.zip"
+    with zipfile.ZipFile(model, "w") as archive:  # the entries an SB3 model is saved with
+        for name in ("data", "policy.pth", "pytorch_variables.pth", "_stable_baselines3_version"):
+            archive.writestr(name, b"{}")
+    with pytest.raises(ValueError, match="it is a Stable-Baselines3 model: load it with sb3:PATH$"):
+        make_agent(f"ckpt:{model}")
+    from sevenrocks_env.policy import shipped_path
+    with pytest.raises(ValueError, match="it is a torch.save file: a sevenrocks policy loads with "
+                                         "ckpt:PATH$"):
+        make_agent(f"sb3:{shipped_path()}")
+
+
 def test_valid_specs_name_every_kind_of_the_spec_table_once():
     """The error message's list of specs (``valid_specs``) covers the module's spec table: each
     kind begins a line, and the policy search lists each of its parameters once (``policy`` is

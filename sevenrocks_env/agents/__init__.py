@@ -211,7 +211,10 @@ def _load_checkpoint(path: str, seed: int | None, deterministic: bool = True,
         agent = load_policy(path, device="cpu", deterministic=deterministic,
                             temperature=temperature)
     except CheckpointError as error:  # (its message names the file: not said twice)
-        raise ValueError(f"cannot load checkpoint: {error}") from error
+        from .sb3_agent import zip_holds
+        hint = ("; it is a Stable-Baselines3 model: load it with sb3:PATH"
+                if zip_holds(resolved, "policy.pth") else "")
+        raise ValueError(f"cannot load checkpoint: {error}{hint}") from error
     except Exception as error:  # any failure to load is bad input from the user's side
         raise ValueError(f"cannot load checkpoint {path!r}: {error}") from error
     if seed is not None:

@@ -58,6 +58,17 @@ class SB3Agent:
         return int(action)
 
 
+def zip_holds(file, name: str) -> bool:
+    """Whether the zip ``file`` has an entry ``name`` (or ``.../name``) among its first 1,000:
+    a torch.save file holds ``data.pkl``, an SB3 model ``policy.pth``."""
+    try:
+        with zipfile.ZipFile(file) as archive:
+            return any(entry == name or entry.endswith("/" + name)
+                       for entry in archive.namelist()[:1000])
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
 def load_sb3_agent(path: str, seed: int | None = None) -> SB3Agent:
     """``sb3:PATH``: load a MaskablePPO zip on the CPU and check that it was trained on this
     env's spaces.  Raises ``ValueError`` naming what is wrong.  Only for trusted files (module)."""
@@ -80,8 +91,10 @@ def load_sb3_agent(path: str, seed: int | None = None) -> SB3Agent:
     try:
         model = MaskablePPO.load(file, device="cpu")
     except Exception as error:  # a corrupt or foreign zip: name the file, not a deep traceback
+        hint = ("; it is a torch.save file: a sevenrocks policy loads with ckpt:PATH"
+                if zip_holds(file, "data.pkl") else "")
         raise ValueError(f"sb3:{path}: cannot load as a MaskablePPO model "
-                         f"({type(error).__name__}: {str(error)[:120]})") from None
+                         f"({type(error).__name__}: {str(error)[:120]}){hint}") from None
     problem = _space_problem(model)
     if problem:
         raise ValueError(f"sb3:{path}: {problem}")
