@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.observation import view
 from sevenrocks_env.rules import Match, apply_action, legal_actions
 from sevenrocks_env.tiles import KNOCK
 
@@ -155,6 +156,9 @@ def test_wrapped_env_illegal_move_ends_match_with_penalty():
     bad = int(np.flatnonzero(obs["action_mask"] == 0)[0])
     env.step(bad)
     assert all(env.terminations.values())
+    for seat in env.possible_agents:  # no seat to move, no legal action: as at every other end
+        ended = env.observe(seat)
+        assert not view(ended["observation"], "turn").any() and not ended["action_mask"].any()
     rewards = {}
     for other in env.agent_iter():
         rewards[other] = env.last()[1]
