@@ -119,6 +119,19 @@ def shown(value) -> str:
         return f"<{type(value).__name__}>"
 
 
+def array_hint(value) -> str:
+    """For a NumPy array or a torch tensor given where one action belongs (a batch's row, a
+    policy's sample): ``" (shape (1,), dtype int64: one action is a Python int, ...)"``; empty
+    for anything else."""
+    kind = type(value)
+    if not (isinstance(value, np.ndarray)
+            or (kind.__name__ == "Tensor" and kind.__module__.partition(".")[0] == "torch")):
+        return ""
+    shape = tuple(int(size) for size in value.shape)
+    return (f" (shape {shape}, dtype {str(value.dtype).removeprefix('torch.')}: one action is a "
+            "Python int, e.g. int(a.item()))")
+
+
 def kinds_of(value) -> str:
     """What a list field is made of, where :func:`shown` cannot tell it: ``" (a tuple of
     int)"`` for ``(10, 5)``, ``" (a list of int64)"`` for NumPy integers that print as ints;

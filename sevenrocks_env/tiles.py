@@ -130,13 +130,15 @@ def describe_action(action: int) -> str:
 def illegal_action_text(action, legal: list[int], who: str) -> str:
     """``"illegal action 5 (0|1 east) for WHO; legal actions: [4 (0|1 west), ...]"``: the
     envs' refusal, in words (any value of ``action``, quoted short when not an action index)."""
-    from .checks import is_int, shown  # (checks is not a dependency of the tile tables)
+    from .checks import array_hint, is_int, shown  # (not a dependency of the tile tables)
     if is_int(action, 0, KNOCK):
         what = f"{int(action)} ({describe_action(int(action))})"
     elif action is None:
         what = "None (None is the step of a terminated or truncated agent only)"
     elif is_int(action):
         what = f"{shown(action)} (outside [0, {KNOCK}])"
+    elif array_hint(action):
+        what = shown(action) + array_hint(action)
     else:  # 0.0 or True beside a legal 0 read as a contradiction: say what is wrong with it
         what = f"{shown(action)} (a {type(action).__name__}, not an int action index)"
     listed = ", ".join(f"{a} ({describe_action(a)})" for a in legal)

@@ -25,7 +25,7 @@ from operator import attrgetter
 import numpy as np
 from pettingzoo.utils import conversions, wrappers
 
-from .checks import is_int, shown
+from .checks import array_hint, is_int, shown
 from .rules import plain_action
 
 _PER_STEP = ("agent_selection", "agents", "rewards", "terminations", "truncations", "infos",
@@ -123,7 +123,7 @@ def checked_action(action, agent: str, size: int, dead_step: bool = True) -> int
     if not is_int(value):  # (not a bool either: Discrete.contains(True) would pass it as 1)
         what = " (a bool)" if isinstance(value, (bool, np.bool_)) else (
             " (None is the step of a terminated or truncated agent only)"
-            if value is None and dead_step else "")
+            if value is None and dead_step else array_hint(action))
         raise ActionNotAnIndex(f"action of {agent} must be an int action index in "
                                f"[0, {size - 1}], got {type(action).__name__} {shown(action)}"
                                f"{what}")

@@ -4,6 +4,7 @@ import random
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pettingzoo.utils import wrappers as pz_wrappers
@@ -179,6 +180,10 @@ OUTSIDE = [  # (action, error type, words of the message)
     ("3", TypeError, "got str '3'"),
     (None, TypeError, "None is the step of a terminated or truncated agent only"),
     ([0], TypeError, "got list [0]"),
+    (np.array([0]), TypeError, "got ndarray <ndarray> (shape (1,), dtype int64: one action is a "
+                               "Python int, e.g. int(a.item()))"),
+    (torch.tensor(0), TypeError, "got Tensor <Tensor> (shape (), dtype int64: one action is"),
+    (np.array(0.0), TypeError, "shape (), dtype float64"),
 ]
 
 
