@@ -119,6 +119,29 @@ def test_pettingzoo_parallel_seed_test(no_warnings):
     assert messages(no_warnings) == []
 
 
+def masked_parallel_run(seed: int) -> list:
+    """One whole match of the parallel view, the mover's action drawn from its seeded space under
+    its mask: ``parallel_seed_test`` draws without the mask, so its first action is almost always
+    illegal and the match ends after one step."""
+    env = sevenrocks_v0.parallel_env()
+    observations, _ = env.reset(seed=seed)
+    for number, agent in enumerate(env.possible_agents):
+        env.action_space(agent).seed(seed + number)
+    seen = []
+    while env.agents:
+        actions = {agent: env.action_space(agent).sample(observations[agent]["action_mask"])
+                   if observations[agent]["action_mask"].any() else 0 for agent in env.agents}
+        observations, rewards, terminations, truncations, _ = env.step(actions)
+        seen.append((actions, rewards, terminations, truncations,
+                     {agent: obs["observation"].tobytes() for agent, obs in observations.items()}))
+    return seen
+
+
+def test_the_parallel_view_is_deterministic_over_whole_matches():
+    first = masked_parallel_run(3)
+    assert len(first) > 100 and first == masked_parallel_run(3) != masked_parallel_run(4)
+
+
 def test_pettingzoo_render_test(capsys, no_warnings):
     render_test(sevenrocks_v0.env)
     assert "Seven Rocks" in capsys.readouterr().out  # the "human" mode printed the table
