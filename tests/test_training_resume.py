@@ -47,6 +47,17 @@ def test_resume_continues_bit_for_bit(tmp_path, critic):
     steps = [s for s, _ in _scalars(tmp_path / "runs" / "smoke")["charts/learning_rate"]]
     assert max(steps) == 768
     assert len(steps) == len(set(steps)) == 3  # steps 512, 768 logged twice before purge_step
+    # TensorBoard's plugin loader (--load_fast=false) purges only after a run's first start mark
+    assert _plugin_steps(tmp_path / "runs" / "smoke", "charts/learning_rate") == [256, 512, 768]
+
+
+def _plugin_steps(run_dir: Path, tag: str) -> list[int]:
+    """The steps of ``tag`` as TensorBoard's server reads them (its plugin accumulator)."""
+    from tensorboard.backend.event_processing.plugin_event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"tensors": 0})
+    acc.Reload()
+    return [event.step for event in acc.Tensors(tag)]
 
 
 def _hyperparameters(run_dir: Path) -> list[tuple[int, str]]:

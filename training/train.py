@@ -188,9 +188,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         print(f"resumed from step {global_step}" if resume is not None else
               f"run {cfg.run_name}", f"(logs {run_dir}, checkpoints {ckpt_dir})", flush=True)
 
-    # on resume, points logged after the checkpoint (a run stopped between two checkpoints)
-    # are dropped, so the curves do not carry two values for one step
-    purge_step = global_step + 1 if resume is not None else None
+    # a resume drops the points logged after its checkpoint (one value per step); a fresh run
+    # marks its start (0) too, else TensorBoard's plugin loader took a first resume's for it
+    purge_step = global_step + 1 if resume is not None else 0
     buffer = RolloutBuffer(cfg.batch_size)
     num_updates = cfg.num_updates
     start_time = time.time()
@@ -224,7 +224,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         writer = LogWriter(run_dir, purge_step, logs_stopped)
         # at step 0, or at the resume's purge_step: a resumed run's table (its --set changes) is
         # its own, and a later resume from the same checkpoint drops it with the other points
-        writer.add_text("hyperparameters", _hparams_table(cfg), purge_step or 0)
+        writer.add_text("hyperparameters", _hparams_table(cfg), purge_step)
         for update in range(start_update + 1, num_updates + 1):
             # -- learning rate schedule (linear to 0 over the whole run, CleanRL) -----------------
             lr = cfg.learning_rate * (1.0 - (update - 1.0) / num_updates if cfg.anneal_lr else 1.0)
