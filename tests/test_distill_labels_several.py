@@ -88,7 +88,7 @@ def test_two_collections_dealt_the_same_matches_are_refused(tmp_path, collected,
     with pytest.raises(distill.LabelsError, match=r"b.npz: collected with the seed \(7\) and "
                                                   "teacher of .*a.npz in the same matches.*"
                                                   r"\(every match's first ones; all of them "
-                                                  "with the same student\)"):
+                                                  r"with the same student\)"):
         distill_labels.load_labels_files([str(first), str(twin)])
     no_ids = distill.save_labels(tmp_path / "c.npz", {k: v for k, v in other_collection.items()
                                                       if k != "match"}, "search:samples=4", 7)
