@@ -121,7 +121,7 @@ class Match:
         """Lay out a fresh round with these hands (four disjoint 7-tile sets, R1); ``opener``
         moves first (R2).  ``ValueError`` saying what is wrong with the deal (its type too), and
         unless the match is :attr:`awaiting_deal` or when ``opener`` is not the
-        seat that must open after a domino (:attr:`finisher_opens`, known with the history)."""
+        seat that must open after a domino (:attr:`finisher_opens`)."""
         hands, opener = checked_deal(hands, opener)
         if not self.awaiting_deal:
             raise ValueError("start_round: " + ("the match is over" if self.over else
@@ -207,10 +207,13 @@ class Match:
 
     @property
     def finisher_opens(self) -> int | None:
-        """Who must open the next round: the last round's finisher after a domino (R2); ``None``
-        when the opener is drawn (first round, a block) or unknown (no history kept)."""
-        last = self.history[-1] if self.history else None
-        return last.finisher if last is not None and last.result == DOMINO else None
+        """Who must open the round this match awaits (:attr:`awaiting_deal`): after a domino its
+        finisher, the seat whose hand is empty (R2); ``None`` when the opener is drawn (after a
+        block no hand is empty) or no round is awaited.  Read from the state, so a clone or a
+        :meth:`from_state` copy without history knows it too."""
+        if not self.awaiting_deal:
+            return None
+        return next((seat for seat, hand in enumerate(self.hands) if not hand), None)
 
     @property
     def opening(self) -> bool:
