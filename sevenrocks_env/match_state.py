@@ -68,6 +68,22 @@ def fewest_rounds_before(scores) -> int:
     return max(0, -(min(scores) // MAX_TEAM_DEDUCTION) - 1)
 
 
+def checked_round_index(round_index, scores: list[int], max_rounds: int | None) -> int:
+    """``round_index`` (rounds already played) as a plain int, below ``max_rounds`` if given,
+    and enough rounds for ``scores``: a partnership loses at most ``MAX_TEAM_DEDUCTION`` a
+    round (R7), as :func:`check_match_state` requires.  ``ValueError`` otherwise."""
+    top = BIG if max_rounds is None else max_rounds - 1
+    if not is_int(round_index, 0, top):
+        raise ValueError(f"round_index must be an int in [0, {top}] (the rounds played before "
+                         f"this one{'' if max_rounds is None else ', below max_rounds'}), got "
+                         f"{shown(round_index)}")
+    if round_index < fewest_rounds_before(scores):
+        raise ValueError(f"scores {scores} need a round_index of at least "
+                         f"{fewest_rounds_before(scores)} (a partnership loses at most "
+                         f"{MAX_TEAM_DEDUCTION} a round, R7), got {round_index}")
+    return int(round_index)
+
+
 def checked_scores(scores, target: int) -> list[int]:
     """``scores`` (the partnerships', team 0 first) as two plain ints below ``target`` (a
     partnership at the target has won, R8), multiples of 5.  ``ValueError`` otherwise."""

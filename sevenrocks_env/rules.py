@@ -26,8 +26,8 @@ import numpy as np
 
 from .checks import shown
 from .dealing import deal, next_seat, partner_of, team_of
-from .match_state import (check_match_state, check_state_fields, checked_deal, checked_scores,
-                          checked_settings)
+from .match_state import (check_match_state, check_state_fields, checked_deal, checked_round_index,
+                          checked_scores, checked_settings)
 from .placement import legal_moves, place_tile
 from .scoring import deduction, end_sum, matching_tiles, placement_points, round_to_five
 from .tiles import ALL_TILES, KNOCK, NUM_SEATS, WEST, WITH_NUMBER
@@ -93,14 +93,16 @@ class Match:
     @classmethod
     def from_deal(cls, hands: list[int], opener: int, target: int = DEFAULT_TARGET,
                   scores=(0, 0), seed: int | None = None, max_rounds: int | None = None,
-                  keep_history: bool = True) -> "Match":
-        """A match whose first round has the given hands (bitmasks, a deal: R1) and opener, from
-        ``scores`` (two ints below the target: a partnership at the target has won, R8).  With
+                  keep_history: bool = True, round_index: int = 0) -> "Match":
+        """A match whose round ``round_index`` (0: the first) has the given hands (bitmasks, a
+        deal: R1) and opener, from ``scores`` (two ints below the target: a partnership at the
+        target has won, R8; as low as ``round_index`` rounds of deductions allow, R7).  With
         ``seed`` the later rounds are dealt from it (R2); without, the match waits at each
         round's end (:attr:`awaiting_deal`) for :meth:`start_round`.  Every argument is
         checked (:mod:`sevenrocks_env.match_state`): ``TypeError``/``ValueError`` naming it."""
         match = cls._blank(*checked_settings(seed, target, max_rounds, keep_history, False))
         match.scores = checked_scores(scores, match.target)
+        match.round_index = checked_round_index(round_index, match.scores, match.max_rounds)
         match._lay_out(*checked_deal(hands, opener))
         return match
 

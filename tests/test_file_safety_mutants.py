@@ -348,7 +348,7 @@ def test_a_count_out_of_its_range_is_named_with_its_range(field, value, words):
 def test_scores_from_a_deal_are_at_least_minus_a_billion():
     from sevenrocks_env.rules import Match, deal
     hands, opener = deal(1, 0)
-    Match.from_deal(hands, opener, scores=(-10 ** 9, 0))
+    Match.from_deal(hands, opener, scores=(-10 ** 9, 0), round_index=10 ** 9 // 120)
     with pytest.raises(ValueError, match=r"scores must be two ints .* at least -1000000000"):
         Match.from_deal(hands, opener, scores=(-10 ** 9 - 1, 0))
 

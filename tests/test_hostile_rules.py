@@ -6,6 +6,7 @@ moves are never checked again (the hot path trusts the match), so a bad deal let
 import numpy as np
 import pytest
 
+from sevenrocks_env import sevenrocks_v0
 from sevenrocks_env.dealing import deal
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET, game_record, validate
 from sevenrocks_env.rules import Match, apply_action, legal_actions
@@ -113,6 +114,26 @@ def test_a_new_match_needs_a_non_negative_int_seed(seed, error):
 ], ids=short_id)
 def test_a_huge_or_odd_opener_or_scores_is_named_in_short(opener, scores, error, words):
     refused(error, words, lambda: Match.from_deal(HANDS, opener, scores=scores))
+
+
+def test_a_deal_s_scores_need_enough_rounds_before_it():
+    """-200 was taken at round 0, where from_state and the env then refused the same match (a
+    partnership loses at most 120 a round, R7); ``round_index`` builds a later round's deal."""
+    refused(ValueError, r"^scores \[-200, 0\] need a round_index of at least 1 \(a partnership "
+                        r"loses at most 120 a round, R7\), got 0$",
+            lambda: Match.from_deal(HANDS, OPENER, scores=(-200, 0)))
+    later = Match.from_deal(HANDS, OPENER, scores=(-200, 0), round_index=np.int64(1), seed=5)
+    assert Match.from_state(later.to_state()).to_state() == later.to_state()
+    assert type(later.round_index) is int and later.round_index == 1
+    env = sevenrocks_v0.raw_env()
+    env.reset(options={"match": later})
+    assert env.match.scores == [-200, 0]
+    for index, limit, words in (
+            (-1, None, r"\[0, 1000000000\] \(the rounds played before this one\), got -1"),
+            (3, 3, r"\[0, 2\] \(the rounds played before this one, below max_rounds\), got 3"),
+            (True, None, "round_index must be an int")):
+        refused(ValueError, words, lambda: Match.from_deal(HANDS, OPENER, max_rounds=limit, seed=5,
+                                                           round_index=index))
 
 
 def test_numpy_settings_are_taken_as_plain_ints_so_the_match_saves_and_loads_back():

@@ -135,7 +135,7 @@ def test_it_plays_after_rounds_of_deductions(model):
     """A partnership below -120 (one round's most, R7) has played rounds before this one: the
     rebuilt round is given a round number its scores allow (the view has none)."""
     agent = InferenceSearch(PolicySearchAgent(model, samples=2))
-    match = rules.Match.from_deal(rules.deal(9, 3)[0], 1, scores=(-130, 35), seed=9)
+    match = rules.Match.from_deal(rules.deal(9, 3)[0], 1, scores=(-130, 35), seed=9, round_index=3)
     while len(rules.legal_actions(match)) < 2 or len(match.history[-1].moves) < 3:
         rules.apply_action(match, rules.legal_actions(match)[0])
     history = public_round(match)

@@ -18,7 +18,7 @@ def _low_position() -> rules.Match:
     """A position of a match whose team is below -120 (as after a few blocked rounds), with a
     choice for the seat on turn."""
     hands, opener = deal(3, 5)
-    match = rules.Match.from_deal(hands, opener, scores=(-130, -65), seed=3)
+    match = rules.Match.from_deal(hands, opener, scores=(-130, -65), seed=3, round_index=5)
     rng = np.random.default_rng(0)
     while len(rules.legal_actions(match)) < 2:
         rules.apply_action(match, int(rng.choice(rules.legal_actions(match))))

@@ -263,7 +263,8 @@ def test_inference_rebuilds_a_round_below_minus_120():
     from sevenrocks_env.public_round import public_round
 
     hands, opener = deal(3, 5)
-    match = rules.Match.from_deal(hands, opener, scores=(-130, -65), seed=3)
+    match = rules.Match.from_deal(hands, opener, scores=(-130, -65), seed=3,
+                                  round_index=5)
     rng = np.random.default_rng(0)
     for _ in range(5):
         rules.apply_action(match, int(rng.choice(rules.legal_actions(match))))

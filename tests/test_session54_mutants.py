@@ -115,7 +115,8 @@ def test_a_deal_s_scores_must_be_multiples_of_5_either_side(scores):
 
 @pytest.mark.parametrize("scores", [(25, -5), (245, -1000), (0, 15), (-5, 5)])
 def test_a_deal_s_scores_that_are_multiples_of_5_are_taken(scores):
-    assert Match.from_deal(deal(0, 0)[0], 0, target=250, scores=scores).scores == list(scores)
+    assert Match.from_deal(deal(0, 0)[0], 0, target=250, scores=scores,
+                           round_index=10).scores == list(scores)
 
 
 def test_a_deal_s_numpy_scores_become_plain_ints():

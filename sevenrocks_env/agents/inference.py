@@ -130,11 +130,11 @@ def replayed_round(history: PublicRound, observation: np.ndarray, device,
         hands[(seat + relative) % 4] = hand | view.played_by[relative]
     try:
         start = Match.from_deal(hands, history.opener, target=view.target, scores=history.scores,
-                                keep_history=False)
+                                keep_history=False,  # (the round's number is not in the view)
+                                round_index=fewest_rounds_before(history.scores))
     except ValueError as error:
         raise ValueError(f"inference: the history does not fit the observation ({error})") \
             from None
-    start.round_index = fewest_rounds_before(history.scores)  # (not in the view)
     env = VectorEnv(1, device, view.target, max_rounds=None)
     env.load([start])
     replayed = RoundHistory.of_rounds(env, [history.actions])

@@ -118,8 +118,9 @@ def just_ended_round(match: Match) -> Match | None:
         start[team_of(seat)] -= points
     for seat in range(NUM_SEATS):
         start[team_of(seat)] += log.deductions[seat]
-    view = Match.from_deal(log.hands, log.opener, target=match.target, scores=start)
-    view.round_index = match.round_index - 1  # seedless, the replay waits at the round's end
+    # seedless, the replay waits at the round's end
+    view = Match.from_deal(log.hands, log.opener, target=match.target, scores=start,
+                           round_index=match.round_index - 1)
     for _, action, _, _ in log.moves:
         apply_action(view, action)
     return view
