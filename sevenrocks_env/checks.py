@@ -49,7 +49,8 @@ def checked_int(name: str, value, low: int, high: int) -> int:
     ``ValueError`` if it is outside ``[low, high]``; both name the argument and quote the value
     with :func:`shown` (an f-string of an int past 4300 digits raises Python's own error)."""
     if not is_int(value):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {shown(value)}")
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {shown(value)}"
+                        f"{array_hint(value)}")
     if not low <= value <= high:
         raise ValueError(f"{name} must be in [{low}, {high}], got {shown(value)}")
     return int(value)
@@ -63,7 +64,8 @@ def checked_seed(seed) -> int | None:
         return None
     if not is_int(seed, 0):
         raise (ValueError if is_int(seed) else TypeError)(
-            f"seed must be a non-negative int or None, got {type(seed).__name__} {shown(seed)}")
+            f"seed must be a non-negative int or None, got {type(seed).__name__} {shown(seed)}"
+            f"{array_hint(seed)}")
     return int(seed)
 
 
@@ -120,16 +122,16 @@ def shown(value) -> str:
 
 
 def array_hint(value) -> str:
-    """For a NumPy array or a torch tensor given where one action belongs (a batch's row, a
-    policy's sample): ``" (shape (1,), dtype int64: one action is a Python int, ...)"``; empty
-    for anything else."""
+    """For a NumPy array or a torch tensor given where one int belongs (an action taken from a
+    batch's row or a policy's sample, an env index from ``nonzero()``): ``" (shape (1,), dtype
+    int64: pass a Python int, e.g. int(a.item()))"``; empty for anything else."""
     kind = type(value)
     if not (isinstance(value, np.ndarray)
             or (kind.__name__ == "Tensor" and kind.__module__.partition(".")[0] == "torch")):
         return ""
     shape = tuple(int(size) for size in value.shape)
-    return (f" (shape {shape}, dtype {str(value.dtype).removeprefix('torch.')}: one action is a "
-            "Python int, e.g. int(a.item()))")
+    return (f" (shape {shape}, dtype {str(value.dtype).removeprefix('torch.')}: pass a Python "
+            "int, e.g. int(a.item()))")
 
 
 def kinds_of(value) -> str:

@@ -1,4 +1,7 @@
 """The one definition of "an int" that every argument and file value is checked with."""
+
+import re
+
 import numpy as np
 import pytest
 
@@ -37,6 +40,22 @@ def test_a_numpy_integer_out_of_range_is_quoted_by_its_value():
     with pytest.raises(ValueError, match=r"env must be in \[0, 5\], got 9$"):
         checked_int("env", np.int64(9), 0, 5)
     assert shown(np.uint8(7)) == "7" and shown(np.int64(-2)) == "-2"  # not "<uint8>"
+
+
+def test_a_tensor_or_array_for_an_int_says_its_shape_and_how_to_pass_one():
+    """``venv.match(i)`` for ``i`` in ``terminated.nonzero()`` said only "got Tensor <Tensor>"."""
+    import torch
+
+    from sevenrocks_env import sevenrocks_v0
+    venv = sevenrocks_v0.vector_env(num_envs=4)
+    venv.reset(seed=0)
+    with pytest.raises(TypeError, match=re.escape("env must be an int, got Tensor <Tensor> (shape "
+                                                  "(), dtype int64: pass a Python int, e.g. "
+                                                  "int(a.item()))")):
+        venv.match(torch.tensor(2))
+    with pytest.raises(TypeError, match=re.escape("got ndarray <ndarray> (shape (1,), dtype "
+                                                  "uint8: pass")):
+        venv.reset(seed=np.array([3], np.uint8))
 
 
 def test_numpy_scalars_are_quoted_by_their_values():

@@ -120,8 +120,8 @@ def test_raw_env_says_why_an_action_equal_to_a_legal_one_is_refused():
     for action, words in ((float(legal), "a float, not an int action index"),
                           (True, "a bool, not an int action index"),
                           (str(legal), "a str, not an int action index"),
-                          (np.array([legal]), "<ndarray> (shape (1,), dtype int64: one action is "
-                                              "a Python int, e.g. int(a.item())) for"),
+                          (np.array([legal]), "<ndarray> (shape (1,), dtype int64: pass a Python "
+                                              "int, e.g. int(a.item())) for"),
                           (None, "None is the step of a terminated or truncated agent only"),
                           (113, "113 (outside [0, 112])"), (-1, "-1 (outside [0, 112])"),
                           (KNOCK, "illegal action 112 (knock) for")):

@@ -180,9 +180,9 @@ OUTSIDE = [  # (action, error type, words of the message)
     ("3", TypeError, "got str '3'"),
     (None, TypeError, "None is the step of a terminated or truncated agent only"),
     ([0], TypeError, "got list [0]"),
-    (np.array([0]), TypeError, "got ndarray <ndarray> (shape (1,), dtype int64: one action is a "
-                               "Python int, e.g. int(a.item()))"),
-    (torch.tensor(0), TypeError, "got Tensor <Tensor> (shape (), dtype int64: one action is"),
+    (np.array([0]), TypeError, "got ndarray <ndarray> (shape (1,), dtype int64: pass a Python "
+                               "int, e.g. int(a.item()))"),
+    (torch.tensor(0), TypeError, "got Tensor <Tensor> (shape (), dtype int64: pass a Python"),
     (np.array(0.0), TypeError, "shape (), dtype float64"),
 ]
 
