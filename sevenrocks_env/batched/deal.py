@@ -65,6 +65,10 @@ def deal_key(seed: int, env_ids, matches, rounds) -> torch.Tensor:
 
 def round_key(streams: torch.Tensor, matches, rounds) -> torch.Tensor:
     """:func:`deal_key` from the :func:`stream_keys` of the envs."""
+    if isinstance(matches, torch.Tensor) and isinstance(rounds, torch.Tensor):
+        # the same sums, each one operation (alpha: multiplied in int64, wrapping)
+        return mix(torch.add(mix(torch.add(streams, matches, alpha=_GOLDEN)), rounds,
+                             alpha=_GOLDEN))
     return mix(mix(streams + matches * _GOLDEN) + rounds * _GOLDEN)
 
 
@@ -94,13 +98,26 @@ def deal(seed: int, env_ids: torch.Tensor, matches: torch.Tensor, rounds: torch.
 def deal_from_streams(streams: torch.Tensor, matches: torch.Tensor, rounds: torch.Tensor):
     """:func:`deal` from the :func:`stream_keys` of the envs."""
     key = round_key(streams, matches, rounds)
-    counters = torch.arange(1, NUM_TILES + 2, dtype=torch.long, device=streams.device)
-    keys = mix(key[:, None] + counters * _GOLDEN) & _LOW63                  # [N, 29]
+    keys = mix(key[:, None] + _counter_steps(streams.device)) & _LOW63          # [N, 29]
     order = torch.sort(keys[:, :NUM_TILES], dim=1, stable=True).indices   # a permutation
-    bits = torch.bitwise_left_shift(torch.ones_like(order), order)
+    bits = torch.index_select(_counter_steps(streams.device, bits=True), 0, order.view(-1))
     hands = bits.view(-1, NUM_SEATS, NUM_TILES // NUM_SEATS).sum(2)
-    opener = _shr(keys[:, NUM_TILES], 40) & 3
+    opener = (keys[:, NUM_TILES] >> 40) & 3    # (the key is non-negative: a logical shift)
     return hands, opener
+
+
+_STEPS: dict[tuple[str, bool], torch.Tensor] = {}
+
+
+def _counter_steps(device: torch.device, bits: bool = False) -> torch.Tensor:
+    """``counter * _GOLDEN`` (wrapped) for the counters 1..29 of a deal's keys, or (``bits``)
+    ``1 << t`` for the tiles 0..27, cached per device."""
+    key = (str(device), bits)
+    if key not in _STEPS:
+        values = ([1 << t for t in range(NUM_TILES)] if bits else
+                  [as_int64(c * _GOLDEN) for c in range(1, NUM_TILES + 2)])
+        _STEPS[key] = torch.tensor(values, dtype=torch.long, device=device)
+    return _STEPS[key]
 
 
 __all__ = ["MAX_SEED", "as_int64", "counter_key", "counter_uniform", "deal", "deal_key",

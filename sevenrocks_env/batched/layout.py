@@ -47,7 +47,7 @@ def pips(masks: torch.Tensor) -> torch.Tensor:
 
 def deductions(hands: torch.Tensor) -> torch.Tensor:
     """What each remaining hand costs (R7): its pips rounded to the nearest 5 (1-2 down, 3-4 up)."""
-    return torch.div(pips(hands) + 2, 5, rounding_mode="floor") * 5
+    return lookup(tables(hands.device).deduction, pips(hands))
 
 
 def matching_tiles(ends: torch.Tensor) -> torch.Tensor:
@@ -152,7 +152,8 @@ def unpack_actions(words: torch.Tensor, out: torch.Tensor | None = None) -> torc
     """``[N, 113]`` bool from :func:`legal_words`, a view of ``out`` (``LongTensor[N, 15]``, 120
     bytes a row, allocated if not given): each byte of the words is unpacked by a table of int64
     values whose 8 bytes are 0 or 1, read back as bools."""
-    data = words.view(torch.uint8).long()[:, :15].reshape(-1)       # 15 bytes, each 8 bools
+    # 15 bytes, each 8 bools (converted after the slice: one copy of 15 bytes a row, not two)
+    data = words.view(torch.uint8)[:, :15].int().reshape(-1)
     if out is None:
         out = torch.empty((words.shape[0], 15), dtype=torch.long, device=words.device)
     torch.index_select(tables(words.device).byte_bits64, 0, data, out=out.view(-1))

@@ -111,20 +111,20 @@ class BatchState:
             setattr(moved, name, getattr(self, name).to(device))
         return moved
 
-    def start_rounds(self, rows: torch.Tensor, hands: torch.Tensor, opener: torch.Tensor) -> None:
-        """Lay out fresh rounds in ``rows`` with these hands and openers (R1, R2)."""
-        self.hands[rows] = hands
-        self.played_by[rows] = 0
-        self.played[rows] = 0
-        self.ends[rows] = -1
-        self.end_double[rows] = False
-        self.branch_started[rows] = False
-        self.spinner[rows] = -1
-        self.turn[rows] = opener
-        self.opener[rows] = opener
-        self.placements[rows] = 0
-        self.voids[rows] = 0
-        self.last_end_sum[rows] = 0
+    def start_rounds(self, rows, hands: torch.Tensor, opener: torch.Tensor) -> None:
+        """Lay out fresh rounds in ``rows`` (a 1-D ``LongTensor``, or ``slice(None)``: all) with
+        these hands and openers (R1, R2)."""
+        if isinstance(rows, slice):
+            rows = torch.arange(self.num_envs, device=self.turn.device)[rows]
+        # index_copy_ / index_fill_: one operation each, cheaper than x[rows] = ...
+        self.hands.index_copy_(0, rows, hands)
+        self.turn.index_copy_(0, rows, opener)
+        self.opener.index_copy_(0, rows, opener)
+        for name in ("played_by", "played", "end_double", "branch_started", "placements",
+                     "voids", "last_end_sum"):
+            getattr(self, name).index_fill_(0, rows, 0)
+        self.ends.index_fill_(0, rows, -1)
+        self.spinner.index_fill_(0, rows, -1)
 
     def set_match(self, row: int, match: Match) -> None:
         """Copy a ``rules.Match`` (in progress) into ``row``."""

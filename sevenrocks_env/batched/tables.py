@@ -19,6 +19,39 @@ ALL_TILES = (1 << NUM_TILES) - 1
 SEAT_SIGNS = (1.0, -1.0, 1.0, -1.0)
 
 
+#: What the joined tables add to an end an illegal placement joins (a closed slot, or an end
+#: the tile does not show): the step's later lookups of that end fail (IndexError).
+ILLEGAL_END = 64
+
+
+def _joined_tables(placed, slot, low, high, double) -> dict[str, np.ndarray]:
+    """The layout change of each action, by the number at the slot it joins (R3, R4), at row
+    ``8 action + joined + 1`` (``joined`` -1: the slot is closed, the round's opening at
+    west): ``end_delta`` what each slot's end gains; per slot, ``end_keep`` keeps its double
+    flag, ``end_put`` sets it, ``end_started``: the branch starts."""
+    delta = np.zeros((len(placed), 8, 4), np.int64)
+    flags = np.zeros((len(placed), 8, 3, 4), bool)
+    flags[:, :, 0] = True                                  # keep every flag (the knock)
+    for a in np.flatnonzero(placed):
+        k, lo, hi, d = slot[a], low[a], high[a], double[a]
+        for joined in range(-1, 7):
+            row, keep, put = delta[a, joined + 1], flags[a, joined + 1, 0], flags[a, joined + 1, 1]
+            if joined < 0 and k == 0:               # the opening: low half west, high east
+                row[:2] = lo + 1, hi + 1
+                keep[:2], put[:2] = False, d
+            elif joined in (lo, hi):                # the other half now shows at the slot
+                row[k] = lo + hi - 2 * joined
+                keep[k], put[k] = False, d
+                flags[a, joined + 1, 2, k] = k >= 2     # a tile on a branch starts it (R5)
+            else:
+                row[k] = ILLEGAL_END
+    # each row's 4 flags (bools, one byte each) read as one int32: a 1-d lookup, whose result
+    # viewed as bool is the [N, 4] flags (a [N, 4] bool lookup is several times slower)
+    words = np.ascontiguousarray(flags.reshape(-1, 3, 4)).view(np.int32)[..., 0]
+    return {"end_delta": delta.reshape(-1, 4), "end_keep": words[:, 0].copy(),
+            "end_put": words[:, 1].copy(), "end_started": words[:, 2].copy()}
+
+
 def _numpy_tables() -> dict[str, np.ndarray]:
     f32 = np.float32
     halves = np.arange(1 << HALF, dtype=np.int64)
@@ -51,21 +84,36 @@ def _numpy_tables() -> dict[str, np.ndarray]:
                                 f32),
         "void_bits": ((np.arange(128)[:, None] >> np.arange(NUM_NUMBERS)) & 1).astype(f32),
     }
-    # per action 4 t + slot (112 = the knock): what the step needs of it, one lookup each
+    # per action 4 t + slot (112 = the knock): what the step needs of it (engine.place_and_score)
     actions = np.arange(KNOCK + 1)
     placed = actions < KNOCK
     tile = np.where(placed, actions >> 2, 0)
     slot = np.where(placed, actions & 3, 0)
     low = np.where(placed, np.array(TILE_LOW)[tile], 0)
     high = np.where(placed, np.array(TILE_HIGH)[tile], 0)
+    double = placed & (low == high)
+    bit = np.where(placed, 1 << tile, 0)
     tables.update(
-        # act_ints[a] = (placed, tile bit, slot, low, high); act_flags[a] = (at slot s (4),
-        # on branch slot s (4), double, west/east): rows of zeros for the knock
-        act_ints=np.stack([placed, np.where(placed, 1 << tile, 0), slot, low, high], 1).astype(
-            np.int64),
-        act_flags=np.hstack([placed[:, None] & (slot[:, None] == np.arange(4)),
-                             placed[:, None] & (slot[:, None] == np.arange(4)) & (slot[:, None] >= 2),
-                             (placed & (low == high))[:, None], (placed & (slot < 2))[:, None]]),
+        # act_ints[a] = (placed, tile bit, slot, pips, the spinner it makes at the opening (its
+        # number if a double, else -1), 8 a + 1: its rows of the joined tables below)
+        act_ints=np.stack([placed, bit, slot, low + high, np.where(double, low, -1),
+                           8 * actions + 1], 1).astype(np.int64),
+        # a double at west or east: the round's first one (not the opening) is the spinner
+        act_straight_double=double & (slot < 2),
+        # seat_bits[113 seat + a]: the tile's bit in the seat's column (its hand, played_by)
+        seat_bits=np.concatenate([np.where(np.arange(4) == seat, bit[:, None], 0)
+                                  for seat in range(4)]).astype(np.int64),
+        **_joined_tables(placed, slot, low, high, double),
+        # team_points[64 seat + end sum]: the points a placement with that end sum scores (R5),
+        # in the column of the seat's team (row 64 seat: a knock, no points); points: either
+        team_points=np.array([[points if team == seat & 1 else 0 for team in range(2)]
+                              for seat in range(4) for total in range(64)
+                              for points in [total if total > 0 and total % 5 == 0 else 0]],
+                             np.int64),
+        # end_value[end + 8 (1 + double + 2 counted)]: what a slot adds to the end sum (R5);
+        # counted = west/east, or a branch once started (index 7: a closed branch)
+        end_value=np.array([(e * (1 + d) if e >= 0 and c else 0) for c in range(2)
+                          for d in range(2) for e in range(-1, 7)], np.int64),
         # end_code[end + 1]: the tiles showing that number, and bit 28 + n for the number itself
         end_code=np.array([0] + [WITH_NUMBER[n] | 1 << (NUM_TILES + n) for n in range(NUM_NUMBERS)],
                           np.int64),
@@ -75,6 +123,12 @@ def _numpy_tables() -> dict[str, np.ndarray]:
                                 for kind in range(2) for st in range(2) for d in range(2)
                                 for e in range(-1, NUM_NUMBERS)], np.int64),
     )
+    tables["points"] = tables["team_points"].sum(1)
+    tables["margin"] = tables["team_points"][:, 0] - tables["team_points"][:, 1]
+    # deduction[pips]: a hand's pips rounded to the nearest 5, 1-2 down, 3-4 up (R7)
+    tables["deduction"] = (np.arange(169) + 2) // 5 * 5
+    # winner_sign[(seat + 1) * won]: +1 when team 0 won, -1 team 1, 0 no win (float64: rewards)
+    tables["winner_sign"] = np.array([0.0, 1.0, -1.0, 1.0, -1.0])
     # observation: slot_piece[code] for code = counted_value's index, + 64 on the east slot of an
     # opening spinner (counted once, R5): [open, number one-hot (7), double, branch, counted / 12]
     counted = tables["counted_value"]
