@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .match_state import starting_scores
 from .rules import Match, checked_match
-from .tiles import KNOCK, tile_name, tiles_of
+from .tiles import KNOCK, TILE_NAMES, tiles_of
 
 FORMAT = "sevenrocks-record/1"
 
@@ -46,11 +46,12 @@ def round_entry(opener: int, hands, moves, result: str | None, deductions, score
     """One round of a record (shared by both engines' writers): ``hands`` as dealt (bitmasks),
     ``moves`` as ``(seat, action, end_sum, points)``, ``result`` one of
     :data:`sevenrocks_env.record.RESULTS` or None."""
+    names = TILE_NAMES  # (the batched engine writes thousands of records a second)
     return {
         "opener": opener,
-        "hands": [[tile_name(t) for t in tiles_of(hand)] for hand in hands],
+        "hands": [[names[t] for t in tiles_of(hand)] for hand in hands],
         "moves": [{"seat": seat, "action": KNOCK, "pass": True} if action == KNOCK else
-                  {"seat": seat, "action": action, "tile": tile_name(action >> 2),
+                  {"seat": seat, "action": action, "tile": names[action >> 2],
                    "slot": action & 3, "end_sum": total, "points": points}
                   for seat, action, total, points in moves],
         "result": result,

@@ -39,6 +39,8 @@ TILE_LOW = tuple(low for low, _ in TILES)
 TILE_HIGH = tuple(high for _, high in TILES)
 TILE_PIPS = tuple(low + high for low, high in TILES)
 TILE_IS_DOUBLE = tuple(low == high for low, high in TILES)
+#: ``"low|high"``, the rule book's way of writing a tile (R1), of each tile.
+TILE_NAMES = tuple(f"{low}|{high}" for low, high in TILES)
 _TILE_INDEX = {tile: index for index, tile in enumerate(TILES)}
 
 #: WITH_NUMBER[n]: bitmask of the tiles showing ``n`` on either half.
@@ -84,8 +86,7 @@ def tile_index(low: int, high: int) -> int:
 
 def tile_name(tile: int) -> str:
     """``"low|high"``, the rule book's way of writing a tile (R1)."""
-    low, high = TILES[tile]
-    return f"{low}|{high}"
+    return TILE_NAMES[tile]
 
 
 _HALVES = frozenset("0123456")  # how parse_tile reads a half: one digit (R1)
