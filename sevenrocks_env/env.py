@@ -124,7 +124,6 @@ from .starts import reset_options, starting_match
 from .tiles import NUM_ACTIONS, illegal_action_text
 
 _NO_ACTIONS = np.zeros(NUM_ACTIONS, np.int8)
-_TURN_PIECE = obs_mod.OFFSETS["turn"]
 
 AGENTS = tuple(f"player_{seat}" for seat in range(4))
 
@@ -279,10 +278,8 @@ class raw_env(AECEnv, EzPickle):
             self._check_observable(agent)
         done = self.terminations.get(agent, True) or self.truncations.get(agent, True)
         observation = obs_mod.encode(self.match, seat)
-        if done and not self.match.over:
-            # an illegal move's end (env()'s wrapper) leaves the match as it was, the mover on
-            # turn: no seat to move, as at every other end
-            observation[_TURN_PIECE] = 0
+        if done and not self.match.over:  # an illegal move's end (env()'s wrapper)
+            obs_mod.without_turn(observation)
         # ended or removed: no legal action
         return {"observation": observation,
                 "action_mask": _NO_ACTIONS.copy() if done else obs_mod.action_mask(self.match,

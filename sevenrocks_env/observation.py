@@ -317,6 +317,14 @@ def decode(obs: np.ndarray) -> SeatView:
                     counts, voids, scores, target, turn, bool(obs[_OPENING] > 0.5))
 
 
+def without_turn(vector: np.ndarray) -> np.ndarray:
+    """``vector`` (an :func:`encode` result, changed in place) with no seat to move: the last
+    observation of a match ended by an illegal move, which leaves the match as it was, the
+    mover on turn (env()'s wrapper, the Gymnasium and RLlib views), as at every other end."""
+    vector[_TURN:_TURN + 4] = 0
+    return vector
+
+
 def view(obs: np.ndarray, piece: str) -> np.ndarray:
     """The named piece of an observation vector (a view, reshaped where it is a table); an
     unknown name is a ``KeyError`` listing the pieces."""

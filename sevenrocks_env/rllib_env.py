@@ -45,6 +45,7 @@ from .agents import make_agent
 from .checks import checked_bool, checked_seed, shown
 from .driver import agent_action
 from .env import AGENTS, raw_env
+from .observation import without_turn
 from .tiles import NUM_ACTIONS
 from .rules import is_legal, legal_actions, team_of
 from .single_agent import checked_illegal_action, is_self
@@ -207,6 +208,7 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
         observations = {AGENTS[s]: self._observe(s) for s in seats}
         for observation in observations.values():
             observation["action_mask"][:] = 0
+            without_turn(observation["observations"])  # (the match left as it was)
         rewards = {AGENTS[s]: self._pending[s] for s in seats}
         self._pending = dict.fromkeys(self._pending, 0.0)
         terminateds = {**{AGENTS[s]: True for s in seats}, "__all__": True}

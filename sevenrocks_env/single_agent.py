@@ -64,6 +64,7 @@ from .agents import make_agent
 from .checks import checked_bool, checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
+from .observation import without_turn
 from .registration import GYMNASIUM_ID
 from .starts import checked_start, reset_options
 from .rewards import team0_reward, winner_sign
@@ -206,7 +207,8 @@ class SingleAgentEnv(gymnasium.Env):
         info = self._info()
         info["illegal_action"] = True
         observation = self._observe()
-        self._obs = {**observation, "action_mask": np.zeros_like(observation["action_mask"])}
+        self._obs = {"observation": without_turn(observation["observation"].copy()),
+                     "action_mask": np.zeros_like(observation["action_mask"])}
         return self._obs, ILLEGAL_REWARD, True, False, info
 
     def _start(self, match_seed: int, start: Match | None) -> None:

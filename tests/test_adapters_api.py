@@ -8,6 +8,7 @@ import pytest
 
 import sevenrocks_env
 from sevenrocks_env import sevenrocks_v0
+from sevenrocks_env.observation import view, without_turn
 from sevenrocks_env.rules import Match, deal, legal_actions
 from sevenrocks_env.single_agent import SingleAgentEnv
 from sevenrocks_env.tiles import mask_of, parse_tile
@@ -118,7 +119,9 @@ def test_illegal_learner_action_ends_the_episode_by_default(reward):
     bad = next(a for a in range(113) if a not in legal)
     obs2, reward_, terminated, truncated, info = env.step(np.int64(bad))
     assert (reward_, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
-    assert np.array_equal(obs2["observation"], obs["observation"])
+    # the same position, with no seat to move (as at every other end)
+    assert np.array_equal(without_turn(obs["observation"].copy()), obs2["observation"])
+    assert view(obs["observation"], "turn").any() and not obs2["action_mask"].any()
     assert env.match.to_state() == state
     with pytest.raises(RuntimeError, match="reset"):
         env.step(next(iter(legal)))

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("ray.rllib", reason="needs the [rllib] extra (.venv-rllib)")
 
+from sevenrocks_env.observation import view  # noqa: E402
 from sevenrocks_env.rules import legal_actions  # noqa: E402
 
 import test_rllib  # noqa: E402
@@ -66,6 +67,7 @@ def test_a_masked_out_action_ends_the_match_by_default(rllib_ppo, opponent):
     assert set(obs) == set(rewards) == set(terminateds) - {"__all__"} == seen
     assert env._aec.match.to_state() == state and env.illegal_actions == 1
     assert not any(o["action_mask"].any() for o in obs.values())  # no action at an end
+    assert not any(view(o["observations"], "turn").any() for o in obs.values())  # no seat to move
     (agent, _), = env.reset(seed=1)[0].items()
     with pytest.raises(ValueError, match="outside the action space"):  # a bug: always raised
         env.step({agent: 113})
