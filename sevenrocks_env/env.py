@@ -367,7 +367,8 @@ class raw_env(AECEnv, EzPickle):
                 and not replays_to_its_state(self.match):  # no record rather than a wrong one
             raise ValueError("this match has no game record: it started from a match given to "
                              "reset(options={'match': m}) whose history does not replay to it "
-                             "(an edited position, or scores other than 0-0 at its deal)")
+                             "(an edited position, or scores other than 0-0 or a round after "
+                             "the first at its deal)")
         return game_record(self.match)
 
     def render(self):

@@ -154,6 +154,13 @@ def starting_scores(match) -> list[int]:
     return scores
 
 
+def starting_round(match) -> int:
+    """The round index the match's history started at (a record starts at round 0): its
+    ``round_index`` less the rounds the history finished without a win (R8 deals no more)."""
+    return match.round_index - sum(1 for log in match.history
+                                   if log.result is not None and log.result != "won")
+
+
 def replays_to_its_state(match) -> bool:
     """Whether ``match.history`` starts at 0-0 and, written as a game record and replayed by
     :func:`sevenrocks_env.record.replay` (every move, end sum, point and round end checked),

@@ -10,7 +10,7 @@ re-exports these names.
 
 from __future__ import annotations
 
-from .match_state import starting_scores
+from .match_state import starting_round, starting_scores
 from .rules import Match, checked_match
 from .tiles import KNOCK, TILE_NAMES, tiles_of
 
@@ -26,6 +26,9 @@ def game_record(match: Match) -> dict:
     if start != [0, 0]:  # (every record replays from 0-0: validate would refuse it)
         raise ValueError(f"this match's history starts at scores {start}, not 0-0 (dealt with "
                          "scores, or edited), so it has no record")
+    if starting_round(match) != 0:  # (its record would miscount the rounds: max_rounds, R8)
+        raise ValueError(f"this match's history starts at round {starting_round(match)}, not "
+                         "the first (dealt with round_index, or edited), so it has no record")
     rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
                           log.scores if log.scores is not None else match.scores)
               for log in match.history]

@@ -89,3 +89,25 @@ def test_a_match_dealt_at_scores_other_than_0_0_has_no_record():
     for _ in range(5):
         apply_action(fresh, legal_actions(fresh)[0])
     record.validate(record.game_record(fresh))
+
+
+def test_a_match_dealt_at_a_later_round_has_no_record():
+    """Dealt at round 2 of 3 and cut by max_rounds after its one round, its record (one round,
+    max_rounds 3) passed validate and read as unfinished."""
+    from sevenrocks_env import record, sevenrocks_v0
+    from sevenrocks_env.dealing import deal
+    from sevenrocks_env.rules import Match, apply_action, legal_actions
+
+    match = Match.from_deal(*deal(7, 0), seed=7, max_rounds=3, round_index=2)
+    while not match.over:
+        apply_action(match, legal_actions(match)[0])
+    assert match.truncated and len(match.history) == 1
+    with pytest.raises(ValueError, match=r"^this match's history starts at round 2, not the first "
+                                         r"\(dealt with round_index, or edited\), so it has no "
+                                         r"record$"):
+        record.game_record(match)
+    env = sevenrocks_v0.raw_env(max_rounds=3)
+    env.reset(options={"match": Match.from_deal(*deal(7, 0), seed=7, max_rounds=3,
+                                                round_index=1)})
+    with pytest.raises(ValueError, match="or a round after the first at its deal"):
+        env.game_record()
