@@ -100,6 +100,23 @@ def test_compiled_env_refuses_bad_actions_and_changes_nothing():
         venv.step(first_legal(venv))  # still usable
 
 
+def test_compiled_an_illegal_action_that_stops_the_step_half_way_says_to_reset():
+    """validate=False, in range but illegal (a tile on a closed branch): the fused kernel's
+    failed lookup ("index out of bounds") left some rows' layouts changed and the env usable
+    (every later step failed the same way); as eager, it now says so and locks the env."""
+    _, venv = pair(validate=False)
+    venv.step(first_legal(venv))
+    actions = first_legal(venv)
+    actions[3] = 4 * 27 + 2  # 6|6 north: the branches are closed this early
+    assert not bool(venv.action_mask[3, actions[3]])
+    with pytest.raises(ValueError, match="illegal action was played with validate=False"):
+        venv.step(actions)
+    with pytest.raises(RuntimeError, match="not one the rules reach; call reset"):
+        venv.step(first_legal(venv))
+    venv.reset(seed=1)
+    venv.step(first_legal(venv))
+
+
 def test_one_compiled_variant_per_batch_size_whatever_the_target_or_autograd_mode():
     """torch compiles a function at most 8 times in a process: a target or an autograd mode
     must not make variants of their own (they did: three envs of other sizes, trained and

@@ -20,7 +20,8 @@ SEAT_SIGNS = (1.0, -1.0, 1.0, -1.0)
 
 
 #: What the joined tables add to an end an illegal placement joins (a closed slot, or an end
-#: the tile does not show): the step's later lookups of that end fail (IndexError).
+#: the tile does not show): the step's later lookups of that end fail (on the CPU an IndexError,
+#: Inductor's "index out of bounds" RuntimeError under compile; a GPU's device-side assert).
 ILLEGAL_END = 64
 
 

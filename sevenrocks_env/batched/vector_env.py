@@ -319,10 +319,14 @@ class VectorEnv:
                 rewards, terminated, truncated, events = engine.step(
                     self.state, actions, self.settings, self._streams,
                     self._kernels.place_and_score, self._target)
-        except IndexError:
-            if self.validate or self.compiled or self.device.type != "cpu":
-                raise  # checked already: not an action's fault (an engine bug)
-            # validate=False, eager CPU: a table lookup failed
+        except (IndexError, RuntimeError) as error:
+            # validate=False on the CPU: a table lookup failed, eager (IndexError) or in the
+            # fused kernel (Inductor's RuntimeError "index out of bounds"); else not an action's
+            # fault (an engine bug, a failed compile), or a GPU's device-side assert
+            failed_lookup = (not self.compiled and isinstance(error, IndexError)) or (
+                self.compiled and "index out of bounds" in str(error))
+            if self.validate or self.device.type != "cpu" or not failed_lookup:
+                raise
             check_action_range(actions)  # out of range: the first lookup, before any change
             # in range but illegal (a closed or unmatched slot): some fields have changed
             self._not_ready = (
