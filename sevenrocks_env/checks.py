@@ -130,8 +130,9 @@ def array_hint(value) -> str:
             or (kind.__name__ == "Tensor" and kind.__module__.partition(".")[0] == "torch")):
         return ""
     shape = tuple(int(size) for size in value.shape)
+    one = int(np.prod(shape)) == 1  # (.item() takes one element only)
     return (f" (shape {shape}, dtype {str(value.dtype).removeprefix('torch.')}: pass a Python "
-            "int, e.g. int(a.item()))")
+            f"int, {'e.g. int(a.item())' if one else 'one element at a time, e.g. int(a[i])'})")
 
 
 def kinds_of(value) -> str:

@@ -56,6 +56,9 @@ def test_a_tensor_or_array_for_an_int_says_its_shape_and_how_to_pass_one():
     with pytest.raises(TypeError, match=re.escape("got ndarray <ndarray> (shape (1,), dtype "
                                                   "uint8: pass")):
         venv.reset(seed=np.array([3], np.uint8))
+    with pytest.raises(TypeError, match=re.escape("(shape (2,), dtype int64: pass a Python int, "
+                                                  "one element at a time, e.g. int(a[i]))")):
+        venv.match(torch.tensor([1, 2]))
 
 
 def test_numpy_scalars_are_quoted_by_their_values():
