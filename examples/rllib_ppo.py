@@ -96,6 +96,8 @@ class MaskedPolicyModule(TorchRLModule, ValueFunctionAPI):
         super().__init__(*args, **kwargs)
 
     def setup(self):
+        # (only hidden_sizes: RLlib's fcnet_* keys do not apply, and PPO adds keys of its own,
+        # vf_share_layers, so other keys cannot be refused)
         self.net = PolicyNet(self.model_config.get("hidden_sizes", [256, 256]))
 
     def _forward(self, batch, **kwargs):
@@ -183,12 +185,21 @@ def _to_shared_policy(agent_id, episode, **kwargs):
     return POLICY_ID
 
 
-def policy_net(algo) -> PolicyNet:
-    """The learner's current shared policy as a plain :class:`PolicyNet` (works for local and
-    remote learners: the weights come from the learner group)."""
-    weights = algo.learner_group.get_weights(module_ids=[POLICY_ID])[POLICY_ID]
+def policy_net(algo, policy_id: str = POLICY_ID) -> PolicyNet:
+    """The learner's current policy ``policy_id`` (a :class:`MaskedPolicyModule`) as a plain
+    :class:`PolicyNet` (works for local and remote learners: the weights come from the learner
+    group).  ``ValueError`` for another module id or another module class."""
+    modules = algo.learner_group.get_weights()
+    if policy_id not in modules:
+        raise ValueError(f"export: the algorithm has no RLModule {policy_id!r} (it has "
+                         f"{', '.join(repr(str(m)) for m in sorted(modules, key=str)[:5])}): "
+                         "pass policy_id=")
+    weights = modules[policy_id]
     state = {key[len("net."):]: torch.as_tensor(np.asarray(value))
              for key, value in weights.items() if key.startswith("net.")}
+    if not state:  # RLlib's ActionMaskingTorchRLModule, say: its own network, not a PolicyNet
+        raise ValueError(f"export: RLModule {policy_id!r} holds no PolicyNet (no 'net.' weights): "
+                         "only MaskedPolicyModule's policies export to this project's format")
     hidden = [state[key].shape[0] for key in sorted(
         (k for k in state if k.startswith("trunk.") and k.endswith(".weight")),
         key=lambda k: int(k.split(".")[1]))]
@@ -197,11 +208,12 @@ def policy_net(algo) -> PolicyNet:
     return net.eval()
 
 
-def export_policy(algo, path, global_step: int = 0) -> Path:
-    """Write the shared policy in this project's checkpoint format (``ckpt:PATH`` agent spec)."""
+def export_policy(algo, path, global_step: int = 0, policy_id: str = POLICY_ID) -> Path:
+    """Write the policy ``policy_id`` (a :class:`MaskedPolicyModule`) in this project's
+    checkpoint format (``ckpt:PATH`` agent spec)."""
     from training.checkpoint import policy_entries, save_checkpoint
 
-    data = policy_entries(policy_net(algo), global_step)
+    data = policy_entries(policy_net(algo, policy_id), global_step)
     data["trainer"] = "rllib-ppo"
     return save_checkpoint(path, data)
 

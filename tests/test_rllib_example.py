@@ -59,6 +59,37 @@ def test_modules_build_without_deprecation_notices(rllib_ppo):
         assert drop.filter(record) is kept
 
 
+def test_the_module_takes_hidden_sizes_only_and_export_says_what_it_needs(rllib_ppo):
+    """``hidden_sizes=[]`` was an IndexError deep in PolicyNet; exporting another module class
+    (RLlib's ActionMaskingTorchRLModule) was that IndexError too, another policy id a bare
+    KeyError 'shared'."""
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    env = rllib_ppo.SevenRocksMultiAgentEnv({})
+    spaces = dict(observation_space=env.observation_spaces["player_0"],
+                  action_space=env.action_spaces["player_0"])
+    with pytest.raises(ValueError, match=r"hidden_sizes must be 1-8 layer widths"):
+        RLModuleSpec(module_class=rllib_ppo.MaskedPolicyModule,
+                     model_config={"hidden_sizes": []}, **spaces).build()
+
+    class Learners:  # the learner group's get_weights: {module id: {weight name: array}}
+        def __init__(self, weights):
+            self.weights = weights
+
+        def get_weights(self):
+            return self.weights
+
+    class Algo:
+        def __init__(self, weights):
+            self.learner_group = Learners(weights)
+
+    with pytest.raises(ValueError, match=r"no RLModule 'shared' \(it has 'p'\): pass policy_id="):
+        rllib_ppo.policy_net(Algo({"p": {"net.trunk.0.weight": np.zeros((4, 238))}}))
+    with pytest.raises(ValueError, match="RLModule 'shared' holds no PolicyNet .*only "
+                                         "MaskedPolicyModule's policies export"):
+        rllib_ppo.policy_net(Algo({"shared": {"encoder.0.weight": np.zeros((4, 238))}}))
+
+
 def test_one_ppo_iteration_on_local_ray_respects_masks(rllib_ppo, tmp_path, monkeypatch):
     import ray
     import ray.tune.trainable.trainable as trainable
