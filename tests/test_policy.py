@@ -287,3 +287,11 @@ def test_value_is_the_value_forward_gives(network):
         _, forward_values = net(obs, masks)
     assert values.shape == (6,) and values.abs().max() > 1e-3
     torch.testing.assert_close(values, forward_values, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("hidden", [[], [0], [4097], [True], "64", list(range(1, 10))])
+def test_a_network_s_hidden_sizes_are_1_to_8_widths_of_1_to_4096(hidden):
+    """``PolicyNet([])`` was an IndexError inside its constructor, ``[0]`` a zero-width net."""
+    with pytest.raises(ValueError, match=r"^hidden_sizes must be 1-8 layer widths \(1-4096\), got"):
+        PolicyNet(hidden)
+    assert PolicyNet((np.int64(8),)).hidden_sizes == [8]
