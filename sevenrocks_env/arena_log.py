@@ -42,6 +42,7 @@ from .arena_log_lock import open_locked, release
 from .checks import checked_path, shown
 from .fingerprints import run_fingerprints
 from .match_state import MAX_ROUND_MOVES
+from .scoring import MAX_PLACEMENT_POINTS
 from .record import unique_keys
 from .textfile import shown_path
 
@@ -66,7 +67,7 @@ MAX_MOVES = MAX_ROUND_MOVES
 _MAX_POINTS, _MAX_SECONDS = 10 ** 12, 1e9
 #: Most a partnership's score can move in one round: at most 14 placements of at most 35
 #: points (R5), or a deduction (R7) of at most 120.
-MAX_ROUND_SWING = 14 * 35
+MAX_ROUND_SWING = 14 * MAX_PLACEMENT_POINTS
 
 
 class PairLogError(ValueError):

@@ -149,7 +149,7 @@ def kinds_of(value) -> str:
 
 def shown_kind(value) -> str:
     """:func:`shown`, and the value's kind where its text hides why a plain-int check
-    (:func:`is_plain_int`) refused it: ``"2 (a NumPy int64)"``, ``"[10, 5] (a tuple of int)"``
+    (:func:`is_plain_int`) refused it: ``"2 (a NumPy int64)"``, ``"(10, 5) (a tuple of int)"``
     (a value built in Python rather than read from JSON)."""
     if isinstance(value, np.generic):
         return f"{shown(value)} (a NumPy {type(value).__name__})"

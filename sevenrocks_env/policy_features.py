@@ -59,7 +59,7 @@ def reply_table() -> torch.Tensor:
 
 def fits_table() -> torch.Tensor:
     """``[128, 28]``: row ``numbers`` (a set of open numbers, bit ``n`` for number ``n``), column
-    ``tile``: 1 if the tile shows one of them (it fits one of those ends, R4)."""
+    ``tile``: 1 if the tile shows one of them (it fits one of those ends, R3)."""
     tile_bits = (torch.from_numpy(TILE_NUMBERS_NP) > 0).long() @ (1 << torch.arange(7))  # [28]
     return ((torch.arange(128).view(-1, 1) & tile_bits) != 0).float()
 

@@ -65,14 +65,12 @@ from .checks import checked_bool, checked_seed, is_int, shown
 from .driver import MatchDriver, agent_name
 from .env import AGENTS, raw_env
 from .observation import without_turn
-from .registration import GYMNASIUM_ID
 from .starts import checked_start, reset_options
 from .rewards import team0_reward, winner_sign
 from .rules import DEFAULT_TARGET, Match, is_legal, legal_actions, partner_of
 from .tiles import illegal_action_text
 from .wrappers import checked_action
 
-ENV_ID = GYMNASIUM_ID  # the id registration.py registers
 ILLEGAL_ACTION_MODES = ("terminate", "raise")
 ILLEGAL_REWARD = -1.0
 
@@ -288,4 +286,4 @@ def _label(agent) -> str:
     return agent if isinstance(agent, str) else agent_name(agent)
 
 
-__all__ = ["ENV_ID", "ILLEGAL_ACTION_MODES", "ILLEGAL_REWARD", "SingleAgentEnv"]
+__all__ = ["ILLEGAL_ACTION_MODES", "ILLEGAL_REWARD", "SingleAgentEnv"]

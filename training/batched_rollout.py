@@ -36,6 +36,7 @@ import torch
 from sevenrocks_env.agents.belief import HIDDEN_SEATS
 from sevenrocks_env.batched import VectorEnv
 from sevenrocks_env.batched import layout
+from sevenrocks_env.batched.greedy import placement_points
 from sevenrocks_env.batched.state import FIELDS
 from sevenrocks_env.policy import MASKED_LOGIT, MaskedCategorical
 from sevenrocks_env.tiles import KNOCK, NUM_SEATS, NUM_TILES
@@ -160,11 +161,7 @@ class BatchedSelfPlayEngine(MatchSeats):
         chosen = actions[index]
         placed = chosen != KNOCK
         index, chosen = index[placed], chosen[placed]
-        state = self.venv.state
-        ends, double, started, _ = layout.place_tiles(
-            state.ends[index], state.end_double[index], state.branch_started[index],
-            state.spinner[index], state.placements[index], chosen >> 2, chosen & 3)
-        points = layout.placement_points(layout.end_sum(ends, double, started))
+        points = placement_points(self.venv.state, index, chosen)
         rows = index.cpu().numpy()
         self._placements[rows] += 1
         self._points[rows] += points.cpu().numpy()

@@ -29,7 +29,7 @@ from sevenrocks_env.observation import OBS_SIZE, OBS_VERSION
 from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
 from sevenrocks_env.tiles import NUM_ACTIONS
 
-from .labels_zip import MAX_NPY_HEADER, LabelsError  # noqa: F401 (named here, as before)
+from .labels_zip import LabelsError
 from .labels_zip import check_inflation, not_labels, open_labels, read_headers
 
 #: Labels a file may hold (bounds the work a labels file from elsewhere can ask for).

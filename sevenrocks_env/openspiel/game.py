@@ -35,6 +35,7 @@ import pyspiel
 from .. import rules
 from ..checks import is_plain_int, shown
 from ..record import MAX_ROUNDS, MAX_TARGET, game_record
+from ..scoring import MAX_PLACEMENT_POINTS
 from ..tiles import KNOCK, NUM_ACTIONS, NUM_SEATS, NUM_TILES, describe_action, tile_name, tiles_of
 from .hidden import resample, state_from_view
 from .observer import HAND, MAX_ROUND_MOVES, SevenRocksObserver, layout_text, position_text
@@ -44,7 +45,7 @@ DEAL_NODES = NUM_TILES  # one chance node per tile dealt (R1)
 #: A loose bound on one partnership's round margin: 14 placements of at most 35 points (R5) plus
 #: two hands of at most 70 (R7).  The true bound is lower (a team places at most 13 tiles: the
 #: round ends when one hand is empty; a team loses at most ``scoring.MAX_TEAM_DEDUCTION`` = 120).
-MAX_ROUND_MARGIN = 14 * 35 + 2 * 70
+MAX_ROUND_MARGIN = 14 * MAX_PLACEMENT_POINTS + 2 * 70
 DEFAULT_PARAMS = {"target": rules.DEFAULT_TARGET, "rounds": 0, "max_rounds": 100}
 
 _GAME_TYPE = pyspiel.GameType(

@@ -246,7 +246,7 @@ def build_layout(moves) -> BoardDrawing:
 
 
 def layout_from_tiles(sequence) -> BoardDrawing:
-    """A layout from ``[("1|4", slot), ...]`` played in turn from seat 0 (tests, docs)."""
+    """A layout from ``[("1|4", slot), ...]`` played in turn from seat 0 (tests)."""
     moves = [(i % 4, 4 * parse_tile(tile) + slot) for i, (tile, slot) in enumerate(sequence)]
     return build_layout(moves)
 
