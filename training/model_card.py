@@ -10,6 +10,8 @@ from pathlib import Path
 from sevenrocks_env.agents import same_spec
 from sevenrocks_env.checks import shown
 
+from .checkpoint import minutes_text as checkpoint_minutes
+
 #: Match win rates the shipped policy must reach (issue 4), by opponent.
 QUALITY_BARS = {"random": 0.95, "greedy": 0.65, "heuristic": 0.55}
 
@@ -30,7 +32,8 @@ def verdict(row: dict, bar: float) -> str:
 
 
 def minutes_text(minutes) -> str:
-    return "unknown" if minutes is None else f"{minutes:.1f} min"
+    """A run's wall time as the messages write it (a tiny one's digits shown), or "unknown"."""
+    return "unknown" if minutes is None else f"{checkpoint_minutes(minutes)} min"
 
 
 def critic_text(config: dict) -> str:
