@@ -20,11 +20,25 @@ TORCH_ID   := $(shell printf '%s' '$(TORCH_SPEC) $(TORCH_FLAGS)' | cksum | cut -
 # or CPU): when the marker is new ($? names it) the torch install is forced
 REINSTALL_TORCH = $(if $(filter %/.torch-$(TORCH_ID),$?),--force-reinstall)
 # OpenSpiel 2.0.2 has wheels for 3.11 and 3.12 only; say so before pip fails on another Python.
-CHECK_PYTHON = @$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' \
+CHECK_PYTHON = @command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON): no such command; \
+this project needs Python 3.11 or 3.12: make ... PYTHON=python3.12" >&2; exit 1; }
+CHECK_PYTHON += ; $(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] not in ((3, 11), (3, 12)))' \
 	|| (echo "error: $(PYTHON) is Python $$($(PYTHON) -c 'import platform; print(platform.python_version())'); \
 this project needs 3.11 or 3.12: make ... PYTHON=python3.12" >&2; exit 1)
 
-.PHONY: install install-rllib chromium test train smoke serve bench exploit clean
+.PHONY: help install install-rllib chromium test train smoke serve bench exploit clean
+
+help:
+	@echo "make train          install (.venv) and train with $(CONFIG) (about 25 min on 2 cores)"
+	@echo "make test           install (.venv, .venv-rllib, chromium) and run the whole test suite"
+	@echo "make install        only the main venv ($(VENV)); TORCH_SPEC / TORCH_FLAGS pick torch"
+	@echo "make install-rllib  only the RLlib venv ($(VENV_RLLIB))"
+	@echo "make chromium       Debian's chromium for the browser tests"
+	@echo "make smoke          a seconds-long training run"
+	@echo "make serve          the web page to play the bots"
+	@echo "make bench          the speed benchmarks (env_speed, vector_speed)"
+	@echo "make exploit        the best responses of issue 11 (about 2.5 h)"
+	@echo "make clean          remove the venvs and caches (not runs/, checkpoints/ or games/)"
 
 $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-$(TORCH_ID)
 	$(CHECK_PYTHON)
@@ -83,4 +97,4 @@ exploit: install
 	$(PY) benchmarks/best_response.py --opponent heuristic --steps 2000000 --seed 1 --pairs 500 --deal-seed 7001 --workers 2 --out runs/best_response
 
 clean:
-	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat runs .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(VENV_RLLIB) .venv-compat .pytest_cache .hypothesis build *.egg-info
