@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -202,8 +203,14 @@ def test_resumed_run_says_from_which_step(tmp_path, capfd, good):
     path = tmp_path / "resume.pt"
     torch.save(good, path)
     assert main(["--resume", str(path), "--set", f"log_dir={tmp_path / 'runs'}", "--set",
-                 f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "final_eval_pairs=1"]) == 0
-    assert "resumed from step 256" in capfd.readouterr().out
+                 f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "final_eval_pairs=1",
+                 "--set", "max_minutes=30"]) == 0
+    out = capfd.readouterr().out
+    assert "resumed from step 256" in out and "; training stops at 30 min)" in out
+    # the final evaluation's minute (silent before) is said, and left out of the training's
+    assert "final evaluation: 1 duplicate pair against each of random\n" in out
+    assert re.search(r"\n\nrun smoke: \d+ steps, \d+\.\d min of training \(\d+\.\d with the "
+                     r"final evaluation\), checkpoint ", out)
 
 
 def test_a_bad_set_on_resume_is_named_not_blamed_on_the_checkpoint(tmp_path, capsys, good):

@@ -31,7 +31,7 @@ def test_ctrl_c_in_the_final_evaluation_says_the_checkpoint_is_written(tmp_path,
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(train_module, "_evaluate_and_log", interrupted)
+    monkeypatch.setattr(train_module, "evaluate_and_log", interrupted)
     code = main(["--config", str(SMOKE), "--set", f"log_dir={tmp_path / 'runs'}", "--set",
                  f"checkpoint_dir={tmp_path / 'ckpt'}", "--set", "total_steps=256",
                  "--set", "eval_every=0"])
@@ -72,13 +72,13 @@ def test_a_complete_evaluated_run_is_not_resumed_but_an_unevaluated_one_is(tmp_p
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
-    monkeypatch.setattr(train_module, "_evaluate_and_log", interrupted)
+    monkeypatch.setattr(train_module, "evaluate_and_log", interrupted)
     # the same run again into the same folder (--force), stopped during its final evaluation:
     # the first run's mark must not make it look evaluated
     assert main(["--config", str(SMOKE), *args, "--set", "total_steps=256", "--set",
                  "eval_every=0", "--force"]) == 130
     evaluated = []
-    monkeypatch.setattr(train_module, "_evaluate_and_log",
+    monkeypatch.setattr(train_module, "evaluate_and_log",
                         lambda *a, **k: evaluated.append(1) or {})
     assert main(["--resume", str(latest), *args]) == 0 and evaluated == [1]
     assert main(["--resume", str(latest), *args]) == 2  # and now it is complete

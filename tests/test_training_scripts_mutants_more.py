@@ -91,7 +91,7 @@ def test_a_complete_run_folder_is_called_complete(tmp_path, monkeypatch):
 def test_an_evaluation_stopped_during_its_picture_logs_nothing(monkeypatch):
     """A Ctrl-C in the picture's match left the eval scalars logged, and the resumed run logged
     its final evaluation at that step a second time."""
-    from training import train
+    from training import evaluation as train
     logged = []
     writer = SimpleNamespace(add_scalar=lambda *a: logged.append(a),
                              add_image=lambda *a, **k: logged.append(a))
@@ -104,7 +104,7 @@ def test_an_evaluation_stopped_during_its_picture_logs_nothing(monkeypatch):
     monkeypatch.setattr(train, "eval_game_picture", stopped)
     cfg = SimpleNamespace(eval_agents=["random"], eval_seed=0, target=250, max_rounds=None)
     with pytest.raises(KeyboardInterrupt):
-        train._evaluate_and_log(writer, None, cfg, 2, 4096, 60.0, {})
+        train.evaluate_and_log(writer, None, cfg, 2, 4096, 60.0, {})
     assert logged == []
 
 

@@ -8,6 +8,8 @@ import re
 from sevenrocks_env.agents import make_agent
 from sevenrocks_env.policy import PolicyAgent
 
+from .agent_files import check_session_files
+
 
 def evaluate_policy(model, specs, pairs: int, seed: int, target: int, max_rounds: int) -> dict:
     """``{spec: ArenaResult}`` of a frozen copy of ``model`` (team A, greedy play) vs each spec,
@@ -81,3 +83,23 @@ def short_summary(results: dict) -> str:
     """``greed 62% heuri 48%`` for the progress bar, one :func:`short_names` name each."""
     return " ".join(f"{name} {100 * result.win_rate:.0f}%"
                     for name, result in zip(short_names(results), results.values()))
+
+
+def evaluate_and_log(writer, model, cfg, pairs: int, global_step: int, wall_seconds: float,
+                     eval_files: dict) -> dict:
+    """Arena evaluation against ``cfg.eval_agents``: the eval/ scalars, the wall time, and one
+    evaluation match against the last eval agent as a board picture (eval/game).  The agents'
+    files must be those of the session's start (``eval_files``, what its checkpoints keep).
+    Everything is computed before anything is logged: a Ctrl-C during the picture's match left
+    the scalars logged, and the resumed run logged its final evaluation at that step again."""
+    check_session_files(eval_files, cfg.eval_agents, "eval_agents")
+    results = evaluate_policy(model, cfg.eval_agents, pairs, cfg.eval_seed, cfg.target,
+                              cfg.max_rounds)
+    picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed, cfg.target,
+                                cfg.max_rounds)
+    for key, value in eval_scalars(results).items():
+        writer.add_scalar(key, value, global_step)
+    writer.add_scalar("eval/wall_minutes", wall_seconds / 60, global_step)
+    writer.add_scalar("eval/pairs", pairs, global_step)  # for the curve's confidence bands
+    writer.add_image("eval/game", picture, global_step, dataformats="HWC")
+    return results

@@ -33,13 +33,13 @@ from sevenrocks_env.cli import help_text
 from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError
 
-from .agent_files import check_session_files, check_unchanged, fingerprints
+from .agent_files import check_unchanged, fingerprints
 from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_batch,
                          evaluated_minutes, evaluated_step, load_training_checkpoint,
                          mark_evaluated, minutes_text, more_minutes, more_steps,
                          save_training_checkpoint, set_rng_state, stopped_out_of_time)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
-from .evaluation import eval_game_picture, eval_scalars, evaluate_policy, short_summary
+from .evaluation import evaluate_and_log, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
 from .opponents import PAST, OpponentPool
 from .run_logs import LogsError, LogWriter
@@ -55,26 +55,6 @@ from .seats import RolloutBuffer
 def _hparams_table(cfg: TrainConfig) -> str:
     rows = "\n".join(f"|{key}|{value}|" for key, value in cfg.as_dict().items())
     return f"|param|value|\n|-|-|\n{rows}"
-
-
-def _evaluate_and_log(writer, model, cfg: TrainConfig, pairs: int, global_step: int,
-                      wall_seconds: float, eval_files: dict) -> dict:
-    """Arena evaluation against ``cfg.eval_agents``: the eval/ scalars, the wall time, and one
-    evaluation match against the last eval agent as a board picture (eval/game).  The agents'
-    files must be those of the session's start (``eval_files``, what its checkpoints keep).
-    Everything is computed before anything is logged: a Ctrl-C during the picture's match left
-    the scalars logged, and the resumed run logged its final evaluation at that step again."""
-    check_session_files(eval_files, cfg.eval_agents, "eval_agents")
-    results = evaluate_policy(model, cfg.eval_agents, pairs, cfg.eval_seed, cfg.target,
-                              cfg.max_rounds)
-    picture = eval_game_picture(model, cfg.eval_agents[-1], cfg.eval_seed, cfg.target,
-                                cfg.max_rounds)
-    for key, value in eval_scalars(results).items():
-        writer.add_scalar(key, value, global_step)
-    writer.add_scalar("eval/wall_minutes", wall_seconds / 60, global_step)
-    writer.add_scalar("eval/pairs", pairs, global_step)  # for the curve's confidence bands
-    writer.add_image("eval/game", picture, global_step, dataformats="HWC")
-    return results
 
 
 #: Rollout engines by the config's ``engine`` field (same interface: ``TrainConfig.engine``).
@@ -185,8 +165,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                               "(M larger, or 0 for no limit)", "max_minutes")
     interrupt = Interrupt().__enter__()  # before the first line: Ctrl-C from here is handled
     if final_table:
+        stops = f"; training stops at {cfg.max_minutes:g} min" if cfg.max_minutes else ""
         print(f"resumed from step {global_step}" if resume is not None else
-              f"run {cfg.run_name}", f"(logs {run_dir}, checkpoints {ckpt_dir})", flush=True)
+              f"run {cfg.run_name}", f"(logs {run_dir}, checkpoints {ckpt_dir}{stops})", flush=True)
 
     # a resume drops the points logged after its checkpoint (one value per step); a fresh run
     # marks its start (0) too, else TensorBoard's plugin loader took a first resume's for it
@@ -267,7 +248,7 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             out_of_time = cfg.max_minutes and wall / 60 >= cfg.max_minutes
             if cfg.eval_every and update % cfg.eval_every == 0 and update != num_updates \
                     and not out_of_time:  # the final evaluation follows at this step
-                results = _evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
+                results = evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
                                             wall_before + time.time() - start_time, eval_files)
                 summary = short_summary(results)
             bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
@@ -305,8 +286,12 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 "results": {}, "interrupted": True}
 
     # -- final evaluation: the arena table against the baselines ------------------------------
+    if final_table:
+        pairs = cfg.final_eval_pairs
+        print(f"final evaluation: {pairs:,} duplicate pair{'s' * (pairs != 1)} against each of "
+              f"{', '.join(cfg.eval_agents)}", flush=True)
     try:
-        results = _evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
+        results = evaluate_and_log(writer, model, cfg, cfg.final_eval_pairs, global_step,
                                     wall_before + time.time() - start_time, eval_files)
     except AgentError as error:
         writer.close()
@@ -321,8 +306,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     mark_evaluated(ckpt_dir, global_step, cfg.batch_size, saved_wall / 60,
                    out_of_time=bool(out_of_time) and update < num_updates)
     if final_table:
-        print(f"\nrun {cfg.run_name}: {global_step} steps, "
-              f"{(wall_before + time.time() - start_time) / 60:.1f} min, checkpoint {checkpoint}")
+        print(f"\nrun {cfg.run_name}: {global_step} steps, {saved_wall / 60:.1f} min of training "
+              f"({(wall_before + time.time() - start_time) / 60:.1f} with the final evaluation), "
+              f"checkpoint {checkpoint}")
         for spec, result in results.items():
             print(f"\npolicy vs {spec} ({cfg.final_eval_pairs} duplicate match pairs)")
             print(result.table())
