@@ -95,6 +95,15 @@ def test_a_mask_wider_than_max_actions_is_refused():
         random_actions(torch.ones((1, MAX_ACTIONS + 1), dtype=torch.bool))
 
 
+def test_one_row_of_a_wider_mask_can_be_drawn_from():
+    """A single-row slice whose width is a multiple of 8 (so nothing is padded) was a view the
+    sampler could not read as 64-bit words: a RuntimeError."""
+    wide = torch.zeros((3, 140), dtype=torch.bool)
+    wide[1, 131] = True
+    assert random_actions(wide[1:2, 3:139]).tolist() == [128]
+    assert random_actions(wide[1:2, 131:139]).tolist() == [0]
+
+
 # -- random_set_bits and VectorEnv.random_actions: the same draw from the packed legal set ----
 
 def _packed(mask: torch.Tensor) -> torch.Tensor:

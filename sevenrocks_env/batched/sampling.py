@@ -74,6 +74,8 @@ def random_actions(mask: torch.Tensor, generator: torch.Generator | None = None,
     if width > MAX_ACTIONS:
         raise ValueError(f"mask has {width} actions; at most {MAX_ACTIONS} are supported")
     padded = torch.nn.functional.pad(mask.view(torch.uint8), (0, -width % 8) if width else (0, 8))
+    if padded.stride(0) != padded.shape[1]:  # padded by nothing: one row of a wider mask, say
+        padded = padded.clone(memory_format=torch.contiguous_format)
     words = padded.view(torch.long)                                   # [N, W], bytes 0 or 1
     counts = ((words * _BYTE_SUM) >> 56).to(torch.int16)              # legal actions per word
     running = counts.cumsum(1, dtype=torch.int16)
