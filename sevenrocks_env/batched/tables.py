@@ -1,7 +1,8 @@
 """Constant lookup tables of the batched engine, built once from :mod:`sevenrocks_env.tiles`.
 
-Every table is built in numpy from the scalar tables (so a value is computed exactly as the
-scalar code computes it, e.g. ``float32(c / 7.0)`` in float64 first) and copied once per device.
+Every table is built in numpy from the scalar tables and rules (:mod:`sevenrocks_env.scoring`'s
+functions: a value is computed exactly as the scalar code computes it, e.g. ``float32(c / 7.0)``
+in float64 first) and copied once per device.
 The engine never loops over tiles: a 28-bit tile set is two 14-bit halves, each one lookup.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..scoring import placement_points, round_to_five
 from ..tiles import KNOCK, NUM_NUMBERS, NUM_TILES, TILE_HIGH, TILE_LOW, TILE_PIPS, WITH_NUMBER
 
 HALF = 14
@@ -109,12 +111,8 @@ def _numpy_tables() -> dict[str, np.ndarray]:
         # in the column of the seat's team (row 64 seat: a knock, no points); points: either
         team_points=np.array([[points if team == seat & 1 else 0 for team in range(2)]
                               for seat in range(4) for total in range(64)
-                              for points in [total if total > 0 and total % 5 == 0 else 0]],
+                              for points in [placement_points(total)]],
                              np.int64),
-        # end_value[end + 8 (1 + double + 2 counted)]: what a slot adds to the end sum (R5);
-        # counted = west/east, or a branch once started (index 7: a closed branch)
-        end_value=np.array([(e * (1 + d) if e >= 0 and c else 0) for c in range(2)
-                          for d in range(2) for e in range(-1, 7)], np.int64),
         # end_code[end + 1]: the tiles showing that number, and bit 28 + n for the number itself
         end_code=np.array([0] + [WITH_NUMBER[n] | 1 << (NUM_TILES + n) for n in range(NUM_NUMBERS)],
                           np.int64),
@@ -124,10 +122,13 @@ def _numpy_tables() -> dict[str, np.ndarray]:
                                 for kind in range(2) for st in range(2) for d in range(2)
                                 for e in range(-1, NUM_NUMBERS)], np.int64),
     )
+    # end_value[end + 1 + 8 (double + 2 counted)]: what a slot adds to the end sum (R5), counted
+    # = west/east, or a branch once started: 0 if not counted, else counted_value's west/east row
+    tables["end_value"] = np.concatenate([np.zeros(16, np.int64), tables["counted_value"][:16]])
     tables["points"] = tables["team_points"].sum(1)
     tables["margin"] = tables["team_points"][:, 0] - tables["team_points"][:, 1]
     # deduction[pips]: a hand's pips rounded to the nearest 5, 1-2 down, 3-4 up (R7)
-    tables["deduction"] = (np.arange(169) + 2) // 5 * 5
+    tables["deduction"] = np.array([round_to_five(pips) for pips in range(169)], np.int64)
     # winner_sign[(seat + 1) * won]: +1 when team 0 won, -1 team 1, 0 no win (float64: rewards)
     tables["winner_sign"] = np.array([0.0, 1.0, -1.0, 1.0, -1.0])
     # observation: slot_piece[code] for code = counted_value's index, + 64 on the east slot of an
@@ -197,8 +198,6 @@ class Tables:
         self.straight = self.slots < 2                       # west, east vs the branches
         self.branch = ~self.straight
         self.seat_signs = torch.tensor(SEAT_SIGNS, dtype=torch.float32, device=device)
-        self.onehot4 = torch.eye(4, **long)                  # row s: 1 at column s (int64)
-        self.onehot2 = torch.eye(2, **long)
         self.slot_base = torch.tensor([1, 1, 33, 33], **long)    # counted_value: end + 1, kind
         self.slot_code = torch.tensor([1, 8, 64, 512], **long)   # slot_allowed: 8**slot (end + 1)
         self.count_base5 = torch.tensor([0, 0, 8, 8, 8], **long)
