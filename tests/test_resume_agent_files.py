@@ -140,11 +140,12 @@ def test_an_evaluation_agent_replaced_during_a_session_stops_it(tmp_path, monkey
     """The arena reads an evaluation agent's file at every evaluation, and the checkpoints
     keep the hash taken at the session's start: a file replaced between two evaluations
     measured another agent under the same curve, and blamed the next resume."""
+    import training.evaluation as evaluation
     import training.train as train_module
     from sevenrocks_env.driver import AgentError
 
     evaluator = save_policy(tmp_path / "evaluator.pt", PolicyNet([16]))
-    evaluate = train_module.evaluate_policy
+    evaluate = evaluation.evaluate_policy
     calls = []
 
     def evaluate_then_replace(*args, **kwargs):
@@ -153,7 +154,7 @@ def test_an_evaluation_agent_replaced_during_a_session_stops_it(tmp_path, monkey
         save_policy(evaluator, PolicyNet([16]))  # another policy under the same path
         return results
 
-    monkeypatch.setattr(train_module, "evaluate_policy", evaluate_then_replace)
+    monkeypatch.setattr(evaluation, "evaluate_policy", evaluate_then_replace)
     with pytest.raises(AgentError, match=f"training stopped at update 2 .*eval_agents "
                                          f"'ckpt:{evaluator}' loads other weights than when "
                                          "this session started"):
