@@ -115,6 +115,16 @@ def test_compiled_an_illegal_action_that_stops_the_step_half_way_says_to_reset()
         venv.step(first_legal(venv))
     venv.reset(seed=1)
     venv.step(first_legal(venv))
+    # past torch's recompile limit a compiled env's step runs eagerly: its IndexError too
+    venv._kernels = kernels.EAGER
+    venv.step(first_legal(venv))
+    actions = first_legal(venv)
+    actions[3] = 4 * 27 + 2
+    assert not bool(venv.action_mask[3, actions[3]])
+    with pytest.raises(ValueError, match="illegal action was played with validate=False"):
+        venv.step(actions)
+    with pytest.raises(RuntimeError, match="not one the rules reach; call reset"):
+        venv.step(first_legal(venv))
 
 
 def test_one_compiled_variant_per_batch_size_whatever_the_target_or_autograd_mode():

@@ -320,10 +320,11 @@ class VectorEnv:
                     self.state, actions, self.settings, self._streams,
                     self._kernels.place_and_score, self._target)
         except (IndexError, RuntimeError) as error:
-            # validate=False on the CPU: a table lookup failed, eager (IndexError) or in the
-            # fused kernel (Inductor's RuntimeError "index out of bounds"); else not an action's
-            # fault (an engine bug, a failed compile), or a GPU's device-side assert
-            failed_lookup = (not self.compiled and isinstance(error, IndexError)) or (
+            # validate=False on the CPU: a table lookup failed, eager (IndexError, also under
+            # compile past torch's recompile limit) or in the fused kernel (Inductor's
+            # RuntimeError "index out of bounds"); else not an action's fault (an engine bug,
+            # a failed compile), or a GPU's device-side assert
+            failed_lookup = isinstance(error, IndexError) or (
                 self.compiled and "index out of bounds" in str(error))
             if self.validate or self.device.type != "cpu" or not failed_lookup:
                 raise
