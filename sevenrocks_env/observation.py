@@ -19,10 +19,12 @@ opponent (plays next), 2 partner, 3 right opponent (played last).
 | `voids`           |    202 |   21 | 3 x 7: numbers relative seats 1..3 showed they lack by knocking      |
 | `unseen`          |    223 |    7 | per number: tiles showing it not in own hand and not played, / 7     |
 | `scores`          |    230 |    3 | [ours / target, theirs / target, target / 1000]                      |
-| `turn`            |    233 |    4 | one-hot: relative seat to move (all 0: match over, or deal awaited)  |
+| `turn`            |    233 |    4 | one-hot: relative seat to move (all 0: no one moves, see below)      |
 | `opening`         |    237 |    1 | no tile placed yet this round (any tile may open)                    |
 
-Total size ``OBS_SIZE = 238``.  Hidden tiles of other seats never enter the vector.
+Total size ``OBS_SIZE = 238``.  Hidden tiles of other seats never enter the vector.  ``turn``
+is all 0 when no seat moves: the match is over, a seedless match awaits its next deal, or (the
+envs' last observations, :func:`without_turn`) an illegal move ended the match.
 :func:`decode` turns a vector back into a :class:`SeatView`, so agents that want structure
 (search, heuristics) work from exactly the same information as a network.
 """

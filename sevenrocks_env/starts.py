@@ -28,7 +28,7 @@ def starting_match(start, target: int, max_rounds: int) -> Match:
     observation space is derived from ``target`` and ``max_rounds``): a match in play, with a
     seed for its later deals; ``ValueError`` naming what is wrong.  Its history is copied for
     the round's public plays and the board (the env's ``game_record()`` refuses a history that
-    does not replay to the match: an edited match, one dealt at other scores)."""
+    does not replay to the match: an edited match, one dealt at other scores or a later round)."""
     if not isinstance(start, Match):
         raise ValueError(f"options['match'] must be a sevenrocks_env.rules.Match, "
                          f"got {type(start).__name__}")

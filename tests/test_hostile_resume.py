@@ -209,7 +209,8 @@ def test_resumed_run_says_from_which_step(tmp_path, capfd, good):
     assert "resumed from step 256" in out and "; training stops at 30 min)" in out
     # the final evaluation's minute (silent before) is said, and left out of the training's
     assert "final evaluation: 1 duplicate pair against each of random\n" in out
-    assert re.search(r"\n\nrun smoke: \d+ steps, \d+\.\d min of training \(\d+\.\d with the "
+    minutes = r"(\d+\.\d|0\.0\d+|\d(\.\d+)?e-\d+)"  # checkpoint.minutes_text: a tiny run's digits
+    assert re.search(rf"\n\nrun smoke: \d+ steps, {minutes} min of training \({minutes} with the "
                      r"final evaluation\), checkpoint ", out)
 
 

@@ -306,9 +306,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     mark_evaluated(ckpt_dir, global_step, cfg.batch_size, saved_wall / 60,
                    out_of_time=bool(out_of_time) and update < num_updates)
     if final_table:
-        print(f"\nrun {cfg.run_name}: {global_step} steps, {saved_wall / 60:.1f} min of training "
-              f"({(wall_before + time.time() - start_time) / 60:.1f} with the final evaluation), "
-              f"checkpoint {checkpoint}")
+        print(f"\nrun {cfg.run_name}: {global_step} steps, {minutes_text(saved_wall / 60)} min of "
+              f"training ({minutes_text((wall_before + time.time() - start_time) / 60)} with the "
+              f"final evaluation), checkpoint {checkpoint}")
         for spec, result in results.items():
             print(f"\npolicy vs {spec} ({cfg.final_eval_pairs} duplicate match pairs)")
             print(result.table())
