@@ -244,3 +244,18 @@ def test_build_config_carries_the_opponent_reward_and_hyperparameters(rllib_ppo)
                                  "points_scale": 0.5, "win_reward": 2.0}
     assert (config.lr, config.entropy_coeff, config.gamma, config.lambda_, config.num_epochs) \
         == (1e-3, 0.02, 0.9, 0.8, 2)
+
+
+def test_the_example_exports_the_policy_id_it_is_given(rllib_ppo, tmp_path):
+    """export_policy(policy_id=...) exports that module (it looked for 'shared' only)."""
+    from sevenrocks_env.policy import PolicyNet
+
+    net = PolicyNet([8])
+    weights = {"p": {f"net.{key}": value.numpy() for key, value in net.state_dict().items()}}
+    algo = type("Algo", (), {"learner_group": type("Learners", (), {
+        "get_weights": lambda self: weights})()})()
+    path = rllib_ppo.export_policy(algo, tmp_path / "p.pt", policy_id="p")
+    loaded = load_policy(path).model
+    assert loaded.hidden_sizes == [8]
+    for key, value in net.state_dict().items():
+        assert torch.equal(loaded.state_dict()[key], value), key
