@@ -38,13 +38,13 @@ import torch
 from torch import nn
 
 from .batched import layout
-from .checks import checked_seed, is_int, shown
+from .checks import checked_seed, shown
 from .masked_categorical import MASKED_LOGIT, NOT_FINITE, MaskedCategorical
 from .observation import OBS_SIZE, action_mask, checked_inputs, encode
 from .policy_features import ActionFeatures
-from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, MAX_CHECKPOINT_BYTES,
+from .policy_file import (ACTION_SCORERS, CHECKPOINT_FORMAT, HIDDEN_SIZES, MAX_CHECKPOINT_BYTES,
                           MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH, SHIPPED, CheckpointError,
-                          check_model_config, read_checkpoint, resolve_path, shipped_path)
+                          are_hidden_sizes, check_model_config, read_checkpoint, resolve_path, shipped_path)
 from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, PlacementScorer, layer_init, \
     loading_weights, scorer_shapes
 from .policy_settings import (TEMPERATURE_RANGE, checked_temperature, generator_seed,
@@ -92,11 +92,8 @@ class PolicyNet(nn.Module):
         if action_scorer == "mlp" and not int(action_features):
             raise ValueError("action_scorer 'mlp' needs action features (action_features >= 1)")
         self.action_scorer = action_scorer
-        if not (isinstance(hidden_sizes, (list, tuple))
-                and 0 < len(hidden_sizes) <= MAX_HIDDEN_LAYERS
-                and all(is_int(h, 1, MAX_HIDDEN_WIDTH) for h in hidden_sizes)):
-            raise ValueError(f"hidden_sizes must be 1-{MAX_HIDDEN_LAYERS} layer widths "
-                             f"(1-{MAX_HIDDEN_WIDTH}), got {shown(hidden_sizes)}")
+        if not are_hidden_sizes(hidden_sizes, plain=False):
+            raise ValueError(f"hidden_sizes must be {HIDDEN_SIZES}, got {shown(hidden_sizes)}")
         self.hidden_sizes = [int(h) for h in hidden_sizes]
         self.trunk = mlp(obs_size, self.hidden_sizes)
         width = self.hidden_sizes[-1]

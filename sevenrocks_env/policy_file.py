@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from .checks import checked_path, shown
+from .checks import checked_path, is_int, shown
 from .observation import OBS_SIZE, OBS_VERSION
 from .pickle_scan import PickleExpansionError, expanded_size
 from .policy_features import ActionFeatures
@@ -31,6 +31,16 @@ CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
 #: allocated: at most 8 hidden layers of at most 4096 units (~130 M parameters at the extreme).
 MAX_HIDDEN_LAYERS = 8
 MAX_HIDDEN_WIDTH = 4096
+HIDDEN_SIZES = f"1-{MAX_HIDDEN_LAYERS} layer widths (1-{MAX_HIDDEN_WIDTH})"
+
+
+def are_hidden_sizes(value, plain: bool = True) -> bool:
+    """``value`` is a network's hidden layer widths within the bounds above: a list or tuple of
+    1 to 8 ints of 1 to 4096 -- plain ints (``plain``: a file's values, kept as they are), or
+    any ints, NumPy's too (a caller's arguments, converted)."""
+    return isinstance(value, (list, tuple)) and 0 < len(value) <= MAX_HIDDEN_LAYERS and all(
+        (type(width) is int and 0 < width <= MAX_HIDDEN_WIDTH) if plain
+        else is_int(width, 1, MAX_HIDDEN_WIDTH) for width in value)
 #: Per-action scorers (``action_scorer``): ``bilinear`` (features . weights(state)) or ``mlp``
 #: (:class:`~sevenrocks_env.policy_scorer.PlacementScorer`, hidden layers ``scorer_sizes``).
 ACTION_SCORERS = ("bilinear", "mlp")
@@ -353,10 +363,9 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool,
                               f"{' ...' if len(unknown) > 5 else ''} (known: "
                               f"{', '.join(sorted(MODEL_CONFIG_KEYS))})")
     hidden = config.get("hidden_sizes")
-    if not (isinstance(hidden, (list, tuple)) and 0 < len(hidden) <= MAX_HIDDEN_LAYERS
-            and all(type(h) is int and 0 < h <= MAX_HIDDEN_WIDTH for h in hidden)):
-        raise CheckpointError(f"{path}: model_config.hidden_sizes must be 1-{MAX_HIDDEN_LAYERS} "
-                              f"layer widths (1-{MAX_HIDDEN_WIDTH}), got {shown(hidden)}")
+    if not are_hidden_sizes(hidden):
+        raise CheckpointError(f"{path}: model_config.hidden_sizes must be {HIDDEN_SIZES}, got "
+                              f"{shown(hidden)}")
     features = config.get("action_features", False)
     if type(features) is bool:  # checkpoints from before feature versions
         features = int(features)
@@ -381,7 +390,7 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool,
                                                 "scorer_sizes": list(sizes)}
 
 
-__all__ = ["ACTION_SCORERS", "CHECKPOINT_FORMAT", "CheckpointError", "MAX_CHECKPOINT_BYTES",
-           "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "MODEL_CONFIG_KEYS", "SHIPPED",
-           "check_model_config", "load_torch_file", "read_checkpoint", "resolve_path",
+__all__ = ["ACTION_SCORERS", "CHECKPOINT_FORMAT", "CheckpointError", "HIDDEN_SIZES",
+           "MAX_CHECKPOINT_BYTES", "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "MODEL_CONFIG_KEYS",
+           "SHIPPED", "are_hidden_sizes", "check_model_config", "load_torch_file", "read_checkpoint", "resolve_path",
            "shipped_path"]
