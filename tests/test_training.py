@@ -317,3 +317,18 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_last_checkpoint(tmp_p
     assert all(bool(torch.isfinite(v).all()) for v in data["model"].values())
 
 
+
+
+def test_the_progress_bar_says_when_max_minutes_stops_the_run(tmp_path, capsys):
+    """tqdm's ETA counts the steps; with max_minutes the bar also gives the minutes left."""
+    import re
+    for minutes, shown in (("30", True), ("0", False)):
+        cfg = load_config(SMOKE, [f"log_dir={tmp_path / minutes / 'runs'}",
+                                  f"checkpoint_dir={tmp_path / minutes / 'ckpt'}",
+                                  "total_steps=128", "num_matches=8", "num_steps=8",
+                                  "eval_every=0", "final_eval_pairs=1", "progress=true",
+                                  f"max_minutes={minutes}"])
+        train(cfg, final_table=False)
+        err = capsys.readouterr().err
+        assert "SPS" in err, err
+        assert bool(re.search(r"stops in (29|30)\.\d min", err)) is shown, err

@@ -251,7 +251,10 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                 results = evaluate_and_log(writer, model, cfg, cfg.eval_pairs, global_step,
                                             wall_before + time.time() - start_time, eval_files)
                 summary = short_summary(results)
-            bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f} | {summary}", refresh=False)
+            # the bar's own ETA counts steps; max_minutes may stop the run before them
+            left = f" | stops in {max(cfg.max_minutes - wall / 60, 0):.1f} min" \
+                if cfg.max_minutes else ""
+            bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f}{left} | {summary}", refresh=False)
             bar.update(cfg.batch_size)
 
             if update % cfg.checkpoint_every == 0 or update == num_updates or out_of_time:
