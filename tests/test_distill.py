@@ -140,6 +140,10 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     # and not the collection's options it never used (their defaults)
     assert not {"decisions", "num_envs", "workers"} & set(student["distill"]["args"])
     assert student["distill"]["args"]["epochs"] == 2
+    # the init pinned by its file's hash (``shipped`` names other weights once a policy ships)
+    import hashlib
+    digest = hashlib.sha256(init.read_bytes() + b"\0").hexdigest()  # files_fingerprint's
+    assert student["distill"]["args"]["init"] == f"{init} (network sha256 {digest[:16]})"
     assert "earlier" not in student["distill"]  # the init was not distilled
     # the logs are named after --out by default, and a second run there is refused before
     # any work: two runs' curves mixed in one folder at the same steps

@@ -67,11 +67,14 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0",
                  "--agents", "random"]) == 0
     card = json.loads((out.parent / "model_card.json").read_text())
-    assert card["distill"] == {k: DISTILLED[k] for k in ("teacher", "labels", "holdout_agreement")}
+    # the student's settings its run kept (here only --seed): checked, and on the card
+    assert card["distill"] == {**{k: DISTILLED[k] for k in ("teacher", "labels",
+                                                           "holdout_agreement")},
+                               "settings": {"seed": 1}}
     assert card["config"] == {"seed": 3} and card["train_minutes"] == 10.0
     markdown = (out.parent / "MODEL_CARD.md").read_text()
     assert ("| distillation | then fine-tuned toward `search:policy=shipped,samples=16` on "
-            "315,078 labels (`training.distill`; held-out agreement 0.763) |") in markdown
+            "315,078 labels (`training.distill --seed 1`; held-out agreement 0.763) |") in markdown
     assert ("| training wall time | 10.0 min; " in markdown
             and "; the PPO run only, not the collection of the distillation's labels |" in markdown)
     # the shipped file keeps the record: shipping it again keeps the card's distillation row
@@ -98,7 +101,7 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
         earlier]
     assert ("| distillation | then fine-tuned toward `search:samples=4` on 900 labels "
             "(`training.distill`; held-out agreement not measured); then fine-tuned toward "
-            "`search:policy=shipped,samples=16` on 315,078 labels") \
+            "`search:policy=shipped,samples=16` on 315,078 labels (`training.distill --seed 1`") \
         in (out.parent / "MODEL_CARD.md").read_text()
 
 
@@ -111,6 +114,13 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     {**DISTILLED, "earlier": [DISTILLED] * 64},
     {**DISTILLED, "labels": True}, {**DISTILLED, "holdout_agreement": -0.1},
     {**DISTILLED, "holdout_agreement": True},
+    # the student's settings a card shows
+    {**DISTILLED, "args": "x"}, {**DISTILLED, "args": {"epochs": 10 ** 9}},
+    {**DISTILLED, "args": {"init": "a | b"}}, {**DISTILLED, "args": {"seed": -1}},
+    {**DISTILLED, "args": {"learning_rate": float("nan")}}, {**DISTILLED, "args": {"epochs": True}},
+    {**DISTILLED, "args": {"hidden_sizes": [0]}}, {**DISTILLED, "args": {"temperature": -1.0}},
+    {**DISTILLED, "args": {"batch_size": 2.0}},
+    {**DISTILLED, "earlier": [{**DISTILLED, "settings": {"learning_rate": 0.0}}]},
 ])
 def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
     from training.ship import main as ship
@@ -121,7 +131,8 @@ def test_ship_refuses_a_bad_distillation_record(tmp_path, capsys, distill):
     out = tmp_path / "shipped" / "policy.pt"
     assert ship([str(source), "--out", str(out), "--pairs", "1", "--search-pairs", "0"]) == 2
     err = capsys.readouterr().err
-    assert "'distill' must hold" in err or "'distill' 'earlier' must be a list" in err
+    assert ("'distill' must hold" in err or "'distill' 'earlier' must be a list" in err
+            or "'distill' 'args'" in err), err
     assert len(err) < MESSAGE_LIMIT, err[:300]
     assert not out.parent.exists()
 

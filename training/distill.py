@@ -28,7 +28,7 @@ Read top to bottom, it does three things:
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), the network of ``init``
    (or, with ``--hidden-sizes``, ``init``'s widened: :func:`training.networks.widen`); the file
    records the teacher (its spec and the SHA-256 of the network it loads), the number of
-   labels and the agreement.
+   labels, the agreement and the run's arguments, the init pinned by its file's SHA-256 too.
 
 TensorBoard (``<log_dir>/<run_name>``): ``losses/distill_loss``, ``charts/teacher_agreement``
 (each training minibatch's, before its step), ``charts/epoch_train_agreement`` (the epoch's,
@@ -55,6 +55,7 @@ from sevenrocks_env.agents import spec_files
 from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.atomic_file import OutputError, check_output_file, check_output_folder
 from sevenrocks_env.checks import shown
+from sevenrocks_env.fingerprints import files_fingerprint
 from sevenrocks_env.cli import help_text
 from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet, build_model, \
     read_checkpoint
@@ -62,7 +63,7 @@ from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet
 from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import first_problem
 from .distill_args import COLLECTION_OPTIONS, MIN_TEMPERATURE, Args
-from .distill_collect import collect, collect_labels, make_teacher, part_paths_there, \
+from .distill_collect import collect, collect_labels, make_teacher, part_paths_there, pinned, \
     pinned_teacher
 from .distill_record import rounds_before
 from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_file_names, \
@@ -259,6 +260,8 @@ def run(args: Args, log=print) -> dict:
 def _run(args: Args, log) -> dict:
     torch.manual_seed(args.seed)
     init_data = read_checkpoint(args.init)
+    # the init as the student records it: ``shipped`` names other weights once a policy ships
+    pinned_init = pinned(args.init, files_fingerprint(f"ckpt:{args.init}"))
     student = build_model(init_data, args.init)
     # the wider student, if asked for: refused now if it cannot be, not after the collection
     try:
@@ -307,7 +310,7 @@ def _run(args: Args, log) -> dict:
                        # options (their unused defaults) are left out
                        "args": {key: value for key, value in asdict(args).items()
                                 if not (args.labels and key in COLLECTION_OPTIONS)}
-                       | {"teacher": teacher}}
+                       | {"teacher": teacher, "init": pinned_init}}
     save_checkpoint(out, data)
     log(f"policy saved to {out}")
     return data["distill"]

@@ -62,12 +62,29 @@ def agreement_text(value) -> str:
     return "not measured" if value is None else f"{value:.3f}"
 
 
+def options_text(settings: dict) -> str:
+    """A round's student settings (``distill_record.SETTINGS``) but its init, as
+    ``training.distill``'s options; ``""`` for a round from before they were kept."""
+    hidden = settings.get("hidden_sizes")
+    parts = [f"--hidden-sizes {' '.join(map(str, hidden))}"] if hidden else []
+    for key in ("epochs", "batch_size", "learning_rate", "temperature", "seed"):
+        if key in settings:  # (ints as they are: a large seed is no 1e+18)
+            value = settings[key]
+            text = f"{value:g}" if isinstance(value, float) else str(value)
+            parts.append(f"--{key.replace('_', '-')} {text}")
+    return "".join(f" {part}" for part in parts)
+
+
 def rounds_text(distill: dict) -> str:
-    """The distillation row: each round, oldest first (``training.distill``)."""
-    return "; ".join(
-        f"then fine-tuned toward `{r['teacher']}` on {r['labels']:,} labels (`training.distill`; "
-        f"held-out agreement {agreement_text(r['holdout_agreement'])})"
-        for r in [*distill.get("earlier", []), distill])
+    """The distillation row: each round, oldest first (``training.distill``), with the student's
+    init and settings where the round kept them."""
+    def one(r: dict) -> str:
+        settings = r.get("settings", {})
+        init = f" from `{settings['init']}`" if "init" in settings else ""
+        return (f"then fine-tuned{init} toward `{r['teacher']}` on {r['labels']:,} labels "
+                f"(`training.distill{options_text(settings)}`; held-out agreement "
+                f"{agreement_text(r['holdout_agreement'])})")
+    return "; ".join(one(r) for r in [*distill.get("earlier", []), distill])
 
 
 def threads_text(card: dict) -> str:
