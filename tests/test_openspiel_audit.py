@@ -98,6 +98,9 @@ def test_str_shows_every_hand_the_layout_and_the_seat_to_play():
     while not state.is_terminal():
         state.apply_action(state.legal_actions()[0])
     assert "to play" not in str(state)
+    # the one round ended by a domino or a block (not won at 250): still round 0, not the
+    # next round the match counted to before max_rounds stopped it
+    assert state._match.truncated and str(state).startswith("round 0, scores ")
 
 
 def test_a_knock_changes_every_players_information_state():
@@ -297,3 +300,34 @@ def test_a_state_from_a_view_ends_with_its_round():
         assert not state.is_chance_node()
         state.apply_action(state.legal_actions()[-1])
     assert len(state._match.history) == 1 and state._match.history[0].result is not None
+
+
+def test_a_state_from_a_view_keeps_the_observer_s_own_knocks_when_given():
+    """An observation does not carry its seat's own knocks (R6), which the other seats saw:
+    ``own_voids`` puts them back, so the other players' observations say them and their
+    resamples never deal the observer a number it knocked on; a hand holding such a number,
+    or a value that is no 7-bit set, is refused."""
+    game = load(rounds=1)
+    state = first_state_where(game, lambda s: s._match is not None and s._match.voids[s.current_player()] != 0
+                              and len(s.legal_actions()) > 1, seeds=range(200))
+    match, seat = state._match, state.current_player()
+    view, own = decode(encode(match, seat)), match.voids[seat]
+    assert view.voids[0] == 0  # what the observation lacks
+    hidden = tuple(match.hands[(seat + k) & 3] for k in (1, 2, 3))
+    knocked = {n for n in range(7) if own >> n & 1}
+    for given, kept in ((own, True), (0, False)):
+        built = state_from_view(game, view, hidden, own_voids=given)
+        # the left opponent sees the observer (its relative seat 3) lack what it knocked on
+        real = state.observation_string((seat + 1) & 3).split(" | ")[3]
+        assert (built.observation_string(1).split(" | ")[3] == real) is kept
+        dealt = set()
+        for i in range(100):
+            hand = built.resample_from_infostate(1, np.random.default_rng(i))._match.hands[0]
+            dealt |= {int(x) for t in tiles_of(hand) for x in tile_name(t).split("|")}
+        assert (not knocked & dealt) is kept
+    with pytest.raises(ValueError, match="own_voids says the observer knocked on"):
+        state_from_view(game, view, hidden, own_voids=127)
+    with pytest.raises(ValueError, match="own_voids must be a 7-bit set"):
+        state_from_view(game, view, hidden, own_voids=128)
+    with pytest.raises(TypeError, match="own_voids must be a 7-bit set"):
+        state_from_view(game, view, hidden, own_voids="3")

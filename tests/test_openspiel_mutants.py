@@ -91,16 +91,23 @@ def test_a_later_opener_draw_information_state_ends_with_the_new_deal():
 
 
 def test_a_chance_label_at_the_opener_draw_is_a_seat_only():
-    """While the opener is drawn the outcomes are seats 0-3: a tile number is refused, not
-    named a seat drawn to open."""
+    """While the opener is drawn the outcomes are seats 0-3: a tile number is not named a seat
+    drawn to open, but labelled as what it can have been (a past deal: a tool labelling the
+    history from a later state), and a past deal is so labelled at a deal node too."""
     state = load().new_initial_state()
+    state.apply_action(20)
+    assert state.action_to_string(pyspiel.PlayerId.CHANCE, 20) == "chance outcome 20: deal 3|5"
+    assert state.action_to_string(pyspiel.PlayerId.CHANCE, 21) == "deal 3|6 to seat 0"
     for tile in range(28):
-        state.apply_action(tile)
+        if tile != 20:
+            state.apply_action(tile)
     assert state._drawing_opener
     assert state.action_to_string(pyspiel.PlayerId.CHANCE, 3) == "seat 3 drawn to open"
     for outcome in (4, 10, 27):
-        with pytest.raises(ValueError, match=f"chance outcome {outcome}"):
-            state.action_to_string(pyspiel.PlayerId.CHANCE, outcome)
+        assert state.action_to_string(pyspiel.PlayerId.CHANCE, outcome) \
+            == f"chance outcome {outcome}: deal {tile_name(outcome)}"
+    with pytest.raises(ValueError, match="chance outcome 28: chance outcomes are tiles 0-27"):
+        state.action_to_string(pyspiel.PlayerId.CHANCE, 28)
 
 
 # -- the layout's text ----------------------------------------------------------------------

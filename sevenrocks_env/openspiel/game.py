@@ -273,15 +273,15 @@ class SevenRocksState(pyspiel.State):
         if player == pyspiel.PlayerId.CHANCE:
             if self._drawing_opener and 0 <= action < NUM_SEATS:
                 return f"seat {action} drawn to open"
-            if self._dealing and 0 <= action < NUM_TILES:
+            if self._dealing and 0 <= action < NUM_TILES and action not in self._dealt:
                 return f"deal {tile_name(action)} to seat {len(self._dealt) // HAND}"
-            if not self._dealing and not self._drawing_opener and 0 <= action < NUM_TILES:
-                # asked after the fact (a tool labelling a finished history): what the outcome
-                # can be, without the seat it went to, which this state no longer knows
+            if 0 <= action < NUM_TILES:
+                # not an outcome of this node: asked after the fact (a tool labelling a finished
+                # history), what the outcome can be, without the seat it went to
                 seat = f" or seat {action} drawn to open" if action < NUM_SEATS else ""
                 return f"chance outcome {action}: deal {tile_name(action)}{seat}"
-            raise ValueError(f"chance outcome {shown(action)}: not a tile 0-{NUM_TILES - 1} "
-                             "while dealing, nor a seat 0-3 while the opener is drawn")
+            raise ValueError(f"chance outcome {shown(action)}: chance outcomes are tiles "
+                             f"0-{NUM_TILES - 1} (deals) or seats 0-3 (opener draws)")
         if not 0 <= action <= KNOCK:
             raise ValueError(f"action {shown(action)}: actions are 0-{KNOCK}")
         return describe_action(action)
@@ -306,8 +306,9 @@ class SevenRocksState(pyspiel.State):
         lines = []
         if self._position:
             lines.append(f"started from: {self._position}")
-        if match is not None:
-            lines.append(f"round {match.round_index}, scores {match.scores[0]}:{match.scores[1]} "
+        if match is not None:  # (a truncated match has counted past its last round: R7)
+            played = match.round_index - 1 if match.truncated else match.round_index
+            lines.append(f"round {played}, scores {match.scores[0]}:{match.scores[1]} "
                          f"(target {match.target})")
         if self._dealing or self._drawing_opener:
             for seat in range(NUM_SEATS):

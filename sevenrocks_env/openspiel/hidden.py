@@ -21,6 +21,7 @@ is checked to be in [0, 1), as OpenSpiel's ``SampleAction`` checks its own: one 
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 
 import pyspiel
@@ -30,7 +31,7 @@ from ..agents.belief import HandSampler, world_match
 from ..agents.layout import view_of
 from ..checks import checked_int, is_int, is_number_in, shown
 from ..observation import SeatView
-from ..tiles import KNOCK, NUM_SEATS, NUM_TILES, tiles_of
+from ..tiles import KNOCK, NUM_NUMBERS, NUM_SEATS, NUM_TILES, tiles_of, tiles_showing
 from .observer import HAND
 
 #: How the errors of :func:`resample` name it: the OpenSpiel method it implements.
@@ -151,7 +152,7 @@ def _replayed_with_deal(state, clone, deal: list[int]):
     return state.get_game().deserialize_state(text)
 
 
-def state_from_view(game, view: SeatView, hidden: tuple[int, int, int]):
+def state_from_view(game, view: SeatView, hidden: tuple[int, int, int], own_voids: int = 0):
     """A one-round state at the position ``view`` (a :class:`~sevenrocks_env.observation.SeatView`)
     shows, with ``hidden`` as the other seats' hands (tile bitmasks of relative seats 1, 2, 3).
 
@@ -159,6 +160,12 @@ def state_from_view(game, view: SeatView, hidden: tuple[int, int, int]):
     partner; returns are player 0's partnership's margin over the rest of the round.  The
     public part of the position is written into every information state string.  The game's
     ``target`` must be the view's (R8: the round ends the match when a side reaches it).
+
+    ``own_voids``: the numbers the observer knocked on this round (R6; a 7-bit set, as
+    ``Match.voids`` keeps them).  An observation does not carry them (a decoded view's
+    ``voids[0]`` is 0), yet the other seats saw those knocks: without them the other players'
+    information states, and their resamples (``resample_from_infostate``), would let the
+    observer hold those numbers.  A bot resampling only for the observer needs none.
     """
     if getattr(game, "rounds", None) != 1:
         raise ValueError("state_from_view needs the one-round game (rounds=1)")
@@ -174,6 +181,16 @@ def state_from_view(game, view: SeatView, hidden: tuple[int, int, int]):
         raise TypeError("state_from_view: hidden must be 3 hands (tile bitmasks, ints), "
                         f"got {shown(hidden)}")
     hidden = tuple(int(hand) for hand in hidden)
+    if not is_int(own_voids, 0, (1 << NUM_NUMBERS) - 1):
+        error = ValueError if is_int(own_voids) else TypeError
+        raise error(f"state_from_view: own_voids must be a 7-bit set of numbers (an int in "
+                    f"0..127, as Match.voids keeps them), got {shown(own_voids)}")
+    own_voids = int(own_voids) | view.voids[0]
+    if tiles_showing(own_voids) & view.hand:  # (R6: a knock shows the seat holds none)
+        knocked = ", ".join(str(n) for n in range(NUM_NUMBERS) if own_voids >> n & 1)
+        raise ValueError(f"state_from_view: own_voids says the observer knocked on {knocked}, "
+                         "but its hand holds such a tile")
+    view = dataclasses.replace(view, voids=(own_voids, *view.voids[1:]))
     if any(hidden[k - 1].bit_count() != view.tile_counts[k] for k in (1, 2, 3)):
         raise ValueError(f"state_from_view: hidden hands of {[h.bit_count() for h in hidden]} "
                          f"tiles, but the view counts {list(view.tile_counts[1:])}")
