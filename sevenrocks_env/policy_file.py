@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -25,6 +24,7 @@ from .policy_scorer import DEFAULT_SIZES as DEFAULT_SCORER_SIZES, MAX_LAYERS as 
     MAX_SCORER_LAYERS, MAX_WIDTH as MAX_SCORER_WIDTH
 from .textfile import not_regular, shown_path
 from .tiles import NUM_ACTIONS
+from .torch_archive import CheckpointError, read_archive, refusal_reason
 
 CHECKPOINT_FORMAT = "sevenrocks-ppo/1"
 #: Bounds on a network a checkpoint (an untrusted file) may declare, checked before anything is
@@ -49,23 +49,11 @@ MODEL_CONFIG_KEYS = frozenset({"hidden_sizes", "action_features", "value_head", 
                                "scorer_sizes"})
 #: Largest checkpoint file read (the shipped policy is ~1 MB; a resumable one a few MB).
 MAX_CHECKPOINT_BYTES = 1 << 30
-#: Largest ``data.pkl`` read (its opcodes are scanned, then unpickled, in pure Python: about
-#: 1-3 s a MB).  A policy's is ~2 kB; a training checkpoint's grows with its matches in progress
-#: (~150-290 bytes each: ~19 MB at ``num_matches`` 65,536, the most a config allows) and its
-#: ``past`` snapshots (~3.5 kB each: ~4 MB at ``max_snapshots`` 1000).
-MAX_PICKLE_BYTES = 32 << 20
-#: Archive entries a checkpoint may hold: a policy has ~15; a training checkpoint one per tensor
-#: of each of up to 1000 pool snapshots (``max_snapshots``), ~35 each for the largest network.
-MAX_ENTRIES = 100_000
 
 #: ``load_policy(SHIPPED)`` / ``ckpt:shipped``: the policy installed with the package.
 SHIPPED = "shipped"
 SHIPPED_FILE = "sevenrocks_ppo.pt"
 
-
-class CheckpointError(ValueError):
-    """A file that is not a usable sevenrocks policy checkpoint (missing, truncated, wrong kind,
-    or made for another observation/action layout)."""
 
 
 def shipped_path() -> Path:
@@ -132,7 +120,7 @@ def load_torch_file(path, max_bytes: int | None = None):
     if path.stat().st_size > max_bytes:
         raise CheckpointError(f"{path} is larger than {max_bytes >> 20} MB; "
                               "not a sevenrocks checkpoint")
-    pickled, tensor_bytes = _read_archive(path)
+    pickled, tensor_bytes = read_archive(path)
     try:  # before unpickling: a few hundred bytes can describe a key that takes hours to hash
         expanded_size(pickled, 2 * len(pickled) + 10_000)
     except PickleExpansionError as error:
@@ -141,7 +129,7 @@ def load_torch_file(path, max_bytes: int | None = None):
         data = torch.load(path, map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, KeyError) as error:
         raise CheckpointError(f"{path} is not a readable checkpoint (truncated or not a torch "
-                              f"file: {_reason(error)})") from None
+                              f"file: {refusal_reason(error)})") from None
     except Exception as error:  # e.g. pickle.UnpicklingError: an object weights_only refuses
         blocked = re.search(r"GLOBAL ([\w.]{1,200})", str(error))  # torch names the global
         raise CheckpointError(
@@ -192,137 +180,6 @@ def read_checkpoint(path) -> dict:
             raise CheckpointError(f"{path} has no {key!r} entry")
     check_model_config(data["model_config"], path)  # every reader gets a checked one
     return data
-
-
-#: What Python's zipfile raises on a damaged or hostile archive: a bad index (``BadZipFile``),
-#: an entry name that is not UTF-8 (``UnicodeDecodeError``, a ``ValueError``), an offset past
-#: any file (``ValueError``, ``OverflowError``), a zip feature it lacks (``NotImplementedError``,
-#: a ``RuntimeError``), an entry that ends early (``EOFError``), a short header (``struct.error``).
-ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError,
-                  ValueError, OverflowError, struct.error)
-#: Zip flag bits of entries ``torch.save`` never writes: encrypted (0), patched data (5),
-#: strong encryption (6).
-REFUSED_FLAGS = {0x1: "encrypted", 0x20: "patched data", 0x40: "strongly encrypted"}
-
-
-def _reason(error: BaseException) -> str:
-    """One short line saying why a file was refused, never empty (an ``EOFError`` has no text)."""
-    if isinstance(error, UnicodeDecodeError):  # zipfile decodes names flagged UTF-8
-        return "an archive entry's name is not valid UTF-8"
-    lines = str(error).strip().splitlines()
-    text = lines[0][:200] if lines else ("an archive entry ends before its declared size"
-                                         if isinstance(error, EOFError) else "no detail given")
-    return f"{type(error).__name__}: {text}"
-
-
-def _read_archive(path) -> tuple[bytes, int]:
-    """``(data.pkl's bytes, bytes of tensor data)`` of the zip archive at ``path``, its index
-    and every entry's checksum checked first: a damaged or hostile archive is one
-    :class:`CheckpointError` "PATH is not a readable checkpoint (REASON)"."""
-    try:  # is_zipfile says False for a file it cannot open (no permission, an I/O error)
-        with open(path, "rb"):
-            pass
-    except OSError as error:
-        raise CheckpointError(f"{path} cannot be read: {error.strerror or _reason(error)}") \
-            from None
-    try:  # torch.load does not check the archive's CRCs: damaged tensor bytes would load
-        if not zipfile.is_zipfile(path):  # torch.save writes a zip; a cut one loses its index
-            raise CheckpointError(f"{path} is not a readable checkpoint (truncated, or not a "
-                                  "file written by torch.save)")
-        with zipfile.ZipFile(path) as archive:
-            # torch.save stores its entries uncompressed: a compressed entry is refused before
-            # anything is unpacked (zipfile inflates bzip2/lzma entries whole, whatever size they
-            # declare, so a file of a few kB could ask for gigabytes); and so is a flood of them
-            entries = archive.infolist()
-            if len(entries) > MAX_ENTRIES:
-                raise CheckpointError(f"{path} holds {len(entries)} archive entries, more than "
-                                      f"{MAX_ENTRIES}; not a sevenrocks checkpoint")
-            odd = _layout_problem(path, archive, len(entries))
-            if odd:  # torch's reader would find other entries than those checked here
-                raise CheckpointError(f"{path} is not a readable checkpoint ({odd})")
-            for info in entries:
-                if info.compress_type != zipfile.ZIP_STORED or \
-                        info.compress_size != info.file_size:
-                    raise CheckpointError(f"{path}: archive entry {info.filename[:80]!r} is "
-                                          "compressed; torch.save writes uncompressed entries, "
-                                          "so this is not a sevenrocks checkpoint")
-                for bit, what in REFUSED_FLAGS.items():
-                    if info.flag_bits & bit:
-                        raise CheckpointError(f"{path} is not a readable checkpoint (archive "
-                                              f"entry {info.filename[:80]!r} is {what}; "
-                                              "torch.save writes plain entries)")
-            # torch finds a record by name ignoring case: two names one letter-case apart
-            # would let it read a data.pkl other than the one scanned below
-            names = [info.filename.lower() for info in entries]
-            if len(set(names)) != len(names):
-                raise CheckpointError(f"{path} is not a sevenrocks checkpoint (two archive "
-                                      "entries whose names differ only in letter case)")
-            damaged = archive.testzip()
-            pickles = [info for info, name in zip(entries, names)
-                       if name.endswith("/data.pkl") or name == "data.pkl"]
-            if len(pickles) == 1 and pickles[0].file_size > MAX_PICKLE_BYTES:
-                raise CheckpointError(f"{path}: its data.pkl is {pickles[0].file_size:,} bytes, "
-                                      f"more than {MAX_PICKLE_BYTES >> 20} MB; not a "
-                                      "sevenrocks checkpoint")
-            if damaged is None and len(pickles) == 1:
-                pickled = archive.read(pickles[0])
-            tensor_bytes = sum(info.file_size for info in entries if "/data/" in info.filename)
-    except CheckpointError:  # (a ValueError: said already)
-        raise
-    except ARCHIVE_ERRORS as error:
-        raise CheckpointError(f"{path} is not a readable checkpoint ({_reason(error)})") from None
-    if damaged is not None:
-        raise CheckpointError(f"{path} is damaged: {damaged[:80]!r} fails its checksum")
-    if len(pickles) != 1:
-        raise CheckpointError(f"{path} is not a readable checkpoint (its archive has "
-                              f"{len(pickles)} data.pkl entries; torch.save writes one)")
-    return pickled, tensor_bytes
-
-
-#: A zip's end records: the end of central directory (22 bytes, at the end of the file),
-#: and before it, when there, the zip64 locator (20) and the zip64 end record (56).
-_END, _LOCATOR, _END64 = struct.Struct("<4s4H2LH"), struct.Struct("<4sLQL"), \
-    struct.Struct("<4sQ2H2L4Q")
-
-
-def _layout_problem(path, archive: zipfile.ZipFile, count: int) -> str | None:
-    """Why torch's zip reader (miniz) could see other entries than Python's ``archive``, or
-    ``None``.  Python's zipfile finds the central directory just before the end records and
-    shifts every offset by the bytes before it ("concatenated" data); miniz takes the offsets
-    as written: a file with two archives, one behind the other, showed Python a clean data.pkl
-    and torch a hash bomb, never scanned.  So, as ``torch.save`` writes it: the end records
-    end the file (no comment), agree with each other (readers differ on which one wins), count
-    ``count`` entries, and place the central directory where Python read it, right before
-    them."""
-    size = os.path.getsize(path)
-    with open(path, "rb") as file:
-        file.seek(max(0, size - _END.size - _LOCATOR.size - _END64.size))
-        tail = file.read()
-    end = _END.unpack(tail[-_END.size:]) if len(tail) >= _END.size else None
-    if end is None or end[0] != b"PK\x05\x06" or end[7] != 0:
-        return "its archive does not end with its end record, as torch.save writes it"
-    _, disk, cd_disk, on_disk, entries, cd_size, cd_offset, _ = end
-    records = size - _END.size  # where the end records start
-    locator = tail[-_END.size - _LOCATOR.size:-_END.size]
-    if locator[:4] == b"PK\x06\x07":
-        records -= _LOCATOR.size + _END64.size
-        end64 = tail[:_END64.size] if len(tail) == _END.size + _LOCATOR.size + _END64.size \
-            else b""
-        if len(end64) != _END64.size or end64[:4] != b"PK\x06\x06" or \
-                _LOCATOR.unpack(locator)[2] != records:
-            return "its zip64 end records are not where their locator says"
-        values = _END64.unpack(end64)
-        wide = values[4:10]  # disks, entries on this disk and in all, size, offset
-        for plain, full, sentinel in zip((disk, cd_disk, on_disk, entries, cd_size, cd_offset),
-                                         wide, (0xFFFF,) * 4 + (0xFFFFFFFF,) * 2):
-            if plain not in (full, sentinel):
-                return "its zip64 end record disagrees with its plain end record"
-        disk, cd_disk, on_disk, entries, cd_size, cd_offset = wide
-    if (disk, cd_disk) != (0, 0) or on_disk != entries or entries != count or \
-            cd_offset != archive.start_dir or cd_offset + cd_size != records:
-        return ("its central directory is not where its end record says, or holds another "
-                "number of entries (bytes before the archive, or two archives in one file)")
-    return None
 
 
 def _check_tensor_bytes(data, stored: int, path) -> None:
@@ -392,5 +249,5 @@ def check_model_config(config, path="checkpoint") -> tuple[list[int], int, bool,
 
 __all__ = ["ACTION_SCORERS", "CHECKPOINT_FORMAT", "CheckpointError", "HIDDEN_SIZES",
            "MAX_CHECKPOINT_BYTES", "MAX_HIDDEN_LAYERS", "MAX_HIDDEN_WIDTH", "MODEL_CONFIG_KEYS",
-           "SHIPPED", "are_hidden_sizes", "check_model_config", "load_torch_file", "read_checkpoint", "resolve_path",
-           "shipped_path"]
+           "SHIPPED", "are_hidden_sizes", "check_model_config", "load_torch_file",
+           "read_checkpoint", "resolve_path", "shipped_path"]

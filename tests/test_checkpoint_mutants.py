@@ -130,13 +130,13 @@ def test_an_mlp_scorer_without_action_features_is_refused_when_read(tmp_path, fe
 def test_an_archive_of_exactly_the_most_entries_is_read(tmp_path, monkeypatch):
     """``MAX_ENTRIES`` entries are allowed, one more is refused (a training checkpoint with a
     full pool sits near the bound)."""
-    import sevenrocks_env.policy_file as policy_file
+    import sevenrocks_env.torch_archive as torch_archive
     path = save_policy(tmp_path / "p.pt")
     with zipfile.ZipFile(path) as archive:
         count = len(archive.infolist())
-    monkeypatch.setattr(policy_file, "MAX_ENTRIES", count)
+    monkeypatch.setattr(torch_archive, "MAX_ENTRIES", count)
     assert read_checkpoint(path)
-    monkeypatch.setattr(policy_file, "MAX_ENTRIES", count - 1)
+    monkeypatch.setattr(torch_archive, "MAX_ENTRIES", count - 1)
     refused(path, f"holds {count} archive entries, more than {count - 1}")
 
 # -- training/checkpoint.py -----------------------------------------------------------------------

@@ -130,13 +130,13 @@ def test_the_pickle_size_is_bounded(tmp_path, monkeypatch):
     """Scanning and unpickling run in pure Python (seconds a MB): a data.pkl of a gigabyte
     held a reader for most of an hour."""
     import zipfile
-    import sevenrocks_env.policy_file as policy_file
+    import sevenrocks_env.torch_archive as torch_archive
     path = save_policy(tmp_path / "p.pt")
     with zipfile.ZipFile(path) as archive:
         size = next(i.file_size for i in archive.infolist() if i.filename.endswith("data.pkl"))
-    monkeypatch.setattr(policy_file, "MAX_PICKLE_BYTES", size)
+    monkeypatch.setattr(torch_archive, "MAX_PICKLE_BYTES", size)
     assert load_policy(path)  # exactly the bound
-    monkeypatch.setattr(policy_file, "MAX_PICKLE_BYTES", size - 1)
+    monkeypatch.setattr(torch_archive, "MAX_PICKLE_BYTES", size - 1)
     refused(path, "its data.pkl is")
 
 
@@ -203,3 +203,65 @@ def test_the_bytes_a_file_stores_are_its_tensor_data_alone(tmp_path):
     message = refused(save_policy(tmp_path / "p.pt", net, extra=torch.zeros(1).expand(10**6)),
                       "tensors hold")
     assert f"but the file stores {stored:,} " in message, message
+
+
+def _nested_entries(path: Path, count: int, kernel: int) -> Path:
+    """``path`` rewritten so that its tensor entries nest: entry k's stored bytes are the local
+    headers and bytes of entries k+1, k+2, ... and a kernel of zeros, every CRC right.  The
+    file grows by ``count`` headers, but its entries declare about ``count`` times its size."""
+    import io
+    import zipfile
+    import zlib
+    local = struct.Struct("<4s5H3L2H")
+    central = struct.Struct("<4s6H3L5H2L")
+    names = [f"archive/data/{k}" for k in range(count)]
+    sizes = [kernel + sum(local.size + len(n) for n in names[k + 1:]) for k in range(count)]
+    buffer = io.BytesIO()
+    torch.save({"t": [torch.zeros(size, dtype=torch.uint8) for size in sizes]}, buffer)
+    with zipfile.ZipFile(buffer) as archive:
+        others = [(i.filename, archive.read(i)) for i in archive.infolist()
+                  if "/data/" not in i.filename]
+    out, directory = bytearray(), bytearray()
+
+    def add(name: str, data_crc: int, size: int, offset: int) -> None:
+        directory.extend(central.pack(b"PK\x01\x02", 20, 20, 0, 0, 0, 0, data_crc, size, size,
+                                      len(name), 0, 0, 0, 0, 0, offset) + name.encode())
+
+    for name, data in others:
+        add(name, zlib.crc32(data), len(data), len(out))
+        out += local.pack(b"PK\x03\x04", 20, 0, 0, 0, 0, zlib.crc32(data), len(data), len(data),
+                          len(name), 0) + name.encode() + data
+    blob, facts = b"\0" * kernel, []
+    for name in reversed(names):  # innermost first: each entry's bytes hold the ones after it
+        facts.append((zlib.crc32(blob), len(blob)))
+        blob = local.pack(b"PK\x03\x04", 20, 0, 0, 0, 0, facts[-1][0], len(blob), len(blob),
+                          len(name), 0) + name.encode() + blob
+    offset = len(out)
+    for name, (crc, size) in zip(names, reversed(facts)):
+        add(name, crc, size, offset)
+        offset += local.size + len(name)
+    out += blob
+    start = len(out)
+    entries = len(others) + count
+    out += directory + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, entries, entries,
+                                   len(directory), start, 0)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def test_entries_sharing_their_bytes_are_refused_before_torch_allocates_them(tmp_path,
+                                                                             monkeypatch):
+    """Nested entries (zip-bomb style, every checksum right): a 0.75 MB file declared 375 MB of
+    tensors, all allocated by torch.load before the format check refused the file (and the
+    stored bytes the tensors are compared with were as inflated).  Python's zipfile refuses
+    overlapped entries only since 3.11.8/3.12.2."""
+    import zipfile
+    import sevenrocks_env.policy_file as policy_file
+    path = _nested_entries(tmp_path / "nested.pt", 200, 100)
+    with zipfile.ZipFile(path) as archive:
+        assert archive.testzip() is None  # every checksum right
+        declared = sum(info.file_size for info in archive.infolist())
+    assert declared > 20 * path.stat().st_size
+    monkeypatch.setattr(policy_file.torch, "load",
+                        lambda *a, **k: pytest.fail("torch.load reached on nested entries"))
+    refused(path, "archive entry 'archive/data/1' overlaps the one before it")

@@ -101,7 +101,7 @@ def test_a_compressed_checkpoint_is_refused_before_anything_is_unpacked(tmp_path
     import struct
     import zipfile
 
-    import sevenrocks_env.policy_file as policy_file
+    import sevenrocks_env.torch_archive as torch_archive
 
     good = save_policy(tmp_path / "good.pt", PolicyNet([16]))
     for method in (zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2):
@@ -126,7 +126,7 @@ def test_a_compressed_checkpoint_is_refused_before_anything_is_unpacked(tmp_path
         assert bomb.stat().st_size < 1 << 12
         with pytest.raises(CheckpointError, match="is compressed"):
             load_policy(bomb)
-    monkeypatch.setattr(policy_file, "MAX_ENTRIES", 5)  # a flood of entries is refused too
+    monkeypatch.setattr(torch_archive, "MAX_ENTRIES", 5)  # a flood of entries is refused too
     with pytest.raises(CheckpointError, match="archive entries"):
         load_policy(good)
 
