@@ -254,6 +254,8 @@ def _break(state, piece):
     state = copy.deepcopy(state)
     if piece == "rng":
         state["rng"] = {"bit_generator": "MT19937", "state": {}}
+    elif piece == "rng-zero":  # PCG64 takes it, then draws 0 for ever (integers(3) hangs)
+        state["rng"]["state"] = {"state": 0, "inc": 0}
     elif piece == "matches":
         state["matches"][1]["hands"][0] = 3
     elif piece == "matches-count":
@@ -273,7 +275,7 @@ def _break(state, piece):
 
 
 @pytest.mark.parametrize("piece, words", [
-    ("rng", "rng"), ("matches", r"matches\[1\].*hands"), ("matches-count", "matches"),
+    ("rng", "rng"), ("rng-zero", "rng"), ("matches", r"matches\[1\].*hands"), ("matches-count", "matches"),
     ("learner", r"learner\[2\]"), ("opponents", "opponents"), ("counters", "counters"),
     ("env_steps", "env_steps"), ("keys", "keys"),
 ])

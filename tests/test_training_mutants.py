@@ -168,6 +168,9 @@ def rng():
     lambda s: s["numpy"][1].__setitem__(0, -1),
     lambda s: s["numpy"].__setitem__(0, "PCG64"),               # set_state would refuse it
     lambda s: s.update(torch=s["torch"].view(1, -1)),           # torch takes a [1, n] state
+    # keys with all 19,937 bits zero: taken, then every draw is 0 for ever
+    lambda s: s["python"].__setitem__(1, [0x7FFFFFFF] + [0] * 623 + [624]),
+    lambda s: s["numpy"].__setitem__(1, torch.zeros(624, dtype=torch.int64)),
 ])
 def test_generator_states_the_generators_would_take_are_still_refused(rng, damage):
     """Values a generator accepts but no generator state holds (words past 32 bits, a position

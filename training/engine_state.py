@@ -41,9 +41,20 @@ def accepts(setter, state) -> bool:
 
 
 def is_numpy_state(state) -> bool:
-    """A state numpy's default generator (PCG64) takes; it checks the state itself."""
-    return accepts(lambda value: setattr(np.random.default_rng().bit_generator, "state", value),
-                   state)
+    """A state numpy's default generator (PCG64) takes (it checks the state's shape itself),
+    with an odd increment, as numpy's seeding always makes it: the generator takes an even one,
+    and from ``{"state": 0, "inc": 0}`` draws 0 for ever (``integers(3)`` never returns)."""
+    inner = state.get("state") if isinstance(state, dict) else None
+    increment = inner.get("inc") if isinstance(inner, dict) else None
+    return type(increment) is int and increment & 1 == 1 and accepts(
+        lambda value: setattr(np.random.default_rng().bit_generator, "state", value), state)
+
+
+def is_live_mersenne_key(words) -> bool:
+    """MT19937's 624 key words (ints) hold a state it can leave: not all of its 19,937 bits
+    zero (word 0's top bit and words 1-623), from which Python's and numpy's generators, which
+    both take it, draw 0 for ever."""
+    return bool(words[0] & 0x80000000) or any(words[1:624])
 
 
 def is_torch_state(state: torch.Tensor) -> bool:

@@ -26,7 +26,7 @@ from .agent_files import check_fingerprints, opponents_gone
 from .checkpoint import MAX_WALL_SECONDS
 from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, check_pool_played, config_from_dict,
                      parse_overrides)
-from .engine_state import accepts, is_numpy_state, is_torch_state
+from .engine_state import accepts, is_live_mersenne_key, is_numpy_state, is_torch_state
 from .ppo import trained_parameters
 
 #: torch's CPU generator state (``torch.get_rng_state()``) is this many bytes.
@@ -62,21 +62,23 @@ def check_rng(state, path) -> None:
     if not (isinstance(python, list) and len(python) == 3 and type(python[0]) is int
             and isinstance(python[1], list) and len(python[1]) == 625
             and all(type(v) is int and 0 <= v < 2 ** 32 for v in python[1])
+            and is_live_mersenne_key(python[1])
             and (python[2] is None or (type(python[2]) is float and math.isfinite(python[2])))
             and accepts(random.Random().setstate, (python[0], tuple(python[1]), python[2]))):
-        raise _bad(path, "rng", "python: not a Mersenne Twister state (with a finite cached "
-                                "Gaussian or none)")
+        raise _bad(path, "rng", "python: not a Mersenne Twister state (a key not all zero, "
+                                "a finite cached Gaussian or none)")
     numpy = state["numpy"]
     if not (isinstance(numpy, list) and len(numpy) == 5 and numpy[0] == "MT19937"
             and isinstance(numpy[1], torch.Tensor) and numpy[1].layout == torch.strided
             and tuple(numpy[1].shape) == (624,) and numpy[1].dtype == torch.int64
             and bool(((numpy[1] >= 0) & (numpy[1] < 2 ** 32)).all())
+            and is_live_mersenne_key(numpy[1].tolist())
             and type(numpy[2]) is int and 0 <= numpy[2] <= 624 and type(numpy[3]) is int
             and numpy[3] in (0, 1) and type(numpy[4]) is float and math.isfinite(numpy[4])
             and accepts(np.random.RandomState().set_state,
                         ("MT19937", numpy[1].numpy().astype(np.uint32), *numpy[2:]))):
-        raise _bad(path, "rng", "numpy: not an MT19937 state (position 0-624, has_gauss 0 or 1, "
-                                "a finite cached Gaussian)")
+        raise _bad(path, "rng", "numpy: not an MT19937 state (a key not all zero, position "
+                                "0-624, has_gauss 0 or 1, a finite cached Gaussian)")
     if not _is_torch_rng(state["torch"]):
         raise _bad(path, "rng", f"torch: must be a generator state ({TORCH_RNG_BYTES} bytes)")
 
