@@ -17,7 +17,7 @@ from pathlib import PurePath
 
 from .agents import CHECKPOINT_SPECS
 from .agents.spec_text import NAMED_SPEC
-from .checks import shown
+from .checks import counted, shown
 from .match_state import MAX_ROUNDS
 
 #: A saved arena result (``sevenrocks arena ... --json``) is at most this long (a real one is
@@ -238,10 +238,11 @@ def pair_table(result) -> str:
     arena = {"python": ", python arena", **{engine: ", batched arena" for engine in
                                              ENGINES[1:]}}.get(result.engine or "", "")
     rows = [("duplicate deals",
-             f"{result.pairs} pairs, {result.matches} matches, seed {result.seed}{arena}"),
+             f"{counted(result.pairs, 'pair')}, {result.matches} matches, seed {result.seed}"
+             f"{arena}"),
             ("match", f"to {result.target} points (R8)" + (
                 "" if result.max_rounds is None else
-                f", cut at {result.max_rounds} rounds (a cut match counts 1/2)"))]
+                f", cut at {counted(result.max_rounds, 'round')} (a cut match counts 1/2)"))]
     for side, short, spec in (("A", short_a, result.spec_a or result.agent_a),
                               ("B", short_b, result.spec_b or result.agent_b)):
         if spec != short:

@@ -156,5 +156,11 @@ def shown_kind(value) -> str:
     return shown(value) + kinds_of(value)
 
 
-__all__ = ["checked_bool", "checked_int", "checked_path", "checked_seed", "is_int", "is_number_in",
+def counted(count: int, noun: str) -> str:
+    """``"1 pair"``, ``"200 pairs"``: a count and its noun, plural unless the count is 1."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+__all__ = ["checked_bool", "checked_int", "checked_path", "checked_seed", "counted", "is_int",
+           "is_number_in",
            "is_plain_int", "kinds_of", "shown", "shown_kind"]

@@ -8,6 +8,7 @@ declares.  :mod:`sevenrocks_env.policy` builds the network from them (``build_mo
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import zipfile
@@ -97,6 +98,9 @@ def existing_file(resolved: Path) -> Path:
         where = "" if resolved.is_absolute() else f" (relative to {os.getcwd()})"
         if str(resolved).startswith(("ckpt:", "policy:")):  # search:policy=ckpt:shipped
             where += f"; a path or {SHIPPED!r} is expected here, not an agent spec"
+        elif str(resolved) == resolved.name and \
+                difflib.get_close_matches(resolved.name.lower(), [SHIPPED], 1, 0.75):
+            where += f"; did you mean {SHIPPED!r} (the installed policy)?"  # ckpt:shiped
         raise CheckpointError(f"no such file: {shown_path(resolved)}{where}") from None
     except OSError as error:  # e.g. a name longer than the file system allows
         raise CheckpointError(f"cannot read checkpoint path "

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .checks import counted
+
 NUM_NUMBERS = 7  # pips 0..6 on a half
 NUM_TILES = 28
 NUM_SEATS = 4
@@ -166,7 +168,7 @@ def mask_of(tiles) -> int:
 
 def pips_words(pips: int) -> str:
     """``"1 pip"``, ``"12 pips"``."""
-    return f"{pips} pip" + ("" if pips == 1 else "s")
+    return counted(pips, "pip")
 
 
 def pips_of(mask: int) -> int:

@@ -78,6 +78,9 @@ def test_result_fields_table_and_json():
     assert data["ci95"] == pytest.approx(list(wilson_interval(data["win_rate"], 2)))
     assert result.rounds_per_match >= 1 and "95% CI" in result.table()
     assert data["margin_ci95"] is None and "too few pairs" in result.table()
+    assert "2 pairs, 4 matches, seed 0" in result.table()
+    one = arena.evaluate("random", "greedy", pairs=1, seed=0, max_rounds=1).table()
+    assert "1 pair, 2 matches, seed 0" in one and "cut at 1 round (a cut" in one
 
 
 def test_the_mean_margin_has_a_t_interval_over_pairs():

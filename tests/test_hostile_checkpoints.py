@@ -102,6 +102,10 @@ def test_missing_files_say_relative_to_what(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     message = refused("nope.pt")
     assert message == f"no such file: nope.pt (relative to {tmp_path})"
+    for typo in ("shiped", "Shipped", "shipped.pt"):  # one that may mean the installed policy
+        assert refused(typo) == (f"no such file: {typo} (relative to {tmp_path}); did you mean "
+                                 "'shipped' (the installed policy)?")
+    assert "did you mean" not in refused("x/shiped")  # a path in a folder is meant as one
     with pytest.raises(ValueError, match="no such file"):
         make_agent("ckpt:nope.pt")
     with pytest.raises(ValueError, match="cannot read checkpoint path"):  # not an OSError

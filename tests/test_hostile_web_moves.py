@@ -39,6 +39,7 @@ def snapshot(app, view):
     (b"[1, 2]", 422, "JSON object"),
     (b'{"ply": 0}', 422, "missing field 'action'"),
     (b'{"ply": "0", "action": 3}', 422, "ply must be an int"),
+    (b'{"ply": -1, "action": 3}', 422, "ply must be an int >= 0"),  # not a stale request (409)
     (b'{"ply": 0, "action": 3, "extra": 1}', 422, "unknown fields"),
 ])
 def test_malformed_move_bodies(client, app, waiting, body, status, words):

@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
+from ..checks import counted
 from ..rules import Match, checked_match, team_of
 from ..scoring import end_sum
 from ..tiles import (KNOCK, NUM_SEATS, SLOT_NAMES, TILES, decode_action, pips_words, tile_name,
@@ -174,7 +175,7 @@ def draw_seats(draw: ImageDraw.ImageDraw, match: Match, size, observer: int | No
         hand = tiles_of(match.hands[seat])
         label = f"seat {seat}" + (" (you)" if seat == observer and not spectator else "")
         draw.text((32, y + 16), label, fill=TEXT, font=font(18), anchor="lm")
-        count = f"{len(hand)} tile" + ("" if len(hand) == 1 else "s")
+        count = counted(len(hand), "tile")
         draw.text((150, y + 16), count + ("  <- to move" if to_move else ""),
                   fill=TEXT if to_move else MUTED, font=font(15), anchor="lm")
         face_up = spectator or seat == observer or revealed

@@ -153,7 +153,11 @@ class Game:
         return not self.match.over and self.match.turn == self.seat
 
     def _check_ply(self, ply, what: str) -> None:
-        """A request answers the state at move ``ply``: 409 naming why when that is not now."""
+        """A request answers the state at move ``ply``: 409 naming why when that is not now
+        (422 for a ply no match has: a bad field, not a stale request)."""
+        if type(ply) is int and ply < 0:
+            raise GameError(422, f"ply must be an int >= 0 (a move number of the match), got "
+                                 f"{shown(ply)}")
         if ply != self.ply:
             why = ("the game has not reached it" if type(ply) is int and ply > self.ply else
                    "it was already sent, or the game moved on")
