@@ -189,6 +189,35 @@ def test_a_step_refused_for_a_moment_is_sent_again(server, browser):
     _start(page, seat=0, seed=3)  # a bot opens: a step is sent at once
     page.wait_for_function("App.ui.view.ply >= 1", timeout=10000)
     assert page.evaluate("window.steps") >= 2  # refused once, then sent again
+    # the refusal's words went with it (they stayed beside "Your turn")
+    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=10000)
+    assert page.inner_text("#notice") == ""
+
+
+def test_a_click_while_the_bots_move_is_answered_until_they_have_moved(server, browser):
+    """'wait: it is seat 3's turn' stayed on screen beside 'Your turn' once the bots had moved;
+    a notice that is not about their turn stays."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    page.evaluate("const d = document.getElementById('delay'); d.value = 1500;"
+                  "d.dispatchEvent(new Event('input'))")
+    for name in ("partner", "left", "right"):
+        page.select_option(f"select[name={name}]", "greedy")
+    page.select_option("select[name=seat]", "0")
+    page.fill("input[name=seed]", "0")  # seat 1 opens: three bot moves before yours
+    page.click("#start-button")
+    page.wait_for_selector("#game:not([hidden])")
+    assert page.evaluate("App.ui.view.ply === 0 && App.ui.view.next === 'bot'")
+    page.locator("#hand .hand-tile").first.click()
+    assert page.inner_text("#notice") == "wait: it is seat 1 (greedy)'s turn"
+    page.wait_for_function("App.ui.view.ply >= 1", timeout=10000)
+    assert page.inner_text("#notice") == ""
+    page.evaluate("App.notice('a word of the page', 'warn')")  # not about the bots' turn
+    ply = page.evaluate("App.ui.view.ply")
+    page.wait_for_function(f"App.ui.view.ply > {ply}", timeout=10000)
+    assert page.inner_text("#notice") == "a word of the page"
+    page.close()
 
 
 def test_a_move_whose_answer_was_lost_is_caught_up(server, browser):

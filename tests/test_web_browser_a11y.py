@@ -147,3 +147,18 @@ def test_behind_a_round_s_summary_the_page_shows_that_round(server, browser):
     assert page.locator("#turn").inner_text() != "Round 1 is over."
     assert page.locator("#moves li").count() == page.evaluate("App.ui.view.moves.length")
     page.close()
+
+
+def test_starting_from_the_keyboard_gives_it_the_hand(server, browser):
+    """'Start the match', hidden once pressed, dropped the focus on the page's body: a keyboard
+    user had to Tab through the page to reach the game."""
+    base, _ = server
+    page = browser.new_page()
+    page.goto(base + "/")
+    page.wait_for_function("document.querySelectorAll('select.agent option').length >= 12")
+    page.fill("input[name=seed]", "11")
+    page.locator("#start-button").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#game:not([hidden])")
+    assert page.evaluate("document.activeElement.closest('#hand') !== null")
+    page.close()

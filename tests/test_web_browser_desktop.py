@@ -1,8 +1,9 @@
 """The web page with the keyboard on a desktop: the end that has the keyboard's focus stands
 out from the other highlighted ends, a refusal of the start form goes once its values change,
-the seat boxes keep their tile counts at the match's end, and the board, the turn line and the
-hand fit the screen together (Playwright and Debian's Chromium, as tests/browser_page.py sets
-them up)."""
+the seat boxes keep their tile counts at the match's end, the board, the turn line and the
+hand fit the screen together, a letterboxed board is felt to its edges, a double click plays
+once and a page the match left behind says its move was not played (Playwright and Debian's
+Chromium, as tests/browser_page.py sets them up)."""
 
 from __future__ import annotations
 
@@ -111,3 +112,70 @@ def test_the_board_turn_line_and_hand_fit_the_screen_together(server, browser):
         else:  # a phone's is narrowed a little at most
             assert board["height"] >= 0.75 * height, (width, board)
         page.close()
+
+
+def test_a_letterboxed_board_is_felt_from_edge_to_edge(server, browser):
+    """A board held under its height limit is letterboxed: the felt rectangle started at the
+    zoomed view's corner, leaving a dark strip on one side (844 x 390, a phone on its side)."""
+    import io
+
+    from PIL import Image
+    base, _ = server
+    page = browser.new_page()
+    page.set_viewport_size({"width": 844, "height": 390})
+    _open(page, base)
+    _start(page, seat=0, seed=11)
+    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=20000)
+    page.locator("#board").scroll_into_view_if_needed()
+    box = page.locator("#board").bounding_box()
+    shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
+    middle = int(box["y"] + box["height"] / 2)
+    felt = (0x18, 0x60, 0x3e)
+    for x in (box["x"] + 12, box["x"] + box["width"] - 12):  # both sides, clear of the corners
+        assert shot.getpixel((int(x), middle)) == felt, (x, shot.getpixel((int(x), middle)))
+    page.close()
+
+
+def test_a_double_click_on_a_tile_acts_once(server, browser):
+    """A double click's second click acted too: with the bots at delay 0 it played the next
+    turn's move as well.  A click the browser counts as the second of a double click is
+    ignored; a single click still selects or plays."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    _start(page, seat=0, seed=11)
+    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=20000)
+    before = page.evaluate("App.ui.view.ply")
+    tile = page.locator("#hand .hand-tile.playable").first
+    tile.dispatch_event("click", {"detail": 2})
+    assert page.evaluate("App.ui.view.ply") == before and not page.evaluate("App.ui.busy")
+    assert page.evaluate("App.ui.selected") is None
+    tile.dispatch_event("click", {"detail": 1})
+    page.wait_for_function(f"App.ui.view.ply > {before} || App.ui.selected !== null")
+    page.close()
+
+
+def test_a_move_from_a_page_the_match_left_behind_says_it_was_not_played(server, browser):
+    """A second tab on the same match, behind it: its click was refused (409), the page
+    caught up and showed 'Your turn' again without a word that the move was not played."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    _start(page, seat=0, seed=11)
+    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=20000)
+    ply = page.evaluate("App.ui.view.ply")
+    # the other tab plays the move (straight to the server; this page does not see it)
+    status = page.evaluate("""async () => { const v = App.ui.view;
+        const tile = v.hand.find(t => t.playable);
+        const answer = await fetch(`/api/games/${v.id}/move`, {method: 'POST',
+            headers: {'content-type': 'application/json'},
+            body: JSON.stringify({ply: v.ply, action: tile.places[0].action})});
+        return answer.status; }""")
+    assert status == 200
+    page.locator("#hand .hand-tile.playable").first.click()
+    if page.evaluate(f"App.ui.view.ply === {ply}") and page.locator(
+            "#board .marker.target").count():
+        page.locator("#board .marker.target").first.click()
+    page.wait_for_function(f"App.ui.view.ply > {ply} && !App.ui.busy", timeout=10000)
+    assert "your move was not played" in page.inner_text("#notice")
+    page.close()

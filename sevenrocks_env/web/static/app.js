@@ -12,6 +12,7 @@ const ui = {
   generation: 0,       // bumped by a new match: answers to an older match's requests are dropped
   timer: null,
   paused: false,       // a summary is open
+  botsNotice: false,   // the notice is about the bots' turn: a bot's move clears it
   labels: {},
   shape: null,         // the board shape ("wide", "tall") the latest request asked for
 };
@@ -40,10 +41,13 @@ async function api(method, path, body) {
   return data;
 }
 
-function notice(text, kind) {
+// ``ofTheBots``: a notice about the bots' turn (a click while they move, a refused step),
+// stale once one of them has moved; other notices stay until the page replaces them
+function notice(text, kind, ofTheBots = false) {
   const node = $("notice");
   node.textContent = text || "";
   node.className = kind || "";
+  ui.botsNotice = ofTheBots;
   placeNotice();  // (a refusal while a tile is still selected: clear of its ends too)
 }
 
@@ -152,6 +156,8 @@ function begin(view, shownRounds = 0) {
   $("game").hidden = false;
   notice("");
   show(view);
+  // a keyboard that started (or rematched) goes to the game: its button, hidden, dropped it
+  $("hand").querySelector(".hand-tile")?.focus({preventScroll: true});
 }
 
 // ---- showing the game ------------------------------------------------------------------------
@@ -270,7 +276,8 @@ function drawHand(view) {
                                               : tile.reason ? ": " + tile.reason : "");
     button.setAttribute("aria-label", button.title);
     button.appendChild(Board.tileIcon(tile.halves, 30));
-    button.addEventListener("click", () => clickTile(tile));
+    // a double click's second click acted too: at delay 0 it played the next turn's move
+    button.addEventListener("click", (event) => { if (event.detail < 2) clickTile(tile); });
     node.appendChild(button);
   }
   if (kept) {
@@ -317,7 +324,8 @@ function moveItem(view, move) {
 function clickTile(tile) {
   const view = ui.view;
   if (view.next !== "you") {
-    notice(view.over ? "the match is over" : `wait: it is ${seatName(view, view.turn)}'s turn`, "warn");
+    notice(view.over ? "the match is over" : `wait: it is ${seatName(view, view.turn)}'s turn`, "warn",
+           !view.over);
     return;
   }
   if (!tile.playable) {
@@ -364,7 +372,14 @@ async function sendMove(action) {
     const current = await caughtUp(generation);  // the move may have landed, its answer lost
     if (generation !== ui.generation) return;
     ui.busy = false;
-    if (current) { ui.selected = null; notice(""); show(current); return; }
+    if (current) {
+      ui.selected = null;
+      show(current);
+      // refused as stale (409): the game moved on without this page (another tab?)
+      notice(error.status === 409 ? "the match had moved on (in another tab?): your move was " +
+                                    "not played" : "", "warn");
+      return;
+    }
     notice("not accepted: " + error.message, "warn");
   }
 }
@@ -410,6 +425,7 @@ async function step() {
     const view = await api("POST", `/api/games/${ui.view.id}/step`, {ply: ui.view.ply});
     if (generation !== ui.generation) return;  // the old match's bot move: not shown
     ui.busy = false;
+    if (ui.botsNotice) notice("");  // "wait: it is seat 3's turn", a busy retry: stale now
     show(view);
   } catch (error) {
     if (generation !== ui.generation) return;
@@ -417,7 +433,7 @@ async function step() {
     if (generation !== ui.generation) return;
     ui.busy = false;
     if (current) { notice(""); show(current); return; }
-    notice(error.message, "warn");
+    notice(error.message, "warn", true);
     if (error.retry) ui.timer = setTimeout(step, 1000);  // busy game or lost connection
   }
 }
