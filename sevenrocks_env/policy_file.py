@@ -75,7 +75,14 @@ def resolve_path(path) -> Path:
     text = checked_path("checkpoint path", path,
                         f"a str or os.PathLike ({SHIPPED!r}: the installed policy)")
     if text != SHIPPED:
-        return existing_file(Path(os.path.expanduser(text)))
+        try:
+            return existing_file(Path(os.path.expanduser(text)))
+        except CheckpointError as error:  # ckpt:shiped (not for sb3:, which has no shipped)
+            if str(error).startswith("no such file: ") and "/" not in text and \
+                    difflib.get_close_matches(text.lower(), [SHIPPED], 1, 0.75):
+                raise CheckpointError(f"{error}; did you mean {SHIPPED!r} (the installed "
+                                      "policy)?") from None
+            raise
     shipped = shipped_path()
     if not shipped.is_file():
         raise CheckpointError(
@@ -98,9 +105,6 @@ def existing_file(resolved: Path) -> Path:
         where = "" if resolved.is_absolute() else f" (relative to {os.getcwd()})"
         if str(resolved).startswith(("ckpt:", "policy:")):  # search:policy=ckpt:shipped
             where += f"; a path or {SHIPPED!r} is expected here, not an agent spec"
-        elif str(resolved) == resolved.name and \
-                difflib.get_close_matches(resolved.name.lower(), [SHIPPED], 1, 0.75):
-            where += f"; did you mean {SHIPPED!r} (the installed policy)?"  # ckpt:shiped
         raise CheckpointError(f"no such file: {shown_path(resolved)}{where}") from None
     except OSError as error:  # e.g. a name longer than the file system allows
         raise CheckpointError(f"cannot read checkpoint path "

@@ -106,6 +106,10 @@ def test_missing_files_say_relative_to_what(tmp_path, monkeypatch):
         assert refused(typo) == (f"no such file: {typo} (relative to {tmp_path}); did you mean "
                                  "'shipped' (the installed policy)?")
     assert "did you mean" not in refused("x/shiped")  # a path in a folder is meant as one
+    from sevenrocks_env.policy_file import existing_file
+    with pytest.raises(ValueError) as error:  # what sb3: reads (there is no shipped sb3 model)
+        existing_file(Path("shiped"))
+    assert "did you mean" not in str(error.value)
     with pytest.raises(ValueError, match="no such file"):
         make_agent("ckpt:nope.pt")
     with pytest.raises(ValueError, match="cannot read checkpoint path"):  # not an OSError

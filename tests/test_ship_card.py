@@ -116,7 +116,7 @@ def test_ship_puts_a_distilled_policy_s_provenance_on_its_card(tmp_path):
     {**DISTILLED, "holdout_agreement": True},
     # the student's settings a card shows
     {**DISTILLED, "args": "x"}, {**DISTILLED, "args": {"epochs": 10 ** 9}},
-    {**DISTILLED, "args": {"init": "a | b"}}, {**DISTILLED, "args": {"seed": -1}},
+    {**DISTILLED, "args": {"seed": -1}},
     {**DISTILLED, "args": {"learning_rate": float("nan")}}, {**DISTILLED, "args": {"epochs": True}},
     {**DISTILLED, "args": {"hidden_sizes": [0]}}, {**DISTILLED, "args": {"temperature": -1.0}},
     {**DISTILLED, "args": {"batch_size": 2.0}},
@@ -333,3 +333,22 @@ def test_a_training_command_trains_the_run_s_config():
     assert len(sets) > 5 and len(words) == 5 + 2 * len(sets)
     again = load_config(DEFAULT_CONFIG, overrides=sets).model_dump(mode="json")
     assert {key for key in smoke if smoke[key] != again[key]} <= {"run_name", "progress"}
+
+
+def test_a_round_s_init_the_card_cannot_show_is_left_out_and_an_unpinned_one_says_so():
+    """An init path holding ``|`` (legal for --init) was refused with the whole file, after
+    the run; an init recorded before inits were pinned names a file that may have changed
+    since (``shipped``); every digit of a learning rate is the option as given."""
+    from training.distill_record import distill_facts
+    from training.model_card import rounds_text
+    record = {**DISTILLED, "args": {"init": "runs|v2/init.pt (network sha256 0123456789abcdef)",
+                                    "learning_rate": 3.14159265e-4, "epochs": 6}}
+    facts = distill_facts({"distill": record}, "f.pt")
+    assert facts["settings"] == {"learning_rate": 3.14159265e-4, "epochs": 6}
+    assert "(`training.distill --epochs 6 --learning-rate 0.000314159265`;" in rounds_text(facts)
+    assert " from `" not in rounds_text(facts)
+    pinned = "a.pt (network sha256 0123456789abcdef)"
+    for init, shown in ((pinned, pinned),
+                        ("shipped", "shipped (not pinned: the file that name held then)")):
+        facts = distill_facts({"distill": {**DISTILLED, "args": {"init": init}}}, "f.pt")
+        assert rounds_text(facts).startswith(f"then fine-tuned from `{shown}` toward ")

@@ -319,16 +319,32 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_last_checkpoint(tmp_p
 
 
 
-def test_the_progress_bar_says_when_max_minutes_stops_the_run(tmp_path, capsys):
-    """tqdm's ETA counts the steps; with max_minutes the bar also gives the minutes left."""
+def test_the_progress_bar_says_when_max_minutes_stops_the_run(tmp_path, capsys, monkeypatch):
+    """tqdm's ETA counts the steps; with max_minutes the bar also gives the minutes left,
+    counted after the update's evaluation (here a clock moved on 5 minutes by each)."""
     import re
+    import types
+
+    import training.train as train_module
+    offset, real = [0.0], train_module.evaluate_and_log
+    monkeypatch.setattr(train_module, "time", types.SimpleNamespace(
+        time=lambda: time.time() + offset[0], strftime=time.strftime))
+
+    def slow_evaluation(*args, **kwargs):
+        offset[0] += 300.0
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "evaluate_and_log", slow_evaluation)
     for minutes, shown in (("30", True), ("0", False)):
         cfg = load_config(SMOKE, [f"log_dir={tmp_path / minutes / 'runs'}",
                                   f"checkpoint_dir={tmp_path / minutes / 'ckpt'}",
-                                  "total_steps=128", "num_matches=8", "num_steps=8",
-                                  "eval_every=0", "final_eval_pairs=1", "progress=true",
-                                  f"max_minutes={minutes}"])
+                                  "total_steps=192", "num_matches=8", "num_steps=8",
+                                  "eval_every=1", "eval_pairs=1", "final_eval_pairs=1",
+                                  "progress=true", f"max_minutes={minutes}"])
+        offset[0] = 0.0
         train(cfg, final_table=False)
         err = capsys.readouterr().err
         assert "SPS" in err, err
-        assert bool(re.search(r"stops in (29|30)\.\d min", err)) is shown, err
+        # after the first update's evaluation 25 minutes are left, not the 30 before it
+        assert bool(re.search(r"stops in 2[45]\.\d min", err)) is shown, err
+        assert not re.search(r"stops in (29|30)\.\d min", err), err

@@ -19,7 +19,8 @@ from .distill_labels import MAX_LABELS, MAX_VALUE, TEACHER_TEXT, is_teacher_text
 MAX_ROUNDS = 64
 
 #: The student's settings a card shows (``training.distill.Args``' fields, as a run records them
-#: under ``args``): each one's check on a value read from a file, and what it must be.
+#: under ``args``): each one's check on a value read from a file, and what it must be.  An
+#: ``init`` that is no card text (a path holding ``|``, say) is left out, not refused.
 SETTINGS = {
     "init": (is_teacher_text, TEACHER_TEXT),
     "epochs": (lambda v: is_plain_int(v, 1, 10_000), "an int in 1..10000"),
@@ -41,6 +42,8 @@ def _settings(args, path) -> dict:
     for key, (check, what) in SETTINGS.items():
         if key in args:
             if not check(args[key]):
+                if key == "init":  # a path may hold what a card cannot show (| or `): left out
+                    continue
                 raise CheckpointError(f"{path}: 'distill' 'args' '{key}' must be {what}, got "
                                       f"{shown(args[key])}")
             settings[key] = args[key]

@@ -5,6 +5,7 @@ judges the arena rows by (issue 4).  Only values the ship command checked reach 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from sevenrocks_env.agents import same_spec
@@ -62,6 +63,10 @@ def agreement_text(value) -> str:
     return "not measured" if value is None else f"{value:.3f}"
 
 
+#: How ``training.distill`` pins a file it read (``distill_collect.pinned``).
+PINNED = re.compile(r" \(network sha256 [0-9a-f]{16}\)$")
+
+
 def options_text(settings: dict) -> str:
     """A round's student settings (``distill_record.SETTINGS``) but its init, as
     ``training.distill``'s options; ``""`` for a round from before they were kept."""
@@ -70,7 +75,7 @@ def options_text(settings: dict) -> str:
     for key in ("epochs", "batch_size", "learning_rate", "temperature", "seed"):
         if key in settings:  # (ints as they are: a large seed is no 1e+18)
             value = settings[key]
-            text = f"{value:g}" if isinstance(value, float) else str(value)
+            text = repr(value)  # (every digit: :g kept six)
             parts.append(f"--{key.replace('_', '-')} {text}")
     return "".join(f" {part}" for part in parts)
 
@@ -80,7 +85,10 @@ def rounds_text(distill: dict) -> str:
     init and settings where the round kept them."""
     def one(r: dict) -> str:
         settings = r.get("settings", {})
-        init = f" from `{settings['init']}`" if "init" in settings else ""
+        init = settings.get("init")
+        if init is not None and not PINNED.search(init):  # recorded before inits were pinned
+            init += " (not pinned: the file that name held then)"
+        init = f" from `{init}`" if init is not None else ""
         return (f"then fine-tuned{init} toward `{r['teacher']}` on {r['labels']:,} labels "
                 f"(`training.distill{options_text(settings)}`; held-out agreement "
                 f"{agreement_text(r['holdout_agreement'])})")

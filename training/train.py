@@ -252,7 +252,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
                                             wall_before + time.time() - start_time, eval_files)
                 summary = short_summary(results)
             # the bar's own ETA counts steps; max_minutes may stop the run before them
-            left = f" | stops in {max(cfg.max_minutes - wall / 60, 0):.1f} min" \
+            used = (wall_before + time.time() - start_time) / 60  # (the evaluation's too)
+            left = f" | stops in {max(cfg.max_minutes - used, 0):.1f} min" \
                 if cfg.max_minutes else ""
             bar.set_postfix_str(f"SPS {scalars['charts/SPS']:.0f}{left} | {summary}", refresh=False)
             bar.update(cfg.batch_size)
