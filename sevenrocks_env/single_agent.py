@@ -101,6 +101,12 @@ class SingleAgentEnv(gymnasium.Env):
         if len(opponents) != 2:
             raise ValueError(f"opponents: one agent spec, or two (left, right); "
                              f"got {shown(opponents)}")
+        if any(isinstance(spec, str) and spec.strip() == "self" for spec in opponents):
+            raise ValueError("opponents: 'self' is for the partner only (partner='self': the "
+                             "learner plays both seats of its team); opponents are agent specs "
+                             "such as 'heuristic', or Agent objects (for self-play, give an Agent "
+                             "playing a frozen copy of the learner, as "
+                             "examples/sb3_maskable_ppo.py --opponents self does)")
         # The left/right opponents and the partner (None = the learner itself).
         self._others = [make_agent(spec) for spec in opponents]
         self._partner = None if is_self(partner) else make_agent(partner)

@@ -12,6 +12,8 @@ observation per match:
   env's own spec; a ``TransformedEnv`` copies the spec, so add TorchRL's ``ActionMask()``
   transform there; under ``SerialEnv``/``ParallelEnv`` random actions cannot follow the masks:
   docs/torchrl.md);
+* ``("agents", "on_turn")`` ``[B, 4, 1]`` bool: which seat is on turn, one-hot (the group is
+  in every tensordict, the reset's too, as per-agent transforms such as ``RewardSum()`` need);
 * ``("agents", "reward")`` ``[B, 4, 1]``: every seat's reward (``sevenrocks_env.rewards``),
   which arrives on whichever seat's move earned it: a seat's return sums its column over every
   step;
@@ -102,6 +104,9 @@ class SevenRocksTorchRLEnv(EnvBase):
             observation=observation,
             action_mask=Categorical(2, shape=(n, NUM_ACTIONS), dtype=torch.bool, device=device),
             current_seat=Categorical(NUM_SEATS, shape=(n,), dtype=torch.long, device=device),
+            **{GROUP: Composite(on_turn=Categorical(2, shape=(n, NUM_SEATS, 1), dtype=torch.bool,
+                                                    device=device),
+                                shape=(n, NUM_SEATS), device=device)},
             shape=batch, device=device)
         self.action_spec = Categorical(NUM_ACTIONS, shape=(n,), dtype=torch.long, device=device)
         self.reward_spec = Composite(
@@ -144,7 +149,9 @@ class SevenRocksTorchRLEnv(EnvBase):
                 raise ValueError(
                     f"partial reset of matches in progress (envs {envs[:8]}"
                     f"{' ...' if len(envs) > 8 else ''}): the engine restarts a single match only "
-                    f"when it ends (automatically); call reset() without '_reset' to restart all")
+                    f"when it ends (automatically); call reset() without '_reset' to restart all "
+                    f"(a step limit such as StepCounter(max_steps) cannot cut single matches: "
+                    f"cut them with max_rounds=N)")
             if not bool(in_progress.any()):
                 # (new tensors, not in place: one made under torch.inference_mode, as TorchRL's
                 # evaluation rollouts run, cannot be changed in place outside it)
@@ -172,8 +179,7 @@ class SevenRocksTorchRLEnv(EnvBase):
         rewards, terminated, truncated = self.vector_env.step(tensordict.get("action"))
         self._finished = terminated | truncated
         out = self._observe(terminated, truncated)
-        out.set(GROUP, TensorDict({"reward": rewards.unsqueeze(-1)},
-                                  batch_size=(*self.batch_size, NUM_SEATS), device=self.device))
+        out.set((GROUP, "reward"), rewards.unsqueeze(-1))
         return out
 
     def _observe(self, terminated, truncated) -> TensorDictBase:
@@ -183,10 +189,14 @@ class SevenRocksTorchRLEnv(EnvBase):
         self.action_spec.update_mask(mask)
         if terminated is None:
             terminated = truncated = torch.zeros_like(self._finished)
+        seat = vec.current_seat
+        on_turn = torch.nn.functional.one_hot(seat, NUM_SEATS).bool().unsqueeze(-1)
         return TensorDict({
             "observation": vec.observation.clone(),
             "action_mask": mask,
-            "current_seat": vec.current_seat,
+            "current_seat": seat,
+            GROUP: TensorDict({"on_turn": on_turn}, batch_size=(*self.batch_size, NUM_SEATS),
+                              device=self.device),
             "done": (terminated | truncated).unsqueeze(-1),
             "terminated": terminated.unsqueeze(-1),
             "truncated": truncated.unsqueeze(-1),

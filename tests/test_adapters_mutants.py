@@ -20,6 +20,14 @@ def test_bytes_opponents_are_one_spec_refused_as_bytes():
         SingleAgentEnv(opponents=b"ab")
 
 
+@pytest.mark.parametrize("opponents", ["self", ("heuristic", "self")])
+def test_self_is_a_partner_not_an_opponent_and_the_message_says_so(opponents):
+    """'self' (valid for ``partner``, and the SB3 example's ``--opponents``) was 'unknown agent
+    spec' with the list of valid specs, none of them what the user meant."""
+    with pytest.raises(ValueError, match="'self' is for the partner only"):
+        SingleAgentEnv(opponents=opponents)
+
+
 def test_a_bad_illegal_action_mode_is_shown():
     with pytest.raises(ValueError, match=r"illegal_action must be one of \('terminate', 'raise'\), "
                                          r"got 'ignore'"):

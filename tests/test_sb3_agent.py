@@ -81,6 +81,12 @@ def test_bad_sb3_files_are_clear_errors(tmp_path, trained):
         archive.writestr("hello.txt", "not a model")
     with pytest.raises(ValueError, match="cannot load as a MaskablePPO model"):
         make_agent(f"sb3:{other}")
+    # a plain PPO model (no action masks): the message says what sb3: reads
+    from stable_baselines3 import PPO
+    PPO("MultiInputPolicy", SingleAgentEnv(opponents="random"), device="cpu").save(
+        tmp_path / "ppo.zip")
+    with pytest.raises(ValueError, match="a plain PPO model has no action masks"):
+        make_agent(f"sb3:{tmp_path / 'ppo.zip'}")
     # a MaskablePPO trained on another env's spaces
     foreign = MaskablePPO("MlpPolicy", gymnasium.make("CartPole-v1"), device="cpu")
     foreign.save(tmp_path / "cartpole.zip")

@@ -158,5 +158,7 @@ def test_load_marks_every_match_in_progress_and_a_refused_load_changes_no_flag()
     env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))  # accepted
     env, done = some_matches_done()
     env.load(matches)
-    with pytest.raises(ValueError, match="partial reset of matches in progress"):
+    with pytest.raises(ValueError, match="partial reset of matches in progress") as error:
         env.reset(TensorDict({"_reset": done.clone()}, batch_size=[8]))
+    assert "StepCounter(max_steps) cannot cut single matches: cut them with max_rounds=N" in \
+        str(error.value)  # the step limit TorchRL users reach for

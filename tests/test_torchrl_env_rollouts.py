@@ -52,6 +52,32 @@ def test_specs_layout():
     assert env.observation_spec["observation"].shape == (5, 238)
 
 
+def test_reward_sum_keeps_each_seat_s_return():
+    """TorchRL's ``RewardSum()`` (its key ``("agents", "episode_reward")``): the reset had no
+    ``agents`` group, so the transform made one of batch [B] that stacked with the step's
+    [B, 4]: check_env_specs failed, a rollout was lazily stacked, a collector raised."""
+    from torchrl.envs import ActionMask, Compose, RewardSum, TransformedEnv
+    env = TransformedEnv(SevenRocksTorchRLEnv(6, seed=2, target=50),
+                         Compose(ActionMask(), RewardSum()))
+    check_env_specs(env, seed=0)
+    rollout = env.rollout(80, break_when_any_done=False)
+    assert type(rollout).__name__ == "TensorDict"
+    returns = rollout["next", GROUP, "episode_reward"]
+    assert returns.shape == (6, 80, 4, 1)
+    seats = rollout[GROUP, "on_turn"].squeeze(-1)
+    assert torch.equal(seats.float().argmax(-1), rollout["current_seat"])
+    assert bool((seats.sum(-1) == 1).all())
+    # a seat's return is its rewards summed since its match began
+    rewards = rollout["next", GROUP, "reward"]
+    done = rollout["next", "done"].squeeze(-1)
+    assert bool(done.any())  # (matches to 50 end within the rollout: the reset is checked)
+    running = torch.zeros(6, 4, 1)
+    for t in range(80):
+        running = running + rewards[:, t]
+        assert torch.allclose(returns[:, t], running)
+        running = torch.where(done[:, t, None, None], torch.zeros_like(running), running)
+
+
 def test_the_seat_and_mask_specs_hold_four_seats_and_113_flags():
     """``current_seat`` is one of the four seats (a spec of 113 values would let a random
     sample or a spec check pass seat 57); ``action_mask`` is 113 booleans."""
