@@ -187,6 +187,17 @@ def _your_first_turn(page) -> None:
                            timeout=20000)
 
 
+def page_at_your_first_turn(server, browser, seed: int = 11):
+    """A new page with a match against greedy bots (you at seat 0, deal ``seed``), at your
+    first turn."""
+    base, _ = server
+    page = browser.new_page()
+    _open(page, base)
+    _start(page, seat=0, seed=seed)
+    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=20000)
+    return page
+
+
 def _first_step_answer(page, then: str) -> None:
     """The page's first bot move reaches the server, then its answer meets ``then`` (a
     JavaScript statement: a delay, or an error as if the network lost it)."""

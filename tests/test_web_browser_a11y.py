@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("playwright", reason="needs the [web-test] extra")
 
-from browser_page import (_open, _play_to_the_summary, _replay_of, _start,  # noqa: E402
-                          module_fixtures, play_my_turn, wait_for_turn_or_summary)
+from browser_page import (_play_to_the_summary, _replay_of, module_fixtures,  # noqa: E402
+                          page_at_your_first_turn, play_my_turn, wait_for_turn_or_summary)
 from positions import round_played_out  # noqa: E402
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
@@ -20,13 +20,7 @@ server, browser = module_fixtures()  # (base url, app) and a Chromium context
 YOUR_TURN = "App.ui.view.next === 'you' && !App.ui.busy"
 
 
-def _your_first_turn(server, browser, seed: int = 11):
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    _start(page, seat=0, seed=seed)
-    page.wait_for_function(YOUR_TURN, timeout=20000)
-    return page
+_your_first_turn = page_at_your_first_turn
 
 
 def test_the_keyboard_stays_in_the_hand_while_the_bots_move(server, browser):

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("playwright", reason="needs the [web-test] extra")
 
-from browser_page import (_open, _start, module_fixtures, play_my_turn,  # noqa: E402
-                          start_match, wait_for_turn_or_summary)
+from browser_page import (_open, _start, module_fixtures, page_at_your_first_turn,  # noqa: E402
+                          play_my_turn, start_match, wait_for_turn_or_summary)
 
 server, browser = module_fixtures()  # (base url, app) and a Chromium context
 
@@ -140,11 +140,7 @@ def test_a_double_click_on_a_tile_acts_once(server, browser):
     """A double click's second click acted too: with the bots at delay 0 it played the next
     turn's move as well.  A click the browser counts as the second of a double click is
     ignored; a single click still selects or plays."""
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    _start(page, seat=0, seed=11)
-    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=20000)
+    page = page_at_your_first_turn(server, browser)
     before = page.evaluate("App.ui.view.ply")
     tile = page.locator("#hand .hand-tile.playable").first
     tile.dispatch_event("click", {"detail": 2})
@@ -158,11 +154,7 @@ def test_a_double_click_on_a_tile_acts_once(server, browser):
 def test_a_move_from_a_page_the_match_left_behind_says_it_was_not_played(server, browser):
     """A second tab on the same match, behind it: its click was refused (409), the page
     caught up and showed 'Your turn' again without a word that the move was not played."""
-    base, _ = server
-    page = browser.new_page()
-    _open(page, base)
-    _start(page, seat=0, seed=11)
-    page.wait_for_function("App.ui.view.next === 'you' && !App.ui.busy", timeout=20000)
+    page = page_at_your_first_turn(server, browser)
     ply = page.evaluate("App.ui.view.ply")
     # the other tab plays the move (straight to the server; this page does not see it)
     status = page.evaluate("""async () => { const v = App.ui.view;
