@@ -324,3 +324,20 @@ def test_allow_host_takes_a_final_dot_and_names_the_form_browsers_send():
     assert allowed_name("xn--bcher-kva.lan") == "xn--bcher-kva.lan"
     with pytest.raises(ValueError, match=r"a browser sends xn--strae-oqa\.lan: give that"):
         allowed_name("stra\u00dfe.lan")  # IDNA 2003 said strasse.lan, which browsers never send
+
+
+def test_an_unexpected_failure_is_a_json_500_with_the_protective_headers(app, monkeypatch):
+    """Starlette answers an exception no handler takes from outside every middleware: its
+    plain-text 500 had no Content-Security-Policy and no nosniff."""
+    from starlette.testclient import TestClient
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(app.state.store, "get", broken)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        answer = client.get("/api/games/any")
+    assert answer.status_code == 500
+    assert answer.json() == {"error": "internal server error: the server's log says more"}
+    for name, value in PROTECTIVE.items():
+        assert answer.headers.get_list(name) == [value], name

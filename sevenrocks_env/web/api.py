@@ -48,7 +48,7 @@ from starlette.staticfiles import StaticFiles
 from .. import record as records
 from ..textfile import decoded
 from .games import Game, GameError, GameStore
-from .origin import ProtectiveHeaders, SameSiteOnly
+from .origin import PROTECTIVE_HEADERS, ProtectiveHeaders, SameSiteOnly
 from .views import BOARD_BOX, BOARD_BOXES, replay_frame
 
 STATIC = Path(__file__).parent / "static"
@@ -313,6 +313,13 @@ def create_app(store: GameStore | None = None,
         response.headers.update(problem.headers or {})  # e.g. a 405's Allow (RFC 9110)
         return response
 
+    async def server_error(request: Request, problem: Exception) -> Response:
+        # Starlette sends this answer from outside every middleware: the protective headers
+        # are set here (its own plain-text 500 had none); the error is logged as before
+        response = error(500, "internal server error: the server's log says more")
+        response.headers.update(dict(PROTECTIVE_HEADERS))
+        return response
+
     routes = [
         Route("/", page),
         Route("/api/agents", agents),
@@ -329,7 +336,8 @@ def create_app(store: GameStore | None = None,
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, exception_handlers={GameError: game_error,
-                                                       HTTPException: http_error},
+                                                       HTTPException: http_error,
+                                                       Exception: server_error},
                     middleware=[Middleware(ProtectiveHeaders),
                                 Middleware(SameSiteOnly, host_names=host_names)])
     app.state.store = store
