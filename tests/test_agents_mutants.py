@@ -86,11 +86,19 @@ def test_tile_pips_are_the_tiles_pips_and_the_knock_has_none():
             assert tile_pips(encode_action(tile, slot)) == TILE_PIPS[tile]
 
 
-def test_a_parameter_without_a_value_is_a_bad_parameter_even_for_a_string():
-    with pytest.raises(ValueError, match=r"bad parameter 'rollout' for agent 'search'"):
+def test_a_parameter_without_a_value_is_refused_even_for_a_string():
+    """... saying it needs one (it read 'bad parameter', then listed it among the parameters:
+    ``search:policy`` is what the agent's own name reads)."""
+    with pytest.raises(ValueError, match=r"^agent 'search': rollout needs a value: write "
+                                         r"rollout=VALUE \(str\)$"):
         parse_spec_params("rollout", {"rollout": str}, "agent 'search'")
-    with pytest.raises(ValueError, match=r"bad parameter 'samples' for agent 'search'"):
+    with pytest.raises(ValueError, match=r"agent 'search': samples needs a value: write "
+                                         r"samples=VALUE \(int"):
         make_agent("search:samples")
+    with pytest.raises(ValueError, match=r"agent 'search': policy needs a value"):
+        make_agent("search:policy")
+    with pytest.raises(ValueError, match=r"bad parameter 'depth' for agent 'search'"):
+        make_agent("search:depth")  # not one of its parameters: as before
 
 
 def test_an_agent_without_parameters_says_it_has_none():

@@ -158,7 +158,9 @@ def test_inference_search_plays_each_opponent_and_reports_its_worlds(capsys):
                                   "--target", "30", "--seed", "3", "--against", "plain",
                                   "--against", "greedy"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("search:policy,inference=1,candidates=4: deal seed 3, 1 pairs")
+    # the agent's name is its spec: samples=2 included (it read search:policy,inference=1,...)
+    assert out.startswith("search:policy=shipped,samples=2,inference=1,candidates=4: deal seed "
+                          "3, 1 pairs")
     rows = [line.split("|")[1].strip() for line in out.splitlines()[4:6]]
     assert rows == ["search:policy=shipped,samples=2", "greedy"]
     assert "of 4 weighted" in out

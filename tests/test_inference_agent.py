@@ -157,7 +157,7 @@ def test_the_spec_builds_the_search_with_inference():
     agent = make_agent("search:policy=shipped,samples=4,inference=0.5,candidates=8", seed=3)
     assert isinstance(agent, InferenceSearch) and agent.needs_history
     assert (agent.power, agent.candidates, agent.searcher.samples) == (0.5, 8, 4)
-    assert agent.name == "search:policy,inference=0.5,candidates=8"
+    assert agent.name == "search:policy=shipped,samples=4,inference=0.5,candidates=8"
     assert batched_agent("search:policy=shipped,samples=4,inference=0.5").power == 0.5
     for bad, words in (("inference=11", "power"), ("candidates=8", "goes with inference"),
                        ("inference=0.5,rollout=sample", "argmax"),
@@ -213,7 +213,7 @@ def test_the_inference_search_names_what_it_takes_and_writes_no_minus_zero():
     with pytest.raises(TypeError, match="searches with a PolicySearchAgent, got 'shipped'"):
         InferenceSearch("shipped", 0.5)
     agent = make_agent("search:policy=shipped,inference=-0.0")
-    assert agent.name == "search:policy,inference=0"
+    assert agent.name == "search:policy=shipped,inference=0"
 
 
 def test_the_inference_search_refuses_the_plain_search_for_what_it_is():

@@ -30,10 +30,23 @@ def test_policy_search_refuses_a_horizon_above_100(horizon):
 
 
 def test_policy_search_names_a_network_it_was_given_and_not_the_shipped_one():
-    """The arena's tables tell the agents apart by name: the shipped policy's search is plain
-    ``search:policy``, one over any other network ``search:policy=<what it was given>``."""
-    assert PolicySearchAgent("shipped", samples=2).name == "search:policy"
-    assert PolicySearchAgent(PolicyNet([8]), samples=2).name == "search:policy=net"
+    """The arena's tables tell the agents apart by name: its spec, the network it was given
+    (``net`` for a PolicyNet object) and every parameter that is not the default."""
+    assert PolicySearchAgent("shipped", samples=2).name == "search:policy=shipped,samples=2"
+    assert PolicySearchAgent(PolicyNet([8]), samples=2).name == "search:policy=net,samples=2"
+
+
+@pytest.mark.parametrize("spec", [
+    "search", "search:samples=8,rollout=greedy,win_bonus=0", "search:time_limit=0.5",
+    "search:samples=64,rollout=defensive", "search:policy=shipped",
+    "search:policy=shipped,samples=16,prior=1,win_bonus=10,reach=0,horizon=2,threads=2",
+    "search:policy=shipped,samples=4,inference=0.5,candidates=8"])
+def test_a_search_agent_s_name_is_its_canonical_spec(spec):
+    """An agent object in the arena was labelled by a name that was its class's default agent
+    (``search`` for samples=8 and greedy rollouts) or no spec at all (``search:policy``)."""
+    from sevenrocks_env.agents import make_agent
+    from sevenrocks_env.agents.spec_text import canonical_spec
+    assert make_agent(spec).name == canonical_spec(spec)
 
 
 def test_policy_search_chooses_nothing_for_no_decisions():

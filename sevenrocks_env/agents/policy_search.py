@@ -58,6 +58,7 @@ from ..policy import (MaskedCategorical, PolicyNet, generator_seed, load_policy,
                       policy_device)
 from .layout import best_action, legal_from_mask
 from .belief import MAX_WORLDS
+from .spec_text import spec_of
 from .world_rollouts import Decision, WorldRollouts
 
 ROLLOUT_MODES = ("argmax", "sample")
@@ -111,8 +112,10 @@ class PolicySearchAgent:
             except ValueError as error:  # CheckpointError: missing, corrupt, wrong layout
                 raise ValueError(f"search:policy: cannot load policy {policy!r}: {error}") from None
         self.model = model.to(self.device).eval()
-        if label != "shipped":
-            self.name = f"search:policy={label}"
+        self.name = spec_of("search", {"policy": label, "samples": samples, "prior": prior,
+                                       "win_bonus": win_bonus, "reach": reach, "horizon": horizon,
+                                       "rollout": rollout, "threads": threads},
+                            PolicySearchAgent)
         self.samples, self.prior, self.win_bonus = samples, float(prior), float(win_bonus)
         self.reach, self.horizon, self.rollout = int(reach), int(horizon), rollout
         self.threads = None if threads is None else int(threads)

@@ -35,6 +35,7 @@ from .belief import MAX_WORLDS, HandSampler, world_match
 from .greedy import greedy_choice
 from .heuristic import HeuristicAgent
 from .layout import LookaheadLayout, best_action, view_of
+from .spec_text import spec_of
 
 ROLLOUTS = ("greedy", "defensive", "heuristic")
 OURS, THEIRS = rules.team_of(0), rules.team_of(1)  # world seat 0 is the observer
@@ -64,6 +65,8 @@ class SearchAgent(ViewAgent):
             raise ValueError(f"search: win_bonus must be in [0, 1e6], got {shown(win_bonus)}")
         self.samples, self.time_limit, self.rollout, self.win_bonus = (
             samples, time_limit, rollout, win_bonus)
+        self.name = spec_of("search", {"samples": samples, "time_limit": time_limit,
+                                       "rollout": rollout, "win_bonus": win_bonus}, SearchAgent)
         self._heuristic = HeuristicAgent()
         self.seed(seed)
 

@@ -88,6 +88,14 @@ def same_spec(first, second) -> bool:
         return first == second
 
 
+def spec_of(head: str, values: dict, cls) -> str:
+    """The canonical spec of the agent ``cls(**values)`` is (``values`` in its spec's parameter
+    order; ``None``s, the defaults and parameters a spec cannot give left out): its ``name``,
+    so that tables, logs and messages name the agent that played, not its class's default."""
+    given = {key: value for key, value in values.items() if value is not None}
+    return _written(head, given, given, _defaults(cls))
+
+
 def _defaults(cls) -> dict:
     """``{parameter: default}`` of ``cls``'s constructor."""
     return {key: parameter.default
@@ -135,4 +143,4 @@ def _value_text(value) -> str:
     return str(value).strip()
 
 
-__all__ = ["canonical_spec", "same_spec"]
+__all__ = ["canonical_spec", "same_spec", "spec_of"]
