@@ -79,6 +79,20 @@ def _run(cmd: list[str], log: Path, python_env: dict | None = None) -> float:
     return time.perf_counter() - started
 
 
+def artifact(algo: str, out: Path) -> str:
+    """The agent spec of the policy a run of ``algo`` in ``out`` saves (built from ``--out``,
+    never read from a file: a copied or moved folder scores its own files)."""
+    if algo == "ours":
+        return f"ckpt:{out.parent / 'ckpt' / out.name / 'latest.pt'}"
+    if algo.startswith("sb3-"):
+        return f"sb3:{out / 'model.zip'}"
+    if algo == "rllib":
+        return f"ckpt:{out / 'policy.pt'}"
+    if algo == "openspiel-dqn":
+        return f"osdqn:{out / 'q_network.pt'}"
+    raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGOS}")
+
+
 def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -> dict:
     """Train ``algo`` with ``seed`` for ``budget`` steps; return its artifact and measured numbers."""
     out.mkdir(parents=True, exist_ok=True)
@@ -90,7 +104,9 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
                      "eval_agents=[random]", "final_eval_pairs=1", "progress=false",
                      f"run_name={out.name}", f"checkpoint_dir={out.parent}/ckpt",
                      f"log_dir={out.parent}/tb"]
-        cmd = [sys.executable, "-m", "training.train", "--config", "configs/default.yaml"]
+        # --force: a run of another budget, or one not --reuse'd, trains afresh in its folder
+        cmd = [sys.executable, "-m", "training.train", "--config", "configs/default.yaml",
+               "--force"]
         for item in overrides:
             cmd += ["--set", item]
         wall = _run(cmd, log)
@@ -98,7 +114,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
         import torch
 
         data = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        return {"agent": f"ckpt:{checkpoint}", "env_steps": int(data["global_step"]),
+        return {"agent": artifact(algo, out), "env_steps": int(data["global_step"]),
                 "train_s": float(data.get("wall_time", wall)), "process_s": wall}
     if algo.startswith("sb3-"):
         opponents = algo.split("-", 1)[1]
@@ -108,7 +124,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
                "--eval-pairs", "0", "--json", str(result)]
         wall = _run(cmd, log)
         data = json.loads(result.read_text())
-        return {"agent": f"sb3:{model}", "env_steps": data["env_steps"],
+        return {"agent": artifact(algo, out), "env_steps": data["env_steps"],
                 "train_s": data["train_seconds"], "process_s": wall}
     if algo == "rllib":
         checkpoint = out / "policy.pt"
@@ -119,7 +135,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
         # Ray starts its workers at the lowest CPU priority: on a shared machine they starve
         wall = _run(cmd, log, {"RAY_worker_niceness": os.environ.get("RAY_worker_niceness", "0")})
         data = json.loads(result.read_text())
-        return {"agent": f"ckpt:{checkpoint}", "env_steps": data["env_steps"],
+        return {"agent": artifact(algo, out), "env_steps": data["env_steps"],
                 "train_s": data["train_seconds"], "process_s": wall}
     if algo == "openspiel-dqn":
         network = out / "q_network.pt"
@@ -127,7 +143,7 @@ def train_one(algo: str, seed: int, budget: int, out: Path, rllib_python: str) -
                str(seed), "--save", str(network), "--eval-pairs", "0", "--json", str(result)]
         wall = _run(cmd, log)
         data = json.loads(result.read_text())
-        return {"agent": f"osdqn:{network}", "env_steps": data["env_steps"],
+        return {"agent": artifact(algo, out), "env_steps": data["env_steps"],
                 "train_s": data["train_seconds"], "process_s": wall}
     raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGOS}")
 
@@ -157,6 +173,21 @@ def load_agent(spec: str):
     return make_agent(spec)
 
 
+def reused_run(saved: Path, tag: str) -> dict | None:
+    """The numbers a run in this folder measured (``run.json``), if it trained with this budget
+    and reward (``tag``) and they are numbers; else ``None``: the run trains again."""
+    try:
+        data = json.loads(saved.read_text())
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(data, dict) and data.get("tag") == tag
+            and type(data.get("env_steps")) is int and data["env_steps"] >= 0
+            and all(isinstance(data.get(key), (int, float)) and not isinstance(data[key], bool)
+                    and 0 <= data[key] < 1e9 for key in ("train_s", "process_s"))):
+        return None
+    return {key: data[key] for key in ("env_steps", "train_s", "process_s", "tag")}
+
+
 def evaluate_run(run: dict, pairs: int, eval_seed: int) -> dict:
     from sevenrocks_env.agents import make_agent
     from sevenrocks_env.arena import evaluate
@@ -170,11 +201,14 @@ def evaluate_run(run: dict, pairs: int, eval_seed: int) -> dict:
     return scores
 
 
-def table(runs: list[dict], budget: int, pairs: int) -> str:
+def table(runs: list[dict], budget: int, pairs: int, eval_seed: int) -> str:
+    from sevenrocks_env.machine import machine_text
     from sevenrocks_env.ratings import wilson_interval
 
-    lines = [f"budget {budget:,} learner decisions per run; arena: the same {pairs} duplicate "
-             "pairs per opponent for every seed; mean over seeds, Wilson 95% CI over the "
+    lines = [machine_text(), "",
+             f"budget {budget:,} learner decisions per run; arena: the same {pairs} duplicate "
+             f"pairs (deal seed {eval_seed}) per opponent for every seed; mean over seeds, "
+             "Wilson 95% CI over the "
              f"{pairs} deals (these policies' spread over deals, not the algorithm's over "
              "training seeds: the per-seed rates follow it)", "",
              "| algorithm | seeds | learner decisions (mean) | train wall s (mean) | "
@@ -223,7 +257,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=arguments.output_folder, default="runs/bench_algorithms",
                         help="artifacts and logs (relative to the current folder, like --json)")
     parser.add_argument("--reuse", action="store_true",
-                        help="skip training where --out already holds a run with this budget")
+                        help="skip training where --out already holds a run with this budget "
+                             "(its run.json's numbers, and the policy file in --out); without "
+                             "it a run trains afresh, replacing the one in --out")
     parser.add_argument("--json", type=arguments.output_file,
                         help="write every run's numbers here")
     return parser
@@ -247,8 +283,9 @@ def main(argv=None) -> int:
             out = Path(args.out).resolve() / f"{algo}_seed{seed}"  # relative to here, as --json
             print(f"training {algo} seed {seed} ({args.budget:,} steps) ...", flush=True)
             saved, tag = out / "run.json", f"{args.budget}/{REWARD_TAG}"
-            if args.reuse and saved.exists() and json.loads(saved.read_text()).get("tag") == tag:
-                trained = json.loads(saved.read_text())
+            reused = reused_run(saved, tag) if args.reuse else None
+            if reused is not None:
+                trained = {**reused, "agent": artifact(algo, out)}  # this folder's own files
             else:
                 try:
                     trained = train_one(algo, seed, args.budget, out, args.rllib_python)
@@ -257,8 +294,12 @@ def main(argv=None) -> int:
                     return 1
                 trained["tag"] = tag
                 saved.write_text(json.dumps(trained))
-            run = {"algo": algo, "seed": seed, **trained}
-            run["arena"] = evaluate_run(run, args.pairs, args.eval_seed)
+            run = {"algo": algo, "seed": seed, **trained, "eval_seed": args.eval_seed}
+            try:
+                run["arena"] = evaluate_run(run, args.pairs, args.eval_seed)
+            except (ValueError, OSError) as error:  # e.g. a --reuse'd run whose file is gone
+                print(f"error: {algo} seed {seed}: {error}", file=sys.stderr)
+                return 2
             scores = ", ".join(f"vs {o} {run['arena'][o]['win_rate']:.3f}" for o in OPPONENTS)
             print(f"  {run['env_steps']:,} learner decisions in {run['train_s']:.0f} s; {scores}",
                   flush=True)
@@ -267,7 +308,7 @@ def main(argv=None) -> int:
                 with atomic_path(args.json) as partial:
                     partial.write_text(json.dumps(runs, indent=2))
     print()
-    print(table(runs, args.budget, args.pairs))
+    print(table(runs, args.budget, args.pairs, args.eval_seed))
     return 0
 
 

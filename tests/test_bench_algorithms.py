@@ -18,7 +18,7 @@ def test_two_seeds_on_the_same_50_deals_are_50_trials_and_show_their_own_rates(b
              "arena": {"greedy": {"pairs": 50, "win_rate": greedy},
                        "heuristic": {"pairs": 50, "win_rate": heuristic}}}
             for seed, greedy, heuristic in ((1, 0.80, 0.45), (2, 0.86, 0.53))]
-    row = next(line for line in bench.table(runs, 98_304, 50).splitlines()
+    row = next(line for line in bench.table(runs, 98_304, 50, 7).splitlines()
                if line.startswith("| ours"))
     lo, hi = wilson_interval(0.83, 50)
     assert f"0.830 [{lo:.3f}, {hi:.3f}] (seeds: 0.800, 0.860)" in row
@@ -31,7 +31,57 @@ def test_the_budget_column_is_named_for_what_it_counts(bench):
     ``skip_forced``), not env steps, which count all moves (``train_speed.py``'s)."""
     runs = [{"algo": "ours", "seed": 1, "env_steps": 98_304, "train_s": 60.0,
              "arena": {o: {"pairs": 50, "win_rate": 0.5} for o in ("greedy", "heuristic")}}]
-    header = next(line for line in bench.table(runs, 98_304, 50).splitlines()
+    header = next(line for line in bench.table(runs, 98_304, 50, 7).splitlines()
                   if line.startswith("| algorithm"))
     assert header.split(" | ")[2] == "learner decisions (mean)"
     assert "env steps" not in header
+
+
+def test_the_table_says_its_deal_seed_and_machine(bench):
+    runs = [{"algo": "ours", "seed": 1, "env_steps": 98_304, "train_s": 60.0,
+             "arena": {o: {"pairs": 50, "win_rate": 0.5} for o in ("greedy", "heuristic")}}]
+    text = bench.table(runs, 98_304, 50, 7)
+    assert "the same 50 duplicate pairs (deal seed 7) per opponent" in text
+    from sevenrocks_env.machine import machine_text
+    machine = machine_text().partition("load average")[0]  # (the load may move meanwhile)
+    assert machine and text.splitlines()[0].startswith(machine)
+
+
+def test_reuse_scores_the_files_in_out_not_a_path_read_from_run_json(bench, tmp_path):
+    """``--reuse`` evaluated whatever checkpoint the folder's run.json named: a copied folder
+    scored the original's files (replaced meanwhile), a moved one ended in a traceback."""
+    import json
+    out = tmp_path / "copy" / "ours_seed1"
+    out.mkdir(parents=True)
+    saved = out / "run.json"
+    saved.write_text(json.dumps({"agent": "ckpt:/elsewhere/latest.pt", "env_steps": 8192,
+                                 "train_s": 12.5, "process_s": 20.0, "tag": "8192/points"}))
+    assert bench.reused_run(saved, "8192/points") == {"env_steps": 8192, "train_s": 12.5,
+                                                      "process_s": 20.0, "tag": "8192/points"}
+    assert bench.artifact("ours", out) == f"ckpt:{tmp_path / 'copy' / 'ckpt' / 'ours_seed1'}" \
+        "/latest.pt"
+    assert bench.artifact("sb3-self", out) == f"sb3:{out / 'model.zip'}"
+    assert bench.reused_run(saved, "16384/points") is None  # another budget: trains again
+    for bad in ({"env_steps": "many"}, {"train_s": float("inf")}, {"process_s": True}):
+        saved.write_text(json.dumps({"env_steps": 8192, "train_s": 1.0, "process_s": 1.0,
+                                     "tag": "8192/points", **bad}))
+        assert bench.reused_run(saved, "8192/points") is None
+    saved.write_text("{")
+    assert bench.reused_run(saved, "8192/points") is None
+
+
+def test_our_trainer_is_started_afresh_in_a_folder_an_earlier_run_left(bench, tmp_path,
+                                                                      monkeypatch):
+    """Without ``--force`` a second run into the same ``--out`` stopped at the trainer's
+    'run folder exists already ... train it on with --resume', advice for another command."""
+    commands = []
+
+    def run(cmd, log, env=None):
+        commands.append(cmd)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(bench, "_run", run)
+    with pytest.raises(RuntimeError, match="stop here"):
+        bench.train_one("ours", 1, 8192, tmp_path / "ours_seed1", "python")
+    assert commands[0][1:6] == ["-m", "training.train", "--config", "configs/default.yaml",
+                                "--force"]
