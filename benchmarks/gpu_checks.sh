@@ -105,6 +105,7 @@ try:
 except Exception as error:
     print("after it:", type(error).__name__, str(error)[:300])
 PYTHON
+check "out-of-range action"
 fi
 
 if wanted arena; then
@@ -117,8 +118,10 @@ timeout 50 "$PY" benchmarks/arena_speed.py --device cpu --pool-pairs 0 \
 check "arena on cpu"
 fi
 if wanted train; then
+: > "$OUT/train_speed.txt"  # this run's sizes, each under its step line (not an older run's)
 for matches in $TRAIN_MATCHES; do
-    step "train_speed, the batched rollout and PPO update on $DEVICE, $matches matches x 16 steps"
+    step "train_speed, the batched rollout and PPO update on $DEVICE, $matches matches x 16 steps" \
+        | tee -a "$OUT/train_speed.txt"
     timeout 120 "$PY" benchmarks/train_speed.py --engines batched --rollouts 3 \
         --set "opponents=[]" --set opponent_fraction=0 --batched-set "device=$DEVICE" \
         --batched-set "num_matches=$matches" --batched-set num_steps=16 \
