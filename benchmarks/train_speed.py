@@ -95,9 +95,15 @@ def main(argv=None) -> int:
     parser.add_argument("--batched-set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field for the batched engine only (repeatable)")
     args = parser.parse_args(argv)
-    overrides = list(args.set)
-    overrides += [f"num_matches={args.matches}"] if args.matches else []
-    overrides += [f"num_steps={args.steps}"] if args.steps else []
+    sized = [(option, f"{key}={value}") for option, key, value in (
+        ("--matches", "num_matches", args.matches), ("--steps", "num_steps", args.steps)) if value]
+    for option, item in sized:  # its own bound, in its own name (it read "--set: num_matches")
+        try:
+            load_config(args.config, [item])
+        except ConfigError as error:
+            if f"{item.partition('=')[0]}:" in str(error):
+                parser.error(f"{option}: {str(error).removeprefix('--set: ')}")
+    overrides = list(args.set) + [item for _, item in sized]
     configs = {}
     for name, extra, option in (("python", [], None),
                                 ("batched", args.batched_set, "--batched-set")):

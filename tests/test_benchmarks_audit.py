@@ -307,3 +307,13 @@ def test_train_speed_refuses_an_engine_or_device_before_measuring(monkeypatch, c
     train_speed = script("train_speed")
     monkeypatch.setattr(train_speed, "measure", lambda *_: pytest.fail("measured"))
     assert error in usage_error(train_speed.main, argv, capsys)
+
+
+def test_train_speed_names_the_option_whose_value_the_config_refuses(capsys):
+    """``--matches 99999999999`` was refused as '--set: num_matches: ...', an option not given."""
+    train_speed = script("train_speed")
+    assert usage_error(train_speed.main, ["--matches", "99999999999"], capsys).endswith(
+        "error: --matches: num_matches: Input should be less than or equal to 65536, got "
+        "99999999999")
+    assert "error: --steps: num_steps:" in usage_error(
+        train_speed.main, ["--steps", "99999999999"], capsys)
