@@ -26,6 +26,7 @@ from pathlib import Path
 
 from sevenrocks_env import arguments
 from sevenrocks_env.atomic_file import atomic_path
+from sevenrocks_env.machine import machine_text
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The most ``--steps`` a variant trains: the trainer's bound on ``total_steps``
@@ -146,7 +147,7 @@ def main(argv=None) -> int:
     Path(args.out).mkdir(parents=True, exist_ok=True)
     print(f"{args.steps:,} decisions asked per variant (the trainer stops at the last whole "
           f"rollout: the decisions column is what each trained); seeds: training --seed "
-          f"{args.seed}, arena --deal-seed {args.deal_seed}\n")
+          f"{args.seed}, arena --deal-seed {args.deal_seed}; {machine_text()}\n")
     print("| variant | flags | train min | decisions | " + " | ".join(
         f"vs {o} [95% CI]" for o in args.opponents) + " |")
     print("|---|---|---:|---:|" + "---|" * len(args.opponents))

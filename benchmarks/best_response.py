@@ -168,6 +168,8 @@ def row(record: dict) -> str:
     arena = record["arena"]
     low, high = arena["ci95"]
     start = record.get("init", "scratch")
+    if record.get("smoke"):  # tiny networks, matches to 40: a check of the script, no result
+        start += f" (--smoke, target {record['target']})"
     if record.get("overrides"):
         start += f" (--set {' '.join(record['overrides'])})"
     return (f"| {record['opponent']} | {start} | {record['steps']} | "

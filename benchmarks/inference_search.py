@@ -28,6 +28,7 @@ from sevenrocks_env.agents.inference import MAX_POWER, InferenceSearch
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.arena_batched import evaluate_batched
 from sevenrocks_env.arena_cli import check_specs
+from sevenrocks_env.machine import machine_text
 from sevenrocks_env.rules import DEFAULT_TARGET
 
 
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         agent = InferenceSearch(searcher, power=args.power, candidates=args.candidates)
     except ValueError as error:
         parser.error(str(error))
-    print(f"{agent.name}: deal seed {args.seed}, {args.pairs} pairs, target {args.target}\n")
+    print(f"{agent.name}: deal seed {args.seed}, {args.pairs} pairs, target {args.target}; "
+          f"{machine_text(with_torch=True)}\n")
     print("| against | pairs | inference search's win rate [95% CI] | mean margin | "
           "CPU ms a decision (it / against) | wall s |")
     print("|---|---:|---|---:|---:|---:|")

@@ -299,7 +299,10 @@ def main(argv=None) -> int:
     import torch
     torch.set_num_threads(1)
     results = []
-    print(f"{machine_text(with_torch=True)}\n")
+    print(f"{machine_text(with_torch=True)}")
+    print(f"deal seed {args.seed}, pairs x {args.scale:g} (--scale)"
+          + ("; --no-play: the saved results, each with its own seed and pairs (above each "
+             "mismatch on stderr)" if args.no_play else "") + "\n")
     print("| A | B | pairs | A's win rate [95% CI] | mean margin | ms/decision A / B "
           "(wall; CPU) | wall s |")
     print("|---|---|---:|---|---:|---|---:|")

@@ -34,6 +34,7 @@ from sevenrocks_env.agents.layout import best_action, legal_from_mask
 from sevenrocks_env.agents.policy_search import PolicySearchAgent
 from sevenrocks_env.agents.world_rollouts import Decision
 from sevenrocks_env.arena_batched import evaluate_batched
+from sevenrocks_env.machine import machine_text
 from sevenrocks_env.batched_agents import BatchedAgent
 from sevenrocks_env.observation import decode
 from sevenrocks_env.rules import DEFAULT_TARGET
@@ -82,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     opponents = [(f"search:policy=shipped,samples={args.samples}", searcher),
                  ("search:samples=64", "search:samples=64")]
     print(f"oracle = search:policy=shipped given the true hidden hands (one world); deal seed "
-          f"{args.seed}, {args.pairs} pairs, target {args.target}\n")
+          f"{args.seed}, {args.pairs} pairs, target {args.target}; "
+          f"{machine_text(with_torch=True)}\n")
     print("| oracle against | pairs | oracle's win rate [95% CI] | mean margin | wall s |")
     print("|---|---:|---|---:|---:|")
     for label, opponent in opponents:

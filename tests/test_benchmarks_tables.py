@@ -147,6 +147,7 @@ def test_oracle_search_plays_both_pairings_and_says_its_seed(capsys):
                                "--seed", "3"]) == 0
     out = capsys.readouterr().out
     assert "deal seed 3, 1 pairs, target 40" in out
+    assert says_its_machine(out.splitlines()[0], torch_threads=1)  # (its timings' machine)
     rows = [line for line in out.splitlines() if line.startswith("| search")]
     assert [row.split("|")[1].strip() for row in rows] == [
         "search:policy=shipped,samples=2", "search:samples=64"]
@@ -161,6 +162,7 @@ def test_inference_search_plays_each_opponent_and_reports_its_worlds(capsys):
     # the agent's name is its spec: samples=2 included (it read search:policy,inference=1,...)
     assert out.startswith("search:policy=shipped,samples=2,inference=1,candidates=4: deal seed "
                           "3, 1 pairs")
+    assert says_its_machine(out.splitlines()[0], torch_threads=1)
     rows = [line.split("|")[1].strip() for line in out.splitlines()[4:6]]
     assert rows == ["search:policy=shipped,samples=2", "greedy"]
     assert "of 4 weighted" in out

@@ -114,7 +114,8 @@ def test_smoke_budget_runs_end_to_end_and_prints_a_row(tmp_path, capsys):
     header, _, row = out.strip().splitlines()
     assert header.startswith("| frozen opponent |")
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[:6] == [SHIPPED, "scratch (--set max_rounds=7)", "256", "3", "2", "11"]
+    assert cells[:6] == [SHIPPED, "scratch (--smoke, target 40) (--set max_rounds=7)", "256", "3",
+                         "2", "11"]
     [saved] = tmp_path.glob("br_ckpt_shipped_256_s3_*.json")  # named with its --set too
     record = json.loads(saved.read_text())
     arena = record["arena"]
@@ -198,7 +199,7 @@ def test_a_warm_started_best_response_starts_from_the_given_policy(tmp_path, cap
     out = capsys.readouterr().out
     assert code == 0, out
     cells = [c.strip() for c in out.strip().splitlines()[-1].strip("|").split("|")]
-    assert cells[:3] == ["heuristic", f"{start} (--set learning_rate=0)", "256"]
+    assert cells[:3] == ["heuristic", f"{start} (--smoke, target 40) (--set learning_rate=0)", "256"]
     record = json.loads(next(tmp_path.glob("br_heuristic_256_s3_from_*_set*.json")).read_text())
     assert record["overrides"] == ["learning_rate=0"]
     trained = load_policy(record["checkpoint"]).model.state_dict()

@@ -27,6 +27,7 @@ def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
                         "--plot", str(png)]) == 0
     first = capsys.readouterr().out
     assert says_its_machine(first.splitlines()[0], torch_threads=1)  # (the ladder's 1 thread)
+    assert first.splitlines()[1] == "deal seed 31337, pairs x 0.005 (--scale)"  # the table's
     saved = sorted(p.name for p in out.glob("*.json"))
     assert saved == ["greedy__random.json", "heuristic__random.json"]
     assert png.stat().st_size > 1000
@@ -49,6 +50,7 @@ def test_ladder_smoke_run_writes_results_resumes_and_plots(tmp_path, capsys):
     (out / "heuristic__random.json").unlink()
     ladder.main(["--no-play", "--out", str(out)])
     table = capsys.readouterr().out
+    assert "--no-play: the saved results, each with its own seed and pairs" in table
     assert "| greedy | random |" in table and "| heuristic |" not in table
 
 
