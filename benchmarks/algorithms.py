@@ -284,9 +284,17 @@ def main(argv=None) -> int:
             print(f"training {algo} seed {seed} ({args.budget:,} steps) ...", flush=True)
             saved, tag = out / "run.json", f"{args.budget}/{REWARD_TAG}"
             reused = reused_run(saved, tag) if args.reuse else None
+            if reused is not None and not Path(artifact(algo, out).partition(":")[2]).is_file():
+                print(f"error: {algo} seed {seed}: --reuse: {saved} is there but not the policy "
+                      f"file {artifact(algo, out).partition(':')[2]}: run without --reuse to "
+                      "train it again", file=sys.stderr)
+                return 2
             if reused is not None:
                 trained = {**reused, "agent": artifact(algo, out)}  # this folder's own files
             else:
+                # its numbers go with the files this run replaces: a run stopped half-way must
+                # not leave them beside its own checkpoint for a later --reuse
+                saved.unlink(missing_ok=True)
                 try:
                     trained = train_one(algo, seed, args.budget, out, args.rllib_python)
                 except (RuntimeError, OSError, ValueError) as error:  # a run that failed

@@ -95,15 +95,19 @@ import sys, torch
 from sevenrocks_env import sevenrocks_v0
 venv = sevenrocks_v0.vector_env(num_envs=8, device=sys.argv[1], validate=False)
 venv.reset(seed=0)
+refused = False  # what is expected: the range's ValueError, and the env still readable
 try:
     venv.step(torch.full((8,), 500, device=sys.argv[1]))
     print("stepped:", venv.current_seat.tolist())
 except Exception as error:
     print(type(error).__name__, str(error)[:300])
+    refused = isinstance(error, ValueError) and "is not in [0, 112]" in str(error)
 try:
     print("after it:", int(venv.action_mask.sum()), "legal actions")
 except Exception as error:
     print("after it:", type(error).__name__, str(error)[:300])
+    refused = False
+sys.exit(0 if refused else 1)
 PYTHON
 check "out-of-range action"
 fi

@@ -110,8 +110,13 @@ def main(argv=None) -> int:
         try:
             configs[name] = load_config(args.config, overrides + extra)
         except ConfigError as error:  # a missing file, an unknown key: a usage error
-            parser.error(f"{option}: {str(error).removeprefix('--set: ')}" if extra
-                         else str(error))
+            text = str(error).removeprefix('--set: ')
+            if extra:
+                parser.error(f"{option}: {text}")
+            if sized and text.startswith("num_matches * num_steps") and not any(
+                    item.strip().startswith(("num_matches", "num_steps")) for item in args.set):
+                parser.error(f"{'/'.join(option for option, _ in sized)}: {text}")
+            parser.error(str(error))
     if any(item.strip().startswith("torch_threads") for item in overrides + args.batched_set):
         parser.error("--set/--batched-set torch_threads: this script sets torch's threads with "
                      "--threads")

@@ -90,10 +90,10 @@ def test_a_parameter_without_a_value_is_refused_even_for_a_string():
     """... saying it needs one (it read 'bad parameter', then listed it among the parameters:
     ``search:policy`` is what the agent's own name reads)."""
     with pytest.raises(ValueError, match=r"^agent 'search': rollout needs a value: write "
-                                         r"rollout=VALUE \(str\)$"):
+                                         r"rollout=VALUE, a str$"):
         parse_spec_params("rollout", {"rollout": str}, "agent 'search'")
     with pytest.raises(ValueError, match=r"agent 'search': samples needs a value: write "
-                                         r"samples=VALUE \(int"):
+                                         r"samples=VALUE, an int \(digits"):
         make_agent("search:samples")
     with pytest.raises(ValueError, match=r"agent 'search': policy needs a value"):
         make_agent("search:policy")

@@ -85,3 +85,27 @@ def test_our_trainer_is_started_afresh_in_a_folder_an_earlier_run_left(bench, tm
         bench.train_one("ours", 1, 8192, tmp_path / "ours_seed1", "python")
     assert commands[0][1:6] == ["-m", "training.train", "--config", "configs/default.yaml",
                                 "--force"]
+
+
+def test_a_run_that_trains_again_drops_the_old_run_s_numbers_first(bench, tmp_path,
+                                                                  monkeypatch):
+    """Trained afresh (--force) over an earlier run, a run stopped half-way left the earlier
+    run.json beside its own checkpoint: a later --reuse scored the new policy under the old
+    numbers.  A --reuse'd run whose policy file is gone says so in one line."""
+    import json
+    out = tmp_path / "alg"
+    folder = out / "ours_seed1"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"env_steps": 8192, "train_s": 1.0,
+                                                 "process_s": 1.0, "tag": "8192/points"}))
+
+    def stopped(*args, **kwargs):
+        raise RuntimeError("stopped half-way")
+
+    monkeypatch.setattr(bench, "train_one", stopped)
+    argv = ["--algos", "ours", "--seeds", "1", "--pairs", "1", "--out", str(out)]
+    assert bench.main([*argv, "--budget", "16384"]) == 1
+    assert not (folder / "run.json").exists()
+    (folder / "run.json").write_text(json.dumps({"env_steps": 8192, "train_s": 1.0,
+                                                 "process_s": 1.0, "tag": "8192/points"}))
+    assert bench.main([*argv, "--budget", "8192", "--reuse"]) == 2  # no latest.pt there

@@ -317,3 +317,6 @@ def test_train_speed_names_the_option_whose_value_the_config_refuses(capsys):
         "99999999999")
     assert "error: --steps: num_steps:" in usage_error(
         train_speed.main, ["--steps", "99999999999"], capsys)
+    assert usage_error(train_speed.main, ["--matches", "65536", "--steps", "65536"], capsys) \
+        .endswith("error: --matches/--steps: num_matches * num_steps (4294967296) must be at "
+                  "most 1048576")

@@ -85,7 +85,8 @@ def test_bad_sb3_files_are_clear_errors(tmp_path, trained):
     from stable_baselines3 import PPO
     PPO("MultiInputPolicy", SingleAgentEnv(opponents="random"), device="cpu").save(
         tmp_path / "ppo.zip")
-    with pytest.raises(ValueError, match="a plain PPO model has no action masks"):
+    with pytest.raises(ValueError, match="a model of another algorithm, PPO, A2C or DQN, has no "
+                                         "action masks"):
         make_agent(f"sb3:{tmp_path / 'ppo.zip'}")
     # a MaskablePPO trained on another env's spaces
     foreign = MaskablePPO("MlpPolicy", gymnasium.make("CartPole-v1"), device="cpu")

@@ -40,13 +40,29 @@ def test_policy_search_names_a_network_it_was_given_and_not_the_shipped_one():
     "search", "search:samples=8,rollout=greedy,win_bonus=0", "search:time_limit=0.5",
     "search:samples=64,rollout=defensive", "search:policy=shipped",
     "search:policy=shipped,samples=16,prior=1,win_bonus=10,reach=0,horizon=2,threads=2",
-    "search:policy=shipped,samples=4,inference=0.5,candidates=8"])
+    "search:policy=shipped,samples=4,inference=0.5,candidates=8",
+    "search:policy=shipped,samples=4,inference=0.1234567"])  # (:g wrote 0.123457: two agents)
 def test_a_search_agent_s_name_is_its_canonical_spec(spec):
     """An agent object in the arena was labelled by a name that was its class's default agent
     (``search`` for samples=8 and greedy rollouts) or no spec at all (``search:policy``)."""
     from sevenrocks_env.agents import make_agent
     from sevenrocks_env.agents.spec_text import canonical_spec
     assert make_agent(spec).name == canonical_spec(spec)
+
+
+def test_a_subclass_s_own_name_is_kept():
+    """The constructors' spec names hid a subclass's ``name`` attribute, the label docs/agents.md
+    tells users to give an Agent object: two different agents shared one label."""
+    from sevenrocks_env.agents.search import SearchAgent
+
+    class MySearch(SearchAgent):
+        name = "my-search"
+
+    class MyPolicySearch(PolicySearchAgent):
+        name = "my-policy-search"
+
+    assert MySearch(samples=8).name == "my-search"
+    assert MyPolicySearch(PolicyNet([8]), samples=2).name == "my-policy-search"
 
 
 def test_policy_search_chooses_nothing_for_no_decisions():

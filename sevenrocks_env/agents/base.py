@@ -95,7 +95,8 @@ def parse_spec_params(rest: str, types: dict, owner: str, hint: str = "") -> dic
         key = key.strip()
         if not eq and key in types:  # search:policy (the agent's own name): a key, no value
             kind = _READERS.get(types[key], (None, types[key].__name__))[1]
-            raise ValueError(f"{owner}: {key} needs a value: write {key}=VALUE ({kind})")
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise ValueError(f"{owner}: {key} needs a value: write {key}=VALUE, {article} {kind}")
         if not eq or key not in types:
             allowed = ", ".join(types) or "none"
             raise ValueError(f"bad parameter {item!r} for {owner} (parameters: {allowed}){hint}")

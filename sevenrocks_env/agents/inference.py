@@ -43,6 +43,7 @@ from ..policy import MaskedCategorical
 from ..public_round import PublicRound
 from ..rules import Match, apply_action, is_legal
 from ..tiles import describe_action
+from .spec_text import value_text
 from .belief import HIDDEN_SEATS, MAX_WORLDS, HandSampler
 from .layout import best_action, legal_from_mask
 from .policy_search import PolicySearchAgent
@@ -211,7 +212,7 @@ class InferenceSearch(BatchedAgent):
             raise ValueError(f"inference: candidates must be an int in [samples = "
                              f"{searcher.samples}, {MAX_WORLDS}], got {shown(candidates)}")
         self.searcher, self.power, self.candidates = searcher, float(power), candidates
-        self.name = f"{searcher.name},inference={self.power + 0.0:g}"  # -0.0 is written 0
+        self.name = f"{searcher.name},inference={value_text(self.power)}"  # as a spec writes it
         if candidates != searcher.samples:
             self.name += f",candidates={candidates}"
         self._on: dict[torch.device, PolicySearchAgent] = {}

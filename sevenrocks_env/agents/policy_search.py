@@ -112,10 +112,11 @@ class PolicySearchAgent:
             except ValueError as error:  # CheckpointError: missing, corrupt, wrong layout
                 raise ValueError(f"search:policy: cannot load policy {policy!r}: {error}") from None
         self.model = model.to(self.device).eval()
-        self.name = spec_of("search", {"policy": label, "samples": samples, "prior": prior,
-                                       "win_bonus": win_bonus, "reach": reach, "horizon": horizon,
-                                       "rollout": rollout, "threads": threads},
-                            PolicySearchAgent)
+        if type(self).name == PolicySearchAgent.name:  # (a subclass's own name stays its label)
+            self.name = spec_of("search", {"policy": label, "samples": samples, "prior": prior,
+                                           "win_bonus": win_bonus, "reach": reach,
+                                           "horizon": horizon, "rollout": rollout,
+                                           "threads": threads}, PolicySearchAgent)
         self.samples, self.prior, self.win_bonus = samples, float(prior), float(win_bonus)
         self.reach, self.horizon, self.rollout = int(reach), int(horizon), rollout
         self.threads = None if threads is None else int(threads)

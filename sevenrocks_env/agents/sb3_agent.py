@@ -93,8 +93,9 @@ def load_sb3_agent(path: str, seed: int | None = None) -> SB3Agent:
     except Exception as error:  # a corrupt or foreign zip: name the file, not a deep traceback
         hint = ("; it is a torch.save file: a sevenrocks policy loads with ckpt:PATH"
                 if zip_holds(file, "data.pkl") else
-                "; sb3: reads sb3-contrib's MaskablePPO models (a plain PPO model has no "
-                "action masks: train with MaskablePPO, examples/sb3_maskable_ppo.py)"
+                "; sb3: reads sb3-contrib's MaskablePPO models only (a model of another "
+                "algorithm, PPO, A2C or DQN, has no action masks: train with MaskablePPO, "
+                "examples/sb3_maskable_ppo.py)"
                 if "MaskableActorCriticPolicy" in str(error) else "")
         raise ValueError(f"sb3:{path}: cannot load as a MaskablePPO model "
                          f"({type(error).__name__}: {str(error)[:120]}){hint}") from None

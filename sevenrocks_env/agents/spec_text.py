@@ -120,7 +120,7 @@ def _canonical_openspiel(rest: str) -> str:
 
 def _written(head: str, params: dict, types: dict, defaults: dict) -> str:
     """``head[:key=value,...]``: ``params`` in ``types``' order, defaults left out."""
-    kept = [f"{key}={_value_text(params[key])}" for key in types if key in params
+    kept = [f"{key}={value_text(params[key])}" for key in types if key in params
             and (key in _CHOOSERS or key not in defaults
                  or not _equal(params[key], defaults[key]))]
     return f"{head}:{','.join(kept)}" if kept else head
@@ -136,11 +136,12 @@ def _equal(value, default) -> bool:
     return value == default
 
 
-def _value_text(value) -> str:
+def value_text(value) -> str:
+    """A parameter's value as a canonical spec writes it (a float's every digit; -0.0 as 0)."""
     if isinstance(value, float):
         text = repr(value + 0.0)  # -0.0 is 0.0: one spelling per agent
         return text[:-2] if text.endswith(".0") else text
     return str(value).strip()
 
 
-__all__ = ["canonical_spec", "same_spec", "spec_of"]
+__all__ = ["canonical_spec", "same_spec", "spec_of", "value_text"]
