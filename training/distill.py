@@ -28,7 +28,8 @@ Read top to bottom, it does three things:
 3. **Save** a policy checkpoint (``load_policy`` / ``ckpt:PATH``), the network of ``init``
    (or, with ``--hidden-sizes``, ``init``'s widened: :func:`training.networks.widen`); the file
    records the teacher (its spec and the SHA-256 of the network it loads), the number of
-   labels, the agreement and the run's arguments, the init pinned by its file's SHA-256 too.
+   labels, the agreement and the run's arguments, the init pinned as the teacher is (the start
+   of the SHA-256 of the file's bytes and one zero byte: ``fingerprints.files_fingerprint``).
 
 TensorBoard (``<log_dir>/<run_name>``): ``losses/distill_loss``, ``charts/teacher_agreement``
 (each training minibatch's, before its step), ``charts/epoch_train_agreement`` (the epoch's,

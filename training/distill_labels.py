@@ -265,9 +265,10 @@ def _refuse_a_copy(path, keys: np.ndarray, seen: dict) -> None:
     opening hand), never half."""
     for other, known in seen.items():
         if np.isin(keys, known).sum() > 0.5 * min(len(keys), len(known)):
-            raise LabelsError(f"{path}: most of its decisions are those of {other} (a copy, or "
-                              "one collection labelled twice?): the same decisions would be "
-                              "held out and trained on")
+            raise LabelsError(f"{path}: most of its decisions are those of {other} (a copy, one "
+                              "collection labelled twice, or a student that barely moved "
+                              "collected on its init's --seed?): the same decisions would be "
+                              "held out and trained on (collect again with another --seed)")
     seen[path] = keys
 
 
