@@ -72,3 +72,35 @@ def collected():
     from training import distill
 
     return distill.collect(tiny_student(), Highest(), 60, num_envs=8, seed=3, log=lambda *_: None)
+
+
+@pytest.fixture
+def evaluation_clock(monkeypatch):
+    """``training.train``'s clock, moved on 5 minutes by each evaluation (the bar's minutes
+    left: ``test_training.py``, ``test_session59_mutants.py``).  Returns ``(offset, postfixes)``:
+    the clock's offset (a one-item list to set) and every text the progress bar was given
+    (tqdm skips redrawing updates that come fast: its output may not show each one)."""
+    import time
+    import types
+
+    import tqdm
+
+    import training.train as train_module
+    postfixes = []
+
+    class RecordingBar(tqdm.tqdm):
+        def set_postfix_str(self, text="", refresh=True):
+            postfixes.append(text)
+            return super().set_postfix_str(text, refresh)
+
+    monkeypatch.setattr(tqdm, "tqdm", RecordingBar)  # (train() imports it when it runs)
+    offset, real = [0.0], train_module.evaluate_and_log
+    monkeypatch.setattr(train_module, "time", types.SimpleNamespace(
+        time=lambda: time.time() + offset[0], strftime=time.strftime))
+
+    def slow_evaluation(*args, **kwargs):
+        offset[0] += 300.0
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "evaluate_and_log", slow_evaluation)
+    return offset, postfixes

@@ -326,13 +326,20 @@ def test_allow_host_takes_a_final_dot_and_names_the_form_browsers_send():
         allowed_name("stra\u00dfe.lan")  # IDNA 2003 said strasse.lan, which browsers never send
 
 
-def test_an_unexpected_failure_is_a_json_500_with_the_protective_headers(app, monkeypatch):
+class _Bug(Exception):
+    """A failure of a class no handler names."""
+
+
+@pytest.mark.parametrize("failure", [RuntimeError, KeyError, _Bug])
+def test_an_unexpected_failure_is_a_json_500_with_the_protective_headers(app, monkeypatch,
+                                                                         failure):
     """Starlette answers an exception no handler takes from outside every middleware: its
-    plain-text 500 had no Content-Security-Policy and no nosniff."""
+    plain-text 500 had no Content-Security-Policy and no nosniff (any class of failure: a
+    handler of RuntimeError alone would leave the others to it)."""
     from starlette.testclient import TestClient
 
     def broken(*args, **kwargs):
-        raise RuntimeError("a bug")
+        raise failure("a bug")
 
     monkeypatch.setattr(app.state.store, "get", broken)
     with TestClient(app, raise_server_exceptions=False) as client:

@@ -229,30 +229,6 @@ def test_a_zip_that_is_no_model_at_all_gets_no_other_algorithm_hint(tmp_path):
     assert "another algorithm" not in str(error.value) and "ckpt:PATH" not in str(error.value)
 
 
-# -- web: any unexpected failure is the JSON 500 with the protective headers -----------------
-
-def test_an_unexpected_failure_of_any_kind_is_the_json_500(app, monkeypatch):
-    """(the handler took every Exception; one for RuntimeError alone left a KeyError, a bug
-    of another kind, to Starlette's plain-text 500 without the headers)."""
-    from starlette.testclient import TestClient
-
-    from sevenrocks_env.web.origin import PROTECTIVE_HEADERS
-
-    class Bug(Exception):
-        pass
-
-    def broken(*args, **kwargs):
-        raise Bug("a bug")
-
-    monkeypatch.setattr(app.state.store, "get", broken)
-    with TestClient(app, raise_server_exceptions=False) as client:
-        answer = client.get("/api/games/any")
-    assert answer.status_code == 500
-    assert answer.json() == {"error": "internal server error: the server's log says more"}
-    for name, value in PROTECTIVE_HEADERS:
-        assert answer.headers.get_list(name) == [value], name
-
-
 # -- single_agent: 'self' among the opponents, however spaced ------------------------------
 
 @pytest.mark.parametrize("opponents", [" self ", ("heuristic", "self\n")])
