@@ -47,7 +47,8 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
     """Pairs ``first .. first + pairs - 1`` stepped together: their :class:`PairOutcome` list,
     and with ``records=True`` also each env's first match as a game record (``[2 * pairs]``;
     env ``2k`` is pair ``first + k`` with A on seats 0/2, env ``2k + 1`` with A on 1/3; a match
-    cut at ``max_rounds`` is recorded to that round, with ``"max_rounds"``)."""
+    cut at ``max_rounds`` is recorded to that round; every record says ``"max_rounds"``, as the
+    unbatched arena's do)."""
     device = checked_device(device)
     n = 2 * pairs
     index = torch.arange(n, device=device)
@@ -104,7 +105,8 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
                 first_records[i] = env.stopped_record(i, max_rounds)
             for i, record in env.pop_finished_records():
                 if first_records[i] is None and was_active[i]:
-                    first_records[i] = record
+                    # played under the arena's limit (the engine has none): said as a cut one's
+                    first_records[i] = {**record, "max_rounds": max_rounds}
     outcomes = _outcomes(pairs, a_team, score2, truncated, final, rounds, round_wins2,
                          decisions, think, think_cpu)
     return (outcomes, first_records) if records else outcomes

@@ -314,9 +314,11 @@ def _apply_move(match: Match, move, where: str) -> None:
         raise RecordError(f"{where}: seat must be an int 0-3, got {shown_kind(seat)}")
     if seat != match.turn:
         raise RecordError(f"{where}: seat {shown(seat)} moved but it is seat {match.turn}'s turn")
-    if not is_plain_int(action, 0, KNOCK) or not is_legal(match, action):
+    if not is_plain_int(action):  # 12.0 or a NumPy int: a type error, not an illegal move
+        raise RecordError(f"{where}: action must be an int 0-{KNOCK}, got {shown_kind(action)}")
+    if not 0 <= action <= KNOCK or not is_legal(match, action):
         legal = ", ".join(f"{a} ({describe_action(a)})" for a in legal_actions(match))
-        text = f"{action} ({describe_action(action)})" if is_plain_int(action, 0, KNOCK) \
+        text = f"{action} ({describe_action(action)})" if 0 <= action <= KNOCK \
             else f"{shown_kind(action)} (an action is an int 0-{KNOCK})"
         raise RecordError(f"{where}: illegal action {text} for seat {seat}; legal: [{legal}]")
     if action == KNOCK:

@@ -10,7 +10,7 @@ re-exports these names.
 
 from __future__ import annotations
 
-from .match_state import starting_round, starting_scores
+from .match_state import MAX_ROUNDS, starting_round, starting_scores
 from .rules import Match, checked_match
 from .tiles import KNOCK, TILE_NAMES, tiles_of
 
@@ -29,6 +29,10 @@ def game_record(match: Match) -> dict:
     if starting_round(match) != 0:  # (its record would miscount the rounds: max_rounds, R8)
         raise ValueError(f"this match's history starts at round {starting_round(match)}, not "
                          "the first (dealt with round_index, or edited), so it has no record")
+    if len(match.history) > MAX_ROUNDS:  # (validate and save refuse such a record)
+        raise ValueError(f"this match has {len(match.history)} rounds, more than the "
+                         f"{MAX_ROUNDS} a record holds, so it has no record (give the match a "
+                         "max_rounds)")
     rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
                           log.scores if log.scores is not None else match.scores)
               for log in match.history]

@@ -324,3 +324,18 @@ def test_a_match_without_history_has_no_record():
     for match in (Match.new(1, keep_history=False), Match.from_state(Match.new(1).to_state())):
         with pytest.raises(ValueError, match=words):
             game_record(match)
+
+
+def test_a_match_of_more_rounds_than_a_record_holds_has_none(monkeypatch):
+    """A match without a round limit (play, the web page) could outlast the 1000 rounds a record
+    holds: game_record wrote one that validate and save refuse (the web handed it out)."""
+    import sevenrocks_env.record_writer as record_writer
+    monkeypatch.setattr(record_writer, "MAX_ROUNDS", 1)  # (1001 rounds take a while to play)
+    match = Match.new(2, target=5000)
+    game_record(match)  # its first round: one round
+    while len(match.history) < 2:
+        apply_action(match, legal_actions(match)[0])
+    with pytest.raises(ValueError, match=r"^this match has 2 rounds, more than the 1 a record "
+                                         r"holds, so it has no record \(give the match a "
+                                         r"max_rounds\)$"):
+        game_record(match)

@@ -29,7 +29,9 @@ def _first_placement(record):
     (lambda r: r["rounds"][0]["moves"][0].update(seat=np.int64(r["rounds"][0]["moves"][0]["seat"])),
      r"move 0: seat must be an int 0-3, got \d \(a NumPy int64\)$"),
     (lambda r: _first_placement(r).update(action=np.int64(_first_placement(r)["action"])),
-     r"move 0: illegal action \d+ \(a NumPy int64\) \(an action is an int 0-112\)"),
+     r"move 0: action must be an int 0-112, got \d+ \(a NumPy int64\)$"),
+    (lambda r: _first_placement(r).update(action=float(_first_placement(r)["action"])),
+     r"move 0: action must be an int 0-112, got \d+\.0$"),  # (it read 'illegal', then legal)
     (lambda r: _first_placement(r).update(slot=np.int64(_first_placement(r)["slot"])),
      r"slot \d \(a NumPy int64\)$"),
     (lambda r: _first_placement(r).update(points=np.int64(_first_placement(r)["points"])),
