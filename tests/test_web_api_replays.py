@@ -14,6 +14,19 @@ from sevenrocks_env import record as records
 from sevenrocks_env.tiles import KNOCK, tile_name, tiles_of
 
 
+def _play_while(client, view, going_on):
+    """Step the bots and play the human's first legal move while ``going_on()``."""
+    while going_on():
+        if view["next"] == "bot":
+            view = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]}).json()
+        else:
+            places = [p for t in view["hand"] for p in t["places"]]
+            action = places[0]["action"] if places else KNOCK
+            view = client.post(f"/api/games/{view['id']}/move",
+                               json={"ply": view["ply"], "action": action}).json()
+    return view
+
+
 def test_record_mid_match_holds_only_ended_rounds(client, app):
     """Mid-match the record holds the ended rounds only (the round in progress shows every
     dealt hand), with the scores they ended at: it validates and loads as a replay (scores
@@ -25,14 +38,8 @@ def test_record_mid_match_holds_only_ended_rounds(client, app):
     match = game.match
     # play until the second round has scored (a download right at a round's end could not
     # tell the scores of the ended rounds from the match's)
-    while len(match.history) < 2 or match.scores == match.history[-2].scores:
-        if view["next"] == "bot":
-            view = client.post(f"/api/games/{view['id']}/step", json={"ply": view["ply"]}).json()
-        else:
-            places = [p for t in view["hand"] for p in t["places"]]
-            action = places[0]["action"] if places else KNOCK
-            view = client.post(f"/api/games/{view['id']}/move",
-                               json={"ply": view["ply"], "action": action}).json()
+    view = _play_while(client, view, lambda: len(match.history) < 2
+                       or match.scores == match.history[-2].scores)
     assert not match.over and len(match.history) == 2
     record = client.get(f"/api/games/{view['id']}/record").json()
     records.validate(record)
@@ -187,3 +194,18 @@ def test_an_unfinished_round_s_last_frame_is_not_an_ended_round(client):
     frame = frame.json()
     assert frame["result"] is None and frame["deductions"] is None
     assert frame["scores"] == match.scores
+
+
+def test_a_match_too_long_for_a_record_is_a_409_saying_so(client, app, monkeypatch):
+    """A match without a round limit may outlast the rounds a record holds: its download was
+    a record validate refuses (and then the server's 500), not a refusal in words."""
+    import sevenrocks_env.record_writer as record_writer
+    view = client.post("/api/games", json={"seat": 2, **BOTS, "seed": 5}).json()
+    match = game_of(app, view).match
+    # the second round dealt: one more than the bound below
+    view = _play_while(client, view, lambda: len(match.history) < 2)
+    monkeypatch.setattr(record_writer, "MAX_ROUNDS", 1)
+    response = client.get(f"/api/games/{view['id']}/record")
+    assert response.status_code == 409
+    assert response.json()["error"].startswith("this match has no record: this match has 2 "
+                                               "rounds, more than the 1 a record holds")

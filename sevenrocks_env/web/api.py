@@ -349,7 +349,10 @@ def player_record(game: Game) -> dict:
 
     A record lists every dealt hand, so the round in progress is left out until it ends (R1).
     """
-    record = records.game_record(game.match)
+    try:
+        record = records.game_record(game.match)
+    except ValueError as error:  # more rounds than a record holds (a match to 5000, say)
+        raise GameError(409, f"this match has no record: {error}") from None
     if game.match.over:
         return record
     ended = [r for r in record["rounds"] if r["result"] is not None]
