@@ -49,6 +49,9 @@ def play_pairs_batched(side_a: BatchedAgent, side_b: BatchedAgent, seed: int, fi
     env ``2k`` is pair ``first + k`` with A on seats 0/2, env ``2k + 1`` with A on 1/3; a match
     cut at ``max_rounds`` is recorded to that round; every record says ``"max_rounds"``, as the
     unbatched arena's do)."""
+    # (checked here too: the records carry max_rounds, which validate bounds)
+    seed, pairs, target, max_rounds = check_settings(
+        seed=seed, pairs=pairs, target=target, max_rounds=max_rounds).values()
     device = checked_device(device)
     n = 2 * pairs
     index = torch.arange(n, device=device)

@@ -17,8 +17,11 @@ from .tiles import KNOCK, TILE_NAMES, tiles_of
 FORMAT = "sevenrocks-record/1"
 
 
-def game_record(match: Match) -> dict:
-    """The match's history as a record (JSON-serialisable; ints and ``"low|high"`` strings)."""
+def game_record(match: Match, ended_only: bool = False) -> dict:
+    """The match's history as a record (JSON-serialisable; ints and ``"low|high"`` strings).
+
+    ``ended_only``: the rounds that have ended, with the scores the last of them ended at (a
+    round in progress shows every dealt hand: what a player may have mid-match, R1)."""
     if checked_match(match).history is None:
         raise ValueError("this match keeps no history (built with keep_history=False, or by "
                          "Match.from_state), so it has no record")
@@ -29,14 +32,16 @@ def game_record(match: Match) -> dict:
     if starting_round(match) != 0:  # (its record would miscount the rounds: max_rounds, R8)
         raise ValueError(f"this match's history starts at round {starting_round(match)}, not "
                          "the first (dealt with round_index, or edited), so it has no record")
-    if len(match.history) > MAX_ROUNDS:  # (validate and save refuse such a record)
-        raise ValueError(f"this match has {len(match.history)} rounds, more than the "
-                         f"{MAX_ROUNDS} a record holds, so it has no record (give the match a "
-                         "max_rounds)")
+    logs = [log for log in match.history if log.result is not None] if ended_only \
+        else match.history
+    if len(logs) > MAX_ROUNDS:  # (validate and save refuse such a record)
+        raise ValueError(f"this match has {len(logs)} rounds, more than the {MAX_ROUNDS} a "
+                         "record holds (a match without a round limit played on that long)")
     rounds = [round_entry(log.opener, log.hands, log.moves, log.result, log.deductions,
                           log.scores if log.scores is not None else match.scores)
-              for log in match.history]
-    return record_dict(match.target, rounds, match.winner, match.scores, match.max_rounds)
+              for log in logs]
+    scores = logs[-1].scores if ended_only and logs else match.scores
+    return record_dict(match.target, rounds, match.winner, scores, match.max_rounds)
 
 
 def record_dict(target: int, rounds: list[dict], winner: int | None, scores,

@@ -73,3 +73,18 @@ def test_a_stopped_record_checks_its_arguments():
             env.stopped_record(0, bad)
     with pytest.raises(RuntimeError, match="cuts its matches itself at max_rounds=4"):
         VectorEnv(1, "cpu", 250, max_rounds=4, records=True).stopped_record(0, 1)
+
+
+def test_play_pairs_batched_checks_the_max_rounds_its_records_carry():
+    """Every record says the arena's max_rounds now: an unchecked 5000, or a NumPy int, made
+    records validate refuses."""
+    import numpy as np
+    with pytest.raises(ValueError, match=r"max_rounds must be in \[1, 1000\], got 5000"):
+        play_pairs_batched(batched_agent("greedy"), batched_agent("random"), seed=0, first=0,
+                           pairs=1, target=60, max_rounds=5000, records=True)
+    _, games = play_pairs_batched(batched_agent("greedy"), batched_agent("random"), seed=0,
+                                  first=0, pairs=1, target=60, max_rounds=np.int64(100),
+                                  records=True)
+    for game in games:
+        record.validate(game)
+        assert type(game["max_rounds"]) is int

@@ -336,6 +336,9 @@ def test_a_match_of_more_rounds_than_a_record_holds_has_none(monkeypatch):
     while len(match.history) < 2:
         apply_action(match, legal_actions(match)[0])
     with pytest.raises(ValueError, match=r"^this match has 2 rounds, more than the 1 a record "
-                                         r"holds, so it has no record \(give the match a "
-                                         r"max_rounds\)$"):
+                                         r"holds \(a match without a round limit played on "
+                                         r"that long\)$"):
         game_record(match)
+    # the ended rounds alone (what a player may download mid-match) fit
+    ended = game_record(match, ended_only=True)
+    assert len(ended["rounds"]) == 1 and ended["scores"] == match.history[0].scores

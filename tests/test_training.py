@@ -323,6 +323,7 @@ def test_the_progress_bar_says_when_max_minutes_stops_the_run(tmp_path, capsys,
                                                               evaluation_clock):
     """tqdm's ETA counts the steps; with max_minutes the bar also gives the minutes left,
     counted after the update's evaluation (here a clock moved on 5 minutes by each)."""
+    import re
     offset, postfixes = evaluation_clock
     for minutes, shown in (("30", True), ("0", False)):
         cfg = load_config(SMOKE, [f"log_dir={tmp_path / minutes / 'runs'}",
@@ -334,8 +335,8 @@ def test_the_progress_bar_says_when_max_minutes_stops_the_run(tmp_path, capsys,
         postfixes.clear()
         train(cfg, final_table=False)
         assert "SPS" in capsys.readouterr().err
-        # after each update's evaluation: 25 and 20 minutes left (not the 30 and 25 before it)
-        left = [text.split(" | ")[1] for text in postfixes]
-        assert left == (["stops in 25.0 min", "stops in 20.0 min", "stops in 20.0 min"] if shown
-                        else [text.split(" | ")[1] for text in postfixes if "stops" not in text])
-        assert shown or not any("stops in" in text for text in postfixes)
+        # after each update's evaluation: 25 and 20 minutes left (not the 30 and 25 before it;
+        # the clock's real seconds come on top: a busy machine shows 19.9)
+        left = [float(found[1]) for text in postfixes
+                if (found := re.search(r"stops in ([\d.]+) min", text))]
+        assert left == (pytest.approx([25, 20, 20], abs=0.5) if shown else [])

@@ -350,17 +350,12 @@ def player_record(game: Game) -> dict:
     A record lists every dealt hand, so the round in progress is left out until it ends (R1).
     """
     try:
-        record = records.game_record(game.match)
+        record = records.game_record(game.match, ended_only=not game.match.over)
     except ValueError as error:  # more rounds than a record holds (a match to 5000, say)
-        raise GameError(409, f"this match has no record: {error}") from None
-    if game.match.over:
-        return record
-    ended = [r for r in record["rounds"] if r["result"] is not None]
-    if not ended:
+        raise GameError(409, f"no record can be downloaded: {error}") from None
+    if not record["rounds"]:
         raise GameError(409, "no round has ended yet: the record (which shows every dealt hand) "
                              "can be downloaded once the first round ends")
-    record["rounds"] = ended
-    record["scores"] = list(ended[-1]["scores"])
     return record
 
 
