@@ -49,6 +49,18 @@ def test_another_observation_version_is_refused_naming_both(tmp_path, labels, ve
         distill_labels.load_labels_files([str(other)])
 
 
+def test_another_version_with_other_shapes_is_named_by_its_version(tmp_path, labels):
+    """Another layout's observations may be of another width: the shape check, run first,
+    said only 'not float32 of shape (N, 238)', not the version the docs promise."""
+    other = tmp_path / "wide.npz"
+    wide = {**labels, "observation": np.zeros((len(labels["action"]), 242), np.float32)}
+    np.savez(other, **wide, teacher=np.array("t"), obs_version=np.array(OBS_VERSION + 1))
+    with pytest.raises(LabelsError, match=rf"wide.npz: labels of observation version "
+                                          rf"{OBS_VERSION + 1}; this sevenrocks uses "
+                                          rf"v{OBS_VERSION}"):
+        distill_labels.load_labels(other)
+
+
 @pytest.mark.parametrize("version, words", [
     (np.array([1, 1]), r"'obs_version' declares int64 \(2,\): not one integer"),
     (np.array(1.0), r"'obs_version' declares float64 \(\): not one integer"),

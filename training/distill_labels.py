@@ -30,7 +30,7 @@ from sevenrocks_env.record import MAX_ROUNDS, MAX_TARGET
 from sevenrocks_env.tiles import NUM_ACTIONS
 
 from .labels_zip import LabelsError
-from .labels_zip import check_inflation, not_labels, open_labels, read_headers
+from .labels_zip import check_inflation, not_labels, open_labels, read_headers, read_scalar
 
 #: Labels a file may hold (bounds the work a labels file from elsewhere can ask for).
 MAX_LABELS = 2_000_000
@@ -114,6 +114,10 @@ def _check_declared_shapes(path, file=None) -> dict[str, int]:
               if key not in declared]
     if absent:
         raise LabelsError(f"{path}: not a labels file (it has no '{absent[0]}')")
+    version = declared.get("obs_version")
+    if version is not None and version[0] == () and version[1].kind in "iu" and \
+            version[1].itemsize <= 8:  # (another version's arrays may have other shapes too)
+        check_version(path, read_scalar(path, file, "obs_version"))
     for key, (shape, dtype, (header, stored)) in declared.items():
         if key == "teacher":
             if not (shape == () and dtype.kind == "U"
@@ -142,6 +146,14 @@ def _check_declared_shapes(path, file=None) -> dict[str, int]:
     check_inflation(path, file, declared)
     return {key: shape[0] for key, (shape, _, _) in declared.items()
             if key not in ("teacher", "seed", "obs_version")}
+
+
+def check_version(path, version: int) -> None:
+    """:class:`LabelsError` for labels of another observation layout than this sevenrocks's."""
+    if version != OBS_VERSION:
+        raise LabelsError(f"{path}: labels of observation version {version}; this "
+                          f"sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features): its "
+                          "observations would be misread. Collect them again with this version.")
 
 
 def _first_outside_the_game(obs: np.ndarray, rows: int = 65_536) -> int | None:
@@ -189,10 +201,8 @@ def load_labels(path) -> tuple[dict, str]:
         except Exception as error:  # a damaged member (its CRC, its compressed data)
             raise not_labels(path, error) from None
     version = arrays["obs_version"]  # (its header said: one integer)
-    if version is not None and int(version) != OBS_VERSION:
-        raise LabelsError(f"{path}: labels of observation version {int(version)}; this "
-                          f"sevenrocks uses v{OBS_VERSION} ({OBS_SIZE} features): its "
-                          "observations would be misread. Collect them again with this version.")
+    if version is not None:
+        check_version(path, int(version))
     obs, mask, action = arrays["observation"], arrays["action_mask"], arrays["action"]
     n = len(action) if action.ndim == 1 else 0  # (len of a 0-d array is a TypeError)
     if not 0 < n <= MAX_LABELS:

@@ -91,6 +91,17 @@ def read_headers(path, file, allowed: set[str]) -> dict[str, tuple]:
     return declared
 
 
+def read_scalar(path, file, key: str) -> int:
+    """The one integer of member ``key.npy`` of the open labels ``file``, whose header
+    :func:`read_headers` read and the caller checked (a scalar int: at most 8 bytes)."""
+    try:
+        file.seek(0)
+        with zipfile.ZipFile(file) as archive, archive.open(f"{key}.npy") as member:
+            return int(np.lib.format.read_array(member, allow_pickle=False))
+    except Exception as error:  # a damaged member
+        raise not_labels(path, error) from None
+
+
 def check_inflation(path, file, declared: dict) -> None:
     """:class:`LabelsError` if the arrays of ``declared`` (:func:`read_headers`) inflate to
     more than :data:`MAX_INFLATION` times the size of ``file``: zipfile inflates a member to
