@@ -80,6 +80,11 @@ def measure(cfg, opponent_fraction: float, rollouts: int, engine_class=SelfPlayE
     }
 
 
+def _cell(value: float) -> str:
+    """A table cell: one decimal, three below 1 (an update of a small batch read 0.0 s)."""
+    return f"{value:,.1f}" if value == 0 or abs(value) >= 1 else f"{value:.3f}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -152,7 +157,7 @@ def main(argv=None) -> int:
     print(f"| {'metric':<{width}} | " + " | ".join(rows) + " |")
     print(f"|{'-' * (width + 2)}|" + "|".join("-" * (len(r) + 2) for r in rows) + "|")
     for metric in metrics:
-        cells = " | ".join(f"{rows[r][metric]:>{len(r)},.1f}" for r in rows)
+        cells = " | ".join(f"{_cell(rows[r][metric]):>{len(r)}}" for r in rows)
         print(f"| {metric:<{width}} | {cells} |")
     if len(engines) > 1:
         for suffix in ("self-play", f"{configs[engines[-1]].opponent_fraction:.0%} vs pool"):

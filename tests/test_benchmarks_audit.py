@@ -309,6 +309,13 @@ def test_train_speed_refuses_an_engine_or_device_before_measuring(monkeypatch, c
     assert error in usage_error(train_speed.main, argv, capsys)
 
 
+def test_train_speed_cells_below_one_keep_three_decimals():
+    """'update s / rollout' of a small batch read 0.0 (one decimal)."""
+    train_speed = script("train_speed")
+    assert [train_speed._cell(v) for v in (0.0, 0.0123, 0.5, 1.0, 1234.56)] == [
+        "0.0", "0.012", "0.500", "1.0", "1,234.6"]
+
+
 def test_train_speed_names_the_option_whose_value_the_config_refuses(capsys):
     """``--matches 99999999999`` was refused as '--set: num_matches: ...', an option not given."""
     train_speed = script("train_speed")
