@@ -284,13 +284,14 @@ def main(argv=None) -> int:
             print(f"training {algo} seed {seed} ({args.budget:,} steps) ...", flush=True)
             saved, tag = out / "run.json", f"{args.budget}/{REWARD_TAG}"
             reused = reused_run(saved, tag) if args.reuse else None
-            if reused is not None and not Path(artifact(algo, out).partition(":")[2]).is_file():
+            policy = artifact(algo, out)  # this folder's own file, never one a file names
+            if reused is not None and not Path(policy.partition(":")[2]).is_file():
                 print(f"error: {algo} seed {seed}: --reuse: {saved} is there but not the policy "
-                      f"file {artifact(algo, out).partition(':')[2]}: run without --reuse to "
-                      "train it again", file=sys.stderr)
+                      f"file {policy.partition(':')[2]}: run without --reuse to train it again",
+                      file=sys.stderr)
                 return 2
             if reused is not None:
-                trained = {**reused, "agent": artifact(algo, out)}  # this folder's own files
+                trained = {**reused, "agent": policy}
             else:
                 # its numbers go with the files this run replaces: a run stopped half-way must
                 # not leave them beside its own checkpoint for a later --reuse

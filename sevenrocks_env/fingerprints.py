@@ -6,6 +6,22 @@ agents were built from are still those its run began with."""
 from __future__ import annotations
 
 import hashlib
+import re
+
+#: How a file read is named with its fingerprint (a distillation's teacher and init): the start
+#: of :func:`files_fingerprint` in hex.  :func:`pinned` writes it, :func:`is_pinned` reads it.
+_PIN = " (network sha256 {})"
+_PINNED = re.compile(r" \(network sha256 [0-9a-f]{16}\)$")
+
+
+def pinned(spec: str, fingerprint: str) -> str:
+    """``spec`` with the start of its files' fingerprint (hex), as labels record a teacher."""
+    return spec + _PIN.format(fingerprint[:16])
+
+
+def is_pinned(text: str) -> bool:
+    """Whether ``text`` ends with the pin :func:`pinned` writes."""
+    return _PINNED.search(text) is not None
 
 
 def files_fingerprint(spec: str) -> str | None:
@@ -47,4 +63,4 @@ def check_files(agents, files: tuple) -> None:
                              "or give a copy")
 
 
-__all__ = ["check_files", "files_fingerprint", "run_fingerprints"]
+__all__ = ["check_files", "files_fingerprint", "is_pinned", "pinned", "run_fingerprints"]

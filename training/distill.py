@@ -56,7 +56,7 @@ from sevenrocks_env.agents import spec_files
 from sevenrocks_env.arena_pool import WorkerDied
 from sevenrocks_env.atomic_file import OutputError, check_output_file, check_output_folder
 from sevenrocks_env.checks import shown
-from sevenrocks_env.fingerprints import files_fingerprint
+from sevenrocks_env.fingerprints import files_fingerprint, pinned
 from sevenrocks_env.cli import help_text
 from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet, build_model, \
     read_checkpoint
@@ -64,7 +64,7 @@ from sevenrocks_env.policy import MAX_HIDDEN_WIDTH, MaskedCategorical, PolicyNet
 from .checkpoint import policy_entries, run_facts, save_checkpoint
 from .config import first_problem
 from .distill_args import COLLECTION_OPTIONS, MIN_TEMPERATURE, Args
-from .distill_collect import collect, collect_labels, make_teacher, part_paths_there, pinned, \
+from .distill_collect import collect, collect_labels, make_teacher, part_paths_there, \
     pinned_teacher
 from .distill_record import rounds_before
 from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_file_names, \

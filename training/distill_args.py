@@ -10,8 +10,10 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 from pydantic.dataclasses import dataclass
 from pydantic_core import ArgsKwargs
 
+from sevenrocks_env.fingerprints import pinned
+
 from .config_types import Folder, Int, Positive, Real, RunName, Widths
-from .distill_collect import MAX_ENVS, pinned
+from .distill_collect import MAX_ENVS
 from .distill_labels import MAX_FILES, MAX_LABELS, MAX_TEACHER_CHARS, MAX_VALUE, TEACHER_TEXT, \
     is_teacher_text
 

@@ -35,6 +35,7 @@ from sevenrocks_env.arena_pool import (WorkerDied, a_worker_died, pool_context, 
 from sevenrocks_env.batched import VectorEnv, layout
 from sevenrocks_env.batched.deal import counter_key, counter_uniform
 from sevenrocks_env.batched.history import RoundHistory
+from sevenrocks_env.fingerprints import files_fingerprint, pinned
 from sevenrocks_env.policy import MaskedCategorical, PolicyNet, build_model, read_checkpoint
 from sevenrocks_env.public_round import reads_history
 
@@ -66,14 +67,8 @@ def pinned_teacher(spec: str) -> str:
     """The teacher as its labels record it: the spec, plus the SHA-256 of the network files it
     loads (``fingerprints.files_fingerprint``), since a path such as ``shipped`` names other
     weights once a new policy is shipped."""
-    from sevenrocks_env.fingerprints import files_fingerprint
     fingerprint = files_fingerprint(spec)
     return spec if fingerprint is None else pinned(spec, fingerprint)
-
-
-def pinned(spec: str, fingerprint: str) -> str:
-    """``spec`` with the start of its network's SHA-256 (hex), as labels record a teacher."""
-    return f"{spec} (network sha256 {fingerprint[:16]})"
 
 
 class Turn(NamedTuple):

@@ -5,11 +5,11 @@ judges the arena rows by (issue 4).  Only values the ship command checked reach 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 from sevenrocks_env.agents import same_spec
 from sevenrocks_env.checks import shown
+from sevenrocks_env.fingerprints import is_pinned
 
 from .checkpoint import minutes_text as checkpoint_minutes
 
@@ -63,10 +63,6 @@ def agreement_text(value) -> str:
     return "not measured" if value is None else f"{value:.3f}"
 
 
-#: How ``training.distill`` pins a file it read (``distill_collect.pinned``).
-PINNED = re.compile(r" \(network sha256 [0-9a-f]{16}\)$")
-
-
 def options_text(settings: dict) -> str:
     """A round's student settings (``distill_record.SETTINGS``) but its init, as
     ``training.distill``'s options; ``""`` for a round from before they were kept."""
@@ -86,7 +82,7 @@ def rounds_text(distill: dict) -> str:
     def one(r: dict) -> str:
         settings = r.get("settings", {})
         init = settings.get("init")
-        if init is not None and not PINNED.search(init):  # recorded before inits were pinned
+        if init is not None and not is_pinned(init):  # recorded before inits were pinned
             init += " (not pinned: the file that name held then)"
         init = f" from `{init}`" if init is not None else ""
         return (f"then fine-tuned{init} toward `{r['teacher']}` on {r['labels']:,} labels "
