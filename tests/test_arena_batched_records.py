@@ -37,7 +37,9 @@ def test_each_record_is_the_match_its_pair_outcome_counts():
 def test_a_stopped_record_needs_records_and_an_ended_round():
     env = VectorEnv(2, "cpu", 250, max_rounds=None, records=True)
     env.reset(0)
-    assert env.stopped_record(0, 1) is None  # no round has ended yet
+    # no round has ended yet: the wrong step, not a match without a record (None)
+    with pytest.raises(ValueError, match="ended 0 of its rounds, not max_rounds=1"):
+        env.stopped_record(0, 1)
     while int(env.state.round_index[0]) == 0:
         env.step(env.action_mask.long().argmax(1))
     game = env.stopped_record(0, 1)

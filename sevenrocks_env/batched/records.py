@@ -107,12 +107,12 @@ class RecordKeeper:
         """The record of ``env``'s match as if its round limit were ``max_rounds`` (R8's
         truncation): its rounds that ended, no winner, the scores of the last one.  For a
         caller that runs the engine without a limit and stops a match itself at a round's end
-        (the batched arena); ``None`` without a record of this match, or before a round
-        ended."""
+        (the batched arena); ``None`` without a record of this match (loaded without its
+        history)."""
         rounds = self.rounds[env]
-        ended = [rnd for rnd in rounds or () if rnd["stop"] is not None]
-        if not ended:
+        if rounds is None:
             return None
+        ended = [rnd for rnd in rounds if rnd["stop"] is not None]
         if len(ended) != max_rounds:  # a record validate() refuses, or one not cut off at all
             raise ValueError(f"env {env}'s match has ended {len(ended)} of its rounds, not "
                              f"max_rounds={max_rounds}: call stopped_record at the step that "

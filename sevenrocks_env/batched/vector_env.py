@@ -352,7 +352,8 @@ class VectorEnv:
         """The record of env ``env``'s match cut at the end of its round ``max_rounds``, for a
         caller that runs this env without a round limit (``max_rounds=None``) and stops its
         matches itself: call it at the step that ended that round (then the engine goes on with
-        the match; its later moves are not the record's).  ``None`` where no record is kept.
+        the match; its later moves are not the record's).  ``None`` for a match loaded without its
+        history (no record is kept of it).
         ``env`` and ``max_rounds`` are checked (``TypeError``/``ValueError`` naming them, and a
         ``ValueError`` when the match has not ended exactly ``max_rounds`` rounds); an env with a
         ``max_rounds`` of its own cuts its matches itself (``pop_finished_records``)."""
