@@ -89,8 +89,9 @@ def test_help_text_drops_restructuredtext_marks():
 
 
 def test_wheel_carries_the_shipped_policy_and_license(tmp_path):
-    """A plain wheel install has the shipped policy as package data (load_policy("shipped")),
-    and building it raises no setuptools deprecation warning."""
+    """A plain wheel install has the shipped policy as package data (load_policy("shipped")) and
+    make train's and make smoke's configs (--config default), and building it raises no
+    setuptools deprecation warning."""
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
          "-w", str(tmp_path), "."], capture_output=True, text=True)
@@ -101,6 +102,10 @@ def test_wheel_carries_the_shipped_policy_and_license(tmp_path):
     assert "sevenrocks_env/shipped/sevenrocks_ppo.pt" in names
     assert "sevenrocks_env/shipped/MODEL_CARD.md" in names
     assert any(name.endswith("licenses/LICENSE") for name in names)
+    for name in ("default", "smoke"):  # the files themselves (training/configs is a link)
+        packaged = zipfile.ZipFile(wheel).read(f"training/configs/{name}.yaml")
+        assert packaged == (Path(__file__).resolve().parents[1] / "configs"
+                            / f"{name}.yaml").read_bytes()
 
 
 def test_a_missing_optional_package_exits_2(monkeypatch, capsys):

@@ -296,3 +296,25 @@ def test_opponents_without_a_fraction_are_refused_not_ignored(tmp_path):
         load_config(path, ["opponents=[greedy]"])
     assert load_config(path, ["opponents=[]"]).opponents == []
     assert load_config("configs/default.yaml", ["opponent_fraction=0"]).opponents  # vector.md's
+
+
+def test_config_default_and_smoke_name_the_packaged_configs_where_no_such_file_is(
+        tmp_path, monkeypatch, capsys):
+    """Outside a checkout (an install) configs/default.yaml is not there: ``--config default``
+    reads the package's copy (training/configs links to configs/); a file of that name wins;
+    a missing file's error names the packaged ones."""
+    from training.config_yaml import PACKAGED_CONFIGS, config_file
+    from training.train import main
+    monkeypatch.chdir(tmp_path)
+    for name in ("default", "smoke"):
+        assert config_file(name) == PACKAGED_CONFIGS[name]
+        assert PACKAGED_CONFIGS[name].read_bytes() == (ROOT / "configs" / f"{name}.yaml").read_bytes()
+    assert load_config(config_file("smoke")) == load_config(SMOKE)
+    with pytest.raises(ConfigError, match=r"No such file.*: --config default \(make train's\) "
+                                          r"or --config smoke$"):
+        load_config(config_file("configs/default.yaml"))
+    assert main(["--config", "default", "--set", "total_steps=-1"]) == 2  # the file was read
+    assert capsys.readouterr().err.startswith("error: --set: total_steps: ")
+    (tmp_path / "default").write_text("seed: 3\n")
+    assert config_file("default") == Path("default") and load_config("default").seed == 3
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "checkpoints").exists()

@@ -179,7 +179,8 @@ def test_a_label_array_of_another_shape_is_refused_from_its_header(tmp_path):
 def test_the_trainer_needs_a_config_or_a_checkpoint_and_not_both(capsys, tmp_path):
     from training.train import main
     assert main([]) == 2
-    assert capsys.readouterr().err == "error: give --config PATH (or --resume PATH)\n"
+    assert capsys.readouterr().err == ("error: give --config PATH (or --resume PATH; --config "
+                                       "default is make train's)\n")
     assert main(["--config", str(tmp_path / "c.yaml"), "--resume", str(tmp_path / "r.pt")]) == 2
     assert "--config and --resume do not go together" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())

@@ -10,6 +10,7 @@ failure -- syntax, nesting too deep, an integer of thousands of digits -- is one
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import yaml
 
@@ -22,6 +23,23 @@ MAX_CONFIG_BYTES = 64 * 1024
 #: Longest number written in a config (PyYAML reads ``1:2:3:...``, a base-60 integer, in time
 #: quadratic in its length: 160 kB of it took 4 s).
 MAX_NUMBER_CHARS = 100
+
+
+#: The configs that travel with the package (``training/configs`` links to the checkout's
+#: ``configs/``, as ``sevenrocks_env/shipped`` does to ``checkpoints/shipped``), by the name
+#: ``--config`` takes for them where no file of that name is: make train's and make smoke's.
+PACKAGED_CONFIGS = {name: Path(__file__).resolve().parent / "configs" / f"{name}.yaml"
+                    for name in ("default", "smoke")}
+
+
+def config_file(text: str) -> Path:
+    """The file ``--config TEXT`` names: the path ``TEXT``, or where no such file is, the
+    packaged config of that name (``default``: make train's; ``smoke``); a path that is
+    neither is read as given (its error then names the packaged ones too)."""
+    path = Path(text).expanduser()
+    if not path.exists() and text in PACKAGED_CONFIGS:
+        return PACKAGED_CONFIGS[text]
+    return path
 
 
 class ConfigError(ValueError):
@@ -117,11 +135,13 @@ def load_yaml_file(path) -> dict:
     try:
         text = read_text(path, MAX_CONFIG_BYTES, "config file")
     except ValueError as error:
-        raise ConfigError(str(error)) from None
+        missing = not Path(path).exists()
+        raise ConfigError(str(error) + ("; the package's own: --config default (make train's) "
+                                        "or --config smoke" if missing else "")) from None
     loaded = _read_yaml(text, str(path))
     if loaded is None or loaded == {}:  # a mistake (an empty FIFO read as one trained for hours)
         raise ConfigError(f"{path}: holds no settings (empty, or comments only); give the "
-                          "fields to set, e.g. seed: 1 (configs/default.yaml is make train's)")
+                          "fields to set, e.g. seed: 1 (--config default is make train's)")
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: expected a mapping of key: value, got {type(loaded).__name__}")
     return loaded

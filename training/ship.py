@@ -39,6 +39,7 @@ from sevenrocks_env.textfile import read_text
 
 from .checkpoint import export_policy, policy_only, run_facts
 from .config import OUTPUT_FOLDERS, load_config
+from .config_yaml import PACKAGED_CONFIGS
 from .distill_record import distill_facts
 from .model_card import BAR_PAIRS, QUALITY_BARS, card_markdown, run_opponents
 
@@ -136,7 +137,7 @@ def _command_text(text: str) -> bool:
 
 
 #: ``make train``'s config, against which a run's config is written as ``--set`` values.
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs" / "default.yaml"
+DEFAULT_CONFIG = PACKAGED_CONFIGS["default"]
 #: Config keys that do not change what a run learns: where it writes, how it reports.
 _NOT_LEARNING = ("run_name", "progress", *OUTPUT_FOLDERS)
 
@@ -147,8 +148,9 @@ def training_command(data: dict, distilled: bool) -> str:
     that run's defaults): ``make train`` for ``configs/default.yaml``'s values, else that file
     with ``--set`` for each value that differs (keys that only name outputs or progress left
     out); a distilled policy's rounds of ``training.distill`` are named after it (the card's
-    ``distill`` facts).  Without a config, or without that file (an install that is no
-    checkout), it says so: ``--train-command`` gives the command then."""
+    ``distill`` facts).  Without a config, or without that file (the package holds it:
+    :data:`~.config_yaml.PACKAGED_CONFIGS`), it says so: ``--train-command`` gives the command
+    then."""
     from .resume import saved_values
     if not data.get("config"):
         return "not recorded (the checkpoint holds no run config; --train-command gives it)"

@@ -39,6 +39,7 @@ from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_ba
                          mark_evaluated, minutes_text, more_minutes, more_steps,
                          save_training_checkpoint, set_rng_state, stopped_out_of_time)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
+from .config_yaml import config_file
 from .evaluation import evaluate_and_log, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
 from .opponents import PAST, OpponentPool
@@ -325,7 +326,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     description = help_text(__doc__).replace("python -m training.train", prog)
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", help="YAML config (e.g. configs/default.yaml)")
+    parser.add_argument("--config", metavar="PATH",
+                        help="YAML config file, or 'default' (make train's, configs/default.yaml"
+                             ", which the package holds) or 'smoke' where no such file is")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field (repeatable)")
     parser.add_argument("--resume", metavar="PATH",
@@ -347,7 +350,7 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
     if args.help_config:
         defaults = TrainConfig().as_dict()
         print("The config fields and their defaults when a config file leaves them out\n"
-              "(what make train uses is configs/default.yaml):\n")
+              "(what make train uses is configs/default.yaml, --config default):\n")
         for name, doc in describe_fields().items():
             print(f"{name} (default {defaults[name]!r}):\n    {help_text(doc)}")
         return 0
@@ -365,9 +368,10 @@ def _run(args) -> int:
             resume = load_training_checkpoint(args.resume)
             cfg = resumed_config(resume, parse_overrides(args.set), args.resume)
         elif args.config:
-            cfg = load_config(args.config, args.set)
+            cfg = load_config(config_file(args.config), args.set)
         else:
-            print("error: give --config PATH (or --resume PATH)", file=sys.stderr)
+            print("error: give --config PATH (or --resume PATH; --config default is make "
+                  "train's)", file=sys.stderr)
             return 2
         out = train(cfg, resume, force=args.force, resume_path=args.resume)
     except (ConfigError, CheckpointError) as error:
