@@ -43,7 +43,7 @@ help:
 $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-$(TORCH_ID)
 	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q $(PIP_FLAGS) --upgrade pip
 	$(PY) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) $(REINSTALL_TORCH) "$(TORCH_SPEC)"
 	$(PY) -m pip install -q $(PIP_FLAGS) -e ".[train,test,bench,sb3,web,web-test,torchrl,openspiel]"
 	touch $@
@@ -51,7 +51,7 @@ $(VENV)/.installed: pyproject.toml Makefile $(VENV)/.torch-$(TORCH_ID)
 $(VENV_RLLIB)/.installed: pyproject.toml Makefile $(VENV_RLLIB)/.torch-$(TORCH_ID)
 	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV_RLLIB)
-	$(PY_RLLIB) -m pip install -q --upgrade pip
+	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) --upgrade pip
 	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) $(TORCH_FLAGS) $(REINSTALL_TORCH) "$(TORCH_SPEC)"
 	$(PY_RLLIB) -m pip install -q $(PIP_FLAGS) -e ".[rllib,test]"
 	touch $@

@@ -197,3 +197,15 @@ def test_a_benchmark_s_table_is_written_on_an_ascii_stdout(tmp_path):
                            "--blocks", "4"], capture_output=True, timeout=120, cwd=tmp_path,
                           env={**os.environ, "PYTHONIOENCODING": "ascii"})
     assert proc.returncode == 0 and b" \\xb1 " in proc.stdout, proc.stderr[-400:]
+
+
+def test_pip_flags_reach_every_pip_install_of_the_makefile():
+    """README: PIP_FLAGS goes to every pip install (a host that reaches only a mirror):
+    ``pip install --upgrade pip`` went to the default index."""
+    root = Path(__file__).resolve().parents[1]
+    shown = subprocess.run(["make", "-n", "-B", "install", "install-rllib",
+                            "PIP_FLAGS=--index-url=http://mirror.invalid/simple"],
+                           cwd=root, capture_output=True, text=True, check=True).stdout
+    installs = [line for line in shown.splitlines() if " -m pip install " in line]
+    assert len(installs) == 6  # pip, torch and the package, in each of the two venvs
+    assert all("--index-url=http://mirror.invalid/simple" in line for line in installs)
