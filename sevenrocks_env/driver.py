@@ -121,6 +121,19 @@ def blamed_on(agent, where: str = "") -> Iterator[None]:
                          f"{type(error).__name__}: {error}") from error
 
 
+def checked_choice(agent, match: rules.Match, seat: int, legal: list[int]) -> int:
+    """``agent``'s real choice for ``seat`` (on turn, ``legal``: its legal actions, more than
+    one): :func:`agent_action`, a failure inside it an :class:`AgentError` and an illegal answer
+    an :class:`IllegalActionError`, each naming the agent and the seat."""
+    with blamed_on(agent, f" at seat {seat}"):
+        action = agent_action(agent, match, seat)
+    if not rules.is_legal(match, action):
+        raise IllegalActionError(
+            f"agent {agent_name(agent)!r} at seat {seat} chose illegal action {action!r}; "
+            f"legal: {legal}")
+    return int(action)
+
+
 class MatchDriver:
     """Plays ``match`` forward with ``agents[seat]`` (``None``: the seat decides from outside).
 
@@ -196,17 +209,11 @@ class MatchDriver:
         return self.match
 
     def _ask(self, agent, seat: int, legal: list[int]) -> int:
-        match = self.match
         started, cpu = time.perf_counter(), time.process_time()
-        with blamed_on(agent, f" at seat {seat}"):
-            action = agent_action(agent, match, seat)
+        action = checked_choice(agent, self.match, seat, legal)
         self.think_s[seat] += time.perf_counter() - started
         self.think_cpu_s[seat] += time.process_time() - cpu
-        if not rules.is_legal(match, action):
-            raise IllegalActionError(
-                f"agent {agent_name(agent)!r} at seat {seat} chose illegal action {action!r}; "
-                f"legal: {legal}")
-        return int(action)
+        return action
 
     def _apply(self, seat: int, action: int, forced: bool) -> int:
         if not forced:
@@ -218,4 +225,4 @@ class MatchDriver:
 
 
 __all__ = ["AgentError", "IllegalActionError", "MatchDriver", "MoveHook", "agent_action",
-           "agent_name", "blamed_on", "check_agents", "forced_action"]
+           "agent_name", "blamed_on", "check_agents", "checked_choice", "forced_action"]

@@ -43,7 +43,7 @@ except ImportError as missing:  # say which extra, not a bare ModuleNotFoundErro
 
 from .agents import make_agent
 from .checks import checked_bool, checked_seed, shown
-from .driver import agent_action
+from .driver import checked_choice
 from .env import AGENTS, raw_env
 from .observation import without_turn
 from .tiles import NUM_ACTIONS
@@ -221,18 +221,23 @@ class SevenRocksMultiAgentEnv(MultiAgentEnv):
             self._pending[seat] += rewards.get(AGENTS[seat], 0.0)
 
     def _advance(self) -> None:
-        """Play opponent seats and forced moves until a learner seat decides or the match ends."""
+        """Play opponent seats and forced moves until a learner seat decides or the match ends:
+        the match flow of :class:`~sevenrocks_env.driver.MatchDriver` (an opponent's forced
+        move plays itself, as in the arena and the single-agent view: asking for it used the
+        opponent's random stream there, so a seed played other matches), stepping the AEC env
+        for its rewards."""
         aec = self._aec
         match = aec.match
         while not match.over:
             seat = match.turn
+            legal = legal_actions(match)
             if seat in self._learners:
-                legal = legal_actions(match)
                 if not self.skip_forced or len(legal) > 1:
                     return
                 action = legal[0]
             else:
-                action = agent_action(self._opponent, match, seat)
+                action = legal[0] if len(legal) == 1 else checked_choice(self._opponent, match,
+                                                                         seat, legal)
             aec.step(int(action))
             self._collect()
 

@@ -286,3 +286,54 @@ def test_skip_forced_false_asks_the_learner_about_forced_moves(rllib_ppo, skip_f
             if terminateds["__all__"] or truncateds["__all__"]:
                 break
     assert (forced > 0) != skip_forced
+
+
+class ForcedCounter:
+    """A random opponent that counts the masks of one legal action it is shown."""
+
+    name = "forced-counter"
+
+    def __init__(self):
+        self.forced = self.real = 0
+        self.rng = np.random.default_rng(0)
+
+    def seed(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, observation, action_mask):
+        legal = np.flatnonzero(action_mask)
+        self.forced += len(legal) == 1
+        self.real += len(legal) > 1
+        return int(self.rng.choice(legal))
+
+
+@pytest.mark.parametrize("skip_forced", [True, False])
+def test_an_opponent_is_not_asked_about_its_forced_moves(rllib_ppo, skip_forced):
+    """The match flow is MatchDriver's, as in the arena and the single-agent view: an
+    opponent's knock played itself there but asked the opponent here (its random stream then
+    drew other moves for the same seed)."""
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "random", "target": 100,
+                                             "skip_forced": skip_forced})
+    counter = env._opponent = ForcedCounter()
+    knocks = 0
+    for seed in range(4):
+        play(env, np.random.default_rng(seed), seed=seed)
+        knocks += sum(seat not in env._learners and action == 112
+                      for rnd in env._aec.match.history for seat, action, *_ in rnd.moves)
+    assert counter.real > 50 and knocks > 10  # the opponents' knocks, all forced (R6)
+    assert counter.forced == 0
+
+
+def test_an_opponent_s_illegal_answer_names_the_opponent(rllib_ppo):
+    from sevenrocks_env.driver import IllegalActionError
+
+    class Knocker(ForcedCounter):
+        def act(self, observation, action_mask):
+            return 112 if action_mask.sum() > 1 else int(np.flatnonzero(action_mask)[0])
+
+    env = rllib_ppo.SevenRocksMultiAgentEnv({"opponent": "random", "target": 100, "seed": 0})
+    env._opponent = Knocker()
+    with pytest.raises(IllegalActionError, match=r"agent 'forced-counter' at seat \d chose "
+                                                 r"illegal action 112; legal: \["):
+        for seed in range(10):
+            play(env, np.random.default_rng(seed), seed=seed)
