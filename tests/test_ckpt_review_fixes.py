@@ -140,7 +140,7 @@ def test_a_resume_optimizer_moment_says_what_it_found():
              "param_groups": [{"params": [0], "lr": 1e-3, "eps": 1e-8, "weight_decay": 0}]}
     with pytest.raises(CheckpointError, match=r"exp_avg must be dense, finite float32 \(2,\), "
                                               r"got torch.float32 \(5,\)"):
-        check_optimizer(state, [parameter], TrainConfig(), "r.pt")
+        check_optimizer(state, [parameter], "r.pt")
 
 
 def _resume_data(**changes) -> dict:

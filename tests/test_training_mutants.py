@@ -269,10 +269,9 @@ def test_adam_states_no_adam_run_writes_are_refused(damage):
     from training.resume import check_optimizer
     cfg = _cfg()
     parameters, state = _adam(cfg)
-    check_optimizer(state, parameters, cfg, "f.pt")
+    check_optimizer(state, parameters, "f.pt")
     damage(state, len(parameters))
-    assert "resume piece 'optimizer'" in _resume_error(check_optimizer, state, parameters, cfg,
-                                                       "f.pt")
+    assert "resume piece 'optimizer'" in _resume_error(check_optimizer, state, parameters, "f.pt")
 
 
 # -- training.engine_state ------------------------------------------------------------------

@@ -19,7 +19,7 @@ def evaluate_policy(model, specs, pairs: int, seed: int, target: int, max_rounds
     object would play both seats with one generator: other draws for ``random``, ``sample:``
     or ``search``).  ``specs``: the config's ``eval_agents``, which ``TrainConfig`` checked (no
     ``sb3:`` pickle)."""
-    from sevenrocks_env.arena import evaluate  # the arena module; imported late (it is optional)
+    from sevenrocks_env.arena import evaluate
 
     agent = PolicyAgent(copy.deepcopy(model), name="policy", deterministic=True)
     return {spec: evaluate(agent, spec, pairs, seed=seed, workers=1, target=target,

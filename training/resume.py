@@ -169,10 +169,10 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_MOMENT_RATIO = 1.01 * _moment_ratio(*ADAM_BETAS)
 
 
-def check_optimizer(state, parameters: list, cfg: TrainConfig, path) -> None:
+def check_optimizer(state, parameters: list, path) -> None:
     """Adam's state for exactly ``parameters``: moments shaped like them, finite, one group.
-    Only the moments and step counts are taken (:func:`optimizer_state`): the settings of the
-    group (betas, weight decay, amsgrad, maximize, ...) come from this run's config."""
+    Only the moments and step counts are taken (:func:`optimizer_state`, which sets the
+    group's betas, weight decay, amsgrad, maximize, ... from this run's config)."""
     if not (isinstance(state, dict) and set(state) == {"state", "param_groups"}
             and isinstance(state["param_groups"], list) and len(state["param_groups"]) == 1
             and isinstance(state["param_groups"][0], dict)
@@ -234,7 +234,7 @@ def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) 
     for name, network in trained_networks(model, critic, guess).items():
         check_weights(data.get(name), {k: tuple(v.shape) for k, v in
                                        network.state_dict().items()}, path, name)
-    check_optimizer(data.get("optimizer"), trained_parameters(model, critic, guess), cfg, path)
+    check_optimizer(data.get("optimizer"), trained_parameters(model, critic, guess), path)
     check_pool(data.get("pool"), cfg, path)
     check_fingerprints(data.get("fingerprints"), cfg.num_matches, path)
 

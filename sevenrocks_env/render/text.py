@@ -201,7 +201,7 @@ def round_end_text(log) -> str:
     return text
 
 
-def where_text(before: BoardDrawing, slot: int, tile: int) -> str:
+def where_text(before: BoardDrawing, slot: int) -> str:
     """Where a placement goes, in the rule book's words ("the spinner's line B (west)")."""
     joined = before.outer_tile(slot)
     number = before.continuation_points()[slot]
@@ -239,7 +239,7 @@ def describe_move(round_log, index: int) -> str:
         if after.spinner_index is not None:
             notes.append("the spinner: line A (west) and line B (east) open")
     else:
-        head = f"{tile_name(tile)} {where_text(before, slot, tile)}"
+        head = f"{tile_name(tile)} {where_text(before, slot)}"
         if before.spinner_index is None and after.spinner_index is not None:
             notes.append("first double: the spinner, attached by line A")
         elif TILE_IS_DOUBLE[tile]:
