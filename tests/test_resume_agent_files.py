@@ -38,8 +38,10 @@ def base_run(tmp_path, fraction: float):
 
 
 def resume(tmp_path, capsys, checkpoint, *sets) -> tuple[int, str]:
+    """Resume ``checkpoint`` (again: ``--force`` goes back over what an earlier try wrote)."""
     capsys.readouterr()
-    code = main(["--resume", str(checkpoint), *folders(tmp_path), "--set", "total_steps=512",
+    code = main(["--resume", str(checkpoint), "--force", *folders(tmp_path), "--set",
+                 "total_steps=512",
                  "--set", "final_eval_pairs=1", *[part for key in sets for part in ("--set", key)]])
     return code, capsys.readouterr().err
 

@@ -81,7 +81,7 @@ def test_a_resumed_run_logs_its_config_at_the_resume_not_at_step_0(tmp_path):
     for rate in ("0.001", "0.002"):
         time.sleep(1.01 - time.time() % 1)  # a new event file name (see the test above)
         assert main(["--resume", str(first), "--set", f"learning_rate={rate}", "--set",
-                     "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+                     "final_eval_pairs=1", "--force", *_folders(tmp_path)]) == 0
     tables = _hyperparameters(tmp_path / "runs" / "smoke")
     assert [step for step, _ in tables] == [0, 257]
     assert "|learning_rate|0.00025|" in tables[0][1] and "|learning_rate|0.002|" in tables[1][1]
@@ -259,3 +259,29 @@ def test_a_resumed_run_that_diverges_before_saving_names_the_checkpoint_it_resum
     err = capsys.readouterr().err
     assert "training diverged at update 2 (step 256)" in err
     assert f"the last checkpoint is {latest} (lower" in err, err
+
+
+def test_resuming_an_earlier_checkpoint_in_its_own_folder_is_refused(tmp_path, capsys):
+    """Resuming step 256 of a run that went on to 512 wrote over step_512.pt and latest.pt (and
+    cut the curves at 256) without a word: refused; the new run goes elsewhere or --force."""
+    train(_smoke(tmp_path, "total_steps=768", "eval_every=0"), final_table=False)
+    ckpt_dir = tmp_path / "ckpt" / "smoke"
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    first = ckpt_dir / "step_256.pt"
+    assert main(["--resume", str(first), "--set", "learning_rate=1e-3", *_folders(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {ckpt_dir} holds this run's later checkpoints (latest.pt at step 768; "
+        "step_512.pt, step_768.pt): resuming step 256 there would overwrite some and mix the rest"
+        " with the new run's; resume latest.pt, write the new run elsewhere (--set "
+        "run_name=NEW), or --force\n")
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    assert main(["--resume", str(first), "--set", "run_name=branch", "--set", "total_steps=512",
+                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    assert (tmp_path / "ckpt" / "branch" / "step_512.pt").is_file()
+    assert {p: p.read_bytes() for p in before} == before  # the run resumed is untouched
+    assert main(["--resume", str(first), "--set", "total_steps=512", "--set",
+                 "final_eval_pairs=1", "--force", *_folders(tmp_path)]) == 0  # as the user says
+    assert torch.load(ckpt_dir / "latest.pt", weights_only=True)["global_step"] == 512
+    (ckpt_dir / "latest.pt").write_bytes(b"damaged")  # an earlier file is the way past it
+    assert main(["--resume", str(first), "--set", "total_steps=512", "--set",
+                 "final_eval_pairs=1", *_folders(tmp_path)]) == 0

@@ -232,6 +232,30 @@ def check_not_complete(ckpt_dir, data: dict, num_updates: int) -> None:
                           "total_steps")
 
 
+def check_nothing_later(ckpt_dir, data: dict) -> None:
+    """:class:`ConfigError` for a resume (``data``) in its own run folder ``ckpt_dir`` that goes
+    back over the run's newer checkpoints (its ``latest.pt`` of a later step): the resumed run
+    would overwrite some of them (``step_N.pt``), leave the others beside its own and hide their
+    TensorBoard points (a resume's ``purge_step``), without a word.  An unreadable
+    ``latest.pt`` is no objection (resuming an earlier file is how a run gets past it)."""
+    step = data["global_step"]
+    later = sorted(int(path.name[5:-3]) for path in Path(ckpt_dir).glob("step_*.pt")
+                   if path.name[5:-3].isdigit() and path.name[5:-3].isascii()
+                   and len(path.name) < 30 and int(path.name[5:-3]) > step)
+    if not later:
+        return
+    try:
+        latest = read_checkpoint(Path(ckpt_dir) / "latest.pt").get("global_step")
+    except CheckpointError:
+        return
+    if type(latest) is int and latest > step:
+        shown_later = ", ".join(f"step_{n}.pt" for n in later[:3]) + (", ..." if later[3:] else "")
+        raise ConfigError(f"{ckpt_dir} holds this run's later checkpoints (latest.pt at step "
+                          f"{latest}; {shown_later}): resuming step {step} there would overwrite "
+                          "some and mix the rest with the new run's; resume latest.pt, write the "
+                          "new run elsewhere (--set run_name=NEW), or --force", "run_name")
+
+
 def load_training_checkpoint(path) -> dict:
     """A validated checkpoint that also has the trainer's resume state."""
     data = read_checkpoint(path)

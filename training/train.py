@@ -34,20 +34,20 @@ from sevenrocks_env.driver import AgentError
 from sevenrocks_env.policy import CheckpointError
 
 from .agent_files import check_unchanged, fingerprints
-from .checkpoint import (check_checkpoint_size, check_not_complete, evaluated_batch,
-                         evaluated_minutes, evaluated_step, load_training_checkpoint,
-                         mark_evaluated, minutes_text, more_minutes, more_steps,
-                         save_training_checkpoint, set_rng_state, stopped_out_of_time)
+from .checkpoint import (check_checkpoint_size, check_not_complete, check_nothing_later,
+                         evaluated_batch, evaluated_minutes, evaluated_step,
+                         load_training_checkpoint, mark_evaluated, minutes_text, more_minutes,
+                         more_steps, save_training_checkpoint, set_rng_state, stopped_out_of_time)
 from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
 from .config_yaml import config_file
 from .evaluation import evaluate_and_log, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
 from .opponents import PAST, OpponentPool
-from .run_logs import LogsError, LogWriter
 from .networks import build_networks, training_device, warm_start
 from .ppo import DivergenceError, LogitsError, compute_gae, ppo_update, rollout_batch
 from .resume import (check_resume, optimizer_state, restore_engine, resume_options, resumed_config,
                      trained_networks)
+from .run_logs import LogsError, LogWriter
 from .batched_rollout import BatchedSelfPlayEngine
 from .rollout import SelfPlayEngine
 from .seats import RolloutBuffer
@@ -77,10 +77,10 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     "interrupted"}``; one whose final evaluation Ctrl-C stopped also says ``"out_of_time"``
     (whether ``max_minutes`` had ended the training).  Raises :class:`ConfigError` when the
     run's folders exist already (unless ``force``, or resuming the checkpoint at
-    ``resume_path`` inside them, or one whose path is not given) and :class:`CheckpointError`
-    for a bad piece of ``resume``; both before anything is written.  :class:`LogsError`: the
-    TensorBoard logs cannot be written (a full disk), the checkpoints written before are
-    whole."""
+    ``resume_path`` inside them, or one whose path is not given, with no later checkpoint
+    there) and :class:`CheckpointError` for a bad piece of ``resume``; both before anything
+    is written.  :class:`LogsError`: the TensorBoard logs cannot be written (a full disk), the
+    checkpoints written before are whole."""
     from tqdm import tqdm
 
     if not cfg.run_name:
@@ -116,6 +116,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
             f"not in {ckpt_dir}: writing there could mix two runs; --set checkpoint_dir="
             f"{shlex.quote(str(resumed_dir.parent))} writes beside the checkpoint (and --set "
             f"log_dir=... the logs elsewhere), --force into {existing}", "run_name")
+    if resume is not None and not force and not resumed_elsewhere:
+        check_nothing_later(ckpt_dir, resume)
     for key, folder in (("log_dir", run_dir), ("checkpoint_dir", ckpt_dir)):
         try:  # the first checkpoint comes after minutes of training: fail now, leaving nothing
             check_output_folder(folder)
@@ -335,7 +337,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help="continue a run from its checkpoint (its config, then --set; the "
                              "output folders are runs/ and checkpoints/ unless --set says)")
     parser.add_argument("--force", action="store_true",
-                        help="write into an existing run folder (curves of both runs then mix)")
+                        help="write into an existing run folder, or resume over the run's "
+                             "later checkpoints (their TensorBoard points are dropped)")
     parser.add_argument("--help-config", action="store_true", help="list the config fields")
     return parser
 
