@@ -262,6 +262,8 @@ def test_the_bar_s_minutes_left_never_go_below_zero_and_count_a_resumed_run_s(
     assert [text.split(" | ")[1] for text in postfixes] == ["stops in 0.0 min"] * 2  # not -2.0
     postfixes.clear()
     step = next((tmp_path / "ckpt").rglob("step_64.pt"))
+    from test_training import drop_checkpoints_after
+    drop_checkpoints_after(step.parent, 64)  # (resumed from its first checkpoint)
     offset[0] = 0.0
     time.sleep(1.01 - time.time() % 1)  # (TensorBoard's file names: see test_training_resume)
     assert main(["--resume", str(step), "--set", "max_minutes=30", "--set", "progress=true",
