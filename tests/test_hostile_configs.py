@@ -158,7 +158,10 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ("opponents=[sb3:model.zip]", "opponents: sb3:PATH loads a pickle"),
     ("opponents=[openspiel:ismcts]", "OpenSpiel bots cannot be training opponents"),
     ("opponents=[champ=greedy]", "NAME=SPEC names an agent in `sevenrocks arena`"),
-    ('seed="5.0"', "seed: Input should be a valid integer"),  # quoted: text, not a number
+    ('seed="5.0"', "seed: a whole number is written without quotes (quoted, it is text), got"),
+    # (it said "Input should be a valid integer, got '5000000'")
+    ('total_steps="5000000"', "total_steps: a whole number is written without quotes"),
+    ("hidden_sizes=['64']", "hidden_sizes[0]: a whole number is written without quotes"),
     # the shell ate the quotes: the list split a spec at its comma
     ("opponents=[greedy,sample:policy=shipped,temperature=0.5]",
      "opponents: 'temperature=0.5' looks like a parameter of the spec before it, split off at a "
@@ -318,3 +321,19 @@ def test_config_default_and_smoke_name_the_packaged_configs_where_no_such_file_i
     (tmp_path / "default").write_text("seed: 3\n")
     assert config_file("default") == Path("default") and load_config("default").seed == 3
     assert not (tmp_path / "runs").exists() and not (tmp_path / "checkpoints").exists()
+
+
+def test_a_key_set_twice_on_the_command_line_is_refused(tmp_path, capsys, monkeypatch):
+    """``--set seed=1 --set seed=2`` trained with 2 without a word (a file's key given twice is
+    refused for that reason); the scripts that layer values under the user's still may."""
+    from training.train import main
+    monkeypatch.chdir(tmp_path)
+    assert main(["--config", str(SMOKE), "--set", "seed=1", "--set", "total_steps=64",
+                 "--set", " seed =2"]) == 2
+    assert capsys.readouterr().err == ("error: --set seed is given twice ('seed=1', then "
+                                       "' seed =2'): give it once\n")
+    assert main(["--resume", str(tmp_path / "none.pt"), "--set", "seed=1", "--set",
+                 "seed=1"]) == 2
+    assert "--set seed is given twice" in capsys.readouterr().err
+    assert load_config(SMOKE, ["seed=1", "seed=2"]).seed == 2  # (a script's own layers)
+    assert not any(tmp_path.iterdir())

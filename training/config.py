@@ -335,6 +335,20 @@ def _annotation(key: str):
     return TrainConfig.model_fields[key].annotation
 
 
+def check_set_once(overrides) -> None:
+    """:class:`ConfigError` for a key given twice among the command line's ``--set`` values:
+    the last one won without a word, as a key given twice in a file would (which
+    :mod:`.config_yaml` refuses).  (Scripts that layer their own values under the user's pass
+    them to :func:`load_config` directly.)"""
+    seen = {}
+    for text in overrides or ():
+        key = text.partition("=")[0].strip()
+        if key in seen:
+            raise ConfigError(f"--set {key} is given twice ({shown(seen[key])}, then "
+                              f"{shown(text)}): give it once", key)
+        seen[key] = text
+
+
 def parse_overrides(overrides) -> dict:
     """``["key=value", ...]`` -> dict; values are read as YAML (``3``, ``0.5``, ``[a, b]``),
     except a text field's (a name or a path: ``run_name=010`` or ``run_name=no`` is that text,

@@ -21,14 +21,19 @@ RUN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 #: What YAML 1.1 leaves as text of a number in e notation (``5e6``, ``1.5E3``; ``5.0e+6`` it reads).
 _E_NOTATION = re.compile(r"[-+]?[0-9][0-9_]*(\.[0-9_]*)?[eE][-+]?[0-9]+")
+#: A number as text: only quotes make YAML read ``5000000`` or ``5.0`` so.
+_QUOTED_NUMBER = re.compile(r"\s*[-+]?[0-9][0-9_]*(\.[0-9_]*)?\s*")
 
 
 def _integral(value):
     """``5.0`` (YAML ``5.0e+6``) and ``5e6`` (read as text by YAML 1.1) -> ``5`` and
-    ``5000000``: a whole number up to 2**53; anything else (a quoted ``"5.0"`` too) is left for
-    the strict int check."""
+    ``5000000``: a whole number up to 2**53; a quoted ``"5000000"`` or ``"5.0"`` is text, and
+    said so (the strict int check said "should be a valid integer" of what reads as one);
+    anything else is left for the strict int check."""
     if isinstance(value, str) and len(value) <= 40 and _E_NOTATION.fullmatch(value):
         value = float(value)
+    elif isinstance(value, str) and len(value) <= 40 and _QUOTED_NUMBER.fullmatch(value):
+        raise ValueError("a whole number is written without quotes (quoted, it is text)")
     if isinstance(value, float) and math.isfinite(value) and value.is_integer() \
             and abs(value) <= 2 ** 53:
         return int(value)

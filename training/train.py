@@ -38,7 +38,8 @@ from .checkpoint import (check_checkpoint_size, check_not_complete, check_nothin
                          evaluated_batch, evaluated_minutes, evaluated_step,
                          load_training_checkpoint, mark_evaluated, minutes_text, more_minutes,
                          more_steps, save_training_checkpoint, set_rng_state, stopped_out_of_time)
-from .config import ConfigError, TrainConfig, describe_fields, load_config, parse_overrides
+from .config import (ConfigError, TrainConfig, check_set_once, describe_fields, load_config,
+                     parse_overrides)
 from .config_yaml import config_file
 from .evaluation import evaluate_and_log, short_summary
 from .interrupt import Interrupt, ctrl_c_as_keyboard_interrupt
@@ -366,6 +367,7 @@ def main(argv=None, prog: str = "sevenrocks train") -> int:
 def _run(args) -> int:
     """``main`` after its arguments: train or resume, and the exit status."""
     try:
+        check_set_once(args.set)
         resume = None
         if args.resume:
             resume = load_training_checkpoint(args.resume)
@@ -377,12 +379,9 @@ def _run(args) -> int:
                   "train's)", file=sys.stderr)
             return 2
         out = train(cfg, resume, force=args.force, resume_path=args.resume)
-    except (ConfigError, CheckpointError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except (DivergenceError, AgentError, LogsError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    except (ConfigError, CheckpointError, DivergenceError, AgentError, LogsError) as error:
+        print(f"error: {error}", file=sys.stderr)  # (a bad input: 2; training failed: 1)
+        return 2 if isinstance(error, (ConfigError, CheckpointError)) else 1
     except KeyboardInterrupt:
         print("interrupted: stopped at once, no checkpoint written for the current update",
               file=sys.stderr)
