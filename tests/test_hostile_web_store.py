@@ -129,7 +129,8 @@ def test_refusals_name_idle_minutes_as_given_not_rounded_down():
     store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 1))
     with pytest.raises(GameError) as full:
         store.new_game(Setup(0, "greedy", "greedy", "greedy", 250, 2))
-    assert full.value.status == 429 and "(0.5 minutes without a move)" in full.value.message
+    assert full.value.status == 429 and ("(0.5 minutes without a request; any request, a GET "
+                                         "too, keeps a game open)") in full.value.message
     assert "30 minutes" in GameStore().idle_text()
 
 

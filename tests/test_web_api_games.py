@@ -106,6 +106,10 @@ def test_after_the_match_nobody_is_to_move(client, app, seed):
                                                   for i in range(len(last.moves))]
     assert view["moves"]
     assert view["board"] is None and view["hand"] == []  # the last board is in last_round
+    # (docs/web.md says which fields are empty once the match is over, and where they went)
+    assert view["turn"] is None and view["opening"] is False
+    assert [seat["tiles"] for seat in view["seats"]] == [None] * 4
+    assert view["last_round"]["board"]["tiles"] and len(view["last_round"]["tiles_left"]) == 4
     response = client.post(f"/api/games/{view['id']}/move", json={"ply": view["ply"],
                                                                   "action": KNOCK})
     assert response.status_code == 409 and game.ply == view["ply"]

@@ -249,7 +249,8 @@ class GameStore:
         first_expiry = min(item.touched for item in self._games.values()) + self.idle_seconds
         raise GameError(429, f"the server already holds {self.max_games} open games; "
                              f"try again once idle ones expire "
-                             f"({self.idle_text()} without a move)",
+                             f"({self.idle_text()} without a request; any request, "
+                             f"a GET too, keeps a game open)",
                         retry_after=max(1, math.ceil(first_expiry - now)))
 
     def remove(self, key: str, kind: type = object) -> None:
