@@ -111,11 +111,14 @@ def save_checkpoint(path, data: dict) -> Path:
 
 def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int, update: int,
                              wall_time: float, engine_state: dict, pool_state: dict | None,
-                             critic=None, guess=None, fingerprints: dict | None = None) -> Path:
+                             critic=None, guess=None, fingerprints: dict | None = None,
+                             resumes: list | None = None) -> Path:
     """``step_<n>.pt`` plus a copy as ``latest.pt``; returns the step file's path.  An oracle
     ``critic`` and a hand-guess head ``guess`` (training only) are stored under ``critic`` and
     ``hand_guess``; the policy keys stay as they are.  ``fingerprints``: ``{spec: sha256}`` of
-    the files the run's opponents and evaluation agents loaded (``training.agent_files``)."""
+    the files the run's opponents and evaluation agents loaded (``training.agent_files``);
+    ``resumes``: the run's resumes that changed what it learns (:mod:`.resume_record`), kept
+    when there are any."""
     data = policy_entries(model, global_step)
     data.update({
         "optimizer": on_cpu(optimizer.state_dict()),
@@ -129,6 +132,7 @@ def save_training_checkpoint(directory, model, optimizer, cfg, global_step: int,
         "hand_guess": None if guess is None else cpu_weights(guess),
         "fingerprints": dict(fingerprints or {}),
         "torch_version": str(torch.__version__),
+        **({"resumes": list(resumes)} if resumes else {}),
     })
     directory = Path(directory)
     (directory / EVALUATED).unlink(missing_ok=True)  # from an earlier run in this folder
@@ -299,13 +303,14 @@ def run_facts(data: dict, path) -> dict:
 def policy_only(data: dict) -> dict:
     """The policy keys of a validated checkpoint dict (:func:`run_facts` too), for playing, and
     a distilled policy's ``distill`` record (what its card says of it: shipping the shipped file
-    again kept no distillation row).  A policy trained with the oracle critic loses its value
+    again kept no distillation row) and a resumed run's ``resumes`` (:mod:`.resume_record`).  A policy trained with the oracle critic loses its value
     head, which was never trained (``model_config["value_head"]`` becomes false); every other
     weight is kept bit for bit."""
     small = {k: data[k] for k in ("format", "obs_version", "obs_size", "num_actions",
                                   "model_config", "model", "global_step")}
-    if data.get("distill") is not None:  # checked by whoever reads it (training.ship)
-        small["distill"] = data["distill"]
+    for key in ("distill", "resumes"):  # checked by whoever reads them (training.ship)
+        if data.get(key) is not None:
+            small[key] = data[key]
     if trained_with_oracle_critic(data):
         small["model"] = {k: v for k, v in data["model"].items()
                           if not k.startswith("value_head.")}

@@ -28,6 +28,7 @@ from .config import (OUTPUT_FOLDERS, ConfigError, TrainConfig, check_pool_played
                      parse_overrides)
 from .engine_state import accepts, is_live_mersenne_key, is_numpy_state, is_torch_state
 from .ppo import trained_parameters
+from .resume_record import resume_record
 
 #: torch's CPU generator state (``torch.get_rng_state()``) is this many bytes.
 TORCH_RNG_BYTES = torch.get_rng_state().numel()
@@ -225,10 +226,10 @@ def trained_networks(model, critic=None, guess=None) -> dict:
     return {name: network for name, network in networks.items() if network is not None}
 
 
-def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) -> None:
+def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) -> list[dict]:
     """Every resume piece but the engine's (checked as it loads: :func:`load_engine`), against
     fresh networks built from ``cfg`` (``guess``: the hand-guess head, with ``hand_coef``);
-    nothing is changed."""
+    nothing is changed.  Returns the resumed run's record of resumes (:mod:`.resume_record`)."""
     check_counters(data, cfg, path)
     check_rng(data.get("rng"), path)
     for name, network in trained_networks(model, critic, guess).items():
@@ -237,6 +238,7 @@ def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) 
     check_optimizer(data.get("optimizer"), trained_parameters(model, critic, guess), path)
     check_pool(data.get("pool"), cfg, path)
     check_fingerprints(data.get("fingerprints"), cfg.num_matches, path)
+    return resume_record(data, saved_values(data), cfg, path)
 
 
 def load_engine(engine, state, path) -> None:

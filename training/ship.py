@@ -42,6 +42,7 @@ from .config import OUTPUT_FOLDERS, load_config
 from .config_yaml import PACKAGED_CONFIGS
 from .distill_record import distill_facts
 from .model_card import BAR_PAIRS, QUALITY_BARS, card_markdown, run_opponents
+from .resume_record import resumes_of, resumes_text
 
 
 def _row(opponent: str, result) -> dict:
@@ -118,6 +119,10 @@ def _check_config(data: dict, path, distilled: bool, writes_command: bool = True
             raise CheckpointError(f"{path}: 'config' {key}: {shown(value)} must be {COMMAND_TEXT}"
                                   " to go into the model card's training command (or give the "
                                   "command: --train-command)")
+    resumed = resumes_text(resumes_of(data, path))  # (a record that is not one: refused)
+    if writes_command and not _command_text(resumed):
+        raise CheckpointError(f"{path}: 'resumes' in words, {shown(resumed)}, must be "
+                              f"{COMMAND_TEXT} (or give the command: --train-command)")
     problem = network_disagreement(saved, cfg, data["model_config"], widened=distilled)
     if problem:
         raise CheckpointError(f"{path}: 'config' {problem}")
@@ -148,7 +153,8 @@ def training_command(data: dict, distilled: bool) -> str:
     that run's defaults): ``make train`` for ``configs/default.yaml``'s values, else that file
     with ``--set`` for each value that differs (keys that only name outputs or progress left
     out); a distilled policy's rounds of ``training.distill`` are named after it (the card's
-    ``distill`` facts).  Without a config, or without that file (the package holds it:
+    ``distill`` facts), and a run resumed with other learning settings says so, each resume's
+    step and changes (:mod:`.resume_record`).  Without a config, or without that file (the package holds it:
     :data:`~.config_yaml.PACKAGED_CONFIGS`), it says so: ``--train-command`` gives the command
     then."""
     from .resume import saved_values
@@ -165,8 +171,11 @@ def training_command(data: dict, distilled: bool) -> str:
     command = "make train" if not changed else shlex.join(
         ["python", "-m", "training.train", "--config", "configs/default.yaml",
          *(part for setting in changed for part in ("--set", setting))])
+    resumed = resumes_text(resumes_of(data, "the checkpoint"))
     return command + ("   # then python -m training.distill (see the card's 'distill')"
-                      if distilled else "")
+                      if distilled else "") + (
+        f"   # resumed with other settings ({resumed}): one run of it trains other weights"
+        if resumed else "")
 
 
 def _check_card_agents(agents) -> None:

@@ -140,9 +140,9 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
     engine = ENGINES[cfg.engine](cfg.num_matches, cfg.seed, cfg.target, cfg.max_rounds,
                                  cfg.points_scale, cfg.win_reward, cfg.opponent_fraction, pool,
                                  **on_device)
-    start_update, global_step, wall_before = 0, 0, 0.0
+    start_update, global_step, wall_before, resumes = 0, 0, 0.0, []
     if resume is not None:
-        check_resume(resume, cfg, model, critic, resume_path, guess)  # all but the engine's
+        resumes = check_resume(resume, cfg, model, critic, resume_path, guess)  # (not engine)
         for name, network in trained_networks(model, critic, guess).items():
             network.load_state_dict(resume[name])
         optimizer.load_state_dict(optimizer_state(resume["optimizer"], optimizer))
@@ -193,7 +193,8 @@ def train(cfg: TrainConfig, resume: dict | None = None, final_table: bool = True
         return save_training_checkpoint(ckpt_dir, model, optimizer, cfg, global_step, update,
                                         saved_wall, engine_state,
                                         pool.state_dict() if pool is not None else None, critic,
-                                        guess, {**eval_files, **(pool.files if pool else {})})
+                                        guess, {**eval_files, **(pool.files if pool else {})},
+                                        resumes)
 
     def logs_stopped(reason: str) -> str:  # LogsError's message: the checkpoints are whole
         last = checkpoint or (resume_path if resume is not None else None)
