@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 from sevenrocks_env import arguments  # noqa: E402
 from sevenrocks_env.arena import check_settings, check_workers, evaluate, split_name  # noqa: E402
 from sevenrocks_env.atomic_file import atomic_path, check_output_file  # noqa: E402
-from training.config import ConfigError, load_config  # noqa: E402
+from training.config import ConfigError, check_set_once, load_config  # noqa: E402
 from training.opponents import PAST  # noqa: E402
 from training.train import run_folders, train  # noqa: E402
 
@@ -102,6 +102,7 @@ def best_response_config(opponent: str, steps: int, seed: int, out: Path, smoke:
     if opponent == PAST:
         raise ConfigError("the frozen opponent must be an agent spec (ckpt:PATH, heuristic...); "
                           "'past' is the run's own snapshot", "opponents")
+    check_set_once(overrides)  # the user's own given twice (the script's come first, then these)
     for text in overrides:
         key = text.partition("=")[0].strip()
         if key in OWN_OPTIONS:

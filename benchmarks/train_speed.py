@@ -25,7 +25,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.config import ConfigError, load_config  # noqa: E402
+from training.config import ConfigError, check_set_once, load_config  # noqa: E402
+from training.config_yaml import config_file  # noqa: E402
 from training.opponents import OpponentPool  # noqa: E402
 from training.ppo import compute_gae, ppo_update  # noqa: E402
 from training.batched_rollout import BatchedSelfPlayEngine  # noqa: E402
@@ -100,6 +101,12 @@ def main(argv=None) -> int:
     parser.add_argument("--batched-set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config field for the batched engine only (repeatable)")
     args = parser.parse_args(argv)
+    args.config = config_file(args.config)  # (a path, or default / smoke: the package's)
+    for option, given in (("--set", args.set), ("--batched-set", args.batched_set)):
+        try:  # (the user's own, given twice; the script layers its values on them)
+            check_set_once(given)
+        except ConfigError as error:
+            parser.error(f"{option}: {str(error).removeprefix('--set ')}")
     sized = [(option, f"{key}={value}") for option, key, value in (
         ("--matches", "num_matches", args.matches), ("--steps", "num_steps", args.steps)) if value]
     for option, item in sized:  # its own bound, in its own name (it read "--set: num_matches")

@@ -299,6 +299,12 @@ def test_train_speed_main_skips_the_pool_row_without_a_pool_share_and_has_the_us
                                     "'python']"),
     (["--batched-set", "device=cuda:7"], "device 'cuda:7': CUDA is not available here"),
     (["--engines", "python,python"], "--engines: 'python,python' names an engine twice"),
+    # the last of two won without a word, as in the trainer (which refuses it)
+    (["--set", "seed=1", "--set", "seed=2"], "--set: seed is given twice ('seed=1', then"),
+    (["--batched-set", "num_matches=8", "--batched-set", "num_matches=16"],
+     "--batched-set: num_matches is given twice"),
+    # the trainer's packaged configs are named as it names them
+    (["--config", "smoke", "--engines", "python,bogus"], "--engines: unknown ['bogus']"),
 ])
 def test_train_speed_refuses_an_engine_or_device_before_measuring(monkeypatch, capsys, argv,
                                                                   error):

@@ -137,6 +137,9 @@ def test_training_config_pits_every_match_against_the_frozen_spec(tmp_path):
     assert cfg.total_steps == 1000 and cfg.max_minutes == 0 and cfg.engine == "batched"
     assert cfg.num_matches == 4 and cfg.hidden_sizes == [256, 256]   # default.yaml otherwise
     assert Path(cfg.checkpoint_dir) == tmp_path / "ckpt"
+    with pytest.raises(best_response.ConfigError, match="--set seed is given twice"):
+        best_response.best_response_config("heuristic", 1000, 5, tmp_path,
+                                           overrides=["seed=1", "num_steps=8", "seed=2"])
 
 
 @pytest.mark.parametrize("opponent, message", [

@@ -118,7 +118,8 @@ def test_preference_is_the_teacher_s_value_of_its_action_minus_the_other_s():
 def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     torch.manual_seed(2)
     init_data = policy_entries(PolicyNet((32, 32)), 7)
-    init_data.update(config={"seed": 9}, wall_time=61.5)  # the init's run, carried to the card
+    init_data.update(config={"seed": 9}, wall_time=61.5,  # the init's run, carried to the card
+                     resumes=[{"step": 3, "set": {"learning_rate": [0.1, 0.2]}}])
     init = save_checkpoint(tmp_path / "init.pt", init_data)
     labels = distill.save_labels(tmp_path / "l.npz", collected, "search:samples=4")
     out = tmp_path / "student.pt"
@@ -135,6 +136,7 @@ def test_run_from_a_labels_file_writes_a_loadable_policy(tmp_path, collected):
     assert changed, "training left every weight as it was"
     student = read_checkpoint(out)
     assert (student["global_step"], student["config"], student["wall_time"]) == (7, {"seed": 9}, 61.5)
+    assert student["resumes"] == init_data["resumes"]  # (the card's command: other weights)
     # the recorded arguments name the labels' teacher, not the unused --teacher default
     assert student["distill"]["args"]["teacher"] == "search:samples=4"
     # and not the collection's options it never used (their defaults)
@@ -267,6 +269,7 @@ def test_the_command_line_ends_an_interrupted_or_failed_run_in_one_line(
     ({"global_step": 1.7}, "'global_step' must be an int"),
     ({"wall_time": float("inf")}, "'wall_time' must be a number of seconds"),
     ({"config": "x" * 100_000}, "'config' must be a dict"),
+    ({"resumes": None}, "'resumes' must be a list of"),
 ])
 def test_the_init_s_run_facts_are_checked_before_any_work(tmp_path, facts, words):
     """The init's run is copied into the student's file: checked at the start, not after

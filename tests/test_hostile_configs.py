@@ -318,6 +318,8 @@ def test_config_default_and_smoke_name_the_packaged_configs_where_no_such_file_i
         load_config(config_file("configs/default.yaml"))
     assert main(["--config", "default", "--set", "total_steps=-1"]) == 2  # the file was read
     assert capsys.readouterr().err.startswith("error: --set: total_steps: ")
+    (tmp_path / "smoke").mkdir()  # a folder of that name is no config file
+    assert config_file("smoke") == PACKAGED_CONFIGS["smoke"]
     (tmp_path / "default").write_text("seed: 3\n")
     assert config_file("default") == Path("default") and load_config("default").seed == 3
     assert not (tmp_path / "runs").exists() and not (tmp_path / "checkpoints").exists()

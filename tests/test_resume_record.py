@@ -55,7 +55,40 @@ def test_a_resume_with_other_learning_settings_is_recorded_and_the_card_says_so(
     assert "#" not in training_command(dict(data, resumes=[]), False)
 
 
+def test_only_what_changes_the_weights_is_recorded(tmp_path):
+    """An older run's missing fields read as that run's defaults (they were recorded as
+    ``null -> default``); evaluation and checkpoint settings, and total_steps where no schedule
+    uses it, resume bit for bit."""
+    from training.config import TrainConfig
+    from training.resume_record import resume_record
+    cfg = TrainConfig()
+    data = {"global_step": 7}
+    assert resume_record(data, cfg, cfg.model_copy(update={
+        "eval_pairs": 9, "eval_seed": 3, "checkpoint_every": 4, "max_minutes": 2.0,
+        "final_eval_pairs": 5, "eval_every": 0, "run_name": "x"}), "f.pt") == []
+    steps = cfg.model_copy(update={"total_steps": cfg.total_steps * 2})
+    assert resume_record(data, cfg, steps, "f.pt") == [  # the learning rate's schedule
+        {"step": 7, "set": {"total_steps": [cfg.total_steps, cfg.total_steps * 2]}}]
+    flat = cfg.model_copy(update={"anneal_lr": False})
+    assert resume_record(data, flat, flat.model_copy(update={"total_steps": 10 ** 7}),
+                         "f.pt") == []
+    annealed = flat.model_copy(update={"ent_coef_final": 0.0})
+    assert resume_record(data, annealed, annealed.model_copy(update={"total_steps": 10 ** 7}),
+                         "f.pt") != []
+    # through --resume: a run whose file lacks fields that came later
+    train(_smoke(tmp_path, "total_steps=256", "eval_every=0"), final_table=False)
+    older = _latest(tmp_path)
+    for key in ("action_scorer", "scorer_sizes", "hand_coef", "target_kl"):
+        del older["config"][key]
+    torch.save(older, tmp_path / "older.pt")
+    assert main(["--resume", str(tmp_path / "older.pt"), "--set", "run_name=again", "--set",
+                 "total_steps=512", "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    again = torch.load(tmp_path / "ckpt" / "again" / "latest.pt", weights_only=True)
+    assert again["resumes"] == [{"step": 256, "set": {"total_steps": [256, 512]}}]
+
+
 @pytest.mark.parametrize("record, why", [
+    (None, "null"), (5, "a number"), ("x", "text"),
     ({"step": 1}, "not a list"),
     ([{"step": 1.0, "set": {"seed": [1, 2]}}], "a float step"),
     ([{"step": -1, "set": {"seed": [1, 2]}}], "a negative step"),

@@ -131,10 +131,10 @@ def test_training_on_cuda_writes_cpu_checkpoints_that_resume_on_either_device(tm
     devices = {tensor.device.type for tensor in _tensors(data)}
     assert devices == {"cpu"}
     assert all(bool(torch.isfinite(t).all()) for t in data["model"].values())
-    assert main(["--resume", str(ckpt_dir / "step_256.pt"), "--set", "device=cpu",
-                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    assert main(["--resume", str(ckpt_dir / "step_256.pt"), "--set", "device=cpu",  # (back over
+                 "--set", "final_eval_pairs=1", "--force", *_folders(tmp_path)]) == 0  # 768's)
     on_cpu = torch.load(ckpt_dir / "latest.pt", weights_only=True)
     assert on_cpu["config"]["device"] == "cpu" and on_cpu["global_step"] == 768
     assert main(["--resume", str(ckpt_dir / "step_512.pt"), "--set", "device=cuda",
-                 "--set", "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+                 "--set", "final_eval_pairs=1", "--force", *_folders(tmp_path)]) == 0
     assert torch.load(ckpt_dir / "latest.pt", weights_only=True)["config"]["device"] == "cuda"

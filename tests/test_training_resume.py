@@ -270,9 +270,9 @@ def test_resuming_an_earlier_checkpoint_in_its_own_folder_is_refused(tmp_path, c
     first = ckpt_dir / "step_256.pt"
     assert main(["--resume", str(first), "--set", "learning_rate=1e-3", *_folders(tmp_path)]) == 2
     assert capsys.readouterr().err == (
-        f"error: {ckpt_dir} holds this run's later checkpoints (latest.pt at step 768; "
+        f"error: {ckpt_dir} holds this run's later checkpoints (latest.pt at step 768, "
         "step_512.pt, step_768.pt): resuming step 256 there would overwrite some and mix the rest"
-        " with the new run's; resume latest.pt, write the new run elsewhere (--set "
+        " with the new run's; resume the newest, write the new run elsewhere (--set "
         "run_name=NEW), or --force\n")
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
     assert main(["--resume", str(first), "--set", "run_name=branch", "--set", "total_steps=512",
@@ -282,6 +282,19 @@ def test_resuming_an_earlier_checkpoint_in_its_own_folder_is_refused(tmp_path, c
     assert main(["--resume", str(first), "--set", "total_steps=512", "--set",
                  "final_eval_pairs=1", "--force", *_folders(tmp_path)]) == 0  # as the user says
     assert torch.load(ckpt_dir / "latest.pt", weights_only=True)["global_step"] == 512
-    (ckpt_dir / "latest.pt").write_bytes(b"damaged")  # an earlier file is the way past it
-    assert main(["--resume", str(first), "--set", "total_steps=512", "--set",
-                 "final_eval_pairs=1", *_folders(tmp_path)]) == 0
+    # without a readable latest.pt the step files say what is newer; without them, latest.pt
+    again = ["--resume", str(first), "--set", "total_steps=512", "--set", "final_eval_pairs=1",
+             *_folders(tmp_path)]
+    (ckpt_dir / "latest.pt").write_bytes(b"damaged")
+    assert main(again) == 2
+    assert "later checkpoints (step_512.pt, step_768.pt): resuming step 256" in \
+        capsys.readouterr().err
+    (ckpt_dir / "latest.pt").unlink()
+    assert main(again) == 2 and "later checkpoints (step_512.pt, step_768.pt)" in \
+        capsys.readouterr().err
+    assert main([*again, "--force"]) == 0  # (a latest.pt at 512 again)
+    for path in set(ckpt_dir.glob("step_*.pt")) - {first}:  # later step files pruned
+        path.unlink()
+    assert main(again) == 2
+    assert "later checkpoints (latest.pt at step 512): resuming step 256" in \
+        capsys.readouterr().err

@@ -238,26 +238,29 @@ def check_not_complete(ckpt_dir, data: dict, num_updates: int) -> None:
 
 def check_nothing_later(ckpt_dir, data: dict) -> None:
     """:class:`ConfigError` for a resume (``data``) in its own run folder ``ckpt_dir`` that goes
-    back over the run's newer checkpoints (its ``latest.pt`` of a later step): the resumed run
-    would overwrite some of them (``step_N.pt``), leave the others beside its own and hide their
-    TensorBoard points (a resume's ``purge_step``), without a word.  An unreadable
-    ``latest.pt`` is no objection (resuming an earlier file is how a run gets past it)."""
+    back over the run's newer state: its ``latest.pt`` of a later step, or where that file is
+    missing or unreadable, a ``step_N.pt`` of a later step (a ``latest.pt`` of the resumed step
+    is the run's newest state, whatever step files an earlier run left there).  The resumed run
+    would overwrite some of them, leave the others beside its own and hide their TensorBoard
+    points (a resume's ``purge_step``), without a word."""
     step = data["global_step"]
     later = sorted(int(path.name[5:-3]) for path in Path(ckpt_dir).glob("step_*.pt")
                    if path.name[5:-3].isdigit() and path.name[5:-3].isascii()
                    and len(path.name) < 30 and int(path.name[5:-3]) > step)
-    if not later:
-        return
-    try:
-        latest = read_checkpoint(Path(ckpt_dir) / "latest.pt").get("global_step")
-    except CheckpointError:
-        return
-    if type(latest) is int and latest > step:
-        shown_later = ", ".join(f"step_{n}.pt" for n in later[:3]) + (", ..." if later[3:] else "")
-        raise ConfigError(f"{ckpt_dir} holds this run's later checkpoints (latest.pt at step "
-                          f"{latest}; {shown_later}): resuming step {step} there would overwrite "
-                          "some and mix the rest with the new run's; resume latest.pt, write the "
-                          "new run elsewhere (--set run_name=NEW), or --force", "run_name")
+    latest = None
+    if (Path(ckpt_dir) / "latest.pt").is_file():
+        try:
+            latest = read_checkpoint(Path(ckpt_dir) / "latest.pt").get("global_step")
+        except CheckpointError:
+            pass
+    newer = latest > step if type(latest) is int else bool(later)
+    if newer:
+        names = ([f"latest.pt at step {latest}"] if type(latest) is int else []) + \
+            [f"step_{n}.pt" for n in later[:3]] + (["..."] if later[3:] else [])
+        raise ConfigError(f"{ckpt_dir} holds this run's later checkpoints ({', '.join(names)}): "
+                          f"resuming step {step} there would overwrite some and mix the rest "
+                          "with the new run's; resume the newest, write the new run elsewhere "
+                          "(--set run_name=NEW), or --force", "run_name")
 
 
 def load_training_checkpoint(path) -> dict:

@@ -33,11 +33,12 @@ PACKAGED_CONFIGS = {name: Path(__file__).resolve().parent / "configs" / f"{name}
 
 
 def config_file(text: str) -> Path:
-    """The file ``--config TEXT`` names: the path ``TEXT``, or where no such file is, the
-    packaged config of that name (``default``: make train's; ``smoke``); a path that is
-    neither is read as given (its error then names the packaged ones too)."""
+    """The file ``--config TEXT`` names: the path ``TEXT``, or where no such file is (nothing,
+    or a folder of that name), the packaged config of that name (``default``: make train's;
+    ``smoke``); a path that is neither is read as given (its error then names the packaged
+    ones too)."""
     path = Path(text).expanduser()
-    if not path.exists() and text in PACKAGED_CONFIGS:
+    if not path.is_file() and text in PACKAGED_CONFIGS:
         return PACKAGED_CONFIGS[text]
     return path
 

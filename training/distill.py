@@ -71,6 +71,7 @@ from .distill_labels import MAX_VALUE, LabelsError, join_labels_files, labels_fi
     load_labels_files, save_labels
 from .interrupt import ctrl_c_as_keyboard_interrupt
 from .networks import widen
+from .resume_record import resumes_of
 
 
 NO_VALUES = ("temperature > 0 needs the teacher's values, and these labels have none (collected "
@@ -273,6 +274,7 @@ def _run(args: Args, log) -> dict:
                          "widths, none narrower than the init's") from None
     # the run that trained the init goes into the student's file: checked now, not after hours
     init_run = run_facts({"global_step": 0} | init_data, args.init)
+    init_resumes = resumes_of(init_data, args.init)  # (checked now: the card shows them)
     earlier = rounds_before(init_data, args.init)  # the init's own distillation, if any
     # --out must not be a file the run reads: the init, the labels, the teacher's network
     files = labels_file_names(args.labels) if args.labels else []
@@ -305,6 +307,7 @@ def _run(args: Args, log) -> dict:
     data = policy_entries(student, init_run["global_step"])
     # the run that trained the init, for the model card (``training.ship`` checks them again)
     data.update({key: init_run[key] for key in ("config", "wall_time") if key in init_data})
+    data.update({"resumes": init_resumes} if init_resumes else {})
     data["distill"] = {"teacher": teacher, "labels": int(len(labels["action"])), **result,
                        **({"earlier": earlier} if earlier else {}),
                        # with --labels the teacher is the files', and the collection's other

@@ -238,7 +238,8 @@ def check_resume(data: dict, cfg: TrainConfig, model, critic, path, guess=None) 
     check_optimizer(data.get("optimizer"), trained_parameters(model, critic, guess), path)
     check_pool(data.get("pool"), cfg, path)
     check_fingerprints(data.get("fingerprints"), cfg.num_matches, path)
-    return resume_record(data, saved_values(data), cfg, path)
+    before = config_from_dict(saved_values(data), "config", agents=False)  # (resumed_config's)
+    return resume_record(data, before, cfg, path)
 
 
 def load_engine(engine, state, path) -> None:

@@ -9,8 +9,9 @@ after such a resume carries the record, and so does its exported policy file:
     [{"step": 1024, "set": {"learning_rate": [0.00025, 0.001]}}, ...]
 
 each resume's step and the learning settings it changed, ``[before, after]``.  Changes of
-:data:`RESUME_NEUTRAL` keys (where the run writes, how it reports, when it stops: a resumed run
-goes on bit for bit) are not recorded.  The record is read from files others send: it is
+:data:`RESUME_NEUTRAL` keys (where the run writes, how it reports and evaluates, when it stops
+and checkpoints: a resumed run goes on bit for bit), and of ``total_steps`` where no schedule
+depends on it (``anneal_lr`` false, no ``ent_coef_final``), are not recorded.  The record is read from files others send: it is
 checked (:func:`resumes_of`) before it is extended or printed.
 """
 
@@ -24,8 +25,9 @@ from sevenrocks_env.policy import CheckpointError
 from .config import OUTPUT_FOLDERS, TrainConfig
 
 #: Keys whose change on ``--resume`` leaves the weights those of one run of the final config.
-RESUME_NEUTRAL = frozenset({"run_name", "progress", "max_minutes", "eval_every", "eval_agents",
-                            "final_eval_pairs", *OUTPUT_FOLDERS})
+RESUME_NEUTRAL = frozenset({"run_name", "progress", "max_minutes", "checkpoint_every",
+                            "eval_every", "eval_agents", "eval_pairs", "final_eval_pairs",
+                            "eval_seed", *OUTPUT_FOLDERS})
 #: Most resumes a record holds, and the most characters of it as JSON.
 MAX_RESUMES = 1000
 MAX_RECORD_CHARS = 64_000
@@ -37,11 +39,11 @@ def resumes_of(data: dict, path) -> list[dict]:
     in order; :class:`CheckpointError` naming ``path`` otherwise."""
     record = data.get("resumes", [])
     try:
-        size = len(json.dumps(record, allow_nan=False))
+        size = len(json.dumps(record, allow_nan=False)) if isinstance(record, list) else None
     except (TypeError, ValueError, RecursionError):
         size = None
     steps = [entry.get("step") if isinstance(entry, dict) else None
-             for entry in record] if isinstance(record, list) else [None]
+             for entry in record] if size is not None else [None]
     if size is None or size > MAX_RECORD_CHARS or len(record) > MAX_RESUMES \
             or not all(type(step) is int and 0 <= step <= 10 ** 12 for step in steps) \
             or steps != sorted(steps) or not all(_entry(entry) for entry in record):
@@ -59,14 +61,18 @@ def _entry(entry: dict) -> bool:
                 for key, pair in changed.items())
 
 
-def resume_record(data: dict, saved: dict, cfg: TrainConfig, path) -> list[dict]:
+def resume_record(data: dict, before: TrainConfig, cfg: TrainConfig, path) -> list[dict]:
     """The record a run resumed from checkpoint ``data`` keeps: the file's (checked), and this
-    resume's learning settings that differ between ``saved`` (the file's config, as
-    ``--resume`` reads it) and ``cfg`` (after ``--set``), if any."""
+    resume's learning settings that differ between ``before`` (the file's config as
+    ``--resume`` reads it: an older run's missing fields its defaults) and ``cfg`` (after
+    ``--set``), if any."""
     record = resumes_of(data, path)
-    now = cfg.as_dict()
-    changed = {key: [saved.get(key), value] for key, value in now.items()
-               if key not in RESUME_NEUTRAL and saved.get(key) != value}
+    saved, now = before.as_dict(), cfg.as_dict()
+    scheduled = cfg.anneal_lr or before.anneal_lr or cfg.ent_coef_final is not None \
+        or before.ent_coef_final is not None  # (what total_steps' updates are spread over)
+    neutral = RESUME_NEUTRAL | (set() if scheduled else {"total_steps"})
+    changed = {key: [saved[key], value] for key, value in now.items()
+               if key not in neutral and saved[key] != value}
     return [*record, {"step": data["global_step"], "set": changed}] if changed else list(record)
 
 
