@@ -109,6 +109,10 @@ def main(argv=None) -> int:
             parser.error(f"{option}: {str(error).removeprefix('--set ')}")
     sized = [(option, f"{key}={value}") for option, key, value in (
         ("--matches", "num_matches", args.matches), ("--steps", "num_steps", args.steps)) if value]
+    for option, item in sized:  # (the option came last and won without a word)
+        key = item.partition("=")[0]
+        if any(text.partition("=")[0].strip() == key for text in args.set):
+            parser.error(f"--set {key} and {option} both give {key}: give one")
     for option, item in sized:  # its own bound, in its own name (it read "--set: num_matches")
         try:
             load_config(args.config, [item])

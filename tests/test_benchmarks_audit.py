@@ -303,6 +303,7 @@ def test_train_speed_main_skips_the_pool_row_without_a_pool_share_and_has_the_us
     (["--set", "seed=1", "--set", "seed=2"], "--set: seed is given twice ('seed=1', then"),
     (["--batched-set", "num_matches=8", "--batched-set", "num_matches=16"],
      "--batched-set: num_matches is given twice"),
+    (["--set", "num_matches=4", "--matches", "8"], "--set num_matches and --matches both give"),
     # the trainer's packaged configs are named as it names them
     (["--config", "smoke", "--engines", "python,bogus"], "--engines: unknown ['bogus']"),
 ])

@@ -161,6 +161,7 @@ def test_file_size_is_bounded(tmp_path, monkeypatch):
     ('seed="5.0"', "seed: a whole number is written without quotes (quoted, it is text), got"),
     # (it said "Input should be a valid integer, got '5000000'")
     ('total_steps="5000000"', "total_steps: a whole number is written without quotes"),
+    ('seed="5.5"', "seed: Input should be a valid integer, got '5.5'"),  # not a whole one
     ("hidden_sizes=['64']", "hidden_sizes[0]: a whole number is written without quotes"),
     # the shell ate the quotes: the list split a spec at its comma
     ("opponents=[greedy,sample:policy=shipped,temperature=0.5]",

@@ -66,6 +66,9 @@ def test_only_what_changes_the_weights_is_recorded(tmp_path):
     assert resume_record(data, cfg, cfg.model_copy(update={
         "eval_pairs": 9, "eval_seed": 3, "checkpoint_every": 4, "max_minutes": 2.0,
         "final_eval_pairs": 5, "eval_every": 0, "run_name": "x"}), "f.pt") == []
+    whole = cfg.model_copy(update={"total_steps": cfg.num_updates * cfg.batch_size})
+    more = cfg.model_copy(update={"total_steps": whole.total_steps + cfg.batch_size - 1})
+    assert whole.num_updates == more.num_updates and resume_record(data, whole, more, "f.pt") == []
     steps = cfg.model_copy(update={"total_steps": cfg.total_steps * 2})
     assert resume_record(data, cfg, steps, "f.pt") == [  # the learning rate's schedule
         {"step": 7, "set": {"total_steps": [cfg.total_steps, cfg.total_steps * 2]}}]

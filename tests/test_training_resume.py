@@ -282,6 +282,11 @@ def test_resuming_an_earlier_checkpoint_in_its_own_folder_is_refused(tmp_path, c
     assert main(["--resume", str(first), "--set", "total_steps=512", "--set",
                  "final_eval_pairs=1", "--force", *_folders(tmp_path)]) == 0  # as the user says
     assert torch.load(ckpt_dir / "latest.pt", weights_only=True)["global_step"] == 512
+    # step_768.pt is of the history the rewind went back over: resumed there, it mixed the two
+    assert main(["--resume", str(ckpt_dir / "step_768.pt"), "--set", "final_eval_pairs=1",
+                 *_folders(tmp_path)]) == 2
+    assert (f"{ckpt_dir}'s latest.pt is at step 512, before the resumed step 768: the file is "
+            "of another history of this run") in capsys.readouterr().err
     # without a readable latest.pt the step files say what is newer; without them, latest.pt
     again = ["--resume", str(first), "--set", "total_steps=512", "--set", "final_eval_pairs=1",
              *_folders(tmp_path)]

@@ -242,7 +242,8 @@ def check_nothing_later(ckpt_dir, data: dict) -> None:
     missing or unreadable, a ``step_N.pt`` of a later step (a ``latest.pt`` of the resumed step
     is the run's newest state, whatever step files an earlier run left there).  The resumed run
     would overwrite some of them, leave the others beside its own and hide their TensorBoard
-    points (a resume's ``purge_step``), without a word."""
+    points (a resume's ``purge_step``), without a word.  A file of a later step than
+    ``latest.pt``'s comes from a history a ``--force`` rewind left: refused too."""
     step = data["global_step"]
     later = sorted(int(path.name[5:-3]) for path in Path(ckpt_dir).glob("step_*.pt")
                    if path.name[5:-3].isdigit() and path.name[5:-3].isascii()
@@ -253,6 +254,11 @@ def check_nothing_later(ckpt_dir, data: dict) -> None:
             latest = read_checkpoint(Path(ckpt_dir) / "latest.pt").get("global_step")
         except CheckpointError:
             pass
+    if type(latest) is int and latest < step:  # a --force rewind's discarded branch
+        raise ConfigError(f"{ckpt_dir}'s latest.pt is at step {latest}, before the resumed step "
+                          f"{step}: the file is of another history of this run (one a --force "
+                          "rewind went back over), and resuming it there would mix the two; "
+                          "write it elsewhere (--set run_name=NEW), or --force", "run_name")
     newer = latest > step if type(latest) is int else bool(later)
     if newer:
         names = ([f"latest.pt at step {latest}"] if type(latest) is int else []) + \

@@ -32,7 +32,8 @@ def _integral(value):
     anything else is left for the strict int check."""
     if isinstance(value, str) and len(value) <= 40 and _E_NOTATION.fullmatch(value):
         value = float(value)
-    elif isinstance(value, str) and len(value) <= 40 and _QUOTED_NUMBER.fullmatch(value):
+    elif isinstance(value, str) and len(value) <= 40 and _QUOTED_NUMBER.fullmatch(value) \
+            and float(value.replace("_", "")).is_integer():  # ("5.5": not a whole number)
         raise ValueError("a whole number is written without quotes (quoted, it is text)")
     if isinstance(value, float) and math.isfinite(value) and value.is_integer() \
             and abs(value) <= 2 ** 53:

@@ -11,7 +11,8 @@ after such a resume carries the record, and so does its exported policy file:
 each resume's step and the learning settings it changed, ``[before, after]``.  Changes of
 :data:`RESUME_NEUTRAL` keys (where the run writes, how it reports and evaluates, when it stops
 and checkpoints: a resumed run goes on bit for bit), and of ``total_steps`` where no schedule
-depends on it (``anneal_lr`` false, no ``ent_coef_final``), are not recorded.  The record is read from files others send: it is
+depends on it (``anneal_lr`` false, no ``ent_coef_final``) or its number of updates stays the
+same, are not recorded.  The record is read from files others send: it is
 checked (:func:`resumes_of`) before it is extended or printed.
 """
 
@@ -70,7 +71,8 @@ def resume_record(data: dict, before: TrainConfig, cfg: TrainConfig, path) -> li
     saved, now = before.as_dict(), cfg.as_dict()
     scheduled = cfg.anneal_lr or before.anneal_lr or cfg.ent_coef_final is not None \
         or before.ent_coef_final is not None  # (what total_steps' updates are spread over)
-    neutral = RESUME_NEUTRAL | (set() if scheduled else {"total_steps"})
+    same_updates = cfg.num_updates == before.num_updates  # (2048 -> 2300: 8 updates of 256)
+    neutral = RESUME_NEUTRAL | (set() if scheduled and not same_updates else {"total_steps"})
     changed = {key: [saved[key], value] for key, value in now.items()
                if key not in neutral and saved[key] != value}
     return [*record, {"step": data["global_step"], "set": changed}] if changed else list(record)
