@@ -235,5 +235,8 @@ def test_the_trainer_s_messages_without_max_minutes_and_with_a_long_final_evalua
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert first.startswith("run smoke (logs ") and "training stops" not in first
-    assert re.search(r"run smoke: 256 steps, (0\.0\d*|\d(\.\d+)?e-\d+) min of training \(10\.0 "
-                     r"with the final evaluation\)", out)
+    # (the minutes are wall time: a busy machine's 256 steps can take 0.1 min or more)
+    found = re.search(r"run smoke: 256 steps, (\S+) min of training \((\S+) with the final "
+                      r"evaluation\)", out)
+    training, with_evaluation = float(found[1]), float(found[2])
+    assert training < 5 and 9.9 <= with_evaluation - training < 15
