@@ -312,7 +312,8 @@ def test_config_default_and_smoke_name_the_packaged_configs_where_no_such_file_i
     monkeypatch.chdir(tmp_path)
     for name in ("default", "smoke"):
         assert config_file(name) == PACKAGED_CONFIGS[name]
-        assert PACKAGED_CONFIGS[name].read_bytes() == (ROOT / "configs" / f"{name}.yaml").read_bytes()
+        packaged = PACKAGED_CONFIGS[name].read_bytes()
+        assert packaged == (ROOT / "configs" / f"{name}.yaml").read_bytes()
     assert load_config(config_file("smoke")) == load_config(SMOKE)
     with pytest.raises(ConfigError, match=r"No such file.*: --config default \(make train's\) "
                                           r"or --config smoke$"):

@@ -312,9 +312,9 @@ def run_facts(data: dict, path) -> dict:
 def policy_only(data: dict) -> dict:
     """The policy keys of a validated checkpoint dict (:func:`run_facts` too), for playing, and
     a distilled policy's ``distill`` record (what its card says of it: shipping the shipped file
-    again kept no distillation row) and a resumed run's ``resumes`` (:mod:`.resume_record`).  A policy trained with the oracle critic loses its value
-    head, which was never trained (``model_config["value_head"]`` becomes false); every other
-    weight is kept bit for bit."""
+    again kept no distillation row) and a resumed run's ``resumes`` (:mod:`.resume_record`).
+    A policy trained with the oracle critic loses its value head, which was never trained
+    (``model_config["value_head"]`` becomes false); every other weight is kept bit for bit."""
     small = {k: data[k] for k in ("format", "obs_version", "obs_size", "num_actions",
                                   "model_config", "model", "global_step")}
     for key in ("distill", "resumes"):  # checked by whoever reads them (training.ship)

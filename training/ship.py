@@ -154,9 +154,9 @@ def training_command(data: dict, distilled: bool) -> str:
     with ``--set`` for each value that differs (keys that only name outputs or progress left
     out); a distilled policy's rounds of ``training.distill`` are named after it (the card's
     ``distill`` facts), and a run resumed with other learning settings says so, each resume's
-    step and changes (:mod:`.resume_record`).  Without a config, or without that file (the package holds it:
-    :data:`~.config_yaml.PACKAGED_CONFIGS`), it says so: ``--train-command`` gives the command
-    then."""
+    step and changes (:mod:`.resume_record`).  Without a config, or without that file (the
+    package holds it: :data:`~.config_yaml.PACKAGED_CONFIGS`), it says so: ``--train-command``
+    gives the command then."""
     from .resume import saved_values
     if not data.get("config"):
         return "not recorded (the checkpoint holds no run config; --train-command gives it)"
