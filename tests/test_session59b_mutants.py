@@ -173,7 +173,9 @@ def test_train_speed_names_no_option_for_another_s_refusal(capsys, argv, plain):
     assert "--matches" not in line and "--steps" not in line
 
 
-def test_train_speed_s_matches_wins_over_a_set_num_matches(monkeypatch, one_torch_thread):
+def test_train_speed_s_matches_and_a_set_num_matches_together_are_refused(
+        monkeypatch, one_torch_thread, capsys):
+    """(--matches won over --set num_matches without a word; session 60 refuses the two.)"""
     train_speed = benchmark("train_speed")
     sizes = []
 
@@ -182,9 +184,13 @@ def test_train_speed_s_matches_wins_over_a_set_num_matches(monkeypatch, one_torc
         raise SystemExit(0)
 
     monkeypatch.setattr(train_speed, "measure", measure)
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as stopped:
         train_speed.main(["--set", "num_matches=4", "--matches", "8", "--set", "num_steps=2",
                           "--engines", "python"])
+    assert stopped.value.code == 2 and sizes == []
+    assert "--set num_matches and --matches both give num_matches" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train_speed.main(["--matches", "8", "--set", "num_steps=2", "--engines", "python"])
     assert sizes == [(8, 2)]
 
 

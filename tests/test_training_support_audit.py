@@ -172,7 +172,8 @@ def _resume_data(*overrides):
     data = {"update": 1, "global_step": cfg.batch_size, "wall_time": 1.0, "rng": rng_state(),
             "model": cpu_weights(model), "critic": cpu_weights(critic),
             "hand_guess": cpu_weights(guess), "optimizer": copy.deepcopy(optimizer.state_dict()),
-            "pool": pool.state_dict()}
+            "pool": pool.state_dict(), "config": cfg.as_dict(),  # (as every run's file has them)
+            "model_config": {"action_features": cfg.action_features}}
     return data, cfg, (model, critic, guess)
 
 
